@@ -1,0 +1,3 @@
+from casstrace.cli.main import main
+
+main()

@@ -1,0 +1,27 @@
+"""Where casstrace keeps things: downloads under the user's cache dir, sandboxes and traces under the data dir."""
+
+import os
+from pathlib import Path
+
+
+def _xdg(variable: str, fallback: str) -> Path:
+    value = os.environ.get(variable)
+    return Path(value) if value else Path.home() / fallback
+
+
+def cache_dir() -> Path:
+    """Maven artifacts and other re-downloadable things ($XDG_CACHE_HOME/casstrace)."""
+    return _xdg("XDG_CACHE_HOME", ".cache") / "casstrace"
+
+
+def data_dir() -> Path:
+    """Sandboxes and stored traces ($XDG_DATA_HOME/casstrace)."""
+    return _xdg("XDG_DATA_HOME", ".local/share") / "casstrace"
+
+
+def default_sandbox_dir() -> Path:
+    return data_dir() / "sandbox"
+
+
+def default_traces_dir() -> Path:
+    return data_dir() / "traces"
