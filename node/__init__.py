@@ -1,0 +1,1 @@
+"""casstrace.node"""

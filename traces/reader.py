@@ -1,0 +1,55 @@
+"""Opening a trace file for the analyses, with clear errors for files that are not whole traces."""
+
+import json
+import sqlite3
+from pathlib import Path
+
+from casstrace.errors import CasstraceError
+from casstrace.traces.schema import FORMAT_VERSION
+
+
+class Trace:
+    """A trace file opened read-only. Rows are sqlite3.Row (index by column name)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise CasstraceError(f"no trace file at {self.path}", "give the path that `casstrace run` printed")
+        try:
+            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            self.db.row_factory = sqlite3.Row
+            (integrity,) = self.db.execute("PRAGMA quick_check").fetchone()
+            if integrity != "ok":
+                raise sqlite3.DatabaseError(integrity)
+            self.meta = {row["key"]: json.loads(row["value"]) for row in self.db.execute("SELECT key, value FROM meta")}
+        except sqlite3.DatabaseError as error:
+            raise CasstraceError(
+                f"{self.path} is not a readable casstrace trace ({error})",
+                "the file is damaged or truncated: take the trace again, or copy it whole",
+            ) from None
+        version = self.meta.get("format_version")
+        if version != FORMAT_VERSION:
+            raise CasstraceError(
+                f"{self.path} has trace format {version!r}; this casstrace reads format {FORMAT_VERSION}",
+                "analyse it with the casstrace version that wrote it",
+            )
+
+    def rows(self, sql: str, params=()) -> list[sqlite3.Row]:
+        return self.db.execute(sql, params).fetchall()
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.meta.get("complete"))
+
+    def measured(self, measure: str) -> bool:
+        """Whether the backend took a measure ('syscalls', 'offsets', 'page_cache', 'latency', 'wire')."""
+        return bool(self.meta.get("measures", {}).get(measure))
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,166 @@
+"""The casstrace trace file: one SQLite database, metadata only (never row data, never credentials).
+
+A trace is written by a capture backend (bcc probes, or a sysdig import) and read by the
+analyses. Everything in it is what the kernel or the client measured; nothing is derived.
+
+Conventions
+- Timestamps are nanoseconds on one clock per trace, so windows, events and latency slots line up:
+  CLOCK_MONOTONIC for bcc captures (what bpf_ktime_get_ns() returns), Unix time for sysdig imports.
+  meta `clock_offset_ns` converts them to Unix time (0 for imports).
+- A *window* is a stretch of the capture: the whole capture ('capture'), or one execution of
+  the query ('warmup', 'execution', 'tracing'), or the gaps between them ('between').
+  Every aggregate row belongs to exactly one window, and the windows of one trace never overlap,
+  so summing over windows gives the capture's totals.
+- A *file* is anything the process had a descriptor on (file, socket, pipe, ...), or a file the
+  page cache filled on its behalf (found by device and inode, e.g. through mmap).
+- A measure that a backend does not take is absent, never zero: meta `measures` lists which were taken.
+
+Meta keys (values are JSON)
+  format_version     int, FORMAT_VERSION
+  casstrace_version  str
+  complete           bool: false when the capture was interrupted or failed part-way
+  incomplete_reason  str, present when complete is false
+  backend            'bcc' | 'sysdig'
+  source             str: what was captured ('pid 1234', 'command ...', 'import of FILE.scap')
+  measures           {"syscalls": bool, "offsets": bool, "page_cache": bool, "latency": bool, "wire": bool}
+  hostname, kernel   str
+  pid                int, process        str (the traced process's comm / command line)
+  capture_start_ns, capture_end_ns  int (monotonic)
+  clock_offset_ns    int: add to a monotonic timestamp to get Unix time in ns
+  slot_ns            int: width of a latency/heat-map time slot (slot 0 starts at capture_start_ns)
+  heatmap_offset_bytes int: height of one heat-map offset bucket
+  lost_events        int: events the kernel could not hand to us (ring/perf buffer full). Aggregates
+                     are kept in the kernel and lose nothing; this counts per-event records only.
+  unstreamed_events  int: per-event records deliberately not streamed (rate cap); aggregates still count them
+  query              str, keyspace str, consistency str, page_size int (run only)
+  node               {"host": str, "port": int, "pid": int}
+  cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
+                      "tables": [{"keyspace", "table", "columns": [{"name","type","kind"}],
+                                  "partition_key": [str], "clustering": [str],
+                                  "compression": {...}, "sstables": [{"path","size"}]}]}
+  query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread"}]}]
+"""
+
+FORMAT_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL                 -- JSON
+);
+
+CREATE TABLE files (
+    file_id     INTEGER PRIMARY KEY,
+    path        TEXT NOT NULL,          -- absolute path; sockets 'tcp 127.0.0.1:9042->127.0.0.1:50412'
+    kind        TEXT NOT NULL,          -- 'file' | 'socket' | 'pipe' | 'other' | 'unknown'
+    size_bytes  INTEGER,                -- size at the end of the capture, NULL when unknown
+    dev         INTEGER,                -- st_dev as userspace sees it (os.makedev), NULL when unknown
+    inode       INTEGER,
+    local_addr  TEXT,                   -- sockets only: 'ip:port'
+    remote_addr TEXT
+);
+CREATE INDEX files_path ON files(path);
+
+CREATE TABLE windows (
+    window_id  INTEGER PRIMARY KEY,
+    label      TEXT NOT NULL,           -- 'capture' | 'warmup' | 'execution' | 'tracing' | 'between'
+    execution  INTEGER,                 -- executions.execution for warmup/execution/tracing windows
+    start_ns   INTEGER NOT NULL,
+    end_ns     INTEGER NOT NULL
+);
+
+-- Exact per-window, per-file totals (kept in the kernel by the bcc backend: nothing is lost).
+CREATE TABLE file_io (
+    window_id                INTEGER NOT NULL REFERENCES windows(window_id),
+    file_id                  INTEGER NOT NULL REFERENCES files(file_id),
+    read_calls               INTEGER NOT NULL DEFAULT 0,  -- read, pread64, readv, preadv, preadv2, recv*
+    read_bytes               INTEGER NOT NULL DEFAULT 0,  -- bytes the calls returned
+    read_requested_bytes     INTEGER NOT NULL DEFAULT 0,  -- bytes the calls asked for
+    read_ns                  INTEGER,                     -- summed latency, NULL when not measured
+    write_calls              INTEGER NOT NULL DEFAULT 0,  -- write, pwrite64, writev, pwritev*, send*
+    write_bytes              INTEGER NOT NULL DEFAULT 0,
+    lseek_calls              INTEGER NOT NULL DEFAULT 0,
+    seek_jumps               INTEGER NOT NULL DEFAULT 0,  -- reads that did not start where the previous one on the file ended
+    longest_sequential_bytes INTEGER NOT NULL DEFAULT 0,  -- longest run of back-to-back reads
+    cache_miss_pages         INTEGER,                     -- pages the page cache filled for this process (NULL: not measured)
+    cache_miss_bytes         INTEGER,
+    PRIMARY KEY (window_id, file_id)
+);
+
+-- Read size distribution: bucket b holds reads returning [2^b, 2^(b+1)) bytes; b = -1 for 0 bytes.
+CREATE TABLE read_sizes (
+    window_id INTEGER NOT NULL,
+    file_id   INTEGER NOT NULL,
+    log2_bucket INTEGER NOT NULL,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (window_id, file_id, log2_bucket)
+);
+
+-- Which 4 KiB pages of a file were touched, as runs [first_page, first_page + page_count).
+-- source 'syscall': bytes returned by read syscalls; 'page_cache': pages inserted into the page cache.
+CREATE TABLE coverage (
+    window_id  INTEGER NOT NULL,
+    file_id    INTEGER NOT NULL,
+    source     TEXT NOT NULL,
+    first_page INTEGER NOT NULL,
+    page_count INTEGER NOT NULL
+);
+CREATE INDEX coverage_file ON coverage(file_id, source);
+
+-- Offset-by-time heat map of reads: slot = (ts - capture_start_ns) // slot_ns,
+-- offset_bucket = offset // heatmap_offset_bytes. source as in coverage.
+CREATE TABLE heatmap (
+    file_id       INTEGER NOT NULL,
+    source        TEXT NOT NULL,
+    slot          INTEGER NOT NULL,
+    offset_bucket INTEGER NOT NULL,
+    calls         INTEGER NOT NULL,
+    bytes         INTEGER NOT NULL,
+    PRIMARY KEY (file_id, source, slot, offset_bucket)
+);
+
+-- Syscall latency spectrogram, aggregated in the kernel.
+-- bucket b counts syscalls whose latency lies in [10^(b/10), 10^((b+1)/10)) ns (10 buckets a decade).
+-- target: what the syscall's fd was: 'file' | 'socket' | 'other' | 'none' (no fd argument).
+CREATE TABLE latency (
+    slot    INTEGER NOT NULL,
+    syscall TEXT NOT NULL,
+    target  TEXT NOT NULL,
+    bucket  INTEGER NOT NULL,
+    count   INTEGER NOT NULL,
+    PRIMARY KEY (slot, syscall, target, bucket)
+);
+
+-- Per-call records of reads and lseeks on files, streamed as far as they stay cheap
+-- (meta unstreamed_events / lost_events count the rest).
+CREATE TABLE events (
+    ts_ns      INTEGER NOT NULL,        -- syscall entry
+    tid        INTEGER NOT NULL,
+    syscall    TEXT NOT NULL,           -- 'read' | 'pread64' | 'readv' | 'preadv' | 'preadv2' | 'lseek' | ...
+    fd         INTEGER,
+    file_id    INTEGER,
+    offset     INTEGER,                 -- reads: file offset read from (NULL when unknown); lseek: the offset argument
+    requested  INTEGER,                 -- reads: bytes asked for; lseek: whence
+    returned   INTEGER,                 -- reads: bytes returned (negative errno); lseek: resulting position
+    latency_ns INTEGER                  -- NULL when not measured
+);
+CREATE INDEX events_file_ts ON events(file_id, ts_ns);
+
+CREATE TABLE threads (
+    tid  INTEGER PRIMARY KEY,
+    name TEXT NOT NULL
+);
+
+CREATE TABLE executions (
+    execution     INTEGER PRIMARY KEY,  -- 1, 2, ... in the order they ran
+    kind          TEXT NOT NULL,        -- 'warmup' | 'measured' | 'tracing'
+    window_id     INTEGER REFERENCES windows(window_id),
+    latency_s     REAL,                 -- wall time seen by the client, all pages fetched
+    rows          INTEGER,
+    payload_bytes INTEGER,              -- serialized size of the returned values
+    wire_bytes    INTEGER,              -- bytes the node wrote to the client connection (probes)
+    client_file_id INTEGER,             -- files.file_id of the node's side of the client connection
+    pages         INTEGER,
+    error         TEXT
+);
+"""

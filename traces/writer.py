@@ -1,0 +1,135 @@
+"""Writing a trace file so that it is either absent or whole.
+
+Everything goes into a hidden `.NAME.partial` beside the target; only `finish()` renames it into
+place (os.replace is atomic on one filesystem). A run that fails before it has anything worth
+keeping calls `discard()`; a run that was interrupted part-way calls `finish(complete=False, ...)`
+so the user keeps what was captured, clearly marked incomplete.
+"""
+
+import json
+import os
+import platform
+import sqlite3
+import time
+from pathlib import Path
+
+from casstrace import __version__
+from casstrace.traces.schema import FORMAT_VERSION, SCHEMA
+
+
+class TraceWriter:
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.partial_path = self.path.with_name(f".{self.path.name}.partial")
+        self.partial_path.unlink(missing_ok=True)
+        self.db = sqlite3.connect(self.partial_path)
+        # The partial file is thrown away on a crash, so durability per statement buys nothing.
+        self.db.execute("PRAGMA journal_mode = OFF")
+        self.db.execute("PRAGMA synchronous = OFF")
+        self.db.executescript(SCHEMA)
+        self._file_ids: dict[tuple, int] = {}
+        self.set_meta(
+            format_version=FORMAT_VERSION,
+            casstrace_version=__version__,
+            hostname=platform.node(),
+            kernel=platform.release(),
+            clock_offset_ns=time.time_ns() - time.monotonic_ns(),
+        )
+
+    # -- metadata ---------------------------------------------------------------------------
+    def set_meta(self, **values) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+            [(key, json.dumps(value)) for key, value in values.items()],
+        )
+
+    # -- files ------------------------------------------------------------------------------
+    def file_id(self, path: str, kind: str, *, size_bytes=None, dev=None, inode=None,
+                local_addr=None, remote_addr=None) -> int:
+        """The id of a file, adding it on first sight. Files are the same when path, kind,
+        device and inode agree (a path re-created during the capture is a new file)."""
+        key = (path, kind, dev, inode)
+        found = self._file_ids.get(key)
+        if found is not None:
+            if size_bytes is not None:
+                self.db.execute("UPDATE files SET size_bytes = ? WHERE file_id = ?", (size_bytes, found))
+            return found
+        cursor = self.db.execute(
+            "INSERT INTO files(path, kind, size_bytes, dev, inode, local_addr, remote_addr)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (path, kind, size_bytes, dev, inode, local_addr, remote_addr),
+        )
+        self._file_ids[key] = cursor.lastrowid
+        return cursor.lastrowid
+
+    # -- windows and executions ------------------------------------------------------------
+    def add_window(self, label: str, start_ns: int, end_ns: int, execution: int | None = None) -> int:
+        cursor = self.db.execute(
+            "INSERT INTO windows(label, execution, start_ns, end_ns) VALUES (?, ?, ?, ?)",
+            (label, execution, start_ns, end_ns),
+        )
+        return cursor.lastrowid
+
+    def add_execution(self, **columns) -> None:
+        self._insert("executions", [columns])
+
+    # -- bulk measurements -----------------------------------------------------------------
+    def add_file_io(self, rows) -> None:
+        """rows: dicts with window_id, file_id and any file_io columns."""
+        self._insert("file_io", rows)
+
+    def add_read_sizes(self, rows) -> None:
+        self._insert("read_sizes", rows)
+
+    def add_coverage(self, rows) -> None:
+        self._insert("coverage", rows)
+
+    def add_heatmap(self, rows) -> None:
+        self._insert("heatmap", rows)
+
+    def add_latency(self, rows) -> None:
+        self._insert("latency", rows)
+
+    def add_events(self, rows) -> None:
+        """rows: tuples (ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns)."""
+        self.db.executemany(
+            "INSERT INTO events(ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def add_threads(self, names: dict[int, str]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO threads(tid, name) VALUES (?, ?)", names.items())
+
+    def _insert(self, table: str, rows) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        # Rows of one call share their keys; group anyway so callers may mix shapes.
+        by_columns: dict[tuple, list] = {}
+        for row in rows:
+            by_columns.setdefault(tuple(row), []).append(tuple(row.values()))
+        for columns, values in by_columns.items():
+            placeholders = ", ".join("?" for _ in columns)
+            self.db.executemany(
+                f"INSERT INTO {table}({', '.join(columns)}) VALUES ({placeholders})", values
+            )
+
+    # -- ending -----------------------------------------------------------------------------
+    def finish(self, complete: bool = True, reason: str | None = None) -> Path:
+        """Mark the trace complete or not, and move it into place. Returns its path."""
+        self.set_meta(complete=complete)
+        if not complete:
+            self.set_meta(incomplete_reason=reason or "interrupted")
+        self.db.commit()
+        self.db.close()
+        os.replace(self.partial_path, self.path)
+        return self.path
+
+    def discard(self) -> None:
+        """Leave no file behind (the run failed before capturing anything worth keeping)."""
+        try:
+            self.db.close()
+        finally:
+            self.partial_path.unlink(missing_ok=True)
