@@ -1,0 +1,55 @@
+"""casstrace run: execute a CQL query on this node under the probes and write a trace."""
+
+from pathlib import Path
+
+import click
+
+from casstrace.errors import CasstraceError
+from casstrace.node.query import CONSISTENCY_LEVELS
+
+
+@click.command("run")
+@click.argument("query", required=False)
+@click.option("--file", "query_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Read the CQL statement from this file instead of the command line.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Trace file to write (default: a dated name under the casstrace data directory).")
+@click.option("--keyspace", "-k", help="Keyspace for unqualified table names.")
+@click.option("--host", help="Node to query (default CQLSH_HOST, cqlshrc, else 127.0.0.1: the sandbox).")
+@click.option("--port", type=int, help="Native transport port (default CQLSH_PORT, cqlshrc, else 9042).")
+@click.option("--username", "-u",
+              help="Role name. The password comes from CASSTRACE_PASSWORD or the cqlshrc/credentials "
+                   "files, never from the command line.")
+@click.option("--ssl", "ssl_enabled", is_flag=True, help="Connect with TLS (certificates as cqlsh: SSL_CERTFILE, cqlshrc [ssl]).")
+@click.option("--cqlshrc", type=click.Path(dir_okay=False, path_type=Path),
+              help="cqlsh configuration file (default ~/.cassandra/cqlshrc).")
+@click.option("--connect-timeout", type=float, default=5.0, show_default=True, help="Seconds to wait for the node.")
+@click.option("--request-timeout", type=float, default=60.0, show_default=True, help="Seconds to wait for each page.")
+@click.option("--pid", type=int, help="PID of the Cassandra JVM (default: found by its CassandraDaemon command line).")
+@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Measured executions.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Executions before the measured ones (captured, kept apart).")
+@click.option("--cold", is_flag=True, help="Drop the page cache before each execution (root).")
+@click.option("--consistency", default="ONE", show_default=True,
+              type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False))
+@click.option("--page-size", type=click.IntRange(min=0), default=5000, show_default=True,
+              help="Rows per page (0: no paging). Every page is fetched.")
+@click.option("--backend", type=click.Choice(["bcc", "sysdig"]), default="bcc", show_default=True,
+              help="What captures the JVM's I/O.")
+@click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
+def command(query, query_file, out, keyspace, host, port, username, ssl_enabled, cqlshrc, connect_timeout,
+            request_timeout, pid, repeat, warmup, cold, consistency, page_size, backend, no_html):
+    """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace."""
+    from casstrace.node.connection import resolve_settings
+    from casstrace.node.runner import RunOptions, run
+
+    if (query is None) == (query_file is None):
+        raise CasstraceError("give the query either as an argument or with --file, not both or neither",
+                             'casstrace run "SELECT ..." or casstrace run --file query.cql')
+    text = query if query is not None else query_file.read_text()
+    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)
+    path = run(RunOptions(
+        query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
+        consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out,
+    ))
+    click.echo(f"trace: {path}")

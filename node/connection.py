@@ -1,0 +1,233 @@
+"""Connecting to a Cassandra node the way cqlsh does.
+
+Settings come, highest first, from the command line (host, port, username, --ssl: never a password),
+environment variables, and the cqlsh configuration file (~/.cassandra/cqlshrc by default):
+  host, port   CQLSH_HOST, CQLSH_PORT; cqlshrc [connection] hostname, port. Default 127.0.0.1:9042.
+  credentials  CASSTRACE_USERNAME, CASSTRACE_PASSWORD; the credentials file named by cqlshrc
+               [authentication] credentials (default ~/.cassandra/credentials, section
+               [PlainTextAuthProvider]); cqlshrc [authentication] username, password.
+  TLS          --ssl or cqlshrc [connection] ssl = true; certificate SSL_CERTFILE or cqlshrc
+               [certfiles] <host> or [ssl] certfile; SSL_VALIDATE or [ssl] validate (default true);
+               client certificate [ssl] usercert, userkey.
+The session talks to that one node only: it is the node whose JVM is traced, so it must coordinate.
+"""
+
+import configparser
+import os
+import socket
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cassandra import ConsistencyLevel
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
+from cassandra.policies import WhiteListRoundRobinPolicy
+
+from casstrace.errors import CasstraceError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9042
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    certfile: str | None = None
+    validate: bool = True
+    usercert: str | None = None
+    userkey: str | None = None
+
+    def context(self, host: str) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.certfile) if self.certfile else ssl.create_default_context()
+        if not self.validate:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if self.usercert:
+            context.load_cert_chain(self.usercert, self.userkey)
+        return context
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    username: str | None = None
+    # repr=False: settings get logged and shown in tracebacks; the password must not be.
+    password: str | None = field(default=None, repr=False)
+    tls: TlsSettings | None = None
+    connect_timeout: float = 5.0
+    request_timeout: float = 60.0
+
+
+def default_cqlshrc() -> Path:
+    return Path.home() / ".cassandra" / "cqlshrc"
+
+
+def _read_ini(path: Path) -> configparser.ConfigParser:
+    # Interpolation off: passwords may hold '%'.
+    parser = configparser.ConfigParser(interpolation=None)
+    if path.is_file():
+        try:
+            parser.read(path)
+        except configparser.Error as error:
+            raise CasstraceError(f"cannot parse {path}: {error}", f"fix or move {path}") from None
+    return parser
+
+
+def _first(*values):
+    return next((value for value in values if value not in (None, "")), None)
+
+
+def _as_bool(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def resolve_settings(host: str | None = None, port: int | None = None, username: str | None = None,
+                     ssl_enabled: bool = False, cqlshrc: Path | None = None,
+                     connect_timeout: float = 5.0, request_timeout: float = 60.0,
+                     environ=os.environ) -> ConnectionSettings:
+    rc = _read_ini(Path(cqlshrc) if cqlshrc else default_cqlshrc())
+    host = _first(host, environ.get("CQLSH_HOST"), rc.get("connection", "hostname", fallback=None), DEFAULT_HOST)
+    port_text = _first(port, environ.get("CQLSH_PORT"), rc.get("connection", "port", fallback=None), DEFAULT_PORT)
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise CasstraceError(f"port {port_text!r} is not a number", "give --port or CQLSH_PORT as a number") from None
+
+    credentials_path = Path(os.path.expanduser(
+        rc.get("authentication", "credentials", fallback=None) or "~/.cassandra/credentials"))
+    credentials = _read_ini(credentials_path)
+    username = _first(
+        username,
+        environ.get("CASSTRACE_USERNAME"),
+        credentials.get("PlainTextAuthProvider", "username", fallback=None),
+        rc.get("authentication", "username", fallback=None),
+    )
+    password = _first(
+        environ.get("CASSTRACE_PASSWORD"),
+        credentials.get("PlainTextAuthProvider", "password", fallback=None),
+        rc.get("authentication", "password", fallback=None),
+    )
+
+    tls = None
+    if ssl_enabled or _as_bool(rc.get("connection", "ssl", fallback="false")):
+        def rc_path(section, key):
+            value = rc.get(section, key, fallback=None)
+            return os.path.expanduser(value) if value else None
+
+        validate = _first(environ.get("SSL_VALIDATE"), rc.get("ssl", "validate", fallback=None), "true")
+        tls = TlsSettings(
+            certfile=_first(os.path.expanduser(environ.get("SSL_CERTFILE", "")),
+                            rc_path("certfiles", host), rc_path("ssl", "certfile")),
+            validate=_as_bool(validate),
+            usercert=rc_path("ssl", "usercert"),
+            userkey=rc_path("ssl", "userkey"),
+        )
+    return ConnectionSettings(host, port, username, password, tls, connect_timeout, request_timeout)
+
+
+class NodeSession:
+    """A driver session bound to one node. Use as a context manager, or call close()."""
+
+    def __init__(self, settings: ConnectionSettings, keyspace: str | None = None, protocol_handler=None):
+        self.settings = settings
+        auth = PlainTextAuthProvider(settings.username, settings.password or "") if settings.username else None
+        profile = ExecutionProfile(
+            load_balancing_policy=WhiteListRoundRobinPolicy([settings.host]),
+            consistency_level=ConsistencyLevel.ONE,
+            request_timeout=settings.request_timeout,
+        )
+        self.cluster = Cluster(
+            contact_points=[settings.host],
+            port=settings.port,
+            auth_provider=auth,
+            ssl_context=settings.tls.context(settings.host) if settings.tls else None,
+            connect_timeout=settings.connect_timeout,
+            control_connection_timeout=settings.connect_timeout,
+            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+            # The run reads system_schema itself; the driver's own schema and token refreshes would
+            # only add reads on the node while it is being traced.
+            schema_metadata_enabled=False,
+            token_metadata_enabled=False,
+        )
+        try:
+            self.session = self.cluster.connect()
+        except NoHostAvailable as error:
+            self.cluster.shutdown()
+            raise CasstraceError(
+                f"cannot connect to Cassandra at {settings.host}:{settings.port}: {_first_reason(error)}",
+                "check --host/--port (or CQLSH_HOST/CQLSH_PORT), that the node is up, and its credentials and TLS settings",
+            ) from None
+        except Exception:
+            self.cluster.shutdown()
+            raise
+        if protocol_handler is not None:
+            self.session.client_protocol_handler = protocol_handler
+        if keyspace:
+            self.use_keyspace(keyspace)
+
+    def use_keyspace(self, keyspace: str) -> None:
+        try:
+            self.session.set_keyspace(keyspace)
+        except Exception as error:  # InvalidRequest from the server
+            self.close()
+            raise CasstraceError(
+                f"cannot use keyspace {keyspace!r}: {getattr(error, 'message', None) or error}",
+                "check --keyspace (DESCRIBE KEYSPACES in cqlsh lists them)",
+            ) from None
+
+    def client_addresses(self) -> set[tuple[str, int]]:
+        """(ip, port) of this client's end of each of its connections to the node: the node's
+        sockets to us have these as their remote address."""
+        connections = list(self.cluster.control_connection.get_connections())
+        for pool in self.session.get_pools():
+            connections.extend(pool.get_connections())
+        addresses = set()
+        for connection in connections:
+            sock = getattr(connection, "_socket", None)  # the driver offers no public accessor
+            if sock is None:
+                continue
+            try:
+                ip, port = sock.getsockname()[:2]
+            except OSError:
+                continue
+            addresses.add((normalize_ip(ip), port))
+        return addresses
+
+    def close(self) -> None:
+        self.cluster.shutdown()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def normalize_ip(ip: str) -> str:
+    """One spelling per address: no brackets, IPv4-mapped IPv6 as plain IPv4."""
+    ip = ip.strip("[]")
+    if ip.lower().startswith("::ffff:") and "." in ip:
+        return ip[len("::ffff:"):]
+    return ip
+
+
+def parse_address(address: str | None) -> tuple[str, int] | None:
+    """'ip:port' or '[ipv6]:port' -> (ip, port), None when it is not one."""
+    if not address or ":" not in address:
+        return None
+    ip, _, port = address.rpartition(":")
+    try:
+        return normalize_ip(ip), int(port)
+    except ValueError:
+        return None
+
+
+def _first_reason(error: NoHostAvailable) -> str:
+    reasons = list(getattr(error, "errors", {}).values())
+    if not reasons:
+        return str(error)
+    reason = reasons[0]
+    if isinstance(reason, (socket.timeout, TimeoutError)) or "timed out" in str(reason).lower():
+        return "connection timed out"
+    return str(reason)

@@ -1,0 +1,188 @@
+"""What a trace must say about the node for its figures to be read right: the Cassandra version, how
+it reads its files (disk_access_mode), where its data lives, and the schema and SSTables of the
+tables the query touches. Gathered once per trace, before the probes attach, so these reads are not
+part of the capture.
+"""
+
+import os
+import re
+from pathlib import Path
+
+from casstrace.errors import CasstraceError
+from casstrace.node.jvm import CassandraProcess
+
+# 'DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap' (3.x/4.x),
+# 'DiskAccessMode is mmap, indexAccessMode is mmap' (newer)
+DISK_ACCESS_LOG_LINE = re.compile(r"DiskAccessMode\s+(?:'(\w+)'\s+determined to be|is)\s+(\w+)")
+TABLE_REFERENCE = re.compile(
+    r"\b(?:FROM|INTO|UPDATE|TABLE)\s+((?:\"[^\"]+\"|\w+)(?:\s*\.\s*(?:\"[^\"]+\"|\w+))?)", re.IGNORECASE)
+
+
+def _rows(session, cql: str, params=()) -> list:
+    return list(session.execute(cql, params))
+
+
+def settings(session) -> dict[str, str]:
+    """system_views.settings (Cassandra 4.0+) as a dict, {} where the table does not exist."""
+    try:
+        return {row.name: row.value for row in _rows(session, "SELECT name, value FROM system_views.settings")}
+    except Exception:  # older node: no virtual tables
+        return {}
+
+
+def _log_disk_access_mode(process: CassandraProcess) -> str | None:
+    log_dir = process.system_property("cassandra.logdir")
+    if not log_dir:
+        return None
+    found = None
+    try:
+        with open(Path(log_dir) / "system.log", errors="replace") as log:
+            for line in log:
+                if "DiskAccessMode" in line:
+                    match = DISK_ACCESS_LOG_LINE.search(line)
+                    if match:
+                        found = match  # the last startup wins
+    except OSError:
+        return None
+    if found is None:
+        return None
+    configured, effective = found.groups()
+    return f"{configured} ({effective})" if configured and configured != effective else effective
+
+
+def disk_access_mode(node_settings: dict, process: CassandraProcess) -> str:
+    """As the node reports it; 'auto' is completed with what the startup log says it resolved to."""
+    configured = node_settings.get("disk_access_mode")
+    logged = _log_disk_access_mode(process)
+    if configured and configured not in ("auto", "legacy"):
+        return configured
+    if logged:
+        return logged if not configured or logged.startswith(configured) else f"{configured} ({logged})"
+    return configured or "unknown"
+
+
+def _parse_list_setting(value: str) -> list[str]:
+    return [item.strip().strip("'\"") for item in value.strip("[]").split(",") if item.strip()]
+
+
+def data_directories(node_settings: dict, process: CassandraProcess) -> list[str]:
+    """Where the node keeps SSTables: its settings, else cassandra.storagedir/data, else the
+    directories of the Data.db files it has open."""
+    if node_settings.get("data_file_directories"):
+        return _parse_list_setting(node_settings["data_file_directories"])
+    storage = process.system_property("cassandra.storagedir")
+    if storage and Path(storage, "data").is_dir():
+        return [str(Path(storage, "data"))]
+    found = set()
+    fd_dir = Path(f"/proc/{process.pid}/fd")
+    try:
+        for fd in fd_dir.iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.endswith("-Data.db"):
+                found.add(str(Path(target).parents[2]))  # DIR/keyspace/table-id/file
+    except OSError:
+        pass
+    return sorted(found)
+
+
+def tables_touched(prepared, query: str, keyspace: str | None) -> list[tuple[str, str]]:
+    """(keyspace, table) pairs the query reads or writes: from the node's result metadata, and from
+    the table names written in the query (statements without result columns)."""
+    found = []
+    for column in prepared.result_metadata or ():
+        found.append((column[0], column[1]))
+    for reference in TABLE_REFERENCE.findall(query):
+        parts = [part.strip() for part in reference.split(".")]
+        parts = [part[1:-1] if part.startswith('"') else part.lower() for part in parts]
+        if len(parts) == 2:
+            found.append((parts[0], parts[1]))
+        elif keyspace:
+            found.append((keyspace, parts[0]))
+    return list(dict.fromkeys(found))
+
+
+def table_schema(session, keyspace: str, table: str) -> dict | None:
+    """Columns, primary key and compression from system_schema; None when there is no such table
+    (a view or a virtual table, say)."""
+    rows = _rows(session, "SELECT id, compression FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                 (keyspace, table))
+    if not rows:
+        return None
+    columns = sorted(
+        _rows(session, "SELECT column_name, type, kind, position FROM system_schema.columns"
+                       " WHERE keyspace_name = %s AND table_name = %s", (keyspace, table)),
+        key=lambda c: ({"partition_key": 0, "clustering": 1, "static": 2}.get(c.kind, 3), c.position, c.column_name),
+    )
+    return {
+        "keyspace": keyspace,
+        "table": table,
+        "id": str(rows[0].id),
+        "columns": [{"name": c.column_name, "type": c.type, "kind": c.kind} for c in columns],
+        "partition_key": [c.column_name for c in columns if c.kind == "partition_key"],
+        "clustering": [c.column_name for c in columns if c.kind == "clustering"],
+        "compression": dict(rows[0].compression or {}),
+    }
+
+
+def sstable_files(data_dirs: list[str], keyspace: str, table: str, table_id: str) -> list[dict]:
+    """The files of a table's live SSTables, with sizes, as they are on disk now
+    (DIR/keyspace/table-<id without dashes>/; snapshots and backups are left out)."""
+    directory_name = f"{table}-{table_id.replace('-', '')}"
+    files = []
+    for data_dir in data_dirs:
+        table_dir = Path(data_dir, keyspace, directory_name)
+        if not table_dir.is_dir():
+            continue
+        for entry in sorted(table_dir.iterdir()):
+            if entry.is_file():
+                files.append({"path": str(entry), "size": entry.stat().st_size})
+    return files
+
+
+def gather(session, process: CassandraProcess, prepared, query: str, keyspace: str | None) -> dict:
+    """meta 'cassandra' of a run trace."""
+    node_settings = settings(session)
+    local = _rows(session, "SELECT release_version FROM system.local WHERE key = 'local'")
+    data_dirs = data_directories(node_settings, process)
+    tables = []
+    for table_keyspace, table in tables_touched(prepared, query, keyspace):
+        schema = table_schema(session, table_keyspace, table)
+        if schema is not None:
+            schema["sstables"] = sstable_files(data_dirs, table_keyspace, table, schema["id"])
+            tables.append(schema)
+    return {
+        "release_version": local[0].release_version if local else "unknown",
+        "disk_access_mode": disk_access_mode(node_settings, process),
+        "data_file_directories": data_dirs,
+        "tables": tables,
+    }
+
+
+def mapped_bytes(pid: int, paths) -> int:
+    """Bytes of these files the process has mapped (its /proc/PID/maps), resident or not."""
+    paths = set(paths)
+    total = 0
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].strip() in paths:
+                    start, end = (int(value, 16) for value in fields[0].split("-"))
+                    total += end - start
+    except OSError:
+        return 0
+    return total
+
+
+def drop_page_cache() -> None:
+    """Write back dirty pages, then evict clean page-cache pages that no process maps."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as control:
+            control.write("1\n")
+    except OSError as error:
+        raise CasstraceError(f"cannot drop the page cache for --cold: {error.strerror}",
+                             "run casstrace as root, or leave out --cold") from None

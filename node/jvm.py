@@ -1,0 +1,127 @@
+"""Finding the Cassandra JVM on this node: the process the probes must watch.
+
+A Cassandra JVM is recognised by its main class, org.apache.cassandra.service.CassandraDaemon, as
+one argument of its command line (an exact argument, so a shell or a grep whose command line merely
+mentions the class is not mistaken for it). When several run on one machine (a dev and a test
+sandbox, say), the one listening on the native port the client connects to is the one to watch.
+"""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from casstrace.errors import CasstraceError
+
+DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
+TCP_LISTEN = "0A"  # st column of /proc/net/tcp for a listening socket
+
+
+@dataclass(frozen=True)
+class CassandraProcess:
+    pid: int
+    argv: tuple[str, ...]
+
+    @property
+    def command_line(self) -> str:
+        return " ".join(self.argv)
+
+    def system_property(self, name: str) -> str | None:
+        """The value of a -Dname=value JVM option, or None."""
+        prefix = f"-D{name}="
+        for arg in self.argv:
+            if arg.startswith(prefix):
+                return arg[len(prefix):]
+        return None
+
+
+def _argv(pid: int, proc: Path) -> tuple[str, ...] | None:
+    try:
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return tuple(part.decode(errors="replace") for part in raw.split(b"\0") if part)
+
+
+def _is_cassandra(argv: tuple[str, ...]) -> bool:
+    return any(arg == DAEMON_CLASS or arg.endswith(".CassandraDaemon") for arg in argv)
+
+
+def cassandra_processes(proc: Path = Path("/proc")) -> list[CassandraProcess]:
+    """Every process on this machine (as this /proc shows it) that is a Cassandra JVM."""
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        argv = _argv(int(entry.name), proc)
+        if argv and _is_cassandra(argv):
+            found.append(CassandraProcess(int(entry.name), argv))
+    return sorted(found, key=lambda process: process.pid)
+
+
+def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    """TCP ports a process listens on: listening sockets in its network namespace whose inode
+    is one of its file descriptors."""
+    base = proc / str(pid)
+    socket_inodes = set()
+    try:
+        for fd in (base / "fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                socket_inodes.add(target[len("socket:["):-1])
+    except OSError:
+        return set()
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (base / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == TCP_LISTEN and inode in socket_inodes:
+                ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
+
+
+def find_cassandra(pid: int | None = None, native_port: int | None = None,
+                   proc: Path = Path("/proc")) -> CassandraProcess:
+    """The Cassandra JVM to watch: `pid` when given (checked to be one), else the only one running,
+    else the one listening on `native_port`. Raises CasstraceError naming the fix otherwise."""
+    if pid is not None:
+        argv = _argv(pid, proc)
+        if argv is None:
+            raise CasstraceError(f"no process with pid {pid}", "give --pid of the running Cassandra JVM")
+        if not _is_cassandra(argv):
+            raise CasstraceError(
+                f"process {pid} ({' '.join(argv)[:80]}) is not a Cassandra JVM: its command line has no CassandraDaemon",
+                "give --pid of the Cassandra JVM (`pgrep -f CassandraDaemon` lists them)",
+            )
+        return CassandraProcess(pid, argv)
+
+    candidates = cassandra_processes(proc)
+    if not candidates:
+        raise CasstraceError(
+            "no Cassandra JVM runs on this node (no process has CassandraDaemon in its command line)",
+            "run casstrace on the Cassandra node itself, start one with `casstrace sandbox start`, "
+            "or give --pid if its command line is unusual",
+        )
+    if len(candidates) == 1:
+        return candidates[0]
+    pids = ", ".join(str(c.pid) for c in candidates)
+    if native_port is not None:
+        listening = [c for c in candidates if native_port in listening_ports(c.pid, proc)]
+        if len(listening) == 1:
+            return listening[0]
+        raise CasstraceError(
+            f"{len(candidates)} Cassandra JVMs run on this node (pids {pids}) and "
+            f"{'none' if not listening else 'several'} of them listen on port {native_port}",
+            "give --pid of the one the query goes to",
+        )
+    raise CasstraceError(
+        f"{len(candidates)} Cassandra JVMs run on this node (pids {pids})",
+        "give --pid of the one the query goes to",
+    )

@@ -1,0 +1,156 @@
+"""Running the target query and measuring what it returned.
+
+Payload bytes are the serialized size of the returned values: the sum of the lengths of every cell
+in every row, exactly as the node sent them (a NULL counts 0), summed over all pages. They are
+counted on the raw protocol bytes, before the driver decodes anything, by a result message that
+also folds each row into a digest of the returned data. The digest stays in memory: it lets two
+queries be checked for returning the same data (`casstrace compare`), and is never stored, like
+the values themselves.
+
+The digest is order-insensitive and multiset-sensitive: each row hashes to 256 bits (cells
+length-prefixed, so cell boundaries count), and an execution's digest is the sum of its rows'
+hashes modulo 2**256. Two tables holding the same rows in different orders give equal digests;
+a missing, extra or changed row changes it.
+"""
+
+import hashlib
+import struct
+import time
+from dataclasses import dataclass, field
+
+from cassandra import ConsistencyLevel, InvalidRequest
+from cassandra.protocol import ErrorMessage, ResultMessage, SyntaxException, _ProtocolHandler, read_value
+from cassandra.query import BoundStatement, PreparedStatement
+
+from casstrace.errors import CasstraceError
+
+DIGEST_MODULUS = 2 ** 256
+CONSISTENCY_LEVELS = sorted(ConsistencyLevel.name_to_value)
+
+
+class MeasuredRows(list):
+    """One page of decoded rows, with the size and digest of the raw values the node sent."""
+
+    payload_bytes = 0
+    digest_sum = 0
+
+
+class MeasuringResultMessage(ResultMessage):
+    """A RESULT message that measures raw cell values as it reads them."""
+
+    def recv_results_rows(self, f, *args):
+        self._measured = MeasuredRows()
+        super().recv_results_rows(f, *args)
+        self._measured.extend(self.parsed_rows)
+        self.parsed_rows = self._measured
+
+    def recv_row(self, f, colcount):  # the base class calls self.recv_row once per row
+        row = [read_value(f) for _ in range(colcount)]
+        row_hash = hashlib.blake2b(digest_size=32)
+        for value in row:
+            if value is None:
+                row_hash.update(struct.pack(">i", -1))
+            else:
+                row_hash.update(struct.pack(">i", len(value)))
+                row_hash.update(value)
+                self._measured.payload_bytes += len(value)
+        self._measured.digest_sum = (self._measured.digest_sum + int.from_bytes(row_hash.digest(), "big")) % DIGEST_MODULUS
+        return row
+
+
+class MeasuringProtocolHandler(_ProtocolHandler):
+    """The driver's pure-Python protocol handler with the measuring RESULT message.
+    (The Cython handler decodes rows in C and never shows the raw values.)"""
+
+    message_types_by_opcode = {**_ProtocolHandler.message_types_by_opcode,
+                               MeasuringResultMessage.opcode: MeasuringResultMessage}
+
+
+def keep_page(column_names, rows):
+    """Row factory that hands the measured page through unchanged."""
+    return rows
+
+
+@dataclass
+class QueryResult:
+    latency_s: float
+    rows: int
+    payload_bytes: int
+    pages: int
+    digest: str = field(repr=False)  # hex; memory only
+    trace_ids: list = field(default_factory=list)
+    result_set: object = field(default=None, repr=False)
+
+
+def server_message(error: Exception) -> str:
+    """The message the node sent, without the driver's wrapping."""
+    message = getattr(error, "message", None) or str(error)
+    return message.strip()
+
+
+def prepare(session, query: str) -> PreparedStatement:
+    """Check the query on the node (it parses it and resolves keyspace and tables) without running it."""
+    try:
+        prepared = session.prepare(query)
+    except SyntaxException as error:
+        raise CasstraceError(f"the node rejected the query: {server_message(error)}",
+                             "fix the CQL (try it in cqlsh)") from None
+    except (ErrorMessage, InvalidRequest) as error:
+        raise CasstraceError(
+            f"the node rejected the query: {server_message(error)}",
+            "check the keyspace and table names (give --keyspace or qualify the table as keyspace.table)",
+        ) from None
+    if prepared.column_metadata:
+        raise CasstraceError(
+            f"the query has {len(prepared.column_metadata)} bind marker(s)",
+            "write the values into the query instead of ?",
+        )
+    return prepared
+
+
+def execute(session, prepared: PreparedStatement, consistency: str = "ONE", page_size: int | None = 5000,
+            trace: bool = False) -> QueryResult:
+    """Run the prepared query once and fetch every page. The session must use
+    MeasuringProtocolHandler. page_size None or 0: the node returns everything in one page."""
+    statement = BoundStatement(prepared, consistency_level=ConsistencyLevel.name_to_value[consistency],
+                               fetch_size=page_size or None)
+    started = time.perf_counter()
+    future = session.execute_async(statement, trace=trace)
+    future.row_factory = keep_page
+    result = future.result()
+    pages = [result.current_rows]
+    while result.has_more_pages:
+        result.fetch_next_page()
+        pages.append(result.current_rows)
+    latency = time.perf_counter() - started
+    digest_sum = sum(getattr(page, "digest_sum", 0) for page in pages) % DIGEST_MODULUS
+    return QueryResult(
+        latency_s=latency,
+        rows=sum(len(page) for page in pages),
+        payload_bytes=sum(getattr(page, "payload_bytes", 0) for page in pages),
+        pages=len(pages),
+        digest=f"{digest_sum:064x}",
+        trace_ids=[str(trace_id) for trace_id in future.get_query_trace_ids()] if trace else [],
+        result_set=result,
+    )
+
+
+def query_traces(result: QueryResult, max_wait_s: float = 10.0) -> list[dict]:
+    """Cassandra's own trace of a traced execution, one session per page: what the node says it did
+    (sstables touched, live rows and tombstone cells read). Activities describe work, not values."""
+    traces = []
+    for trace in result.result_set.get_all_query_traces(max_wait_sec_per=max_wait_s):
+        traces.append({
+            "session_id": str(trace.trace_id),
+            "duration_us": int(trace.duration.total_seconds() * 1_000_000) if trace.duration else None,
+            "events": [
+                {
+                    "activity": event.description,
+                    "source_elapsed_us": int(event.source_elapsed.total_seconds() * 1_000_000)
+                    if event.source_elapsed is not None else None,
+                    "thread": event.thread_name,
+                }
+                for event in trace.events
+            ],
+        })
+    return traces
