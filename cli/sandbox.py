@@ -1,0 +1,107 @@
+"""casstrace sandbox: a real local Apache Cassandra node to reproduce and trace on."""
+
+import time
+from pathlib import Path
+
+import click
+
+from casstrace import paths
+from casstrace.sandbox import cql
+from casstrace.sandbox.control import Sandbox, StartFailed
+from casstrace.sandbox.settings import DISK_ACCESS_MODES
+
+data_dir_option = click.option(
+    "--data-dir", type=click.Path(file_okay=False, path_type=Path),
+    default=paths.default_sandbox_dir, show_default="~/.local/share/casstrace/sandbox",
+    help="The sandbox's directory: data, commit log, config, log and PID file all live here.")
+
+
+@click.group("sandbox")
+def command():
+    """A local single-node Apache Cassandra, identified by its data directory."""
+
+
+@command.command()
+@data_dir_option
+@click.option("--version", help="Cassandra version (cassandra-all on Maven Central).  "
+              "[default: newest 5.0.x, or what this sandbox ran last]")
+@click.option("--native-port", type=int, help="CQL port.  [default: 9042, or last used]")
+@click.option("--jmx-port", type=int, help="JMX port for nodetool; the gossip port is this minus "
+              "199.  [default: 7199, or last used]")
+@click.option("--disk-access-mode", type=click.Choice(DISK_ACCESS_MODES),
+              help="How Cassandra reads SSTables.  [default: mmap_index_only, or last used]")
+@click.option("--heap", help="JVM heap, e.g. 512M or 2G.  [default: 1G, or last used]")
+def start(data_dir, version, native_port, jmx_port, disk_access_mode, heap):
+    """Start the node; returns once it accepts CQL."""
+    sandbox = Sandbox(data_dir)
+    began = time.monotonic()
+    try:
+        status = sandbox.start(version=version, native_port=native_port, jmx_port=jmx_port,
+                               disk_access_mode=disk_access_mode, heap=heap,
+                               progress=lambda message: click.echo(message, err=True))
+    except StartFailed as failure:
+        click.echo(f"--- last lines of {sandbox.log} ---", err=True)
+        for line in failure.log_tail:
+            click.echo(line, err=True)
+        click.echo("---", err=True)
+        raise
+    settings = status.settings
+    click.echo(f"Cassandra {settings.version} started in {time.monotonic() - began:.1f} s")
+    _describe(status)
+
+
+@command.command()
+@data_dir_option
+def stop(data_dir):
+    """Stop the node (by the PID file in its data directory)."""
+    pid = Sandbox(data_dir).stop()
+    click.echo(f"stopped pid {pid}" if pid else f"the sandbox in {data_dir} was not running")
+
+
+@command.command()
+@data_dir_option
+def status(data_dir):
+    """Say whether the node runs, and how to reach it. Exit status 3 when it is stopped."""
+    status = Sandbox(data_dir).status()
+    if status.settings is None:
+        click.echo(f"no sandbox in {data_dir}")
+        raise SystemExit(3)
+    click.echo(f"{'running' if status.running else 'stopped'}: Cassandra {status.settings.version}")
+    _describe(status)
+    if not status.running:
+        raise SystemExit(3)
+
+
+@command.command(context_settings={"ignore_unknown_options": True})
+@data_dir_option
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, required=True)
+def nodetool(data_dir, args):
+    """Run nodetool against the node, e.g. `casstrace sandbox nodetool flush`."""
+    Sandbox(data_dir).nodetool(*args, capture=False)
+
+
+@command.command("cql")
+@data_dir_option
+@click.argument("statement", required=False)
+@click.option("--file", "cql_file", type=click.File(), help="Run the statements in this file.")
+@click.option("--keyspace", "-k", help="Keyspace to USE first.")
+def cql_command(data_dir, statement, cql_file, keyspace):
+    """Run CQL statements (separated by ;) and print the rows they return."""
+    if (statement is None) == (cql_file is None):
+        raise click.UsageError("give either a STATEMENT or --file")
+    text = statement if statement is not None else cql_file.read()
+    with Sandbox(data_dir).connect(keyspace) as session:
+        for block in cql.run(session, text):
+            click.echo(block)
+
+
+def _describe(status) -> None:
+    settings = status.settings
+    click.echo(f"  host        {status.host}")
+    click.echo(f"  native port {settings.native_port}")
+    click.echo(f"  jmx port    {settings.jmx_port}")
+    if status.pid:
+        click.echo(f"  pid         {status.pid}")
+    click.echo(f"  data dir    {status.data_dir}")
+    click.echo(f"  log         {status.log}")
+    click.echo(f"  disk access {settings.disk_access_mode}, heap {settings.heap}")

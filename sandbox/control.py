@@ -1,0 +1,304 @@
+"""Starting, stopping and talking to one sandbox node.
+
+The node's JVM runs detached (its own session), its stdout and stderr going to the sandbox's log.
+It is found again only through the PID file in its data directory, and a PID counts only while
+/proc says that process is a CassandraDaemon reading this sandbox's cassandra.yaml: a stale PID
+file, or a PID the kernel gave to someone else, never gets a signal from us.
+"""
+
+import dataclasses
+import errno
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections import deque
+from contextlib import contextmanager
+from pathlib import Path
+
+from casstrace import paths
+from casstrace.errors import CasstraceError
+from casstrace.sandbox import artifacts, config
+from casstrace.sandbox.settings import HOST, Layout, Settings
+
+START_TIMEOUT_S = 300
+STOP_TIMEOUT_S = 120
+
+
+class StartFailed(CasstraceError):
+    """The JVM did not come up; `log_tail` holds the end of its log for the user."""
+
+    def __init__(self, message: str, fix: str, log_tail: list[str]):
+        super().__init__(message, fix)
+        self.log_tail = log_tail
+
+
+@dataclasses.dataclass
+class Status:
+    running: bool
+    data_dir: Path
+    pid: int | None
+    settings: Settings | None
+    log: Path
+
+    @property
+    def host(self) -> str:
+        return HOST
+
+
+class Sandbox:
+    def __init__(self, data_dir=None):
+        self.layout = Layout(data_dir or paths.default_sandbox_dir())
+
+    @property
+    def data_dir(self) -> Path:
+        return self.layout.root
+
+    @property
+    def host(self) -> str:
+        return HOST
+
+    @property
+    def settings(self) -> Settings:
+        settings = self.layout.load_settings()
+        if settings is None:
+            raise CasstraceError(f"no sandbox has been started in {self.data_dir}",
+                                 f"run: casstrace sandbox start --data-dir {self.data_dir}")
+        return settings
+
+    @property
+    def native_port(self) -> int:
+        return self.settings.native_port
+
+    @property
+    def jmx_port(self) -> int:
+        return self.settings.jmx_port
+
+    @property
+    def log(self) -> Path:
+        return self.layout.log
+
+    # -- process ----------------------------------------------------------------------------
+    def pid(self) -> int | None:
+        """The running node's PID, or None when the PID file is absent or stale."""
+        try:
+            pid = int(self.layout.pid_file.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            return None
+        ours = (config.DAEMON_CLASS.encode() in cmdline
+                and f"-Dcassandra.config=file://{self.layout.yaml}".encode() in cmdline)
+        return pid if ours else None
+
+    def is_running(self) -> bool:
+        return self.pid() is not None
+
+    def status(self) -> Status:
+        pid = self.pid()
+        return Status(pid is not None, self.data_dir, pid, self.layout.load_settings(),
+                      self.layout.log)
+
+    def start(self, *, version=None, native_port=None, jmx_port=None, disk_access_mode=None,
+              heap=None, timeout=START_TIMEOUT_S, progress=print) -> Status:
+        """Starts the node and returns once it answers CQL. Options left None keep what this
+        sandbox used last time (or the defaults for a new one)."""
+        running = self.pid()
+        if running is not None:
+            settings = self.layout.load_settings()
+            raise CasstraceError(
+                f"the sandbox in {self.data_dir} is already running (pid {running}, "
+                f"CQL on {HOST}:{settings.native_port if settings else '?'})",
+                f"use it as it is, or stop it first: casstrace sandbox stop --data-dir {self.data_dir}",
+            )
+        self._check_writable()
+        java = config.find_java()
+        previous = self.layout.load_settings()
+        chosen = {k: v for k, v in dict(version=version, native_port=native_port,
+                                         jmx_port=jmx_port, disk_access_mode=disk_access_mode,
+                                         heap=heap).items() if v is not None}
+        if previous is not None:
+            if "jmx_port" in chosen:  # the storage port follows the JMX port
+                previous.storage_port = None
+            settings = Settings(**{**dataclasses.asdict(previous), **chosen})
+        else:
+            chosen.setdefault("version", None)
+            settings = Settings(**chosen)
+        if settings.version is None:
+            settings.version = artifacts.newest_release()
+        jars = artifacts.classpath(settings.version, progress=progress)
+        _check_ports_free(settings)
+
+        self.layout.save_settings(settings)
+        config.write_config(self.layout, settings)
+        for directory in (self.layout.data, self.layout.commitlog, self.layout.saved_caches,
+                          self.layout.hints, self.layout.cdc_raw, self.layout.logs):
+            directory.mkdir(parents=True, exist_ok=True)
+        if self.layout.log.exists():
+            self.layout.log.replace(self.layout.log.with_name("system.log.previous"))
+        with open(self.layout.log, "ab") as log:
+            process = subprocess.Popen(
+                config.daemon_command(java, jars, self.layout, settings),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.data_dir, start_new_session=True,
+            )
+        self.layout.pid_file.write_text(f"{process.pid}\n")
+        try:
+            self._wait_for_cql(process, settings, timeout)
+        except StartFailed:
+            _end(process)
+            self.layout.pid_file.unlink(missing_ok=True)
+            raise
+        return self.status()
+
+    def stop(self, timeout=STOP_TIMEOUT_S) -> int | None:
+        """Stops the node (SIGTERM, then SIGKILL after `timeout`); returns the PID it stopped,
+        or None when it was not running."""
+        pid = self.pid()
+        if pid is None:
+            self.layout.pid_file.unlink(missing_ok=True)
+            return None
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.pid() == pid and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.2)
+        if self.pid() == pid:
+            os.kill(pid, signal.SIGKILL)
+            while self.pid() == pid:
+                _reap(pid)
+                time.sleep(0.1)
+        _reap(pid)
+        self.layout.pid_file.unlink(missing_ok=True)
+        return pid
+
+    # -- talking to it ----------------------------------------------------------------------
+    def nodetool(self, *args: str, capture=True) -> subprocess.CompletedProcess:
+        """Runs nodetool against this node over local JMX, from the node's own classpath.
+        Raises CasstraceError when nodetool fails."""
+        settings = self.settings
+        self._require_running()
+        command = config.nodetool_command(config.find_java(),
+                                          artifacts.classpath(settings.version),
+                                          self.layout, settings, list(args))
+        result = subprocess.run(command, capture_output=capture, text=True, cwd=self.data_dir)
+        if result.returncode != 0:
+            detail = (result.stderr or result.stdout or "").strip().splitlines() if capture else []
+            raise CasstraceError(
+                f"nodetool {' '.join(args)} failed with exit status {result.returncode}"
+                + (f": {detail[-1]}" if detail else ""),
+                f"check the node's log {self.layout.log}",
+            )
+        return result
+
+    @contextmanager
+    def connect(self, keyspace=None):
+        """A cassandra-driver session to this node, closed on exit."""
+        from cassandra.cluster import Cluster, NoHostAvailable
+        from cassandra.policies import WhiteListRoundRobinPolicy
+
+        settings = self.settings
+        self._require_running()
+        cluster = Cluster([HOST], port=settings.native_port,
+                          load_balancing_policy=WhiteListRoundRobinPolicy([HOST]),
+                          connect_timeout=10)
+        try:
+            try:
+                session = cluster.connect(keyspace)
+            except NoHostAvailable as error:
+                raise CasstraceError(f"cannot connect to the sandbox on {HOST}:"
+                                     f"{settings.native_port} ({error})",
+                                     f"check `casstrace sandbox status --data-dir {self.data_dir}`") from None
+            session.default_timeout = 120
+            yield session
+        finally:
+            cluster.shutdown()
+
+    def _require_running(self) -> None:
+        if not self.is_running():
+            raise CasstraceError(f"the sandbox in {self.data_dir} is not running",
+                                 f"run: casstrace sandbox start --data-dir {self.data_dir}")
+
+    def _check_writable(self) -> None:
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.data_dir):
+                pass
+        except OSError as error:
+            raise CasstraceError(
+                f"cannot write to the sandbox data directory {self.data_dir} "
+                f"({error.strerror or error})",
+                "choose a writable directory with --data-dir",
+            ) from None
+
+    def _wait_for_cql(self, process: subprocess.Popen, settings: Settings, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise StartFailed(f"Cassandra exited during startup with status {process.returncode}",
+                                  f"see the log {self.layout.log}", self._log_tail())
+            if _accepts(settings.native_port) and self._answers_cql():
+                return
+            time.sleep(0.5)
+        raise StartFailed(f"Cassandra did not accept CQL on {HOST}:{settings.native_port} "
+                          f"within {timeout:.0f} s", f"see the log {self.layout.log}",
+                          self._log_tail())
+
+    def _answers_cql(self) -> bool:
+        try:
+            with self.connect() as session:
+                session.execute("SELECT release_version FROM system.local")
+            return True
+        except CasstraceError:
+            return False
+
+    def _log_tail(self, lines=30) -> list[str]:
+        try:
+            with open(self.layout.log, errors="replace") as log:
+                return [line.rstrip("\n") for line in deque(log, maxlen=lines)]
+        except OSError:
+            return []
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex((HOST, port)) == 0
+
+
+def _check_ports_free(settings: Settings) -> None:
+    which = {settings.native_port: ("native (CQL)", "--native-port"),
+             settings.jmx_port: ("JMX", "--jmx-port"),
+             settings.storage_port: ("storage (gossip)", "--jmx-port (the storage port is the JMX port - 199)")}
+    for port, (name, option) in which.items():
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((HOST, port))
+            except OSError as error:
+                if error.errno != errno.EADDRINUSE:
+                    raise
+                raise CasstraceError(
+                    f"{name} port {port} is already in use",
+                    f"stop what listens there (see: ss -ltnp 'sport = :{port}') or choose another {option}",
+                ) from None
+
+
+def _reap(pid: int) -> None:
+    """Collects the exit status when the node is our own child (started in this process), so it
+    does not linger as a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _end(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,0 +1,47 @@
+"""Running a few CQL statements from the command line and showing their rows as a table."""
+
+import re
+
+MAX_CELL = 60
+
+# A statement ends at a ';' outside quotes, $$-strings and comments.
+_TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\$\$.*?\$\$|--[^\n]*|//[^\n]*|/\*.*?\*/|;|[^'"$;/-]+|.""",
+                    re.S)
+
+
+def split_statements(text: str) -> list[str]:
+    statements, current = [], []
+    for token in _TOKEN.findall(text):
+        if token == ";":
+            statements.append("".join(current))
+            current = []
+        elif not token.startswith(("--", "//", "/*")):
+            current.append(token)
+    statements.append("".join(current))
+    return [s.strip() for s in statements if s.strip()]
+
+
+def run(session, text: str):
+    """Executes each statement; yields a printable block per statement that returned rows."""
+    for statement in split_statements(text):
+        result = session.execute(statement)
+        if result.column_names:
+            yield format_rows(result.column_names, list(result))
+
+
+def format_cell(value) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        shown = "0x" + bytes(value[:MAX_CELL // 2 - 2]).hex()
+        return shown if len(value) <= MAX_CELL // 2 - 2 else f"{shown}… ({len(value)} bytes)"
+    text = "null" if value is None else str(value)
+    return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
+
+
+def format_rows(columns: list[str], rows: list) -> str:
+    cells = [[format_cell(value) for value in row] for row in rows]
+    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
+    line = lambda values: " | ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
+    out = [line(columns), "-+-".join("-" * w for w in widths)]
+    out += [line(row) for row in cells]
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out)
