@@ -11,9 +11,9 @@ from pathlib import Path
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import CassandraProcess
 
-# 'DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap' (3.x/4.x),
-# 'DiskAccessMode is mmap, indexAccessMode is mmap' (newer)
-DISK_ACCESS_LOG_LINE = re.compile(r"DiskAccessMode\s+(?:'(\w+)'\s+determined to be|is)\s+(\w+)")
+# "DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap" (3.x, 4.x),
+# "DiskAccessMode is standard, indexAccessMode is mmap" (5.0)
+DISK_ACCESS_LOG_LINE = re.compile(r"DiskAccessMode\s+(?:'\w+'\s+determined to be|is)\s+(\w+)")
 TABLE_REFERENCE = re.compile(
     r"\b(?:FROM|INTO|UPDATE|TABLE)\s+((?:\"[^\"]+\"|\w+)(?:\s*\.\s*(?:\"[^\"]+\"|\w+))?)", re.IGNORECASE)
 
@@ -31,6 +31,7 @@ def settings(session) -> dict[str, str]:
 
 
 def _log_disk_access_mode(process: CassandraProcess) -> str | None:
+    """The data access mode of the node's last startup, from its system.log."""
     log_dir = process.system_property("cassandra.logdir")
     if not log_dir:
         return None
@@ -39,26 +40,16 @@ def _log_disk_access_mode(process: CassandraProcess) -> str | None:
         with open(Path(log_dir) / "system.log", errors="replace") as log:
             for line in log:
                 if "DiskAccessMode" in line:
-                    match = DISK_ACCESS_LOG_LINE.search(line)
-                    if match:
-                        found = match  # the last startup wins
+                    found = DISK_ACCESS_LOG_LINE.search(line) or found
     except OSError:
         return None
-    if found is None:
-        return None
-    configured, effective = found.groups()
-    return f"{configured} ({effective})" if configured and configured != effective else effective
+    return found.group(1) if found else None
 
 
 def disk_access_mode(node_settings: dict, process: CassandraProcess) -> str:
-    """As the node reports it; 'auto' is completed with what the startup log says it resolved to."""
-    configured = node_settings.get("disk_access_mode")
-    logged = _log_disk_access_mode(process)
-    if configured and configured not in ("auto", "legacy"):
-        return configured
-    if logged:
-        return logged if not configured or logged.startswith(configured) else f"{configured} ({logged})"
-    return configured or "unknown"
+    """How the node reads Data.db files, as it reports it (the resolved mode: 'mmap_index_only' shows
+    as 'standard', since only the index is mapped)."""
+    return node_settings.get("disk_access_mode") or _log_disk_access_mode(process) or "unknown"
 
 
 def _parse_list_setting(value: str) -> list[str]:

@@ -14,6 +14,7 @@ a missing, extra or changed row changes it.
 """
 
 import hashlib
+import re
 import struct
 import time
 from dataclasses import dataclass, field
@@ -83,9 +84,11 @@ class QueryResult:
 
 
 def server_message(error: Exception) -> str:
-    """The message the node sent, without the driver's wrapping."""
+    """The message the node sent, without the driver's wrapping
+    ('Error from server: code=2200 [Invalid query] message="..."')."""
     message = getattr(error, "message", None) or str(error)
-    return message.strip()
+    wrapped = re.search(r'message="(.*)"\s*$', message, re.DOTALL)
+    return (wrapped.group(1) if wrapped else message).strip()
 
 
 def prepare(session, query: str) -> PreparedStatement:
