@@ -21,6 +21,7 @@ from casstrace.node.connection import ConnectionSettings, NodeSession, parse_add
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.query import MeasuringProtocolHandler, QueryResult, execute, prepare, query_traces
 from casstrace.paths import default_traces_dir
+from casstrace.sandbox.cql import split_statements
 from casstrace.traces import TraceWriter
 
 BACKENDS = {
@@ -71,10 +72,12 @@ def capture_class(backend: str):
 
 
 def clean_query(text: str) -> str:
-    query = text.strip().rstrip(";").strip()
-    if not query:
-        raise CasstraceError("the query is empty", 'give a CQL statement: casstrace run "SELECT ..."')
-    return query
+    """The one CQL statement in `text`, without comments or the final ';'."""
+    statements = split_statements(text)
+    if len(statements) != 1:
+        raise CasstraceError(f"expected one CQL statement, found {len(statements)}",
+                             'give exactly one statement: casstrace run "SELECT ..."')
+    return statements[0]
 
 
 def default_trace_path(query: str, now: datetime | None = None) -> Path:

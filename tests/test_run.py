@@ -1,0 +1,211 @@
+"""`casstrace run` end to end: the real CLI, real bcc probes, the real test sandbox."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from casstrace.traces import Trace
+
+CASSTRACE = [sys.executable, "-m", "casstrace"]
+
+
+def casstrace(*args, env=None, timeout=300):
+    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def node_args(sandbox):
+    return ["--host", sandbox.host, "--port", sandbox.port]
+
+
+@pytest.fixture(scope="module")
+def demo_query(demo_tables):
+    return f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}"
+
+
+@pytest.fixture(scope="module")
+def demo_trace(tmp_path_factory, node_args, demo_query, cql_session):
+    """One run of the demo query: 1 warmup, 2 measured executions, 1 tracing execution."""
+    sessions_before = {row.session_id for row in cql_session.execute("SELECT session_id FROM system_traces.sessions")}
+    out = tmp_path_factory.mktemp("run") / "demo.trace"
+    done = casstrace("run", demo_query, *node_args, "--repeat", 2, "--warmup", 1, "--page-size", 64, "--out", out,
+                     "--no-html")
+    assert done.returncode == 0, done.stderr
+    sessions_after = {row.session_id for row in cql_session.execute("SELECT session_id FROM system_traces.sessions")}
+    with Trace(out) as trace:
+        yield trace, sessions_after - sessions_before, done
+
+
+def data_file_reads(trace, window_id, table):
+    """Bytes the JVM read from, and page-cache misses on, the table's Data.db files in one window."""
+    row = trace.rows(
+        "SELECT coalesce(sum(read_bytes), 0) AS read_bytes, coalesce(sum(cache_miss_bytes), 0) AS miss_bytes"
+        " FROM file_io JOIN files USING (file_id)"
+        " WHERE window_id = ? AND path LIKE ? AND path LIKE '%-Data.db'",
+        (window_id, f"%/{table}-%"),
+    )[0]
+    return row["read_bytes"] + row["miss_bytes"]
+
+
+def test_trace_is_written_and_reads_back(demo_trace, demo_query, demo_tables, sandbox):
+    trace, _, done = demo_trace
+    assert trace.complete
+    assert str(trace.path) in done.stdout
+    meta = trace.meta
+    assert meta["query"] == demo_query and meta["keyspace"] == demo_tables.keyspace
+    assert (meta["consistency"], meta["page_size"]) == ("ONE", 64)
+    assert meta["node"]["port"] == sandbox.port and meta["node"]["pid"] == meta["pid"]
+    cassandra = meta["cassandra"]
+    assert cassandra["release_version"].startswith("5.")
+    assert cassandra["disk_access_mode"] != "unknown"
+    (table,) = cassandra["tables"]
+    assert (table["keyspace"], table["table"]) == (demo_tables.keyspace, demo_tables.spec.table)
+    assert table["partition_key"] == ["stream_id"] and table["clustering"] == ["ts"]
+    assert table["compression"]["chunk_length_in_kb"] == str(demo_tables.spec.chunk_length_kb)
+    data_files = {Path(f["path"]): f["size"] for f in table["sstables"] if f["path"].endswith("-Data.db")}
+    assert data_files == {path: path.stat().st_size for path in demo_tables.wide.data_files}
+
+
+def test_executions_have_payload_of_100_bytes_a_row_and_their_own_windows(demo_trace, demo_tables):
+    trace, _, _ = demo_trace
+    executions = trace.rows("SELECT * FROM executions JOIN windows USING (window_id) ORDER BY execution")
+    assert [(e["kind"], e["label"]) for e in executions] == [
+        ("warmup", "warmup"), ("measured", "execution"), ("measured", "execution"), ("tracing", "tracing")]
+    spec = demo_tables.spec
+    for execution in executions:
+        assert execution["execution"] == execution["window_id"] and execution["error"] is None
+        assert execution["rows"] == spec.rows
+        assert execution["payload_bytes"] == spec.first_column_bytes * execution["rows"]
+        assert execution["pages"] == -(-spec.rows // 64)
+        assert execution["end_ns"] - execution["start_ns"] >= execution["latency_s"] * 1e9 * 0.99
+        # Each execution's window holds that execution's reads of the table.
+        assert data_file_reads(trace, execution["window_id"], spec.table) > 0
+    between = trace.rows("SELECT window_id FROM windows WHERE label = 'between'")
+    assert sum(data_file_reads(trace, w["window_id"], spec.table) for w in between) == 0
+
+
+def test_wire_bytes_are_what_the_node_sent_this_client(demo_trace):
+    trace, _, _ = demo_trace
+    port = trace.meta["node"]["port"]
+    for execution in trace.rows("SELECT * FROM executions"):
+        # The values plus per-row length prefixes, result metadata and frame headers: more than
+        # the payload, but not much more for 100-byte values.
+        assert execution["payload_bytes"] < execution["wire_bytes"] < 2 * execution["payload_bytes"] + 64 * 1024
+        (socket,) = trace.rows("SELECT * FROM files WHERE file_id = ?", (execution["client_file_id"],))
+        assert socket["kind"] == "socket" and socket["local_addr"].endswith(f":{port}")
+
+
+def test_tracing_runs_apart_from_measured_executions(demo_trace):
+    trace, new_sessions, _ = demo_trace
+    (tracing,) = trace.rows("SELECT * FROM executions JOIN windows USING (window_id) WHERE kind = 'tracing'")
+    measured_end = trace.rows("SELECT max(end_ns) FROM windows WHERE label IN ('warmup', 'execution')")[0][0]
+    assert measured_end <= tracing["start_ns"]
+    query_trace = trace.meta["query_trace"]
+    # The node recorded trace sessions for the tracing execution's pages and for nothing else.
+    assert {s["session_id"] for s in query_trace} == {str(s) for s in new_sessions}
+    assert len(query_trace) == tracing["pages"]
+    activities = [event["activity"] for session in query_trace for event in session["events"]]
+    assert any("sstable" in activity.lower() for activity in activities)
+
+
+def test_no_loaded_value_appears_in_the_trace(demo_trace, demo_tables, cql_session):
+    trace, _, _ = demo_trace
+    raw = trace.path.read_bytes()
+    spec = demo_tables.spec
+    rows = list(cql_session.execute(
+        f"SELECT c0, c1 FROM {demo_tables.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id} LIMIT 20"))
+    assert len(rows) == 20
+    for row in rows:
+        for value in (row.c0, row.c1[:64], row.c1[-64:]):
+            assert len(value) >= 64
+            for form in (value, value.hex().encode(), value.hex().upper().encode()):
+                assert form not in raw
+
+
+def test_listing_shows_the_trace(demo_trace, demo_query):
+    trace, _, _ = demo_trace
+    listing = casstrace("traces", "--dir", trace.path.parent)
+    assert listing.returncode == 0
+    assert demo_query in listing.stdout and str(trace.path) in listing.stdout
+
+
+# -- failures: a clear error, a non-zero exit, no trace left -----------------------------------
+
+def assert_failed_cleanly(done, out_dir: Path, *expected):
+    assert done.returncode != 0
+    last_line = done.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("casstrace: error:"), done.stderr
+    for text in expected:
+        assert text in last_line
+    assert list(out_dir.iterdir()) == []
+
+
+def test_bad_cql_gives_the_servers_message(tmp_path, node_args):
+    done = casstrace("run", "SELEC c0 FROM streams", *node_args, "--out", tmp_path / "t.trace")
+    assert_failed_cleanly(done, tmp_path, "no viable alternative at input 'SELEC'")
+
+
+@pytest.mark.parametrize("query, extra, message", [
+    ("SELECT c0 FROM streams", ["--keyspace", "no_such_keyspace"], "Keyspace 'no_such_keyspace' does not exist"),
+    ("SELECT c0 FROM no_such_keyspace.streams", [], "keyspace no_such_keyspace does not exist"),
+    ("SELECT c0 FROM casstrace_demo.no_such_table", [], "table no_such_table does not exist"),
+])
+def test_unknown_keyspace_or_table(tmp_path, node_args, query, extra, message):
+    done = casstrace("run", query, *node_args, *extra, "--out", tmp_path / "t.trace")
+    assert_failed_cleanly(done, tmp_path, message)
+
+
+def test_wrong_port_fails_fast(tmp_path, sandbox):
+    started = time.monotonic()
+    done = casstrace("run", "SELECT now() FROM system.local", "--host", sandbox.host, "--port", 1,
+                     "--out", tmp_path / "t.trace")
+    assert_failed_cleanly(done, tmp_path, f"cannot connect to Cassandra at {sandbox.host}:1")
+    assert time.monotonic() - started < 10
+
+
+def test_unreachable_host_fails_within_the_connect_timeout(tmp_path):
+    # 192.0.2.0/24 is TEST-NET-1: never routed, so the connection attempt hangs until the timeout
+    # (or fails at once where there is no route at all).
+    started = time.monotonic()
+    done = casstrace("run", "SELECT now() FROM system.local", "--host", "192.0.2.1", "--connect-timeout", 2,
+                     "--out", tmp_path / "t.trace")
+    elapsed = time.monotonic() - started
+    assert_failed_cleanly(done, tmp_path, "cannot connect to Cassandra at 192.0.2.1:9042")
+    assert elapsed < 2 + 6  # the timeout, plus the interpreter and driver start-up
+
+
+def test_no_cassandra_jvm_on_this_node(tmp_path, node_args):
+    # In a PID namespace of its own (own /proc, same network) the node answers but no Cassandra JVM
+    # is visible: exactly the situation of running casstrace on a machine that is not the node.
+    done = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", *CASSTRACE, "run", "SELECT now() FROM system.local",
+         *map(str, node_args), "--out", str(tmp_path / "t.trace")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert_failed_cleanly(done, tmp_path, "no Cassandra JVM runs on this node")
+
+
+def test_pid_of_a_process_that_is_not_cassandra(tmp_path, node_args):
+    done = casstrace("run", "SELECT now() FROM system.local", *node_args, "--pid", os.getpid(),
+                     "--out", tmp_path / "t.trace")
+    assert_failed_cleanly(done, tmp_path, f"process {os.getpid()}", "is not a Cassandra JVM")
+
+
+def test_credentials_from_cqlshrc_never_reach_the_trace(tmp_path, node_args):
+    home = tmp_path / "home"
+    (home / ".cassandra").mkdir(parents=True)
+    (home / ".cassandra" / "cqlshrc").write_text(
+        "[authentication]\nusername = casstrace_rc_user\npassword = Pw-7f3a9c-from-cqlshrc\n")
+    out = tmp_path / "traces" / "creds.trace"
+    done = casstrace("run", "SELECT release_version FROM system.local", *node_args, "--repeat", 1, "--warmup", 0,
+                     "--out", out, "--no-html", env={"HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    raw = out.read_bytes()
+    assert b"casstrace_rc_user" not in raw and b"Pw-7f3a9c-from-cqlshrc" not in raw
+    with Trace(out) as trace:
+        assert trace.complete and trace.meta["query"] == "SELECT release_version FROM system.local"
