@@ -72,6 +72,8 @@ class Sandbox:
     def native_port(self) -> int:
         return self.settings.native_port
 
+    port = native_port  # the CQL port, as node-facing code calls it
+
     @property
     def jmx_port(self) -> int:
         return self.settings.jmx_port
@@ -195,14 +197,17 @@ class Sandbox:
     @contextmanager
     def connect(self, keyspace=None):
         """A cassandra-driver session to this node, closed on exit."""
-        from cassandra.cluster import Cluster, NoHostAvailable
+        from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile,
+                                       NoHostAvailable)
         from cassandra.policies import WhiteListRoundRobinPolicy
 
         settings = self.settings
         self._require_running()
-        cluster = Cluster([HOST], port=settings.native_port,
-                          load_balancing_policy=WhiteListRoundRobinPolicy([HOST]),
-                          connect_timeout=10)
+        # Loading 50 KB blobs and compacting can keep a small node busy for a while.
+        profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([HOST]),
+                                   request_timeout=120)
+        cluster = Cluster([HOST], port=settings.native_port, connect_timeout=10,
+                          execution_profiles={EXEC_PROFILE_DEFAULT: profile})
         try:
             try:
                 session = cluster.connect(keyspace)
@@ -210,7 +215,6 @@ class Sandbox:
                 raise CasstraceError(f"cannot connect to the sandbox on {HOST}:"
                                      f"{settings.native_port} ({error})",
                                      f"check `casstrace sandbox status --data-dir {self.data_dir}`") from None
-            session.default_timeout = 120
             yield session
         finally:
             cluster.shutdown()

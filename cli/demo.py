@@ -1,0 +1,57 @@
+"""casstrace demo: the CASSANDRA-6586 full-row read, on the sandbox node."""
+
+from pathlib import Path
+
+import click
+
+from casstrace import paths
+from casstrace.sandbox.control import Sandbox
+from casstrace.sandbox.demo import WideTable, ensure_loaded, is_loaded
+
+DEFAULTS = WideTable()
+
+
+@click.command("demo")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=paths.default_sandbox_dir, show_default="~/.local/share/casstrace/sandbox",
+              help="The sandbox to use; started when it is not running.")
+@click.option("--rows", type=click.IntRange(1), default=DEFAULTS.rows, show_default=True,
+              help="Rows in stream 1.")
+@click.option("--columns", type=click.IntRange(1), default=DEFAULTS.columns, show_default=True,
+              help="Blob columns c0, c1, ... of the wide table.")
+@click.option("--c0-bytes", type=click.IntRange(0), default=DEFAULTS.first_column_bytes,
+              show_default=True, help="Size of each c0 value (the column the query selects).")
+@click.option("--other-bytes", type=click.IntRange(0), default=DEFAULTS.other_column_bytes,
+              show_default=True, help="Size of each value of the other columns.")
+@click.option("--reload", is_flag=True, help="Load the data again even when it is in place.")
+def command(data_dir, rows, columns, c0_bytes, other_bytes, reload):
+    """Load the wide table of the reference write-up and its narrow refactor into the sandbox.
+
+    streams has one row per (stream_id, ts) with blobs c0..c19; streams_narrow holds the same
+    values one per row. Both are flushed and compacted to one SSTable each.
+    """
+    spec = WideTable(rows=rows, columns=columns, first_column_bytes=c0_bytes,
+                     other_column_bytes=other_bytes)
+    sandbox = Sandbox(data_dir)
+    if not sandbox.is_running():
+        click.echo(f"Starting the sandbox in {sandbox.data_dir} ...")
+        status = sandbox.start(progress=click.echo)
+        click.echo(f"Cassandra {status.settings.version} is up on "
+                   f"{sandbox.host}:{status.settings.native_port} (pid {status.pid})")
+    with sandbox.connect() as session:
+        in_place = is_loaded(session, spec) and not reload
+    if in_place:
+        data = ensure_loaded(sandbox, spec)
+        click.echo("The demo data was already in place; nothing loaded (--reload to redo it).")
+    else:
+        with click.progressbar(length=spec.rows, label=f"Loading {spec.keyspace}.{spec.table} "
+                               f"and {spec.narrow_table}", show_pos=True) as bar:
+            data = ensure_loaded(sandbox, spec, progress=bar.update, force=True)
+    click.echo(f"Keyspace {spec.keyspace} on {sandbox.host}:{sandbox.native_port}, stream_id "
+               f"{spec.stream_id}, {spec.rows} rows: c0 = {spec.first_column_bytes} B, "
+               f"c1..c{spec.columns - 1} = {spec.other_column_bytes} B each "
+               f"({spec.total_bytes / 1e6:.1f} MB of values per table)")
+    for table in (data.wide, data.narrow):
+        files = ", ".join(str(path) for path in table.data_files)
+        click.echo(f"  {table.name}: {len(table.data_files)} SSTable, "
+                   f"{table.data_bytes / 1e6:.1f} MB Data.db ({files})")
