@@ -1,0 +1,424 @@
+"""The bcc capture backend: exact, tracepoint-only eBPF capture of one process's I/O.
+
+The BPF program (capture.c) keeps every aggregate the analyses use in kernel maps keyed by the
+window epoch, so nothing is lost however fast the process makes syscalls; per-call records of
+reads and lseeks go to an in-place event log read once at the end, and only descriptor changes
+(opens, connects, thread renames) reach Python while the capture runs. See
+/work/notes/capture-api.md for the contract with `casstrace run`.
+"""
+
+import ctypes
+import math
+import mmap
+import os
+import select
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from casstrace.errors import CasstraceError
+from casstrace.probes import proc_fds, syscalls
+from casstrace.probes.proc_fds import Descriptor
+
+SLOT_NS = 100_000_000
+HEATMAP_OFFSET_BYTES = 1 << 20
+DEFAULT_STREAM_LIMIT = 500_000
+MAP_ENTRIES = 1 << 17
+NOTICE_PATH = 256
+PAGE_SIZE = 4096
+TRACEFS = Path("/sys/kernel/tracing")
+
+KIND_NAMES = {code: kind for kind, code in syscalls.KIND_CODES.items()} | {5: "unknown"}
+TARGET_NAMES = {0: "none", 1: "file", 2: "socket", 3: "other"}
+SOURCE_NAMES = {0: "syscall", 1: "page_cache"}
+NOTICE_NEW_FD, NOTICE_CONNECT, NOTICE_RENAME, NOTICE_EXIT = 1, 2, 3, 4
+COUNTER_NAMES = ("events_offered", "notices_lost", "aggregate_overflows", "iov_truncated", "coverage_truncated")
+# struct event in capture.c
+EVENT = struct.Struct("<QQqqqIiII")
+CAP_PERFMON, CAP_BPF = 38, 39
+BPF_NOEXIST = 1
+
+
+class Notice(ctypes.Structure):
+    _fields_ = [("ts", ctypes.c_uint64), ("ret", ctypes.c_int64), ("tid", ctypes.c_uint32),
+                ("type", ctypes.c_uint32), ("nr", ctypes.c_uint32), ("kind", ctypes.c_uint32),
+                ("fd", ctypes.c_int32), ("gen", ctypes.c_uint32), ("aux_fd", ctypes.c_int32),
+                ("aux_gen", ctypes.c_uint32), ("text", ctypes.c_char * NOTICE_PATH)]
+
+
+@dataclass
+class Window:
+    label: str
+    execution: int | None
+    start_ns: int
+
+
+def latency_octaves() -> list[tuple[int, list[int]]]:
+    """For each power of two 2^k, the latency bucket of 2^k and the first latencies (ns) of the
+    buckets that start inside [2^k, 2^(k+1)). Bucket b holds [10^(b/10), 10^((b+1)/10)) ns; integer
+    arithmetic (ns^10 >= 10^b) keeps every boundary exact."""
+
+    def bucket(ns: int) -> int:
+        b = int(10 * math.log10(ns))
+        while ns ** 10 < 10 ** b:
+            b -= 1
+        while ns ** 10 >= 10 ** (b + 1):
+            b += 1
+        return b
+
+    def first_ns(b: int) -> int:
+        ns = max(1, int(10 ** (b / 10)) - 1)
+        while ns ** 10 < 10 ** b:
+            ns += 1
+        return ns
+
+    octaves = []
+    for k in range(64):
+        low, high = 1 << k, 1 << (k + 1)
+        first = bucket(low)
+        limits = [first_ns(b) for b in range(first + 1, first + 5)]
+        limits = [limit if limit < high else 2**64 - 1 for limit in limits]
+        octaves.append((first, limits))
+    return octaves
+
+
+def check_privileges() -> None:
+    if os.geteuid() == 0:
+        return
+    with open("/proc/self/status") as status:
+        effective = next(int(line.split()[1], 16) for line in status if line.startswith("CapEff:"))
+    if not (effective >> CAP_BPF & 1 and effective >> CAP_PERFMON & 1):
+        raise CasstraceError(
+            "capturing needs root, or the CAP_BPF and CAP_PERFMON capabilities",
+            "run casstrace as root (sudo), or grant them: setcap cap_bpf,cap_perfmon+ep on the python binary",
+        )
+
+
+def check_kernel_headers(modules_dir: Path | None = None) -> None:
+    modules_dir = modules_dir or Path("/lib/modules") / os.uname().release
+    if not (modules_dir / "build").exists():
+        raise CasstraceError(
+            f"no kernel headers at {modules_dir / 'build'} for bcc to compile against",
+            "run scripts/install (it links Debian's kernel headers for this kernel)",
+        )
+
+
+def check_tracefs() -> None:
+    if not (TRACEFS / "events" / "raw_syscalls").is_dir():
+        raise CasstraceError(
+            f"no tracepoints under {TRACEFS}/events (tracefs not mounted, or a kernel without tracepoints)",
+            "mount it: mount -t tracefs nodev /sys/kernel/tracing (scripts/install does)",
+        )
+
+
+def check_process(pid: int) -> None:
+    if not Path(f"/proc/{pid}").is_dir():
+        raise CasstraceError(f"no process with pid {pid}", "check the pid (e.g. pgrep -f CassandraDaemon)")
+
+
+def _folio_order_field() -> bool:
+    """Kernels since 6.? report large folios with an `order` field; older ones insert single pages."""
+    fmt = TRACEFS / "events/filemap/mm_filemap_add_to_page_cache/format"
+    return "field:unsigned char order" in fmt.read_text()
+
+
+class BccCapture:
+    """Capture one process (all its threads) with bcc. A context manager: start() / stop()."""
+
+    backend = "bcc"
+
+    def __init__(self, pid: int, *, extra_dirs=(), stream_limit: int = DEFAULT_STREAM_LIMIT,
+                 source: str | None = None):
+        syscalls.check_architecture()
+        check_process(pid)
+        check_privileges()
+        check_kernel_headers()
+        check_tracefs()
+        self.pid = pid
+        self.extra_dirs = tuple(extra_dirs)
+        self.stream_limit = max(1, int(stream_limit))
+        self.source = source or f"pid {pid}"
+        self.process = proc_fds.process_description(pid)
+        self.ended_early: str | None = None
+        self._bpf = None
+        self._started = self._stopped = False
+        self._windows: list[Window] = []
+        self._start_ns = self._end_ns = 0
+        # (fd, gen) -> what it referred to; gen 0 is what the fd held when the capture began.
+        self._descriptors: dict[tuple[int, int], Descriptor] = {}
+        self._current_gen: dict[int, int] = {}
+        self._thread_names: dict[int, str] = {}
+        self._lock = threading.Lock()
+        self._poller: threading.Thread | None = None
+        self._stop_polling = threading.Event()
+        self._pidfd: int | None = None
+        self._tables: dict = {}
+        self._events: bytes = b""
+        self.counters: dict[str, int] = {}
+        self.compile_seconds: float | None = None
+
+    # -- the contract ------------------------------------------------------------------------
+    def now_ns(self) -> int:
+        return time.monotonic_ns()   # the clock of bpf_ktime_get_ns()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        try:
+            self._load()
+            self._start_ns = self.now_ns()
+            self._set_control(start_ns=self._start_ns)
+            self._set_control(epoch=1)
+            self._windows.append(Window("capture", None, self._start_ns))
+            self._seed_descriptors()
+            self._thread_names.update(proc_fds.thread_names(self.pid))
+            self._start_polling()
+        except BaseException:
+            self._release()
+            raise
+
+    def begin_window(self, label: str, execution: int | None = None) -> int:
+        if not self._started or self._stopped:
+            raise RuntimeError("begin_window() outside a running capture")
+        if len(self._windows) == 1 and self._windows[0].label == "capture":
+            self._windows[0].label = "between"
+        self._windows.append(Window(label, execution, self.now_ns()))
+        window_id = len(self._windows)
+        self._set_control(epoch=window_id)
+        return window_id
+
+    def stop(self) -> None:
+        """Detach every probe, keeping what was captured. Idempotent; safe after a failed start."""
+        if not self._started or self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._end_ns = self.now_ns()
+            self._set_control(epoch=0)
+            self._detach()
+            self._stop_polling.set()
+            if self._poller is not None:
+                self._poller.join()
+            self._bpf.ring_buffer_consume()
+            self._read_tables()
+            self._final_snapshot()
+        finally:
+            self._release()
+
+    # -- loading -----------------------------------------------------------------------------
+    def _load(self) -> None:
+        from bcc import BPF  # imported here so `casstrace report` never needs bcc
+
+        source = resources.files("casstrace.probes").joinpath("capture.c").read_text()
+        cflags = [
+            f"-DTGID={self.pid}", f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
+            f"-DEVENT_CAPACITY={self.stream_limit}", f"-DMAP_ENTRIES={MAP_ENTRIES}",
+            f"-DNOTICE_PATH={NOTICE_PATH}", f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
+            *syscalls.program_defines(),
+        ]
+        began = time.monotonic()
+        try:
+            self._bpf = BPF(text=source, cflags=cflags)
+        except Exception as error:
+            raise CasstraceError(
+                f"could not load the BPF program ({error})",
+                "check that this kernel has BPF enabled and that `scripts/install` ran (bcc, kernel headers)",
+            ) from None
+        self.compile_seconds = time.monotonic() - began
+        flags = self._bpf["syscall_flags"]
+        for nr, value in enumerate(syscalls.flag_table(flags.max_entries)):
+            if value:
+                flags[ctypes.c_int(nr)] = ctypes.c_uint8(value)
+        octaves = self._bpf["octaves"]
+        for k, (first, limits) in enumerate(latency_octaves()):
+            leaf = octaves.Leaf()
+            leaf.first_bucket = first
+            for i, limit in enumerate(limits):
+                leaf.limits[i] = limit
+            octaves[ctypes.c_int(k)] = leaf
+
+    def _set_control(self, *, epoch: int | None = None, start_ns: int | None = None) -> None:
+        control = self._bpf["control"]
+        if start_ns is not None:
+            control[ctypes.c_int(1)] = ctypes.c_uint64(start_ns)
+        if epoch is not None:
+            control[ctypes.c_int(0)] = ctypes.c_uint64(epoch)
+
+    def _seed_descriptors(self) -> None:
+        """Give the fds open at attach their names (gen 0) and file positions, unless the program
+        already saw them replaced since attach (BPF_NOEXIST keeps its newer state)."""
+        from bcc import lib
+
+        fds = self._bpf["fds"]
+        for fd, descriptor in proc_fds.fd_snapshot(self.pid).items():
+            self._descriptors[(fd, 0)] = descriptor
+            state = fds.Leaf()
+            state.gen = 0
+            state.kind = syscalls.KIND_CODES[descriptor.kind if descriptor.kind in syscalls.KIND_CODES else "other"]
+            state.pos_known = int(descriptor.position is not None)
+            state.pos = descriptor.position or 0
+            state.next_offset = -1
+            key = fds.Key(fd)
+            lib.bpf_update_elem(fds.map_fd, ctypes.byref(key), ctypes.byref(state), BPF_NOEXIST)
+            self._current_gen.setdefault(fd, 0)
+        self._name_sockets()
+
+    # -- while capturing: descriptor changes -----------------------------------------------------
+    def _start_polling(self) -> None:
+        self._bpf["notices"].open_ring_buffer(self._on_notice)
+        try:
+            self._pidfd = os.pidfd_open(self.pid)
+        except OSError:
+            self._pidfd = None
+        self._poller = threading.Thread(target=self._poll, name="casstrace-notices", daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        while not self._stop_polling.is_set():
+            self._bpf.ring_buffer_poll(timeout=50)
+            if self.ended_early is None and self._process_exited():
+                self.ended_early = f"process {self.pid} exited"
+
+    def _process_exited(self) -> bool:
+        if self._pidfd is None:
+            return not Path(f"/proc/{self.pid}").exists()
+        readable, _, _ = select.select([self._pidfd], [], [], 0)
+        return bool(readable)
+
+    def _on_notice(self, _ctx, data, _size) -> None:
+        notice = ctypes.cast(data, ctypes.POINTER(Notice)).contents
+        text = notice.text.decode(errors="replace")
+        with self._lock:
+            if notice.type == NOTICE_NEW_FD:
+                self._on_new_fd(notice, text)
+            elif notice.type == NOTICE_CONNECT:
+                self._name_sockets()
+            elif notice.type in (NOTICE_RENAME, NOTICE_EXIT):
+                self._thread_names[notice.tid] = text
+
+    def _on_new_fd(self, notice: Notice, text: str) -> None:
+        fd, kind = notice.fd, KIND_NAMES.get(notice.kind, "unknown")
+        self._current_gen[fd] = max(self._current_gen.get(fd, 0), notice.gen)
+        now = proc_fds.describe_fd(self.pid, fd, with_position=False)
+        if text:  # open/openat/openat2/creat: the path the process asked for
+            path = text if text.startswith("/") else self._resolve_relative(text, notice.aux_fd)
+            if now is not None and now.kind == "file" and os.path.basename(now.path) == os.path.basename(path):
+                descriptor = now   # the kernel's canonical path, with dev and inode
+            else:
+                descriptor = Descriptor(path=os.path.normpath(path), kind="file")
+                self._stat_into(descriptor)
+        elif notice.aux_fd >= 0 and notice.nr in (syscalls.NUMBERS["dup"], syscalls.NUMBERS["dup2"],
+                                                  syscalls.NUMBERS["dup3"], syscalls.NUMBERS["fcntl"]):
+            original = self._descriptors.get((notice.aux_fd, notice.aux_gen))
+            descriptor = Descriptor(**vars(original)) if original else now
+        else:
+            descriptor = now
+        if descriptor is None:
+            descriptor = Descriptor(path=f"{kind} fd {fd}", kind=kind)
+        self._descriptors[(fd, notice.gen)] = descriptor
+        if descriptor.kind == "socket":
+            self._name_sockets()
+
+    def _resolve_relative(self, path: str, dirfd: int) -> str:
+        if dirfd == -100:   # AT_FDCWD
+            base = proc_fds.cwd(self.pid) or "/"
+        else:
+            directory = self._descriptors.get((dirfd, self._current_gen.get(dirfd, 0)))
+            base = directory.path if directory else f"/proc/{self.pid}/fd/{dirfd}"
+        return os.path.join(base, path)
+
+    @staticmethod
+    def _stat_into(descriptor: Descriptor) -> None:
+        try:
+            stat = os.stat(descriptor.path)
+        except OSError:
+            return
+        descriptor.dev, descriptor.inode = stat.st_dev, stat.st_ino
+
+    def _name_sockets(self) -> None:
+        unnamed = [d for d in self._descriptors.values() if d.kind == "socket" and d.remote_addr is None]
+        if unnamed:
+            sockets = proc_fds.tcp_sockets(self.pid)
+            for descriptor in unnamed:
+                proc_fds.name_socket(descriptor, sockets)
+
+    # -- stopping ----------------------------------------------------------------------------
+    def _detach(self) -> None:
+        for tracepoint in list(self._bpf.tracepoint_fds):
+            self._bpf.detach_tracepoint(tracepoint)
+
+    def _release(self) -> None:
+        self._stop_polling.set()
+        if self._poller is not None and self._poller is not threading.current_thread():
+            self._poller.join()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._bpf is not None:
+            self._bpf.cleanup()
+            self._bpf = None
+
+    def _read_tables(self) -> None:
+        bpf = self._bpf
+        counters = bpf["counters"]
+        self.counters = {name: counters[ctypes.c_int(i)].value for i, name in enumerate(COUNTER_NAMES)}
+        for name in ("stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"):
+            self._tables[name] = _read_hash(bpf[name])
+        streamed = min(self.counters["events_offered"], self.stream_limit)
+        log = bpf["event_log"]
+        length = _page_round(log.max_entries * EVENT.size)
+        with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
+            self._events = memory[: streamed * EVENT.size]
+
+    def _final_snapshot(self) -> None:
+        """Name what is still open: sockets connected before their notice was handled, files
+        whose notice arrived after they were closed, thread names set after start."""
+        with self._lock:
+            for fd, descriptor in proc_fds.fd_snapshot(self.pid).items():
+                gen = self._current_gen.get(fd, 0)
+                known = self._descriptors.get((fd, gen))
+                if known is None or (known.dev is None and known.kind == descriptor.kind):
+                    self._descriptors[(fd, gen)] = descriptor
+            self._name_sockets()
+            self._thread_names.update(proc_fds.thread_names(self.pid))
+
+    # -- writing -----------------------------------------------------------------------------
+    def write(self, writer) -> None:
+        """Write everything captured into a casstrace.traces.TraceWriter (after stop())."""
+        if not self._stopped:
+            raise RuntimeError("write() before stop()")
+        from casstrace.probes.bcc_trace import TraceBuilder
+
+        TraceBuilder(self, writer).write()
+
+    @property
+    def windows(self) -> list[tuple[int, Window, int]]:
+        """(window_id, window, end_ns) in order."""
+        ends = [w.start_ns for w in self._windows[1:]] + [self._end_ns]
+        return [(i + 1, w, end) for i, (w, end) in enumerate(zip(self._windows, ends))]
+
+
+def _read_hash(table) -> list[tuple]:
+    """All (key, value) pairs of a BPF hash, by batches (one syscall per thousands of entries).
+    Scalar values come back as ints, structs as ctypes structures."""
+    try:
+        items = list(table.items_lookup_batch())
+    except Exception:   # kernels without batch operations on this map type
+        items = table.items()
+    return [(key, value.value if isinstance(value, ctypes._SimpleCData) else value) for key, value in items]
+
+
+def _page_round(size: int) -> int:
+    return (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE

@@ -1,0 +1,193 @@
+"""Turning what a BccCapture read from its BPF maps into trace rows (casstrace.traces.schema).
+
+The kernel names files by (fd, generation) for syscalls and by (device, inode) for the page cache;
+here both become file_ids, so a file read through its fd and filled by the page cache is one row.
+"""
+
+import os
+from collections import defaultdict
+
+from casstrace.probes import proc_fds, syscalls
+from casstrace.probes.bcc_capture import (EVENT, HEATMAP_OFFSET_BYTES, PAGE_SIZE, SLOT_NS, SOURCE_NAMES,
+                                          TARGET_NAMES)
+from casstrace.probes.proc_fds import Descriptor
+
+SOURCE_SYSCALL, SOURCE_PAGE_CACHE = 0, 1
+READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
+
+
+def page_runs(words: dict[int, int]) -> list[tuple[int, int]]:
+    """Runs (first_page, page_count) of the set bits of a bitmap given as word index -> 64 bits."""
+    runs: list[list[int]] = []
+    for word in sorted(words):
+        bits, base = words[word], word * 64
+        while bits:
+            low = (bits & -bits).bit_length() - 1          # first set bit
+            length = (~(bits >> low) & ((bits >> low) + 1)).bit_length() - 1   # ones from there
+            first = base + low
+            if runs and runs[-1][0] + runs[-1][1] == first:
+                runs[-1][1] += length
+            else:
+                runs.append([first, length])
+            bits &= ~(((1 << length) - 1) << low)
+    return [(first, count) for first, count in runs]
+
+
+class TraceBuilder:
+    def __init__(self, capture, writer):
+        self.capture = capture
+        self.writer = writer
+        self.tables = capture._tables
+        self._fd_file_ids: dict[tuple[int, int], int] = {}
+        self._page_file_ids: dict[tuple[int, int], int] = {}
+        self._names_by_inode: dict[tuple[int, int], Descriptor] | None = None
+
+    def write(self) -> None:
+        self._windows()
+        self._file_io()
+        self._coverage()
+        self._heatmap()
+        self._latency()
+        self._events()
+        self.writer.add_threads(self.capture._thread_names)
+        self._meta()
+
+    # -- files ---------------------------------------------------------------------------------
+    def fd_file(self, fd: int, gen: int) -> int:
+        key = (fd, gen)
+        if key not in self._fd_file_ids:
+            descriptor = self.capture._descriptors.get(key) or Descriptor(path=f"fd {fd}", kind="unknown")
+            self._fd_file_ids[key] = self._add_file(descriptor)
+        return self._fd_file_ids[key]
+
+    def page_file(self, kernel_dev: int, inode: int) -> int:
+        key = (proc_fds.user_dev(kernel_dev), inode)
+        if key not in self._page_file_ids:
+            descriptor = self._named_inodes().get(key)
+            if descriptor is None:
+                major, minor = os.major(key[0]), os.minor(key[0])
+                descriptor = Descriptor(path=f"<dev {major}:{minor} inode {inode}>", kind="file",
+                                        dev=key[0], inode=inode)
+            self._page_file_ids[key] = self._add_file(descriptor)
+        return self._page_file_ids[key]
+
+    def _add_file(self, d: Descriptor) -> int:
+        return self.writer.file_id(d.path, d.kind, size_bytes=proc_fds.size_of(d), dev=d.dev, inode=d.inode,
+                                   local_addr=d.local_addr, remote_addr=d.remote_addr)
+
+    def _named_inodes(self) -> dict[tuple[int, int], Descriptor]:
+        """(dev, inode) -> a descriptor naming it: the process's fds, then its mappings, then files
+        under extra_dirs (searched only for inodes still unnamed)."""
+        if self._names_by_inode is None:
+            named = {}
+            for key, path in proc_fds.mapped_files(self.capture.pid).items():
+                named[key] = Descriptor(path=path, kind="file", dev=key[0], inode=key[1])
+            for descriptor in self.capture._descriptors.values():
+                if descriptor.kind == "file" and descriptor.dev is not None:
+                    named[(descriptor.dev, descriptor.inode)] = descriptor
+            wanted = {(proc_fds.user_dev(key.dev), key.inode) for key, _ in self.tables["page_cache_pages"]}
+            missing = wanted - named.keys()
+            if missing and self.capture.extra_dirs:
+                for key, path in proc_fds.files_under(self.capture.extra_dirs, missing).items():
+                    named[key] = Descriptor(path=path, kind="file", dev=key[0], inode=key[1])
+            self._names_by_inode = named
+        return self._names_by_inode
+
+    def file_of(self, source: int, fd_or_dev: int, gen_or_inode: int) -> int:
+        if source == SOURCE_SYSCALL:
+            return self.fd_file(fd_or_dev, gen_or_inode)
+        return self.page_file(fd_or_dev, gen_or_inode)
+
+    # -- tables --------------------------------------------------------------------------------
+    def _windows(self) -> None:
+        for window_id, window, end_ns in self.capture.windows:
+            written = self.writer.add_window(window.label, window.start_ns, end_ns, window.execution)
+            assert written == window_id, "windows must be the first rows written to a fresh trace"
+
+    def _file_io(self) -> None:
+        rows: dict[tuple[int, int], dict] = {}
+        sizes: dict[tuple[int, int, int], int] = defaultdict(int)
+
+        def row(window_id: int, file_id: int) -> dict:
+            return rows.setdefault((window_id, file_id), {
+                "window_id": window_id, "file_id": file_id, "read_calls": 0, "read_bytes": 0,
+                "read_requested_bytes": 0, "read_ns": 0, "write_calls": 0, "write_bytes": 0,
+                "lseek_calls": 0, "seek_jumps": 0, "longest_sequential_bytes": 0,
+                "cache_miss_pages": 0, "cache_miss_bytes": 0})
+
+        for key, stats in self.tables["stats_by_fd"]:
+            file_id = self.fd_file(key.fd, key.gen)
+            totals = row(key.epoch, file_id)
+            totals["read_calls"] += stats.read_calls
+            totals["read_bytes"] += stats.read_bytes
+            totals["read_requested_bytes"] += stats.read_requested
+            totals["read_ns"] += stats.read_ns
+            totals["write_calls"] += stats.write_calls
+            totals["write_bytes"] += stats.write_bytes
+            totals["lseek_calls"] += stats.lseek_calls
+            totals["seek_jumps"] += stats.seek_jumps
+            totals["longest_sequential_bytes"] = max(totals["longest_sequential_bytes"], stats.longest_run)
+            for index, count in enumerate(stats.read_sizes):
+                if count:
+                    sizes[(key.epoch, file_id, index - 1)] += count
+        for key, pages in self.tables["page_cache_pages"]:
+            totals = row(key.epoch, self.page_file(key.dev, key.inode))
+            totals["cache_miss_pages"] += pages
+            totals["cache_miss_bytes"] += pages * PAGE_SIZE
+        self.writer.add_file_io(rows.values())
+        self.writer.add_read_sizes(
+            {"window_id": w, "file_id": f, "log2_bucket": b, "count": n} for (w, f, b), n in sizes.items())
+
+    def _coverage(self) -> None:
+        bitmaps: dict[tuple[int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        for key, bits in self.tables["coverage"]:
+            f = key.file
+            file_id = self.file_of(f.source, f.fd_or_dev, f.gen_or_inode)
+            bitmaps[(key.epoch, file_id, f.source)][key.word] |= bits
+        self.writer.add_coverage(
+            {"window_id": window_id, "file_id": file_id, "source": SOURCE_NAMES[source],
+             "first_page": first, "page_count": count}
+            for (window_id, file_id, source), chunks in bitmaps.items()
+            for first, count in page_runs(chunks))
+
+    def _heatmap(self) -> None:
+        cells: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+        for key, value in self.tables["heatmap"]:
+            f = key.file
+            cell = cells[(self.file_of(f.source, f.fd_or_dev, f.gen_or_inode), SOURCE_NAMES[f.source],
+                          key.slot, key.offset_bucket)]
+            cell[0] += value.calls
+            cell[1] += value.bytes
+        self.writer.add_heatmap(
+            {"file_id": file_id, "source": source, "slot": slot, "offset_bucket": bucket,
+             "calls": calls, "bytes": size}
+            for (file_id, source, slot, bucket), (calls, size) in cells.items())
+
+    def _latency(self) -> None:
+        self.writer.add_latency(
+            {"slot": key.slot, "syscall": syscalls.name(key.nr), "target": TARGET_NAMES[key.target],
+             "bucket": key.bucket, "count": count}
+            for key, count in self.tables["latency_hist"])
+
+    def _events(self) -> None:
+        def rows():
+            for ts, latency, offset, requested, returned, tid, fd, gen, nr in EVENT.iter_unpack(self.capture._events):
+                if nr in READ_SYSCALLS and offset < 0:
+                    offset = None
+                yield (ts, tid, syscalls.name(nr), fd, self.fd_file(fd, gen), offset, requested, returned, latency)
+        self.writer.add_events(rows())
+
+    def _meta(self) -> None:
+        capture, counters = self.capture, self.capture.counters
+        meta = dict(
+            backend="bcc", source=capture.source, pid=capture.pid, process=capture.process,
+            measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True},
+            capture_start_ns=capture._start_ns, capture_end_ns=capture._end_ns,
+            slot_ns=SLOT_NS, heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
+            lost_events=counters["notices_lost"],
+            unstreamed_events=max(0, counters["events_offered"] - capture.stream_limit),
+            aggregate_overflows=counters["aggregate_overflows"],
+        )
+        if capture.ended_early:
+            meta["ended_early"] = capture.ended_early
+        self.writer.set_meta(**meta)

@@ -1,0 +1,624 @@
+// casstrace capture program (bcc). Watches every thread of one process (TGID) through
+// tracepoints only, and never reads a kernel struct: everything comes from tracepoint fields and
+// from the syscall arguments in the process's own memory.
+//
+// Userspace (bcc_capture.py) passes these macros: TGID, SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
+// MAP_ENTRIES, NOTICE_PATH, HAS_FOLIO_ORDER and NR_<syscall> numbers.
+//
+// Aggregates are keyed by the window epoch that userspace writes into control[CONTROL_EPOCH]
+// whenever a window begins, so nothing has to be read or reset mid-capture; epoch 0 means "not
+// capturing". Userspace reads every map once, after detaching.
+
+#define KIND_UNKNOWN 0
+#define KIND_FILE 1
+#define KIND_SOCKET 2
+#define KIND_PIPE 3
+#define KIND_OTHER 4
+#define KIND_CLOSED 5
+
+#define TARGET_NONE 0
+#define TARGET_FILE 1
+#define TARGET_SOCKET 2
+#define TARGET_OTHER 3
+
+#define SYS_FD_ARG 1
+#define SYS_READ 2
+#define SYS_WRITE 4
+#define SYS_NEW_FD 8
+#define SYS_KIND_SHIFT 4
+
+#define SOURCE_SYSCALL 0
+#define SOURCE_PAGE_CACHE 1
+
+#define CONTROL_EPOCH 0
+#define CONTROL_START_NS 1
+
+#define COUNT_EVENTS_OFFERED 0      // read/lseek records offered to the event log
+#define COUNT_NOTICES_LOST 1        // ring buffer full
+#define COUNT_AGGREGATE_OVERFLOW 2  // an aggregate map was full: some figure is short
+#define COUNT_IOV_TRUNCATED 3       // iovec arrays longer than IOV_READ_MAX: requested bytes short
+#define COUNT_COVERAGE_TRUNCATED 4  // a call spanned more than COVERAGE_WORDS_MAX words of pages
+#define COUNTERS 8
+
+#define PAGE_SHIFT_4K 12
+#define COVERAGE_WORDS_MAX 64       // 16 MiB per call; longer calls are counted as truncated
+#define IOV_READ_MAX 16
+#define READ_SIZE_BUCKETS 34        // index 0: 0 bytes; index b + 1: [2^b, 2^(b+1))
+
+#define AT_FDCWD_ -100
+
+#define NOTICE_NEW_FD 1
+#define NOTICE_CONNECT 2
+#define NOTICE_RENAME 3
+#define NOTICE_EXIT 4
+
+BPF_ARRAY(control, u64, 2);
+BPF_ARRAY(counters, u64, COUNTERS);
+BPF_ARRAY(syscall_flags, u8, 512);
+
+// Latency buckets: 10 per decade of nanoseconds. For each power of two, the bucket of its lower
+// bound and the latencies at which the next buckets start (userspace computes them exactly).
+struct octave {
+    u64 first_bucket;
+    u64 limits[4];
+};
+BPF_ARRAY(octaves, struct octave, 64);
+
+// The syscall a thread is in, from sys_enter to sys_exit.
+struct call {
+    u64 ts;            // 0 when no call is in flight
+    u64 args[4];
+    u32 nr;
+    u32 epoch;
+};
+BPF_TASK_STORAGE(calls, struct call);
+
+// What the process's fd number currently refers to, and where its file position is.
+struct fd_state {
+    u32 gen;           // bumped each time the number is given to a new open file description
+    u8 kind;
+    u8 pos_known;
+    u16 pad;
+    s64 pos;
+    s64 next_offset;   // where the previous read on this fd ended (-1: none yet)
+    u64 run_bytes;     // bytes of the current run of back-to-back reads
+    u32 run_epoch;
+    u32 pad2;
+};
+BPF_HASH(fds, u32, struct fd_state, 65536);
+
+struct fd_key {
+    u32 epoch;
+    u32 fd;
+    u32 gen;
+    u32 pad;
+};
+struct file_stats {
+    u64 read_calls;
+    u64 read_bytes;
+    u64 read_requested;
+    u64 read_ns;
+    u64 write_calls;
+    u64 write_bytes;
+    u64 lseek_calls;
+    u64 seek_jumps;
+    u64 longest_run;
+    u64 read_sizes[READ_SIZE_BUCKETS];
+};
+BPF_HASH(stats_by_fd, struct fd_key, struct file_stats, MAP_ENTRIES);
+BPF_PERCPU_ARRAY(zero_stats, struct file_stats, 1);
+
+// A file as the aggregates name it: (fd, gen) for syscalls, (dev, inode) for the page cache.
+struct file_ref {
+    u32 source;
+    u32 fd_or_dev;
+    u64 gen_or_inode;
+};
+
+struct page_key {
+    u32 epoch;
+    u32 dev;
+    u64 inode;
+};
+BPF_HASH(page_cache_pages, struct page_key, u64, MAP_ENTRIES);
+
+// Bit p of word w: page w * 64 + p was touched.
+struct coverage_key {
+    struct file_ref file;
+    u32 epoch;
+    u32 pad;
+    u64 word;
+};
+BPF_HASH(coverage, struct coverage_key, u64, MAP_ENTRIES);
+
+struct heat_key {
+    struct file_ref file;
+    u32 slot;
+    u32 offset_bucket;
+};
+struct heat_value {
+    u64 calls;
+    u64 bytes;
+};
+BPF_HASH(heatmap, struct heat_key, struct heat_value, MAP_ENTRIES);
+
+struct latency_key {
+    u32 slot;
+    u16 nr;
+    u8 target;
+    u8 bucket;
+};
+BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
+
+// Per-call records of reads and lseeks on files, written in place and read once at the end
+// (no per-event wakeup or userspace work). Past EVENT_CAPACITY they are only counted.
+struct event {
+    u64 ts;
+    u64 latency;
+    s64 offset;
+    s64 requested;
+    s64 returned;
+    u32 tid;
+    s32 fd;
+    u32 gen;
+    u32 nr;
+};
+BPF_F_TABLE("array", u32, struct event, event_log, EVENT_CAPACITY, BPF_F_MMAPABLE);
+
+// Rare events userspace must see while the process still holds the fd (to name it).
+struct notice {
+    u64 ts;
+    s64 ret;
+    u32 tid;
+    u32 type;
+    u32 nr;
+    u32 kind;
+    s32 fd;
+    u32 gen;
+    s32 aux_fd;        // dup*: the old fd; openat*: the directory fd; pipe/socketpair: second fd
+    u32 aux_gen;
+    char text[NOTICE_PATH];
+};
+BPF_RINGBUF_OUTPUT(notices, 64);
+
+static __always_inline void count(u32 which, u64 n) {
+    u64 *counter = counters.lookup(&which);
+    if (counter)
+        __sync_fetch_and_add(counter, n);
+}
+
+static __always_inline u32 current_epoch(void) {
+    u32 index = CONTROL_EPOCH;
+    u64 *epoch = control.lookup(&index);
+    return epoch ? (u32)*epoch : 0;
+}
+
+static __always_inline u32 slot_of(u64 ts) {
+    u32 index = CONTROL_START_NS;
+    u64 *start = control.lookup(&index);
+    if (!start || ts < *start)
+        return 0;
+    return (ts - *start) / SLOT_NS;
+}
+
+static __always_inline u32 log2_u64(u64 v) {
+    u32 r = 0;
+    if (v >> 32) { v >>= 32; r += 32; }
+    if (v >> 16) { v >>= 16; r += 16; }
+    if (v >> 8) { v >>= 8; r += 8; }
+    if (v >> 4) { v >>= 4; r += 4; }
+    if (v >> 2) { v >>= 2; r += 2; }
+    if (v >> 1) { r += 1; }
+    return r;
+}
+
+static __always_inline u32 latency_bucket(u64 ns) {
+    if (ns == 0)
+        return 0;
+    u32 index = log2_u64(ns);
+    struct octave *o = octaves.lookup(&index);
+    if (!o)
+        return 0;
+    u32 bucket = o->first_bucket;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        if (ns >= o->limits[i])
+            bucket++;
+    return bucket;
+}
+
+static __always_inline u8 target_of(struct fd_state *f) {
+    if (!f)
+        return TARGET_OTHER;
+    if (f->kind == KIND_FILE || f->kind == KIND_UNKNOWN)
+        return TARGET_FILE;
+    if (f->kind == KIND_SOCKET)
+        return TARGET_SOCKET;
+    return TARGET_OTHER;
+}
+
+static __always_inline struct file_stats *stats_of(u32 epoch, u32 fd, struct fd_state *f) {
+    struct fd_key key = {.epoch = epoch, .fd = fd, .gen = f ? f->gen : 0};
+    u32 zero = 0;
+    struct file_stats *empty = zero_stats.lookup(&zero);
+    if (!empty)
+        return 0;
+    struct file_stats *stats = stats_by_fd.lookup_or_try_init(&key, empty);
+    if (!stats)
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+    return stats;
+}
+
+// Marks pages [first, last] of a file as touched in this epoch, 64 pages per map entry.
+static __always_inline void cover(struct file_ref *file, u32 epoch, u64 first, u64 last) {
+    struct coverage_key key = {.epoch = epoch};
+    key.file = *file;
+    u64 first_word = first / 64, last_word = last / 64;
+    if (last_word - first_word >= COVERAGE_WORDS_MAX) {
+        count(COUNT_COVERAGE_TRUNCATED, 1);
+        last_word = first_word + COVERAGE_WORDS_MAX - 1;
+        last = last_word * 64 + 63;
+    }
+#pragma clang loop unroll(disable)
+    for (int i = 0; i < COVERAGE_WORDS_MAX; i++) {
+        u64 word = first_word + i;
+        if (word > last_word)
+            break;
+        key.word = word;
+        u64 empty = 0;
+        u64 *bits = coverage.lookup_or_try_init(&key, &empty);
+        if (!bits) {
+            count(COUNT_AGGREGATE_OVERFLOW, 1);
+            return;
+        }
+        u64 from = word == first_word ? first % 64 : 0;
+        u64 to = word == last_word ? last % 64 : 63;
+        __sync_fetch_and_or(bits, (~0ULL >> (63 - to)) & (~0ULL << from));
+    }
+}
+
+static __always_inline void heat(struct file_ref *file, u64 ts, u64 offset, u64 bytes) {
+    struct heat_key key = {.slot = slot_of(ts), .offset_bucket = offset / HEATMAP_BYTES};
+    key.file = *file;
+    struct heat_value empty = {};
+    struct heat_value *value = heatmap.lookup_or_try_init(&key, &empty);
+    if (!value) {
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+        return;
+    }
+    __sync_fetch_and_add(&value->calls, 1);
+    __sync_fetch_and_add(&value->bytes, bytes);
+}
+
+static __always_inline void log_event(struct call *c, u32 tid, s32 fd, u32 gen, u64 latency,
+                                      s64 offset, s64 requested, s64 returned) {
+    u32 which = COUNT_EVENTS_OFFERED;
+    u64 *offered = counters.lookup(&which);
+    if (!offered)
+        return;
+    u64 index = __sync_fetch_and_add(offered, 1);
+    if (index >= EVENT_CAPACITY)
+        return;
+    u32 slot = index;
+    struct event *e = event_log.lookup(&slot);
+    if (!e)
+        return;
+    e->ts = c->ts;
+    e->latency = latency;
+    e->offset = offset;
+    e->requested = requested;
+    e->returned = returned;
+    e->tid = tid;
+    e->fd = fd;
+    e->gen = gen;
+    e->nr = c->nr;
+}
+
+// Bytes an iovec array asks for (readv, preadv, preadv2, recvmsg).
+static __always_inline u64 iov_bytes(u64 iov, u64 count_) {
+    u64 total = 0;
+    if (count_ > IOV_READ_MAX) {
+        count(COUNT_IOV_TRUNCATED, 1);
+        count_ = IOV_READ_MAX;
+    }
+    for (int i = 0; i < IOV_READ_MAX; i++) {
+        if (i >= count_)
+            break;
+        struct { u64 base; u64 len; } vec = {};
+        if (bpf_probe_read_user(&vec, sizeof(vec), (void *)(iov + i * 16)))
+            break;
+        total += vec.len;
+    }
+    return total;
+}
+
+static __always_inline void on_read(struct call *c, u32 tid, s32 fd, struct fd_state *f,
+                                    s64 ret, u64 latency) {
+    u32 nr = c->nr;
+    s64 offset = -1;
+    u64 requested = c->args[2];
+    bool positioned = nr == NR_pread64 || nr == NR_preadv || (nr == NR_preadv2 && (s64)c->args[3] != -1);
+    if (positioned)
+        offset = c->args[3];
+    else if (f && f->pos_known)
+        offset = f->pos;
+    if (nr == NR_readv || nr == NR_preadv || nr == NR_preadv2) {
+        requested = iov_bytes(c->args[1], c->args[2]);
+    } else if (nr == NR_recvmsg) {
+        struct { u64 name; u64 namelen; u64 iov; u64 iovlen; } msg = {};
+        requested = bpf_probe_read_user(&msg, sizeof(msg), (void *)c->args[1]) ? 0 : iov_bytes(msg.iov, msg.iovlen);
+    }
+
+    struct file_stats *stats = stats_of(c->epoch, fd, f);
+    if (stats) {
+        __sync_fetch_and_add(&stats->read_calls, 1);
+        __sync_fetch_and_add(&stats->read_requested, requested);
+        __sync_fetch_and_add(&stats->read_ns, latency);
+        if (ret >= 0) {
+            __sync_fetch_and_add(&stats->read_bytes, ret);
+            u32 bucket = ret ? log2_u64(ret) + 1 : 0;
+            if (bucket < READ_SIZE_BUCKETS)
+                __sync_fetch_and_add(&stats->read_sizes[bucket], 1);
+        }
+    }
+    bool on_file = target_of(f) == TARGET_FILE;
+    if (ret < 0 || !on_file)
+        return;
+    u32 gen = f ? f->gen : 0;
+    log_event(c, tid, fd, gen, latency, offset, requested, ret);
+    if (f && !positioned && f->pos_known)
+        f->pos += ret;
+    if (offset < 0)
+        return;
+
+    if (f) {
+        // Shared by the threads reading this fd; concurrent reads make "back to back" ambiguous
+        // anyway, so these updates need no lock.
+        if (f->next_offset >= 0 && f->next_offset != offset) {
+            if (stats)
+                __sync_fetch_and_add(&stats->seek_jumps, 1);
+            f->run_bytes = 0;
+        }
+        if (f->run_epoch != c->epoch) {
+            f->run_bytes = 0;
+            f->run_epoch = c->epoch;
+        }
+        f->run_bytes += ret;
+        f->next_offset = offset + ret;
+        if (stats && f->run_bytes > stats->longest_run)
+            stats->longest_run = f->run_bytes;
+    }
+    if (ret == 0)
+        return;
+    struct file_ref file = {.source = SOURCE_SYSCALL, .fd_or_dev = fd, .gen_or_inode = gen};
+    cover(&file, c->epoch, (u64)offset >> PAGE_SHIFT_4K, (u64)(offset + ret - 1) >> PAGE_SHIFT_4K);
+    heat(&file, c->ts, offset, ret);
+}
+
+static __always_inline void on_write(struct call *c, s32 fd, struct fd_state *f, s64 ret) {
+    struct file_stats *stats = stats_of(c->epoch, fd, f);
+    if (stats) {
+        __sync_fetch_and_add(&stats->write_calls, 1);
+        if (ret > 0)
+            __sync_fetch_and_add(&stats->write_bytes, ret);
+    }
+    if (ret > 0 && f && f->pos_known && (c->nr == NR_write || c->nr == NR_writev))
+        f->pos += ret;
+}
+
+static __always_inline void on_lseek(struct call *c, u32 tid, s32 fd, struct fd_state *f,
+                                     s64 ret, u64 latency) {
+    struct file_stats *stats = stats_of(c->epoch, fd, f);
+    if (stats)
+        __sync_fetch_and_add(&stats->lseek_calls, 1);
+    if (target_of(f) == TARGET_FILE)
+        log_event(c, tid, fd, f ? f->gen : 0, latency, c->args[1], c->args[2], ret);
+    if (ret >= 0 && f) {
+        f->pos = ret;
+        f->pos_known = 1;
+    }
+}
+
+// fd now names a new open file description: bump its generation and tell userspace.
+static __always_inline void on_new_fd(struct call *c, u32 tid, s32 fd, u8 kind, s32 aux_fd, bool with_path) {
+    if (fd < 0)
+        return;
+    u32 key = fd;
+    struct fd_state *f = fds.lookup(&key);
+    u32 gen = 1;
+    if (f) {
+        gen = f->gen + 1;
+        f->gen = gen;
+        f->kind = kind;
+        f->pos = 0;
+        f->pos_known = 1;
+        f->next_offset = -1;
+        f->run_bytes = 0;
+    } else {
+        struct fd_state fresh = {.gen = 1, .kind = kind, .pos_known = 1, .next_offset = -1};
+        if (fds.update(&key, &fresh))
+            count(COUNT_AGGREGATE_OVERFLOW, 1);
+    }
+    struct notice *n = notices.ringbuf_reserve(sizeof(struct notice));
+    if (!n) {
+        count(COUNT_NOTICES_LOST, 1);
+        return;
+    }
+    n->ts = c->ts;
+    n->ret = fd;
+    n->tid = tid;
+    n->type = NOTICE_NEW_FD;
+    n->nr = c->nr;
+    n->kind = kind;
+    n->fd = fd;
+    n->gen = gen;
+    n->aux_fd = aux_fd;
+    n->aux_gen = 0;
+    n->text[0] = 0;
+    if (aux_fd >= 0 && !with_path) {
+        u32 aux_key = aux_fd;
+        struct fd_state *aux = fds.lookup(&aux_key);
+        n->aux_gen = aux ? aux->gen : 0;
+    }
+    if (with_path) {
+        u64 path = (c->nr == NR_openat || c->nr == NR_openat2) ? c->args[1] : c->args[0];
+        bpf_probe_read_user_str(n->text, sizeof(n->text), (void *)path);
+    }
+    notices.ringbuf_submit(n, 0);
+}
+
+static __always_inline void on_new_fd_pair(struct call *c, u32 tid, u64 pair, u8 kind) {
+    s32 fds_[2] = {-1, -1};
+    if (bpf_probe_read_user(fds_, sizeof(fds_), (void *)pair))
+        return;
+    on_new_fd(c, tid, fds_[0], kind, fds_[1], false);
+    on_new_fd(c, tid, fds_[1], kind, fds_[0], false);
+}
+
+static __always_inline void notify(u32 type, u32 tid, s32 fd, u32 gen, char *text) {
+    struct notice *n = notices.ringbuf_reserve(sizeof(struct notice));
+    if (!n) {
+        count(COUNT_NOTICES_LOST, 1);
+        return;
+    }
+    __builtin_memset(n, 0, sizeof(struct notice) - NOTICE_PATH);
+    n->ts = bpf_ktime_get_ns();
+    n->type = type;
+    n->tid = tid;
+    n->fd = fd;
+    n->gen = gen;
+    n->text[0] = 0;
+    if (text)
+        bpf_probe_read_kernel_str(n->text, 16, text);
+    notices.ringbuf_submit(n, 0);
+}
+
+TRACEPOINT_PROBE(raw_syscalls, sys_enter) {
+    u64 pid_tgid = bpf_get_current_pid_tgid();
+    if ((pid_tgid >> 32) != TGID)
+        return 0;
+    u32 epoch = current_epoch();
+    if (!epoch)
+        return 0;
+    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0,
+                                            BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!c)
+        return 0;
+    c->nr = args->id;
+    c->epoch = epoch;
+    c->args[0] = args->args[0];
+    c->args[1] = args->args[1];
+    c->args[2] = args->args[2];
+    c->args[3] = args->args[3];
+    c->ts = bpf_ktime_get_ns();
+    return 0;
+}
+
+TRACEPOINT_PROBE(raw_syscalls, sys_exit) {
+    u64 pid_tgid = bpf_get_current_pid_tgid();
+    if ((pid_tgid >> 32) != TGID)
+        return 0;
+    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
+    if (!c || !c->ts || c->nr != args->id)
+        return 0;
+    u64 now = bpf_ktime_get_ns();
+    u64 latency = now - c->ts;
+    u32 tid = (u32)pid_tgid;
+    u32 nr = c->nr;
+    s64 ret = args->ret;
+
+    u32 flag_index = nr;
+    u8 *flag = syscall_flags.lookup(&flag_index);
+    u8 flags = flag ? *flag : 0;
+    s32 fd = (s32)c->args[0];
+    struct fd_state *f = 0;
+    u8 target = TARGET_NONE;
+    if (flags & SYS_FD_ARG) {
+        u32 key = fd;
+        f = fds.lookup(&key);
+        target = target_of(f);
+    }
+    struct latency_key lkey = {.slot = slot_of(c->ts), .nr = nr, .target = target,
+                               .bucket = latency_bucket(latency)};
+    u64 zero = 0;
+    u64 *calls_in_bucket = latency_hist.lookup_or_try_init(&lkey, &zero);
+    if (calls_in_bucket)
+        __sync_fetch_and_add(calls_in_bucket, 1);
+    else
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+
+    if (flags & SYS_READ) {
+        on_read(c, tid, fd, f, ret, latency);
+    } else if (flags & SYS_WRITE) {
+        on_write(c, fd, f, ret);
+    } else if (nr == NR_lseek) {
+        on_lseek(c, tid, fd, f, ret, latency);
+    } else if (ret >= 0) {
+        if (flags & SYS_NEW_FD) {
+            bool with_path = nr == NR_open || nr == NR_openat || nr == NR_openat2 || nr == NR_creat;
+            bool at_dir = nr == NR_openat || nr == NR_openat2;
+            on_new_fd(c, tid, ret, flags >> SYS_KIND_SHIFT, at_dir ? (s32)c->args[0] : AT_FDCWD_, with_path);
+        } else if (nr == NR_dup || nr == NR_dup2 || nr == NR_dup3 ||
+                   (nr == NR_fcntl && (c->args[1] == 0 || c->args[1] == 1030))) {  // F_DUPFD(_CLOEXEC)
+            on_new_fd(c, tid, ret, f ? f->kind : KIND_UNKNOWN, fd, false);
+        } else if (nr == NR_pipe || nr == NR_pipe2) {
+            on_new_fd_pair(c, tid, c->args[0], KIND_PIPE);
+        } else if (nr == NR_socketpair) {
+            on_new_fd_pair(c, tid, c->args[3], KIND_SOCKET);
+        } else if (nr == NR_close && f) {
+            f->kind = KIND_CLOSED;
+        } else if (nr == NR_connect) {
+            notify(NOTICE_CONNECT, tid, fd, f ? f->gen : 0, 0);
+        }
+    }
+    c->ts = 0;
+    return 0;
+}
+
+// Pages the page cache fills for this process: syscall reads and their readahead, and faults on
+// mmapped files, which syscall tracing cannot see. Pages added inside a write call are about to
+// be overwritten, not missed, and are left out.
+TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
+    if ((bpf_get_current_pid_tgid() >> 32) != TGID)
+        return 0;
+    u32 epoch = current_epoch();
+    if (!epoch)
+        return 0;
+    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
+    if (c && c->ts) {
+        u32 flag_index = c->nr;
+        u8 *flag = syscall_flags.lookup(&flag_index);
+        if (flag && (*flag & SYS_WRITE))
+            return 0;
+    }
+#if HAS_FOLIO_ORDER
+    u64 pages = 1ULL << (args->order & 31);
+#else
+    u64 pages = 1;
+#endif
+    struct page_key key = {.epoch = epoch, .dev = args->s_dev, .inode = args->i_ino};
+    u64 zero = 0;
+    u64 *total = page_cache_pages.lookup_or_try_init(&key, &zero);
+    if (total)
+        __sync_fetch_and_add(total, pages);
+    else
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+    struct file_ref file = {.source = SOURCE_PAGE_CACHE, .fd_or_dev = args->s_dev, .gen_or_inode = args->i_ino};
+    cover(&file, epoch, args->index, args->index + pages - 1);
+    heat(&file, bpf_ktime_get_ns(), args->index << PAGE_SHIFT_4K, pages << PAGE_SHIFT_4K);
+    return 0;
+}
+
+TRACEPOINT_PROBE(task, task_rename) {
+    if ((bpf_get_current_pid_tgid() >> 32) != TGID)
+        return 0;
+    notify(NOTICE_RENAME, args->pid, -1, 0, args->newcomm);
+    return 0;
+}
+
+TRACEPOINT_PROBE(sched, sched_process_exit) {
+    if ((bpf_get_current_pid_tgid() >> 32) != TGID)
+        return 0;
+    notify(NOTICE_EXIT, args->pid, -1, 0, args->comm);
+    return 0;
+}

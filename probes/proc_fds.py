@@ -1,0 +1,212 @@
+"""What /proc says about a process: its descriptors, their positions, its sockets' addresses, its
+mapped files and thread names. The BPF program sees only fd numbers and (device, inode) pairs;
+these snapshots turn them into paths and connections.
+
+Every reader tolerates the process (or one fd) vanishing underneath it: a process under capture
+keeps opening and closing files.
+"""
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Descriptor:
+    """What one fd referred to: a file (path, dev, inode), a socket or a pipe."""
+
+    path: str
+    kind: str                       # 'file' | 'socket' | 'pipe' | 'other' | 'unknown'
+    dev: int | None = None          # st_dev as userspace sees it
+    inode: int | None = None
+    position: int | None = None     # file position from fdinfo, when it was read
+    local_addr: str | None = None
+    remote_addr: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def socket_inode(self) -> int | None:
+        if self.kind == "socket" and self.path.startswith("socket:["):
+            return int(self.path[len("socket:["):-1])
+        return self.extra.get("socket_inode")
+
+
+def kind_of_link(link: str) -> str:
+    """The kind of an fd from its /proc/PID/fd symlink target."""
+    if link.startswith("socket:["):
+        return "socket"
+    if link.startswith("pipe:["):
+        return "pipe"
+    if link.startswith("/"):
+        return "file"
+    return "other"
+
+
+def describe_fd(pid: int, fd: int, with_position: bool = True) -> Descriptor | None:
+    """The fd as /proc shows it now, or None when it is closed (or the process is gone)."""
+    base = f"/proc/{pid}/fd/{fd}"
+    try:
+        link = os.readlink(base)
+        stat = os.stat(base)
+    except OSError:
+        return None
+    kind = kind_of_link(link)
+    # A deleted file keeps its inode; its link reads '/path (deleted)'.
+    descriptor = Descriptor(path=link, kind=kind, dev=stat.st_dev, inode=stat.st_ino)
+    if with_position and kind == "file":
+        descriptor.position = fd_position(pid, fd)
+    return descriptor
+
+
+def fd_position(pid: int, fd: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}") as info:
+            for line in info:
+                if line.startswith("pos:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def fd_snapshot(pid: int) -> dict[int, Descriptor]:
+    """Every open fd of the process."""
+    try:
+        numbers = [int(name) for name in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return {}
+    snapshot = {}
+    for fd in numbers:
+        descriptor = describe_fd(pid, fd)
+        if descriptor is not None:
+            snapshot[fd] = descriptor
+    return snapshot
+
+
+def _address(hex_address: str) -> str:
+    """'0100007F:2382' (as /proc/net/tcp writes it: 32-bit words in host order) -> '127.0.0.1:9090'."""
+    host_hex, port_hex = hex_address.split(":")
+    raw = bytes.fromhex(host_hex)
+    # Each 32-bit word is in host byte order (little endian here).
+    host = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    port = int(port_hex, 16)
+    address = ipaddress.ip_address(host)
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return f"{address.ipv4_mapped}:{port}"
+        return f"[{address}]:{port}"
+    return f"{address}:{port}"
+
+
+def tcp_sockets(pid: int) -> dict[int, tuple[str, str]]:
+    """socket inode -> (local 'ip:port', remote 'ip:port') for the process's network namespace."""
+    sockets = {}
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as lines:
+                next(lines)
+                for line in lines:
+                    fields = line.split()
+                    sockets[int(fields[9])] = (_address(fields[1]), _address(fields[2]))
+        except (OSError, StopIteration):
+            continue
+    return sockets
+
+
+def name_socket(descriptor: Descriptor, sockets: dict[int, tuple[str, str]]) -> None:
+    """Give a socket descriptor its TCP addresses and a readable path, when the kernel still lists it."""
+    inode = descriptor.socket_inode
+    if inode is None or inode not in sockets:
+        return
+    local, remote = sockets[inode]
+    descriptor.extra["socket_inode"] = inode
+    descriptor.local_addr, descriptor.remote_addr = local, remote
+    descriptor.path = f"tcp {local}->{remote}"
+
+
+def mapped_files(pid: int) -> dict[tuple[int, int], str]:
+    """(st_dev, inode) -> path of every file the process has mapped."""
+    mapped = {}
+    try:
+        with open(f"/proc/{pid}/maps") as lines:
+            for line in lines:
+                fields = line.split(maxsplit=5)
+                if len(fields) < 6 or not fields[5].startswith("/"):
+                    continue
+                major, minor = (int(part, 16) for part in fields[3].split(":"))
+                mapped[(os.makedev(major, minor), int(fields[4]))] = fields[5].rstrip("\n")
+    except OSError:
+        pass
+    return mapped
+
+
+def files_under(directories, wanted: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """(st_dev, inode) -> path for the wanted files found under the directories."""
+    found: dict[tuple[int, int], str] = {}
+    for directory in directories:
+        for root, _dirs, names in os.walk(directory):
+            for name in names:
+                path = os.path.join(root, name)
+                try:
+                    stat = os.stat(path, follow_symlinks=False)
+                except OSError:
+                    continue
+                key = (stat.st_dev, stat.st_ino)
+                if key in wanted:
+                    found[key] = path
+                    if len(found) == len(wanted):
+                        return found
+    return found
+
+
+def user_dev(kernel_dev: int) -> int:
+    """The page cache tracepoint reports s_dev in the kernel's encoding (major << 20 | minor)."""
+    return os.makedev(kernel_dev >> 20, kernel_dev & ((1 << 20) - 1))
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    names = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return names
+    for tid in tids:
+        try:
+            names[int(tid)] = Path(f"/proc/{pid}/task/{tid}/comm").read_text().rstrip("\n")
+        except OSError:
+            continue
+    return names
+
+
+def process_description(pid: int) -> str:
+    """The command line, or the comm when the command line is unreadable (kernel threads, zombies)."""
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        command = " ".join(word.decode(errors="replace") for word in words if word)
+        if command:
+            return command
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return f"pid {pid}"
+
+
+def cwd(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def size_of(descriptor: Descriptor) -> int | None:
+    """The file's size now, if the path still names the same inode."""
+    if descriptor.kind != "file":
+        return None
+    try:
+        stat = os.stat(descriptor.path)
+    except OSError:
+        return None
+    if (stat.st_dev, stat.st_ino) != (descriptor.dev, descriptor.inode):
+        return None
+    return stat.st_size
+
