@@ -77,11 +77,16 @@ def newest_release(series: str = DEFAULT_SERIES) -> str:
 def classpath(version: str, *, progress=print) -> list[Path]:
     """The jars that run Cassandra `version`, resolving them with Maven the first time."""
     listing = _classpath_file(version)
-    if not listing.exists():
+    # A jar deleted from the cache (the fix `verify` suggests) is fetched again by Maven.
+    if not listing.exists() or not all(jar.exists() for jar in _read(listing)):
         _resolve(version, listing, progress)
-    jars = [Path(entry) for entry in listing.read_text().strip().split(":")]
+    jars = _read(listing)
     verify(jars)
     return jars
+
+
+def _read(listing: Path) -> list[Path]:
+    return [Path(entry) for entry in listing.read_text().strip().split(":")]
 
 
 def verify(jars: list[Path]) -> None:

@@ -2,7 +2,15 @@
 
 import re
 
+from cassandra import DriverException, OperationTimedOut
+from cassandra.query import SimpleStatement
+
+from casstrace.errors import CasstraceError
+
 MAX_CELL = 60
+# Rows per page. Cassandra builds each page whole in its heap; with the driver's default of 5000,
+# a page of 50 KB blobs is ~250 MB, enough to exhaust a sandbox's 1 GiB heap.
+FETCH_SIZE = 100
 
 # A statement ends at a ';' outside quotes, $$-strings and comments.
 _TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\$\$.*?\$\$|--[^\n]*|//[^\n]*|/\*.*?\*/|;|[^'"$;/-]+|.""",
@@ -23,8 +31,13 @@ def split_statements(text: str) -> list[str]:
 
 def run(session, text: str):
     """Executes each statement; yields a printable block per statement that returned rows."""
-    for statement in split_statements(text):
-        result = session.execute(statement)
+    for number, statement in enumerate(split_statements(text), 1):
+        try:
+            result = session.execute(SimpleStatement(statement, fetch_size=FETCH_SIZE))
+        except (DriverException, OperationTimedOut) as error:
+            first_line = " ".join(statement.split())[:80]
+            raise CasstraceError(f"statement {number} ({first_line}) failed: {error}",
+                                 "correct the statement; the ones before it were executed") from None
         if result.column_names:
             yield format_rows(result.column_names, list(result))
 
