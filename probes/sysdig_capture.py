@@ -1,0 +1,181 @@
+"""The sysdig capture backend: `sysdig -w` records the process, the importer turns the file into a trace.
+
+Same contract as the bcc backend (see BccCapture): start/stop (a context manager), begin_window,
+write(writer), ended_early, now_ns. sysdig's clock is Unix time, so windows are taken with
+time.time_ns() and line up with the capture's own timestamps.
+
+sysdig captures through a driver: its kernel module, its eBPF probe (a per-kernel object file), or
+the modern eBPF driver built into sysdig >= 0.31 (`--modern-bpf`). Without one, `sysdig -w` fails
+(or, through scap-driver-loader, tries to download and compile one): we check for a driver first
+and say which is missing, and we watch sysdig start, so a failing driver is an error, never a hang.
+The snaplen is 1, so no row data lands in the file.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from casstrace.errors import CasstraceError
+from casstrace.probes.sysdig_import import (
+    INSTALL_FIX, Window, find_sysdig, import_scap, sysdig_filter, _SysdigVersion,
+)
+
+START_TIMEOUT_S = 20
+STOP_TIMEOUT_S = 30
+SCAP_MODULE_DEVICE = Path("/dev/scap0")
+KERNEL_BTF = Path("/sys/kernel/btf/vmlinux")
+
+
+def _bpf_probe_path() -> Path | None:
+    """The scap eBPF probe sysdig would load: $SYSDIG_BPF_PROBE, else what scap-driver-loader installs."""
+    for candidate in (os.environ.get("SYSDIG_BPF_PROBE"), Path.home() / ".scap" / "scap-bpf.o"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def driver_options(sysdig: str, version: str) -> list[str]:
+    """The sysdig options that select a driver that can work here, or a CasstraceError saying
+    which drivers are missing."""
+    help_text = subprocess.run([sysdig, "--help"], capture_output=True, text=True, timeout=30).stdout
+    if "--modern-bpf" in help_text and KERNEL_BTF.exists():
+        return ["--modern-bpf"]
+    if SCAP_MODULE_DEVICE.exists():
+        return []          # the kernel module is loaded: sysdig's default driver
+    probe = _bpf_probe_path()
+    if probe is not None:
+        return [f"--bpf={probe}"]
+    modern = ("its modern eBPF driver needs kernel BTF (/sys/kernel/btf/vmlinux is missing)"
+              if "--modern-bpf" in help_text else "it predates the modern eBPF driver (sysdig >= 0.31)")
+    raise CasstraceError(
+        f"sysdig {version} cannot capture on kernel {os.uname().release}: its kernel module is not loaded"
+        f" ({SCAP_MODULE_DEVICE} missing), no eBPF probe is installed (SYSDIG_BPF_PROBE unset,"
+        f" ~/.scap/scap-bpf.o missing), and {modern}",
+        "use the default bcc backend (leave out --backend sysdig), or install sysdig's driver for this"
+        " kernel (scap-driver-loader) or a sysdig >= 0.31",
+    )
+
+
+class SysdigCapture:
+    """Records `pid` (all its threads) with `sysdig -w` between start() and stop()."""
+
+    def __init__(self, pid: int, *, extra_dirs=(), stream_limit: int | None = None):
+        # extra_dirs: the bcc backend names page-cache fills in these; sysdig sees no page cache.
+        self.pid = pid
+        self.stream_limit = stream_limit
+        self.ended_early: str | None = None
+        self._windows: list[list] = []       # [label, execution, start_ns, end_ns or None]
+        self._sysdig: subprocess.Popen | None = None
+        self._workdir: tempfile.TemporaryDirectory | None = None
+        self.scap_path: Path | None = None
+
+    @staticmethod
+    def now_ns() -> int:
+        return time.time_ns()
+
+    # -- start and stop -------------------------------------------------------------------------
+    def start(self) -> "SysdigCapture":
+        if os.geteuid() != 0:
+            raise CasstraceError("sysdig captures need root", "run casstrace as root (sudo)")
+        if not Path(f"/proc/{self.pid}").exists():
+            raise CasstraceError(f"no process with pid {self.pid}", "give the pid of a running Cassandra JVM")
+        sysdig = find_sysdig()
+        version = _SysdigVersion(sysdig)
+        options = driver_options(sysdig, str(version))
+        self._workdir = tempfile.TemporaryDirectory(prefix="casstrace-sysdig-")
+        self.scap_path = Path(self._workdir.name) / "capture.scap"
+        self._stderr = open(Path(self._workdir.name) / "sysdig.stderr", "w+")
+        self._windows.append(["capture", None, self.now_ns(), None])
+        self._sysdig = subprocess.Popen(
+            [sysdig, *options, "-s", "1", "-w", str(self.scap_path), sysdig_filter(pid=self.pid)],
+            stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=True,
+        )
+        self._wait_until_capturing(str(version))
+        return self
+
+    def _wait_until_capturing(self, version: str) -> None:
+        """sysdig writes the capture's header once its driver is open; it exits if it cannot."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._sysdig.poll() is not None:
+                self._fail_start(f"sysdig {version} exited (status {self._sysdig.returncode}) before capturing")
+            if self.scap_path.exists() and self.scap_path.stat().st_size > 0:
+                return
+            time.sleep(0.05)
+        self._fail_start(f"sysdig {version} did not start capturing within {START_TIMEOUT_S} s")
+
+    def _fail_start(self, what: str):
+        self._end_sysdig()
+        self._stderr.seek(0)
+        lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
+        self._cleanup()
+        said = "; ".join(lines[-3:]) if lines else "no message"
+        raise CasstraceError(f"{what}: {said}",
+                             "check that sysdig's driver loads (`sysdig -w /tmp/x.scap -n 10`), or use --backend bcc")
+
+    def stop(self) -> None:
+        """Stops sysdig (it closes the file cleanly on SIGINT) and closes the last window. Idempotent."""
+        if self._sysdig is None:
+            return
+        if self._sysdig.poll() is not None and self.ended_early is None:
+            self.ended_early = f"sysdig exited (status {self._sysdig.returncode}) during the capture"
+        self._end_sysdig()
+        if self.ended_early is None and not Path(f"/proc/{self.pid}").exists():
+            self.ended_early = f"process {self.pid} exited"
+        self._close_window(self.now_ns())
+
+    def _end_sysdig(self) -> None:
+        sysdig, self._sysdig = self._sysdig, None
+        if sysdig.poll() is None:
+            sysdig.send_signal(signal.SIGINT)
+            try:
+                sysdig.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                sysdig.kill()
+                sysdig.wait()
+
+    def _cleanup(self) -> None:
+        self._stderr.close()
+        self._workdir.cleanup()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- windows --------------------------------------------------------------------------------
+    def begin_window(self, label: str, execution: int | None = None) -> int:
+        """Closes the current window and opens a new one; returns its window_id (1, 2, ...)."""
+        now = self.now_ns()
+        self._close_window(now)
+        if len(self._windows) == 1:
+            self._windows[0][0] = "between"
+        self._windows.append([label, execution, now, None])
+        return len(self._windows)
+
+    def _close_window(self, now: int) -> None:
+        if self._windows and self._windows[-1][3] is None:
+            self._windows[-1][3] = now
+
+    @property
+    def windows(self) -> list[Window]:
+        return [Window(*window) for window in self._windows]
+
+    # -- the trace ------------------------------------------------------------------------------
+    def write(self, writer) -> None:
+        try:
+            write_capture(self.scap_path, writer, self.pid, self.windows, self.stream_limit)
+            if self.ended_early:
+                writer.set_meta(ended_early=self.ended_early)
+        finally:
+            self._cleanup()
+
+
+def write_capture(scap: Path, writer, pid: int, windows: list[Window], stream_limit: int | None = None):
+    """A live capture's trace: the importer, on the capture's windows."""
+    return import_scap(scap, writer, pid=pid, windows=windows, source=f"pid {pid}", event_limit=stream_limit)
