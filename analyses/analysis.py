@@ -1,0 +1,136 @@
+"""analyse(trace): every analysis of one trace, as one Analysis the reports render."""
+
+import os
+import sqlite3
+
+from casstrace.analyses import amplification as amp
+from casstrace.analyses import causes
+from casstrace.analyses.access import access_patterns
+from casstrace.analyses.file_io import file_io, group_by_sstable
+from casstrace.analyses.model import Analysis
+from casstrace.analyses.query import find_table, parse_select
+from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
+from casstrace.errors import CasstraceError
+from casstrace.traces import Trace
+
+MEASURE_NAMES = {"syscalls": "read/write/lseek syscalls", "offsets": "file offsets", "page_cache": "page-cache misses",
+                 "latency": "syscall latency", "wire": "bytes sent to the client"}
+DEFAULT_THRESHOLD = 10.0
+
+
+def analyse(trace: Trace | str | os.PathLike, threshold: float = DEFAULT_THRESHOLD) -> Analysis:
+    """Analyse an open Trace, or the trace file at a path (CasstraceError when it is not a whole trace)."""
+    if not isinstance(trace, Trace):
+        with Trace(trace) as opened:
+            return analyse(opened, threshold)
+    try:
+        return _analyse(trace, threshold)
+    except sqlite3.DatabaseError as error:
+        raise CasstraceError(f"{trace.path} is not a whole casstrace trace ({error})",
+                             "the file is damaged or truncated: take the trace again, or copy it whole") from None
+
+
+def _analyse(trace: Trace, threshold: float) -> Analysis:
+    meta = trace.meta
+    select = parse_select(meta.get("query"))
+    keyspace = (select.keyspace if select and select.keyspace else None) or meta.get("keyspace")
+    table = select.table if select else None
+    schema = find_table(meta, keyspace, table) if table else None
+
+    execution_rows = amp.executions(trace)
+    window_ids, scope = amp.scope(trace, execution_rows)
+    files = file_io(trace, window_ids)
+    data = amp.data_files(trace, keyspace, table)
+    executions = amp.execution_results(trace, execution_rows, data)
+    measured = [e for e in executions if e.kind == "measured"]
+
+    payload = _sum_or_none([e.payload_bytes for e in measured]) if measured else None
+    wire = _sum_or_none([e.wire_bytes for e in measured]) if measured else None
+    if wire is None:
+        wire = amp.client_wire_bytes(trace, window_ids)
+    overall = amp.amplification(trace, window_ids, data, payload_bytes=payload, wire_bytes=wire)
+
+    cassandra = meta.get("cassandra") or {}
+    disk_access_mode = cassandra.get("disk_access_mode")
+    owner = f"{keyspace}.{table}" if keyspace and table else table
+    data_label = f"{owner}'s Data files" if owner else "all user tables' Data files"
+    verdict = causes.verdict(overall, threshold, data_label=data_label, backend=meta.get("backend"),
+                             page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode)
+    if table is None:
+        verdict.notes.append("The query is not recorded (or not a SELECT): every user table's Data files were counted.")
+    data_file_io = [f for f in files if f.file_id in data]
+    found = causes.findings(
+        overall=overall, flagged=verdict.status == "flagged", threshold=threshold, select=select, schema=schema,
+        measured=measured, data_files=data_file_io, query_trace=meta.get("query_trace") or [],
+        page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
+    )
+    return Analysis(
+        trace_path=str(trace.path), complete=trace.complete, warnings=_warnings(trace, executions),
+        measures={name: trace.measured(name) for name in MEASURE_NAMES},
+        query=meta.get("query"), keyspace=keyspace, table=table, scope=scope, threshold=threshold,
+        executions=executions, overall=overall, verdict=verdict, findings=found,
+        files=files, sstables=group_by_sstable(files), access=access_patterns(trace, files),
+        spectrograms=spectrograms(trace), latencies=latency_percentiles(trace),
+        query_trace=meta.get("query_trace") or [],
+        context=_context(meta, schema),
+    )
+
+
+def _sum_or_none(values):
+    return None if any(v is None for v in values) else sum(values)
+
+
+def _warnings(trace: Trace, executions) -> list[str]:
+    meta = trace.meta
+    warnings = []
+    if not trace.complete:
+        warnings.append(f"INCOMPLETE TRACE: {meta.get('incomplete_reason', 'interrupted')}. "
+                        "Everything below covers only what was captured before it stopped.")
+    lost = meta.get("lost_events") or 0
+    if lost:
+        exact = ("totals are exact (kept in the kernel); offset maps may miss calls" if meta.get("backend") == "bcc"
+                 else "totals may be short by these events")
+        warnings.append(f"{lost:,} events were lost (buffer full): {exact}.")
+    unstreamed = meta.get("unstreamed_events") or 0
+    if unstreamed:
+        warnings.append(f"{unstreamed:,} per-call records were not streamed (rate cap): totals count them; offset "
+                        "maps fall back to the heat map for the files concerned.")
+    missing = [label for name, label in MEASURE_NAMES.items() if not trace.measured(name)]
+    if missing:
+        warnings.append(f"Not measured by the {meta.get('backend', 'capture')} backend: {', '.join(missing)} "
+                        "(shown as 'not measured', never as 0).")
+    for execution in executions:
+        if execution.error:
+            warnings.append(f"Execution {execution.execution} failed: {execution.error}")
+    return warnings
+
+
+def _context(meta: dict, schema) -> dict:
+    cassandra = meta.get("cassandra") or {}
+    start, end = meta.get("capture_start_ns"), meta.get("capture_end_ns")
+    context = {
+        "backend": meta.get("backend"),
+        "source": meta.get("source"),
+        "hostname": meta.get("hostname"),
+        "kernel": meta.get("kernel"),
+        "casstrace_version": meta.get("casstrace_version"),
+        "node": meta.get("node"),
+        "pid": meta.get("pid"),
+        "process": meta.get("process"),
+        "consistency": meta.get("consistency"),
+        "page_size": meta.get("page_size"),
+        "capture_seconds": (end - start) / 1e9 if start is not None and end is not None else None,
+        "cassandra_version": cassandra.get("release_version"),
+        "disk_access_mode": cassandra.get("disk_access_mode"),
+        "data_file_directories": cassandra.get("data_file_directories"),
+        "lost_events": meta.get("lost_events"),
+        "unstreamed_events": meta.get("unstreamed_events"),
+    }
+    if schema is not None:
+        context["table_schema"] = {
+            "keyspace": schema.keyspace, "table": schema.table,
+            "columns": [{"name": c["name"], "type": c.get("type"), "kind": c.get("kind")} for c in schema.columns.values()],
+            "partition_key": schema.partition_key, "clustering": schema.clustering,
+            "compression": schema.compression, "sstables": schema.sstables,
+        }
+    return context

@@ -1,0 +1,105 @@
+"""Per-file I/O (sysdig's topfiles_bytes, done better), grouped by SSTable and component."""
+
+from casstrace.analyses import pages
+from casstrace.analyses.model import FileIO, SSTableIO
+from casstrace.traces import Trace
+from casstrace.traces.sstable_names import parse_sstable_path
+
+
+def in_windows(column: str, window_ids: list[int]) -> tuple[str, list[int]]:
+    """An SQL condition `column IN (...)` and its parameters."""
+    return f"{column} IN ({', '.join('?' for _ in window_ids) or 'NULL'})", list(window_ids)
+
+
+def page_runs(trace: Trace, window_ids: list[int], source: str | None = None) -> dict[tuple[int, int], list]:
+    """Merged coverage runs keyed by (window_id, file_id), for one source or both."""
+    condition, params = in_windows("window_id", window_ids)
+    if source is not None:
+        condition += " AND source = ?"
+        params.append(source)
+    runs: dict[tuple[int, int], list] = {}
+    for row in trace.rows(f"SELECT window_id, file_id, first_page, page_count FROM coverage WHERE {condition}", params):
+        runs.setdefault((row["window_id"], row["file_id"]), []).append((row["first_page"], row["page_count"]))
+    return {key: pages.merge(value) for key, value in runs.items()}
+
+
+def file_io(trace: Trace, window_ids: list[int]) -> list[FileIO]:
+    """Every file with I/O in the windows, most bytes first."""
+    page_cache_measured = trace.measured("page_cache")
+    condition, params = in_windows("io.window_id", window_ids)
+    rows = trace.rows(
+        f"""SELECT f.file_id, f.path, f.kind, f.size_bytes,
+                   SUM(read_calls) AS read_calls, SUM(read_bytes) AS read_bytes,
+                   SUM(read_requested_bytes) AS read_requested_bytes, SUM(read_ns) AS read_ns,
+                   SUM(write_calls) AS write_calls, SUM(write_bytes) AS write_bytes,
+                   SUM(lseek_calls) AS lseek_calls, SUM(seek_jumps) AS seek_jumps,
+                   MAX(longest_sequential_bytes) AS longest_sequential_bytes,
+                   SUM(cache_miss_bytes) AS cache_miss_bytes
+            FROM file_io io JOIN files f ON f.file_id = io.file_id
+            WHERE {condition}
+            GROUP BY f.file_id""",
+        params,
+    )
+    touched = _touched_pages(trace, window_ids)
+    sizes = _read_sizes(trace, window_ids)
+    found = []
+    for row in rows:
+        cache_miss = row["cache_miss_bytes"] if page_cache_measured else None
+        if not (row["read_calls"] or row["write_calls"] or row["lseek_calls"] or cache_miss):
+            continue
+        size = row["size_bytes"]
+        runs = touched.get(row["file_id"])
+        touched_bytes = pages.bytes_within(runs, size) if runs else None
+        found.append(FileIO(
+            file_id=row["file_id"], path=row["path"], kind=row["kind"], size_bytes=size,
+            sstable=parse_sstable_path(row["path"]) if row["kind"] == "file" else None,
+            read_calls=row["read_calls"], read_bytes=row["read_bytes"],
+            read_requested_bytes=row["read_requested_bytes"], read_ns=row["read_ns"],
+            write_calls=row["write_calls"], write_bytes=row["write_bytes"],
+            lseek_calls=row["lseek_calls"], seek_jumps=row["seek_jumps"],
+            longest_sequential_bytes=row["longest_sequential_bytes"],
+            cache_miss_bytes=cache_miss,
+            touched_bytes=touched_bytes,
+            coverage=touched_bytes / size if touched_bytes is not None and size else None,
+            read_sizes=sizes.get(row["file_id"], {}),
+        ))
+    found.sort(key=lambda f: (f.read_bytes + (f.cache_miss_bytes or 0) + f.write_bytes, f.read_calls), reverse=True)
+    return found
+
+
+def _touched_pages(trace: Trace, window_ids: list[int]) -> dict[int, list]:
+    """Distinct pages per file touched by read syscalls or page-cache fills in any of the windows."""
+    by_file: dict[int, list] = {}
+    for (_, file_id), runs in page_runs(trace, window_ids).items():
+        by_file.setdefault(file_id, []).extend((start, end - start) for start, end in runs)
+    return {file_id: pages.merge(runs) for file_id, runs in by_file.items()}
+
+
+def _read_sizes(trace: Trace, window_ids: list[int]) -> dict[int, dict[int, int]]:
+    condition, params = in_windows("window_id", window_ids)
+    sizes: dict[int, dict[int, int]] = {}
+    for row in trace.rows(
+        f"SELECT file_id, log2_bucket, SUM(count) AS count FROM read_sizes WHERE {condition}"
+        " GROUP BY file_id, log2_bucket ORDER BY log2_bucket", params,
+    ):
+        sizes.setdefault(row["file_id"], {})[row["log2_bucket"]] = row["count"]
+    return sizes
+
+
+def group_by_sstable(files: list[FileIO]) -> list[SSTableIO]:
+    """SSTable component files grouped per SSTable, the SSTables with most bytes read first."""
+    groups: dict[tuple, SSTableIO] = {}
+    for f in files:
+        if f.sstable is None:
+            continue
+        name = f.sstable
+        group = groups.setdefault(name.sstable, SSTableIO(
+            keyspace=name.keyspace, table=name.table, index=name.index, generation=name.generation,
+            format=name.format, version=name.version, files=[],
+        ))
+        group.files.append(f)
+    return sorted(
+        groups.values(),
+        key=lambda g: g.total("read_bytes") + (g.total("cache_miss_bytes") or 0),
+        reverse=True,
+    )

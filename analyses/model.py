@@ -1,0 +1,178 @@
+"""What the analyses find, as plain data the reports render. None always means "not measured", never 0."""
+
+from dataclasses import dataclass, field
+
+from casstrace.traces.sstable_names import SSTableName
+
+
+@dataclass
+class FileIO:
+    """One file's I/O over the analysed windows."""
+
+    file_id: int
+    path: str
+    kind: str                           # 'file' | 'socket' | 'pipe' | 'other' | 'unknown'
+    size_bytes: int | None
+    sstable: SSTableName | None
+    read_calls: int = 0
+    read_bytes: int = 0
+    read_requested_bytes: int = 0
+    read_ns: int | None = None
+    write_calls: int = 0
+    write_bytes: int = 0
+    lseek_calls: int = 0
+    seek_jumps: int = 0
+    longest_sequential_bytes: int = 0
+    cache_miss_bytes: int | None = None  # None: the backend did not measure the page cache
+    touched_bytes: int | None = None     # distinct bytes read by syscalls or filled into the page cache
+    coverage: float | None = None        # touched_bytes / size_bytes
+    read_sizes: dict[int, int] = field(default_factory=dict)  # log2 bucket (-1: 0 bytes) -> reads
+
+    @property
+    def component(self) -> str | None:
+        return self.sstable.component if self.sstable else None
+
+
+@dataclass
+class SSTableIO:
+    """The files of one SSTable (keyspace, table, index, generation), one per component."""
+
+    keyspace: str
+    table: str
+    index: str | None
+    generation: int | str
+    format: str
+    version: str
+    files: list[FileIO]
+
+    @property
+    def label(self) -> str:
+        owner = f"{self.keyspace}.{self.table}" + (f".{self.index}" if self.index else "")
+        return f"{owner} {self.version}-{self.generation}-{self.format}"
+
+    def total(self, attribute: str) -> int | None:
+        values = [getattr(f, attribute) for f in self.files]
+        known = [v for v in values if v is not None]
+        return sum(known) if known else None
+
+
+@dataclass
+class OffsetPoint:
+    time_s: float       # since the capture started
+    offset: int
+    length: int         # bytes (reads), 0 for lseeks
+    calls: int
+    kind: str           # 'read' | 'lseek' | 'page_cache'
+
+
+@dataclass
+class AccessPattern:
+    """How one file was read: the offset map and its summary."""
+
+    file: FileIO
+    source: str          # 'events' (one point per call) | 'heatmap' (calls per time slot x offset bucket) | 'none'
+    source_note: str     # why this source, in words
+    points: list[OffsetPoint]
+    bucket_bytes: int | None   # heat-map offset bucket height
+    slot_s: float | None       # heat-map time slot width
+    read_size_median: int | None   # lower bound of the median read-size bucket
+
+
+@dataclass
+class Spectrogram:
+    """Syscall counts by time slot (rows) and latency bucket (10 a decade, bucket 0 = 1 ns, 100 = 10 s)."""
+
+    title: str
+    slot_s: float
+    counts: dict[tuple[int, int], int]   # (slot, bucket) -> syscalls
+    slots: int                           # number of slots in the capture
+    total: int
+
+
+@dataclass
+class SyscallLatency:
+    syscall: str
+    target: str
+    count: int
+    p50_ns: float       # upper edge of the latency bucket holding the percentile
+    p90_ns: float
+    p99_ns: float
+    max_ns: float
+
+
+@dataclass
+class Amplification:
+    """Bytes read from the queried table's data files against the bytes the query returned."""
+
+    basis: str | None              # 'payload' | 'wire' | None (nothing to compare against)
+    basis_bytes: int | None
+    payload_bytes: int | None
+    wire_bytes: int | None
+    syscall_bytes: int             # bytes read syscalls returned from the Data files
+    cache_miss_bytes: int | None   # page-cache fills of the Data files (None: not measured)
+    cache_outside_syscall_bytes: int | None  # of those, pages no read syscall returned (mmap, readahead)
+    data_read_bytes: int           # syscall_bytes + cache_outside_syscall_bytes
+    read: float | None             # data_read_bytes / basis_bytes: the verdict's figure
+    syscall: float | None          # syscall_bytes / basis_bytes
+    device: float | None           # cache_miss_bytes / basis_bytes
+    wire: float | None             # data_read_bytes / wire_bytes
+    data_files: int = 0            # Data files read
+    sstables_read: int = 0         # SSTables whose Data file was read
+
+
+@dataclass
+class Execution:
+    execution: int
+    kind: str
+    latency_s: float | None
+    rows: int | None
+    payload_bytes: int | None
+    wire_bytes: int | None
+    pages: int | None
+    error: str | None
+    amplification: Amplification | None
+
+
+@dataclass
+class Finding:
+    cause: str             # stable identifier: 'full_row_read', 'whole_partition_scan', ...
+    title: str
+    certainty: str         # 'measured' | 'likely' | 'possible'
+    evidence: list[str]
+    suggestion: list[str]
+
+
+@dataclass
+class Verdict:
+    status: str            # 'flagged' | 'not flagged' | 'undetermined'
+    summary: str           # one sentence with the figure and what it is against
+    notes: list[str] = field(default_factory=list)   # what the figure cannot see
+
+
+@dataclass
+class Analysis:
+    trace_path: str
+    complete: bool
+    warnings: list[str]            # incomplete capture, lost or unstreamed events, unmeasured measures
+    measures: dict[str, bool]
+    query: str | None
+    keyspace: str | None
+    table: str | None
+    scope: str                     # which windows the totals cover, in words
+    threshold: float
+    executions: list[Execution]
+    overall: Amplification
+    verdict: Verdict
+    findings: list[Finding]
+    files: list[FileIO]            # every file with I/O in scope, most bytes first
+    sstables: list[SSTableIO]
+    access: list[AccessPattern]
+    spectrograms: list[Spectrogram]
+    latencies: list[SyscallLatency]
+    query_trace: list[dict]
+    context: dict                  # backend, source, node, Cassandra version, disk_access_mode, kernel, ...
+
+    @property
+    def other_files(self) -> list[FileIO]:
+        """Files that are not SSTable components (sockets, commit log, JVM and cgroup files)."""
+        return [f for f in self.files if f.sstable is None]

@@ -1,0 +1,222 @@
+"""Just enough CQL to name causes: which table a SELECT reads, which columns it selects, what WHERE restricts.
+
+This is not a CQL parser. It tokenizes (so quoted names, strings and parentheses cannot confuse it)
+and reads the three clauses the findings need; anything it does not recognise leaves a field empty,
+and the findings then say less rather than guess.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<quoted>"(?:[^"]|"")*")            # quoted identifier, "" escapes a quote
+      | (?P<string>'(?:[^']|'')*')            # string literal
+      | (?P<dollar>\$\$.*?\$\$)               # $$ string $$
+      | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+      | (?P<number>-?[0-9][A-Za-z0-9_.+-]*)   # numbers, uuids, blobs (0x..)
+      | (?P<op><=|>=|!=|[=<>(),.*;?:\[\]{}+-])
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+_CLAUSE_ENDS = {"order", "limit", "allow", "per", "group", "bypass"}
+
+
+@dataclass
+class Token:
+    kind: str   # 'ident' (names and keywords alike), 'literal' or 'op'
+    text: str   # identifiers: lower-cased unless quoted (CQL's rule); other tokens verbatim
+    quoted: bool = False
+
+    def is_word(self, *words: str) -> bool:
+        return self.kind == "ident" and not self.quoted and self.text in words
+
+
+@dataclass
+class Select:
+    text: str
+    keyspace: str | None
+    table: str | None
+    select_all: bool                       # SELECT * (or SELECT JSON *)
+    columns: list[str]                     # names the selection reads (function arguments included)
+    restrictions: dict[str, str] = field(default_factory=dict)  # column -> operator ('=', 'IN', '>', ...)
+    token_restricted: bool = False         # WHERE token(pk) ...
+    has_limit: bool = False
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens, position = [], 0
+    text = text.strip()
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if not match or match.end() == position:
+            if text[position:].strip() == "":
+                break
+            raise ValueError(f"cannot read the query near {text[position:position + 20]!r}")
+        position = match.end()
+        kind = match.lastgroup
+        value = match.group(kind)
+        if kind == "word":
+            tokens.append(Token("ident", value.lower()))
+        elif kind == "quoted":
+            tokens.append(Token("ident", value[1:-1].replace('""', '"'), quoted=True))
+        elif kind == "op":
+            tokens.append(Token("op", value))
+        else:
+            tokens.append(Token("literal", value))
+    return tokens
+
+
+def parse_select(text: str | None) -> Select | None:
+    """The SELECT's table, selection and restrictions; None when the text is not a SELECT we can read."""
+    if not text:
+        return None
+    try:
+        tokens = tokenize(text)
+    except ValueError:
+        return None
+    if not tokens or not tokens[0].is_word("select"):
+        return None
+    position = 1
+    while position < len(tokens) and tokens[position].is_word("json", "distinct"):
+        position += 1
+    selection, position = _until(tokens, position, lambda t: t.is_word("from"))
+    if position >= len(tokens):
+        return None
+    keyspace, table, position = _table_name(tokens, position + 1)
+    if table is None:
+        return None
+    select_all = len(selection) == 1 and selection[0].text == "*"
+    result = Select(text=text, keyspace=keyspace, table=table, select_all=select_all,
+                    columns=[] if select_all else _selected_columns(selection))
+    if position < len(tokens) and tokens[position].is_word("where"):
+        where, position = _until(tokens, position + 1, lambda t: t.is_word(*_CLAUSE_ENDS) or t.text == ";")
+        _read_restrictions(where, result)
+    result.has_limit = any(t.is_word("limit") for t in tokens[position:])
+    return result
+
+
+def _until(tokens: list[Token], position: int, stop) -> tuple[list[Token], int]:
+    """Tokens from position up to (not including) the first depth-0 token where stop(token) holds."""
+    depth, taken = 0, []
+    while position < len(tokens):
+        token = tokens[position]
+        if depth == 0 and stop(token):
+            break
+        if token.text in "([{" and token.kind == "op":
+            depth += 1
+        elif token.text in ")]}" and token.kind == "op":
+            depth -= 1
+        taken.append(token)
+        position += 1
+    return taken, position
+
+
+def _split(tokens: list[Token], separator) -> list[list[Token]]:
+    parts, position = [], 0
+    while position <= len(tokens):
+        part, position = _until(tokens, position, separator)
+        parts.append(part)
+        position += 1
+    return [part for part in parts if part]
+
+
+def _table_name(tokens, position):
+    if position >= len(tokens) or tokens[position].kind != "ident":
+        return None, None, position
+    first = tokens[position].text
+    if position + 2 < len(tokens) and tokens[position + 1].text == "." and tokens[position + 2].kind == "ident":
+        return first, tokens[position + 2].text, position + 3
+    return None, first, position + 1
+
+
+def _selected_columns(selection: list[Token]) -> list[str]:
+    columns: list[str] = []
+    for item in _split(selection, lambda t: t.text == ","):
+        depth, skip_next = 0, False
+        for index, token in enumerate(item):
+            if token.kind == "op":
+                depth += token.text in "([{"
+                depth -= token.text in ")]}"
+                continue
+            if skip_next:
+                skip_next = False
+                continue
+            if token.is_word("as"):
+                if depth == 0:
+                    break            # the rest is the alias
+                skip_next = True     # CAST(x AS type): the type is not a column
+                continue
+            followed_by_call = index + 1 < len(item) and item[index + 1].text == "("
+            if token.kind == "ident" and not followed_by_call and token.text not in columns:
+                columns.append(token.text)
+    return columns
+
+
+def _read_restrictions(where: list[Token], select: Select) -> None:
+    for condition in _split(where, lambda t: t.is_word("and")):
+        head = condition[0]
+        if head.is_word("token") and len(condition) > 1 and condition[1].text == "(":
+            select.token_restricted = True
+            continue
+        if head.text == "(" and head.kind == "op":   # (c1, c2) > (1, 2)
+            names, rest = _until(condition, 1, lambda t: t.text == ")")
+            operator = condition[rest + 1].text.upper() if rest + 1 < len(condition) else "?"
+            for token in names:
+                if token.kind == "ident":
+                    select.restrictions[token.text] = operator
+            continue
+        if head.kind == "ident" and len(condition) > 1:
+            operator = condition[1].text.upper()
+            if condition[1].is_word("contains") and len(condition) > 2 and condition[2].is_word("key"):
+                operator = "CONTAINS KEY"
+            select.restrictions[head.text] = operator
+
+
+@dataclass
+class TableSchema:
+    """A table as the trace's meta `cassandra.tables` describes it."""
+
+    keyspace: str
+    table: str
+    columns: dict[str, dict]          # name -> {"name", "type", "kind"}
+    partition_key: list[str]
+    clustering: list[str]
+    compression: dict
+    sstables: list[dict]
+
+    @property
+    def regular_columns(self) -> list[str]:
+        return [name for name, column in self.columns.items() if column.get("kind") in ("regular", "static")]
+
+    @property
+    def chunk_bytes(self) -> int | None:
+        """Compression chunk length in bytes; None when the table is not compressed."""
+        options = self.compression or {}
+        if not options.get("class") or str(options.get("enabled", "true")).lower() == "false":
+            return None
+        kib = options.get("chunk_length_in_kb", options.get("chunk_length_kb", 16))
+        try:
+            return int(kib) * 1024
+        except (TypeError, ValueError):
+            return None
+
+    @property
+    def compressor(self) -> str | None:
+        name = (self.compression or {}).get("class")
+        return name.rsplit(".", 1)[-1] if name and self.chunk_bytes else None
+
+
+def find_table(meta: dict, keyspace: str | None, table: str | None) -> TableSchema | None:
+    for entry in (meta.get("cassandra") or {}).get("tables") or []:
+        if entry.get("table") == table and (keyspace is None or entry.get("keyspace") == keyspace):
+            return TableSchema(
+                keyspace=entry.get("keyspace"),
+                table=entry.get("table"),
+                columns={column["name"]: column for column in entry.get("columns") or []},
+                partition_key=list(entry.get("partition_key") or []),
+                clustering=list(entry.get("clustering") or []),
+                compression=dict(entry.get("compression") or {}),
+                sstables=list(entry.get("sstables") or []),
+            )
+    return None

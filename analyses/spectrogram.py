@@ -1,0 +1,74 @@
+"""Syscall latency over time, like csysdig's spectro_file: 100 ms rows, log-scale latency columns, counts as colour.
+
+The latency table holds bucket b for latencies in [10^(b/10), 10^((b+1)/10)) ns, so the spectrogram
+spans 1 ns (bucket 0) to 10 s (bucket 100) at 10 buckets a decade.
+"""
+
+import math
+
+from casstrace.analyses.model import Spectrogram, SyscallLatency
+from casstrace.traces import Trace
+
+BUCKETS_PER_DECADE = 10
+FIRST_BUCKET, LAST_BUCKET = 0, 100   # 1 ns .. 10 s
+
+
+def bucket_upper_ns(bucket: int) -> float:
+    return 10 ** ((bucket + 1) / BUCKETS_PER_DECADE)
+
+
+def bucket_lower_ns(bucket: int) -> float:
+    return 10 ** (bucket / BUCKETS_PER_DECADE)
+
+
+def spectrograms(trace: Trace) -> list[Spectrogram]:
+    """File I/O (syscalls on file descriptors of regular files) and all syscalls; [] when latency was not measured."""
+    if not trace.measured("latency"):
+        return []
+    meta = trace.meta
+    slot_ns = meta.get("slot_ns") or 100_000_000
+    duration = (meta.get("capture_end_ns") or 0) - (meta.get("capture_start_ns") or 0)
+    capture_slots = math.ceil(duration / slot_ns) if duration > 0 else 0
+    found = []
+    for title, condition in (("File I/O syscalls", "target = 'file'"), ("All syscalls", "1")):
+        counts: dict[tuple[int, int], int] = {}
+        for row in trace.rows(
+            f"SELECT slot, bucket, SUM(count) AS count FROM latency WHERE {condition} GROUP BY slot, bucket"
+        ):
+            bucket = min(max(row["bucket"], FIRST_BUCKET), LAST_BUCKET - 1)
+            counts[(row["slot"], bucket)] = counts.get((row["slot"], bucket), 0) + row["count"]
+        slots = max([capture_slots] + [slot + 1 for slot, _ in counts])
+        found.append(Spectrogram(title=title, slot_s=slot_ns / 1e9, counts=counts, slots=slots,
+                                 total=sum(counts.values())))
+    return found
+
+
+def latency_percentiles(trace: Trace) -> list[SyscallLatency]:
+    """Per syscall and target: count and p50/p90/p99/max (upper edges of buckets), most calls first."""
+    if not trace.measured("latency"):
+        return []
+    histograms: dict[tuple[str, str], dict[int, int]] = {}
+    for row in trace.rows("SELECT syscall, target, bucket, SUM(count) AS count FROM latency GROUP BY syscall, target, bucket"):
+        histograms.setdefault((row["syscall"], row["target"]), {})[row["bucket"]] = row["count"]
+    found = []
+    for (syscall, target), histogram in histograms.items():
+        total = sum(histogram.values())
+        if not total:
+            continue
+        found.append(SyscallLatency(
+            syscall=syscall, target=target, count=total,
+            p50_ns=_percentile(histogram, total, 0.50), p90_ns=_percentile(histogram, total, 0.90),
+            p99_ns=_percentile(histogram, total, 0.99), max_ns=bucket_upper_ns(max(histogram)),
+        ))
+    found.sort(key=lambda latency: latency.count, reverse=True)
+    return found
+
+
+def _percentile(histogram: dict[int, int], total: int, fraction: float) -> float:
+    rank = math.ceil(fraction * total)
+    seen = 0
+    for bucket in sorted(histogram):
+        seen += histogram[bucket]
+        if seen >= rank:
+            return bucket_upper_ns(bucket)
+    return bucket_upper_ns(max(histogram))

@@ -1,0 +1,132 @@
+"""Pieces every report format shares: the same tables, in the same words, whatever the markup."""
+
+from casstrace.analyses.model import Analysis, Execution, FileIO
+from casstrace.analyses.units import human_bytes, human_ns, ratio
+
+NOT_MEASURED = "not measured"
+
+FILE_COLUMNS = ("File", "Component", "Read", "Requested", "Reads", "Cache misses", "lseeks", "Seeks",
+                "Longest run", "Coverage", "Written")
+EXECUTION_COLUMNS = ("#", "Kind", "Latency", "Rows", "Payload", "Wire", "Data read", "Amplification")
+LATENCY_COLUMNS = ("Syscall", "On", "Calls", "p50 ≤", "p90 ≤", "p99 ≤", "max ≤")
+
+
+def percent(fraction: float | None) -> str:
+    return "unknown" if fraction is None else f"{fraction * 100:.1f}%"
+
+
+def file_row(f: FileIO, name: str | None = None) -> tuple[str, ...]:
+    return (
+        name or f.path,
+        f.component or f.kind,
+        human_bytes(f.read_bytes),
+        human_bytes(f.read_requested_bytes),
+        f"{f.read_calls:,}",
+        human_bytes(f.cache_miss_bytes),
+        f"{f.lseek_calls:,}",
+        f"{f.seek_jumps:,}",
+        human_bytes(f.longest_sequential_bytes),
+        percent(f.coverage),
+        human_bytes(f.write_bytes),
+    )
+
+
+def sstable_sections(analysis: Analysis) -> list[tuple[str, list[tuple[str, ...]]]]:
+    """(SSTable label, rows of its component files), most bytes first."""
+    return [
+        (group.label, [file_row(f, f.sstable.component_file) for f in group.files])
+        for group in analysis.sstables
+    ]
+
+
+def other_file_rows(analysis: Analysis) -> list[tuple[str, ...]]:
+    return [file_row(f) for f in analysis.other_files]
+
+
+def execution_row(e: Execution) -> tuple[str, ...]:
+    amp = e.amplification
+    return (
+        str(e.execution),
+        e.kind,
+        "—" if e.latency_s is None else f"{e.latency_s * 1000:,.1f} ms",
+        "—" if e.rows is None else f"{e.rows:,}",
+        human_bytes(e.payload_bytes) if e.payload_bytes is not None else "—",
+        human_bytes(e.wire_bytes) if e.wire_bytes is not None else "—",
+        human_bytes(amp.data_read_bytes) if amp else "—",
+        ratio(amp.read, "—") if amp else "—",
+    )
+
+
+def latency_rows(analysis: Analysis) -> list[tuple[str, ...]]:
+    return [(l.syscall, l.target, f"{l.count:,}", human_ns(l.p50_ns), human_ns(l.p90_ns), human_ns(l.p99_ns),
+             human_ns(l.max_ns)) for l in analysis.latencies]
+
+
+def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
+    """(label, value) of the headline numbers."""
+    o = analysis.overall
+    basis = {"payload": "payload", "wire": "wire bytes (no driver payload in this trace)", None: "nothing"}[o.basis]
+    return [
+        ("Amplification (data read ÷ basis)", ratio(o.read, "undetermined")),
+        ("Basis", f"{basis}: {human_bytes(o.basis_bytes)}" if o.basis else basis),
+        ("Data read from the table's Data files", human_bytes(o.data_read_bytes)),
+        ("  by read syscalls", human_bytes(o.syscall_bytes)),
+        ("  page-cache fills outside those reads", human_bytes(o.cache_outside_syscall_bytes)),
+        ("Page-cache misses (device reads)", human_bytes(o.cache_miss_bytes)),
+        ("Syscall amplification", ratio(o.syscall, "undetermined")),
+        ("Device amplification", ratio(o.device)),
+        ("Data read ÷ wire bytes", ratio(o.wire)),
+        ("Payload", human_bytes(o.payload_bytes) if o.payload_bytes is not None else "none recorded"),
+        ("Wire bytes to the client", human_bytes(o.wire_bytes)),
+        ("SSTables read", f"{o.sstables_read} ({o.data_files} Data files)"),
+    ]
+
+
+def access_summary(analysis: Analysis) -> list[tuple[str, ...]]:
+    return [
+        (p.file.path, p.source, f"{p.file.seek_jumps:,}", f"{p.file.lseek_calls:,}",
+         human_bytes(p.file.longest_sequential_bytes), percent(p.file.coverage),
+         human_bytes(p.read_size_median) if p.read_size_median is not None else "—", p.source_note)
+        for p in analysis.access
+    ]
+
+
+ACCESS_COLUMNS = ("File", "Map from", "Seeks", "lseeks", "Longest run", "Coverage", "Median read", "Note")
+
+
+def context_items(analysis: Analysis) -> list[tuple[str, str]]:
+    c = analysis.context
+    node = c.get("node") or {}
+    items = [
+        ("Cassandra", c.get("cassandra_version") or "unknown"),
+        ("disk_access_mode", c.get("disk_access_mode") or "unknown"),
+        ("Backend", f"{c.get('backend')} ({c.get('source')})"),
+        ("Node", f"{node.get('host')}:{node.get('port')}" if node else "—"),
+        ("Process", f"pid {c.get('pid')}: {c.get('process')}"),
+        ("Host / kernel", f"{c.get('hostname')} / {c.get('kernel')}"),
+        ("Capture", "—" if c.get("capture_seconds") is None else f"{c['capture_seconds']:.3f} s"),
+        ("Consistency / page size", f"{c.get('consistency') or '—'} / {c.get('page_size') or '—'}"),
+        ("Data directories", ", ".join(c.get("data_file_directories") or []) or "—"),
+        ("Measured", ", ".join(f"{k}: {'yes' if v else 'NOT MEASURED'}" for k, v in analysis.measures.items())),
+        ("Lost / unstreamed events", f"{c.get('lost_events') or 0:,} / {c.get('unstreamed_events') or 0:,}"),
+        ("casstrace", str(c.get("casstrace_version"))),
+    ]
+    schema = c.get("table_schema")
+    if schema:
+        columns = ", ".join(f"{col['name']} {col['type']}" for col in schema["columns"])
+        key = f"(({', '.join(schema['partition_key'])}){''.join(', ' + k for k in schema['clustering'])})"
+        items.append((f"Table {schema['keyspace']}.{schema['table']}", f"{columns}; PRIMARY KEY {key}"))
+        items.append(("Compression", ", ".join(f"{k}={v}" for k, v in schema["compression"].items()) or "none"))
+        items.append(("SSTables", ", ".join(f"{s['path']} ({human_bytes(s.get('size'))})" for s in schema["sstables"]) or "—"))
+    return items
+
+
+def query_trace_rows(analysis: Analysis) -> list[tuple[str, ...]]:
+    return [
+        (str(session.get("session_id", "")), f"{event.get('source_elapsed_us', 0):,} µs", str(event.get("thread", "")),
+         str(event.get("activity", "")))
+        for session in analysis.query_trace for event in session.get("events") or []
+    ]
+
+
+QUERY_TRACE_COLUMNS = ("Session", "Elapsed", "Thread", "Activity")

@@ -1,0 +1,176 @@
+"""The HTML report: one self-contained file that opens offline, fit to attach to a ticket.
+
+plotly's JavaScript is embedded once, inline (no CDN, no network). Every name that comes from the
+trace (paths, table and column names, the query, Cassandra's trace) is escaped: in the page with
+html.escape, in the plots by plotly's JSON encoder (which writes '<' as \\u003c) plus html.escape for
+the strings plotly renders as its own HTML subset (titles, hover text).
+"""
+
+import html
+import math
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import plotly.offline
+
+from casstrace.analyses.model import AccessPattern, Analysis, Spectrogram
+from casstrace.analyses.spectrogram import LAST_BUCKET, bucket_lower_ns
+from casstrace.analyses.units import human_bytes, human_ns
+from casstrace.reports import common
+
+SUFFIX = ".html"
+MAX_SPECTROGRAM_ROWS = 600
+# csysdig's spectrogram palette: black (none), greens, yellows, reds, on log10(calls) 0..4
+SPECTRO_COLOURS = [[0.0, "#003300"], [0.25, "#00b000"], [0.5, "#e0e000"], [0.75, "#ff4000"], [1.0, "#ff0000"]]
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: .5em 0; font-size: .9em; }
+th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical-align: top; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f4f4; }
+.verdict { padding: .8em 1em; border-radius: 6px; font-size: 1.1em; }
+.flagged { background: #fde2e1; border: 2px solid #c0392b; }
+.not-flagged { background: #e3f6e5; border: 2px solid #27ae60; }
+.undetermined { background: #fff6d6; border: 2px solid #d4a017; }
+.warning { background: #fff0c2; border: 2px solid #d48a00; padding: .6em 1em; margin: .4em 0; font-weight: bold; }
+.finding { margin: .8em 0; padding: .5em 1em; border-left: 4px solid #c0392b; background: #fafafa; }
+.certainty { font-size: .8em; padding: .1em .4em; border-radius: 3px; background: #ddd; }
+code, pre { background: #f4f4f4; padding: .1em .3em; white-space: pre-wrap; }
+.muted { color: #666; }
+"""
+
+
+def render(analysis: Analysis, **_) -> str:
+    e = html.escape
+    verdict = analysis.verdict
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>casstrace: {e(verdict.status)} {e(analysis.query or analysis.trace_path)}</title>",
+        f"<style>{STYLE}</style>",
+        f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>',
+        "</head><body>",
+        f"<h1>casstrace report <span class='muted'>{e(analysis.trace_path)}</span></h1>",
+    ]
+    parts += [f'<div class="warning">⚠ {e(w)}</div>' for w in analysis.warnings]
+    parts.append(f'<div class="verdict {verdict.status.replace(" ", "-")}"><b>{e(verdict.status.upper())}</b> '
+                 f"{e(verdict.summary)}</div>")
+    if verdict.notes:
+        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in verdict.notes) + "</ul>")
+    if analysis.query:
+        parts.append(f"<p>Query: <code>{e(analysis.query)}</code> — totals cover {e(analysis.scope)}.</p>")
+    parts.append(_table(("", ""), common.amplification_items(analysis)))
+
+    parts.append("<h2>Findings</h2>")
+    if not analysis.findings:
+        parts.append("<p class='muted'>No cause named: the trace gives no evidence for one.</p>")
+    for finding in analysis.findings:
+        parts.append(
+            f'<div class="finding"><b>{e(finding.title)}</b> <span class="certainty">{e(finding.certainty)}</span>'
+            "<ul>" + "".join(f"<li>Evidence: {e(x)}</li>" for x in finding.evidence)
+            + "".join(f"<li>Try: {e(x)}</li>" for x in finding.suggestion) + "</ul></div>")
+
+    if analysis.executions:
+        parts.append("<h2>Executions</h2>")
+        parts.append(_table(common.EXECUTION_COLUMNS, [common.execution_row(x) for x in analysis.executions]))
+
+    parts.append(f"<h2>Files <span class='muted'>({e(analysis.scope)})</span></h2>")
+    for label, rows in common.sstable_sections(analysis):
+        parts.append(f"<h3>SSTable {e(label)}</h3>")
+        parts.append(_table(common.FILE_COLUMNS, rows))
+    parts.append("<h3>Other files and sockets</h3>")
+    parts.append(_table(common.FILE_COLUMNS, common.other_file_rows(analysis)))
+
+    parts.append("<h2>Offset maps</h2>")
+    if analysis.access:
+        parts.append(_table(common.ACCESS_COLUMNS, common.access_summary(analysis)))
+    parts += [_figure(_offset_map(pattern)) for pattern in analysis.access]
+
+    parts.append("<h2>Spectrograms</h2>")
+    if not analysis.spectrograms:
+        parts.append("<p>Syscall latency: not measured.</p>")
+    parts += [_figure(_spectrogram(s)) for s in analysis.spectrograms if s.counts]
+    if analysis.latencies:
+        parts.append(_table(common.LATENCY_COLUMNS, common.latency_rows(analysis)))
+
+    parts.append("<h2>Cassandra query trace</h2>")
+    parts.append(_table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis)) if analysis.query_trace
+                 else "<p class='muted'>Not recorded.</p>")
+    parts.append("<h2>Context</h2>")
+    parts.append(_table(("", ""), common.context_items(analysis)))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _table(headers, rows) -> str:
+    if not rows:
+        return "<p class='muted'>None.</p>"
+    head = "" if not any(headers) else "<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"
+    body = "".join(
+        "<tr>" + "".join(
+            f"<td class='n'>{html.escape(c)}</td>" if c[:1].isdigit() else f"<td>{html.escape(c)}</td>"
+            for c in map(str, row)) + "</tr>"
+        for row in rows
+    )
+    return f"<table>{head}{body}</table>"
+
+
+def _figure(figure: go.Figure) -> str:
+    return pio.to_html(figure, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG)
+
+
+def _offset_map(pattern: AccessPattern) -> go.Figure:
+    figure = go.Figure()
+    styles = {"read": ("read", "#1f77b4", "circle"), "lseek": ("lseek", "#d62728", "x"),
+              "page_cache": ("page-cache fill", "#2ca02c", "square")}
+    for kind, (label, colour, symbol) in styles.items():
+        points = [p for p in pattern.points if p.kind == kind]
+        if not points:
+            continue
+        figure.add_trace(go.Scatter(  # SVG: WebGL may be missing where the report is opened
+            x=[p.time_s for p in points], y=[p.offset / 2**20 for p in points], mode="markers", name=label,
+            marker={"color": colour, "symbol": symbol, "size": 5 if pattern.source == "events" else 8},
+            customdata=[[human_bytes(p.length), p.calls] for p in points],
+            hovertemplate="t=%{x:.3f}s offset=%{y:.2f} MiB<br>%{customdata[0]} in %{customdata[1]} calls<extra></extra>",
+        ))
+    size = f" of {human_bytes(pattern.file.size_bytes)}" if pattern.file.size_bytes else ""
+    figure.update_layout(
+        title=html.escape(f"{pattern.file.path}{size} — {pattern.source}: {pattern.source_note}"),
+        xaxis_title="time since capture start (s)", yaxis_title="file offset (MiB)",
+        height=380, margin={"l": 60, "r": 20, "t": 60, "b": 50}, title_font_size=12,
+    )
+    return figure
+
+
+def _spectrogram(spectrogram: Spectrogram) -> go.Figure:
+    slots = [slot for slot, _ in spectrogram.counts]
+    first, last = min(slots), max(slots)
+    per_row = max(1, math.ceil((last - first + 1) / MAX_SPECTROGRAM_ROWS))
+    rows = (last - first) // per_row + 1
+    counts = [[0] * LAST_BUCKET for _ in range(rows)]
+    for (slot, bucket), count in spectrogram.counts.items():
+        counts[(slot - first) // per_row][bucket] += count
+    latency_labels = [f"{human_ns(bucket_lower_ns(b))} – {human_ns(bucket_lower_ns(b + 1))}" for b in range(LAST_BUCKET)]
+    figure = go.Figure(go.Heatmap(
+        z=[[math.log10(c) if c else None for c in row] for row in counts],
+        customdata=counts,
+        text=[latency_labels] * rows,
+        x=list(range(LAST_BUCKET)),
+        y=[(first + r * per_row) * spectrogram.slot_s for r in range(rows)],
+        colorscale=SPECTRO_COLOURS, zmin=0, zmax=4,
+        colorbar={"title": "calls", "tickvals": [0, 1, 2, 3, 4], "ticktext": ["1", "10", "100", "1k", "10k+"]},
+        hovertemplate="latency %{text}<br>t=%{y:.1f}s<br>%{customdata} calls<extra></extra>",
+    ))
+    decades = list(range(0, LAST_BUCKET + 1, 10))   # bucket 10*d starts at 10^d ns
+    figure.update_layout(
+        title=html.escape(f"{spectrogram.title}: {spectrogram.total:,} calls, "
+                          f"one row = {spectrogram.slot_s * per_row * 1000:g} ms"),
+        xaxis={"title": "latency (log scale)", "tickvals": [b - 0.5 for b in decades],
+               "ticktext": [human_ns(bucket_lower_ns(b)) for b in decades], "range": [-0.5, LAST_BUCKET - 0.5]},
+        yaxis={"title": "time since capture start (s)", "autorange": "reversed"},
+        plot_bgcolor="black", height=max(300, min(900, 120 + rows * 6)),
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+    )
+    return figure

@@ -1,0 +1,108 @@
+"""The JSON report: a stable, documented schema for scripts and `casstrace compare`.
+
+Schema, version 1 (new fields may be added within a version; none is renamed or removed).
+A measure the backend did not take is null, never 0; `measures` says which were taken.
+
+{
+  "version": 1,
+  "trace": str,                  path of the trace file
+  "complete": bool,              false: the capture stopped part-way (see "warnings")
+  "warnings": [str],             incomplete capture, lost/unstreamed events, unmeasured measures
+  "measures": {"syscalls", "offsets", "page_cache", "latency", "wire": bool},
+  "query": str | null, "keyspace": str | null, "table": str | null,
+  "scope": str,                  which windows the totals cover, in words
+  "threshold": float,            amplification at or above which the verdict is "flagged"
+  "verdict": "flagged" | "not flagged" | "undetermined",
+  "summary": str,                the verdict in one sentence
+  "notes": [str],                what the verdict's figure cannot see
+  "amplification": AMPLIFICATION (overall, over the measured executions),
+  "executions": [{"execution": int, "kind": "warmup" | "measured" | "tracing", "latency_s": float | null,
+                  "rows": int | null, "payload_bytes": int | null, "wire_bytes": int | null,
+                  "error": str | null, "amplification": AMPLIFICATION | null}],
+  "files": [{"path", "kind", "size_bytes", "keyspace", "table", "index", "generation" (int | str), "format",
+             "version", "component" (null for non-SSTable files), "read_bytes", "read_requested_bytes",
+             "read_calls", "write_bytes", "write_calls", "cache_miss_bytes" (null: not measured),
+             "lseeks", "seeks" (reads not starting where the previous one ended), "longest_sequential_bytes",
+             "coverage" (distinct bytes touched / file size; null when the size is unknown)}],
+  "findings": [{"cause": "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" |
+                         "readahead_inflation" | "many_sstables" | "tombstones" | "cold_cache",
+                "title": str, "certainty": "measured" | "likely" | "possible",
+                "evidence": [str], "suggestion": [str]}],
+  "latency": [{"syscall", "target", "count", "p50_ns", "p90_ns", "p99_ns", "max_ns"}],
+  "query_trace": [...],          Cassandra's own trace, as recorded
+  "context": {...}               Cassandra version, disk_access_mode, backend, node, table schema, ...
+}
+
+AMPLIFICATION = {
+  "read": float | null,          data_read_bytes / basis_bytes: the verdict's figure
+  "syscall": float | null,       syscall_bytes / basis_bytes
+  "device": float | null,        cache_miss_bytes / basis_bytes (null: page cache not measured)
+  "wire": float | null,          data_read_bytes / wire_bytes
+  "basis": "payload" | "wire" | null,   what the figures divide by (wire when there is no payload)
+  "basis_bytes", "payload_bytes", "wire_bytes": int | null,
+  "syscall_bytes": int,          bytes read syscalls returned from the queried table's Data files
+  "cache_miss_bytes": int | null,            page-cache fills of those files
+  "cache_outside_syscall_bytes": int | null, of which outside the pages the syscalls returned
+  "data_read_bytes": int,        syscall_bytes + cache_outside_syscall_bytes
+  "data_files": int, "sstables_read": int
+}
+A ratio is null when its denominator is 0 or unknown.
+"""
+
+import dataclasses
+import json
+
+from casstrace.analyses.model import Analysis, FileIO
+
+SUFFIX = ".json"
+VERSION = 1
+
+
+def render(analysis: Analysis, **_) -> str:
+    return json.dumps(document(analysis), indent=2, ensure_ascii=False) + "\n"
+
+
+def document(analysis: Analysis) -> dict:
+    """The report as a JSON-ready dict (what `render` serialises)."""
+    return {
+        "version": VERSION,
+        "trace": analysis.trace_path,
+        "complete": analysis.complete,
+        "warnings": analysis.warnings,
+        "measures": analysis.measures,
+        "query": analysis.query,
+        "keyspace": analysis.keyspace,
+        "table": analysis.table,
+        "scope": analysis.scope,
+        "threshold": analysis.threshold,
+        "verdict": analysis.verdict.status,
+        "summary": analysis.verdict.summary,
+        "notes": analysis.verdict.notes,
+        "amplification": dataclasses.asdict(analysis.overall),
+        "executions": [
+            {"execution": e.execution, "kind": e.kind, "latency_s": e.latency_s, "rows": e.rows,
+             "payload_bytes": e.payload_bytes, "wire_bytes": e.wire_bytes, "error": e.error,
+             "amplification": dataclasses.asdict(e.amplification) if e.amplification else None}
+            for e in analysis.executions
+        ],
+        "files": [_file(f) for f in analysis.files],
+        "findings": [dataclasses.asdict(finding) for finding in analysis.findings],
+        "latency": [dataclasses.asdict(latency) for latency in analysis.latencies],
+        "query_trace": analysis.query_trace,
+        "context": analysis.context,
+    }
+
+
+def _file(f: FileIO) -> dict:
+    name = f.sstable
+    return {
+        "path": f.path, "kind": f.kind, "size_bytes": f.size_bytes,
+        "keyspace": name.keyspace if name else None, "table": name.table if name else None,
+        "index": name.index if name else None, "generation": name.generation if name else None,
+        "format": name.format if name else None, "version": name.version if name else None,
+        "component": name.component if name else None,
+        "read_bytes": f.read_bytes, "read_requested_bytes": f.read_requested_bytes, "read_calls": f.read_calls,
+        "write_bytes": f.write_bytes, "write_calls": f.write_calls, "cache_miss_bytes": f.cache_miss_bytes,
+        "lseeks": f.lseek_calls, "seeks": f.seek_jumps, "longest_sequential_bytes": f.longest_sequential_bytes,
+        "coverage": f.coverage,
+    }

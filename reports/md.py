@@ -1,0 +1,64 @@
+"""The Markdown report: a ticket comment with the verdict, the key numbers, the top files and the findings."""
+
+from casstrace.analyses.model import Analysis
+from casstrace.reports import common
+
+SUFFIX = ".md"
+TOP_FILES = 10
+
+
+def render(analysis: Analysis, **_) -> str:
+    lines: list[str] = []
+    icon = {"flagged": "🔴", "not flagged": "🟢"}.get(analysis.verdict.status, "🟡")
+    lines.append(f"### {icon} casstrace: {analysis.verdict.status}")
+    lines.append("")
+    for warning in analysis.warnings:
+        lines.append(f"> ⚠️ **{_escape(warning)}**")
+    if analysis.warnings:
+        lines.append("")
+    lines.append(_escape(analysis.verdict.summary))
+    for note in analysis.verdict.notes:
+        lines.append(f"- _{_escape(note)}_")
+    lines.append("")
+    if analysis.query:
+        lines += ["```sql", analysis.query.replace("```", "`\u200b``"), "```", ""]
+    lines.append(f"Totals cover {_escape(analysis.scope)}.")
+    lines.append("")
+    lines += _table(("Measure", "Value"), common.amplification_items(analysis))
+
+    if analysis.findings:
+        lines += ["", "#### Findings"]
+        for finding in analysis.findings:
+            lines.append(f"- **{_escape(finding.title)}** ({finding.certainty})")
+            lines += [f"  - evidence: {_escape(e)}" for e in finding.evidence]
+            lines += [f"  - try: {_escape(s)}" for s in finding.suggestion]
+
+    if analysis.executions:
+        lines += ["", "#### Executions", ""]
+        lines += _table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])
+
+    lines += ["", f"#### Top files ({_escape(analysis.scope)})", ""]
+    lines += _table(common.FILE_COLUMNS, [common.file_row(f) for f in analysis.files[:TOP_FILES]])
+    if len(analysis.files) > TOP_FILES:
+        lines.append(f"\n_{len(analysis.files) - TOP_FILES} more files in the full report._")
+
+    lines += ["", "<details><summary>Context</summary>", ""]
+    lines += _table(("", ""), common.context_items(analysis))
+    lines += ["", "</details>", ""]
+    return "\n".join(lines)
+
+
+def _table(headers, rows) -> list[str]:
+    if not rows:
+        return ["_none_"]
+    return ["| " + " | ".join(_escape(str(h)) for h in headers) + " |",
+            "|" + "|".join("---" for _ in headers) + "|"] + [
+        "| " + " | ".join(_escape(str(cell)) for cell in row) + " |" for row in rows
+    ]
+
+
+def _escape(text: str) -> str:
+    """Keep names (which may hold anything) from becoming Markdown or HTML in a ticket."""
+    for char in "\\`*_[]<>|#":
+        text = text.replace(char, "\\" + char)
+    return text.replace("\n", " ")

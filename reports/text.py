@@ -1,0 +1,154 @@
+"""The terminal report: tables, and the spectrogram drawn in colour like csysdig's spectro_file
+(black: no calls, green: up to ~100, yellow: hundreds, red: thousands or more)."""
+
+from casstrace.analyses.model import Analysis, Spectrogram
+from casstrace.analyses.spectrogram import LAST_BUCKET
+from casstrace.reports import common
+
+SUFFIX = ".txt"
+BUCKETS_PER_CHAR = 2            # 100 latency buckets -> 50 columns, 5 per decade
+MAX_ROWS = 60                   # longer captures merge time slots
+DECADE_LABELS = ("1ns", "10ns", "100n", "1us", "10us", "100u", "1ms", "10ms", "100m", "1s", "10s")
+# (lowest count, ANSI 256-colour background) from csysdig's palette idea: shades of green, yellow, red
+COLOUR_STEPS = ((1, 22), (10, 28), (50, 34), (100, 178), (500, 220), (1000, 160), (10000, 196))
+PLAIN_STEPS = ((1, "."), (10, ":"), (100, "+"), (1000, "#"), (10000, "@"))
+RESET = "\033[0m"
+
+
+def render(analysis: Analysis, color: bool = False, brief: bool = False, **_) -> str:
+    """The report; brief=True stops after the verdict, its numbers and the findings (what `run` prints)."""
+    out = Output(color)
+    out.line(f"casstrace report: {analysis.trace_path}", bold=True)
+    for warning in analysis.warnings:
+        out.line(f"!! {warning}", colour=31 if "INCOMPLETE" in warning or "lost" in warning else 33)
+    verdict = analysis.verdict
+    colour = {"flagged": 31, "not flagged": 32}.get(verdict.status, 33)
+    out.line("")
+    out.line(f"VERDICT: {verdict.status.upper()}  {verdict.summary}", colour=colour, bold=True)
+    for note in verdict.notes:
+        out.line(f"  note: {note}", colour=33)
+    out.line("")
+    out.line(f"Query: {analysis.query or '(not recorded)'}")
+    out.line(f"Totals cover {analysis.scope}.")
+    out.table(("", ""), common.amplification_items(analysis), header=False)
+
+    if analysis.findings:
+        out.section("Findings")
+        for finding in analysis.findings:
+            out.line(f"* [{finding.certainty}] {finding.title}", bold=True)
+            for evidence in finding.evidence:
+                out.line(f"    evidence: {evidence}")
+            for suggestion in finding.suggestion:
+                out.line(f"    try: {suggestion}")
+    if brief:
+        return out.text()
+
+    if analysis.executions:
+        out.section("Executions")
+        out.table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])
+
+    out.section("SSTable files")
+    sections = common.sstable_sections(analysis)
+    if not sections:
+        out.line("  none read")
+    for label, rows in sections:
+        out.line(label, bold=True)
+        out.table(common.FILE_COLUMNS, rows)
+    out.section("Other files and sockets")
+    out.table(common.FILE_COLUMNS, common.other_file_rows(analysis))
+
+    if analysis.access:
+        out.section("Access patterns")
+        out.table(common.ACCESS_COLUMNS, common.access_summary(analysis))
+
+    out.section("Syscall latency")
+    if analysis.latencies:
+        out.table(common.LATENCY_COLUMNS, common.latency_rows(analysis))
+    else:
+        out.line("  not measured")
+    for spectrogram in analysis.spectrograms[:1]:   # file I/O; the HTML report has all syscalls too
+        out.section(f"Spectrogram: {spectrogram.title}")
+        _spectrogram(out, spectrogram)
+
+    if analysis.query_trace:
+        out.section("Cassandra query trace")
+        out.table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis))
+    out.section("Context")
+    out.table(("", ""), common.context_items(analysis), header=False)
+    return out.text()
+
+
+class Output:
+    def __init__(self, color: bool):
+        self.color = color
+        self.lines: list[str] = []
+
+    def line(self, text: str, colour: int | None = None, bold: bool = False) -> None:
+        if self.color and (colour or bold):
+            codes = ";".join(str(c) for c in ((1,) if bold else ()) + ((colour,) if colour else ()))
+            text = f"\033[{codes}m{text}{RESET}"
+        self.lines.append(text)
+
+    def section(self, title: str) -> None:
+        self.line("")
+        self.line(f"== {title} ==", bold=True)
+
+    def table(self, headers, rows, header: bool = True) -> None:
+        rows = [tuple(str(cell) for cell in row) for row in rows]
+        if not rows:
+            self.line("  none")
+            return
+        widths = [max(len(str(h)) if header else 0, *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+        numeric = [all(_is_numeric(row[i]) for row in rows) for i in range(len(headers))]
+
+        def fmt(cells):
+            return "  " + "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+        if header:
+            self.line(fmt(headers), bold=True)
+        for row in rows:
+            self.line(fmt(row))
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _is_numeric(cell: str) -> bool:
+    return bool(cell) and (cell[0].isdigit() or cell in ("—", common.NOT_MEASURED))
+
+
+def _spectrogram(out: Output, spectrogram: Spectrogram) -> None:
+    if not spectrogram.counts:
+        out.line("  no calls")
+        return
+    slots = [slot for slot, _ in spectrogram.counts]
+    first, last = min(slots), max(slots)
+    per_row = max(1, -(-(last - first + 1) // MAX_ROWS))
+    columns = LAST_BUCKET // BUCKETS_PER_CHAR
+    grid: dict[tuple[int, int], int] = {}
+    for (slot, bucket), count in spectrogram.counts.items():
+        key = ((slot - first) // per_row, bucket // BUCKETS_PER_CHAR)
+        grid[key] = grid.get(key, 0) + count
+    row_s = spectrogram.slot_s * per_row
+    out.line(f"  one row = {row_s * 1000:g} ms, columns = latency (log scale), colour = calls")
+    axis = "".join(label.ljust(columns // (len(DECADE_LABELS) - 1)) for label in DECADE_LABELS[:-1])
+    out.line(" " * 10 + axis + DECADE_LABELS[-1])
+    for row in range((last - first) // per_row + 1):
+        cells = "".join(_cell(grid.get((row, column), 0), out.color) for column in range(columns))
+        out.lines.append(f"{(first + row * per_row) * spectrogram.slot_s:8.1f}s " + cells + "|")
+    legend = "  legend: " + "  ".join(f"{_cell(low, out.color)} ≥{low:,}" for low, _ in COLOUR_STEPS)
+    out.lines.append(legend)
+
+
+def _cell(count: int, color: bool) -> str:
+    if color:
+        code = None
+        for low, colour in COLOUR_STEPS:
+            if count >= low:
+                code = colour
+        return f"\033[48;5;{code}m \033[0m" if code is not None else " "
+    symbol = " "
+    for low, char in PLAIN_STEPS:
+        if count >= low:
+            symbol = char
+    return symbol
