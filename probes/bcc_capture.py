@@ -221,7 +221,7 @@ class BccCapture:
     def _load(self) -> None:
         from bcc import BPF  # imported here so `casstrace report` never needs bcc
 
-        source = resources.files("casstrace.probes").joinpath("capture.c").read_text()
+        source = resources.files("casstrace.probes").joinpath("capture.c").read_bytes()
         cflags = [
             f"-DTGID={self.pid}", f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
             f"-DEVENT_CAPACITY={self.stream_limit}", f"-DMAP_ENTRIES={MAP_ENTRIES}",
@@ -237,11 +237,11 @@ class BccCapture:
                 "check that this kernel has BPF enabled and that `scripts/install` ran (bcc, kernel headers)",
             ) from None
         self.compile_seconds = time.monotonic() - began
-        flags = self._bpf["syscall_flags"]
+        flags = self._bpf[b"syscall_flags"]
         for nr, value in enumerate(syscalls.flag_table(flags.max_entries)):
             if value:
                 flags[ctypes.c_int(nr)] = ctypes.c_uint8(value)
-        octaves = self._bpf["octaves"]
+        octaves = self._bpf[b"octaves"]
         for k, (first, limits) in enumerate(latency_octaves()):
             leaf = octaves.Leaf()
             leaf.first_bucket = first
@@ -250,7 +250,7 @@ class BccCapture:
             octaves[ctypes.c_int(k)] = leaf
 
     def _set_control(self, *, epoch: int | None = None, start_ns: int | None = None) -> None:
-        control = self._bpf["control"]
+        control = self._bpf[b"control"]
         if start_ns is not None:
             control[ctypes.c_int(1)] = ctypes.c_uint64(start_ns)
         if epoch is not None:
@@ -261,7 +261,7 @@ class BccCapture:
         already saw them replaced since attach (BPF_NOEXIST keeps its newer state)."""
         from bcc import lib
 
-        fds = self._bpf["fds"]
+        fds = self._bpf[b"fds"]
         for fd, descriptor in proc_fds.fd_snapshot(self.pid).items():
             self._descriptors[(fd, 0)] = descriptor
             state = fds.Leaf()
@@ -277,7 +277,7 @@ class BccCapture:
 
     # -- while capturing: descriptor changes -----------------------------------------------------
     def _start_polling(self) -> None:
-        self._bpf["notices"].open_ring_buffer(self._on_notice)
+        self._bpf[b"notices"].open_ring_buffer(self._on_notice)
         try:
             self._pidfd = os.pidfd_open(self.pid)
         except OSError:
@@ -299,12 +299,15 @@ class BccCapture:
 
     def _on_notice(self, _ctx, data, _size) -> None:
         notice = ctypes.cast(data, ctypes.POINTER(Notice)).contents
+        raw = ctypes.string_at(data + Notice.text.offset, NOTICE_PATH)
         text = notice.text.decode(errors="replace")
         with self._lock:
             if notice.type == NOTICE_NEW_FD:
-                self._on_new_fd(notice, text)
+                self._on_new_fd(notice, "" if notice.kind == syscalls.KIND_CODES["socket"] else text)
+                if notice.nr in (syscalls.NUMBERS["accept"], syscalls.NUMBERS["accept4"]):
+                    self._peer_seen(notice.fd, notice.gen, raw)
             elif notice.type == NOTICE_CONNECT:
-                self._name_sockets()
+                self._peer_seen(notice.fd, notice.gen, raw)
             elif notice.type in (NOTICE_RENAME, NOTICE_EXIT):
                 self._thread_names[notice.tid] = text
 
@@ -347,8 +350,14 @@ class BccCapture:
             return
         descriptor.dev, descriptor.inode = stat.st_dev, stat.st_ino
 
+    def _peer_seen(self, fd: int, gen: int, sockaddr: bytes) -> None:
+        descriptor = self._descriptors.get((fd, gen))
+        if descriptor is not None and descriptor.kind == "socket":
+            descriptor.remote_addr = descriptor.remote_addr or proc_fds.sockaddr_address(sockaddr)
+        self._name_sockets()
+
     def _name_sockets(self) -> None:
-        unnamed = [d for d in self._descriptors.values() if d.kind == "socket" and d.remote_addr is None]
+        unnamed = [d for d in self._descriptors.values() if d.kind == "socket" and d.local_addr is None]
         if unnamed:
             sockets = proc_fds.tcp_sockets(self.pid)
             for descriptor in unnamed:
@@ -372,12 +381,12 @@ class BccCapture:
 
     def _read_tables(self) -> None:
         bpf = self._bpf
-        counters = bpf["counters"]
+        counters = bpf[b"counters"]
         self.counters = {name: counters[ctypes.c_int(i)].value for i, name in enumerate(COUNTER_NAMES)}
         for name in ("stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"):
-            self._tables[name] = _read_hash(bpf[name])
+            self._tables[name] = _read_hash(bpf[name.encode()])
         streamed = min(self.counters["events_offered"], self.stream_limit)
-        log = bpf["event_log"]
+        log = bpf[b"event_log"]
         length = _page_round(log.max_entries * EVENT.size)
         with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
             self._events = memory[: streamed * EVENT.size]

@@ -46,6 +46,8 @@
 #define READ_SIZE_BUCKETS 34        // index 0: 0 bytes; index b + 1: [2^b, 2^(b+1))
 
 #define AT_FDCWD_ -100
+#define EINPROGRESS_ 115
+#define SOCKADDR_BYTES 28           // sockaddr_in6, the largest address connect/accept give here
 
 #define NOTICE_NEW_FD 1
 #define NOTICE_CONNECT 2
@@ -463,6 +465,9 @@ static __always_inline void on_new_fd(struct call *c, u32 tid, s32 fd, u8 kind, 
     if (with_path) {
         u64 path = (c->nr == NR_openat || c->nr == NR_openat2) ? c->args[1] : c->args[0];
         bpf_probe_read_user_str(n->text, sizeof(n->text), (void *)path);
+    } else if ((c->nr == NR_accept || c->nr == NR_accept4) && c->args[1]) {
+        // The peer's address, as the kernel just wrote it into the caller's sockaddr.
+        bpf_probe_read_user(n->text, SOCKADDR_BYTES, (void *)c->args[1]);
     }
     notices.ringbuf_submit(n, 0);
 }
@@ -475,7 +480,7 @@ static __always_inline void on_new_fd_pair(struct call *c, u32 tid, u64 pair, u8
     on_new_fd(c, tid, fds_[1], kind, fds_[0], false);
 }
 
-static __always_inline void notify(u32 type, u32 tid, s32 fd, u32 gen, char *text) {
+static __always_inline void notify(u32 type, u32 tid, s32 fd, u32 gen, char *text, u64 user_sockaddr) {
     struct notice *n = notices.ringbuf_reserve(sizeof(struct notice));
     if (!n) {
         count(COUNT_NOTICES_LOST, 1);
@@ -490,6 +495,8 @@ static __always_inline void notify(u32 type, u32 tid, s32 fd, u32 gen, char *tex
     n->text[0] = 0;
     if (text)
         bpf_probe_read_kernel_str(n->text, 16, text);
+    else if (user_sockaddr)
+        bpf_probe_read_user(n->text, SOCKADDR_BYTES, (void *)user_sockaddr);
     notices.ringbuf_submit(n, 0);
 }
 
@@ -567,10 +574,10 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit) {
             on_new_fd_pair(c, tid, c->args[3], KIND_SOCKET);
         } else if (nr == NR_close && f) {
             f->kind = KIND_CLOSED;
-        } else if (nr == NR_connect) {
-            notify(NOTICE_CONNECT, tid, fd, f ? f->gen : 0, 0);
         }
     }
+    if (nr == NR_connect && (ret == 0 || ret == -EINPROGRESS_))   // non-blocking connects go on after
+        notify(NOTICE_CONNECT, tid, fd, f ? f->gen : 0, 0, c->args[1]);
     c->ts = 0;
     return 0;
 }
@@ -612,13 +619,13 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
 TRACEPOINT_PROBE(task, task_rename) {
     if ((bpf_get_current_pid_tgid() >> 32) != TGID)
         return 0;
-    notify(NOTICE_RENAME, args->pid, -1, 0, args->newcomm);
+    notify(NOTICE_RENAME, args->pid, -1, 0, args->newcomm, 0);
     return 0;
 }
 
 TRACEPOINT_PROBE(sched, sched_process_exit) {
     if ((bpf_get_current_pid_tgid() >> 32) != TGID)
         return 0;
-    notify(NOTICE_EXIT, args->pid, -1, 0, args->comm);
+    notify(NOTICE_EXIT, args->pid, -1, 0, args->comm, 0);
     return 0;
 }

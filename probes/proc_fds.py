@@ -114,15 +114,34 @@ def tcp_sockets(pid: int) -> dict[int, tuple[str, str]]:
     return sockets
 
 
+def sockaddr_address(raw: bytes) -> str | None:
+    """'ip:port' of a struct sockaddr_in / sockaddr_in6 as the process passed it, else None."""
+    family = int.from_bytes(raw[:2], "little")
+    port = int.from_bytes(raw[2:4], "big")
+    if family == 2:     # AF_INET
+        return f"{ipaddress.IPv4Address(raw[4:8])}:{port}"
+    if family == 10:    # AF_INET6
+        address = ipaddress.IPv6Address(raw[8:24])
+        if address.ipv4_mapped is not None:
+            return f"{address.ipv4_mapped}:{port}"
+        return f"[{address}]:{port}"
+    return None
+
+
 def name_socket(descriptor: Descriptor, sockets: dict[int, tuple[str, str]]) -> None:
-    """Give a socket descriptor its TCP addresses and a readable path, when the kernel still lists it."""
+    """Give a socket descriptor its TCP addresses and a readable path: from the kernel's table while
+    it lists the socket, else from the peer address seen at connect/accept."""
     inode = descriptor.socket_inode
-    if inode is None or inode not in sockets:
-        return
-    local, remote = sockets[inode]
-    descriptor.extra["socket_inode"] = inode
-    descriptor.local_addr, descriptor.remote_addr = local, remote
-    descriptor.path = f"tcp {local}->{remote}"
+    if inode is not None and inode in sockets:
+        local, remote = sockets[inode]
+        descriptor.extra["socket_inode"] = inode
+        descriptor.local_addr = local
+        if remote.endswith(":0"):    # listening, or not connected yet
+            descriptor.path = f"tcp {local} (not connected)"
+            return
+        descriptor.remote_addr = remote
+    if descriptor.remote_addr is not None:
+        descriptor.path = f"tcp {descriptor.local_addr or '?'}->{descriptor.remote_addr}"
 
 
 def mapped_files(pid: int) -> dict[tuple[int, int], str]:

@@ -131,7 +131,7 @@ KIND_SHIFT = 4
 NAMED_IN_PROGRAM = (
     "read", "pread64", "readv", "preadv", "preadv2", "recvmsg", "write", "writev", "lseek",
     "close", "dup", "dup2", "dup3", "fcntl", "pipe", "pipe2", "socketpair", "connect",
-    "open", "creat", "openat", "openat2",
+    "open", "creat", "openat", "openat2", "accept", "accept4",
 )
 
 

@@ -1,0 +1,369 @@
+"""The bcc probes, on this kernel, against independent truth: a helper program's own accounting of
+every read it made (tests/helpers/reader.py) and the kernel's /proc/PID/io counters.
+
+One capture of the helper serves most tests: it runs phases (syscall reads, fd reuse, mmap reads,
+a TCP exchange) in windows of their own, and the trace is written and read back through the real
+trace file format.
+"""
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from casstrace.errors import CasstraceError
+from casstrace.traces import Trace, TraceWriter
+
+if os.geteuid() != 0:
+    pytest.skip("BPF capture needs root", allow_module_level=True)
+
+from casstrace.probes import bcc_capture  # noqa: E402
+from casstrace.probes.bcc_capture import BccCapture  # noqa: E402
+
+HELPER = Path(__file__).parent / "helpers" / "reader.py"
+CASSTRACE = Path(sys.executable).parent / "casstrace"
+PHASES = ("syscalls", "reuse", "mmap", "connect")
+
+
+class Helper:
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, str(HELPER)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+
+    def ask(self, command: str) -> dict:
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def close(self):
+        self.process.stdin.write("exit\n")
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+def serve_once(listener: socket.socket, reply: int) -> None:
+    connection, _ = listener.accept()
+    with connection:
+        received = 0
+        while received < 3000:
+            received += len(connection.recv(3000 - received))
+        connection.sendall(b"r" * reply)
+        connection.recv(1)   # until the helper closes
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """(trace, answers by phase, window id by phase, setup answer)."""
+    directory = tmp_path_factory.mktemp("probes")
+    helper = Helper()
+    setup = helper.ask(f"setup {directory}")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = threading.Thread(target=serve_once, args=(listener, 1234))
+    server.start()
+    answers, windows = {}, {}
+    with BccCapture(helper.process.pid) as capture:
+        for execution, phase in enumerate(PHASES, start=1):
+            windows[phase] = capture.begin_window("execution", execution=execution)
+            if phase == "syscalls":   # another process reading the same file: must not be counted
+                subprocess.run(["dd", f"if={setup['a']}", "of=/dev/null", "bs=4096", "status=none"], check=True)
+            answers[phase] = helper.ask(f"connect {port}" if phase == "connect" else phase)
+            capture.begin_window("between")
+    helper.close()
+    server.join(timeout=10)
+    listener.close()
+    writer = TraceWriter(directory / "helper.trace")
+    capture.write(writer)
+    trace = Trace(writer.finish())
+    yield trace, answers, windows, setup
+    trace.close()
+
+
+def file_id(trace: Trace, path: str) -> int:
+    (row,) = trace.rows("SELECT file_id FROM files WHERE path = ?", (path,))
+    return row["file_id"]
+
+
+def file_io(trace: Trace, window: int, path: str):
+    (row,) = trace.rows("SELECT * FROM file_io WHERE window_id = ? AND file_id = ?", (window, file_id(trace, path)))
+    return row
+
+
+def reads_of(answer: dict, path: str) -> list:
+    return [read for read in answer["reads"] if read[1] == path]
+
+
+def pages_of(reads) -> set[int]:
+    return {page for _s, _p, _fd, offset, _req, returned, _tid in reads if returned > 0
+            for page in range(offset // 4096, (offset + returned - 1) // 4096 + 1)}
+
+
+def covered(trace: Trace, window: int, path: str, source: str) -> set[int]:
+    rows = trace.rows("SELECT first_page, page_count FROM coverage WHERE window_id = ? AND file_id = ? AND source = ?",
+                      (window, file_id(trace, path), source))
+    return {page for row in rows for page in range(row["first_page"], row["first_page"] + row["page_count"])}
+
+
+# -- syscall reads: exact per call -------------------------------------------------------------
+def test_every_read_and_lseek_recorded_exactly(captured):
+    trace, answers, windows, setup = captured
+    rows = trace.rows(
+        "SELECT syscall, fd, offset, requested, returned, tid FROM events WHERE file_id = ? AND ts_ns >= "
+        "(SELECT start_ns FROM windows WHERE window_id = ?) AND ts_ns < (SELECT end_ns FROM windows WHERE window_id = ?)"
+        " ORDER BY ts_ns", (file_id(trace, setup["a"]), windows["syscalls"], windows["syscalls"]))
+    reads = [tuple(row) for row in rows if row["syscall"] != "lseek"]
+    lseeks = [(row["fd"], row["offset"], row["requested"], row["returned"]) for row in rows if row["syscall"] == "lseek"]
+    expected = [(s, fd, offset, requested, returned, tid)
+                for s, _path, fd, offset, requested, returned, tid in answers["syscalls"]["reads"]]
+    assert sorted(reads) == sorted(expected)
+    assert lseeks == [(fd, offset, whence, result) for _p, fd, offset, whence, result in answers["syscalls"]["lseeks"]]
+
+
+def test_per_file_totals_equal_the_programs_accounting(captured):
+    trace, answers, windows, setup = captured
+    reads = reads_of(answers["syscalls"], setup["a"])
+    row = file_io(trace, windows["syscalls"], setup["a"])
+    assert row["read_calls"] == len(reads)
+    assert row["read_bytes"] == sum(read[5] for read in reads)
+    assert row["read_requested_bytes"] == sum(read[4] for read in reads)
+    assert row["lseek_calls"] == len(answers["syscalls"]["lseeks"])
+    sizes = trace.rows("SELECT log2_bucket, count FROM read_sizes WHERE window_id = ? AND file_id = ?",
+                       (windows["syscalls"], file_id(trace, setup["a"])))
+    expected = Counter(read[5].bit_length() - 1 for read in reads)   # -1 for 0 bytes
+    assert {r["log2_bucket"]: r["count"] for r in sizes} == dict(expected)
+
+
+def test_syscall_read_bytes_equal_the_kernels_rchar(captured):
+    """Over the window, file reads the probes saw == what /proc/PID/io counted (rchar), plus the
+    closing /proc/self/io read that rchar cannot include yet."""
+    trace, answers, windows, _setup = captured
+    for phase in ("syscalls", "reuse", "mmap"):
+        answer = answers[phase]
+        (total,) = trace.rows("SELECT sum(read_bytes) FROM file_io JOIN files USING (file_id)"
+                              " WHERE window_id = ? AND kind = 'file'", (windows[phase],))
+        rchar = answer["io_after"]["rchar"] - answer["io_before"]["rchar"]
+        assert total[0] == rchar + answer["io_after"]["length"], phase
+
+
+def test_syscall_coverage_is_the_pages_read(captured):
+    trace, answers, windows, setup = captured
+    reads = reads_of(answers["syscalls"], setup["a"])
+    assert covered(trace, windows["syscalls"], setup["a"], "syscall") == pages_of(reads)
+
+
+def test_page_cache_misses_match_the_kernels_read_bytes(captured):
+    """a.bin was dropped from the cache first: every page the reads returned had to be inserted,
+    and the pages inserted are what the kernel counted as read from storage (read_bytes)."""
+    trace, answers, windows, setup = captured
+    answer = answers["syscalls"]
+    row = file_io(trace, windows["syscalls"], setup["a"])
+    assert row["cache_miss_bytes"] == answer["io_after"]["read_bytes"] - answer["io_before"]["read_bytes"]
+    assert row["cache_miss_bytes"] == row["cache_miss_pages"] * 4096
+    inserted = covered(trace, windows["syscalls"], setup["a"], "page_cache")
+    assert pages_of(reads_of(answer, setup["a"])) <= inserted   # plus readahead
+    assert len(inserted) == row["cache_miss_pages"]
+
+
+def test_mmap_reads_seen_through_the_page_cache(captured):
+    trace, answers, windows, setup = captured
+    answer = answers["mmap"]
+    row = file_io(trace, windows["mmap"], setup["b"])
+    assert row["read_calls"] == 0
+    assert covered(trace, windows["mmap"], setup["b"], "page_cache") == set(answer["pages"])
+    assert row["cache_miss_bytes"] == len(answer["pages"]) * 4096
+    assert row["cache_miss_bytes"] == answer["io_after"]["read_bytes"] - answer["io_before"]["read_bytes"]
+
+
+def test_fd_reuse_attributed_to_the_right_file(captured):
+    trace, answers, windows, setup = captured
+    answer = answers["reuse"]
+    assert answer["fd_a"] == answer["fd_b"]
+    a, b = file_io(trace, windows["reuse"], setup["a"]), file_io(trace, windows["reuse"], setup["b"])
+    assert (a["read_calls"], a["read_bytes"]) == (1, 3333)
+    assert (b["read_calls"], b["read_bytes"], b["read_requested_bytes"]) == (1, 7777, 7777)
+    assert a["file_id"] != b["file_id"]
+
+
+def test_all_threads_captured_and_named(captured):
+    trace, answers, windows, setup = captured
+    tids = {read[6] for read in answers["syscalls"]["reads"]}
+    assert len(tids) == 2
+    seen = {row["tid"] for row in trace.rows("SELECT DISTINCT tid FROM events WHERE file_id = ?",
+                                             (file_id(trace, setup["a"]),))}
+    assert tids <= seen
+    named = {row["tid"] for row in trace.rows("SELECT tid FROM threads")}
+    assert tids <= named
+
+
+def test_client_connection_identified_with_bytes_at_the_wire(captured):
+    trace, answers, windows, _setup = captured
+    answer = answers["connect"]
+    (socket_file,) = trace.rows("SELECT * FROM files WHERE kind = 'socket' AND local_addr = ?", (answer["local"],))
+    assert socket_file["remote_addr"].startswith("127.0.0.1:")
+    assert socket_file["path"] == f"tcp {answer['local']}->{socket_file['remote_addr']}"
+    (row,) = trace.rows("SELECT * FROM file_io WHERE window_id = ? AND file_id = ?",
+                        (windows["connect"], socket_file["file_id"]))
+    assert row["write_bytes"] == answer["sent"]
+    assert row["read_bytes"] == answer["received"]
+
+
+def test_windows_consecutive_and_labelled(captured):
+    trace, _answers, windows, _setup = captured
+    rows = trace.rows("SELECT * FROM windows ORDER BY window_id")
+    assert [r["label"] for r in rows] == ["between"] + ["execution", "between"] * len(PHASES)
+    assert [r["execution"] for r in rows if r["label"] == "execution"] == [1, 2, 3, 4]
+    assert [r["window_id"] for r in rows if r["label"] == "execution"] == list(windows.values())
+    for before, after in zip(rows, rows[1:]):
+        assert before["end_ns"] == after["start_ns"]
+    assert rows[0]["start_ns"] == trace.meta["capture_start_ns"]
+    assert rows[-1]["end_ns"] == trace.meta["capture_end_ns"]
+
+
+def test_latency_spectrogram_counts_every_call(captured):
+    """Every pread64 on a file is streamed (far below the stream limit) and in the spectrogram."""
+    trace, _answers, _windows, _setup = captured
+    (streamed,) = trace.rows("SELECT count(*) FROM events WHERE syscall = 'pread64'")
+    (binned,) = trace.rows("SELECT sum(count) FROM latency WHERE syscall = 'pread64' AND target = 'file'")
+    assert streamed[0] == binned[0] > 0
+    assert trace.meta["lost_events"] == trace.meta["unstreamed_events"] == trace.meta["aggregate_overflows"] == 0
+
+
+def test_latency_buckets_are_exact_tenths_of_decades():
+    octaves = bcc_capture.latency_octaves()
+
+    def bucket(ns):   # what capture.c computes from the table
+        first, limits = octaves[ns.bit_length() - 1]
+        return first + sum(ns >= limit for limit in limits)
+
+    for ns in (1, 2, 9, 10, 11, 12, 13, 99, 100, 101, 125, 126, 1000, 1258, 1259, 10**9, 10**10 - 1, 10**10):
+        expected = max(b for b in range(120) if ns ** 10 >= 10 ** b)
+        assert bucket(ns) == expected, ns
+
+
+# -- ending a capture ------------------------------------------------------------------------
+def bpf_program_ids() -> set[int]:
+    ids = set()
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            text = Path(f"/proc/self/fdinfo/{fd}").read_text()
+        except OSError:
+            continue
+        ids.update(int(line.split()[1]) for line in text.splitlines() if line.startswith("prog_id:"))
+    return ids
+
+
+def program_exists(prog_id: int) -> bool:
+    """bpf(BPF_PROG_GET_FD_BY_ID): the kernel's own word on whether a program is still loaded."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
+    fd = libc.syscall(321, 13, ctypes.byref(attr), ctypes.sizeof(attr))
+    if fd >= 0:
+        os.close(fd)
+        return True
+    assert ctypes.get_errno() == 2, os.strerror(ctypes.get_errno())
+    return False
+
+
+def test_interrupt_detaches_every_program_and_keeps_the_capture(tmp_path):
+    sleeper = subprocess.Popen(["sleep", "30"])
+    capture = BccCapture(sleeper.pid)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with capture:
+                ids = bpf_program_ids()
+                assert len(ids) >= 5 and all(program_exists(i) for i in ids)
+                raise KeyboardInterrupt
+        assert not any(program_exists(i) for i in ids)
+        writer = TraceWriter(tmp_path / "interrupted.trace")
+        capture.write(writer)
+        with Trace(writer.finish(complete=False, reason="interrupted")) as trace:
+            assert not trace.complete and trace.meta["incomplete_reason"] == "interrupted"
+            assert trace.rows("SELECT count(*) FROM windows")[0][0] == 1
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_ctrl_c_on_the_command_writes_an_incomplete_trace(tmp_path):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    out = tmp_path / "ctrl-c.trace"
+    try:
+        command = subprocess.Popen([str(CASSTRACE), "capture", "--pid", str(sleeper.pid), "--duration", "60",
+                                    "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)   # past compile and attach
+        command.send_signal(signal.SIGINT)
+        stdout, stderr = command.communicate(timeout=30)
+        assert command.returncode == 130, stderr
+        with Trace(out) as trace:
+            assert not trace.complete
+            assert "Ctrl-C" in trace.meta["incomplete_reason"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_process_exit_ends_the_capture_cleanly(tmp_path):
+    short = subprocess.Popen(["sleep", "0.5"])
+    with BccCapture(short.pid) as capture:
+        short.wait()
+        deadline = time.monotonic() + 10
+        while capture.ended_early is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert capture.ended_early == f"process {short.pid} exited"
+    writer = TraceWriter(tmp_path / "exited.trace")
+    capture.write(writer)
+    with Trace(writer.finish()) as trace:
+        assert trace.meta["ended_early"] == capture.ended_early
+
+
+def test_capture_command_on_a_command(tmp_path):
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(3 << 20))
+    out = tmp_path / "dd.trace"
+    result = subprocess.run([str(CASSTRACE), "capture", "--out", str(out), "--", "dd", f"if={data}",
+                             "of=/dev/null", "bs=65536"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    with Trace(out) as trace:
+        assert trace.complete and trace.meta["source"].startswith("command dd ")
+        (row,) = trace.rows("SELECT sum(read_bytes), sum(read_calls) FROM file_io WHERE file_id = ?",
+                            (file_id(trace, str(data)),))
+        assert tuple(row) == (3 << 20, 3 * 16 + 1)   # 48 full reads, then end of file
+        (written,) = trace.rows("SELECT sum(write_bytes) FROM file_io WHERE file_id = ?",
+                                (file_id(trace, "/dev/null"),))
+        assert written[0] == 3 << 20
+
+
+# -- bad input ---------------------------------------------------------------------------------
+def run_capture(*arguments, user=None):
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"] if user else []
+    return subprocess.run([*prefix, str(CASSTRACE), "capture", *arguments], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_not_root_names_the_capabilities(tmp_path):
+    result = run_capture("--pid", "1", "--duration", "1", "--out", str(tmp_path / "x.trace"), user="nobody")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "CAP_BPF" in result.stderr and "CAP_PERFMON" in result.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_missing_pid_is_one_clear_line(tmp_path):
+    result = run_capture("--pid", "999999999", "--duration", "1", "--out", str(tmp_path / "x.trace"))
+    assert result.returncode == 2
+    assert result.stderr == "casstrace: error: no process with pid 999999999 (fix: check the pid (e.g. pgrep -f CassandraDaemon))\n"
+    assert not list(tmp_path.iterdir())
+
+
+def test_missing_kernel_headers_say_how_to_fix(tmp_path):
+    with pytest.raises(CasstraceError) as error:
+        bcc_capture.check_kernel_headers(tmp_path)
+    assert "scripts/install" in error.value.fix
