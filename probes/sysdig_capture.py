@@ -12,7 +12,6 @@ The snaplen is 1, so no row data lands in the file.
 """
 
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -20,9 +19,7 @@ import time
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.sysdig_import import (
-    INSTALL_FIX, Window, find_sysdig, import_scap, sysdig_filter, _SysdigVersion,
-)
+from casstrace.probes.sysdig_import import SysdigVersion, Window, find_sysdig, import_scap, sysdig_filter
 
 START_TIMEOUT_S = 20
 STOP_TIMEOUT_S = 30
@@ -84,7 +81,7 @@ class SysdigCapture:
         if not Path(f"/proc/{self.pid}").exists():
             raise CasstraceError(f"no process with pid {self.pid}", "give the pid of a running Cassandra JVM")
         sysdig = find_sysdig()
-        version = _SysdigVersion(sysdig)
+        version = SysdigVersion(sysdig)
         options = driver_options(sysdig, str(version))
         self._workdir = tempfile.TemporaryDirectory(prefix="casstrace-sysdig-")
         self.scap_path = Path(self._workdir.name) / "capture.scap"
@@ -170,8 +167,6 @@ class SysdigCapture:
     def write(self, writer) -> None:
         try:
             write_capture(self.scap_path, writer, self.pid, self.windows, self.stream_limit)
-            if self.ended_early:
-                writer.set_meta(ended_early=self.ended_early)
         finally:
             self._cleanup()
 

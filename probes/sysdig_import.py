@@ -584,7 +584,7 @@ def _failure(scap: Path, returncode: int, stderr: str, version: str) -> Casstrac
                           "check the file with `sysdig -r FILE`; a newer sysdig may read it")
 
 
-class _SysdigVersion:
+class SysdigVersion:
     """`sysdig --version`, asked alongside the real work so that it costs no wall time."""
 
     def __init__(self, sysdig: str):
@@ -646,7 +646,7 @@ def import_scap(scap: str | os.PathLike, writer, *, pid: int | None = None, proc
     if not scap.is_file():
         raise CasstraceError(f"no capture file at {scap}", "give the path of a .scap file")
     sysdig = find_sysdig()
-    version = _SysdigVersion(sysdig)
+    version = SysdigVersion(sysdig)
     command = [sysdig, "-r", str(scap), "-p", OUTPUT_FORMAT, sysdig_filter(pid, proc)]
     timeout_s = _read_timeout_s(scap) if timeout_s is None else timeout_s
     with tempfile.TemporaryDirectory(prefix="casstrace-import-") as spool_dir, \
