@@ -367,3 +367,36 @@ def test_missing_kernel_headers_say_how_to_fix(tmp_path):
     with pytest.raises(CasstraceError) as error:
         bcc_capture.check_kernel_headers(tmp_path)
     assert "scripts/install" in error.value.fix
+
+
+# -- on the test sandbox ---------------------------------------------------------------------------
+def test_select_star_reads_the_whole_data_file(sandbox, demo_tables, tmp_path):
+    """SELECT * of the wide partition, page cache dropped first: the node preads all of Data.db
+    (re-reading a few compressed chunks where pages meet), and the page cache fills it once."""
+    from cassandra.query import SimpleStatement
+
+    (data_file,) = demo_tables.wide.data_files
+    size = data_file.stat().st_size
+    fd = os.open(data_file, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    # Small pages: 200 rows of ~1 MB in one page would not fit the test node's heap.
+    query = SimpleStatement(f"SELECT * FROM {demo_tables.keyspace}.{demo_tables.spec.table} "
+                            f"WHERE stream_id = {demo_tables.spec.stream_id}", fetch_size=10)
+    with sandbox.connect() as session:
+        with BccCapture(sandbox.pid(), extra_dirs=[sandbox.layout.data]) as capture:
+            window = capture.begin_window("execution", execution=1)
+            rows = list(session.execute(query))
+            capture.begin_window("between")
+    assert len(rows) == demo_tables.spec.rows
+    writer = TraceWriter(tmp_path / "select-star.trace")
+    capture.write(writer)
+    with Trace(writer.finish()) as trace:
+        row = file_io(trace, window, str(data_file))
+        assert size <= row["read_bytes"] <= size * 1.01
+        assert row["cache_miss_bytes"] == -(-size // 4096) * 4096
+        pages = covered(trace, window, str(data_file), "syscall")
+        assert pages == set(range(-(-size // 4096)))
+        offsets = trace.rows("SELECT DISTINCT syscall FROM events WHERE file_id = ?", (row["file_id"],))
+        assert {r["syscall"] for r in offsets} == {"pread64"}
+        assert trace.meta["aggregate_overflows"] == 0
