@@ -21,6 +21,8 @@ def command(scap: Path, pid: int | None, proc: str | None, out: Path | None):
         raise click.UsageError("give --pid or --proc, not both")
     out = out or default_traces_dir() / f"{scap.stem}.trace"
     writer = TraceWriter(out)
+    # The capture was taken on some other node: this machine's name and kernel say nothing about it.
+    writer.set_meta(hostname=None, kernel=None)
     try:
         summary = import_scap(scap, writer, pid=pid, proc=proc)
     except BaseException:

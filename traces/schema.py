@@ -23,15 +23,17 @@ Meta keys (values are JSON)
   backend            'bcc' | 'sysdig'
   source             str: what was captured ('pid 1234', 'command ...', 'import of FILE.scap')
   measures           {"syscalls": bool, "offsets": bool, "page_cache": bool, "latency": bool, "wire": bool}
-  hostname, kernel   str
+  hostname, kernel   str, null when unknown (an imported capture was taken elsewhere)
   pid                int, process        str (the traced process's comm / command line)
-  capture_start_ns, capture_end_ns  int (monotonic)
+  capture_start_ns, capture_end_ns  int (on the trace's clock)
   clock_offset_ns    int: add to a monotonic timestamp to get Unix time in ns
   slot_ns            int: width of a latency/heat-map time slot (slot 0 starts at capture_start_ns)
   heatmap_offset_bytes int: height of one heat-map offset bucket
   lost_events        int: events the kernel could not hand to us (ring/perf buffer full). Aggregates
                      are kept in the kernel and lose nothing; this counts per-event records only.
   unstreamed_events  int: per-event records deliberately not streamed (rate cap); aggregates still count them
+  notes              [str]: what the backend wants a reader to know (e.g. how the process was chosen)
+  sysdig_version     str (sysdig backend)
   query              str, keyspace str, consistency str, page_size int (run only)
   node               {"host": str, "port": int, "pid": int}
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
