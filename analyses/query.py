@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 
 _TOKEN = re.compile(
     r"""\s*(?:
-        (?P<quoted>"(?:[^"]|"")*")            # quoted identifier, "" escapes a quote
+        (?P<comment>--[^\n]*|//[^\n]*|/\*.*?\*/)
+      | (?P<quoted>"(?:[^"]|"")*")            # quoted identifier, "" escapes a quote
       | (?P<string>'(?:[^']|'')*')            # string literal
       | (?P<dollar>\$\$.*?\$\$)               # $$ string $$
       | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
       | (?P<number>-?[0-9][A-Za-z0-9_.+-]*)   # numbers, uuids, blobs (0x..)
       | (?P<op><=|>=|!=|[=<>(),.*;?:\[\]{}+-])
+      | (?P<other>\S)                          # anything else stands for itself
     )""",
     re.VERBOSE | re.DOTALL,
 )
@@ -49,18 +51,18 @@ def tokenize(text: str) -> list[Token]:
     text = text.strip()
     while position < len(text):
         match = _TOKEN.match(text, position)
-        if not match or match.end() == position:
-            if text[position:].strip() == "":
-                break
-            raise ValueError(f"cannot read the query near {text[position:position + 20]!r}")
+        if not match:   # only whitespace left: every other character is a token
+            break
         position = match.end()
         kind = match.lastgroup
         value = match.group(kind)
+        if kind == "comment":
+            continue
         if kind == "word":
             tokens.append(Token("ident", value.lower()))
         elif kind == "quoted":
             tokens.append(Token("ident", value[1:-1].replace('""', '"'), quoted=True))
-        elif kind == "op":
+        elif kind in ("op", "other"):
             tokens.append(Token("op", value))
         else:
             tokens.append(Token("literal", value))
@@ -71,10 +73,7 @@ def parse_select(text: str | None) -> Select | None:
     """The SELECT's table, selection and restrictions; None when the text is not a SELECT we can read."""
     if not text:
         return None
-    try:
-        tokens = tokenize(text)
-    except ValueError:
-        return None
+    tokens = tokenize(text)
     if not tokens or not tokens[0].is_word("select"):
         return None
     position = 1

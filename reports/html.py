@@ -31,6 +31,7 @@ table { border-collapse: collapse; margin: .5em 0; font-size: .9em; }
 th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical-align: top; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f4f4f4; }
+td:first-child { word-break: break-all; max-width: 40em; }
 .verdict { padding: .8em 1em; border-radius: 6px; font-size: 1.1em; }
 .flagged { background: #fde2e1; border: 2px solid #c0392b; }
 .not-flagged { background: #e3f6e5; border: 2px solid #27ae60; }
