@@ -1,6 +1,7 @@
 """`casstrace run` end to end: the real CLI, real bcc probes, the real test sandbox."""
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -73,12 +74,13 @@ def test_trace_is_written_and_reads_back(demo_trace, demo_query, demo_tables, sa
 
 def test_executions_have_payload_of_100_bytes_a_row_and_their_own_windows(demo_trace, demo_tables):
     trace, _, _ = demo_trace
-    executions = trace.rows("SELECT * FROM executions JOIN windows USING (window_id) ORDER BY execution")
+    executions = trace.rows("SELECT executions.*, windows.label, windows.execution AS window_execution, start_ns, end_ns"
+                            " FROM executions JOIN windows USING (window_id) ORDER BY executions.execution")
     assert [(e["kind"], e["label"]) for e in executions] == [
         ("warmup", "warmup"), ("measured", "execution"), ("measured", "execution"), ("tracing", "tracing")]
     spec = demo_tables.spec
     for execution in executions:
-        assert execution["execution"] == execution["window_id"] and execution["error"] is None
+        assert execution["execution"] == execution["window_execution"] and execution["error"] is None
         assert execution["rows"] == spec.rows
         assert execution["payload_bytes"] == spec.first_column_bytes * execution["rows"]
         assert execution["pages"] == -(-spec.rows // 64)
@@ -168,15 +170,27 @@ def test_wrong_port_fails_fast(tmp_path, sandbox):
     assert time.monotonic() - started < 10
 
 
-def test_unreachable_host_fails_within_the_connect_timeout(tmp_path):
-    # 192.0.2.0/24 is TEST-NET-1: never routed, so the connection attempt hangs until the timeout
-    # (or fails at once where there is no route at all).
+def test_unresponsive_node_fails_within_the_connect_timeout(tmp_path):
+    # A listener that accepts TCP connections (the kernel completes the handshake) and never
+    # answers the protocol: a hung node, or some other service on the port.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        started = time.monotonic()
+        done = casstrace("run", "SELECT now() FROM system.local", "--port", silent.getsockname()[1],
+                         "--connect-timeout", 2, "--out", tmp_path / "t.trace")
+        elapsed = time.monotonic() - started
+    assert_failed_cleanly(done, tmp_path, "connection timed out")
+    assert 2 <= elapsed < 2 + 6  # the timeout, plus the interpreter and driver start-up
+
+
+def test_unreachable_host_is_a_clear_error(tmp_path):
+    # 192.0.2.0/24 is TEST-NET-1, never routed: refused at once or unanswered until the timeout.
     started = time.monotonic()
     done = casstrace("run", "SELECT now() FROM system.local", "--host", "192.0.2.1", "--connect-timeout", 2,
                      "--out", tmp_path / "t.trace")
-    elapsed = time.monotonic() - started
     assert_failed_cleanly(done, tmp_path, "cannot connect to Cassandra at 192.0.2.1:9042")
-    assert elapsed < 2 + 6  # the timeout, plus the interpreter and driver start-up
+    assert time.monotonic() - started < 2 + 6
 
 
 def test_no_cassandra_jvm_on_this_node(tmp_path, node_args):
