@@ -15,7 +15,9 @@ from casstrace.traces import TraceWriter
 @click.option("--proc", "proc", metavar="NAME", help="Import the process whose executable is NAME, e.g. java.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Trace file to write (default: <traces dir>/<capture name>.trace).")
-def command(scap: Path, pid: int | None, proc: str | None, out: Path | None):
+@click.option("--query", metavar="CQL",
+              help="The query the capture was taken for; lets the report name causes such as a full-row read.")
+def command(scap: Path, pid: int | None, proc: str | None, out: Path | None, query: str | None):
     """Read a sysdig capture (.scap) with the installed sysdig and write a trace of one process."""
     if pid is not None and proc is not None:
         raise click.UsageError("give --pid or --proc, not both")
@@ -23,6 +25,8 @@ def command(scap: Path, pid: int | None, proc: str | None, out: Path | None):
     writer = TraceWriter(out)
     # The capture was taken on some other node: this machine's name and kernel say nothing about it.
     writer.set_meta(hostname=None, kernel=None)
+    if query:
+        writer.set_meta(query=query)
     try:
         summary = import_scap(scap, writer, pid=pid, proc=proc)
     except BaseException:
