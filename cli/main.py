@@ -50,7 +50,8 @@ def cli():
 
 def main(argv=None):
     try:
-        cli.main(args=argv, prog_name="casstrace", standalone_mode=False)
+        # Without standalone mode click returns (rather than raises) a command's ctx.exit(code).
+        code = cli.main(args=argv, prog_name="casstrace", standalone_mode=False)
     except CasstraceError as error:
         click.echo(f"casstrace: error: {error}", err=True)
         sys.exit(error.exit_code)
@@ -65,3 +66,4 @@ def main(argv=None):
     except KeyboardInterrupt:
         click.echo("casstrace: interrupted", err=True)
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
