@@ -11,12 +11,14 @@ from casstrace.paths import default_traces_dir
 
 def trace_summary(path: Path) -> dict:
     """What one line of the listing says about a trace; unreadable files say why."""
+    from casstrace.analyses import analyse
     from casstrace.traces import Trace
 
     try:
         with Trace(path) as trace:
             meta = trace.meta
             (executions,) = trace.rows("SELECT count(*) FROM executions WHERE kind = 'measured'")[0]
+            amplification = analyse(trace).overall.read
     except CasstraceError as error:
         return {"path": path, "problem": error.message}
     node = meta.get("node") or {}
@@ -30,6 +32,7 @@ def trace_summary(path: Path) -> dict:
         "node": f"{node['host']}:{node['port']}" if node else meta.get("hostname", ""),
         "executions": executions,
         "complete": meta.get("complete", False),
+        "amplification": amplification,
     }
 
 
@@ -50,7 +53,7 @@ def _shorten(text: str, width: int) -> str:
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="Directory of traces (default: the casstrace data directory).")
 def command(directory):
-    """List stored traces: date, node, measured executions, query."""
+    """List stored traces: date, node, measured executions, amplification (data read ÷ payload), query."""
     directory = directory or default_traces_dir()
     paths = [path for path in directory.iterdir() if _is_sqlite(path)] if directory.is_dir() else []
     if not paths:
@@ -58,12 +61,14 @@ def command(directory):
         return
     summaries = sorted((trace_summary(path) for path in paths),
                        key=lambda s: s.get("date") or datetime.min, reverse=True)
-    click.echo(f"{'DATE':<19}  {'NODE':<21}  {'EXEC':>4}  QUERY")
+    click.echo(f"{'DATE':<19}  {'NODE':<21}  {'EXEC':>4}  {'AMPLIF.':>8}  QUERY")
     for summary in summaries:
         if "problem" in summary:
-            click.echo(f"{'?':<19}  {'':<21}  {'':>4}  {summary['path'].name}: {summary['problem']}")
+            click.echo(f"{'?':<19}  {'':<21}  {'':>4}  {'':>8}  {summary['path'].name}: {summary['problem']}")
             continue
         flag = "" if summary["complete"] else " [incomplete]"
+        amplification = summary["amplification"]
+        shown = f"{amplification:,.0f}x" if amplification is not None else "-"
         click.echo(f"{summary['date']:%Y-%m-%d %H:%M:%S}  {_shorten(summary['node'], 21):<21}  "
-                   f"{summary['executions']:>4}  {_shorten(summary['query'], 70)}{flag}")
+                   f"{summary['executions']:>4}  {shown:>8}  {_shorten(summary['query'], 70)}{flag}")
         click.echo(f"{'':<19}  {summary['path']}")

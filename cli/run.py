@@ -1,5 +1,6 @@
 """casstrace run: execute a CQL query on this node under the probes and write a trace."""
 
+import sys
 from pathlib import Path
 
 import click
@@ -52,4 +53,16 @@ def command(query, query_file, out, keyspace, host, port, username, ssl_enabled,
         query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
         consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out,
     ))
+    report(path, html=not no_html)
+
+
+def report(path: Path, html: bool) -> None:
+    """The verdict in the terminal, and the full HTML report beside the trace."""
+    from casstrace.analyses import analyse
+    from casstrace.reports import beside_trace, render, write
+
+    analysis = analyse(path)
+    click.echo(render(analysis, "text", brief=True, color=sys.stdout.isatty()), nl=False)
     click.echo(f"trace: {path}")
+    if html:
+        click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'))}")

@@ -178,6 +178,8 @@ def _execute_all(capture, node: NodeSession, prepared, options: RunOptions):
                     break
         except KeyboardInterrupt:
             stopped = INTERRUPTED
+            if executions and executions[-1].result is None:
+                executions[-1].error = "interrupted"
     return executions, stopped
 
 

@@ -1,6 +1,7 @@
 """`casstrace run` end to end: the real CLI, real bcc probes, the real test sandbox."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -134,6 +135,48 @@ def test_listing_shows_the_trace(demo_trace, demo_query):
     listing = casstrace("traces", "--dir", trace.path.parent)
     assert listing.returncode == 0
     assert demo_query in listing.stdout and str(trace.path) in listing.stdout
+
+
+def test_cold_run_from_a_file_drops_the_page_cache_and_warns(tmp_path, node_args, demo_query, demo_tables):
+    query_file = tmp_path / "query.cql"
+    query_file.write_text(f"-- the demo query\n{demo_query};\n")
+    out = tmp_path / "cold.trace"
+    done = casstrace("run", "--file", query_file, *node_args, "--cold", "--repeat", 1, "--warmup", 0,
+                     "--out", out, "--no-html")
+    assert done.returncode == 0, done.stderr
+    assert "pages the JVM keeps mapped are not evicted" in done.stderr
+    with Trace(out) as trace:
+        assert trace.meta["query"] == demo_query
+        (execution,) = trace.rows("SELECT window_id FROM executions WHERE kind = 'measured'")
+        (misses,) = trace.rows(
+            "SELECT sum(cache_miss_bytes) FROM file_io JOIN files USING (file_id)"
+            " WHERE window_id = ? AND path LIKE ?", (execution["window_id"], f"%/{demo_tables.spec.table}-%-Data.db"))[0]
+        # Dropped before the execution, so its reads came from the device.
+        assert misses > 0
+
+
+def test_ctrl_c_keeps_an_incomplete_trace(tmp_path, node_args, demo_query, demo_tables, cql_session):
+    def table_reads():
+        return cql_session.execute(
+            "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = %s AND table_name = %s",
+            (demo_tables.keyspace, demo_tables.spec.table)).one().count
+
+    out = tmp_path / "interrupted.trace"
+    reads_before = table_reads()
+    run = subprocess.Popen([*CASSTRACE, "run", demo_query, *map(str, node_args), "--repeat", "10000", "--page-size", "0",
+                            "--out", str(out), "--no-html"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Interrupt once the node has served the warmup and a few measured executions (one read each).
+    deadline = time.monotonic() + 60
+    while table_reads() < reads_before + 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGINT)
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode == 130
+    assert f"marked incomplete, is at {out}" in stderr
+    with Trace(out) as trace:
+        assert not trace.complete and trace.meta["incomplete_reason"] == "interrupted (Ctrl-C)"
+        assert trace.rows("SELECT count(*) FROM executions WHERE kind = 'measured' AND rows > 0")[0][0] >= 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["interrupted.trace"]
 
 
 # -- failures: a clear error, a non-zero exit, no trace left -----------------------------------
