@@ -141,10 +141,12 @@ def test_cold_run_from_a_file_drops_the_page_cache_and_warns(tmp_path, node_args
     query_file = tmp_path / "query.cql"
     query_file.write_text(f"-- the demo query\n{demo_query};\n")
     out = tmp_path / "cold.trace"
-    done = casstrace("run", "--file", query_file, *node_args, "--cold", "--repeat", 1, "--warmup", 0,
-                     "--out", out, "--no-html")
+    done = casstrace("run", "--file", query_file, *node_args, "--cold", "--repeat", 1, "--warmup", 0, "--out", out)
     assert done.returncode == 0, done.stderr
     assert "pages the JVM keeps mapped are not evicted" in done.stderr
+    # The verdict on the terminal, the full report beside the trace.
+    assert "VERDICT: FLAGGED" in done.stdout
+    assert f"report: {out.with_suffix('.html')}" in done.stdout and out.with_suffix(".html").stat().st_size > 0
     with Trace(out) as trace:
         assert trace.meta["query"] == demo_query
         (execution,) = trace.rows("SELECT window_id FROM executions WHERE kind = 'measured'")
@@ -266,3 +268,11 @@ def test_credentials_from_cqlshrc_never_reach_the_trace(tmp_path, node_args):
     assert b"casstrace_rc_user" not in raw and b"Pw-7f3a9c-from-cqlshrc" not in raw
     with Trace(out) as trace:
         assert trace.complete and trace.meta["query"] == "SELECT release_version FROM system.local"
+
+
+def test_a_capture_that_cannot_start_leaves_no_trace(tmp_path, node_args):
+    done = casstrace("run", "SELECT release_version FROM system.local", *node_args, "--backend", "sysdig",
+                     "--out", tmp_path / "t.trace")
+    if done.returncode == 0:
+        pytest.skip("sysdig can capture on this machine: nothing fails to start")
+    assert_failed_cleanly(done, tmp_path, "sysdig")
