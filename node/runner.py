@@ -124,6 +124,8 @@ def run(options: RunOptions) -> Path:
                     query_trace = query_traces(tracing.result)
                 except KeyboardInterrupt:
                     interrupted, incomplete_reason = True, INTERRUPTED
+                except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
+                    warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
             capture.write(writer)
             writer.set_meta(
                 query=query,
