@@ -24,11 +24,14 @@ DEFAULTS = WideTable()
 @click.option("--other-bytes", type=click.IntRange(0), default=DEFAULTS.other_column_bytes,
               show_default=True, help="Size of each value of the other columns.")
 @click.option("--reload", is_flag=True, help="Load the data again even when it is in place.")
-def command(data_dir, rows, columns, c0_bytes, other_bytes, reload):
-    """Load the wide table of the reference write-up and its narrow refactor into the sandbox.
+@click.option("--load-only", is_flag=True, help="Stop once the data is in place; trace nothing.")
+def command(data_dir, rows, columns, c0_bytes, other_bytes, reload, load_only):
+    """The CASSANDRA-6586 full-row read, traced on the sandbox node.
 
-    streams has one row per (stream_id, ts) with blobs c0..c19; streams_narrow holds the same
-    values one per row. Both are flushed and compacted to one SSTable each.
+    Loads the wide table of the reference write-up (one row per (stream_id, ts) with blobs c0..c19)
+    and its narrow refactor (the same values, one per clustering row), each flushed and compacted
+    to one SSTable; then traces `SELECT c0` on the wide table and the equivalent query on the
+    narrow one, and shows both verdicts.
     """
     spec = WideTable(rows=rows, columns=columns, first_column_bytes=c0_bytes,
                      other_column_bytes=other_bytes)
@@ -55,3 +58,16 @@ def command(data_dir, rows, columns, c0_bytes, other_bytes, reload):
         files = ", ".join(str(path) for path in table.data_files)
         click.echo(f"  {table.name}: {len(table.data_files)} SSTable, "
                    f"{table.data_bytes / 1e6:.1f} MB Data.db ({files})")
+    if not load_only:
+        trace_queries(sandbox, [("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query)])
+
+
+def trace_queries(sandbox: Sandbox, queries) -> None:
+    from casstrace.cli.run import report
+    from casstrace.node.connection import resolve_settings
+    from casstrace.node.runner import RunOptions, run
+
+    settings = resolve_settings(sandbox.host, sandbox.native_port)
+    for title, query in queries:
+        click.echo(f"\n=== Tracing {title}: {query}")
+        report(run(RunOptions(query=query, connection=settings)), html=True)

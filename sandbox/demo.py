@@ -50,6 +50,17 @@ class WideTable:
         for ts in range(self.rows):
             yield ts, [generator.randbytes(self.value_bytes(i)) for i in range(self.columns)]
 
+    @property
+    def wide_query(self) -> str:
+        """The write-up's query: one small column of the wide rows."""
+        return f"SELECT c0 FROM {self.keyspace}.{self.table} WHERE stream_id = {self.stream_id}"
+
+    @property
+    def narrow_query(self) -> str:
+        """The same values after the refactor: the column became a clustering row."""
+        return (f"SELECT value FROM {self.keyspace}.{self.narrow_table}"
+                f" WHERE stream_id = {self.stream_id} AND column_no = 0")
+
     def marker(self) -> str:
         return "casstrace demo data " + json.dumps(dataclasses.asdict(self), sort_keys=True)
 
