@@ -17,6 +17,7 @@ from casstrace.analyses.model import AccessPattern, Analysis, Spectrogram
 from casstrace.analyses.spectrogram import LAST_BUCKET, bucket_lower_ns
 from casstrace.analyses.units import human_bytes, human_ns
 from casstrace.reports import common
+from casstrace.reports.document import Chart, Code, Document, Heading, Items, Paragraph, Table
 
 SUFFIX = ".html"
 MAX_SPECTROGRAM_ROWS = 600
@@ -47,12 +48,7 @@ code, pre { background: #f4f4f4; padding: .1em .3em; white-space: pre-wrap; }
 def render(analysis: Analysis, **_) -> str:
     e = html.escape
     verdict = analysis.verdict
-    parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>casstrace: {e(verdict.status)} {e(analysis.query or analysis.trace_path)}</title>",
-        f"<style>{STYLE}</style>",
-        f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>',
-        "</head><body>",
+    parts = _head(f"casstrace: {verdict.status} {analysis.query or analysis.trace_path}") + [
         f"<h1>casstrace report <span class='muted'>{e(analysis.trace_path)}</span></h1>",
     ]
     parts += [f'<div class="warning">⚠ {e(w)}</div>' for w in analysis.warnings]
@@ -103,6 +99,51 @@ def render(analysis: Analysis, **_) -> str:
     parts.append(_table(("", ""), common.context_items(analysis)))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _head(title: str) -> list[str]:
+    return [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{STYLE}</style>",
+        f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>',
+        "</head><body>",
+    ]
+
+
+TONE_CLASSES = {"good": "verdict not-flagged", "bad": "verdict flagged", "warning": "warning", "muted": "muted",
+                "plain": ""}
+
+
+def render_document(document: Document, **_) -> str:
+    """A comparison or sweep report (casstrace.reports.document), its charts drawn by plotly."""
+    e = html.escape
+    parts = _head(document.title) + [f"<h1>{e(document.title)}</h1>"]
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            parts.append(f"<h2>{e(block.text)}</h2>")
+        elif isinstance(block, Paragraph):
+            tag = "div" if block.tone in ("good", "bad", "warning") else "p"
+            parts.append(f'<{tag} class="{TONE_CLASSES[block.tone]}">{e(block.text)}</{tag}>')
+        elif isinstance(block, Code):
+            parts.append(f"<pre>{e(block.text)}</pre>")
+        elif isinstance(block, Items):
+            parts.append(_table(("", ""), block.rows))
+        elif isinstance(block, Table):
+            parts.append(_table(block.headers, block.rows))
+        elif isinstance(block, Chart):
+            parts.append(_figure(_line_chart(block)))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _line_chart(chart: Chart) -> go.Figure:
+    figure = go.Figure([go.Scatter(x=chart.x, y=series.y, mode="lines+markers", name=html.escape(series.name))
+                        for series in chart.series])
+    figure.update_layout(title=html.escape(chart.title), xaxis_title=html.escape(chart.x_title),
+                         yaxis_title=html.escape(chart.y_title), height=380,
+                         margin={"l": 60, "r": 20, "t": 50, "b": 50}, yaxis_rangemode="tozero")
+    return figure
 
 
 def _table(headers, rows) -> str:

@@ -53,13 +53,14 @@ import dataclasses
 import json
 
 from casstrace.analyses.model import Analysis, FileIO
+from casstrace.reports.document import Document
 
 SUFFIX = ".json"
 VERSION = 1
 
 
 def render(analysis: Analysis, **_) -> str:
-    return json.dumps(document(analysis), indent=2, ensure_ascii=False) + "\n"
+    return _dump(document(analysis))
 
 
 def document(analysis: Analysis) -> dict:
@@ -106,3 +107,13 @@ def _file(f: FileIO) -> dict:
         "lseeks": f.lseek_calls, "seeks": f.seek_jumps, "longest_sequential_bytes": f.longest_sequential_bytes,
         "coverage": f.coverage,
     }
+
+
+def render_document(report: Document, **_) -> str:
+    """A comparison or sweep report: its data, whose schema is documented where it is built
+    (casstrace.reports.comparison, casstrace.reports.sweep)."""
+    return _dump(report.data)
+
+
+def _dump(data: dict) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

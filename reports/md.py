@@ -2,6 +2,7 @@
 
 from casstrace.analyses.model import Analysis
 from casstrace.reports import common
+from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
 
 SUFFIX = ".md"
 TOP_FILES = 10
@@ -21,7 +22,7 @@ def render(analysis: Analysis, **_) -> str:
         lines.append(f"- _{_escape(note)}_")
     lines.append("")
     if analysis.query:
-        lines += ["```sql", analysis.query.replace("```", "`\u200b``"), "```", ""]
+        lines += _sql(analysis.query)
     lines.append(f"Totals cover {_escape(analysis.scope)}.")
     lines.append("")
     lines += _table(("Measure", "Value"), common.amplification_items(analysis))
@@ -57,8 +58,33 @@ def _table(headers, rows) -> list[str]:
     ]
 
 
+def _sql(query: str) -> list[str]:
+    return ["```sql", query.replace("```", "`\u200b``"), "```", ""]
+
+
 def _escape(text: str) -> str:
     """Keep names (which may hold anything) from becoming Markdown or HTML in a ticket."""
     for char in "\\`*_[]<>|#":
         text = text.replace(char, "\\" + char)
     return text.replace("\n", " ")
+
+
+TONE_ICONS = {"good": "🟢 ", "bad": "🔴 ", "warning": "⚠️ ", "muted": "", "plain": ""}
+
+
+def render_document(document: Document, **_) -> str:
+    """A comparison or sweep report (casstrace.reports.document); charts are left to the html format."""
+    lines = [f"### {_escape(document.title)}", ""]
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            lines += [f"#### {_escape(block.text)}", ""]
+        elif isinstance(block, Paragraph):
+            text = _escape(block.text)
+            lines += [f"_{text}_" if block.tone == "muted" else f"{TONE_ICONS[block.tone]}{text}", ""]
+        elif isinstance(block, Code):
+            lines += _sql(block.text)
+        elif isinstance(block, Items):
+            lines += _table(("", ""), block.rows) + [""]
+        elif isinstance(block, Table):
+            lines += _table(block.headers, block.rows) + [""]
+    return "\n".join(lines)

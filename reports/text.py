@@ -4,6 +4,7 @@
 from casstrace.analyses.model import Analysis, Spectrogram
 from casstrace.analyses.spectrogram import LAST_BUCKET
 from casstrace.reports import common
+from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
 
 SUFFIX = ".txt"
 BUCKETS_PER_CHAR = 2            # 100 latency buckets -> 50 columns, 5 per decade
@@ -152,3 +153,24 @@ def _cell(count: int, color: bool) -> str:
         if count >= low:
             symbol = char
     return symbol
+
+
+TONE_COLOURS = {"good": 32, "bad": 31, "warning": 33, "muted": None, "plain": None}
+
+
+def render_document(document: Document, color: bool = False, **_) -> str:
+    """A comparison or sweep report (casstrace.reports.document); charts are left to the html format."""
+    out = Output(color)
+    out.line(document.title, bold=True)
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            out.section(block.text)
+        elif isinstance(block, Paragraph):
+            out.line(block.text, colour=TONE_COLOURS[block.tone], bold=block.tone in ("good", "bad"))
+        elif isinstance(block, Code):
+            out.line(f"  {block.text}")
+        elif isinstance(block, Items):
+            out.table(("", ""), block.rows, header=False)
+        elif isinstance(block, Table):
+            out.table(block.headers, block.rows)
+    return out.text()

@@ -1,0 +1,321 @@
+"""Two analysed queries side by side: does the second return the same data for less I/O?
+
+Pure: Analysis objects (and what the client saw of the payload) in, a Comparison out.
+
+Every figure is per measured execution (the trace's totals divided by its measured executions),
+so traces taken with different --repeat compare fairly. A trace without measured executions (an
+import) counts as one execution covering the whole capture.
+
+Latency is the client's wall time per execution, all pages fetched: the median, and p99 by the
+nearest-rank method (with fewer than 100 executions, p99 is the slowest one).
+
+The payload check comes first. Live runs compare the row count and the digest of the returned
+values (casstrace.node.query: order-insensitive, computed on the client, never stored). Stored
+traces hold no digest, so for them only the row count and the payload bytes can be compared:
+equal sizes make equal data likely, not certain.
+
+Gates, for pipelines:
+  worse (--fail-if-worse): the second query is worse when, per execution, it reads more from its
+    table's Data files than the first by more than the tolerance (default 10%), or its median
+    latency is higher than the first's by more than the tolerance and by at least LATENCY_FLOOR_S
+    (below a millisecond the difference is timer and scheduling noise). A figure unknown on either
+    side is not counted, and the gate says so.
+  max amplification (--max-amplification X): the second query's amplification (data read ÷ payload)
+    must be at most X; an undetermined amplification fails the gate (it cannot be shown to pass).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from casstrace.analyses.model import Analysis, Verdict
+from casstrace.analyses.units import human_bytes, ratio
+
+LATENCY_FLOOR_S = 0.001
+DEFAULT_TOLERANCE = 0.10
+TOP_FILES = 8
+
+
+@dataclass
+class Payload:
+    """What one execution of a query returned."""
+
+    rows: int | None
+    payload_bytes: int | None
+    digest: str | None = field(default=None, repr=False)   # live runs only; memory only
+    note: str | None = None                                # why rows/bytes are unknown
+
+
+@dataclass
+class PayloadCheck:
+    status: str            # 'same' | 'different' | 'unverified'
+    basis: str             # what was compared, in words
+    first: Payload
+    second: Payload
+    summary: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FileRead:
+    name: str                       # 'keyspace.table nb-5-big Data.db', or the path
+    read_bytes: float               # per execution
+    cache_miss_bytes: float | None  # per execution; None: not measured
+
+
+@dataclass
+class QuerySummary:
+    """One side of a comparison (or one point of a sweep): per-execution figures of one trace."""
+
+    label: str
+    trace_path: str
+    query: str | None
+    table: str | None              # keyspace.table the amplification is about
+    complete: bool
+    warnings: list[str]
+    executions: int                # what the per-execution figures divide by
+    scope: str
+    latency_median_s: float | None
+    latency_p99_s: float | None
+    rows: float | None
+    payload_bytes: float | None
+    data_read_bytes: float         # from the table's Data files: syscalls + page-cache fills outside them
+    syscall_bytes: float
+    cache_miss_bytes: float | None
+    file_read_bytes: float         # read syscalls on every file
+    amplification: float | None    # data read ÷ payload (or wire bytes): the verdict's figure
+    verdict: Verdict
+    files: list[FileRead]
+
+
+@dataclass
+class Metric:
+    key: str                # stable name, used in JSON
+    name: str
+    unit: str               # 'seconds' | 'bytes' | 'count' | 'ratio'
+    first: float | None
+    second: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        """second ÷ first; None when either is unknown or the first is 0."""
+        if self.first is None or self.second is None or not self.first:
+            return None
+        return self.second / self.first
+
+    @property
+    def change(self) -> str:
+        """The ratio in words, from the second query's point of view: '62.5x less', '1.30x more'."""
+        if self.first is None or self.second is None:
+            return "not comparable"
+        if self.first == self.second:
+            return "same"
+        if not self.first:
+            return "more (first is 0)"
+        if not self.second:
+            return "none (second is 0)"
+        value = self.second / self.first
+        return f"{ratio(value)} more" if value > 1 else f"{ratio(1 / value)} less"
+
+
+@dataclass
+class Gate:
+    option: str             # the command-line option that asked for it
+    passed: bool
+    reason: str
+
+
+@dataclass
+class Comparison:
+    first: QuerySummary
+    second: QuerySummary
+    payload: PayloadCheck
+    metrics: list[Metric]
+    summary: str
+    gates: list[Gate]
+
+    @property
+    def failed_gates(self) -> list[Gate]:
+        return [gate for gate in self.gates if not gate.passed]
+
+    def metric(self, key: str) -> Metric:
+        return next(m for m in self.metrics if m.key == key)
+
+
+# -- payload ---------------------------------------------------------------------------------
+
+def stored_payload(analysis: Analysis) -> Payload:
+    """Rows and payload bytes of the trace's measured executions (they must agree with each other)."""
+    measured = [e for e in analysis.executions if e.kind == "measured" and not e.error]
+    if not measured:
+        return Payload(None, None, note="no measured execution recorded")
+    seen = {(e.rows, e.payload_bytes) for e in measured}
+    if len(seen) > 1:
+        return Payload(None, None, note="its executions returned different row counts or sizes (the data changed "
+                                        "during the run)")
+    rows, payload_bytes = seen.pop()
+    return Payload(rows, payload_bytes, note=None if payload_bytes is not None else "no payload recorded")
+
+
+def check_payload(first: Payload, second: Payload) -> PayloadCheck:
+    """Same data? By digest when both sides have one, else by rows and payload bytes."""
+    if first.digest is not None and second.digest is not None:
+        basis = "row count and digest of the returned values, computed on the client and never stored"
+        same = first.rows == second.rows and first.digest == second.digest
+        if same:
+            summary = f"Same payload: {first.rows:,} rows, {human_bytes(first.payload_bytes)}, identical values."
+        else:
+            summary = ("Different data: " + _difference(first, second)
+                       + ("" if first.rows != second.rows or first.payload_bytes != second.payload_bytes
+                          else " (same row count and size, different values)") + ".")
+        return PayloadCheck("same" if same else "different", basis, first, second, summary)
+
+    basis = "row count and payload bytes only: stored traces keep no digest of the values"
+    notes = ["Two stored traces: only the row count and the payload bytes can be compared, since the digest of the "
+             "returned values is computed on the client and never stored. Equal sizes make equal data likely, not "
+             "certain: compare the queries live (--before/--after) to check the values."]
+    unknown = [f"{label}: {payload.note}" for label, payload in (("first", first), ("second", second))
+               if payload.rows is None or payload.payload_bytes is None]
+    if unknown:
+        return PayloadCheck("unverified", basis, first, second,
+                            "Payload not verified: " + "; ".join(unknown) + ".", notes)
+    if (first.rows, first.payload_bytes) == (second.rows, second.payload_bytes):
+        return PayloadCheck("same", basis, first, second,
+                            f"Same payload size: {first.rows:,} rows, {human_bytes(first.payload_bytes)} each.", notes)
+    return PayloadCheck("different", basis, first, second, f"Different data: {_difference(first, second)}.", notes)
+
+
+def _difference(first: Payload, second: Payload) -> str:
+    return (f"the first returned {_rows(first.rows)} ({human_bytes(first.payload_bytes)}), the second "
+            f"{_rows(second.rows)} ({human_bytes(second.payload_bytes)})")
+
+
+def _rows(rows: int | None) -> str:
+    return "unknown rows" if rows is None else f"{rows:,} row{'s' * (rows != 1)}"
+
+
+# -- one side ----------------------------------------------------------------------------------
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """Nearest-rank percentile: the smallest value with at least `fraction` of the values at or below it."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def summarise(analysis: Analysis, label: str) -> QuerySummary:
+    measured = [e for e in analysis.executions if e.kind == "measured"]
+    executions = len(measured) or 1
+    latencies = [e.latency_s for e in measured if e.latency_s is not None]
+    overall = analysis.overall
+    payload = stored_payload(analysis)
+
+    def per(value):
+        return None if value is None else value / executions
+
+    files = [f for f in analysis.files if f.kind == "file" and (f.read_bytes or f.cache_miss_bytes)]
+    return QuerySummary(
+        label=label, trace_path=analysis.trace_path, query=analysis.query,
+        table=f"{analysis.keyspace}.{analysis.table}" if analysis.keyspace and analysis.table else analysis.table,
+        complete=analysis.complete, warnings=analysis.warnings, executions=executions, scope=analysis.scope,
+        latency_median_s=percentile(latencies, 0.5), latency_p99_s=percentile(latencies, 0.99),
+        rows=payload.rows, payload_bytes=payload.payload_bytes,
+        data_read_bytes=overall.data_read_bytes / executions, syscall_bytes=overall.syscall_bytes / executions,
+        cache_miss_bytes=per(overall.cache_miss_bytes),
+        file_read_bytes=sum(f.read_bytes for f in files) / executions,
+        amplification=overall.read, verdict=analysis.verdict,
+        files=[FileRead(_file_name(f), f.read_bytes / executions, per(f.cache_miss_bytes))
+               for f in files[:TOP_FILES]],
+    )
+
+
+def _file_name(f) -> str:
+    name = f.sstable
+    if name is None:
+        return f.path
+    owner = f"{name.keyspace}.{name.table}" + (f".{name.index}" if name.index else "")
+    return f"{owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
+
+
+# -- the comparison ----------------------------------------------------------------------------
+
+def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = None, labels=("A", "B"), *,
+            fail_if_worse: bool = False, tolerance: float = DEFAULT_TOLERANCE,
+            max_amplification: float | None = None) -> Comparison:
+    """The comparison of two analyses. `payload` defaults to the stored-trace check (rows and bytes)."""
+    a, b = summarise(first, labels[0]), summarise(second, labels[1])
+    stored = [stored_payload(first), stored_payload(second)]
+    if payload is None:
+        payload = check_payload(*stored)
+    else:
+        payload.notes += [
+            f"The traced executions of {summary.label} returned {_rows(run.rows)} ({human_bytes(run.payload_bytes)}), "
+            f"not the {_rows(checked.rows)} ({human_bytes(checked.payload_bytes)}) of the payload check: the data "
+            "changed between the check and the run."
+            for summary, run, checked in ((a, stored[0], payload.first), (b, stored[1], payload.second))
+            if (run.rows, run.payload_bytes) != (checked.rows, checked.payload_bytes)
+        ]
+    metrics = [
+        Metric("latency_median_s", "Latency, median", "seconds", a.latency_median_s, b.latency_median_s),
+        Metric("latency_p99_s", "Latency, p99", "seconds", a.latency_p99_s, b.latency_p99_s),
+        Metric("rows", "Rows returned", "count", a.rows, b.rows),
+        Metric("payload_bytes", "Payload", "bytes", a.payload_bytes, b.payload_bytes),
+        Metric("data_read_bytes", "Data read from the table's Data files", "bytes", a.data_read_bytes,
+               b.data_read_bytes),
+        Metric("syscall_bytes", "  by read syscalls", "bytes", a.syscall_bytes, b.syscall_bytes),
+        Metric("cache_miss_bytes", "Page-cache misses on the Data files", "bytes", a.cache_miss_bytes,
+               b.cache_miss_bytes),
+        Metric("file_read_bytes", "Read syscalls, all files", "bytes", a.file_read_bytes, b.file_read_bytes),
+        Metric("amplification", "Amplification (data read ÷ payload)", "ratio", a.amplification, b.amplification),
+    ]
+    comparison = Comparison(a, b, payload, metrics, summary="", gates=[])
+    comparison.summary = _summary(comparison)
+    if fail_if_worse:
+        comparison.gates.append(worse_gate(comparison, tolerance))
+    if max_amplification is not None:
+        comparison.gates.append(amplification_gate(b, max_amplification))
+    return comparison
+
+
+def _summary(comparison: Comparison) -> str:
+    a, b = comparison.first, comparison.second
+    io = comparison.metric("data_read_bytes")
+    latency = comparison.metric("latency_median_s")
+    text = (f"Per execution, {b.label} reads {human_bytes(b.data_read_bytes)} from its table's Data files and "
+            f"{a.label} {human_bytes(a.data_read_bytes)}: {io.change}")
+    if latency.ratio is not None:
+        text += (f". Median latency {b.latency_median_s * 1000:,.1f} ms and {a.latency_median_s * 1000:,.1f} ms: "
+                 f"{latency.change}")
+    return text + "."
+
+
+def worse_gate(comparison: Comparison, tolerance: float) -> Gate:
+    a, b = comparison.first, comparison.second
+    reasons, unknown = [], []
+    io = comparison.metric("data_read_bytes")
+    if io.first is None or io.second is None:
+        unknown.append("data read")
+    elif io.second > io.first * (1 + tolerance):
+        reasons.append(f"{b.label} reads {io.change} from its Data files per execution "
+                       f"({human_bytes(io.second)} vs {human_bytes(io.first)})")
+    latency = comparison.metric("latency_median_s")
+    if latency.first is None or latency.second is None:
+        unknown.append("latency")
+    elif latency.second > latency.first * (1 + tolerance) and latency.second - latency.first >= LATENCY_FLOOR_S:
+        reasons.append(f"{b.label} is slower: median {latency.second * 1000:,.1f} ms vs {latency.first * 1000:,.1f} ms")
+    limits = f"tolerance {tolerance:.0%}, latency differences under {LATENCY_FLOOR_S * 1000:g} ms ignored"
+    note = f" ({', '.join(unknown)} unknown on one side: not compared)" if unknown else ""
+    if reasons:
+        return Gate("--fail-if-worse", False, "; ".join(reasons) + f" ({limits}){note}.")
+    return Gate("--fail-if-worse", True,
+                f"{b.label} reads no more and is no slower than {a.label} ({limits}){note}.")
+
+
+def amplification_gate(summary: QuerySummary, limit: float) -> Gate:
+    option = f"--max-amplification {limit:g}"
+    if summary.amplification is None:
+        return Gate(option, False, f"{summary.label}'s amplification is undetermined (no payload or wire bytes to "
+                                   "divide by), so it cannot be shown to be within the limit.")
+    passed = summary.amplification <= limit
+    return Gate(option, passed, f"{summary.label}'s amplification is {ratio(summary.amplification)} "
+                                f"({'within' if passed else 'above'} the limit of {limit:g}x).")

@@ -1,0 +1,135 @@
+"""casstrace compare: two queries (or two stored traces) side by side, after checking they return the same data."""
+
+import sys
+from pathlib import Path
+
+import click
+
+from casstrace.analyses import DEFAULT_THRESHOLD
+from casstrace.analyses.compare import DEFAULT_TOLERANCE, LATENCY_FLOOR_S
+from casstrace.cli import run as run_cli
+from casstrace.errors import CasstraceError
+from casstrace.reports import FORMATS
+
+# The options `compare --before/--after` shares with `casstrace run`, taken from it: same flags, defaults, help.
+RUN_OPTIONS = ("keyspace", "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout",
+               "request_timeout", "pid", "repeat", "warmup", "cold", "consistency", "page_size", "backend")
+GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fails (errors exit 2)
+
+
+@click.command("compare")
+@click.argument("traces", nargs=-1, metavar="[TRACE_A TRACE_B]", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--before", help="First query (CQL): run under the probes like `casstrace run`.")
+@click.option("--after", help="Second query (CQL), typically the refactored one; needs --before.")
+@click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where --before/--after write their two traces (default: the casstrace data directory).")
+@click.option("--format", "format_", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Report format, as `casstrace report`.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to FILE (default: standard output; html: beside the second trace).")
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_THRESHOLD,
+              show_default=True, help="Amplification at or above which each query's verdict is 'flagged'.")
+@click.option("--fail-if-worse", is_flag=True,
+              help="Exit 1 when the second query is worse: per execution it reads more from its table's Data files "
+                   "than the first by more than --tolerance, or its median latency is higher by more than "
+                   f"--tolerance and by at least {LATENCY_FLOOR_S * 1000:g} ms.")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=DEFAULT_TOLERANCE * 100, show_default=True,
+              help="Percent by which the second query may read more or be slower before --fail-if-worse fails.")
+@click.option("--max-amplification", type=click.FloatRange(min=0), metavar="X",
+              help="Exit 1 when the second query's amplification (data read ÷ payload) is above X, or undetermined.")
+@click.option("--color/--no-color", default=None, help="Colour the text report (default: when writing to a terminal).")
+def command(traces, before, after, traces_dir, format_, output, threshold, fail_if_worse, tolerance,
+            max_amplification, color, **run_options):
+    """Compare TRACE_A TRACE_B, or run --before CQL and --after CQL, side by side.
+
+    First checks that both return the same payload, and refuses (exit 2) when they do not: live
+    queries by row count and a digest of the returned values computed on the client (never
+    stored); stored traces by row count and payload bytes only. Then shows, per execution, the
+    latency (median, p99), the bytes read per file, the page-cache misses, the amplification and
+    verdict of each, and the ratios second ÷ first.
+
+    The options from --keyspace on are those of `casstrace run`, for --before/--after.
+
+    Exit status: 0, or 1 when a gate asked for (--fail-if-worse, --max-amplification) fails, or 2
+    on an error (including different data).
+    """
+    from casstrace.analyses import analyse
+    from casstrace.analyses.compare import compare
+    from casstrace.reports import render, write
+    from casstrace.reports.comparison import document
+
+    live = before is not None or after is not None
+    if live == bool(traces) or (live and (before is None or after is None)) or (traces and len(traces) != 2):
+        raise CasstraceError("give either two traces or both --before and --after",
+                             'casstrace compare A.trace B.trace, or casstrace compare --before "SELECT ..." '
+                             '--after "SELECT ..."')
+    if live:
+        payload, traces = run_both(before, after, traces_dir, run_options)
+        labels = ("before", "after")
+    else:
+        payload, labels = None, ("A", "B")
+    first, second = (analyse(path, threshold=threshold) for path in traces)
+    comparison = compare(first, second, payload, labels, fail_if_worse=fail_if_worse, tolerance=tolerance / 100,
+                         max_amplification=max_amplification)
+    if comparison.payload.status == "different":
+        raise refusal(comparison.payload.summary, live)
+
+    report = document(comparison)
+    if output is None and format_ == "html":
+        output = Path(traces[1]).with_suffix(".compare.html")
+    if output is None:
+        click.echo(render(report, format_, color=sys.stdout.isatty() if color is None else color), nl=False)
+    else:
+        try:
+            path = write(report, format_, output, color=bool(color))
+        except OSError as error:
+            raise CasstraceError(f"cannot write the report to {output} ({error.strerror})",
+                                 "choose a writable --output path") from None
+        click.echo(comparison.summary)
+        for gate in comparison.gates:
+            click.echo(f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}")
+        click.echo(f"report: {path}")
+    if comparison.failed_gates:
+        click.get_current_context().exit(GATE_FAILED)
+
+
+def refusal(difference: str, live: bool) -> CasstraceError:
+    return CasstraceError(
+        f"refusing to compare: the two {'queries' if live else 'traces'} do not return the same data. {difference}",
+        "compare a query with its refactor returning the same rows and values (same partition, same column)",
+    )
+
+
+def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict):
+    """Check that both queries return the same data (one execution each, no probes), then run each
+    under the probes into its own trace. Returns (the payload check, the two trace paths)."""
+    from casstrace.analyses.compare import Payload, check_payload
+    from casstrace.node.connection import NodeSession, resolve_settings
+    from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
+    from casstrace.node.runner import RunOptions, clean_query, default_trace_path, run
+
+    settings = resolve_settings(*(run_options[name] for name in (
+        "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout", "request_timeout")))
+    queries = [clean_query(before), clean_query(after)]
+    consistency, page_size = run_options["consistency"].upper(), run_options["page_size"] or None
+    with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
+        prepared = [prepare(node.session, query) for query in queries]
+        results = [execute(node.session, statement, consistency, page_size) for statement in prepared]
+    check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest) for r in results))
+    if check.status == "different":
+        raise refusal(check.summary, live=True)
+
+    paths = []
+    for role, query in zip(("before", "after"), queries):
+        name = Path(default_trace_path(query).name)
+        out = (traces_dir or default_trace_path(query).parent) / f"{name.stem}-{role}{name.suffix}"
+        paths.append(run(RunOptions(
+            query=query, connection=settings, keyspace=run_options["keyspace"], pid=run_options["pid"],
+            repeat=run_options["repeat"], warmup=run_options["warmup"], cold=run_options["cold"],
+            consistency=consistency, page_size=page_size, backend=run_options["backend"], out=out)))
+        click.echo(f"trace ({role}): {paths[-1]}", err=True)
+    return check, paths
+
+
+_run_params = {param.name: param for param in run_cli.command.params}
+command.params += [_run_params[name] for name in RUN_OPTIONS]

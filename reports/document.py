@@ -1,0 +1,59 @@
+"""A report that is not one trace's analysis (a comparison, a sweep), as format-neutral blocks.
+
+Such a report is built once as a Document: its JSON-ready `data` (what the json format writes) and
+a list of blocks (what text, md and html lay out, each with its own markup). A format module renders
+it with render_document(document, **options), beside its render(analysis, **options).
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Heading:
+    text: str
+
+
+@dataclass
+class Paragraph:
+    text: str
+    tone: str = "plain"     # 'plain' | 'good' | 'bad' | 'warning' | 'muted'
+
+
+@dataclass
+class Code:
+    text: str               # a query, shown as is
+
+
+@dataclass
+class Items:
+    rows: list[tuple[str, str]]     # label, value
+
+
+@dataclass
+class Table:
+    headers: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+
+
+@dataclass
+class Series:
+    name: str
+    y: list[float | None]
+
+
+@dataclass
+class Chart:
+    """A line chart over a shared x axis (drawn by the html format only; the others show the table)."""
+
+    title: str
+    x_title: str
+    y_title: str
+    x: list[float]
+    series: list[Series]
+
+
+@dataclass
+class Document:
+    title: str
+    data: dict                      # JSON-ready, with its schema documented where it is built
+    blocks: list = field(default_factory=list)
