@@ -71,6 +71,9 @@ def command(pid, duration, out, stream_limit, command):
                     break
                 time.sleep(0.05)
     except KeyboardInterrupt:
+        if not capture.captured:   # interrupted before the probes were attached: nothing to keep
+            writer.discard()
+            raise
         interrupted = True
     except BaseException:
         writer.discard()

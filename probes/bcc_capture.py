@@ -159,6 +159,7 @@ class BccCapture:
         self._events: bytes = b""
         self.counters: dict[str, int] = {}
         self.compile_seconds: float | None = None
+        self.poller_cpu_seconds = 0.0   # CPU the notice poller used while capturing (for benchmarks)
 
     # -- the contract ------------------------------------------------------------------------
     def now_ns(self) -> int:
@@ -187,6 +188,7 @@ class BccCapture:
             self._start_polling()
         except BaseException:
             self._release()
+            self._started = False   # nothing to stop, nothing to write
             raise
 
     def begin_window(self, label: str, execution: int | None = None) -> int:
@@ -286,10 +288,12 @@ class BccCapture:
         self._poller.start()
 
     def _poll(self) -> None:
+        began = time.thread_time()
         while not self._stop_polling.is_set():
             self._bpf.ring_buffer_poll(timeout=50)
             if self.ended_early is None and self._process_exited():
                 self.ended_early = f"process {self.pid} exited"
+        self.poller_cpu_seconds = time.thread_time() - began
 
     def _process_exited(self) -> bool:
         if self._pidfd is None:
@@ -404,6 +408,11 @@ class BccCapture:
             self._thread_names.update(proc_fds.thread_names(self.pid))
 
     # -- writing -----------------------------------------------------------------------------
+    @property
+    def captured(self) -> bool:
+        """Whether the probes ran and were stopped, so that write() has something to write."""
+        return self._stopped
+
     def write(self, writer) -> None:
         """Write everything captured into a casstrace.traces.TraceWriter (after stop())."""
         if not self._stopped:
