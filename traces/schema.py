@@ -32,12 +32,14 @@ Meta keys (values are JSON)
   lost_events        int: events the kernel could not hand to us (ring/perf buffer full). Aggregates
                      are kept in the kernel and lose nothing; this counts per-event records only.
   unstreamed_events  int: per-event records deliberately not streamed (rate cap); aggregates still count them
+  aggregate_overflows int: aggregate updates refused because a kernel map was full (0 when all are exact)
+  ended_early        str, present when the capture ended before it was stopped (e.g. the process exited)
   notes              [str]: what the backend wants a reader to know (e.g. how the process was chosen)
   sysdig_version     str (sysdig backend)
   query              str, keyspace str, consistency str, page_size int (run only)
   node               {"host": str, "port": int, "pid": int}
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
-                      "tables": [{"keyspace", "table", "columns": [{"name","type","kind"}],
+                      "tables": [{"keyspace", "table", "id", "columns": [{"name","type","kind"}],
                                   "partition_key": [str], "clustering": [str],
                                   "compression": {...}, "sstables": [{"path","size"}]}]}
   query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread"}]}]
