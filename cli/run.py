@@ -38,11 +38,15 @@ from casstrace.node.query import CONSISTENCY_LEVELS
 @click.option("--backend", type=click.Choice(["bcc", "sysdig"]), default="bcc", show_default=True,
               help="What captures the JVM's I/O.")
 @click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
+@click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
 def command(query, query_file, out, keyspace, host, port, username, ssl_enabled, cqlshrc, connect_timeout,
-            request_timeout, pid, repeat, warmup, cold, consistency, page_size, backend, no_html):
+            request_timeout, pid, repeat, warmup, cold, consistency, page_size, backend, no_html, timings):
     """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace."""
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
+    from casstrace.phases import Phases
+
+    phases = Phases()
 
     if (query is None) == (query_file is None):
         raise CasstraceError("give the query either as an argument or with --file, not both or neither",
@@ -52,8 +56,11 @@ def command(query, query_file, out, keyspace, host, port, username, ssl_enabled,
     path = run(RunOptions(
         query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
         consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out,
-    ))
-    report(path, html=not no_html)
+    ), phases)
+    with phases("analyse, report"):
+        report(path, html=not no_html)
+    if timings:
+        click.echo(phases.summary(), err=True)
 
 
 def report(path: Path, html: bool) -> None:

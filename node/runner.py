@@ -11,6 +11,7 @@ records are fetched after the capture stops.
 import json
 import re
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from casstrace.node.connection import ConnectionSettings, NodeSession, parse_add
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.query import MeasuringProtocolHandler, QueryResult, execute, prepare, query_traces
 from casstrace.paths import default_traces_dir
+from casstrace.phases import Phases
 from casstrace.sandbox.cql import split_statements
 from casstrace.traces import TraceWriter
 
@@ -88,17 +90,23 @@ def default_trace_path(query: str, now: datetime | None = None) -> Path:
     return default_traces_dir() / f"{now:%Y%m%d-%H%M%S}-{slug}.trace"
 
 
-def run(options: RunOptions) -> Path:
-    """Run the query under the probes and return the path of the trace written."""
+def run(options: RunOptions, phases: Phases | None = None) -> Path:
+    """Run the query under the probes and return the path of the trace written.
+    `phases` records where the wall time went (casstrace run --timings)."""
+    phases = phases or Phases()
     query = clean_query(options.query)
     if options.repeat < 1 or options.warmup < 0:
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
     backend = capture_class(options.backend)  # fail on a missing backend before touching the node
 
-    with NodeSession(options.connection, options.keyspace, protocol_handler=MeasuringProtocolHandler) as node:
-        prepared = prepare(node.session, query)
-        process = find_cassandra(options.pid, native_port=options.connection.port)
-        cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
+    with ExitStack() as stack:
+        with phases("connect, prepare"):
+            node = stack.enter_context(
+                NodeSession(options.connection, options.keyspace, protocol_handler=MeasuringProtocolHandler))
+            prepared = prepare(node.session, query)
+        with phases("find JVM, read schema"):
+            process = find_cassandra(options.pid, native_port=options.connection.port)
+            cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
         keyspace = options.keyspace or next((t["keyspace"] for t in cassandra["tables"]), None)
         if options.cold:
             sstables = [f["path"] for table in cassandra["tables"] for f in table["sstables"]]
@@ -109,47 +117,48 @@ def run(options: RunOptions) -> Path:
         writer = TraceWriter(options.out or default_trace_path(query))
         try:
             capture = backend(process.pid, extra_dirs=tuple(cassandra["data_file_directories"]))
-            executions, incomplete_reason = _execute_all(capture, node, prepared, options)
+            executions, incomplete_reason = _execute_all(capture, node, prepared, options, phases)
             client_addresses = node.client_addresses()
         except BaseException:
             writer.discard()
             raise
 
         interrupted = incomplete_reason == INTERRUPTED
-        try:
-            tracing = next((e for e in executions if e.kind == "tracing" and e.result), None)
-            query_trace = []
-            if tracing and not interrupted:
-                try:
-                    query_trace = query_traces(tracing.result)
-                except KeyboardInterrupt:
-                    interrupted, incomplete_reason = True, INTERRUPTED
-                except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
-                    warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
-            capture.write(writer)
-            writer.set_meta(
-                query=query,
-                keyspace=keyspace,
-                consistency=options.consistency,
-                page_size=options.page_size or 0,
-                node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
-                cassandra=cassandra,
-                query_trace=query_trace,
-            )
-            _write_executions(writer, executions, client_addresses)
-            if capture.ended_early and not incomplete_reason:
-                incomplete_reason = f"the capture ended early: {capture.ended_early}"
-        except BaseException:
-            writer.discard()
-            raise
-        path = writer.finish(complete=not incomplete_reason, reason=incomplete_reason)
+        with phases("write trace"):
+            try:
+                tracing = next((e for e in executions if e.kind == "tracing" and e.result), None)
+                query_trace = []
+                if tracing and not interrupted:
+                    try:
+                        query_trace = query_traces(tracing.result)
+                    except KeyboardInterrupt:
+                        interrupted, incomplete_reason = True, INTERRUPTED
+                    except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
+                        warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
+                capture.write(writer)
+                writer.set_meta(
+                    query=query,
+                    keyspace=keyspace,
+                    consistency=options.consistency,
+                    page_size=options.page_size or 0,
+                    node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
+                    cassandra=cassandra,
+                    query_trace=query_trace,
+                )
+                _write_executions(writer, executions, client_addresses)
+                if capture.ended_early and not incomplete_reason:
+                    incomplete_reason = f"the capture ended early: {capture.ended_early}"
+            except BaseException:
+                writer.discard()
+                raise
+            path = writer.finish(complete=not incomplete_reason, reason=incomplete_reason)
     if interrupted:
         warn(f"interrupted: the trace so far, marked incomplete, is at {path}")
         raise KeyboardInterrupt
     return path
 
 
-def _execute_all(capture, node: NodeSession, prepared, options: RunOptions):
+def _execute_all(capture, node: NodeSession, prepared, options: RunOptions, phases: Phases):
     """Run warmups, measured executions and the tracing execution, each in its own window.
     Returns (executions, why the run stopped early or None). A failed execution is recorded and
     ends the run; Ctrl-C ends it too (INTERRUPTED is returned, so that what was captured is kept)."""
@@ -157,31 +166,37 @@ def _execute_all(capture, node: NodeSession, prepared, options: RunOptions):
     labels = {"warmup": "warmup", "measured": "execution", "tracing": "tracing"}
     executions: list[Execution] = []
     stopped = None
-    with capture:
-        try:
-            for number, kind in enumerate(plan, start=1):
-                if capture.ended_early:
-                    stopped = f"the capture ended early: {capture.ended_early}"
-                    break
-                if options.cold:
-                    context.drop_page_cache()
-                window_id = capture.begin_window(labels[kind], execution=number)
-                execution = Execution(number, kind, window_id)
-                executions.append(execution)
-                try:
-                    execution.result = execute(node.session, prepared, options.consistency, options.page_size,
-                                               trace=(kind == "tracing"))
-                except Exception as error:
-                    execution.error = f"{type(error).__name__}: {getattr(error, 'message', None) or error}"
-                finally:
-                    capture.begin_window("between")
-                if execution.error:
-                    stopped = f"execution {number} failed: {execution.error}"
-                    break
-        except KeyboardInterrupt:
-            stopped = INTERRUPTED
-            if executions and executions[-1].result is None:
-                executions[-1].error = "interrupted"
+    with phases("compile, attach probes"):
+        capture.start()
+    try:
+        with phases("run the query"):
+            try:
+                for number, kind in enumerate(plan, start=1):
+                    if capture.ended_early:
+                        stopped = f"the capture ended early: {capture.ended_early}"
+                        break
+                    if options.cold:
+                        context.drop_page_cache()
+                    window_id = capture.begin_window(labels[kind], execution=number)
+                    execution = Execution(number, kind, window_id)
+                    executions.append(execution)
+                    try:
+                        execution.result = execute(node.session, prepared, options.consistency, options.page_size,
+                                                   trace=(kind == "tracing"))
+                    except Exception as error:
+                        execution.error = f"{type(error).__name__}: {getattr(error, 'message', None) or error}"
+                    finally:
+                        capture.begin_window("between")
+                    if execution.error:
+                        stopped = f"execution {number} failed: {execution.error}"
+                        break
+            except KeyboardInterrupt:
+                stopped = INTERRUPTED
+                if executions and executions[-1].result is None:
+                    executions[-1].error = "interrupted"
+    finally:
+        with phases("detach probes"):
+            capture.stop()
     return executions, stopped
 
 
