@@ -17,7 +17,6 @@ What a scap can tell, and what it cannot:
 Data buffers are never asked for (no %evt.arg.data, no %evt.args).
 """
 
-import bisect
 import itertools
 import math
 import os
@@ -27,6 +26,7 @@ import sqlite3
 import subprocess
 import tempfile
 import threading
+from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,7 +133,7 @@ class _PageRuns:
                 starts.append(start)
                 ends.append(end)
             return
-        i = bisect.bisect_right(starts, start)
+        i = bisect_right(starts, start)
         if i and ends[i - 1] >= start:
             i -= 1
             start = starts[i]
@@ -166,22 +166,19 @@ class _FileWindow:
 
 
 class _File:
-    __slots__ = ("index", "path", "kind", "local_addr", "remote_addr", "next_read_offset", "windows")
+    __slots__ = ("index", "path", "kind", "latency_target", "local_addr", "remote_addr",
+                 "next_read_offset", "windows")
 
     def __init__(self, index, path, kind, local_addr=None, remote_addr=None):
         self.index = index
         self.path = path
         self.kind = kind
+        # what the latency spectrogram calls the target of a call on this fd
+        self.latency_target = kind if kind in ("file", "socket") else "other"
         self.local_addr = local_addr
         self.remote_addr = remote_addr
         self.next_read_offset = None
         self.windows: dict[int, _FileWindow] = {}
-
-    def window(self, window: int) -> _FileWindow:
-        stats = self.windows.get(window)
-        if stats is None:
-            stats = self.windows[window] = _FileWindow()
-        return stats
 
 
 def describe_fd(fd: int | None, typechar: str, name: str, is_server: str, l4proto: str):
@@ -261,12 +258,9 @@ class _EventSpool:
         self.rows: list[tuple] = []
         self.db = None
 
-    def add(self, row: tuple) -> None:
-        self.rows.append(row)
-        if len(self.rows) >= self.MEMORY_ROWS:
-            self._spill()
-
-    def _spill(self) -> None:
+    def spill(self) -> None:
+        """Moves the rows in memory to disk (the importer appends to `rows` and calls this once
+        they reach MEMORY_ROWS)."""
         if self.db is None:
             self.db = sqlite3.connect(self.directory / "events.db")
             self.db.execute("PRAGMA journal_mode = OFF")
@@ -298,6 +292,7 @@ class ScapImporter:
         self.windows = windows
         self.window_starts = [w.start_ns for w in windows] if windows else None
         self.processes: dict[int, _Process] = {}
+        self._processes_by_pid_text: dict[str, _Process] = {}   # as sysdig prints the pid
         self.first_ns = self.last_ns = self.start_ns = None
         self.event_limit = event_limit
         self.spool = _EventSpool(spool_dir)
@@ -305,147 +300,182 @@ class ScapImporter:
 
     # -- the stream -----------------------------------------------------------------------------
     def feed(self, line: str) -> None:
-        fields = line.rstrip("\n").split("\t", 16)
-        if len(fields) != 17:
-            self.unparsed += 1
-            return
-        (direction, rawtime, pid, tid, etype, fd, typechar, is_server, l4proto, res, size, pos,
-         offset, whence, exe, thread_name, fd_name) = fields
-        ts = int(rawtime)
-        if self.first_ns is None:
-            self.first_ns = ts
-            # Slot 0 starts with the first window, or else with the first event.
-            self.start_ns = self.windows[0].start_ns if self.windows else ts
-        self.last_ns = ts
-        pid = int(pid)
-        tid = int(tid)
+        """Folds one line of sysdig's output (OUTPUT_FORMAT) into the aggregates."""
+        self.feed_lines((line,))
+
+    def feed_lines(self, lines) -> None:
+        """Folds lines of sysdig's output into the aggregates. This loop runs once per event and is
+        most of an import's time: hence locals instead of attributes and the common cases inline."""
+        processes = self._processes_by_pid_text
+        windows, window_starts = self.windows, self.window_starts
+        staged = self.spool.rows
+        memory_rows = self.spool.MEMORY_ROWS
+        start_ns, last_ns = self.start_ns, self.last_ns
+        try:
+            for line in lines:
+                fields = line.rstrip("\n").split("\t", 16)
+                if len(fields) != 17:
+                    self.unparsed += 1
+                    continue
+                (direction, rawtime, pid, tid, etype, fd, typechar, is_server, l4proto, res, size, pos,
+                 offset, whence, exe, thread_name, fd_name) = fields
+                last_ns = ts = int(rawtime)
+                if start_ns is None:
+                    self.first_ns = ts
+                    # Slot 0 starts with the first window, or else with the first event.
+                    start_ns = self.start_ns = windows[0].start_ns if windows else ts
+                process = processes.get(pid)
+                if process is None:
+                    process = self._process(pid, exe)
+                tid = int(tid)
+                if direction == ">":
+                    process.pending[tid] = (etype, ts, size, pos, offset, whence)
+                    continue
+                process.threads[tid] = thread_name
+                process.events += 1
+                enter = process.pending.pop(tid, None)
+                latency = None
+                entry_ts = ts
+                if enter is not None and enter[0] == etype:
+                    entry_ts = enter[1]
+                    latency = ts - entry_ts
+                    process.paired += 1
+                    # Old scap formats carry the arguments on the enter event, newer ones on the exit.
+                    if size == NA:
+                        size = enter[2]
+                    if pos == NA:
+                        pos = enter[3]
+                    if offset == NA:
+                        offset = enter[4]
+                    if whence == NA:
+                        whence = enter[5]
+                elif size == NA and pos == NA and offset == NA and etype in IO_SYSCALLS:
+                    # Without its enter event an old-format exit does not say which fd it used:
+                    # sysdig names whichever fd the thread used last. Normal for calls in flight when
+                    # the capture began; for a whole capture it means sysdig cannot read this format
+                    # (see choose()).
+                    process.blind += 1
+
+                try:
+                    fd = int(fd)
+                except ValueError:
+                    fd = _to_int(fd)
+                file = None
+                if fd is not None and fd >= 0:
+                    key = (fd, typechar, fd_name, is_server, l4proto)
+                    file = process.fd_files.get(key)
+                    if file is None:
+                        file = self._file(process, key, *describe_fd(fd, typechar, fd_name, is_server, l4proto))
+
+                slot = (ts - start_ns) // SLOT_NS
+                if slot < 0:
+                    slot = 0
+                if latency is not None:
+                    target = "none" if etype in OPEN_SYSCALLS else (
+                        file.latency_target if file is not None else "other")
+                    key = (slot, SYSCALL_NAMES[etype], target, _latency_bucket(latency))
+                    process.latency[key] = process.latency.get(key, 0) + 1
+
+                if etype in OPEN_SYSCALLS:
+                    if fd is not None and fd >= 0:
+                        process.positions[fd] = 0
+                    continue
+                if etype in CLOSE_SYSCALLS:
+                    process.positions.pop(fd, None)
+                    continue
+                if file is None:
+                    continue
+                window = 0 if window_starts is None else max(0, bisect_right(window_starts, ts) - 1)
+                stats = file.windows.get(window)
+                if stats is None:
+                    stats = file.windows[window] = _FileWindow()
+                try:
+                    result = int(res)
+                except ValueError:
+                    result = _to_int(res)
+                if etype in READ_SYSCALLS:
+                    stats.read_calls += 1
+                    try:
+                        size = int(size)
+                    except ValueError:
+                        size = _to_int(size)
+                    if size is not None:
+                        stats.read_requested_bytes += size
+                    if latency is not None:
+                        stats.read_ns = (stats.read_ns or 0) + latency
+                    returned = result if result is not None else 0
+                    if result is not None and result >= 0:
+                        bucket = returned.bit_length() - 1   # 0 bytes -> -1
+                        stats.read_sizes[bucket] = stats.read_sizes.get(bucket, 0) + 1
+                    if etype in POSITIONED:
+                        try:
+                            read_offset = int(pos)
+                        except ValueError:
+                            read_offset = _to_int(pos)
+                    else:
+                        read_offset = process.positions.get(fd)
+                        if read_offset is not None and returned > 0:
+                            process.positions[fd] = read_offset + returned
+                    if returned > 0:
+                        stats.read_bytes += returned
+                        if file.kind == "file":
+                            process.file_bytes += returned
+                    if file.kind != "file":
+                        continue
+                    if read_offset is not None and returned > 0:
+                        if file.next_read_offset is not None and read_offset != file.next_read_offset:
+                            stats.seek_jumps += 1
+                            stats.run_bytes = 0
+                        stats.run_bytes += returned
+                        if stats.run_bytes > stats.longest_sequential_bytes:
+                            stats.longest_sequential_bytes = stats.run_bytes
+                        file.next_read_offset = read_offset + returned
+                        stats.pages.add(read_offset // PAGE_BYTES, (read_offset + returned - 1) // PAGE_BYTES + 1)
+                        cell_key = (file.index, slot, read_offset // HEATMAP_OFFSET_BYTES)
+                        cell = process.heatmap.get(cell_key)
+                        if cell is None:
+                            process.heatmap[cell_key] = [1, returned]
+                        else:
+                            cell[0] += 1
+                            cell[1] += returned
+                    elif returned > 0:
+                        file.next_read_offset = None   # lost track of where the file is being read
+                    record = (process.pid, entry_ts, tid, READ_SYSCALLS[etype], fd, file.index,
+                              read_offset, size, result, latency)
+                elif etype in WRITE_SYSCALLS:
+                    stats.write_calls += 1
+                    if result is not None and result > 0:
+                        stats.write_bytes += result
+                        if file.kind == "file":
+                            process.file_bytes += result
+                        if etype not in POSITIONED and fd in process.positions:
+                            process.positions[fd] += result
+                    continue
+                else:  # lseek
+                    stats.lseek_calls += 1
+                    if result is not None and result >= 0:
+                        process.positions[fd] = result
+                    else:
+                        process.positions.pop(fd, None)
+                    if file.kind != "file":
+                        continue
+                    record = (process.pid, entry_ts, tid, SYSCALL_NAMES[etype], fd, file.index,
+                              _signed64(_to_int(offset)), _whence(whence), result, latency)
+                # A per-call record of a read or lseek on a file, for the events table.
+                process.records += 1
+                staged.append(record)
+                if len(staged) >= memory_rows:
+                    self.spool.spill()
+        finally:
+            self.last_ns = last_ns
+
+    def _process(self, pid_text: str, exe: str) -> _Process:
+        pid = int(pid_text)
         process = self.processes.get(pid)
         if process is None:
             process = self.processes[pid] = _Process(pid, os.path.basename(exe) if exe != NA else str(pid))
-        if direction == ">":
-            process.pending[tid] = (etype, ts, size, pos, offset, whence)
-            return
-        process.threads[tid] = thread_name
-        process.events += 1
-        fd = _to_int(fd)
-        enter = process.pending.pop(tid, None)
-        latency = None
-        entry_ts = ts
-        if enter is not None and enter[0] == etype:
-            latency = ts - enter[1]
-            entry_ts = enter[1]
-            process.paired += 1
-            # Old scap formats carry the arguments on the enter event, newer ones on the exit.
-            if size == NA:
-                size = enter[2]
-            if pos == NA:
-                pos = enter[3]
-            if offset == NA:
-                offset = enter[4]
-            if whence == NA:
-                whence = enter[5]
-        elif size == NA and pos == NA and offset == NA and etype in IO_SYSCALLS:
-            # Without its enter event an old-format exit does not say which fd it used: sysdig
-            # names whichever fd the thread used last. Normal for calls in flight when the capture
-            # began; for a whole capture it means sysdig cannot read this format (see choose()).
-            process.blind += 1
-
-        file = None
-        if fd is not None and fd >= 0:
-            key = (fd, typechar, fd_name, is_server, l4proto)
-            file = process.fd_files.get(key)
-            if file is None:
-                path, kind, local, remote = describe_fd(fd, typechar, fd_name, is_server, l4proto)
-                file = self._file(process, key, path, kind, local, remote)
-
-        slot = max(0, (ts - self.start_ns) // SLOT_NS)
-        if latency is not None:
-            target = "none" if etype in OPEN_SYSCALLS else (
-                file.kind if file is not None and file.kind in ("file", "socket") else "other")
-            key = (slot, SYSCALL_NAMES[etype], target, _latency_bucket(latency))
-            process.latency[key] = process.latency.get(key, 0) + 1
-
-        if etype in OPEN_SYSCALLS:
-            if fd is not None and fd >= 0:
-                process.positions[fd] = 0
-            return
-        if etype in CLOSE_SYSCALLS:
-            process.positions.pop(fd, None)
-            return
-        if file is None:
-            return
-        window = self._window(ts)
-        stats = file.window(window)
-        result = _to_int(res)
-        if etype in READ_SYSCALLS:
-            self._read(process, file, stats, etype, entry_ts, tid, fd, slot, result,
-                       _to_int(size), _to_int(pos), latency)
-        elif etype in WRITE_SYSCALLS:
-            stats.write_calls += 1
-            if result is not None and result > 0:
-                stats.write_bytes += result
-                if file.kind == "file":
-                    process.file_bytes += result
-                if etype not in POSITIONED and fd in process.positions:
-                    process.positions[fd] += result
-        else:  # lseek
-            stats.lseek_calls += 1
-            if result is not None and result >= 0:
-                process.positions[fd] = result
-            else:
-                process.positions.pop(fd, None)
-            if file.kind == "file":
-                self._stage(process, entry_ts, tid, SYSCALL_NAMES[etype], fd, file.index,
-                            _signed64(_to_int(offset)), _whence(whence), result, latency)
-
-    def _read(self, process, file, stats, etype, entry_ts, tid, fd, slot, result, size, pos, latency):
-        stats.read_calls += 1
-        if size is not None:
-            stats.read_requested_bytes += size
-        if latency is not None:
-            stats.read_ns = (stats.read_ns or 0) + latency
-        returned = result if result is not None else 0
-        if result is not None and result >= 0:
-            bucket = returned.bit_length() - 1   # 0 bytes -> -1
-            stats.read_sizes[bucket] = stats.read_sizes.get(bucket, 0) + 1
-        if etype in POSITIONED:
-            offset = pos
-        else:
-            offset = process.positions.get(fd)
-            if offset is not None and returned > 0:
-                process.positions[fd] = offset + returned
-        if returned > 0:
-            stats.read_bytes += returned
-            if file.kind == "file":
-                process.file_bytes += returned
-        if file.kind != "file":
-            return
-        if offset is not None and returned > 0:
-            if file.next_read_offset is not None and offset != file.next_read_offset:
-                stats.seek_jumps += 1
-                stats.run_bytes = 0
-            stats.run_bytes += returned
-            if stats.run_bytes > stats.longest_sequential_bytes:
-                stats.longest_sequential_bytes = stats.run_bytes
-            file.next_read_offset = offset + returned
-            stats.pages.add(offset // PAGE_BYTES, (offset + returned - 1) // PAGE_BYTES + 1)
-            cell_key = (file.index, slot, offset // HEATMAP_OFFSET_BYTES)
-            cell = process.heatmap.get(cell_key)
-            if cell is None:
-                process.heatmap[cell_key] = [1, returned]
-            else:
-                cell[0] += 1
-                cell[1] += returned
-        elif returned > 0:
-            file.next_read_offset = None   # lost track of where the file is being read
-        self._stage(process, entry_ts, tid, READ_SYSCALLS[etype], fd, file.index, offset, size,
-                    result, latency)
-
-    def _window(self, ts: int) -> int:
-        """Index of the window holding ts; events outside every window go to the nearest one."""
-        if not self.windows:
-            return 0
-        return max(0, bisect.bisect_right(self.window_starts, ts) - 1)
+        self._processes_by_pid_text[pid_text] = process
+        return process
 
     def _file(self, process, key, path, kind, local, remote) -> _File:
         # An fd number reused for a file seen before (reopened) is the same trace file.
@@ -457,10 +487,6 @@ class ScapImporter:
             process.files[identity] = file
         process.fd_files[key] = file
         return file
-
-    def _stage(self, process, *row) -> None:
-        process.records += 1
-        self.spool.add((process.pid, *row))
 
     # -- choosing and writing -------------------------------------------------------------------
     def choose(self, pid: int | None, proc: str | None) -> tuple[_Process, str]:
@@ -607,8 +633,8 @@ class SysdigVersion:
         return self._version
 
 
-def _stream(command: list[str], feed, stderr, timeout_s: float) -> tuple[int, bool]:
-    """Runs sysdig, handing each line it prints to `feed`. Returns (exit status, timed out):
+def _stream(command: list[str], feed_lines, stderr, timeout_s: float) -> tuple[int, bool]:
+    """Runs sysdig, handing the lines it prints to `feed_lines` as they come. Returns (exit status, timed out):
     a sysdig that is still running after timeout_s is killed, never waited on forever."""
     try:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
@@ -624,8 +650,7 @@ def _stream(command: list[str], feed, stderr, timeout_s: float) -> tuple[int, bo
     watchdog = threading.Timer(timeout_s, stop_stuck_sysdig)
     watchdog.start()
     try:
-        for line in process.stdout:
-            feed(line)
+        feed_lines(process.stdout)
         return process.wait(), timed_out.is_set()
     finally:
         watchdog.cancel()
@@ -653,7 +678,7 @@ def import_scap(scap: str | os.PathLike, writer, *, pid: int | None = None, proc
             tempfile.TemporaryFile(mode="w+", dir=spool_dir) as stderr:
         importer = ScapImporter(windows, Path(spool_dir), event_limit)
         try:
-            returncode, timed_out = _stream(command, importer.feed, stderr, timeout_s)
+            returncode, timed_out = _stream(command, importer.feed_lines, stderr, timeout_s)
             if timed_out:
                 raise CasstraceError(f"sysdig {version} did not finish reading {scap} within {timeout_s:.0f} s",
                                      "check the file with `sysdig -r FILE`; a newer sysdig may read it")
