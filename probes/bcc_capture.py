@@ -37,7 +37,7 @@ SOURCE_NAMES = {0: "syscall", 1: "page_cache"}
 NOTICE_NEW_FD, NOTICE_CONNECT, NOTICE_RENAME, NOTICE_EXIT = 1, 2, 3, 4
 COUNTER_NAMES = ("events_offered", "notices_lost", "aggregate_overflows", "iov_truncated", "coverage_truncated")
 # struct event in capture.c
-EVENT = struct.Struct("<QQqqqIiII")
+EVENT = struct.Struct("<QQqqqQIiIIII")
 CAP_PERFMON, CAP_BPF = 38, 39
 BPF_NOEXIST = 1
 
@@ -83,6 +83,19 @@ def latency_octaves() -> list[tuple[int, list[int]]]:
         limits = [limit if limit < high else 2**64 - 1 for limit in limits]
         octaves.append((first, limits))
     return octaves
+
+
+_OCTAVES: list[tuple[int, list[int]]] = []
+
+
+def latency_bucket(ns: int) -> int:
+    """The spectrogram bucket of a latency, as capture.c computes it from the octave table."""
+    if ns == 0:
+        return 0
+    if not _OCTAVES:
+        _OCTAVES.extend(latency_octaves())
+    first, limits = _OCTAVES[ns.bit_length() - 1]
+    return first + sum(ns >= limit for limit in limits)
 
 
 def check_privileges() -> None:

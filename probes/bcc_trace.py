@@ -2,6 +2,8 @@
 
 The kernel names files by (fd, generation) for syscalls and by (device, inode) for the page cache;
 here both become file_ids, so a file read through its fd and filled by the page cache is one row.
+Reads and lseeks that found room in the event log are in no map (the kernel leaves them to us to
+save their cost): their totals, coverage and heat map cells are added up here from the log.
 """
 
 import os
@@ -9,11 +11,13 @@ from collections import defaultdict
 
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.bcc_capture import (EVENT, HEATMAP_OFFSET_BYTES, PAGE_SIZE, SLOT_NS, SOURCE_NAMES,
-                                          TARGET_NAMES)
+                                          TARGET_NAMES, latency_bucket)
 from casstrace.probes.proc_fds import Descriptor
 
 SOURCE_SYSCALL, SOURCE_PAGE_CACHE = 0, 1
 READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
+LSEEK = syscalls.NUMBERS["lseek"]
+TARGET_FILE = 1   # the only target a logged call has
 
 
 def page_runs(words: dict[int, int]) -> list[tuple[int, int]]:
@@ -33,6 +37,51 @@ def page_runs(words: dict[int, int]) -> list[tuple[int, int]]:
     return [(first, count) for first, count in runs]
 
 
+def page_bits(first: int, last: int) -> dict[int, int]:
+    """Pages [first, last] as a bitmap: word index -> 64 bits (bit p of word w: page 64 w + p)."""
+    words = {}
+    for word in range(first // 64, last // 64 + 1):
+        low = first % 64 if word == first // 64 else 0
+        high = last % 64 if word == last // 64 else 63
+        words[word] = ((1 << (high + 1)) - 1) ^ ((1 << low) - 1)
+    return words
+
+
+class LoggedCalls:
+    """What the logged calls add to the per-file totals, coverage, heat map and latency spectrogram,
+    keyed as the kernel keys its maps, computed as capture.c would have (on_read, on_lseek)."""
+
+    def __init__(self, events: bytes, start_ns: int):
+        self.totals: dict[tuple[int, int, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.sizes: dict[tuple[int, int, int, int], int] = defaultdict(int)   # + log2 bucket
+        self.coverage: dict[tuple[int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        self.heat: dict[tuple[int, int, int, int], list[int]] = defaultdict(lambda: [0, 0])
+        self.latency: dict[tuple[int, int, int, int], int] = defaultdict(int)   # as latency_key
+        for ts, latency, offset, requested, returned, run, _tid, fd, gen, nr, epoch, jump in EVENT.iter_unpack(events):
+            slot = (ts - start_ns) // SLOT_NS if ts >= start_ns else 0
+            self.latency[(slot, nr, TARGET_FILE, latency_bucket(latency))] += 1
+            key = (epoch, fd, gen)
+            totals = self.totals[key]
+            if nr == LSEEK:
+                totals["lseek_calls"] += 1
+                continue
+            totals["read_calls"] += 1
+            totals["read_bytes"] += returned
+            totals["read_requested_bytes"] += requested
+            totals["read_ns"] += latency
+            totals["seek_jumps"] += jump
+            totals["longest_sequential_bytes"] = max(totals["longest_sequential_bytes"], run)
+            self.sizes[(*key, returned.bit_length() - 1)] += 1
+            if offset < 0 or returned == 0:
+                continue
+            bitmap = self.coverage[key]
+            for word, bits in page_bits(offset // PAGE_SIZE, (offset + returned - 1) // PAGE_SIZE).items():
+                bitmap[word] |= bits
+            cell = self.heat[(fd, gen, slot, offset // HEATMAP_OFFSET_BYTES)]
+            cell[0] += 1
+            cell[1] += returned
+
+
 class TraceBuilder:
     def __init__(self, capture, writer):
         self.capture = capture
@@ -41,6 +90,7 @@ class TraceBuilder:
         self._fd_file_ids: dict[tuple[int, int], int] = {}
         self._page_file_ids: dict[tuple[int, int], int] = {}
         self._names_by_inode: dict[tuple[int, int], Descriptor] | None = None
+        self.logged = LoggedCalls(capture._events, capture._start_ns)
 
     def write(self) -> None:
         self._windows()
@@ -115,21 +165,28 @@ class TraceBuilder:
                 "lseek_calls": 0, "seek_jumps": 0, "longest_sequential_bytes": 0,
                 "cache_miss_pages": 0, "cache_miss_bytes": 0})
 
+        def add(totals: dict, figures: dict) -> None:
+            for name, value in figures.items():
+                if name == "longest_sequential_bytes":
+                    totals[name] = max(totals[name], value)
+                else:
+                    totals[name] += value
+
         for key, stats in self.tables["stats_by_fd"]:
             file_id = self.fd_file(key.fd, key.gen)
-            totals = row(key.epoch, file_id)
-            totals["read_calls"] += stats.read_calls
-            totals["read_bytes"] += stats.read_bytes
-            totals["read_requested_bytes"] += stats.read_requested
-            totals["read_ns"] += stats.read_ns
-            totals["write_calls"] += stats.write_calls
-            totals["write_bytes"] += stats.write_bytes
-            totals["lseek_calls"] += stats.lseek_calls
-            totals["seek_jumps"] += stats.seek_jumps
-            totals["longest_sequential_bytes"] = max(totals["longest_sequential_bytes"], stats.longest_run)
+            add(row(key.epoch, file_id), {
+                "read_calls": stats.read_calls, "read_bytes": stats.read_bytes,
+                "read_requested_bytes": stats.read_requested, "read_ns": stats.read_ns,
+                "write_calls": stats.write_calls, "write_bytes": stats.write_bytes,
+                "lseek_calls": stats.lseek_calls, "seek_jumps": stats.seek_jumps,
+                "longest_sequential_bytes": stats.longest_run})
             for index, count in enumerate(stats.read_sizes):
                 if count:
                     sizes[(key.epoch, file_id, index - 1)] += count
+        for (epoch, fd, gen), figures in self.logged.totals.items():
+            add(row(epoch, self.fd_file(fd, gen)), figures)
+        for (epoch, fd, gen, bucket), count in self.logged.sizes.items():
+            sizes[(epoch, self.fd_file(fd, gen), bucket)] += count
         for key, pages in self.tables["page_cache_pages"]:
             totals = row(key.epoch, self.page_file(key.dev, key.inode))
             totals["cache_miss_pages"] += pages
@@ -144,6 +201,10 @@ class TraceBuilder:
             f = key.file
             file_id = self.file_of(f.source, f.fd_or_dev, f.gen_or_inode)
             bitmaps[(key.epoch, file_id, f.source)][key.word] |= bits
+        for (epoch, fd, gen), words in self.logged.coverage.items():
+            bitmap = bitmaps[(epoch, self.fd_file(fd, gen), SOURCE_SYSCALL)]
+            for word, bits in words.items():
+                bitmap[word] |= bits
         self.writer.add_coverage(
             {"window_id": window_id, "file_id": file_id, "source": SOURCE_NAMES[source],
              "first_page": first, "page_count": count}
@@ -158,20 +219,30 @@ class TraceBuilder:
                           key.slot, key.offset_bucket)]
             cell[0] += value.calls
             cell[1] += value.bytes
+        for (fd, gen, slot, bucket), (calls, size) in self.logged.heat.items():
+            cell = cells[(self.fd_file(fd, gen), SOURCE_NAMES[SOURCE_SYSCALL], slot, bucket)]
+            cell[0] += calls
+            cell[1] += size
         self.writer.add_heatmap(
             {"file_id": file_id, "source": source, "slot": slot, "offset_bucket": bucket,
              "calls": calls, "bytes": size}
             for (file_id, source, slot, bucket), (calls, size) in cells.items())
 
     def _latency(self) -> None:
+        counts: dict[tuple[int, int, int, int], int] = defaultdict(int)
+        for key, count in self.tables["latency_hist"]:
+            counts[(key.slot, key.nr, key.target, key.bucket)] += count
+        for key, count in self.logged.latency.items():
+            counts[key] += count
         self.writer.add_latency(
-            {"slot": key.slot, "syscall": syscalls.name(key.nr), "target": TARGET_NAMES[key.target],
-             "bucket": key.bucket, "count": count}
-            for key, count in self.tables["latency_hist"])
+            {"slot": slot, "syscall": syscalls.name(nr), "target": TARGET_NAMES[target], "bucket": bucket,
+             "count": count}
+            for (slot, nr, target, bucket), count in counts.items())
 
     def _events(self) -> None:
         def rows():
-            for ts, latency, offset, requested, returned, tid, fd, gen, nr in EVENT.iter_unpack(self.capture._events):
+            for ts, latency, offset, requested, returned, _run, tid, fd, gen, nr, _epoch, _jump in EVENT.iter_unpack(
+                    self.capture._events):
                 if nr in READ_SYSCALLS and offset < 0:
                     offset = None
                 yield (ts, tid, syscalls.name(nr), fd, self.fd_file(fd, gen), offset, requested, returned, latency)

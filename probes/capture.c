@@ -153,17 +153,24 @@ struct latency_key {
 BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
 
 // Per-call records of reads and lseeks on files, written in place and read once at the end
-// (no per-event wakeup or userspace work). Past EVENT_CAPACITY they are only counted.
+// (no per-event wakeup or userspace work). A call that finds room in the log is added to the
+// per-file totals, coverage and heat map by userspace from its record, exactly as the kernel
+// would have, and so is its latency to the spectrogram: those map updates are most of a read's
+// cost. Past EVENT_CAPACITY calls are only
+// counted here, and the kernel aggregates them.
 struct event {
     u64 ts;
     u64 latency;
     s64 offset;
     s64 requested;
     s64 returned;
+    u64 run_bytes;     // reads: the back-to-back run this read extends, with it (0: offset unknown)
     u32 tid;
     s32 fd;
     u32 gen;
     u32 nr;
+    u32 epoch;
+    u32 seek_jump;     // reads: 1 when it did not start where the previous read on the fd ended
 };
 BPF_F_TABLE("array", u32, struct event, event_log, EVENT_CAPACITY, BPF_F_MMAPABLE);
 
@@ -292,28 +299,33 @@ static __always_inline void heat(struct file_ref *file, u64 ts, u64 offset, u64 
     __sync_fetch_and_add(&value->bytes, bytes);
 }
 
-static __always_inline void log_event(struct call *c, u32 tid, s32 fd, u32 gen, u64 latency,
-                                      s64 offset, s64 requested, s64 returned) {
+// True when the call is in the log (and so left to userspace to aggregate).
+static __always_inline bool log_event(struct call *c, u32 tid, s32 fd, u32 gen, u64 latency, s64 offset,
+                                      s64 requested, s64 returned, u64 run_bytes, bool seek_jump) {
     u32 which = COUNT_EVENTS_OFFERED;
     u64 *offered = counters.lookup(&which);
     if (!offered)
-        return;
+        return false;
     u64 index = __sync_fetch_and_add(offered, 1);
     if (index >= EVENT_CAPACITY)
-        return;
+        return false;
     u32 slot = index;
     struct event *e = event_log.lookup(&slot);
     if (!e)
-        return;
+        return false;
     e->ts = c->ts;
     e->latency = latency;
     e->offset = offset;
     e->requested = requested;
     e->returned = returned;
+    e->run_bytes = run_bytes;
     e->tid = tid;
     e->fd = fd;
     e->gen = gen;
     e->nr = c->nr;
+    e->epoch = c->epoch;
+    e->seek_jump = seek_jump;
+    return true;
 }
 
 // Bytes an iovec array asks for (readv, preadv, preadv2, recvmsg).
@@ -334,7 +346,20 @@ static __always_inline u64 iov_bytes(u64 iov, u64 count_) {
     return total;
 }
 
-static __always_inline void on_read(struct call *c, u32 tid, s32 fd, struct fd_state *f,
+static __always_inline void add_read(struct file_stats *stats, u64 requested, s64 ret, u64 latency) {
+    __sync_fetch_and_add(&stats->read_calls, 1);
+    __sync_fetch_and_add(&stats->read_requested, requested);
+    __sync_fetch_and_add(&stats->read_ns, latency);
+    if (ret >= 0) {
+        __sync_fetch_and_add(&stats->read_bytes, ret);
+        u32 bucket = ret ? log2_u64(ret) + 1 : 0;
+        if (bucket < READ_SIZE_BUCKETS)
+            __sync_fetch_and_add(&stats->read_sizes[bucket], 1);
+    }
+}
+
+// True when the call went to the event log (see struct event).
+static __always_inline bool on_read(struct call *c, u32 tid, s32 fd, struct fd_state *f,
                                     s64 ret, u64 latency) {
     u32 nr = c->nr;
     s64 offset = -1;
@@ -351,50 +376,45 @@ static __always_inline void on_read(struct call *c, u32 tid, s32 fd, struct fd_s
         requested = bpf_probe_read_user(&msg, sizeof(msg), (void *)c->args[1]) ? 0 : iov_bytes(msg.iov, msg.iovlen);
     }
 
-    struct file_stats *stats = stats_of(c->epoch, fd, f);
-    if (stats) {
-        __sync_fetch_and_add(&stats->read_calls, 1);
-        __sync_fetch_and_add(&stats->read_requested, requested);
-        __sync_fetch_and_add(&stats->read_ns, latency);
-        if (ret >= 0) {
-            __sync_fetch_and_add(&stats->read_bytes, ret);
-            u32 bucket = ret ? log2_u64(ret) + 1 : 0;
-            if (bucket < READ_SIZE_BUCKETS)
-                __sync_fetch_and_add(&stats->read_sizes[bucket], 1);
-        }
+    if (!f || ret < 0 || target_of(f) != TARGET_FILE) {   // sockets, pipes, failed reads: totals only
+        struct file_stats *stats = stats_of(c->epoch, fd, f);
+        if (stats)
+            add_read(stats, requested, ret, latency);
+        return false;
     }
-    bool on_file = target_of(f) == TARGET_FILE;
-    if (ret < 0 || !on_file)
-        return;
-    u32 gen = f ? f->gen : 0;
-    log_event(c, tid, fd, gen, latency, offset, requested, ret);
-    if (f && !positioned && f->pos_known)
+    if (!positioned && f->pos_known)
         f->pos += ret;
-    if (offset < 0)
-        return;
-
-    if (f) {
+    bool seek_jump = false;
+    u64 run_bytes = 0;
+    if (offset >= 0) {
         // Shared by the threads reading this fd; concurrent reads make "back to back" ambiguous
         // anyway, so these updates need no lock.
-        if (f->next_offset >= 0 && f->next_offset != offset) {
-            if (stats)
-                __sync_fetch_and_add(&stats->seek_jumps, 1);
-            f->run_bytes = 0;
-        }
-        if (f->run_epoch != c->epoch) {
+        seek_jump = f->next_offset >= 0 && f->next_offset != offset;
+        if (seek_jump || f->run_epoch != c->epoch) {
             f->run_bytes = 0;
             f->run_epoch = c->epoch;
         }
         f->run_bytes += ret;
         f->next_offset = offset + ret;
-        if (stats && f->run_bytes > stats->longest_run)
-            stats->longest_run = f->run_bytes;
+        run_bytes = f->run_bytes;
     }
-    if (ret == 0)
-        return;
-    struct file_ref file = {.source = SOURCE_SYSCALL, .fd_or_dev = fd, .gen_or_inode = gen};
+    if (log_event(c, tid, fd, f->gen, latency, offset, requested, ret, run_bytes, seek_jump))
+        return true;
+
+    struct file_stats *stats = stats_of(c->epoch, fd, f);
+    if (stats) {
+        add_read(stats, requested, ret, latency);
+        if (seek_jump)
+            __sync_fetch_and_add(&stats->seek_jumps, 1);
+        if (run_bytes > stats->longest_run)
+            stats->longest_run = run_bytes;
+    }
+    if (offset < 0 || ret == 0)
+        return false;
+    struct file_ref file = {.source = SOURCE_SYSCALL, .fd_or_dev = fd, .gen_or_inode = f->gen};
     cover(&file, c->epoch, (u64)offset >> PAGE_SHIFT_4K, (u64)(offset + ret - 1) >> PAGE_SHIFT_4K);
     heat(&file, c->ts, offset, ret);
+    return false;
 }
 
 static __always_inline void on_write(struct call *c, s32 fd, struct fd_state *f, s64 ret) {
@@ -408,17 +428,20 @@ static __always_inline void on_write(struct call *c, s32 fd, struct fd_state *f,
         f->pos += ret;
 }
 
-static __always_inline void on_lseek(struct call *c, u32 tid, s32 fd, struct fd_state *f,
+static __always_inline bool on_lseek(struct call *c, u32 tid, s32 fd, struct fd_state *f,
                                      s64 ret, u64 latency) {
-    struct file_stats *stats = stats_of(c->epoch, fd, f);
-    if (stats)
-        __sync_fetch_and_add(&stats->lseek_calls, 1);
-    if (target_of(f) == TARGET_FILE)
-        log_event(c, tid, fd, f ? f->gen : 0, latency, c->args[1], c->args[2], ret);
+    bool logged = target_of(f) == TARGET_FILE &&
+                  log_event(c, tid, fd, f ? f->gen : 0, latency, c->args[1], c->args[2], ret, 0, false);
+    if (!logged) {
+        struct file_stats *stats = stats_of(c->epoch, fd, f);
+        if (stats)
+            __sync_fetch_and_add(&stats->lseek_calls, 1);
+    }
     if (ret >= 0 && f) {
         f->pos = ret;
         f->pos_known = 1;
     }
+    return logged;
 }
 
 // fd now names a new open file description: bump its generation and tell userspace.
@@ -545,21 +568,14 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit) {
         f = fds.lookup(&key);
         target = target_of(f);
     }
-    struct latency_key lkey = {.slot = slot_of(c->ts), .nr = nr, .target = target,
-                               .bucket = latency_bucket(latency)};
-    u64 zero = 0;
-    u64 *calls_in_bucket = latency_hist.lookup_or_try_init(&lkey, &zero);
-    if (calls_in_bucket)
-        __sync_fetch_and_add(calls_in_bucket, 1);
-    else
-        count(COUNT_AGGREGATE_OVERFLOW, 1);
 
+    bool logged = false;   // then userspace bins its latency from the log
     if (flags & SYS_READ) {
-        on_read(c, tid, fd, f, ret, latency);
+        logged = on_read(c, tid, fd, f, ret, latency);
     } else if (flags & SYS_WRITE) {
         on_write(c, fd, f, ret);
     } else if (nr == NR_lseek) {
-        on_lseek(c, tid, fd, f, ret, latency);
+        logged = on_lseek(c, tid, fd, f, ret, latency);
     } else if (ret >= 0) {
         if (flags & SYS_NEW_FD) {
             bool with_path = nr == NR_open || nr == NR_openat || nr == NR_openat2 || nr == NR_creat;
@@ -578,6 +594,16 @@ TRACEPOINT_PROBE(raw_syscalls, sys_exit) {
     }
     if (nr == NR_connect && (ret == 0 || ret == -EINPROGRESS_))   // non-blocking connects go on after
         notify(NOTICE_CONNECT, tid, fd, f ? f->gen : 0, 0, c->args[1]);
+    if (!logged) {
+        struct latency_key key = {.slot = slot_of(c->ts), .nr = nr, .target = target,
+                                  .bucket = latency_bucket(latency)};
+        u64 zero = 0;
+        u64 *calls_in_bucket = latency_hist.lookup_or_try_init(&key, &zero);
+        if (calls_in_bucket)
+            __sync_fetch_and_add(calls_in_bucket, 1);
+        else
+            count(COUNT_AGGREGATE_OVERFLOW, 1);
+    }
     c->ts = 0;
     return 0;
 }

@@ -237,6 +237,64 @@ def test_latency_spectrogram_counts_every_call(captured):
     assert trace.meta["lost_events"] == trace.meta["unstreamed_events"] == trace.meta["aggregate_overflows"] == 0
 
 
+# -- calls past the event log: the kernel's aggregates take over, with the same figures ------------
+SEQUENCE_READER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+sys.stdin.readline()
+os.read(fd, 4096); os.read(fd, 4096); os.read(fd, 4096)     # 0..12288, one run
+os.lseek(fd, 100000, os.SEEK_SET)
+os.read(fd, 5000)                                           # jump to 100000
+os.pread(fd, 8192, 200000); os.pread(fd, 8192, 208192)      # jump, then a run of 16384
+os.readv(fd, [bytearray(1000), bytearray(2000)])            # jump back to 105000
+os.pread(fd, 1, 0)                                          # jump, and jump again:
+os.pread(fd, 10, 300000 - 4)                                # 4 bytes before the end
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("stream_limit", [1, 4, bcc_capture.DEFAULT_STREAM_LIMIT])
+def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit):
+    """Logged calls are aggregated from the event log, the others in the kernel: with none, some
+    or all of a known sequence of reads in the log, every figure is the same, and exact."""
+    path = tmp_path / "sequence.bin"
+    path.write_bytes(os.urandom(300000))
+    child = subprocess.Popen([sys.executable, "-c", SEQUENCE_READER, str(path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    with BccCapture(child.pid, stream_limit=stream_limit) as capture:
+        window = capture.begin_window("execution", execution=1)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "done\n"
+        capture.begin_window("between")
+    child.communicate("exit\n", timeout=10)
+    writer = TraceWriter(tmp_path / "sequence.trace")
+    capture.write(writer)
+    with Trace(writer.finish()) as trace:
+        row = file_io(trace, window, str(path))
+        returned = [4096, 4096, 4096, 5000, 8192, 8192, 3000, 1, 4]
+        assert (row["read_calls"], row["read_bytes"], row["read_requested_bytes"], row["lseek_calls"]) == (
+            9, sum(returned), sum(returned) - 4 + 10, 1)
+        assert (row["seek_jumps"], row["longest_sequential_bytes"]) == (5, 16384)
+        sizes = trace.rows("SELECT log2_bucket, count FROM read_sizes WHERE window_id = ? AND file_id = ?",
+                           (window, row["file_id"]))
+        assert {r["log2_bucket"]: r["count"] for r in sizes} == dict(Counter(n.bit_length() - 1 for n in returned))
+        pages = {0, 1, 2} | set(range(100000 // 4096, (105000 + 3000 - 1) // 4096 + 1)) | \
+            set(range(200000 // 4096, (216384 - 1) // 4096 + 1)) | {(300000 - 1) // 4096}
+        assert covered(trace, window, str(path), "syscall") == pages
+        (heat,) = trace.rows("SELECT sum(calls), sum(bytes), max(offset_bucket) FROM heatmap"
+                             " WHERE file_id = ? AND source = 'syscall'", (row["file_id"],))
+        assert tuple(heat) == (9, sum(returned), 0)
+        (logged,) = trace.rows("SELECT count(*) FROM events WHERE file_id = ?", (row["file_id"],))
+        assert logged[0] == min(10, max(0, stream_limit - trace.rows(
+            "SELECT count(*) FROM events WHERE file_id != ?", (row["file_id"],))[0][0]))
+        binned = trace.rows("SELECT syscall, sum(count) FROM latency WHERE target = 'file' AND syscall IN"
+                            " ('read', 'pread64', 'readv', 'lseek') GROUP BY syscall")
+        assert dict(map(tuple, binned)) == {"read": 4, "pread64": 4, "readv": 1, "lseek": 1}
+        assert trace.meta["aggregate_overflows"] == 0
+
+
 def test_latency_buckets_are_exact_tenths_of_decades():
     octaves = bcc_capture.latency_octaves()
 
