@@ -21,16 +21,16 @@ import itertools
 import math
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import tempfile
 import threading
 from bisect import bisect_right
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from casstrace.errors import CasstraceError
+from casstrace.paths import cache_dir
 
 SLOT_NS = 100_000_000
 HEATMAP_OFFSET_BYTES = 1 << 20
@@ -69,16 +69,14 @@ SEEK_WHENCE = {"SEEK_SET": 0, "SEEK_CUR": 1, "SEEK_END": 2}
 INSTALL_FIX = "install sysdig (Debian/Ubuntu: apt-get install sysdig), or put it on PATH"
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(NamedTuple):
     label: str
     execution: int | None
     start_ns: int
     end_ns: int
 
 
-@dataclass(frozen=True)
-class ImportSummary:
+class ImportSummary(NamedTuple):
     pid: int
     process: str
     chosen_by: str       # why this process: 'pid', 'name', or 'most file I/O'
@@ -594,6 +592,7 @@ def _failure(scap: Path, returncode: int, stderr: str, version: str) -> Casstrac
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     said = lines[-1] if lines else "no message"
     if returncode < 0:
+        import signal   # here, not at the top: only a crashed sysdig needs it
         name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else -returncode
         return CasstraceError(
             f"sysdig {version} crashed ({name}) reading {scap}: it may be too old for this capture's"
@@ -611,15 +610,25 @@ def _failure(scap: Path, returncode: int, stderr: str, version: str) -> Casstrac
 
 
 class SysdigVersion:
-    """`sysdig --version`, asked alongside the real work so that it costs no wall time."""
+    """`sysdig --version`. Asking costs a start-up of sysdig (~18 ms of CPU, a third of what the
+    import's own sysdig run costs on the largest shared capture), so the answer is kept in the cache
+    dir under the binary's identity (path, inode, size, mtime): an upgraded or different sysdig is
+    asked again. When asked, it runs alongside the real work."""
 
     def __init__(self, sysdig: str):
+        self.process = None
         try:
-            self.process = subprocess.Popen([sysdig, "--version"], stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL, text=True)
+            binary = os.stat(sysdig)
         except OSError as error:
             raise CasstraceError(f"cannot run {sysdig}: {error}", INSTALL_FIX) from None
-        self._version = None
+        self._identity = f"{os.path.realpath(sysdig)} {binary.st_ino} {binary.st_size} {binary.st_mtime_ns}"
+        self._version = self._remembered()
+        if self._version is None:
+            try:
+                self.process = subprocess.Popen([sysdig, "--version"], stdout=subprocess.PIPE,
+                                                stderr=subprocess.DEVNULL, text=True)
+            except OSError as error:
+                raise CasstraceError(f"cannot run {sysdig}: {error}", INSTALL_FIX) from None
 
     def __str__(self) -> str:
         if self._version is None:
@@ -629,8 +638,34 @@ class SysdigVersion:
                 self.process.kill()
                 self.process.wait()
                 words = []
-            self._version = words[-1] if words else "(unknown version)"
+            if words:
+                self._version = words[-1]
+                self._remember()
+            else:
+                self._version = "(unknown version)"
         return self._version
+
+    @staticmethod
+    def _cache() -> Path:
+        return cache_dir() / "sysdig-version"
+
+    def _remembered(self) -> str | None:
+        try:
+            identity, version = self._cache().read_text().split("\n")[:2]
+        except (OSError, ValueError):
+            return None
+        return version if identity == self._identity and version else None
+
+    def _remember(self) -> None:
+        # One entry, the sysdig last asked; written aside and renamed, so a reader never sees half.
+        cache = self._cache()
+        aside = cache.with_name(f".{cache.name}.{os.getpid()}")
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            aside.write_text(f"{self._identity}\n{self._version}\n")
+            os.replace(aside, cache)
+        except OSError:
+            aside.unlink(missing_ok=True)   # an unwritable cache only means asking again next time
 
 
 def _stream(command: list[str], feed_lines, stderr, timeout_s: float) -> tuple[int, bool]:

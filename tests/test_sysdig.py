@@ -16,7 +16,7 @@ import pytest
 
 from casstrace.errors import CasstraceError
 from casstrace.probes.sysdig_capture import SysdigCapture, write_capture
-from casstrace.probes.sysdig_import import ScapImporter, Window, import_scap
+from casstrace.probes.sysdig_import import ScapImporter, SysdigVersion, Window, find_sysdig, import_scap
 from casstrace.traces import Trace, TraceWriter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -192,6 +192,37 @@ def test_offsets_of_plain_reads_follow_opens_and_lseeks(tmp_path):
     assert [tuple(row) for row in trace.rows("SELECT first_page, page_count FROM coverage ORDER BY first_page")] == [
         (0, 2), (16, 1)]
     assert dict(trace.rows("SELECT tid, name FROM threads")) == {7: "db", 8: "w 1"}
+
+
+def test_records_spilled_to_disk_reach_the_trace_in_order(tmp_path, monkeypatch, traces):
+    """A capture longer than the spool's memory: its per-call records go through the spool's database
+    and come out as the in-memory import has them."""
+    monkeypatch.setattr("casstrace.probes.sysdig_import._EventSpool.MEMORY_ROWS", 500)
+    spilled = imported(SCAP_DIR / "cassandra5-fullrow-lz4.scap", tmp_path / "spilled.trace")
+    query = "SELECT * FROM events ORDER BY rowid"
+    assert len(spilled.rows(query)) > 3 * 500
+    assert [tuple(row) for row in spilled.rows(query)] == [
+        tuple(row) for row in traces["cassandra5-fullrow-lz4.scap"].rows(query)]
+
+
+def test_sysdig_version_is_asked_once_per_binary(tmp_path, monkeypatch):
+    """`sysdig --version` costs a sysdig start-up: it is remembered per binary and asked again only of
+    a different or upgraded binary."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fake_sysdig(tmp_path, "exit 1")
+    fake = tmp_path / "bin" / "sysdig"
+    first = SysdigVersion(str(fake))
+    assert first.process is not None and str(first) == "0.1.0"
+    again = SysdigVersion(str(fake))
+    assert again.process is None and str(again) == "0.1.0"
+    fake.write_text(fake.read_text().replace("0.1.0", "0.2.10"))
+    upgraded = SysdigVersion(str(fake))
+    assert upgraded.process is not None and str(upgraded) == "0.2.10"
+    real = find_sysdig()
+    said = subprocess.run([real, "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
+    assert str(SysdigVersion(real)) == said
+    remembered = SysdigVersion(real)
+    assert remembered.process is None and str(remembered) == said
 
 
 # -- bad input: one line, non-zero exit, no trace -----------------------------------------------------
