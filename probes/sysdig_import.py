@@ -303,7 +303,8 @@ class ScapImporter:
 
     def feed_lines(self, lines) -> None:
         """Folds lines of sysdig's output into the aggregates. This loop runs once per event and is
-        most of an import's time: hence locals instead of attributes and the common cases inline."""
+        most of an import's own CPU time (which competes with sysdig's for the node's cores): hence
+        locals instead of attributes and the common cases inline."""
         processes = self._processes_by_pid_text
         windows, window_starts = self.windows, self.window_starts
         staged = self.spool.rows
