@@ -27,6 +27,7 @@ SLOT_NS = 100_000_000
 HEATMAP_OFFSET_BYTES = 1 << 20
 DEFAULT_STREAM_LIMIT = 500_000
 MAP_ENTRIES = 1 << 17
+REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
 NOTICE_PATH = 256
 PAGE_SIZE = 4096
 TRACEFS = Path("/sys/kernel/tracing")
@@ -239,7 +240,7 @@ class BccCapture:
         source = resources.files("casstrace.probes").joinpath("capture.c").read_bytes()
         cflags = [
             f"-DTGID={self.pid}", f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
-            f"-DEVENT_CAPACITY={self.stream_limit}", f"-DMAP_ENTRIES={MAP_ENTRIES}",
+            f"-DEVENT_CAPACITY={self.stream_limit}", f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
             f"-DNOTICE_PATH={NOTICE_PATH}", f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
             *syscalls.program_defines(),
         ]

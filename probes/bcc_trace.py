@@ -197,10 +197,13 @@ class TraceBuilder:
 
     def _coverage(self) -> None:
         bitmaps: dict[tuple[int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
-        for key, bits in self.tables["coverage"]:
+        for key, region in self.tables["coverage"]:
             f = key.file
-            file_id = self.file_of(f.source, f.fd_or_dev, f.gen_or_inode)
-            bitmaps[(key.epoch, file_id, f.source)][key.word] |= bits
+            bitmap = bitmaps[(key.epoch, self.file_of(f.source, f.fd_or_dev, f.gen_or_inode), f.source)]
+            first_word = key.region * len(region.words)
+            for index, bits in enumerate(region.words):
+                if bits:
+                    bitmap[first_word + index] |= bits
         for (epoch, fd, gen), words in self.logged.coverage.items():
             bitmap = bitmaps[(epoch, self.fd_file(fd, gen), SOURCE_SYSCALL)]
             for word, bits in words.items():
@@ -213,12 +216,14 @@ class TraceBuilder:
 
     def _heatmap(self) -> None:
         cells: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-        for key, value in self.tables["heatmap"]:
+        for key, row in self.tables["heatmap"]:
             f = key.file
-            cell = cells[(self.file_of(f.source, f.fd_or_dev, f.gen_or_inode), SOURCE_NAMES[f.source],
-                          key.slot, key.offset_bucket)]
-            cell[0] += value.calls
-            cell[1] += value.bytes
+            file_id = self.file_of(f.source, f.fd_or_dev, f.gen_or_inode)
+            for index, value in enumerate(row.cells):
+                if value.calls:
+                    cell = cells[(file_id, SOURCE_NAMES[f.source], key.slot, key.row * len(row.cells) + index)]
+                    cell[0] += value.calls
+                    cell[1] += value.bytes
         for (fd, gen, slot, bucket), (calls, size) in self.logged.heat.items():
             cell = cells[(self.fd_file(fd, gen), SOURCE_NAMES[SOURCE_SYSCALL], slot, bucket)]
             cell[0] += calls

@@ -3,7 +3,7 @@
 // from the syscall arguments in the process's own memory.
 //
 // Userspace (bcc_capture.py) passes these macros: TGID, SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
-// MAP_ENTRIES, NOTICE_PATH, HAS_FOLIO_ORDER and NR_<syscall> numbers.
+// MAP_ENTRIES, REGION_ENTRIES, NOTICE_PATH, HAS_FOLIO_ORDER and NR_<syscall> numbers.
 //
 // Aggregates are keyed by the window epoch that userspace writes into control[CONTROL_EPOCH]
 // whenever a window begins, so nothing has to be read or reset mid-capture; epoch 0 means "not
@@ -42,6 +42,8 @@
 
 #define PAGE_SHIFT_4K 12
 #define COVERAGE_WORDS_MAX 64       // 16 MiB per call; longer calls are counted as truncated
+#define COVERAGE_REGION_WORDS 64    // words of page bits per coverage entry: 16 MiB of a file
+#define HEAT_ROW_CELLS 16           // offset buckets per heat map entry
 #define IOV_READ_MAX 16
 #define READ_SIZE_BUCKETS 34        // index 0: 0 bytes; index b + 1: [2^b, 2^(b+1))
 
@@ -124,25 +126,37 @@ struct page_key {
 };
 BPF_HASH(page_cache_pages, struct page_key, u64, MAP_ENTRIES);
 
-// Bit p of word w: page w * 64 + p was touched.
+// Bit p of word w of region r: page (r * COVERAGE_REGION_WORDS + w) * 64 + p was touched.
+// Regions rather than single words keep the entries a scan or a random-read storm touches few,
+// and so in the cache: a hash lookup that misses it costs more than the rest of the update.
 struct coverage_key {
     struct file_ref file;
     u32 epoch;
     u32 pad;
-    u64 word;
+    u64 region;
 };
-BPF_HASH(coverage, struct coverage_key, u64, MAP_ENTRIES);
+struct coverage_region {
+    u64 words[COVERAGE_REGION_WORDS];
+};
+BPF_HASH(coverage, struct coverage_key, struct coverage_region, REGION_ENTRIES);
+BPF_PERCPU_ARRAY(zero_region, struct coverage_region, 1);
 
+// Cell c of a row: offset bucket row * HEAT_ROW_CELLS + c, in one time slot (rows for the same
+// reason as coverage regions).
 struct heat_key {
     struct file_ref file;
     u32 slot;
-    u32 offset_bucket;
+    u32 row;
 };
-struct heat_value {
+struct heat_cell {
     u64 calls;
     u64 bytes;
 };
-BPF_HASH(heatmap, struct heat_key, struct heat_value, MAP_ENTRIES);
+struct heat_row {
+    struct heat_cell cells[HEAT_ROW_CELLS];
+};
+BPF_HASH(heatmap, struct heat_key, struct heat_row, REGION_ENTRIES);
+BPF_PERCPU_ARRAY(zero_heat_row, struct heat_row, 1);
 
 struct latency_key {
     u32 slot;
@@ -258,7 +272,7 @@ static __always_inline struct file_stats *stats_of(u32 epoch, u32 fd, struct fd_
     return stats;
 }
 
-// Marks pages [first, last] of a file as touched in this epoch, 64 pages per map entry.
+// Marks pages [first, last] of a file as touched in this epoch.
 static __always_inline void cover(struct file_ref *file, u32 epoch, u64 first, u64 last) {
     struct coverage_key key = {.epoch = epoch};
     key.file = *file;
@@ -268,35 +282,46 @@ static __always_inline void cover(struct file_ref *file, u32 epoch, u64 first, u
         last_word = first_word + COVERAGE_WORDS_MAX - 1;
         last = last_word * 64 + 63;
     }
+    u32 zero = 0;
+    struct coverage_region *empty = zero_region.lookup(&zero);
+    if (!empty)
+        return;
+    struct coverage_region *region = 0;
 #pragma clang loop unroll(disable)
     for (int i = 0; i < COVERAGE_WORDS_MAX; i++) {
         u64 word = first_word + i;
         if (word > last_word)
             break;
-        key.word = word;
-        u64 empty = 0;
-        u64 *bits = coverage.lookup_or_try_init(&key, &empty);
-        if (!bits) {
-            count(COUNT_AGGREGATE_OVERFLOW, 1);
-            return;
+        if (!region || key.region != word / COVERAGE_REGION_WORDS) {
+            key.region = word / COVERAGE_REGION_WORDS;
+            region = coverage.lookup_or_try_init(&key, empty);
+            if (!region) {
+                count(COUNT_AGGREGATE_OVERFLOW, 1);
+                return;
+            }
         }
         u64 from = word == first_word ? first % 64 : 0;
         u64 to = word == last_word ? last % 64 : 63;
-        __sync_fetch_and_or(bits, (~0ULL >> (63 - to)) & (~0ULL << from));
+        __sync_fetch_and_or(&region->words[word % COVERAGE_REGION_WORDS], (~0ULL >> (63 - to)) & (~0ULL << from));
     }
 }
 
 static __always_inline void heat(struct file_ref *file, u64 ts, u64 offset, u64 bytes) {
-    struct heat_key key = {.slot = slot_of(ts), .offset_bucket = offset / HEATMAP_BYTES};
+    u64 bucket = offset / HEATMAP_BYTES;
+    struct heat_key key = {.slot = slot_of(ts), .row = bucket / HEAT_ROW_CELLS};
     key.file = *file;
-    struct heat_value empty = {};
-    struct heat_value *value = heatmap.lookup_or_try_init(&key, &empty);
-    if (!value) {
+    u32 zero = 0;
+    struct heat_row *empty = zero_heat_row.lookup(&zero);
+    if (!empty)
+        return;
+    struct heat_row *row = heatmap.lookup_or_try_init(&key, empty);
+    if (!row) {
         count(COUNT_AGGREGATE_OVERFLOW, 1);
         return;
     }
-    __sync_fetch_and_add(&value->calls, 1);
-    __sync_fetch_and_add(&value->bytes, bytes);
+    struct heat_cell *cell = &row->cells[bucket % HEAT_ROW_CELLS];
+    __sync_fetch_and_add(&cell->calls, 1);
+    __sync_fetch_and_add(&cell->bytes, bytes);
 }
 
 // True when the call is in the log (and so left to userspace to aggregate).
