@@ -63,7 +63,6 @@ CREATE TABLE files (
     local_addr  TEXT,                   -- sockets only: 'ip:port'
     remote_addr TEXT
 );
-CREATE INDEX files_path ON files(path);
 
 CREATE TABLE windows (
     window_id  INTEGER PRIMARY KEY,
@@ -109,7 +108,6 @@ CREATE TABLE coverage (
     first_page INTEGER NOT NULL,
     page_count INTEGER NOT NULL
 );
-CREATE INDEX coverage_file ON coverage(file_id, source);
 
 -- Offset-by-time heat map of reads: slot = (ts - capture_start_ns) // slot_ns,
 -- offset_bucket = offset // heatmap_offset_bytes. source as in coverage.
@@ -148,7 +146,6 @@ CREATE TABLE events (
     returned   INTEGER,                 -- reads: bytes returned (negative errno); lseek: resulting position
     latency_ns INTEGER                  -- NULL when not measured
 );
-CREATE INDEX events_file_ts ON events(file_id, ts_ns);
 
 CREATE TABLE threads (
     tid  INTEGER PRIMARY KEY,
@@ -167,4 +164,12 @@ CREATE TABLE executions (
     pages         INTEGER,
     error         TEXT
 );
+"""
+
+# Built once the rows are in (TraceWriter.finish): bulk inserts into an indexed table cost more
+# than building the index afterwards.
+INDEXES = """
+CREATE INDEX files_path ON files(path);
+CREATE INDEX coverage_file ON coverage(file_id, source);
+CREATE INDEX events_file_ts ON events(file_id, ts_ns);
 """

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from casstrace import __version__
-from casstrace.traces.schema import FORMAT_VERSION, SCHEMA
+from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
 
 class TraceWriter:
@@ -119,6 +119,7 @@ class TraceWriter:
     # -- ending -----------------------------------------------------------------------------
     def finish(self, complete: bool = True, reason: str | None = None) -> Path:
         """Mark the trace complete or not, and move it into place. Returns its path."""
+        self.db.executescript(INDEXES)
         self.set_meta(complete=complete)
         if not complete:
             self.set_meta(incomplete_reason=reason or "interrupted")
