@@ -6,8 +6,9 @@ Every figure is per measured execution (the trace's totals divided by its measur
 so traces taken with different --repeat compare fairly. A trace without measured executions (an
 import) counts as one execution covering the whole capture.
 
-Latency is the client's wall time per execution, all pages fetched: the median, and p99 by the
-nearest-rank method (with fewer than 100 executions, p99 is the slowest one).
+Latency is the client's wall time per execution, all pages fetched: the median, p99 by the
+nearest-rank method (with fewer than 100 executions, p99 is the slowest one), and the fastest (the
+least disturbed by other work on the machine, which only ever adds time).
 
 The payload check comes first. Live runs compare the row count and the digest of the returned
 values (casstrace.node.query: order-insensitive, computed on the client, never stored). Stored
@@ -76,6 +77,7 @@ class QuerySummary:
     scope: str
     latency_median_s: float | None
     latency_p99_s: float | None
+    latency_min_s: float | None
     rows: float | None
     payload_bytes: float | None
     data_read_bytes: float         # from the table's Data files: syscalls + page-cache fills outside them
@@ -219,6 +221,7 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
         table=f"{analysis.keyspace}.{analysis.table}" if analysis.keyspace and analysis.table else analysis.table,
         complete=analysis.complete, warnings=analysis.warnings, executions=executions, scope=analysis.scope,
         latency_median_s=percentile(latencies, 0.5), latency_p99_s=percentile(latencies, 0.99),
+        latency_min_s=min(latencies, default=None),
         rows=payload.rows, payload_bytes=payload.payload_bytes,
         data_read_bytes=overall.data_read_bytes / executions, syscall_bytes=overall.syscall_bytes / executions,
         cache_miss_bytes=per(overall.cache_miss_bytes),
@@ -258,6 +261,7 @@ def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = No
     metrics = [
         Metric("latency_median_s", "Latency, median", "seconds", a.latency_median_s, b.latency_median_s),
         Metric("latency_p99_s", "Latency, p99", "seconds", a.latency_p99_s, b.latency_p99_s),
+        Metric("latency_min_s", "Latency, fastest", "seconds", a.latency_min_s, b.latency_min_s),
         Metric("rows", "Rows returned", "count", a.rows, b.rows),
         Metric("payload_bytes", "Payload", "bytes", a.payload_bytes, b.payload_bytes),
         Metric("data_read_bytes", "Data read from the table's Data files", "bytes", a.data_read_bytes,

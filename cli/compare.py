@@ -1,6 +1,5 @@
 """casstrace compare: two queries (or two stored traces) side by side, after checking they return the same data."""
 
-import sys
 from pathlib import Path
 
 import click
@@ -8,8 +7,8 @@ import click
 from casstrace.analyses import DEFAULT_THRESHOLD
 from casstrace.analyses.compare import DEFAULT_TOLERANCE, LATENCY_FLOOR_S
 from casstrace.cli import run as run_cli
+from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
-from casstrace.reports import FORMATS
 
 # The options `compare --before/--after` shares with `casstrace run`, taken from it: same flags, defaults, help.
 RUN_OPTIONS = ("keyspace", "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout",
@@ -23,10 +22,7 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
 @click.option("--after", help="Second query (CQL), typically the refactored one; needs --before.")
 @click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where --before/--after write their two traces (default: the casstrace data directory).")
-@click.option("--format", "format_", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="Report format, as `casstrace report`.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the report to FILE (default: standard output; html: beside the second trace).")
+@report_options(html_default="beside the second trace")
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_THRESHOLD,
               show_default=True, help="Amplification at or above which each query's verdict is 'flagged'.")
 @click.option("--fail-if-worse", is_flag=True,
@@ -37,7 +33,6 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
               help="Percent by which the second query may read more or be slower before --fail-if-worse fails.")
 @click.option("--max-amplification", type=click.FloatRange(min=0), metavar="X",
               help="Exit 1 when the second query's amplification (data read ÷ payload) is above X, or undetermined.")
-@click.option("--color/--no-color", default=None, help="Colour the text report (default: when writing to a terminal).")
 def command(traces, before, after, traces_dir, format_, output, threshold, fail_if_worse, tolerance,
             max_amplification, color, **run_options):
     """Compare TRACE_A TRACE_B, or run --before CQL and --after CQL, side by side.
@@ -55,7 +50,6 @@ def command(traces, before, after, traces_dir, format_, output, threshold, fail_
     """
     from casstrace.analyses import analyse
     from casstrace.analyses.compare import compare
-    from casstrace.reports import render, write
     from casstrace.reports.comparison import document
 
     live = before is not None or after is not None
@@ -74,21 +68,10 @@ def command(traces, before, after, traces_dir, format_, output, threshold, fail_
     if comparison.payload.status == "different":
         raise refusal(comparison.payload.summary, live)
 
-    report = document(comparison)
     if output is None and format_ == "html":
         output = Path(traces[1]).with_suffix(".compare.html")
-    if output is None:
-        click.echo(render(report, format_, color=sys.stdout.isatty() if color is None else color), nl=False)
-    else:
-        try:
-            path = write(report, format_, output, color=bool(color))
-        except OSError as error:
-            raise CasstraceError(f"cannot write the report to {output} ({error.strerror})",
-                                 "choose a writable --output path") from None
-        click.echo(comparison.summary)
-        for gate in comparison.gates:
-            click.echo(f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}")
-        click.echo(f"report: {path}")
+    deliver(document(comparison), format_, output, color, [comparison.summary] + [
+        f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}" for gate in comparison.gates])
     if comparison.failed_gates:
         click.get_current_context().exit(GATE_FAILED)
 

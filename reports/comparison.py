@@ -10,7 +10,7 @@ are per measured execution; a measure that was not taken is null, never 0.
               "first": {"rows": int | null, "payload_bytes": int | null}, "second": {...}},
               (the digest of the values is never written)
   "first": SIDE, "second": SIDE,
-  "metrics": [{"key": "latency_median_s" | "latency_p99_s" | "rows" | "payload_bytes" | "data_read_bytes" |
+  "metrics": [{"key": "latency_median_s" | "latency_p99_s" | "latency_min_s" | "rows" | "payload_bytes" | "data_read_bytes" |
                       "syscall_bytes" | "cache_miss_bytes" | "file_read_bytes" | "amplification",
                "name": str, "unit": "seconds" | "bytes" | "count" | "ratio",
                "first": float | null, "second": float | null,
@@ -21,7 +21,7 @@ are per measured execution; a measure that was not taken is null, never 0.
 }
 SIDE = {"label", "trace", "query", "table", "complete", "warnings", "executions", "scope",
         "verdict": "flagged" | "not flagged" | "undetermined", "verdict_summary",
-        "latency_median_s", "latency_p99_s", "rows", "payload_bytes", "data_read_bytes", "syscall_bytes",
+        "latency_median_s", "latency_p99_s", "latency_min_s", "rows", "payload_bytes", "data_read_bytes", "syscall_bytes",
         "cache_miss_bytes", "file_read_bytes", "amplification",
         "files": [{"name", "read_bytes", "cache_miss_bytes"}]}   the files read most, per execution
 """
@@ -104,7 +104,8 @@ def side_data(side: QuerySummary) -> dict:
         "label": side.label, "trace": side.trace_path, "query": side.query, "table": side.table,
         "complete": side.complete, "warnings": side.warnings, "executions": side.executions, "scope": side.scope,
         "verdict": side.verdict.status, "verdict_summary": side.verdict.summary,
-        "latency_median_s": side.latency_median_s, "latency_p99_s": side.latency_p99_s, "rows": side.rows,
+        "latency_median_s": side.latency_median_s, "latency_p99_s": side.latency_p99_s,
+        "latency_min_s": side.latency_min_s, "rows": side.rows,
         "payload_bytes": side.payload_bytes, "data_read_bytes": side.data_read_bytes,
         "syscall_bytes": side.syscall_bytes, "cache_miss_bytes": side.cache_miss_bytes,
         "file_read_bytes": side.file_read_bytes, "amplification": side.amplification,

@@ -12,7 +12,14 @@ import random
 import time
 from pathlib import Path
 
+from cassandra.concurrent import execute_concurrent_with_args
+
 from casstrace.errors import CasstraceError
+
+# The narrow rows of one wide row go in a few at a time: past about 1 MiB of requests in flight on
+# a connection (native_transport_receive_queue_capacity) the node stops reading it, and the driver
+# fails the next request with "Connection ... is overloaded" (100 columns of 100 KB did).
+NARROW_IN_FLIGHT_BYTES = 512 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,12 +129,12 @@ def load(session, spec: WideTable, progress=lambda rows_done: None) -> None:
     insert_narrow = session.prepare(
         f"INSERT INTO {spec.keyspace}.{spec.narrow_table} (stream_id, column_no, ts, value) "
         "VALUES (?, ?, ?, ?)")
+    concurrency = max(1, NARROW_IN_FLIGHT_BYTES // max(1, spec.other_column_bytes))
     for ts, values in spec.values():
         session.execute(insert_wide, (spec.stream_id, ts, *values))
-        pending = [session.execute_async(insert_narrow, (spec.stream_id, column_no, ts, value))
-                   for column_no, value in enumerate(values)]
-        for future in pending:
-            future.result()
+        execute_concurrent_with_args(session, insert_narrow, [(spec.stream_id, column_no, ts, value)
+                                                              for column_no, value in enumerate(values)],
+                                     concurrency=concurrency)
         progress(1)
 
 

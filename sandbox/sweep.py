@@ -1,0 +1,142 @@
+"""The column-count study of the reference write-up, run on a sandbox node.
+
+For each N, a wide table of N blob columns (every cell `cell_bytes` of random bytes) and its narrow
+refactor (one row per column) are created in their own tables, `wide_N` and `narrow_N` of the
+keyspace casstrace_sweep (the demo tables are never touched), loaded, flushed and compacted to one
+SSTable each (casstrace.sandbox.demo.ensure_loaded), and one column is read under the probes from
+each: the last one, c{N-1}, so the narrow table's read has to skip over the whole rest of the
+partition to find it. What the sweep created is dropped as soon as it is traced, unless `keep`;
+tables a previous --keep sweep left in place are reused and left alone.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from casstrace.errors import CasstraceError
+from casstrace.sandbox.demo import WideTable, ensure_loaded
+
+SWEEP_KEYSPACE = "casstrace_sweep"
+# A wide row is written as one mutation, and Cassandra refuses mutations over half a commit-log
+# segment (32 MiB by default); the driver's frames stop at 16 MiB too.
+MAX_ROW_BYTES = 15 * 2**20
+# Progress is counted in bytes of cells: loading a table and compacting it cost about the same per
+# byte on the 2-core reference machine, and one traced query (probe attach, executions, trace
+# write) about as much as loading this many.
+TRACE_COST_BYTES = 100 * 10**6
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    columns: tuple[int, ...]       # the values of N
+    rows: int
+    cell_bytes: int
+    repeat: int = 3
+    warmup: int = 1
+    cold: bool = False
+    keep: bool = False
+    backend: str = "bcc"
+    keyspace: str = SWEEP_KEYSPACE
+
+    def spec(self, columns: int) -> WideTable:
+        return WideTable(keyspace=self.keyspace, table=f"wide_{columns}", narrow_table=f"narrow_{columns}",
+                         rows=self.rows, columns=columns, first_column_bytes=self.cell_bytes,
+                         other_column_bytes=self.cell_bytes)
+
+    def check(self) -> None:
+        if not self.columns or min(self.columns) < 1:
+            raise CasstraceError("the sweep needs at least one column count of 1 or more",
+                                 "give --min-columns 1 or more and --max-columns >= --min-columns")
+        widest = max(self.columns) * self.cell_bytes
+        if widest > MAX_ROW_BYTES:
+            raise CasstraceError(
+                f"a row of {max(self.columns)} columns of {self.cell_bytes:,} bytes is {widest / 2**20:.1f} MiB, "
+                f"more than Cassandra takes in one write ({MAX_ROW_BYTES / 2**20:.0f} MiB here)",
+                "lower --max-columns or --cell-bytes")
+
+    def cost(self, columns: int) -> int:
+        """Progress units of one N: load and compaction of both tables, two traced queries."""
+        return 2 * self.rows * columns * self.cell_bytes + 2 * TRACE_COST_BYTES
+
+    @property
+    def total_cost(self) -> int:
+        return sum(self.cost(n) for n in self.columns)
+
+
+def queries(spec: WideTable) -> tuple[str, str]:
+    """The wide query and its narrow counterpart: they return the same values."""
+    last = spec.columns - 1
+    return (f"SELECT c{last} FROM {spec.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id}",
+            f"SELECT value FROM {spec.keyspace}.{spec.narrow_table} WHERE stream_id = {spec.stream_id} "
+            f"AND column_no = {last}")
+
+
+@dataclass
+class SweepRun:
+    columns: int
+    wide_trace: Path
+    narrow_trace: Path
+    wide_data_file_bytes: int      # Data.db size on disk
+    narrow_data_file_bytes: int
+
+
+def run_sweep(sandbox, plan: SweepPlan, traces_dir: Path,
+              progress: Callable[[str, int], None] = lambda label, units: None) -> Iterator[SweepRun]:
+    """Measure each N in turn, yielding as each is done. progress(label, units done since the last
+    call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created."""
+    from casstrace.node.connection import ConnectionSettings
+    from casstrace.node.runner import RunOptions, run
+
+    plan.check()
+    connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
+    with sandbox.connect() as session:
+        keyspace_existed = _keyspace_exists(session, plan.keyspace)
+    created: list[WideTable] = []
+    try:
+        for n in plan.columns:
+            spec = plan.spec(n)
+            label = f"N={n}"
+            progress(f"{label}: loading", 0)
+            row_bytes = n * plan.cell_bytes
+            created.append(spec)   # from the start: a load cut short leaves tables behind too
+            data = ensure_loaded(sandbox, spec, progress=lambda rows: progress(f"{label}: loading", rows * row_bytes))
+            if not data.loaded_now:
+                created.remove(spec)
+            sizes = data.wide.data_bytes, data.narrow.data_bytes   # before the files go with the tables
+            progress(f"{label}: tracing", plan.rows * row_bytes if data.loaded_now else 2 * plan.rows * row_bytes)
+            traces = []
+            for kind, query in zip(("wide", "narrow"), queries(spec)):
+                traces.append(run(RunOptions(
+                    query=query, connection=connection, pid=sandbox.pid(), repeat=plan.repeat, warmup=plan.warmup,
+                    cold=plan.cold, backend=plan.backend, out=traces_dir / f"{kind}-{n:03d}.trace")))
+                progress(f"{label}: traced {kind}", TRACE_COST_BYTES)
+            if not plan.keep and data.loaded_now:
+                _drop(sandbox, [spec])
+                created.remove(spec)
+            yield SweepRun(n, *traces, *sizes)
+    finally:
+        if not plan.keep:
+            _drop(sandbox, created)
+            if not keyspace_existed:
+                _drop_keyspace_if_empty(sandbox, plan.keyspace)
+
+
+def _keyspace_exists(session, keyspace: str) -> bool:
+    return session.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                           (keyspace,)).one() is not None
+
+
+def _drop(sandbox, specs: list[WideTable]) -> None:
+    if not specs:
+        return
+    with sandbox.connect() as session:
+        for spec in specs:
+            for table in (spec.table, spec.narrow_table):
+                session.execute(f"DROP TABLE IF EXISTS {spec.keyspace}.{table}")
+
+
+def _drop_keyspace_if_empty(sandbox, keyspace: str) -> None:
+    with sandbox.connect() as session:
+        tables = session.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))
+        if _keyspace_exists(session, keyspace) and tables.one() is None:
+            session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")

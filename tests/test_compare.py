@@ -1,0 +1,165 @@
+"""`casstrace compare` end to end: the real CLI, real probes, the demo tables on the test sandbox."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from casstrace.analyses.compare import Payload, check_payload, percentile
+
+CASSTRACE = [sys.executable, "-m", "casstrace"]
+
+
+def casstrace(*args, timeout=300):
+    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env=os.environ)
+
+
+@pytest.fixture(scope="module")
+def node_args(sandbox):
+    return ["--host", sandbox.host, "--port", sandbox.port]
+
+
+@pytest.fixture(scope="module")
+def queries(demo_tables):
+    """The demo's wide-table query and its narrow refactor: the same 200 values of c0."""
+    spec = demo_tables.spec
+    wide = f"SELECT c0 FROM {spec.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id}"
+    narrow = (f"SELECT value FROM {spec.keyspace}.{spec.narrow_table} WHERE stream_id = {spec.stream_id} "
+              "AND column_no = 0")
+    return wide, narrow
+
+
+@pytest.fixture(scope="module")
+def wide_then_narrow(tmp_path_factory, node_args, queries):
+    """One live compare, wide before narrow, with both gates asked for: (report, (before, after) traces, process)."""
+    directory = tmp_path_factory.mktemp("compare")
+    report = directory / "compare.json"
+    done = casstrace("compare", "--before", queries[0], "--after", queries[1], *node_args, "--repeat", 3,
+                     "--traces-dir", directory / "traces", "--format", "json", "--output", report,
+                     "--fail-if-worse", "--max-amplification", 10)
+    traces = tuple(next((directory / "traces").glob(f"*-{role}.trace"), None) for role in ("before", "after"))
+    return json.loads(report.read_text()) if report.exists() else None, traces, done
+
+
+def test_wide_and_narrow_return_the_same_payload_for_far_less_io(wide_then_narrow, demo_tables):
+    report, traces, done = wide_then_narrow
+    assert done.returncode == 0, done.stderr
+    spec = demo_tables.spec
+    payload = report["payload"]
+    assert payload["status"] == "same" and "digest" in payload["basis"]
+    for side in ("first", "second"):   # the spec says what c0 holds: 200 values of 100 bytes
+        assert payload[side] == {"rows": spec.rows, "payload_bytes": spec.rows * spec.first_column_bytes}
+        assert report[side]["executions"] == 3
+    metrics = {m["key"]: m for m in report["metrics"]}
+    io = metrics["data_read_bytes"]
+    assert io["first"] >= 10 * io["second"]
+    assert io["ratio"] == pytest.approx(io["second"] / io["first"])
+    assert io["change"].endswith("x less")
+    # Nothing comes back that was not read: the narrow read covers at least the (incompressible) payload.
+    assert io["second"] >= spec.rows * spec.first_column_bytes
+    assert report["first"]["verdict"] == "flagged" and report["second"]["verdict"] == "not flagged"
+    assert report["first"]["table"] == f"{spec.keyspace}.{spec.table}"
+    assert report["second"]["table"] == f"{spec.keyspace}.{spec.narrow_table}"
+    assert metrics["latency_median_s"]["first"] > 0 and metrics["latency_p99_s"]["second"] > 0
+    assert [gate["passed"] for gate in report["gates"]] == [True, True] and report["passed"]
+    assert [report[side]["trace"] for side in ("first", "second")] == [str(t) for t in traces]
+
+
+def test_the_digest_never_reaches_the_report_or_the_traces(wide_then_narrow):
+    report, traces, _ = wide_then_narrow
+    assert "digest" not in json.dumps(report["payload"]["first"])
+    for trace in traces:
+        assert b"digest" not in trace.read_bytes()
+
+
+def test_queries_returning_the_same_sizes_but_different_values_are_refused(tmp_path, node_args, demo_tables):
+    spec = demo_tables.spec
+    table = f"{spec.keyspace}.{spec.table}"
+    half = spec.rows // 2   # two halves of the partition: as many rows, as many bytes, other ts values
+    done = casstrace("compare", *node_args, "--traces-dir", tmp_path / "traces",
+                     "--before", f"SELECT ts FROM {table} WHERE stream_id = {spec.stream_id} AND ts < {half}",
+                     "--after", f"SELECT ts FROM {table} WHERE stream_id = {spec.stream_id} AND ts >= {half}")
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("casstrace: error: refusing to compare: the two queries do not return the same data")
+    assert "same row count and size, different values" in line and "(fix: " in line
+    assert not (tmp_path / "traces").exists()   # refused before any probe ran or trace was written
+    assert done.stdout == ""
+
+
+def test_different_row_counts_are_refused(tmp_path, node_args, queries, demo_tables):
+    spec = demo_tables.spec
+    other_column = queries[1].replace("column_no = 0", "column_no = 1")
+    done = casstrace("compare", *node_args, "--before", queries[1], "--after", other_column,
+                     "--traces-dir", tmp_path / "traces")
+    assert done.returncode == 2
+    assert "do not return the same data" in done.stderr
+    assert f"the second {spec.rows} rows ({spec.rows * spec.other_column_bytes / 2**20:.1f} MiB)" in done.stderr
+
+
+def test_stored_traces_compare_rows_and_payload_bytes_only(wide_then_narrow, tmp_path):
+    _, (before, after), _ = wide_then_narrow
+    done = casstrace("compare", before, after, "--format", "md", "--output", tmp_path / "compare.md")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "compare.md").read_text()
+    assert "row count and payload bytes only" in text and "never stored" in text
+
+
+def test_fail_if_worse_fails_when_the_second_reads_more(wide_then_narrow, tmp_path):
+    _, (before, after), _ = wide_then_narrow
+    done = casstrace("compare", after, before, "--fail-if-worse", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    (gate,) = report["gates"]
+    assert gate["option"] == "--fail-if-worse" and not gate["passed"] and not report["passed"]
+    assert "B reads" in gate["reason"] and "x more from its Data files" in gate["reason"]
+    assert casstrace("compare", after, before).returncode == 0   # no gate asked for, no failure
+
+
+def test_max_amplification_gates_the_second_query(wide_then_narrow):
+    _, (before, after), _ = wide_then_narrow
+    assert casstrace("compare", before, after, "--max-amplification", 10).returncode == 0
+    done = casstrace("compare", after, before, "--max-amplification", 10, "--format", "json")
+    assert done.returncode == 1
+    (gate,) = json.loads(done.stdout)["gates"]
+    assert "above the limit of 10x" in gate["reason"]
+
+
+def test_html_report_opens_offline(wide_then_narrow, tmp_path):
+    _, traces, _ = wide_then_narrow
+    done = casstrace("compare", *traces, "--format", "html", "--output", tmp_path / "c.html")
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "c.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "Side by side, per execution" in page
+    assert "cdn" not in page.lower().split("<script", 1)[0]
+
+
+@pytest.mark.parametrize("args", [["one.trace"], ["--before", "SELECT 1"], ["a.trace", "b.trace", "--after", "x"]])
+def test_bad_arguments_fail_in_one_line(args):
+    done = casstrace("compare", *args)
+    assert done.returncode == 2
+    assert done.stderr.startswith("casstrace: error: give either two traces or both --before and --after")
+
+
+def test_missing_trace_fails_in_one_line(tmp_path):
+    done = casstrace("compare", tmp_path / "a.trace", tmp_path / "b.trace")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_percentiles_by_nearest_rank():
+    values = [float(v) for v in range(10, 0, -1)]
+    assert percentile(values, 0.5) == 5.0 and percentile(values, 0.99) == 10.0
+    assert percentile(list(range(1, 201)), 0.99) == 198
+    assert percentile([], 0.5) is None
+
+
+def test_payload_check_by_digest_sees_values_not_sizes():
+    same_size = check_payload(Payload(3, 30, "aa"), Payload(3, 30, "bb"))
+    assert same_size.status == "different" and "different values" in same_size.summary
+    assert check_payload(Payload(3, 30, "aa"), Payload(3, 30, "aa")).status == "same"
+    stored = check_payload(Payload(3, 30), Payload(3, 30))
+    assert stored.status == "same" and "payload bytes only" in stored.basis
+    assert check_payload(Payload(None, None, note="no measured execution recorded"), Payload(3, 30)).status == "unverified"

@@ -1,0 +1,121 @@
+"""`casstrace sweep` end to end on the test sandbox: a small three-point sweep, real loads and probes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from casstrace.analyses import analyse
+from casstrace.analyses.sweep import linear_fit, summarise_sweep
+from casstrace.reports import render
+from casstrace.reports.sweep import document
+from casstrace.sandbox.demo import is_loaded
+from casstrace.sandbox.sweep import SWEEP_KEYSPACE
+
+CASSTRACE = [sys.executable, "-m", "casstrace"]
+COLUMNS = (2, 4, 6)
+ROWS, CELL_BYTES = 10, 20_000
+
+
+def casstrace(*args, timeout=600):
+    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env=os.environ)
+
+
+def sweep_tables(session) -> list[str]:
+    return sorted(row.table_name for row in session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (SWEEP_KEYSPACE,)))
+
+
+@pytest.fixture(scope="module")
+def three_points(tmp_path_factory, sandbox, demo_tables):
+    """A sweep over N = 2, 4, 6 (10 rows of 20 KB cells): (JSON report, traces directory, process)."""
+    directory = tmp_path_factory.mktemp("sweep")
+    report = directory / "sweep.json"
+    done = casstrace("sweep", "--data-dir", sandbox.data_dir, "--min-columns", COLUMNS[0], "--max-columns",
+                     COLUMNS[-1], "--step", COLUMNS[1] - COLUMNS[0], "--rows", ROWS, "--cell-bytes", CELL_BYTES,
+                     "--repeat", 2, "--traces-dir", directory / "traces", "--format", "json", "--output", report)
+    return json.loads(report.read_text()) if report.exists() else None, directory / "traces", done
+
+
+def test_three_point_sweep_data_bytes_grow_with_n(three_points):
+    report, _, done = three_points
+    assert done.returncode == 0, done.stderr
+    points = report["points"]
+    assert [p["columns"] for p in points] == list(COLUMNS)
+    for p in points:
+        # Random cells do not compress: the wide table's Data.db holds at least every cell once.
+        assert p["columns"] * ROWS * CELL_BYTES <= p["wide_data_file_bytes"] < 1.1 * p["columns"] * ROWS * CELL_BYTES
+        for side in ("wide", "narrow"):   # the last column of every row, whatever N
+            assert (p[side]["rows"], p[side]["payload_bytes"]) == (ROWS, ROWS * CELL_BYTES)
+            assert p[side]["executions"] == 2
+    sizes = [p["wide_data_file_bytes"] for p in points]
+    wide_read = [p["wide"]["data_read_bytes"] for p in points]
+    narrow_read = [p["narrow"]["data_read_bytes"] for p in points]
+    assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
+    assert wide_read == sorted(wide_read) and wide_read[-1] > 2 * wide_read[0]
+    assert max(narrow_read) < 1.5 * min(narrow_read)      # the refactor stays flat
+    assert all(read >= ROWS * CELL_BYTES for read in narrow_read)
+    assert report["fits"]["wide_data_read"]["slope"] > 0
+    assert any("grows linearly with N" in f for f in report["findings"] if f.startswith("Wide"))
+    assert any(f.startswith("Narrow") and "Data bytes read per execution: flat" in f for f in report["findings"])
+
+
+def test_sweep_drops_what_it_created_and_leaves_the_demo_alone(three_points, cql_session, demo_tables):
+    _, _, done = three_points
+    assert done.returncode == 0, done.stderr
+    assert sweep_tables(cql_session) == []
+    assert cql_session.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                               (SWEEP_KEYSPACE,)).one() is None
+    assert is_loaded(cql_session, demo_tables.spec)
+
+
+def test_html_report_draws_the_curves(three_points, sandbox):
+    report, traces, _ = three_points
+    measured = [(p["columns"], analyse(traces / f"wide-{p['columns']:03d}.trace"),
+                 analyse(traces / f"narrow-{p['columns']:03d}.trace"), p["wide_data_file_bytes"],
+                 p["narrow_data_file_bytes"]) for p in report["points"]]
+    page = render(document(summarise_sweep(measured, ROWS, CELL_BYTES)), "html")
+    assert page.startswith("<!DOCTYPE html>") and page.count('class="plotly-graph-div"') == 3
+    for title in ("Data bytes read per execution", "Latency per execution", "Amplification"):
+        assert title in page
+
+
+def test_keep_leaves_the_tables_and_a_second_sweep_reuses_them(tmp_path, sandbox, cql_session):
+    args = ["sweep", "--data-dir", sandbox.data_dir, "--min-columns", 3, "--max-columns", 3, "--rows", 5,
+            "--cell-bytes", 10_000, "--repeat", 1, "--warmup", 0, "--traces-dir", tmp_path, "--format", "json"]
+    try:
+        first = casstrace(*args, "--keep")
+        assert first.returncode == 0, first.stderr
+        assert sweep_tables(cql_session) == ["narrow_3", "wide_3"]
+        ids = list(cql_session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s",
+                                       (SWEEP_KEYSPACE,)))
+        second = casstrace(*args)          # reuses the kept tables, so it must not drop them
+        assert second.returncode == 0, second.stderr
+        assert list(cql_session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s",
+                                        (SWEEP_KEYSPACE,))) == ids
+        assert json.loads(second.stdout)["points"][0]["wide"]["payload_bytes"] == 5 * 10_000
+    finally:
+        cql_session.execute(f"DROP KEYSPACE IF EXISTS {SWEEP_KEYSPACE}")
+
+
+def test_rows_too_wide_for_one_write_fail_before_touching_the_node(tmp_path):
+    done = casstrace("sweep", "--data-dir", tmp_path / "no-sandbox", "--max-columns", 100, "--cell-bytes", 200_000)
+    assert done.returncode == 2
+    assert done.stderr.startswith("casstrace: error: a row of 100 columns of 200,000 bytes is 19.1 MiB")
+    assert not (tmp_path / "no-sandbox").exists()
+
+
+def test_a_stopped_sandbox_fails_in_one_line(tmp_path):
+    done = casstrace("sweep", "--data-dir", tmp_path, "--max-columns", 10)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"casstrace: error: the sandbox in {tmp_path} is not running")
+
+
+def test_linear_fit_recovers_a_line():
+    fit = linear_fit([10, 20, 30], [5.0, 7.0, 9.0])
+    assert (fit.slope, fit.intercept, fit.r2) == pytest.approx((0.2, 3.0, 1.0))
+    assert linear_fit([10, 10], [1.0, 2.0]) is None
+    assert linear_fit([1, 2, 3], [4.0, 4.0, 4.0]).r2 is None
