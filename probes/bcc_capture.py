@@ -41,6 +41,7 @@ COUNTER_NAMES = ("events_offered", "notices_lost", "aggregate_overflows", "iov_t
 EVENT = struct.Struct("<QQqqqQIiIIII")
 CAP_PERFMON, CAP_BPF = 38, 39
 BPF_NOEXIST = 1
+SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13   # x86_64, as syscalls.check_architecture() requires
 
 
 class Notice(ctypes.Structure):
@@ -385,6 +386,8 @@ class BccCapture:
     def _detach(self) -> None:
         for tracepoint in list(self._bpf.tracepoint_fds):
             self._bpf.detach_tracepoint(tracepoint)
+        for tracepoint in list(self._bpf.raw_tracepoint_fds):
+            self._bpf.detach_raw_tracepoint(tracepoint)
 
     def _release(self) -> None:
         self._stop_polling.set()
@@ -394,8 +397,10 @@ class BccCapture:
             os.close(self._pidfd)
             self._pidfd = None
         if self._bpf is not None:
+            programs = _program_ids(self._bpf)
             self._bpf.cleanup()
             self._bpf = None
+            _wait_until_unloaded(programs)
 
     def _read_tables(self) -> None:
         bpf = self._bpf
@@ -440,6 +445,32 @@ class BccCapture:
         """(window_id, window, end_ns) in order."""
         ends = [w.start_ns for w in self._windows[1:]] + [self._end_ns]
         return [(i + 1, w, end) for i, (w, end) in enumerate(zip(self._windows, ends))]
+
+
+def _program_ids(bpf) -> set[int]:
+    ids = set()
+    for function in bpf.funcs.values():
+        try:
+            info = Path(f"/proc/self/fdinfo/{function.fd}").read_text()
+        except OSError:
+            continue
+        ids.update(int(line.split()[1]) for line in info.splitlines() if line.startswith("prog_id:"))
+    return ids
+
+
+def _wait_until_unloaded(program_ids: set[int], timeout: float = 2.0) -> None:
+    """The kernel frees a raw tracepoint's program after an RCU grace period, not when its link is
+    closed: wait for that, so that a stopped capture leaves no program loaded."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    deadline = time.monotonic() + timeout
+    for prog_id in program_ids:
+        while time.monotonic() < deadline:
+            attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
+            fd = libc.syscall(SYS_BPF, BPF_PROG_GET_FD_BY_ID, ctypes.byref(attr), ctypes.sizeof(attr))
+            if fd < 0:
+                break
+            os.close(fd)
+            time.sleep(0.002)
 
 
 def _read_hash(table) -> list[tuple]:
