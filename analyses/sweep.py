@@ -4,8 +4,8 @@ wide table grows with the table's number of columns N, against the narrow refact
 Pure: the analyses of each point's two traces in, a Sweep out. The expected shape (CASSANDRA-6586):
 the wide table's Data bytes read and latency grow linearly with N while the payload stays the same;
 the narrow table's stay flat. The summary says whether the measured points have that shape, from
-the least-squares line through them: flat when the line rises by less than FLAT_RISE of the mean
-over the whole range of N; else linear when r² >= LINEAR_R2, growing (noisily) when r² >= NOISY_R2.
+the least-squares line through them: flat when the line rises by at most FLAT_RISE of the mean
+over the whole range of N (or falls); else linear when r² >= LINEAR_R2, growing (noisily) when r² >= NOISY_R2.
 Bytes read are exact. Latency is judged on the fastest execution at each N: on a busy machine other
 processes add time to some executions, never take it away.
 """
@@ -119,7 +119,7 @@ def _shape(fit: LinearFit | None, xs: list[int], values: list, show) -> str:
     rise = fit.slope * (max(xs) - min(xs))
     mean = sum(values) / len(values)
     r2 = "n/a" if fit.r2 is None else f"{fit.r2:.3f}"
-    if abs(rise) <= FLAT_RISE * mean:
+    if rise <= FLAT_RISE * mean:   # a falling line is noise too: it does not grow with N
         return f"flat ({text_range}; the fitted line moves {show(rise)} from N={min(xs)} to N={max(xs)})"
     growth = f"{show(fit.slope)} more per column, r² {r2}; {text_range}"
     if rise > 0 and fit.r2 is not None and fit.r2 >= LINEAR_R2:

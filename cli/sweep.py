@@ -12,9 +12,9 @@ from casstrace import paths
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 
-# Sized for a 2-core, 24 GiB machine (see the command's help): the write-up's ~100 rows of 100 KB
-# cells (1 GB at N = 100) become 200 rows of 10 KB cells (200 MB at N = 100).
-DEFAULT_ROWS = 200
+# Sized for a 2-core, 24 GiB machine and a sandbox with a 1G heap (see the command's help): the
+# write-up's ~100 rows of 100 KB cells (1 GB at N = 100) become 100 rows of 10 KB (100 MB at N = 100).
+DEFAULT_ROWS = 100
 DEFAULT_CELL_BYTES = 10_000
 
 
@@ -51,16 +51,18 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
     narrow table's stay flat.
 
     \b
-    Scaled to a 2-core, 24 GiB machine, where the full default sweep takes
-    about MEASURED: 200 rows of 10 KB cells, a fifth of the write-up's data
-    (~100 rows of 100 KB: 1 GB at N = 100), in cells smaller than a 16 KiB
-    compression chunk. Cassandra 5 skips the chunks lying wholly inside a cell
-    it does not return, so with the write-up's 100 KB cells (--cell-bytes
-    100000) the wide read grows by about one chunk per cell and row rather
-    than by the whole cell: still linear in N, about 6x less steep.
+    Scaled to a 2-core, 24 GiB machine and the sandbox's 1G heap, where the
+    full default sweep takes about 2 minutes: 100 rows of 10 KB cells, a tenth
+    of the write-up's data (~100 rows of 100 KB: 1 GB at N = 100), in cells
+    smaller than a 16 KiB compression chunk. Cassandra 5 skips the chunks
+    lying wholly inside a cell it does not return, so with the write-up's
+    100 KB cells (--cell-bytes 100000) the wide read grows by about one chunk
+    per cell and row rather than by the whole cell: still linear in N, about
+    6x less steep. Both tables of the largest N must fit in a quarter of the
+    node's heap (its memtables): a larger sweep needs a larger --heap.
     """
     from casstrace.sandbox.control import Sandbox
-    from casstrace.sandbox.sweep import SweepPlan, queries, run_sweep
+    from casstrace.sandbox.sweep import SweepPlan, heap_bytes, queries, run_sweep
 
     if max_columns < min_columns:
         raise CasstraceError(f"--max-columns {max_columns} is below --min-columns {min_columns}",
@@ -72,6 +74,7 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
     if not sandbox.is_running():
         raise CasstraceError(f"the sandbox in {sandbox.data_dir} is not running",
                              f"start it: casstrace sandbox start --data-dir {sandbox.data_dir}")
+    plan.check(heap_bytes(sandbox.settings.heap))
     traces_dir = traces_dir or paths.default_traces_dir() / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
     traces_dir.mkdir(parents=True, exist_ok=True)
 

@@ -43,7 +43,8 @@ class SweepPlan:
                          rows=self.rows, columns=columns, first_column_bytes=self.cell_bytes,
                          other_column_bytes=self.cell_bytes)
 
-    def check(self) -> None:
+    def check(self, node_heap_bytes: int | None = None) -> None:
+        """Refuse what the node cannot take: a row over one write, or tables that would overflow its memtables."""
         if not self.columns or min(self.columns) < 1:
             raise CasstraceError("the sweep needs at least one column count of 1 or more",
                                  "give --min-columns 1 or more and --max-columns >= --min-columns")
@@ -53,6 +54,15 @@ class SweepPlan:
                 f"a row of {max(self.columns)} columns of {self.cell_bytes:,} bytes is {widest / 2**20:.1f} MiB, "
                 f"more than Cassandra takes in one write ({MAX_ROW_BYTES / 2**20:.0f} MiB here)",
                 "lower --max-columns or --cell-bytes")
+        # Both tables load together into memtables that get a quarter of the heap (memtable_heap_space's
+        # default); past that, a 1G node ran out of heap while loading two tables of 190 MiB.
+        table_bytes = self.rows * widest
+        if node_heap_bytes is not None and 2 * table_bytes > node_heap_bytes / 4:
+            raise CasstraceError(
+                f"the two tables at N={max(self.columns)} hold {2 * table_bytes / 2**20:,.0f} MiB, more than the "
+                f"quarter of the node's {node_heap_bytes / 2**30:g} GiB heap Cassandra gives its memtables: loading "
+                "them could run the node out of memory",
+                "lower --rows, --cell-bytes or --max-columns, or start the sandbox with a larger --heap")
 
     def cost(self, columns: int) -> int:
         """Progress units of one N: load and compaction of both tables, two traced queries."""
@@ -61,6 +71,11 @@ class SweepPlan:
     @property
     def total_cost(self) -> int:
         return sum(self.cost(n) for n in self.columns)
+
+
+def heap_bytes(heap: str) -> int:
+    """'1G' -> 1073741824, '512M' -> 536870912 (the sandbox's --heap)."""
+    return int(heap[:-1]) * {"M": 2**20, "G": 2**30}[heap[-1].upper()]
 
 
 def queries(spec: WideTable) -> tuple[str, str]:
@@ -87,7 +102,7 @@ def run_sweep(sandbox, plan: SweepPlan, traces_dir: Path,
     from casstrace.node.connection import ConnectionSettings
     from casstrace.node.runner import RunOptions, run
 
-    plan.check()
+    plan.check(heap_bytes(sandbox.settings.heap))
     connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
     with sandbox.connect() as session:
         keyspace_existed = _keyspace_exists(session, plan.keyspace)

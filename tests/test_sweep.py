@@ -108,6 +108,15 @@ def test_rows_too_wide_for_one_write_fail_before_touching_the_node(tmp_path):
     assert not (tmp_path / "no-sandbox").exists()
 
 
+def test_tables_too_big_for_the_nodes_memtables_are_refused(sandbox, cql_session):
+    done = casstrace("sweep", "--data-dir", sandbox.data_dir, "--rows", 1000, "--max-columns", 100)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("casstrace: error: the two tables at N=100 hold 1,907 MiB, more than the quarter "
+                                  "of the node's 1 GiB heap")
+    assert "(fix: lower --rows, --cell-bytes or --max-columns, or start the sandbox with a larger --heap)" in done.stderr
+    assert sweep_tables(cql_session) == []
+
+
 def test_a_stopped_sandbox_fails_in_one_line(tmp_path):
     done = casstrace("sweep", "--data-dir", tmp_path, "--max-columns", 10)
     assert done.returncode == 2
