@@ -39,7 +39,8 @@ def command(traces, before, after, traces_dir, format_, output, threshold, fail_
 
     First checks that both return the same payload, and refuses (exit 2) when they do not: live
     queries by row count and a digest of the returned values computed on the client (never
-    stored); stored traces by row count and payload bytes only. Then shows, per execution, the
+    stored), from one untraced execution of each before any probe runs; stored traces by row
+    count and payload bytes only. Then shows, per execution, the
     latency (median, p99), the bytes read per file, the page-cache misses, the amplification and
     verdict of each, and the ratios second ÷ first.
 

@@ -8,6 +8,8 @@ import sys
 import pytest
 
 from casstrace.analyses.compare import Payload, check_payload, percentile
+from casstrace.node.connection import ConnectionSettings, NodeSession
+from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
 
 CASSTRACE = [sys.executable, "-m", "casstrace"]
 
@@ -68,11 +70,14 @@ def test_wide_and_narrow_return_the_same_payload_for_far_less_io(wide_then_narro
     assert [report[side]["trace"] for side in ("first", "second")] == [str(t) for t in traces]
 
 
-def test_the_digest_never_reaches_the_report_or_the_traces(wide_then_narrow):
+def test_the_digest_never_reaches_the_report_or_the_traces(wide_then_narrow, sandbox, queries):
     report, traces, _ = wide_then_narrow
-    assert "digest" not in json.dumps(report["payload"]["first"])
+    settings = ConnectionSettings(host=sandbox.host, port=sandbox.port)
+    with NodeSession(settings, protocol_handler=MeasuringProtocolHandler) as node:
+        digest = execute(node.session, prepare(node.session, queries[0])).digest
+    assert digest not in json.dumps(report)
     for trace in traces:
-        assert b"digest" not in trace.read_bytes()
+        assert digest.encode() not in trace.read_bytes()
 
 
 def test_queries_returning_the_same_sizes_but_different_values_are_refused(tmp_path, node_args, demo_tables):
@@ -98,6 +103,20 @@ def test_different_row_counts_are_refused(tmp_path, node_args, queries, demo_tab
     assert done.returncode == 2
     assert "do not return the same data" in done.stderr
     assert f"the second {spec.rows} rows ({spec.rows * spec.other_column_bytes / 2**20:.1f} MiB)" in done.stderr
+
+
+def test_stored_traces_of_different_data_are_refused(wide_then_narrow, tmp_path, node_args, queries, demo_tables):
+    _, (before, _), _ = wide_then_narrow
+    other = tmp_path / "other-column.trace"
+    ran = casstrace("run", queries[1].replace("column_no = 0", "column_no = 1"), *node_args, "--repeat", 1,
+                    "--out", other, "--no-html")
+    assert ran.returncode == 0, ran.stderr
+    done = casstrace("compare", before, other)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    spec = demo_tables.spec
+    assert line.startswith("casstrace: error: refusing to compare: the two traces do not return the same data. "
+                           f"Different data: the first returned {spec.rows} rows (19.5 KiB), the second {spec.rows} rows")
 
 
 def test_stored_traces_compare_rows_and_payload_bytes_only(wide_then_narrow, tmp_path):
