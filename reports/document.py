@@ -39,6 +39,8 @@ class Table:
 class Series:
     name: str
     y: list[float | None]
+    colour: str | None = None      # CSS colour, so one thing keeps one colour across charts
+    dashed: bool = False
 
 
 @dataclass

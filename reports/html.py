@@ -138,7 +138,8 @@ def render_document(document: Document, **_) -> str:
 
 
 def _line_chart(chart: Chart) -> go.Figure:
-    figure = go.Figure([go.Scatter(x=chart.x, y=series.y, mode="lines+markers", name=html.escape(series.name))
+    figure = go.Figure([go.Scatter(x=chart.x, y=series.y, mode="lines+markers", name=html.escape(series.name),
+                                   line={"color": series.colour, "dash": "dash" if series.dashed else "solid"})
                         for series in chart.series])
     figure.update_layout(title=html.escape(chart.title), xaxis_title=html.escape(chart.x_title),
                          yaxis_title=html.escape(chart.y_title), height=380,

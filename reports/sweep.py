@@ -24,6 +24,8 @@ from casstrace.reports.comparison import format_value, side_data
 from casstrace.reports.document import Chart, Document, Heading, Items, Paragraph, Series, Table
 
 VERSION = 1
+SIDES = ("wide", "narrow")
+COLOURS = {"wide": "#d62728", "narrow": "#1f77b4", "payload": "#2ca02c"}
 COLUMNS = ("N", "Wide Data.db", "Wide read", "Wide median", "Wide fastest", "Wide amplification",
            "Narrow Data.db", "Narrow read", "Narrow median", "Narrow fastest", "Narrow amplification", "Payload")
 
@@ -39,16 +41,15 @@ def document(sweep: Sweep) -> Document:
     xs = [p.columns for p in sweep.points]
     blocks += [
         Chart("Data bytes read per execution", "N (columns)", "MiB", xs,
-              [Series("wide", [p.wide.data_read_bytes / 2**20 for p in sweep.points]),
-               Series("narrow", [p.narrow.data_read_bytes / 2**20 for p in sweep.points]),
-               Series("payload", [_mib(p.wide.payload_bytes) for p in sweep.points])]),
+              [Series(side, [getattr(p, side).data_read_bytes / 2**20 for p in sweep.points], COLOURS[side])
+               for side in SIDES]
+              + [Series("payload", [_mib(p.wide.payload_bytes) for p in sweep.points], COLOURS["payload"], True)]),
         Chart("Latency per execution", "N (columns)", "ms", xs,
-              [Series(f"{side}, {name}", [_ms(getattr(getattr(p, side), attribute)) for p in sweep.points])
-               for side in ("wide", "narrow")
-               for name, attribute in (("fastest", "latency_min_s"), ("median", "latency_median_s"))]),
+              [Series(f"{side}, {name}", [_ms(getattr(getattr(p, side), attribute)) for p in sweep.points],
+                      COLOURS[side], dashed=name == "median")
+               for side in SIDES for name, attribute in (("fastest", "latency_min_s"), ("median", "latency_median_s"))]),
         Chart("Amplification (data read ÷ payload)", "N (columns)", "x", xs,
-              [Series("wide", [p.wide.amplification for p in sweep.points]),
-               Series("narrow", [p.narrow.amplification for p in sweep.points])]),
+              [Series(side, [getattr(p, side).amplification for p in sweep.points], COLOURS[side]) for side in SIDES]),
     ]
     if sweep.context:
         blocks.append(Heading("How it was run"))
