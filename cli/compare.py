@@ -105,8 +105,8 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
 
     paths = []
     for role, query in zip(("before", "after"), queries):
-        name = Path(default_trace_path(query).name)
-        out = (traces_dir or default_trace_path(query).parent) / f"{name.stem}-{role}{name.suffix}"
+        default = default_trace_path(query)
+        out = (traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}"
         paths.append(run(RunOptions(
             query=query, connection=settings, keyspace=run_options["keyspace"], pid=run_options["pid"],
             repeat=run_options["repeat"], warmup=run_options["warmup"], cold=run_options["cold"],
