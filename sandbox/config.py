@@ -151,6 +151,9 @@ def daemon_command(java: str, jars: list[Path], layout: Layout, settings: Settin
         *_jvm_base(java, jars, layout),
         f"-Xms{settings.heap}", f"-Xmx{settings.heap}", "-Xss256k",
         "-XX:+UseG1GC", "-XX:+ParallelRefProcEnabled", "-XX:MaxGCPauseMillis=300",
+        # A node out of heap limps on failing reads, which would skew every trace taken of it:
+        # better it stops, and `sandbox status` says so.
+        "-XX:+ExitOnOutOfMemoryError",
         # No hsperfdata file: its writes would show up in every I/O trace of the node.
         "-XX:+PerfDisableSharedMem",
         f"-Dlogback.configurationFile=file://{layout.logback}",
