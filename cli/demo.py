@@ -59,15 +59,27 @@ def command(data_dir, rows, columns, c0_bytes, other_bytes, reload, load_only):
         click.echo(f"  {table.name}: {len(table.data_files)} SSTable, "
                    f"{table.data_bytes / 1e6:.1f} MB Data.db ({files})")
     if not load_only:
-        trace_queries(sandbox, [("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query)])
+        trace_and_compare(sandbox, spec)
 
 
-def trace_queries(sandbox: Sandbox, queries) -> None:
+def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
+    """Each query's verdict, then both side by side, as `casstrace compare` shows them."""
+    import sys
+
+    from casstrace.analyses import analyse
+    from casstrace.analyses.compare import compare
     from casstrace.cli.run import report
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
+    from casstrace.reports import render
+    from casstrace.reports.comparison import document
 
     settings = resolve_settings(sandbox.host, sandbox.native_port)
-    for title, query in queries:
+    traces = []
+    for title, query in (("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query)):
         click.echo(f"\n=== Tracing {title}: {query}")
-        report(run(RunOptions(query=query, connection=settings)), html=True)
+        traces.append(run(RunOptions(query=query, connection=settings)))
+        report(traces[-1], html=True)
+    click.echo("\n=== Side by side")
+    comparison = compare(*(analyse(path) for path in traces), labels=("wide", "narrow"))
+    click.echo(render(document(comparison), "text", color=sys.stdout.isatty()), nl=False)

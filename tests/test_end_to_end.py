@@ -116,3 +116,20 @@ def test_mmap_reads_are_caught_by_the_page_cache_probe(mmap_node, tmp_path):
     assert analysis.overall.syscall_bytes == 0
     assert analysis.overall.read >= 100
     assert analysis.verdict.status == "flagged"
+
+
+def test_demo_traces_both_tables_and_shows_them_side_by_side(sandbox, demo_tables):
+    import re
+    import subprocess
+    import sys
+
+    done = subprocess.run([Path(sys.executable).parent / "casstrace", "demo", "--data-dir", str(sandbox.data_dir)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "The demo data was already in place" in done.stdout
+    verdicts = re.findall(r"^VERDICT: (FLAGGED|NOT FLAGGED)", done.stdout, re.MULTILINE)
+    assert verdicts == ["FLAGGED", "NOT FLAGGED"]
+    side_by_side = done.stdout.split("=== Side by side")[1]
+    assert re.search(r"Rows returned\s+200\s+200\s+1\s+same", side_by_side)
+    less = re.search(r"Data read from the table's Data files .* ([0-9,]+)x less", side_by_side)
+    assert less and int(less.group(1).replace(",", "")) >= 100
