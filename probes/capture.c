@@ -1,6 +1,7 @@
 // casstrace capture program (bcc). Watches every thread of one process (TGID) through
-// tracepoints only, and never reads a kernel struct: everything comes from tracepoint fields and
-// from the syscall arguments in the process's own memory.
+// tracepoints only (raw_syscalls:sys_exit attached raw, the others through perf), and never reads
+// a kernel struct: everything comes from tracepoint fields and arguments and from the syscall
+// arguments in the process's own memory.
 //
 // Userspace (bcc_capture.py) passes these macros: TGID, SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
 // MAP_ENTRIES, REGION_ENTRIES, NOTICE_PATH, HAS_FOLIO_ORDER and NR_<syscall> numbers.

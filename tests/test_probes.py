@@ -307,6 +307,13 @@ def test_latency_buckets_are_exact_tenths_of_decades():
         assert bucket(ns) == expected, ns
 
 
+def test_logged_latencies_binned_exactly_as_the_kernel_bins():
+    """Calls in the event log reach the spectrogram through bcc_capture.latency_bucket."""
+    for ns in (0, 1, 2, 9, 10, 11, 12, 13, 99, 100, 101, 125, 126, 1000, 1258, 1259, 10**9, 10**10 - 1, 10**10):
+        expected = max(b for b in range(120) if ns ** 10 >= 10 ** b) if ns else 0
+        assert bcc_capture.latency_bucket(ns) == expected, ns
+
+
 # -- ending a capture ------------------------------------------------------------------------
 def bpf_program_ids() -> set[int]:
     ids = set()
