@@ -239,16 +239,19 @@ def test_latency_spectrogram_counts_every_call(captured):
 
 # -- calls past the event log: the kernel's aggregates take over, with the same figures ------------
 SEQUENCE_READER = r"""
-import os, sys
+import itertools, os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
+cpus = itertools.cycle(sorted(os.sched_getaffinity(0)))
+def hop():   # each call on the next CPU: the kernel's per-CPU aggregates must add up
+    os.sched_setaffinity(0, {next(cpus)})
 sys.stdin.readline()
-os.read(fd, 4096); os.read(fd, 4096); os.read(fd, 4096)     # 0..12288, one run
-os.lseek(fd, 100000, os.SEEK_SET)
-os.read(fd, 5000)                                           # jump to 100000
-os.pread(fd, 8192, 200000); os.pread(fd, 8192, 208192)      # jump, then a run of 16384
-os.readv(fd, [bytearray(1000), bytearray(2000)])            # jump back to 105000
-os.pread(fd, 1, 0)                                          # jump, and jump again:
-os.pread(fd, 10, 300000 - 4)                                # 4 bytes before the end
+hop(); os.read(fd, 4096); hop(); os.read(fd, 4096); hop(); os.read(fd, 4096)   # 0..12288, one run
+hop(); os.lseek(fd, 100000, os.SEEK_SET)
+hop(); os.read(fd, 5000)                                    # jump to 100000
+hop(); os.pread(fd, 8192, 200000); hop(); os.pread(fd, 8192, 208192)   # jump, then a run of 16384
+hop(); os.readv(fd, [bytearray(1000), bytearray(2000)])     # jump back to 105000
+hop(); os.pread(fd, 1, 0)                                   # jump, and jump again:
+hop(); os.pread(fd, 10, 300000 - 4)                         # 4 bytes before the end
 print("done", flush=True)
 sys.stdin.readline()
 """
@@ -256,8 +259,8 @@ sys.stdin.readline()
 
 @pytest.mark.parametrize("stream_limit", [1, 4, bcc_capture.DEFAULT_STREAM_LIMIT])
 def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit):
-    """Logged calls are aggregated from the event log, the others in the kernel: with none, some
-    or all of a known sequence of reads in the log, every figure is the same, and exact."""
+    """Logged calls are aggregated from the event log, the others in the kernel (per CPU): with
+    none, some or all of a known sequence of reads in the log, every figure is the same, and exact."""
     path = tmp_path / "sequence.bin"
     path.write_bytes(os.urandom(300000))
     child = subprocess.Popen([sys.executable, "-c", SEQUENCE_READER, str(path)], stdin=subprocess.PIPE,
