@@ -1,6 +1,6 @@
 """Overhead of the bcc probes on the traced process (prints figures; not a test).
 
-  .venv/bin/python benchmarks/probe_overhead.py [--query-runs 300] [--storm-rounds 9] [--skip-query]
+  .venv/bin/python benchmarks/probe_overhead.py [--query-runs 300] [--storm-rounds 15] [--skip-query]
 
 (a) the demo query warm on the dev sandbox (127.0.0.1:9042):
     SELECT c0 FROM casstrace_demo.streams WHERE stream_id=1, traced and untraced executions
@@ -222,7 +222,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--query-runs", type=int, default=300)
     parser.add_argument("--query-block", type=int, default=10)
-    parser.add_argument("--storm-rounds", type=int, default=9)
+    parser.add_argument("--storm-rounds", type=int, default=15)
     parser.add_argument("--skip-query", action="store_true")
     parser.add_argument("--skip-storm", action="store_true")
     arguments = parser.parse_args()
