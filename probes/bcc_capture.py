@@ -8,10 +8,8 @@ reads and lseeks go to an in-place event log read once at the end, and only desc
 """
 
 import ctypes
-import functools
 import math
 import mmap
-import operator
 import os
 import select
 import struct
@@ -20,7 +18,6 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from types import SimpleNamespace
 
 from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
@@ -478,33 +475,12 @@ def _wait_until_unloaded(program_ids: set[int], timeout: float = 2.0) -> None:
 
 def _read_hash(table) -> list[tuple]:
     """All (key, value) pairs of a BPF hash, by batches (one syscall per thousands of entries).
-    Scalar values come back as ints, structs as ctypes structures; a per-CPU map's values, one per
-    CPU, come back merged into one (ints, or namespaces with the struct's fields)."""
-    from bcc.table import PerCpuHash
-
+    Scalar values come back as ints, structs as ctypes structures."""
     try:
         items = list(table.items_lookup_batch())
     except Exception:   # kernels without batch operations on this map type
         items = table.items()
-    if isinstance(table, PerCpuHash):
-        return [(key, _merge_cpus(list(values))) for key, values in items]
     return [(key, value.value if isinstance(value, ctypes._SimpleCData) else value) for key, value in items]
-
-
-def _merge_cpus(values: list, field: str = ""):
-    """One CPU-independent value from the per-CPU values of an aggregate (capture.c): counts add up,
-    a longest run is the longest of the CPUs', page bits are or-ed."""
-    first = values[0]
-    if isinstance(first, int):
-        if field == "longest_run":
-            return max(values)
-        if field == "words":
-            return functools.reduce(operator.or_, values)
-        return sum(values)
-    if isinstance(first, ctypes.Array):
-        return [_merge_cpus([value[i] for value in values], field) for i in range(len(first))]
-    return SimpleNamespace(**{name: _merge_cpus([getattr(value, name) for value in values], name)
-                              for name, _type in first._fields_})
 
 
 def _page_round(size: int) -> int:

@@ -8,10 +8,7 @@
 //
 // Aggregates are keyed by the window epoch that userspace writes into control[CONTROL_EPOCH]
 // whenever a window begins, so nothing has to be read or reset mid-capture; epoch 0 means "not
-// capturing". Userspace reads every map once, after detaching. The aggregate maps are per CPU and
-// updated without atomics: a syscall tracepoint's programs run with preemption disabled and never
-// nest on one CPU, and the locked instructions cost ~80 ns per kernel-aggregated read. Userspace
-// adds the CPUs' values up (bcc_capture._merge_cpus).
+// capturing". Userspace reads every map once, after detaching.
 
 #define KIND_UNKNOWN 0
 #define KIND_FILE 1
@@ -113,7 +110,7 @@ struct file_stats {
     u64 longest_run;
     u64 read_sizes[READ_SIZE_BUCKETS];
 };
-BPF_PERCPU_HASH(stats_by_fd, struct fd_key, struct file_stats, MAP_ENTRIES);
+BPF_HASH(stats_by_fd, struct fd_key, struct file_stats, MAP_ENTRIES);
 BPF_PERCPU_ARRAY(zero_stats, struct file_stats, 1);
 
 // A file as the aggregates name it: (fd, gen) for syscalls, (dev, inode) for the page cache.
@@ -128,7 +125,7 @@ struct page_key {
     u32 dev;
     u64 inode;
 };
-BPF_PERCPU_HASH(page_cache_pages, struct page_key, u64, MAP_ENTRIES);
+BPF_HASH(page_cache_pages, struct page_key, u64, MAP_ENTRIES);
 
 // Bit p of word w of region r: page (r * COVERAGE_REGION_WORDS + w) * 64 + p was touched.
 // Regions rather than single words keep the entries a scan or a random-read storm touches few,
@@ -142,7 +139,7 @@ struct coverage_key {
 struct coverage_region {
     u64 words[COVERAGE_REGION_WORDS];
 };
-BPF_PERCPU_HASH(coverage, struct coverage_key, struct coverage_region, REGION_ENTRIES);
+BPF_HASH(coverage, struct coverage_key, struct coverage_region, REGION_ENTRIES);
 BPF_PERCPU_ARRAY(zero_region, struct coverage_region, 1);
 
 // Cell c of a row: offset bucket row * HEAT_ROW_CELLS + c, in one time slot (rows for the same
@@ -159,7 +156,7 @@ struct heat_cell {
 struct heat_row {
     struct heat_cell cells[HEAT_ROW_CELLS];
 };
-BPF_PERCPU_HASH(heatmap, struct heat_key, struct heat_row, REGION_ENTRIES);
+BPF_HASH(heatmap, struct heat_key, struct heat_row, REGION_ENTRIES);
 BPF_PERCPU_ARRAY(zero_heat_row, struct heat_row, 1);
 
 struct latency_key {
@@ -168,7 +165,7 @@ struct latency_key {
     u8 target;
     u8 bucket;
 };
-BPF_PERCPU_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
+BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
 
 // Per-call records of reads and lseeks on files, written in place and read once at the end
 // (no per-event wakeup or userspace work). A call that finds room in the log is added to the
@@ -306,7 +303,7 @@ static __always_inline void cover(struct file_ref *file, u32 epoch, u64 first, u
         }
         u64 from = word == first_word ? first % 64 : 0;
         u64 to = word == last_word ? last % 64 : 63;
-        region->words[word % COVERAGE_REGION_WORDS] |= (~0ULL >> (63 - to)) & (~0ULL << from);
+        __sync_fetch_and_or(&region->words[word % COVERAGE_REGION_WORDS], (~0ULL >> (63 - to)) & (~0ULL << from));
     }
 }
 
@@ -324,8 +321,8 @@ static __always_inline void heat(struct file_ref *file, u64 ts, u64 offset, u64 
         return;
     }
     struct heat_cell *cell = &row->cells[bucket % HEAT_ROW_CELLS];
-    cell->calls++;
-    cell->bytes += bytes;
+    __sync_fetch_and_add(&cell->calls, 1);
+    __sync_fetch_and_add(&cell->bytes, bytes);
 }
 
 // True when the call is in the log (and so left to userspace to aggregate).
@@ -376,14 +373,14 @@ static __always_inline u64 iov_bytes(u64 iov, u64 count_) {
 }
 
 static __always_inline void add_read(struct file_stats *stats, u64 requested, s64 ret, u64 latency) {
-    stats->read_calls++;
-    stats->read_requested += requested;
-    stats->read_ns += latency;
+    __sync_fetch_and_add(&stats->read_calls, 1);
+    __sync_fetch_and_add(&stats->read_requested, requested);
+    __sync_fetch_and_add(&stats->read_ns, latency);
     if (ret >= 0) {
-        stats->read_bytes += ret;
+        __sync_fetch_and_add(&stats->read_bytes, ret);
         u32 bucket = ret ? log2_u64(ret) + 1 : 0;
         if (bucket < READ_SIZE_BUCKETS)
-            stats->read_sizes[bucket]++;
+            __sync_fetch_and_add(&stats->read_sizes[bucket], 1);
     }
 }
 
@@ -434,7 +431,7 @@ static __always_inline bool on_read(struct call *c, u32 tid, s32 fd, struct fd_s
     if (stats) {
         add_read(stats, requested, ret, latency);
         if (seek_jump)
-            stats->seek_jumps++;
+            __sync_fetch_and_add(&stats->seek_jumps, 1);
         if (run_bytes > stats->longest_run)
             stats->longest_run = run_bytes;
     }
@@ -449,9 +446,9 @@ static __always_inline bool on_read(struct call *c, u32 tid, s32 fd, struct fd_s
 static __always_inline void on_write(struct call *c, s32 fd, struct fd_state *f, s64 ret) {
     struct file_stats *stats = stats_of(c->epoch, fd, f);
     if (stats) {
-        stats->write_calls++;
+        __sync_fetch_and_add(&stats->write_calls, 1);
         if (ret > 0)
-            stats->write_bytes += ret;
+            __sync_fetch_and_add(&stats->write_bytes, ret);
     }
     if (ret > 0 && f && f->pos_known && (c->nr == NR_write || c->nr == NR_writev))
         f->pos += ret;
@@ -464,7 +461,7 @@ static __always_inline bool on_lseek(struct call *c, u32 tid, s32 fd, struct fd_
     if (!logged) {
         struct file_stats *stats = stats_of(c->epoch, fd, f);
         if (stats)
-            stats->lseek_calls++;
+            __sync_fetch_and_add(&stats->lseek_calls, 1);
     }
     if (ret >= 0 && f) {
         f->pos = ret;
@@ -633,7 +630,7 @@ RAW_TRACEPOINT_PROBE(sys_exit) {
         u64 zero = 0;
         u64 *calls_in_bucket = latency_hist.lookup_or_try_init(&key, &zero);
         if (calls_in_bucket)
-            (*calls_in_bucket)++;
+            __sync_fetch_and_add(calls_in_bucket, 1);
         else
             count(COUNT_AGGREGATE_OVERFLOW, 1);
     }
@@ -666,7 +663,7 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
     u64 zero = 0;
     u64 *total = page_cache_pages.lookup_or_try_init(&key, &zero);
     if (total)
-        *total += pages;
+        __sync_fetch_and_add(total, pages);
     else
         count(COUNT_AGGREGATE_OVERFLOW, 1);
     struct file_ref file = {.source = SOURCE_PAGE_CACHE, .fd_or_dev = args->s_dev, .gen_or_inode = args->i_ino};

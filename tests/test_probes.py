@@ -242,7 +242,7 @@ SEQUENCE_READER = r"""
 import itertools, os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
 cpus = itertools.cycle(sorted(os.sched_getaffinity(0)))
-def hop():   # each call on the next CPU: the kernel's per-CPU aggregates must add up
+def hop():   # each call on the next CPU: no figure may depend on where a call ran
     os.sched_setaffinity(0, {next(cpus)})
 sys.stdin.readline()
 hop(); os.read(fd, 4096); hop(); os.read(fd, 4096); hop(); os.read(fd, 4096)   # 0..12288, one run
@@ -259,8 +259,8 @@ sys.stdin.readline()
 
 @pytest.mark.parametrize("stream_limit", [1, 4, bcc_capture.DEFAULT_STREAM_LIMIT])
 def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit):
-    """Logged calls are aggregated from the event log, the others in the kernel (per CPU): with
-    none, some or all of a known sequence of reads in the log, every figure is the same, and exact."""
+    """Logged calls are aggregated from the event log, the others in the kernel: with none, some
+    or all of a known sequence of reads in the log, every figure is the same, and exact."""
     path = tmp_path / "sequence.bin"
     path.write_bytes(os.urandom(300000))
     child = subprocess.Popen([sys.executable, "-c", SEQUENCE_READER, str(path)], stdin=subprocess.PIPE,
