@@ -72,7 +72,8 @@ CREATE TABLE windows (
     end_ns     INTEGER NOT NULL
 );
 
--- Exact per-window, per-file totals (kept in the kernel by the bcc backend: nothing is lost).
+-- Exact per-window, per-file totals (bcc: counted in the kernel, or added up from the per-call log
+-- for the calls it holds; nothing is lost either way).
 CREATE TABLE file_io (
     window_id                INTEGER NOT NULL REFERENCES windows(window_id),
     file_id                  INTEGER NOT NULL REFERENCES files(file_id),
