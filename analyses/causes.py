@@ -26,8 +26,12 @@ def verdict(overall: Amplification, threshold: float, *, data_label: str, backen
     against = (f"{human_bytes(overall.basis_bytes)} of payload" if overall.basis == "payload" else
                f"{human_bytes(overall.basis_bytes)} sent to the client (wire bytes: the trace has no driver payload)")
     if overall.basis_bytes == 0:
-        status = "flagged" if overall.data_read_bytes else "not flagged"
-        return Verdict(status, f"Read {read} from {data_label} to return nothing ({against}).", notes)
+        if not overall.data_read_bytes:
+            # Typically a capture of something other than a Cassandra query: saying "not flagged"
+            # would vouch for a query that never ran.
+            return Verdict("undetermined", f"Nothing was read from {data_label} and nothing was returned "
+                                           f"({against}): there is no query to judge in this capture.", notes)
+        return Verdict("flagged", f"Read {read} from {data_label} to return nothing ({against}).", notes)
     summary = (f"Read {read} from {data_label} for {against}: "
                f"{ratio(overall.read)} (threshold {threshold:g}x).")
     if overall.read >= threshold:

@@ -244,3 +244,20 @@ def test_real_sysdig_captures(tmp_path, capture, status, low, high):
     assert len(data) == 1 and data[0].read_bytes == {"cassandra5-fullrow-lz4.scap": 62_574_072,
                                                      "cassandra5-narrow-fixed.scap": 32_084,
                                                      "cassandra5-select-star-lz4.scap": 190_897_095}[capture]
+
+
+def test_a_capture_with_no_query_and_no_data_reads_is_not_judged(tmp_path):
+    """`casstrace capture` of an unrelated process: no Data file read, nothing returned."""
+    from casstrace.traces import TraceWriter
+
+    writer = TraceWriter(tmp_path / "other.trace")
+    writer.set_meta(backend="bcc", measures={"syscalls": True, "offsets": True, "page_cache": True,
+                                             "latency": True, "wire": True})
+    window = writer.add_window("capture", 0, 1_000_000_000)
+    libc = writer.file_id("/lib/x86_64-linux-gnu/libc.so.6", "file", size_bytes=2_000_000)
+    writer.add_file_io([{"window_id": window, "file_id": libc, "read_calls": 3, "read_bytes": 2_368,
+                         "read_requested_bytes": 2_368, "cache_miss_pages": 0, "cache_miss_bytes": 0}])
+    analysis = analyse(writer.finish())
+    assert analysis.verdict.status == "undetermined"
+    assert "no query to judge" in analysis.verdict.summary
+    assert [f.read_bytes for f in analysis.files] == [2_368]
