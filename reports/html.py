@@ -33,6 +33,8 @@ th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f4f4f4; }
 td:first-child { word-break: break-all; max-width: 40em; }
+td { overflow-wrap: anywhere; }
+table.context td:first-child { white-space: nowrap; word-break: normal; }
 .verdict { padding: .8em 1em; border-radius: 6px; font-size: 1.1em; }
 .flagged { background: #fde2e1; border: 2px solid #c0392b; }
 .not-flagged { background: #e3f6e5; border: 2px solid #27ae60; }
@@ -96,7 +98,7 @@ def render(analysis: Analysis, **_) -> str:
     parts.append(_table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis)) if analysis.query_trace
                  else "<p class='muted'>Not recorded.</p>")
     parts.append("<h2>Context</h2>")
-    parts.append(_table(("", ""), common.context_items(analysis)))
+    parts.append(_table(("", ""), common.context_items(analysis), css_class="context"))
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -147,7 +149,7 @@ def _line_chart(chart: Chart) -> go.Figure:
     return figure
 
 
-def _table(headers, rows) -> str:
+def _table(headers, rows, css_class: str = "") -> str:
     if not rows:
         return "<p class='muted'>None.</p>"
     head = "" if not any(headers) else "<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"
@@ -157,7 +159,7 @@ def _table(headers, rows) -> str:
             for c in map(str, row)) + "</tr>"
         for row in rows
     )
-    return f"<table>{head}{body}</table>"
+    return f"<table class='{css_class}'>{head}{body}</table>"
 
 
 def _figure(figure: go.Figure) -> str:
