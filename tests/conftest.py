@@ -19,6 +19,19 @@ TEST_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_NATIVE_PORT", "19042"))
 TEST_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_JMX_PORT", "17199"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def scratch_data_home(tmp_path_factory):
+    """Traces the tests write by default (and `casstrace traces` lists) go to a scratch data
+    directory, not the user's. The test node lives at TEST_DATA_DIR, chosen apart from this."""
+    previous = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data-home"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_DATA_HOME")
+    else:
+        os.environ["XDG_DATA_HOME"] = previous
+
+
 @pytest.fixture(scope="session")
 def sandbox() -> Sandbox:
     """The running test node. Use .pid(), .data_dir, .host, .native_port, .jmx_port, .log,
