@@ -28,6 +28,7 @@ HEATMAP_OFFSET_BYTES = 1 << 20
 DEFAULT_STREAM_LIMIT = 500_000
 MAP_ENTRIES = 1 << 17
 REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
+FOLLOWED_ENTRIES = 1 << 16   # descendants alive at once, when following them
 NOTICE_PATH = 256
 PAGE_SIZE = 4096
 TRACEFS = Path("/sys/kernel/tracing")
@@ -35,10 +36,11 @@ TRACEFS = Path("/sys/kernel/tracing")
 KIND_NAMES = {code: kind for kind, code in syscalls.KIND_CODES.items()} | {5: "unknown"}
 TARGET_NAMES = {0: "none", 1: "file", 2: "socket", 3: "other"}
 SOURCE_NAMES = {0: "syscall", 1: "page_cache"}
-NOTICE_NEW_FD, NOTICE_CONNECT, NOTICE_RENAME, NOTICE_EXIT = 1, 2, 3, 4
+NOTICE_NEW_FD, NOTICE_CONNECT, NOTICE_RENAME, NOTICE_EXIT, NOTICE_FORK, NOTICE_THREAD = 1, 2, 3, 4, 5, 6
 COUNTER_NAMES = ("events_offered", "notices_lost", "aggregate_overflows", "iov_truncated", "coverage_truncated")
-# struct event in capture.c
+# struct event in capture.c; following descendants, it ends with the process (tgid) and a pad
 EVENT = struct.Struct("<QQqqqQIiIIII")
+FOLLOWED_EVENT = struct.Struct("<QQqqqQIiIIIII4x")
 CAP_PERFMON, CAP_BPF = 38, 39
 BPF_NOEXIST = 1
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13   # x86_64, as syscalls.check_architecture() requires
@@ -49,6 +51,11 @@ class Notice(ctypes.Structure):
                 ("type", ctypes.c_uint32), ("nr", ctypes.c_uint32), ("kind", ctypes.c_uint32),
                 ("fd", ctypes.c_int32), ("gen", ctypes.c_uint32), ("aux_fd", ctypes.c_int32),
                 ("aux_gen", ctypes.c_uint32), ("text", ctypes.c_char * NOTICE_PATH)]
+
+
+class FollowedNotice(Notice):
+    """struct notice following descendants: which process it is about (fork, thread: the parent)."""
+    _fields_ = [("tgid", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
 
 
 @dataclass
@@ -141,18 +148,25 @@ def _folio_order_field() -> bool:
 
 
 class BccCapture:
-    """Capture one process (all its threads) with bcc. A context manager: start() / stop()."""
+    """Capture one process (all its threads) with bcc. A context manager: start() / stop().
+
+    With follow_children, also every process it starts after start(), at any depth, and their
+    threads. fds are then told apart by their process: descriptors are keyed (owner, fd, gen), where
+    owner is the process's pid when following and 0 otherwise (the kernel keys its maps alike).
+    """
 
     backend = "bcc"
 
     def __init__(self, pid: int, *, extra_dirs=(), stream_limit: int = DEFAULT_STREAM_LIMIT,
-                 source: str | None = None):
+                 source: str | None = None, follow_children: bool = False):
         syscalls.check_architecture()
         check_process(pid)
         check_privileges()
         check_kernel_headers()
         check_tracefs()
         self.pid = pid
+        self.follow_children = follow_children
+        self.owner = pid if follow_children else 0   # the traced process's owner in fd keys
         self.extra_dirs = tuple(extra_dirs)
         self.stream_limit = max(1, int(stream_limit))
         self.source = source or f"pid {pid}"
@@ -162,9 +176,11 @@ class BccCapture:
         self._started = self._stopped = False
         self._windows: list[Window] = []
         self._start_ns = self._end_ns = 0
-        # (fd, gen) -> what it referred to; gen 0 is what the fd held when the capture began.
-        self._descriptors: dict[tuple[int, int], Descriptor] = {}
-        self._current_gen: dict[int, int] = {}
+        # (owner, fd, gen) -> what it referred to; gen 0 is what the fd held when the capture began,
+        # or, in a descendant, what it inherited from its parent.
+        self._descriptors: dict[tuple[int, int, int], Descriptor] = {}
+        self._current_gen: dict[int, dict[int, int]] = {}   # owner -> fd -> latest gen
+        self.descendants: dict[int, int] = {}   # pid -> parent pid, for every process followed
         self._thread_names: dict[int, str] = {}
         self._lock = threading.Lock()
         self._poller: threading.Thread | None = None
@@ -243,6 +259,7 @@ class BccCapture:
             f"-DTGID={self.pid}", f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
             f"-DEVENT_CAPACITY={self.stream_limit}", f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
             f"-DNOTICE_PATH={NOTICE_PATH}", f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
+            f"-DFOLLOW_CHILDREN={int(self.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
             *syscalls.program_defines(),
         ]
         began = time.monotonic()
@@ -279,17 +296,18 @@ class BccCapture:
         from bcc import lib
 
         fds = self._bpf[b"fds"]
+        current_gen = self._current_gen.setdefault(self.owner, {})
         for fd, descriptor in proc_fds.fd_snapshot(self.pid).items():
-            self._descriptors[(fd, 0)] = descriptor
+            self._descriptors[(self.owner, fd, 0)] = descriptor
             state = fds.Leaf()
             state.gen = 0
             state.kind = syscalls.KIND_CODES[descriptor.kind if descriptor.kind in syscalls.KIND_CODES else "other"]
             state.pos_known = int(descriptor.position is not None)
             state.pos = descriptor.position or 0
             state.next_offset = -1
-            key = fds.Key(fd)
+            key = fds.Key(self.owner << 32 | fd)   # FD_SLOT in capture.c
             lib.bpf_update_elem(fds.map_fd, ctypes.byref(key), ctypes.byref(state), BPF_NOEXIST)
-            self._current_gen.setdefault(fd, 0)
+            current_gen.setdefault(fd, 0)
         self._name_sockets()
 
     # -- while capturing: descriptor changes -----------------------------------------------------
@@ -317,25 +335,43 @@ class BccCapture:
         return bool(readable)
 
     def _on_notice(self, _ctx, data, _size) -> None:
-        notice = ctypes.cast(data, ctypes.POINTER(Notice)).contents
+        notice = ctypes.cast(data, ctypes.POINTER(FollowedNotice if self.follow_children else Notice)).contents
         raw = ctypes.string_at(data + Notice.text.offset, NOTICE_PATH)
         text = notice.text.decode(errors="replace")
+        # owner: the process in fd keys; process: its pid, for /proc
+        owner, process = (notice.tgid, notice.tgid) if self.follow_children else (0, self.pid)
         with self._lock:
             if notice.type == NOTICE_NEW_FD:
-                self._on_new_fd(notice, "" if notice.kind == syscalls.KIND_CODES["socket"] else text)
+                self._on_new_fd(notice, owner, process, "" if notice.kind == syscalls.KIND_CODES["socket"] else text)
                 if notice.nr in (syscalls.NUMBERS["accept"], syscalls.NUMBERS["accept4"]):
-                    self._peer_seen(notice.fd, notice.gen, raw)
+                    self._peer_seen(owner, notice.fd, notice.gen, raw)
             elif notice.type == NOTICE_CONNECT:
-                self._peer_seen(notice.fd, notice.gen, raw)
-            elif notice.type in (NOTICE_RENAME, NOTICE_EXIT):
+                self._peer_seen(owner, notice.fd, notice.gen, raw)
+            elif notice.type == NOTICE_FORK:
+                self._inherit(parent=owner, child=notice.tid)
+                self._thread_names[notice.tid] = text
+            elif notice.type in (NOTICE_RENAME, NOTICE_EXIT, NOTICE_THREAD):
                 self._thread_names[notice.tid] = text
 
-    def _on_new_fd(self, notice: Notice, text: str) -> None:
+    def _inherit(self, parent: int, child: int) -> None:
+        """A new process holds its parent's fds as they were at the fork: the notices before this
+        one are everything the parent opened until then. The kernel has no state for the child's fds
+        yet, so it counts their calls under gen 0, which names them here."""
+        self.descendants[child] = parent
+        inherited = self._current_gen[child] = {}
+        for fd, gen in self._current_gen.get(parent, {}).items():
+            descriptor = self._descriptors.get((parent, fd, gen))
+            if descriptor is not None:
+                self._descriptors[(child, fd, 0)] = descriptor
+                inherited[fd] = 0
+
+    def _on_new_fd(self, notice: Notice, owner: int, process: int, text: str) -> None:
         fd, kind = notice.fd, KIND_NAMES.get(notice.kind, "unknown")
-        self._current_gen[fd] = max(self._current_gen.get(fd, 0), notice.gen)
-        now = proc_fds.describe_fd(self.pid, fd, with_position=False)
+        current_gen = self._current_gen.setdefault(owner, {})
+        current_gen[fd] = max(current_gen.get(fd, 0), notice.gen)
+        now = proc_fds.describe_fd(process, fd, with_position=False)
         if text:  # open/openat/openat2/creat: the path the process asked for
-            path = text if text.startswith("/") else self._resolve_relative(text, notice.aux_fd)
+            path = text if text.startswith("/") else self._resolve_relative(owner, process, text, notice.aux_fd)
             if now is not None and now.kind == "file" and os.path.basename(now.path) == os.path.basename(path):
                 descriptor = now   # the kernel's canonical path, with dev and inode
             else:
@@ -343,22 +379,22 @@ class BccCapture:
                 self._stat_into(descriptor)
         elif notice.aux_fd >= 0 and notice.nr in (syscalls.NUMBERS["dup"], syscalls.NUMBERS["dup2"],
                                                   syscalls.NUMBERS["dup3"], syscalls.NUMBERS["fcntl"]):
-            original = self._descriptors.get((notice.aux_fd, notice.aux_gen))
+            original = self._descriptors.get((owner, notice.aux_fd, notice.aux_gen))
             descriptor = Descriptor(**vars(original)) if original else now
         else:
             descriptor = now
         if descriptor is None:
-            descriptor = Descriptor(path=f"{kind} fd {fd}", kind=kind)
-        self._descriptors[(fd, notice.gen)] = descriptor
+            descriptor = Descriptor(path=f"{kind} fd {fd}" + (f" of pid {owner}" if owner else ""), kind=kind)
+        self._descriptors[(owner, fd, notice.gen)] = descriptor
         if descriptor.kind == "socket":
             self._name_sockets()
 
-    def _resolve_relative(self, path: str, dirfd: int) -> str:
+    def _resolve_relative(self, owner: int, process: int, path: str, dirfd: int) -> str:
         if dirfd == -100:   # AT_FDCWD
-            base = proc_fds.cwd(self.pid) or "/"
+            base = proc_fds.cwd(process) or "/"
         else:
-            directory = self._descriptors.get((dirfd, self._current_gen.get(dirfd, 0)))
-            base = directory.path if directory else f"/proc/{self.pid}/fd/{dirfd}"
+            directory = self._descriptors.get((owner, dirfd, self._current_gen.get(owner, {}).get(dirfd, 0)))
+            base = directory.path if directory else f"/proc/{process}/fd/{dirfd}"
         return os.path.join(base, path)
 
     @staticmethod
@@ -369,8 +405,8 @@ class BccCapture:
             return
         descriptor.dev, descriptor.inode = stat.st_dev, stat.st_ino
 
-    def _peer_seen(self, fd: int, gen: int, sockaddr: bytes) -> None:
-        descriptor = self._descriptors.get((fd, gen))
+    def _peer_seen(self, owner: int, fd: int, gen: int, sockaddr: bytes) -> None:
+        descriptor = self._descriptors.get((owner, fd, gen))
         if descriptor is not None and descriptor.kind == "socket":
             descriptor.remote_addr = descriptor.remote_addr or proc_fds.sockaddr_address(sockaddr)
         self._name_sockets()
@@ -410,19 +446,31 @@ class BccCapture:
             self._tables[name] = _read_hash(bpf[name.encode()])
         streamed = min(self.counters["events_offered"], self.stream_limit)
         log = bpf[b"event_log"]
-        length = _page_round(log.max_entries * EVENT.size)
+        layout = self._event_layout()
+        length = _page_round(log.max_entries * layout.size)
         with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
-            self._events = memory[: streamed * EVENT.size]
+            self._events = memory[: streamed * layout.size]
+
+    def _event_layout(self) -> struct.Struct:
+        return FOLLOWED_EVENT if self.follow_children else EVENT
+
+    def event_records(self):
+        """The logged calls: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr,
+        epoch, seek_jump, owner)."""
+        if self.follow_children:
+            return FOLLOWED_EVENT.iter_unpack(self._events)
+        return (record + (0,) for record in EVENT.iter_unpack(self._events))
 
     def _final_snapshot(self) -> None:
         """Name what is still open: sockets connected before their notice was handled, files
         whose notice arrived after they were closed, thread names set after start."""
         with self._lock:
+            current_gen = self._current_gen.get(self.owner, {})
             for fd, descriptor in proc_fds.fd_snapshot(self.pid).items():
-                gen = self._current_gen.get(fd, 0)
-                known = self._descriptors.get((fd, gen))
+                key = (self.owner, fd, current_gen.get(fd, 0))
+                known = self._descriptors.get(key)
                 if known is None or (known.dev is None and known.kind == descriptor.kind):
-                    self._descriptors[(fd, gen)] = descriptor
+                    self._descriptors[key] = descriptor
             self._name_sockets()
             self._thread_names.update(proc_fds.thread_names(self.pid))
 

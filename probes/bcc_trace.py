@@ -1,7 +1,8 @@
 """Turning what a BccCapture read from its BPF maps into trace rows (casstrace.traces.schema).
 
-The kernel names files by (fd, generation) for syscalls and by (device, inode) for the page cache;
-here both become file_ids, so a file read through its fd and filled by the page cache is one row.
+The kernel names files by (owner, fd, generation) for syscalls (owner: the process, when following
+a command's descendants; else 0) and by (device, inode) for the page cache; here both become
+file_ids, so a file read through its fd and filled by the page cache is one row.
 Reads and lseeks that found room in the event log are in no map (the kernel leaves them to us to
 save their cost): their totals, coverage and heat map cells are added up here from the log.
 """
@@ -10,7 +11,7 @@ import os
 from collections import defaultdict
 
 from casstrace.probes import proc_fds, syscalls
-from casstrace.probes.bcc_capture import (EVENT, HEATMAP_OFFSET_BYTES, PAGE_SIZE, SLOT_NS, SOURCE_NAMES,
+from casstrace.probes.bcc_capture import (HEATMAP_OFFSET_BYTES, PAGE_SIZE, SLOT_NS, SOURCE_NAMES,
                                           TARGET_NAMES, latency_bucket)
 from casstrace.probes.proc_fds import Descriptor
 
@@ -18,6 +19,7 @@ SOURCE_SYSCALL, SOURCE_PAGE_CACHE = 0, 1
 READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
 LSEEK = syscalls.NUMBERS["lseek"]
 TARGET_FILE = 1   # the only target a logged call has
+GEN_BITS = 32     # file_ref.gen_or_inode of a syscall source: owner << 32 | gen
 
 
 def page_runs(words: dict[int, int]) -> list[tuple[int, int]]:
@@ -51,16 +53,17 @@ class LoggedCalls:
     """What the logged calls add to the per-file totals, coverage, heat map and latency spectrogram,
     keyed as the kernel keys its maps, computed as capture.c would have (on_read, on_lseek)."""
 
-    def __init__(self, events: bytes, start_ns: int):
-        self.totals: dict[tuple[int, int, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        self.sizes: dict[tuple[int, int, int, int], int] = defaultdict(int)   # + log2 bucket
-        self.coverage: dict[tuple[int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
-        self.heat: dict[tuple[int, int, int, int], list[int]] = defaultdict(lambda: [0, 0])
+    def __init__(self, records, start_ns: int):
+        # keys: (epoch, owner, fd, gen), + log2 bucket for sizes
+        self.totals: dict[tuple[int, int, int, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.sizes: dict[tuple[int, int, int, int, int], int] = defaultdict(int)
+        self.coverage: dict[tuple[int, int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        self.heat: dict[tuple[int, int, int, int, int], list[int]] = defaultdict(lambda: [0, 0])
         self.latency: dict[tuple[int, int, int, int], int] = defaultdict(int)   # as latency_key
-        for ts, latency, offset, requested, returned, run, _tid, fd, gen, nr, epoch, jump in EVENT.iter_unpack(events):
+        for ts, latency, offset, requested, returned, run, _tid, fd, gen, nr, epoch, jump, owner in records:
             slot = (ts - start_ns) // SLOT_NS if ts >= start_ns else 0
             self.latency[(slot, nr, TARGET_FILE, latency_bucket(latency))] += 1
-            key = (epoch, fd, gen)
+            key = (epoch, owner, fd, gen)
             totals = self.totals[key]
             if nr == LSEEK:
                 totals["lseek_calls"] += 1
@@ -77,7 +80,7 @@ class LoggedCalls:
             bitmap = self.coverage[key]
             for word, bits in page_bits(offset // PAGE_SIZE, (offset + returned - 1) // PAGE_SIZE).items():
                 bitmap[word] |= bits
-            cell = self.heat[(fd, gen, slot, offset // HEATMAP_OFFSET_BYTES)]
+            cell = self.heat[(owner, fd, gen, slot, offset // HEATMAP_OFFSET_BYTES)]
             cell[0] += 1
             cell[1] += returned
 
@@ -87,10 +90,10 @@ class TraceBuilder:
         self.capture = capture
         self.writer = writer
         self.tables = capture._tables
-        self._fd_file_ids: dict[tuple[int, int], int] = {}
+        self._fd_file_ids: dict[tuple[int, int, int], int] = {}
         self._page_file_ids: dict[tuple[int, int], int] = {}
         self._names_by_inode: dict[tuple[int, int], Descriptor] | None = None
-        self.logged = LoggedCalls(capture._events, capture._start_ns)
+        self.logged = LoggedCalls(capture.event_records(), capture._start_ns)
 
     def write(self) -> None:
         self._windows()
@@ -103,10 +106,11 @@ class TraceBuilder:
         self._meta()
 
     # -- files ---------------------------------------------------------------------------------
-    def fd_file(self, fd: int, gen: int) -> int:
-        key = (fd, gen)
+    def fd_file(self, owner: int, fd: int, gen: int) -> int:
+        key = (owner, fd, gen)
         if key not in self._fd_file_ids:
-            descriptor = self.capture._descriptors.get(key) or Descriptor(path=f"fd {fd}", kind="unknown")
+            descriptor = self.capture._descriptors.get(key) or Descriptor(
+                path=f"fd {fd}" + (f" of pid {owner}" if owner else ""), kind="unknown")
             self._fd_file_ids[key] = self._add_file(descriptor)
         return self._fd_file_ids[key]
 
@@ -145,7 +149,7 @@ class TraceBuilder:
 
     def file_of(self, source: int, fd_or_dev: int, gen_or_inode: int) -> int:
         if source == SOURCE_SYSCALL:
-            return self.fd_file(fd_or_dev, gen_or_inode)
+            return self.fd_file(gen_or_inode >> GEN_BITS, fd_or_dev, gen_or_inode & ((1 << GEN_BITS) - 1))
         return self.page_file(fd_or_dev, gen_or_inode)
 
     # -- tables --------------------------------------------------------------------------------
@@ -173,7 +177,7 @@ class TraceBuilder:
                     totals[name] += value
 
         for key, stats in self.tables["stats_by_fd"]:
-            file_id = self.fd_file(key.fd, key.gen)
+            file_id = self.fd_file(key.owner, key.fd, key.gen)
             add(row(key.epoch, file_id), {
                 "read_calls": stats.read_calls, "read_bytes": stats.read_bytes,
                 "read_requested_bytes": stats.read_requested, "read_ns": stats.read_ns,
@@ -183,10 +187,10 @@ class TraceBuilder:
             for index, count in enumerate(stats.read_sizes):
                 if count:
                     sizes[(key.epoch, file_id, index - 1)] += count
-        for (epoch, fd, gen), figures in self.logged.totals.items():
-            add(row(epoch, self.fd_file(fd, gen)), figures)
-        for (epoch, fd, gen, bucket), count in self.logged.sizes.items():
-            sizes[(epoch, self.fd_file(fd, gen), bucket)] += count
+        for (epoch, owner, fd, gen), figures in self.logged.totals.items():
+            add(row(epoch, self.fd_file(owner, fd, gen)), figures)
+        for (epoch, owner, fd, gen, bucket), count in self.logged.sizes.items():
+            sizes[(epoch, self.fd_file(owner, fd, gen), bucket)] += count
         for key, pages in self.tables["page_cache_pages"]:
             totals = row(key.epoch, self.page_file(key.dev, key.inode))
             totals["cache_miss_pages"] += pages
@@ -204,8 +208,8 @@ class TraceBuilder:
             for index, bits in enumerate(region.words):
                 if bits:
                     bitmap[first_word + index] |= bits
-        for (epoch, fd, gen), words in self.logged.coverage.items():
-            bitmap = bitmaps[(epoch, self.fd_file(fd, gen), SOURCE_SYSCALL)]
+        for (epoch, owner, fd, gen), words in self.logged.coverage.items():
+            bitmap = bitmaps[(epoch, self.fd_file(owner, fd, gen), SOURCE_SYSCALL)]
             for word, bits in words.items():
                 bitmap[word] |= bits
         self.writer.add_coverage(
@@ -224,8 +228,8 @@ class TraceBuilder:
                     cell = cells[(file_id, SOURCE_NAMES[f.source], key.slot, key.row * len(row.cells) + index)]
                     cell[0] += value.calls
                     cell[1] += value.bytes
-        for (fd, gen, slot, bucket), (calls, size) in self.logged.heat.items():
-            cell = cells[(self.fd_file(fd, gen), SOURCE_NAMES[SOURCE_SYSCALL], slot, bucket)]
+        for (owner, fd, gen, slot, bucket), (calls, size) in self.logged.heat.items():
+            cell = cells[(self.fd_file(owner, fd, gen), SOURCE_NAMES[SOURCE_SYSCALL], slot, bucket)]
             cell[0] += calls
             cell[1] += size
         self.writer.add_heatmap(
@@ -246,11 +250,12 @@ class TraceBuilder:
 
     def _events(self) -> None:
         def rows():
-            for ts, latency, offset, requested, returned, _run, tid, fd, gen, nr, _epoch, _jump in EVENT.iter_unpack(
-                    self.capture._events):
+            for ts, latency, offset, requested, returned, _run, tid, fd, gen, nr, _epoch, _jump, owner in \
+                    self.capture.event_records():
                 if nr in READ_SYSCALLS and offset < 0:
                     offset = None
-                yield (ts, tid, syscalls.name(nr), fd, self.fd_file(fd, gen), offset, requested, returned, latency)
+                yield (ts, tid, syscalls.name(nr), fd, self.fd_file(owner, fd, gen), offset, requested, returned,
+                       latency)
         self.writer.add_events(rows())
 
     def _meta(self) -> None:
@@ -266,4 +271,9 @@ class TraceBuilder:
         )
         if capture.ended_early:
             meta["ended_early"] = capture.ended_early
+        if capture.follow_children:
+            meta["notes"] = [
+                f"followed the descendants of pid {capture.pid}: {len(capture.descendants)} processes started"
+                " during the capture, with their threads; their fds are named as opened, or as their parent"
+                " held them at the fork (reads through an inherited fd are counted without offsets)"]
         self.writer.set_meta(**meta)

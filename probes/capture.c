@@ -4,7 +4,13 @@
 // arguments in the process's own memory.
 //
 // Userspace (bcc_capture.py) passes these macros: TGID, SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
-// MAP_ENTRIES, REGION_ENTRIES, NOTICE_PATH, HAS_FOLIO_ORDER and NR_<syscall> numbers.
+// MAP_ENTRIES, REGION_ENTRIES, NOTICE_PATH, HAS_FOLIO_ORDER, FOLLOW_CHILDREN and NR_<syscall> numbers.
+//
+// FOLLOW_CHILDREN 1 also watches every process TGID forks after attach, at any depth, and their
+// threads. fd numbers are per process, so fd state and fd-keyed aggregates then carry the owning
+// process (OWNER), and records and notices say which process they are from. With 0 (the default,
+// --pid and `casstrace run`) the owner is a constant 0 and the program compiles to exactly the
+// instructions it had before following existed: following costs nothing unless asked for.
 //
 // Aggregates are keyed by the window epoch that userspace writes into control[CONTROL_EPOCH]
 // whenever a window begins, so nothing has to be read or reset mid-capture; epoch 0 means "not
@@ -56,6 +62,26 @@
 #define NOTICE_CONNECT 2
 #define NOTICE_RENAME 3
 #define NOTICE_EXIT 4
+#define NOTICE_FORK 5           // a watched process started a process (tid: the child's pid)
+#define NOTICE_THREAD 6         // a watched process started a thread (tid: the new thread)
+
+#define CLONE_THREAD_ 0x00010000
+
+#if FOLLOW_CHILDREN
+// Descendants of TGID being watched (TGID itself is the constant).
+BPF_HASH(followed, u32, u8, FOLLOWED_ENTRIES);
+static __always_inline bool watched(u32 tgid) {
+    return tgid == TGID || followed.lookup(&tgid);
+}
+#define OWNER(tgid) (tgid)
+#define FD_SLOT_TYPE u64
+#define FD_SLOT(tgid, fd) (((u64)(tgid) << 32) | (u32)(fd))
+#else
+#define watched(tgid) ((tgid) == TGID)
+#define OWNER(tgid) 0
+#define FD_SLOT_TYPE u32
+#define FD_SLOT(tgid, fd) ((u32)(fd))
+#endif
 
 BPF_ARRAY(control, u64, 2);
 BPF_ARRAY(counters, u64, COUNTERS);
@@ -90,13 +116,13 @@ struct fd_state {
     u32 run_epoch;
     u32 pad2;
 };
-BPF_HASH(fds, u32, struct fd_state, 65536);
+BPF_HASH(fds, FD_SLOT_TYPE, struct fd_state, 65536);   // key: FD_SLOT(process, fd)
 
 struct fd_key {
     u32 epoch;
     u32 fd;
     u32 gen;
-    u32 pad;
+    u32 owner;         // OWNER(process)
 };
 struct file_stats {
     u64 read_calls;
@@ -113,7 +139,8 @@ struct file_stats {
 BPF_HASH(stats_by_fd, struct fd_key, struct file_stats, MAP_ENTRIES);
 BPF_PERCPU_ARRAY(zero_stats, struct file_stats, 1);
 
-// A file as the aggregates name it: (fd, gen) for syscalls, (dev, inode) for the page cache.
+// A file as the aggregates name it: (fd, OWNER << 32 | gen) for syscalls, (dev, inode) for the
+// page cache.
 struct file_ref {
     u32 source;
     u32 fd_or_dev;
@@ -186,6 +213,10 @@ struct event {
     u32 nr;
     u32 epoch;
     u32 seek_jump;     // reads: 1 when it did not start where the previous read on the fd ended
+#if FOLLOW_CHILDREN
+    u32 tgid;
+    u32 pad;
+#endif
 };
 BPF_F_TABLE("array", u32, struct event, event_log, EVENT_CAPACITY, BPF_F_MMAPABLE);
 
@@ -202,6 +233,10 @@ struct notice {
     s32 aux_fd;        // dup*: the old fd; openat*: the directory fd; pipe/socketpair: second fd
     u32 aux_gen;
     char text[NOTICE_PATH];
+#if FOLLOW_CHILDREN
+    u32 tgid;          // the process the notice is about (NOTICE_FORK, NOTICE_THREAD: the parent)
+    u32 pad;
+#endif
 };
 BPF_RINGBUF_OUTPUT(notices, 64);
 
@@ -261,8 +296,8 @@ static __always_inline u8 target_of(struct fd_state *f) {
     return TARGET_OTHER;
 }
 
-static __always_inline struct file_stats *stats_of(u32 epoch, u32 fd, struct fd_state *f) {
-    struct fd_key key = {.epoch = epoch, .fd = fd, .gen = f ? f->gen : 0};
+static __always_inline struct file_stats *stats_of(u32 epoch, u32 tgid, u32 fd, struct fd_state *f) {
+    struct fd_key key = {.epoch = epoch, .fd = fd, .gen = f ? f->gen : 0, .owner = OWNER(tgid)};
     u32 zero = 0;
     struct file_stats *empty = zero_stats.lookup(&zero);
     if (!empty)
@@ -326,7 +361,7 @@ static __always_inline void heat(struct file_ref *file, u64 ts, u64 offset, u64 
 }
 
 // True when the call is in the log (and so left to userspace to aggregate).
-static __always_inline bool log_event(struct call *c, u32 tid, s32 fd, u32 gen, u64 latency, s64 offset,
+static __always_inline bool log_event(struct call *c, u32 tgid, u32 tid, s32 fd, u32 gen, u64 latency, s64 offset,
                                       s64 requested, s64 returned, u64 run_bytes, bool seek_jump) {
     u32 which = COUNT_EVENTS_OFFERED;
     u64 *offered = counters.lookup(&which);
@@ -351,6 +386,9 @@ static __always_inline bool log_event(struct call *c, u32 tid, s32 fd, u32 gen, 
     e->nr = c->nr;
     e->epoch = c->epoch;
     e->seek_jump = seek_jump;
+#if FOLLOW_CHILDREN
+    e->tgid = tgid;
+#endif
     return true;
 }
 
@@ -385,7 +423,7 @@ static __always_inline void add_read(struct file_stats *stats, u64 requested, s6
 }
 
 // True when the call went to the event log (see struct event).
-static __always_inline bool on_read(struct call *c, u32 tid, s32 fd, struct fd_state *f,
+static __always_inline bool on_read(struct call *c, u32 tgid, u32 tid, s32 fd, struct fd_state *f,
                                     s64 ret, u64 latency) {
     u32 nr = c->nr;
     s64 offset = -1;
@@ -403,7 +441,7 @@ static __always_inline bool on_read(struct call *c, u32 tid, s32 fd, struct fd_s
     }
 
     if (!f || ret < 0 || target_of(f) != TARGET_FILE) {   // sockets, pipes, failed reads: totals only
-        struct file_stats *stats = stats_of(c->epoch, fd, f);
+        struct file_stats *stats = stats_of(c->epoch, tgid, fd, f);
         if (stats)
             add_read(stats, requested, ret, latency);
         return false;
@@ -424,10 +462,10 @@ static __always_inline bool on_read(struct call *c, u32 tid, s32 fd, struct fd_s
         f->next_offset = offset + ret;
         run_bytes = f->run_bytes;
     }
-    if (log_event(c, tid, fd, f->gen, latency, offset, requested, ret, run_bytes, seek_jump))
+    if (log_event(c, tgid, tid, fd, f->gen, latency, offset, requested, ret, run_bytes, seek_jump))
         return true;
 
-    struct file_stats *stats = stats_of(c->epoch, fd, f);
+    struct file_stats *stats = stats_of(c->epoch, tgid, fd, f);
     if (stats) {
         add_read(stats, requested, ret, latency);
         if (seek_jump)
@@ -437,14 +475,15 @@ static __always_inline bool on_read(struct call *c, u32 tid, s32 fd, struct fd_s
     }
     if (offset < 0 || ret == 0)
         return false;
-    struct file_ref file = {.source = SOURCE_SYSCALL, .fd_or_dev = fd, .gen_or_inode = f->gen};
+    struct file_ref file = {.source = SOURCE_SYSCALL, .fd_or_dev = fd,
+                            .gen_or_inode = ((u64)OWNER(tgid) << 32) | f->gen};
     cover(&file, c->epoch, (u64)offset >> PAGE_SHIFT_4K, (u64)(offset + ret - 1) >> PAGE_SHIFT_4K);
     heat(&file, c->ts, offset, ret);
     return false;
 }
 
-static __always_inline void on_write(struct call *c, s32 fd, struct fd_state *f, s64 ret) {
-    struct file_stats *stats = stats_of(c->epoch, fd, f);
+static __always_inline void on_write(struct call *c, u32 tgid, s32 fd, struct fd_state *f, s64 ret) {
+    struct file_stats *stats = stats_of(c->epoch, tgid, fd, f);
     if (stats) {
         __sync_fetch_and_add(&stats->write_calls, 1);
         if (ret > 0)
@@ -454,12 +493,12 @@ static __always_inline void on_write(struct call *c, s32 fd, struct fd_state *f,
         f->pos += ret;
 }
 
-static __always_inline bool on_lseek(struct call *c, u32 tid, s32 fd, struct fd_state *f,
+static __always_inline bool on_lseek(struct call *c, u32 tgid, u32 tid, s32 fd, struct fd_state *f,
                                      s64 ret, u64 latency) {
     bool logged = target_of(f) == TARGET_FILE &&
-                  log_event(c, tid, fd, f ? f->gen : 0, latency, c->args[1], c->args[2], ret, 0, false);
+                  log_event(c, tgid, tid, fd, f ? f->gen : 0, latency, c->args[1], c->args[2], ret, 0, false);
     if (!logged) {
-        struct file_stats *stats = stats_of(c->epoch, fd, f);
+        struct file_stats *stats = stats_of(c->epoch, tgid, fd, f);
         if (stats)
             __sync_fetch_and_add(&stats->lseek_calls, 1);
     }
@@ -471,10 +510,11 @@ static __always_inline bool on_lseek(struct call *c, u32 tid, s32 fd, struct fd_
 }
 
 // fd now names a new open file description: bump its generation and tell userspace.
-static __always_inline void on_new_fd(struct call *c, u32 tid, s32 fd, u8 kind, s32 aux_fd, bool with_path) {
+static __always_inline void on_new_fd(struct call *c, u32 tgid, u32 tid, s32 fd, u8 kind, s32 aux_fd,
+                                      bool with_path) {
     if (fd < 0)
         return;
-    u32 key = fd;
+    FD_SLOT_TYPE key = FD_SLOT(tgid, fd);
     struct fd_state *f = fds.lookup(&key);
     u32 gen = 1;
     if (f) {
@@ -506,8 +546,11 @@ static __always_inline void on_new_fd(struct call *c, u32 tid, s32 fd, u8 kind, 
     n->aux_fd = aux_fd;
     n->aux_gen = 0;
     n->text[0] = 0;
+#if FOLLOW_CHILDREN
+    n->tgid = tgid;
+#endif
     if (aux_fd >= 0 && !with_path) {
-        u32 aux_key = aux_fd;
+        FD_SLOT_TYPE aux_key = FD_SLOT(tgid, aux_fd);
         struct fd_state *aux = fds.lookup(&aux_key);
         n->aux_gen = aux ? aux->gen : 0;
     }
@@ -521,15 +564,15 @@ static __always_inline void on_new_fd(struct call *c, u32 tid, s32 fd, u8 kind, 
     notices.ringbuf_submit(n, 0);
 }
 
-static __always_inline void on_new_fd_pair(struct call *c, u32 tid, u64 pair, u8 kind) {
+static __always_inline void on_new_fd_pair(struct call *c, u32 tgid, u32 tid, u64 pair, u8 kind) {
     s32 fds_[2] = {-1, -1};
     if (bpf_probe_read_user(fds_, sizeof(fds_), (void *)pair))
         return;
-    on_new_fd(c, tid, fds_[0], kind, fds_[1], false);
-    on_new_fd(c, tid, fds_[1], kind, fds_[0], false);
+    on_new_fd(c, tgid, tid, fds_[0], kind, fds_[1], false);
+    on_new_fd(c, tgid, tid, fds_[1], kind, fds_[0], false);
 }
 
-static __always_inline void notify(u32 type, u32 tid, s32 fd, u32 gen, char *text, u64 user_sockaddr) {
+static __always_inline void notify(u32 type, u32 tgid, u32 tid, s32 fd, u32 gen, char *text, u64 user_sockaddr) {
     struct notice *n = notices.ringbuf_reserve(sizeof(struct notice));
     if (!n) {
         count(COUNT_NOTICES_LOST, 1);
@@ -542,6 +585,9 @@ static __always_inline void notify(u32 type, u32 tid, s32 fd, u32 gen, char *tex
     n->fd = fd;
     n->gen = gen;
     n->text[0] = 0;
+#if FOLLOW_CHILDREN
+    n->tgid = tgid;
+#endif
     if (text)
         bpf_probe_read_kernel_str(n->text, 16, text);
     else if (user_sockaddr)
@@ -551,7 +597,7 @@ static __always_inline void notify(u32 type, u32 tid, s32 fd, u32 gen, char *tex
 
 TRACEPOINT_PROBE(raw_syscalls, sys_enter) {
     u64 pid_tgid = bpf_get_current_pid_tgid();
-    if ((pid_tgid >> 32) != TGID)
+    if (!watched(pid_tgid >> 32))
         return 0;
     u32 epoch = current_epoch();
     if (!epoch)
@@ -576,7 +622,7 @@ TRACEPOINT_PROBE(raw_syscalls, sys_enter) {
 // (c->ts is cleared at every exit, so a call is never matched with another's entry).
 RAW_TRACEPOINT_PROBE(sys_exit) {
     u64 pid_tgid = bpf_get_current_pid_tgid();
-    if ((pid_tgid >> 32) != TGID)
+    if (!watched(pid_tgid >> 32))
         return 0;
     struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
     if (!c || !c->ts)
@@ -584,6 +630,7 @@ RAW_TRACEPOINT_PROBE(sys_exit) {
     u64 now = bpf_ktime_get_ns();
     u64 latency = now - c->ts;
     u32 tid = (u32)pid_tgid;
+    u32 tgid = pid_tgid >> 32;
     u32 nr = c->nr;
     s64 ret = ctx->args[1];
 
@@ -594,36 +641,36 @@ RAW_TRACEPOINT_PROBE(sys_exit) {
     struct fd_state *f = 0;
     u8 target = TARGET_NONE;
     if (flags & SYS_FD_ARG) {
-        u32 key = fd;
+        FD_SLOT_TYPE key = FD_SLOT(tgid, fd);
         f = fds.lookup(&key);
         target = target_of(f);
     }
 
     bool logged = false;   // then userspace bins its latency from the log
     if (flags & SYS_READ) {
-        logged = on_read(c, tid, fd, f, ret, latency);
+        logged = on_read(c, tgid, tid, fd, f, ret, latency);
     } else if (flags & SYS_WRITE) {
-        on_write(c, fd, f, ret);
+        on_write(c, tgid, fd, f, ret);
     } else if (nr == NR_lseek) {
-        logged = on_lseek(c, tid, fd, f, ret, latency);
+        logged = on_lseek(c, tgid, tid, fd, f, ret, latency);
     } else if (ret >= 0) {
         if (flags & SYS_NEW_FD) {
             bool with_path = nr == NR_open || nr == NR_openat || nr == NR_openat2 || nr == NR_creat;
             bool at_dir = nr == NR_openat || nr == NR_openat2;
-            on_new_fd(c, tid, ret, flags >> SYS_KIND_SHIFT, at_dir ? (s32)c->args[0] : AT_FDCWD_, with_path);
+            on_new_fd(c, tgid, tid, ret, flags >> SYS_KIND_SHIFT, at_dir ? (s32)c->args[0] : AT_FDCWD_, with_path);
         } else if (nr == NR_dup || nr == NR_dup2 || nr == NR_dup3 ||
                    (nr == NR_fcntl && (c->args[1] == 0 || c->args[1] == 1030))) {  // F_DUPFD(_CLOEXEC)
-            on_new_fd(c, tid, ret, f ? f->kind : KIND_UNKNOWN, fd, false);
+            on_new_fd(c, tgid, tid, ret, f ? f->kind : KIND_UNKNOWN, fd, false);
         } else if (nr == NR_pipe || nr == NR_pipe2) {
-            on_new_fd_pair(c, tid, c->args[0], KIND_PIPE);
+            on_new_fd_pair(c, tgid, tid, c->args[0], KIND_PIPE);
         } else if (nr == NR_socketpair) {
-            on_new_fd_pair(c, tid, c->args[3], KIND_SOCKET);
+            on_new_fd_pair(c, tgid, tid, c->args[3], KIND_SOCKET);
         } else if (nr == NR_close && f) {
             f->kind = KIND_CLOSED;
         }
     }
     if (nr == NR_connect && (ret == 0 || ret == -EINPROGRESS_))   // non-blocking connects go on after
-        notify(NOTICE_CONNECT, tid, fd, f ? f->gen : 0, 0, c->args[1]);
+        notify(NOTICE_CONNECT, tgid, tid, fd, f ? f->gen : 0, 0, c->args[1]);
     if (!logged) {
         struct latency_key key = {.slot = slot_of(c->ts), .nr = nr, .target = target,
                                   .bucket = latency_bucket(latency)};
@@ -642,7 +689,7 @@ RAW_TRACEPOINT_PROBE(sys_exit) {
 // mmapped files, which syscall tracing cannot see. Pages added inside a write call are about to
 // be overwritten, not missed, and are left out.
 TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
-    if ((bpf_get_current_pid_tgid() >> 32) != TGID)
+    if (!watched(bpf_get_current_pid_tgid() >> 32))
         return 0;
     u32 epoch = current_epoch();
     if (!epoch)
@@ -673,15 +720,41 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
 }
 
 TRACEPOINT_PROBE(task, task_rename) {
-    if ((bpf_get_current_pid_tgid() >> 32) != TGID)
+    u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    if (!watched(tgid))
         return 0;
-    notify(NOTICE_RENAME, args->pid, -1, 0, args->newcomm, 0);
+    notify(NOTICE_RENAME, tgid, args->pid, -1, 0, args->newcomm, 0);
     return 0;
 }
 
 TRACEPOINT_PROBE(sched, sched_process_exit) {
-    if ((bpf_get_current_pid_tgid() >> 32) != TGID)
+    u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    if (!watched(tgid))
         return 0;
-    notify(NOTICE_EXIT, args->pid, -1, 0, args->comm, 0);
+#if FOLLOW_CHILDREN
+    if (args->group_dead)   // its pid may now go to any process: stop watching it
+        followed.delete(&tgid);
+#endif
+    notify(NOTICE_EXIT, tgid, args->pid, -1, 0, args->comm, 0);
     return 0;
 }
+
+#if FOLLOW_CHILDREN
+// Runs in the parent as the child is created, before the child can run (so none of its syscalls is
+// missed). task_newtask rather than sched_process_fork: its clone_flags tell a new thread (already
+// watched through its process) from a new process (to be watched from now on).
+TRACEPOINT_PROBE(task, task_newtask) {
+    u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    if (!watched(tgid))
+        return 0;
+    bool thread = args->clone_flags & CLONE_THREAD_;
+    if (!thread) {
+        u32 child = args->pid;
+        u8 one = 1;
+        if (followed.update(&child, &one))
+            count(COUNT_AGGREGATE_OVERFLOW, 1);
+    }
+    notify(thread ? NOTICE_THREAD : NOTICE_FORK, tgid, args->pid, -1, 0, args->comm, 0);
+    return 0;
+}
+#endif
