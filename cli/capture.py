@@ -4,7 +4,9 @@
     casstrace capture --out TRACE -- COMMAND [ARGS...]
 
 A command is started held at a gate, so the probes are attached before it runs its first
-instruction; the capture ends when it exits (or after --duration).
+instruction; the capture ends when it exits (or after --duration). A command's capture follows
+everything it starts (children, grandchildren, their threads), since that is usually where its
+work happens (`sh -c 'cat FILE'`); --pid watches that one process only, as `casstrace run` does.
 """
 
 import os
@@ -30,7 +32,8 @@ GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.
               help="Per-call read/lseek records to keep (aggregates are always complete).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(pid, duration, out, stream_limit, command):
-    """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency."""
+    """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
+    (a COMMAND's together with every process it starts)."""
     if (pid is None) == (not command):
         raise CasstraceError("give either --pid PID or -- COMMAND ...",
                              "casstrace capture --pid 1234 --duration 10 --out t.trace")
@@ -50,8 +53,8 @@ def command(pid, duration, out, stream_limit, command):
         child, gate = _start_held(command)
         pid = child.pid
     try:
-        capture = BccCapture(pid, stream_limit=limit,
-                             source=f"command {shlex.join(command)}" if command else None)
+        capture = BccCapture(pid, stream_limit=limit, follow_children=bool(command),
+                             source=f"command {shlex.join(command)} and its descendants" if command else None)
     except BaseException:
         if child is not None:
             child.kill()
