@@ -410,6 +410,140 @@ def test_capture_command_on_a_command(tmp_path):
         assert written[0] == 3 << 20
 
 
+# -- following a command's descendants ------------------------------------------------------------
+FORKER = Path(__file__).parent / "helpers" / "forker.py"
+
+
+def forker_files(directory: Path) -> dict[str, str]:
+    sizes = {"a.bin": 128 << 10, "b.bin": 64 << 10, "c.bin": 16 << 10}
+    for name, size in sizes.items():
+        (directory / name).write_bytes(os.urandom(size))
+    return {name: str(directory / name) for name in sizes}
+
+
+def read_by_others(paths, stop: threading.Event) -> None:
+    """Another process (not a descendant) reading the same files while the capture runs."""
+    while not stop.is_set():
+        for path in paths:
+            subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=4096", "status=none"], check=True)
+
+
+def reads_by_path(trace: Trace) -> dict[str, tuple[int, int]]:
+    rows = trace.rows("SELECT path, sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id)"
+                      " WHERE kind = 'file' GROUP BY path")
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def check_descendants_captured(trace: Trace, files: dict[str, str], reads: list) -> None:
+    """Every read of the forker, its child, grandchild (two threads) and dd, exactly."""
+    assert len({read[0] for read in reads}) == 4
+    totals = reads_by_path(trace)
+    for path in files.values():
+        mine = [read for read in reads if read[2] == path]
+        assert totals[path] == (len(mine), sum(read[5] for read in mine)), path
+    # The grandchild opened b.bin itself: each call logged with its offset, from both its threads.
+    b_reads = [(read[1], read[3], read[4], read[5]) for read in reads if read[2] == files["b.bin"]]
+    rows = trace.rows("SELECT tid, syscall, offset, returned FROM events WHERE file_id IN"
+                      " (SELECT file_id FROM files WHERE path = ?) AND syscall != 'lseek'", (files["b.bin"],))
+    assert sorted(tuple(row) for row in rows) == sorted(b_reads)
+    names = {row["tid"]: row["name"] for row in trace.rows("SELECT tid, name FROM threads")}
+    (reader_tid,) = {tid for tid, syscall, _o, _r in b_reads if syscall == "pread64"}
+    assert names[reader_tid] == "gkid-reader"
+    dd_pid = next(read[0] for read in reads if read[2] == files["c.bin"])
+    assert names[dd_pid] == "dd"
+
+
+def test_command_capture_follows_its_descendants(tmp_path):
+    """`capture -- COMMAND` counts what the command's children and grandchildren read, exactly as
+    they counted it, and nothing another process read from the same files meanwhile."""
+    files = forker_files(tmp_path)
+    results, out = tmp_path / "reads.jsonl", tmp_path / "forker.trace"
+    stop = threading.Event()
+    others = threading.Thread(target=read_by_others, args=(list(files.values()), stop))
+    others.start()
+    try:
+        result = subprocess.run([str(CASSTRACE), "capture", "--out", str(out), "--", sys.executable, str(FORKER),
+                                 str(tmp_path), str(results)], input="go\nexit\n", capture_output=True, text=True,
+                                timeout=120)
+    finally:
+        stop.set()
+        others.join()
+    assert result.returncode == 0, result.stderr
+    reads = [json.loads(line) for line in results.read_text().splitlines()]
+    with Trace(out) as trace:
+        assert trace.complete and "ended_early" not in trace.meta
+        assert trace.meta["source"].endswith(" and its descendants")
+        assert "followed the descendants" in trace.meta["notes"][0]
+        check_descendants_captured(trace, files, reads)
+        # The child read a.bin through the fd it inherited (counted, named as the parent's) and
+        # through its own: only the latter has offsets, logged per call.
+        rows = trace.rows("SELECT tid, syscall, offset, returned FROM events WHERE file_id IN"
+                          " (SELECT file_id FROM files WHERE path = ?) AND syscall != 'lseek'", (files["a.bin"],))
+        inherited = [read for read in reads if read[2] == files["a.bin"] and read[4] == 100]
+        assert len(inherited) == 1
+        own_fd = [read for read in reads if read[2] == files["a.bin"] and read not in inherited]
+        assert sorted(tuple(row) for row in rows) == sorted((read[1], read[3], read[4], read[5]) for read in own_fd)
+
+
+class Forker:
+    """tests/helpers/forker.py, started here (not through `casstrace capture`)."""
+
+    def __init__(self, directory: Path):
+        self.files = forker_files(directory)
+        self.results = directory / "reads.jsonl"
+        self.process = subprocess.Popen([sys.executable, str(FORKER), str(directory), str(self.results)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run(self) -> list:
+        """Let it fork and read; returns every process's reads once all its descendants have exited."""
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+        assert self.process.stdout.readline() == "done\n"
+        return [json.loads(line) for line in self.results.read_text().splitlines()]
+
+    def exit(self) -> None:
+        self.process.communicate("exit\n", timeout=10)
+
+
+def written(capture: BccCapture, path: Path) -> Trace:
+    writer = TraceWriter(path)
+    capture.write(writer)
+    return Trace(writer.finish())
+
+
+def test_followed_children_exiting_do_not_end_the_capture(tmp_path):
+    """Following, the capture ends when the traced process exits, not when its children do; fds it
+    held before the capture began are named in the children that inherit them."""
+    forker = Forker(tmp_path)
+    with BccCapture(forker.process.pid, follow_children=True) as capture:
+        reads = forker.run()
+        time.sleep(0.3)   # the exit watch looks every 50 ms
+        assert capture.ended_early is None
+        forker.exit()
+        for _ in range(200):
+            if capture.ended_early is not None:
+                break
+            time.sleep(0.05)
+    assert capture.ended_early == f"process {forker.process.pid} exited"
+    with written(capture, tmp_path / "followed.trace") as trace:
+        check_descendants_captured(trace, forker.files, reads)
+
+
+def test_pid_capture_does_not_follow_children(tmp_path):
+    forker = Forker(tmp_path)
+    with BccCapture(forker.process.pid) as capture:
+        reads = forker.run()
+    forker.exit()
+    with written(capture, tmp_path / "pid.trace") as trace:
+        totals = reads_by_path(trace)
+        assert totals[forker.files["a.bin"]] == (1, 1000)   # its own pread; its child's reads are not its own
+        assert forker.files["b.bin"] not in totals and forker.files["c.bin"] not in totals
+        children = {read[0] for read in reads} - {forker.process.pid}
+        assert len(children) == 3
+        assert not children & {row["tid"] for row in trace.rows("SELECT tid FROM threads")}
+        assert "notes" not in trace.meta
+
+
 # -- bad input ---------------------------------------------------------------------------------
 def run_capture(*arguments, user=None):
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"] if user else []
