@@ -9,7 +9,6 @@ from casstrace.analyses.model import AccessPattern, FileIO, OffsetPoint
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace
 
-READ_SYSCALLS = ("read", "pread64", "readv", "preadv", "preadv2")
 MAX_POINTS = 20_000   # per file: enough to see the shape, small enough for a browser
 
 
