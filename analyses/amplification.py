@@ -8,7 +8,7 @@ wrote to the client connection.
 """
 
 from casstrace.analyses import pages
-from casstrace.analyses.file_io import in_windows, page_runs
+from casstrace.analyses.file_io import page_runs, sql_in
 from casstrace.analyses.model import Amplification, Execution
 from casstrace.traces import Trace
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
@@ -38,13 +38,12 @@ def data_files(trace: Trace, keyspace: str | None, table: str | None) -> dict[in
 def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *,
                   payload_bytes: int | None, wire_bytes: int | None) -> Amplification:
     page_cache_measured = trace.measured("page_cache")
-    ids = sorted(data)
-    condition, params = in_windows("window_id", window_ids)
-    file_condition = f"file_id IN ({', '.join('?' for _ in ids) or 'NULL'})"
+    window_condition, window_params = sql_in("window_id", window_ids)
+    file_condition, file_params = sql_in("file_id", sorted(data))
     rows = trace.rows(
         f"SELECT file_id, SUM(read_bytes) AS read_bytes, SUM(cache_miss_bytes) AS cache_miss_bytes"
-        f" FROM file_io WHERE {condition} AND {file_condition} GROUP BY file_id",
-        params + ids,
+        f" FROM file_io WHERE {window_condition} AND {file_condition} GROUP BY file_id",
+        window_params + file_params,
     )
     syscall_bytes = sum(row["read_bytes"] for row in rows)
     touched = {row["file_id"] for row in rows if row["read_bytes"] or row["cache_miss_bytes"]}
@@ -109,7 +108,7 @@ def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
     if not trace.measured("wire"):
         return None
     port = str((trace.meta.get("node") or {}).get("port") or DEFAULT_NATIVE_PORT)
-    condition, params = in_windows("io.window_id", window_ids)
+    condition, params = sql_in("io.window_id", window_ids)
     total = 0
     for row in trace.rows(
         f"SELECT f.local_addr, f.path, SUM(io.write_bytes) AS written FROM file_io io"

@@ -6,14 +6,14 @@ from casstrace.traces import Trace
 from casstrace.traces.sstable_names import parse_sstable_path
 
 
-def in_windows(column: str, window_ids: list[int]) -> tuple[str, list[int]]:
-    """An SQL condition `column IN (...)` and its parameters."""
-    return f"{column} IN ({', '.join('?' for _ in window_ids) or 'NULL'})", list(window_ids)
+def sql_in(column: str, values: list[int]) -> tuple[str, list[int]]:
+    """An SQL condition `column IN (...)` and its parameters (matching nothing when there are no values)."""
+    return f"{column} IN ({', '.join('?' for _ in values) or 'NULL'})", list(values)
 
 
 def page_runs(trace: Trace, window_ids: list[int], source: str | None = None) -> dict[tuple[int, int], list]:
     """Merged coverage runs keyed by (window_id, file_id), for one source or both."""
-    condition, params = in_windows("window_id", window_ids)
+    condition, params = sql_in("window_id", window_ids)
     if source is not None:
         condition += " AND source = ?"
         params.append(source)
@@ -26,7 +26,7 @@ def page_runs(trace: Trace, window_ids: list[int], source: str | None = None) ->
 def file_io(trace: Trace, window_ids: list[int]) -> list[FileIO]:
     """Every file with I/O in the windows, most bytes first."""
     page_cache_measured = trace.measured("page_cache")
-    condition, params = in_windows("io.window_id", window_ids)
+    condition, params = sql_in("io.window_id", window_ids)
     rows = trace.rows(
         f"""SELECT f.file_id, f.path, f.kind, f.size_bytes,
                    SUM(read_calls) AS read_calls, SUM(read_bytes) AS read_bytes,
@@ -76,7 +76,7 @@ def _touched_pages(trace: Trace, window_ids: list[int]) -> dict[int, list]:
 
 
 def _read_sizes(trace: Trace, window_ids: list[int]) -> dict[int, dict[int, int]]:
-    condition, params = in_windows("window_id", window_ids)
+    condition, params = sql_in("window_id", window_ids)
     sizes: dict[int, dict[int, int]] = {}
     for row in trace.rows(
         f"SELECT file_id, log2_bucket, SUM(count) AS count FROM read_sizes WHERE {condition}"
