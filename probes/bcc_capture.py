@@ -3,8 +3,10 @@
 The BPF program (capture.c) keeps every aggregate the analyses use in kernel maps keyed by the
 window epoch, so nothing is lost however fast the process makes syscalls; per-call records of
 reads and lseeks go to an in-place event log read once at the end, and only descriptor changes
-(opens, connects, thread renames) reach Python while the capture runs. See
-/work/notes/capture-api.md for the contract with `casstrace run`.
+(opens, connects, thread renames) reach Python while the capture runs.
+
+BccCapture and sysdig_capture.SysdigCapture are interchangeable to `casstrace run` (node/runner.py):
+start(), begin_window(label, execution) -> window_id, stop(), write(writer), and ended_early.
 """
 
 import ctypes
