@@ -20,10 +20,10 @@ from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.jvm import find_cassandra
-from casstrace.node.query import MeasuringProtocolHandler, QueryResult, execute, prepare, query_traces
+from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute, prepare, query_traces,
+                                  split_statements)
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
-from casstrace.sandbox.cql import split_statements
 from casstrace.traces import TraceWriter
 
 BACKENDS = {

@@ -1,32 +1,15 @@
 """Running a few CQL statements from the command line and showing their rows as a table."""
 
-import re
-
 from cassandra import DriverException, OperationTimedOut
 from cassandra.query import SimpleStatement
 
 from casstrace.errors import CasstraceError
+from casstrace.node.query import split_statements
 
 MAX_CELL = 60
 # Rows per page. Cassandra builds each page whole in its heap; with the driver's default of 5000,
 # a page of 50 KB blobs is ~250 MB, enough to exhaust a sandbox's 1 GiB heap.
 FETCH_SIZE = 100
-
-# A statement ends at a ';' outside quotes, $$-strings and comments.
-_TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\$\$.*?\$\$|--[^\n]*|//[^\n]*|/\*.*?\*/|;|[^'"$;/-]+|.""",
-                    re.S)
-
-
-def split_statements(text: str) -> list[str]:
-    statements, current = [], []
-    for token in _TOKEN.findall(text):
-        if token == ";":
-            statements.append("".join(current))
-            current = []
-        elif not token.startswith(("--", "//", "/*")):
-            current.append(token)
-    statements.append("".join(current))
-    return [s.strip() for s in statements if s.strip()]
 
 
 def run(session, text: str):
