@@ -188,7 +188,6 @@ class BccCapture:
         self._tables: dict = {}
         self._events: bytes = b""
         self.counters: dict[str, int] = {}
-        self.compile_seconds: float | None = None
         self.poller_cpu_seconds = 0.0   # CPU the notice poller used while capturing (for benchmarks)
 
     # -- the contract ------------------------------------------------------------------------
@@ -261,7 +260,6 @@ class BccCapture:
             f"-DFOLLOW_CHILDREN={int(self.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
             *syscalls.program_defines(),
         ]
-        began = time.monotonic()
         try:
             self._bpf = BPF(text=source, cflags=cflags)
         except Exception as error:
@@ -269,7 +267,6 @@ class BccCapture:
                 f"could not load the BPF program ({error})",
                 "check that this kernel has BPF enabled and that `scripts/install` ran (bcc, kernel headers)",
             ) from None
-        self.compile_seconds = time.monotonic() - began
         flags = self._bpf[b"syscall_flags"]
         for nr, value in enumerate(syscalls.flag_table(flags.max_entries)):
             if value:
