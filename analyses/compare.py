@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 
 from casstrace.analyses.model import Analysis, Verdict
-from casstrace.analyses.units import human_bytes, ratio
+from casstrace.analyses.units import human_bytes, human_ms, ratio
 
 LATENCY_FLOOR_S = 0.001
 DEFAULT_TOLERANCE = 0.10
@@ -288,7 +288,7 @@ def _summary(comparison: Comparison) -> str:
     text = (f"Per execution, {b.label} reads {human_bytes(b.data_read_bytes)} from its table's Data files and "
             f"{a.label} {human_bytes(a.data_read_bytes)}: {io.change}")
     if latency.ratio is not None:
-        text += (f". Median latency {b.latency_median_s * 1000:,.1f} ms and {a.latency_median_s * 1000:,.1f} ms: "
+        text += (f". Median latency {human_ms(b.latency_median_s)} and {human_ms(a.latency_median_s)}: "
                  f"{latency.change}")
     return text + "."
 
@@ -306,7 +306,7 @@ def worse_gate(comparison: Comparison, tolerance: float) -> Gate:
     if latency.first is None or latency.second is None:
         unknown.append("latency")
     elif latency.second > latency.first * (1 + tolerance) and latency.second - latency.first >= LATENCY_FLOOR_S:
-        reasons.append(f"{b.label} is slower: median {latency.second * 1000:,.1f} ms vs {latency.first * 1000:,.1f} ms")
+        reasons.append(f"{b.label} is slower: median {human_ms(latency.second)} vs {human_ms(latency.first)}")
     limits = f"tolerance {tolerance:.0%}, latency differences under {LATENCY_FLOOR_S * 1000:g} ms ignored"
     note = f" ({', '.join(unknown)} unknown on one side: not compared)" if unknown else ""
     if reasons:

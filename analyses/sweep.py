@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from casstrace.analyses.compare import QuerySummary, summarise
 from casstrace.analyses.model import Analysis
-from casstrace.analyses.units import human_bytes
+from casstrace.analyses.units import human_bytes, human_ms
 
 FLAT_RISE = 0.5
 LINEAR_R2 = 0.9
@@ -97,8 +97,7 @@ def _findings(sweep: Sweep, series: dict[str, list]) -> list[str]:
     for side in ("wide", "narrow"):
         xs = [p.columns for p in sweep.points]
         data = _shape(sweep.fits.get(f"{side}_data_read"), xs, series[f"{side}_data_read"], human_bytes)
-        latency = _shape(sweep.fits.get(f"{side}_latency"), xs, series[f"{side}_latency"],
-                         lambda v: f"{v * 1000:,.1f} ms")
+        latency = _shape(sweep.fits.get(f"{side}_latency"), xs, series[f"{side}_latency"], human_ms)
         findings.append(f"{side.capitalize()} table, Data bytes read per execution: {data}; latency (fastest "
                         f"execution): {latency}.")
     payloads = {p.wide.payload_bytes for p in sweep.points} | {p.narrow.payload_bytes for p in sweep.points}

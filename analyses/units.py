@@ -22,6 +22,11 @@ def human_ns(nanoseconds: float | None) -> str:
     return f"{nanoseconds:.3g} ns"
 
 
+def human_ms(seconds: float) -> str:
+    """0.01234 -> '12.3 ms': latencies as the client saw them."""
+    return f"{seconds * 1000:,.1f} ms"
+
+
 def ratio(value: float | None, unmeasured: str = "not measured") -> str:
     """3129.36 -> '3,129x'; 1.6 -> '1.6x'."""
     if value is None:

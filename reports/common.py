@@ -1,7 +1,7 @@
 """Pieces every report format shares: the same tables, in the same words, whatever the markup."""
 
 from casstrace.analyses.model import Analysis, Execution, FileIO
-from casstrace.analyses.units import human_bytes, human_ns, ratio
+from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
 
 NOT_MEASURED = "not measured"
 
@@ -48,7 +48,7 @@ def execution_row(e: Execution) -> tuple[str, ...]:
     return (
         str(e.execution),
         e.kind,
-        "—" if e.latency_s is None else f"{e.latency_s * 1000:,.1f} ms",
+        "—" if e.latency_s is None else human_ms(e.latency_s),
         "—" if e.rows is None else f"{e.rows:,}",
         human_bytes(e.payload_bytes) if e.payload_bytes is not None else "—",
         human_bytes(e.wire_bytes) if e.wire_bytes is not None else "—",

@@ -27,7 +27,7 @@ SIDE = {"label", "trace", "query", "table", "complete", "warnings", "executions"
 """
 
 from casstrace.analyses.compare import Comparison, Metric, QuerySummary
-from casstrace.analyses.units import human_bytes, ratio
+from casstrace.analyses.units import human_bytes, human_ms, ratio
 from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
 
 VERSION = 1
@@ -66,7 +66,7 @@ def format_value(unit: str, value: float | None) -> str:
     if value is None:
         return "not measured"
     if unit == "seconds":
-        return f"{value * 1000:,.1f} ms"
+        return human_ms(value)
     if unit == "bytes":
         return human_bytes(value)
     if unit == "ratio":
