@@ -34,7 +34,8 @@ class CassandraProcess:
         return None
 
 
-def _argv(pid: int, proc: Path) -> tuple[str, ...] | None:
+def read_argv(pid: int, proc: Path = Path("/proc")) -> tuple[str, ...] | None:
+    """The process's command line as /proc shows it, None when there is no such process."""
     try:
         raw = (proc / str(pid) / "cmdline").read_bytes()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
@@ -52,7 +53,7 @@ def cassandra_processes(proc: Path = Path("/proc")) -> list[CassandraProcess]:
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        argv = _argv(int(entry.name), proc)
+        argv = read_argv(int(entry.name), proc)
         if argv and _is_cassandra(argv):
             found.append(CassandraProcess(int(entry.name), argv))
     return sorted(found, key=lambda process: process.pid)
@@ -92,7 +93,7 @@ def find_cassandra(pid: int | None = None, native_port: int | None = None,
     """The Cassandra JVM to watch: `pid` when given (checked to be one), else the only one running,
     else the one listening on `native_port`. Raises CasstraceError naming the fix otherwise."""
     if pid is not None:
-        argv = _argv(pid, proc)
+        argv = read_argv(pid, proc)
         if argv is None:
             raise CasstraceError(f"no process with pid {pid}", "give --pid of the running Cassandra JVM")
         if not _is_cassandra(argv):

@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
+from casstrace.node.jvm import DAEMON_CLASS
 from casstrace.sandbox.settings import HOST, Layout, Settings
 
-DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
 NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
 JAVA_MAJOR = 17
 JAVA_FIX = "install Java 17 (scripts/install, or apt-get install openjdk-17-jdk-headless) " \

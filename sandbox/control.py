@@ -20,6 +20,7 @@ from pathlib import Path
 
 from casstrace import paths
 from casstrace.errors import CasstraceError
+from casstrace.node.jvm import DAEMON_CLASS, read_argv
 from casstrace.sandbox import artifacts, config
 from casstrace.sandbox.settings import HOST, Layout, Settings
 
@@ -87,11 +88,10 @@ class Sandbox:
         """The running node's PID, or None when the PID file is absent or stale."""
         try:
             pid = int(self.layout.pid_file.read_text().strip())
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except (OSError, ValueError):
             return None
-        ours = (config.DAEMON_CLASS.encode() in cmdline
-                and f"-Dcassandra.config=file://{self.layout.yaml}".encode() in cmdline)
+        argv = read_argv(pid) or ()
+        ours = DAEMON_CLASS in argv and f"-Dcassandra.config=file://{self.layout.yaml}" in argv
         return pid if ours else None
 
     def is_running(self) -> bool:
