@@ -103,7 +103,6 @@ def _start_held(command) -> tuple[subprocess.Popen, int]:
 
 def _summarise(path, capture, child, interrupted) -> None:
     counters = capture.counters
-    unstreamed = max(0, counters.get("events_offered", 0) - capture.stream_limit)
     click.echo(f"casstrace: wrote {path}")
     if interrupted:
         click.echo("casstrace: interrupted: the trace is marked incomplete")
@@ -111,6 +110,6 @@ def _summarise(path, capture, child, interrupted) -> None:
         click.echo(f"casstrace: command exited with status {child.returncode}")
     elif capture.ended_early:
         click.echo(f"casstrace: capture ended early: {capture.ended_early}")
-    click.echo(f"casstrace: per-call records: {min(counters.get('events_offered', 0), capture.stream_limit)} kept, "
-               f"{unstreamed} not streamed (over --stream-limit), {counters.get('notices_lost', 0)} lost; "
-               f"aggregates: {counters.get('aggregate_overflows', 0)} updates lost to full maps")
+    click.echo(f"casstrace: per-call records: {capture.streamed_events} kept, "
+               f"{capture.unstreamed_events} not streamed (over --stream-limit), {counters['notices_lost']} lost; "
+               f"aggregates: {counters['aggregate_overflows']} updates lost to full maps")

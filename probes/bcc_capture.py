@@ -440,12 +440,21 @@ class BccCapture:
         self.counters = {name: counters[ctypes.c_int(i)].value for i, name in enumerate(COUNTER_NAMES)}
         for name in ("stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"):
             self._tables[name] = _read_hash(bpf[name.encode()])
-        streamed = min(self.counters["events_offered"], self.stream_limit)
         log = bpf[b"event_log"]
         layout = self._event_layout()
         length = _page_round(log.max_entries * layout.size)
         with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
-            self._events = memory[: streamed * layout.size]
+            self._events = memory[: self.streamed_events * layout.size]
+
+    @property
+    def streamed_events(self) -> int:
+        """Logged calls the event log kept (after stop())."""
+        return min(self.counters["events_offered"], self.stream_limit)
+
+    @property
+    def unstreamed_events(self) -> int:
+        """Logged calls offered after the event log was full: in the aggregates, not in the events table."""
+        return max(0, self.counters["events_offered"] - self.stream_limit)
 
     def _event_layout(self) -> struct.Struct:
         return FOLLOWED_EVENT if self.follow_children else EVENT

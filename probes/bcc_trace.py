@@ -266,7 +266,7 @@ class TraceBuilder:
             capture_start_ns=capture._start_ns, capture_end_ns=capture._end_ns,
             slot_ns=SLOT_NS, heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
             lost_events=counters["notices_lost"],
-            unstreamed_events=max(0, counters["events_offered"] - capture.stream_limit),
+            unstreamed_events=capture.unstreamed_events,
             aggregate_overflows=counters["aggregate_overflows"],
         )
         if capture.ended_early:
