@@ -6,6 +6,7 @@ fills (mmap, readahead) only exist in the heat map, under source 'page_cache'.
 """
 
 from casstrace.analyses.model import AccessPattern, FileIO, OffsetPoint
+from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace
 
@@ -81,14 +82,9 @@ def _heatmap_points(trace, file_id, source, kind, slot_ns, bucket_bytes) -> list
 
 
 def _median_read_size(read_sizes: dict[int, int]) -> int | None:
-    """Lower edge of the read-size bucket holding the median read."""
-    total = sum(read_sizes.values())
-    if not total:
+    """Lower edge of the read-size bucket holding the median read (bucket -1 holds reads of 0 bytes)."""
+    bucket = histogram_percentile(read_sizes, 0.5)
+    if bucket is None:
         return None
-    seen = 0
-    for bucket in sorted(read_sizes):
-        seen += read_sizes[bucket]
-        if seen * 2 >= total:
-            return 0 if bucket < 0 else 1 << bucket
-    return None
+    return 0 if bucket < 0 else 1 << bucket
 

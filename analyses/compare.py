@@ -25,10 +25,10 @@ Gates, for pipelines:
     must be at most X; an undetermined amplification fails the gate (it cannot be shown to pass).
 """
 
-import math
 from dataclasses import dataclass, field
 
 from casstrace.analyses.model import Analysis, Verdict
+from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.units import human_bytes, human_ms, ratio
 
 LATENCY_FLOOR_S = 0.001
@@ -196,14 +196,6 @@ def _rows(rows: int | None) -> str:
 
 
 # -- one side ----------------------------------------------------------------------------------
-
-def percentile(values: list[float], fraction: float) -> float | None:
-    """Nearest-rank percentile: the smallest value with at least `fraction` of the values at or below it."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
-
 
 def summarise(analysis: Analysis, label: str) -> QuerySummary:
     measured = [e for e in analysis.executions if e.kind == "measured"]

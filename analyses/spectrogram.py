@@ -7,6 +7,7 @@ spans 1 ns (bucket 0) to 10 s (bucket 100) at 10 buckets a decade.
 import math
 
 from casstrace.analyses.model import Spectrogram, SyscallLatency
+from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.traces import Trace
 
 BUCKETS_PER_DECADE = 10
@@ -57,18 +58,9 @@ def latency_percentiles(trace: Trace) -> list[SyscallLatency]:
             continue
         found.append(SyscallLatency(
             syscall=syscall, target=target, count=total,
-            p50_ns=_percentile(histogram, total, 0.50), p90_ns=_percentile(histogram, total, 0.90),
-            p99_ns=_percentile(histogram, total, 0.99), max_ns=bucket_upper_ns(max(histogram)),
+            p50_ns=bucket_upper_ns(histogram_percentile(histogram, 0.50)),
+            p90_ns=bucket_upper_ns(histogram_percentile(histogram, 0.90)),
+            p99_ns=bucket_upper_ns(histogram_percentile(histogram, 0.99)), max_ns=bucket_upper_ns(max(histogram)),
         ))
     found.sort(key=lambda latency: latency.count, reverse=True)
     return found
-
-
-def _percentile(histogram: dict[int, int], total: int, fraction: float) -> float:
-    rank = math.ceil(fraction * total)
-    seen = 0
-    for bucket in sorted(histogram):
-        seen += histogram[bucket]
-        if seen >= rank:
-            return bucket_upper_ns(bucket)
-    return bucket_upper_ns(max(histogram))
