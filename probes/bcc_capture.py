@@ -209,8 +209,7 @@ class BccCapture:
         try:
             self._load()
             self._start_ns = self.now_ns()
-            self._set_control(start_ns=self._start_ns)
-            self._set_control(epoch=1)
+            self._set_control(start_ns=self._start_ns, epoch=1)
             self._windows.append(Window("capture", None, self._start_ns))
             self._seed_descriptors()
             self._thread_names.update(proc_fds.thread_names(self.pid))
@@ -281,6 +280,7 @@ class BccCapture:
 
     def _set_control(self, *, epoch: int | None = None, start_ns: int | None = None) -> None:
         control = self._bpf[b"control"]
+        # start_ns first: the program counts once the epoch is non-zero, and bins by start_ns.
         if start_ns is not None:
             control[ctypes.c_int(1)] = ctypes.c_uint64(start_ns)
         if epoch is not None:
