@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
-from casstrace.node.jvm import CassandraProcess
+from casstrace.node.jvm import CassandraProcess, fd_targets
 
 # "DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap" (3.x, 4.x),
 # "DiskAccessMode is standard, indexAccessMode is mmap" (5.0)
@@ -64,19 +64,8 @@ def data_directories(node_settings: dict, process: CassandraProcess) -> list[str
     storage = process.system_property("cassandra.storagedir")
     if storage and Path(storage, "data").is_dir():
         return [str(Path(storage, "data"))]
-    found = set()
-    fd_dir = Path(f"/proc/{process.pid}/fd")
-    try:
-        for fd in fd_dir.iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.endswith("-Data.db"):
-                found.add(str(Path(target).parents[2]))  # DIR/keyspace/table-id/file
-    except OSError:
-        pass
-    return sorted(found)
+    # DIR/keyspace/table-id/file
+    return sorted({str(Path(target).parents[2]) for target in fd_targets(process.pid) if target.endswith("-Data.db")})
 
 
 def tables_touched(prepared, query: str, keyspace: str | None) -> list[tuple[str, str]]:

@@ -21,10 +21,6 @@ class CassandraProcess:
     pid: int
     argv: tuple[str, ...]
 
-    @property
-    def command_line(self) -> str:
-        return " ".join(self.argv)
-
     def system_property(self, name: str) -> str | None:
         """The value of a -Dname=value JVM option, or None."""
         prefix = f"-D{name}="
@@ -59,21 +55,26 @@ def cassandra_processes(proc: Path = Path("/proc")) -> list[CassandraProcess]:
     return sorted(found, key=lambda process: process.pid)
 
 
+def fd_targets(pid: int, proc: Path = Path("/proc")) -> list[str]:
+    """What the process's file descriptors point to (their /proc/PID/fd links): paths, 'socket:[inode]'...
+    Descriptors closed while they are read are left out; a process that is gone has none."""
+    targets = []
+    try:
+        for fd in (proc / str(pid) / "fd").iterdir():
+            try:
+                targets.append(os.readlink(fd))
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return targets
+
+
 def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
     """TCP ports a process listens on: listening sockets in its network namespace whose inode
     is one of its file descriptors."""
     base = proc / str(pid)
-    socket_inodes = set()
-    try:
-        for fd in (base / "fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                socket_inodes.add(target[len("socket:["):-1])
-    except OSError:
-        return set()
+    socket_inodes = {target[len("socket:["):-1] for target in fd_targets(pid, proc) if target.startswith("socket:[")}
     ports = set()
     for table in ("tcp", "tcp6"):
         try:
