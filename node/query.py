@@ -79,7 +79,6 @@ class QueryResult:
     payload_bytes: int
     pages: int
     digest: str = field(repr=False)  # hex; memory only
-    trace_ids: list = field(default_factory=list)
     result_set: object = field(default=None, repr=False)
 
 
@@ -151,7 +150,6 @@ def execute(session, prepared: PreparedStatement, consistency: str = "ONE", page
         payload_bytes=sum(getattr(page, "payload_bytes", 0) for page in pages),
         pages=len(pages),
         digest=f"{digest_sum:064x}",
-        trace_ids=[str(trace_id) for trace_id in future.get_query_trace_ids()] if trace else [],
         result_set=result,
     )
 
