@@ -228,8 +228,7 @@ def _file_name(f) -> str:
     name = f.sstable
     if name is None:
         return f.path
-    owner = f"{name.keyspace}.{name.table}" + (f".{name.index}" if name.index else "")
-    return f"{owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
+    return f"{name.owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
 
 
 # -- the comparison ----------------------------------------------------------------------------

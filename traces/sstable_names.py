@@ -97,10 +97,14 @@ class SSTableName:
         )
 
     @property
+    def owner(self) -> str:
+        """'ks.table', or 'ks.table.index' for a secondary index's SSTables."""
+        return f"{self.keyspace}.{self.table}" + (f".{self.index}" if self.index else "")
+
+    @property
     def label(self) -> str:
         """Short human name: 'ks.table gen 13 Data'."""
-        owner = f"{self.keyspace}.{self.table}" + (f".{self.index}" if self.index else "")
-        return f"{owner} gen {self.generation} {self.component}"
+        return f"{self.owner} gen {self.generation} {self.component}"
 
 
 def parse_sstable_path(path: str) -> SSTableName | None:
