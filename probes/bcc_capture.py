@@ -36,6 +36,7 @@ NOTICE_PATH = 256
 PAGE_SIZE = 4096
 TRACEFS = Path("/sys/kernel/tracing")
 
+# 5 is capture.c's KIND_CLOSED: a dup of an fd the program saw closed. Nothing to name it by.
 KIND_NAMES = {code: kind for kind, code in syscalls.KIND_CODES.items()} | {5: "unknown"}
 TARGET_NAMES = {0: "none", 1: "file", 2: "socket", 3: "other"}
 SOURCE_NAMES = {0: "syscall", 1: "page_cache"}
