@@ -17,8 +17,7 @@ def trace_summary(path: Path) -> dict:
     try:
         with Trace(path) as trace:
             meta = trace.meta
-            (executions,) = trace.rows("SELECT count(*) FROM executions WHERE kind = 'measured'")[0]
-            amplification = analyse(trace).overall.read
+            analysis = analyse(trace)
     except CasstraceError as error:
         return {"path": path, "problem": error.message}
     node = meta.get("node") or {}
@@ -30,9 +29,9 @@ def trace_summary(path: Path) -> dict:
         "date": taken,
         "query": meta.get("query") or meta.get("source", ""),
         "node": f"{node['host']}:{node['port']}" if node else meta.get("hostname", ""),
-        "executions": executions,
-        "complete": meta.get("complete", False),
-        "amplification": amplification,
+        "executions": sum(execution.kind == "measured" for execution in analysis.executions),
+        "complete": analysis.complete,
+        "amplification": analysis.overall.read,
     }
 
 
