@@ -238,16 +238,16 @@ def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = No
             max_amplification: float | None = None) -> Comparison:
     """The comparison of two analyses. `payload` defaults to the stored-trace check (rows and bytes)."""
     a, b = summarise(first, labels[0]), summarise(second, labels[1])
-    stored = [stored_payload(first), stored_payload(second)]
     if payload is None:
-        payload = check_payload(*stored)
+        payload = check_payload(stored_payload(first), stored_payload(second))
     else:
+        # The summaries hold what the traced executions returned (stored_payload).
         payload.notes += [
-            f"The traced executions of {summary.label} returned {_rows(run.rows)} ({human_bytes(run.payload_bytes)}), "
-            f"not the {_rows(checked.rows)} ({human_bytes(checked.payload_bytes)}) of the payload check: the data "
-            "changed between the check and the run."
-            for summary, run, checked in ((a, stored[0], payload.first), (b, stored[1], payload.second))
-            if (run.rows, run.payload_bytes) != (checked.rows, checked.payload_bytes)
+            f"The traced executions of {summary.label} returned {_rows(summary.rows)} "
+            f"({human_bytes(summary.payload_bytes)}), not the {_rows(checked.rows)} "
+            f"({human_bytes(checked.payload_bytes)}) of the payload check: the data changed between the check and the run."
+            for summary, checked in ((a, payload.first), (b, payload.second))
+            if (summary.rows, summary.payload_bytes) != (checked.rows, checked.payload_bytes)
         ]
     metrics = [
         Metric("latency_median_s", "Latency, median", "seconds", a.latency_median_s, b.latency_median_s),
