@@ -1,5 +1,6 @@
 """What the analyses find, as plain data the reports render. None always means "not measured", never 0."""
 
+import math
 from dataclasses import dataclass, field
 
 from casstrace.traces.sstable_names import SSTableName
@@ -87,6 +88,14 @@ class Spectrogram:
     counts: dict[tuple[int, int], int]   # (slot, bucket) -> syscalls
     slots: int                           # number of slots in the capture
     total: int
+
+    def time_rows(self, max_rows: int) -> tuple[int, int, int]:
+        """(first slot, slots per row, rows): the slots from the first to the last with calls, merged
+        into at most max_rows rows. Only for a spectrogram with calls."""
+        slots = [slot for slot, _ in self.counts]
+        first, last = min(slots), max(slots)
+        per_row = max(1, math.ceil((last - first + 1) / max_rows))
+        return first, per_row, (last - first) // per_row + 1
 
 
 @dataclass

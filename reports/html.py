@@ -190,10 +190,7 @@ def _offset_map(pattern: AccessPattern) -> go.Figure:
 
 
 def _spectrogram(spectrogram: Spectrogram) -> go.Figure:
-    slots = [slot for slot, _ in spectrogram.counts]
-    first, last = min(slots), max(slots)
-    per_row = max(1, math.ceil((last - first + 1) / MAX_SPECTROGRAM_ROWS))
-    rows = (last - first) // per_row + 1
+    first, per_row, rows = spectrogram.time_rows(MAX_SPECTROGRAM_ROWS)
     counts = [[0] * LAST_BUCKET for _ in range(rows)]
     for (slot, bucket), count in spectrogram.counts.items():
         counts[(slot - first) // per_row][bucket] += count

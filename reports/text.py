@@ -122,9 +122,7 @@ def _spectrogram(out: Output, spectrogram: Spectrogram) -> None:
     if not spectrogram.counts:
         out.line("  no calls")
         return
-    slots = [slot for slot, _ in spectrogram.counts]
-    first, last = min(slots), max(slots)
-    per_row = max(1, -(-(last - first + 1) // MAX_ROWS))
+    first, per_row, rows = spectrogram.time_rows(MAX_ROWS)
     columns = LAST_BUCKET // BUCKETS_PER_CHAR
     grid: dict[tuple[int, int], int] = {}
     for (slot, bucket), count in spectrogram.counts.items():
@@ -134,7 +132,7 @@ def _spectrogram(out: Output, spectrogram: Spectrogram) -> None:
     out.line(f"  one row = {row_s * 1000:g} ms, columns = latency (log scale), colour = calls")
     axis = "".join(label.ljust(columns // (len(DECADE_LABELS) - 1)) for label in DECADE_LABELS[:-1])
     out.line(" " * 10 + axis + DECADE_LABELS[-1])
-    for row in range((last - first) // per_row + 1):
+    for row in range(rows):
         cells = "".join(_cell(grid.get((row, column), 0), out.color) for column in range(columns))
         out.lines.append(f"{(first + row * per_row) * spectrogram.slot_s:8.1f}s " + cells + "|")
     legend = "  legend: " + "  ".join(f"{_cell(low, out.color)} ≥{low:,}" for low, _ in COLOUR_STEPS)
