@@ -9,8 +9,9 @@ Conventions
   meta `clock_offset_ns` converts them to Unix time (0 for imports).
 - A *window* is a stretch of the capture: the whole capture ('capture'), or one execution of
   the query ('warmup', 'execution', 'tracing'), or the gaps between them ('between').
-  Every aggregate row belongs to exactly one window, and the windows of one trace never overlap,
-  so summing over windows gives the capture's totals.
+  Every row of the per-window aggregates (file_io, read_sizes, coverage) belongs to exactly one
+  window, and the windows of one trace never overlap, so summing over windows gives the capture's
+  totals. The heat map and the latency spectrogram are kept by time slot instead (meta slot_ns).
 - A *file* is anything the process had a descriptor on (file, socket, pipe, ...), or a file the
   page cache filled on its behalf (found by device and inode, e.g. through mmap).
 - A measure that a backend does not take is absent, never zero: meta `measures` lists which were taken.
