@@ -1,6 +1,6 @@
 """Sets of 4 KiB file pages, kept as sorted half-open runs [start, end): what the coverage table holds."""
 
-PAGE_BYTES = 4096
+from casstrace.traces.schema import PAGE_BYTES
 
 
 def merge(runs) -> list[tuple[int, int]]:

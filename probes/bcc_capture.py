@@ -25,15 +25,13 @@ from pathlib import Path
 from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
+from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS
 
-SLOT_NS = 100_000_000
-HEATMAP_OFFSET_BYTES = 1 << 20
 DEFAULT_STREAM_LIMIT = 500_000
 MAP_ENTRIES = 1 << 17
 REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
 FOLLOWED_ENTRIES = 1 << 16   # descendants alive at once, when following them
 NOTICE_PATH = 256
-PAGE_SIZE = 4096
 TRACEFS = Path("/sys/kernel/tracing")
 
 # 5 is capture.c's KIND_CLOSED: a dup of an fd the program saw closed. Nothing to name it by.
@@ -69,7 +67,7 @@ class Window:
     start_ns: int
 
 
-@functools.cache   # ~75 ms of big-integer arithmetic: loading the program and binning logged calls share it
+@functools.cache   # ~75 ms of big-integer arithmetic, once per process however many captures it loads
 def latency_octaves() -> list[tuple[int, list[int]]]:
     """For each power of two 2^k, the latency bucket of 2^k and the first latencies (ns) of the
     buckets that start inside [2^k, 2^(k+1)). Bucket b holds [10^(b/10), 10^((b+1)/10)) ns; integer
@@ -98,13 +96,6 @@ def latency_octaves() -> list[tuple[int, list[int]]]:
         octaves.append((first, limits))
     return octaves
 
-
-def latency_bucket(ns: int) -> int:
-    """The spectrogram bucket of a latency, as capture.c computes it from the octave table."""
-    if ns == 0:
-        return 0
-    first, limits = latency_octaves()[ns.bit_length() - 1]
-    return first + sum(ns >= limit for limit in limits)
 
 
 def check_privileges() -> None:

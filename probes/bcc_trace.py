@@ -11,9 +11,9 @@ import os
 from collections import defaultdict
 
 from casstrace.probes import proc_fds, syscalls
-from casstrace.probes.bcc_capture import (HEATMAP_OFFSET_BYTES, PAGE_SIZE, SLOT_NS, SOURCE_NAMES,
-                                          TARGET_NAMES, latency_bucket)
+from casstrace.probes.bcc_capture import SOURCE_NAMES, TARGET_NAMES
 from casstrace.probes.proc_fds import Descriptor
+from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
 
 SOURCE_SYSCALL, SOURCE_PAGE_CACHE = 0, 1
 READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
@@ -78,7 +78,7 @@ class LoggedCalls:
             if offset < 0 or returned == 0:
                 continue
             bitmap = self.coverage[key]
-            for word, bits in page_bits(offset // PAGE_SIZE, (offset + returned - 1) // PAGE_SIZE).items():
+            for word, bits in page_bits(offset // PAGE_BYTES, (offset + returned - 1) // PAGE_BYTES).items():
                 bitmap[word] |= bits
             cell = self.heat[(owner, fd, gen, slot, offset // HEATMAP_OFFSET_BYTES)]
             cell[0] += 1
@@ -194,7 +194,7 @@ class TraceBuilder:
         for key, pages in self.tables["page_cache_pages"]:
             totals = row(key.epoch, self.page_file(key.dev, key.inode))
             totals["cache_miss_pages"] += pages
-            totals["cache_miss_bytes"] += pages * PAGE_SIZE
+            totals["cache_miss_bytes"] += pages * PAGE_BYTES
         self.writer.add_file_io(rows.values())
         self.writer.add_read_sizes(
             {"window_id": w, "file_id": f, "log2_bucket": b, "count": n} for (w, f, b), n in sizes.items())

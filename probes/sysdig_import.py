@@ -31,10 +31,8 @@ from typing import NamedTuple
 
 from casstrace.errors import CasstraceError
 from casstrace.paths import cache_dir
+from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
 
-SLOT_NS = 100_000_000
-HEATMAP_OFFSET_BYTES = 1 << 20
-PAGE_BYTES = 4096
 
 # sysdig event type -> the kernel's syscall name (what the bcc backend records)
 READ_SYSCALLS = {"read": "read", "pread": "pread64", "readv": "readv", "preadv": "preadv",
@@ -218,10 +216,6 @@ def _whence(text: str) -> int | None:
     return _to_int(text)
 
 
-def _latency_bucket(latency_ns: int) -> int:
-    return math.floor(10 * math.log10(latency_ns)) if latency_ns > 0 else 0
-
-
 class _Process:
     """Everything one process did in the capture, folded into the trace's aggregates."""
 
@@ -372,7 +366,7 @@ class ScapImporter:
                 if latency is not None:
                     target = "none" if etype in OPEN_SYSCALLS else (
                         file.latency_target if file is not None else "other")
-                    key = (slot, SYSCALL_NAMES[etype], target, _latency_bucket(latency))
+                    key = (slot, SYSCALL_NAMES[etype], target, latency_bucket(latency))
                     process.latency[key] = process.latency.get(key, 0) + 1
 
                 if etype in OPEN_SYSCALLS:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from casstrace.errors import CasstraceError
+from casstrace.traces.schema import latency_bucket
 from casstrace.traces import Trace, TraceWriter
 
 if os.geteuid() != 0:
@@ -311,10 +312,16 @@ def test_latency_buckets_are_exact_tenths_of_decades():
 
 
 def test_logged_latencies_binned_exactly_as_the_kernel_bins():
-    """Calls in the event log reach the spectrogram through bcc_capture.latency_bucket."""
+    """Calls in the event log (and sysdig imports) reach the spectrogram through the format's
+    latency_bucket; it must bin exactly as capture.c's octave table does."""
+    octaves = bcc_capture.latency_octaves()
     for ns in (0, 1, 2, 9, 10, 11, 12, 13, 99, 100, 101, 125, 126, 1000, 1258, 1259, 10**9, 10**10 - 1, 10**10):
         expected = max(b for b in range(120) if ns ** 10 >= 10 ** b) if ns else 0
-        assert bcc_capture.latency_bucket(ns) == expected, ns
+        assert latency_bucket(ns) == expected, ns
+    for k, (first, limits) in enumerate(octaves[:60]):   # the top octaves end at capture.c's 2^64-1 sentinel
+        for ns in {1 << k, *(limit - 1 for limit in limits if limit < 1 << (k + 1)),
+                   *(limit for limit in limits if limit < 1 << (k + 1)), (1 << (k + 1)) - 1}:
+            assert latency_bucket(ns) == first + sum(ns >= limit for limit in limits), ns
 
 
 # -- ending a capture ------------------------------------------------------------------------

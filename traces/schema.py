@@ -46,7 +46,33 @@ Meta keys (values are JSON)
   query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread"}]}]
 """
 
+import bisect
+import functools
+
 FORMAT_VERSION = 1
+
+# Units the format fixes, shared by every backend and the analyses.
+PAGE_BYTES = 4096                 # coverage rows count 4 KiB pages
+SLOT_NS = 100_000_000             # time slot of the heat map and spectrogram (meta slot_ns records it)
+HEATMAP_OFFSET_BYTES = 1 << 20    # heat-map offset bucket (meta heatmap_offset_bytes records it)
+
+
+@functools.cache
+def _latency_bucket_starts() -> list[int]:
+    """The first latency (ns) of buckets 0, 1, ...: the least ns with ns^10 >= 10^b. Integer
+    arithmetic keeps every boundary exact, where floor(10 * log10(ns)) drifts at large values."""
+    starts = []
+    for b in range(200):   # bucket 199 starts near 10^19.9 ns: beyond any 64-bit latency
+        ns = max(1, int(10 ** (b / 10)) - 1)
+        while ns ** 10 < 10 ** b:
+            ns += 1
+        starts.append(ns)
+    return starts
+
+
+def latency_bucket(ns: int) -> int:
+    """The latency table's bucket of a latency: b with 10^(b/10) <= ns < 10^((b+1)/10); 0 for 0 ns."""
+    return max(0, bisect.bisect_right(_latency_bucket_starts(), ns) - 1)
 
 SCHEMA = """
 CREATE TABLE meta (
