@@ -100,7 +100,7 @@ class TracerCost:
             self.capturing += capture.poller_cpu_seconds
         counters = capture.counters
         self.offered += counters["events_offered"]
-        self.kept += min(counters["events_offered"], capture.stream_limit)
+        self.kept += capture.streamed_events
         self.lost += counters["notices_lost"]
         self.overflows += counters["aggregate_overflows"]
         return capture, result

@@ -18,7 +18,6 @@ Data buffers are never asked for (no %evt.arg.data, no %evt.args).
 """
 
 import itertools
-import math
 import os
 import shutil
 import sqlite3
