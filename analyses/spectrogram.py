@@ -9,17 +9,17 @@ import math
 from casstrace.analyses.model import Spectrogram, SyscallLatency
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.traces import Trace
+from casstrace.traces.schema import LATENCY_BUCKETS_PER_DECADE
 
-BUCKETS_PER_DECADE = 10
 FIRST_BUCKET, LAST_BUCKET = 0, 100   # 1 ns .. 10 s
 
 
 def bucket_upper_ns(bucket: int) -> float:
-    return 10 ** ((bucket + 1) / BUCKETS_PER_DECADE)
+    return 10 ** ((bucket + 1) / LATENCY_BUCKETS_PER_DECADE)
 
 
 def bucket_lower_ns(bucket: int) -> float:
-    return 10 ** (bucket / BUCKETS_PER_DECADE)
+    return 10 ** (bucket / LATENCY_BUCKETS_PER_DECADE)
 
 
 def spectrograms(trace: Trace) -> list[Spectrogram]:

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/import_speed.py [CAPTURE.scap] [--runs N] [--all]
 
-Default capture: the largest .scap in ../shared/scap. Every command is timed the same way: a fresh
+Default capture: the largest .scap in tests/data/scap. Every command is timed the same way: a fresh
 process started from here, its output thrown away, wall time from start to exit and CPU time (user +
 system of the command and its children) from wait4. The commands take turns (A B C D, A B C D, ...)
 so that load from other processes on the machine falls on all of them alike; the figures are
@@ -31,7 +31,7 @@ from pathlib import Path
 from casstrace.probes.sysdig_import import OUTPUT_FORMAT, find_sysdig, sysdig_filter
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_SCAP = REPO.parent / "shared" / "scap"
+SHARED_SCAP = REPO / "tests" / "data" / "scap"
 CASSTRACE = str(Path(sys.executable).parent / "casstrace")
 # What a user's shell has: bytecode is read and written as usual.
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}

@@ -11,7 +11,6 @@ start(), begin_window(label, execution) -> window_id, stop(), write(writer), and
 
 import ctypes
 import functools
-import math
 import mmap
 import os
 import select
@@ -25,7 +24,7 @@ from pathlib import Path
 from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
-from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS
+from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 DEFAULT_STREAM_LIMIT = 500_000
 MAP_ENTRIES = 1 << 17
@@ -67,35 +66,18 @@ class Window:
     start_ns: int
 
 
-@functools.cache   # ~75 ms of big-integer arithmetic, once per process however many captures it loads
+@functools.cache
 def latency_octaves() -> list[tuple[int, list[int]]]:
     """For each power of two 2^k, the latency bucket of 2^k and the first latencies (ns) of the
-    buckets that start inside [2^k, 2^(k+1)). Bucket b holds [10^(b/10), 10^((b+1)/10)) ns; integer
-    arithmetic (ns^10 >= 10^b) keeps every boundary exact."""
-
-    def bucket(ns: int) -> int:
-        b = int(10 * math.log10(ns))
-        while ns ** 10 < 10 ** b:
-            b -= 1
-        while ns ** 10 >= 10 ** (b + 1):
-            b += 1
-        return b
-
-    def first_ns(b: int) -> int:
-        ns = max(1, int(10 ** (b / 10)) - 1)
-        while ns ** 10 < 10 ** b:
-            ns += 1
-        return ns
-
+    buckets that start inside [2^k, 2^(k+1)) (at most four: an octave spans 3.01 tenths of a
+    decade), from the trace format's exact bucket starts. capture.c bins with it."""
+    starts = latency_bucket_starts()
     octaves = []
     for k in range(64):
-        low, high = 1 << k, 1 << (k + 1)
-        first = bucket(low)
-        limits = [first_ns(b) for b in range(first + 1, first + 5)]
-        limits = [limit if limit < high else 2**64 - 1 for limit in limits]
+        first = latency_bucket(1 << k)
+        limits = [start if start < 1 << (k + 1) else 2**64 - 1 for start in starts[first + 1:first + 5]]
         octaves.append((first, limits))
     return octaves
-
 
 
 def check_privileges() -> None:

@@ -15,7 +15,7 @@ from casstrace.analyses.query import parse_select  # noqa: E402
 from casstrace.errors import CasstraceError  # noqa: E402
 from casstrace.traces import Trace, TraceWriter  # noqa: E402
 
-SCAPS = Path(__file__).resolve().parents[2] / "shared" / "scap"  # shared/ sits beside the clone
+SCAPS = Path(__file__).resolve().parent / "data" / "scap"   # provenance: tests/data/README.md
 
 
 @pytest.fixture

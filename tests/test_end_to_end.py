@@ -14,7 +14,7 @@ from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded
 from casstrace.traces import TraceWriter
 
-SCAP_DIR = Path(__file__).resolve().parents[2] / "shared" / "scap"
+SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"   # provenance: tests/data/README.md
 DEMO = WideTable()
 SELECT_STAR = f"SELECT * FROM {DEMO.keyspace}.{DEMO.table} WHERE stream_id = {DEMO.stream_id}"
 

@@ -1,4 +1,4 @@
-"""The sysdig backend against sysdig itself: real captures (../shared/scap) read by the installed sysdig.
+"""The sysdig backend against sysdig itself: real captures (tests/data/scap, provenance in tests/data/README.md) read by the installed sysdig.
 
 The independent truth is sysdig's own accounting: its topfiles_bytes / fdbytes_by chisels and its
 evt.latency field, run on the same files, plus the figures the captures' README states.
@@ -6,7 +6,6 @@ evt.latency field, run on the same files, plus the figures the captures' README 
 
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from casstrace.probes.sysdig_import import ScapImporter, SysdigVersion, Window, 
 from casstrace.traces import Trace, TraceWriter
 
 REPO = Path(__file__).resolve().parents[1]
-SCAP_DIR = REPO.parent / "shared" / "scap"
+SCAP_DIR = REPO / "tests" / "data" / "scap"
 CAPTURES = sorted(SCAP_DIR.glob("*.scap"))
 CASSANDRA = {
     # capture: (Data.db bytes read, preads, bytes the JVM wrote to the CQL connection)
@@ -29,10 +28,6 @@ CASSANDRA = {
     "cassandra5-select-star-lz4.scap": (190_897_095, 11_600, 190_053_904),
 }
 CASSTRACE = str(Path(sys.executable).parent / "casstrace")
-
-pytestmark = pytest.mark.skipif(shutil.which("sysdig") is None or not CAPTURES,
-                                reason="needs sysdig and the shared captures")
-
 
 def imported(scap: Path, out: Path, **options) -> Trace:
     writer = TraceWriter(out)
