@@ -90,11 +90,12 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
     from casstrace.analyses.compare import Payload, check_payload
     from casstrace.node.connection import NodeSession, resolve_settings
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
-    from casstrace.node.runner import RunOptions, clean_query, default_trace_path, run
+    from casstrace.node.runner import RunOptions, default_trace_path, run
+    from casstrace.node.statements import read_only_statement
 
     settings = resolve_settings(*(run_options[name] for name in (
         "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout", "request_timeout")))
-    queries = [clean_query(before), clean_query(after)]
+    queries = [read_only_statement(before), read_only_statement(after)]
     consistency, page_size = run_options["consistency"].upper(), run_options["page_size"] or None
     with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
         prepared = [prepare(node.session, query) for query in queries]

@@ -90,24 +90,6 @@ def server_message(error: Exception) -> str:
     return (wrapped.group(1) if wrapped else message).strip()
 
 
-# A statement ends at a ';' outside quotes, $$-strings and comments.
-_TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\$\$.*?\$\$|--[^\n]*|//[^\n]*|/\*.*?\*/|;|[^'"$;/-]+|.""",
-                    re.S)
-
-
-def split_statements(text: str) -> list[str]:
-    """The statements of a CQL text, without comments, blank statements or their final ';'."""
-    statements, current = [], []
-    for token in _TOKEN.findall(text):
-        if token == ";":
-            statements.append("".join(current))
-            current = []
-        elif not token.startswith(("--", "//", "/*")):
-            current.append(token)
-    statements.append("".join(current))
-    return [s.strip() for s in statements if s.strip()]
-
-
 def prepare(session, query: str) -> PreparedStatement:
     """Check the query on the node (it parses it and resolves keyspace and tables) without running it."""
     try:

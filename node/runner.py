@@ -20,8 +20,8 @@ from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.jvm import find_cassandra
-from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute, prepare, query_traces,
-                                  split_statements)
+from casstrace.node.query import MeasuringProtocolHandler, QueryResult, execute, prepare, query_traces
+from casstrace.node.statements import read_only_statement
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
 from casstrace.traces import TraceWriter
@@ -73,15 +73,6 @@ def capture_class(backend: str):
     return getattr(module, class_name)
 
 
-def clean_query(text: str) -> str:
-    """The one CQL statement in `text`, without comments or the final ';'."""
-    statements = split_statements(text)
-    if len(statements) != 1:
-        raise CasstraceError(f"expected one CQL statement, found {len(statements)}",
-                             'give exactly one statement: casstrace run "SELECT ..."')
-    return statements[0]
-
-
 def default_trace_path(query: str, now: datetime | None = None) -> Path:
     """A readable, sortable name: 20260122-165530-select-c0-from-streams.trace"""
     now = now or datetime.now()
@@ -94,7 +85,7 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
     """Run the query under the probes and return the path of the trace written.
     `phases` records where the wall time went (casstrace run --timings)."""
     phases = phases or Phases()
-    query = clean_query(options.query)
+    query = read_only_statement(options.query)   # before anything connects
     if options.repeat < 1 or options.warmup < 0:
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
     backend = capture_class(options.backend)  # fail on a missing backend before touching the node

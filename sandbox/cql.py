@@ -4,7 +4,7 @@ from cassandra import DriverException, OperationTimedOut
 from cassandra.query import SimpleStatement
 
 from casstrace.errors import CasstraceError
-from casstrace.node.query import split_statements
+from casstrace.node.statements import split_statements
 
 MAX_CELL = 60
 # Rows per page. Cassandra builds each page whole in its heap; with the driver's default of 5000,

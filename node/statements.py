@@ -1,0 +1,104 @@
+"""Reading CQL text without a node: splitting it into statements, and making sure a statement only reads.
+
+casstrace replays statements on production nodes, so the read-only rule is decided here, by
+tokenizing the text as Cassandra's lexer does, never by trusting a prefix: comments (`--`, `//`,
+`/* */`), string literals ('…' with '' inside, $$…$$), quoted identifiers ("…" with "" inside),
+any case and any whitespace. A statement is a read when its first keyword is SELECT (SELECT
+JSON and SELECT DISTINCT are SELECTs too); everything else — INSERT, UPDATE, DELETE, BATCH,
+TRUNCATE, USE, DDL, GRANT/REVOKE, lightweight transactions (which are conditional INSERT, UPDATE
+or DELETE) — is refused before any connection is made.
+
+This module imports no driver, so a refusal costs nothing and works on any machine.
+"""
+
+import re
+from dataclasses import dataclass
+
+from casstrace.errors import CasstraceError
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str    # 'word' | 'string' | 'identifier' (quoted) | 'comment' | 'space' | ';' | 'symbol'
+    text: str
+
+
+# Order matters: comments before the '-' and '/' symbols, quoted forms before everything else.
+_LEXEME = re.compile(r"""
+    (?P<comment>--[^\n]*|//[^\n]*|/\*.*?\*/)
+  | (?P<string>'(?:[^']|'')*'|\$\$.*?\$\$)
+  | (?P<identifier>"(?:[^"]|"")*")
+  | (?P<space>\s+)
+  | (?P<semicolon>;)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<symbol>.)
+""", re.S | re.X)
+
+# Openings whose end never came: the lexer above would otherwise read them as symbols.
+_UNTERMINATED = {"'": "a string literal ('…')", '"': 'a quoted identifier ("…")', "$": "a $$…$$ string",
+                 "/": "a /* comment"}
+
+
+def tokenize(text: str) -> list[Token]:
+    """The tokens of a CQL text, as Cassandra's lexer splits it. Raises CasstraceError on an
+    unterminated string, quoted identifier or comment (the node would reject the text anyway)."""
+    tokens = []
+    for match in _LEXEME.finditer(text):
+        kind = match.lastgroup or "symbol"
+        lexeme = match.group()
+        if kind == "symbol" and (lexeme in "'\"" or text.startswith(("$$", "/*"), match.start())):
+            opening = _UNTERMINATED[lexeme]
+            raise CasstraceError(f"the CQL text has {opening} that is never closed",
+                                 "close it, or check the shell's quoting of the statement")
+        tokens.append(Token(";" if kind == "semicolon" else kind, lexeme))
+    return tokens
+
+
+def split_statements(text: str) -> list[str]:
+    """The statements of a CQL text, without comments, blank statements or their final ';'.
+    A comment becomes one space, so that it never joins the words around it."""
+    statements: list[str] = []
+    current: list[str] = []
+    for token in tokenize(text):
+        if token.kind == ";":
+            statements.append("".join(current))
+            current = []
+        else:
+            current.append(" " if token.kind == "comment" else token.text)
+    statements.append("".join(current))
+    return [statement.strip() for statement in statements if statement.strip()]
+
+
+def statement_kind(statement: str) -> str:
+    """What a statement is, in the words a user would use: 'SELECT', 'INSERT', 'DROP TABLE',
+    'BEGIN BATCH', ... (its leading keywords, upper case), or 'empty'."""
+    words = [token for token in tokenize(statement) if token.kind not in ("space", "comment")]
+    if not words:
+        return "empty"
+    if words[0].kind != "word":
+        return f"a statement starting with {words[0].text[:20]}"
+    first = words[0].text.upper()
+    second = words[1].text.upper() if len(words) > 1 and words[1].kind == "word" else ""
+    if first in ("CREATE", "ALTER", "DROP", "BEGIN", "LIST", "ADD") and second:
+        if second in ("CUSTOM", "MATERIALIZED", "UNLOGGED", "COUNTER", "OR") and len(words) > 2:
+            return f"{first} {second} {words[2].text.upper()}"
+        return f"{first} {second}"
+    return first
+
+
+def read_only_statement(text: str) -> str:
+    """The one statement of `text` (without comments or the final ';') when it only reads;
+    otherwise a CasstraceError saying why. Call it before connecting to anything."""
+    statements = split_statements(text)
+    if len(statements) != 1:
+        raise CasstraceError(f"expected one CQL statement, found {len(statements)}",
+                             'give exactly one statement: casstrace run "SELECT ..."')
+    statement = statements[0]
+    kind = statement_kind(statement)
+    if kind != "SELECT":
+        raise CasstraceError(
+            f"refusing to run {kind if kind.startswith('a ') else 'a ' + kind + ' statement'}: "
+            "casstrace only runs reads, and never changes data",
+            "give one SELECT statement (SELECT JSON and SELECT DISTINCT are fine)",
+        )
+    return statement

@@ -1,0 +1,75 @@
+"""casstrace never changes data: write statements given to `run` and `compare` are refused before
+any connection, against a real node whose table must be unchanged afterwards."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+CASSTRACE = [sys.executable, "-m", "casstrace"]
+KEYSPACE = "casstrace_read_only"
+
+
+def casstrace(*args, cwd=None):
+    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env=os.environ)
+
+
+@pytest.fixture(scope="module")
+def victim(cql_session):
+    """A small table the refused statements aim at; its rows are the truth the test compares."""
+    cql_session.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+                        "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    cql_session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.victim (k int PRIMARY KEY, v text)")
+    cql_session.execute(f"TRUNCATE {KEYSPACE}.victim")
+    for k in range(3):
+        cql_session.execute(f"INSERT INTO {KEYSPACE}.victim (k, v) VALUES (%s, %s)", (k, f"value {k}"))
+    return f"{KEYSPACE}.victim"
+
+
+def rows(cql_session, table):
+    return sorted(tuple(row) for row in cql_session.execute(f"SELECT k, v FROM {table}"))
+
+
+WRITES = [
+    "DROP TABLE {t}",
+    "drop keyspace " + KEYSPACE,
+    "INSERT INTO {t} (k, v) VALUES (99, 'inserted')",
+    "INSERT INTO {t} (k, v) VALUES (98, 'lwt') IF NOT EXISTS",
+    "UPDATE {t} SET v = 'changed' WHERE k = 1",
+    "DELETE FROM {t} WHERE k = 0",
+    "DELETE FROM {t} WHERE k = 2 IF EXISTS",
+    "TRUNCATE {t}",
+    "BEGIN BATCH DELETE FROM {t} WHERE k = 1 APPLY BATCH",
+    "/* SELECT */ DELETE FROM {t} WHERE k = 1",
+    "SELECT k FROM {t}; DROP TABLE {t}",
+    "ALTER TABLE {t} DROP v",
+]
+
+
+@pytest.mark.parametrize("statement", WRITES)
+def test_run_refuses_writes_and_leaves_the_table_alone(statement, victim, cql_session, sandbox, tmp_path):
+    before = rows(cql_session, victim)
+    out = tmp_path / "refused.trace"
+    done = casstrace("run", statement.format(t=victim), "--host", sandbox.host, "--port", sandbox.native_port,
+                     "--out", out, cwd=tmp_path)
+    assert done.returncode != 0
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("casstrace: error: ") and "(fix: " in lines[0], done.stderr
+    assert list(tmp_path.iterdir()) == []          # no trace, no partial, no report
+    assert rows(cql_session, victim) == before
+
+
+def test_compare_refuses_a_write_on_either_side(victim, cql_session, sandbox, tmp_path):
+    before = rows(cql_session, victim)
+    for first, second in ((f"DELETE FROM {victim} WHERE k = 1", f"SELECT v FROM {victim}"),
+                          (f"SELECT v FROM {victim}", f"TRUNCATE {victim}")):
+        done = casstrace("compare", "--before", first, "--after", second, "--host", sandbox.host,
+                         "--port", sandbox.native_port, "--traces-dir", tmp_path, cwd=tmp_path)
+        assert done.returncode == 2
+        assert done.stderr.startswith("casstrace: error: refusing to run") and done.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+    assert rows(cql_session, victim) == before

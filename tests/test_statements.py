@@ -1,0 +1,90 @@
+"""casstrace runs only reads: the statement check, on a table of accepted and refused CQL texts."""
+
+import pytest
+
+from casstrace.errors import CasstraceError
+from casstrace.node.statements import read_only_statement, split_statements, statement_kind
+
+ACCEPTED = [
+    # (text as given, the statement casstrace runs)
+    ("SELECT * FROM ks.t", "SELECT * FROM ks.t"),
+    ("select c0 from ks.t where k = 1;", "select c0 from ks.t where k = 1"),
+    ("  \n\tSeLeCt c0 FROM t  ;  ", "SeLeCt c0 FROM t"),
+    ("SELECT JSON * FROM ks.t", "SELECT JSON * FROM ks.t"),
+    ("SELECT DISTINCT k FROM ks.t", "SELECT DISTINCT k FROM ks.t"),
+    ("-- a comment first\nSELECT k FROM t", "SELECT k FROM t"),
+    ("// DROP TABLE t\nSELECT k FROM t", "SELECT k FROM t"),
+    ("/* DELETE FROM t; */ SELECT k FROM t", "SELECT k FROM t"),
+    ("SELECT k FROM t -- ; DROP TABLE t", "SELECT k FROM t"),
+    ("SELECT k FROM t WHERE v = 'x; DROP TABLE t'", "SELECT k FROM t WHERE v = 'x; DROP TABLE t'"),
+    ("SELECT k FROM t WHERE v = 'it''s; INSERT'", "SELECT k FROM t WHERE v = 'it''s; INSERT'"),
+    ("SELECT k FROM t WHERE v = $$a; DELETE FROM t$$", "SELECT k FROM t WHERE v = $$a; DELETE FROM t$$"),
+    ('SELECT "Drop;Table" FROM "Ks"."T"', 'SELECT "Drop;Table" FROM "Ks"."T"'),
+    ("SELECT/*x*/k FROM t", "SELECT k FROM t"),
+    ("SELECT count(*) FROM t WHERE k IN (1, 2) LIMIT 10 ALLOW FILTERING;;",
+     "SELECT count(*) FROM t WHERE k IN (1, 2) LIMIT 10 ALLOW FILTERING"),
+]
+
+REFUSED = [
+    # (text, what the one error line must say)
+    ("DROP TABLE ks.t", "DROP TABLE"),
+    ("drop keyspace ks", "DROP KEYSPACE"),
+    ("INSERT INTO t (k) VALUES (1)", "INSERT"),
+    ("INSERT INTO t (k) VALUES (1) IF NOT EXISTS", "INSERT"),
+    ("UPDATE t SET v = 1 WHERE k = 1", "UPDATE"),
+    ("UPDATE t SET v = 1 WHERE k = 1 IF v = 0", "UPDATE"),
+    ("DELETE FROM t WHERE k = 1", "DELETE"),
+    ("DELETE v FROM t WHERE k = 1 IF EXISTS", "DELETE"),
+    ("BEGIN BATCH INSERT INTO t (k) VALUES (1); APPLY BATCH", "found 2"),
+    ("BEGIN UNLOGGED BATCH SELECT k FROM t APPLY BATCH", "BEGIN UNLOGGED BATCH"),
+    ("TRUNCATE t", "TRUNCATE"),
+    ("TRUNCATE TABLE t", "TRUNCATE"),
+    ("USE ks", "USE"),
+    ("CREATE TABLE t (k int PRIMARY KEY)", "CREATE TABLE"),
+    ("CREATE CUSTOM INDEX ON t (v) USING 'x'", "CREATE CUSTOM INDEX"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT k FROM t", "CREATE MATERIALIZED VIEW"),
+    ("ALTER TABLE t ADD v int", "ALTER TABLE"),
+    ("CREATE OR REPLACE FUNCTION f() RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE java AS 'return 1;'",
+     "CREATE OR REPLACE"),
+    ("GRANT SELECT ON ALL KEYSPACES TO r", "GRANT"),
+    ("REVOKE SELECT ON ALL KEYSPACES FROM r", "REVOKE"),
+    ("CREATE ROLE r WITH PASSWORD = 'x'", "CREATE ROLE"),
+    ("LIST ROLES", "LIST ROLES"),
+    ("SELECT k FROM t; DROP TABLE t", "found 2"),
+    ("SELECT k FROM t;\nDELETE FROM t WHERE k = 1;", "found 2"),
+    ("-- SELECT\nDROP TABLE t", "DROP TABLE"),
+    ("/* SELECT */ DELETE FROM t WHERE k = 1", "DELETE"),
+    ("'SELECT' FROM t", "starting with 'SELECT'"),
+    ('"SELECT" FROM t', 'starting with "SELECT"'),
+    ("(SELECT k FROM t)", "starting with ("),
+    ("SELECTk FROM t", "SELECTK"),
+    ("", "found 0"),
+    ("  ;  ; -- nothing", "found 0"),
+    ("SELECT k FROM t WHERE v = 'unterminated", "never closed"),
+    ('SELECT "k FROM t', "never closed"),
+    ("SELECT k FROM t WHERE v = $$x", "never closed"),
+    ("SELECT k FROM t /* DROP", "never closed"),
+]
+
+
+@pytest.mark.parametrize("text, statement", ACCEPTED)
+def test_reads_are_accepted(text, statement):
+    assert read_only_statement(text) == statement
+
+
+@pytest.mark.parametrize("text, said", REFUSED)
+def test_everything_else_is_refused_with_a_fix(text, said):
+    with pytest.raises(CasstraceError) as refused:
+        read_only_statement(text)
+    assert said in refused.value.message
+    assert refused.value.fix and "\n" not in str(refused.value)
+
+
+def test_split_statements_keeps_quoted_semicolons_and_drops_comments():
+    text = "INSERT INTO t (v) VALUES ('a;b'); -- one\nSELECT \"x;y\" FROM t /* ; */; ;"
+    assert split_statements(text) == ["INSERT INTO t (v) VALUES ('a;b')", 'SELECT "x;y" FROM t']
+
+
+def test_statement_kind_names_what_the_user_wrote():
+    assert statement_kind("  begin  batch ...") == "BEGIN BATCH"
+    assert statement_kind("Select 1") == "SELECT"
