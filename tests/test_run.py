@@ -194,8 +194,8 @@ def assert_failed_cleanly(done, out_dir: Path, *expected):
 
 
 def test_bad_cql_gives_the_servers_message(tmp_path, node_args):
-    done = casstrace("run", "SELEC c0 FROM streams", *node_args, "--out", tmp_path / "t.trace")
-    assert_failed_cleanly(done, tmp_path, "no viable alternative at input 'SELEC'")
+    done = casstrace("run", "SELECT c0 FROMM streams", *node_args, "--out", tmp_path / "t.trace")
+    assert_failed_cleanly(done, tmp_path, "no viable alternative at input 'FROMM'")
 
 
 @pytest.mark.parametrize("query, extra, message", [
