@@ -3,6 +3,12 @@
 The test sandbox is the one scripts/test starts (CASSTRACE_TEST_DATA_DIR, CASSTRACE_TEST_NATIVE_PORT,
 CASSTRACE_TEST_JMX_PORT). When it is not running, the first test that needs it starts it, and the
 session stops it at the end; a node that was already running is left running.
+
+Unit and integration tests are told apart by the `integration` marker (registered in setup.cfg): a
+module that needs a node, BPF, root, sysdig, Java, ssh, async-profiler or a browser sets
+`pytestmark = pytest.mark.integration`, and `pytest -m "not integration"` runs the rest without any
+of them. A test without the marker that asks for the node fails at once, saying so, instead of
+quietly starting a JVM.
 """
 
 import os
@@ -17,6 +23,17 @@ TEST_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_DATA_DIR")
                      or Path.home() / ".local/share/casstrace/test-sandbox")
 TEST_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_NATIVE_PORT", "19042"))
 TEST_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_JMX_PORT", "17199"))
+
+# The fixtures below that reach the test node; any test that uses one is an integration test.
+NODE_FIXTURES = frozenset({"sandbox", "cql_session", "demo_tables"})
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A unit test must not reach the node, not even through another fixture: fail it loudly."""
+    uses_node = NODE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+    if uses_node and item.get_closest_marker("integration") is None:
+        pytest.fail(f"{item.nodeid} uses {', '.join(sorted(uses_node))} (the test node) but is not marked "
+                    "integration: set `pytestmark = pytest.mark.integration` in its module", pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,11 +11,11 @@ import synthetic_traces as synthetic  # noqa: E402
 
 from casstrace.analyses import analyse  # noqa: E402
 from casstrace.analyses import pages  # noqa: E402
+from casstrace.analyses.compare import Payload, check_payload, percentile  # noqa: E402
 from casstrace.analyses.query import parse_select  # noqa: E402
+from casstrace.analyses.sweep import linear_fit  # noqa: E402
 from casstrace.errors import CasstraceError  # noqa: E402
 from casstrace.traces import Trace, TraceWriter  # noqa: E402
-
-SCAPS = Path(__file__).resolve().parent / "data" / "scap"   # provenance: tests/data/README.md
 
 
 @pytest.fixture
@@ -226,26 +226,6 @@ def test_query_parsing_reads_selection_table_and_restrictions():
     assert parse_select("SELECT a FROM t WHERE s = 'it''s AND x = 1'").restrictions == {"s": "="}
 
 
-@pytest.mark.skipif(not shutil.which("sysdig"), reason="sysdig is not installed")
-@pytest.mark.parametrize("capture, status, low, high", [
-    ("cassandra5-fullrow-lz4.scap", "flagged", 2_900, 3_100),       # 62,574,072 B read for ~20.9 KB sent
-    ("cassandra5-narrow-fixed.scap", "not flagged", 1.4, 1.7),       # 32,084 B read
-    ("cassandra5-select-star-lz4.scap", "not flagged", 0.99, 1.02),  # 190,897,095 B read, ~190 MB sent
-])
-def test_real_sysdig_captures(tmp_path, capture, status, low, high):
-    from casstrace.probes.sysdig_import import import_scap
-    writer = TraceWriter(tmp_path / "capture.trace")
-    import_scap(SCAPS / capture, writer)
-    analysis = analyse(writer.finish())
-    assert analysis.verdict.status == status
-    assert low <= analysis.overall.read <= high
-    assert analysis.overall.basis == "wire"
-    data = [f for f in analysis.files if f.component == "Data"]
-    assert len(data) == 1 and data[0].read_bytes == {"cassandra5-fullrow-lz4.scap": 62_574_072,
-                                                     "cassandra5-narrow-fixed.scap": 32_084,
-                                                     "cassandra5-select-star-lz4.scap": 190_897_095}[capture]
-
-
 def test_a_capture_with_no_query_and_no_data_reads_is_not_judged(tmp_path):
     """`casstrace capture` of an unrelated process: no Data file read, nothing returned."""
     from casstrace.traces import TraceWriter
@@ -261,3 +241,26 @@ def test_a_capture_with_no_query_and_no_data_reads_is_not_judged(tmp_path):
     assert analysis.verdict.status == "undetermined"
     assert "no query to judge" in analysis.verdict.summary
     assert [f.read_bytes for f in analysis.files] == [2_368]
+
+
+def test_percentiles_by_nearest_rank():
+    values = [float(v) for v in range(10, 0, -1)]
+    assert percentile(values, 0.5) == 5.0 and percentile(values, 0.99) == 10.0
+    assert percentile(list(range(1, 201)), 0.99) == 198
+    assert percentile([], 0.5) is None
+
+
+def test_payload_check_by_digest_sees_values_not_sizes():
+    same_size = check_payload(Payload(3, 30, "aa"), Payload(3, 30, "bb"))
+    assert same_size.status == "different" and "different values" in same_size.summary
+    assert check_payload(Payload(3, 30, "aa"), Payload(3, 30, "aa")).status == "same"
+    stored = check_payload(Payload(3, 30), Payload(3, 30))
+    assert stored.status == "same" and "payload bytes only" in stored.basis
+    assert check_payload(Payload(None, None, note="no measured execution recorded"), Payload(3, 30)).status == "unverified"
+
+
+def test_linear_fit_recovers_a_line():
+    fit = linear_fit([10, 20, 30], [5.0, 7.0, 9.0])
+    assert (fit.slope, fit.intercept, fit.r2) == pytest.approx((0.2, 3.0, 1.0))
+    assert linear_fit([10, 10], [1.0, 2.0]) is None
+    assert linear_fit([1, 2, 3], [4.0, 4.0, 4.0]).r2 is None

@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
-from casstrace.analyses.compare import Payload, check_payload, percentile
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
+
+pytestmark = pytest.mark.integration
 
 CASSTRACE = [sys.executable, "-m", "casstrace"]
 
@@ -166,19 +167,3 @@ def test_bad_arguments_fail_in_one_line(args):
 def test_missing_trace_fails_in_one_line(tmp_path):
     done = casstrace("compare", tmp_path / "a.trace", tmp_path / "b.trace")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
-
-
-def test_percentiles_by_nearest_rank():
-    values = [float(v) for v in range(10, 0, -1)]
-    assert percentile(values, 0.5) == 5.0 and percentile(values, 0.99) == 10.0
-    assert percentile(list(range(1, 201)), 0.99) == 198
-    assert percentile([], 0.5) is None
-
-
-def test_payload_check_by_digest_sees_values_not_sizes():
-    same_size = check_payload(Payload(3, 30, "aa"), Payload(3, 30, "bb"))
-    assert same_size.status == "different" and "different values" in same_size.summary
-    assert check_payload(Payload(3, 30, "aa"), Payload(3, 30, "aa")).status == "same"
-    stored = check_payload(Payload(3, 30), Payload(3, 30))
-    assert stored.status == "same" and "payload bytes only" in stored.basis
-    assert check_payload(Payload(None, None, note="no measured execution recorded"), Payload(3, 30)).status == "unverified"

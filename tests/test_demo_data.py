@@ -2,9 +2,12 @@
 
 import re
 
+import pytest
 from cassandra.query import SimpleStatement
 
 from casstrace.sandbox.demo import WideTable, ensure_loaded
+
+pytestmark = pytest.mark.integration
 
 
 def test_wide_table_rows_and_value_sizes(demo_tables, cql_session):

@@ -14,6 +14,8 @@ from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded
 from casstrace.traces import TraceWriter
 
+pytestmark = pytest.mark.integration
+
 SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"   # provenance: tests/data/README.md
 DEMO = WideTable()
 SELECT_STAR = f"SELECT * FROM {DEMO.keyspace}.{DEMO.table} WHERE stream_id = {DEMO.stream_id}"

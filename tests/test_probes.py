@@ -24,6 +24,8 @@ from casstrace.errors import CasstraceError
 from casstrace.traces.schema import latency_bucket
 from casstrace.traces import Trace, TraceWriter
 
+pytestmark = pytest.mark.integration
+
 if os.geteuid() != 0:
     pytest.skip("BPF capture needs root", allow_module_level=True)
 

@@ -4,7 +4,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from casstrace.probes.proc_fds import redact_command
+
+pytestmark = pytest.mark.integration
 
 CASSTRACE = Path(sys.executable).parent / "casstrace"
 

@@ -118,6 +118,7 @@ def test_html_is_self_contained(wide):
     assert page.index("FLAGGED") < page.index("<h2>Files")  # the verdict first
 
 
+@pytest.mark.integration   # a headless browser
 @pytest.mark.skipif(not shutil.which("chromium"), reason="chromium is not installed")
 def test_html_renders_offline_in_headless_chromium(tmp_path, wide):
     page = write(wide, "html", tmp_path / "report.html")

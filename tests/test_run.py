@@ -12,6 +12,8 @@ import pytest
 
 from casstrace.traces import Trace
 
+pytestmark = pytest.mark.integration
+
 CASSTRACE = [sys.executable, "-m", "casstrace"]
 
 

@@ -18,6 +18,8 @@ import pytest
 from casstrace.sandbox import artifacts
 from casstrace.sandbox.control import Sandbox
 
+pytestmark = pytest.mark.integration
+
 SCRATCH_HEAP = "512M"
 
 

@@ -8,11 +8,13 @@ import sys
 import pytest
 
 from casstrace.analyses import analyse
-from casstrace.analyses.sweep import linear_fit, summarise_sweep
+from casstrace.analyses.sweep import summarise_sweep
 from casstrace.reports import render
 from casstrace.reports.sweep import document
 from casstrace.sandbox.demo import is_loaded
 from casstrace.sandbox.sweep import SWEEP_KEYSPACE
+
+pytestmark = pytest.mark.integration
 
 CASSTRACE = [sys.executable, "-m", "casstrace"]
 COLUMNS = (2, 4, 6)
@@ -121,10 +123,3 @@ def test_a_stopped_sandbox_fails_in_one_line(tmp_path):
     done = casstrace("sweep", "--data-dir", tmp_path, "--max-columns", 10)
     assert done.returncode == 2
     assert done.stderr.startswith(f"casstrace: error: the sandbox in {tmp_path} is not running")
-
-
-def test_linear_fit_recovers_a_line():
-    fit = linear_fit([10, 20, 30], [5.0, 7.0, 9.0])
-    assert (fit.slope, fit.intercept, fit.r2) == pytest.approx((0.2, 3.0, 1.0))
-    assert linear_fit([10, 10], [1.0, 2.0]) is None
-    assert linear_fit([1, 2, 3], [4.0, 4.0, 4.0]).r2 is None

@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
 from casstrace.probes.sysdig_capture import SysdigCapture, write_capture
 from casstrace.probes.sysdig_import import ScapImporter, SysdigVersion, Window, find_sysdig, import_scap
 from casstrace.traces import Trace, TraceWriter
+
+pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[1]
 SCAP_DIR = REPO / "tests" / "data" / "scap"
@@ -318,3 +321,21 @@ def test_imported_cassandra_captures_get_the_live_verdicts(traces):
     verdicts = {name: analyses.analyse(traces[name]).verdict.status for name in CASSANDRA}
     assert verdicts == {"cassandra5-fullrow-lz4.scap": "flagged", "cassandra5-narrow-fixed.scap": "not flagged",
                         "cassandra5-select-star-lz4.scap": "not flagged"}
+
+
+@pytest.mark.parametrize("capture, status, low, high", [
+    ("cassandra5-fullrow-lz4.scap", "flagged", 2_900, 3_100),       # 62,574,072 B read for ~20.9 KB sent
+    ("cassandra5-narrow-fixed.scap", "not flagged", 1.4, 1.7),       # 32,084 B read
+    ("cassandra5-select-star-lz4.scap", "not flagged", 0.99, 1.02),  # 190,897,095 B read, ~190 MB sent
+])
+def test_real_sysdig_captures(tmp_path, capture, status, low, high):
+    writer = TraceWriter(tmp_path / "capture.trace")
+    import_scap(SCAP_DIR / capture, writer)
+    analysis = analyse(writer.finish())
+    assert analysis.verdict.status == status
+    assert low <= analysis.overall.read <= high
+    assert analysis.overall.basis == "wire"
+    data = [f for f in analysis.files if f.component == "Data"]
+    assert len(data) == 1 and data[0].read_bytes == {"cassandra5-fullrow-lz4.scap": 62_574_072,
+                                                     "cassandra5-narrow-fixed.scap": 32_084,
+                                                     "cassandra5-select-star-lz4.scap": 190_897_095}[capture]
