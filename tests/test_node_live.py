@@ -62,10 +62,9 @@ def test_context_describes_the_table_and_its_sstables(node, demo_tables):
 
 
 def test_credentials_from_cqlshrc_are_passed_to_the_driver(sandbox, tmp_path, monkeypatch):
-    from casstrace.node.connection import NodeSession
-
     monkeypatch.setenv("HOME", str(tmp_path))
-    write(tmp_path / ".cassandra" / "cqlshrc", "[authentication]\nusername = rc_user\npassword = rc_secret\n")
+    (tmp_path / ".cassandra").mkdir()
+    (tmp_path / ".cassandra" / "cqlshrc").write_text("[authentication]\nusername = rc_user\npassword = rc_secret\n")
     # The test sandbox does not authenticate, so the connection succeeds either way; what matters
     # is that the driver was given the credentials to answer a challenge with.
     with NodeSession(resolve_settings(host=sandbox.host, port=sandbox.port, environ={})) as session:
