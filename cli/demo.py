@@ -71,7 +71,7 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
     from casstrace.cli.run import report
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
-    from casstrace.reports import render
+    from casstrace.reports import ReportOptions, render
     from casstrace.reports.comparison import document
 
     settings = resolve_settings(sandbox.host, sandbox.native_port)
@@ -82,4 +82,4 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
         report(traces[-1], html=True)
     click.echo("\n=== Side by side")
     comparison = compare(*(analyse(path) for path in traces), labels=("wide", "narrow"))
-    click.echo(render(document(comparison), "text", color=sys.stdout.isatty()), nl=False)
+    click.echo(render(document(comparison), "text", ReportOptions(color=sys.stdout.isatty())), nl=False)

@@ -27,13 +27,13 @@ def report_options(html_default: str):
 
 def deliver(subject, format_: str, output: Path | None, color: bool | None, summary: list[str]) -> None:
     """Print the report; or write it to `output` (whole or not at all) and print `summary` and its path."""
-    from casstrace.reports import render, write
+    from casstrace.reports import ReportOptions, render, write
 
     if output is None:
-        click.echo(render(subject, format_, color=sys.stdout.isatty() if color is None else color), nl=False)
+        click.echo(render(subject, format_, ReportOptions(color=sys.stdout.isatty() if color is None else color)), nl=False)
         return
     try:
-        path = write(subject, format_, output, color=bool(color))
+        path = write(subject, format_, output, ReportOptions(color=bool(color)))
     except OSError as error:
         raise CasstraceError(f"cannot write the report to {output} ({error.strerror})",
                              "choose a writable --output path") from None

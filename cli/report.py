@@ -18,7 +18,7 @@ def command(trace: Path, format_: str, output: Path | None, color: bool | None, 
     """Analyse TRACE (written by `casstrace run` or `casstrace import`) and report what its I/O says.
 
     Formats: text (terminal tables and spectrogram), md (a ticket comment), json (the documented
-    schema in casstrace.reports.json), html (one self-contained file that opens offline)."""
+    schema in casstrace.reports.json_report), html (one self-contained file that opens offline)."""
     analysis = analyse(trace, threshold=threshold)
     if output is None and format_ == "html":
         output = beside_trace(trace, "html")

@@ -66,10 +66,10 @@ def command(query, query_file, out, keyspace, host, port, username, ssl_enabled,
 def report(path: Path, html: bool) -> None:
     """The verdict in the terminal, and the full HTML report beside the trace."""
     from casstrace.analyses import analyse
-    from casstrace.reports import beside_trace, render, write
+    from casstrace.reports import ReportOptions, beside_trace, render, write
 
     analysis = analyse(path)
-    click.echo(render(analysis, "text", brief=True, color=sys.stdout.isatty()), nl=False)
+    click.echo(render(analysis, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
     click.echo(f"trace: {path}")
     if html:
         click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'))}")

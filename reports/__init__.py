@@ -1,53 +1,51 @@
 """Reports: one module per output format, each turning an Analysis (or a Document) into a string.
 
-Public API:
-    render(subject, format="text", **options) -> str      format: 'text' | 'md' | 'json' | 'html'
-    write(subject, format, path) -> Path                   render into a file, whole or not at all
-    beside_trace(trace_path, format) -> Path               the default report path: TRACE with the format's suffix
-    FORMATS                                                the format names, in --format order
+Holds: the formats (text, md, json_report, html_report), the contract they implement and their one
+registry (formats.py: ReportFormat, ReportOptions, FORMATS), the shared table rows (common.py), and
+the reports that are not one trace's (document.py, built by comparison.py and sweep.py).
+May import: casstrace.analyses (its model and units) and plotly (html only). Never SQL, the trace
+file, probes, node or cli: a report renders what the analyses found.
 
-`casstrace run` prints render(analysis, "text", brief=True, color=...) (verdict, numbers, findings)
-and writes write(analysis, "html", beside_trace(trace, "html")).
+Public API:
+    render(subject, format="text", options=ReportOptions()) -> str    format: one of FORMATS
+    write(subject, format, path, options=ReportOptions()) -> Path    render into a file, whole or not at all
+    beside_trace(trace_path, format) -> Path     the default report path: TRACE with the format's suffix
+    FORMATS                                      the format names, in --format order
+    ReportOptions(color=False, brief=False)      an option that does not exist is a TypeError
+
+`casstrace run` prints render(analysis, "text", ReportOptions(brief=True, color=...)) (verdict,
+numbers, findings) and writes write(analysis, "html", beside_trace(trace, "html")).
 
 The subject is one trace's Analysis, or a Document (casstrace.reports.document): the report of
 `casstrace compare` or `casstrace sweep`, built by casstrace.reports.comparison / .sweep.
-
-A format module defines SUFFIX, render(analysis, **options) and render_document(document, **options).
-Options a format does not use are ignored, so callers can pass e.g. color=True to any of them.
-Modules load on first use: `casstrace report --format md` never imports plotly.
 """
 
-import importlib
 import os
 from pathlib import Path
 
 from casstrace.analyses.model import Analysis
 from casstrace.reports.document import Document
+from casstrace.reports.formats import FORMATS, ReportFormat, ReportOptions, report_format
 
-FORMATS = ("text", "md", "json", "html")   # each the name of its module in casstrace.reports
-
-
-def _module(format: str):
-    if format not in FORMATS:
-        raise ValueError(f"unknown report format {format!r}; choose one of {', '.join(FORMATS)}")
-    return importlib.import_module(f"casstrace.reports.{format}")
+__all__ = ["FORMATS", "ReportFormat", "ReportOptions", "beside_trace", "render", "report_format", "write"]
 
 
-def render(subject: Analysis | Document, format: str = "text", **options) -> str:
-    module = _module(format)
+def render(subject: Analysis | Document, format: str = "text", options: ReportOptions = ReportOptions()) -> str:
+    chosen = report_format(format)
     if isinstance(subject, Document):
-        return module.render_document(subject, **options)
-    return module.render(subject, **options)
+        return chosen.render_document(subject, options)
+    return chosen.render(subject, options)
 
 
-def beside_trace(trace_path: str | os.PathLike, format: str) -> Path:
-    return Path(trace_path).with_suffix(_module(format).SUFFIX)
+def beside_trace(trace_path: str | os.PathLike[str], format: str) -> Path:
+    return Path(trace_path).with_suffix(report_format(format).SUFFIX)
 
 
-def write(subject: Analysis | Document, format: str, path: str | os.PathLike, **options) -> Path:
+def write(subject: Analysis | Document, format: str, path: str | os.PathLike[str],
+          options: ReportOptions = ReportOptions()) -> Path:
     """Write the report to `path`, through a hidden file renamed into place: never half a report."""
     path = Path(path)
-    text = render(subject, format, **options)
+    text = render(subject, format, options)
     partial = path.with_name(f".{path.name}.partial")
     try:
         partial.write_text(text, encoding="utf-8")

@@ -2,10 +2,14 @@
 
 Such a report is built once as a Document: its JSON-ready `data` (what the json format writes) and
 a list of blocks (what text, md and html lay out, each with its own markup). A format module renders
-it with render_document(document, **options), beside its render(analysis, **options).
+it with render_document(document, options), beside its render(analysis, options)
+(casstrace.reports.formats.ReportFormat).
 """
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Tone = Literal["plain", "good", "bad", "warning", "muted"]
 
 
 @dataclass
@@ -16,7 +20,7 @@ class Heading:
 @dataclass
 class Paragraph:
     text: str
-    tone: str = "plain"     # 'plain' | 'good' | 'bad' | 'warning' | 'muted'
+    tone: Tone = "plain"
 
 
 @dataclass
@@ -54,8 +58,11 @@ class Chart:
     series: list[Series]
 
 
+Block = Heading | Paragraph | Code | Items | Table | Chart
+
+
 @dataclass
 class Document:
     title: str
-    data: dict                      # JSON-ready, with its schema documented where it is built
-    blocks: list = field(default_factory=list)
+    data: dict[str, Any]            # JSON-ready, with its schema documented where it is built
+    blocks: list[Block] = field(default_factory=list)

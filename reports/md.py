@@ -2,13 +2,14 @@
 
 from casstrace.analyses.model import Analysis
 from casstrace.reports import common
-from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
+from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table, Tone
+from casstrace.reports.formats import ReportOptions
 
 SUFFIX = ".md"
 TOP_FILES = 10
 
 
-def render(analysis: Analysis, **_) -> str:
+def render(analysis: Analysis, options: ReportOptions) -> str:
     lines: list[str] = []
     icon = {"flagged": "🔴", "not flagged": "🟢"}.get(analysis.verdict.status, "🟡")
     lines.append(f"### {icon} casstrace: {analysis.verdict.status}")
@@ -69,10 +70,10 @@ def _escape(text: str) -> str:
     return text.replace("\n", " ")
 
 
-TONE_ICONS = {"good": "🟢 ", "bad": "🔴 ", "warning": "⚠️ ", "muted": "", "plain": ""}
+TONE_ICONS: dict[Tone, str] = {"good": "🟢 ", "bad": "🔴 ", "warning": "⚠️ ", "muted": "", "plain": ""}
 
 
-def render_document(document: Document, **_) -> str:
+def render_document(document: Document, options: ReportOptions) -> str:
     """A comparison or sweep report (casstrace.reports.document); charts are left to the html format."""
     lines = [f"### {_escape(document.title)}", ""]
     for block in document.blocks:

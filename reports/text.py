@@ -4,7 +4,8 @@
 from casstrace.analyses.model import Analysis, Spectrogram
 from casstrace.analyses.spectrogram import LAST_BUCKET
 from casstrace.reports import common
-from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
+from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table, Tone
+from casstrace.reports.formats import ReportOptions
 
 SUFFIX = ".txt"
 BUCKETS_PER_CHAR = 2            # 100 latency buckets -> 50 columns, 5 per decade
@@ -16,9 +17,9 @@ PLAIN_STEPS = ((1, "."), (10, ":"), (100, "+"), (1000, "#"), (10000, "@"))
 RESET = "\033[0m"
 
 
-def render(analysis: Analysis, color: bool = False, brief: bool = False, **_) -> str:
-    """The report; brief=True stops after the verdict, its numbers and the findings (what `run` prints)."""
-    out = Output(color)
+def render(analysis: Analysis, options: ReportOptions) -> str:
+    """The report; options.brief stops after the verdict, its numbers and the findings (what `run` prints)."""
+    out = Output(options.color)
     out.line(f"casstrace report: {analysis.trace_path}", bold=True)
     for warning in analysis.warnings:
         out.line(f"!! {warning}", colour=31 if "INCOMPLETE" in warning or "lost" in warning else 33)
@@ -41,7 +42,7 @@ def render(analysis: Analysis, color: bool = False, brief: bool = False, **_) ->
                 out.line(f"    evidence: {evidence}")
             for suggestion in finding.suggestion:
                 out.line(f"    try: {suggestion}")
-    if brief:
+    if options.brief:
         return out.text()
 
     if analysis.executions:
@@ -153,12 +154,12 @@ def _cell(count: int, color: bool) -> str:
     return symbol
 
 
-TONE_COLOURS = {"good": 32, "bad": 31, "warning": 33, "muted": None, "plain": None}
+TONE_COLOURS: dict[Tone, int | None] = {"good": 32, "bad": 31, "warning": 33, "muted": None, "plain": None}
 
 
-def render_document(document: Document, color: bool = False, **_) -> str:
+def render_document(document: Document, options: ReportOptions) -> str:
     """A comparison or sweep report (casstrace.reports.document); charts are left to the html format."""
-    out = Output(color)
+    out = Output(options.color)
     out.line(document.title, bold=True)
     for block in document.blocks:
         if isinstance(block, Heading):

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import synthetic_traces as synthetic  # noqa: E402
 
 from casstrace.analyses import analyse  # noqa: E402
-from casstrace.reports import FORMATS, beside_trace, render, write  # noqa: E402
+from casstrace.reports import FORMATS, ReportOptions, beside_trace, render, report_format, write  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
@@ -49,10 +49,10 @@ def test_text_report_verdict_tables_and_spectrogram(wide):
     assert re.search(r"Data\.db\s+Data\s+59\.7 MiB\s+59\.7 MiB\s+3,803\s+0 B", text)
     assert "not measured" in text            # the socket's page-cache misses
     assert "\033[" not in text
-    coloured = render(wide, "text", color=True)
+    coloured = render(wide, "text", ReportOptions(color=True))
     assert "\033[48;5;160m" in coloured      # 3,000 calls in one cell: red, like csysdig
     assert "\033[48;5;178m" in coloured      # 803 calls: yellow
-    brief = render(wide, "text", brief=True)
+    brief = render(wide, "text", ReportOptions(brief=True))
     assert "VERDICT: FLAGGED" in brief and "Full-row read" in brief and "== Executions ==" not in brief
 
 
@@ -177,3 +177,12 @@ def test_report_command_on_a_bad_trace(tmp_path):
     assert line.startswith("casstrace: error:") and "(fix: " in line
     missing = run_cli("report", str(tmp_path / "missing.trace"))
     assert missing.returncode == 2 and "no trace file" in missing.stderr
+
+
+def test_every_format_implements_the_contract_and_options_are_checked(wide):
+    for name in FORMATS:
+        chosen = report_format(name)
+        assert chosen.SUFFIX.startswith(".") and beside_trace("t.trace", name).suffix == chosen.SUFFIX
+        assert callable(chosen.render) and callable(chosen.render_document)
+    with pytest.raises(TypeError, match="colour"):
+        ReportOptions(colour=True)

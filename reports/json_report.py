@@ -54,12 +54,13 @@ import json
 
 from casstrace.analyses.model import Analysis, FileIO
 from casstrace.reports.document import Document
+from casstrace.reports.formats import ReportOptions
 
 SUFFIX = ".json"
 VERSION = 1
 
 
-def render(analysis: Analysis, **_) -> str:
+def render(analysis: Analysis, options: ReportOptions) -> str:
     return _dump(document(analysis))
 
 
@@ -109,7 +110,7 @@ def _file(f: FileIO) -> dict:
     }
 
 
-def render_document(report: Document, **_) -> str:
+def render_document(report: Document, options: ReportOptions) -> str:
     """A comparison or sweep report: its data, whose schema is documented where it is built
     (casstrace.reports.comparison, casstrace.reports.sweep)."""
     return _dump(report.data)

@@ -17,7 +17,8 @@ from casstrace.analyses.model import AccessPattern, Analysis, Spectrogram
 from casstrace.analyses.spectrogram import LAST_BUCKET, bucket_lower_ns
 from casstrace.analyses.units import human_bytes, human_ns
 from casstrace.reports import common
-from casstrace.reports.document import Chart, Code, Document, Heading, Items, Paragraph, Table
+from casstrace.reports.document import Chart, Code, Document, Heading, Items, Paragraph, Table, Tone
+from casstrace.reports.formats import ReportOptions
 
 SUFFIX = ".html"
 MAX_SPECTROGRAM_ROWS = 600
@@ -47,7 +48,7 @@ code, pre { background: #f4f4f4; padding: .1em .3em; white-space: pre-wrap; }
 """
 
 
-def render(analysis: Analysis, **_) -> str:
+def render(analysis: Analysis, options: ReportOptions) -> str:
     e = html.escape
     verdict = analysis.verdict
     parts = _head(f"casstrace: {verdict.status} {analysis.query or analysis.trace_path}") + [
@@ -113,11 +114,11 @@ def _head(title: str) -> list[str]:
     ]
 
 
-TONE_CLASSES = {"good": "verdict not-flagged", "bad": "verdict flagged", "warning": "warning", "muted": "muted",
+TONE_CLASSES: dict[Tone, str] = {"good": "verdict not-flagged", "bad": "verdict flagged", "warning": "warning", "muted": "muted",
                 "plain": ""}
 
 
-def render_document(document: Document, **_) -> str:
+def render_document(document: Document, options: ReportOptions) -> str:
     """A comparison or sweep report (casstrace.reports.document), its charts drawn by plotly."""
     e = html.escape
     parts = _head(document.title) + [f"<h1>{e(document.title)}</h1>"]
