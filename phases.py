@@ -2,16 +2,17 @@
 turnaround benchmark reads, so a slow run says where its seconds went."""
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
 class Phases:
-    def __init__(self):
+    def __init__(self) -> None:
         self.started = time.perf_counter()
         self.spans: list[tuple[str, float]] = []
 
     @contextmanager
-    def __call__(self, name: str):
+    def __call__(self, name: str) -> Iterator[None]:
         began = time.perf_counter()
         try:
             yield

@@ -68,7 +68,8 @@ def _access_pattern(trace: Trace, file: FileIO, start_ns: int, slot_ns: int, buc
     )
 
 
-def _heatmap_points(trace, file_id, source, kind, slot_ns, bucket_bytes) -> list[OffsetPoint]:
+def _heatmap_points(trace: Trace, file_id: int, source: str, kind: str, slot_ns: int,
+                    bucket_bytes: int | None) -> list[OffsetPoint]:
     if not bucket_bytes:
         return []
     return [

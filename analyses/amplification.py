@@ -53,6 +53,8 @@ def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableNa
         outside = _cache_fills_outside_syscall_pages(trace, window_ids, set(data))
     data_read = syscall_bytes + (outside or 0)
 
+    basis: str | None
+    basis_bytes: int | None
     if payload_bytes is not None:
         basis, basis_bytes = "payload", payload_bytes
     elif wire_bytes is not None:
@@ -60,7 +62,7 @@ def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableNa
     else:
         basis = basis_bytes = None
 
-    def over(value, denominator):
+    def over(value: float | None, denominator: float | None) -> float | None:
         return value / denominator if value is not None and denominator else None
 
     return Amplification(

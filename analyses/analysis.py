@@ -2,13 +2,14 @@
 
 import os
 import sqlite3
+from typing import Any
 
 from casstrace.analyses import amplification as amp
 from casstrace.analyses import causes
 from casstrace.analyses.access import access_patterns
 from casstrace.analyses.file_io import file_io, group_by_sstable
-from casstrace.analyses.model import Analysis
-from casstrace.analyses.query import find_table, parse_select
+from casstrace.analyses.model import Analysis, Execution
+from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace
@@ -18,7 +19,7 @@ MEASURE_NAMES = {"syscalls": "read/write/lseek syscalls", "offsets": "file offse
 DEFAULT_THRESHOLD = 10.0
 
 
-def analyse(trace: Trace | str | os.PathLike, threshold: float = DEFAULT_THRESHOLD) -> Analysis:
+def analyse(trace: Trace | str | os.PathLike[str], threshold: float = DEFAULT_THRESHOLD) -> Analysis:
     """Analyse an open Trace, or the trace file at a path (CasstraceError when it is not a whole trace)."""
     if not isinstance(trace, Trace):
         with Trace(trace) as opened:
@@ -76,11 +77,12 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
     )
 
 
-def _sum_or_none(values):
-    return None if any(v is None for v in values) else sum(values)
+def _sum_or_none(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if len(known) == len(values) else None
 
 
-def _warnings(trace: Trace, executions) -> list[str]:
+def _warnings(trace: Trace, executions: list[Execution]) -> list[str]:
     meta = trace.meta
     warnings = []
     if not trace.complete:
@@ -105,7 +107,7 @@ def _warnings(trace: Trace, executions) -> list[str]:
     return warnings
 
 
-def _context(meta: dict, schema) -> dict:
+def _context(meta: dict[str, Any], schema: TableSchema | None) -> dict[str, Any]:
     cassandra = meta.get("cassandra") or {}
     start, end = meta.get("capture_start_ns"), meta.get("capture_end_ns")
     context = {

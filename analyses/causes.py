@@ -3,6 +3,8 @@ and said no more surely than that evidence allows ('measured', 'likely', 'possib
 
 import math
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, Verdict
 from casstrace.analyses.query import Select, TableSchema
@@ -34,6 +36,7 @@ def verdict(overall: Amplification, threshold: float, *, data_label: str, backen
         return Verdict("flagged", f"Read {read} from {data_label} to return nothing ({against}).", notes)
     summary = (f"Read {read} from {data_label} for {against}: "
                f"{ratio(overall.read)} (threshold {threshold:g}x).")
+    assert overall.read is not None     # a basis of more than 0 bytes gives a ratio
     if overall.read >= threshold:
         return Verdict("flagged", summary, notes)
     if not page_cache_measured and (disk_access_mode or "").lower() in MMAP_DATA_MODES:
@@ -63,8 +66,8 @@ def _measurement_notes(page_cache_measured: bool, backend: str | None, disk_acce
 def findings(*, overall: Amplification, flagged: bool, threshold: float, select: Select | None,
              schema: TableSchema | None, measured: list[Execution], data_files: list[FileIO],
              query_trace: list[dict], page_cache_measured: bool, disk_access_mode: str | None) -> list[Finding]:
-    rows_known = measured and all(e.rows is not None for e in measured)
-    rows = sum(e.rows for e in measured) if rows_known else None
+    known_rows = [e.rows for e in measured if e.rows is not None]
+    rows = sum(known_rows) if measured and len(known_rows) == len(measured) else None
     found: list[Finding] = []
     if flagged:
         for finder in (_full_row_read, _whole_partition_scan, _chunk_overhead):
@@ -82,7 +85,8 @@ def findings(*, overall: Amplification, flagged: bool, threshold: float, select:
     return found
 
 
-def _full_row_read(overall, threshold, select, schema, rows) -> Finding | None:
+def _full_row_read(overall: Amplification, threshold: float, select: Select | None, schema: TableSchema | None,
+                   rows: int | None) -> Finding | None:
     if select is None or select.select_all or schema is None:
         return None
     regular = schema.regular_columns
@@ -127,7 +131,8 @@ def _full_row_read(overall, threshold, select, schema, rows) -> Finding | None:
     )
 
 
-def _whole_partition_scan(overall, threshold, select, schema, rows) -> Finding | None:
+def _whole_partition_scan(overall: Amplification, threshold: float, select: Select | None,
+                          schema: TableSchema | None, rows: int | None) -> Finding | None:
     if select is None or schema is None or select.token_restricted:
         return None
     restricted = set(select.restrictions)
@@ -152,10 +157,11 @@ def _whole_partition_scan(overall, threshold, select, schema, rows) -> Finding |
     )
 
 
-def _chunk_overhead(overall, threshold, select, schema, rows) -> Finding | None:
-    chunk = schema.chunk_bytes if schema else None
-    if not chunk or not rows or overall.basis != "payload" or not overall.payload_bytes:
+def _chunk_overhead(overall: Amplification, threshold: float, select: Select | None, schema: TableSchema | None,
+                    rows: int | None) -> Finding | None:
+    if schema is None or not schema.chunk_bytes or not rows or overall.basis != "payload" or not overall.payload_bytes:
         return None
+    chunk = schema.chunk_bytes
     per_row_payload = overall.payload_bytes / rows
     chunk_cost = rows * chunk
     # Only when one chunk per row explains a good part of what was read.
@@ -251,7 +257,7 @@ def _cold_cache(overall: Amplification, data_files: list[FileIO]) -> Finding | N
     )
 
 
-def _trace_events(query_trace: list[dict]):
+def _trace_events(query_trace: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for session in query_trace or []:
         yield from session.get("events") or []
 

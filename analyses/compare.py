@@ -27,7 +27,7 @@ Gates, for pipelines:
 
 from dataclasses import dataclass, field
 
-from casstrace.analyses.model import Analysis, Verdict
+from casstrace.analyses.model import Analysis, FileIO, Verdict
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.units import human_bytes, human_ms, ratio
 
@@ -78,8 +78,8 @@ class QuerySummary:
     latency_median_s: float | None
     latency_p99_s: float | None
     latency_min_s: float | None
-    rows: float | None
-    payload_bytes: float | None
+    rows: int | None
+    payload_bytes: int | None
     data_read_bytes: float         # from the table's Data files: syscalls + page-cache fills outside them
     syscall_bytes: float
     cache_miss_bytes: float | None
@@ -204,7 +204,7 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
     overall = analysis.overall
     payload = stored_payload(analysis)
 
-    def per(value):
+    def per(value: float | None) -> float | None:
         return None if value is None else value / executions
 
     files = [f for f in analysis.files if f.kind == "file" and (f.read_bytes or f.cache_miss_bytes)]
@@ -224,7 +224,7 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
     )
 
 
-def _file_name(f) -> str:
+def _file_name(f: FileIO) -> str:
     name = f.sstable
     if name is None:
         return f.path
@@ -233,7 +233,7 @@ def _file_name(f) -> str:
 
 # -- the comparison ----------------------------------------------------------------------------
 
-def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = None, labels=("A", "B"), *,
+def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = None, labels: tuple[str, str] = ("A", "B"), *,
             fail_if_worse: bool = False, tolerance: float = DEFAULT_TOLERANCE,
             max_amplification: float | None = None) -> Comparison:
     """The comparison of two analyses. `payload` defaults to the stored-trace check (rows and bytes)."""

@@ -6,18 +6,18 @@ from casstrace.traces import Trace
 from casstrace.traces.sstable_names import parse_sstable_path
 
 
-def sql_in(column: str, values: list[int]) -> tuple[str, list[int]]:
+def sql_in(column: str, values: list[int]) -> tuple[str, list[int | str]]:
     """An SQL condition `column IN (...)` and its parameters (matching nothing when there are no values)."""
     return f"{column} IN ({', '.join('?' for _ in values) or 'NULL'})", list(values)
 
 
-def page_runs(trace: Trace, window_ids: list[int], source: str | None = None) -> dict[tuple[int, int], list]:
+def page_runs(trace: Trace, window_ids: list[int], source: str | None = None) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """Merged coverage runs keyed by (window_id, file_id), for one source or both."""
     condition, params = sql_in("window_id", window_ids)
     if source is not None:
         condition += " AND source = ?"
         params.append(source)
-    runs: dict[tuple[int, int], list] = {}
+    runs: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for row in trace.rows(f"SELECT window_id, file_id, first_page, page_count FROM coverage WHERE {condition}", params):
         runs.setdefault((row["window_id"], row["file_id"]), []).append((row["first_page"], row["page_count"]))
     return {key: pages.merge(value) for key, value in runs.items()}
@@ -100,6 +100,6 @@ def group_by_sstable(files: list[FileIO]) -> list[SSTableIO]:
         group.files.append(f)
     return sorted(
         groups.values(),
-        key=lambda g: g.total("read_bytes") + (g.total("cache_miss_bytes") or 0),
+        key=lambda g: (g.total("read_bytes") or 0) + (g.total("cache_miss_bytes") or 0),
         reverse=True,
     )

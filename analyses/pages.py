@@ -1,9 +1,11 @@
 """Sets of 4 KiB file pages, kept as sorted half-open runs [start, end): what the coverage table holds."""
 
+from collections.abc import Iterable
+
 from casstrace.traces.schema import PAGE_BYTES
 
 
-def merge(runs) -> list[tuple[int, int]]:
+def merge(runs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Union of (first_page, page_count) runs as sorted, disjoint [start, end) runs."""
     merged: list[list[int]] = []
     for start, count in sorted(runs):

@@ -6,6 +6,7 @@ and the findings then say less rather than guess.
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _TOKEN = re.compile(
@@ -55,6 +56,7 @@ def tokenize(text: str) -> list[Token]:
             break
         position = match.end()
         kind = match.lastgroup
+        assert kind is not None      # every alternative of _TOKEN is a named group
         value = match.group(kind)
         if kind == "comment":
             continue
@@ -95,7 +97,7 @@ def parse_select(text: str | None) -> Select | None:
     return result
 
 
-def _until(tokens: list[Token], position: int, stop) -> tuple[list[Token], int]:
+def _until(tokens: list[Token], position: int, stop: Callable[[Token], bool]) -> tuple[list[Token], int]:
     """Tokens from position up to (not including) the first depth-0 token where stop(token) holds."""
     depth, taken = 0, []
     while position < len(tokens):
@@ -111,7 +113,7 @@ def _until(tokens: list[Token], position: int, stop) -> tuple[list[Token], int]:
     return taken, position
 
 
-def _split(tokens: list[Token], separator) -> list[list[Token]]:
+def _split(tokens: list[Token], separator: Callable[[Token], bool]) -> list[list[Token]]:
     parts, position = [], 0
     while position <= len(tokens):
         part, position = _until(tokens, position, separator)
@@ -120,7 +122,7 @@ def _split(tokens: list[Token], separator) -> list[list[Token]]:
     return [part for part in parts if part]
 
 
-def _table_name(tokens, position):
+def _table_name(tokens: list[Token], position: int) -> tuple[str | None, str | None, int]:
     if position >= len(tokens) or tokens[position].kind != "ident":
         return None, None, position
     first = tokens[position].text

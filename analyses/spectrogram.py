@@ -44,6 +44,12 @@ def spectrograms(trace: Trace) -> list[Spectrogram]:
     return found
 
 
+def _percentile_upper_ns(histogram: dict[int, int], fraction: float) -> float:
+    bucket = histogram_percentile(histogram, fraction)
+    assert bucket is not None       # only histograms that hold calls get here
+    return bucket_upper_ns(bucket)
+
+
 def latency_percentiles(trace: Trace) -> list[SyscallLatency]:
     """Per syscall and target: count and p50/p90/p99/max (upper edges of buckets), most calls first."""
     if not trace.measured("latency"):
@@ -58,9 +64,8 @@ def latency_percentiles(trace: Trace) -> list[SyscallLatency]:
             continue
         found.append(SyscallLatency(
             syscall=syscall, target=target, count=total,
-            p50_ns=bucket_upper_ns(histogram_percentile(histogram, 0.50)),
-            p90_ns=bucket_upper_ns(histogram_percentile(histogram, 0.90)),
-            p99_ns=bucket_upper_ns(histogram_percentile(histogram, 0.99)), max_ns=bucket_upper_ns(max(histogram)),
+            p50_ns=_percentile_upper_ns(histogram, 0.50), p90_ns=_percentile_upper_ns(histogram, 0.90),
+            p99_ns=_percentile_upper_ns(histogram, 0.99), max_ns=bucket_upper_ns(max(histogram)),
         ))
     found.sort(key=lambda latency: latency.count, reverse=True)
     return found

@@ -10,6 +10,7 @@ Bytes read are exact. Latency is judged on the fastest execution at each N: on a
 processes add time to some executions, never take it away.
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from casstrace.analyses.compare import QuerySummary, summarise
@@ -48,7 +49,7 @@ class Sweep:
     context: dict = field(default_factory=dict)   # how it was run (node, keyspace, duration), from the caller
 
 
-def linear_fit(xs: list[float], ys: list[float]) -> LinearFit | None:
+def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> LinearFit | None:
     """Least-squares line through the points; None with fewer than two distinct x."""
     if len(set(xs)) < 2:
         return None
@@ -69,14 +70,14 @@ def summarise_sweep(measured: list[tuple[int, Analysis, Analysis, int, int]], ro
     points = [SweepPoint(n, summarise(wide, f"wide N={n}"), summarise(narrow, f"narrow N={n}"), wide_size, narrow_size)
               for n, wide, narrow, wide_size, narrow_size in sorted(measured, key=lambda point: point[0])]
     xs = [p.columns for p in points]
-    series = {
+    series: dict[str, list[float | None]] = {
         "wide_data_read": [p.wide.data_read_bytes for p in points],
         "narrow_data_read": [p.narrow.data_read_bytes for p in points],
         "wide_latency": [p.wide.latency_min_s for p in points],
         "narrow_latency": [p.narrow.latency_min_s for p in points],
     }
     fits = {name: fit for name, ys in series.items()
-            if None not in ys and (fit := linear_fit(xs, ys)) is not None}
+            if (known := _every_one_known(ys)) is not None and (fit := linear_fit(xs, known)) is not None}
     sweep = Sweep(points, rows, cell_bytes, fits, findings=[], context=context or {})
     sweep.warnings = [f"{summary.label}: {warning}" for p in points for summary in (p.wide, p.narrow)
                       for warning in summary.warnings]
@@ -92,7 +93,12 @@ def summarise_sweep(measured: list[tuple[int, Analysis, Analysis, int, int]], ro
     return sweep
 
 
-def _findings(sweep: Sweep, series: dict[str, list]) -> list[str]:
+def _every_one_known(values: list[float | None]) -> list[float] | None:
+    known = [value for value in values if value is not None]
+    return known if len(known) == len(values) else None
+
+
+def _findings(sweep: Sweep, series: dict[str, list[float | None]]) -> list[str]:
     findings = []
     for side in ("wide", "narrow"):
         xs = [p.columns for p in sweep.points]
@@ -111,8 +117,9 @@ def _findings(sweep: Sweep, series: dict[str, list]) -> list[str]:
     return findings
 
 
-def _shape(fit: LinearFit | None, xs: list[int], values: list, show) -> str:
-    if fit is None:
+def _shape(fit: LinearFit | None, xs: list[int], measured: list[float | None], show: Callable[[float], str]) -> str:
+    values = _every_one_known(measured)
+    if fit is None or values is None:
         return "not measured at every point"
     text_range = f"{show(min(values))} to {show(max(values))}"
     rise = fit.slope * (max(xs) - min(xs))

@@ -22,8 +22,10 @@ def human_ns(nanoseconds: float | None) -> str:
     return f"{nanoseconds:.3g} ns"
 
 
-def human_ms(seconds: float) -> str:
-    """0.01234 -> '12.3 ms': latencies as the client saw them."""
+def human_ms(seconds: float | None) -> str:
+    """0.01234 -> '12.3 ms': latencies as the client saw them; None -> 'not measured'."""
+    if seconds is None:
+        return "not measured"
     return f"{seconds * 1000:,.1f} ms"
 
 

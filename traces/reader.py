@@ -1,6 +1,7 @@
 """Opening a trace file for the analyses, with clear errors for files that are not whole traces."""
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from casstrace.traces.schema import FORMAT_VERSION
 class Trace:
     """A trace file opened read-only. Rows are sqlite3.Row (index by column name)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         if not self.path.is_file():
             raise CasstraceError(f"no trace file at {self.path}", "give the path that `casstrace run` printed")
