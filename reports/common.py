@@ -34,7 +34,7 @@ def file_row(f: FileIO, name: str | None = None) -> tuple[str, ...]:
 def sstable_sections(analysis: Analysis) -> list[tuple[str, list[tuple[str, ...]]]]:
     """(SSTable label, rows of its component files), most bytes first."""
     return [
-        (group.label, [file_row(f, f.sstable.component_file) for f in group.files])
+        (group.label, [file_row(f, f.sstable.component_file if f.sstable else None) for f in group.files])
         for group in analysis.sstables
     ]
 

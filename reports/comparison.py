@@ -28,17 +28,17 @@ SIDE = {"label", "trace", "query", "table", "complete", "warnings", "executions"
 
 from casstrace.analyses.compare import Comparison, Metric, QuerySummary
 from casstrace.analyses.units import human_bytes, human_ms, ratio
-from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
+from casstrace.reports.document import Block, Code, Document, Heading, Items, Paragraph, Table, Tone
 
 VERSION = 1
-PAYLOAD_TONES = {"same": "good", "different": "bad", "unverified": "warning"}
-VERDICT_TONES = {"flagged": "bad", "not flagged": "good"}
+PAYLOAD_TONES: dict[str, Tone] = {"same": "good", "different": "bad", "unverified": "warning"}
+VERDICT_TONES: dict[str, Tone] = {"flagged": "bad", "not flagged": "good"}
 
 
 def document(comparison: Comparison) -> Document:
     a, b = comparison.first, comparison.second
     payload = comparison.payload
-    blocks = [Paragraph(f"{payload.summary} Compared: {payload.basis}.", PAYLOAD_TONES[payload.status])]
+    blocks: list[Block] = [Paragraph(f"{payload.summary} Compared: {payload.basis}.", PAYLOAD_TONES[payload.status])]
     blocks += [Paragraph(note, "muted") for note in payload.notes]
     blocks.append(Paragraph(comparison.summary))
     blocks += [Paragraph(f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}",

@@ -8,6 +8,7 @@ the strings plotly renders as its own HTML subset (titles, hover text).
 
 import html
 import math
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -150,7 +151,7 @@ def _line_chart(chart: Chart) -> go.Figure:
     return figure
 
 
-def _table(headers, rows, css_class: str = "") -> str:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: str = "") -> str:
     if not rows:
         return "<p class='muted'>None.</p>"
     head = "" if not any(headers) else "<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"

@@ -1,5 +1,7 @@
 """The Markdown report: a ticket comment with the verdict, the key numbers, the top files and the findings."""
 
+from collections.abc import Sequence
+
 from casstrace.analyses.model import Analysis
 from casstrace.reports import common
 from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table, Tone
@@ -50,7 +52,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     return "\n".join(lines)
 
 
-def _table(headers, rows) -> list[str]:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     if not rows:
         return ["_none_"]
     return ["| " + " | ".join(_escape(str(h)) for h in headers) + " |",

@@ -18,10 +18,10 @@ per measured execution; a measure that was not taken is null, never 0.
 
 import dataclasses
 
-from casstrace.analyses.sweep import Sweep
+from casstrace.analyses.sweep import Sweep, SweepPoint
 from casstrace.analyses.units import human_bytes, ratio
 from casstrace.reports.comparison import format_value, side_data
-from casstrace.reports.document import Chart, Document, Heading, Items, Paragraph, Series, Table
+from casstrace.reports.document import Block, Chart, Document, Heading, Items, Paragraph, Series, Table
 
 VERSION = 1
 SIDES = ("wide", "narrow")
@@ -31,14 +31,14 @@ COLUMNS = ("N", "Wide Data.db", "Wide read", "Wide median", "Wide fastest", "Wid
 
 
 def document(sweep: Sweep) -> Document:
-    blocks = [Paragraph(f"Reading one column of stream 1 ({sweep.rows:,} rows) in a table of N blob columns of "
+    blocks: list[Block] = [Paragraph(f"Reading one column of stream 1 ({sweep.rows:,} rows) in a table of N blob columns of "
                         f"{human_bytes(sweep.cell_bytes)} each, against its narrow refactor (one row per column). "
                         "Figures per execution; latency is the client's, all pages fetched.")]
     blocks += [Paragraph(finding) for finding in sweep.findings]
     blocks += [Paragraph(warning, "warning") for warning in sweep.warnings]
     blocks.append(Heading("Per column count"))
     blocks.append(Table(COLUMNS, [_row(point) for point in sweep.points]))
-    xs = [p.columns for p in sweep.points]
+    xs = [float(p.columns) for p in sweep.points]
     blocks += [
         Chart("Data bytes read per execution", "N (columns)", "MiB", xs,
               [Series(side, [getattr(p, side).data_read_bytes / 2**20 for p in sweep.points], COLOURS[side])
@@ -60,7 +60,7 @@ def document(sweep: Sweep) -> Document:
     return Document("casstrace sweep: one column of N", data(sweep), blocks)
 
 
-def _row(point) -> tuple[str, ...]:
+def _row(point: SweepPoint) -> tuple[str, ...]:
     cells = [str(point.columns)]
     for side, data_file_bytes in ((point.wide, point.wide_data_file_bytes), (point.narrow, point.narrow_data_file_bytes)):
         cells += [human_bytes(data_file_bytes), human_bytes(side.data_read_bytes),
@@ -69,11 +69,11 @@ def _row(point) -> tuple[str, ...]:
     return (*cells, human_bytes(point.wide.payload_bytes))
 
 
-def _mib(value):
+def _mib(value: float | None) -> float | None:
     return None if value is None else value / 2**20
 
 
-def _ms(seconds):
+def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
 

@@ -1,6 +1,8 @@
 """The terminal report: tables, and the spectrogram drawn in colour like csysdig's spectro_file
 (black: no calls, green: up to ~100, yellow: hundreds, red: thousands or more)."""
 
+from collections.abc import Iterable, Sequence
+
 from casstrace.analyses.model import Analysis, Spectrogram
 from casstrace.analyses.spectrogram import LAST_BUCKET
 from casstrace.reports import common
@@ -95,20 +97,20 @@ class Output:
         self.line("")
         self.line(f"== {title} ==", bold=True)
 
-    def table(self, headers, rows, header: bool = True) -> None:
-        rows = [tuple(str(cell) for cell in row) for row in rows]
-        if not rows:
+    def table(self, headers: Sequence[str], rows: Iterable[Sequence[object]], header: bool = True) -> None:
+        cells = [tuple(str(cell) for cell in row) for row in rows]
+        if not cells:
             self.line("  none")
             return
-        widths = [max(len(str(h)) if header else 0, *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
-        numeric = [all(_is_numeric(row[i]) for row in rows) for i in range(len(headers))]
+        widths = [max(len(str(h)) if header else 0, *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
+        numeric = [all(_is_numeric(row[i]) for row in cells) for i in range(len(headers))]
 
-        def fmt(cells):
-            return "  " + "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
+        def fmt(line: Sequence[str]) -> str:
+            return "  " + "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(line, widths, numeric)).rstrip()
 
         if header:
             self.line(fmt(headers), bold=True)
-        for row in rows:
+        for row in cells:
             self.line(fmt(row))
 
     def text(self) -> str:

@@ -3,7 +3,9 @@
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 from casstrace.errors import CasstraceError
 from casstrace.traces.schema import FORMAT_VERSION
@@ -35,7 +37,7 @@ class Trace:
                 "analyse it with the casstrace version that wrote it",
             )
 
-    def rows(self, sql: str, params=()) -> list[sqlite3.Row]:
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         return self.db.execute(sql, params).fetchall()
 
     @property
@@ -49,8 +51,8 @@ class Trace:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -11,14 +11,18 @@ import os
 import platform
 import sqlite3
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any, Unpack
 
 from casstrace import __version__
+from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow,
+                                   ReadSizeRow)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
 
 class TraceWriter:
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.partial_path = self.path.with_name(f".{self.path.name}.partial")
@@ -28,7 +32,7 @@ class TraceWriter:
         self.db.execute("PRAGMA journal_mode = OFF")
         self.db.execute("PRAGMA synchronous = OFF")
         self.db.executescript(SCHEMA)
-        self._file_ids: dict[tuple, int] = {}
+        self._file_ids: dict[tuple[str, str, int | None, int | None], int] = {}
         self.set_meta(
             format_version=FORMAT_VERSION,
             casstrace_version=__version__,
@@ -38,15 +42,15 @@ class TraceWriter:
         )
 
     # -- metadata ---------------------------------------------------------------------------
-    def set_meta(self, **values) -> None:
+    def set_meta(self, **values: Any) -> None:
         self.db.executemany(
             "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
             [(key, json.dumps(value)) for key, value in values.items()],
         )
 
     # -- files ------------------------------------------------------------------------------
-    def file_id(self, path: str, kind: str, *, size_bytes=None, dev=None, inode=None,
-                local_addr=None, remote_addr=None) -> int:
+    def file_id(self, path: str, kind: str, *, size_bytes: int | None = None, dev: int | None = None,
+                inode: int | None = None, local_addr: str | None = None, remote_addr: str | None = None) -> int:
         """The id of a file, adding it on first sight. Files are the same when path, kind,
         device and inode agree (a path re-created during the capture is a new file)."""
         key = (path, kind, dev, inode)
@@ -60,6 +64,7 @@ class TraceWriter:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (path, kind, size_bytes, dev, inode, local_addr, remote_addr),
         )
+        assert cursor.lastrowid is not None     # an INSERT of one row
         self._file_ids[key] = cursor.lastrowid
         return cursor.lastrowid
 
@@ -69,30 +74,29 @@ class TraceWriter:
             "INSERT INTO windows(label, execution, start_ns, end_ns) VALUES (?, ?, ?, ?)",
             (label, execution, start_ns, end_ns),
         )
+        assert cursor.lastrowid is not None     # an INSERT of one row
         return cursor.lastrowid
 
-    def add_execution(self, **columns) -> None:
+    def add_execution(self, **columns: Unpack[ExecutionRow]) -> None:
         self._insert("executions", [columns])
 
     # -- bulk measurements -----------------------------------------------------------------
-    def add_file_io(self, rows) -> None:
-        """rows: dicts with window_id, file_id and any file_io columns."""
+    def add_file_io(self, rows: Iterable[FileIORow]) -> None:
         self._insert("file_io", rows)
 
-    def add_read_sizes(self, rows) -> None:
+    def add_read_sizes(self, rows: Iterable[ReadSizeRow]) -> None:
         self._insert("read_sizes", rows)
 
-    def add_coverage(self, rows) -> None:
+    def add_coverage(self, rows: Iterable[CoverageRow]) -> None:
         self._insert("coverage", rows)
 
-    def add_heatmap(self, rows) -> None:
+    def add_heatmap(self, rows: Iterable[HeatmapRow]) -> None:
         self._insert("heatmap", rows)
 
-    def add_latency(self, rows) -> None:
+    def add_latency(self, rows: Iterable[LatencyRow]) -> None:
         self._insert("latency", rows)
 
-    def add_events(self, rows) -> None:
-        """rows: tuples (ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns)."""
+    def add_events(self, rows: Iterable[EventRow]) -> None:
         self.db.executemany(
             "INSERT INTO events(ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -102,12 +106,9 @@ class TraceWriter:
     def add_threads(self, names: dict[int, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO threads(tid, name) VALUES (?, ?)", names.items())
 
-    def _insert(self, table: str, rows) -> None:
-        rows = list(rows)
-        if not rows:
-            return
+    def _insert(self, table: str, rows: Iterable[Mapping[str, object]]) -> None:
         # Rows of one call share their keys; group anyway so callers may mix shapes.
-        by_columns: dict[tuple, list] = {}
+        by_columns: dict[tuple[str, ...], list[tuple[object, ...]]] = {}
         for row in rows:
             by_columns.setdefault(tuple(row), []).append(tuple(row.values()))
         for columns, values in by_columns.items():

@@ -1,0 +1,86 @@
+"""The rows a capture hands to TraceWriter, one TypedDict per table of casstrace.traces.schema.
+
+A capture backend (probes/) builds these and the writer inserts them: the keys are the table's
+columns, so a misspelt column or a missing key is a type error at the seam instead of an SQL error
+(or a silently empty column) at the end of a capture. Columns the schema gives a default or allows
+NULL may be left out (NotRequired).
+"""
+
+from typing import NotRequired, TypedDict
+
+
+class FileIORow(TypedDict):
+    """file_io: exact totals of one file in one window."""
+
+    window_id: int
+    file_id: int
+    read_calls: NotRequired[int]
+    read_bytes: NotRequired[int]
+    read_requested_bytes: NotRequired[int]
+    read_ns: NotRequired[int | None]
+    write_calls: NotRequired[int]
+    write_bytes: NotRequired[int]
+    lseek_calls: NotRequired[int]
+    seek_jumps: NotRequired[int]
+    longest_sequential_bytes: NotRequired[int]
+    cache_miss_pages: NotRequired[int | None]
+    cache_miss_bytes: NotRequired[int | None]
+
+
+class ReadSizeRow(TypedDict):
+    """read_sizes: how many reads of one file in one window returned a size in one log2 bucket."""
+
+    window_id: int
+    file_id: int
+    log2_bucket: int
+    count: int
+
+
+class CoverageRow(TypedDict):
+    """coverage: a run of 4 KiB pages [first_page, first_page + page_count) touched in one window."""
+
+    window_id: int
+    file_id: int
+    source: str             # 'syscall' | 'page_cache'
+    first_page: int
+    page_count: int
+
+
+class HeatmapRow(TypedDict):
+    """heatmap: reads of one file in one time slot and offset bucket."""
+
+    file_id: int
+    source: str             # 'syscall' | 'page_cache'
+    slot: int
+    offset_bucket: int
+    calls: int
+    bytes: int
+
+
+class LatencyRow(TypedDict):
+    """latency: calls of one syscall on one kind of target in one time slot and latency bucket."""
+
+    slot: int
+    syscall: str
+    target: str             # 'file' | 'socket' | 'other' | 'none'
+    bucket: int
+    count: int
+
+
+class ExecutionRow(TypedDict):
+    """executions: one execution of the query, as the client saw it."""
+
+    execution: int
+    kind: str               # 'warmup' | 'measured' | 'tracing'
+    window_id: NotRequired[int | None]
+    latency_s: NotRequired[float | None]
+    rows: NotRequired[int | None]
+    payload_bytes: NotRequired[int | None]
+    wire_bytes: NotRequired[int | None]
+    client_file_id: NotRequired[int | None]
+    pages: NotRequired[int | None]
+    error: NotRequired[str | None]
+
+
+# events: (ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns)
+EventRow = tuple[int, int, str, int | None, int | None, int | None, int | None, int | None, int | None]
