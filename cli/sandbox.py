@@ -9,6 +9,7 @@ from casstrace import paths
 from casstrace.sandbox import cql
 from casstrace.sandbox.control import Sandbox, StartFailed
 from casstrace.sandbox.settings import DISK_ACCESS_MODES
+from casstrace.sandbox.versions import SSTABLE_FORMATS
 
 data_dir_option = click.option(
     "--data-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -23,21 +24,26 @@ def command():
 
 @command.command()
 @data_dir_option
-@click.option("--version", help="Cassandra version (cassandra-all on Maven Central).  "
+@click.option("--version", help="Cassandra version (cassandra-all on Maven Central): a release "
+              "such as 4.1.10, or a series (4.0, 4.1, 5.0 or 4.1.x) for its newest release.  "
               "[default: newest 5.0.x, or what this sandbox ran last]")
 @click.option("--native-port", type=int, help="CQL port.  [default: 9042, or last used]")
 @click.option("--jmx-port", type=int, help="JMX port for nodetool; the gossip port is this minus "
               "199.  [default: 7199, or last used]")
 @click.option("--disk-access-mode", type=click.Choice(DISK_ACCESS_MODES),
-              help="How Cassandra reads SSTables.  [default: mmap_index_only, or last used]")
+              help="How Cassandra reads SSTables.  [default: the version's own (auto, i.e. mmap, "
+              "on 4.x; mmap_index_only on 5.0), or last used]")
+@click.option("--sstable-format", type=click.Choice(SSTABLE_FORMATS),
+              help="SSTable format to write; bti needs 5.0.  [default: big, or last used]")
 @click.option("--heap", help="JVM heap, e.g. 512M or 2G.  [default: 1G, or last used]")
-def start(data_dir, version, native_port, jmx_port, disk_access_mode, heap):
+def start(data_dir, version, native_port, jmx_port, disk_access_mode, sstable_format, heap):
     """Start the node; returns once it accepts CQL."""
     sandbox = Sandbox(data_dir)
     began = time.monotonic()
     try:
         status = sandbox.start(version=version, native_port=native_port, jmx_port=jmx_port,
-                               disk_access_mode=disk_access_mode, heap=heap,
+                               disk_access_mode=disk_access_mode, sstable_format=sstable_format,
+                               heap=heap,
                                progress=lambda message: click.echo(message, err=True))
     except StartFailed as failure:
         click.echo(f"--- last lines of {sandbox.log} ---", err=True)
@@ -104,4 +110,5 @@ def _describe(status) -> None:
         click.echo(f"  pid         {status.pid}")
     click.echo(f"  data dir    {status.data_dir}")
     click.echo(f"  log         {status.log}")
-    click.echo(f"  disk access {settings.disk_access_mode}, heap {settings.heap}")
+    click.echo(f"  disk access {status.disk_access}")
+    click.echo(f"  sstables    {status.sstable_format}, heap {settings.heap}")

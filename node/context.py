@@ -33,12 +33,16 @@ def settings(session) -> dict[str, str]:
 def _log_disk_access_mode(process: CassandraProcess) -> str | None:
     """The data access mode of the node's last startup, from its system.log."""
     log_dir = process.system_property("cassandra.logdir")
-    if not log_dir:
-        return None
+    return logged_disk_access_mode(Path(log_dir) / "system.log") if log_dir else None
+
+
+def logged_disk_access_mode(log: Path) -> str | None:
+    """The data access mode a node's log says its last startup resolved ('mmap' for 'auto' on
+    4.x), or None when the log does not say."""
     found = None
     try:
-        with open(Path(log_dir) / "system.log", errors="replace") as log:
-            for line in log:
+        with open(log, errors="replace") as lines:
+            for line in lines:
                 if "DiskAccessMode" in line:
                     found = DISK_ACCESS_LOG_LINE.search(line) or found
     except OSError:

@@ -20,7 +20,6 @@ from casstrace.errors import CasstraceError
 
 GROUP_PATH = "org/apache/cassandra/cassandra-all"
 METADATA_URL = f"https://repo1.maven.org/maven2/{GROUP_PATH}/maven-metadata.xml"
-DEFAULT_SERIES = "5.0"
 _RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 
 
@@ -32,7 +31,8 @@ def _classpath_file(version: str) -> Path:
     return paths.cache_dir() / "classpaths" / f"cassandra-{version}.txt"
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
+    """'4.1.10' -> (4, 1, 10), which orders releases."""
     return tuple(int(part) for part in version.split("."))
 
 
@@ -54,10 +54,10 @@ def cached_versions() -> list[str]:
     """Versions whose classpath was resolved before, newest first."""
     folder = paths.cache_dir() / "classpaths"
     found = [p.name[len("cassandra-"):-len(".txt")] for p in folder.glob("cassandra-*.txt")]
-    return sorted((v for v in found if _RELEASE.match(v)), key=_version_key, reverse=True)
+    return sorted((v for v in found if _RELEASE.match(v)), key=version_key, reverse=True)
 
 
-def newest_release(series: str = DEFAULT_SERIES) -> str:
+def newest_release(series: str) -> str:
     """The newest release of a series (e.g. 5.0 -> 5.0.9). Asks Maven Central; when it cannot be
     reached, settles for the newest release of that series already in the cache."""
     in_series = lambda v: _RELEASE.match(v) and v.startswith(series + ".")  # noqa: E731
@@ -71,7 +71,7 @@ def newest_release(series: str = DEFAULT_SERIES) -> str:
     if not candidates:
         raise CasstraceError(f"Maven Central lists no Cassandra {series}.x release",
                              "pass --version explicitly")
-    return max(candidates, key=_version_key)
+    return max(candidates, key=version_key)
 
 
 def classpath(version: str, *, progress=print) -> list[Path]:

@@ -15,13 +15,17 @@ import subprocess
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 from contextlib import contextmanager
 from pathlib import Path
 
 from casstrace import paths
 from casstrace.errors import CasstraceError
+from casstrace.node.context import logged_disk_access_mode
 from casstrace.node.jvm import DAEMON_CLASS, read_argv
-from casstrace.sandbox import artifacts, config
+from casstrace.sandbox import artifacts, config, versions
+from casstrace.sandbox.java import NODETOOL_JAVA_MAJOR, find_java
 from casstrace.sandbox.settings import HOST, Layout, Settings
 
 START_TIMEOUT_S = 300
@@ -47,6 +51,26 @@ class Status:
     @property
     def host(self) -> str:
         return HOST
+
+    @property
+    def disk_access(self) -> str:
+        """How the node reads SSTables: the mode configured, where the version's default, and
+        what the running node's log says it resolved to ('auto -> mmap (4.1's default)')."""
+        if self.settings is None or self.settings.version is None:
+            return "unknown"
+        series = versions.series_of(self.settings.version)
+        configured = self.settings.disk_access_mode or series.default_disk_access_mode
+        default = f" ({series.name}'s default)" if self.settings.disk_access_mode is None else ""
+        resolved = logged_disk_access_mode(self.log) if self.running else None
+        if resolved is not None:
+            return f"{configured}{default}: Data files {resolved}"
+        if configured == series.default_disk_access_mode:
+            return f"{series.default_disk_access}{default}"
+        return configured
+
+    @property
+    def sstable_format(self) -> str:
+        return (self.settings.sstable_format if self.settings else None) or "big"
 
 
 class Sandbox:
@@ -102,10 +126,13 @@ class Sandbox:
         return Status(pid is not None, self.data_dir, pid, self.layout.load_settings(),
                       self.layout.log)
 
-    def start(self, *, version=None, native_port=None, jmx_port=None, disk_access_mode=None,
-              heap=None, timeout=START_TIMEOUT_S, progress=print) -> Status:
+    def start(self, *, version: str | None = None, native_port: int | None = None,
+              jmx_port: int | None = None, disk_access_mode: str | None = None,
+              sstable_format: str | None = None, heap: str | None = None,
+              timeout: float = START_TIMEOUT_S, progress: Callable[[str], None] = print) -> Status:
         """Starts the node and returns once it answers CQL. Options left None keep what this
-        sandbox used last time (or the defaults for a new one)."""
+        sandbox used last time (or the defaults for a new one). `version` is a release (4.1.10)
+        or a series (4.1, 4.1.x: its newest release)."""
         running = self.pid()
         if running is not None:
             settings = self.layout.load_settings()
@@ -115,20 +142,24 @@ class Sandbox:
                 f"use it as it is, or stop it first: casstrace sandbox stop --data-dir {self.data_dir}",
             )
         self._check_writable()
-        java = config.find_java()
         previous = self.layout.load_settings()
-        chosen = {k: v for k, v in dict(version=version, native_port=native_port,
-                                         jmx_port=jmx_port, disk_access_mode=disk_access_mode,
-                                         heap=heap).items() if v is not None}
+        if version is not None:
+            series, release = versions.parse_version(version)
+            version = release or artifacts.newest_release(series.name)
+        options = dict(version=version, native_port=native_port, jmx_port=jmx_port,
+                       disk_access_mode=disk_access_mode, sstable_format=sstable_format, heap=heap)
+        chosen: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
         if previous is not None:
             if "jmx_port" in chosen:  # the storage port follows the JMX port
                 previous.storage_port = None
             settings = Settings(**{**dataclasses.asdict(previous), **chosen})
+            _check_data_compatible(previous, settings, self.data_dir)
         else:
-            chosen.setdefault("version", None)
+            if "version" not in chosen:
+                chosen["version"] = artifacts.newest_release(versions.DEFAULT_SERIES)
             settings = Settings(**chosen)
-        if settings.version is None:
-            settings.version = artifacts.newest_release()
+        assert settings.version is not None
+        java = find_java(versions.series_of(settings.version).java_major, progress=progress)
         jars = artifacts.classpath(settings.version, progress=progress)
         _check_ports_free(settings)
 
@@ -181,7 +212,8 @@ class Sandbox:
         Raises CasstraceError when nodetool fails."""
         settings = self.settings
         self._require_running()
-        command = config.nodetool_command(config.find_java(),
+        assert settings.version is not None
+        command = config.nodetool_command(find_java(NODETOOL_JAVA_MAJOR),
                                           artifacts.classpath(settings.version),
                                           self.layout, settings, list(args))
         result = subprocess.run(command, capture_output=capture, text=True, cwd=self.data_dir)
@@ -263,6 +295,19 @@ class Sandbox:
                 return [line.rstrip("\n") for line in deque(log, maxlen=lines)]
         except OSError:
             return []
+
+
+def _check_data_compatible(previous: Settings, settings: Settings, data_dir: Path) -> None:
+    """Refuses what the data a sandbox already holds cannot take: an older series than wrote it,
+    and big after bti on 5.0 (storage_compatibility_mode NONE cannot go back to CASSANDRA_4)."""
+    assert previous.version is not None and settings.version is not None
+    fresh = f"start a new sandbox with another --data-dir, or delete {data_dir}"
+    if artifacts.version_key(settings.version)[:2] < artifacts.version_key(previous.version)[:2]:
+        raise CasstraceError(f"the sandbox in {data_dir} holds data of Cassandra {previous.version}, "
+                             f"which {settings.version} cannot read", fresh)
+    if previous.sstable_format == "bti" and settings.sstable_format != "bti":
+        raise CasstraceError(f"the sandbox in {data_dir} was started with --sstable-format bti, which "
+                             "Cassandra cannot undo (storage_compatibility_mode NONE)", fresh)
 
 
 def _accepts(port: int) -> bool:
