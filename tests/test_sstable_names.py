@@ -48,6 +48,19 @@ REAL_PATHS = [
      "test_da", "wide_table", "9099a7c06c1811f19864870fb8444786", None, "da", "bti", 2, "Rows"),
     ("/var/lib/cassandra/data/ks/t-6d79ab1e71211ef993499ff68342f4e0/bb-1-bti-CRC.db",
      "ks", "t", "6d79ab1e71211ef993499ff68342f4e0", None, "bb", "bti", 1, "CRC"),
+    # Written by casstrace's own sandboxes (`sandbox start --version ...`, a table k.t, one flush):
+    # 4.0.19 and 4.1.10 write nb-big, as 5.0.9 does in its default CASSANDRA_4 compatibility mode;
+    # 5.0.9 with --sstable-format bti (storage_compatibility_mode NONE) writes da-bti.
+    ("/root/.local/share/casstrace/h4-40/data/k/t-71119ac0e73811f1b52499b7f5c046d6/nb-1-big-Data.db",
+     "k", "t", "71119ac0e73811f1b52499b7f5c046d6", None, "nb", "big", 1, "Data"),
+    ("/root/.local/share/casstrace/h4-41/data/k/t-4ad5b3a0e73811f19bdff541e4fbe161/nb-1-big-Index.db",
+     "k", "t", "4ad5b3a0e73811f19bdff541e4fbe161", None, "nb", "big", 1, "Index"),
+    ("/root/.local/share/casstrace/h4-50bti/data/k/t-74f25760e73811f1855a97c9be0e2b40/da-1-bti-Data.db",
+     "k", "t", "74f25760e73811f1855a97c9be0e2b40", None, "da", "bti", 1, "Data"),
+    ("/root/.local/share/casstrace/h4-50bti/data/k/t-74f25760e73811f1855a97c9be0e2b40/da-1-bti-Partitions.db",
+     "k", "t", "74f25760e73811f1855a97c9be0e2b40", None, "da", "bti", 1, "Partitions"),
+    ("/root/.local/share/casstrace/h4-50bti/data/k/t-74f25760e73811f1855a97c9be0e2b40/da-1-bti-Rows.db",
+     "k", "t", "74f25760e73811f1855a97c9be0e2b40", None, "da", "bti", 1, "Rows"),
     # 5.0 storage-attached index component
     ("/var/lib/cassandra/data/qfd_demo/orders_sai-5f1c0e7a0d3e11ef9b6e9d1e4c1a2b3c/nb-6-big-SAI+aa+orders_sai_status_idx+TermsData.db",
      "qfd_demo", "orders_sai", "5f1c0e7a0d3e11ef9b6e9d1e4c1a2b3c", None, "nb", "big", 6, "SAI"),
