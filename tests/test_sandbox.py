@@ -49,9 +49,10 @@ def _free(port: int) -> bool:
             return False
 
 
-def free_ports() -> tuple[int, int]:
-    """A native and a JMX port that are free, with the gossip port that follows (JMX - 199)."""
-    for jmx in range(27199, 28999, 17):
+def free_ports(first_jmx: int = 27199) -> tuple[int, int]:
+    """A native and a JMX port that are free, with the gossip port that follows (JMX - 199).
+    Modules that start nodes at the same time search from different `first_jmx`."""
+    for jmx in range(first_jmx, first_jmx + 1800, 17):
         native = jmx + 2000
         if all(_free(port) for port in (native, jmx, jmx - 199)):
             return native, jmx
