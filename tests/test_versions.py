@@ -44,7 +44,7 @@ def node(request, tmp_path_factory):
     """(variant, Sandbox, `sandbox start` output) of a node of that version, stopped at the end."""
     variant = VARIANTS[request.param]
     data_dir = tmp_path_factory.mktemp("sandbox-" + request.param.replace(" ", "-"))
-    native, jmx = free_ports(first_jmx=25199)  # apart from test_sandbox's scratch node
+    native, jmx = free_ports(first_jmx=23199)  # apart from test_sandbox's scratch node
     result = casstrace("sandbox", "start", "--data-dir", data_dir, "--version", variant.version,
                        "--native-port", native, "--jmx-port", jmx, "--heap", HEAP, *variant.options)
     sandbox = Sandbox(data_dir)
