@@ -13,6 +13,7 @@ from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace
+from casstrace.traces.meta import CassandraMeta
 
 MEASURE_NAMES = {"syscalls": "read/write/lseek syscalls", "offsets": "file offsets", "page_cache": "page-cache misses",
                  "latency": "syscall latency", "wire": "bytes sent to the client"}
@@ -51,7 +52,7 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
         wire = amp.client_wire_bytes(trace, window_ids)
     overall = amp.amplification(trace, window_ids, data, payload_bytes=payload, wire_bytes=wire)
 
-    cassandra = meta.get("cassandra") or {}
+    cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
     disk_access_mode = cassandra.get("disk_access_mode")
     owner = f"{keyspace}.{table}" if keyspace and table else table
     data_label = f"{owner}'s Data files" if owner else "all user tables' Data files"
@@ -108,7 +109,7 @@ def _warnings(trace: Trace, executions: list[Execution]) -> list[str]:
 
 
 def _context(meta: dict[str, Any], schema: TableSchema | None) -> dict[str, Any]:
-    cassandra = meta.get("cassandra") or {}
+    cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
     start, end = meta.get("capture_start_ns"), meta.get("capture_end_ns")
     context = {
         "backend": meta.get("backend"),

@@ -8,6 +8,9 @@ and the findings then say less rather than guess.
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+from casstrace.traces.meta import CassandraMeta, ColumnMeta, SSTableFileMeta
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -180,11 +183,11 @@ class TableSchema:
 
     keyspace: str
     table: str
-    columns: dict[str, dict]          # name -> {"name", "type", "kind"}
+    columns: dict[str, ColumnMeta]    # by name
     partition_key: list[str]
     clustering: list[str]
-    compression: dict
-    sstables: list[dict]
+    compression: dict[str, str]
+    sstables: list[SSTableFileMeta]
 
     @property
     def regular_columns(self) -> list[str]:
@@ -208,12 +211,13 @@ class TableSchema:
         return name.rsplit(".", 1)[-1] if name and self.chunk_bytes else None
 
 
-def find_table(meta: dict, keyspace: str | None, table: str | None) -> TableSchema | None:
-    for entry in (meta.get("cassandra") or {}).get("tables") or []:
+def find_table(meta: dict[str, Any], keyspace: str | None, table: str | None) -> TableSchema | None:
+    cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
+    for entry in cassandra.get("tables") or []:
         if entry.get("table") == table and (keyspace is None or entry.get("keyspace") == keyspace):
             return TableSchema(
-                keyspace=entry.get("keyspace"),
-                table=entry.get("table"),
+                keyspace=entry.get("keyspace", ""),
+                table=entry.get("table", ""),
                 columns={column["name"]: column for column in entry.get("columns") or []},
                 partition_key=list(entry.get("partition_key") or []),
                 clustering=list(entry.get("clustering") or []),

@@ -16,13 +16,16 @@ import configparser
 import os
 import socket
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from cassandra import ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.policies import WhiteListRoundRobinPolicy
+from cassandra.protocol import _ProtocolHandler
 
 from casstrace.errors import CasstraceError
 
@@ -74,8 +77,8 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
     return parser
 
 
-def _first(*values):
-    return next((value for value in values if value not in (None, "")), None)
+def _first(*values: str | int | None) -> str | None:
+    return next((str(value) for value in values if value not in (None, "")), None)
 
 
 def _as_bool(value: str) -> bool:
@@ -85,17 +88,17 @@ def _as_bool(value: str) -> bool:
 def resolve_settings(host: str | None = None, port: int | None = None, username: str | None = None,
                      ssl_enabled: bool = False, cqlshrc: Path | None = None,
                      connect_timeout: float = 5.0, request_timeout: float = 60.0,
-                     environ=os.environ) -> ConnectionSettings:
+                     environ: Mapping[str, str] = os.environ) -> ConnectionSettings:
     rc = _read_ini(Path(cqlshrc) if cqlshrc else default_cqlshrc())
-    host = _first(host, environ.get("CQLSH_HOST"), rc.get("connection", "hostname", fallback=None), DEFAULT_HOST)
-    port_text = _first(port, environ.get("CQLSH_PORT"), rc.get("connection", "port", fallback=None), DEFAULT_PORT)
+    host = _first(host, environ.get("CQLSH_HOST"), rc.get("connection", "hostname", fallback=None)) or DEFAULT_HOST
+    port_text = _first(port, environ.get("CQLSH_PORT"), rc.get("connection", "port", fallback=None)) or str(DEFAULT_PORT)
     try:
         port = int(port_text)
     except ValueError:
         raise CasstraceError(f"port {port_text!r} is not a number", "give --port or CQLSH_PORT as a number") from None
 
     credentials_path = Path(os.path.expanduser(
-        rc.get("authentication", "credentials", fallback=None) or "~/.cassandra/credentials"))
+        rc.get("authentication", "credentials", fallback="") or "~/.cassandra/credentials"))
     credentials = _read_ini(credentials_path)
     username = _first(
         username,
@@ -111,11 +114,11 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
 
     tls = None
     if ssl_enabled or _as_bool(rc.get("connection", "ssl", fallback="false")):
-        def rc_path(section, key):
+        def rc_path(section: str, key: str) -> str | None:
             value = rc.get(section, key, fallback=None)
             return os.path.expanduser(value) if value else None
 
-        validate = _first(environ.get("SSL_VALIDATE"), rc.get("ssl", "validate", fallback=None), "true")
+        validate = _first(environ.get("SSL_VALIDATE"), rc.get("ssl", "validate", fallback=None)) or "true"
         tls = TlsSettings(
             certfile=_first(os.path.expanduser(environ.get("SSL_CERTFILE", "")),
                             rc_path("certfiles", host), rc_path("ssl", "certfile")),
@@ -129,7 +132,8 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
 class NodeSession:
     """A driver session bound to one node. Use as a context manager, or call close()."""
 
-    def __init__(self, settings: ConnectionSettings, keyspace: str | None = None, protocol_handler=None):
+    def __init__(self, settings: ConnectionSettings, keyspace: str | None = None,
+                 protocol_handler: type[_ProtocolHandler] | None = None):
         self.settings = settings
         auth = PlainTextAuthProvider(settings.username, settings.password or "") if settings.username else None
         profile = ExecutionProfile(
@@ -197,10 +201,10 @@ class NodeSession:
     def close(self) -> None:
         self.cluster.shutdown()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

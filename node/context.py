@@ -6,10 +6,16 @@ part of the capture.
 
 import os
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
+
+from cassandra.cluster import Session
+from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import CassandraProcess, fd_targets
+from casstrace.traces.meta import CassandraMeta, SSTableFileMeta, TableMeta
 
 # "DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap" (3.x, 4.x),
 # "DiskAccessMode is standard, indexAccessMode is mmap" (5.0)
@@ -18,11 +24,11 @@ TABLE_REFERENCE = re.compile(
     r"\b(?:FROM|INTO|UPDATE|TABLE)\s+((?:\"[^\"]+\"|\w+)(?:\s*\.\s*(?:\"[^\"]+\"|\w+))?)", re.IGNORECASE)
 
 
-def _rows(session, cql: str, params=()) -> list:
+def _rows(session: Session, cql: str, params: Sequence[object] = ()) -> list[Any]:
     return list(session.execute(cql, params))
 
 
-def settings(session) -> dict[str, str]:
+def settings(session: Session) -> dict[str, str]:
     """system_views.settings (Cassandra 4.0+) as a dict, {} where the table does not exist."""
     try:
         return {row.name: row.value for row in _rows(session, "SELECT name, value FROM system_views.settings")}
@@ -50,7 +56,7 @@ def logged_disk_access_mode(log: Path) -> str | None:
     return found.group(1) if found else None
 
 
-def disk_access_mode(node_settings: dict, process: CassandraProcess) -> str:
+def disk_access_mode(node_settings: dict[str, str], process: CassandraProcess) -> str:
     """How the node reads Data.db files, as it reports it (the resolved mode: 'mmap_index_only' shows
     as 'standard', since only the index is mapped)."""
     return node_settings.get("disk_access_mode") or _log_disk_access_mode(process) or "unknown"
@@ -60,7 +66,7 @@ def _parse_list_setting(value: str) -> list[str]:
     return [item.strip().strip("'\"") for item in value.strip("[]").split(",") if item.strip()]
 
 
-def data_directories(node_settings: dict, process: CassandraProcess) -> list[str]:
+def data_directories(node_settings: dict[str, str], process: CassandraProcess) -> list[str]:
     """Where the node keeps SSTables: its settings, else cassandra.storagedir/data, else the
     directories of the Data.db files it has open."""
     if node_settings.get("data_file_directories"):
@@ -72,7 +78,7 @@ def data_directories(node_settings: dict, process: CassandraProcess) -> list[str
     return sorted({str(Path(target).parents[2]) for target in fd_targets(process.pid) if target.endswith("-Data.db")})
 
 
-def tables_touched(prepared, query: str, keyspace: str | None) -> list[tuple[str, str]]:
+def tables_touched(prepared: PreparedStatement, query: str, keyspace: str | None) -> list[tuple[str, str]]:
     """(keyspace, table) pairs the query reads or writes: from the node's result metadata, and from
     the table names written in the query (statements without result columns)."""
     found = []
@@ -88,7 +94,7 @@ def tables_touched(prepared, query: str, keyspace: str | None) -> list[tuple[str
     return list(dict.fromkeys(found))
 
 
-def table_schema(session, keyspace: str, table: str) -> dict | None:
+def table_schema(session: Session, keyspace: str, table: str) -> TableMeta | None:
     """Columns, primary key and compression from system_schema; None when there is no such table
     (a view or a virtual table, say)."""
     rows = _rows(session, "SELECT id, compression FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
@@ -111,11 +117,11 @@ def table_schema(session, keyspace: str, table: str) -> dict | None:
     }
 
 
-def sstable_files(data_dirs: list[str], keyspace: str, table: str, table_id: str) -> list[dict]:
+def sstable_files(data_dirs: list[str], keyspace: str, table: str, table_id: str) -> list[SSTableFileMeta]:
     """The files of a table's live SSTables, with sizes, as they are on disk now
     (DIR/keyspace/table-<id without dashes>/; snapshots and backups are left out)."""
     directory_name = f"{table}-{table_id.replace('-', '')}"
-    files = []
+    files: list[SSTableFileMeta] = []
     for data_dir in data_dirs:
         table_dir = Path(data_dir, keyspace, directory_name)
         if not table_dir.is_dir():
@@ -126,12 +132,13 @@ def sstable_files(data_dirs: list[str], keyspace: str, table: str, table_id: str
     return files
 
 
-def gather(session, process: CassandraProcess, prepared, query: str, keyspace: str | None) -> dict:
+def gather(session: Session, process: CassandraProcess, prepared: PreparedStatement, query: str,
+           keyspace: str | None) -> CassandraMeta:
     """meta 'cassandra' of a run trace."""
     node_settings = settings(session)
     local = _rows(session, "SELECT release_version FROM system.local WHERE key = 'local'")
     data_dirs = data_directories(node_settings, process)
-    tables = []
+    tables: list[TableMeta] = []
     for table_keyspace, table in tables_touched(prepared, query, keyspace):
         schema = table_schema(session, table_keyspace, table)
         if schema is not None:
@@ -145,9 +152,9 @@ def gather(session, process: CassandraProcess, prepared, query: str, keyspace: s
     }
 
 
-def mapped_bytes(pid: int, paths) -> int:
+def mapped_bytes(pid: int, files: Iterable[str]) -> int:
     """Bytes of these files the process has mapped (its /proc/PID/maps), resident or not."""
-    paths = set(paths)
+    paths = set(files)
     total = 0
     try:
         with open(f"/proc/{pid}/maps") as maps:

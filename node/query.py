@@ -18,8 +18,10 @@ import re
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import Any, BinaryIO
 
 from cassandra import ConsistencyLevel, InvalidRequest
+from cassandra.cluster import ResultSet, Session
 from cassandra.protocol import ErrorMessage, ResultMessage, SyntaxException, _ProtocolHandler, read_value
 from cassandra.query import BoundStatement, PreparedStatement
 
@@ -39,13 +41,16 @@ class MeasuredRows(list):
 class MeasuringResultMessage(ResultMessage):
     """A RESULT message that measures raw cell values as it reads them."""
 
-    def recv_results_rows(self, f, *args):
+    _measured: MeasuredRows
+    parsed_rows: list[list[bytes | None]]
+
+    def recv_results_rows(self, f: BinaryIO, *args: Any) -> None:
         self._measured = MeasuredRows()
         super().recv_results_rows(f, *args)
         self._measured.extend(self.parsed_rows)
         self.parsed_rows = self._measured
 
-    def recv_row(self, f, colcount):  # the base class calls self.recv_row once per row
+    def recv_row(self, f: BinaryIO, colcount: int) -> list[bytes | None]:  # the base class calls self.recv_row once per row
         row = [read_value(f) for _ in range(colcount)]
         row_hash = hashlib.blake2b(digest_size=32)
         for value in row:
@@ -67,7 +72,7 @@ class MeasuringProtocolHandler(_ProtocolHandler):
                                MeasuringResultMessage.opcode: MeasuringResultMessage}
 
 
-def keep_page(column_names, rows):
+def keep_page(column_names: list[str], rows: MeasuredRows) -> MeasuredRows:
     """Row factory that hands the measured page through unchanged."""
     return rows
 
@@ -79,7 +84,7 @@ class QueryResult:
     payload_bytes: int
     pages: int
     digest: str = field(repr=False)  # hex; memory only
-    result_set: object = field(default=None, repr=False)
+    result_set: ResultSet | None = field(default=None, repr=False)
 
 
 def server_message(error: Exception) -> str:
@@ -90,7 +95,7 @@ def server_message(error: Exception) -> str:
     return (wrapped.group(1) if wrapped else message).strip()
 
 
-def prepare(session, query: str) -> PreparedStatement:
+def prepare(session: Session, query: str) -> PreparedStatement:
     """Check the query on the node (it parses it and resolves keyspace and tables) without running it."""
     try:
         prepared = session.prepare(query)
@@ -110,7 +115,7 @@ def prepare(session, query: str) -> PreparedStatement:
     return prepared
 
 
-def execute(session, prepared: PreparedStatement, consistency: str = "ONE", page_size: int | None = 5000,
+def execute(session: Session, prepared: PreparedStatement, consistency: str = "ONE", page_size: int | None = 5000,
             trace: bool = False) -> QueryResult:
     """Run the prepared query once and fetch every page. The session must use
     MeasuringProtocolHandler. page_size None or 0: the node returns everything in one page."""
@@ -136,10 +141,12 @@ def execute(session, prepared: PreparedStatement, consistency: str = "ONE", page
     )
 
 
-def query_traces(result: QueryResult, max_wait_s: float = 10.0) -> list[dict]:
+def query_traces(result: QueryResult, max_wait_s: float = 10.0) -> list[dict[str, Any]]:
     """Cassandra's own trace of a traced execution, one session per page: what the node says it did
     (sstables touched, live rows and tombstone cells read). Activities describe work, not values."""
-    traces = []
+    traces: list[dict[str, Any]] = []
+    if result.result_set is None:
+        return traces
     for trace in result.result_set.get_all_query_traces(max_wait_sec_per=max_wait_s):
         traces.append({
             "session_id": str(trace.trace_id),

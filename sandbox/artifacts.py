@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def newest_release(series: str) -> str:
     return max(candidates, key=version_key)
 
 
-def classpath(version: str, *, progress=print) -> list[Path]:
+def classpath(version: str, *, progress: Callable[[str], None] = print) -> list[Path]:
     """The jars that run Cassandra `version`, resolving them with Maven the first time."""
     listing = _classpath_file(version)
     # A jar deleted from the cache (the fix `verify` suggests) is fetched again by Maven.
@@ -110,7 +111,7 @@ def verify(jars: list[Path]) -> None:
         )
 
 
-def _resolve(version: str, listing: Path, progress) -> None:
+def _resolve(version: str, listing: Path, progress: Callable[[str], None]) -> None:
     known = published_versions()
     if version not in known:
         near = [v for v in known if v.split(".")[0] == version.split(".")[0]][-5:] or known[-5:]

@@ -15,10 +15,10 @@ import subprocess
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from casstrace import paths
 from casstrace.errors import CasstraceError
@@ -27,6 +27,9 @@ from casstrace.node.jvm import DAEMON_CLASS, read_argv
 from casstrace.sandbox import artifacts, config, versions
 from casstrace.sandbox.java import NODETOOL_JAVA_MAJOR, find_java
 from casstrace.sandbox.settings import HOST, Layout, Settings
+
+if TYPE_CHECKING:     # the driver loads on first connect: `sandbox status` does without it
+    from cassandra.cluster import Session
 
 START_TIMEOUT_S = 300
 STOP_TIMEOUT_S = 120
@@ -74,7 +77,7 @@ class Status:
 
 
 class Sandbox:
-    def __init__(self, data_dir=None):
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None):
         self.layout = Layout(data_dir or paths.default_sandbox_dir())
 
     @property
@@ -185,7 +188,7 @@ class Sandbox:
             raise
         return self.status()
 
-    def stop(self, timeout=STOP_TIMEOUT_S) -> int | None:
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
         """Stops the node (SIGTERM, then SIGKILL after `timeout`); returns the PID it stopped,
         or None when it was not running."""
         pid = self.pid()
@@ -207,7 +210,7 @@ class Sandbox:
         return pid
 
     # -- talking to it ----------------------------------------------------------------------
-    def nodetool(self, *args: str, capture=True) -> subprocess.CompletedProcess:
+    def nodetool(self, *args: str, capture: bool = True) -> subprocess.CompletedProcess[str]:
         """Runs nodetool against this node over local JMX, from the node's own classpath.
         Raises CasstraceError when nodetool fails."""
         settings = self.settings
@@ -227,7 +230,7 @@ class Sandbox:
         return result
 
     @contextmanager
-    def connect(self, keyspace=None):
+    def connect(self, keyspace: str | None = None) -> Iterator["Session"]:
         """A cassandra-driver session to this node, closed on exit."""
         from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile,
                                        NoHostAvailable)
@@ -289,7 +292,7 @@ class Sandbox:
         except CasstraceError:
             return False
 
-    def _log_tail(self, lines=30) -> list[str]:
+    def _log_tail(self, lines: int = 30) -> list[str]:
         try:
             with open(self.layout.log, errors="replace") as log:
                 return [line.rstrip("\n") for line in deque(log, maxlen=lines)]

@@ -1,6 +1,9 @@
 """Running a few CQL statements from the command line and showing their rows as a table."""
 
+from collections.abc import Iterator
+
 from cassandra import DriverException, OperationTimedOut
+from cassandra.cluster import Session
 from cassandra.query import SimpleStatement
 
 from casstrace.errors import CasstraceError
@@ -12,7 +15,7 @@ MAX_CELL = 60
 FETCH_SIZE = 100
 
 
-def run(session, text: str):
+def run(session: Session, text: str) -> Iterator[str]:
     """Executes each statement; yields a printable block per statement that returned rows."""
     for number, statement in enumerate(split_statements(text), 1):
         try:
@@ -25,7 +28,7 @@ def run(session, text: str):
             yield format_rows(result.column_names, list(result))
 
 
-def format_cell(value) -> str:
+def format_cell(value: object) -> str:
     if isinstance(value, (bytes, bytearray)):
         shown = "0x" + bytes(value[:MAX_CELL // 2 - 2]).hex()
         return shown if len(value) <= MAX_CELL // 2 - 2 else f"{shown}… ({len(value)} bytes)"

@@ -10,11 +10,14 @@ import dataclasses
 import json
 import random
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent_with_args
 
 from casstrace.errors import CasstraceError
+from casstrace.sandbox.control import Sandbox
 
 # The narrow rows of one wide row go in a few at a time: past about 1 MiB of requests in flight on
 # a connection (native_transport_receive_queue_capacity) the node stops reading it, and the driver
@@ -50,7 +53,7 @@ class WideTable:
     def total_bytes(self) -> int:
         return self.rows * self.row_bytes
 
-    def values(self):
+    def values(self) -> Iterator[tuple[int, list[bytes]]]:
         """(ts, [value of c0, c1, ...]) for every row: random, so LZ4 cannot shrink them, and
         seeded, so both tables and any later check see the same bytes."""
         generator = random.Random(self.seed)
@@ -110,7 +113,7 @@ def create_statements(spec: WideTable) -> list[str]:
     ]
 
 
-def is_loaded(session, spec: WideTable) -> bool:
+def is_loaded(session: Session, spec: WideTable) -> bool:
     rows = session.execute(
         "SELECT table_name, comment FROM system_schema.tables WHERE keyspace_name = %s",
         (spec.keyspace,))
@@ -118,7 +121,7 @@ def is_loaded(session, spec: WideTable) -> bool:
     return all(comments.get(name) == spec.marker() for name in (spec.table, spec.narrow_table))
 
 
-def load(session, spec: WideTable, progress=lambda rows_done: None) -> None:
+def load(session: Session, spec: WideTable, progress: Callable[[int], None] = lambda rows_done: None) -> None:
     """(Re)creates both tables and writes every row into each; `progress(n)` after each row."""
     for statement in create_statements(spec):
         session.execute(statement)
@@ -138,13 +141,13 @@ def load(session, spec: WideTable, progress=lambda rows_done: None) -> None:
         progress(1)
 
 
-def compact_to_one_sstable(sandbox, keyspace: str, tables: list[str]) -> None:
+def compact_to_one_sstable(sandbox: Sandbox, keyspace: str, tables: list[str]) -> None:
     """Flushes the memtables and major-compacts, so each table is one SSTable on disk."""
     sandbox.nodetool("flush", keyspace, *tables)
     sandbox.nodetool("compact", keyspace, *tables)
 
 
-def data_files(sandbox, session, keyspace: str, table: str, timeout=30.0) -> list[Path]:
+def data_files(sandbox: Sandbox, session: Session, keyspace: str, table: str, timeout: float = 30.0) -> list[Path]:
     """The table's live Data.db files. A table's directory is named after its id, so an older
     table of the same name (dropped, its directory left behind) is never counted. Compaction
     deletes the replaced SSTables a moment after it returns, hence the short wait for them."""
@@ -162,8 +165,8 @@ def data_files(sandbox, session, keyspace: str, table: str, timeout=30.0) -> lis
         time.sleep(0.2)
 
 
-def ensure_loaded(sandbox, spec: WideTable = WideTable(), progress=lambda rows_done: None,
-                  force=False) -> DemoData:
+def ensure_loaded(sandbox: Sandbox, spec: WideTable = WideTable(),
+                  progress: Callable[[int], None] = lambda rows_done: None, force: bool = False) -> DemoData:
     """Loads the demo tables into a running sandbox unless they are already there, as `spec`
     describes them, and returns where they live on disk."""
     with sandbox.connect() as session:

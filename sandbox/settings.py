@@ -6,6 +6,7 @@ disk access mode and SSTable format in sandbox.json, so every later verb needs o
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 
@@ -62,7 +63,7 @@ class Settings:
 class Layout:
     """Every path of one sandbox; all of them under its data directory."""
 
-    def __init__(self, data_dir):
+    def __init__(self, data_dir: str | os.PathLike[str]):
         self.root = Path(data_dir).expanduser().absolute()
         self.settings = self.root / "sandbox.json"
         self.pid_file = self.root / "cassandra.pid"

@@ -13,7 +13,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cassandra.cluster import Session
+
 from casstrace.errors import CasstraceError
+from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded
 
 SWEEP_KEYSPACE = "casstrace_sweep"
@@ -95,7 +98,7 @@ class SweepRun:
     narrow_data_file_bytes: int
 
 
-def run_sweep(sandbox, plan: SweepPlan, traces_dir: Path,
+def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
               progress: Callable[[str, int], None] = lambda label, units: None) -> Iterator[SweepRun]:
     """Measure each N in turn, yielding as each is done. progress(label, units done since the last
     call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created."""
@@ -119,7 +122,7 @@ def run_sweep(sandbox, plan: SweepPlan, traces_dir: Path,
                 created.remove(spec)
             sizes = data.wide.data_bytes, data.narrow.data_bytes   # before the files go with the tables
             progress(f"{label}: tracing", plan.rows * row_bytes if data.loaded_now else 2 * plan.rows * row_bytes)
-            traces = []
+            traces: list[Path] = []
             for kind, query in zip(("wide", "narrow"), queries(spec)):
                 traces.append(run(RunOptions(
                     query=query, connection=connection, pid=sandbox.pid(), repeat=plan.repeat, warmup=plan.warmup,
@@ -128,7 +131,8 @@ def run_sweep(sandbox, plan: SweepPlan, traces_dir: Path,
             if not plan.keep and data.loaded_now:
                 _drop(sandbox, [spec])
                 created.remove(spec)
-            yield SweepRun(n, *traces, *sizes)
+            wide_trace, narrow_trace = traces
+            yield SweepRun(n, wide_trace, narrow_trace, *sizes)
     finally:
         if not plan.keep:
             _drop(sandbox, created)
@@ -136,12 +140,12 @@ def run_sweep(sandbox, plan: SweepPlan, traces_dir: Path,
                 _drop_keyspace_if_empty(sandbox, plan.keyspace)
 
 
-def _keyspace_exists(session, keyspace: str) -> bool:
+def _keyspace_exists(session: Session, keyspace: str) -> bool:
     return session.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
                            (keyspace,)).one() is not None
 
 
-def _drop(sandbox, specs: list[WideTable]) -> None:
+def _drop(sandbox: Sandbox, specs: list[WideTable]) -> None:
     if not specs:
         return
     with sandbox.connect() as session:
@@ -150,7 +154,7 @@ def _drop(sandbox, specs: list[WideTable]) -> None:
                 session.execute(f"DROP TABLE IF EXISTS {spec.keyspace}.{table}")
 
 
-def _drop_keyspace_if_empty(sandbox, keyspace: str) -> None:
+def _drop_keyspace_if_empty(sandbox: Sandbox, keyspace: str) -> None:
     with sandbox.connect() as session:
         tables = session.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))
         if _keyspace_exists(session, keyspace) and tables.one() is None:

@@ -1,0 +1,37 @@
+"""The structured values of a trace's meta table that one layer writes and another reads.
+
+meta 'cassandra' is written by casstrace.node.context.gather (a run) or by an import that knows
+less (a sysdig capture knows at most the disk access mode), and read by the analyses: every key may
+be missing from a trace, and a missing key means "not recorded", never an empty value.
+"""
+
+from typing import TypedDict
+
+
+class ColumnMeta(TypedDict):
+    name: str
+    type: str               # CQL type, as system_schema.columns writes it
+    kind: str               # 'partition_key' | 'clustering' | 'static' | 'regular'
+
+
+class SSTableFileMeta(TypedDict):
+    path: str
+    size: int               # bytes on disk when the run started
+
+
+class TableMeta(TypedDict, total=False):
+    keyspace: str
+    table: str
+    id: str                 # the table id (a UUID), which names its directory
+    columns: list[ColumnMeta]
+    partition_key: list[str]
+    clustering: list[str]
+    compression: dict[str, str]     # system_schema.tables compression options
+    sstables: list[SSTableFileMeta]
+
+
+class CassandraMeta(TypedDict, total=False):
+    release_version: str
+    disk_access_mode: str   # as the node reports it ('standard' for mmap_index_only), or 'unknown'
+    data_file_directories: list[str]
+    tables: list[TableMeta]
