@@ -9,6 +9,8 @@ from casstrace.analyses import causes
 from casstrace.analyses.access import access_patterns
 from casstrace.analyses.file_io import file_io, group_by_sstable
 from casstrace.analyses.model import Analysis, Execution
+from casstrace.analyses.profile import evidence as profile_evidence
+from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
 from casstrace.errors import CasstraceError
@@ -66,6 +68,9 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
         measured=measured, data_files=data_file_io, query_trace=meta.get("query_trace") or [],
         page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
     )
+    profiled = java_profile(trace, window_ids, sorted(data))
+    if profiled is not None and found:
+        found[0].evidence.extend(profile_evidence(profiled))
     return Analysis(
         trace_path=str(trace.path), complete=trace.complete, warnings=_warnings(trace, executions),
         measures={name: trace.measured(name) for name in MEASURE_NAMES},
@@ -74,7 +79,7 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
         files=files, sstables=group_by_sstable(files), access=access_patterns(trace, files),
         spectrograms=spectrograms(trace), latencies=latency_percentiles(trace),
         query_trace=meta.get("query_trace") or [],
-        context=_context(meta, schema),
+        context=_context(meta, schema), profile=profiled,
     )
 
 

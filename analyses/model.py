@@ -158,6 +158,42 @@ class Verdict:
     notes: list[str] = field(default_factory=list)   # what the figure cannot see
 
 
+@dataclass(frozen=True)
+class WeightedStack:
+    stack: tuple[str, ...]     # frame names, root first
+    value: int                 # samples (CPU) or bytes (reads)
+
+
+@dataclass(frozen=True)
+class FrameShare:
+    frame: str
+    bytes: int
+    share: float               # of the joined bytes
+
+
+@dataclass
+class Profile:
+    profiler: str
+    read_method: str
+    cpu_samples: int                    # running samples of the serving threads
+    threads: list[str]                  # the serving threads, by name
+    stacks_cpu: list[WeightedStack]     # most samples first
+    stacks_bytes: list[WeightedStack]   # most bytes first
+    data_read_bytes: int                # bytes the logged reads returned from the Data files
+    joined_bytes: int                   # of which joined with a Java stack
+    cassandra_bytes: int                # of which on stacks holding an org.apache.cassandra frame
+    top_frames: list[FrameShare]        # the Cassandra frame that asked for the bytes (reading_frame), by bytes
+
+    @property
+    def cassandra_share(self) -> float | None:
+        """Share of the Data bytes read on stacks with Cassandra frames (None: nothing read)."""
+        return self.cassandra_bytes / self.data_read_bytes if self.data_read_bytes else None
+
+    @property
+    def joined_share(self) -> float | None:
+        return self.joined_bytes / self.data_read_bytes if self.data_read_bytes else None
+
+
 @dataclass
 class Analysis:
     trace_path: str
@@ -180,6 +216,7 @@ class Analysis:
     latencies: list[SyscallLatency]
     query_trace: list[dict]
     context: dict                  # backend, source, node, Cassandra version, disk_access_mode, kernel, ...
+    profile: Profile | None = None   # Java stacks of the reads and CPU samples (run --profile)
 
     @property
     def other_files(self) -> list[FileIO]:

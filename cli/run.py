@@ -37,10 +37,13 @@ from casstrace.node.query import CONSISTENCY_LEVELS
               help="Rows per page (0: no paging). Every page is fetched.")
 @click.option("--backend", type=click.Choice(["bcc", "sysdig"]), default="bcc", show_default=True,
               help="What captures the JVM's I/O.")
+@click.option("--profile", is_flag=True,
+              help="Load async-profiler into the JVM for the measured executions: the Java stack of every read "
+                   "(bytes flame graph) and wall-clock samples of the serving threads (CPU flame graph).")
 @click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
 @click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
 def command(query, query_file, out, keyspace, host, port, username, ssl_enabled, cqlshrc, connect_timeout,
-            request_timeout, pid, repeat, warmup, cold, consistency, page_size, backend, no_html, timings):
+            request_timeout, pid, repeat, warmup, cold, consistency, page_size, backend, profile, no_html, timings):
     """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace."""
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
@@ -55,7 +58,7 @@ def command(query, query_file, out, keyspace, host, port, username, ssl_enabled,
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)
     path = run(RunOptions(
         query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
-        consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out,
+        consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out, profile=profile,
     ), phases)
     with phases("analyse, report"):
         report(path, html=not no_html)

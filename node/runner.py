@@ -24,6 +24,10 @@ from casstrace.node.query import MeasuringProtocolHandler, QueryResult, execute,
 from casstrace.node.statements import read_only_statement
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
+from casstrace.probes.async_profiler import VERSION as PROFILER_VERSION
+from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.probes.java_stacks import write_profile
+from casstrace.probes.jfr import read_samples
 from casstrace.traces import TraceWriter
 
 BACKENDS = {
@@ -45,6 +49,7 @@ class RunOptions:
     page_size: int | None = 5000
     backend: str = "bcc"
     out: Path | None = None
+    profile: bool = False
 
 
 @dataclass
@@ -105,10 +110,16 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
             warn("--cold drops the page cache before each execution, but pages the JVM keeps mapped are not "
                  f"evicted ({mapped / 2**20:.1f} MiB of this query's SSTables are mapped by pid {process.pid} now)")
 
+        profiler = None
+        if options.profile:
+            with phases("fetch profiler"):
+                profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
+            stack.callback(profiler.cleanup)
+
         writer = TraceWriter(options.out or default_trace_path(query))
         try:
             capture = backend(process.pid, extra_dirs=tuple(cassandra["data_file_directories"]))
-            executions, incomplete_reason = _execute_all(capture, node, prepared, options, phases)
+            executions, incomplete_reason = _execute_all(capture, node, prepared, options, phases, profiler)
             client_addresses = node.client_addresses()
         except BaseException:
             writer.discard()
@@ -137,6 +148,8 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
                     query_trace=query_trace,
                 )
                 _write_executions(writer, executions, client_addresses)
+                if profiler is not None and profiler.recorded:
+                    _write_profile(writer, profiler, executions)
                 if capture.ended_early and not incomplete_reason:
                     incomplete_reason = f"the capture ended early: {capture.ended_early}"
             except BaseException:
@@ -149,10 +162,13 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
     return path
 
 
-def _execute_all(capture, node: NodeSession, prepared, options: RunOptions, phases: Phases):
+def _execute_all(capture, node: NodeSession, prepared, options: RunOptions, phases: Phases,
+                 profiler: "AsyncProfiler | None" = None):
     """Run warmups, measured executions and the tracing execution, each in its own window.
     Returns (executions, why the run stopped early or None). A failed execution is recorded and
-    ends the run; Ctrl-C ends it too (INTERRUPTED is returned, so that what was captured is kept)."""
+    ends the run; Ctrl-C ends it too (INTERRUPTED is returned, so that what was captured is kept).
+    The profiler, when given, is active from just before the first measured execution to just
+    after the last one, and stopped on every way out."""
     plan = ["warmup"] * options.warmup + ["measured"] * options.repeat + ["tracing"]
     labels = {"warmup": "warmup", "measured": "execution", "tracing": "tracing"}
     executions: list[Execution] = []
@@ -166,6 +182,13 @@ def _execute_all(capture, node: NodeSession, prepared, options: RunOptions, phas
                     if capture.ended_early:
                         stopped = f"the capture ended early: {capture.ended_early}"
                         break
+                    if profiler is not None:
+                        if kind == "measured" and not profiler.recorded:
+                            with phases("start profiler"):
+                                profiler.start()
+                        elif kind != "measured" and profiler.active:
+                            with phases("stop profiler"):
+                                _stop_profiler(profiler)
                     if options.cold:
                         context.drop_page_cache()
                     window_id = capture.begin_window(labels[kind], execution=number)
@@ -186,9 +209,36 @@ def _execute_all(capture, node: NodeSession, prepared, options: RunOptions, phas
                 if executions and executions[-1].result is None:
                     executions[-1].error = "interrupted"
     finally:
+        if profiler is not None and profiler.active:
+            with phases("stop profiler"):
+                _stop_profiler(profiler)
         with phases("detach probes"):
             capture.stop()
     return executions, stopped
+
+
+def _stop_profiler(profiler: AsyncProfiler) -> None:
+    """Stop the profiler, whatever happens: a failure to stop is said, never hidden, and does not
+    cost the trace."""
+    try:
+        profiler.stop()
+    except CasstraceError as error:
+        warn(f"could not stop async-profiler in JVM {profiler.pid}: {error}; "
+             f"stop it by hand: jcmd {profiler.pid} JVMTI.agent_load {profiler.library} '\"stop\"'")
+
+
+def _write_profile(writer: TraceWriter, profiler: AsyncProfiler, executions: list[Execution]) -> None:
+    """The Java stacks of the measured executions' reads, and the wall-clock samples, into the trace.
+    A recording that cannot be read costs the profile, said as a warning, not the trace."""
+    try:
+        samples = list(read_samples(profiler.recording))
+    except CasstraceError as error:
+        warn(f"the profile is left out of the trace: {error}")
+        return
+    write_profile(
+        writer, samples, window_ids=[e.window_id for e in executions if e.kind == "measured"],
+        profiler=f"async-profiler {PROFILER_VERSION}", read_method=profiler.method,
+        wall_interval_ns=profiler.wall_interval_ns)
 
 
 def _write_executions(writer: TraceWriter, executions: list[Execution], client_addresses) -> None:

@@ -1,6 +1,7 @@
 """Pieces every report format shares: the same tables, in the same words, whatever the markup."""
 
-from casstrace.analyses.model import Analysis, Execution, FileIO
+from casstrace.analyses.model import Analysis, Execution, FileIO, Profile, WeightedStack
+from casstrace.analyses.profile import reading_frame
 from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
 
 NOT_MEASURED = "not measured"
@@ -130,3 +131,45 @@ def query_trace_rows(analysis: Analysis) -> list[tuple[str, ...]]:
 
 
 QUERY_TRACE_COLUMNS = ("Session", "Elapsed", "Thread", "Activity")
+
+
+# -- the Java profile (run --profile) --------------------------------------------------------------
+PROFILE_FRAME_COLUMNS = ("read by (Cassandra frame)", "bytes", "share")
+PROFILE_STACK_COLUMNS = ("value", "stack (leaf first)")
+PROFILE_TOP_STACKS = 5
+PROFILE_STACK_DEPTH = 6
+
+
+def profile_summary(profile: Profile) -> list[str]:
+    """What the profile covers, in sentences."""
+    lines = [
+        f"{profile.profiler}: the Java stack of every call of {profile.read_method}, joined with the probes' "
+        "log of each read; wall-clock samples of the serving threads.",
+        f"Data bytes read with a known Java stack: {human_bytes(profile.joined_bytes)} of "
+        f"{human_bytes(profile.data_read_bytes)} ({percent(profile.joined_share)}); on stacks with "
+        f"org.apache.cassandra frames: {percent(profile.cassandra_share)}.",
+        f"CPU: {profile.cpu_samples:,} wall-clock samples of the serving threads while running "
+        f"({', '.join(profile.threads) or 'none sampled'}).",
+    ]
+    return lines
+
+
+def profile_frame_rows(profile: Profile) -> list[tuple[str, ...]]:
+    return [(top.frame, human_bytes(top.bytes), percent(top.share)) for top in profile.top_frames[:10]]
+
+
+def profile_stack_rows(stacks: list[WeightedStack], unit: str) -> list[tuple[str, ...]]:
+    """The heaviest stacks, each as its frames nearest the leaf (bytes: from the frame that asked
+    for them, since every read ends in the same I/O plumbing)."""
+    rows = []
+    for weighted in stacks[:PROFILE_TOP_STACKS]:
+        frames = list(weighted.stack)
+        if unit == "bytes":
+            asking = reading_frame(weighted.stack)
+            if asking in frames:
+                frames = frames[:frames.index(asking) + 1]
+            value = human_bytes(weighted.value)
+        else:
+            value = f"{weighted.value:,} samples"
+        rows.append((value, " <- ".join(reversed(frames[-PROFILE_STACK_DEPTH:]))))
+    return rows

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import plotly.offline
 
-from casstrace.analyses.model import AccessPattern, Analysis, Spectrogram
+from casstrace.analyses.model import AccessPattern, Analysis, Spectrogram, WeightedStack
 from casstrace.analyses.spectrogram import LAST_BUCKET, bucket_lower_ns
 from casstrace.analyses.units import human_bytes, human_ns
 from casstrace.reports import common
@@ -96,6 +96,17 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     if analysis.latencies:
         parts.append(_table(common.LATENCY_COLUMNS, common.latency_rows(analysis)))
 
+    if analysis.profile is not None:
+        profile = analysis.profile
+        parts.append("<h2>Which code read the bytes, and CPU <span class='muted'>(run --profile)</span></h2>")
+        parts += [f"<p>{e(line)}</p>" for line in common.profile_summary(profile)]
+        parts.append(_table(common.PROFILE_FRAME_COLUMNS, common.profile_frame_rows(profile)))
+        if profile.stacks_bytes:
+            parts.append(_figure(_icicle("Data bytes read, by Java stack", profile.stacks_bytes, "bytes")))
+        if profile.stacks_cpu:
+            parts.append(_figure(_icicle("CPU: running samples of the serving threads", profile.stacks_cpu,
+                                         "samples")))
+
     parts.append("<h2>Cassandra query trace</h2>")
     parts.append(_table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis)) if analysis.query_trace
                  else "<p class='muted'>Not recorded.</p>")
@@ -166,6 +177,40 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: 
 
 def _figure(figure: go.Figure) -> str:
     return pio.to_html(figure, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG)
+
+
+ICICLE_MIN_SHARE = 0.001   # frames below 0.1 % of the total are left out: unreadable, and they bloat the page
+
+
+def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> go.Figure:
+    """An icicle chart (a flame graph with the root on top): one box per frame on a path from the
+    root, as wide as the bytes or samples of the stacks through it; click a box to zoom in."""
+    total = sum(weighted.value for weighted in stacks)
+    ids, labels, parents, values, names = ["all"], ["all"], [""], [total], ["all stacks"]
+    index: dict[tuple[str, ...], int] = {(): 0}
+    for weighted in stacks:
+        path: tuple[str, ...] = ()
+        for frame in weighted.stack:
+            parent = index[path]
+            path = path + (frame,)
+            if path not in index:
+                index[path] = len(ids)
+                ids.append(f"f{len(ids)}")
+                labels.append(html.escape(frame.rsplit(".", 2)[-2] + "." + frame.rsplit(".", 1)[-1]
+                                          if frame.count(".") >= 2 else frame))
+                parents.append(ids[parent])
+                values.append(0)
+                names.append(html.escape(frame))
+            values[index[path]] += weighted.value
+    keep = [i for i, value in enumerate(values) if value >= total * ICICLE_MIN_SHARE]
+    shown = go.Icicle(
+        ids=[ids[i] for i in keep], labels=[labels[i] for i in keep], parents=[parents[i] for i in keep],
+        values=[values[i] for i in keep], customdata=[names[i] for i in keep], branchvalues="total",
+        tiling={"orientation": "v"}, maxdepth=12,
+        hovertemplate=f"%{{customdata}}<br>%{{value:,}} {unit} (%{{percentRoot:.1%}})<extra></extra>")
+    figure = go.Figure(shown)
+    figure.update_layout(title=html.escape(title), height=700, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    return figure
 
 
 def _offset_map(pattern: AccessPattern) -> go.Figure:

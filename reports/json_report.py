@@ -30,7 +30,18 @@ A measure the backend did not take is null, never 0; `measures` says which were 
                 "evidence": [str], "suggestion": [str]}],
   "latency": [{"syscall", "target", "count", "p50_ns", "p90_ns", "p99_ns", "max_ns"}],
   "query_trace": [...],          Cassandra's own trace, as recorded
-  "context": {...}               Cassandra version, disk_access_mode, backend, node, table schema, ...
+  "context": {...},              Cassandra version, disk_access_mode, backend, node, table schema, ...
+  "profile": null | {            run --profile: which code read the bytes (null: not profiled)
+    "profiler": str, "read_method": str,   async-profiler's version; the JDK method whose calls were recorded
+    "cpu_samples": int,          wall-clock samples of the serving threads while running
+    "threads": [str],            the serving threads
+    "stacks_cpu": [{"stack": [str] (root -> leaf frames), "samples": int}],   most samples first
+    "stacks_bytes": [{"stack": [str], "bytes": int}],   reads of the Data files, most bytes first
+    "data_read_bytes": int,      bytes the logged reads returned from the Data files
+    "joined_bytes": int,         of which with a known Java stack
+    "cassandra_bytes": int,      of which on stacks with org.apache.cassandra frames
+    "top_frames": [{"frame": str, "bytes": int, "share": float}]   the Cassandra frame that asked for the bytes
+  }
 }
 
 AMPLIFICATION = {
@@ -52,7 +63,7 @@ A ratio is null when its denominator is 0 or unknown.
 import dataclasses
 import json
 
-from casstrace.analyses.model import Analysis, FileIO
+from casstrace.analyses.model import Analysis, FileIO, Profile
 from casstrace.reports.document import Document
 from casstrace.reports.formats import ReportOptions
 
@@ -92,6 +103,19 @@ def document(analysis: Analysis) -> dict:
         "latency": [dataclasses.asdict(latency) for latency in analysis.latencies],
         "query_trace": analysis.query_trace,
         "context": analysis.context,
+        "profile": _profile(analysis.profile) if analysis.profile is not None else None,
+    }
+
+
+def _profile(profile: Profile) -> dict:
+    return {
+        "profiler": profile.profiler, "read_method": profile.read_method,
+        "cpu_samples": profile.cpu_samples, "threads": profile.threads,
+        "stacks_cpu": [{"stack": list(w.stack), "samples": w.value} for w in profile.stacks_cpu],
+        "stacks_bytes": [{"stack": list(w.stack), "bytes": w.value} for w in profile.stacks_bytes],
+        "data_read_bytes": profile.data_read_bytes, "joined_bytes": profile.joined_bytes,
+        "cassandra_bytes": profile.cassandra_bytes,
+        "top_frames": [dataclasses.asdict(top) for top in profile.top_frames],
     }
 
 

@@ -46,6 +46,14 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     if len(analysis.files) > TOP_FILES:
         lines.append(f"\n_{len(analysis.files) - TOP_FILES} more files in the full report._")
 
+    if analysis.profile is not None:
+        lines += ["", "#### Java stacks of the reads, and CPU (run --profile)", ""]
+        lines += [_escape(line) + "  " for line in common.profile_summary(analysis.profile)] + [""]
+        lines += _table(common.PROFILE_FRAME_COLUMNS, common.profile_frame_rows(analysis.profile)) + [""]
+        lines += _table(common.PROFILE_STACK_COLUMNS,
+                        common.profile_stack_rows(analysis.profile.stacks_bytes, "bytes")
+                        + common.profile_stack_rows(analysis.profile.stacks_cpu, "samples"))
+
     lines += ["", "<details><summary>Context</summary>", ""]
     lines += _table(("", ""), common.context_items(analysis))
     lines += ["", "</details>", ""]

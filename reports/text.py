@@ -74,6 +74,16 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         out.section(f"Spectrogram: {spectrogram.title}")
         _spectrogram(out, spectrogram)
 
+    if analysis.profile is not None:
+        out.section("Java stacks of the reads, and CPU (run --profile)")
+        for line in common.profile_summary(analysis.profile):
+            out.line(line)
+        out.table(common.PROFILE_FRAME_COLUMNS, common.profile_frame_rows(analysis.profile))
+        out.line("Stacks that read most bytes:", bold=True)
+        out.table(common.PROFILE_STACK_COLUMNS, common.profile_stack_rows(analysis.profile.stacks_bytes, "bytes"))
+        out.line("Stacks with most CPU samples:", bold=True)
+        out.table(common.PROFILE_STACK_COLUMNS, common.profile_stack_rows(analysis.profile.stacks_cpu, "samples"))
+
     if analysis.query_trace:
         out.section("Cassandra query trace")
         out.table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis))

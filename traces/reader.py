@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Self
 
 from casstrace.errors import CasstraceError
-from casstrace.traces.schema import FORMAT_VERSION
+from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
 
 
 class Trace:
@@ -31,9 +31,10 @@ class Trace:
                 "the file is damaged or truncated: take the trace again, or copy it whole",
             ) from None
         version = self.meta.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in READABLE_FORMAT_VERSIONS:
             raise CasstraceError(
-                f"{self.path} has trace format {version!r}; this casstrace reads format {FORMAT_VERSION}",
+                f"{self.path} has trace format {version!r}; this casstrace reads formats "
+                f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}",
                 "analyse it with the casstrace version that wrote it",
             )
 

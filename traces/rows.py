@@ -84,3 +84,23 @@ class ExecutionRow(TypedDict):
 
 # events: (ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns)
 EventRow = tuple[int, int, str, int | None, int | None, int | None, int | None, int | None, int | None]
+
+
+class ProfileSampleRow(TypedDict):
+    """profile_samples: wall-clock samples of one thread, on one stack, in one state, in one window."""
+
+    window_id: int
+    tid: int
+    stack_id: int
+    state: str | None
+    samples: int
+
+
+class ProfileReadRow(TypedDict):
+    """profile_reads: read calls on one file in one window made from one Java stack, and their bytes."""
+
+    window_id: int
+    file_id: int
+    stack_id: int
+    calls: int
+    bytes: int

@@ -44,12 +44,24 @@ Meta keys (values are JSON)
                                   "partition_key": [str], "clustering": [str],
                                   "compression": {...}, "sstables": [{"path","size"}]}]}
   query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread"}]}]
+  profile            present when the run was profiled (run --profile; format 2):
+                     {"profiler": str ('async-profiler 4.1'), "read_method": str (the Java method whose every
+                      call was recorded with its stack), "wall_interval_ns": int, "window_ids": [int] (the
+                      windows the profiler was active in), "read_calls": int, "read_bytes": int (logged read
+                      calls on files in those windows), "joined_calls": int, "joined_bytes": int (of which
+                      joined with a Java stack), "samples": int (recorded stacks of the read method)}
+
+Format history
+  1  the first release.
+  2  additive: tables stacks, profile_samples, profile_reads and meta `profile` (run --profile).
+     A version-1 trace reads as one without a profile ("not measured").
 """
 
 import bisect
 import functools
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (1, 2)   # every older format stays readable: changes are additive
 
 # Units the format fixes, shared by every backend and the analyses.
 PAGE_BYTES = 4096                 # coverage rows count 4 KiB pages
@@ -187,6 +199,34 @@ CREATE TABLE events (
 CREATE TABLE threads (
     tid  INTEGER PRIMARY KEY,
     name TEXT NOT NULL
+);
+
+-- Java stacks (async-profiler, run --profile): frame names, root first, as a JSON array. Frames
+-- only (class and method names, native symbols): never arguments or values.
+CREATE TABLE stacks (
+    stack_id INTEGER PRIMARY KEY,
+    frames   TEXT NOT NULL
+);
+
+-- Wall-clock samples of the JVM's threads while the profiler was active, per window, thread, stack
+-- and the thread's state when sampled ('STATE_RUNNABLE': on a CPU or waiting for one).
+CREATE TABLE profile_samples (
+    window_id INTEGER NOT NULL,
+    tid       INTEGER NOT NULL,
+    stack_id  INTEGER NOT NULL REFERENCES stacks(stack_id),
+    state     TEXT,
+    samples   INTEGER NOT NULL
+);
+
+-- Read calls (the per-call log, events) joined with the Java stack that made each of them
+-- (meta profile.read_method): calls and bytes returned, per window, file and stack.
+CREATE TABLE profile_reads (
+    window_id INTEGER NOT NULL,
+    file_id   INTEGER NOT NULL REFERENCES files(file_id),
+    stack_id  INTEGER NOT NULL REFERENCES stacks(stack_id),
+    calls     INTEGER NOT NULL,
+    bytes     INTEGER NOT NULL,
+    PRIMARY KEY (window_id, file_id, stack_id)
 );
 
 CREATE TABLE executions (

@@ -11,12 +11,13 @@ import os
 import platform
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
 from casstrace import __version__
 from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow,
+                                ProfileReadRow, ProfileSampleRow,
                                    ReadSizeRow)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
@@ -33,6 +34,7 @@ class TraceWriter:
         self.db.execute("PRAGMA synchronous = OFF")
         self.db.executescript(SCHEMA)
         self._file_ids: dict[tuple[str, str, int | None, int | None], int] = {}
+        self._stack_ids: dict[str, int] = {}
         self.set_meta(
             format_version=FORMAT_VERSION,
             casstrace_version=__version__,
@@ -102,6 +104,22 @@ class TraceWriter:
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+    def add_stack(self, frames: Sequence[str]) -> int:
+        """The id of a Java stack (frame names, root first), adding it on first sight."""
+        key = json.dumps(list(frames))
+        found = self._stack_ids.get(key)
+        if found is None:
+            cursor = self.db.execute("INSERT INTO stacks(frames) VALUES (?)", (key,))
+            assert cursor.lastrowid is not None     # an INSERT of one row
+            found = self._stack_ids[key] = cursor.lastrowid
+        return found
+
+    def add_profile_samples(self, rows: Iterable[ProfileSampleRow]) -> None:
+        self._insert("profile_samples", rows)
+
+    def add_profile_reads(self, rows: Iterable[ProfileReadRow]) -> None:
+        self._insert("profile_reads", rows)
 
     def add_threads(self, names: dict[int, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO threads(tid, name) VALUES (?, ?)", names.items())

@@ -1,0 +1,120 @@
+"""The profiler's samples into trace rows: each logged read call joined with the Java stack that made it.
+
+async-profiler records the stack of every call of the JDK's read method (at its entry, on the
+thread making it, CLOCK_MONOTONIC); the probes log every read syscall (at its entry, same thread,
+same clock). On one thread the method call precedes its own syscall and follows the previous
+one, so a read joins the latest method sample of its thread that is at or before the read and
+after that thread's previous read. A read with no such sample (a read through another path, e.g.
+a native one) stays unjoined, and is counted as such; a sample whose syscall the log does not hold
+joins nothing.
+"""
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from casstrace.probes.jfr import Sample
+from casstrace.traces import TraceWriter
+
+METHOD_EVENT = "jdk.ExecutionSample"
+WALL_EVENT = "profiler.WallClockSample"
+
+
+@dataclass(frozen=True)
+class LoggedRead:
+    ts_ns: int
+    tid: int
+    file_id: int
+    returned: int
+
+
+def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) -> list[tuple[LoggedRead, Sample | None]]:
+    """Each read with the method sample that made it (None when there is none), in the reads' order."""
+    by_thread: dict[int, list[Sample]] = defaultdict(list)
+    for sample in method_samples:
+        by_thread[sample.tid].append(sample)
+    times: dict[int, list[int]] = {}
+    for tid, samples in by_thread.items():
+        samples.sort(key=lambda s: s.ts_ns)
+        times[tid] = [s.ts_ns for s in samples]
+    previous: dict[int, int] = {}          # tid -> ts of its previous read
+    used: dict[int, int] = {}              # tid -> index of the last sample joined
+    joined = []
+    for read in sorted(reads, key=lambda r: (r.tid, r.ts_ns)):
+        match = None
+        stamps = times.get(read.tid)
+        if stamps:
+            index = bisect.bisect_right(stamps, read.ts_ns) - 1
+            after = previous.get(read.tid)
+            if index >= 0 and index > used.get(read.tid, -1) and (after is None or stamps[index] > after):
+                match = by_thread[read.tid][index]
+                used[read.tid] = index
+        previous[read.tid] = read.ts_ns
+        joined.append((read, match))
+    return joined
+
+
+def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids: list[int], profiler: str,
+                  read_method: str, wall_interval_ns: int) -> None:
+    """The stacks, wall-clock samples and joined reads of the profiled windows, and meta `profile`.
+    Call after the capture has written its windows, files and per-call log."""
+    windows = [(start, end, window_id) for window_id, start, end in
+               writer.db.execute("SELECT window_id, start_ns, end_ns FROM windows WHERE label != 'capture'")]
+    windows.sort()
+    starts = [start for start, _, _ in windows]
+
+    def window_of(ts: int) -> int | None:
+        index = bisect.bisect_right(starts, ts) - 1
+        if index >= 0 and ts < windows[index][1]:
+            return windows[index][2]
+        return None
+
+    profiled = set(window_ids)
+    method_samples: list[Sample] = []
+    wall: dict[tuple[int, int, int, str | None], int] = defaultdict(int)
+    names: dict[int, str] = {}
+    for sample in samples:
+        if sample.thread:
+            names[sample.tid] = sample.thread
+        if sample.event == METHOD_EVENT:
+            method_samples.append(sample)
+        elif sample.event == WALL_EVENT:
+            window_id = window_of(sample.ts_ns)
+            if window_id in profiled:
+                wall[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
+
+    placeholders = ", ".join("?" * len(profiled)) or "NULL"
+    reads = []
+    for ts, tid, file_id, returned, window_id in writer.db.execute(
+            "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id FROM events e JOIN windows w"
+            " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns AND w.label != 'capture'"
+            f" WHERE e.syscall != 'lseek' AND e.file_id IS NOT NULL AND w.window_id IN ({placeholders})",
+            tuple(profiled)):
+        reads.append((LoggedRead(ts, tid, file_id, max(returned or 0, 0)), window_id))
+    window_by_read = {id(read): window_id for read, window_id in reads}
+
+    totals: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0])
+    joined_calls = joined_bytes = 0
+    for read, sample in join_reads((read for read, _ in reads), method_samples):
+        if sample is None:
+            continue
+        joined_calls += 1
+        joined_bytes += read.returned
+        cell = totals[(window_by_read[id(read)], read.file_id, writer.add_stack(sample.stack))]
+        cell[0] += 1
+        cell[1] += read.returned
+
+    writer.add_profile_samples(
+        {"window_id": w, "tid": tid, "stack_id": s, "state": state, "samples": n}
+        for (w, tid, s, state), n in wall.items())
+    writer.add_profile_reads(
+        {"window_id": w, "file_id": f, "stack_id": s, "calls": calls, "bytes": size}
+        for (w, f, s), (calls, size) in totals.items())
+    writer.add_threads(names)
+    writer.set_meta(profile={
+        "profiler": profiler, "read_method": read_method, "wall_interval_ns": wall_interval_ns,
+        "window_ids": sorted(profiled), "samples": len(method_samples),
+        "read_calls": len(reads), "read_bytes": sum(read.returned for read, _ in reads),
+        "joined_calls": joined_calls, "joined_bytes": joined_bytes,
+    })
