@@ -1,0 +1,76 @@
+"""Joining the probes' per-call read log with the profiler's stack of each read method call, and the
+profile analysis on a trace written with it (no JVM, no probes)."""
+
+from casstrace.analyses import analyse
+from casstrace.probes.java_stacks import LoggedRead, join_reads, write_profile
+from casstrace.probes.jfr import Sample
+from casstrace.traces import TraceWriter
+
+READ = ("java.lang.Thread.run", "org.apache.cassandra.db.ReadCommand.executeLocally",
+        "org.apache.cassandra.db.marshal.AbstractType.skipValue", "org.apache.cassandra.io.util.ChannelProxy.read",
+        "sun.nio.ch.FileDispatcherImpl.pread")
+INDEX = ("java.lang.Thread.run", "org.apache.cassandra.io.sstable.format.SSTableReader.getFileDataInput",
+         "org.apache.cassandra.io.util.ChannelProxy.read", "sun.nio.ch.FileDispatcherImpl.pread")
+
+
+def method(ts: int, tid: int, stack=READ) -> Sample:
+    return Sample("jdk.ExecutionSample", ts, tid, "ReadStage-1", stack, "STATE_DEFAULT", 1)
+
+
+def test_a_read_joins_the_latest_call_of_its_thread_since_its_previous_read():
+    reads = [LoggedRead(110, 7, 1, 100), LoggedRead(210, 7, 1, 200), LoggedRead(215, 7, 1, 50),
+             LoggedRead(112, 8, 1, 10)]
+    samples = [method(100, 7), method(200, 7, INDEX), method(111, 8), method(300, 8)]
+    joined = {(read.tid, read.ts_ns): sample for read, sample in join_reads(reads, samples)}
+    assert joined[(7, 110)].ts_ns == 100
+    assert joined[(7, 210)].stack == INDEX
+    assert joined[(7, 215)] is None          # its thread made no method call since the previous read
+    assert joined[(8, 112)].ts_ns == 111     # the later call on thread 8 (ts 300) belongs to no logged read
+
+
+def test_a_read_never_joins_a_call_of_another_thread_or_from_the_future():
+    joined = join_reads([LoggedRead(100, 7, 1, 1)], [method(99, 8), method(101, 7)])
+    assert joined[0][1] is None
+
+
+def _trace(path):
+    writer = TraceWriter(path)
+    for label, start, end, execution in [("warmup", 0, 1000, 1), ("execution", 1000, 2000, 2),
+                                         ("between", 2000, 2100, None), ("execution", 2100, 3000, 3)]:
+        writer.add_window(label, start, end, execution)
+    data = writer.file_id("/data/demo/wide-0805d1e0e73811f19d682fbd3fb6712b/nb-5-big-Data.db", "file")
+    writer.set_meta(query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo", backend="bcc",
+                    measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True},
+                    capture_start_ns=0, capture_end_ns=3000)
+    for window_id, execution in [(1, 1), (2, 2), (4, 3)]:
+        writer.add_execution(execution=execution, kind="warmup" if execution == 1 else "measured",
+                             window_id=window_id, latency_s=0.001, rows=1, payload_bytes=100)
+    # Warmup read (not profiled), two big reads under skipValue, one small index read, one read with no call.
+    writer.add_events([(500, 7, "pread64", 5, data, 0, 4096, 4096, 10), (1100, 7, "pread64", 5, data, 0, 16384, 16384, 10),
+                       (2200, 7, "pread64", 5, data, 16384, 16384, 16384, 10),
+                       (2300, 7, "pread64", 5, data, 0, 1000, 1000, 10), (2400, 7, "pread64", 5, data, 0, 24, 24, 10)])
+    samples = [method(1090, 7), method(2190, 7), method(2290, 7, INDEX),
+               Sample("profiler.WallClockSample", 1500, 7, "ReadStage-1", READ, "STATE_RUNNABLE", 3),
+               Sample("profiler.WallClockSample", 1600, 9, "CompactionExecutor:1", INDEX, "STATE_RUNNABLE", 1),
+               Sample("profiler.WallClockSample", 1700, 7, "ReadStage-1", INDEX, "STATE_SLEEPING", 5)]
+    write_profile(writer, samples, window_ids=[2, 4], profiler="async-profiler 4.1",
+                  read_method="sun.nio.ch.FileDispatcherImpl.pread", wall_interval_ns=1_000_000)
+    return writer.finish()
+
+
+def test_the_profile_weights_stacks_by_bytes_and_counts_what_has_no_stack(tmp_path):
+    profile = analyse(_trace(tmp_path / "t.trace")).profile
+    assert profile.data_read_bytes == 16384 * 2 + 1000 + 24       # the warmup's read is out of scope
+    assert profile.joined_bytes == profile.cassandra_bytes == 16384 * 2 + 1000
+    assert [(w.stack, w.value) for w in profile.stacks_bytes] == [(READ, 32768), (INDEX, 1000)]
+    assert profile.top_frames[0].frame == "org.apache.cassandra.db.marshal.AbstractType.skipValue"
+    # CPU: running samples of the threads that read the table's files; not the compaction thread's,
+    # not the sleeping ones.
+    assert profile.cpu_samples == 3
+    assert profile.threads == ["ReadStage-1"]
+
+
+def test_a_trace_without_a_profile_has_none(tmp_path):
+    writer = TraceWriter(tmp_path / "plain.trace")
+    writer.set_meta(backend="bcc", measures={})
+    assert analyse(writer.finish()).profile is None

@@ -1,0 +1,145 @@
+"""run --profile on a real node, and async-profiler in real JVMs: which code read the bytes."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from casstrace.analyses import analyse
+from casstrace.errors import CasstraceError
+from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.probes.jfr import read_samples
+from casstrace.traces import Trace
+
+pytestmark = pytest.mark.integration
+
+CASSTRACE = [sys.executable, "-m", "casstrace"]
+PREAD_LOOP = Path(__file__).parent / "helpers" / "PreadLoop.java"
+JAVA = shutil.which("java") or "java"
+
+
+def casstrace(*args, timeout=300):
+    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def profiled_runs(tmp_path_factory, sandbox, demo_tables):
+    """Two `run --profile` of the wide demo query, one right after the other."""
+    query = (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table}"
+             f" WHERE stream_id = {demo_tables.spec.stream_id}")
+    folder = tmp_path_factory.mktemp("profile")
+    runs = []
+    for number in (1, 2):
+        out = folder / f"run{number}.trace"
+        done = casstrace("run", query, "--host", sandbox.host, "--port", sandbox.port, "--repeat", 2,
+                         "--warmup", 1, "--profile", "--out", out, "--no-html")
+        runs.append((out, done))
+    return runs
+
+
+def test_the_data_bytes_fall_on_cassandra_stacks(profiled_runs):
+    out, done = profiled_runs[0]
+    assert done.returncode == 0, done.stderr
+    analysis = analyse(out)
+    profile = analysis.profile
+    assert profile is not None
+    with Trace(out) as trace:
+        # Independent truth: what the kernel counted (file_io aggregates) for the Data files in the
+        # measured windows, against the bytes the joined per-call log put on Java stacks.
+        measured = [row["window_id"] for row in trace.rows("SELECT window_id FROM executions WHERE kind = 'measured'")]
+        (kernel_bytes,) = trace.db.execute(
+            "SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id) WHERE f.path LIKE ?"
+            f" AND io.window_id IN ({', '.join('?' * len(measured))})",
+            (f"%/{analysis.table}-%-Data.db", *measured)).fetchone()
+        assert trace.meta["profile"]["window_ids"] == measured
+    assert kernel_bytes > 10 * 2**20
+    assert profile.data_read_bytes == kernel_bytes
+    assert profile.cassandra_bytes >= 0.9 * kernel_bytes
+    # The wide rows are read cell by cell and the cells not selected are skipped: that is where the bytes go.
+    assert profile.top_frames[0].frame.startswith("org.apache.cassandra.")
+    assert any("Java stacks (async-profiler)" in line for line in analysis.findings[0].evidence)
+
+
+def test_the_cpu_profile_has_samples_of_the_serving_threads(profiled_runs):
+    out, _ = profiled_runs[0]
+    profile = analyse(out).profile
+    assert profile.cpu_samples > 0
+    assert any(name.startswith(("ReadStage", "Native-Transport")) for name in profile.threads)
+    assert all(weighted.stack for weighted in profile.stacks_cpu)
+
+
+def test_a_second_run_right_after_works_and_leaves_the_profiler_idle(profiled_runs, sandbox):
+    out, done = profiled_runs[1]
+    assert done.returncode == 0, done.stderr
+    assert analyse(out).profile.cassandra_bytes > 0
+    profiler = AsyncProfiler(sandbox.pid(), progress=lambda _: None)
+    try:
+        assert profiler.status() == "Profiler is not active"
+    finally:
+        profiler.cleanup()
+
+
+def test_reports_carry_the_profile(profiled_runs):
+    out, _ = profiled_runs[0]
+    report = json.loads(casstrace("report", out, "--format", "json").stdout)["profile"]
+    assert report["cpu_samples"] > 0
+    assert report["stacks_bytes"][0]["bytes"] > 0
+    assert report["stacks_bytes"][0]["stack"][0] in ("java.lang.Thread.run", "start_thread")  # root first
+    assert "Java stacks of the reads" in casstrace("report", out).stdout
+
+
+@pytest.fixture
+def pread_jvm(tmp_path):
+    """Starts small JVMs reading a file with pread64 in a loop (JVM options as arguments)."""
+    def start(*options: str) -> subprocess.Popen:
+        data = tmp_path / "data.bin"
+        data.write_bytes(os.urandom(65536))
+        process = subprocess.Popen([JAVA, *options, str(PREAD_LOOP), str(data)], stdout=subprocess.PIPE, text=True)
+        started.append(process)
+        assert process.stdout.readline().strip() == "reading"
+        return process
+    started: list[subprocess.Popen] = []
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def test_every_read_call_is_recorded_and_the_recording_reads_as_the_jdk_reads_it(pread_jvm):
+    jvm = pread_jvm()
+    profiler = AsyncProfiler(jvm.pid, progress=lambda _: None)
+    try:
+        profiler.start()
+        time.sleep(0.5)
+        recording = profiler.stop()
+        samples = [s for s in read_samples(recording) if s.event == "jdk.ExecutionSample"]
+        # Independent truth: the JDK's own JFR tool counting the same recording.
+        summary = subprocess.run([str(profiler.jcmd.parent / "jfr"), "summary", str(recording)],
+                                 capture_output=True, text=True, check=True).stdout
+        counted = next(int(line.split()[1]) for line in summary.splitlines()
+                       if line.split() and line.split()[0] == "jdk.ExecutionSample")
+        assert len(samples) == counted > 1000   # one per call, not one per thread
+        assert all(s.stack[-1] == profiler.method for s in samples)
+        assert all("PreadLoop.main" in s.stack for s in samples)
+        assert {s.tid for s in samples} <= {int(t) for t in os.listdir(f"/proc/{jvm.pid}/task")}
+        assert profiler.status() == "Profiler is not active"
+    finally:
+        profiler.cleanup()
+
+
+def test_a_jvm_that_refuses_attach_gets_one_line_with_the_fix(pread_jvm):
+    jvm = pread_jvm("-XX:+DisableAttachMechanism")
+    profiler = AsyncProfiler(jvm.pid, progress=lambda _: None)
+    with pytest.raises(CasstraceError) as raised:
+        profiler.start()
+    error = raised.value
+    assert "refuses attach" in error.message and "DisableAttachMechanism" in error.message
+    assert "\n" not in str(error)
+    assert "DisableAttachMechanism" in (error.fix or "")
+    profiler.cleanup()
