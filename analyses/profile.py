@@ -32,7 +32,8 @@ def reading_frame(stack: tuple[str, ...]) -> str | None:
     Cassandra frame closest to the read."""
     cassandra = [frame for frame in stack if frame.startswith(CASSANDRA_PACKAGE)]
     asking = [frame for frame in cassandra if not frame.startswith(IO_PLUMBING)]
-    return (asking or cassandra or [None])[-1]
+    chosen = asking or cassandra
+    return chosen[-1] if chosen else None
 
 
 def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Profile | None:

@@ -24,6 +24,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from casstrace import paths
@@ -48,7 +49,7 @@ def _sha1(path: Path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
-def _download(jar: Path, progress) -> None:
+def _download(jar: Path, progress: Callable[[str], None]) -> None:
     progress(f"Downloading async-profiler {VERSION} from Maven Central into {jar.parent} (first use only)...")
     jar.parent.mkdir(parents=True, exist_ok=True)
     partial = jar.with_name(jar.name + ".partial")
@@ -66,7 +67,7 @@ def _download(jar: Path, progress) -> None:
     partial.replace(jar)
 
 
-def library(progress=print) -> Path:
+def library(progress: Callable[[str], None] = print) -> Path:
     """libasyncProfiler.so for this machine, downloading and unpacking the jar the first time.
     The jar is checked against its checksum on every use; the library is unpacked beside it."""
     machine = platform.machine()
@@ -142,7 +143,8 @@ def find_jcmd(home: Path | None) -> Path:
 class AsyncProfiler:
     """One profiling session in the JVM `pid`: start() then stop() (which returns the recording)."""
 
-    def __init__(self, pid: int, *, wall_interval_ns: int = WALL_INTERVAL_NS, progress=print):
+    def __init__(self, pid: int, *, wall_interval_ns: int = WALL_INTERVAL_NS,
+                 progress: Callable[[str], None] = print) -> None:
         self.pid = pid
         self.library = library(progress)
         home = java_home(pid)

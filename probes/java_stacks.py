@@ -27,10 +27,11 @@ class LoggedRead:
     tid: int
     file_id: int
     returned: int
+    window_id: int = 0
 
 
 def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) -> list[tuple[LoggedRead, Sample | None]]:
-    """Each read with the method sample that made it (None when there is none), in the reads' order."""
+    """Each read with the method sample that made it (None when there is none), by thread and time."""
     by_thread: dict[int, list[Sample]] = defaultdict(list)
     for sample in method_samples:
         by_thread[sample.tid].append(sample)
@@ -85,23 +86,22 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
                 wall[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
 
     placeholders = ", ".join("?" * len(profiled)) or "NULL"
-    reads = []
+    reads: list[LoggedRead] = []
     for ts, tid, file_id, returned, window_id in writer.db.execute(
             "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id FROM events e JOIN windows w"
             " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns AND w.label != 'capture'"
             f" WHERE e.syscall != 'lseek' AND e.file_id IS NOT NULL AND w.window_id IN ({placeholders})",
             tuple(profiled)):
-        reads.append((LoggedRead(ts, tid, file_id, max(returned or 0, 0)), window_id))
-    window_by_read = {id(read): window_id for read, window_id in reads}
+        reads.append(LoggedRead(ts, tid, file_id, max(returned or 0, 0), window_id))
 
     totals: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0])
     joined_calls = joined_bytes = 0
-    for read, sample in join_reads((read for read, _ in reads), method_samples):
-        if sample is None:
+    for read, maker in join_reads(reads, method_samples):
+        if maker is None:
             continue
         joined_calls += 1
         joined_bytes += read.returned
-        cell = totals[(window_by_read[id(read)], read.file_id, writer.add_stack(sample.stack))]
+        cell = totals[(read.window_id, read.file_id, writer.add_stack(maker.stack))]
         cell[0] += 1
         cell[1] += read.returned
 
@@ -115,6 +115,6 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
     writer.set_meta(profile={
         "profiler": profiler, "read_method": read_method, "wall_interval_ns": wall_interval_ns,
         "window_ids": sorted(profiled), "samples": len(method_samples),
-        "read_calls": len(reads), "read_bytes": sum(read.returned for read, _ in reads),
+        "read_calls": len(reads), "read_bytes": sum(read.returned for read in reads),
         "joined_calls": joined_calls, "joined_bytes": joined_bytes,
     })

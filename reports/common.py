@@ -161,7 +161,7 @@ def profile_frame_rows(profile: Profile) -> list[tuple[str, ...]]:
 def profile_stack_rows(stacks: list[WeightedStack], unit: str) -> list[tuple[str, ...]]:
     """The heaviest stacks, each as its frames nearest the leaf (bytes: from the frame that asked
     for them, since every read ends in the same I/O plumbing)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for weighted in stacks[:PROFILE_TOP_STACKS]:
         frames = list(weighted.stack)
         if unit == "bytes":

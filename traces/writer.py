@@ -17,8 +17,7 @@ from typing import Any, Unpack
 
 from casstrace import __version__
 from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow,
-                                ProfileReadRow, ProfileSampleRow,
-                                   ReadSizeRow)
+                                   ProfileReadRow, ProfileSampleRow, ReadSizeRow)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
 
