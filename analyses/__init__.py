@@ -1,4 +1,10 @@
-"""Pure functions from a trace (casstrace.traces.Trace) to findings. Never imports probes, node or sandbox.
+"""Pure functions from a trace (casstrace.traces.Trace) to findings.
+
+Holds: analyse() and what it combines: per-file I/O (file_io.py), amplification and the verdict
+(amplification.py, causes.py), access patterns (access.py), latency spectrograms (spectrogram.py),
+the query's table (query.py), comparisons and sweeps of several traces (compare.py, sweep.py), and
+the model the reports render (model.py, units.py).
+May import: casstrace.traces (to read a trace), errors. Never probes, node, sandbox, reports or cli.
 
 Public API:
     analyse(trace_or_path, threshold=10.0) -> Analysis   every analysis of one trace
