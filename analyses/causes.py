@@ -9,6 +9,7 @@ from typing import Any
 from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, Verdict
 from casstrace.analyses.query import Select, TableSchema
 from casstrace.analyses.units import human_bytes, ratio
+from casstrace.traces.meta import QueryTraceEvent, QueryTraceSession
 
 MMAP_DATA_MODES = {"mmap", "auto", "legacy"}   # modes that read Data files through memory maps
 MANY_SSTABLES = 4
@@ -65,7 +66,7 @@ def _measurement_notes(page_cache_measured: bool, backend: str | None, disk_acce
 
 def findings(*, overall: Amplification, flagged: bool, threshold: float, select: Select | None,
              schema: TableSchema | None, measured: list[Execution], data_files: list[FileIO],
-             query_trace: list[dict], page_cache_measured: bool, disk_access_mode: str | None) -> list[Finding]:
+             query_trace: list[QueryTraceSession], page_cache_measured: bool, disk_access_mode: str | None) -> list[Finding]:
     known_rows = [e.rows for e in measured if e.rows is not None]
     rows = sum(known_rows) if measured and len(known_rows) == len(measured) else None
     found: list[Finding] = []
@@ -208,7 +209,7 @@ def _readahead_or_mmap(overall: Amplification, disk_access_mode: str | None) -> 
     )
 
 
-def _many_sstables(measured: list[Execution], query_trace: list[dict]) -> Finding | None:
+def _many_sstables(measured: list[Execution], query_trace: list[QueryTraceSession]) -> Finding | None:
     per_execution = [e.amplification.sstables_read for e in measured if e.amplification]
     merged = [int(m.group(1)) for event in _trace_events(query_trace)
               if (m := _MERGED_SSTABLES.search(event.get("activity", "")))]
@@ -227,7 +228,7 @@ def _many_sstables(measured: list[Execution], query_trace: list[dict]) -> Findin
     )
 
 
-def _tombstones(query_trace: list[dict]) -> Finding | None:
+def _tombstones(query_trace: list[QueryTraceSession]) -> Finding | None:
     counts = [(int(m.group(1)), int(m.group(2))) for event in _trace_events(query_trace)
               if (m := _LIVE_AND_TOMBSTONES.search(event.get("activity", "")))]
     if not counts:
@@ -257,7 +258,7 @@ def _cold_cache(overall: Amplification, data_files: list[FileIO]) -> Finding | N
     )
 
 
-def _trace_events(query_trace: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _trace_events(query_trace: list[QueryTraceSession]) -> Iterator[QueryTraceEvent]:
     for session in query_trace or []:
         yield from session.get("events") or []
 

@@ -3,6 +3,7 @@
 import math
 from dataclasses import dataclass, field
 
+from casstrace.traces.meta import QueryTraceSession
 from casstrace.traces.sstable_names import SSTableName
 
 
@@ -214,7 +215,7 @@ class Analysis:
     access: list[AccessPattern]
     spectrograms: list[Spectrogram]
     latencies: list[SyscallLatency]
-    query_trace: list[dict]
+    query_trace: list[QueryTraceSession]
     context: dict                  # backend, source, node, Cassandra version, disk_access_mode, kernel, ...
     profile: Profile | None = None   # Java stacks of the reads and CPU samples (run --profile)
 

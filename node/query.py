@@ -26,6 +26,7 @@ from cassandra.protocol import ErrorMessage, ResultMessage, SyntaxException, _Pr
 from cassandra.query import BoundStatement, PreparedStatement
 
 from casstrace.errors import CasstraceError
+from casstrace.traces.meta import QueryTraceSession
 
 DIGEST_MODULUS = 2 ** 256
 CONSISTENCY_LEVELS = sorted(ConsistencyLevel.name_to_value)
@@ -141,10 +142,10 @@ def execute(session: Session, prepared: PreparedStatement, consistency: str = "O
     )
 
 
-def query_traces(result: QueryResult, max_wait_s: float = 10.0) -> list[dict[str, Any]]:
+def query_traces(result: QueryResult, max_wait_s: float = 10.0) -> list[QueryTraceSession]:
     """Cassandra's own trace of a traced execution, one session per page: what the node says it did
     (sstables touched, live rows and tombstone cells read). Activities describe work, not values."""
-    traces: list[dict[str, Any]] = []
+    traces: list[QueryTraceSession] = []
     if result.result_set is None:
         return traces
     for trace in result.result_set.get_all_query_traces(max_wait_sec_per=max_wait_s):

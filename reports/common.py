@@ -122,10 +122,13 @@ def context_items(analysis: Analysis) -> list[tuple[str, str]]:
     return items
 
 
+def _elapsed(microseconds: int | None) -> str:
+    return "—" if microseconds is None else f"{microseconds:,} µs"
+
+
 def query_trace_rows(analysis: Analysis) -> list[tuple[str, ...]]:
     return [
-        (str(session.get("session_id", "")), f"{event.get('source_elapsed_us', 0):,} µs", str(event.get("thread", "")),
-         str(event.get("activity", "")))
+        (session["session_id"], _elapsed(event["source_elapsed_us"]), event["thread"], event["activity"])
         for session in analysis.query_trace for event in session.get("events") or []
     ]
 

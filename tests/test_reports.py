@@ -186,3 +186,10 @@ def test_every_format_implements_the_contract_and_options_are_checked(wide):
         assert callable(chosen.render) and callable(chosen.render_document)
     with pytest.raises(TypeError, match="colour"):
         ReportOptions(colour=True)
+
+
+def test_a_query_trace_event_without_elapsed_time_is_shown_as_unknown(wide):
+    wide.query_trace = [{"session_id": "s", "duration_us": None,
+                         "events": [{"activity": "Merged data from memtables and 2 sstables",
+                                     "source_elapsed_us": None, "thread": "ReadStage-1"}]}]
+    assert "—" in render(wide, "text").split("Cassandra query trace")[1]

@@ -1,5 +1,8 @@
 """The structured values of a trace's meta table that one layer writes and another reads.
 
+meta 'query_trace' is Cassandra's own trace of the tracing execution (casstrace.node.query.query_traces),
+one QueryTraceSession per page; an import has none.
+
 meta 'cassandra' is written by casstrace.node.context.gather (a run) or by an import that knows
 less (a sysdig capture knows at most the disk access mode), and read by the analyses: every key may
 be missing from a trace, and a missing key means "not recorded", never an empty value.
@@ -35,3 +38,15 @@ class CassandraMeta(TypedDict, total=False):
     disk_access_mode: str   # as the node reports it ('standard' for mmap_index_only), or 'unknown'
     data_file_directories: list[str]
     tables: list[TableMeta]
+
+
+class QueryTraceEvent(TypedDict):
+    activity: str               # what the node did, in its words (work, never values)
+    source_elapsed_us: int | None
+    thread: str
+
+
+class QueryTraceSession(TypedDict):
+    session_id: str
+    duration_us: int | None
+    events: list[QueryTraceEvent]
