@@ -140,76 +140,127 @@ def find_jcmd(home: Path | None) -> Path:
                          "install a JDK (apt-get install openjdk-17-jdk-headless), or run without --profile")
 
 
+def loaded_library(pid: int) -> str | None:
+    """The path (in the JVM's file system) of an async-profiler library the JVM has loaded, if any."""
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].rstrip("\n").endswith("/libasyncProfiler.so"):
+                    return fields[5].rstrip("\n")
+    except OSError:
+        pass
+    return None
+
+
 class AsyncProfiler:
-    """One profiling session in the JVM `pid`: start() then stop() (which returns the recording)."""
+    """One profiling session in the JVM `pid`: start() then stop() (which returns the recording).
+
+    The JVM may run as another user (cassandra, where casstrace runs as root) and see another /tmp
+    (systemd's PrivateTmp, a container): the library and the recording live in the JVM's own /tmp,
+    reached from here through /proc/PID/root, at paths the JVM itself can open."""
 
     def __init__(self, pid: int, *, wall_interval_ns: int = WALL_INTERVAL_NS,
                  progress: Callable[[str], None] = print) -> None:
         self.pid = pid
-        self.library = library(progress)
+        self._root = Path(f"/proc/{pid}/root")
         home = java_home(pid)
         self.java_major = java_major(home)
         self.method = read_method(self.java_major)
         self.wall_interval_ns = wall_interval_ns
         self.jcmd = find_jcmd(home)
+        # A JVM holds one async-profiler: one loaded before (by an earlier casstrace, or another tool)
+        # is the one to talk to, since a second copy would clash with it.
+        self.library = loaded_library(pid) or self._install(library(progress))
         self.active = False      # started and not yet stopped
         self.recorded = False    # started once: a recording is (being) written
-        self._directory: Path | None = None
+        self._directory: str | None = None   # the JVM's path of this session's directory
+
+    def _install(self, source: Path) -> str:
+        """The library at a path the JVM can load, the same one every run (a second copy of the
+        library at another path would clash with the first in the JVM). Its directory must be ours
+        and writable by nobody else, since the JVM will run whatever is there."""
+        jvm_directory = f"/tmp/casstrace-async-profiler-{VERSION}"
+        directory = self._host(jvm_directory)
+        try:
+            directory.mkdir(mode=0o755, exist_ok=True)
+            status = directory.stat()
+        except OSError as error:
+            raise CasstraceError(f"cannot place async-profiler where JVM {self.pid} can load it: {directory} "
+                                 f"({error.strerror})", "check that casstrace runs as root on the node") from None
+        if status.st_uid != os.geteuid() or status.st_mode & 0o022:
+            raise CasstraceError(f"{directory} belongs to another user or is writable by others: casstrace will "
+                                 "not load a library from there into the JVM",
+                                 f"remove {directory} (casstrace re-creates it)")
+        target = directory / "libasyncProfiler.so"
+        if not target.exists() or _sha1(target) != _sha1(source):
+            partial = directory / "libasyncProfiler.so.partial"
+            shutil.copyfile(source, partial)
+            partial.chmod(0o755)
+            partial.replace(target)
+        return f"{jvm_directory}/libasyncProfiler.so"
+
+    def _host(self, jvm_path: str) -> Path:
+        """Where a path of the JVM's file system is, seen from here."""
+        return self._root / jvm_path.lstrip("/")
 
     @property
     def recording(self) -> Path:
-        assert self._directory is not None
-        return self._directory / "profile.jfr"
+        """The recording of the last session, as casstrace reads it."""
+        return self._host(self._jvm("profile.jfr"))
 
-    @property
-    def _log(self) -> Path:
+    def _jvm(self, name: str) -> str:
         assert self._directory is not None
-        return self._directory / "profiler.log"
+        return f"{self._directory}/{name}"
+
+    def _new_directory(self) -> None:
+        """A fresh directory in the JVM's /tmp that the JVM (perhaps another user) may write to."""
+        self.cleanup()
+        host = Path(tempfile.mkdtemp(prefix="casstrace-profile-", dir=self._host("/tmp")))
+        host.chmod(0o777)
+        self._directory = f"/tmp/{host.name}"
 
     def start(self) -> None:
         """Start recording every call of the read method (interval 1) and wall-clock samples."""
-        self._directory = Path(tempfile.mkdtemp(prefix="casstrace-profile-"))
-        # The JVM writes the recording and the log: it may run as another user than casstrace.
-        self._directory.chmod(0o777)
+        self._new_directory()
         # Marked first: a Ctrl-C while jcmd starts it must still lead to a stop.
         self.active = self.recorded = True
         self._command("start", f"event={self.method}", "interval=1", f"wall={self.wall_interval_ns}ns",
-                      "clock=monotonic", "jfr", f"file={self.recording}")
+                      "clock=monotonic", "jfr", f"file={self._jvm('profile.jfr')}")
 
     def stop(self) -> Path:
         """Stop the profiler (it stays loaded, idle) and return the recording it wrote."""
         if not self.active:
             raise RuntimeError("the profiler was not started")
         self.active = False
-        self._command("stop", f"file={self.recording}")
+        self._command("stop", f"file={self._jvm('profile.jfr')}")
         return self.recording
 
     def status(self) -> str:
         """async-profiler's own word on whether it is active ('Profiler is not active' when idle)."""
         if self._directory is None:
-            self._directory = Path(tempfile.mkdtemp(prefix="casstrace-profile-"))
-            self._directory.chmod(0o777)
-        output = self._directory / "status.txt"
-        self._command("status", f"file={output}")
+            self._new_directory()
+        self._command("status", f"file={self._jvm('status.txt')}")
         try:
-            return output.read_text().strip()
+            return self._host(self._jvm("status.txt")).read_text().strip()
         except OSError:
             return ""
 
     def cleanup(self) -> None:
         """Remove the directory of the recording (once it has been read)."""
         if self._directory is not None:
-            shutil.rmtree(self._directory, ignore_errors=True)
+            shutil.rmtree(self._host(self._directory), ignore_errors=True)
             self._directory = None
 
     def _command(self, action: str, *options: str) -> None:
         """Pass one command to the agent. The options go in quotes: jcmd's parser would otherwise
         split 'key=value' and hand the agent only what comes before the first '='."""
-        arguments = ",".join((action, *options, f"log={self._log}"))
-        self._log.unlink(missing_ok=True)
+        log = self._host(self._jvm("profiler.log"))
+        arguments = ",".join((action, *options, f"log={self._jvm('profiler.log')}"))
+        log.unlink(missing_ok=True)
         try:
             result = subprocess.run(
-                [str(self.jcmd), str(self.pid), "JVMTI.agent_load", str(self.library), f'"{arguments}"'],
+                [str(self.jcmd), str(self.pid), "JVMTI.agent_load", self.library, f'"{arguments}"'],
                 capture_output=True, text=True, timeout=JCMD_TIMEOUT_S,
                 start_new_session=True)   # out of the terminal's process group: Ctrl-C must not kill a stop
         except subprocess.TimeoutExpired:
@@ -218,13 +269,17 @@ class AsyncProfiler:
         output = (result.stdout + result.stderr).strip()
         if result.returncode != 0:
             raise attach_error(self.pid, output)
+        if "was not loaded" in output:   # the JVM could not open the library: jcmd still exits 0
+            detail = output.splitlines()[-1]
+            raise CasstraceError(f"JVM {self.pid} could not load async-profiler: {detail}",
+                                 "check that the JVM's user can read " + self.library)
         code = next((line.split(":", 1)[1].strip() for line in output.splitlines()
                      if line.startswith("return code:")), None)
         if code not in (None, "0"):
-            log = self._log.read_text().strip() if self._log.exists() else ""
-            detail = log.splitlines()[-1] if log else f"agent return code {code}"
-            raise CasstraceError(f"async-profiler refused '{action}' in JVM {self.pid}: {detail}",
-                                 "run without --profile, or see async-profiler's troubleshooting guide")
+            text = log.read_text().strip() if log.exists() else ""
+            detail = text.splitlines()[-1] if text else f"agent return code {code}"
+            fix = "run without --profile, or see async-profiler's troubleshooting guide"
+            raise CasstraceError(f"async-profiler refused '{action}' in JVM {self.pid}: {detail}", fix)
 
 
 def attach_error(pid: int, output: str) -> CasstraceError:
