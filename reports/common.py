@@ -154,6 +154,10 @@ def profile_summary(profile: Profile) -> list[str]:
         f"CPU: {profile.cpu_samples:,} wall-clock samples of the serving threads while running "
         f"({', '.join(profile.threads) or 'none sampled'}).",
     ]
+    if not profile.data_read_bytes:
+        lines.append("No read syscall on the Data files: the node maps them (mmap), and which code touched mapped "
+                     "pages is undetermined (no call to record; async-profiler cannot sample page faults on this "
+                     "kernel).")
     return lines
 
 

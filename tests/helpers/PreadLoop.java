@@ -4,7 +4,7 @@ import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 
 /** Reads 4 KiB blocks of a file with positional reads (pread64), forever: a JVM for the profiler's
- *  tests. Launched as a single source file (java PreadLoop.java FILE), so nothing is compiled ahead. */
+ *  tests (compiled by the test for Java 11, run on Java 11 and 17). */
 public class PreadLoop {
     public static void main(String[] args) throws Exception {
         try (FileChannel channel = FileChannel.open(Paths.get(args[0]), StandardOpenOption.READ)) {
