@@ -102,7 +102,7 @@ class TracerCost:
         self.offered += counters["events_offered"]
         self.kept += capture.streamed_events
         self.lost += counters["notices_lost"]
-        self.overflows += counters["aggregate_overflows"]
+        self.overflows += counters["aggregate_overflow"]
         return capture, result
 
     def report(self, label: str) -> None:

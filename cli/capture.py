@@ -112,4 +112,4 @@ def _summarise(path, capture, child, interrupted) -> None:
         click.echo(f"casstrace: capture ended early: {capture.ended_early}")
     click.echo(f"casstrace: per-call records: {capture.streamed_events} kept, "
                f"{capture.unstreamed_events} not streamed (over --stream-limit), {counters['notices_lost']} lost; "
-               f"aggregates: {counters['aggregate_overflows']} updates lost to full maps")
+               f"aggregates: {counters['aggregate_overflow']} updates lost to full maps")

@@ -24,39 +24,22 @@ from pathlib import Path
 from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
+from casstrace.probes.program import (KIND_NAMES, NOTICE_PATH, Counter, EventRecord, FollowedEventRecord,
+                                      FollowedNoticeRecord, Kind, NoticeRecord, NoticeType, c_defines, c_structs,
+                                      record_struct)
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 DEFAULT_STREAM_LIMIT = 500_000
 MAP_ENTRIES = 1 << 17
 REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
 FOLLOWED_ENTRIES = 1 << 16   # descendants alive at once, when following them
-NOTICE_PATH = 256
 TRACEFS = Path("/sys/kernel/tracing")
 
-# 5 is capture.c's KIND_CLOSED: a dup of an fd the program saw closed. Nothing to name it by.
-KIND_NAMES = {code: kind for kind, code in syscalls.KIND_CODES.items()} | {5: "unknown"}
-TARGET_NAMES = {0: "none", 1: "file", 2: "socket", 3: "other"}
-SOURCE_NAMES = {0: "syscall", 1: "page_cache"}
-NOTICE_NEW_FD, NOTICE_CONNECT, NOTICE_RENAME, NOTICE_EXIT, NOTICE_FORK, NOTICE_THREAD = 1, 2, 3, 4, 5, 6
-COUNTER_NAMES = ("events_offered", "notices_lost", "aggregate_overflows", "iov_truncated", "coverage_truncated")
-# struct event in capture.c; following descendants, it ends with the process (tgid) and a pad
-EVENT = struct.Struct("<QQqqqQIiIIII")
-FOLLOWED_EVENT = struct.Struct("<QQqqqQIiIIIII4x")
+EVENT = record_struct(EventRecord)
+FOLLOWED_EVENT = record_struct(FollowedEventRecord)
 CAP_PERFMON, CAP_BPF = 38, 39
 BPF_NOEXIST = 1
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13   # x86_64, as syscalls.check_architecture() requires
-
-
-class Notice(ctypes.Structure):
-    _fields_ = [("ts", ctypes.c_uint64), ("ret", ctypes.c_int64), ("tid", ctypes.c_uint32),
-                ("type", ctypes.c_uint32), ("nr", ctypes.c_uint32), ("kind", ctypes.c_uint32),
-                ("fd", ctypes.c_int32), ("gen", ctypes.c_uint32), ("aux_fd", ctypes.c_int32),
-                ("aux_gen", ctypes.c_uint32), ("text", ctypes.c_char * NOTICE_PATH)]
-
-
-class FollowedNotice(Notice):
-    """struct notice following descendants: which process it is about (fork, thread: the parent)."""
-    _fields_ = [("tgid", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
 
 
 @dataclass
@@ -225,13 +208,14 @@ class BccCapture:
     def _load(self) -> None:
         from bcc import BPF  # imported here so `casstrace report` never needs bcc
 
-        source = resources.files("casstrace.probes").joinpath("capture.c").read_bytes()
+        source = (c_structs(self.follow_children).encode()
+                  + resources.files("casstrace.probes").joinpath("capture.c").read_bytes())
         cflags = [
             f"-DTGID={self.pid}", f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
             f"-DEVENT_CAPACITY={self.stream_limit}", f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
-            f"-DNOTICE_PATH={NOTICE_PATH}", f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
+            f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
             f"-DFOLLOW_CHILDREN={int(self.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
-            *syscalls.program_defines(),
+            *syscalls.program_defines(), *c_defines(),
         ]
         try:
             self._bpf = BPF(text=source, cflags=cflags)
@@ -271,7 +255,7 @@ class BccCapture:
             self._descriptors[(self.owner, fd, 0)] = descriptor
             state = fds.Leaf()
             state.gen = 0
-            state.kind = syscalls.KIND_CODES[descriptor.kind if descriptor.kind in syscalls.KIND_CODES else "other"]
+            state.kind = Kind[descriptor.kind.upper()] if descriptor.kind.upper() in Kind.__members__ else Kind.OTHER
             state.pos_known = int(descriptor.position is not None)
             state.pos = descriptor.position or 0
             state.next_offset = -1
@@ -305,22 +289,22 @@ class BccCapture:
         return bool(readable)
 
     def _on_notice(self, _ctx, data, _size) -> None:
-        notice = ctypes.cast(data, ctypes.POINTER(FollowedNotice if self.follow_children else Notice)).contents
-        raw = ctypes.string_at(data + Notice.text.offset, NOTICE_PATH)
+        notice = ctypes.cast(data, ctypes.POINTER(FollowedNoticeRecord if self.follow_children else NoticeRecord)).contents
+        raw = ctypes.string_at(data + NoticeRecord.text.offset, NOTICE_PATH)
         text = notice.text.decode(errors="replace")
         # owner: the process in fd keys; process: its pid, for /proc
         owner, process = (notice.tgid, notice.tgid) if self.follow_children else (0, self.pid)
         with self._lock:
-            if notice.type == NOTICE_NEW_FD:
-                self._on_new_fd(notice, owner, process, "" if notice.kind == syscalls.KIND_CODES["socket"] else text)
+            if notice.type == NoticeType.NEW_FD:
+                self._on_new_fd(notice, owner, process, "" if notice.kind == Kind.SOCKET else text)
                 if notice.nr in (syscalls.NUMBERS["accept"], syscalls.NUMBERS["accept4"]):
                     self._peer_seen(owner, notice.fd, notice.gen, raw)
-            elif notice.type == NOTICE_CONNECT:
+            elif notice.type == NoticeType.CONNECT:
                 self._peer_seen(owner, notice.fd, notice.gen, raw)
-            elif notice.type == NOTICE_FORK:
+            elif notice.type == NoticeType.FORK:
                 self._inherit(parent=owner, child=notice.tid)
                 self._thread_names[notice.tid] = text
-            elif notice.type in (NOTICE_RENAME, NOTICE_EXIT, NOTICE_THREAD):
+            elif notice.type in (NoticeType.RENAME, NoticeType.EXIT, NoticeType.THREAD):
                 self._thread_names[notice.tid] = text
 
     def _inherit(self, parent: int, child: int) -> None:
@@ -335,7 +319,7 @@ class BccCapture:
                 self._descriptors[(child, fd, 0)] = descriptor
                 inherited[fd] = 0
 
-    def _on_new_fd(self, notice: Notice, owner: int, process: int, text: str) -> None:
+    def _on_new_fd(self, notice: NoticeRecord, owner: int, process: int, text: str) -> None:
         fd, kind = notice.fd, KIND_NAMES.get(notice.kind, "unknown")
         current_gen = self._current_gen.setdefault(owner, {})
         current_gen[fd] = max(current_gen.get(fd, 0), notice.gen)
@@ -411,7 +395,7 @@ class BccCapture:
     def _read_tables(self) -> None:
         bpf = self._bpf
         counters = bpf[b"counters"]
-        self.counters = {name: counters[ctypes.c_int(i)].value for i, name in enumerate(COUNTER_NAMES)}
+        self.counters = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
         for name in ("stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"):
             self._tables[name] = _read_hash(bpf[name.encode()])
         log = bpf[b"event_log"]

@@ -11,14 +11,12 @@ import os
 from collections import defaultdict
 
 from casstrace.probes import proc_fds, syscalls
-from casstrace.probes.bcc_capture import SOURCE_NAMES, TARGET_NAMES
 from casstrace.probes.proc_fds import Descriptor
+from casstrace.probes.program import SOURCE_NAMES, TARGET_NAMES, Source, Target
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
 
-SOURCE_SYSCALL, SOURCE_PAGE_CACHE = 0, 1
 READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
 LSEEK = syscalls.NUMBERS["lseek"]
-TARGET_FILE = 1   # the only target a logged call has
 GEN_BITS = 32     # file_ref.gen_or_inode of a syscall source: owner << 32 | gen
 
 
@@ -62,7 +60,7 @@ class LoggedCalls:
         self.latency: dict[tuple[int, int, int, int], int] = defaultdict(int)   # as latency_key
         for ts, latency, offset, requested, returned, run, _tid, fd, gen, nr, epoch, jump, owner in records:
             slot = (ts - start_ns) // SLOT_NS if ts >= start_ns else 0
-            self.latency[(slot, nr, TARGET_FILE, latency_bucket(latency))] += 1
+            self.latency[(slot, nr, Target.FILE, latency_bucket(latency))] += 1   # a logged call is on a file
             key = (epoch, owner, fd, gen)
             totals = self.totals[key]
             if nr == LSEEK:
@@ -148,7 +146,7 @@ class TraceBuilder:
         return self._names_by_inode
 
     def file_of(self, source: int, fd_or_dev: int, gen_or_inode: int) -> int:
-        if source == SOURCE_SYSCALL:
+        if source == Source.SYSCALL:
             return self.fd_file(gen_or_inode >> GEN_BITS, fd_or_dev, gen_or_inode & ((1 << GEN_BITS) - 1))
         return self.page_file(fd_or_dev, gen_or_inode)
 
@@ -209,7 +207,7 @@ class TraceBuilder:
                 if bits:
                     bitmap[first_word + index] |= bits
         for (epoch, owner, fd, gen), words in self.logged.coverage.items():
-            bitmap = bitmaps[(epoch, self.fd_file(owner, fd, gen), SOURCE_SYSCALL)]
+            bitmap = bitmaps[(epoch, self.fd_file(owner, fd, gen), Source.SYSCALL)]
             for word, bits in words.items():
                 bitmap[word] |= bits
         self.writer.add_coverage(
@@ -229,7 +227,7 @@ class TraceBuilder:
                     cell[0] += value.calls
                     cell[1] += value.bytes
         for (owner, fd, gen, slot, bucket), (calls, size) in self.logged.heat.items():
-            cell = cells[(self.fd_file(owner, fd, gen), SOURCE_NAMES[SOURCE_SYSCALL], slot, bucket)]
+            cell = cells[(self.fd_file(owner, fd, gen), SOURCE_NAMES[Source.SYSCALL], slot, bucket)]
             cell[0] += calls
             cell[1] += size
         self.writer.add_heatmap(
@@ -267,7 +265,7 @@ class TraceBuilder:
             slot_ns=SLOT_NS, heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
             lost_events=counters["notices_lost"],
             unstreamed_events=capture.unstreamed_events,
-            aggregate_overflows=counters["aggregate_overflows"],
+            aggregate_overflows=counters["aggregate_overflow"],
         )
         if capture.ended_early:
             meta["ended_early"] = capture.ended_early

@@ -4,7 +4,8 @@
 // arguments in the process's own memory.
 //
 // Userspace (bcc_capture.py) passes these macros: TGID, SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
-// MAP_ENTRIES, REGION_ENTRIES, NOTICE_PATH, HAS_FOLIO_ORDER, FOLLOW_CHILDREN and NR_<syscall> numbers.
+// MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, NR_<syscall> numbers, and the codes
+// and records of program.py.
 //
 // FOLLOW_CHILDREN 1 also watches every process TGID forks after attach, at any depth, and their
 // threads. fd numbers are per process, so fd state and fd-keyed aggregates then carry the owning
@@ -16,36 +17,9 @@
 // whenever a window begins, so nothing has to be read or reset mid-capture; epoch 0 means "not
 // capturing". Userspace reads every map once, after detaching.
 
-#define KIND_UNKNOWN 0
-#define KIND_FILE 1
-#define KIND_SOCKET 2
-#define KIND_PIPE 3
-#define KIND_OTHER 4
-#define KIND_CLOSED 5
-
-#define TARGET_NONE 0
-#define TARGET_FILE 1
-#define TARGET_SOCKET 2
-#define TARGET_OTHER 3
-
-#define SYS_FD_ARG 1
-#define SYS_READ 2
-#define SYS_WRITE 4
-#define SYS_NEW_FD 8
-#define SYS_KIND_SHIFT 4
-
-#define SOURCE_SYSCALL 0
-#define SOURCE_PAGE_CACHE 1
-
-#define CONTROL_EPOCH 0
-#define CONTROL_START_NS 1
-
-#define COUNT_EVENTS_OFFERED 0      // read/lseek records offered to the event log
-#define COUNT_NOTICES_LOST 1        // ring buffer full
-#define COUNT_AGGREGATE_OVERFLOW 2  // an aggregate map was full: some figure is short
-#define COUNT_IOV_TRUNCATED 3       // iovec arrays longer than IOV_READ_MAX: requested bytes short
-#define COUNT_COVERAGE_TRUNCATED 4  // a call spanned more than COVERAGE_WORDS_MAX words of pages
-#define COUNTERS 8
+// The codes both sides use (KIND_*, TARGET_*, SYS_*, SOURCE_*, CONTROL_*, COUNT_*, COUNTERS, NOTICE_*)
+// and the records userspace reads (struct event, struct notice) are defined once, in program.py:
+// bcc_capture.py passes the codes as macros and puts the generated structs in front of this text.
 
 #define PAGE_SHIFT_4K 12
 #define COVERAGE_WORDS_MAX 64       // 16 MiB per call; longer calls are counted as truncated
@@ -57,13 +31,6 @@
 #define AT_FDCWD_ -100
 #define EINPROGRESS_ 115
 #define SOCKADDR_BYTES 28           // sockaddr_in6, the largest address connect/accept give here
-
-#define NOTICE_NEW_FD 1
-#define NOTICE_CONNECT 2
-#define NOTICE_RENAME 3
-#define NOTICE_EXIT 4
-#define NOTICE_FORK 5           // a watched process started a process (tid: the child's pid)
-#define NOTICE_THREAD 6         // a watched process started a thread (tid: the new thread)
 
 #define CLONE_THREAD_ 0x00010000
 
@@ -200,44 +167,9 @@ BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
 // would have, and so is its latency to the spectrogram: those map updates are most of a read's
 // cost. Past EVENT_CAPACITY calls are only
 // counted here, and the kernel aggregates them.
-struct event {
-    u64 ts;
-    u64 latency;
-    s64 offset;
-    s64 requested;
-    s64 returned;
-    u64 run_bytes;     // reads: the back-to-back run this read extends, with it (0: offset unknown)
-    u32 tid;
-    s32 fd;
-    u32 gen;
-    u32 nr;
-    u32 epoch;
-    u32 seek_jump;     // reads: 1 when it did not start where the previous read on the fd ended
-#if FOLLOW_CHILDREN
-    u32 tgid;
-    u32 pad;
-#endif
-};
 BPF_F_TABLE("array", u32, struct event, event_log, EVENT_CAPACITY, BPF_F_MMAPABLE);
 
 // Rare events userspace must see while the process still holds the fd (to name it).
-struct notice {
-    u64 ts;
-    s64 ret;
-    u32 tid;
-    u32 type;
-    u32 nr;
-    u32 kind;
-    s32 fd;
-    u32 gen;
-    s32 aux_fd;        // dup*: the old fd; openat*: the directory fd; pipe/socketpair: second fd
-    u32 aux_gen;
-    char text[NOTICE_PATH];
-#if FOLLOW_CHILDREN
-    u32 tgid;          // the process the notice is about (NOTICE_FORK, NOTICE_THREAD: the parent)
-    u32 pad;
-#endif
-};
 BPF_RINGBUF_OUTPUT(notices, 64);
 
 static __always_inline void count(u32 which, u64 n) {

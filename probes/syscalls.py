@@ -9,6 +9,7 @@ read, write, seek or create descriptors.
 import platform
 
 from casstrace.errors import CasstraceError
+from casstrace.probes.program import SYS_KIND_SHIFT, Kind, SyscallFlag
 
 NAMES = {
     0: "read", 1: "write", 2: "open", 3: "close", 4: "stat", 5: "fstat", 6: "lstat", 7: "poll",
@@ -120,13 +121,6 @@ NEW_FD_KIND = {
     "perf_event_open": "other", "io_uring_setup": "other",
 }
 
-# Descriptor kinds as the BPF program encodes them (capture.c KIND_*).
-KIND_CODES = {"unknown": 0, "file": 1, "socket": 2, "pipe": 3, "other": 4}
-
-# Flag bits of the per-syscall table the BPF program consults (capture.c SYS_*).
-FLAG_FD_ARG, FLAG_READ, FLAG_WRITE, FLAG_NEW_FD = 1, 2, 4, 8
-KIND_SHIFT = 4
-
 # Numbers the BPF program names in its switch statements; passed to it as NR_<name> macros.
 NAMED_IN_PROGRAM = (
     "read", "pread64", "readv", "preadv", "preadv2", "recvmsg", "write", "writev", "lseek",
@@ -148,13 +142,13 @@ def check_architecture() -> None:
 
 
 def flag_table(size: int = 512) -> list[int]:
-    """One byte per syscall number: FLAG_* bits, and the kind of fd it returns in the high bits."""
+    """One byte per syscall number: SyscallFlag bits, and the Kind of fd it returns in the high bits."""
     flags = [0] * size
-    for names, flag in ((FD_FIRST_ARGUMENT, FLAG_FD_ARG), (READS, FLAG_READ), (WRITES, FLAG_WRITE)):
+    for names, flag in ((FD_FIRST_ARGUMENT, SyscallFlag.FD_ARG), (READS, SyscallFlag.READ), (WRITES, SyscallFlag.WRITE)):
         for syscall in names:
             flags[NUMBERS[syscall]] |= flag
     for syscall, kind in NEW_FD_KIND.items():
-        flags[NUMBERS[syscall]] |= FLAG_NEW_FD | (KIND_CODES[kind] << KIND_SHIFT)
+        flags[NUMBERS[syscall]] |= SyscallFlag.NEW_FD | (Kind[kind.upper()] << SYS_KIND_SHIFT)
     return flags
 
 
