@@ -9,6 +9,7 @@ keeps opening and closing files.
 import ipaddress
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,7 +162,7 @@ def mapped_files(pid: int) -> dict[tuple[int, int], str]:
     return mapped
 
 
-def files_under(directories, wanted: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
+def files_under(directories: Iterable[str], wanted: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
     """(st_dev, inode) -> path for the wanted files found under the directories."""
     found: dict[tuple[int, int], str] = {}
     for directory in directories:
@@ -186,7 +187,7 @@ def user_dev(kernel_dev: int) -> int:
 
 
 def thread_names(pid: int) -> dict[int, str]:
-    names = {}
+    names: dict[int, str] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:

@@ -10,6 +10,7 @@ same definitions: the two sides cannot drift apart.
 import ctypes
 import struct
 from enum import IntEnum, IntFlag
+from typing import Any
 
 NOTICE_PATH = 256           # bytes of a notice's text (a path, a socket address, a thread name)
 
@@ -143,7 +144,7 @@ _C_TYPES: dict[type, tuple[str, str]] = {   # ctypes type: (C type, struct forma
 }
 
 
-def _fields(record: type[ctypes.Structure]) -> list[tuple[str, type]]:
+def _fields(record: type[ctypes.Structure]) -> list[tuple[str, type[ctypes._SimpleCData[Any]] | type[ctypes.Array[Any]]]]:
     """A record's fields in memory order, its base classes' first (ctypes appends a subclass's)."""
     return [field for cls in reversed(record.__mro__) if "_fields_" in vars(cls) for field in vars(cls)["_fields_"]]
 
