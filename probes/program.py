@@ -144,7 +144,7 @@ _C_TYPES: dict[type, tuple[str, str]] = {   # ctypes type: (C type, struct forma
 }
 
 
-def _fields(record: type[ctypes.Structure]) -> list[tuple[str, type[ctypes._SimpleCData[Any]] | type[ctypes.Array[Any]]]]:
+def _fields(record: type[ctypes.Structure]) -> "list[tuple[str, type[ctypes._SimpleCData[Any]] | type[ctypes.Array[Any]]]]":
     """A record's fields in memory order, its base classes' first (ctypes appends a subclass's)."""
     return [field for cls in reversed(record.__mro__) if "_fields_" in vars(cls) for field in vars(cls)["_fields_"]]
 
