@@ -180,13 +180,34 @@ def _figure(figure: go.Figure) -> str:
 
 
 ICICLE_MIN_SHARE = 0.001   # frames below 0.1 % of the total are left out: unreadable, and they bloat the page
+ICICLE_ROW_PX = 18
+FRAME_COLOURS = (("org.apache.cassandra.", "#4c78a8"), ("java.", "#72b7b2"), ("jdk.", "#72b7b2"),
+                 ("sun.", "#72b7b2"))
+OTHER_JAVA_COLOUR, NATIVE_COLOUR = "#f58518", "#e45756"   # libraries (netty ...); native, JVM and kernel code
+
+
+def _frame_colour(frame: str) -> str:
+    for prefix, colour in FRAME_COLOURS:
+        if frame.startswith(prefix):
+            return colour
+    return OTHER_JAVA_COLOUR if "." in frame and "::" not in frame else NATIVE_COLOUR
+
+
+def _short_frame(frame: str) -> str:
+    """Class and method without the package (and without a lambda's address); native frames whole."""
+    if "::" in frame:
+        return frame
+    parts = [part for part in frame.split(".") if not part.startswith("0x")]
+    return ".".join(parts[-2:])
 
 
 def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> go.Figure:
-    """An icicle chart (a flame graph with the root on top): one box per frame on a path from the
-    root, as wide as the bytes or samples of the stacks through it; click a box to zoom in."""
+    """A flame graph drawn top-down (icicle): one box per frame on a path from the root, as wide as
+    the bytes or samples of the stacks through it, coloured by kind (Cassandra, JDK, other Java,
+    native); click a box to zoom into it, hover for the full frame name."""
     total = sum(weighted.value for weighted in stacks)
     ids, labels, parents, values, names = ["all"], ["all"], [""], [total], ["all stacks"]
+    colours = ["#bab0ac"]
     index: dict[tuple[str, ...], int] = {(): 0}
     for weighted in stacks:
         path: tuple[str, ...] = ()
@@ -196,20 +217,23 @@ def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> go.Figure:
             if path not in index:
                 index[path] = len(ids)
                 ids.append(f"f{len(ids)}")
-                labels.append(html.escape(frame.rsplit(".", 2)[-2] + "." + frame.rsplit(".", 1)[-1]
-                                          if frame.count(".") >= 2 else frame))
+                labels.append(html.escape(_short_frame(frame)))
                 parents.append(ids[parent])
                 values.append(0)
                 names.append(html.escape(frame))
+                colours.append(_frame_colour(frame))
             values[index[path]] += weighted.value
     keep = [i for i, value in enumerate(values) if value >= total * ICICLE_MIN_SHARE]
+    depth = max((len(path) for path, i in index.items() if values[i] >= total * ICICLE_MIN_SHARE), default=0) + 1
     shown = go.Icicle(
         ids=[ids[i] for i in keep], labels=[labels[i] for i in keep], parents=[parents[i] for i in keep],
         values=[values[i] for i in keep], customdata=[names[i] for i in keep], branchvalues="total",
-        tiling={"orientation": "v"}, maxdepth=12,
+        marker={"colors": [colours[i] for i in keep]}, tiling={"orientation": "v"}, maxdepth=-1,
+        textfont={"size": 10}, insidetextfont={"size": 10},
         hovertemplate=f"%{{customdata}}<br>%{{value:,}} {unit} (%{{percentRoot:.1%}})<extra></extra>")
     figure = go.Figure(shown)
-    figure.update_layout(title=html.escape(title), height=700, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    figure.update_layout(title=html.escape(title), height=ICICLE_ROW_PX * depth + 60,
+                         margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return figure
 
 
