@@ -21,7 +21,6 @@
 // and the records userspace reads (struct event, struct notice) are defined once, in program.py:
 // bcc_capture.py passes the codes as macros and puts the generated structs in front of this text.
 
-#define PAGE_SHIFT_4K 12
 #define COVERAGE_WORDS_MAX 64       // 16 MiB per call; longer calls are counted as truncated
 #define COVERAGE_REGION_WORDS 64    // words of page bits per coverage entry: 16 MiB of a file
 #define HEAT_ROW_CELLS 16           // offset buckets per heat map entry

@@ -1,6 +1,6 @@
 """What capture.c and its Python side share, defined once here: every code and every record layout.
 
-capture.c defines none of these itself. bcc_capture.py compiles it with c_defines() (each code as a
+capture.c defines none of these itself, nor the trace format's page size. bcc_capture.py compiles it with c_defines() (each code as a
 -D macro: KIND_FILE, TARGET_SOCKET, SOURCE_PAGE_CACHE, NOTICE_NEW_FD, CONTROL_EPOCH,
 COUNT_NOTICES_LOST, SYS_READ, ...) and with c_structs() in front of its text (struct event and
 struct notice, generated from the ctypes records below), and reads the records back with these
@@ -11,6 +11,8 @@ import ctypes
 import struct
 from enum import IntEnum, IntFlag
 from typing import Any
+
+from casstrace.traces.schema import PAGE_BYTES
 
 NOTICE_PATH = 256           # bytes of a notice's text (a path, a socket address, a thread name)
 
@@ -99,7 +101,8 @@ def c_defines() -> list[str]:
     """Every code above as the -D macro capture.c names it by."""
     defines = [f"-D{prefix}_{member.name}={member.value}"
                for codes, prefix in _MACRO_PREFIXES for member in codes]
-    return defines + [f"-DCOUNTERS={COUNTERS}", f"-DSYS_KIND_SHIFT={SYS_KIND_SHIFT}", f"-DNOTICE_PATH={NOTICE_PATH}"]
+    return defines + [f"-DCOUNTERS={COUNTERS}", f"-DSYS_KIND_SHIFT={SYS_KIND_SHIFT}", f"-DNOTICE_PATH={NOTICE_PATH}",
+                      f"-DPAGE_SHIFT_4K={PAGE_BYTES.bit_length() - 1}"]   # the trace format's page
 
 
 # -- records the program writes and userspace reads ------------------------------------------------

@@ -6,12 +6,14 @@ from importlib import resources
 
 from casstrace.probes import program
 from casstrace.probes.program import EventRecord, FollowedNoticeRecord, Kind, c_defines, c_struct, record_struct
+from casstrace.traces.schema import PAGE_BYTES
 
 
 def test_every_code_reaches_the_program_as_a_macro_and_none_is_defined_twice():
     defines = dict(define[2:].split("=") for define in c_defines())
     assert defines["KIND_CLOSED"] == "5" and defines["NOTICE_THREAD"] == "6" and defines["SYS_NEW_FD"] == "8"
     assert defines["COUNT_AGGREGATE_OVERFLOW"] == "2" and defines["CONTROL_START_NS"] == "1"
+    assert 1 << int(defines["PAGE_SHIFT_4K"]) == PAGE_BYTES
     assert len(defines) == len(c_defines())
     source = resources.files("casstrace.probes").joinpath("capture.c").read_text()
     redefined = [name for name in defines if re.search(rf"#define\s+{name}\b", source)]
