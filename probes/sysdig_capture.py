@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.sysdig_import import SysdigVersion, Window, find_sysdig, import_scap, sysdig_filter
+from casstrace.probes.sysdig_import import Window, import_scap
+from casstrace.probes.sysdig_tool import SysdigVersion, find_sysdig, sysdig_filter
 
 START_TIMEOUT_S = 20
 STOP_TIMEOUT_S = 30
@@ -173,4 +174,5 @@ class SysdigCapture:
 
 def write_capture(scap: Path, writer, pid: int, windows: list[Window], stream_limit: int | None = None):
     """A live capture's trace: the importer, on the capture's windows."""
-    return import_scap(scap, writer, pid=pid, windows=windows, source=f"pid {pid}", event_limit=stream_limit)
+    return import_scap(scap, writer, pid=pid, windows=windows, source=f"pid {pid}", event_limit=stream_limit,
+                       meta={"sysdig_version": str(SysdigVersion(find_sysdig()))})

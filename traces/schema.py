@@ -36,7 +36,8 @@ Meta keys (values are JSON)
   aggregate_overflows int: aggregate updates refused because a kernel map was full (0 when all are exact)
   ended_early        str, present when the capture ended before it was stopped (e.g. the process exited)
   notes              [str]: what the backend wants a reader to know (e.g. how the process was chosen)
-  sysdig_version     str (sysdig backend)
+  sysdig_version     str: the sysdig that took a live capture (absent from imports: casstrace reads
+                     the file itself)
   query              str, keyspace str, consistency str, page_size int (run only)
   node               {"host": str, "port": int, "pid": int}
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
