@@ -28,6 +28,7 @@ from pathlib import Path
 
 from casstrace.probes.bcc_capture import BccCapture
 from casstrace.traces import Trace, TraceWriter
+from figures import report
 
 STORM_SOURCE = r"""
 #include <fcntl.h>
@@ -114,7 +115,7 @@ class TracerCost:
 
 
 def ratio_line(name: str, untraced: list[float], traced: list[float], unit: str, scale: float,
-               pairs: list[float]) -> None:
+               pairs: list[float], figure: str | None = None) -> None:
     """pairs: traced / untraced of each block (or run) and the untraced one just before it. Wall
     time is what the issue's anchors measured; CPU time of the traced process is less disturbed by
     other work on the machine (it waits less), so both are printed."""
@@ -123,6 +124,8 @@ def ratio_line(name: str, untraced: list[float], traced: list[float], unit: str,
     print(f"{name}: untraced median {u * scale:.3f} {unit} (n={len(untraced)}), traced median "
           f"{t * scale:.3f} {unit} (n={len(traced)}): {t / u:.3f}x; ratio of neighbouring blocks over "
           f"{len(pairs)}: quartiles {q1:.3f}-{q3:.3f}, range {min(pairs):.3f}-{max(pairs):.3f}")
+    if figure:
+        report(figure, t / u)
 
 
 def query_overhead(runs: int, block: int) -> None:
@@ -154,7 +157,7 @@ def query_overhead(runs: int, block: int) -> None:
         untraced_cpu.append(before_cpu)
         traced_cpu.append(during_cpu)
     cluster.shutdown()
-    ratio_line("query (a) latency", untraced, traced, "ms", 1e3, pairs)
+    ratio_line("query (a) latency", untraced, traced, "ms", 1e3, pairs, figure="probe_overhead_query")
     ratio_line("  node CPU per execution (blocks)", untraced_cpu, traced_cpu, "ms", 1e3,
                [t / u for u, t in zip(untraced_cpu, traced_cpu)])
     cost.report("query")
@@ -199,7 +202,7 @@ def storm_overhead(rounds: int) -> None:
             (row,) = trace.rows("SELECT sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id)"
                                 " WHERE path = ?", (str(data),))
         ratio_line("storm (b) wall", untraced_wall, traced_wall, "s", 1,
-                   [t / u for u, t in zip(untraced_wall, traced_wall)])
+                   [t / u for u, t in zip(untraced_wall, traced_wall)], figure="probe_overhead_storm")
         ratio_line("  storm CPU", untraced_cpu, traced_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, traced_cpu)])
         cost.report("storm")
         exact = tuple(row) == (STORM_CALLS, STORM_CALLS * 4096)

@@ -18,7 +18,7 @@ from casstrace.traces import TraceWriter
 @click.option("--query", metavar="CQL",
               help="The query the capture was taken for; lets the report name causes such as a full-row read.")
 def command(scap: Path, pid: int | None, proc: str | None, out: Path | None, query: str | None):
-    """Read a sysdig capture (.scap) with the installed sysdig and write a trace of one process."""
+    """Read a sysdig capture (.scap) and write a trace of one process (no sysdig needed)."""
     if pid is not None and proc is not None:
         raise click.UsageError("give --pid or --proc, not both")
     out = out or default_traces_dir() / f"{scap.stem}.trace"

@@ -36,17 +36,16 @@ fds are kept. Nothing of a data buffer is ever decoded.
 
 from __future__ import annotations
 
-import gzip
 import os
 import posixpath
-import socket
 import struct
 from collections.abc import Iterator
-from typing import IO, NamedTuple
+from typing import IO, NamedTuple, cast
 
 # -- blocks ---------------------------------------------------------------------------------------
 SECTION_HEADER = 0x0A0D0D0A
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
+SECTION_HEADER_BYTES = SECTION_HEADER.to_bytes(4, "little")
 PROCESS_LISTS = {0x202: 1, 0x8000ABCD: 1, 0x207: 2, 0x8013ABCD: 2, 0x209: 3, 0x8014ABCD: 3,
                  0x210: 4, 0x211: 5, 0x212: 6, 0x213: 7, 0x214: 8, 0x215: 9}
 FD_LISTS = {0x203: 1, 0x8001ABCD: 1, 0x218: 2}
@@ -235,12 +234,13 @@ SOCK_TYPES = {1: "tcp", 2: "udp", 3: "raw"}   # socket()'s type, low bits
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 
 
-def _ipv4(raw: bytes) -> str:
-    return socket.inet_ntop(socket.AF_INET, raw)
+def _ipv4(raw: bytes | memoryview) -> str:
+    return "%d.%d.%d.%d" % tuple(raw)
 
 
-def _ipv6(raw: bytes) -> str:
-    address = socket.inet_ntop(socket.AF_INET6, raw)
+def _ipv6(raw: bytes | memoryview) -> str:
+    import socket   # here, not at the top: most captures hold no IPv6 socket, and it costs start-up
+    address = socket.inet_ntop(socket.AF_INET6, bytes(raw))
     return address[7:] if address.startswith("::ffff:") and "." in address else address
 
 
@@ -291,33 +291,10 @@ class ScapReader:
         raw = open(self.path, "rb")
         if raw.read(2) == b"\x1f\x8b":
             raw.close()
-            return gzip.open(self.path, "rb")
+            import gzip   # here: only gzipped captures need it
+            return cast(IO[bytes], gzip.open(self.path, "rb"))
         raw.seek(0)
         return raw
-
-    def _chunks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int]]:
-        """(buffer, end) pairs: each buffer starts at a block boundary and holds whole blocks up to
-        `end`; the reader carries a block cut by a chunk's end into the next."""
-        carry = b""
-        while True:
-            data = stream.read(CHUNK_BYTES)
-            if not data:
-                if carry:
-                    raise ScapError(f"{len(carry)} bytes of a block cut short at the end", truncated=True)
-                return
-            buffer = carry + data if carry else data
-            end, size = 0, len(buffer)
-            while end + 8 <= size:
-                length = BLOCK_HEADER.unpack_from(buffer, end)[1]
-                if length < 12 or length % 4:
-                    raise ScapError(f"a block of {length} bytes at a block boundary: not a capture")
-                if end + length > size:
-                    break
-                end += length
-            if end == 0 and size > (64 << 20):
-                raise ScapError("a block longer than 64 MiB: not a capture")
-            yield buffer, end
-            carry = buffer[end:]
 
     # -- the calls ------------------------------------------------------------------------------------
     def calls(self) -> Iterator[CallFields]:
@@ -330,7 +307,7 @@ class ScapReader:
         with stream:
             try:
                 yield from self._calls(stream)
-            except (OSError, EOFError, gzip.BadGzipFile) as error:
+            except (OSError, EOFError) as error:   # gzip.BadGzipFile is an OSError
                 raise ScapError(f"cannot read it: {error}", truncated=isinstance(error, EOFError)) from None
 
     def _calls(self, stream: IO[bytes]) -> Iterator[CallFields]:
@@ -341,25 +318,53 @@ class ScapReader:
         event_v2, event_v2_flags, event_v1, event_v1_flags = EVENT_V2, EVENT_V2_FLAGS, EVENT_V1, EVENT_V1_FLAGS
         lengths16 = LENGTHS16
         first = True
-        for buffer, end in self._chunks(stream):
+        events = 0
+        at = 0
+        carry = b""
+        while True:
+            data = stream.read(CHUNK_BYTES)
+            if not data:
+                if first and not carry.startswith(SECTION_HEADER_BYTES):
+                    raise ScapError("no scap section header at its start: not a sysdig capture")
+                if carry:
+                    raise ScapError(f"{len(carry)} bytes of a block cut short at the end", truncated=True)
+                break
+            # Blocks are read where they lie in the chunk; one cut by its end is carried over.
+            buffer = carry + data if carry else data
             view = memoryview(buffer)
+            buffer_size = len(buffer)
             at = 0
             if first:
-                at = self._section_header(buffer, end)
+                if buffer_size < 28:
+                    carry = buffer
+                    continue
+                at = self._section_header(buffer)
                 first = False
-            while at < end:
-                block_type, block_length = BLOCK_HEADER.unpack_from(buffer, at)
+            # Every block but the last few of a chunk has room for a v2 event header: unpack that
+            # at once (the common case), the block header alone otherwise.
+            full = buffer_size - 36
+            while at + 8 <= buffer_size:
+                if at <= full:
+                    block_type, block_length, _, ts, tid, length, etype, nparams = event_v2.unpack_from(buffer, at)
+                else:
+                    block_type, block_length = BLOCK_HEADER.unpack_from(buffer, at)
+                block_end = at + block_length
+                if block_end > buffer_size or block_length < 12 or block_length & 3:
+                    if block_length < 12 or block_length & 3:
+                        raise ScapError(f"a block of {block_length} bytes at a block boundary: not a capture")
+                    if block_length > (64 << 20):
+                        raise ScapError("a block longer than 64 MiB: not a capture")
+                    break
                 if block_type == 0x216:
-                    _, _, _, ts, tid, length, etype, nparams = event_v2.unpack_from(buffer, at)
                     event = at + 10
                     flags = 0
                 else:
-                    layout = EVENT_BLOCKS.get(block_type)
-                    if layout is None:
-                        self._other_block(block_type, view[at + 8:at + block_length - 4])
-                        at += block_length
+                    block_layout = EVENT_BLOCKS.get(block_type)
+                    if block_layout is None:
+                        self._other_block(block_type, view[at + 8:block_end - 4])
+                        at = block_end
                         continue
-                    has_nparams, has_flags = layout
+                    has_nparams, has_flags = block_layout
                     if has_nparams:
                         if has_flags:
                             _, _, _, flags, ts, tid, length, etype, nparams = event_v2_flags.unpack_from(buffer, at)
@@ -374,8 +379,7 @@ class ScapReader:
                             flags = 0
                         nparams = -1
                     event = at + (14 if has_flags else 10)
-                self.events += 1
-                block_end = at + block_length
+                events += 1
                 at = block_end
                 if etype not in tracked:
                     continue
@@ -401,18 +405,17 @@ class ScapReader:
 
                 spec = io_events.get(etype)
                 if spec is not None:
+                    kind, syscall, positioned, enter_type, _, exit_params = spec
                     enter = pending.pop(tid, None)
                     result = I64.unpack_from(buffer, values)[0] if nparams and lengths[0] == 8 else 0
-                    fd_at, size_at, offset_at, whence_at = spec.exit_params
-                    if enter is not None and enter[0] == spec.enter:
-                        entry_ts = enter[1]
-                        fd, size, offset, whence = enter[2], enter[3], enter[4], enter[5]
+                    if enter is not None and enter[0] == enter_type:
+                        _, entry_ts, fd, size, offset, whence = enter
                     else:
                         entry_ts = None
                         fd = size = offset = whence = None
                     # Newer exit events carry the arguments themselves.
-                    if fd_at >= 0 and fd_at < nparams:
-                        args = self._args(buffer, values, lengths, spec.exit_params)
+                    if exit_params[0] < nparams:
+                        args = self._args(buffer, values, lengths, exit_params)
                         fd = args[0]
                         if args[1] is not None:
                             size = args[1]
@@ -429,14 +432,14 @@ class ScapReader:
                         if fd_info is None:
                             # An fd the capture never showed opened (sysdig types it 'o').
                             fd_info = table[fd] = Fd("other", type_name="fd")
-                    if spec.kind == CLOSE and result == 0 and fd is not None:
+                    if kind == CLOSE and result == 0 and fd is not None:
                         table.pop(fd, None)
                     if flags & STATE_ONLY:
                         self.skipped_state_only += 1
                         continue
                     # A plain tuple in Call's order: a Call per event would cost a third more.
-                    yield (spec.kind, spec.syscall, spec.positioned, ts, entry_ts, thread, fd, fd_info,
-                           result, size, offset, whence)
+                    yield (kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size,
+                           offset, whence)
                     continue
                 layout = enter_layouts.get(etype)
                 if layout is not None:
@@ -455,6 +458,8 @@ class ScapReader:
                     call = self._opened(etype, ts, thread, pending.pop(tid, None), view, values, lengths, nparams)
                     if call is not None and not flags & STATE_ONLY:
                         yield call
+            carry = buffer[at:]
+        self.events = events
 
     @staticmethod
     def _args(buffer: bytes, values: int, lengths: tuple, positions: tuple) -> tuple:
@@ -580,8 +585,8 @@ class ScapReader:
             raw = self._param(view, values, lengths, 1)
             # 0, or EINPROGRESS on a non-blocking socket: either way the tuple names the connection
             if fd is not None and fd >= 0 and raw is not None and result in (0, -115, None):
-                old = table.get(fd)
-                named = _tuple(raw, True, old.proto if old is not None else "tcp")
+                before = table.get(fd)
+                named = _tuple(raw, True, before.proto if before is not None else "tcp")
                 if named is not None:
                     table[fd] = named
         elif etype in ACCEPTS:
@@ -591,12 +596,12 @@ class ScapReader:
                 named = _tuple(raw, False, "tcp") if raw is not None else None
                 table[fd] = named if named is not None else Fd("socket", proto="tcp")
         elif etype in DUPS:
-            new = self._int_param(view, values, lengths, 0)
-            old = self._int_param(view, values, lengths, 1)
-            if old is None and enter is not None and enter[0] == DUP_E:
-                old = enter[2]
-            if new is not None and new >= 0 and old is not None and old in table:
-                table[new] = table[old]
+            new_fd = self._int_param(view, values, lengths, 0)
+            old_fd = self._int_param(view, values, lengths, 1)
+            if old_fd is None and enter is not None and enter[0] == DUP_E:
+                old_fd = enter[2]
+            if new_fd is not None and new_fd >= 0 and old_fd is not None and old_fd in table:
+                table[new_fd] = table[old_fd]
         elif etype in PIPES:
             if self._int_param(view, values, lengths, 0) == 0:
                 for position in (1, 2):
@@ -636,10 +641,7 @@ class ScapReader:
                         other.exe = thread.exe
 
     # -- header blocks -----------------------------------------------------------------------------
-    def _section_header(self, buffer: bytes, end: int) -> int:
-        if end < 28:
-            raise ScapError("too short to be a capture", truncated=len(buffer) >= 4 and
-                            BLOCK_HEADER.unpack_from(buffer + b"\0" * 8, 0)[0] == SECTION_HEADER)
+    def _section_header(self, buffer: bytes) -> int:
         block_type, length = BLOCK_HEADER.unpack_from(buffer, 0)
         magic, major, _minor, _ = SECTION.unpack_from(buffer, 8)
         if block_type != SECTION_HEADER or magic != BYTE_ORDER_MAGIC:

@@ -25,11 +25,14 @@ import tempfile
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.scap_reader import CLOSE, OPEN, READ, SEEK, WRITE, CallFields, Fd, ScapError, ScapReader
+from casstrace.probes.scap_reader import CLOSE, OPEN, READ, SEEK, WRITE, CallFields, Fd, ScapError, ScapReader, Thread
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
+
+if TYPE_CHECKING:
+    from casstrace.traces import TraceWriter
 
 # What the trace calls the kinds of fd the reader tells apart.
 TRACE_KINDS = {"file": "file", "socket": "socket", "pipe": "pipe", "directory": "other", "other": "other",
@@ -52,7 +55,7 @@ class ImportSummary(NamedTuple):
     latency: bool
 
 
-def describe_fd(fd: int, info: Fd) -> tuple[str, str, str | None, str | None]:
+def describe_fd(fd: int | None, info: Fd) -> tuple[str, str, str | None, str | None]:
     """(path, kind, local_addr, remote_addr) of an fd in the trace: files by their path, IP sockets
     'proto local->remote', the rest by what they are and their number."""
     kind = TRACE_KINDS[info.kind]
@@ -159,13 +162,13 @@ class _Process:
 
 class _EventSpool:
     """Per-call records of every process, in arrival order, until one process is chosen: in memory
-    up to MEMORY_ROWS, the rest in a database under `directory`, so a long capture never sits in
-    memory whole. Rows are (pid, ts_ns, tid, syscall, fd, file index, offset, requested, returned,
-    latency_ns)."""
+    up to MEMORY_ROWS, the rest in a database on disk (under `directory`, or sqlite's private
+    temporary file, deleted when closed), so a long capture never sits in memory whole. Rows are
+    (pid, ts_ns, tid, syscall, fd, file index, offset, requested, returned, latency_ns)."""
 
     MEMORY_ROWS = 100_000
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
         self.rows: list[tuple] = []
         self.db: sqlite3.Connection | None = None
@@ -174,7 +177,7 @@ class _EventSpool:
         """Moves the rows in memory to disk (the importer appends to `rows` and calls this once
         they reach MEMORY_ROWS)."""
         if self.db is None:
-            self.db = sqlite3.connect(self.directory / "events.db")
+            self.db = sqlite3.connect(self.directory / "events.db" if self.directory else "")
             self.db.execute("PRAGMA journal_mode = OFF")
             self.db.execute("PRAGMA synchronous = OFF")
             self.db.execute("CREATE TABLE events (pid, ts_ns, tid, syscall, fd, file_index, offset,"
@@ -201,7 +204,7 @@ class ScapImporter:
     """Folds the reader's calls into per-process aggregates; `write` puts one process in a trace.
     `pid` or `proc` (an executable's name) keep only that process's calls."""
 
-    def __init__(self, windows: list[Window] | None, spool_dir: Path, event_limit: int | None = None,
+    def __init__(self, windows: list[Window] | None, spool_dir: Path | None = None, event_limit: int | None = None,
                  pid: int | None = None, proc: str | None = None) -> None:
         self.windows = windows
         self.window_starts = [w.start_ns for w in windows] if windows else None
@@ -215,7 +218,7 @@ class ScapImporter:
         self.only_proc = proc
         self._others: set[int] = set()    # pids whose calls are not wanted
 
-    def _wanted(self, thread: Any) -> bool:
+    def _wanted(self, thread: Thread) -> bool:
         if self.only_pid is not None:
             return thread.pid == self.only_pid
         if self.only_proc is not None:
@@ -232,6 +235,7 @@ class ScapImporter:
         window_starts = self.window_starts
         staged = self.spool.rows
         memory_rows = self.spool.MEMORY_ROWS
+        event_limit = self.event_limit
         start_ns, last_ns = self.start_ns, self.last_ns
         try:
             for (kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size, offset,
@@ -285,9 +289,10 @@ class ScapImporter:
                         process.positions[fd] = 0
                     continue
                 if kind == CLOSE:
-                    process.positions.pop(fd, None)
+                    if fd is not None:
+                        process.positions.pop(fd, None)
                     continue
-                if file is None:
+                if file is None or fd is None:
                     continue
                 window = 0 if window_starts is None else max(0, bisect_right(window_starts, ts) - 1)
                 stats = file.windows.get(window)
@@ -353,11 +358,13 @@ class ScapImporter:
                         continue
                     record = (pid, entry_ts, tid, syscall, fd, file.index, _signed64(offset), whence,
                               result, latency)
-                # A per-call record of a read or lseek on a file, for the events table.
+                # A per-call record of a read or lseek on a file, for the events table; past the
+                # limit only counted (the trace says how many: unstreamed_events).
                 process.records += 1
-                staged.append(record)
-                if len(staged) >= memory_rows:
-                    self.spool.spill()
+                if event_limit is None or process.records <= event_limit:
+                    staged.append(record)
+                    if len(staged) >= memory_rows:
+                        self.spool.spill()
         finally:
             self.last_ns = last_ns
 
@@ -399,14 +406,17 @@ class ScapImporter:
                 " whose exit events carry their fd",
             )
 
-    def write(self, writer, process: _Process, meta: dict) -> None:
+    def write(self, writer: "TraceWriter", process: _Process, meta: dict[str, Any]) -> None:
+        assert self.first_ns is not None and self.last_ns is not None   # choose() found calls
         windows = self.windows or [Window("capture", None, self.first_ns, self.last_ns)]
         window_ids = [writer.add_window(w.label, w.start_ns, w.end_ns, w.execution) for w in windows]
         file_ids = [
             writer.file_id(f.path, f.kind, local_addr=f.local_addr, remote_addr=f.remote_addr)
             for f in process.file_list
         ]
-        file_io, read_sizes, coverage = [], [], []
+        file_io: list[dict[str, Any]] = []
+        read_sizes: list[dict[str, Any]] = []
+        coverage: list[dict[str, Any]] = []
         for file in process.file_list:
             file_id = file_ids[file.index]
             for window, stats in file.windows.items():
@@ -459,7 +469,7 @@ class ScapImporter:
             **meta,
         )
 
-    def _write_events(self, writer, process, file_ids) -> int:
+    def _write_events(self, writer: "TraceWriter", process: _Process, file_ids: list[int]) -> int:
         """Moves the process's records into the trace, up to the event limit; returns how many
         were left out."""
         rows = itertools.islice(self.spool.of_process(process.pid), self.event_limit)
@@ -480,7 +490,7 @@ def _capture_error(scap: Path, error: ScapError) -> CasstraceError:
                           "give a .scap file written by `sysdig -w`")
 
 
-def import_scap(scap: str | os.PathLike, writer: Any, *, pid: int | None = None, proc: str | None = None,
+def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | None = None, proc: str | None = None,
                 windows: list[Window] | None = None, source: str | None = None,
                 event_limit: int | None = None, meta: dict[str, Any] | None = None) -> ImportSummary:
     """Reads a sysdig capture into `writer` (a TraceWriter): one process — `pid`, or the process
@@ -493,34 +503,33 @@ def import_scap(scap: str | os.PathLike, writer: Any, *, pid: int | None = None,
     if proc is not None and (not proc or "/" in proc):
         raise CasstraceError(f"--proc {proc!r} is not a process name",
                              "give the executable's name, e.g. --proc java, or use --pid")
-    with tempfile.TemporaryDirectory(prefix="casstrace-import-") as spool_dir:
-        importer = ScapImporter(windows, Path(spool_dir), event_limit, pid=pid, proc=proc)
+    importer = ScapImporter(windows, None, event_limit, pid=pid, proc=proc)
+    try:
+        reader = ScapReader(scap)
         try:
-            reader = ScapReader(scap)
-            try:
-                importer.fold(reader.calls())
-            except ScapError as error:
-                raise _capture_error(scap, error) from None
-            chosen, chosen_by = importer.choose(pid, proc)
-            importer.check_readable(chosen)
-            notes = [
-                "a scap file does not record the driver's drops: lost_events 0 means none are"
-                " recorded, not that none happened",
-                f"process chosen by {chosen_by}: pid {chosen.pid} ({chosen.exe})",
-            ]
-            if not chosen.paired:
-                notes.append("the capture holds no enter events (falcosecurity libs >= 0.23 write exit"
-                             " events only): syscall latency is not measured")
-            elif chosen.blind:
-                notes.append(f"{chosen.blind} I/O calls had no enter event (in flight when the capture"
-                             " began) and name no fd: they are counted as calls, not as file I/O")
-            importer.write(writer, chosen, dict(
-                source=source or f"import of {scap.name}",
-                lost_events=0,
-                notes=notes,
-                **(meta or {}),
-            ))
-            return ImportSummary(chosen.pid, chosen.exe, chosen_by, chosen.events, chosen.file_bytes,
-                                 bool(chosen.paired))
-        finally:
-            importer.close()
+            importer.fold(reader.calls())
+        except ScapError as error:
+            raise _capture_error(scap, error) from None
+        chosen, chosen_by = importer.choose(pid, proc)
+        importer.check_readable(chosen)
+        notes = [
+            "a scap file does not record the driver's drops: lost_events 0 means none are"
+            " recorded, not that none happened",
+            f"process chosen by {chosen_by}: pid {chosen.pid} ({chosen.exe})",
+        ]
+        if not chosen.paired:
+            notes.append("the capture holds no enter events (falcosecurity libs >= 0.23 write exit"
+                         " events only): syscall latency is not measured")
+        elif chosen.blind:
+            notes.append(f"{chosen.blind} I/O calls had no enter event (in flight when the capture"
+                         " began) and name no fd: they are counted as calls, not as file I/O")
+        importer.write(writer, chosen, dict(
+            source=source or f"import of {scap.name}",
+            lost_events=0,
+            notes=notes,
+            **(meta or {}),
+        ))
+        return ImportSummary(chosen.pid, chosen.exe, chosen_by, chosen.events, chosen.file_bytes,
+                             bool(chosen.paired))
+    finally:
+        importer.close()

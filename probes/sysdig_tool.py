@@ -66,6 +66,7 @@ class SysdigVersion:
 
     def __str__(self) -> str:
         if self._version is None:
+            assert self.process is not None   # asked in __init__ when not remembered
             try:
                 words = self.process.communicate(timeout=30)[0].split()
             except subprocess.TimeoutExpired:

@@ -199,6 +199,17 @@ def test_offsets_of_plain_reads_follow_opens_and_lseeks(tmp_path):
     assert dict(trace.rows("SELECT tid, name FROM threads")) == {7: "db", 8: "w 1"}
 
 
+def test_blocks_cut_by_the_read_chunks_are_read_whole(tmp_path, monkeypatch, traces):
+    """The reader takes the file in chunks; with chunks of 1000 bytes nearly every block is cut by
+    one, and the trace is the same."""
+    monkeypatch.setattr(scap_reader, "CHUNK_BYTES", 1000)
+    small = imported(SCAP_DIR / "cassandra5-fullrow-lz4.scap", tmp_path / "chunked.trace")
+    for query in ("SELECT * FROM events ORDER BY rowid", "SELECT * FROM file_io ORDER BY file_id",
+                  "SELECT * FROM files ORDER BY file_id"):
+        assert [tuple(row) for row in small.rows(query)] == [
+            tuple(row) for row in traces["cassandra5-fullrow-lz4.scap"].rows(query)]
+
+
 def test_records_spilled_to_disk_reach_the_trace_in_order(tmp_path, monkeypatch, traces):
     """A capture longer than the spool's memory: its per-call records go through the spool's database
     and come out as the in-memory import has them."""
@@ -208,6 +219,32 @@ def test_records_spilled_to_disk_reach_the_trace_in_order(tmp_path, monkeypatch,
     assert len(spilled.rows(query)) > 3 * 500
     assert [tuple(row) for row in spilled.rows(query)] == [
         tuple(row) for row in traces["cassandra5-fullrow-lz4.scap"].rows(query)]
+
+
+def cpu_seconds(command: list[str]) -> float:
+    """CPU time (user + system) of one run of command, as a whole process, bytecode cached as a
+    user's shell has it (a test runner's PYTHONDONTWRITEBYTECODE would compile casstrace each run)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0, command
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_importing_the_largest_capture_costs_under_four_topfiles_bytes(tmp_path):
+    """A regression guard, not the README's figure (benchmarks/import_speed.py measures that): CPU
+    time of `casstrace import` against sysdig's own topfiles_bytes chisel on the largest shared
+    capture, whole processes, paired runs, median ratio. About 3.1 today (Python and click start-up
+    alone cost as much as the whole chisel run); the 0.62 s latency-table regression made it 10.9."""
+    scap = max(CAPTURES, key=lambda path: path.stat().st_size)
+    cpu_seconds([CASSTRACE, "import", str(scap), "--out", str(tmp_path / "warm.trace")])
+    ratios = []
+    for run in range(5):
+        chisel = cpu_seconds(["sysdig", "-r", str(scap), "-c", "topfiles_bytes"])
+        ours = cpu_seconds([CASSTRACE, "import", str(scap), "--out", str(tmp_path / f"{run}.trace")])
+        ratios.append(ours / chisel)
+    assert statistics.median(ratios) < 4, ratios
 
 
 def test_sysdig_version_is_asked_once_per_binary(tmp_path, monkeypatch):

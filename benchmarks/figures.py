@@ -1,0 +1,42 @@
+"""The figures the README states, and how benchmarks hand theirs to `scripts/bench`.
+
+Each benchmark prints its headline figures as `FIGURE <name> <value>` lines (report()); the
+expected value of each, its noise and which way is better live in benchmarks/figures.toml, the one
+place the README's performance section cites. `scripts/bench` runs the benchmarks and compares.
+"""
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+FIGURES_TOML = Path(__file__).with_name("figures.toml")
+PREFIX = "FIGURE "
+
+
+def report(name: str, value: float) -> None:
+    """Prints one figure for scripts/bench (and for a reader: the line says what it is)."""
+    print(f"{PREFIX}{name} {value:.6g}", flush=True)
+
+
+def parse(output: str) -> dict[str, float]:
+    """The figures a benchmark printed."""
+    figures = {}
+    for line in output.splitlines():
+        if line.startswith(PREFIX):
+            name, value = line[len(PREFIX):].split()
+            figures[name] = float(value)
+    return figures
+
+
+def expected() -> dict[str, dict[str, Any]]:
+    """figures.toml: figure name -> {benchmark, args, value, noise, better, unit, readme}."""
+    with open(FIGURES_TOML, "rb") as source:
+        return tomllib.load(source)["figure"]
+
+
+def worse(figure: dict[str, Any], measured: float) -> bool:
+    """Worse than the stated figure by more than its noise (a relative margin)."""
+    value, noise = figure["value"], figure["noise"]
+    if figure["better"] == "lower":
+        return measured > value * (1 + noise)
+    return measured < value * (1 - noise)
