@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from casstrace.errors import CasstraceError
 from casstrace.probes.scap_reader import CLOSE, OPEN, READ, SEEK, WRITE, CallFields, Fd, ScapError, ScapReader, Thread
+from casstrace.traces.rows import CoverageRow, FileIORow, ReadSizeRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
 
 if TYPE_CHECKING:
@@ -414,14 +415,14 @@ class ScapImporter:
             writer.file_id(f.path, f.kind, local_addr=f.local_addr, remote_addr=f.remote_addr)
             for f in process.file_list
         ]
-        file_io: list[dict[str, Any]] = []
-        read_sizes: list[dict[str, Any]] = []
-        coverage: list[dict[str, Any]] = []
+        file_io: list[FileIORow] = []
+        read_sizes: list[ReadSizeRow] = []
+        coverage: list[CoverageRow] = []
         for file in process.file_list:
             file_id = file_ids[file.index]
             for window, stats in file.windows.items():
                 window_id = window_ids[window]
-                file_io.append(dict(
+                file_io.append(FileIORow(
                     window_id=window_id, file_id=file_id,
                     read_calls=stats.read_calls, read_bytes=stats.read_bytes,
                     read_requested_bytes=stats.read_requested_bytes, read_ns=stats.read_ns,
@@ -431,12 +432,12 @@ class ScapImporter:
                     cache_miss_pages=None, cache_miss_bytes=None,
                 ))
                 read_sizes.extend(
-                    dict(window_id=window_id, file_id=file_id, log2_bucket=bucket, count=count)
+                    ReadSizeRow(window_id=window_id, file_id=file_id, log2_bucket=bucket, count=count)
                     for bucket, count in stats.read_sizes.items()
                 )
                 coverage.extend(
-                    dict(window_id=window_id, file_id=file_id, source="syscall",
-                         first_page=start, page_count=end - start)
+                    CoverageRow(window_id=window_id, file_id=file_id, source="syscall",
+                                first_page=start, page_count=end - start)
                     for start, end in stats.pages.runs()
                 )
         writer.add_file_io(file_io)
