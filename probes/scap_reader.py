@@ -248,6 +248,11 @@ def _text(raw: bytes | memoryview) -> str:
     return bytes(raw).split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
+# fd list socket types -> (address width, how to print one): connected IPv4 3, IPv6 4; listening 5, 6
+CONNECTED_SOCKETS = {3: (4, _ipv4), 4: (16, _ipv6)}
+LISTENING_SOCKETS = {5: (4, _ipv4), 6: (16, _ipv6)}
+
+
 def _socket_fd(proto: str, local: str | None, remote: str | None) -> Fd:
     if local is None or remote is None:
         return Fd("socket", proto=proto)
@@ -273,6 +278,12 @@ def _tuple(raw: memoryview, local_first: bool, proto: str) -> Fd | None:
         return None
     local, remote = (first, second) if local_first else (second, first)
     return _socket_fd(proto, local, remote)
+
+
+def _entry_length(body: memoryview, at: int, sized: bool) -> tuple[int, int]:
+    """(length of a process or fd list entry, where its fields start): newer list blocks give
+    each entry its length first (0: unknown, the fields say where it ends)."""
+    return (U32.unpack_from(body, at)[0], at + 4) if sized else (0, at)
 
 
 class ScapReader:
@@ -670,10 +681,7 @@ class ScapReader:
 
         while size - at >= 4 + 24:
             start = at
-            entry_length = 0
-            if version == 9:
-                entry_length = U32.unpack_from(body, at)[0]
-                at += 4
+            entry_length, at = _entry_length(body, at, version == 9)
             tid, pid, _ptid = struct.unpack_from("<QQQ", body, at)
             at += 24
             if version >= 6:
@@ -704,7 +712,6 @@ class ScapReader:
         tid = U64.unpack_from(body, 0)[0]
         owner = self.threads.get(tid)
         table = self.fds.setdefault(owner.pid if owner is not None else tid, {})
-        at, size = 8, len(body)
         # Connected IP sockets are listed client first: the process is the server end where it
         # listens on the server's port.
         connected: list[tuple[int, str, str, str, int]] = []
@@ -721,40 +728,27 @@ class ScapReader:
         at, size = 8, len(body)
         while size - at >= 4 + 17:
             start = at
-            entry_length = 0
-            if version == 2:
-                entry_length = U32.unpack_from(body, at)[0]
-                at += 4
+            entry_length, at = _entry_length(body, at, version == 2)
             fd = I64.unpack_from(body, at)[0]
             fd_type = body[at + 16]
             at += 17
             info: Fd
-            if fd_type == 3:      # IPv4 socket: client, then server
-                client = f"{_ipv4(body[at:at + 4])}:{U16.unpack_from(body, at + 8)[0]}"
-                server_port = U16.unpack_from(body, at + 10)[0]
-                server = f"{_ipv4(body[at + 4:at + 8])}:{server_port}"
-                connected.append((fd, L4_PROTOS.get(body[at + 12], ""), client, server, server_port))
+            if fd_type in CONNECTED_SOCKETS:   # addresses (client, server), ports, protocol
+                width, address = CONNECTED_SOCKETS[fd_type]
+                ports = at + 2 * width
+                server_port = U16.unpack_from(body, ports + 2)[0]
+                client = f"{address(body[at:at + width])}:{U16.unpack_from(body, ports)[0]}"
+                server = f"{address(body[at + width:ports])}:{server_port}"
+                connected.append((fd, L4_PROTOS.get(body[ports + 4], ""), client, server, server_port))
                 info = Fd("socket")
-                at += 13
-            elif fd_type == 5:    # IPv4 listening socket
-                listening.add(U16.unpack_from(body, at + 4)[0])
-                info = Fd("socket", f"{L4_PROTOS.get(body[at + 6], 'ip')} listening"
-                          f" {_ipv4(body[at:at + 4])}:{U16.unpack_from(body, at + 4)[0]}",
-                          proto=L4_PROTOS.get(body[at + 6], ""))
-                at += 7
-            elif fd_type == 4:
-                client = f"{_ipv6(body[at:at + 16])}:{U16.unpack_from(body, at + 32)[0]}"
-                server_port = U16.unpack_from(body, at + 34)[0]
-                server = f"{_ipv6(body[at + 16:at + 32])}:{server_port}"
-                connected.append((fd, L4_PROTOS.get(body[at + 36], ""), client, server, server_port))
-                info = Fd("socket")
-                at += 37
-            elif fd_type == 6:
-                listening.add(U16.unpack_from(body, at + 16)[0])
-                info = Fd("socket", f"{L4_PROTOS.get(body[at + 18], 'ip')} listening"
-                          f" {_ipv6(body[at:at + 16])}:{U16.unpack_from(body, at + 16)[0]}",
-                          proto=L4_PROTOS.get(body[at + 18], ""))
-                at += 19
+                at = ports + 5
+            elif fd_type in LISTENING_SOCKETS:  # address, port, protocol
+                width, address = LISTENING_SOCKETS[fd_type]
+                port = U16.unpack_from(body, at + width)[0]
+                proto = L4_PROTOS.get(body[at + width + 2], "")
+                listening.add(port)
+                info = Fd("socket", f"{proto or 'ip'} listening {address(body[at:at + width])}:{port}", proto=proto)
+                at += width + 3
             elif fd_type == 8:    # unix socket: two addresses, then the path
                 at += 16
                 length = U16.unpack_from(body, at)[0]
