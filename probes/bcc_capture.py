@@ -114,7 +114,7 @@ class BccCapture:
     backend = "bcc"
 
     def __init__(self, pid: int, *, extra_dirs=(), stream_limit: int = DEFAULT_STREAM_LIMIT,
-                 source: str | None = None, follow_children: bool = False):
+                 source: str | None = None, follow_children: bool = False, thread_slot_ns: int = 0):
         syscalls.check_architecture()
         check_process(pid)
         check_privileges()
@@ -122,6 +122,8 @@ class BccCapture:
         check_tracefs()
         self.pid = pid
         self.follow_children = follow_children
+        # > 0: also count file bytes per (thread, slot of this many ns, file) (capture.c thread_io)
+        self.thread_slot_ns = thread_slot_ns
         self.owner = pid if follow_children else 0   # the traced process's owner in fd keys
         self.extra_dirs = tuple(extra_dirs)
         self.stream_limit = max(1, int(stream_limit))
@@ -148,6 +150,11 @@ class BccCapture:
         self.poller_cpu_seconds = 0.0   # CPU the notice poller used while capturing (for benchmarks)
 
     # -- the contract ------------------------------------------------------------------------
+    @property
+    def start_ns(self) -> int:
+        """When the capture started, on now_ns()'s clock (slots count from it)."""
+        return self._start_ns
+
     def now_ns(self) -> int:
         return time.monotonic_ns()   # the clock of bpf_ktime_get_ns()
 
@@ -216,6 +223,7 @@ class BccCapture:
             f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
             f"-DFOLLOW_CHILDREN={int(self.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
             *syscalls.program_defines(), *c_defines(),
+            f"-DTHREAD_SLOT_NS={self.thread_slot_ns}ULL",
         ]
         try:
             self._bpf = BPF(text=source, cflags=cflags)
@@ -398,11 +406,32 @@ class BccCapture:
         self.counters = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
         for name in ("stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"):
             self._tables[name] = _read_hash(bpf[name.encode()])
+        if self.thread_slot_ns:
+            self._tables["thread_io"] = _read_hash(bpf[b"thread_io"])
         log = bpf[b"event_log"]
         layout = self._event_layout()
         length = _page_round(log.max_entries * layout.size)
         with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
             self._events = memory[: self.streamed_events * layout.size]
+
+    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
+        """The per-thread counts (capture.c thread_io) as they stand now, for a live view while capturing:
+        (tid, slot, path or None, read_bytes, cache_miss_pages). Empty unless the capture counts per
+        thread, or once it stopped (write() has them all, with every file named)."""
+        if not self.thread_slot_ns or self._bpf is None or self._stopped:
+            return []
+        with self._lock:
+            by_fd = {key: d.path for key, d in self._descriptors.items()}
+            by_inode = {(d.dev, d.inode): d.path for d in self._descriptors.values() if d.dev is not None}
+        rows = []
+        for key, io in _read_hash(self._bpf[b"thread_io"]):
+            f = key.file
+            if f.source == 0:   # SOURCE_SYSCALL: (fd, owner << 32 | gen)
+                path = by_fd.get((f.gen_or_inode >> 32, f.fd_or_dev, f.gen_or_inode & 0xFFFFFFFF))
+            else:
+                path = by_inode.get((proc_fds.user_dev(f.fd_or_dev), f.gen_or_inode))
+            rows.append((key.tid, key.slot, path, io.read_bytes, io.cache_pages))
+        return rows
 
     @property
     def streamed_events(self) -> int:

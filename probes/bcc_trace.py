@@ -100,6 +100,7 @@ class TraceBuilder:
         self._heatmap()
         self._latency()
         self._events()
+        self._thread_io()
         self.writer.add_threads(self.capture._thread_names)
         self._meta()
 
@@ -256,6 +257,21 @@ class TraceBuilder:
                        latency)
         self.writer.add_events(rows())
 
+    def _thread_io(self) -> None:
+        if "thread_io" not in self.tables:
+            return
+        rows: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+        for key, io in self.tables["thread_io"]:
+            f = key.file
+            row = rows[(key.tid, key.slot, self.file_of(f.source, f.fd_or_dev, f.gen_or_inode))]
+            row[0] += io.read_calls
+            row[1] += io.read_bytes
+            row[2] += io.cache_pages
+        self.writer.add_thread_io(
+            {"tid": tid, "slot": slot, "file_id": file_id, "read_calls": calls, "read_bytes": size,
+             "cache_miss_pages": pages}
+            for (tid, slot, file_id), (calls, size, pages) in rows.items())
+
     def _meta(self) -> None:
         capture, counters = self.capture, self.capture.counters
         meta = dict(
@@ -267,6 +283,8 @@ class TraceBuilder:
             unstreamed_events=capture.unstreamed_events,
             aggregate_overflows=counters["aggregate_overflow"],
         )
+        if capture.thread_slot_ns:
+            meta["thread_slot_ns"] = capture.thread_slot_ns
         if capture.ended_early:
             meta["ended_early"] = capture.ended_early
         if capture.follow_children:

@@ -4,8 +4,12 @@
 // arguments in the process's own memory.
 //
 // Userspace (bcc_capture.py) passes these macros: TGID, SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
-// MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, NR_<syscall> numbers, and the codes
-// and records of program.py.
+// MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, THREAD_SLOT_NS, NR_<syscall>
+// numbers, and the codes and records of program.py.
+//
+// THREAD_SLOT_NS > 0 (`casstrace watch`) also counts file bytes per (thread, time slot of that
+// width, file): what Cassandra's trace events, which name a thread and a time, are joined with.
+// With 0 (the default) the program compiles to exactly what it was without it.
 //
 // FOLLOW_CHILDREN 1 also watches every process TGID forks after attach, at any depth, and their
 // threads. fd numbers are per process, so fd state and fd-keyed aggregates then carry the owning
@@ -160,6 +164,22 @@ struct latency_key {
 };
 BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
 
+#if THREAD_SLOT_NS
+// File bytes by the thread that read them (syscalls) or made the page cache fill them (its own
+// reads, their readahead, its faults on mapped files), per THREAD_SLOT_NS slot since start_ns.
+struct thread_io_key {
+    struct file_ref file;
+    u32 tid;
+    u32 slot;
+};
+struct thread_io {
+    u64 read_calls;
+    u64 read_bytes;
+    u64 cache_pages;
+};
+BPF_HASH(thread_io, struct thread_io_key, struct thread_io, MAP_ENTRIES);
+#endif
+
 // Per-call records of reads and lseeks on files, written in place and read once at the end
 // (no per-event wakeup or userspace work). A call that finds room in the log is added to the
 // per-file totals, coverage and heat map by userspace from its record, exactly as the kernel
@@ -176,6 +196,26 @@ static __always_inline void count(u32 which, u64 n) {
     if (counter)
         __sync_fetch_and_add(counter, n);
 }
+
+#if THREAD_SLOT_NS
+static __always_inline void count_thread_io(struct file_ref *file, u32 tid, u64 ts, u64 calls, u64 bytes, u64 pages) {
+    u32 index = CONTROL_START_NS;
+    u64 *start = control.lookup(&index);
+    if (!start || ts < *start)
+        return;
+    struct thread_io_key key = {.tid = tid, .slot = (ts - *start) / THREAD_SLOT_NS};
+    key.file = *file;
+    struct thread_io zero = {};
+    struct thread_io *io = thread_io.lookup_or_try_init(&key, &zero);
+    if (!io) {
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+        return;
+    }
+    __sync_fetch_and_add(&io->read_calls, calls);
+    __sync_fetch_and_add(&io->read_bytes, bytes);
+    __sync_fetch_and_add(&io->cache_pages, pages);
+}
+#endif
 
 static __always_inline u32 current_epoch(void) {
     u32 index = CONTROL_EPOCH;
@@ -393,6 +433,11 @@ static __always_inline bool on_read(struct call *c, u32 tgid, u32 tid, s32 fd, s
         f->next_offset = offset + ret;
         run_bytes = f->run_bytes;
     }
+#if THREAD_SLOT_NS
+    struct file_ref read_file = {.source = SOURCE_SYSCALL, .fd_or_dev = fd,
+                                 .gen_or_inode = ((u64)OWNER(tgid) << 32) | f->gen};
+    count_thread_io(&read_file, tid, c->ts, 1, ret, 0);
+#endif
     if (log_event(c, tgid, tid, fd, f->gen, latency, offset, requested, ret, run_bytes, seek_jump))
         return true;
 
@@ -645,6 +690,9 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
     else
         count(COUNT_AGGREGATE_OVERFLOW, 1);
     struct file_ref file = {.source = SOURCE_PAGE_CACHE, .fd_or_dev = args->s_dev, .gen_or_inode = args->i_ino};
+#if THREAD_SLOT_NS
+    count_thread_io(&file, (u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), 0, 0, pages);
+#endif
     cover(&file, epoch, args->index, args->index + pages - 1);
     heat(&file, bpf_ktime_get_ns(), args->index << PAGE_SHIFT_4K, pages << PAGE_SHIFT_4K);
     return 0;

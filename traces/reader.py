@@ -41,6 +41,10 @@ class Trace:
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         return self.db.execute(sql, params).fetchall()
 
+    def has_table(self, name: str) -> bool:
+        """Whether the trace has this table (a version-1 trace lacks those version 2 added)."""
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
     @property
     def complete(self) -> bool:
         return bool(self.meta.get("complete"))

@@ -45,6 +45,10 @@ Meta keys (values are JSON)
                                   "partition_key": [str], "clustering": [str],
                                   "compression": {...}, "sstables": [{"path","size"}]}]}
   query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread"}]}]
+  thread_slot_ns     int: width of a thread_io time slot (slot 0 starts at capture_start_ns); watch only
+  watch              (casstrace watch) {"sample_probability": float, "previous_probability": float | null,
+                      "probability_restored": bool | null, "duration_s": float,
+                      "thread_map": "jcmd" (thread names matched to tids by the JVM's own list)}
   profile            present when the run was profiled (run --profile; format 2):
                      {"profiler": str ('async-profiler 4.1'), "read_method": str (the Java method whose every
                       call was recorded with its stack), "wall_interval_ns": int, "window_ids": [int] (the
@@ -54,8 +58,9 @@ Meta keys (values are JSON)
 
 Format history
   1  the first release.
-  2  additive: tables stacks, profile_samples, profile_reads and meta `profile` (run --profile).
-     A version-1 trace reads as one without a profile ("not measured").
+  2  additive: tables stacks, profile_samples, profile_reads and meta `profile` (run --profile);
+     tables thread_io, statement_sessions, session_threads and meta `thread_slot_ns`, `watch`
+     (casstrace watch). A version-1 trace reads as one without them ("not measured").
 """
 
 import bisect
@@ -63,6 +68,7 @@ import functools
 
 FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (1, 2)   # every older format stays readable: changes are additive
+THREAD_SLOT_NS = 1_000_000          # thread_io slot: Cassandra's trace events are ~1 ms apart at best
 
 # Units the format fixes, shared by every backend and the analyses.
 PAGE_BYTES = 4096                 # coverage rows count 4 KiB pages
@@ -241,6 +247,44 @@ CREATE TABLE executions (
     client_file_id INTEGER,             -- files.file_id of the node's side of the client connection
     pages         INTEGER,
     error         TEXT
+);
+
+-- File bytes per thread and time slot (meta thread_slot_ns), counted in the kernel: syscall reads
+-- by the thread that made them, page-cache fills by the thread that caused them (its reads, their
+-- readahead, its faults on mapped files). Mapped pages read while already cached are in neither.
+CREATE TABLE thread_io (
+    tid              INTEGER NOT NULL,
+    slot             INTEGER NOT NULL,  -- (ts - capture_start_ns) // thread_slot_ns
+    file_id          INTEGER NOT NULL,
+    read_calls       INTEGER NOT NULL,
+    read_bytes       INTEGER NOT NULL,
+    cache_miss_pages INTEGER NOT NULL,
+    PRIMARY KEY (tid, slot, file_id)
+);
+
+-- Requests Cassandra traced during a watch (its probabilistic tracing): the statement normalized
+-- (every literal as ?), never its values. Times on the trace's clock.
+CREATE TABLE statement_sessions (
+    session         INTEGER PRIMARY KEY,
+    session_id      TEXT NOT NULL,     -- system_traces.sessions.session_id (expires with the node's TTL)
+    statement       TEXT NOT NULL,
+    consistency     TEXT,
+    client          TEXT,              -- the client's address
+    started_ns      INTEGER NOT NULL,
+    duration_ns     INTEGER,
+    live_rows       INTEGER,           -- from the events: 'Read N live rows and M tombstone cells' (NULL: none)
+    tombstone_cells INTEGER,
+    sstables_merged INTEGER            -- 'Merged data from memtables and N sstables', the most of one read
+);
+
+-- Where each session's events ran: one row per (session, thread), first to last event.
+CREATE TABLE session_threads (
+    session  INTEGER NOT NULL REFERENCES statement_sessions(session),
+    thread   TEXT NOT NULL,            -- the JVM's thread name, as the events give it
+    tid      INTEGER,                  -- its Linux thread id, NULL when no thread of that name was found
+    first_ns INTEGER NOT NULL,
+    last_ns  INTEGER NOT NULL,
+    events   INTEGER NOT NULL
 );
 """
 

@@ -120,6 +120,17 @@ class TraceWriter:
     def add_profile_reads(self, rows: Iterable[ProfileReadRow]) -> None:
         self._insert("profile_reads", rows)
 
+    def add_thread_io(self, rows) -> None:
+        """rows: dicts with tid, slot, file_id, read_calls, read_bytes, cache_miss_pages."""
+        self._insert("thread_io", rows)
+
+    def add_statement_sessions(self, rows) -> None:
+        """rows: dicts with the statement_sessions columns (normalized statements only)."""
+        self._insert("statement_sessions", rows)
+
+    def add_session_threads(self, rows) -> None:
+        self._insert("session_threads", rows)
+
     def add_threads(self, names: dict[int, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO threads(tid, name) VALUES (?, ?)", names.items())
 
