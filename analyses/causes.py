@@ -2,21 +2,17 @@
 and said no more surely than that evidence allows ('measured', 'likely', 'possible')."""
 
 import math
-import re
 from collections.abc import Iterator
-from typing import Any
 
 from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, Verdict
 from casstrace.analyses.query import Select, TableSchema
 from casstrace.analyses.units import human_bytes, ratio
+from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
 from casstrace.traces.meta import QueryTraceEvent, QueryTraceSession
 
 MMAP_DATA_MODES = {"mmap", "auto", "legacy"}   # modes that read Data files through memory maps
 MANY_SSTABLES = 4
 TOMBSTONE_WARN = 1000                          # Cassandra's default tombstone_warn_threshold
-
-_LIVE_AND_TOMBSTONES = re.compile(r"Read (\d+) live rows? and (\d+) tombstone cells?", re.IGNORECASE)
-_MERGED_SSTABLES = re.compile(r"Merged data from memtables and (\d+) sstables", re.IGNORECASE)
 
 
 def verdict(overall: Amplification, threshold: float, *, data_label: str, backend: str | None,
@@ -77,7 +73,9 @@ def findings(*, overall: Amplification, flagged: bool, threshold: float, select:
                 found.append(finding)
         if finding := _readahead_or_mmap(overall, disk_access_mode):
             found.append(finding)
-        if finding := _many_sstables(measured, query_trace):
+        merged = [int(m.group(1)) for event in _trace_events(query_trace)
+                  if (m := MERGED_SSTABLES.search(event.get("activity", "")))]
+        if finding := many_sstables(measured, merged):
             found.append(finding)
     if finding := _tombstones(query_trace):
         found.append(finding)
@@ -209,10 +207,10 @@ def _readahead_or_mmap(overall: Amplification, disk_access_mode: str | None) -> 
     )
 
 
-def _many_sstables(measured: list[Execution], query_trace: list[QueryTraceSession]) -> Finding | None:
+def many_sstables(measured: list[Execution], merged: list[int]) -> Finding | None:
+    """SSTables read per execution (Data files the probes saw read), and merged per read as Cassandra's
+    trace says ('Merged data from memtables and N sstables')."""
     per_execution = [e.amplification.sstables_read for e in measured if e.amplification]
-    merged = [int(m.group(1)) for event in _trace_events(query_trace)
-              if (m := _MERGED_SSTABLES.search(event.get("activity", "")))]
     most = max(per_execution + merged, default=0)
     if most < MANY_SSTABLES:
         return None
@@ -229,8 +227,12 @@ def _many_sstables(measured: list[Execution], query_trace: list[QueryTraceSessio
 
 
 def _tombstones(query_trace: list[QueryTraceSession]) -> Finding | None:
-    counts = [(int(m.group(1)), int(m.group(2))) for event in _trace_events(query_trace)
-              if (m := _LIVE_AND_TOMBSTONES.search(event.get("activity", "")))]
+    return tombstones([(int(m.group(1)), int(m.group(2))) for event in _trace_events(query_trace)
+                       if (m := LIVE_AND_TOMBSTONES.search(event.get("activity", "")))])
+
+
+def tombstones(counts: list[tuple[int, int]]) -> Finding | None:
+    """(live rows, tombstone cells) of each read, as Cassandra's trace counts them."""
     if not counts:
         return None
     live = max(c[0] for c in counts)
