@@ -78,11 +78,11 @@ def data_directories(node_settings: dict[str, str], process: CassandraProcess) -
     return sorted({str(Path(target).parents[2]) for target in fd_targets(process.pid) if target.endswith("-Data.db")})
 
 
-def tables_touched(prepared: PreparedStatement, query: str, keyspace: str | None) -> list[tuple[str, str]]:
-    """(keyspace, table) pairs the query reads or writes: from the node's result metadata, and from
-    the table names written in the query (statements without result columns)."""
+def tables_touched(prepared: PreparedStatement | None, query: str, keyspace: str | None) -> list[tuple[str, str]]:
+    """(keyspace, table) pairs the query reads or writes: from the node's result metadata (when it was
+    prepared), and from the table names written in the query (statements without result columns)."""
     found = []
-    for column in prepared.result_metadata or ():
+    for column in (prepared.result_metadata if prepared is not None else None) or ():
         found.append((column[0], column[1]))
     for reference in TABLE_REFERENCE.findall(query):
         parts = [part.strip() for part in reference.split(".")]

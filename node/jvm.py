@@ -7,6 +7,9 @@ sandbox, say), the one listening on the native port the client connects to is th
 """
 
 import os
+import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,3 +130,44 @@ def find_cassandra(pid: int | None = None, native_port: int | None = None,
         f"{len(candidates)} Cassandra JVMs run on this node (pids {pids})",
         "give --pid of the one the query goes to",
     )
+
+
+# A thread's header line in `jcmd PID Thread.print`: "NAME" #N [daemon] ... nid=0x2d1f ...
+_THREAD_HEADER = re.compile(r'^"(?P<name>(?:[^"\\]|\\.)*)"\s.*?\bnid=(?P<nid>0x[0-9a-fA-F]+|\d+)', re.MULTILINE)
+
+
+def java_thread_ids(pid: int, jcmd: str | None = None, timeout_s: float = 30.0) -> dict[str, int]:
+    """The JVM's thread names (full, as Cassandra's trace events name them) -> Linux thread ids, from
+    the JVM's own thread list (`jcmd PID Thread.print`: nid is the TID). /proc/PID/task/TID/comm
+    would cut the names at 15 characters ('Native-Transpor'). CasstraceError when jcmd cannot run."""
+    jcmd = jcmd or _jdk_tool(pid, "jcmd")
+    try:
+        result = subprocess.run([jcmd, str(pid), "Thread.print"], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise CasstraceError(f"cannot list the JVM's threads with {jcmd} ({error})",
+                             "install a JDK matching the node's Java (its jcmd attaches to the JVM)") from None
+    if result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise CasstraceError(f"jcmd {pid} Thread.print failed" + (f": {detail[-1]}" if detail else ""),
+                             "run casstrace as the node's user or root, with a JDK matching the node's Java")
+    return parse_thread_print(result.stdout)
+
+
+def parse_thread_print(text: str) -> dict[str, int]:
+    """Thread name -> TID from `jcmd PID Thread.print` (or jstack) output."""
+    return {match["name"].replace('\\"', '"'): int(match["nid"], 0) for match in _THREAD_HEADER.finditer(text)}
+
+
+def _jdk_tool(pid: int, name: str) -> str:
+    """A JDK tool: the one beside the node's own java (the same JDK attaches most surely), else PATH's."""
+    try:
+        beside = Path(os.readlink(f"/proc/{pid}/exe")).with_name(name)
+    except OSError:
+        beside = None
+    if beside is not None and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise CasstraceError(f"no {name} beside the node's java or on PATH",
+                             "install a JDK (Debian: openjdk-17-jdk-headless) so that casstrace can attach to the JVM")
+    return found

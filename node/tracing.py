@@ -1,0 +1,272 @@
+"""Cassandra's probabilistic tracing, as `casstrace watch` uses it to learn which statements a node served.
+
+`nodetool settraceprobability P` makes the node trace a random share P of the requests it
+coordinates into system_traces: the statement (`parameters['query']`), its consistency, client and
+duration (sessions), and what each thread did when (events). TraceProbability switches it on for a
+watch and puts the previous value back on every way out (normal end, Ctrl-C, error); when it cannot,
+it says so with the command that would. read_sessions reads the sampled sessions afterwards.
+
+What is kept of a session is the statement normalized (node.statements: literals as `?`), and
+numbers: bound values (`bound_var_*` parameters) and the events' activity texts, which can quote
+literals ('Parsing SELECT ... WHERE id = 42'), are never kept.
+
+nodetool runs as the node's own classes (the JVM's -cp) on its JMX port, unless a nodetool command
+is given (a packaged node's `nodetool`, perhaps with credentials in its own configuration).
+"""
+
+import calendar
+import shutil
+import statistics
+import subprocess
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from casstrace.errors import CasstraceError
+from casstrace.node.jvm import CassandraProcess
+from casstrace.node.statements import normalize
+from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
+
+NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
+JMX_PORT_PROPERTIES = ("cassandra.jmx.local.port", "cassandra.jmx.remote.port", "com.sun.management.jmxremote.port")
+DEFAULT_JMX_PORT = 7199
+NODETOOL_TIMEOUT_S = 120.0
+# Requests that run a statement (others: preparing one, a session's own bookkeeping).
+EXECUTE_REQUESTS = ("Execute CQL3 query", "Execute CQL3 prepared query")
+UUID_EPOCH_100NS = 0x01B21DD213814000   # 1582-10-15 to 1970-01-01 in a version-1 UUID's 100 ns units
+MS_NS = 1_000_000
+EVENTS_PER_QUERY = 100                  # sessions per `session_id IN (...)` read of the events
+
+
+@dataclass(frozen=True)
+class Nodetool:
+    """How to run nodetool against one node: `command` is everything before the subcommand."""
+
+    command: tuple[str, ...]
+
+    def run(self, *args: str) -> str:
+        try:
+            result = subprocess.run([*self.command, *args], capture_output=True, text=True,
+                                    timeout=NODETOOL_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise CasstraceError(f"nodetool {' '.join(args)} could not run ({error})",
+                                 "give --nodetool with the node's nodetool command") from None
+        if result.returncode != 0:
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            raise CasstraceError(f"nodetool {' '.join(args)} failed" + (f": {detail[-1]}" if detail else ""),
+                                 "check that JMX answers on the node (give --nodetool with the node's own command)")
+        return result.stdout
+
+    def trace_probability(self) -> float:
+        output = self.run("gettraceprobability")
+        try:
+            return float(output.strip().rsplit(":", 1)[-1])
+        except ValueError:
+            raise CasstraceError(f"unexpected nodetool gettraceprobability output: {output.strip()[:80]!r}",
+                                 "give --nodetool with a nodetool for this node's Cassandra version") from None
+
+    def set_trace_probability(self, probability: float) -> None:
+        self.run("settraceprobability", format_probability(probability))
+
+    def shown(self, *args: str) -> str:
+        """The command line, for a message telling the user what to run."""
+        if self.command and self.command[0].endswith("java"):
+            return " ".join(("nodetool", *self.command[self.command.index(NODETOOL_CLASS) + 1:], *args))
+        return " ".join((*self.command, *args))
+
+
+def format_probability(probability: float) -> str:
+    return f"{probability:g}"
+
+
+def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodetool:
+    """nodetool for the node in `process`: `command` (split on spaces) when given, else the node's own
+    classes on its JMX port, with the java on PATH (nodetool needs a full JDK's RMI modules), else the node's."""
+    jmx_port = next((int(port) for name in JMX_PORT_PROPERTIES if (port := process.system_property(name))),
+                    DEFAULT_JMX_PORT)
+    if command:
+        return Nodetool((*command.split(), "-h", "127.0.0.1", "-p", str(jmx_port)))
+    classpath = _classpath(process.argv)
+    java = shutil.which("java") or _node_java(process.pid)
+    if classpath is None or java is None:
+        raise CasstraceError("cannot run nodetool for this node: no classpath in its command line, or no java",
+                             "give --nodetool with the node's nodetool command (e.g. /usr/bin/nodetool)")
+    # The node's own module flags: its classes need them on Java 11+ whatever tool they run in.
+    modules = [arg for arg in process.argv if arg.startswith(("--add-exports", "--add-opens", "--add-modules"))]
+    return Nodetool((java, "-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, *modules,
+                     NODETOOL_CLASS, "-h", "127.0.0.1", "-p", str(jmx_port)))
+
+
+def _classpath(argv: tuple[str, ...]) -> str | None:
+    for flag in ("-cp", "-classpath", "--class-path"):
+        if flag in argv[:-1]:
+            return argv[argv.index(flag) + 1]
+    return None
+
+
+def _node_java(pid: int) -> str | None:
+    try:
+        return str(Path(f"/proc/{pid}/exe").readlink())
+    except OSError:
+        return None
+
+
+class TraceProbability:
+    """A context manager: the node traces `probability` of its requests inside, what it did before after.
+
+    The previous value is read first, so nothing is changed when it cannot be. On the way out
+    (whatever the way) it is put back, retried once if interrupted; when it still cannot be,
+    `warn` says so with the command to run. `restored` tells which happened."""
+
+    def __init__(self, nodetool: Nodetool, probability: float, warn: Callable[[str], None]):
+        self.nodetool = nodetool
+        self.probability = probability
+        self.warn = warn
+        self.previous: float | None = None
+        self.restored: bool | None = None   # None: nothing was changed
+
+    def __enter__(self) -> "TraceProbability":
+        self.previous = self.nodetool.trace_probability()
+        try:
+            self.nodetool.set_trace_probability(self.probability)
+        except BaseException:
+            self.restore()   # the set may have reached the node before failing here
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        if self.previous is None or self.restored:
+            return
+        failure = None
+        for _ in range(2):
+            try:
+                self.nodetool.set_trace_probability(self.previous)
+                self.restored = True
+                return
+            except (CasstraceError, KeyboardInterrupt) as error:   # a second Ctrl-C: try once more
+                failure = error
+        self.restored = False
+        reason = "interrupted" if isinstance(failure, KeyboardInterrupt) else str(failure)
+        self.warn(f"could not put the node's trace probability back to {format_probability(self.previous)} "
+                  f"({reason}); it is still {format_probability(self.probability)}: run "
+                  f"`{self.nodetool.shown('settraceprobability', format_probability(self.previous))}`")
+
+
+@dataclass
+class ThreadSpan:
+    """A session's events on one thread: from its first to its last (Unix ns)."""
+
+    thread: str
+    first_ns: int
+    last_ns: int
+    events: int
+
+
+@dataclass
+class SampledSession:
+    """One traced request, as much of it as casstrace keeps (never values, never activity texts)."""
+
+    session_id: str
+    statement: str                 # normalized: literals as ?
+    consistency: str | None
+    client: str | None
+    started_ns: int                # Unix ns, from the events when they allow (sessions keep ms)
+    duration_ns: int | None
+    live_rows: int | None          # 'Read N live rows and M tombstone cells', summed over the session
+    tombstone_cells: int | None
+    sstables_merged: int | None    # most 'Merged data from memtables and N sstables' of one read
+    spans: list[ThreadSpan] = field(default_factory=list)
+
+
+def read_sessions(session: Any, since_ns: int, until_ns: int, seen: set[str] | None = None,
+                  ignore: Callable[[str], bool] = lambda statement: False) -> list[SampledSession]:
+    """The statements the node traced that started in [since_ns, until_ns] (Unix ns) and have
+    finished, except those in `seen` (ids, updated) and those whose normalized text `ignore` is true of."""
+    seen = set() if seen is None else seen
+    wanted = []
+    for row in session.execute("SELECT session_id, started_at, duration, request, parameters, client "
+                               "FROM system_traces.sessions"):
+        key = str(row.session_id)
+        if key in seen or row.started_at is None or row.duration is None or row.request not in EXECUTE_REQUESTS:
+            continue
+        started = _unix_ns(row.started_at)
+        query = (row.parameters or {}).get("query")
+        if not since_ns - MS_NS <= started <= until_ns or not query:
+            continue
+        statement = normalize(query)
+        seen.add(key)
+        if ignore(statement):
+            continue
+        wanted.append(SampledSession(
+            session_id=key, statement=statement, consistency=(row.parameters or {}).get("consistency_level"),
+            client=str(row.client) if row.client is not None else None, started_ns=started,
+            duration_ns=row.duration * 1000, live_rows=None, tombstone_cells=None, sstables_merged=None))
+    by_id = {s.session_id: s for s in wanted}
+    for batch in _batches(list(by_id), EVENTS_PER_QUERY):
+        events: dict[str, list[tuple[int, int, str, str]]] = {key: [] for key in batch}
+        rows = session.execute("SELECT session_id, event_id, source_elapsed, thread, activity FROM system_traces.events"
+                               f" WHERE session_id IN ({', '.join(batch)})")
+        for row in rows:
+            events[str(row.session_id)].append(
+                (_uuid_unix_ns(row.event_id), (row.source_elapsed or 0) * 1000, row.thread or "", row.activity or ""))
+        for key, session_events in events.items():
+            _add_events(by_id[key], session_events)
+    return wanted
+
+
+def _add_events(sampled: SampledSession, events: list[tuple[int, int, str, str]]) -> None:
+    """Spans per thread and the numbers the activities give; the activity texts go no further."""
+    if not events:
+        return
+    sampled.started_ns = session_start_ns(events, sampled.started_ns)
+    spans: dict[str, ThreadSpan] = {}
+    for _, elapsed_ns, thread, activity in events:
+        at = sampled.started_ns + elapsed_ns
+        span = spans.get(thread)
+        if span is None:
+            spans[thread] = ThreadSpan(thread, at, at, 1)
+        else:
+            span.first_ns, span.last_ns, span.events = min(span.first_ns, at), max(span.last_ns, at), span.events + 1
+        if match := LIVE_AND_TOMBSTONES.search(activity):
+            sampled.live_rows = (sampled.live_rows or 0) + int(match.group(1))
+            sampled.tombstone_cells = (sampled.tombstone_cells or 0) + int(match.group(2))
+        if match := MERGED_SSTABLES.search(activity):
+            sampled.sstables_merged = max(sampled.sstables_merged or 0, int(match.group(1)))
+    sampled.spans = sorted(spans.values(), key=lambda s: s.first_ns)
+
+
+def session_start_ns(events: Iterable[tuple[int, int, str, str]], fallback_ns: int) -> int:
+    """When the session started (Unix ns), to well under a millisecond: each event's id carries its
+    time to the millisecond (then a counter) and its source_elapsed the µs since the start, so each
+    bounds the start to a 1 ms interval; their intersection is far narrower. Its middle, or the median
+    estimate when clocks disagree (then the session's own ms start when there is nothing)."""
+    lows, highs = [], []
+    for event_ns, elapsed_ns, _, _ in events:
+        low = event_ns // MS_NS * MS_NS - elapsed_ns
+        lows.append(low)
+        highs.append(low + MS_NS)
+    if not lows:
+        return fallback_ns
+    low, high = max(lows), min(highs)
+    if low <= high:
+        return (low + high) // 2
+    return int(statistics.median(lows)) + MS_NS // 2
+
+
+def _unix_ns(timestamp: Any) -> int:
+    """A driver datetime (naive UTC, as the driver returns timestamps) as Unix ns."""
+    return calendar.timegm(timestamp.utctimetuple()) * 1_000_000_000 + timestamp.microsecond * 1000
+
+
+def _uuid_unix_ns(event_id: uuid.UUID) -> int:
+    return (event_id.time - UUID_EPOCH_100NS) * 100
+
+
+def _batches(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
