@@ -23,6 +23,7 @@ COMMANDS = {
     "import": "import_scap",
     "compare": "compare",
     "sweep": "sweep",
+    "watch": "watch",
 }
 
 

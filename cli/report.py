@@ -5,8 +5,11 @@ from pathlib import Path
 import click
 
 from casstrace.analyses import DEFAULT_THRESHOLD, analyse
+from casstrace.analyses.watch import analyse_watch, describe_share, is_watch_trace
 from casstrace.cli.output import deliver, report_options
 from casstrace.reports import beside_trace
+from casstrace.reports.watch import document
+from casstrace.traces import Trace
 
 
 @click.command("report")
@@ -15,11 +18,16 @@ from casstrace.reports import beside_trace
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_THRESHOLD,
               show_default=True, help="Amplification (data read ÷ payload) at or above which the query is flagged.")
 def command(trace: Path, format_: str, output: Path | None, color: bool | None, threshold: float):
-    """Analyse TRACE (written by `casstrace run` or `casstrace import`) and report what its I/O says.
+    """Analyse TRACE (written by `casstrace run`, `watch` or `import`) and report what its I/O says.
 
     Formats: text (terminal tables and spectrogram), md (a ticket comment), json (the documented
     schema in casstrace.reports.json_report), html (one self-contained file that opens offline)."""
-    analysis = analyse(trace, threshold=threshold)
     if output is None and format_ == "html":
         output = beside_trace(trace, "html")
+    with Trace(trace) as opened:
+        if is_watch_trace(opened):
+            watch = analyse_watch(opened)
+            deliver(document(watch), format_, output, color, [describe_share(watch)])
+            return
+        analysis = analyse(opened, threshold=threshold)
     deliver(analysis, format_, output, color, [f"{analysis.verdict.status}: {analysis.verdict.summary}"])

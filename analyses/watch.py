@@ -1,0 +1,392 @@
+"""Which statements a live node's SSTable bytes went to (`casstrace watch`), and what nobody asked for.
+
+The join: Cassandra traced a random share P of the requests (statement_sessions), and said on which
+threads each one worked, from when to when (session_threads); the probes counted every thread's
+file bytes per 1 ms slot (thread_io). A sampled session's I/O is what its threads read from each
+file in the slots its events span on each thread (a slot either side, for the events' sub-ms
+uncertainty). A slot two sessions claim on one thread (one ends, the next starts) is shared equally,
+so no byte is counted twice and the explained bytes never exceed the node's.
+
+Per statement, per sampled execution: the bytes by table and component; "data read" as `casstrace run`
+counts it (Data files: what read syscalls returned, plus page-cache fills beyond that, e.g. readahead
+or faults on mapped files); rows from the trace events, latency from the session durations.
+Estimated executions are sampled ÷ P. What sampled sessions do not explain is shown by thread pool
+(compaction, memtable flush, requests that were not sampled, ...).
+
+Pure: the trace's rows in (load), a Watch out (attribute); the Trace reading is in `analyse_watch`.
+"""
+
+import os
+import re
+import shlex
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from casstrace.analyses import causes
+from casstrace.analyses.analysis import DEFAULT_THRESHOLD
+from casstrace.analyses.model import Amplification, Execution, Finding
+from casstrace.analyses.percentiles import percentile
+from casstrace.analyses.query import find_table, parse_select
+from casstrace.analyses.units import human_bytes
+from casstrace.errors import CasstraceError
+from casstrace.traces import Trace
+from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
+
+SLACK_SLOTS = 1                # slots claimed either side of a session's events on a thread
+FULL_ROW_BYTES_PER_ROW = 16 * 1024   # past one default compression chunk per row: judge the reads
+POOLS = {   # thread pool -> what its reads are, in words
+    "ReadStage": "requests not sampled (ReadStage)",
+    "Native-Transport-Requests": "requests not sampled (Native-Transport-Requests)",
+    "CompactionExecutor": "compaction",
+    "MemtableFlushWriter": "memtable flush",
+    "MemtablePostFlush": "memtable flush",
+    "PerDiskMemtableFlushWriter": "memtable flush",
+    "ValidationExecutor": "repair (validation)",
+    "AntiEntropyStage": "repair",
+    "Repair": "repair",
+    "SecondaryIndexManagement": "index build",
+    "CacheCleanupExecutor": "cache saving",
+}
+_POOL_SUFFIX = re.compile(r"[-:#]\d+$")
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session: int
+    statement: str
+    consistency: str | None
+    started_ns: int
+    duration_ns: int | None
+    live_rows: int | None
+    tombstone_cells: int | None
+    sstables_merged: int | None
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    session: int
+    thread: str
+    tid: int | None
+    first_ns: int
+    last_ns: int
+
+
+@dataclass(frozen=True)
+class ThreadIORow:
+    tid: int
+    slot: int
+    file_id: int
+    read_bytes: int
+    cache_miss_pages: int
+
+    @property
+    def data_read_bytes(self) -> int:
+        """What was read syscalls returned, plus the page-cache fills beyond it (readahead, mapped pages)."""
+        return self.read_bytes + max(0, self.cache_miss_pages * PAGE_BYTES - self.read_bytes)
+
+
+@dataclass
+class WatchInputs:
+    sessions: list[SessionRow]
+    spans: list[SpanRow]
+    thread_io: list[ThreadIORow]
+    sstables: dict[int, SSTableName]      # file_id -> SSTable component, for the SSTable files only
+    thread_names: dict[int, str]
+    capture_start_ns: int
+    slot_ns: int
+    probability: float
+    duration_s: float
+
+
+@dataclass
+class ComponentRead:
+    table: str                   # 'ks.table' (or ks.table.index)
+    component: str               # 'Data', 'Index', 'Partitions', ...
+    bytes_per_execution: float
+    syscall_bytes_per_execution: float
+    cache_miss_bytes_per_execution: float
+
+
+@dataclass
+class StatementIO:
+    statement: str
+    sampled_executions: int
+    estimated_executions: float
+    sstable_bytes: int                        # claimed by its sampled executions, every component
+    estimated_sstable_bytes: float            # ÷ P: the ranking figure
+    sstable_read_bytes_per_execution: float
+    data_read_bytes_per_execution: float      # Data components only, as `casstrace run` counts
+    components: list[ComponentRead]
+    rows_per_execution: float | None
+    bytes_per_row: float | None               # data read per row returned
+    latency_p50_s: float | None
+    latency_p99_s: float | None
+    consistency: list[str]
+    unmatched_threads: list[str]              # threads of its events with no known tid
+    findings: list[Finding] = field(default_factory=list)
+    run_command: str = ""
+
+
+@dataclass
+class PoolIO:
+    pool: str                    # the thread pool ('CompactionExecutor') or thread name
+    what: str                    # in words ('compaction')
+    sstable_bytes: int
+
+
+@dataclass
+class Watch:
+    trace_path: str
+    complete: bool
+    warnings: list[str]
+    notes: list[str]
+    duration_s: float
+    probability: float
+    statements: list[StatementIO]             # most estimated SSTable bytes first
+    sstable_bytes: int                        # every thread's SSTable bytes in the watch
+    explained_bytes: int                      # claimed by sampled sessions
+    unexplained: list[PoolIO]                 # the rest, by pool, most first
+    context: dict
+
+    @property
+    def explained_share(self) -> float | None:
+        return self.explained_bytes / self.sstable_bytes if self.sstable_bytes else None
+
+
+def pool_of(thread: str) -> str:
+    """'ReadStage-3' -> 'ReadStage', 'CompactionExecutor:2' -> 'CompactionExecutor'."""
+    return _POOL_SUFFIX.sub("", thread)
+
+
+def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], dict[int, float]]:
+    """(session -> file_id -> [data read, syscall bytes, cache-miss bytes]) claimed by each session,
+    and tid -> SSTable bytes nobody claimed. Shared slots are split equally between their claimants."""
+    claims: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for span in inputs.spans:
+        if span.tid is None:
+            continue
+        first = (span.first_ns - inputs.capture_start_ns) // inputs.slot_ns - SLACK_SLOTS
+        last = (span.last_ns - inputs.capture_start_ns) // inputs.slot_ns + SLACK_SLOTS
+        for slot in range(max(0, first), last + 1):
+            claimants = claims[(span.tid, slot)]
+            if span.session not in claimants:
+                claimants.append(span.session)
+    claimed: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
+    unclaimed: dict[int, float] = defaultdict(float)
+    for row in inputs.thread_io:
+        if row.file_id not in inputs.sstables:
+            continue
+        claimants = claims.get((row.tid, row.slot))
+        if not claimants:
+            unclaimed[row.tid] += row.data_read_bytes
+            continue
+        share = 1 / len(claimants)
+        for session in claimants:
+            figures = claimed[session][row.file_id]
+            figures[0] += row.data_read_bytes * share
+            figures[1] += row.read_bytes * share
+            figures[2] += row.cache_miss_pages * PAGE_BYTES * share
+    return claimed, unclaimed
+
+
+def summarise(inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete: bool = True,
+              warnings: list[str] | None = None) -> Watch:
+    claimed, unclaimed = attribute(inputs)
+    by_statement: dict[str, list[SessionRow]] = defaultdict(list)
+    for session in inputs.sessions:
+        by_statement[session.statement].append(session)
+    unmatched: dict[int, list[str]] = defaultdict(list)
+    for span in inputs.spans:
+        if span.tid is None:
+            unmatched[span.session].append(span.thread)
+    statements = [_statement(text, sessions, claimed, unmatched, inputs, meta) for text, sessions in by_statement.items()]
+    statements.sort(key=lambda s: (-s.estimated_sstable_bytes, -s.sampled_executions, s.statement))
+    total = sum(row.data_read_bytes for row in inputs.thread_io if row.file_id in inputs.sstables)
+    explained = round(sum(sum(f[0] for f in files.values()) for files in claimed.values()))
+    pools: dict[str, float] = defaultdict(float)
+    for tid, size in unclaimed.items():
+        pools[pool_of(inputs.thread_names.get(tid, f"thread {tid}"))] += size
+    unexplained = sorted((PoolIO(pool, POOLS.get(pool, pool), round(size)) for pool, size in pools.items() if size),
+                         key=lambda p: -p.sstable_bytes)
+    return Watch(trace_path=trace_path, complete=complete, warnings=list(warnings or []),
+                 notes=_notes(meta, inputs), duration_s=inputs.duration_s, probability=inputs.probability,
+                 statements=statements, sstable_bytes=total, explained_bytes=explained, unexplained=unexplained,
+                 context=_context(meta))
+
+
+def _statement(text: str, sessions: list[SessionRow], claimed: dict[int, dict[int, list[float]]],
+               unmatched: dict[int, list[str]], inputs: WatchInputs, meta: dict) -> StatementIO:
+    count = len(sessions)
+    per_component: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    executions = []
+    for number, session in enumerate(sessions, start=1):
+        files = claimed.get(session.session, {})
+        for file_id, figures in files.items():
+            name = inputs.sstables[file_id]
+            totals = per_component[(name.owner, name.component)]
+            for index, value in enumerate(figures):
+                totals[index] += value
+        executions.append(_execution(number, session, {inputs.sstables[f]: v for f, v in files.items()}))
+    components = sorted((ComponentRead(table, component, data / count, syscall / count, cache / count)
+                         for (table, component), (data, syscall, cache) in per_component.items()),
+                        key=lambda c: -c.bytes_per_execution)
+    sstable_bytes = sum(c.bytes_per_execution for c in components) * count
+    data_bytes = sum(c.bytes_per_execution for c in components if c.component == "Data")
+    rows = [s.live_rows for s in sessions if s.live_rows is not None]
+    rows_per_execution = sum(rows) / len(rows) if rows else None
+    durations = [s.duration_ns / 1e9 for s in sessions if s.duration_ns is not None]
+    statement = StatementIO(
+        statement=text, sampled_executions=count,
+        estimated_executions=count / inputs.probability if inputs.probability else float(count),
+        sstable_bytes=round(sstable_bytes),
+        estimated_sstable_bytes=sstable_bytes / inputs.probability if inputs.probability else sstable_bytes,
+        sstable_read_bytes_per_execution=sstable_bytes / count, data_read_bytes_per_execution=data_bytes,
+        components=components, rows_per_execution=rows_per_execution,
+        bytes_per_row=data_bytes / rows_per_execution if rows_per_execution else None,
+        latency_p50_s=percentile(durations, 0.5), latency_p99_s=percentile(durations, 0.99),
+        consistency=sorted({s.consistency for s in sessions if s.consistency}),
+        unmatched_threads=sorted({thread for s in sessions for thread in unmatched.get(s.session, [])}),
+    )
+    statement.findings = _findings(statement, executions, sessions, meta)
+    statement.run_command = run_command(statement, meta)
+    return statement
+
+
+def _execution(number: int, session: SessionRow, files: dict[SSTableName, list[float]]) -> Execution:
+    data = {name: figures for name, figures in files.items() if name.component == "Data"}
+    syscall = round(sum(f[1] for f in data.values()))
+    read = round(sum(f[0] for f in data.values()))
+    cache = round(sum(f[2] for f in data.values()))
+    sstables = max(len({name.sstable for name in data}), session.sstables_merged or 0)
+    amplification = Amplification(
+        basis=None, basis_bytes=None, payload_bytes=None, wire_bytes=None, syscall_bytes=syscall,
+        cache_miss_bytes=cache, cache_outside_syscall_bytes=read - syscall, data_read_bytes=read, read=None,
+        syscall=None, device=None, wire=None, data_files=len(data), sstables_read=sstables)
+    return Execution(execution=number, kind="measured",
+                     latency_s=session.duration_ns / 1e9 if session.duration_ns is not None else None,
+                     rows=session.live_rows, payload_bytes=None, wire_bytes=None, pages=None, error=None,
+                     amplification=amplification)
+
+
+def _findings(statement: StatementIO, executions: list[Execution], sessions: list[SessionRow],
+              meta: dict) -> list[Finding]:
+    """The causes `casstrace run` knows, judged on the sampled executions: one statement's reads are
+    judged (full-row read, partition scan, readahead) when they come to more than a compression
+    chunk per row returned; many SSTables and tombstones always."""
+    select = parse_select(statement.statement)
+    keyspace = select.keyspace if select else None
+    schema = find_table(meta, keyspace, select.table) if select else None
+    chunk = (schema.chunk_bytes if schema else None) or FULL_ROW_BYTES_PER_ROW
+    heavy = statement.bytes_per_row is not None and statement.bytes_per_row > chunk
+    overall = Amplification(
+        basis=None, basis_bytes=None, payload_bytes=None, wire_bytes=None,
+        syscall_bytes=sum(e.amplification.syscall_bytes for e in executions if e.amplification),
+        cache_miss_bytes=sum(e.amplification.cache_miss_bytes or 0 for e in executions if e.amplification),
+        cache_outside_syscall_bytes=sum(e.amplification.cache_outside_syscall_bytes or 0
+                                        for e in executions if e.amplification),
+        data_read_bytes=sum(e.amplification.data_read_bytes for e in executions if e.amplification),
+        read=None, syscall=None, device=None, wire=None)
+    found = causes.findings(
+        overall=overall, flagged=heavy, threshold=DEFAULT_THRESHOLD, select=select, schema=schema,
+        measured=executions, data_files=[], query_trace=[], page_cache_measured=False,
+        disk_access_mode=(meta.get("cassandra") or {}).get("disk_access_mode"))
+    if not heavy and (finding := causes.many_sstables(executions, [])):
+        found.append(finding)
+    counts = [(s.live_rows or 0, s.tombstone_cells) for s in sessions if s.tombstone_cells is not None]
+    if finding := causes.tombstones(counts):
+        found.append(finding)
+    return found
+
+
+def run_command(statement: StatementIO, meta: dict) -> str:
+    """The `casstrace run` that measures the statement alone, precisely (values to fill in for ?)."""
+    node = meta.get("node") or {}
+    parts = ["casstrace", "run"]
+    if node.get("host"):
+        parts += ["--host", str(node["host"])]
+    if node.get("port"):
+        parts += ["--port", str(node["port"])]
+    if len(statement.consistency) == 1 and statement.consistency[0] not in ("ONE", "LOCAL_ONE"):
+        parts += ["--consistency", statement.consistency[0]]
+    return " ".join(parts) + " " + shlex.quote(statement.statement)
+
+
+def _notes(meta: dict, inputs: WatchInputs) -> list[str]:
+    mode = ((meta.get("cassandra") or {}).get("disk_access_mode") or "unknown").lower()
+    notes = [f"Cassandra traced {inputs.probability:.3g} of the requests it coordinated; estimated executions are "
+             "the sampled ones ÷ that share, so a statement seen a few times is estimated roughly."]
+    if mode in causes.MMAP_DATA_MODES or mode in ("mmap_index_only", "unknown"):
+        what = "Data and index files" if mode in causes.MMAP_DATA_MODES else "index files"
+        notes.append(f"disk_access_mode is '{mode}': the node reads its {what} through memory maps. A mapped page "
+                     "already in the page cache is read with no syscall and no page-cache fill, so no thread can be "
+                     "charged for it: such reads are in no figure here (per thread they cannot be attributed).")
+    return notes
+
+
+def _context(meta: dict) -> dict:
+    cassandra = meta.get("cassandra") or {}
+    watch = meta.get("watch") or {}
+    return {key: value for key, value in {
+        "node": meta.get("node"), "pid": meta.get("pid"), "release_version": cassandra.get("release_version"),
+        "disk_access_mode": cassandra.get("disk_access_mode"), "kernel": meta.get("kernel"),
+        "hostname": meta.get("hostname"), "previous_trace_probability": watch.get("previous_probability"),
+        "trace_probability_restored": watch.get("probability_restored"), "thread_map": watch.get("thread_map"),
+    }.items() if value is not None}
+
+
+def load(trace: Trace) -> WatchInputs:
+    """The rows of a watch trace the join needs."""
+    meta = trace.meta
+    watch = meta.get("watch")
+    if watch is None or not trace.has_table("thread_io"):
+        raise CasstraceError(f"{trace.path} is not a trace of `casstrace watch`",
+                             "give a trace that `casstrace watch --out` wrote (casstrace report reads any trace)")
+    sstables = {}
+    for row in trace.rows("SELECT file_id, path FROM files WHERE kind = 'file'"):
+        name = parse_sstable_path(row["path"])
+        if name is not None:
+            sstables[row["file_id"]] = name
+    return WatchInputs(
+        sessions=[SessionRow(r["session"], r["statement"], r["consistency"], r["started_ns"], r["duration_ns"],
+                             r["live_rows"], r["tombstone_cells"], r["sstables_merged"])
+                  for r in trace.rows("SELECT * FROM statement_sessions ORDER BY session")],
+        spans=[SpanRow(r["session"], r["thread"], r["tid"], r["first_ns"], r["last_ns"])
+               for r in trace.rows("SELECT * FROM session_threads")],
+        thread_io=[ThreadIORow(r["tid"], r["slot"], r["file_id"], r["read_bytes"], r["cache_miss_pages"])
+                   for r in trace.rows("SELECT * FROM thread_io")],
+        sstables=sstables,
+        thread_names={r["tid"]: r["name"] for r in trace.rows("SELECT tid, name FROM threads")},
+        capture_start_ns=meta["capture_start_ns"], slot_ns=meta["thread_slot_ns"],
+        probability=float(watch["sample_probability"]), duration_s=float(watch["duration_s"]))
+
+
+def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
+    if not isinstance(trace, Trace):
+        with Trace(trace) as opened:
+            return analyse_watch(opened)
+    warnings = []
+    if not trace.complete:
+        warnings.append(f"The watch did not finish: {trace.meta.get('incomplete_reason', 'interrupted')}. "
+                        "The figures cover what was captured.")
+    overflows = trace.meta.get("aggregate_overflows") or 0
+    if overflows:
+        warnings.append(f"{overflows:,} kernel map updates were refused (a map was full): some bytes are missing.")
+    watch = trace.meta.get("watch") or {}
+    if watch.get("probability_restored") is False:
+        warnings.append("The node's trace probability could not be put back after the watch: "
+                        f"set it to {watch.get('previous_probability')} (nodetool settraceprobability).")
+    return summarise(load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete, warnings=warnings)
+
+
+def is_watch_trace(trace: Trace) -> bool:
+    return "watch" in trace.meta
+
+
+def describe_share(watch: Watch) -> str:
+    """One sentence: how much of the node's SSTable bytes the sampled sessions explain."""
+    if not watch.sstable_bytes:
+        return "The node read no SSTable bytes during the watch (that the probes could see)."
+    return (f"Sampled sessions explain {human_bytes(watch.explained_bytes)} of the {human_bytes(watch.sstable_bytes)} "
+            f"of SSTable bytes the node read in {watch.duration_s:.0f} s ({watch.explained_share:.0%}); "
+            "the rest by thread pool below.")

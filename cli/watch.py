@@ -1,0 +1,83 @@
+"""casstrace watch: which statements a live node's reads go to, ranked by bytes, without running any."""
+
+import sys
+from pathlib import Path
+
+import click
+
+from casstrace.cli.output import deliver, report_options
+
+DEFAULT_TOP = 10
+
+
+@click.command("watch")
+@click.option("--host", help="Node to watch (default CQLSH_HOST, cqlshrc, else 127.0.0.1).")
+@click.option("--port", type=int, help="Native transport port (default CQLSH_PORT, cqlshrc, else 9042).")
+@click.option("--username", "-u", help="Role name (password from CASSTRACE_PASSWORD or cqlshrc/credentials).")
+@click.option("--ssl", "ssl_enabled", is_flag=True, help="Connect with TLS (certificates as cqlsh).")
+@click.option("--cqlshrc", type=click.Path(dir_okay=False, path_type=Path), help="cqlsh configuration file.")
+@click.option("--pid", type=int, help="PID of the Cassandra JVM (default: the one listening on --port).")
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds to watch (default: until Ctrl-C).")
+@click.option("--sample", type=click.FloatRange(min=0, max=1, min_open=True), default=0.01, show_default=True,
+              help="Share of requests the node traces meanwhile (nodetool settraceprobability; restored after).")
+@click.option("--top", type=click.IntRange(min=1), default=DEFAULT_TOP, show_default=True,
+              help="Statements in the live table and detailed in the report.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Trace file to write (default: a dated name under the casstrace data directory).")
+@click.option("--nodetool", "nodetool_command",
+              help="The node's nodetool command (default: the node's own classes on its JMX port).")
+@report_options(html_default="TRACE.html beside the trace")
+def command(host, port, username, ssl_enabled, cqlshrc, pid, duration, sample, top, out, nodetool_command,
+            format_, output, color):
+    """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
+
+    The probes count every thread's file bytes; Cassandra traces a share of the requests (--sample),
+    which names each statement's threads and times; the join gives each statement its bytes, rows
+    and latency, with causes, and says what compaction, flushes and unsampled requests read."""
+    from casstrace.analyses.watch import analyse_watch
+    from casstrace.node.connection import resolve_settings
+    from casstrace.node.watcher import WatchOptions, watch
+    from casstrace.reports import beside_trace
+    from casstrace.reports.watch import document
+
+    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
+    live = LiveTable(top) if sys.stderr.isatty() else None
+    if live is None:
+        click.echo(f"casstrace: watching {settings.host}:{settings.port}"
+                   + (f" for {duration:g} s" if duration else " until Ctrl-C") + f", tracing {sample:g} of requests",
+                   err=True)
+    path, interrupted = watch(WatchOptions(connection=settings, pid=pid, duration_s=duration, probability=sample,
+                                           top=top, out=out, nodetool=nodetool_command), live)
+    result = analyse_watch(path)
+    if output is None and format_ == "html":
+        output = beside_trace(path, "html")
+    deliver(document(result, top), format_, output, color,
+            [f"{len(result.statements)} statements sampled; trace: {path}"])
+    click.echo(f"trace: {path}", err=True)
+    if interrupted:
+        click.echo("casstrace: interrupted: the trace is marked incomplete", err=True)
+        sys.exit(130)
+
+
+class LiveTable:
+    """The top statements so far, redrawn in place on the terminal (standard error)."""
+
+    def __init__(self, top: int):
+        self.top = top
+        self.lines = 0
+
+    def __call__(self, watch) -> None:
+        from casstrace.analyses.units import human_bytes
+
+        rows = [f"casstrace watch: {watch.duration_s:.0f} s, {sum(s.sampled_executions for s in watch.statements)} "
+                f"sampled requests; SSTable bytes so far: {human_bytes(watch.sstable_bytes)}",
+                f"{'read/exec':>10} {'est. execs':>10} {'p50 ms':>8}  statement"]
+        for statement in watch.statements[:self.top]:
+            p50 = f"{statement.latency_p50_s * 1000:.1f}" if statement.latency_p50_s is not None else "—"
+            rows.append(f"{human_bytes(statement.sstable_read_bytes_per_execution):>10} "
+                        f"{statement.estimated_executions:>10,.0f} {p50:>8}  {statement.statement[:90]}")
+        erase = f"\x1b[{self.lines}F\x1b[J" if self.lines else ""
+        sys.stderr.write(erase + "\n".join(rows) + "\n")
+        sys.stderr.flush()
+        self.lines = len(rows)

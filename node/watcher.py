@@ -1,0 +1,228 @@
+"""`casstrace watch`: which statements a live node's reads go to, with the probes and Cassandra's own
+sampled tracing, running nothing on the node's data.
+
+Order matters: everything that can fail on the user's input (connection, finding the JVM and its
+nodetool, the thread list, the output path) fails before anything changes on the node. Then the
+probes attach (counting file bytes per thread and 1 ms slot), the node starts tracing a share P of
+its requests, and the watch runs until its duration or Ctrl-C, refreshing a live top-N table.
+On every way out the trace probability goes back to what it was (node.tracing.TraceProbability),
+then the probes detach. The sampled sessions are read from system_traces afterwards (statements
+normalized, never a value), with the JVM's thread names mapped to thread ids, and all of it goes
+into one trace that `casstrace report` reads.
+"""
+
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from casstrace.analyses.watch import SessionRow, SpanRow, ThreadIORow, Watch, WatchInputs, summarise
+from casstrace.errors import CasstraceError
+from casstrace.node import context
+from casstrace.node.connection import ConnectionSettings, NodeSession
+from casstrace.node.jvm import CassandraProcess, find_cassandra, java_thread_ids
+from casstrace.node.tracing import SampledSession, TraceProbability, nodetool_for, read_sessions
+from casstrace.paths import default_traces_dir
+from casstrace.traces import TraceWriter
+from casstrace.traces.schema import THREAD_SLOT_NS
+from casstrace.traces.sstable_names import parse_sstable_path
+
+DEFAULT_PROBABILITY = 0.01
+REFRESH_S = 2.0
+SETTLE_S = 1.0          # after tracing stops, for the last sessions' events to reach system_traces
+INTERRUPTED = "interrupted (Ctrl-C): probes detached, trace probability restored, what was captured is kept"
+
+
+@dataclass
+class WatchOptions:
+    connection: ConnectionSettings
+    pid: int | None = None
+    duration_s: float | None = None          # None: until Ctrl-C
+    probability: float = DEFAULT_PROBABILITY
+    top: int = 10
+    out: Path | None = None
+    nodetool: str | None = None              # the node's nodetool command, when casstrace cannot build one
+
+
+def default_trace_path() -> Path:
+    return default_traces_dir() / f"{time.strftime('%Y%m%d-%H%M%S')}-watch.trace"
+
+
+def is_own_statement(statement: str) -> bool:
+    """casstrace's own reads of the node's trace tables, traced at P like any request."""
+    return "system_traces." in statement.lower()
+
+
+def warn(message: str) -> None:
+    print(f"casstrace: warning: {message}", file=sys.stderr)
+
+
+def watch(options: WatchOptions, live: Callable[[Watch], None] | None = None) -> tuple[Path, bool]:
+    """Watch the node; returns (the trace's path, whether it was interrupted). `live` is called with
+    the figures so far every REFRESH_S seconds."""
+    if not 0 < options.probability <= 1:
+        raise CasstraceError(f"--sample must be in (0, 1], got {options.probability}",
+                             "give a share of requests to trace, e.g. --sample 0.01")
+    if options.duration_s is not None and options.duration_s <= 0:
+        raise CasstraceError(f"--duration must be positive, got {options.duration_s}", "give seconds > 0")
+    from casstrace.probes.bcc_capture import BccCapture
+
+    with ExitStack() as stack:
+        node = stack.enter_context(NodeSession(options.connection))
+        process = find_cassandra(options.pid, native_port=options.connection.port)
+        nodetool = nodetool_for(process, options.nodetool)
+        thread_ids = java_thread_ids(process.pid)
+        node_settings = context.settings(node.session)
+        data_dirs = context.data_directories(node_settings, process)
+        capture = BccCapture(process.pid, extra_dirs=tuple(data_dirs), thread_slot_ns=THREAD_SLOT_NS,
+                             source=f"pid {process.pid} (casstrace watch)")
+        writer = TraceWriter(options.out or default_trace_path())
+        try:
+            sessions, switch, interrupted, window = _watch(capture, node, nodetool, thread_ids, process, options, live)
+            thread_ids |= _thread_ids_now(process.pid)
+            _write(writer, capture, sessions, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
+        except BaseException:
+            writer.discard()
+            raise
+        path = writer.finish(complete=not interrupted, reason=INTERRUPTED)
+    return path, interrupted
+
+
+def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: dict[str, int], process: CassandraProcess,
+           options: WatchOptions, live: Callable[[Watch], None] | None
+           ) -> tuple[list[SampledSession], TraceProbability, bool, tuple[int, int]]:
+    """Probes on, tracing on, wait; then tracing off (restored), probes off, sessions read."""
+    interrupted = False
+    switch = TraceProbability(nodetool, options.probability, warn)
+    with _sigterm_as_interrupt():
+        capture.start()
+        try:
+            with switch:
+                since = time.time_ns()
+                try:
+                    _wait(capture, node, since, thread_ids, options, live)
+                except KeyboardInterrupt:
+                    interrupted = True
+                until = time.time_ns()
+        finally:
+            capture.stop()
+    time.sleep(SETTLE_S)
+    sessions = read_sessions(node.session, since, until, ignore=is_own_statement)
+    return sessions, switch, interrupted, (since, until)
+
+
+def _wait(capture: Any, node: NodeSession, since: int, thread_ids: dict[str, int], options: WatchOptions,
+          live: Callable[[Watch], None] | None) -> None:
+    deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
+    seen: set[str] = set()
+    sampled: list[SampledSession] = []
+    while deadline is None or time.monotonic() < deadline:
+        if capture.ended_early:
+            raise CasstraceError(f"the watch ended early: {capture.ended_early}", "check that the node is running")
+        time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
+        if live is None:
+            continue
+        try:
+            sampled += read_sessions(node.session, since, time.time_ns(), seen, ignore=is_own_statement)
+            figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
+        except Exception as error:   # the node slow to answer, say: the watch goes on without the live table
+            warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
+            live = None
+            continue
+        live(figures)
+
+
+def live_figures(capture: Any, sampled: list[SampledSession], thread_ids: dict[str, int], probability: float,
+                 elapsed_s: float) -> Watch:
+    """The join on what the probes and the node's trace tables hold so far."""
+    offset = _clock_offset_ns()
+    paths: dict[str | None, int] = {}
+    rows = []
+    for tid, slot, path, read_bytes, cache_pages in capture.thread_io_so_far():
+        rows.append(ThreadIORow(tid, slot, paths.setdefault(path, len(paths)), read_bytes, cache_pages))
+    sstables = {file_id: name for path, file_id in paths.items() if path and (name := parse_sstable_path(path))}
+    sessions, spans = session_rows(sampled, thread_ids, offset)
+    inputs = WatchInputs(sessions=sessions, spans=spans, thread_io=rows, sstables=sstables,
+                         thread_names={tid: name for name, tid in thread_ids.items()},
+                         capture_start_ns=capture.start_ns, slot_ns=THREAD_SLOT_NS, probability=probability,
+                         duration_s=elapsed_s)
+    return summarise(inputs, {})
+
+
+def session_rows(sampled: list[SampledSession], thread_ids: dict[str, int],
+                 clock_offset_ns: int) -> tuple[list[SessionRow], list[SpanRow]]:
+    """The sessions as trace rows, numbered from 1, times moved from Unix time to the trace's clock."""
+    sessions, spans = [], []
+    for number, s in enumerate(sampled, start=1):
+        sessions.append(SessionRow(number, s.statement, s.consistency, s.started_ns - clock_offset_ns, s.duration_ns,
+                                   s.live_rows, s.tombstone_cells, s.sstables_merged))
+        spans += [SpanRow(number, span.thread, thread_ids.get(span.thread), span.first_ns - clock_offset_ns,
+                          span.last_ns - clock_offset_ns) for span in s.spans]
+    return sessions, spans
+
+
+def _write(writer: TraceWriter, capture: Any, sampled: list[SampledSession], thread_ids: dict[str, int],
+           switch: TraceProbability, window: tuple[int, int], options: WatchOptions, process: CassandraProcess,
+           node: NodeSession, node_settings: dict, data_dirs: list[str]) -> None:
+    offset = _clock_offset_ns()
+    writer.set_meta(clock_offset_ns=offset)
+    capture.write(writer)
+    writer.add_threads({tid: name for name, tid in thread_ids.items()})   # full names, where comm cuts them
+    sessions, spans = session_rows(sampled, thread_ids, offset)
+    writer.add_statement_sessions(
+        {"session": s.session, "session_id": raw.session_id, "statement": s.statement, "consistency": s.consistency,
+         "client": raw.client, "started_ns": s.started_ns, "duration_ns": s.duration_ns, "live_rows": s.live_rows,
+         "tombstone_cells": s.tombstone_cells, "sstables_merged": s.sstables_merged}
+        for s, raw in zip(sessions, sampled))
+    events = {(raw_number, span.thread): span.events
+              for raw_number, raw in enumerate(sampled, start=1) for span in raw.spans}
+    writer.add_session_threads(
+        {"session": span.session, "thread": span.thread, "tid": span.tid, "first_ns": span.first_ns,
+         "last_ns": span.last_ns, "events": events[(span.session, span.thread)]} for span in spans)
+    local = node.session.execute("SELECT release_version FROM system.local WHERE key = 'local'").one()
+    tables = []
+    for keyspace, table in sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)}):
+        schema = context.table_schema(node.session, keyspace, table)
+        if schema is not None:
+            schema["sstables"] = context.sstable_files(data_dirs, keyspace, table, schema["id"])
+            tables.append(schema)
+    writer.set_meta(
+        node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
+        cassandra={"release_version": local.release_version if local else "unknown",
+                   "disk_access_mode": context.disk_access_mode(node_settings, process),
+                   "data_file_directories": data_dirs, "tables": tables},
+        watch={"sample_probability": options.probability, "previous_probability": switch.previous,
+               "probability_restored": switch.restored, "duration_s": (window[1] - window[0]) / 1e9,
+               "thread_map": "jcmd"},
+    )
+
+
+def _thread_ids_now(pid: int) -> dict[str, int]:
+    """Threads started during the watch (pools grow on demand); what jcmd gave at the start stays."""
+    try:
+        return java_thread_ids(pid)
+    except CasstraceError as error:
+        warn(f"the JVM's thread list could not be read again after the watch ({error}): threads it started "
+             "during the watch are matched by /proc names, or not at all")
+        return {}
+
+
+def _clock_offset_ns() -> int:
+    return time.time_ns() - time.monotonic_ns()
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends a watch as Ctrl-C does: the node's trace probability is restored either way."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

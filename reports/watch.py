@@ -1,0 +1,146 @@
+"""The report of `casstrace watch`: a Watch as a Document every format renders.
+
+JSON schema (the document's data), version 1; new fields may be added within a version. Bytes are
+SSTable bytes the node's threads read (syscalls, plus page-cache fills beyond them); a figure that
+was not measured is null, never 0.
+
+{
+  "version": 1, "kind": "watch",
+  "duration_s": float, "sample_probability": float,
+  "statements": [                       most estimated SSTable bytes first
+    {"query": str,                      normalized: every literal as ?
+     "sampled_executions": int, "estimated_executions": float (sampled ÷ sample_probability),
+     "estimated_sstable_bytes": float,  the ranking figure
+     "sstable_read_bytes_per_execution": float,   every component of every table
+     "data_read_bytes_per_execution": float,      Data components, as `casstrace run` counts data read
+     "read_by_component": [{"table": "ks.t", "component": "Data", "bytes_per_execution": float,
+                            "syscall_bytes_per_execution": float, "cache_miss_bytes_per_execution": float}],
+     "rows_per_execution": float | null, "bytes_per_row": float | null,
+     "latency_p50_s": float | null, "latency_p99_s": float | null,   session durations (the node's)
+     "consistency": [str], "unmatched_threads": [str],
+     "findings": [{"cause", "title", "certainty", "evidence": [str], "suggestion": [str]}],
+     "run_command": str}],
+  "sstable_bytes": int, "explained_bytes": int, "explained_share": float | null,
+  "unexplained": [{"pool": str, "what": str, "sstable_bytes": int}],
+  "warnings": [str], "notes": [str], "context": {...}
+}
+"""
+
+import dataclasses
+
+from casstrace.analyses.units import human_bytes, human_ms
+from casstrace.analyses.watch import StatementIO, Watch, describe_share
+from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
+
+VERSION = 1
+
+
+def document(watch: Watch, top: int | None = None) -> Document:
+    """The report; `top` limits the statements detailed (the JSON keeps them all)."""
+    blocks: list = [Paragraph(f"Statements the node served in {watch.duration_s:.0f} s, ranked by the SSTable bytes "
+                              f"they read (Cassandra traced {watch.probability:.3g} of the requests)." +
+                              ("" if watch.complete else " The watch did not finish."))]
+    blocks += [Paragraph(warning, "warning") for warning in watch.warnings]
+    shown = watch.statements[:top] if top else watch.statements
+    blocks.append(Heading("Statements"))
+    if shown:
+        blocks.append(Table(("#", "Statement", "Sampled", "Est. executions", "Read / execution", "Data / execution",
+                             "Rows / execution", "Bytes / row", "p50", "p99"),
+                            [_row(rank, s) for rank, s in enumerate(shown, start=1)]))
+    else:
+        blocks.append(Paragraph("No statement was sampled: the node served none, or too few for the sample "
+                                "probability (raise --sample, or watch longer).", "warning"))
+    for rank, statement in enumerate(shown, start=1):
+        blocks.append(Heading(f"{rank}. {_short(statement.statement)}"))
+        blocks.append(Code(statement.statement))
+        blocks.append(Items([
+            ("executions", f"{statement.sampled_executions} sampled, about {statement.estimated_executions:,.0f} in all"),
+            ("read per execution", f"{human_bytes(statement.sstable_read_bytes_per_execution)} from SSTables, of "
+                                   f"which {human_bytes(statement.data_read_bytes_per_execution)} from Data files"),
+            ("rows per execution", _number(statement.rows_per_execution)),
+            ("bytes per row", human_bytes(statement.bytes_per_row) if statement.bytes_per_row is not None else "—"),
+            ("latency (node)", f"p50 {_ms(statement.latency_p50_s)}, p99 {_ms(statement.latency_p99_s)}"),
+            ("consistency", ", ".join(statement.consistency) or "—"),
+        ]))
+        if statement.components:
+            blocks.append(Table(("Table", "Component", "Read / execution", "Syscalls", "Page-cache fills"),
+                                [(c.table, c.component, human_bytes(c.bytes_per_execution),
+                                  human_bytes(c.syscall_bytes_per_execution), human_bytes(c.cache_miss_bytes_per_execution))
+                                 for c in statement.components]))
+        if statement.unmatched_threads:
+            blocks.append(Paragraph(f"Events on threads with no known thread id ({', '.join(statement.unmatched_threads)}): "
+                                    "their reads are not counted here.", "warning"))
+        for finding in statement.findings:
+            blocks.append(Paragraph(f"{finding.title} ({finding.certainty})", "bad"))
+            blocks += [Paragraph(line) for line in finding.evidence]
+            blocks += [Paragraph(f"Suggestion: {line}", "muted") for line in finding.suggestion]
+        blocks.append(Paragraph("Measure it alone, precisely (fill in the ? values):", "muted"))
+        blocks.append(Code(statement.run_command))
+    blocks.append(Heading("What the sampled sessions do not explain"))
+    blocks.append(Paragraph(describe_share(watch)))
+    if watch.unexplained:
+        blocks.append(Table(("Threads", "What", "SSTable bytes"),
+                            [(p.pool, p.what, human_bytes(p.sstable_bytes)) for p in watch.unexplained]))
+    blocks += [Paragraph(note, "muted") for note in watch.notes]
+    if watch.context:
+        blocks.append(Heading("Context"))
+        blocks.append(Items([(key, str(value)) for key, value in watch.context.items()]))
+    return Document("casstrace watch: the statements behind the node's reads", data(watch), blocks)
+
+
+def data(watch: Watch) -> dict:
+    return {
+        "version": VERSION,
+        "kind": "watch",
+        "duration_s": watch.duration_s,
+        "sample_probability": watch.probability,
+        "statements": [_statement_data(s) for s in watch.statements],
+        "sstable_bytes": watch.sstable_bytes,
+        "explained_bytes": watch.explained_bytes,
+        "explained_share": watch.explained_share,
+        "unexplained": [dataclasses.asdict(p) for p in watch.unexplained],
+        "warnings": watch.warnings,
+        "notes": watch.notes,
+        "context": watch.context,
+        "trace": watch.trace_path,
+        "complete": watch.complete,
+    }
+
+
+def _statement_data(s: StatementIO) -> dict:
+    return {
+        "query": s.statement,
+        "sampled_executions": s.sampled_executions,
+        "estimated_executions": s.estimated_executions,
+        "estimated_sstable_bytes": s.estimated_sstable_bytes,
+        "sstable_read_bytes_per_execution": s.sstable_read_bytes_per_execution,
+        "data_read_bytes_per_execution": s.data_read_bytes_per_execution,
+        "read_by_component": [dataclasses.asdict(c) for c in s.components],
+        "rows_per_execution": s.rows_per_execution,
+        "bytes_per_row": s.bytes_per_row,
+        "latency_p50_s": s.latency_p50_s,
+        "latency_p99_s": s.latency_p99_s,
+        "consistency": s.consistency,
+        "unmatched_threads": s.unmatched_threads,
+        "findings": [dataclasses.asdict(f) for f in s.findings],
+        "run_command": s.run_command,
+    }
+
+
+def _row(rank: int, s: StatementIO) -> tuple[str, ...]:
+    return (str(rank), _short(s.statement), str(s.sampled_executions), f"{s.estimated_executions:,.0f}",
+            human_bytes(s.sstable_read_bytes_per_execution), human_bytes(s.data_read_bytes_per_execution),
+            _number(s.rows_per_execution), human_bytes(s.bytes_per_row) if s.bytes_per_row is not None else "—",
+            _ms(s.latency_p50_s), _ms(s.latency_p99_s))
+
+
+def _short(statement: str, width: int = 60) -> str:
+    return statement if len(statement) <= width else statement[:width - 1] + "…"
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}"
+
+
+def _ms(seconds: float | None) -> str:
+    return "—" if seconds is None else human_ms(seconds)
