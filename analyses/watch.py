@@ -21,6 +21,7 @@ import re
 import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from casstrace.analyses import causes
 from casstrace.analyses.analysis import DEFAULT_THRESHOLD
@@ -30,14 +31,15 @@ from casstrace.analyses.query import find_table, parse_select
 from casstrace.analyses.units import human_bytes
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace
+from casstrace.traces.activities import shared_pool_worker
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
 SLACK_SLOTS = 1                # slots claimed either side of a session's events on a thread
 FULL_ROW_BYTES_PER_ROW = 16 * 1024   # past one default compression chunk per row: judge the reads
+SHARED_POOL = "SharedPool"   # Cassandra's request stages' workers (traces.activities.SHARED_POOL_STAGES)
 POOLS = {   # thread pool -> what its reads are, in words
-    "ReadStage": "requests not sampled (ReadStage)",
-    "Native-Transport-Requests": "requests not sampled (Native-Transport-Requests)",
+    SHARED_POOL: "requests not sampled (the request stages' shared workers: ReadStage, Native-Transport-Requests, ...)",
     "CompactionExecutor": "compaction",
     "MemtableFlushWriter": "memtable flush",
     "MemtablePostFlush": "memtable flush",
@@ -155,21 +157,31 @@ class Watch:
 
 
 def pool_of(thread: str) -> str:
-    """'ReadStage-3' -> 'ReadStage', 'CompactionExecutor:2' -> 'CompactionExecutor'."""
+    """'CompactionExecutor:2' -> 'CompactionExecutor'; 'ReadStage-3' -> SHARED_POOL (its worker also
+    serves the other request stages, and is named after whichever it served last)."""
+    if shared_pool_worker(thread) is not None:
+        return SHARED_POOL
     return _POOL_SUFFIX.sub("", thread)
 
 
 def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], dict[int, float]]:
     """(session -> file_id -> [data read, syscall bytes, cache-miss bytes]) claimed by each session,
-    and tid -> SSTable bytes nobody claimed. Shared slots are split equally between their claimants."""
-    claims: dict[tuple[int, int], list[int]] = defaultdict(list)
+    and tid -> SSTable bytes nobody claimed.
+
+    A session claims, on each of its threads, the slots from its first to its last event there
+    (its core), and one slot either side (its margin, for the events' sub-ms uncertainty). A slot
+    in some session's core goes to the cores that hold it; a margin slot only to margins, when no
+    core holds it: a thread busy with the next request right after is not charged to this one.
+    A slot several sessions hold alike is split equally between them."""
+    core: dict[tuple[int, int], list[int]] = defaultdict(list)
+    margin: dict[tuple[int, int], list[int]] = defaultdict(list)
     for span in inputs.spans:
         if span.tid is None:
             continue
-        first = (span.first_ns - inputs.capture_start_ns) // inputs.slot_ns - SLACK_SLOTS
-        last = (span.last_ns - inputs.capture_start_ns) // inputs.slot_ns + SLACK_SLOTS
-        for slot in range(max(0, first), last + 1):
-            claimants = claims[(span.tid, slot)]
+        first = (span.first_ns - inputs.capture_start_ns) // inputs.slot_ns
+        last = (span.last_ns - inputs.capture_start_ns) // inputs.slot_ns
+        for slot in range(max(0, first - SLACK_SLOTS), last + SLACK_SLOTS + 1):
+            claimants = (core if first <= slot <= last else margin)[(span.tid, slot)]
             if span.session not in claimants:
                 claimants.append(span.session)
     claimed: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
@@ -177,12 +189,13 @@ def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], d
     for row in inputs.thread_io:
         if row.file_id not in inputs.sstables:
             continue
-        claimants = claims.get((row.tid, row.slot))
-        if not claimants:
+        key = (row.tid, row.slot)
+        slot_claimants = core.get(key) or margin.get(key)
+        if not slot_claimants:
             unclaimed[row.tid] += row.data_read_bytes
             continue
-        share = 1 / len(claimants)
-        for session in claimants:
+        share = 1 / len(slot_claimants)
+        for session in slot_claimants:
             figures = claimed[session][row.file_id]
             figures[0] += row.data_read_bytes * share
             figures[1] += row.read_bytes * share
@@ -316,11 +329,11 @@ def _notes(meta: dict, inputs: WatchInputs) -> list[str]:
     mode = ((meta.get("cassandra") or {}).get("disk_access_mode") or "unknown").lower()
     notes = [f"Cassandra traced {inputs.probability:.3g} of the requests it coordinated; estimated executions are "
              "the sampled ones ÷ that share, so a statement seen a few times is estimated roughly."]
-    if mode in causes.MMAP_DATA_MODES or mode in ("mmap_index_only", "unknown"):
-        what = "Data and index files" if mode in causes.MMAP_DATA_MODES else "index files"
-        notes.append(f"disk_access_mode is '{mode}': the node reads its {what} through memory maps. A mapped page "
-                     "already in the page cache is read with no syscall and no page-cache fill, so no thread can be "
-                     "charged for it: such reads are in no figure here (per thread they cannot be attributed).")
+    what = ("its Data and index files" if mode in causes.MMAP_DATA_MODES else
+            "its index files at least (5.0 maps them even where it reports 'standard')")
+    notes.append(f"disk_access_mode is '{mode}': the node reads {what} through memory maps. A mapped page already in "
+                 "the page cache is read with no syscall and no page-cache fill, so no thread can be charged for it: "
+                 "such reads are in no figure here (per thread they cannot be attributed).")
     return notes
 
 
@@ -363,7 +376,7 @@ def load(trace: Trace) -> WatchInputs:
 
 def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
     if not isinstance(trace, Trace):
-        with Trace(trace) as opened:
+        with Trace(Path(trace)) as opened:
             return analyse_watch(opened)
     warnings = []
     if not trace.complete:

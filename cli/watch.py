@@ -2,10 +2,14 @@
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from casstrace.cli.output import deliver, report_options
+
+if TYPE_CHECKING:
+    from casstrace.analyses.watch import Watch
 
 DEFAULT_TOP = 10
 
@@ -28,8 +32,9 @@ DEFAULT_TOP = 10
 @click.option("--nodetool", "nodetool_command",
               help="The node's nodetool command (default: the node's own classes on its JMX port).")
 @report_options(html_default="TRACE.html beside the trace")
-def command(host, port, username, ssl_enabled, cqlshrc, pid, duration, sample, top, out, nodetool_command,
-            format_, output, color):
+def command(host: str | None, port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None,
+            pid: int | None, duration: float | None, sample: float, top: int, out: Path | None,
+            nodetool_command: str | None, format_: str, output: Path | None, color: bool | None) -> None:
     """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
 
     The probes count every thread's file bytes; Cassandra traces a share of the requests (--sample),
@@ -43,12 +48,14 @@ def command(host, port, username, ssl_enabled, cqlshrc, pid, duration, sample, t
 
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
     live = LiveTable(top) if sys.stderr.isatty() else None
-    if live is None:
+
+    def started() -> None:
         click.echo(f"casstrace: watching {settings.host}:{settings.port}"
-                   + (f" for {duration:g} s" if duration else " until Ctrl-C") + f", tracing {sample:g} of requests",
-                   err=True)
+                   + (f" for {duration:g} s" if duration else " until Ctrl-C")
+                   + f": probes attached, the node traces {sample:g} of its requests", err=True)
+
     path, interrupted = watch(WatchOptions(connection=settings, pid=pid, duration_s=duration, probability=sample,
-                                           top=top, out=out, nodetool=nodetool_command), live)
+                                           top=top, out=out, nodetool=nodetool_command), live, started)
     result = analyse_watch(path)
     if output is None and format_ == "html":
         output = beside_trace(path, "html")
@@ -67,7 +74,7 @@ class LiveTable:
         self.top = top
         self.lines = 0
 
-    def __call__(self, watch) -> None:
+    def __call__(self, watch: "Watch") -> None:
         from casstrace.analyses.units import human_bytes
 
         rows = [f"casstrace watch: {watch.duration_s:.0f} s, {sum(s.sampled_executions for s in watch.statements)} "

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
+from casstrace.traces.activities import shared_pool_worker
 
 DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
 TCP_LISTEN = "0A"  # st column of /proc/net/tcp for a listening socket
@@ -156,6 +157,35 @@ def java_thread_ids(pid: int, jcmd: str | None = None, timeout_s: float = 30.0) 
 def parse_thread_print(text: str) -> dict[str, int]:
     """Thread name -> TID from `jcmd PID Thread.print` (or jstack) output."""
     return {match["name"].replace('\\"', '"'): int(match["nid"], 0) for match in _THREAD_HEADER.finditer(text)}
+
+
+class ThreadIds:
+    """Thread names, as Cassandra's trace events give them, to Linux thread ids.
+
+    A shared-pool thread renames itself as it moves between stages ('ReadStage-2' now,
+    'Native-Transport-Requests-2' later: traces.activities.shared_pool_worker); its worker id is
+    what stays, so those names resolve by worker id, whatever the thread was called when listed.
+    Other names resolve as listed. add() the lists taken at different times: a later one wins."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, int] = {}
+        self.by_worker: dict[int, int] = {}
+
+    def add(self, names: dict[str, int]) -> "ThreadIds":
+        for name, tid in names.items():
+            self.by_name[name] = tid
+            worker = shared_pool_worker(name)
+            if worker is not None:
+                self.by_worker[worker] = tid
+        return self
+
+    def tid(self, thread: str) -> int | None:
+        worker = shared_pool_worker(thread)
+        return self.by_name.get(thread) if worker is None else self.by_worker.get(worker)
+
+    def names(self) -> dict[int, str]:
+        """tid -> the name it was last listed under."""
+        return {tid: name for name, tid in self.by_name.items()}
 
 
 def _jdk_tool(pid: int, name: str) -> str:

@@ -102,3 +102,50 @@ def read_only_statement(text: str) -> str:
             "give one SELECT statement (SELECT JSON and SELECT DISTINCT are fine)",
         )
     return statement
+
+
+# Literals outside strings (tokenize has already taken strings, quoted identifiers and comments out).
+_LITERAL = re.compile(r"""
+    \b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b   # uuid
+  | \b0[xX][0-9a-fA-F]*\b                                                            # blob
+  | (?<![\w.])-?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)(?![\w.])         # number
+  | (?<![\w.])-?(?:NaN|Infinity)\b
+  | \b(?i:true|false)\b
+""", re.X)
+_IN_LIST = re.compile(r"\bIN\s*\(\s*\?(?:\s*,\s*\?)*\s*\)", re.IGNORECASE)
+UNREADABLE_STATEMENT = "<a statement casstrace could not read>"
+
+
+def normalize(statement: str) -> str:
+    """The statement as `casstrace watch` groups and stores it: every literal (string, $$-string,
+    number, uuid, blob, boolean) as `?`, comments dropped, whitespace collapsed, no final ';', and
+    `IN (?, ?, ...)` as `IN (?)`. Executions of one statement with different values become one;
+    and since only this text is ever stored, no value reaches a trace.
+
+        SELECT c0 FROM ks.t WHERE id = 42 AND name = 'x'  ->  SELECT c0 FROM ks.t WHERE id = ? AND name = ?
+    """
+    try:
+        tokens = tokenize(statement)
+    except CasstraceError:   # cut short: nothing of it can be told apart from a value
+        return UNREADABLE_STATEMENT
+    parts: list[str] = []
+    code: list[str] = []    # the words and symbols since the last string or quoted identifier
+
+    def flush() -> None:
+        parts.append(re.sub(r"\s+", " ", _LITERAL.sub("?", "".join(code))))
+        code.clear()
+
+    for token in tokens:
+        if token.kind == "string":
+            flush()
+            parts.append("?")
+        elif token.kind == "identifier":
+            flush()
+            parts.append(token.text)
+        else:
+            code.append(" " if token.kind in ("space", "comment") else token.text)
+    flush()
+    text = "".join(parts).strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    return _IN_LIST.sub("IN (?)", text)

@@ -24,7 +24,7 @@ from casstrace.analyses.watch import SessionRow, SpanRow, ThreadIORow, Watch, Wa
 from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
-from casstrace.node.jvm import CassandraProcess, find_cassandra, java_thread_ids
+from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.tracing import SampledSession, TraceProbability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
 from casstrace.traces import TraceWriter
@@ -61,9 +61,10 @@ def warn(message: str) -> None:
     print(f"casstrace: warning: {message}", file=sys.stderr)
 
 
-def watch(options: WatchOptions, live: Callable[[Watch], None] | None = None) -> tuple[Path, bool]:
-    """Watch the node; returns (the trace's path, whether it was interrupted). `live` is called with
-    the figures so far every REFRESH_S seconds."""
+def watch(options: WatchOptions, live: Callable[[Watch], None] | None = None,
+          started: Callable[[], None] = lambda: None) -> tuple[Path, bool]:
+    """Watch the node; returns (the trace's path, whether it was interrupted). `started` is called once
+    the probes are attached and the node traces; `live` with the figures so far every REFRESH_S seconds."""
     if not 0 < options.probability <= 1:
         raise CasstraceError(f"--sample must be in (0, 1], got {options.probability}",
                              "give a share of requests to trace, e.g. --sample 0.01")
@@ -75,15 +76,17 @@ def watch(options: WatchOptions, live: Callable[[Watch], None] | None = None) ->
         node = stack.enter_context(NodeSession(options.connection))
         process = find_cassandra(options.pid, native_port=options.connection.port)
         nodetool = nodetool_for(process, options.nodetool)
-        thread_ids = java_thread_ids(process.pid)
+        thread_ids = ThreadIds().add(java_thread_ids(process.pid))
         node_settings = context.settings(node.session)
         data_dirs = context.data_directories(node_settings, process)
         capture = BccCapture(process.pid, extra_dirs=tuple(data_dirs), thread_slot_ns=THREAD_SLOT_NS,
                              source=f"pid {process.pid} (casstrace watch)")
         writer = TraceWriter(options.out or default_trace_path())
         try:
-            sessions, switch, interrupted, window = _watch(capture, node, nodetool, thread_ids, process, options, live)
-            thread_ids |= _thread_ids_now(process.pid)
+            sessions, switch, interrupted, window = _watch(capture, node, nodetool, thread_ids, options, live, started)
+            # Threads started during the watch (pools grow on demand), as /proc named them (15
+            # characters: enough for 'ReadStage-12'), then as the JVM lists them now.
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()}).add(_thread_ids_now(process.pid))
             _write(writer, capture, sessions, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
         except BaseException:
             writer.discard()
@@ -92,10 +95,11 @@ def watch(options: WatchOptions, live: Callable[[Watch], None] | None = None) ->
     return path, interrupted
 
 
-def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: dict[str, int], process: CassandraProcess,
-           options: WatchOptions, live: Callable[[Watch], None] | None
+def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: ThreadIds, options: WatchOptions,
+           live: Callable[[Watch], None] | None, started: Callable[[], None]
            ) -> tuple[list[SampledSession], TraceProbability, bool, tuple[int, int]]:
-    """Probes on, tracing on, wait; then tracing off (restored), probes off, sessions read."""
+    """Probes on, tracing on, wait; then tracing off (restored), probes off, sessions read.
+    Returns the sessions, the switch, whether Ctrl-C ended it, and the watch's (start, end) in Unix ns."""
     interrupted = False
     switch = TraceProbability(nodetool, options.probability, warn)
     with _sigterm_as_interrupt():
@@ -103,6 +107,7 @@ def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: dict[str,
         try:
             with switch:
                 since = time.time_ns()
+                started()
                 try:
                     _wait(capture, node, since, thread_ids, options, live)
                 except KeyboardInterrupt:
@@ -115,7 +120,7 @@ def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: dict[str,
     return sessions, switch, interrupted, (since, until)
 
 
-def _wait(capture: Any, node: NodeSession, since: int, thread_ids: dict[str, int], options: WatchOptions,
+def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, options: WatchOptions,
           live: Callable[[Watch], None] | None) -> None:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
     seen: set[str] = set()
@@ -127,6 +132,7 @@ def _wait(capture: Any, node: NodeSession, since: int, thread_ids: dict[str, int
         if live is None:
             continue
         try:
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})   # workers started since
             sampled += read_sessions(node.session, since, time.time_ns(), seen, ignore=is_own_statement)
             figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
         except Exception as error:   # the node slow to answer, say: the watch goes on without the live table
@@ -136,7 +142,7 @@ def _wait(capture: Any, node: NodeSession, since: int, thread_ids: dict[str, int
         live(figures)
 
 
-def live_figures(capture: Any, sampled: list[SampledSession], thread_ids: dict[str, int], probability: float,
+def live_figures(capture: Any, sampled: list[SampledSession], thread_ids: ThreadIds, probability: float,
                  elapsed_s: float) -> Watch:
     """The join on what the probes and the node's trace tables hold so far."""
     offset = _clock_offset_ns()
@@ -147,31 +153,31 @@ def live_figures(capture: Any, sampled: list[SampledSession], thread_ids: dict[s
     sstables = {file_id: name for path, file_id in paths.items() if path and (name := parse_sstable_path(path))}
     sessions, spans = session_rows(sampled, thread_ids, offset)
     inputs = WatchInputs(sessions=sessions, spans=spans, thread_io=rows, sstables=sstables,
-                         thread_names={tid: name for name, tid in thread_ids.items()},
+                         thread_names=thread_ids.names(),
                          capture_start_ns=capture.start_ns, slot_ns=THREAD_SLOT_NS, probability=probability,
                          duration_s=elapsed_s)
     return summarise(inputs, {})
 
 
-def session_rows(sampled: list[SampledSession], thread_ids: dict[str, int],
+def session_rows(sampled: list[SampledSession], thread_ids: ThreadIds,
                  clock_offset_ns: int) -> tuple[list[SessionRow], list[SpanRow]]:
     """The sessions as trace rows, numbered from 1, times moved from Unix time to the trace's clock."""
     sessions, spans = [], []
     for number, s in enumerate(sampled, start=1):
         sessions.append(SessionRow(number, s.statement, s.consistency, s.started_ns - clock_offset_ns, s.duration_ns,
                                    s.live_rows, s.tombstone_cells, s.sstables_merged))
-        spans += [SpanRow(number, span.thread, thread_ids.get(span.thread), span.first_ns - clock_offset_ns,
+        spans += [SpanRow(number, span.thread, thread_ids.tid(span.thread), span.first_ns - clock_offset_ns,
                           span.last_ns - clock_offset_ns) for span in s.spans]
     return sessions, spans
 
 
-def _write(writer: TraceWriter, capture: Any, sampled: list[SampledSession], thread_ids: dict[str, int],
+def _write(writer: TraceWriter, capture: Any, sampled: list[SampledSession], thread_ids: ThreadIds,
            switch: TraceProbability, window: tuple[int, int], options: WatchOptions, process: CassandraProcess,
            node: NodeSession, node_settings: dict, data_dirs: list[str]) -> None:
     offset = _clock_offset_ns()
     writer.set_meta(clock_offset_ns=offset)
     capture.write(writer)
-    writer.add_threads({tid: name for name, tid in thread_ids.items()})   # full names, where comm cuts them
+    writer.add_threads(thread_ids.names())   # full names, where /proc cuts them
     sessions, spans = session_rows(sampled, thread_ids, offset)
     writer.add_statement_sessions(
         {"session": s.session, "session_id": raw.session_id, "statement": s.statement, "consistency": s.consistency,
@@ -197,6 +203,7 @@ def _write(writer: TraceWriter, capture: Any, sampled: list[SampledSession], thr
                    "data_file_directories": data_dirs, "tables": tables},
         watch={"sample_probability": options.probability, "previous_probability": switch.previous,
                "probability_restored": switch.restored, "duration_s": (window[1] - window[0]) / 1e9,
+               "start_ns": window[0] - offset, "end_ns": window[1] - offset,
                "thread_map": "jcmd"},
     )
 

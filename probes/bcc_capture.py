@@ -155,6 +155,12 @@ class BccCapture:
         """When the capture started, on now_ns()'s clock (slots count from it)."""
         return self._start_ns
 
+    @property
+    def thread_names(self) -> dict[int, str]:
+        """tid -> name (/proc's comm, 15 characters at most) of the threads seen, as last named."""
+        with self._lock:
+            return dict(self._thread_names)
+
     def now_ns(self) -> int:
         return time.monotonic_ns()   # the clock of bpf_ktime_get_ns()
 

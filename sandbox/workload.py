@@ -20,6 +20,7 @@ class Load:
     cql: str
     rate_per_s: float
     values: tuple = ()
+    started_s: list[float] = field(default_factory=list)    # time.monotonic() of each start
     latencies_s: list[float] = field(default_factory=list)
     errors: int = 0
 
@@ -55,8 +56,10 @@ class Workload:
         self.ended = time.monotonic()
         return self
 
-    def achieved_rate(self, load: Load) -> float:
-        return load.executions / self.duration_s
+    @staticmethod
+    def executions_between(load: Load, start_s: float, end_s: float) -> int:
+        """How many of the load's executions started in [start_s, end_s] (time.monotonic())."""
+        return sum(start_s <= began <= end_s for began in load.started_s)
 
     def _run(self, load: Load, statement: Any) -> None:
         assert self.started is not None
@@ -71,12 +74,13 @@ class Workload:
             if due > now:
                 time.sleep(due - now)
             number += 1
-            began = time.perf_counter()
+            began = time.monotonic()
             try:
                 self.session.execute(statement, load.values or None)
             except Exception:   # a timeout on a busy machine: counted, the schedule goes on
                 load.errors += 1
                 continue
-            load.latencies_s.append(time.perf_counter() - began)
+            load.started_s.append(began)
+            load.latencies_s.append(time.monotonic() - began)
             # Late beyond the next start: skip the starts already missed rather than burst.
             number = max(number, int((time.monotonic() - self.started) / interval))

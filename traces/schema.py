@@ -48,6 +48,7 @@ Meta keys (values are JSON)
   thread_slot_ns     int: width of a thread_io time slot (slot 0 starts at capture_start_ns); watch only
   watch              (casstrace watch) {"sample_probability": float, "previous_probability": float | null,
                       "probability_restored": bool | null, "duration_s": float,
+                      "start_ns", "end_ns": int (when the node traced, on the trace's clock),
                       "thread_map": "jcmd" (thread names matched to tids by the JVM's own list)}
   profile            present when the run was profiled (run --profile; format 2):
                      {"profiler": str ('async-profiler 4.1'), "read_method": str (the Java method whose every

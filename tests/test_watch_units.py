@@ -1,0 +1,202 @@
+"""casstrace watch without a node: statement normalization, the session clock, the jcmd thread list,
+the attribution join on synthetic inputs, and the report in every format."""
+
+import json
+import uuid
+
+import pytest
+
+from casstrace.analyses.watch import (POOLS, SessionRow, SpanRow, ThreadIORow, WatchInputs, attribute, pool_of,
+                                      summarise)
+from casstrace.node.jvm import ThreadIds, parse_thread_print
+from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
+from casstrace.node.tracing import MS_NS, UUID_EPOCH_100NS, _add_events, SampledSession, session_start_ns
+from casstrace.reports import render
+from casstrace.reports.watch import document
+from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.sstable_names import parse_sstable_path
+
+SLOT = 1_000_000
+START = 10_000_000_000
+DATA = "/var/lib/cassandra/data/ks/wide-0123456789abcdef0123456789abcdef/nb-5-big-Data.db"
+INDEX = "/var/lib/cassandra/data/ks/wide-0123456789abcdef0123456789abcdef/nb-5-big-Partitions.db"
+NARROW = "/var/lib/cassandra/data/ks/narrow-0123456789abcdef0123456789abcdee/nb-6-big-Data.db"
+
+
+@pytest.mark.parametrize("statement, normalized", [
+    ("SELECT c0 FROM ks.t WHERE id = 42 AND name = 'it''s' ;", "SELECT c0 FROM ks.t WHERE id = ? AND name = ?"),
+    ("SELECT * FROM t WHERE id IN (1, 2,3) LIMIT 10", "SELECT * FROM t WHERE id IN (?) LIMIT ?"),
+    ("select \"c0  1\" from t where u = 123e4567-e89b-12d3-a456-426614174000 and b = 0xCAFE and f = -1.5e3 "
+     "and ok = TRUE -- a comment", 'select "c0  1" from t where u = ? and b = ? and f = ? and ok = ?'),
+    ("INSERT INTO t (a, b) VALUES (?, ?) USING TTL 100", "INSERT INTO t (a, b) VALUES (?, ?) USING TTL ?"),
+    ("SELECT x1, t.c2, $$secret 7$$ FROM t2", "SELECT x1, t.c2, ? FROM t2"),
+    ("SELECT c0 FROM\n  casstrace_demo.streams /* why */ WHERE stream_id = 1",
+     "SELECT c0 FROM casstrace_demo.streams WHERE stream_id = ?"),
+    ("SELECT * FROM t WHERE k = 'cut sho", UNREADABLE_STATEMENT),
+])
+def test_normalize_replaces_every_literal(statement, normalized):
+    assert normalize(statement) == normalized
+
+
+def test_normalize_groups_executions_with_different_values():
+    assert normalize("SELECT a FROM t WHERE k = 1") == normalize("select a from t where k = 2".replace("select", "SELECT")
+                                                                  .replace("from", "FROM").replace("where", "WHERE"))
+
+
+def test_thread_print_gives_full_names_and_tids():
+    text = ('"ReadStage-3" #112 daemon prio=5 os_prio=0 cpu=1.2ms elapsed=41.3s tid=0x7f nid=0x2f0b waiting\n'
+            '   java.lang.Thread.State: WAITING (parking)\n'
+            '"Native-Transport-Requests-12" #130 daemon prio=5 tid=0x7e nid=12046 runnable\n'
+            '"a \\"quoted\\" name" #7 prio=5 tid=0x1 nid=0x10 runnable\n')
+    assert parse_thread_print(text) == {"ReadStage-3": 0x2F0B, "Native-Transport-Requests-12": 12046,
+                                        'a "quoted" name': 16}
+
+
+def _event(true_ns: int, start_ns: int, thread: str = "ReadStage-1", activity: str = "") -> tuple[int, int, str, str]:
+    """(event id time, elapsed, thread, activity) as Cassandra writes them: the id's time is the
+    millisecond of the event plus a counter, the elapsed time is exact to the µs."""
+    return (true_ns // MS_NS * MS_NS + 100, (true_ns - start_ns) // 1000 * 1000, thread, activity)
+
+
+def test_session_start_is_found_well_under_a_millisecond():
+    start = 1_795_436_348_416_840_123
+    events = [_event(start + offset, start) for offset in (6_715_000, 7_177_000, 8_577_000, 44_604_000, 45_705_000)]
+    assert abs(session_start_ns(events, start // MS_NS * MS_NS) - start) < 400_000
+
+
+def test_sessions_keep_numbers_and_spans_never_activity_texts():
+    start = 1_795_436_348_000_000_000
+    sampled = SampledSession("id", "SELECT a FROM t WHERE k = ?", "ONE", None, start, 5_000_000, None, None, None)
+    _add_events(sampled, [
+        _event(start + 100_000, start, "Native-Transport-Requests-1", "Parsing SELECT a FROM t WHERE k = 42"),
+        _event(start + 1_000_000, start, "ReadStage-2", "Executing single-partition query on t"),
+        _event(start + 2_000_000, start, "ReadStage-2", "Merged data from memtables and 3 sstables"),
+        _event(start + 3_000_000, start, "ReadStage-2", "Read 200 live rows and 7 tombstone cells"),
+    ])
+    assert (sampled.live_rows, sampled.tombstone_cells, sampled.sstables_merged) == (200, 7, 3)
+    assert [(s.thread, s.events) for s in sampled.spans] == [("Native-Transport-Requests-1", 1), ("ReadStage-2", 3)]
+    read_stage = sampled.spans[1]
+    assert abs(read_stage.last_ns - read_stage.first_ns - 2_000_000) < 2000
+    assert "42" not in repr(sampled)
+
+
+def test_shared_pool_threads_resolve_by_worker_id_whatever_they_are_called_now():
+    ids = ThreadIds().add({"ReadStage-2": 12046, "MutationStage-3": 12059, "CompactionExecutor:1": 100,
+                           "epollEventLoopGroup-5-2": 200})
+    ids.add({"Native-Transport-Requests-2": 12046})     # later: worker 2 serves the native transport
+    assert ids.tid("Native-Transport-Requests-3") == ids.tid("ReadStage-3") == 12059
+    assert ids.tid("ReadStage-2") == 12046
+    assert ids.tid("CompactionExecutor:1") == 100 and ids.tid("ReadStage-9") is None
+    assert ids.tid("Native-Transport-Requests-5") is None    # not epollEventLoopGroup-5-2
+
+
+def test_uuid_time_conversion():
+    event_id = uuid.UUID("15258000-e738-11f1-b109-27cec110265b")
+    assert 1_795_400_000 < (event_id.time - UUID_EPOCH_100NS) / 1e7 < 1_795_500_000
+
+
+def _inputs(sessions, spans, io, probability=0.5, names=None):
+    files = {1: DATA, 2: INDEX, 3: NARROW, 4: "/var/log/cassandra/system.log"}
+    return WatchInputs(
+        sessions=sessions, spans=spans, thread_io=io,
+        sstables={file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))},
+        thread_names=names or {101: "ReadStage-1", 102: "ReadStage-2", 201: "CompactionExecutor:1",
+                               301: "Native-Transport-Requests-1"},
+        capture_start_ns=START, slot_ns=SLOT, probability=probability, duration_s=10.0)
+
+
+def _session(number, statement, start_slot, rows=200, duration_ms=20):
+    return SessionRow(number, statement, "LOCAL_ONE", START + start_slot * SLOT, duration_ms * MS_NS, rows, 0, 1)
+
+
+def _span(number, tid, first_slot, last_slot, thread="ReadStage-1"):
+    return SpanRow(number, thread, tid, START + first_slot * SLOT + 300_000, START + last_slot * SLOT + 600_000)
+
+
+def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pools():
+    wide, narrow = "SELECT c0 FROM ks.wide WHERE k = ?", "SELECT v FROM ks.narrow WHERE k = ? AND c = ?"
+    io = [ThreadIORow(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]        # wide, on ReadStage-1
+    io += [ThreadIORow(101, 15, 2, 4096, 0)]                                        # its index read
+    io += [ThreadIORow(102, 40, 3, 16_384, 8)]                                      # narrow: a read, its fills
+    io += [ThreadIORow(101, 60, 1, 5_000_000, 0)]                                   # an unsampled wide read
+    io += [ThreadIORow(201, slot, 1, 2_000_000, 0) for slot in range(0, 5)]         # compaction
+    io += [ThreadIORow(101, 12, 4, 999, 0)]                                         # not an SSTable
+    inputs = _inputs([_session(1, wide, 10), _session(2, narrow, 40)],
+                     [_span(1, 101, 10, 18), _span(2, 102, 40, 40, "ReadStage-2"),
+                      _span(2, None, 39, 39, "Native-Transport-Requests-9")], io)
+    claimed, unclaimed = attribute(inputs)
+    assert sum(f[0] for f in claimed[1].values()) == 10_000_000 + 4096
+    assert claimed[2][3] == [8 * PAGE_BYTES, 16_384, 8 * PAGE_BYTES]
+    assert unclaimed == {101: 5_000_000, 201: 10_000_000}
+
+    watch = summarise(inputs, {"node": {"host": "127.0.0.1", "port": 9042}})
+    first, second = watch.statements
+    assert first.statement == wide and first.sampled_executions == 1 and first.estimated_executions == 2
+    assert first.data_read_bytes_per_execution == 10_000_000
+    assert first.sstable_read_bytes_per_execution == 10_004_096
+    assert first.bytes_per_row == 50_000
+    assert {(c.table, c.component) for c in first.components} == {("ks.wide", "Data"), ("ks.wide", "Partitions")}
+    assert second.data_read_bytes_per_execution == 8 * PAGE_BYTES   # a fill beyond the read counts once
+    assert second.unmatched_threads == ["Native-Transport-Requests-9"]
+    assert first.run_command == "casstrace run --host 127.0.0.1 --port 9042 'SELECT c0 FROM ks.wide WHERE k = ?'"
+    assert watch.sstable_bytes == 10_004_096 + 8 * PAGE_BYTES + 5_000_000 + 10_000_000
+    assert watch.explained_bytes == 10_004_096 + 8 * PAGE_BYTES
+    assert [(p.pool, p.what, p.sstable_bytes) for p in watch.unexplained] == [
+        ("CompactionExecutor", "compaction", 10_000_000),
+        ("SharedPool", POOLS["SharedPool"], 5_000_000)]
+
+
+def test_a_slot_two_sessions_claim_is_shared_not_counted_twice():
+    statement = "SELECT a FROM ks.wide WHERE k = ?"
+    io = [ThreadIORow(101, 20, 1, 3_000_000, 0)]
+    inputs = _inputs([_session(1, statement, 10), _session(2, statement, 21)],
+                     [_span(1, 101, 10, 19), _span(2, 101, 21, 25)], io)
+    claimed, unclaimed = attribute(inputs)
+    assert claimed[1][1][0] == claimed[2][1][0] == 1_500_000
+    assert not unclaimed
+    assert summarise(inputs, {}).explained_bytes == 3_000_000
+
+
+def test_a_margin_slot_never_takes_bytes_from_the_next_session_s_core():
+    heavy, light = "SELECT a FROM ks.wide WHERE k = ?", "SELECT b FROM ks.narrow WHERE k = ?"
+    io = [ThreadIORow(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)] + [ThreadIORow(101, 21, 3, 4096, 0)]
+    inputs = _inputs([_session(1, heavy, 10), _session(2, light, 20)],
+                     [_span(1, 101, 10, 19), _span(2, 101, 20, 21)], io)
+    claimed, _ = attribute(inputs)
+    assert claimed[1][1][0] == 10_000_000 and claimed[2][3][0] == 4096 and 1 not in claimed[2]
+
+
+def test_statements_rank_by_estimated_bytes_and_latency_percentiles_come_from_durations():
+    heavy, light = "SELECT a FROM ks.wide WHERE k = ?", "SELECT b FROM ks.narrow WHERE k = ?"
+    sessions = [_session(1, heavy, 10, duration_ms=30)]
+    sessions += [_session(n, light, 10 * n, duration_ms=n) for n in range(2, 12)]
+    spans = [_span(1, 101, 10, 12)] + [_span(n, 102, 10 * n, 10 * n, "ReadStage-2") for n in range(2, 12)]
+    io = [ThreadIORow(101, 11, 1, 900_000, 0)] + [ThreadIORow(102, 10 * n, 3, 10_000, 0) for n in range(2, 12)]
+    watch = summarise(_inputs(sessions, spans, io, probability=0.1), {})
+    assert [s.statement for s in watch.statements] == [heavy, light]
+    assert watch.statements[1].estimated_executions == pytest.approx(100)
+    assert watch.statements[1].latency_p50_s == pytest.approx(0.006)
+    assert watch.statements[1].latency_p99_s == pytest.approx(0.011)
+
+
+def test_pool_names():
+    assert pool_of("ReadStage-12") == pool_of("Native-Transport-Requests-3") == "SharedPool"
+    assert pool_of("CompactionExecutor:3") == "CompactionExecutor"
+    assert pool_of("main") == "main"
+
+
+@pytest.mark.parametrize("format_", ["text", "md", "json", "html"])
+def test_the_report_renders_in_every_format(format_):
+    wide = "SELECT c0 FROM ks.wide WHERE k = ?"
+    inputs = _inputs([_session(1, wide, 10)], [_span(1, 101, 10, 18)],
+                     [ThreadIORow(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]
+                     + [ThreadIORow(201, 3, 1, 7, 0)])
+    watch = summarise(inputs, {"node": {"host": "127.0.0.1", "port": 9042}})
+    text = render(document(watch), format_)
+    assert "SELECT c0 FROM ks.wide WHERE k = ?" in text or "SELECT c0 FROM ks.wide WHERE k = ?" in json.dumps(text)
+    if format_ == "json":
+        statement = json.loads(text)["statements"][0]
+        for key in ("query", "sampled_executions", "estimated_executions", "data_read_bytes_per_execution",
+                    "rows_per_execution", "latency_p50_s", "latency_p99_s", "findings"):
+            assert key in statement
+        assert statement["data_read_bytes_per_execution"] == 10_000_000
