@@ -142,16 +142,23 @@ def java_thread_ids(pid: int, jcmd: str | None = None, timeout_s: float = 30.0) 
     the JVM's own thread list (`jcmd PID Thread.print`: nid is the TID). /proc/PID/task/TID/comm
     would cut the names at 15 characters ('Native-Transpor'). CasstraceError when jcmd cannot run."""
     jcmd = jcmd or _jdk_tool(pid, "jcmd")
+    output = run_tool([jcmd, str(pid), "Thread.print"], f"jcmd {pid} Thread.print", timeout_s,
+                      cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
+                      failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java")
+    return parse_thread_print(output)
+
+
+def run_tool(command: list[str], what: str, timeout_s: float, *, cannot_run_fix: str, failed_fix: str) -> str:
+    """Run a JVM tool (jcmd, nodetool) and return its output; CasstraceError, with the tool's last
+    line of complaint, when it cannot run or fails."""
     try:
-        result = subprocess.run([jcmd, str(pid), "Thread.print"], capture_output=True, text=True, timeout=timeout_s)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise CasstraceError(f"cannot list the JVM's threads with {jcmd} ({error})",
-                             "install a JDK matching the node's Java (its jcmd attaches to the JVM)") from None
+        raise CasstraceError(f"{what} could not run ({error})", cannot_run_fix) from None
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
-        raise CasstraceError(f"jcmd {pid} Thread.print failed" + (f": {detail[-1]}" if detail else ""),
-                             "run casstrace as the node's user or root, with a JDK matching the node's Java")
-    return parse_thread_print(result.stdout)
+        raise CasstraceError(f"{what} failed" + (f": {detail[-1]}" if detail else ""), failed_fix)
+    return result.stdout
 
 
 def parse_thread_print(text: str) -> dict[str, int]:

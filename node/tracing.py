@@ -17,7 +17,6 @@ is given (a packaged node's `nodetool`, perhaps with credentials in its own conf
 import calendar
 import shutil
 import statistics
-import subprocess
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
-from casstrace.node.jvm import CassandraProcess
+from casstrace.node.jvm import CassandraProcess, run_tool
 from casstrace.node.statements import normalize
 from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
 
@@ -47,17 +46,9 @@ class Nodetool:
     command: tuple[str, ...]
 
     def run(self, *args: str) -> str:
-        try:
-            result = subprocess.run([*self.command, *args], capture_output=True, text=True,
-                                    timeout=NODETOOL_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise CasstraceError(f"nodetool {' '.join(args)} could not run ({error})",
-                                 "give --nodetool with the node's nodetool command") from None
-        if result.returncode != 0:
-            detail = (result.stderr or result.stdout).strip().splitlines()
-            raise CasstraceError(f"nodetool {' '.join(args)} failed" + (f": {detail[-1]}" if detail else ""),
-                                 "check that JMX answers on the node (give --nodetool with the node's own command)")
-        return result.stdout
+        return run_tool([*self.command, *args], f"nodetool {' '.join(args)}", NODETOOL_TIMEOUT_S,
+                        cannot_run_fix="give --nodetool with the node's nodetool command",
+                        failed_fix="check that JMX answers on the node (give --nodetool with the node's own command)")
 
     def trace_probability(self) -> float:
         output = self.run("gettraceprobability")
