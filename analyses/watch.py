@@ -13,13 +13,16 @@ or faults on mapped files); rows from the trace events, latency from the session
 Estimated executions are sampled ÷ P. What sampled sessions do not explain is shown by thread pool
 (compaction, memtable flush, requests that were not sampled, ...).
 
-Pure: the trace's rows in (load), a Watch out (attribute); the Trace reading is in `analyse_watch`.
+Pure: the trace's rows in (WatchInputs.from_rows: a trace's, or a watch's so far for its live table),
+a Watch out (summarise); `analyse_watch` reads a trace file.
 """
 
 import os
 import re
 import shlex
+import sqlite3
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from casstrace.analyses.units import human_bytes
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace
 from casstrace.traces.activities import shared_pool_worker
+from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
@@ -54,7 +58,7 @@ _POOL_SUFFIX = re.compile(r"[-:#]\d+$")
 
 
 @dataclass(frozen=True)
-class SessionRow:
+class Session:
     session: int
     statement: str
     consistency: str | None
@@ -66,7 +70,7 @@ class SessionRow:
 
 
 @dataclass(frozen=True)
-class SpanRow:
+class Span:
     session: int
     thread: str
     tid: int | None
@@ -75,7 +79,7 @@ class SpanRow:
 
 
 @dataclass(frozen=True)
-class ThreadIORow:
+class SlotIO:
     tid: int
     slot: int
     file_id: int
@@ -90,15 +94,31 @@ class ThreadIORow:
 
 @dataclass
 class WatchInputs:
-    sessions: list[SessionRow]
-    spans: list[SpanRow]
-    thread_io: list[ThreadIORow]
+    sessions: list[Session]
+    spans: list[Span]
+    thread_io: list[SlotIO]
     sstables: dict[int, SSTableName]      # file_id -> SSTable component, for the SSTable files only
     thread_names: dict[int, str]
     capture_start_ns: int
     slot_ns: int
     probability: float
     duration_s: float
+
+    @classmethod
+    def from_rows(cls, sessions: Iterable[StatementSessionRow | sqlite3.Row],
+                  spans: Iterable[SessionThreadRow | sqlite3.Row], thread_io: Iterable[ThreadIORow | sqlite3.Row],
+                  files: dict[int, str], thread_names: dict[int, str], *, capture_start_ns: int, slot_ns: int,
+                  probability: float, duration_s: float) -> "WatchInputs":
+        """From the rows of a watch trace's tables, or those a watch in progress would write."""
+        return cls(
+            sessions=[Session(r["session"], r["statement"], r["consistency"], r["started_ns"], r["duration_ns"],
+                              r["live_rows"], r["tombstone_cells"], r["sstables_merged"]) for r in sessions],
+            spans=[Span(r["session"], r["thread"], r["tid"], r["first_ns"], r["last_ns"]) for r in spans],
+            thread_io=[SlotIO(r["tid"], r["slot"], r["file_id"], r["read_bytes"], r["cache_miss_pages"])
+                       for r in thread_io],
+            sstables={file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))},
+            thread_names=thread_names, capture_start_ns=capture_start_ns, slot_ns=slot_ns, probability=probability,
+            duration_s=duration_s)
 
 
 @dataclass
@@ -206,7 +226,7 @@ def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], d
 def summarise(inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete: bool = True,
               warnings: list[str] | None = None) -> Watch:
     claimed, unclaimed = attribute(inputs)
-    by_statement: dict[str, list[SessionRow]] = defaultdict(list)
+    by_statement: dict[str, list[Session]] = defaultdict(list)
     for session in inputs.sessions:
         by_statement[session.statement].append(session)
     unmatched: dict[int, list[str]] = defaultdict(list)
@@ -228,7 +248,7 @@ def summarise(inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete
                  context=_context(meta))
 
 
-def _statement(text: str, sessions: list[SessionRow], claimed: dict[int, dict[int, list[float]]],
+def _statement(text: str, sessions: list[Session], claimed: dict[int, dict[int, list[float]]],
                unmatched: dict[int, list[str]], inputs: WatchInputs, meta: dict) -> StatementIO:
     count = len(sessions)
     per_component: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
@@ -266,7 +286,7 @@ def _statement(text: str, sessions: list[SessionRow], claimed: dict[int, dict[in
     return statement
 
 
-def _execution(number: int, session: SessionRow, files: dict[SSTableName, list[float]]) -> Execution:
+def _execution(number: int, session: Session, files: dict[SSTableName, list[float]]) -> Execution:
     data = {name: figures for name, figures in files.items() if name.component == "Data"}
     syscall = round(sum(f[1] for f in data.values()))
     read = round(sum(f[0] for f in data.values()))
@@ -282,7 +302,7 @@ def _execution(number: int, session: SessionRow, files: dict[SSTableName, list[f
                      amplification=amplification)
 
 
-def _findings(statement: StatementIO, executions: list[Execution], sessions: list[SessionRow],
+def _findings(statement: StatementIO, executions: list[Execution], sessions: list[Session],
               meta: dict) -> list[Finding]:
     """The causes `casstrace run` knows, judged on the sampled executions: one statement's reads are
     judged (full-row read, partition scan, readahead) when they come to more than a compression
@@ -355,21 +375,11 @@ def load(trace: Trace) -> WatchInputs:
     if watch is None or not trace.has_table("thread_io"):
         raise CasstraceError(f"{trace.path} is not a trace of `casstrace watch`",
                              "give a trace that `casstrace watch --out` wrote (casstrace report reads any trace)")
-    sstables = {}
-    for row in trace.rows("SELECT file_id, path FROM files WHERE kind = 'file'"):
-        name = parse_sstable_path(row["path"])
-        if name is not None:
-            sstables[row["file_id"]] = name
-    return WatchInputs(
-        sessions=[SessionRow(r["session"], r["statement"], r["consistency"], r["started_ns"], r["duration_ns"],
-                             r["live_rows"], r["tombstone_cells"], r["sstables_merged"])
-                  for r in trace.rows("SELECT * FROM statement_sessions ORDER BY session")],
-        spans=[SpanRow(r["session"], r["thread"], r["tid"], r["first_ns"], r["last_ns"])
-               for r in trace.rows("SELECT * FROM session_threads")],
-        thread_io=[ThreadIORow(r["tid"], r["slot"], r["file_id"], r["read_bytes"], r["cache_miss_pages"])
-                   for r in trace.rows("SELECT * FROM thread_io")],
-        sstables=sstables,
-        thread_names={r["tid"]: r["name"] for r in trace.rows("SELECT tid, name FROM threads")},
+    return WatchInputs.from_rows(
+        trace.rows("SELECT * FROM statement_sessions ORDER BY session"), trace.rows("SELECT * FROM session_threads"),
+        trace.rows("SELECT * FROM thread_io"),
+        {r["file_id"]: r["path"] for r in trace.rows("SELECT file_id, path FROM files WHERE kind = 'file'")},
+        {r["tid"]: r["name"] for r in trace.rows("SELECT tid, name FROM threads")},
         capture_start_ns=meta["capture_start_ns"], slot_ns=meta["thread_slot_ns"],
         probability=float(watch["sample_probability"]), duration_s=float(watch["duration_s"]))
 

@@ -9,7 +9,7 @@ import click
 from casstrace.cli.output import deliver, report_options
 
 if TYPE_CHECKING:
-    from casstrace.analyses.watch import Watch
+    from casstrace.node.watcher import LiveSnapshot
 
 DEFAULT_TOP = 10
 
@@ -74,8 +74,14 @@ class LiveTable:
         self.top = top
         self.lines = 0
 
-    def __call__(self, watch: "Watch") -> None:
+    def __call__(self, snapshot: "LiveSnapshot") -> None:
         from casstrace.analyses.units import human_bytes
+        from casstrace.analyses.watch import WatchInputs, summarise
+
+        watch = summarise(WatchInputs.from_rows(
+            snapshot.sessions, snapshot.spans, snapshot.thread_io, snapshot.files, snapshot.thread_names,
+            capture_start_ns=snapshot.capture_start_ns, slot_ns=snapshot.slot_ns, probability=snapshot.probability,
+            duration_s=snapshot.elapsed_s), {})
 
         rows = [f"casstrace watch: {watch.duration_s:.0f} s, {sum(s.sampled_executions for s in watch.statements)} "
                 f"sampled requests; SSTable bytes so far: {human_bytes(watch.sstable_bytes)}",

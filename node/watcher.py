@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from casstrace.analyses.watch import SessionRow, SpanRow, ThreadIORow, Watch, WatchInputs, summarise
 from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
@@ -28,13 +27,28 @@ from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java
 from casstrace.node.tracing import SampledSession, TraceProbability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
 from casstrace.traces import TraceWriter
+from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import THREAD_SLOT_NS
-from casstrace.traces.sstable_names import parse_sstable_path
 
 DEFAULT_PROBABILITY = 0.01
 REFRESH_S = 2.0
 SETTLE_S = 1.0          # after tracing stops, for the last sessions' events to reach system_traces
 INTERRUPTED = "interrupted (Ctrl-C): probes detached, trace probability restored, what was captured is kept"
+
+
+@dataclass
+class LiveSnapshot:
+    """A watch so far, as the rows its trace will hold (files by path: they have no ids yet)."""
+
+    sessions: list[StatementSessionRow]
+    spans: list[SessionThreadRow]
+    thread_io: list[ThreadIORow]
+    files: dict[int, str]
+    thread_names: dict[int, str]
+    capture_start_ns: int
+    slot_ns: int
+    probability: float
+    elapsed_s: float
 
 
 @dataclass
@@ -61,7 +75,7 @@ def warn(message: str) -> None:
     print(f"casstrace: warning: {message}", file=sys.stderr)
 
 
-def watch(options: WatchOptions, live: Callable[[Watch], None] | None = None,
+def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = None,
           started: Callable[[], None] = lambda: None) -> tuple[Path, bool]:
     """Watch the node; returns (the trace's path, whether it was interrupted). `started` is called once
     the probes are attached and the node traces; `live` with the figures so far every REFRESH_S seconds."""
@@ -96,7 +110,7 @@ def watch(options: WatchOptions, live: Callable[[Watch], None] | None = None,
 
 
 def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: ThreadIds, options: WatchOptions,
-           live: Callable[[Watch], None] | None, started: Callable[[], None]
+           live: Callable[[LiveSnapshot], None] | None, started: Callable[[], None]
            ) -> tuple[list[SampledSession], TraceProbability, bool, tuple[int, int]]:
     """Probes on, tracing on, wait; then tracing off (restored), probes off, sessions read.
     Returns the sessions, the switch, whether Ctrl-C ended it, and the watch's (start, end) in Unix ns."""
@@ -121,7 +135,7 @@ def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: ThreadIds
 
 
 def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, options: WatchOptions,
-          live: Callable[[Watch], None] | None) -> None:
+          live: Callable[[LiveSnapshot], None] | None) -> None:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
     seen: set[str] = set()
     sampled: list[SampledSession] = []
@@ -143,31 +157,35 @@ def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, op
 
 
 def live_figures(capture: Any, sampled: list[SampledSession], thread_ids: ThreadIds, probability: float,
-                 elapsed_s: float) -> Watch:
-    """The join on what the probes and the node's trace tables hold so far."""
-    offset = _clock_offset_ns()
-    paths: dict[str | None, int] = {}
-    rows = []
+                 elapsed_s: float) -> LiveSnapshot:
+    """What the probes and the node's trace tables hold so far."""
+    paths: dict[str, int] = {}
+    rows: list[ThreadIORow] = []
     for tid, slot, path, read_bytes, cache_pages in capture.thread_io_so_far():
-        rows.append(ThreadIORow(tid, slot, paths.setdefault(path, len(paths)), read_bytes, cache_pages))
-    sstables = {file_id: name for path, file_id in paths.items() if path and (name := parse_sstable_path(path))}
-    sessions, spans = session_rows(sampled, thread_ids, offset)
-    inputs = WatchInputs(sessions=sessions, spans=spans, thread_io=rows, sstables=sstables,
-                         thread_names=thread_ids.names(),
-                         capture_start_ns=capture.start_ns, slot_ns=THREAD_SLOT_NS, probability=probability,
-                         duration_s=elapsed_s)
-    return summarise(inputs, {})
+        if path is None:
+            continue
+        rows.append({"tid": tid, "slot": slot, "file_id": paths.setdefault(path, len(paths)), "read_calls": 0,
+                     "read_bytes": read_bytes, "cache_miss_pages": cache_pages})
+    sessions, spans = session_rows(sampled, thread_ids, _clock_offset_ns())
+    return LiveSnapshot(sessions=sessions, spans=spans, thread_io=rows,
+                        files={file_id: path for path, file_id in paths.items()}, thread_names=thread_ids.names(),
+                        capture_start_ns=capture.start_ns, slot_ns=THREAD_SLOT_NS, probability=probability,
+                        elapsed_s=elapsed_s)
 
 
 def session_rows(sampled: list[SampledSession], thread_ids: ThreadIds,
-                 clock_offset_ns: int) -> tuple[list[SessionRow], list[SpanRow]]:
+                 clock_offset_ns: int) -> tuple[list[StatementSessionRow], list[SessionThreadRow]]:
     """The sessions as trace rows, numbered from 1, times moved from Unix time to the trace's clock."""
-    sessions, spans = [], []
+    sessions: list[StatementSessionRow] = []
+    spans: list[SessionThreadRow] = []
     for number, s in enumerate(sampled, start=1):
-        sessions.append(SessionRow(number, s.statement, s.consistency, s.started_ns - clock_offset_ns, s.duration_ns,
-                                   s.live_rows, s.tombstone_cells, s.sstables_merged))
-        spans += [SpanRow(number, span.thread, thread_ids.tid(span.thread), span.first_ns - clock_offset_ns,
-                          span.last_ns - clock_offset_ns) for span in s.spans]
+        sessions.append({"session": number, "session_id": s.session_id, "statement": s.statement,
+                         "consistency": s.consistency, "client": s.client, "started_ns": s.started_ns - clock_offset_ns,
+                         "duration_ns": s.duration_ns, "live_rows": s.live_rows, "tombstone_cells": s.tombstone_cells,
+                         "sstables_merged": s.sstables_merged})
+        spans += [{"session": number, "thread": span.thread, "tid": thread_ids.tid(span.thread),
+                   "first_ns": span.first_ns - clock_offset_ns, "last_ns": span.last_ns - clock_offset_ns,
+                   "events": span.events} for span in s.spans]
     return sessions, spans
 
 
@@ -179,16 +197,8 @@ def _write(writer: TraceWriter, capture: Any, sampled: list[SampledSession], thr
     capture.write(writer)
     writer.add_threads(thread_ids.names())   # full names, where /proc cuts them
     sessions, spans = session_rows(sampled, thread_ids, offset)
-    writer.add_statement_sessions(
-        {"session": s.session, "session_id": raw.session_id, "statement": s.statement, "consistency": s.consistency,
-         "client": raw.client, "started_ns": s.started_ns, "duration_ns": s.duration_ns, "live_rows": s.live_rows,
-         "tombstone_cells": s.tombstone_cells, "sstables_merged": s.sstables_merged}
-        for s, raw in zip(sessions, sampled))
-    events = {(raw_number, span.thread): span.events
-              for raw_number, raw in enumerate(sampled, start=1) for span in raw.spans}
-    writer.add_session_threads(
-        {"session": span.session, "thread": span.thread, "tid": span.tid, "first_ns": span.first_ns,
-         "last_ns": span.last_ns, "events": events[(span.session, span.thread)]} for span in spans)
+    writer.add_statement_sessions(sessions)
+    writer.add_session_threads(spans)
     local = node.session.execute("SELECT release_version FROM system.local WHERE key = 'local'").one()
     tables = []
     for keyspace, table in sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)}):

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from casstrace.analyses.watch import (POOLS, SessionRow, SpanRow, ThreadIORow, WatchInputs, attribute, pool_of,
+from casstrace.analyses.watch import (POOLS, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
                                       summarise)
 from casstrace.node.jvm import ThreadIds, parse_thread_print
 from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
@@ -106,21 +106,21 @@ def _inputs(sessions, spans, io, probability=0.5, names=None):
 
 
 def _session(number, statement, start_slot, rows=200, duration_ms=20):
-    return SessionRow(number, statement, "LOCAL_ONE", START + start_slot * SLOT, duration_ms * MS_NS, rows, 0, 1)
+    return Session(number, statement, "LOCAL_ONE", START + start_slot * SLOT, duration_ms * MS_NS, rows, 0, 1)
 
 
 def _span(number, tid, first_slot, last_slot, thread="ReadStage-1"):
-    return SpanRow(number, thread, tid, START + first_slot * SLOT + 300_000, START + last_slot * SLOT + 600_000)
+    return Span(number, thread, tid, START + first_slot * SLOT + 300_000, START + last_slot * SLOT + 600_000)
 
 
 def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pools():
     wide, narrow = "SELECT c0 FROM ks.wide WHERE k = ?", "SELECT v FROM ks.narrow WHERE k = ? AND c = ?"
-    io = [ThreadIORow(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]        # wide, on ReadStage-1
-    io += [ThreadIORow(101, 15, 2, 4096, 0)]                                        # its index read
-    io += [ThreadIORow(102, 40, 3, 16_384, 8)]                                      # narrow: a read, its fills
-    io += [ThreadIORow(101, 60, 1, 5_000_000, 0)]                                   # an unsampled wide read
-    io += [ThreadIORow(201, slot, 1, 2_000_000, 0) for slot in range(0, 5)]         # compaction
-    io += [ThreadIORow(101, 12, 4, 999, 0)]                                         # not an SSTable
+    io = [SlotIO(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]        # wide, on ReadStage-1
+    io += [SlotIO(101, 15, 2, 4096, 0)]                                        # its index read
+    io += [SlotIO(102, 40, 3, 16_384, 8)]                                      # narrow: a read, its fills
+    io += [SlotIO(101, 60, 1, 5_000_000, 0)]                                   # an unsampled wide read
+    io += [SlotIO(201, slot, 1, 2_000_000, 0) for slot in range(0, 5)]         # compaction
+    io += [SlotIO(101, 12, 4, 999, 0)]                                         # not an SSTable
     inputs = _inputs([_session(1, wide, 10), _session(2, narrow, 40)],
                      [_span(1, 101, 10, 18), _span(2, 102, 40, 40, "ReadStage-2"),
                       _span(2, None, 39, 39, "Native-Transport-Requests-9")], io)
@@ -148,7 +148,7 @@ def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pool
 
 def test_a_slot_two_sessions_claim_is_shared_not_counted_twice():
     statement = "SELECT a FROM ks.wide WHERE k = ?"
-    io = [ThreadIORow(101, 20, 1, 3_000_000, 0)]
+    io = [SlotIO(101, 20, 1, 3_000_000, 0)]
     inputs = _inputs([_session(1, statement, 10), _session(2, statement, 21)],
                      [_span(1, 101, 10, 19), _span(2, 101, 21, 25)], io)
     claimed, unclaimed = attribute(inputs)
@@ -159,7 +159,7 @@ def test_a_slot_two_sessions_claim_is_shared_not_counted_twice():
 
 def test_a_margin_slot_never_takes_bytes_from_the_next_session_s_core():
     heavy, light = "SELECT a FROM ks.wide WHERE k = ?", "SELECT b FROM ks.narrow WHERE k = ?"
-    io = [ThreadIORow(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)] + [ThreadIORow(101, 21, 3, 4096, 0)]
+    io = [SlotIO(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)] + [SlotIO(101, 21, 3, 4096, 0)]
     inputs = _inputs([_session(1, heavy, 10), _session(2, light, 20)],
                      [_span(1, 101, 10, 19), _span(2, 101, 20, 21)], io)
     claimed, _ = attribute(inputs)
@@ -171,7 +171,7 @@ def test_statements_rank_by_estimated_bytes_and_latency_percentiles_come_from_du
     sessions = [_session(1, heavy, 10, duration_ms=30)]
     sessions += [_session(n, light, 10 * n, duration_ms=n) for n in range(2, 12)]
     spans = [_span(1, 101, 10, 12)] + [_span(n, 102, 10 * n, 10 * n, "ReadStage-2") for n in range(2, 12)]
-    io = [ThreadIORow(101, 11, 1, 900_000, 0)] + [ThreadIORow(102, 10 * n, 3, 10_000, 0) for n in range(2, 12)]
+    io = [SlotIO(101, 11, 1, 900_000, 0)] + [SlotIO(102, 10 * n, 3, 10_000, 0) for n in range(2, 12)]
     watch = summarise(_inputs(sessions, spans, io, probability=0.1), {})
     assert [s.statement for s in watch.statements] == [heavy, light]
     assert watch.statements[1].estimated_executions == pytest.approx(100)
@@ -189,8 +189,8 @@ def test_pool_names():
 def test_the_report_renders_in_every_format(format_):
     wide = "SELECT c0 FROM ks.wide WHERE k = ?"
     inputs = _inputs([_session(1, wide, 10)], [_span(1, 101, 10, 18)],
-                     [ThreadIORow(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]
-                     + [ThreadIORow(201, 3, 1, 7, 0)])
+                     [SlotIO(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]
+                     + [SlotIO(201, 3, 1, 7, 0)])
     watch = summarise(inputs, {"node": {"host": "127.0.0.1", "port": 9042}})
     text = render(document(watch), format_)
     assert "SELECT c0 FROM ks.wide WHERE k = ?" in text or "SELECT c0 FROM ks.wide WHERE k = ?" in json.dumps(text)

@@ -104,3 +104,40 @@ class ProfileReadRow(TypedDict):
     stack_id: int
     calls: int
     bytes: int
+
+
+class ThreadIORow(TypedDict):
+    """thread_io: one thread's bytes from one file in one thread_slot_ns slot (casstrace watch)."""
+
+    tid: int
+    slot: int
+    file_id: int
+    read_calls: int
+    read_bytes: int
+    cache_miss_pages: int
+
+
+class StatementSessionRow(TypedDict):
+    """statement_sessions: one request Cassandra traced during a watch; the statement normalized."""
+
+    session: int
+    session_id: str
+    statement: str
+    consistency: str | None
+    client: str | None
+    started_ns: int
+    duration_ns: int | None
+    live_rows: int | None
+    tombstone_cells: int | None
+    sstables_merged: int | None
+
+
+class SessionThreadRow(TypedDict):
+    """session_threads: a traced request's events on one thread, first to last."""
+
+    session: int
+    thread: str
+    tid: int | None
+    first_ns: int
+    last_ns: int
+    events: int

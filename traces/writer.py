@@ -17,7 +17,8 @@ from typing import Any, Unpack
 
 from casstrace import __version__
 from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow,
-                                   ProfileReadRow, ProfileSampleRow, ReadSizeRow)
+                                   ProfileReadRow, ProfileSampleRow, ReadSizeRow, SessionThreadRow,
+                                   StatementSessionRow, ThreadIORow)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
 
@@ -120,15 +121,14 @@ class TraceWriter:
     def add_profile_reads(self, rows: Iterable[ProfileReadRow]) -> None:
         self._insert("profile_reads", rows)
 
-    def add_thread_io(self, rows) -> None:
-        """rows: dicts with tid, slot, file_id, read_calls, read_bytes, cache_miss_pages."""
+    def add_thread_io(self, rows: Iterable[ThreadIORow]) -> None:
         self._insert("thread_io", rows)
 
-    def add_statement_sessions(self, rows) -> None:
-        """rows: dicts with the statement_sessions columns (normalized statements only)."""
+    def add_statement_sessions(self, rows: Iterable[StatementSessionRow]) -> None:
+        """Statements normalized (every literal as ?) only: a trace never holds a value."""
         self._insert("statement_sessions", rows)
 
-    def add_session_threads(self, rows) -> None:
+    def add_session_threads(self, rows: Iterable[SessionThreadRow]) -> None:
         self._insert("session_threads", rows)
 
     def add_threads(self, names: dict[int, str]) -> None:
