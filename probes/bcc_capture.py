@@ -24,9 +24,9 @@ from pathlib import Path
 from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
-from casstrace.probes.program import (KIND_NAMES, NOTICE_PATH, Counter, EventRecord, FollowedEventRecord,
-                                      FollowedNoticeRecord, Kind, NoticeRecord, NoticeType, c_defines, c_structs,
-                                      record_struct)
+from casstrace.probes.program import (GEN_BITS, KIND_NAMES, NOTICE_PATH, Counter, EventRecord,
+                                      FollowedEventRecord, FollowedNoticeRecord, Kind, NoticeRecord, NoticeType, Source,
+                                      c_defines, c_structs, record_struct)
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 DEFAULT_STREAM_LIMIT = 500_000
@@ -432,8 +432,8 @@ class BccCapture:
         rows = []
         for key, io in _read_hash(self._bpf[b"thread_io"]):
             f = key.file
-            if f.source == 0:   # SOURCE_SYSCALL: (fd, owner << 32 | gen)
-                path = by_fd.get((f.gen_or_inode >> 32, f.fd_or_dev, f.gen_or_inode & 0xFFFFFFFF))
+            if f.source == Source.SYSCALL:   # (fd, owner << GEN_BITS | gen)
+                path = by_fd.get((f.gen_or_inode >> GEN_BITS, f.fd_or_dev, f.gen_or_inode & ((1 << GEN_BITS) - 1)))
             else:
                 path = by_inode.get((proc_fds.user_dev(f.fd_or_dev), f.gen_or_inode))
             rows.append((key.tid, key.slot, path, io.read_bytes, io.cache_pages))

@@ -12,12 +12,11 @@ from collections import defaultdict
 
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
-from casstrace.probes.program import SOURCE_NAMES, TARGET_NAMES, Source, Target
+from casstrace.probes.program import GEN_BITS, SOURCE_NAMES, TARGET_NAMES, Source, Target
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
 
 READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
 LSEEK = syscalls.NUMBERS["lseek"]
-GEN_BITS = 32     # file_ref.gen_or_inode of a syscall source: owner << 32 | gen
 
 
 def page_runs(words: dict[int, int]) -> list[tuple[int, int]]:

@@ -15,6 +15,7 @@ from typing import Any
 from casstrace.traces.schema import PAGE_BYTES
 
 NOTICE_PATH = 256           # bytes of a notice's text (a path, a socket address, a thread name)
+GEN_BITS = 32               # file_ref.gen_or_inode of a syscall source: owner << GEN_BITS | gen
 
 
 class Kind(IntEnum):
