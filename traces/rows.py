@@ -25,6 +25,16 @@ class FileIORow(TypedDict):
     longest_sequential_bytes: NotRequired[int]
     cache_miss_pages: NotRequired[int | None]
     cache_miss_bytes: NotRequired[int | None]
+    mapped_touched_bytes: NotRequired[int | None]
+    mapped_huge_bytes: NotRequired[int | None]
+
+
+class MappingRow(TypedDict):
+    """mappings: a file the process had mapped when the capture ended."""
+
+    file_id: int
+    mapped_bytes: int
+    resident_bytes: int | None
 
 
 class ReadSizeRow(TypedDict):

@@ -15,6 +15,10 @@ Conventions
 - A *file* is anything the process had a descriptor on (file, socket, pipe, ...), or a file the
   page cache filled on its behalf (found by device and inode, e.g. through mmap).
 - A measure that a backend does not take is absent, never zero: meta `measures` lists which were taken.
+- Three measures say what a process read from a file: read syscalls (read_bytes), page-cache misses
+  (cache_miss_*: pages the page cache filled for it) and, since format 2, mapped pages touched
+  (mapped_touched_bytes: pages of its memory maps of the file it accessed, from the accessed bits of
+  its page tables, which a warm mmap read sets without any syscall or page-cache event).
 
 Meta keys (values are JSON)
   format_version     int, FORMAT_VERSION
@@ -23,7 +27,14 @@ Meta keys (values are JSON)
   incomplete_reason  str, present when complete is false
   backend            'bcc' | 'sysdig'
   source             str: what was captured ('pid 1234', 'command ...', 'import of FILE.scap')
-  measures           {"syscalls": bool, "offsets": bool, "page_cache": bool, "latency": bool, "wire": bool}
+  measures           {"syscalls": bool, "offsets": bool, "page_cache": bool, "latency": bool, "wire": bool,
+                      "mapped": bool, "mappings": bool}   (format 2; absent: not measured). mappings:
+                     the mappings table lists the process's mapped files (empty: it mapped none)
+  mapped_unmeasured  {"reason": str, "fix": str}: why mapped pages touched were not measured, when the
+                     backend tried (e.g. /proc/PID/clear_refs refused)
+  cold               {"page_cache_dropped": bool, "mapped_bytes_paged_out": int}: a --cold run; the
+                     second is the address space of the queried table's files pushed out of the
+                     process before each execution (process_madvise MADV_PAGEOUT)
   hostname, kernel   str, null when unknown (an imported capture was taken elsewhere)
   pid                int, process        str (the traced process's comm / command line)
   capture_start_ns, capture_end_ns  int (on the trace's clock)
@@ -61,7 +72,9 @@ Format history
   1  the first release.
   2  additive: tables stacks, profile_samples, profile_reads and meta `profile` (run --profile);
      tables thread_io, statement_sessions, session_threads and meta `thread_slot_ns`, `watch`
-     (casstrace watch). A version-1 trace reads as one without them ("not measured").
+     (casstrace watch); file_io.mapped_touched_bytes and .mapped_huge_bytes, table mappings, meta
+     measures.mapped and .mappings, mapped_unmeasured and cold (mapped pages touched, run --cold on
+     mapped files). A version-1 trace reads as one without them ("not measured").
 """
 
 import bisect
@@ -73,6 +86,7 @@ THREAD_SLOT_NS = 1_000_000          # thread_io slot: Cassandra's trace events a
 
 # Units the format fixes, shared by every backend and the analyses.
 PAGE_BYTES = 4096                 # coverage rows count 4 KiB pages
+HUGE_PAGE_BYTES = 2 << 20         # a PMD mapping: one accessed bit for 2 MiB (mapped_huge_bytes)
 SLOT_NS = 100_000_000             # time slot of the heat map and spectrogram (meta slot_ns records it)
 HEATMAP_OFFSET_BYTES = 1 << 20    # heat-map offset bucket (meta heatmap_offset_bytes records it)
 LATENCY_BUCKETS_PER_DECADE = 10  # latency bucket b holds [10^(b/10), 10^((b+1)/10)) ns
@@ -144,6 +158,11 @@ CREATE TABLE file_io (
     longest_sequential_bytes INTEGER NOT NULL DEFAULT 0,  -- longest run of back-to-back reads
     cache_miss_pages         INTEGER,                     -- pages the page cache filled for this process (NULL: not measured)
     cache_miss_bytes         INTEGER,
+    -- format 2: mapped pages of the file the process accessed in the window (NULL: not measured, or
+    -- the file was not mapped). Granularity is the mapping's: 4 KiB pages, but a whole 2 MiB for a part
+    -- mapped by one huge (PMD) entry, which the next column measures.
+    mapped_touched_bytes     INTEGER,
+    mapped_huge_bytes        INTEGER,                     -- of the file's mapping, bytes mapped by 2 MiB entries at the window's end
     PRIMARY KEY (window_id, file_id)
 );
 
@@ -202,6 +221,14 @@ CREATE TABLE events (
     requested  INTEGER,                 -- reads: bytes asked for; lseek: whence
     returned   INTEGER,                 -- reads: bytes returned (negative errno); lseek: resulting position
     latency_ns INTEGER                  -- NULL when not measured
+);
+
+-- format 2: the files the process had mapped when the capture ended, whether or not a measure saw
+-- them read (a warm mmap read is invisible to syscalls and the page cache).
+CREATE TABLE mappings (
+    file_id        INTEGER PRIMARY KEY REFERENCES files(file_id),
+    mapped_bytes   INTEGER NOT NULL,    -- address space mapping the file
+    resident_bytes INTEGER              -- of which in memory (NULL: unknown)
 );
 
 CREATE TABLE threads (

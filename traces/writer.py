@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from casstrace import __version__
-from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow,
+from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow, MappingRow,
                                    ProfileReadRow, ProfileSampleRow, ReadSizeRow, SessionThreadRow,
                                    StatementSessionRow, ThreadIORow)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
@@ -50,6 +50,11 @@ class TraceWriter:
             [(key, json.dumps(value)) for key, value in values.items()],
         )
 
+    def add_measures(self, **taken: bool) -> None:
+        """Add measures to meta `measures` (whatever the backend already recorded stays)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'measures'").fetchone()
+        self.set_meta(measures={**(json.loads(row[0]) if row else {}), **taken})
+
     # -- files ------------------------------------------------------------------------------
     def file_id(self, path: str, kind: str, *, size_bytes: int | None = None, dev: int | None = None,
                 inode: int | None = None, local_addr: str | None = None, remote_addr: str | None = None) -> int:
@@ -70,6 +75,15 @@ class TraceWriter:
         self._file_ids[key] = cursor.lastrowid
         return cursor.lastrowid
 
+    def file_of_inode(self, path: str, dev: int, inode: int, size_bytes: int | None = None) -> int:
+        """The id of the file with this device and inode, whatever path a capture named it by, adding
+        it under `path` when no file has them yet (a file seen only through a memory map)."""
+        found = self.db.execute("SELECT file_id FROM files WHERE kind = 'file' AND dev = ? AND inode = ?"
+                                " ORDER BY file_id LIMIT 1", (dev, inode)).fetchone()
+        if found is not None:
+            return found[0]
+        return self.file_id(path, "file", size_bytes=size_bytes, dev=dev, inode=inode)
+
     # -- windows and executions ------------------------------------------------------------
     def add_window(self, label: str, start_ns: int, end_ns: int, execution: int | None = None) -> int:
         cursor = self.db.execute(
@@ -85,6 +99,19 @@ class TraceWriter:
     # -- bulk measurements -----------------------------------------------------------------
     def add_file_io(self, rows: Iterable[FileIORow]) -> None:
         self._insert("file_io", rows)
+
+    def add_mapped_touched(self, rows: Iterable[tuple[int, int, int, int]]) -> None:
+        """rows: (window_id, file_id, mapped_touched_bytes, mapped_huge_bytes), into file_io beside
+        what the other measures wrote for the same window and file."""
+        self.db.executemany(
+            "INSERT INTO file_io(window_id, file_id, mapped_touched_bytes, mapped_huge_bytes) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(window_id, file_id) DO UPDATE SET mapped_touched_bytes = excluded.mapped_touched_bytes,"
+            " mapped_huge_bytes = excluded.mapped_huge_bytes",
+            rows,
+        )
+
+    def add_mappings(self, rows: Iterable[MappingRow]) -> None:
+        self._insert("mappings", rows)
 
     def add_read_sizes(self, rows: Iterable[ReadSizeRow]) -> None:
         self._insert("read_sizes", rows)
