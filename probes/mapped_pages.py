@@ -1,0 +1,332 @@
+"""Reads through memory maps: the one I/O that makes no syscall and, on a warm node, no page-cache event.
+
+Cassandra 4.x maps its Data files by default (disk_access_mode auto -> mmap) and 5.0 maps its index
+files; a warm JVM then reads them by touching mapped pages. Two /proc interfaces measure that touch,
+per file, for one process:
+
+- writing `1` to /proc/PID/clear_refs clears the accessed ("young") bit of every page table entry of
+  the process, and the referenced flag of the pages they map (fs/proc/task_mmu.c clear_refs_write);
+- `Referenced:` of each mapping in /proc/PID/smaps then counts the mapped pages accessed since.
+
+So a window starts with a clear and ends with a read of smaps, both outside the timed execution
+(about 14 ms and 27 ms on a 1 GiB-heap JVM). Clearing the accessed bits changes nothing to restore:
+the kernel only reads them to age pages for reclaim, and the next access sets them again.
+
+What `Referenced:` also counts, and so what this measure may hold besides the process's own touches:
+a page of a mapped file that a read syscall (of any process) returned in the window is marked
+referenced too (folio_mark_accessed), and a page fault maps up to fault_around_bytes (64 KiB) of
+cached neighbours as young. casstrace.analyses.amplification does not count a page twice for this.
+
+`--cold` also needs the opposite: pushing a file's mapped pages out of the process and the page cache,
+which drop_caches alone cannot do (it keeps mapped pages). process_madvise(MADV_PAGEOUT) on the
+process's own ranges of those files does it (Linux 5.10 and later); see `page_out`.
+"""
+
+import contextlib
+import ctypes
+import errno
+import os
+import signal
+import threading
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from casstrace.traces.writer import TraceWriter
+
+SYS_PROCESS_MADVISE = 440     # x86_64 (syscalls.check_architecture() is what the probes require)
+MADV_PAGEOUT = 21
+IOV_MAX = 1024                # ranges one process_madvise call takes
+SMAPS_KB = 1024               # smaps figures are in kB
+
+
+class MappedPagesUnavailable(Exception):
+    """The measure cannot be taken for this process; str() says why, `fix` what to do."""
+
+    def __init__(self, reason: str, fix: str):
+        super().__init__(reason)
+        self.fix = fix
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One mapping of a file in a process's address space (a line of /proc/PID/maps)."""
+
+    start: int
+    end: int
+    offset: int          # offset in the file of `start`
+    dev: int             # st_dev as userspace sees it (os.makedev)
+    inode: int
+    path: str
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class FileMapped:
+    """What smaps says about one file, summed over the process's mappings of it."""
+
+    dev: int
+    inode: int
+    path: str
+    mapped_bytes: int = 0        # address space mapping the file
+    resident_bytes: int = 0      # of which in memory and mapped (Rss)
+    referenced_bytes: int = 0    # of which accessed since the last clear_refs
+    huge_bytes: int = 0          # of which mapped by 2 MiB (PMD) entries: one access marks all 2 MiB
+
+
+def _parse_maps_line(line: str) -> Mapping | None:
+    """A file mapping from a maps/smaps header line, None for anonymous or special ones."""
+    fields = line.split(maxsplit=5)
+    if len(fields) < 6 or not fields[5].startswith("/"):
+        return None
+    start, end = (int(value, 16) for value in fields[0].split("-"))
+    major, minor = (int(part, 16) for part in fields[3].split(":"))
+    path = fields[5].rstrip("\n")
+    if path.endswith(" (deleted)"):
+        path = path[: -len(" (deleted)")]
+    return Mapping(start, end, int(fields[2], 16), os.makedev(major, minor), int(fields[4]), path)
+
+
+def file_mappings(pid: int, wanted: Collection[tuple[int, int]] | None = None) -> list[Mapping]:
+    """The process's mappings of files ((dev, inode) in `wanted`, or all), from /proc/PID/maps.
+    [] when the process is gone or its maps unreadable."""
+    found = []
+    try:
+        with open(f"/proc/{pid}/maps") as lines:
+            for line in lines:
+                mapping = _parse_maps_line(line)
+                if mapping is not None and (wanted is None or (mapping.dev, mapping.inode) in wanted):
+                    found.append(mapping)
+    except OSError:
+        return []
+    return found
+
+
+def parse_smaps(lines: Iterable[str]) -> dict[tuple[int, int], FileMapped]:
+    """Per file ((dev, inode)), its mapped, resident and referenced bytes, from smaps text.
+
+    Written for speed (a JVM has thousands of mappings, about 20 lines each): a header line is the
+    only kind whose first field holds a '-'; of the others only Rss, Referenced and FilePmdMapped
+    are read."""
+    files: dict[tuple[int, int], FileMapped] = {}
+    current: FileMapped | None = None
+    for line in lines:
+        key, _, rest = line.partition(" ")
+        if "-" in key:                       # "start-end perms offset dev inode path"
+            mapping = _parse_maps_line(line)
+            if mapping is None:
+                current = None
+                continue
+            current = files.get((mapping.dev, mapping.inode))
+            if current is None:
+                current = files[(mapping.dev, mapping.inode)] = FileMapped(mapping.dev, mapping.inode, mapping.path)
+            current.mapped_bytes += mapping.size
+        elif current is not None:
+            if key == "Referenced:":
+                current.referenced_bytes += int(rest.split()[0]) * SMAPS_KB
+            elif key == "Rss:":
+                current.resident_bytes += int(rest.split()[0]) * SMAPS_KB
+            elif key == "FilePmdMapped:":
+                current.huge_bytes += int(rest.split()[0]) * SMAPS_KB
+    return files
+
+
+def read_smaps(pid: int) -> dict[tuple[int, int], FileMapped]:
+    """parse_smaps of the process's /proc/PID/smaps; MappedPagesUnavailable when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/smaps", buffering=1 << 20) as smaps:
+            return parse_smaps(smaps)
+    except OSError as error:
+        raise MappedPagesUnavailable(f"/proc/{pid}/smaps could not be read ({error.strerror})",
+                                     "run casstrace as root, on the node's host, while the node runs") from None
+
+
+def clear_referenced(pid: int) -> None:
+    """Clear the accessed bits of the process's pages: /proc/PID/clear_refs <- 1.
+    MappedPagesUnavailable when the kernel refuses."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as clear_refs:
+            clear_refs.write("1")
+    except OSError as error:
+        raise MappedPagesUnavailable(f"/proc/{pid}/clear_refs refused the clear ({error.strerror})",
+                                     "run casstrace as root on the node's host (it needs to write "
+                                     "/proc/PID/clear_refs of the Cassandra JVM)") from None
+
+
+class MappedPages:
+    """The "mapped pages touched" measure of one process, window by window.
+
+    begin() before a window's execution, end() after it: end() returns the bytes of each mapped file
+    touched in between, by (dev, inode). Once the measure fails (clear_refs refused, smaps unreadable)
+    it stays unavailable for the rest of the capture, with `unavailable` saying why: a window measured
+    and the next one not would make totals that mean nothing.
+    """
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.unavailable: MappedPagesUnavailable | None = None
+        self.last: dict[tuple[int, int], FileMapped] = {}   # smaps as the last end() read it
+        self._open = False
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable is None
+
+    def begin(self) -> None:
+        if self.unavailable is not None:
+            return
+        try:
+            clear_referenced(self.pid)
+            self._open = True
+        except MappedPagesUnavailable as failure:
+            self.unavailable = failure
+
+    def end(self) -> dict[tuple[int, int], FileMapped] | None:
+        """Per mapped file, what it was touched for since begin(); None when not measured."""
+        if self.unavailable is not None or not self._open:
+            return None
+        self._open = False
+        try:
+            self.last = read_smaps(self.pid)
+        except MappedPagesUnavailable as failure:
+            self.unavailable = failure
+            return None
+        return self.last
+
+
+class MappedPagesCapture:
+    """The measure over a capture's execution windows, written into its trace (format 2).
+
+    before_window() just before a window begins, after_window(window_id) just after it ended: the
+    clear and the smaps read stay outside the window, so outside the timed execution. With
+    `directories`, only files under them are recorded: a JVM also maps its own code (libjvm.so, jars),
+    whose touches are instruction fetches, not I/O."""
+
+    def __init__(self, pid: int, directories: Iterable[str] = ()):
+        self.pid = pid
+        self.prefixes = tuple(os.path.join(os.path.realpath(d), "") for d in directories)
+        self.measure = MappedPages(pid)
+        self.windows: dict[int, dict[tuple[int, int], FileMapped]] = {}
+
+    def before_window(self) -> None:
+        self.measure.begin()
+
+    def after_window(self, window_id: int) -> None:
+        touched = self.measure.end()
+        if touched is not None:
+            self.windows[window_id] = {key: f for key, f in touched.items()
+                                       if f.referenced_bytes and self._recorded(f.path)}
+
+    def _recorded(self, path: str) -> bool:
+        return not self.prefixes or path.startswith(self.prefixes)
+
+    def write(self, writer: "TraceWriter") -> None:
+        """file_io.mapped_touched_bytes per window and file, the mappings table, meta measures.mapped
+        and .mappings (and mapped_unmeasured when the measure failed)."""
+        mapped = {key: f for key, f in (self.measure.last or _maps_only(self.pid)).items() if self._recorded(f.path)}
+        file_ids = {key: writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(f)) for key, f in mapped.items()}
+        writer.add_mappings(
+            {"file_id": file_ids[key], "mapped_bytes": f.mapped_bytes,
+             "resident_bytes": f.resident_bytes if self.measure.last else None}
+            for key, f in mapped.items())
+        available = self.measure.available and bool(self.windows)
+        if available:
+            rows = []
+            for window_id, touched in self.windows.items():
+                for key, f in touched.items():
+                    file_id = file_ids.get(key) or writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(f))
+                    rows.append((window_id, file_id, f.referenced_bytes, f.huge_bytes))
+            writer.add_mapped_touched(rows)
+        writer.add_measures(mapped=available, mappings=True)
+        if self.measure.unavailable is not None:
+            writer.set_meta(mapped_unmeasured={"reason": str(self.measure.unavailable),
+                                               "fix": self.measure.unavailable.fix})
+
+
+def _maps_only(pid: int) -> dict[tuple[int, int], FileMapped]:
+    """The process's mapped files from /proc/PID/maps, when smaps could not be read: sizes only."""
+    files: dict[tuple[int, int], FileMapped] = {}
+    for m in file_mappings(pid):
+        f = files.setdefault((m.dev, m.inode), FileMapped(m.dev, m.inode, m.path))
+        f.mapped_bytes += m.size
+    return files
+
+
+def _size_if_same(f: FileMapped) -> int | None:
+    try:
+        stat = os.stat(f.path)
+    except OSError:
+        return None
+    return stat.st_size if (stat.st_dev, stat.st_ino) == (f.dev, f.inode) else None
+
+
+# -- pushing mapped pages out (--cold) ------------------------------------------------------------
+
+class PageOutUnavailable(Exception):
+    """Mapped pages cannot be pushed out of this process; str() says why."""
+
+
+class _IOVec(ctypes.Structure):
+    _fields_ = [("iov_base", ctypes.c_void_p), ("iov_len", ctypes.c_size_t)]
+
+
+def _chunks(mappings: list[Mapping], size: int) -> Iterator[list[Mapping]]:
+    for first in range(0, len(mappings), size):
+        yield mappings[first:first + size]
+
+
+@contextlib.contextmanager
+def interrupt_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) until the block is done, then raise KeyboardInterrupt. Only the main
+    thread can handle signals; elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, _frame: received.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
+
+
+def page_out(pid: int, mappings: list[Mapping]) -> int:
+    """Ask the kernel to reclaim the pages of these mappings of process `pid` (MADV_PAGEOUT through
+    process_madvise): clean file pages leave the process's page tables and the page cache, unless
+    another process maps them too. Returns the bytes of address space advised.
+
+    A Ctrl-C waits until the last call returns: a cold execution never starts with half its files
+    pushed out, and nothing needs restoring afterwards (the node reads the pages back on demand).
+    Raises PageOutUnavailable when the kernel cannot do it (before 5.10, no permission, no process)."""
+    if not mappings:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError as error:
+        raise PageOutUnavailable(f"cannot open pid {pid} ({error.strerror})") from None
+    advised = 0
+    try:
+        with interrupt_deferred():
+            for chunk in _chunks(mappings, IOV_MAX):
+                vectors = (_IOVec * len(chunk))(*(_IOVec(m.start, m.size) for m in chunk))
+                result = libc.syscall(SYS_PROCESS_MADVISE, pidfd, vectors, len(chunk), MADV_PAGEOUT, 0)
+                if result < 0:
+                    raise PageOutUnavailable(f"process_madvise(MADV_PAGEOUT) failed: {_why(ctypes.get_errno(), pid)}")
+                advised += result
+    finally:
+        os.close(pidfd)
+    return advised
+
+
+def _why(code: int, pid: int) -> str:
+    return {errno.ENOSYS: "this kernel has no process_madvise (Linux 5.10 or later has)",
+            errno.EINVAL: "this kernel does not take MADV_PAGEOUT through process_madvise",
+            errno.EPERM: "not permitted (it needs CAP_SYS_NICE and ptrace access to the node)",
+            errno.ESRCH: f"process {pid} is gone"}.get(code, os.strerror(code))

@@ -1,0 +1,166 @@
+"""The mapped-pages measure and page-out (probes/mapped_pages.py) against a process that touches
+known pages of a mapped file (tests/helpers/mapper.py), and the kernel's page-cache residency of the
+file as mincore(2) shows it to this test process."""
+
+import ctypes
+import json
+import mmap
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from casstrace.probes import mapped_pages
+from casstrace.probes.mapped_pages import MappedPages
+
+pytestmark = pytest.mark.integration   # root: clear_refs of another process, process_madvise
+
+if os.geteuid() != 0:
+    pytest.skip("clear_refs and process_madvise of another process need root", allow_module_level=True)
+
+HELPER = Path(__file__).parent / "helpers" / "mapper.py"
+PAGE = mmap.PAGESIZE
+FILE_PAGES = 2048                                 # 8 MiB
+TOUCHED = (0, 1, 2, 100, 101, 513, 1024, 2047)   # pages spread over the file
+
+
+class Mapper:
+    def __init__(self, path: Path):
+        self.process = subprocess.Popen([sys.executable, str(HELPER)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        self.mapped = self.ask(f"map {path}")
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def ask(self, command: str) -> dict:
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.ask("exit")
+        self.process.wait(timeout=10)
+
+
+def resident_pages(path: Path) -> int:
+    """Pages of the file in the page cache, by mincore(2) on a mapping of this test process (mapped
+    with libc, whose address Python's mmap does not expose; mapping without touching brings no page in)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = path.stat().st_size
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert address not in (None, ctypes.c_void_p(-1).value)
+        pages = (size + PAGE - 1) // PAGE
+        vector = (ctypes.c_ubyte * pages)()
+        assert libc.mincore(address, size, vector) == 0, os.strerror(ctypes.get_errno())
+        libc.munmap(address, size)
+        return sum(byte & 1 for byte in vector)
+    finally:
+        os.close(fd)
+
+
+def smaps_lines_of(pid: int, path: Path) -> dict[str, int]:
+    """Size/Rss/Referenced (kB) of the process's mappings of `path`, read from smaps with nothing
+    of casstrace's parser."""
+    totals = {"Size:": 0, "Rss:": 0, "Referenced:": 0}
+    inside = False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        first = line.split()[0]
+        if not first.endswith(":"):
+            inside = line.endswith(str(path))
+        elif inside and first in totals:
+            totals[first] += int(line.split()[1])
+    return totals
+
+
+@pytest.fixture
+def mapped_file(tmp_path) -> Path:
+    path = tmp_path / "mapped.bin"
+    path.write_bytes(os.urandom(FILE_PAGES * PAGE))
+    os.sync()
+    return path
+
+
+@pytest.fixture
+def warm_mapper(mapped_file):
+    mapper = Mapper(mapped_file)
+    mapper.ask("prefault")
+    yield mapper
+    mapper.close()
+
+
+def test_touched_pages_are_measured_exactly_on_a_warm_mapping(warm_mapper, mapped_file):
+    key = (mapped_file.stat().st_dev, mapped_file.stat().st_ino)
+    measure = MappedPages(warm_mapper.pid)
+
+    measure.begin()
+    idle = measure.end()
+    assert idle is not None and idle[key].referenced_bytes == 0
+    assert idle[key].mapped_bytes == FILE_PAGES * PAGE
+    assert idle[key].resident_bytes == FILE_PAGES * PAGE
+    assert idle[key].path == str(mapped_file)
+
+    measure.begin()
+    answer = warm_mapper.ask("touch " + " ".join(map(str, TOUCHED)))
+    touched = measure.end()
+    assert touched is not None
+    assert touched[key].referenced_bytes == answer["touched_bytes"] == len(TOUCHED) * PAGE
+    assert smaps_lines_of(warm_mapper.pid, mapped_file)["Referenced:"] * 1024 == len(TOUCHED) * PAGE
+
+
+def test_parse_smaps_agrees_with_a_plain_reading(warm_mapper, mapped_file):
+    warm_mapper.ask("touch 5 6 7")
+    parsed = mapped_pages.read_smaps(warm_mapper.pid)[(mapped_file.stat().st_dev, mapped_file.stat().st_ino)]
+    plain = smaps_lines_of(warm_mapper.pid, mapped_file)
+    assert (parsed.mapped_bytes, parsed.resident_bytes, parsed.referenced_bytes) == \
+        (plain["Size:"] * 1024, plain["Rss:"] * 1024, plain["Referenced:"] * 1024)
+
+
+def test_refused_clear_makes_the_measure_unavailable_for_the_rest_of_the_capture(warm_mapper, monkeypatch):
+    measure = MappedPages(warm_mapper.pid)
+    measure.begin()
+    assert measure.end() is not None
+
+    def refuse(pid: int) -> None:
+        raise mapped_pages.MappedPagesUnavailable(f"/proc/{pid}/clear_refs refused the clear (test)", "fix it")
+
+    monkeypatch.setattr(mapped_pages, "clear_referenced", refuse)
+    measure.begin()
+    assert measure.end() is None
+    assert not measure.available and "clear_refs" in str(measure.unavailable)
+    monkeypatch.undo()
+    measure.begin()
+    assert measure.end() is None     # never measured again: the totals would mix measured and not
+
+
+def test_page_out_pushes_the_mapped_pages_out_of_the_process_and_the_page_cache(warm_mapper, mapped_file):
+    assert resident_pages(mapped_file) == FILE_PAGES
+    key = (mapped_file.stat().st_dev, mapped_file.stat().st_ino)
+    mappings = mapped_pages.file_mappings(warm_mapper.pid, {key})
+    assert sum(m.size for m in mappings) == FILE_PAGES * PAGE
+
+    advised = mapped_pages.page_out(warm_mapper.pid, mappings)
+
+    assert advised == FILE_PAGES * PAGE
+    assert smaps_lines_of(warm_mapper.pid, mapped_file)["Rss:"] == 0
+    assert resident_pages(mapped_file) == 0
+    # and the process reads them back on demand: nothing to restore
+    warm_mapper.ask("touch 1 2 3")
+    assert smaps_lines_of(warm_mapper.pid, mapped_file)["Rss:"] > 0
+
+
+def test_page_out_of_a_gone_process_says_why():
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    with pytest.raises(mapped_pages.PageOutUnavailable, match="cannot open pid"):
+        mapped_pages.page_out(process.pid, [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x")])
