@@ -1,18 +1,34 @@
 """Amplification: bytes read from the queried table's Data files against the bytes the query returned.
 
-Bytes read = what read syscalls returned from the table's Data files, plus the pages the page cache
-filled for those files outside the pages the syscalls returned (reads through mmap, readahead beyond
-the requested range): both are I/O the query caused. The figure is divided by the payload the client
-received (the serialized values), or, when there is no payload (a sysdig import), by the bytes the node
-wrote to the client connection.
+Three measures see the bytes a query read from a Data file, each a part the others may miss:
+  S  read syscalls: the bytes they returned (and, from the coverage table, which pages);
+  F  page-cache fills: pages the page cache filled for the JVM (device reads: a mapped page faulted
+     in cold, readahead around a read or a fault);
+  M  mapped pages touched: pages of the JVM's memory maps of the file it accessed (smaps
+     Referenced, after clearing the accessed bits): a warm mmap read, which makes no syscall and
+     no fill.
+Bytes read = S + max(M - pages(S), F - pages(S)), per window and file. The rule counts no page twice:
+Referenced also counts mapped pages a read syscall returned (the kernel marks them accessed), hence
+M - pages(S); F - pages(S) are the fills no syscall returned, which are mapped pages faulted in or
+readahead, and overlap M in ways neither shows (a cold mmap read is in both), hence the larger, not
+the sum. At worst it misses pages touched both through a map and a syscall in one window.
+
+Where part of a mapping is 2 MiB (PMD) entries, one access marks 2 MiB referenced: M is then an upper
+bound, and `data_read_least_bytes` the least the same accessed bits allow (4 KiB per 2 MiB entry).
+
+The figure is divided by the payload the client received (the serialized values), or, when there
+is no payload (a sysdig import), by the bytes the node wrote to the client connection.
 """
 
 from casstrace.analyses import pages
 from casstrace.analyses.file_io import page_runs, sql_in
-from casstrace.analyses.model import Amplification, Execution
+from casstrace.analyses.model import Amplification, Execution, Unseen
+from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace
+from casstrace.traces.schema import HUGE_PAGE_BYTES, PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
+MMAP_DATA_MODES = {"mmap", "auto", "legacy"}   # disk_access_modes that read Data files through memory maps
 SYSTEM_KEYSPACES = {"system", "system_schema", "system_traces", "system_auth", "system_distributed",
                     "system_views", "system_virtual_schema", "system_cluster_metadata"}
 DEFAULT_NATIVE_PORT = 9042
@@ -38,20 +54,42 @@ def data_files(trace: Trace, keyspace: str | None, table: str | None) -> dict[in
 def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *,
                   payload_bytes: int | None, wire_bytes: int | None) -> Amplification:
     page_cache_measured = trace.measured("page_cache")
+    mapped_measured = trace.measured("mapped")
     window_condition, window_params = sql_in("window_id", window_ids)
     file_condition, file_params = sql_in("file_id", sorted(data))
+    mapped_columns = ", mapped_touched_bytes, mapped_huge_bytes" if mapped_measured else ""
     rows = trace.rows(
-        f"SELECT file_id, SUM(read_bytes) AS read_bytes, SUM(cache_miss_bytes) AS cache_miss_bytes"
-        f" FROM file_io WHERE {window_condition} AND {file_condition} GROUP BY file_id",
+        f"SELECT window_id, file_id, read_bytes, cache_miss_bytes{mapped_columns}"
+        f" FROM file_io WHERE {window_condition} AND {file_condition}",
         window_params + file_params,
     )
-    syscall_bytes = sum(row["read_bytes"] for row in rows)
-    touched = {row["file_id"] for row in rows if row["read_bytes"] or row["cache_miss_bytes"]}
-    cache_miss = outside = None
-    if page_cache_measured:
-        cache_miss = sum(row["cache_miss_bytes"] or 0 for row in rows)
-        outside = _cache_fills_outside_syscall_pages(trace, window_ids, set(data))
-    data_read = syscall_bytes + (outside or 0)
+    syscall_pages = page_runs(trace, window_ids, "syscall")
+    fill_pages = page_runs(trace, window_ids, "page_cache") if page_cache_measured else {}
+    sizes = {row["file_id"]: row["size_bytes"] for row in trace.rows("SELECT file_id, size_bytes FROM files")}
+
+    syscall_bytes = cache_miss = outside = mapped = mapped_only = extra = extra_least = 0
+    touched = set()
+    for row in rows:
+        key, size = (row["window_id"], row["file_id"]), sizes.get(row["file_id"])
+        syscall_bytes += row["read_bytes"] or 0
+        cache_miss += row["cache_miss_bytes"] or 0
+        syscall_runs = syscall_pages.get(key, [])
+        fills = pages.bytes_within(pages.subtract(fill_pages[key], syscall_runs), size) if key in fill_pages else 0
+        touched_bytes = (row["mapped_touched_bytes"] or 0) if mapped_measured else 0
+        least = least_touched(touched_bytes, (row["mapped_huge_bytes"] or 0) if mapped_measured else 0)
+        # Referenced counts the pages of a mapped file that a read syscall returned too: once is enough.
+        syscall_page_bytes = pages.bytes_within(syscall_runs, size)
+        window_mapped_only = max(0, touched_bytes - syscall_page_bytes)
+        # A fill outside the syscall pages is a mapped page faulted in, or readahead around one; how it
+        # overlaps the mapped pages touched no measure shows, so the larger of the two counts.
+        extra += max(window_mapped_only, fills)
+        extra_least += max(max(0, least - syscall_page_bytes), fills)
+        outside += fills
+        mapped += touched_bytes
+        mapped_only += window_mapped_only
+        if row["read_bytes"] or row["cache_miss_bytes"] or touched_bytes:
+            touched.add(row["file_id"])
+    data_read, data_read_least = syscall_bytes + extra, syscall_bytes + extra_least
 
     basis: str | None
     basis_bytes: int | None
@@ -65,27 +103,55 @@ def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableNa
     def over(value: float | None, denominator: float | None) -> float | None:
         return value / denominator if value is not None and denominator else None
 
+    shares = {"read syscalls": syscall_bytes, "page-cache fills": outside, "mapped pages touched": mapped_only}
     return Amplification(
         basis=basis, basis_bytes=basis_bytes, payload_bytes=payload_bytes, wire_bytes=wire_bytes,
-        syscall_bytes=syscall_bytes, cache_miss_bytes=cache_miss, cache_outside_syscall_bytes=outside,
-        data_read_bytes=data_read,
-        read=over(data_read, basis_bytes), syscall=over(syscall_bytes, basis_bytes),
-        device=over(cache_miss, basis_bytes), wire=over(data_read, wire_bytes),
+        syscall_bytes=syscall_bytes, cache_miss_bytes=cache_miss if page_cache_measured else None,
+        cache_outside_syscall_bytes=outside if page_cache_measured else None,
+        mapped_touched_bytes=mapped if mapped_measured else None,
+        mapped_outside_syscall_bytes=mapped_only if mapped_measured else None,
+        data_read_bytes=data_read, data_read_least_bytes=data_read_least,
+        read=over(data_read, basis_bytes), read_least=over(data_read_least, basis_bytes),
+        syscall=over(syscall_bytes, basis_bytes),
+        device=over(cache_miss if page_cache_measured else None, basis_bytes), wire=over(data_read, wire_bytes),
+        carried_by=max(shares, key=lambda name: shares[name]) if data_read else None,
         data_files=len(touched),
         sstables_read=len({data[file_id].sstable for file_id in touched}),
     )
 
 
-def _cache_fills_outside_syscall_pages(trace: Trace, window_ids: list[int], file_ids: set[int]) -> int:
-    """Bytes of pages the page cache filled in a window that no read syscall returned in that window."""
-    syscall = page_runs(trace, window_ids, "syscall")
-    sizes = {row["file_id"]: row["size_bytes"] for row in trace.rows("SELECT file_id, size_bytes FROM files")}
-    total = 0
-    for (window_id, file_id), filled in page_runs(trace, window_ids, "page_cache").items():
-        if file_id in file_ids:
-            extra = pages.subtract(filled, syscall.get((window_id, file_id), []))
-            total += pages.bytes_within(extra, sizes.get(file_id))
-    return total
+def least_touched(touched_bytes: int, huge_bytes: int) -> int:
+    """The fewest bytes a process may have touched for `touched_bytes` of Referenced, when up to
+    `huge_bytes` of its mapping are 2 MiB (PMD) entries, each marked whole by one 4 KiB access."""
+    from_huge = min(touched_bytes, huge_bytes)
+    return touched_bytes - from_huge + -(-from_huge // HUGE_PAGE_BYTES) * PAGE_BYTES
+
+
+def unseen_reads(trace: Trace, data: dict[int, SSTableName], overall: Amplification, data_label: str,
+                 disk_access_mode: str | None) -> Unseen | None:
+    """Why reads of these Data files may be in no measure of the trace, or None when every way the
+    JVM reads them was measured (or they are known not to be mapped)."""
+    if trace.measured("mapped"):
+        return None
+    unmeasured = trace.meta.get("mapped_unmeasured") or {}
+    fix = unmeasured.get("fix") or ("trace the query with `casstrace run` on the node (bcc backend, as root): "
+                                    "it measures the mapped pages the JVM touches")
+    why = f": {unmeasured['reason']}" if unmeasured.get("reason") else ""
+    if trace.measured("mappings"):
+        condition, params = sql_in("file_id", sorted(data))
+        (mapped,) = trace.rows(f"SELECT COALESCE(SUM(mapped_bytes), 0) FROM mappings WHERE {condition}", params)[0]
+        if not mapped:
+            return None
+        return Unseen(f"The JVM maps {human_bytes(mapped)} of {data_label}, and the mapped pages it touched were "
+                      f"not measured{why}; a warm read through those maps shows in no other measure", fix)
+    mode = (disk_access_mode or "unknown").lower()
+    if mode in MMAP_DATA_MODES:
+        return Unseen(f"disk_access_mode is '{mode}': Cassandra reads {data_label} through memory maps, and this "
+                      f"trace has no measure of mapped pages touched{why}; a warm mapped read shows in no other", fix)
+    if mode == "unknown" and overall.syscall_bytes == 0:
+        return Unseen(f"No read syscall touched {data_label} and disk_access_mode is unknown: Cassandra may read "
+                      f"them through memory maps, which no measure of this trace sees{why}", fix)
+    return None
 
 
 # -- which windows, which executions -------------------------------------------------------------
@@ -102,6 +168,20 @@ def scope(trace: Trace, rows: list[dict]) -> tuple[list[int], str]:
         return [row["window_id"] for row in measured], f"{count} measured execution{'s' * (count != 1)}"
     all_windows = [row["window_id"] for row in trace.rows("SELECT window_id FROM windows ORDER BY window_id")]
     return all_windows, "the whole capture (no measured execution windows recorded)"
+
+
+def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName]) -> Amplification | None:
+    """What the warmup executions read, kept apart from the measured ones (None: no warmup ran)."""
+    warmups = [row for row in rows if row["kind"] == "warmup" and row["window_id"] is not None]
+    if not warmups:
+        return None
+
+    def total(column: str) -> int | None:
+        values = [row[column] for row in warmups]
+        return None if any(value is None for value in values) else sum(values)
+
+    return amplification(trace, [row["window_id"] for row in warmups], data,
+                         payload_bytes=total("payload_bytes"), wire_bytes=total("wire_bytes"))
 
 
 def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:

@@ -18,7 +18,7 @@ from casstrace.traces import Trace
 from casstrace.traces.meta import CassandraMeta
 
 MEASURE_NAMES = {"syscalls": "read/write/lseek syscalls", "offsets": "file offsets", "page_cache": "page-cache misses",
-                 "latency": "syscall latency", "wire": "bytes sent to the client"}
+                 "mapped": "mapped pages touched", "latency": "syscall latency", "wire": "bytes sent to the client"}
 DEFAULT_THRESHOLD = 10.0
 
 
@@ -47,6 +47,7 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
     data = amp.data_files(trace, keyspace, table)
     executions = amp.execution_results(trace, execution_rows, data)
     measured = [e for e in executions if e.kind == "measured"]
+    warmup = amp.warmup(trace, execution_rows, data)
 
     payload = _sum_or_none([e.payload_bytes for e in measured]) if measured else None
     wire = _sum_or_none([e.wire_bytes for e in measured]) if measured else None
@@ -58,8 +59,10 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
     disk_access_mode = cassandra.get("disk_access_mode")
     owner = f"{keyspace}.{table}" if keyspace and table else table
     data_label = f"{owner}'s Data files" if owner else "all user tables' Data files"
+    unseen = amp.unseen_reads(trace, data, overall, data_label, disk_access_mode)
     verdict = causes.verdict(overall, threshold, data_label=data_label, backend=meta.get("backend"),
-                             page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode)
+                             page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
+                             unseen=unseen)
     if table is None:
         verdict.notes.append("The query is not recorded (or not a SELECT): every user table's Data files were counted.")
     data_file_io = [f for f in files if f.file_id in data]
@@ -75,7 +78,7 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
         trace_path=str(trace.path), complete=trace.complete, warnings=_warnings(trace, executions),
         measures={name: trace.measured(name) for name in MEASURE_NAMES},
         query=meta.get("query"), keyspace=keyspace, table=table, scope=scope, threshold=threshold,
-        executions=executions, overall=overall, verdict=verdict, findings=found,
+        executions=executions, overall=overall, warmup=warmup, verdict=verdict, findings=found,
         files=files, sstables=group_by_sstable(files), access=access_patterns(trace, files),
         spectrograms=spectrograms(trace), latencies=latency_percentiles(trace),
         query_trace=meta.get("query_trace") or [],

@@ -4,19 +4,22 @@ and said no more surely than that evidence allows ('measured', 'likely', 'possib
 import math
 from collections.abc import Iterator
 
-from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, Verdict
+from casstrace.analyses.amplification import MMAP_DATA_MODES
+from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, Unseen, Verdict
 from casstrace.analyses.query import Select, TableSchema
 from casstrace.analyses.units import human_bytes, ratio
 from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
 from casstrace.traces.meta import QueryTraceEvent, QueryTraceSession
 
-MMAP_DATA_MODES = {"mmap", "auto", "legacy"}   # modes that read Data files through memory maps
 MANY_SSTABLES = 4
 TOMBSTONE_WARN = 1000                          # Cassandra's default tombstone_warn_threshold
 
 
 def verdict(overall: Amplification, threshold: float, *, data_label: str, backend: str | None,
-            page_cache_measured: bool, disk_access_mode: str | None) -> Verdict:
+            page_cache_measured: bool, disk_access_mode: str | None, unseen: Unseen | None) -> Verdict:
+    """The verdict on the figure. `unseen`: why some reads of the table's Data files may be in no
+    measure (mapped files nothing could see), which stops a figure below the threshold from clearing
+    the query: no verdict from absence of evidence."""
     notes = _measurement_notes(page_cache_measured, backend, disk_access_mode)
     read = human_bytes(overall.data_read_bytes)
     if overall.basis is None:
@@ -24,22 +27,32 @@ def verdict(overall: Amplification, threshold: float, *, data_label: str, backen
                                        "neither the payload nor the bytes sent to the client to compare it with.", notes)
     against = (f"{human_bytes(overall.basis_bytes)} of payload" if overall.basis == "payload" else
                f"{human_bytes(overall.basis_bytes)} sent to the client (wire bytes: the trace has no driver payload)")
+    carried = f"; most of it seen by {overall.carried_by}" if overall.carried_by else ""
     if overall.basis_bytes == 0:
         if not overall.data_read_bytes:
             # Typically a capture of something other than a Cassandra query: saying "not flagged"
             # would vouch for a query that never ran.
             return Verdict("undetermined", f"Nothing was read from {data_label} and nothing was returned "
                                            f"({against}): there is no query to judge in this capture.", notes)
-        return Verdict("flagged", f"Read {read} from {data_label} to return nothing ({against}).", notes)
+        return Verdict("flagged", f"Read {read} from {data_label} to return nothing ({against}){carried}.", notes)
     summary = (f"Read {read} from {data_label} for {against}: "
-               f"{ratio(overall.read)} (threshold {threshold:g}x).")
+               f"{ratio(overall.read)} (threshold {threshold:g}x){carried}.")
     assert overall.read is not None     # a basis of more than 0 bytes gives a ratio
     if overall.read >= threshold:
+        if overall.read_least is not None and overall.read_least < threshold:
+            return Verdict("undetermined", summary + " But the JVM maps parts of these files with 2 MiB entries, "
+                           "whose one accessed bit marks 2 MiB however little was read: the query read between "
+                           f"{human_bytes(overall.data_read_least_bytes)} ({ratio(overall.read_least)}) and {read}.",
+                           notes, fix=HUGE_MAPPINGS_FIX)
         return Verdict("flagged", summary, notes)
-    if not page_cache_measured and (disk_access_mode or "").lower() in MMAP_DATA_MODES:
-        return Verdict("undetermined", summary + " Reads through memory maps are not in this figure, so it "
-                                                 "cannot clear the query.", notes)
+    if unseen is not None:
+        return Verdict("undetermined", f"{summary} {unseen.reason}, so the figure cannot clear the query.", notes,
+                       fix=unseen.fix)
     return Verdict("not flagged", summary, notes)
+
+
+HUGE_MAPPINGS_FIX = ("run it with --cold: the pages come back from the device and are counted as page-cache "
+                     "misses, page by page")
 
 
 def _measurement_notes(page_cache_measured: bool, backend: str | None, disk_access_mode: str | None) -> list[str]:

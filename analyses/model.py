@@ -26,6 +26,7 @@ class FileIO:
     seek_jumps: int = 0
     longest_sequential_bytes: int = 0
     cache_miss_bytes: int | None = None  # None: the backend did not measure the page cache
+    mapped_touched_bytes: int | None = None  # mapped pages accessed (None: not measured)
     touched_bytes: int | None = None     # distinct bytes read by syscalls or filled into the page cache
     coverage: float | None = None        # touched_bytes / size_bytes
     read_sizes: dict[int, int] = field(default_factory=dict)  # log2 bucket (-1: 0 bytes) -> reads
@@ -121,11 +122,16 @@ class Amplification:
     syscall_bytes: int             # bytes read syscalls returned from the Data files
     cache_miss_bytes: int | None   # page-cache fills of the Data files (None: not measured)
     cache_outside_syscall_bytes: int | None  # of those, pages no read syscall returned (mmap, readahead)
-    data_read_bytes: int           # syscall_bytes + cache_outside_syscall_bytes
+    mapped_touched_bytes: int | None   # mapped pages of the Data files the JVM accessed (None: not measured)
+    mapped_outside_syscall_bytes: int | None  # of those, pages no read syscall returned
+    data_read_bytes: int           # syscall_bytes + per window and file the larger of the two above
+    data_read_least_bytes: int     # the same where 2 MiB mappings make a touch count 4 KiB, not 2 MiB
     read: float | None             # data_read_bytes / basis_bytes: the verdict's figure
+    read_least: float | None       # data_read_least_bytes / basis_bytes
     syscall: float | None          # syscall_bytes / basis_bytes
     device: float | None           # cache_miss_bytes / basis_bytes
     wire: float | None             # data_read_bytes / wire_bytes
+    carried_by: str | None = None  # the measure that saw most: 'read syscalls' | 'page-cache fills' | 'mapped pages touched'
     data_files: int = 0            # Data files read
     sstables_read: int = 0         # SSTables whose Data file was read
 
@@ -157,6 +163,15 @@ class Verdict:
     status: str            # 'flagged' | 'not flagged' | 'undetermined'
     summary: str           # one sentence with the figure and what it is against
     notes: list[str] = field(default_factory=list)   # what the figure cannot see
+    fix: str | None = None  # how to get a verdict, when it is undetermined for a reason the user can act on
+
+
+@dataclass(frozen=True)
+class Unseen:
+    """Why reads of the queried table's Data files may be in no measure of a trace."""
+
+    reason: str
+    fix: str
 
 
 @dataclass(frozen=True)
@@ -208,6 +223,7 @@ class Analysis:
     threshold: float
     executions: list[Execution]
     overall: Amplification
+    warmup: Amplification | None   # the warmup executions' reads, kept apart from the verdict (None: no warmup)
     verdict: Verdict
     findings: list[Finding]
     files: list[FileIO]            # every file with I/O in scope, most bytes first

@@ -1,12 +1,14 @@
 """Pieces every report format shares: the same tables, in the same words, whatever the markup."""
 
-from casstrace.analyses.model import Analysis, Execution, FileIO, Profile, WeightedStack
+from casstrace.analyses.model import Amplification, Analysis, Execution, FileIO, Profile, Verdict, WeightedStack
 from casstrace.analyses.profile import reading_frame
 from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
 
 NOT_MEASURED = "not measured"
 
-FILE_COLUMNS = ("File", "Component", "Read", "Requested", "Reads", "Cache misses", "lseeks", "Seeks",
+# The three measures of what was read from a file side by side: read syscalls ("Read"), page-cache
+# misses, mapped pages touched (see casstrace.analyses.amplification for how they add up).
+FILE_COLUMNS = ("File", "Component", "Read", "Requested", "Reads", "Cache misses", "Mapped touched", "lseeks", "Seeks",
                 "Longest run", "Coverage", "Written")
 EXECUTION_COLUMNS = ("#", "Kind", "Latency", "Rows", "Payload", "Wire", "Data read", "Amplification")
 LATENCY_COLUMNS = ("Syscall", "On", "Calls", "p50 ≤", "p90 ≤", "p99 ≤", "max ≤")
@@ -24,6 +26,7 @@ def file_row(f: FileIO, name: str | None = None) -> tuple[str, ...]:
         human_bytes(f.read_requested_bytes),
         f"{f.read_calls:,}",
         human_bytes(f.cache_miss_bytes),
+        human_bytes(f.mapped_touched_bytes),
         f"{f.lseek_calls:,}",
         f"{f.seek_jumps:,}",
         human_bytes(f.longest_sequential_bytes),
@@ -63,16 +66,31 @@ def latency_rows(analysis: Analysis) -> list[tuple[str, ...]]:
              human_ns(l.max_ns)) for l in analysis.latencies]
 
 
+def verdict_notes(verdict: Verdict) -> list[str]:
+    """What every format prints under the verdict: its notes, then how to get a verdict when there is a fix."""
+    return verdict.notes + ([f"Fix: {verdict.fix}"] if verdict.fix else [])
+
+
+def data_read(o: Amplification) -> str:
+    """Data read, with the least it may be where 2 MiB mappings blur the mapped pages touched."""
+    if o.data_read_least_bytes < o.data_read_bytes:
+        return f"{human_bytes(o.data_read_bytes)} (at least {human_bytes(o.data_read_least_bytes)}: 2 MiB mappings)"
+    return human_bytes(o.data_read_bytes)
+
+
 def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
     """(label, value) of the headline numbers."""
     o = analysis.overall
     basis = {"payload": "payload", "wire": "wire bytes (no driver payload in this trace)", None: "nothing"}[o.basis]
-    return [
+    items = [
         ("Amplification (data read ÷ basis)", ratio(o.read, "undetermined")),
         ("Basis", f"{basis}: {human_bytes(o.basis_bytes)}" if o.basis else basis),
-        ("Data read from the table's Data files", human_bytes(o.data_read_bytes)),
+        ("Data read from the table's Data files", data_read(o)),
         ("  by read syscalls", human_bytes(o.syscall_bytes)),
+        ("  mapped pages touched outside those reads", human_bytes(o.mapped_outside_syscall_bytes)),
         ("  page-cache fills outside those reads", human_bytes(o.cache_outside_syscall_bytes)),
+        ("  measure that saw most", o.carried_by or "—"),
+        ("Mapped pages touched (reads through memory maps)", human_bytes(o.mapped_touched_bytes)),
         ("Page-cache misses (device reads)", human_bytes(o.cache_miss_bytes)),
         ("Syscall amplification", ratio(o.syscall, "undetermined")),
         ("Device amplification", ratio(o.device)),
@@ -81,6 +99,12 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
         ("Wire bytes to the client", human_bytes(o.wire_bytes)),
         ("SSTables read", f"{o.sstables_read} ({o.data_files} Data files)"),
     ]
+    if analysis.warmup is not None:
+        w = analysis.warmup
+        items.append(("Warmup (kept apart, not in the figures above)",
+                      f"read {data_read(w)}: syscalls {human_bytes(w.syscall_bytes)}, mapped pages touched "
+                      f"{human_bytes(w.mapped_touched_bytes)}, page-cache misses {human_bytes(w.cache_miss_bytes)}"))
+    return items
 
 
 def access_summary(analysis: Analysis) -> list[tuple[str, ...]]:

@@ -58,8 +58,8 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     parts += [f'<div class="warning">⚠ {e(w)}</div>' for w in analysis.warnings]
     parts.append(f'<div class="verdict {verdict.status.replace(" ", "-")}"><b>{e(verdict.status.upper())}</b> '
                  f"{e(verdict.summary)}</div>")
-    if verdict.notes:
-        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in verdict.notes) + "</ul>")
+    if common.verdict_notes(verdict):
+        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in common.verdict_notes(verdict)) + "</ul>")
     if analysis.query:
         parts.append(f"<p>Query: <code>{e(analysis.query)}</code> — totals cover {e(analysis.scope)}.</p>")
     parts.append(_table(("", ""), common.amplification_items(analysis)))

@@ -1,27 +1,33 @@
 """The JSON report: a stable, documented schema for scripts and `casstrace compare`.
 
-Schema, version 1 (new fields may be added within a version; none is renamed or removed).
+Schema, version 2 (new fields may be added within a version; none is renamed or removed).
+Version 2: mapped pages touched (files[].mapped_touched_bytes, amplification.mapped_touched_bytes and
+.mapped_outside_syscall_bytes), data_read_bytes counts them (see casstrace.analyses.amplification),
+data_read_least_bytes/read_least, carried_by, "fix", "warmup"; measures.mapped.
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
-  "version": 1,
+  "version": 2,
   "trace": str,                  path of the trace file
   "complete": bool,              false: the capture stopped part-way (see "warnings")
   "warnings": [str],             incomplete capture, lost/unstreamed events, unmeasured measures
-  "measures": {"syscalls", "offsets", "page_cache", "latency", "wire": bool},
+  "measures": {"syscalls", "offsets", "page_cache", "mapped", "latency", "wire": bool},
   "query": str | null, "keyspace": str | null, "table": str | null,
   "scope": str,                  which windows the totals cover, in words
   "threshold": float,            amplification at or above which the verdict is "flagged"
   "verdict": "flagged" | "not flagged" | "undetermined",
   "summary": str,                the verdict in one sentence
   "notes": [str],                what the verdict's figure cannot see
+  "fix": str | null,             how to get a verdict, when it is undetermined for a reason the user can act on
   "amplification": AMPLIFICATION (overall, over the measured executions),
+  "warmup": AMPLIFICATION | null,  what the warmup executions read, kept apart (null: no warmup)
   "executions": [{"execution": int, "kind": "warmup" | "measured" | "tracing", "latency_s": float | null,
                   "rows": int | null, "payload_bytes": int | null, "wire_bytes": int | null,
                   "error": str | null, "amplification": AMPLIFICATION | null}],
   "files": [{"path", "kind", "size_bytes", "keyspace", "table", "index", "generation" (int | str), "format",
              "version", "component" (null for non-SSTable files), "read_bytes", "read_requested_bytes",
              "read_calls", "write_bytes", "write_calls", "cache_miss_bytes" (null: not measured),
+             "mapped_touched_bytes" (mapped pages accessed; null: not measured),
              "lseeks", "seeks" (reads not starting where the previous one ended), "longest_sequential_bytes",
              "coverage" (distinct bytes touched / file size; null when the size is unknown)}],
   "findings": [{"cause": "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" |
@@ -54,7 +60,12 @@ AMPLIFICATION = {
   "syscall_bytes": int,          bytes read syscalls returned from the queried table's Data files
   "cache_miss_bytes": int | null,            page-cache fills of those files
   "cache_outside_syscall_bytes": int | null, of which outside the pages the syscalls returned
-  "data_read_bytes": int,        syscall_bytes + cache_outside_syscall_bytes
+  "mapped_touched_bytes": int | null,        mapped pages of those files the JVM accessed (null: not measured)
+  "mapped_outside_syscall_bytes": int | null, of which outside the pages the syscalls returned
+  "data_read_bytes": int,        syscall_bytes + per window and file the larger of the two "outside" figures
+  "data_read_least_bytes": int,  the same, where 2 MiB mappings make each touched entry count 4 KiB
+  "read_least": float | null,    data_read_least_bytes / basis_bytes
+  "carried_by": "read syscalls" | "page-cache fills" | "mapped pages touched" | null,  the measure that saw most
   "data_files": int, "sstables_read": int
 }
 A ratio is null when its denominator is 0 or unknown.
@@ -68,7 +79,7 @@ from casstrace.reports.document import Document
 from casstrace.reports.formats import ReportOptions
 
 SUFFIX = ".json"
-VERSION = 1
+VERSION = 2
 
 
 def render(analysis: Analysis, options: ReportOptions) -> str:
@@ -91,7 +102,9 @@ def document(analysis: Analysis) -> dict:
         "verdict": analysis.verdict.status,
         "summary": analysis.verdict.summary,
         "notes": analysis.verdict.notes,
+        "fix": analysis.verdict.fix,
         "amplification": dataclasses.asdict(analysis.overall),
+        "warmup": dataclasses.asdict(analysis.warmup) if analysis.warmup else None,
         "executions": [
             {"execution": e.execution, "kind": e.kind, "latency_s": e.latency_s, "rows": e.rows,
              "payload_bytes": e.payload_bytes, "wire_bytes": e.wire_bytes, "error": e.error,
@@ -129,6 +142,7 @@ def _file(f: FileIO) -> dict:
         "component": name.component if name else None,
         "read_bytes": f.read_bytes, "read_requested_bytes": f.read_requested_bytes, "read_calls": f.read_calls,
         "write_bytes": f.write_bytes, "write_calls": f.write_calls, "cache_miss_bytes": f.cache_miss_bytes,
+        "mapped_touched_bytes": f.mapped_touched_bytes,
         "lseeks": f.lseek_calls, "seeks": f.seek_jumps, "longest_sequential_bytes": f.longest_sequential_bytes,
         "coverage": f.coverage,
     }

@@ -21,7 +21,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     if analysis.warnings:
         lines.append("")
     lines.append(_escape(analysis.verdict.summary))
-    for note in analysis.verdict.notes:
+    for note in common.verdict_notes(analysis.verdict):
         lines.append(f"- _{_escape(note)}_")
     lines.append("")
     if analysis.query:

@@ -29,7 +29,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     colour = {"flagged": 31, "not flagged": 32}.get(verdict.status, 33)
     out.line("")
     out.line(f"VERDICT: {verdict.status.upper()}  {verdict.summary}", colour=colour, bold=True)
-    for note in verdict.notes:
+    for note in common.verdict_notes(verdict):
         out.line(f"  note: {note}", colour=33)
     out.line("")
     out.line(f"Query: {analysis.query or '(not recorded)'}")

@@ -160,3 +160,39 @@ def sysdig_import(path, *, cassandra=None):
     ])
     writer.add_latency([{"slot": 2, "syscall": "pread", "target": "file", "bucket": 48, "count": WIDE_DATA_CALLS}])
     return writer.finish()
+
+
+WARM_MMAP_DATA_PATH = f"{TABLE_DIR}/nb-16-big-Data.db"
+WARM_MMAP_INDEX_PATH = f"{TABLE_DIR}/nb-16-big-Index.db"
+
+
+def warm_mmap(path, *, touched: int, huge: int = 0, payload: int = WIDE_PAYLOAD, warmup_touched: int | None = None,
+              measured: bool = True, unmeasured_reason: str = "/proc/4242/clear_refs refused the clear (test)",
+              syscall_pages: int = 0, query="SELECT c0 FROM demo.wide WHERE id = 1"):
+    """A warm node with disk_access_mode mmap (format 2): the Data file read only through its map, so
+    no syscall and no page-cache fill; `touched` bytes of mapped pages accessed in the measured
+    execution (`huge` of its mapping in 2 MiB entries). measured=False: the measure was refused.
+    syscall_pages: pages of the Data file a read syscall also returned in the window."""
+    writer = TraceWriter(path)
+    _base_meta(writer, query=query, keyspace="demo",
+               measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True,
+                         "mapped": measured, "mappings": True},
+               cassandra={"release_version": "4.1.10", "disk_access_mode": "mmap", "tables": [wide_table_schema()]},
+               **({} if measured else {"mapped_unmeasured": {"reason": unmeasured_reason, "fix": "run as root"}}))
+    data = writer.file_id(WARM_MMAP_DATA_PATH, "file", size_bytes=DATA_SIZE, dev=2049, inode=31)
+    index = writer.file_id(WARM_MMAP_INDEX_PATH, "file", size_bytes=409_600, dev=2049, inode=32)
+    execution = {"latency_s": 0.4, "rows": WIDE_ROWS, "payload_bytes": payload, "wire_bytes": WIDE_WIRE, "pages": 1}
+    warmup, measured_window = _run_windows(writer, execution)
+    writer.add_mappings([{"file_id": data, "mapped_bytes": DATA_SIZE + 4096 - DATA_SIZE % 4096,
+                          "resident_bytes": DATA_SIZE + 4096 - DATA_SIZE % 4096},
+                         {"file_id": index, "mapped_bytes": 409_600, "resident_bytes": 409_600}])
+    if syscall_pages:
+        writer.add_file_io([{"window_id": measured_window, "file_id": data, "read_calls": 1,
+                             "read_bytes": syscall_pages * 4096, "read_requested_bytes": syscall_pages * 4096,
+                             "cache_miss_pages": 0, "cache_miss_bytes": 0}])
+        writer.add_coverage([{"window_id": measured_window, "file_id": data, "source": "syscall", "first_page": 0,
+                              "page_count": syscall_pages}])
+    if measured:
+        writer.add_mapped_touched([(measured_window, data, touched, huge), (measured_window, index, 8192, 0),
+                                   (warmup, data, touched if warmup_touched is None else warmup_touched, huge)])
+    return writer.finish()

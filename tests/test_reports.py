@@ -71,7 +71,7 @@ def test_unmeasured_page_cache_is_never_a_zero(tmp_path):
 
 def test_json_schema(wide):
     document = json.loads(render(wide, "json"))
-    assert document["version"] == 1
+    assert document["version"] == 2
     assert document["query"] == "SELECT c0 FROM demo.wide WHERE id = 1"
     assert document["verdict"] == "flagged"
     assert document["amplification"]["syscall"] == 62_574_072 / 20_000
@@ -143,7 +143,7 @@ def test_html_renders_offline_in_headless_chromium(tmp_path, wide):
 def test_write_is_whole_or_nothing(tmp_path, wide):
     target = tmp_path / "r.json"
     assert write(wide, "json", target) == target
-    assert json.loads(target.read_text())["version"] == 1
+    assert json.loads(target.read_text())["version"] == 2
     assert not list(tmp_path.glob(".*.partial"))
     assert beside_trace(tmp_path / "x.trace", "html") == tmp_path / "x.html"
     with pytest.raises(ValueError, match="unknown report format"):
