@@ -30,7 +30,7 @@ from casstrace.node.query import CONSISTENCY_LEVELS
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Measured executions.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
               help="Executions before the measured ones (captured, kept apart).")
-@click.option("--cold", is_flag=True, help="Drop the page cache before each execution (root).")
+@click.option("--cold", is_flag=True, help="Before each execution, push the queried table's pages out of the JVM's memory maps (process_madvise MADV_PAGEOUT, Linux 5.10+) and drop the page cache (root).")
 @click.option("--consistency", default="ONE", show_default=True,
               type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False))
 @click.option("--page-size", type=click.IntRange(min=0), default=5000, show_default=True,

@@ -15,6 +15,7 @@ from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import CassandraProcess, fd_targets
+from casstrace.probes import mapped_pages
 from casstrace.traces.meta import CassandraMeta, SSTableFileMeta, TableMeta
 
 # "DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap" (3.x, 4.x),
@@ -152,20 +153,31 @@ def gather(session: Session, process: CassandraProcess, prepared: PreparedStatem
     }
 
 
-def mapped_bytes(pid: int, files: Iterable[str]) -> int:
-    """Bytes of these files the process has mapped (its /proc/PID/maps), resident or not."""
-    paths = set(files)
-    total = 0
+def table_file_keys(cassandra: CassandraMeta) -> set[tuple[int, int]]:
+    """(st_dev, inode) of every file of the queried tables' SSTables (meta 'cassandra' of gather())."""
+    keys = set()
+    for table in cassandra["tables"]:
+        for sstable_file in table["sstables"]:
+            try:
+                stat = os.stat(sstable_file["path"])
+            except OSError:   # compacted away since
+                continue
+            keys.add((stat.st_dev, stat.st_ino))
+    return keys
+
+
+def make_cold(pid: int, files: set[tuple[int, int]]) -> int:
+    """Before a cold execution: push the process's mapped pages of these files out of it and out of
+    the page cache (drop_caches alone keeps mapped pages), then drop the page cache. Returns the bytes
+    of address space paged out. CasstraceError when the mapped pages cannot be pushed out, so that
+    no run is called cold that was not."""
     try:
-        with open(f"/proc/{pid}/maps") as maps:
-            for line in maps:
-                fields = line.split(maxsplit=5)
-                if len(fields) == 6 and fields[5].strip() in paths:
-                    start, end = (int(value, 16) for value in fields[0].split("-"))
-                    total += end - start
-    except OSError:
-        return 0
-    return total
+        paged_out = mapped_pages.page_out(pid, mapped_pages.file_mappings(pid, files))
+    except mapped_pages.PageOutUnavailable as error:
+        raise CasstraceError(f"--cold cannot push the table's mapped pages out of pid {pid}: {error}",
+                             "run casstrace as root on Linux 5.10 or later, or leave out --cold") from None
+    drop_page_cache()
+    return paged_out
 
 
 def drop_page_cache() -> None:

@@ -28,6 +28,7 @@ from casstrace.probes.async_profiler import VERSION as PROFILER_VERSION
 from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.java_stacks import write_profile
 from casstrace.probes.jfr import read_samples
+from casstrace.probes.mapped_pages import MappedPagesCapture
 from casstrace.traces import TraceWriter
 
 BACKENDS = {
@@ -104,11 +105,12 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
             process = find_cassandra(options.pid, native_port=options.connection.port)
             cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
         keyspace = options.keyspace or next((t["keyspace"] for t in cassandra["tables"]), None)
+        cold = None
         if options.cold:
-            sstables = [f["path"] for table in cassandra["tables"] for f in table["sstables"]]
-            mapped = context.mapped_bytes(process.pid, sstables)
-            warn("--cold drops the page cache before each execution, but pages the JVM keeps mapped are not "
-                 f"evicted ({mapped / 2**20:.1f} MiB of this query's SSTables are mapped by pid {process.pid} now)")
+            # Fails here, before a probe attaches, when the mapped pages cannot be pushed out.
+            # (Again before each execution, in its turn.)
+            cold = Cold(process.pid, context.table_file_keys(cassandra))
+            cold.before_execution()
 
         profiler = None
         if options.profile:
@@ -119,7 +121,9 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
         writer = TraceWriter(options.out or default_trace_path(query))
         try:
             capture = backend(process.pid, extra_dirs=tuple(cassandra["data_file_directories"]))
-            executions, incomplete_reason = _execute_all(capture, node, prepared, options, phases, profiler)
+            mapped = MappedPagesCapture(process.pid, cassandra["data_file_directories"])
+            executions, incomplete_reason = _execute_all(capture, mapped, cold, node, prepared, options, phases,
+                                                         profiler)
             client_addresses = node.client_addresses()
         except BaseException:
             writer.discard()
@@ -138,6 +142,9 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
                     except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
                         warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
                 capture.write(writer)
+                mapped.write(writer)
+                if cold is not None:
+                    writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": cold.paged_out})
                 writer.set_meta(
                     query=query,
                     keyspace=keyspace,
@@ -162,9 +169,23 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
     return path
 
 
-def _execute_all(capture, node: NodeSession, prepared, options: RunOptions, phases: Phases,
-                 profiler: "AsyncProfiler | None" = None):
-    """Run warmups, measured executions and the tracing execution, each in its own window.
+@dataclass
+class Cold:
+    """--cold: the queried table's files to push out of the JVM and the page cache before each
+    execution. Nothing to restore afterwards: the node reads the pages back as it needs them."""
+
+    pid: int
+    files: set[tuple[int, int]]
+    paged_out: int = 0     # address space paged out before the last execution
+
+    def before_execution(self) -> None:
+        self.paged_out = context.make_cold(self.pid, self.files)
+
+
+def _execute_all(capture, mapped: MappedPagesCapture, cold: Cold | None, node: NodeSession, prepared,
+                 options: RunOptions, phases: Phases, profiler: "AsyncProfiler | None" = None):
+    """Run warmups, measured executions and the tracing execution, each in its own window; the
+    mapped pages each touched are measured around its window (outside it, so outside its timing).
     Returns (executions, why the run stopped early or None). A failed execution is recorded and
     ends the run; Ctrl-C ends it too (INTERRUPTED is returned, so that what was captured is kept).
     The profiler, when given, is active from just before the first measured execution to just
@@ -189,8 +210,13 @@ def _execute_all(capture, node: NodeSession, prepared, options: RunOptions, phas
                         elif kind != "measured" and profiler.active:
                             with phases("stop profiler"):
                                 _stop_profiler(profiler)
-                    if options.cold:
-                        context.drop_page_cache()
+                    if cold is not None:
+                        try:
+                            cold.before_execution()
+                        except CasstraceError as error:
+                            stopped = f"execution {number} could not be made cold: {error}"
+                            break
+                    mapped.before_window()
                     window_id = capture.begin_window(labels[kind], execution=number)
                     execution = Execution(number, kind, window_id)
                     executions.append(execution)
@@ -201,6 +227,7 @@ def _execute_all(capture, node: NodeSession, prepared, options: RunOptions, phas
                         execution.error = f"{type(error).__name__}: {getattr(error, 'message', None) or error}"
                     finally:
                         capture.begin_window("between")
+                        mapped.after_window(window_id)
                     if execution.error:
                         stopped = f"execution {number} failed: {execution.error}"
                         break
