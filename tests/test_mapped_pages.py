@@ -6,14 +6,17 @@ import ctypes
 import json
 import mmap
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from casstrace.analyses import amplification
 from casstrace.probes import mapped_pages
 from casstrace.probes.mapped_pages import MappedPages
+from casstrace.traces.schema import HUGE_PAGE_BYTES
 
 pytestmark = pytest.mark.integration   # root: clear_refs of another process, process_madvise
 
@@ -27,10 +30,10 @@ TOUCHED = (0, 1, 2, 100, 101, 513, 1024, 2047)   # pages spread over the file
 
 
 class Mapper:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, small: bool = True):
         self.process = subprocess.Popen([sys.executable, str(HELPER)], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True)
-        self.mapped = self.ask(f"map {path}")
+        self.mapped = self.ask(f"map {path}" + (" small" if small else ""))
 
     @property
     def pid(self) -> int:
@@ -93,6 +96,7 @@ def mapped_file(tmp_path) -> Path:
 
 @pytest.fixture
 def warm_mapper(mapped_file):
+    """The file mapped page by page (4 KiB entries), every page touched once."""
     mapper = Mapper(mapped_file)
     mapper.ask("prefault")
     yield mapper
@@ -115,7 +119,31 @@ def test_touched_pages_are_measured_exactly_on_a_warm_mapping(warm_mapper, mappe
     touched = measure.end()
     assert touched is not None
     assert touched[key].referenced_bytes == answer["touched_bytes"] == len(TOUCHED) * PAGE
+    assert touched[key].huge_bytes == 0
     assert smaps_lines_of(warm_mapper.pid, mapped_file)["Referenced:"] * 1024 == len(TOUCHED) * PAGE
+
+
+def test_two_mib_mappings_are_recorded_and_bound_what_was_touched(mapped_file):
+    """Written in one go, the file sits in large folios, which the kernel maps with 2 MiB entries
+    where it may (here: unless the mapping says MADV_NOHUGEPAGE): one access marks 2 MiB."""
+    mapper = Mapper(mapped_file, small=False)
+    try:
+        mapper.ask("prefault")
+        key = (mapped_file.stat().st_dev, mapped_file.stat().st_ino)
+        measure = MappedPages(mapper.pid)
+        measure.begin()
+        answer = mapper.ask("touch " + " ".join(map(str, TOUCHED)))
+        touched = measure.end()
+    finally:
+        mapper.close()
+    assert touched is not None
+    f = touched[key]
+    if not f.huge_bytes:
+        pytest.skip("this kernel or filesystem mapped the file page by page: no 2 MiB entry to test")
+    # the truth lies between the least the accessed bits allow and what they mark
+    least = amplification.least_touched(f.referenced_bytes, f.huge_bytes)
+    assert least <= answer["touched_bytes"] <= f.referenced_bytes
+    assert f.referenced_bytes % HUGE_PAGE_BYTES == 0 or f.huge_bytes < f.mapped_bytes
 
 
 def test_parse_smaps_agrees_with_a_plain_reading(warm_mapper, mapped_file):
@@ -164,3 +192,12 @@ def test_page_out_of_a_gone_process_says_why():
     process.wait()
     with pytest.raises(mapped_pages.PageOutUnavailable, match="cannot open pid"):
         mapped_pages.page_out(process.pid, [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x")])
+
+
+def test_an_eviction_is_never_left_half_done_by_ctrl_c():
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with mapped_pages.interrupt_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("the whole block ran")
+    assert done == ["the whole block ran"]

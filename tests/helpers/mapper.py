@@ -3,7 +3,9 @@
 It reads one command per line on stdin and answers each with one JSON line on stdout holding its
 own accounting, the truth the mapped-pages tests compare casstrace's measure with.
 
-  map PATH      map PATH whole, read-only and shared (as Cassandra maps its SSTables)
+  map PATH [small]   map PATH whole, read-only and shared (as Cassandra maps its SSTables); with
+                `small`, advise MADV_NOHUGEPAGE first, so the kernel maps it page by page (4 KiB
+                accessed bits), never with 2 MiB entries
   prefault      touch every page once, so that all are mapped: a warm node's state
   touch P ...   read one byte of each page P (page numbers in the file): what a warm query does
   exit
@@ -28,6 +30,8 @@ def main() -> None:
             fd = os.open(arguments[0], os.O_RDONLY)
             mapping = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
             os.close(fd)
+            if arguments[1:] == ["small"]:
+                mapping.madvise(mmap.MADV_NOHUGEPAGE)
             answer = {"pages": len(mapping) // PAGE, "bytes": len(mapping)}
         elif command == "prefault":
             assert mapping is not None

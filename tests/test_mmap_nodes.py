@@ -1,0 +1,157 @@
+"""Nodes that read their Data files through memory maps (disk_access_mode mmap), warm, as a
+production node is: the verdict comes from the mapped pages the JVM touched, checked against the
+syscall bytes the same query reads on a node that reads with syscalls (the test node: 5.0's default
+mmap_index_only reads Data files with pread), and against the JVM's smaps read by the test itself.
+
+The mmap node is a node of this module (CASSTRACE_TEST_MMAP_DATA_DIR, _NATIVE_PORT, _JMX_PORT; left
+running when it already ran), with the same demo data as the test node (seeded: the same bytes).
+"""
+
+import os
+import statistics
+from pathlib import Path
+
+import pytest
+
+from casstrace.analyses import analyse
+from casstrace.analyses.model import Analysis
+from casstrace.node.connection import resolve_settings
+from casstrace.node.runner import RunOptions, run
+from casstrace.probes import mapped_pages
+from casstrace.sandbox.control import Sandbox
+from casstrace.sandbox.demo import WideTable, ensure_loaded
+from casstrace.traces import Trace
+
+pytestmark = pytest.mark.integration
+
+DEMO = WideTable()
+SELECT_STAR = f"SELECT * FROM {DEMO.keyspace}.{DEMO.table} WHERE stream_id = {DEMO.stream_id}"
+MMAP_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_MMAP_DATA_DIR")
+                     or Path.home() / ".local/share/casstrace/test-mmap-sandbox")
+MMAP_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_NATIVE_PORT", "19142"))
+MMAP_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_JMX_PORT", "17299"))
+
+
+def traced(node: Sandbox, query: str, out: Path, **options) -> Analysis:
+    return analyse(run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port),
+                                  out=out, **options)))
+
+
+def data_files(analysis: Analysis):
+    return [f for f in analysis.files if f.component == "Data" and f.sstable.table == DEMO.table]
+
+
+@pytest.fixture(scope="module")
+def mmap_node():
+    node = Sandbox(MMAP_DATA_DIR)
+    started_here = not node.is_running()
+    if started_here:
+        node.start(native_port=MMAP_NATIVE_PORT, jmx_port=MMAP_JMX_PORT, disk_access_mode="mmap",
+                   progress=lambda _: None)
+    assert node.settings.disk_access_mode == "mmap"
+    ensure_loaded(node)
+    yield node
+    if started_here:
+        node.stop()
+
+
+@pytest.fixture(scope="module")
+def warm(mmap_node, tmp_path_factory):
+    """The full-row read, warm (one warmup execution, the query served before): on the mmap node,
+    and the same query on the test node, which reads its Data files with syscalls."""
+    out = tmp_path_factory.mktemp("warm")
+    return traced(mmap_node, DEMO.wide_query, out / "mmap.trace", repeat=3)
+
+
+@pytest.fixture(scope="module")
+def syscall_node_read(sandbox, demo_tables, tmp_path_factory) -> Analysis:
+    analysis = traced(sandbox, DEMO.wide_query, tmp_path_factory.mktemp("syscalls") / "wide.trace", repeat=2)
+    assert analysis.context["disk_access_mode"] in ("standard", "mmap_index_only")
+    return analysis
+
+
+def test_warm_full_row_read_on_an_mmap_node_is_flagged_by_the_mapped_pages(warm):
+    assert warm.context["disk_access_mode"] == "mmap"
+    assert warm.measures["mapped"]
+    o = warm.overall
+    assert o.syscall_bytes == 0                        # no read syscall on a mapped Data file
+    assert o.carried_by == "mapped pages touched"
+    assert o.read >= 100 and o.read_least >= 100
+    assert warm.verdict.status == "flagged"
+    assert "full_row_read" in {finding.cause for finding in warm.findings}
+    assert warm.warmup is not None and warm.warmup.mapped_touched_bytes > 0   # reported, apart
+
+
+def test_mapped_bytes_touched_match_what_the_query_reads_with_syscalls(warm, syscall_node_read):
+    per_execution = [e.amplification.mapped_touched_bytes for e in warm.executions if e.kind == "measured"]
+    syscall_bytes = [e.amplification.syscall_bytes for e in syscall_node_read.executions if e.kind == "measured"]
+    (syscall_data,) = data_files(syscall_node_read)
+    # distinct pages the syscalls returned (the same in each execution, so the union's are each one's):
+    # the mapped measure counts pages too
+    syscall_pages = syscall_data.touched_bytes
+    with Trace(warm.trace_path) as trace:
+        (huge,) = trace.rows("SELECT MAX(mapped_huge_bytes) FROM file_io")[0]
+    print(f"mapped touched per execution {per_execution}, syscall bytes per execution {syscall_bytes}, "
+          f"syscall pages per execution {syscall_pages:.0f}, 2 MiB-mapped {huge}")
+    touched = statistics.median(per_execution)   # an execution now and then touches a few MB more
+    if huge:   # 2 MiB entries: the figure is a bracket, which must hold the truth
+        least = warm.overall.data_read_least_bytes / len(per_execution)
+        assert least <= syscall_pages * 1.25 and touched >= syscall_pages * 0.8
+    else:
+        assert 0.8 <= touched / statistics.median(syscall_bytes) <= 1.25
+        assert 0.95 <= touched / syscall_pages <= 1.05
+
+
+def test_mapped_bytes_touched_match_the_jvms_smaps_read_independently(mmap_node, warm):
+    """The test clears the accessed bits and reads smaps itself around one more execution."""
+    pid = mmap_node.pid()
+    (data,) = data_files(warm)
+    Path(f"/proc/{pid}/clear_refs").write_text("1")
+    Path(f"/proc/{pid}/clear_refs").write_text("4")   # flushes the TLB (see mapped_pages.clear_referenced)
+    with mmap_node.connect() as session:
+        rows = list(session.execute(DEMO.wide_query))
+    referenced_kb, inside = 0, False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        first = line.split()[0]
+        if not first.endswith(":"):
+            inside = line.endswith(data.path)
+        elif inside and first == "Referenced:":
+            referenced_kb += int(line.split()[1])
+    assert len(rows) == DEMO.rows
+    per_execution = [e.amplification.mapped_touched_bytes for e in warm.executions if e.kind == "measured"]
+    assert 0.9 <= statistics.median(per_execution) / (referenced_kb * 1024) <= 1.1
+
+
+def test_narrow_refactor_and_select_star_on_an_mmap_node_are_not_flagged(mmap_node, tmp_path):
+    narrow = traced(mmap_node, DEMO.narrow_query, tmp_path / "narrow.trace", repeat=2)
+    assert narrow.measures["mapped"]
+    assert narrow.verdict.status == "not flagged", narrow.verdict.summary
+    star = traced(mmap_node, SELECT_STAR, tmp_path / "star.trace", repeat=1, page_size=20)
+    assert star.verdict.status == "not flagged", star.verdict.summary
+    assert star.overall.carried_by == "mapped pages touched"
+    assert 0.8 <= star.overall.read <= 1.3
+
+
+def test_refused_clear_refs_gives_undetermined_not_not_flagged(mmap_node, tmp_path, monkeypatch):
+    def refuse(pid: int) -> None:
+        raise mapped_pages.MappedPagesUnavailable(f"/proc/{pid}/clear_refs refused the clear (test hook)",
+                                                  "run casstrace as root on the node's host")
+
+    monkeypatch.setattr(mapped_pages, "clear_referenced", refuse)
+    analysis = traced(mmap_node, DEMO.narrow_query, tmp_path / "refused.trace", repeat=1)
+    assert not analysis.measures["mapped"]
+    assert analysis.verdict.status == "undetermined", analysis.verdict.summary
+    assert "clear_refs refused the clear (test hook)" in analysis.verdict.summary
+    assert analysis.verdict.fix == "run casstrace as root on the node's host"
+
+
+def test_cold_pushes_the_mapped_pages_out_without_a_restart(mmap_node, warm, tmp_path):
+    """The table is mapped and warm (the warm fixture ran): --cold must still read from the device."""
+    cold = traced(mmap_node, DEMO.wide_query, tmp_path / "cold.trace", repeat=1, warmup=0, cold=True)
+    (measured,) = [e for e in cold.executions if e.kind == "measured"]
+    filled = sum(f.cache_miss_bytes for f in data_files(cold))
+    assert filled > 0 and measured.amplification.cache_miss_bytes == filled
+    assert cold.verdict.status == "flagged"
+    with Trace(cold.trace_path) as trace:
+        assert trace.meta["cold"]["mapped_bytes_paged_out"] > 0
+
