@@ -53,10 +53,6 @@ class Trace:
         """Whether the backend took a measure ('syscalls', 'offsets', 'page_cache', 'latency', 'wire')."""
         return bool(self.meta.get("measures", {}).get(measure))
 
-    def has_table(self, name: str) -> bool:
-        """Whether the trace has this table (older formats lack some: what they lack is not measured)."""
-        return bool(self.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
-
     def close(self) -> None:
         self.db.close()
 
