@@ -9,6 +9,7 @@ running when it already ran), with the same demo data as the test node (seeded: 
 
 import os
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,11 @@ MMAP_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_MMAP_DATA_DIR")
                      or Path.home() / ".local/share/casstrace/test-mmap-sandbox")
 MMAP_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_NATIVE_PORT", "19142"))
 MMAP_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_JMX_PORT", "17299"))
+# A 4.1 node with 4.1's defaults (disk_access_mode auto -> mmap), on Java 11 (sandbox/java.py).
+V41_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_41_DATA_DIR")
+                    or Path.home() / ".local/share/casstrace/test-41-sandbox")
+V41_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_41_NATIVE_PORT", "19143"))
+V41_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_41_JMX_PORT", "17289"))
 
 
 def traced(node: Sandbox, query: str, out: Path, **options) -> Analysis:
@@ -41,18 +47,28 @@ def data_files(analysis: Analysis):
     return [f for f in analysis.files if f.component == "Data" and f.sstable.table == DEMO.table]
 
 
-@pytest.fixture(scope="module")
-def mmap_node():
-    node = Sandbox(MMAP_DATA_DIR)
+def node_of_this_module(data_dir: Path, **start_options: object) -> Iterator[Sandbox]:
+    """The node in data_dir with the demo data, started when it does not run (and then stopped)."""
+    node = Sandbox(data_dir)
     started_here = not node.is_running()
     if started_here:
-        node.start(native_port=MMAP_NATIVE_PORT, jmx_port=MMAP_JMX_PORT, disk_access_mode="mmap",
-                   progress=lambda _: None)
-    assert node.settings.disk_access_mode == "mmap"
+        node.start(progress=lambda _: None, **start_options)   # type: ignore[arg-type]
     ensure_loaded(node)
     yield node
     if started_here:
         node.stop()
+
+
+@pytest.fixture(scope="module")
+def mmap_node() -> Iterator[Sandbox]:
+    yield from node_of_this_module(MMAP_DATA_DIR, native_port=MMAP_NATIVE_PORT, jmx_port=MMAP_JMX_PORT,
+                                   disk_access_mode="mmap")
+
+
+@pytest.fixture(scope="module")
+def node_41() -> Iterator[Sandbox]:
+    yield from node_of_this_module(V41_DATA_DIR, version="4.1", native_port=V41_NATIVE_PORT, jmx_port=V41_JMX_PORT,
+                                   heap="512M")
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +98,23 @@ def test_warm_full_row_read_on_an_mmap_node_is_flagged_by_the_mapped_pages(warm)
     assert warm.warmup is not None and warm.warmup.mapped_touched_bytes > 0   # reported, apart
 
 
+def test_warm_full_row_read_on_4_1_with_its_defaults_is_flagged(node_41, syscall_node_read, tmp_path):
+    """Cassandra 4.1 as users run it: auto -> mmap, LZ4, warm, no --cold."""
+    analysis = traced(node_41, DEMO.wide_query, tmp_path / "41.trace", repeat=3)
+    assert analysis.context["cassandra_version"].startswith("4.1")
+    assert analysis.context["disk_access_mode"] in ("mmap", "auto")
+    o = analysis.overall
+    assert o.syscall_bytes == 0 and o.carried_by == "mapped pages touched"
+    assert o.read >= 100 and analysis.verdict.status == "flagged", analysis.verdict.summary
+    assert "full_row_read" in {finding.cause for finding in analysis.findings}
+    touched = min(e.amplification.mapped_touched_bytes for e in analysis.executions if e.kind == "measured")
+    (syscall_data,) = data_files(syscall_node_read)
+    print(f"4.1: mapped touched per execution {touched}, amplification {o.read:.0f}x; 5.0 with pread: "
+          f"{syscall_data.touched_bytes} B of pages")
+    # 4.1 writes the same rows in the same format (nb-big, LZ4 16 KiB): about the same pages
+    assert 0.8 <= touched / syscall_data.touched_bytes <= 1.25
+
+
 def test_mapped_bytes_touched_match_what_the_query_reads_with_syscalls(warm, syscall_node_read):
     per_execution = [e.amplification.mapped_touched_bytes for e in warm.executions if e.kind == "measured"]
     syscall_bytes = [e.amplification.syscall_bytes for e in syscall_node_read.executions if e.kind == "measured"]
@@ -93,13 +126,16 @@ def test_mapped_bytes_touched_match_what_the_query_reads_with_syscalls(warm, sys
         (huge,) = trace.rows("SELECT MAX(mapped_huge_bytes) FROM file_io")[0]
     print(f"mapped touched per execution {per_execution}, syscall bytes per execution {syscall_bytes}, "
           f"syscall pages per execution {syscall_pages:.0f}, 2 MiB-mapped {huge}")
-    touched = statistics.median(per_execution)   # an execution now and then touches a few MB more
+    # The fewest: touches only ever add up (a page the kernel reclaimed under memory pressure is
+    # faulted back with up to 15 cached neighbours mapped as accessed), never go missing.
+    touched = min(per_execution)
     if huge:   # 2 MiB entries: the figure is a bracket, which must hold the truth
         least = warm.overall.data_read_least_bytes / len(per_execution)
         assert least <= syscall_pages * 1.25 and touched >= syscall_pages * 0.8
     else:
-        assert 0.8 <= touched / statistics.median(syscall_bytes) <= 1.25
         assert 0.95 <= touched / syscall_pages <= 1.05
+        # Pages against bytes: each 16 KiB chunk pread at an unaligned offset spans 5 pages, not 4.
+        assert 0.8 <= touched / statistics.median(syscall_bytes) <= 1.3
 
 
 def test_mapped_bytes_touched_match_the_jvms_smaps_read_independently(mmap_node, warm):
@@ -119,7 +155,7 @@ def test_mapped_bytes_touched_match_the_jvms_smaps_read_independently(mmap_node,
             referenced_kb += int(line.split()[1])
     assert len(rows) == DEMO.rows
     per_execution = [e.amplification.mapped_touched_bytes for e in warm.executions if e.kind == "measured"]
-    assert 0.9 <= statistics.median(per_execution) / (referenced_kb * 1024) <= 1.1
+    assert 0.9 <= min(per_execution) / (referenced_kb * 1024) <= 1.1
 
 
 def test_narrow_refactor_and_select_star_on_an_mmap_node_are_not_flagged(mmap_node, tmp_path):
