@@ -39,7 +39,8 @@ def verdict(overall: Amplification, threshold: float, *, data_label: str, backen
                f"{ratio(overall.read)} (threshold {threshold:g}x){carried}.")
     assert overall.read is not None     # a basis of more than 0 bytes gives a ratio
     if overall.read >= threshold:
-        if overall.read_least is not None and overall.read_least < threshold:
+        if overall.read_least is not None and overall.data_read_least_bytes is not None \
+                and overall.read_least < threshold:
             return Verdict("undetermined", summary + " But the JVM maps parts of these files with 2 MiB entries, "
                            "whose one accessed bit marks 2 MiB however little was read: the query read between "
                            f"{human_bytes(overall.data_read_least_bytes)} ({ratio(overall.read_least)}) and {read}.",

@@ -122,16 +122,16 @@ class Amplification:
     syscall_bytes: int             # bytes read syscalls returned from the Data files
     cache_miss_bytes: int | None   # page-cache fills of the Data files (None: not measured)
     cache_outside_syscall_bytes: int | None  # of those, pages no read syscall returned (mmap, readahead)
-    mapped_touched_bytes: int | None   # mapped pages of the Data files the JVM accessed (None: not measured)
-    mapped_outside_syscall_bytes: int | None  # of those, pages no read syscall returned
-    data_read_bytes: int           # syscall_bytes + per window and file the larger of the two above
-    data_read_least_bytes: int     # the same where 2 MiB mappings make a touch count 4 KiB, not 2 MiB
+    data_read_bytes: int           # syscall_bytes + per window and file the larger of the two "outside" figures
     read: float | None             # data_read_bytes / basis_bytes: the verdict's figure
-    read_least: float | None       # data_read_least_bytes / basis_bytes
     syscall: float | None          # syscall_bytes / basis_bytes
     device: float | None           # cache_miss_bytes / basis_bytes
     wire: float | None             # data_read_bytes / wire_bytes
     carried_by: str | None = None  # the measure that saw most: 'read syscalls' | 'page-cache fills' | 'mapped pages touched'
+    mapped_touched_bytes: int | None = None   # mapped pages of the Data files the JVM accessed (None: not measured)
+    mapped_outside_syscall_bytes: int | None = None  # of those, pages no read syscall returned
+    data_read_least_bytes: int | None = None  # data_read_bytes where 2 MiB mappings count a touch 4 KiB (None: not measured)
+    read_least: float | None = None           # data_read_least_bytes / basis_bytes
     data_files: int = 0            # Data files read
     sstables_read: int = 0         # SSTables whose Data file was read
 

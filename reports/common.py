@@ -73,7 +73,7 @@ def verdict_notes(verdict: Verdict) -> list[str]:
 
 def data_read(o: Amplification) -> str:
     """Data read, with the least it may be where 2 MiB mappings blur the mapped pages touched."""
-    if o.data_read_least_bytes < o.data_read_bytes:
+    if o.data_read_least_bytes is not None and o.data_read_least_bytes < o.data_read_bytes:
         return f"{human_bytes(o.data_read_bytes)} (at least {human_bytes(o.data_read_least_bytes)}: 2 MiB mappings)"
     return human_bytes(o.data_read_bytes)
 
