@@ -464,11 +464,12 @@ class ScapReader:
                         arg_spec = io_events[io_enters[etype]].enter_params
                         pending[tid] = (etype, ts, *self._args(buffer, values, lengths, arg_spec))
                     continue
-                self._state(etype, ts, thread, pending, buffer, view, values, lengths, nparams, flags)
                 if etype in open_events:
                     call = self._opened(etype, ts, thread, pending.pop(tid, None), view, values, lengths, nparams)
                     if call is not None and not flags & STATE_ONLY:
                         yield call
+                else:
+                    self._state(etype, ts, thread, pending, buffer, view, values, lengths, nparams, flags)
             carry = buffer[at:]
         self.events = events
 

@@ -11,7 +11,6 @@ import statistics
 import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,13 +18,15 @@ import pytest
 from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
 from casstrace.probes.sysdig_capture import SysdigCapture, write_capture
-from casstrace.probes import scap_reader
 from casstrace.probes.scap_reader import READ, SEEK, OPEN, Call, Fd, Thread
 from casstrace.probes.sysdig_import import ScapImporter, Window, import_scap
 from casstrace.probes.sysdig_tool import SysdigVersion, find_sysdig
 from casstrace.traces import Trace, TraceWriter
 
 pytestmark = pytest.mark.integration
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scap_files import exit_only  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCAP_DIR = REPO / "tests" / "data" / "scap"
@@ -199,17 +200,6 @@ def test_offsets_of_plain_reads_follow_opens_and_lseeks(tmp_path):
     assert dict(trace.rows("SELECT tid, name FROM threads")) == {7: "db", 8: "w 1"}
 
 
-def test_blocks_cut_by_the_read_chunks_are_read_whole(tmp_path, monkeypatch, traces):
-    """The reader takes the file in chunks; with chunks of 1000 bytes nearly every block is cut by
-    one, and the trace is the same."""
-    monkeypatch.setattr(scap_reader, "CHUNK_BYTES", 1000)
-    small = imported(SCAP_DIR / "cassandra5-fullrow-lz4.scap", tmp_path / "chunked.trace")
-    for query in ("SELECT * FROM events ORDER BY rowid", "SELECT * FROM file_io ORDER BY file_id",
-                  "SELECT * FROM files ORDER BY file_id"):
-        assert [tuple(row) for row in small.rows(query)] == [
-            tuple(row) for row in traces["cassandra5-fullrow-lz4.scap"].rows(query)]
-
-
 def test_records_spilled_to_disk_reach_the_trace_in_order(tmp_path, monkeypatch, traces):
     """A capture longer than the spool's memory: its per-call records go through the spool's database
     and come out as the in-memory import has them."""
@@ -316,43 +306,6 @@ def test_old_format_exits_without_their_enter_events_are_refused(tmp_path):
     blinded = tmp_path / "blinded.scap"
     blinded.write_bytes(data)
     assert "name no fd" in run_import(tmp_path, blinded)
-
-
-def exit_only(source: Path, out: Path) -> None:
-    """`source` as falcosecurity libs >= 0.23 would have written it: no enter events, and every I/O
-    exit event carrying the arguments (fd, size, offset) that only its enter event had."""
-    data = source.read_bytes()
-    blocks, at, pending = [], 0, {}
-    while at < len(data):
-        block_type, length = struct.unpack_from("<II", data, at)
-        block = data[at:at + length]
-        at += length
-        if block_type != 0x216:
-            blocks.append(block)
-            continue
-        _, ts, tid, event_length, etype, nparams = struct.unpack_from("<HQQIHI", block, 8)
-        lengths = list(struct.unpack_from(f"<{nparams}H", block, 36))
-        values, params = 36 + 2 * nparams, []
-        for width in lengths:
-            params.append(block[values:values + width])
-            values += width
-        if etype in scap_reader.IO_ENTERS or etype in scap_reader.OPEN_ENTERS:
-            pending[tid] = (etype, params)
-            continue
-        spec = scap_reader.IO_EVENTS.get(etype)
-        if spec is not None and tid in pending and pending[tid][0] == spec.enter:
-            enter = pending.pop(tid)[1]
-            width = max(spec.exit_params) + 1
-            by_position = {exit_at: enter[enter_at] for exit_at, enter_at in zip(spec.exit_params, spec.enter_params)
-                           if exit_at >= 0 and enter_at >= 0}
-            params += [by_position.get(position, b"") for position in range(len(params), width)]
-        body = struct.pack(f"<QQIHI{len(params)}H", ts, tid, 26 + 2 * len(params) + sum(map(len, params)),
-                           etype, len(params), *map(len, params)) + b"".join(params)
-        body = struct.pack("<H", 0) + body
-        body += b"\0" * (-len(body) % 4)
-        total = 12 + len(body)
-        blocks.append(struct.pack("<II", 0x216, total) + body + struct.pack("<I", total))
-    out.write_bytes(b"".join(blocks))
 
 
 def test_exit_only_capture_reads_as_its_paired_original(tmp_path, traces):

@@ -1,0 +1,71 @@
+"""The scap reader on its own (no sysdig, no trace): the shared captures read whole, with the
+figures tests/data/README.md states for them (measured with sysdig); the same capture rewritten
+exit-only, or read in tiny chunks, gives the same calls; bad files are told apart.
+tests/test_sysdig.py checks whole imports against the installed sysdig itself."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from casstrace.probes import scap_reader
+from casstrace.probes.scap_reader import READ, ScapError, ScapReader
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scap_files import exit_only  # noqa: E402
+
+SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"
+# capture: (Data.db bytes read, preads), as tests/data/README.md states them
+DATA_DB = {
+    "cassandra5-fullrow-lz4.scap": (62_574_072, 3_803),
+    "cassandra5-narrow-fixed.scap": (32_084, 2),
+    "cassandra5-select-star-lz4.scap": (190_897_095, 11_600),
+}
+
+
+def calls(path: Path) -> list[tuple]:
+    return list(ScapReader(path).calls())
+
+
+@pytest.mark.parametrize("name", DATA_DB)
+def test_the_cassandra_captures_read_as_their_readme_states(name):
+    preads = [call for call in calls(SCAP_DIR / name)
+              if call[1] == "pread64" and call[7] is not None and call[7].name.endswith("-Data.db")]
+    assert (sum(call[8] for call in preads), len(preads)) == DATA_DB[name]
+    assert all(call[4] is not None and call[10] is not None and call[5].pid == 24004 for call in preads)
+
+
+def test_a_gzipped_capture_of_old_v1_blocks():
+    """curl_google.scap: gzipped, v1 event blocks (no parameter count), process list v5, fd list
+    v1; curl maps its libraries after reading each one's 832-byte ELF header."""
+    libraries = {call[7].name: call[8] for call in calls(SCAP_DIR / "curl_google.scap")
+                 if call[0] == READ and call[7] is not None and ".so" in call[7].name}
+    assert len(libraries) > 20 and set(libraries.values()) == {832}
+
+
+def test_exit_only_gives_the_same_calls_without_their_enter_times(tmp_path):
+    source = SCAP_DIR / "cassandra5-fullrow-lz4.scap"
+    exit_only(source, tmp_path / "exit-only.scap")
+    paired, alone = calls(source), calls(tmp_path / "exit-only.scap")
+    def what(call: tuple) -> tuple:
+        return call[:4] + (call[5].tid, call[6], call[7].name if call[7] else None) + call[8:]
+    assert [what(call) for call in alone] == [what(call) for call in paired]
+    assert all(call[4] is None for call in alone) and all(call[4] is not None for call in paired)
+
+
+def test_blocks_cut_by_the_chunks_read_whole(monkeypatch):
+    whole = [call[:5] + call[6:7] + call[8:] for call in calls(SCAP_DIR / "cassandra5-narrow-fixed.scap")]
+    monkeypatch.setattr(scap_reader, "CHUNK_BYTES", 999)
+    cut = [call[:5] + call[6:7] + call[8:] for call in calls(SCAP_DIR / "cassandra5-narrow-fixed.scap")]
+    assert cut == whole and len(whole) == 11
+
+
+def test_not_a_capture_and_a_cut_capture_are_told_apart(tmp_path):
+    (tmp_path / "notes.scap").write_text("not a capture\n")
+    with pytest.raises(ScapError) as error:
+        calls(tmp_path / "notes.scap")
+    assert not error.value.truncated and "not a sysdig capture" in str(error.value)
+    (tmp_path / "cut.scap").write_bytes((SCAP_DIR / "cassandra5-narrow-fixed.scap").read_bytes()[:100_001])
+    with pytest.raises(ScapError) as error:
+        calls(tmp_path / "cut.scap")
+    assert error.value.truncated
