@@ -171,18 +171,32 @@ IO_ENTERS = {spec.enter: exit_type for exit_type, spec in IO_EVENTS.items()}
 SLOT_CODES = ("q", "I", "Q", "B")    # fd, size, offset, whence: how the driver writes each
 
 
-def _enter_layout(positions: tuple) -> tuple[tuple[int, ...], struct.Struct, tuple[int, int, int, int]]:
-    """How an enter event's arguments (at `positions`: params 0.. in order, none skipped) unpack
-    in one go: the lengths they must have, the Struct, and where each slot lands (-1: None)."""
+class _Layout(NamedTuple):
+    """How the arguments of an event unpack in one go when they sit side by side: from parameter
+    `first` on, with these `lengths`, by `unpack`; `slots[slot]` is where slot (fd, size,
+    offset, whence) lands in what unpack returns plus a None at the end (-1: not carried)."""
+
+    first: int
+    last: int
+    lengths: tuple[int, ...]
+    unpack: struct.Struct
+    slots: tuple[int, int, int, int]
+
+
+def _layout(positions: tuple[int, int, int, int]) -> _Layout | None:
+    """The layout of the arguments at `positions` (-1: absent), or None where they do not sit
+    side by side (readv's exit: size at 1, fd at 3)."""
     order = sorted((position, slot) for slot, position in enumerate(positions) if position >= 0)
+    if [position for position, _ in order] != list(range(order[0][0], order[0][0] + len(order))):
+        return None
     codes = [SLOT_CODES[slot] for _, slot in order]
-    layout = struct.Struct("<" + "".join(codes))
-    lengths = tuple(struct.calcsize("<" + code) for code in codes)
     index = tuple(next((i for i, (_, s) in enumerate(order) if s == slot), -1) for slot in range(4))
-    return lengths, layout, index  # type: ignore[return-value]
+    return _Layout(order[0][0], order[-1][0], tuple(struct.calcsize("<" + code) for code in codes),
+                   struct.Struct("<" + "".join(codes)), index)  # type: ignore[arg-type]
 
 
-ENTER_LAYOUTS = {spec.enter: _enter_layout(spec.enter_params) for spec in IO_EVENTS.values()}
+ENTER_LAYOUTS = {spec.enter: _layout(spec.enter_params) for spec in IO_EVENTS.values()}
+EXIT_LAYOUTS = {exit_type: _layout(spec.exit_params) for exit_type, spec in IO_EVENTS.items()}
 
 # opens: exit type -> (syscall, enter type, fd position, name position on the exit (-1: on the
 # enter), name position on the enter, dirfd position on the exit, on the enter)
@@ -324,7 +338,8 @@ class ScapReader:
     def _calls(self, stream: IO[bytes]) -> Iterator[CallFields]:
         threads, fds = self.threads, self.fds
         pending: dict[int, tuple] = {}     # tid -> (enter type, ts, fd, size, offset, whence, name, dirfd)
-        io_events, io_enters, open_events, enter_layouts = IO_EVENTS, IO_ENTERS, OPEN_EVENTS, ENTER_LAYOUTS
+        io_events, io_enters, open_events = IO_EVENTS, IO_ENTERS, OPEN_EVENTS
+        enter_layouts, exit_layouts = ENTER_LAYOUTS, EXIT_LAYOUTS
         tracked = TRACKED
         event_v2, event_v2_flags, event_v1, event_v1_flags = EVENT_V2, EVENT_V2_FLAGS, EVENT_V1, EVENT_V1_FLAGS
         lengths16 = LENGTHS16
@@ -426,7 +441,14 @@ class ScapReader:
                         fd = size = offset = whence = None
                     # Newer exit events carry the arguments themselves.
                     if exit_params[0] < nparams:
-                        args = self._args(buffer, values, lengths, exit_params)
+                        layout = exit_layouts[etype]
+                        if layout is not None and layout.last < nparams and \
+                                lengths[layout.first:layout.last + 1] == layout.lengths:
+                            found = layout.unpack.unpack_from(buffer, values + sum(lengths[:layout.first])) + (None,)
+                            index = layout.slots
+                            args = (found[index[0]], found[index[1]], found[index[2]], found[index[3]])
+                        else:
+                            args = self._args(buffer, values, lengths, exit_params)
                         fd = args[0]
                         if args[1] is not None:
                             size = args[1]
@@ -456,8 +478,8 @@ class ScapReader:
                 if layout is not None:
                     if etype in SENDS_WITH_TUPLE and nparams > 2 and lengths[2] > 1:
                         self._name_by_peer(thread, buffer, values, lengths, view)
-                    expected, unpack, index = layout
-                    if lengths[:len(expected)] == expected:
+                    _, last, expected, unpack, index = layout
+                    if lengths[:last + 1] == expected:
                         args = unpack.unpack_from(buffer, values) + (None,)
                         pending[tid] = (etype, ts, args[index[0]], args[index[1]], args[index[2]], args[index[3]])
                     else:
