@@ -8,8 +8,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1]
 # What each area may import of casstrace, as README "Layout" and each package's docstring say.
-# The top-level modules (errors, paths, phases) import nothing of casstrace but its __version__.
-BASE = {"casstrace", "errors", "paths", "phases"}
+# The top-level modules (errors, paths, phases, outputs, redaction) any area may use, and the
+# package's __version__.
+BASE = {"__version__", "errors", "paths", "phases", "outputs", "redaction"}
 ALLOWED = {
     "traces": BASE,
     "probes": BASE | {"traces"},
@@ -24,8 +25,14 @@ ALLOWED = {
 def imported_areas(path: Path) -> set[str]:
     areas = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
-                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "casstrace":   # from casstrace import paths
+            names = [f"casstrace.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        else:
+            names = []
         for name in names:
             parts = name.split(".")
             if parts[0] == "casstrace":
