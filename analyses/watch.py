@@ -184,15 +184,26 @@ def pool_of(thread: str) -> str:
     return _POOL_SUFFIX.sub("", thread)
 
 
+def reads_table(statement: str) -> tuple[str | None, str] | None:
+    """(keyspace or None, table) a SELECT reads; None when the text names no one table to hold it to."""
+    select = parse_select(statement)
+    return (select.keyspace, select.table) if select and select.table else None
+
+
+def _may_read(table: tuple[str | None, str] | None, name: SSTableName) -> bool:
+    return table is None or (table[1] == name.table and table[0] in (None, name.keyspace))
+
+
 def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], dict[int, float]]:
     """(session -> file_id -> [data read, syscall bytes, cache-miss bytes]) claimed by each session,
     and tid -> SSTable bytes nobody claimed.
 
     A session claims, on each of its threads, the slots from its first to its last event there
-    (its core), and one slot either side (its margin, for the events' sub-ms uncertainty). A slot
-    in some session's core goes to the cores that hold it; a margin slot only to margins, when no
-    core holds it: a thread busy with the next request right after is not charged to this one.
-    A slot several sessions hold alike is split equally between them."""
+    (its core), and one slot either side (its margin, for the events' sub-ms uncertainty), and in
+    them only the files of the table its statement reads (any file when the text does not say):
+    a thread that goes straight on to another request, sampled or not, reads other tables at
+    rates that would swamp a small statement's bytes. A file's bytes in a slot go to the cores
+    that may have read them, else to such margins; several alike share them equally."""
     core: dict[tuple[int, int], list[int]] = defaultdict(list)
     margin: dict[tuple[int, int], list[int]] = defaultdict(list)
     for span in inputs.spans:
@@ -204,13 +215,16 @@ def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], d
             claimants = (core if first <= slot <= last else margin)[(span.tid, slot)]
             if span.session not in claimants:
                 claimants.append(span.session)
+    tables = {session.session: reads_table(session.statement) for session in inputs.sessions}
     claimed: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
     unclaimed: dict[int, float] = defaultdict(float)
     for row in inputs.thread_io:
-        if row.file_id not in inputs.sstables:
+        name = inputs.sstables.get(row.file_id)
+        if name is None:
             continue
         key = (row.tid, row.slot)
-        slot_claimants = core.get(key) or margin.get(key)
+        slot_claimants = [s for s in core.get(key, ()) if _may_read(tables.get(s), name)] or \
+                         [s for s in margin.get(key, ()) if _may_read(tables.get(s), name)]
         if not slot_claimants:
             unclaimed[row.tid] += row.data_read_bytes
             continue

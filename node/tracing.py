@@ -206,11 +206,11 @@ def read_sessions(session: Any, since_ns: int, until_ns: int, seen: set[str] | N
             events[str(row.session_id)].append(
                 (_uuid_unix_ns(row.event_id), (row.source_elapsed or 0) * 1000, row.thread or "", row.activity or ""))
         for key, session_events in events.items():
-            _add_events(by_id[key], session_events)
+            add_events(by_id[key], session_events)
     return wanted
 
 
-def _add_events(sampled: SampledSession, events: list[tuple[int, int, str, str]]) -> None:
+def add_events(sampled: SampledSession, events: list[tuple[int, int, str, str]]) -> None:
     """Spans per thread and the numbers the activities give; the activity texts go no further."""
     if not events:
         return

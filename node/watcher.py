@@ -24,7 +24,7 @@ from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
-from casstrace.node.tracing import SampledSession, TraceProbability, nodetool_for, read_sessions
+from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
 from casstrace.traces import TraceWriter
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
@@ -77,7 +77,7 @@ def warn(message: str) -> None:
 
 def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = None,
           started: Callable[[], None] = lambda: None) -> tuple[Path, bool]:
-    """Watch the node; returns (the trace's path, whether it was interrupted). `started` is called once
+    """Watch the node; returns (the trace's path, whether Ctrl-C cut it short). `started` is called once
     the probes are attached and the node traces; `live` with the figures so far every REFRESH_S seconds."""
     if not 0 < options.probability <= 1:
         raise CasstraceError(f"--sample must be in (0, 1], got {options.probability}",
@@ -113,7 +113,8 @@ def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: ThreadIds
            live: Callable[[LiveSnapshot], None] | None, started: Callable[[], None]
            ) -> tuple[list[SampledSession], TraceProbability, bool, tuple[int, int]]:
     """Probes on, tracing on, wait; then tracing off (restored), probes off, sessions read.
-    Returns the sessions, the switch, whether Ctrl-C ended it, and the watch's (start, end) in Unix ns."""
+    Returns the sessions, the switch, whether Ctrl-C cut the watch short (without --duration,
+    Ctrl-C is how it ends), and the watch's (start, end) in Unix ns."""
     interrupted = False
     switch = TraceProbability(nodetool, options.probability, warn)
     with _sigterm_as_interrupt():
@@ -125,10 +126,13 @@ def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: ThreadIds
                 try:
                     _wait(capture, node, since, thread_ids, options, live)
                 except KeyboardInterrupt:
-                    interrupted = True
+                    interrupted = options.duration_s is not None
                 until = time.time_ns()
         finally:
             capture.stop()
+    if switch.restored:
+        print(f"casstrace: the watch is over, trace probability back to {format_probability(switch.previous or 0)}; "
+              "reading the sampled sessions (Ctrl-C again abandons the trace)", file=sys.stderr)
     time.sleep(SETTLE_S)
     sessions = read_sessions(node.session, since, until, ignore=is_own_statement)
     return sessions, switch, interrupted, (since, until)

@@ -172,7 +172,7 @@ def test_report_reads_the_watch_trace(watched):
 
 def test_trace_probability_is_back_after_ctrl_c(sandbox, previous_probability, nodetool, tmp_path):
     out = tmp_path / "interrupted.trace"
-    watcher = _start_watch(_watch_command(sandbox, out))
+    watcher = _start_watch(_watch_command(sandbox, out, "--duration", "120"))
     time.sleep(1)
     watcher.send_signal(signal.SIGINT)
     _, errors = watcher.communicate(timeout=300)
@@ -181,6 +181,18 @@ def test_trace_probability_is_back_after_ctrl_c(sandbox, previous_probability, n
     with sqlite3.connect(out) as db:
         complete = db.execute("SELECT value FROM meta WHERE key = 'complete'").fetchone()[0]
     assert json.loads(complete) is False
+
+
+def test_ctrl_c_is_how_an_open_ended_watch_ends(sandbox, previous_probability, nodetool, tmp_path):
+    """Without --duration, Ctrl-C ends the watch as it should end: a whole trace, the report, exit 0."""
+    out = tmp_path / "open.trace"
+    watcher = _start_watch(_watch_command(sandbox, out, "--format", "json"))
+    time.sleep(1)
+    watcher.send_signal(signal.SIGINT)
+    report, errors = watcher.communicate(timeout=300)
+    assert watcher.returncode == 0, errors
+    assert nodetool.trace_probability() == previous_probability
+    assert json.loads(report)["complete"] is True
 
 
 def test_trace_probability_is_back_after_an_error(sandbox, previous_probability, nodetool, tmp_path, monkeypatch,

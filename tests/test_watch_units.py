@@ -10,7 +10,9 @@ from casstrace.analyses.watch import (POOLS, Session, Span, SlotIO, WatchInputs,
                                       summarise)
 from casstrace.node.jvm import ThreadIds, parse_thread_print
 from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
-from casstrace.node.tracing import MS_NS, UUID_EPOCH_100NS, _add_events, SampledSession, session_start_ns
+from casstrace.errors import CasstraceError
+from casstrace.node.tracing import (MS_NS, UUID_EPOCH_100NS, SampledSession, TraceProbability, add_events,
+                                    session_start_ns)
 from casstrace.reports import render
 from casstrace.reports.watch import document
 from casstrace.traces.schema import PAGE_BYTES
@@ -52,6 +54,61 @@ def test_thread_print_gives_full_names_and_tids():
                                         'a "quoted" name': 16}
 
 
+class FakeNodetool:
+    """A node's trace probability behind nodetool; `failures` makes the next sets fail so."""
+
+    def __init__(self, probability: float):
+        self.probability = probability
+        self.failures: list[BaseException] = []
+
+    def trace_probability(self) -> float:
+        return self.probability
+
+    def set_trace_probability(self, probability: float) -> None:
+        if self.failures:
+            raise self.failures.pop(0)
+        self.probability = probability
+
+    def shown(self, *args: str) -> str:
+        return " ".join(("nodetool", *args))
+
+
+def test_trace_probability_is_restored_on_the_way_out_whatever_the_way():
+    node, warnings = FakeNodetool(0.002), []
+    with pytest.raises(RuntimeError):
+        with TraceProbability(node, 0.3, warnings.append) as switch:
+            assert node.probability == 0.3
+            raise RuntimeError("the watch failed")
+    assert node.probability == 0.002 and switch.restored and not warnings
+
+
+def test_a_second_ctrl_c_during_the_restore_is_retried():
+    node, warnings = FakeNodetool(0.002), []
+    with TraceProbability(node, 0.3, warnings.append) as switch:
+        node.failures = [KeyboardInterrupt()]
+    assert node.probability == 0.002 and switch.restored and not warnings
+
+
+def test_a_restore_that_cannot_be_done_is_said_with_the_command():
+    node, warnings = FakeNodetool(0.002), []
+    with TraceProbability(node, 0.3, warnings.append) as switch:
+        node.failures = [CasstraceError("JMX refused", "fix"), CasstraceError("JMX refused", "fix")]
+    assert switch.restored is False and node.probability == 0.3
+    assert "nodetool settraceprobability 0.002" in warnings[0] and "JMX refused" in warnings[0]
+
+
+def test_nothing_changes_when_the_previous_value_cannot_be_read():
+    class Unreachable(FakeNodetool):
+        def trace_probability(self) -> float:
+            raise CasstraceError("no JMX", "fix")
+
+    node = Unreachable(0.0)
+    with pytest.raises(CasstraceError):
+        with TraceProbability(node, 0.3, print):
+            pass
+    assert node.probability == 0.0
+
+
 def _event(true_ns: int, start_ns: int, thread: str = "ReadStage-1", activity: str = "") -> tuple[int, int, str, str]:
     """(event id time, elapsed, thread, activity) as Cassandra writes them: the id's time is the
     millisecond of the event plus a counter, the elapsed time is exact to the µs."""
@@ -67,7 +124,7 @@ def test_session_start_is_found_well_under_a_millisecond():
 def test_sessions_keep_numbers_and_spans_never_activity_texts():
     start = 1_795_436_348_000_000_000
     sampled = SampledSession("id", "SELECT a FROM t WHERE k = ?", "ONE", None, start, 5_000_000, None, None, None)
-    _add_events(sampled, [
+    add_events(sampled, [
         _event(start + 100_000, start, "Native-Transport-Requests-1", "Parsing SELECT a FROM t WHERE k = 42"),
         _event(start + 1_000_000, start, "ReadStage-2", "Executing single-partition query on t"),
         _event(start + 2_000_000, start, "ReadStage-2", "Merged data from memtables and 3 sstables"),
@@ -164,6 +221,15 @@ def test_a_margin_slot_never_takes_bytes_from_the_next_session_s_core():
                      [_span(1, 101, 10, 19), _span(2, 101, 20, 21)], io)
     claimed, _ = attribute(inputs)
     assert claimed[1][1][0] == 10_000_000 and claimed[2][3][0] == 4096 and 1 not in claimed[2]
+
+
+def test_a_session_takes_only_the_files_of_the_table_it_reads():
+    """The thread goes straight on to an unsampled read of another table, in the same slot."""
+    narrow = "SELECT v FROM ks.narrow WHERE k = ? AND c = ?"
+    io = [SlotIO(102, 40, 3, 16_384, 0), SlotIO(102, 40, 1, 3_000_000, 0), SlotIO(102, 41, 1, 3_000_000, 0)]
+    claimed, unclaimed = attribute(_inputs([_session(1, narrow, 40)], [_span(1, 102, 40, 40, "ReadStage-2")], io))
+    assert dict(claimed[1]) == {3: [16_384, 16_384, 0]}
+    assert unclaimed == {102: 6_000_000}
 
 
 def test_statements_rank_by_estimated_bytes_and_latency_percentiles_come_from_durations():
