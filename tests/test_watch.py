@@ -170,13 +170,19 @@ def test_report_reads_the_watch_trace(watched):
     assert "What the sampled sessions do not explain" in text
 
 
-def test_trace_probability_is_back_after_ctrl_c(sandbox, previous_probability, nodetool, tmp_path):
-    out = tmp_path / "interrupted.trace"
-    watcher = _start_watch(_watch_command(sandbox, out, "--duration", "120"))
+def _ctrl_c(command: list[str]) -> tuple[int, str, str]:
+    """Start the watch, press Ctrl-C a second into it: (exit status, stdout, stderr)."""
+    watcher = _start_watch(command)
     time.sleep(1)
     watcher.send_signal(signal.SIGINT)
-    _, errors = watcher.communicate(timeout=300)
-    assert watcher.returncode == 130, errors
+    report, errors = watcher.communicate(timeout=300)
+    return watcher.returncode, report, errors
+
+
+def test_trace_probability_is_back_after_ctrl_c(sandbox, previous_probability, nodetool, tmp_path):
+    out = tmp_path / "interrupted.trace"
+    status, _, errors = _ctrl_c(_watch_command(sandbox, out, "--duration", "120"))
+    assert status == 130, errors
     assert nodetool.trace_probability() == previous_probability
     with sqlite3.connect(out) as db:
         complete = db.execute("SELECT value FROM meta WHERE key = 'complete'").fetchone()[0]
@@ -185,12 +191,8 @@ def test_trace_probability_is_back_after_ctrl_c(sandbox, previous_probability, n
 
 def test_ctrl_c_is_how_an_open_ended_watch_ends(sandbox, previous_probability, nodetool, tmp_path):
     """Without --duration, Ctrl-C ends the watch as it should end: a whole trace, the report, exit 0."""
-    out = tmp_path / "open.trace"
-    watcher = _start_watch(_watch_command(sandbox, out, "--format", "json"))
-    time.sleep(1)
-    watcher.send_signal(signal.SIGINT)
-    report, errors = watcher.communicate(timeout=300)
-    assert watcher.returncode == 0, errors
+    status, report, errors = _ctrl_c(_watch_command(sandbox, tmp_path / "open.trace", "--format", "json"))
+    assert status == 0, errors
     assert nodetool.trace_probability() == previous_probability
     assert json.loads(report)["complete"] is True
 
