@@ -17,6 +17,7 @@ Pure: the trace's rows in (WatchInputs.from_rows: a trace's, or a watch's so far
 a Watch out (summarise); `analyse_watch` reads a trace file.
 """
 
+import bisect
 import os
 import re
 import shlex
@@ -40,6 +41,7 @@ from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
 SLACK_SLOTS = 1                # slots claimed either side of a session's events on a thread
+CALL_MARGIN_NS = 250_000       # a logged read this close outside a session's events may be its own
 FULL_ROW_BYTES_PER_ROW = 16 * 1024   # past one default compression chunk per row: judge the reads
 SHARED_POOL = "SharedPool"   # Cassandra's request stages' workers (traces.activities.SHARED_POOL_STAGES)
 POOLS = {   # thread pool -> what its reads are, in words
@@ -92,6 +94,16 @@ class SlotIO:
         return self.read_bytes + max(0, self.cache_miss_pages * PAGE_BYTES - self.read_bytes)
 
 
+@dataclass(frozen=True)
+class Call:
+    """One logged read syscall on an SSTable file (the trace's events table)."""
+
+    tid: int
+    ts_ns: int
+    file_id: int
+    bytes: int
+
+
 @dataclass
 class WatchInputs:
     sessions: list[Session]
@@ -103,22 +115,26 @@ class WatchInputs:
     slot_ns: int
     probability: float
     duration_s: float
+    calls: list[Call] | None = None       # every read syscall, when the per-call log kept them all
 
     @classmethod
     def from_rows(cls, sessions: Iterable[StatementSessionRow | sqlite3.Row],
                   spans: Iterable[SessionThreadRow | sqlite3.Row], thread_io: Iterable[ThreadIORow | sqlite3.Row],
                   files: dict[int, str], thread_names: dict[int, str], *, capture_start_ns: int, slot_ns: int,
-                  probability: float, duration_s: float) -> "WatchInputs":
-        """From the rows of a watch trace's tables, or those a watch in progress would write."""
+                  probability: float, duration_s: float,
+                  calls: Iterable[tuple[int, int, int, int] | sqlite3.Row] | None = None) -> "WatchInputs":
+        """From the rows of a watch trace's tables, or those a watch in progress would write;
+        `calls`: (tid, ts_ns, file_id, bytes) of every read syscall, when the log kept every one."""
+        sstables = {file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))}
         return cls(
             sessions=[Session(r["session"], r["statement"], r["consistency"], r["started_ns"], r["duration_ns"],
                               r["live_rows"], r["tombstone_cells"], r["sstables_merged"]) for r in sessions],
             spans=[Span(r["session"], r["thread"], r["tid"], r["first_ns"], r["last_ns"]) for r in spans],
             thread_io=[SlotIO(r["tid"], r["slot"], r["file_id"], r["read_bytes"], r["cache_miss_pages"])
                        for r in thread_io],
-            sstables={file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))},
-            thread_names=thread_names, capture_start_ns=capture_start_ns, slot_ns=slot_ns, probability=probability,
-            duration_s=duration_s)
+            sstables=sstables, thread_names=thread_names, capture_start_ns=capture_start_ns, slot_ns=slot_ns,
+            probability=probability, duration_s=duration_s,
+            calls=None if calls is None else [Call(*call) for call in calls if call[2] in sstables])
 
 
 @dataclass
@@ -203,7 +219,12 @@ def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], d
     them only the files of the table its statement reads (any file when the text does not say):
     a thread that goes straight on to another request, sampled or not, reads other tables at
     rates that would swamp a small statement's bytes. A file's bytes in a slot go to the cores
-    that may have read them, else to such margins; several alike share them equally."""
+    that may have read them, else to such margins; several alike share them equally.
+
+    When the per-call log kept every read syscall (inputs.calls), syscall bytes go by call instead:
+    a read belongs to the sessions whose events on its thread surround it (else come within
+    CALL_MARGIN_NS of it), so a neighbour's reads in a shared millisecond stay the neighbour's.
+    The slots then carry only the page-cache fills beyond what the reads returned."""
     core: dict[tuple[int, int], list[int]] = defaultdict(list)
     margin: dict[tuple[int, int], list[int]] = defaultdict(list)
     for span in inputs.spans:
@@ -218,23 +239,59 @@ def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], d
     tables = {session.session: reads_table(session.statement) for session in inputs.sessions}
     claimed: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
     unclaimed: dict[int, float] = defaultdict(float)
+    by_call = inputs.calls is not None
     for row in inputs.thread_io:
         name = inputs.sstables.get(row.file_id)
         if name is None:
             continue
+        # By call, the slot keeps only the fills beyond the reads (their bytes go by call below).
+        size = row.data_read_bytes - row.read_bytes if by_call else row.data_read_bytes
+        syscall = 0 if by_call else row.read_bytes
         key = (row.tid, row.slot)
         slot_claimants = [s for s in core.get(key, ()) if _may_read(tables.get(s), name)] or \
                          [s for s in margin.get(key, ()) if _may_read(tables.get(s), name)]
         if not slot_claimants:
-            unclaimed[row.tid] += row.data_read_bytes
+            unclaimed[row.tid] += size
             continue
         share = 1 / len(slot_claimants)
         for session in slot_claimants:
             figures = claimed[session][row.file_id]
-            figures[0] += row.data_read_bytes * share
-            figures[1] += row.read_bytes * share
+            figures[0] += size * share
+            figures[1] += syscall * share
             figures[2] += row.cache_miss_pages * PAGE_BYTES * share
+    if inputs.calls is not None:
+        _attribute_calls(inputs, tables, claimed, unclaimed)
     return claimed, unclaimed
+
+
+def _attribute_calls(inputs: WatchInputs, tables: dict[int, tuple[str | None, str] | None],
+                     claimed: dict[int, dict[int, list[float]]], unclaimed: dict[int, float]) -> None:
+    spans_by_tid: dict[int, list[Span]] = defaultdict(list)
+    for span in inputs.spans:
+        if span.tid is not None:
+            spans_by_tid[span.tid].append(span)
+    for spans in spans_by_tid.values():
+        spans.sort(key=lambda span: span.first_ns)
+    starts = {tid: [span.first_ns - CALL_MARGIN_NS for span in spans] for tid, spans in spans_by_tid.items()}
+    for call in inputs.calls or ():
+        name = inputs.sstables[call.file_id]
+        spans = spans_by_tid.get(call.tid, [])
+        # The spans that start (with their margin) before the call; a thread runs one request at a
+        # time, so only the last few can still be open.
+        nearby = spans[max(0, bisect.bisect_right(starts.get(call.tid, []), call.ts_ns) - 4):
+                       bisect.bisect_right(starts.get(call.tid, []), call.ts_ns)]
+        inside = [s.session for s in nearby if s.first_ns <= call.ts_ns <= s.last_ns
+                  and _may_read(tables.get(s.session), name)]
+        around = inside or [s.session for s in nearby if call.ts_ns <= s.last_ns + CALL_MARGIN_NS
+                            and _may_read(tables.get(s.session), name)]
+        if not around:
+            unclaimed[call.tid] += call.bytes
+            continue
+        share = call.bytes / len(set(around))
+        for session in set(around):
+            figures = claimed[session][call.file_id]
+            figures[0] += share
+            figures[1] += share
 
 
 def summarise(inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete: bool = True,
@@ -395,7 +452,10 @@ def load(trace: Trace) -> WatchInputs:
         {r["file_id"]: r["path"] for r in trace.rows("SELECT file_id, path FROM files WHERE kind = 'file'")},
         {r["tid"]: r["name"] for r in trace.rows("SELECT tid, name FROM threads")},
         capture_start_ns=meta["capture_start_ns"], slot_ns=meta["thread_slot_ns"],
-        probability=float(watch["sample_probability"]), duration_s=float(watch["duration_s"]))
+        probability=float(watch["sample_probability"]), duration_s=float(watch["duration_s"]),
+        calls=None if meta.get("unstreamed_events") else trace.rows(
+            "SELECT tid, ts_ns, file_id, returned FROM events"
+            " WHERE syscall != 'lseek' AND returned > 0 AND file_id IS NOT NULL"))
 
 
 def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:

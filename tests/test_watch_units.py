@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from casstrace.analyses.watch import (POOLS, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
+from casstrace.analyses.watch import (POOLS, Call, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
                                       summarise)
 from casstrace.node.jvm import ThreadIds, parse_thread_print
 from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
@@ -230,6 +230,20 @@ def test_a_session_takes_only_the_files_of_the_table_it_reads():
     claimed, unclaimed = attribute(_inputs([_session(1, narrow, 40)], [_span(1, 102, 40, 40, "ReadStage-2")], io))
     assert dict(claimed[1]) == {3: [16_384, 16_384, 0]}
     assert unclaimed == {102: 6_000_000}
+
+
+def test_logged_calls_keep_a_neighbour_s_reads_in_a_shared_millisecond_the_neighbour_s():
+    """A sampled narrow read, then at once an unsampled one of the same table, in one slot."""
+    narrow = "SELECT v FROM ks.narrow WHERE k = ? AND c = ?"
+    at = START + 40 * SLOT
+    io = [SlotIO(102, 40, 3, 2 * 16_384, 4)]                       # both reads, and 4 pages filled
+    inputs = _inputs([_session(1, narrow, 40)], [Span(1, "ReadStage-2", 102, at + 100_000, at + 300_000)], io)
+    inputs.calls = [Call(102, at + 200_000, 3, 16_384), Call(102, at + 700_000, 3, 16_384)]
+    claimed, unclaimed = attribute(inputs)
+    assert claimed[1][3] == [16_384, 16_384, 4 * PAGE_BYTES]      # no fill beyond the reads: none added
+    assert unclaimed == {102: 16_384}
+    without_calls, _ = attribute(_inputs(inputs.sessions, inputs.spans, io))
+    assert without_calls[1][3][0] == 2 * 16_384                    # by slot, it would take both
 
 
 def test_statements_rank_by_estimated_bytes_and_latency_percentiles_come_from_durations():
