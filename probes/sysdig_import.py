@@ -4,8 +4,9 @@ there); ScapImporter folds those calls into the trace's tables. No sysdig runs: 
 captures whatever sysdig is installed, or none, including those the installed sysdig misreads
 (exit-only captures of falcosecurity libs >= 0.23, whose exit events carry the arguments).
 
-Memory holds per-file aggregates only; per-call records wait in a spool (memory, then disk) until
-the process is chosen, then go into the trace.
+Memory stays bounded however long the capture: per-file aggregates stay in memory; per-call
+records wait in a spool (memory, then disk) until the process is chosen, then go into the trace;
+heat-map and latency cells of slots long past move to disk as the capture goes on.
 
 What a scap can tell, and what it cannot:
 - calls, bytes, fds with their names and types, pread/preadv/pwrite offsets, lseek arguments and
@@ -35,6 +36,10 @@ from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, l
 if TYPE_CHECKING:
     from casstrace.traces import TraceWriter
 
+# Heat-map and latency cells of slots more than SLOT_LAG behind the newest call move to disk, every
+# MOVE_EVERY_SLOTS slots: memory holds ~15 s of them however long the capture.
+SLOT_LAG = 50
+MOVE_EVERY_SLOTS = 100
 # What the trace calls the kinds of fd the reader tells apart.
 TRACE_KINDS = {"file": "file", "socket": "socket", "pipe": "pipe", "directory": "other", "other": "other",
                "unknown": "unknown"}
@@ -154,6 +159,8 @@ class _Process:
         self.positions: dict[int, int] = {}    # fd -> file position, where the capture shows it
         self.heatmap: dict[tuple[int, int, int], list[int]] = {}   # (file index, slot, offset bucket) -> [calls, bytes]
         self.latency: dict[tuple[int, str, str, int], int] = {}    # (slot, syscall, target, bucket) -> count
+        self.heatmap_cells = _SlotCells(self.heatmap, 1)
+        self.latency_cells = _SlotCells(self.latency, 0)
         self.events = 0
         self.records = 0     # per-call records (the events table)
         self.paired = 0      # exits matched with their enter event
@@ -161,48 +168,115 @@ class _Process:
         self.file_bytes = 0
 
 
-class _EventSpool:
-    """Per-call records of every process, in arrival order, until one process is chosen: in memory
-    up to MEMORY_ROWS, then pickled in batches to a temporary file (under `directory`, or the
-    system's temporary directory; gone when closed), so a long capture never sits in memory whole.
-    Rows are (pid, ts_ns, tid, syscall, fd, file index, offset, requested, returned, latency_ns).
-    (Pickling a batch costs a tenth of inserting it into sqlite, and the rows come back in order.)"""
-
-    MEMORY_ROWS = 100_000
+class _Spool:
+    """Batches of rows pickled to a temporary file (under `directory`, or the system's temporary
+    directory; gone when closed) and read back in order. (Pickling a batch costs a tenth of
+    inserting it into sqlite.)"""
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
-        self.rows: list[tuple] = []
         self.file: IO[bytes] | None = None
 
-    def spill(self) -> None:
-        """Moves the rows in memory to disk (the importer appends to `rows` and calls this once
-        they reach MEMORY_ROWS)."""
+    def add(self, rows: list[Any]) -> None:
+        if not rows:
+            return
         if self.file is None:
-            import tempfile   # here: only captures with more than MEMORY_ROWS records spill
+            import tempfile   # here: only long captures spill
             self.file = tempfile.TemporaryFile(prefix="casstrace-import-", dir=self.directory)
-        pickle.dump(self.rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.rows.clear()
+        self.file.seek(0, os.SEEK_END)
+        pickle.dump(rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
 
-    def of_process(self, pid: int) -> Iterator[tuple]:
-        """The process's records in arrival order, without the pid."""
-        if self.file is not None:
-            self.file.seek(0)
-            while True:
-                try:
-                    batch = pickle.load(self.file)
-                except EOFError:
-                    break
-                for row in batch:
-                    if row[0] == pid:
-                        yield row[1:]
-        for row in self.rows:
-            if row[0] == pid:
-                yield row[1:]
+    def __iter__(self) -> Iterator[Any]:
+        if self.file is None:
+            return
+        self.file.seek(0)
+        while True:
+            try:
+                batch = pickle.load(self.file)
+            except EOFError:
+                return
+            yield from batch
 
     def close(self) -> None:
         if self.file is not None:
             self.file.close()
+
+
+class _EventSpool:
+    """Per-call records of every process, in arrival order, until one process is chosen: in memory
+    up to MEMORY_ROWS, then on disk, so a long capture never sits in memory whole. Rows are (pid,
+    ts_ns, tid, syscall, fd, file index, offset, requested, returned, latency_ns)."""
+
+    MEMORY_ROWS = 100_000
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.rows: list[tuple] = []
+        self.disk = _Spool(directory)
+
+    def spill(self) -> None:
+        """Moves the rows in memory to disk (the importer appends to `rows` and calls this once
+        they reach MEMORY_ROWS)."""
+        self.disk.add(self.rows)
+        self.rows.clear()
+
+    def of_process(self, pid: int) -> Iterator[tuple]:
+        """The process's records in arrival order, without the pid."""
+        for row in itertools.chain(self.disk, self.rows):
+            if row[0] == pid:
+                yield row[1:]
+
+    def close(self) -> None:
+        self.disk.close()
+
+
+class _SlotCells:
+    """A per-slot aggregate of one process (heat map cells, latency counts: key -> value, the slot
+    at `slot_at` in the key) whose slots long past move to a spool, so that memory does not grow
+    with the capture's length. A capture is in time order, but should a call come for a slot
+    already moved, its cell waits in `late` and is added to the moved one when the trace is
+    written (a key is moved once: the trace's primary keys see no duplicate)."""
+
+    __slots__ = ("cells", "late", "moved_below", "slot_at")
+
+    def __init__(self, cells: dict[Any, Any], slot_at: int) -> None:
+        self.cells = cells
+        self.late: dict[Any, Any] = {}
+        self.moved_below = 0
+        self.slot_at = slot_at
+
+    def _to_late(self, key: Any, value: Any) -> None:
+        before = self.late.get(key)
+        self.late[key] = value if before is None else _added(before, value)
+
+    def move(self, below: int, pid: int, spool: _Spool) -> None:
+        """Moves the cells of slots before `below` to the spool (late ones to `late`)."""
+        slot_at, moved_below = self.slot_at, self.moved_below
+        rows = []
+        for key in [key for key in self.cells if key[slot_at] < below]:
+            value = self.cells.pop(key)
+            if key[slot_at] < moved_below:
+                self._to_late(key, value)
+            else:
+                rows.append((pid, key, value))
+        spool.add(rows)
+        self.moved_below = max(moved_below, below)
+
+    def merged(self, pid: int, spool: _Spool) -> Iterator[tuple[Any, Any]]:
+        """Every cell once: the moved ones (with their late additions), then the rest."""
+        for key in [key for key in self.cells if key[self.slot_at] < self.moved_below]:
+            self._to_late(key, self.cells.pop(key))
+        late = self.late
+        for row_pid, key, value in spool:
+            if row_pid == pid:
+                extra = late.pop(key, None)
+                yield key, (value if extra is None else _added(value, extra))
+        yield from late.items()
+        yield from self.cells.items()
+
+
+def _added(value: Any, other: Any) -> Any:
+    """Two values of one cell added: counts, or [calls, bytes] pairs."""
+    return value + other if isinstance(value, int) else [value[0] + other[0], value[1] + other[1]]
 
 
 class ScapImporter:
@@ -219,9 +293,12 @@ class ScapImporter:
         self.start_ns: int | None = None
         self.event_limit = event_limit
         self.spool = _EventSpool(spool_dir)
+        self.heatmap_spool = _Spool(spool_dir)
+        self.latency_spool = _Spool(spool_dir)
         self.only_pid = pid
         self.only_proc = proc
         self._others: set[int] = set()    # pids whose calls are not wanted
+        self._move_at = MOVE_EVERY_SLOTS + SLOT_LAG   # the slot past which cells next move to disk
 
     def _wanted(self, thread: Thread) -> bool:
         if self.only_pid is not None:
@@ -242,6 +319,7 @@ class ScapImporter:
         memory_rows = self.spool.MEMORY_ROWS
         event_limit = self.event_limit
         start_ns, last_ns = self.start_ns, self.last_ns
+        move_at = self._move_at
         try:
             for (kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size, offset,
                  whence) in calls:
@@ -284,6 +362,9 @@ class ScapImporter:
                 slot = (ts - start_ns) // SLOT_NS
                 if slot < 0:
                     slot = 0
+                elif slot > move_at:
+                    self._move_slots(slot - SLOT_LAG)
+                    move_at = slot + MOVE_EVERY_SLOTS
                 if latency is not None:
                     target = "none" if kind == OPEN else (file.latency_target if file is not None else "other")
                     key = (slot, syscall, target, latency_bucket(latency))
@@ -372,6 +453,13 @@ class ScapImporter:
                         self.spool.spill()
         finally:
             self.last_ns = last_ns
+            self._move_at = move_at
+
+    def _move_slots(self, below: int) -> None:
+        """Moves every process's heat-map and latency cells of slots before `below` to disk."""
+        for process in self.processes.values():
+            process.heatmap_cells.move(below, process.pid, self.heatmap_spool)
+            process.latency_cells.move(below, process.pid, self.latency_spool)
 
     def _file(self, process: _Process, fd_info: Fd, path: str, kind: str, local: str | None,
               remote: str | None) -> _File:
@@ -450,12 +538,13 @@ class ScapImporter:
         writer.add_heatmap(
             dict(file_id=file_ids[index], source="syscall", slot=slot, offset_bucket=bucket,
                  calls=calls, bytes=nbytes)
-            for (index, slot, bucket), (calls, nbytes) in process.heatmap.items()
+            for (index, slot, bucket), (calls, nbytes) in process.heatmap_cells.merged(process.pid, self.heatmap_spool)
         )
         if process.paired:
             writer.add_latency(
                 dict(slot=slot, syscall=syscall, target=target, bucket=bucket, count=count)
-                for (slot, syscall, target, bucket), count in process.latency.items()
+                for (slot, syscall, target, bucket), count in process.latency_cells.merged(process.pid,
+                                                                                            self.latency_spool)
             )
         unstreamed = self._write_events(writer, process, file_ids)
         writer.add_threads(process.threads)
@@ -484,6 +573,8 @@ class ScapImporter:
 
     def close(self) -> None:
         self.spool.close()
+        self.heatmap_spool.close()
+        self.latency_spool.close()
 
 
 

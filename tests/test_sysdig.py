@@ -18,8 +18,7 @@ import pytest
 from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
 from casstrace.probes.sysdig_capture import SysdigCapture, write_capture
-from casstrace.probes.scap_reader import READ, SEEK, OPEN, Call, Fd, Thread
-from casstrace.probes.sysdig_import import ScapImporter, Window, import_scap
+from casstrace.probes.sysdig_import import Window, import_scap
 from casstrace.probes.sysdig_tool import SysdigVersion, find_sysdig
 from casstrace.traces import Trace, TraceWriter
 
@@ -165,39 +164,6 @@ def test_windows_of_a_live_capture_split_the_totals_as_sysdig_does(tmp_path):
             "SELECT f.path, io.read_bytes FROM file_io io JOIN files f USING (file_id)"
             " WHERE f.kind = 'file' AND io.window_id = ? AND io.read_bytes > 0", (window_id,))}
         assert got == expected
-
-
-def test_offsets_of_plain_reads_follow_opens_and_lseeks(tmp_path):
-    """Calls as an exit-only capture gives them (arguments on the exit, no enter time): read offsets
-    from the fd's position, no latency, requested bytes from the exit."""
-    db, worker = Thread(7, 7, "db", "db", "/usr/bin/db", "/"), Thread(8, 7, "w 1", "db", "/usr/bin/db", "/")
-    data = Fd("file", "/d/f")
-    calls = [
-        Call(OPEN, "openat", False, 1000, None, db, 3, None, 3, None, None, None),
-        Call(READ, "read", False, 2000, None, db, 3, data, 4096, 4096, None, None),
-        Call(SEEK, "lseek", False, 3000, None, db, 3, data, 65536, None, 65536, 0),
-        Call(READ, "read", False, 4000, None, worker, 3, data, 100, 8192, None, None),
-        Call(READ, "pread64", True, 5000, None, worker, 3, data, 10, 10, 4096, None),
-    ]
-    importer = ScapImporter(None, tmp_path)
-    importer.fold(calls)
-    writer = TraceWriter(tmp_path / "synthetic.trace")
-    process, _ = importer.choose(None, None)
-    importer.write(writer, process, {"source": "lines"})
-    importer.close()
-    writer.finish()
-    trace = Trace(tmp_path / "synthetic.trace")
-    assert not trace.measured("latency") and not trace.rows("SELECT * FROM latency")
-    assert [tuple(row) for row in trace.rows(
-        "SELECT syscall, offset, requested, returned, latency_ns FROM events ORDER BY ts_ns")] == [
-        ("read", 0, 4096, 4096, None), ("lseek", 65536, 0, 65536, None),
-        ("read", 65536, 8192, 100, None), ("pread64", 4096, 10, 10, None)]
-    (io,) = trace.rows("SELECT * FROM file_io")
-    assert (io["read_calls"], io["read_bytes"], io["read_requested_bytes"], io["read_ns"]) == (3, 4206, 12298, None)
-    assert (io["lseek_calls"], io["seek_jumps"], io["longest_sequential_bytes"]) == (1, 2, 4096)
-    assert [tuple(row) for row in trace.rows("SELECT first_page, page_count FROM coverage ORDER BY first_page")] == [
-        (0, 2), (16, 1)]
-    assert dict(trace.rows("SELECT tid, name FROM threads")) == {7: "db", 8: "w 1"}
 
 
 def test_records_spilled_to_disk_reach_the_trace_in_order(tmp_path, monkeypatch, traces):
