@@ -242,7 +242,8 @@ class MappedPagesCapture:
     def write(self, writer: "TraceWriter") -> None:
         """file_io.mapped_touched_bytes per window and file, the mappings table, meta measures.mapped
         and .mappings (and mapped_unmeasured when the measure failed)."""
-        mapped = {key: f for key, f in (self.measure.last or _maps_only(self.pid)).items() if self._recorded(f.path)}
+        listed = self.measure.last or _maps_only(self.pid)
+        mapped = {key: f for key, f in (listed or {}).items() if self._recorded(f.path)}
         file_ids = {key: writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(f)) for key, f in mapped.items()}
         writer.add_mappings(
             {"file_id": file_ids[key], "mapped_bytes": f.mapped_bytes,
@@ -256,18 +257,27 @@ class MappedPagesCapture:
                     file_id = file_ids.get(key) or writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(f))
                     rows.append((window_id, file_id, f.referenced_bytes, f.huge_bytes))
             writer.add_mapped_touched(rows)
-        writer.add_measures(mapped=available, mappings=True)
+        # mappings: whether the table lists the mapped files. Unknown when neither smaps nor maps
+        # could be read, which must not read as "nothing mapped".
+        writer.add_measures(mapped=available, mappings=listed is not None)
         if self.measure.unavailable is not None:
             writer.set_meta(mapped_unmeasured={"reason": str(self.measure.unavailable),
                                                "fix": self.measure.unavailable.fix})
 
 
-def _maps_only(pid: int) -> dict[tuple[int, int], FileMapped]:
-    """The process's mapped files from /proc/PID/maps, when smaps could not be read: sizes only."""
+def _maps_only(pid: int) -> dict[tuple[int, int], FileMapped] | None:
+    """The process's mapped files from /proc/PID/maps, when smaps could not be read: sizes only.
+    None when maps cannot be read either."""
     files: dict[tuple[int, int], FileMapped] = {}
-    for m in file_mappings(pid):
-        f = files.setdefault((m.dev, m.inode), FileMapped(m.dev, m.inode, m.path))
-        f.mapped_bytes += m.size
+    try:
+        with open(f"/proc/{pid}/maps") as lines:
+            for line in lines:
+                m = _parse_maps_line(line)
+                if m is not None:
+                    f = files.setdefault((m.dev, m.inode), FileMapped(m.dev, m.inode, m.path))
+                    f.mapped_bytes += m.size
+    except OSError:
+        return None
     return files
 
 

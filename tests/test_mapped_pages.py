@@ -15,7 +15,8 @@ import pytest
 
 from casstrace.analyses import amplification
 from casstrace.probes import mapped_pages
-from casstrace.probes.mapped_pages import MappedPages
+from casstrace.probes.mapped_pages import MappedPages, MappedPagesCapture
+from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.schema import HUGE_PAGE_BYTES
 
 pytestmark = pytest.mark.integration   # root: clear_refs of another process, process_madvise
@@ -201,3 +202,19 @@ def test_an_eviction_is_never_left_half_done_by_ctrl_c():
             os.kill(os.getpid(), signal.SIGINT)
             done.append("the whole block ran")
     assert done == ["the whole block ran"]
+
+
+def test_a_process_whose_maps_cannot_be_read_is_not_said_to_map_nothing(tmp_path):
+    """Neither measured nor listed: an analysis must not take "no mappings" for "nothing mapped"."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    capture = MappedPagesCapture(process.pid)
+    capture.before_window()
+    capture.after_window(1)
+    writer = TraceWriter(tmp_path / "gone.trace")
+    writer.add_window("execution", 0, 1, execution=1)
+    capture.write(writer)
+    with Trace(writer.finish()) as trace:
+        assert trace.meta["measures"] == {"mapped": False, "mappings": False}
+        assert "clear_refs refused" in trace.meta["mapped_unmeasured"]["reason"]
+        assert trace.rows("SELECT COUNT(*) FROM mappings")[0][0] == 0
