@@ -10,8 +10,13 @@ per file, for one process:
 - `Referenced:` of each mapping in /proc/PID/smaps then counts the mapped pages accessed since.
 
 So a window starts with a clear and ends with a read of smaps, both outside the timed execution
-(about 14 ms and 27 ms on a 1 GiB-heap JVM). Clearing the accessed bits changes nothing to restore:
-the kernel only reads them to age pages for reclaim, and the next access sets them again.
+(tens to hundreds of ms on a 1 GiB-heap JVM: benchmarks/mapped_pages.py). Clearing the accessed
+bits changes nothing to restore: the kernel only reads them to age pages for reclaim, and the next
+access sets them again.
+
+Where the kernel maps a large folio with one 2 MiB (PMD) entry, one access marks the whole 2 MiB:
+smaps' FilePmdMapped says how much of a file is so mapped (FileMapped.huge_bytes), and the
+analyses bound the figure with it.
 
 What `Referenced:` also counts, and so what this measure may hold besides the process's own touches:
 a page of a mapped file that a read syscall (of any process) returned in the window is marked
@@ -31,10 +36,8 @@ import signal
 import threading
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from casstrace.traces.writer import TraceWriter
+from casstrace.traces.writer import TraceWriter
 
 SYS_PROCESS_MADVISE = 440     # x86_64 (syscalls.check_architecture() is what the probes require)
 MADV_PAGEOUT = 21
@@ -239,7 +242,7 @@ class MappedPagesCapture:
     def _recorded(self, path: str) -> bool:
         return not self.prefixes or path.startswith(self.prefixes)
 
-    def write(self, writer: "TraceWriter") -> None:
+    def write(self, writer: TraceWriter) -> None:
         """file_io.mapped_touched_bytes per window and file, the mappings table, meta measures.mapped
         and .mappings (and mapped_unmeasured when the measure failed)."""
         listed = self.measure.last or _maps_only(self.pid)
