@@ -9,6 +9,7 @@ from casstrace.analyses.compare import DEFAULT_TOLERANCE, LATENCY_FLOOR_S
 from casstrace.cli import run as run_cli
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
+from casstrace.outputs import check_output
 
 # The options `compare --before/--after` shares with `casstrace run`, taken from it: same flags, defaults, help.
 RUN_OPTIONS = ("keyspace", "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout",
@@ -33,7 +34,7 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
               help="Percent by which the second query may read more or be slower before --fail-if-worse fails.")
 @click.option("--max-amplification", type=click.FloatRange(min=0), metavar="X",
               help="Exit 1 when the second query's amplification (data read ÷ payload) is above X, or undetermined.")
-def command(traces, before, after, traces_dir, format_, output, threshold, fail_if_worse, tolerance,
+def command(traces, before, after, traces_dir, format_, output, force, threshold, fail_if_worse, tolerance,
             max_amplification, color, **run_options):
     """Compare TRACE_A TRACE_B, or run --before CQL and --after CQL, side by side.
 
@@ -58,6 +59,8 @@ def command(traces, before, after, traces_dir, format_, output, threshold, fail_
         raise CasstraceError("give either two traces or both --before and --after",
                              'casstrace compare A.trace B.trace, or casstrace compare --before "SELECT ..." '
                              '--after "SELECT ..."')
+    if output is not None:
+        check_output(output, force, inputs=traces)   # before anything runs: a refusal costs nothing
     if live:
         payload, traces = run_both(before, after, traces_dir, run_options)
         labels = ("before", "after")
@@ -72,7 +75,8 @@ def command(traces, before, after, traces_dir, format_, output, threshold, fail_
     if output is None and format_ == "html":
         output = Path(traces[1]).with_suffix(".compare.html")
     deliver(document(comparison), format_, output, color, [comparison.summary] + [
-        f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}" for gate in comparison.gates])
+        f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}" for gate in comparison.gates],
+        force, inputs=traces)
     if comparison.failed_gates:
         click.get_current_context().exit(GATE_FAILED)
 

@@ -6,6 +6,7 @@ import click
 
 from casstrace.analyses import DEFAULT_THRESHOLD, analyse
 from casstrace.analyses.watch import analyse_watch, describe_share, is_watch_trace
+from casstrace.outputs import check_output
 from casstrace.cli.output import deliver, report_options
 from casstrace.reports import beside_trace
 from casstrace.reports.watch import document
@@ -17,17 +18,20 @@ from casstrace.traces import Trace
 @report_options(html_default="TRACE.html beside the trace")
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_THRESHOLD,
               show_default=True, help="Amplification (data read ÷ payload) at or above which the query is flagged.")
-def command(trace: Path, format_: str, output: Path | None, color: bool | None, threshold: float):
+def command(trace: Path, format_: str, output: Path | None, force: bool, color: bool | None, threshold: float):
     """Analyse TRACE (written by `casstrace run`, `watch` or `import`) and report what its I/O says.
 
     Formats: text (terminal tables and spectrogram), md (a ticket comment), json (the documented
     schema in casstrace.reports.json_report), html (one self-contained file that opens offline)."""
     if output is None and format_ == "html":
         output = beside_trace(trace, "html")
+    if output is not None:
+        check_output(output, force, inputs=[trace])   # before the analysis: a refusal costs nothing
     with Trace(trace) as opened:
         if is_watch_trace(opened):
             watch = analyse_watch(opened)
-            deliver(document(watch), format_, output, color, [describe_share(watch)])
+            deliver(document(watch), format_, output, color, [describe_share(watch)], force, inputs=[trace])
             return
         analysis = analyse(opened, threshold=threshold)
-    deliver(analysis, format_, output, color, [f"{analysis.verdict.status}: {analysis.verdict.summary}"])
+    deliver(analysis, format_, output, color, [f"{analysis.verdict.status}: {analysis.verdict.summary}"], force,
+            inputs=[trace])

@@ -5,8 +5,11 @@ from pathlib import Path
 
 import click
 
+from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.query import CONSISTENCY_LEVELS
+from casstrace.outputs import check_output
+from casstrace.reports import beside_trace
 
 
 @click.command("run")
@@ -41,9 +44,11 @@ from casstrace.node.query import CONSISTENCY_LEVELS
               help="Load async-profiler into the JVM for the measured executions: the Java stack of every read "
                    "(bytes flame graph) and wall-clock samples of the serving threads (CPU flame graph).")
 @click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
+@force_option
 @click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
 def command(query, query_file, out, keyspace, host, port, username, ssl_enabled, cqlshrc, connect_timeout,
-            request_timeout, pid, repeat, warmup, cold, consistency, page_size, backend, profile, no_html, timings):
+            request_timeout, pid, repeat, warmup, cold, consistency, page_size, backend, profile, no_html, force,
+            timings):
     """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace."""
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
@@ -55,24 +60,29 @@ def command(query, query_file, out, keyspace, host, port, username, ssl_enabled,
         raise CasstraceError("give the query either as an argument or with --file, not both or neither",
                              'casstrace run "SELECT ..." or casstrace run --file query.cql')
     text = query if query is not None else query_file.read_text()
+    if out is not None:   # refused before anything connects; the default names are always new
+        check_output(out, force)
+        if not no_html:
+            check_output(beside_trace(out, "html"), force)
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)
     path = run(RunOptions(
         query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
         consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out, profile=profile,
+        force=force,
     ), phases)
     with phases("analyse, report"):
-        report(path, html=not no_html)
+        report(path, html=not no_html, force=force)
     if timings:
         click.echo(phases.summary(), err=True)
 
 
-def report(path: Path, html: bool) -> None:
+def report(path: Path, html: bool, force: bool = False) -> None:
     """The verdict in the terminal, and the full HTML report beside the trace."""
     from casstrace.analyses import analyse
-    from casstrace.reports import ReportOptions, beside_trace, render, write
+    from casstrace.reports import ReportOptions, render, write
 
     analysis = analyse(path)
     click.echo(render(analysis, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
     click.echo(f"trace: {path}")
     if html:
-        click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'))}")
+        click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")

@@ -11,6 +11,7 @@ import click
 from casstrace import paths
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
+from casstrace.outputs import check_output
 
 # Sized for a 2-core, 24 GiB machine and a sandbox with a 1G heap (see the command's help): the
 # write-up's ~100 rows of 100 KB cells (1 GB at N = 100) become 100 rows of 10 KB (100 MB at N = 100).
@@ -39,7 +40,7 @@ DEFAULT_CELL_BYTES = 10_000
               help="Where the traces go (default: a sweep-DATE directory under the casstrace data directory).")
 @report_options(html_default="sweep.html in the traces directory")
 def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, warmup, cold, keep, traces_dir,
-            format_, output, color):
+            format_, output, force, color):
     """Reproduce the column-count study: SELECT one column of a table with N columns, N from
     --min-columns to --max-columns, against the narrow refactor.
 
@@ -70,6 +71,8 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
     plan = SweepPlan(columns=tuple(range(min_columns, max_columns + 1, step)), rows=rows, cell_bytes=cell_bytes,
                      repeat=repeat, warmup=warmup, cold=cold, keep=keep)
     plan.check()
+    if output is not None:
+        check_output(output, force)   # before the sweep's minutes of work
     sandbox = Sandbox(data_dir)
     if not sandbox.is_running():
         raise CasstraceError(f"the sandbox in {sandbox.data_dir} is not running",
@@ -92,11 +95,11 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
     if not runs:
         raise click.exceptions.Abort()
     report(runs, plan, sandbox, traces_dir, elapsed, stopped, queries(plan.spec(plan.columns[-1])),
-           format_, output, color)
+           format_, output, force, color)
 
 
 def report(runs, plan, sandbox, traces_dir: Path, elapsed: float, stopped: str | None, example_queries,
-           format_: str, output: Path | None, color: bool | None) -> None:
+           format_: str, output: Path | None, force: bool, color: bool | None) -> None:
     from casstrace.analyses import analyse
     from casstrace.analyses.sweep import summarise_sweep
     from casstrace.reports.sweep import document
@@ -116,4 +119,4 @@ def report(runs, plan, sandbox, traces_dir: Path, elapsed: float, stopped: str |
     sweep.warnings[:0] = incomplete
     if output is None and format_ == "html":
         output = traces_dir / "sweep.html"
-    deliver(document(sweep), format_, output, color, incomplete + sweep.findings)
+    deliver(document(sweep), format_, output, color, incomplete + sweep.findings, force)

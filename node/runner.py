@@ -8,6 +8,7 @@ more after the measured executions, in a 'tracing' window of its own, and its sy
 records are fetched after the capture stops.
 """
 
+import itertools
 import json
 import re
 import sys
@@ -51,6 +52,7 @@ class RunOptions:
     backend: str = "bcc"
     out: Path | None = None
     profile: bool = False
+    force: bool = False        # replace an existing regular file at `out` (casstrace.outputs)
 
 
 @dataclass
@@ -84,7 +86,10 @@ def default_trace_path(query: str, now: datetime | None = None) -> Path:
     now = now or datetime.now()
     words = re.findall(r"[a-z0-9_]+", query.lower())[:6]
     slug = "-".join(words)[:60].strip("-") or "query"
-    return default_traces_dir() / f"{now:%Y%m%d-%H%M%S}-{slug}.trace"
+    name = f"{now:%Y%m%d-%H%M%S}-{slug}"
+    # Two runs of one query in the same second get two names (a trace is never written over).
+    candidates = (f"{name}.trace" if number == 1 else f"{name}-{number}.trace" for number in itertools.count(1))
+    return next(path for path in (default_traces_dir() / c for c in candidates) if not path.exists())
 
 
 def run(options: RunOptions, phases: Phases | None = None) -> Path:
@@ -118,7 +123,7 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
                 profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
             stack.callback(profiler.cleanup)
 
-        writer = TraceWriter(options.out or default_trace_path(query))
+        writer = TraceWriter(options.out or default_trace_path(query), force=options.force)
         try:
             capture = backend(process.pid, extra_dirs=tuple(cassandra["data_file_directories"]))
             mapped = MappedPagesCapture(process.pid, cassandra["data_file_directories"])

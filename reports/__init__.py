@@ -8,8 +8,11 @@ file, probes, node or cli: a report renders what the analyses found.
 
 Public API:
     render(subject, format="text", options=ReportOptions()) -> str    format: one of FORMATS
-    write(subject, format, path, options=ReportOptions()) -> Path    render into a file, whole or not at all
+    write(subject, format, path, options=ReportOptions(), force=False, inputs=()) -> Path
+                                                 render into a file, whole or not at all, and never over
+                                                 a file without force, nor over one of `inputs` (outputs.py)
     beside_trace(trace_path, format) -> Path     the default report path: TRACE with the format's suffix
+                                                 (never the trace's own name)
     FORMATS                                      the format names, in --format order
     ReportOptions(color=False, brief=False)      an option that does not exist is a TypeError
 
@@ -21,8 +24,10 @@ The subject is one trace's Analysis, or a Document (casstrace.reports.document):
 """
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
+from casstrace import outputs
 from casstrace.analyses.model import Analysis
 from casstrace.reports.document import Document
 from casstrace.reports.formats import FORMATS, ReportFormat, ReportOptions, report_format
@@ -38,18 +43,18 @@ def render(subject: Analysis | Document, format: str = "text", options: ReportOp
 
 
 def beside_trace(trace_path: str | os.PathLike[str], format: str) -> Path:
-    return Path(trace_path).with_suffix(report_format(format).SUFFIX)
+    """TRACE with the format's suffix; a trace that already has that suffix (`run --out x.html`)
+    gets x.report.html, so that its report never takes its name."""
+    trace_path = Path(trace_path)
+    suffix = report_format(format).SUFFIX
+    beside = trace_path.with_suffix(suffix)
+    return beside if beside != trace_path else trace_path.with_suffix(f".report{suffix}")
 
 
 def write(subject: Analysis | Document, format: str, path: str | os.PathLike[str],
-          options: ReportOptions = ReportOptions()) -> Path:
-    """Write the report to `path`, through a hidden file renamed into place: never half a report."""
-    path = Path(path)
-    text = render(subject, format, options)
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-    return path
+          options: ReportOptions = ReportOptions(), force: bool = False,
+          inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """Write the report to `path` whole or not at all, never destroying a file (casstrace.outputs:
+    never over an existing file without force, nor over one of the `inputs` it was made from)."""
+    outputs.check_output(path, force, inputs)   # before rendering: a refusal costs nothing
+    return outputs.write_text(path, render(subject, format, options), force, inputs)

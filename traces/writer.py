@@ -1,11 +1,14 @@
 """Writing a trace file so that it is either absent or whole.
 
 Everything goes into a hidden `.NAME.partial` beside the target; only `finish()` renames it into
-place (os.replace is atomic on one filesystem). A run that fails before it has anything worth
+place (os.replace is atomic on one filesystem), under casstrace.outputs' rules: an existing file
+is replaced only with force, and never anything but a regular file (both checked when the writer
+is made, before any capture, and again at the rename). A run that fails before it has anything worth
 keeping calls `discard()`; a run that was interrupted part-way calls `finish(complete=False, ...)`
 so the user keeps what was captured, clearly marked incomplete.
 """
 
+import contextlib
 import json
 import os
 import platform
@@ -15,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
-from casstrace import __version__
+from casstrace import __version__, outputs
+from casstrace.errors import CasstraceError
 from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow, MappingRow,
                                    ProfileReadRow, ProfileSampleRow, ReadSizeRow, SessionThreadRow,
                                    StatementSessionRow, ThreadIORow)
@@ -23,16 +27,25 @@ from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
 
 class TraceWriter:
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.partial_path = self.path.with_name(f".{self.path.name}.partial")
-        self.partial_path.unlink(missing_ok=True)
-        self.db = sqlite3.connect(self.partial_path)
-        # The partial file is thrown away on a crash, so durability per statement buys nothing.
-        self.db.execute("PRAGMA journal_mode = OFF")
-        self.db.execute("PRAGMA synchronous = OFF")
-        self.db.executescript(SCHEMA)
+    def __init__(self, path: str | os.PathLike[str], force: bool = False):
+        """Raises CasstraceError when `path` may not be written (see casstrace.outputs)."""
+        self.path = outputs.check_output(path, force)
+        self.force = force
+        self.partial_path = outputs.partial_path(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.partial_path.unlink(missing_ok=True)
+            self.db = sqlite3.connect(self.partial_path)
+            # The partial file is thrown away on a crash, so durability per statement buys nothing.
+            self.db.execute("PRAGMA journal_mode = OFF")
+            self.db.execute("PRAGMA synchronous = OFF")
+            self.db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as error:
+            with contextlib.suppress(OSError):
+                self.partial_path.unlink(missing_ok=True)
+            reason = error.strerror if isinstance(error, OSError) else str(error)
+            raise CasstraceError(f"cannot write a trace at {self.path} ({reason})",
+                                 "choose a writable --out path") from None
         self._file_ids: dict[tuple[str, str, int | None, int | None], int] = {}
         self._stack_ids: dict[str, int] = {}
         self.set_meta(
@@ -181,7 +194,10 @@ class TraceWriter:
             self.set_meta(incomplete_reason=reason or "interrupted")
         self.db.commit()
         self.db.close()
-        os.replace(self.partial_path, self.path)
+        try:
+            outputs.move_into_place(self.partial_path, self.path, self.force)
+        finally:
+            self.partial_path.unlink(missing_ok=True)   # gone when moved; refused: never half a trace
         return self.path
 
     def discard(self) -> None:

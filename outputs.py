@@ -1,0 +1,91 @@
+"""Where casstrace may write a file: the one policy every trace and report goes through.
+
+casstrace never destroys a file. An output path that exists is refused unless the user said
+--force, and even then only a regular file is replaced: never a directory, a device, a FIFO, a
+socket or a symbolic link (nor what it points to). A report never replaces the trace it was made
+from. Files are written whole or not at all: into a hidden `.NAME.partial` beside the target,
+then renamed over it (atomic on one filesystem), and the rename checks the target again, so a
+device that appeared at the path in the meantime is refused too.
+
+TraceWriter (traces/writer.py) and reports.write use these functions; commands check their
+paths up front with check_output, so that a refusal comes before any work.
+"""
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from casstrace.errors import CasstraceError
+
+FORCE_FIX = "add --force to replace it, or choose another path"
+
+
+def partial_path(target: Path) -> Path:
+    """The hidden file a target is written into before it is renamed into place."""
+    return target.with_name(f".{target.name}.partial")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    try:
+        return path.resolve() == other.resolve() or os.path.samefile(path, other)
+    except OSError:
+        return False
+
+
+def check_output(path: str | os.PathLike, force: bool, inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Refuse (CasstraceError) to write at `path` when that would destroy something: a file read
+    for this output, anything that is not a regular file, or an existing file without --force."""
+    path = Path(path)
+    for source in inputs:
+        if _same_file(path, Path(source)):
+            raise CasstraceError(f"refusing to write over {path}: it is the trace this report is made from",
+                                 "give --output another path")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as error:
+        raise CasstraceError(f"cannot write {path} ({error.strerror})", "choose a writable path") from None
+    if not stat.S_ISREG(mode):
+        raise CasstraceError(f"refusing to write over {path}: it is {_kind(mode)}, and casstrace replaces "
+                             "nothing but regular files", "choose another path")
+    if not force:
+        raise CasstraceError(f"refusing to write over {path}: the file exists", FORCE_FIX)
+    return path
+
+
+def move_into_place(partial: Path, target: Path, force: bool) -> None:
+    """Rename the whole `partial` file to `target`, under check_output's rules, checked again now."""
+    check_output(target, force)
+    os.replace(partial, target)
+
+
+def write_text(path: str | os.PathLike, text: str, force: bool, inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Write `text` to `path` whole or not at all, under check_output's rules."""
+    path = check_output(path, force, inputs)
+    partial = partial_path(path)
+    try:
+        partial.unlink(missing_ok=True)   # a stale one; 'x' below never follows a link planted there
+        with open(partial, "x", encoding="utf-8") as file:
+            file.write(text)
+        move_into_place(partial, path, force)
+    except OSError as error:
+        raise CasstraceError(f"cannot write {path} ({error.strerror})", "choose a writable path") from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
