@@ -10,7 +10,6 @@ work happens (`sh -c 'cat FILE'`); --pid watches that one process only, as `cass
 """
 
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -18,7 +17,10 @@ import time
 
 import click
 
+from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
+from casstrace.outputs import check_output
+from casstrace.redaction import redact_command
 
 # Waits for the tracer's go (one byte on the given fd), then becomes the command (same pid).
 GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.execvp(sys.argv[2], sys.argv[2:])"
@@ -28,10 +30,11 @@ GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.
 @click.option("--pid", type=int, help="Process to capture (all its threads).")
 @click.option("--duration", type=float, help="Seconds to capture (required with --pid).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Trace file to write.")
+@force_option
 @click.option("--stream-limit", type=int, default=None,
               help="Per-call read/lseek records to keep (aggregates are always complete).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def command(pid, duration, out, stream_limit, command):
+def command(pid, duration, out, force, stream_limit, command):
     """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
     (a COMMAND's together with every process it starts)."""
     if (pid is None) == (not command):
@@ -41,6 +44,7 @@ def command(pid, duration, out, stream_limit, command):
         raise CasstraceError("--pid needs --duration", "add --duration SECONDS")
     if duration is not None and duration <= 0:
         raise CasstraceError(f"--duration must be positive, got {duration}", "give a number of seconds > 0")
+    check_output(out, force)   # before a command starts or a probe attaches
 
     from casstrace.probes.bcc_capture import DEFAULT_STREAM_LIMIT, BccCapture
     from casstrace.traces import TraceWriter
@@ -54,14 +58,14 @@ def command(pid, duration, out, stream_limit, command):
         pid = child.pid
     try:
         capture = BccCapture(pid, stream_limit=limit, follow_children=bool(command),
-                             source=f"command {shlex.join(command)} and its descendants" if command else None)
+                             source=f"command {redact_command(command)} and its descendants" if command else None)
     except BaseException:
         if child is not None:
             child.kill()
             child.wait()
         raise
 
-    writer = TraceWriter(out)
+    writer = TraceWriter(out, force=force)
     interrupted = False
     try:
         with capture:
@@ -83,7 +87,7 @@ def command(pid, duration, out, stream_limit, command):
         raise
     if child is not None:
         capture.ended_early = None   # a command exiting is how its capture is meant to end
-        capture.process = shlex.join(command)   # the gate's description was taken before exec
+        capture.process = redact_command(command)   # the gate's description was taken before exec
     capture.write(writer)
     path = writer.finish(complete=not interrupted,
                          reason="interrupted by Ctrl-C: probes detached, what was captured is kept")

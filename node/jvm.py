@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
+from casstrace.redaction import redact_command
 from casstrace.traces.activities import shared_pool_worker
 
 DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
@@ -103,7 +104,7 @@ def find_cassandra(pid: int | None = None, native_port: int | None = None,
             raise CasstraceError(f"no process with pid {pid}", "give --pid of the running Cassandra JVM")
         if not _is_cassandra(argv):
             raise CasstraceError(
-                f"process {pid} ({' '.join(argv)[:80]}) is not a Cassandra JVM: its command line has no CassandraDaemon",
+                f"process {pid} ({redact_command(argv)[:80]}) is not a Cassandra JVM: its command line has no CassandraDaemon",
                 "give --pid of the Cassandra JVM (`pgrep -f CassandraDaemon` lists them)",
             )
         return CassandraProcess(pid, argv)

@@ -8,10 +8,11 @@ keeps opening and closing files.
 
 import ipaddress
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from casstrace.redaction import redact_command
 
 
 @dataclass
@@ -201,7 +202,7 @@ def thread_names(pid: int) -> dict[int, str]:
 
 
 def process_description(pid: int) -> str:
-    """The command line, fit for a trace (see redact_command), or the comm when the command line is
+    """The command line, fit for a trace (casstrace.redaction), or the comm when the command line is
     unreadable (kernel threads, zombies)."""
     try:
         words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -211,31 +212,6 @@ def process_description(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return f"pid {pid}"
-
-
-_SECRET_NAME = re.compile(r"pass|pwd|secret|token|credential", re.IGNORECASE)
-_CLASSPATH_OPTIONS = {"-cp", "-classpath", "--class-path"}
-
-
-def redact_command(argv: list[str]) -> str:
-    """The command line without what must not travel in a trace: values of options whose name
-    suggests a secret (-Djavax.net.ssl.keyStorePassword=..., --password X) become <redacted>, and
-    a JVM's classpath (thousands of characters of jar paths) becomes a count of its entries."""
-    shown = []
-    words = iter(argv)
-    for word in words:
-        name, equals, _ = word.partition("=")
-        if word in _CLASSPATH_OPTIONS:
-            entries = next(words, "")
-            shown += [word, f"<classpath: {len(entries.split(':')) if entries else 0} entries>"]
-        elif equals and _SECRET_NAME.search(name):
-            shown.append(f"{name}=<redacted>")
-        elif word.startswith("-") and _SECRET_NAME.search(word):
-            shown += [word, "<redacted>"]
-            next(words, None)
-        else:
-            shown.append(word)
-    return " ".join(shown)
 
 
 def cwd(pid: int) -> str | None:
