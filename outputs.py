@@ -58,15 +58,31 @@ def check_output(path: str | os.PathLike, force: bool, inputs: Iterable[str | os
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
-        return path
+        mode = None
     except OSError as error:
         raise CasstraceError(f"cannot write {path} ({error.strerror})", "choose a writable path") from None
-    if not stat.S_ISREG(mode):
+    if mode is not None and not stat.S_ISREG(mode):
         raise CasstraceError(f"refusing to write over {path}: it is {_kind(mode)}, and casstrace replaces "
                              "nothing but regular files", "choose another path")
-    if not force:
+    if mode is not None and not force:
         raise CasstraceError(f"refusing to write over {path}: the file exists", FORCE_FIX)
+    _check_writable(path)
     return path
+
+
+def _check_writable(path: Path) -> None:
+    """Create and remove a file beside `path`, so that a directory where nothing can be written
+    (/proc, a read-only mount, an immutable directory: even root is refused there) is said now,
+    before any work, rather than after a capture. A missing directory is left to the writer, which
+    makes it."""
+    if not path.parent.is_dir():
+        return
+    probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        os.unlink(probe)
+    except OSError as error:
+        raise CasstraceError(f"cannot write {path} ({error.strerror})", "choose a writable path") from None
 
 
 def move_into_place(partial: Path, target: Path, force: bool) -> None:

@@ -17,6 +17,7 @@ import time
 
 import click
 
+from casstrace.cli.options import PID, STREAM_LIMIT, Seconds
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.outputs import check_output
@@ -27,11 +28,11 @@ GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.option("--pid", type=int, help="Process to capture (all its threads).")
-@click.option("--duration", type=float, help="Seconds to capture (required with --pid).")
+@click.option("--pid", type=PID, help="Process to capture (all its threads).")
+@click.option("--duration", type=Seconds(), help="Seconds to capture (required with --pid).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Trace file to write.")
 @force_option
-@click.option("--stream-limit", type=int, default=None,
+@click.option("--stream-limit", type=STREAM_LIMIT, default=None,
               help="Per-call read/lseek records to keep (aggregates are always complete).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(pid, duration, out, force, stream_limit, command):
@@ -42,9 +43,6 @@ def command(pid, duration, out, force, stream_limit, command):
                              "casstrace capture --pid 1234 --duration 10 --out t.trace")
     if pid is not None and duration is None:
         raise CasstraceError("--pid needs --duration", "add --duration SECONDS")
-    if duration is not None and duration <= 0:
-        raise CasstraceError(f"--duration must be positive, got {duration}", "give a number of seconds > 0")
-    check_output(out, force)   # before a command starts or a probe attaches
 
     from casstrace.probes.bcc_capture import DEFAULT_STREAM_LIMIT, BccCapture
     from casstrace.traces import TraceWriter
@@ -59,6 +57,7 @@ def command(pid, duration, out, force, stream_limit, command):
     try:
         capture = BccCapture(pid, stream_limit=limit, follow_children=bool(command),
                              source=f"command {redact_command(command)} and its descendants" if command else None)
+        check_output(out, force)   # before a probe attaches (after the privilege check, which says more)
     except BaseException:
         if child is not None:
             child.kill()

@@ -7,6 +7,7 @@ import click
 from casstrace.analyses import DEFAULT_THRESHOLD
 from casstrace.analyses.compare import DEFAULT_TOLERANCE, LATENCY_FLOOR_S
 from casstrace.cli import run as run_cli
+from casstrace.cli.options import FiniteFloat
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 from casstrace.outputs import check_output
@@ -24,15 +25,15 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
 @click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where --before/--after write their two traces (default: the casstrace data directory).")
 @report_options(html_default="beside the second trace")
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_THRESHOLD,
+@click.option("--threshold", type=FiniteFloat(min=0, min_open=True), default=DEFAULT_THRESHOLD,
               show_default=True, help="Amplification at or above which each query's verdict is 'flagged'.")
 @click.option("--fail-if-worse", is_flag=True,
               help="Exit 1 when the second query is worse: per execution it reads more from its table's Data files "
                    "than the first by more than --tolerance, or its median latency is higher by more than "
                    f"--tolerance and by at least {LATENCY_FLOOR_S * 1000:g} ms.")
-@click.option("--tolerance", type=click.FloatRange(min=0), default=DEFAULT_TOLERANCE * 100, show_default=True,
+@click.option("--tolerance", type=FiniteFloat(min=0), default=DEFAULT_TOLERANCE * 100, show_default=True,
               help="Percent by which the second query may read more or be slower before --fail-if-worse fails.")
-@click.option("--max-amplification", type=click.FloatRange(min=0), metavar="X",
+@click.option("--max-amplification", type=FiniteFloat(min=0), metavar="X",
               help="Exit 1 when the second query's amplification (data read ÷ payload) is above X, or undetermined.")
 def command(traces, before, after, traces_dir, format_, output, force, threshold, fail_if_worse, tolerance,
             max_amplification, color, **run_options):
@@ -67,6 +68,9 @@ def command(traces, before, after, traces_dir, format_, output, force, threshold
     else:
         payload, labels = None, ("A", "B")
     first, second = (analyse(path, threshold=threshold) for path in traces)
+    if live:
+        for analysis, path in zip((first, second), traces):
+            run_cli.require_success(analysis, path)
     comparison = compare(first, second, payload, labels, fail_if_worse=fail_if_worse, tolerance=tolerance / 100,
                          max_amplification=max_amplification)
     if comparison.payload.status == "different":

@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from casstrace import paths
+from casstrace.cli.options import COLUMNS, ROWS, VALUE_BYTES
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded, is_loaded
 
@@ -15,13 +16,13 @@ DEFAULTS = WideTable()
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
               default=paths.default_sandbox_dir, show_default="~/.local/share/casstrace/sandbox",
               help="The sandbox to use; started when it is not running.")
-@click.option("--rows", type=click.IntRange(1), default=DEFAULTS.rows, show_default=True,
+@click.option("--rows", type=ROWS, default=DEFAULTS.rows, show_default=True,
               help="Rows in stream 1.")
-@click.option("--columns", type=click.IntRange(1), default=DEFAULTS.columns, show_default=True,
+@click.option("--columns", type=COLUMNS, default=DEFAULTS.columns, show_default=True,
               help="Blob columns c0, c1, ... of the wide table.")
-@click.option("--c0-bytes", type=click.IntRange(0), default=DEFAULTS.first_column_bytes,
+@click.option("--c0-bytes", type=VALUE_BYTES, default=DEFAULTS.first_column_bytes,
               show_default=True, help="Size of each c0 value (the column the query selects).")
-@click.option("--other-bytes", type=click.IntRange(0), default=DEFAULTS.other_column_bytes,
+@click.option("--other-bytes", type=VALUE_BYTES, default=DEFAULTS.other_column_bytes,
               show_default=True, help="Size of each value of the other columns.")
 @click.option("--reload", is_flag=True, help="Load the data again even when it is in place.")
 @click.option("--load-only", is_flag=True, help="Stop once the data is in place; trace nothing.")

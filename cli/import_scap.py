@@ -4,6 +4,7 @@ from pathlib import Path
 
 import click
 
+from casstrace.cli.options import PID
 from casstrace.cli.output import force_option
 from casstrace.paths import default_traces_dir
 from casstrace.probes.sysdig_import import import_scap
@@ -12,7 +13,7 @@ from casstrace.traces import TraceWriter
 
 @click.command(name="import")
 @click.argument("scap", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--pid", type=int, help="The process to import (default: the one with the most file I/O).")
+@click.option("--pid", type=PID, help="The process to import (default: the one with the most file I/O).")
 @click.option("--proc", "proc", metavar="NAME", help="Import the process whose executable is NAME, e.g. java.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Trace file to write (default: <traces dir>/<capture name>.trace).")

@@ -20,6 +20,8 @@ def trace_summary(path: Path) -> dict:
             analysis = analyse(trace)
     except CasstraceError as error:
         return {"path": path, "problem": error.message}
+    except Exception as error:   # a damaged file that still opens: one bad trace must not hide the others
+        return {"path": path, "problem": f"not a readable casstrace trace ({type(error).__name__}: {error})"}
     node = meta.get("node") or {}
     start_ns = meta.get("capture_start_ns")
     taken = (datetime.fromtimestamp((start_ns + meta.get("clock_offset_ns", 0)) / 1e9)

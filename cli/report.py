@@ -6,8 +6,9 @@ import click
 
 from casstrace.analyses import DEFAULT_THRESHOLD, analyse
 from casstrace.analyses.watch import analyse_watch, describe_share, is_watch_trace
-from casstrace.outputs import check_output
+from casstrace.cli.options import FiniteFloat
 from casstrace.cli.output import deliver, report_options
+from casstrace.outputs import check_output
 from casstrace.reports import beside_trace
 from casstrace.reports.watch import document
 from casstrace.traces import Trace
@@ -16,7 +17,7 @@ from casstrace.traces import Trace
 @click.command("report")
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
 @report_options(html_default="TRACE.html beside the trace")
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_THRESHOLD,
+@click.option("--threshold", type=FiniteFloat(min=0, min_open=True), default=DEFAULT_THRESHOLD,
               show_default=True, help="Amplification (data read ÷ payload) at or above which the query is flagged.")
 def command(trace: Path, format_: str, output: Path | None, force: bool, color: bool | None, threshold: float):
     """Analyse TRACE (written by `casstrace run`, `watch` or `import`) and report what its I/O says.

@@ -2,14 +2,19 @@
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from casstrace.cli.options import EXECUTIONS, PAGE_SIZE, PID, PORT, WARMUPS, Seconds
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.query import CONSISTENCY_LEVELS
 from casstrace.outputs import check_output
 from casstrace.reports import beside_trace
+
+if TYPE_CHECKING:
+    from casstrace.analyses.model import Analysis
 
 
 @click.command("run")
@@ -20,23 +25,23 @@ from casstrace.reports import beside_trace
               help="Trace file to write (default: a dated name under the casstrace data directory).")
 @click.option("--keyspace", "-k", help="Keyspace for unqualified table names.")
 @click.option("--host", help="Node to query (default CQLSH_HOST, cqlshrc, else 127.0.0.1: the sandbox).")
-@click.option("--port", type=int, help="Native transport port (default CQLSH_PORT, cqlshrc, else 9042).")
+@click.option("--port", type=PORT, help="Native transport port (default CQLSH_PORT, cqlshrc, else 9042).")
 @click.option("--username", "-u",
               help="Role name. The password comes from CASSTRACE_PASSWORD or the cqlshrc/credentials "
                    "files, never from the command line.")
 @click.option("--ssl", "ssl_enabled", is_flag=True, help="Connect with TLS (certificates as cqlsh: SSL_CERTFILE, cqlshrc [ssl]).")
 @click.option("--cqlshrc", type=click.Path(dir_okay=False, path_type=Path),
               help="cqlsh configuration file (default ~/.cassandra/cqlshrc).")
-@click.option("--connect-timeout", type=float, default=5.0, show_default=True, help="Seconds to wait for the node.")
-@click.option("--request-timeout", type=float, default=60.0, show_default=True, help="Seconds to wait for each page.")
-@click.option("--pid", type=int, help="PID of the Cassandra JVM (default: found by its CassandraDaemon command line).")
-@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Measured executions.")
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--connect-timeout", type=Seconds(), default=5.0, show_default=True, help="Seconds to wait for the node.")
+@click.option("--request-timeout", type=Seconds(), default=60.0, show_default=True, help="Seconds to wait for each page.")
+@click.option("--pid", type=PID, help="PID of the Cassandra JVM (default: found by its CassandraDaemon command line).")
+@click.option("--repeat", type=EXECUTIONS, default=5, show_default=True, help="Measured executions.")
+@click.option("--warmup", type=WARMUPS, default=1, show_default=True,
               help="Executions before the measured ones (captured, kept apart).")
 @click.option("--cold", is_flag=True, help="Before each execution, push the queried table's pages out of the JVM's memory maps (process_madvise MADV_PAGEOUT, Linux 5.10+) and drop the page cache (root).")
 @click.option("--consistency", default="ONE", show_default=True,
               type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False))
-@click.option("--page-size", type=click.IntRange(min=0), default=5000, show_default=True,
+@click.option("--page-size", type=PAGE_SIZE, default=5000, show_default=True,
               help="Rows per page (0: no paging). Every page is fetched.")
 @click.option("--backend", type=click.Choice(["bcc", "sysdig"]), default="bcc", show_default=True,
               help="What captures the JVM's I/O.")
@@ -86,3 +91,18 @@ def report(path: Path, html: bool, force: bool = False) -> None:
     click.echo(f"trace: {path}")
     if html:
         click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")
+    require_success(analysis, path)
+
+
+def require_success(analysis: "Analysis", path: Path) -> None:
+    """Exit non-zero, with the node's own error, when an execution failed: the run stops at the
+    first failure, so the measured executions it has are fewer than asked, or none."""
+    failed = next((execution for execution in analysis.executions if execution.error), None)
+    if failed is None:
+        return
+    succeeded = sum(execution.kind == "measured" and execution.error is None for execution in analysis.executions)
+    what = (f"every execution failed ({failed.kind} execution {failed.execution})" if not succeeded else
+            f"execution {failed.execution} ({failed.kind}) failed after {succeeded} measured one(s) succeeded: "
+            "the figures above cover only those")
+    raise CasstraceError(f"{what}: {failed.error}; the trace is kept at {path}",
+                         "check the node and the query's --consistency (the node's error says why)")

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from casstrace import paths
+from casstrace.cli.options import JMX_PORT, PORT
 from casstrace.sandbox import cql
 from casstrace.sandbox.control import Sandbox, StartFailed
 from casstrace.sandbox.settings import DISK_ACCESS_MODES
@@ -27,8 +28,8 @@ def command():
 @click.option("--version", help="Cassandra version (cassandra-all on Maven Central): a release "
               "such as 4.1.10, or a series (4.0, 4.1, 5.0 or 4.1.x) for its newest release.  "
               "[default: newest 5.0.x, or what this sandbox ran last]")
-@click.option("--native-port", type=int, help="CQL port.  [default: 9042, or last used]")
-@click.option("--jmx-port", type=int, help="JMX port for nodetool; the gossip port is this minus "
+@click.option("--native-port", type=PORT, help="CQL port.  [default: 9042, or last used]")
+@click.option("--jmx-port", type=JMX_PORT, help="JMX port for nodetool; the gossip port is this minus "
               "199.  [default: 7199, or last used]")
 @click.option("--disk-access-mode", type=click.Choice(DISK_ACCESS_MODES),
               help="How Cassandra reads SSTables.  [default: the version's own (auto, i.e. mmap, "

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from casstrace import paths
+from casstrace.cli.options import CELL_BYTES, COLUMNS, EXECUTIONS, ROWS, WARMUPS
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 from casstrace.outputs import check_output
@@ -23,16 +24,16 @@ DEFAULT_CELL_BYTES = 10_000
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
               default=paths.default_sandbox_dir, show_default="~/.local/share/casstrace/sandbox",
               help="The sandbox to run on (it must be running: casstrace sandbox start).")
-@click.option("--min-columns", type=click.IntRange(min=1), default=10, show_default=True, help="Smallest N.")
-@click.option("--max-columns", type=click.IntRange(min=1), default=100, show_default=True, help="Largest N.")
-@click.option("--step", type=click.IntRange(min=1), default=10, show_default=True, help="N goes up by this much.")
-@click.option("--cell-bytes", type=click.IntRange(min=1), default=DEFAULT_CELL_BYTES, show_default=True,
+@click.option("--min-columns", type=COLUMNS, default=10, show_default=True, help="Smallest N.")
+@click.option("--max-columns", type=COLUMNS, default=100, show_default=True, help="Largest N.")
+@click.option("--step", type=COLUMNS, default=10, show_default=True, help="N goes up by this much.")
+@click.option("--cell-bytes", type=CELL_BYTES, default=DEFAULT_CELL_BYTES, show_default=True,
               help="Size of every cell (random bytes, so LZ4 cannot shrink them); the write-up used 100 KB.")
-@click.option("--rows", type=click.IntRange(min=1), default=DEFAULT_ROWS, show_default=True,
+@click.option("--rows", type=ROWS, default=DEFAULT_ROWS, show_default=True,
               help="Rows of the partition read (the write-up had about 100).")
-@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--repeat", type=EXECUTIONS, default=5, show_default=True,
               help="Measured executions of each query.")
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--warmup", type=WARMUPS, default=1, show_default=True,
               help="Executions before the measured ones.")
 @click.option("--cold", is_flag=True, help="Drop the page cache before each execution (root).")
 @click.option("--keep", is_flag=True, help="Keep the tables the sweep creates (default: dropped once traced).")

@@ -96,6 +96,8 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
         port = int(port_text)
     except ValueError:
         raise CasstraceError(f"port {port_text!r} is not a number", "give --port or CQLSH_PORT as a number") from None
+    if not 1 <= port <= 65535:
+        raise CasstraceError(f"port {port} is not a TCP port", "give --port or CQLSH_PORT between 1 and 65535")
 
     credentials_path = Path(os.path.expanduser(
         rc.get("authentication", "credentials", fallback="") or "~/.cassandra/credentials"))
@@ -135,6 +137,11 @@ class NodeSession:
     def __init__(self, settings: ConnectionSettings, keyspace: str | None = None,
                  protocol_handler: type[_ProtocolHandler] | None = None):
         self.settings = settings
+        try:
+            socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as error:
+            raise CasstraceError(f"cannot resolve the host {settings.host!r} ({getattr(error, 'strerror', error)})",
+                                 "give --host as an IP address, or a name this machine resolves") from None
         auth = PlainTextAuthProvider(settings.username, settings.password or "") if settings.username else None
         profile = ExecutionProfile(
             load_balancing_policy=WhiteListRoundRobinPolicy([settings.host]),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from cassandra import ConsistencyLevel, InvalidRequest
-from cassandra.cluster import ResultSet, Session
+from cassandra.cluster import NoHostAvailable, ResultSet, Session
 from cassandra.protocol import ErrorMessage, ResultMessage, SyntaxException, _ProtocolHandler, read_value
 from cassandra.query import BoundStatement, PreparedStatement
 
@@ -90,10 +90,19 @@ class QueryResult:
 
 def server_message(error: Exception) -> str:
     """The message the node sent, without the driver's wrapping
-    ('Error from server: code=2200 [Invalid query] message="..."')."""
+    ('Error from server: code=2200 [Invalid query] message="..."', maybe followed by info={...})."""
     message = getattr(error, "message", None) or str(error)
-    wrapped = re.search(r'message="(.*)"\s*$', message, re.DOTALL)
+    wrapped = re.search(r'message="(.*)"(?:\s+info=\{[^{}]*\})?\s*$', message, re.DOTALL)
     return (wrapped.group(1) if wrapped else message).strip()
+
+
+def execution_failure(error: Exception) -> str:
+    """Why an execution failed, as the node said it: 'Unavailable: Cannot achieve consistency level
+    THREE' rather than the driver's NoHostAvailable wrapping of it."""
+    per_host = list(getattr(error, "errors", None) or {})
+    if isinstance(error, NoHostAvailable) and per_host:
+        error = error.errors[per_host[0]]
+    return f"{type(error).__name__}: {server_message(error)}"
 
 
 def prepare(session: Session, query: str) -> PreparedStatement:

@@ -21,7 +21,8 @@ from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.jvm import find_cassandra
-from casstrace.node.query import MeasuringProtocolHandler, QueryResult, execute, prepare, query_traces
+from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute, execution_failure, prepare,
+                                  query_traces)
 from casstrace.node.statements import read_only_statement
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
@@ -229,7 +230,7 @@ def _execute_all(capture, mapped: MappedPagesCapture, cold: Cold | None, node: N
                         execution.result = execute(node.session, prepared, options.consistency, options.page_size,
                                                    trace=(kind == "tracing"))
                     except Exception as error:
-                        execution.error = f"{type(error).__name__}: {getattr(error, 'message', None) or error}"
+                        execution.error = execution_failure(error)
                     finally:
                         capture.begin_window("between")
                         mapped.after_window(window_id)

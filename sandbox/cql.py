@@ -4,9 +4,11 @@ from collections.abc import Iterator
 
 from cassandra import DriverException, OperationTimedOut
 from cassandra.cluster import Session
+from cassandra.protocol import ErrorMessage
 from cassandra.query import SimpleStatement
 
 from casstrace.errors import CasstraceError
+from casstrace.node.query import server_message
 from casstrace.node.statements import split_statements
 
 MAX_CELL = 60
@@ -20,9 +22,9 @@ def run(session: Session, text: str) -> Iterator[str]:
     for number, statement in enumerate(split_statements(text), 1):
         try:
             result = session.execute(SimpleStatement(statement, fetch_size=FETCH_SIZE))
-        except (DriverException, OperationTimedOut) as error:
+        except (DriverException, OperationTimedOut, ErrorMessage) as error:  # ErrorMessage: what the node refused
             first_line = " ".join(statement.split())[:80]
-            raise CasstraceError(f"statement {number} ({first_line}) failed: {error}",
+            raise CasstraceError(f"statement {number} ({first_line}) failed: {server_message(error)}",
                                  "correct the statement; the ones before it were executed") from None
         if result.column_names:
             yield format_rows(result.column_names, list(result))

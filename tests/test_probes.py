@@ -568,9 +568,9 @@ def test_not_root_names_the_capabilities(tmp_path):
 
 
 def test_missing_pid_is_one_clear_line(tmp_path):
-    result = run_capture("--pid", "999999999", "--duration", "1", "--out", str(tmp_path / "x.trace"))
+    result = run_capture("--pid", "4194303", "--duration", "1", "--out", str(tmp_path / "x.trace"))
     assert result.returncode == 2
-    assert result.stderr == "casstrace: error: no process with pid 999999999 (fix: check the pid (e.g. pgrep -f CassandraDaemon))\n"
+    assert result.stderr == "casstrace: error: no process with pid 4194303 (fix: check the pid (e.g. pgrep -f CassandraDaemon))\n"
     assert not list(tmp_path.iterdir())
 
 

@@ -25,7 +25,9 @@ class Trace:
             if integrity != "ok":
                 raise sqlite3.DatabaseError(integrity)
             self.meta = {row["key"]: json.loads(row["value"]) for row in self.db.execute("SELECT key, value FROM meta")}
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, ValueError) as error:   # ValueError: a meta value that is not JSON
+            if hasattr(self, "db"):
+                self.db.close()
             raise CasstraceError(
                 f"{self.path} is not a readable casstrace trace ({error})",
                 "the file is damaged or truncated: take the trace again, or copy it whole",

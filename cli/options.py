@@ -1,0 +1,50 @@
+"""Value types for the options the commands share: every number a user gives is range-checked
+by click, so that a bad one is refused as one line before anything runs (never wrapped, never
+an overflow, never a run that cannot end)."""
+
+import math
+
+import click
+
+PORT = click.IntRange(1, 65535)
+# A JMX port whose storage port (JMX - 199) is still a port.
+JMX_PORT = click.IntRange(200, 65535)
+PID = click.IntRange(1, 2 ** 22)          # the kernel's largest pid_max
+EXECUTIONS = click.IntRange(1, 10_000)    # measured executions of one query: 10,000 is hours already
+WARMUPS = click.IntRange(0, 1_000)
+PAGE_SIZE = click.IntRange(0, 1_000_000)
+STREAM_LIMIT = click.IntRange(1, 100_000_000)   # per-call records kept in memory before the trace is written
+# Tables the sandbox commands build (demo, sweep): bounded by what a sandbox node can hold.
+COLUMNS = click.IntRange(1, 1_000)
+ROWS = click.IntRange(1, 1_000_000)
+CELL_BYTES = click.IntRange(1, 100_000_000)
+VALUE_BYTES = click.IntRange(0, 100_000_000)
+DAY_S = 86_400.0
+
+
+class Seconds(click.ParamType):
+    """A duration in seconds: a finite number above 0 and at most `limit`."""
+
+    name = "seconds"
+
+    def __init__(self, limit: float = DAY_S):
+        self.limit = limit
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or not 0 < seconds <= self.limit:
+            self.fail(f"{value} is not a duration between 0 and {self.limit:g} seconds", param, ctx)
+        return seconds
+
+
+class FiniteFloat(click.FloatRange):
+    """click.FloatRange that also refuses nan and inf (which compare false with any bound)."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value} is not a finite number", param, ctx)
+        return number
