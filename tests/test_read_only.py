@@ -73,3 +73,44 @@ def test_compare_refuses_a_write_on_either_side(victim, cql_session, sandbox, tm
         assert done.stderr.startswith("casstrace: error: refusing to run") and done.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
     assert rows(cql_session, victim) == before
+
+
+# -- failures that must not look like success ------------------------------------------------------
+
+def test_a_run_whose_executions_all_failed_exits_non_zero_with_the_nodes_error(sandbox, tmp_path):
+    out = tmp_path / "three.trace"
+    done = casstrace("run", "SELECT * FROM system.local", "--host", sandbox.host, "--port", sandbox.native_port,
+                     "--consistency", "THREE", "--repeat", 3, "--out", out, "--no-html")
+    assert done.returncode == 2
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("casstrace: error: every execution failed") and "Cannot achieve consistency level THREE" in last
+    assert "NoHostAvailable" not in last and f"the trace is kept at {out}" in last
+    assert out.is_file()      # what was captured is kept, and says it is incomplete
+
+
+def test_a_typo_in_sandbox_cql_is_one_line(sandbox):
+    done = casstrace("sandbox", "cql", "--data-dir", sandbox.data_dir, "SELEC 1")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "no viable alternative at input 'SELEC'" in done.stderr
+    assert "Error from server" not in done.stderr
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    mount_point = tmp_path / "read-only"
+    mount_point.mkdir()
+    # Root ignores file modes, so only a read-only filesystem truly refuses writes.
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount_point)], check=True)
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_an_out_in_a_read_only_directory_is_refused_before_connecting(read_only_dir):
+    for command in (["run", "SELECT * FROM system.local", "--port", "1", "--out", read_only_dir / "t.trace"],
+                    ["capture", "--out", read_only_dir / "c.trace", "--", "true"]):
+        done = casstrace(*command)
+        assert done.returncode == 2
+        assert done.stderr.count("\n") == 1 and "Read-only file system" in done.stderr and "(fix: " in done.stderr
+    assert list(read_only_dir.iterdir()) == []
