@@ -64,7 +64,7 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
     node's heap (its memtables): a larger sweep needs a larger --heap.
     """
     from casstrace.sandbox.control import Sandbox
-    from casstrace.sandbox.sweep import SweepPlan, heap_bytes, queries, run_sweep
+    from casstrace.sandbox.sweep import SweepPlan, heap_bytes, queries, run_sweep, trace_path
 
     if max_columns < min_columns:
         raise CasstraceError(f"--max-columns {max_columns} is below --min-columns {min_columns}",
@@ -80,6 +80,9 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
                              f"start it: casstrace sandbox start --data-dir {sandbox.data_dir}")
     plan.check(heap_bytes(sandbox.settings.heap))
     traces_dir = traces_dir or paths.default_traces_dir() / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
+    for columns in plan.columns:   # an earlier sweep's traces, refused now rather than after minutes
+        for kind in ("wide", "narrow"):
+            check_output(trace_path(traces_dir, kind, columns), force)
     traces_dir.mkdir(parents=True, exist_ok=True)
 
     started = time.monotonic()
@@ -87,7 +90,7 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
     with click.progressbar(length=plan.total_cost, label="Sweep", file=sys.stderr, show_pos=False,
                            item_show_func=lambda label: label) as bar:
         with contextlib.closing(run_sweep(sandbox, plan, traces_dir,
-                                          progress=lambda label, units: bar.update(units, label))) as points:
+                                          progress=lambda label, units: bar.update(units, label), force=force)) as points:
             try:
                 runs.extend(points)
             except KeyboardInterrupt:

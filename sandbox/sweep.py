@@ -98,10 +98,17 @@ class SweepRun:
     narrow_data_file_bytes: int
 
 
+def trace_path(traces_dir: Path, kind: str, columns: int) -> Path:
+    """Where the sweep writes the trace of one query ('wide' or 'narrow') at N columns."""
+    return traces_dir / f"{kind}-{columns:03d}.trace"
+
+
 def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
-              progress: Callable[[str, int], None] = lambda label, units: None) -> Iterator[SweepRun]:
+              progress: Callable[[str, int], None] = lambda label, units: None,
+              force: bool = False) -> Iterator[SweepRun]:
     """Measure each N in turn, yielding as each is done. progress(label, units done since the last
-    call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created."""
+    call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created.
+    force: replace the traces of an earlier sweep into the same directory."""
     from casstrace.node.connection import ConnectionSettings
     from casstrace.node.runner import RunOptions, run
 
@@ -126,7 +133,7 @@ def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
             for kind, query in zip(("wide", "narrow"), queries(spec)):
                 traces.append(run(RunOptions(
                     query=query, connection=connection, pid=sandbox.pid(), repeat=plan.repeat, warmup=plan.warmup,
-                    cold=plan.cold, backend=plan.backend, out=traces_dir / f"{kind}-{n:03d}.trace")))
+                    cold=plan.cold, backend=plan.backend, out=trace_path(traces_dir, kind, n), force=force)))
                 progress(f"{label}: traced {kind}", TRACE_COST_BYTES)
             if not plan.keep and data.loaded_now:
                 _drop(sandbox, [spec])

@@ -94,7 +94,9 @@ def test_keep_leaves_the_tables_and_a_second_sweep_reuses_them(tmp_path, sandbox
         assert sweep_tables(cql_session) == ["narrow_3", "wide_3"]
         ids = list(cql_session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s",
                                        (SWEEP_KEYSPACE,)))
-        second = casstrace(*args)          # reuses the kept tables, so it must not drop them
+        refused = casstrace(*args)         # the first sweep's traces are there: not replaced without --force
+        assert refused.returncode == 2 and "wide-003.trace: the file exists" in refused.stderr
+        second = casstrace(*args, "--force")   # reuses the kept tables, so it must not drop them
         assert second.returncode == 0, second.stderr
         assert list(cql_session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s",
                                         (SWEEP_KEYSPACE,))) == ids
