@@ -12,6 +12,8 @@ quietly starting a JVM.
 """
 
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,16 @@ def demo_tables(sandbox) -> DemoData:
     .column_names, .value_bytes(column_no), .first_column_bytes, .other_column_bytes, .values());
     .wide and .narrow (LoadedTable: .name, .data_files [Data.db paths], .data_bytes)."""
     return ensure_loaded(sandbox)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory on a read-only tmpfs (root ignores file modes: only a read-only filesystem truly
+    refuses its writes). Needs root to mount: use it in integration tests."""
+    mount_point = tmp_path / "read-only"
+    mount_point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount_point)], check=True)
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)

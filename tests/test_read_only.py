@@ -95,18 +95,6 @@ def test_a_typo_in_sandbox_cql_is_one_line(sandbox):
     assert "Error from server" not in done.stderr
 
 
-@pytest.fixture
-def read_only_dir(tmp_path):
-    mount_point = tmp_path / "read-only"
-    mount_point.mkdir()
-    # Root ignores file modes, so only a read-only filesystem truly refuses writes.
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount_point)], check=True)
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=True)
-
-
 def test_an_out_in_a_read_only_directory_is_refused_before_connecting(read_only_dir):
     for command in (["run", "SELECT * FROM system.local", "--port", "1", "--out", read_only_dir / "t.trace"],
                     ["capture", "--out", read_only_dir / "c.trace", "--", "true"]):

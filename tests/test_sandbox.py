@@ -222,18 +222,6 @@ def test_corrupt_artifact_cache_is_refused_and_the_fix_works(tmp_path, cached_ve
     assert jar in jars and jar.read_bytes() == whole
 
 
-@pytest.fixture
-def read_only_dir(tmp_path):
-    mount_point = tmp_path / "read-only"
-    mount_point.mkdir()
-    # Root ignores file modes, so only a read-only filesystem truly refuses writes.
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount_point)], check=True)
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=True)
-
-
 def test_data_dir_without_write_permission(read_only_dir, cached_version):
     for data_dir in (read_only_dir, read_only_dir / "sandbox"):
         result = casstrace("sandbox", "start", "--data-dir", data_dir, "--version", cached_version)
