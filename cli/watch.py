@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from casstrace.cli.options import PID, PORT, FiniteFloat, Seconds
 from casstrace.cli.output import deliver, report_options
+from casstrace.outputs import check_output
 
 if TYPE_CHECKING:
     from casstrace.node.watcher import LiveSnapshot
@@ -16,14 +18,14 @@ DEFAULT_TOP = 10
 
 @click.command("watch")
 @click.option("--host", help="Node to watch (default CQLSH_HOST, cqlshrc, else 127.0.0.1).")
-@click.option("--port", type=int, help="Native transport port (default CQLSH_PORT, cqlshrc, else 9042).")
+@click.option("--port", type=PORT, help="Native transport port (default CQLSH_PORT, cqlshrc, else 9042).")
 @click.option("--username", "-u", help="Role name (password from CASSTRACE_PASSWORD or cqlshrc/credentials).")
 @click.option("--ssl", "ssl_enabled", is_flag=True, help="Connect with TLS (certificates as cqlsh).")
 @click.option("--cqlshrc", type=click.Path(dir_okay=False, path_type=Path), help="cqlsh configuration file.")
-@click.option("--pid", type=int, help="PID of the Cassandra JVM (default: the one listening on --port).")
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True),
+@click.option("--pid", type=PID, help="PID of the Cassandra JVM (default: the one listening on --port).")
+@click.option("--duration", type=Seconds(),
               help="Seconds to watch (default: until Ctrl-C).")
-@click.option("--sample", type=click.FloatRange(min=0, max=1, min_open=True), default=0.01, show_default=True,
+@click.option("--sample", type=FiniteFloat(min=0, max=1, min_open=True), default=0.01, show_default=True,
               help="Share of requests the node traces meanwhile (nodetool settraceprobability; restored after).")
 @click.option("--top", type=click.IntRange(min=1), default=DEFAULT_TOP, show_default=True,
               help="Statements in the live table and detailed in the report.")
@@ -34,7 +36,7 @@ DEFAULT_TOP = 10
 @report_options(html_default="TRACE.html beside the trace")
 def command(host: str | None, port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None,
             pid: int | None, duration: float | None, sample: float, top: int, out: Path | None,
-            nodetool_command: str | None, format_: str, output: Path | None, color: bool | None) -> None:
+            nodetool_command: str | None, format_: str, output: Path | None, force: bool, color: bool | None) -> None:
     """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
 
     The probes count every thread's file bytes; Cassandra traces a share of the requests (--sample),
@@ -46,6 +48,9 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     from casstrace.reports import beside_trace
     from casstrace.reports.watch import document
 
+    for path in (out, output):   # refused before anything attaches; the default names are always new
+        if path is not None:
+            check_output(path, force)
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
     live = LiveTable(top) if sys.stderr.isatty() else None
 
@@ -55,12 +60,12 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
                    + f": probes attached, the node traces {sample:g} of its requests", err=True)
 
     path, interrupted = watch(WatchOptions(connection=settings, pid=pid, duration_s=duration, probability=sample,
-                                           top=top, out=out, nodetool=nodetool_command), live, started)
+                                           top=top, out=out, force=force, nodetool=nodetool_command), live, started)
     result = analyse_watch(path)
     if output is None and format_ == "html":
         output = beside_trace(path, "html")
     deliver(document(result, top), format_, output, color,
-            [f"{len(result.statements)} statements sampled; trace: {path}"])
+            [f"{len(result.statements)} statements sampled; trace: {path}"], force, inputs=[path])
     click.echo(f"trace: {path}", err=True)
     if interrupted:
         click.echo("casstrace: interrupted: the trace is marked incomplete", err=True)

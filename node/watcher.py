@@ -59,6 +59,7 @@ class WatchOptions:
     probability: float = DEFAULT_PROBABILITY
     top: int = 10
     out: Path | None = None
+    force: bool = False                      # replace an existing regular file at `out` (casstrace.outputs)
     nodetool: str | None = None              # the node's nodetool command, when casstrace cannot build one
 
 
@@ -95,7 +96,7 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
         data_dirs = context.data_directories(node_settings, process)
         capture = BccCapture(process.pid, extra_dirs=tuple(data_dirs), thread_slot_ns=THREAD_SLOT_NS,
                              source=f"pid {process.pid} (casstrace watch)")
-        writer = TraceWriter(options.out or default_trace_path())
+        writer = TraceWriter(options.out or default_trace_path(), force=options.force)
         try:
             sessions, switch, interrupted, window = _watch(capture, node, nodetool, thread_ids, options, live, started)
             # Threads started during the watch (pools grow on demand), as /proc named them (15

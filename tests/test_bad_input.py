@@ -114,6 +114,12 @@ CASES = [
     (["sweep", "--data-dir", NOWHERE], "is not running"),
     (["sweep", "--data-dir", NOWHERE, "--format", "md", "-o", "/dev/full", "--force"], "it is a device"),
     (["traces", "--dir", "{text}"], "'--dir'"),
+    # watch
+    (["watch", "--port", "70000"], "'--port'"),
+    (["watch", "--duration", "inf"], "'--duration'"),
+    (["watch", "--sample", "nan"], "'--sample'"),
+    (["watch", "--out", "/dev/full", "--force"], "it is a device"),
+    (["watch", "--out", "{existing}"], "the file exists"),
 ]
 
 
@@ -186,7 +192,7 @@ def test_bad_input_is_one_line_with_a_fix(number, outcomes):
 def test_there_are_enough_cases_over_every_command():
     commands = {args[0] for args, _ in CASES}
     assert len(CASES) >= 40
-    assert {"run", "capture", "report", "import", "compare", "sandbox", "demo", "sweep", "traces"} <= commands
+    assert {"run", "capture", "report", "import", "compare", "sandbox", "demo", "sweep", "traces", "watch"} <= commands
 
 
 def test_debug_shows_the_traceback_and_still_ends_in_one_line(files):
