@@ -1,12 +1,13 @@
 """What the mapped-pages measure costs per execution window, on a running Cassandra JVM.
 
-    .venv/bin/python benchmarks/mapped_pages.py [--pid PID] [--runs N]
+    .venv/bin/python benchmarks/mapped_pages.py [--pid PID | --port 9042] [--runs N]
 
-Default: the only Cassandra JVM running (as `casstrace run` finds it). Times, N times each (as
-root): the clear before a window (clear_refs 1, then 4 for the TLB flush: mapped_pages.clear_referenced)
+Default: the Cassandra JVM `casstrace run` would find (the only one, else the one listening on
+--port). Times, N times each (as root): the clear before a window (clear_refs 1, then 4 for the TLB flush: mapped_pages.clear_referenced)
 and the smaps read after it (mapped_pages.read_smaps), and prints their medians and quartiles with
 the JVM's resident size, the number of its mappings and the machine's load average: both grow with
-the JVM's page tables, and a busy machine stretches them.
+the JVM's page tables, and a busy machine stretches them. The medians are its figures for
+scripts/bench (benchmarks/figures.toml).
 """
 
 import argparse
@@ -15,6 +16,8 @@ import platform
 import statistics
 import time
 from pathlib import Path
+
+from figures import report
 
 from casstrace.node.jvm import find_cassandra
 from casstrace.probes import mapped_pages
@@ -37,16 +40,21 @@ def describe(name: str, seconds: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pid", type=int, help="the JVM (default: the only Cassandra JVM running)")
+    parser.add_argument("--port", type=int, default=9042, help="native port of the JVM, when several run")
     parser.add_argument("--runs", type=int, default=20)
     options = parser.parse_args()
-    pid = find_cassandra(options.pid).pid
+    pid = find_cassandra(options.pid, native_port=options.port).pid
     status = Path(f"/proc/{pid}/status").read_text()
     rss = next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))
     mappings = len(Path(f"/proc/{pid}/maps").read_text().splitlines())
     print(f"pid {pid}: resident {int(rss) / 1024:.0f} MiB, {mappings:,} mappings; "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, kernel {platform.release()}")
-    print(describe("clear (clear_refs 1, then 4)", timed(lambda: mapped_pages.clear_referenced(pid), options.runs)))
-    print(describe("smaps read and parsed", timed(lambda: mapped_pages.read_smaps(pid), options.runs)))
+    clear = timed(lambda: mapped_pages.clear_referenced(pid), options.runs)
+    smaps = timed(lambda: mapped_pages.read_smaps(pid), options.runs)
+    print(describe("clear (clear_refs 1, then 4)", clear))
+    print(describe("smaps read and parsed", smaps))
+    report("mapped_pages_clear_ms", statistics.median(clear) * 1000)
+    report("mapped_pages_smaps_ms", statistics.median(smaps) * 1000)
 
 
 if __name__ == "__main__":
