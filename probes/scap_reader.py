@@ -304,8 +304,12 @@ class ScapReader:
     """One pass over a capture: `calls()` yields the syscalls casstrace folds, in file order, with
     the thread and fd tables as they stood at each. `threads` holds every thread seen."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, unknown_threads_pid: int | None = None) -> None:
+        """`unknown_threads_pid`: the process of threads the capture never introduces (not in its
+        process list, no clone seen), for a capture filtered to one process; otherwise such a
+        thread counts as a process of its own."""
         self.path = os.fspath(path)
+        self.unknown_threads_pid = unknown_threads_pid
         self.threads: dict[int, Thread] = {}
         self.fds: dict[int, dict[int, Fd]] = {}     # pid -> fd -> what it is
         self.events = 0                              # event blocks read
@@ -427,7 +431,7 @@ class ScapReader:
                     raise ScapError(f"an event of type {etype} longer than its block")
                 thread = threads.get(tid)
                 if thread is None:
-                    thread = threads[tid] = Thread(tid, tid, "", "", "", "/")
+                    thread = threads[tid] = self._unknown_thread(tid)
 
                 spec = io_events.get(etype)
                 if spec is not None:
@@ -494,6 +498,13 @@ class ScapReader:
                     self._state(etype, ts, thread, pending, buffer, view, values, lengths, nparams, flags)
             carry = buffer[at:]
         self.events = events
+
+    def _unknown_thread(self, tid: int) -> Thread:
+        pid = self.unknown_threads_pid
+        process = self.threads.get(pid) if pid is not None else None
+        if pid is None or process is None:
+            return Thread(tid, tid if pid is None else pid, "", "", "", "/")
+        return Thread(tid, pid, "", process.exe, process.exepath, process.cwd)
 
     @staticmethod
     def _args(buffer: bytes, values: int, lengths: tuple, positions: tuple) -> tuple:

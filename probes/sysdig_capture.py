@@ -175,4 +175,4 @@ class SysdigCapture:
 def write_capture(scap: Path, writer, pid: int, windows: list[Window], stream_limit: int | None = None):
     """A live capture's trace: the importer, on the capture's windows."""
     return import_scap(scap, writer, pid=pid, windows=windows, source=f"pid {pid}", event_limit=stream_limit,
-                       meta={"sysdig_version": str(SysdigVersion(find_sysdig()))})
+                       meta={"sysdig_version": str(SysdigVersion(find_sysdig()))}, filtered_to_pid=True)

@@ -588,11 +588,14 @@ def _capture_error(scap: Path, error: ScapError) -> CasstraceError:
 
 def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | None = None, proc: str | None = None,
                 windows: list[Window] | None = None, source: str | None = None,
-                event_limit: int | None = None, meta: dict[str, Any] | None = None) -> ImportSummary:
+                event_limit: int | None = None, meta: dict[str, Any] | None = None,
+                filtered_to_pid: bool = False) -> ImportSummary:
     """Reads a sysdig capture into `writer` (a TraceWriter): one process — `pid`, or the process
     whose executable is `proc`, or else the one with the most file I/O — with `windows` (default:
-    one window 'capture' from its first to its last event); `meta` adds to the trace's meta. Raises
-    CasstraceError on any failure, after which the caller discards the writer."""
+    one window 'capture' from its first to its last event); `meta` adds to the trace's meta.
+    `filtered_to_pid`: the capture holds `pid`'s events only (a live capture's filter), so a thread
+    it never introduces is one of pid's. Raises CasstraceError on any failure, after which the
+    caller discards the writer."""
     scap = Path(scap)
     if not scap.is_file():
         raise CasstraceError(f"no capture file at {scap}", "give the path of a .scap file")
@@ -601,7 +604,7 @@ def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | No
                              "give the executable's name, e.g. --proc java, or use --pid")
     importer = ScapImporter(windows, None, event_limit, pid=pid, proc=proc)
     try:
-        reader = ScapReader(scap)
+        reader = ScapReader(scap, pid if filtered_to_pid else None)
         try:
             importer.fold(reader.calls())
         except ScapError as error:

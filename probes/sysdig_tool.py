@@ -9,12 +9,13 @@ from pathlib import Path
 from casstrace.errors import CasstraceError
 from casstrace.paths import cache_dir
 
-# The sysdig event types a live capture records: what probes/scap_reader.py folds.
+# The sysdig event types a live capture records: the I/O probes/scap_reader.py folds, and what keeps
+# its thread and fd tables right (threads started, programs run, sockets named, fds copied).
 CAPTURED_EVENTS = ("close", "creat", "llseek", "lseek", "open", "openat", "openat2", "pread", "preadv",
                    "pwrite", "pwritev", "read", "readv", "recv", "recvfrom", "recvmsg", "send",
-                   "sendmsg", "sendto", "write", "writev")
-# Opens and closes matter only for their exit (the fd and its path, or the fd forgotten).
-EXIT_ONLY = ("close", "creat", "open", "openat", "openat2")
+                   "sendmsg", "sendto", "write", "writev",
+                   "clone", "clone3", "fork", "vfork", "execve", "socket", "connect", "accept",
+                   "accept4", "dup", "dup2", "dup3", "pipe", "pipe2")
 
 INSTALL_FIX = "install sysdig (Debian/Ubuntu: apt-get install sysdig), or put it on PATH"
 
@@ -28,9 +29,8 @@ def find_sysdig() -> str:
 
 def sysdig_filter(pid: int | None = None, proc: str | None = None) -> str:
     """A sysdig filter for the event types casstrace uses, of one process (pid) or of processes
-    whose executable is `proc`. Open/close enter events carry nothing we use and are dropped."""
-    conditions = [f"evt.type in ({','.join(CAPTURED_EVENTS)})",
-                  f"not (evt.dir='>' and evt.type in ({','.join(EXIT_ONLY)}))"]
+    whose executable is `proc`."""
+    conditions = [f"evt.type in ({','.join(CAPTURED_EVENTS)})"]
     if pid is not None:
         conditions.insert(0, f"proc.pid={int(pid)}")
     elif proc is not None:

@@ -41,3 +41,17 @@ def exit_only(source: Path, out: Path) -> None:
         total = 12 + len(body)
         blocks.append(struct.pack("<II", 0x216, total) + body + struct.pack("<I", total))
     out.write_bytes(b"".join(blocks))
+
+
+def thread_renamed(source: Path, out: Path, tid: int, new_tid: int) -> None:
+    """`source` with thread `tid`'s events given to `new_tid`, a thread its process list does not
+    hold and no clone introduces: what a thread started during a live capture filtered to one
+    process looks like."""
+    data = bytearray(source.read_bytes())
+    at = 0
+    while at < len(data):
+        block_type, length = struct.unpack_from("<II", data, at)
+        if block_type == 0x216 and struct.unpack_from("<Q", data, at + 18)[0] == tid:
+            struct.pack_into("<Q", data, at + 18, new_tid)   # block header, cpu id, ts, then tid
+        at += length
+    out.write_bytes(bytes(data))

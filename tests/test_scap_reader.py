@@ -12,7 +12,7 @@ from casstrace.probes import scap_reader
 from casstrace.probes.scap_reader import READ, ScapError, ScapReader
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scap_files import exit_only  # noqa: E402
+from scap_files import exit_only, thread_renamed  # noqa: E402
 
 SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"
 # capture: (Data.db bytes read, preads), as tests/data/README.md states them
@@ -69,3 +69,17 @@ def test_not_a_capture_and_a_cut_capture_are_told_apart(tmp_path):
     with pytest.raises(ScapError) as error:
         calls(tmp_path / "cut.scap")
     assert error.value.truncated
+
+
+def test_a_thread_the_capture_never_introduced(tmp_path):
+    """Its calls are its own process's, unless the capture is known to hold one process only (a
+    live capture's filter), whose they then are."""
+    source = SCAP_DIR / "cassandra5-narrow-fixed.scap"
+    preads = {call[5].tid for call in calls(source) if call[1] == "pread64"}
+    (tid,) = preads
+    thread_renamed(source, tmp_path / "renamed.scap", tid, 999_999)
+    alone = [call for call in calls(tmp_path / "renamed.scap") if call[1] == "pread64"]
+    assert {(call[5].tid, call[5].pid) for call in alone} == {(999_999, 999_999)}
+    filtered = [call for call in ScapReader(tmp_path / "renamed.scap", 24004).calls() if call[1] == "pread64"]
+    assert {(call[5].tid, call[5].pid, call[5].exe) for call in filtered} == {(999_999, 24004, calls(source)[0][5].exe)}
+    assert sum(call[8] for call in filtered) == DATA_DB["cassandra5-narrow-fixed.scap"][0]
