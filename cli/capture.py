@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,6 +24,9 @@ from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.outputs import check_output
 from casstrace.redaction import redact_command
+
+if TYPE_CHECKING:
+    from casstrace.probes.bcc_capture import BccCapture
 
 # Waits for the tracer's go (one byte on the given fd), then becomes the command (same pid).
 GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.execvp(sys.argv[2], sys.argv[2:])"
@@ -35,7 +40,8 @@ GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.
 @click.option("--stream-limit", type=STREAM_LIMIT, default=None,
               help="Per-call read/lseek records to keep (aggregates are always complete).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def command(pid, duration, out, force, stream_limit, command):
+def command(pid: int | None, duration: float | None, out: str, force: bool, stream_limit: int | None,
+            command: tuple[str, ...]) -> None:
     """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
     (a COMMAND's together with every process it starts)."""
     if (pid is None) == (not command):
@@ -54,6 +60,7 @@ def command(pid, duration, out, force, stream_limit, command):
             raise CasstraceError(f"command not found: {command[0]}", "give a program on PATH or its full path")
         child, gate = _start_held(command)
         pid = child.pid
+    assert pid is not None      # --pid, or the command's
     try:
         capture = BccCapture(pid, stream_limit=limit, follow_children=bool(command),
                              source=f"command {redact_command(command)} and its descendants" if command else None)
@@ -97,14 +104,14 @@ def command(pid, duration, out, force, stream_limit, command):
         sys.exit(130)
 
 
-def _start_held(command) -> tuple[subprocess.Popen, int]:
+def _start_held(command: tuple[str, ...]) -> tuple[subprocess.Popen[bytes], int]:
     read_end, write_end = os.pipe()
     child = subprocess.Popen([sys.executable, "-c", GATE, str(read_end), *command], pass_fds=(read_end,))
     os.close(read_end)
     return child, write_end
 
 
-def _summarise(path, capture, child, interrupted) -> None:
+def _summarise(path: Path, capture: "BccCapture", child: subprocess.Popen[bytes] | None, interrupted: bool) -> None:
     counters = capture.counters
     click.echo(f"casstrace: wrote {path}")
     if interrupted:

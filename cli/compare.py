@@ -1,6 +1,7 @@
 """casstrace compare: two queries (or two stored traces) side by side, after checking they return the same data."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,6 +11,9 @@ from casstrace.cli import run as run_cli
 from casstrace.cli.options import FiniteFloat
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
+
+if TYPE_CHECKING:
+    from casstrace.analyses.compare import PayloadCheck
 from casstrace.outputs import check_output
 
 # The options `compare --before/--after` shares with `casstrace run`, taken from it: same flags, defaults, help.
@@ -35,8 +39,9 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
               help="Percent by which the second query may read more or be slower before --fail-if-worse fails.")
 @click.option("--max-amplification", type=FiniteFloat(min=0), metavar="X",
               help="Exit 1 when the second query's amplification (data read ÷ payload) is above X, or undetermined.")
-def command(traces, before, after, traces_dir, format_, output, force, threshold, fail_if_worse, tolerance,
-            max_amplification, color, **run_options):
+def command(traces: tuple[Path, ...], before: str | None, after: str | None, traces_dir: Path | None, format_: str,
+            output: Path | None, force: bool, threshold: float, fail_if_worse: bool, tolerance: float,
+            max_amplification: float | None, color: bool | None, **run_options: Any) -> None:
     """Compare TRACE_A TRACE_B, or run --before CQL and --after CQL, side by side.
 
     First checks that both return the same payload, and refuses (exit 2) when they do not: live
@@ -63,7 +68,9 @@ def command(traces, before, after, traces_dir, format_, output, force, threshold
     if output is not None:
         check_output(output, force, inputs=traces)   # before anything runs: a refusal costs nothing
     if live:
-        payload, traces = run_both(before, after, traces_dir, run_options)
+        assert before is not None and after is not None     # checked above
+        payload, paths = run_both(before, after, traces_dir, run_options)
+        traces = tuple(paths)
         labels = ("before", "after")
     else:
         payload, labels = None, ("A", "B")
@@ -92,7 +99,8 @@ def refusal(difference: str, live: bool) -> CasstraceError:
     )
 
 
-def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict):
+def run_both(before: str, after: str, traces_dir: Path | None,
+             run_options: dict[str, Any]) -> "tuple[PayloadCheck, list[Path]]":
     """Check that both queries return the same data (one execution each, no probes), then run each
     under the probes into its own trace. Returns (the payload check, the two trace paths)."""
     from casstrace.analyses.compare import Payload, check_payload

@@ -26,7 +26,8 @@ DEFAULTS = WideTable()
               show_default=True, help="Size of each value of the other columns.")
 @click.option("--reload", is_flag=True, help="Load the data again even when it is in place.")
 @click.option("--load-only", is_flag=True, help="Stop once the data is in place; trace nothing.")
-def command(data_dir, rows, columns, c0_bytes, other_bytes, reload, load_only):
+def command(data_dir: Path, rows: int, columns: int, c0_bytes: int, other_bytes: int, reload: bool,
+            load_only: bool) -> None:
     """The CASSANDRA-6586 full-row read, traced on the sandbox node.
 
     Loads the wide table of the reference write-up (one row per (stream_id, ts) with blobs c0..c19)
@@ -40,6 +41,7 @@ def command(data_dir, rows, columns, c0_bytes, other_bytes, reload, load_only):
     if not sandbox.is_running():
         click.echo(f"Starting the sandbox in {sandbox.data_dir} ...")
         status = sandbox.start(progress=click.echo)
+        assert status.settings is not None     # a started node has its settings
         click.echo(f"Cassandra {status.settings.version} is up on "
                    f"{sandbox.host}:{status.settings.native_port} (pid {status.pid})")
     with sandbox.connect() as session:
@@ -82,5 +84,6 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
         traces.append(run(RunOptions(query=query, connection=settings)))
         report(traces[-1], html=True)
     click.echo("\n=== Side by side")
-    comparison = compare(*(analyse(path) for path in traces), labels=("wide", "narrow"))
+    wide, narrow = traces
+    comparison = compare(analyse(wide), analyse(narrow), labels=("wide", "narrow"))
     click.echo(render(document(comparison), "text", ReportOptions(color=sys.stdout.isatty())), nl=False)

@@ -20,7 +20,8 @@ from casstrace.traces import TraceWriter
 @force_option
 @click.option("--query", metavar="CQL",
               help="The query the capture was taken for; lets the report name causes such as a full-row read.")
-def command(scap: Path, pid: int | None, proc: str | None, out: Path | None, force: bool, query: str | None):
+def command(scap: Path, pid: int | None, proc: str | None, out: Path | None, force: bool,
+            query: str | None) -> None:
     """Read a sysdig capture (.scap) and write a trace of one process (no sysdig needed)."""
     if pid is not None and proc is not None:
         raise click.UsageError("give --pid or --proc, not both")

@@ -53,7 +53,7 @@ def _shorten(text: str, width: int) -> str:
 @click.command("traces")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="Directory of traces (default: the casstrace data directory).")
-def command(directory):
+def command(directory: Path | None) -> None:
     """List stored traces: date, node, measured executions, amplification (data read ÷ payload), query."""
     directory = directory or default_traces_dir()
     paths = [path for path in directory.iterdir() if _is_sqlite(path)] if directory.is_dir() else []

@@ -44,7 +44,7 @@ class FiniteFloat(click.FloatRange):
     """click.FloatRange that also refuses nan and inf (which compare false with any bound)."""
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        number = super().convert(value, param, ctx)
+        number: float = super().convert(value, param, ctx)  # type: ignore[arg-type]   # click converts any value
         if not math.isfinite(number):
             self.fail(f"{value} is not a finite number", param, ctx)
         return number

@@ -2,21 +2,25 @@
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import click
 
+from casstrace.analyses.model import Analysis
 from casstrace.reports import FORMATS
+from casstrace.reports.document import Document
+
+Command = Callable[..., None]
 
 
 FORCE_HELP = "Replace an existing regular file at the output path (never a device, directory or link)."
 force_option = click.option("--force", is_flag=True, help=FORCE_HELP)
 
 
-def report_options(html_default: str):
+def report_options(html_default: str) -> Callable[[Command], Command]:
     """--format, --output/-o, --force and --color/--no-color; `html_default` says where html goes without --output."""
-    def decorate(function):
+    def decorate(function: Command) -> Command:
         for option in reversed((
             click.option("--format", "format_", type=click.Choice(FORMATS), default="text", show_default=True,
                          help="Report format, as `casstrace report`: text, md, json or html (with charts)."),
@@ -31,7 +35,7 @@ def report_options(html_default: str):
     return decorate
 
 
-def deliver(subject, format_: str, output: Path | None, color: bool | None, summary: list[str], force: bool = False,
+def deliver(subject: Analysis | Document, format_: str, output: Path | None, color: bool | None, summary: list[str], force: bool = False,
             inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
     """Print the report; or write it to `output` (whole or not at all, never over a file without
     --force, never over one of the `inputs` it was made from) and print `summary` and its path."""

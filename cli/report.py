@@ -19,7 +19,8 @@ from casstrace.traces import Trace
 @report_options(html_default="TRACE.html beside the trace")
 @click.option("--threshold", type=FiniteFloat(min=0, min_open=True), default=DEFAULT_THRESHOLD,
               show_default=True, help="Amplification (data read ÷ payload) at or above which the query is flagged.")
-def command(trace: Path, format_: str, output: Path | None, force: bool, color: bool | None, threshold: float):
+def command(trace: Path, format_: str, output: Path | None, force: bool, color: bool | None,
+            threshold: float) -> None:
     """Analyse TRACE (written by `casstrace run`, `watch` or `import`) and report what its I/O says.
 
     Formats: text (terminal tables and spectrogram), md (a ticket comment), json (the documented

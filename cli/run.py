@@ -51,9 +51,10 @@ if TYPE_CHECKING:
 @click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
 @force_option
 @click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
-def command(query, query_file, out, keyspace, host, port, username, ssl_enabled, cqlshrc, connect_timeout,
-            request_timeout, pid, repeat, warmup, cold, consistency, page_size, backend, profile, no_html, force,
-            timings):
+def command(query: str | None, query_file: Path | None, out: Path | None, keyspace: str | None, host: str | None,
+            port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None, connect_timeout: float,
+            request_timeout: float, pid: int | None, repeat: int, warmup: int, cold: bool, consistency: str,
+            page_size: int, backend: str, profile: bool, no_html: bool, force: bool, timings: bool) -> None:
     """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace."""
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
@@ -64,7 +65,7 @@ def command(query, query_file, out, keyspace, host, port, username, ssl_enabled,
     if (query is None) == (query_file is None):
         raise CasstraceError("give the query either as an argument or with --file, not both or neither",
                              'casstrace run "SELECT ..." or casstrace run --file query.cql')
-    text = query if query is not None else query_file.read_text()
+    text = query_file.read_text() if query_file is not None else query or ""
     if out is not None:   # refused before anything connects; the default names are always new
         check_output(out, force)
         if not no_html:

@@ -2,13 +2,14 @@
 
 import time
 from pathlib import Path
+from typing import TextIO
 
 import click
 
 from casstrace import paths
 from casstrace.cli.options import JMX_PORT, PORT
 from casstrace.sandbox import cql
-from casstrace.sandbox.control import Sandbox, StartFailed
+from casstrace.sandbox.control import Sandbox, StartFailed, Status
 from casstrace.sandbox.settings import DISK_ACCESS_MODES
 from casstrace.sandbox.versions import SSTABLE_FORMATS
 
@@ -19,7 +20,7 @@ data_dir_option = click.option(
 
 
 @click.group("sandbox")
-def command():
+def command() -> None:
     """A local single-node Apache Cassandra, identified by its data directory."""
 
 
@@ -37,7 +38,8 @@ def command():
 @click.option("--sstable-format", type=click.Choice(SSTABLE_FORMATS),
               help="SSTable format to write; bti needs 5.0.  [default: big, or last used]")
 @click.option("--heap", help="JVM heap, e.g. 512M or 2G.  [default: 1G, or last used]")
-def start(data_dir, version, native_port, jmx_port, disk_access_mode, sstable_format, heap):
+def start(data_dir: Path, version: str | None, native_port: int | None, jmx_port: int | None,
+          disk_access_mode: str | None, sstable_format: str | None, heap: str | None) -> None:
     """Start the node; returns once it accepts CQL."""
     sandbox = Sandbox(data_dir)
     began = time.monotonic()
@@ -53,13 +55,14 @@ def start(data_dir, version, native_port, jmx_port, disk_access_mode, sstable_fo
         click.echo("---", err=True)
         raise
     settings = status.settings
+    assert settings is not None     # a started node has its settings
     click.echo(f"Cassandra {settings.version} started in {time.monotonic() - began:.1f} s")
     _describe(status)
 
 
 @command.command()
 @data_dir_option
-def stop(data_dir):
+def stop(data_dir: Path) -> None:
     """Stop the node (by the PID file in its data directory)."""
     pid = Sandbox(data_dir).stop()
     click.echo(f"stopped pid {pid}" if pid else f"the sandbox in {data_dir} was not running")
@@ -67,7 +70,7 @@ def stop(data_dir):
 
 @command.command()
 @data_dir_option
-def status(data_dir):
+def status(data_dir: Path) -> None:
     """Say whether the node runs, and how to reach it. Exit status 3 when it is stopped."""
     status = Sandbox(data_dir).status()
     if status.settings is None:
@@ -82,7 +85,7 @@ def status(data_dir):
 @command.command(context_settings={"ignore_unknown_options": True})
 @data_dir_option
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, required=True)
-def nodetool(data_dir, args):
+def nodetool(data_dir: Path, args: tuple[str, ...]) -> None:
     """Run nodetool against the node, e.g. `casstrace sandbox nodetool flush`."""
     Sandbox(data_dir).nodetool(*args, capture=False)
 
@@ -92,18 +95,19 @@ def nodetool(data_dir, args):
 @click.argument("statement", required=False)
 @click.option("--file", "cql_file", type=click.File(), help="Run the statements in this file.")
 @click.option("--keyspace", "-k", help="Keyspace to USE first.")
-def cql_command(data_dir, statement, cql_file, keyspace):
+def cql_command(data_dir: Path, statement: str | None, cql_file: TextIO | None, keyspace: str | None) -> None:
     """Run CQL statements (separated by ;) and print the rows they return."""
     if (statement is None) == (cql_file is None):
         raise click.UsageError("give either a STATEMENT or --file")
-    text = statement if statement is not None else cql_file.read()
+    text = statement if statement is not None else cql_file.read() if cql_file is not None else ""
     with Sandbox(data_dir).connect(keyspace) as session:
         for block in cql.run(session, text):
             click.echo(block)
 
 
-def _describe(status) -> None:
+def _describe(status: Status) -> None:
     settings = status.settings
+    assert settings is not None     # only a sandbox that has settings is described
     click.echo(f"  host        {status.host}")
     click.echo(f"  native port {settings.native_port}")
     click.echo(f"  jmx port    {settings.jmx_port}")

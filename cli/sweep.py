@@ -5,6 +5,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +14,10 @@ from casstrace.cli.options import CELL_BYTES, COLUMNS, EXECUTIONS, ROWS, WARMUPS
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 from casstrace.outputs import check_output
+
+if TYPE_CHECKING:
+    from casstrace.sandbox.control import Sandbox
+    from casstrace.sandbox.sweep import SweepPlan, SweepRun
 
 # Sized for a 2-core, 24 GiB machine and a sandbox with a 1G heap (see the command's help): the
 # write-up's ~100 rows of 100 KB cells (1 GB at N = 100) become 100 rows of 10 KB (100 MB at N = 100).
@@ -40,8 +45,9 @@ DEFAULT_CELL_BYTES = 10_000
 @click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the traces go (default: a sweep-DATE directory under the casstrace data directory).")
 @report_options(html_default="sweep.html in the traces directory")
-def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, warmup, cold, keep, traces_dir,
-            format_, output, force, color):
+def command(data_dir: Path, min_columns: int, max_columns: int, step: int, cell_bytes: int, rows: int, repeat: int,
+            warmup: int, cold: bool, keep: bool, traces_dir: Path | None, format_: str, output: Path | None, force: bool,
+            color: bool | None) -> None:
     """Reproduce the column-count study: SELECT one column of a table with N columns, N from
     --min-columns to --max-columns, against the narrow refactor.
 
@@ -86,7 +92,8 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
     traces_dir.mkdir(parents=True, exist_ok=True)
 
     started = time.monotonic()
-    runs, stopped = [], None
+    runs: list["SweepRun"] = []
+    stopped = None
     with click.progressbar(length=plan.total_cost, label="Sweep", file=sys.stderr, show_pos=False,
                            item_show_func=lambda label: label) as bar:
         with contextlib.closing(run_sweep(sandbox, plan, traces_dir,
@@ -102,7 +109,8 @@ def command(data_dir, min_columns, max_columns, step, cell_bytes, rows, repeat, 
            format_, output, force, color)
 
 
-def report(runs, plan, sandbox, traces_dir: Path, elapsed: float, stopped: str | None, example_queries,
+def report(runs: "list[SweepRun]", plan: "SweepPlan", sandbox: "Sandbox", traces_dir: Path, elapsed: float,
+           stopped: str | None, example_queries: tuple[str, str],
            format_: str, output: Path | None, force: bool, color: bool | None) -> None:
     from casstrace.analyses import analyse
     from casstrace.analyses.sweep import summarise_sweep

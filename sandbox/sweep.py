@@ -9,7 +9,7 @@ partition to find it. What the sweep created is dropped as soon as it is traced,
 tables a previous --keep sweep left in place are reused and left alone.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,7 +105,7 @@ def trace_path(traces_dir: Path, kind: str, columns: int) -> Path:
 
 def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
               progress: Callable[[str, int], None] = lambda label, units: None,
-              force: bool = False) -> Iterator[SweepRun]:
+              force: bool = False) -> Generator[SweepRun, None, None]:
     """Measure each N in turn, yielding as each is done. progress(label, units done since the last
     call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created.
     force: replace the traces of an earlier sweep into the same directory."""
