@@ -11,11 +11,14 @@ of its requests; the block starts once the watch says so). Latency is the client
 Printed: per statement and for all requests, p50 and p99 without and with the watch, and the p99
 the watch adds (ms and %), over every block of each kind. On a shared 2-core machine one block's
 p99 is noise: compare the per-round figures, and re-measure on a quiet machine for the README.
+The headline for scripts/bench: FIGURE watch_p99_ratio (p99 of all requests watched ÷ alone).
 """
 
 import argparse
 import subprocess
 import sys
+
+from figures import report
 
 from casstrace.analyses.percentiles import percentile
 from casstrace.node.watcher import DEFAULT_PROBABILITY
@@ -93,6 +96,9 @@ def main() -> None:
         share = f"{added / p99_before:+.1%}" if added is not None and p99_before else "—"
         print(f"{name:<14} {len(after):>9} {_ms(percentile(before, 0.5)):>10} {_ms(percentile(after, 0.5)):>12} "
               f"{_ms(p99_before):>10} {_ms(p99_after):>12} {_ms(added):>10} {share:>8}")
+    alone, under = percentile(plain["all requests"], 0.99), percentile(watched["all requests"], 0.99)
+    if alone and under is not None:
+        report("watch_p99_ratio", under / alone)
 
 
 def _p99(latencies: dict[str, list[float]]) -> float | None:
