@@ -111,3 +111,25 @@ def test_format_1_traces_are_read_and_their_mapped_pages_are_not_measured(tmp_pa
     assert analysis.verdict.status == "undetermined"            # disk_access_mode mmap: reads unseen
     assert "disk_access_mode is 'mmap'" in analysis.verdict.summary
     assert any("mapped pages touched" in warning for warning in analysis.warnings)
+
+
+def test_an_import_that_saw_no_data_read_on_a_node_of_unknown_mode_is_undetermined(tmp_path):
+    """A sysdig capture of a warm mmap node: the query ran (bytes went to the client), no read
+    syscall touched a Data file, and nothing says whether the node maps them."""
+    from casstrace.traces import TraceWriter
+
+    writer = TraceWriter(tmp_path / "import.trace")
+    writer.set_meta(backend="sysdig", source="import of mmap-node.scap", query="SELECT c0 FROM demo.wide WHERE id = 1",
+                    keyspace="demo", measures={"syscalls": True, "offsets": True, "page_cache": False,
+                                               "latency": True, "wire": True},
+                    capture_start_ns=0, capture_end_ns=10, lost_events=0, unstreamed_events=0)
+    window = writer.add_window("capture", 0, 10)
+    writer.file_id(synthetic.DATA_PATH, "file", size_bytes=synthetic.DATA_SIZE)
+    client = writer.file_id(synthetic.CLIENT_SOCKET, "socket", local_addr="127.0.0.1:9042",
+                            remote_addr="127.0.0.1:50412")
+    writer.add_file_io([{"window_id": window, "file_id": client, "write_calls": 1, "write_bytes": 21_000}])
+    analysis = analyse(writer.finish())
+    assert analysis.overall.data_read_bytes == 0
+    assert analysis.verdict.status == "undetermined"
+    assert "disk_access_mode is unknown" in analysis.verdict.summary
+    assert "casstrace run" in analysis.verdict.fix
