@@ -101,7 +101,7 @@ def main() -> None:
             "sysdig -c topfiles_bytes": [sysdig, "-r", str(capture), "-c", "topfiles_bytes"],
             "python -c pass": [sys.executable, "-c", "pass"],
             "casstrace import --help": [CASSTRACE, "import", "--help"],
-            "casstrace import": [CASSTRACE, "import", str(capture), "--out", trace],
+            "casstrace import": [CASSTRACE, "import", str(capture), "--out", trace, "--force"],
         }, args.runs)
         print(f"capture: {capture} ({capture.stat().st_size:,} bytes), median of {args.runs} interleaved runs")
         for name, timings in samples.items():
@@ -121,11 +121,13 @@ def main() -> None:
             for each in captures:
                 pair = measure({
                     "topfiles": [sysdig, "-r", str(each), "-c", "topfiles_bytes"],
-                    "import": [CASSTRACE, "import", str(each), "--out", trace],
+                    "import": [CASSTRACE, "import", str(each), "--out", trace, "--force"],
                 }, args.runs)
                 topfiles, imported = median_wall(pair["topfiles"]), median_wall(pair["import"])
+                cpu = [statistics.median(cpu for _, cpu in pair[name]) for name in ("topfiles", "import")]
                 print(f"  {each.name:34s} {each.stat().st_size:>10,} B  topfiles {topfiles * 1000:6.1f} ms"
-                      f"  import {imported * 1000:6.1f} ms  ratio {imported / topfiles:.2f}")
+                      f"  import {imported * 1000:6.1f} ms  ratio {imported / topfiles:.2f}"
+                      f"  (CPU {cpu[0] * 1000:5.1f} / {cpu[1] * 1000:5.1f} ms: {cpu[1] / cpu[0]:.2f})")
     print(f"load average after: {load()}")
 
 

@@ -4,12 +4,14 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.analyses.model import Analysis
-from casstrace.reports import FORMATS
-from casstrace.reports.document import Document
+if TYPE_CHECKING:   # only for annotations: commands that take just --force (import, capture) start
+    # without the reports and the analyses they load
+    from casstrace.analyses.model import Analysis
+    from casstrace.reports.document import Document
 
 Command = Callable[..., None]
 
@@ -20,6 +22,8 @@ force_option = click.option("--force", is_flag=True, help=FORCE_HELP)
 
 def report_options(html_default: str) -> Callable[[Command], Command]:
     """--format, --output/-o, --force and --color/--no-color; `html_default` says where html goes without --output."""
+    from casstrace.reports import FORMATS   # here, not at the top: see TYPE_CHECKING above
+
     def decorate(function: Command) -> Command:
         for option in reversed((
             click.option("--format", "format_", type=click.Choice(FORMATS), default="text", show_default=True,
@@ -35,7 +39,7 @@ def report_options(html_default: str) -> Callable[[Command], Command]:
     return decorate
 
 
-def deliver(subject: Analysis | Document, format_: str, output: Path | None, color: bool | None, summary: list[str], force: bool = False,
+def deliver(subject: "Analysis | Document", format_: str, output: Path | None, color: bool | None, summary: list[str], force: bool = False,
             inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
     """Print the report; or write it to `output` (whole or not at all, never over a file without
     --force, never over one of the `inputs` it was made from) and print `summary` and its path."""

@@ -23,9 +23,10 @@ only. Supported (PPME numbers, enter/exit): read 6/7, write 8/9, pread 112/113, 
 readv 116/117, writev 118/119, preadv 120/121, pwritev 122/123, lseek 86/87, llseek 88/89,
 send 28/29, sendto 30/31, recv 32/33, recvfrom 34/35, sendmsg 48/49, recvmsg 52/53, close 4/5,
 open 2/3, creat 58/59, openat 102/103 and 306/307, openat2 326/327, open_by_handle_at 337 for the
-I/O; socket 19, connect 23, accept 27/57/247/249/389, dup 124/125/363/365/367, pipe 61/393,
-clone/fork/vfork/clone3 (every version: 15, 157, 183, 185, 217, 219, 221, 223, 225, 227, 335),
-execve (every exit version carrying exe and comm) and procexit 16/186 for the tables. Exit-only
+I/O; socket 18/19, connect 22/23, accept 27/57/247/249/389, dup 124/125/363/365/367, pipe
+61/393, clone/fork/vfork/clone3 (every version: 15, 157, 183, 185, 217, 219, 221, 223, 225, 227,
+335) and execve/execveat (the exit versions carrying exe and comm: 231, 283, 289, 293, 331) for the
+tables; sends' enter events name an unconnected (UDP) socket's peer. Exit-only
 captures (falcosecurity libs >= 0.23 write no enter events) read as fully as paired ones, save
 latency, which needs both ends.
 

@@ -23,6 +23,14 @@ def test_the_cli_entry_point_imports_nothing_heavy():
     assert heavy == []
 
 
+def test_casstrace_import_starts_without_the_analyses_reports_or_drivers():
+    """`casstrace import` competes with sysdig's own start-up (tests/test_sysdig.py)."""
+    loaded = fresh("import sys, casstrace.cli.main, casstrace.cli.import_scap; print(' '.join(sys.modules))").split()
+    heavy = sorted(name for name in loaded if name.startswith(
+        ("cassandra", "bcc", "plotly", "jinja2", "casstrace.analyses", "casstrace.reports", "casstrace.node")))
+    assert heavy == []
+
+
 def test_bucketing_a_latency_costs_under_a_millisecond_at_start_up():
     """The first latency_bucket of a process builds the bucket table (it once took 0.62 s): CPU
     time of that first call in a fresh interpreter, best of three."""
