@@ -19,6 +19,14 @@ from pathlib import Path
 from figures import expected, parse, worse
 
 HERE = Path(__file__).resolve().parent
+# Scripts in benchmarks/ that are not benchmarks: this runner, its figures, a capture generator.
+NOT_BENCHMARKS = {"bench.py", "figures.py", "make_large_scap.py"}
+
+
+def unstated(figures: dict[str, dict]) -> list[str]:
+    """Benchmark scripts that state no figure in figures.toml (so are not run here)."""
+    named = {figure["benchmark"] for figure in figures.values()}
+    return sorted(path.name for path in HERE.glob("*.py") if path.name not in NOT_BENCHMARKS | named)
 
 
 def missing(needs: list[str]) -> str | None:
@@ -76,6 +84,9 @@ def main() -> int:
             print(f"{name:32} {measured[name]:10.3f} {figure['value']:10.3f} {figure['noise']:6.0%}  {figure['unit']}{flag}")
         else:
             print(f"{name:32} {'-':>10} {figure['value']:10.3f} {figure['noise']:6.0%}  {figure['unit']}  not run: {not_run[name]}")
+    missing_figures = unstated(figures)
+    if missing_figures:
+        print(f"benchmarks stating no README figure in figures.toml (not run): {', '.join(missing_figures)}")
     return 1 if any_worse else 0
 
 
