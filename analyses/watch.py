@@ -118,15 +118,19 @@ class WatchInputs:
     probability: float
     duration_s: float
     calls: list[Call] | None = None       # every read syscall, when the per-call log kept them all
+    # mapped pages touched during the watch, by file_id (None: not measured): no thread to charge
+    mapped_touched: dict[int, int] | None = None
 
     @classmethod
     def from_rows(cls, sessions: Iterable[StatementSessionRow | sqlite3.Row],
                   spans: Iterable[SessionThreadRow | sqlite3.Row], thread_io: Iterable[ThreadIORow | sqlite3.Row],
                   files: dict[int, str], thread_names: dict[int, str], *, capture_start_ns: int, slot_ns: int,
                   probability: float, duration_s: float,
-                  calls: Iterable[tuple[int, int, int, int] | sqlite3.Row] | None = None) -> "WatchInputs":
+                  calls: Iterable[tuple[int, int, int, int] | sqlite3.Row] | None = None,
+                  mapped_touched: dict[int, int] | None = None) -> "WatchInputs":
         """From the rows of a watch trace's tables, or those a watch in progress would write;
-        `calls`: (tid, ts_ns, file_id, bytes) of every read syscall, when the log kept every one."""
+        `calls`: (tid, ts_ns, file_id, bytes) of every read syscall, when the log kept every one;
+        `mapped_touched`: file_id -> mapped pages touched in the watch, when measured."""
         sstables = {file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))}
         return cls(
             sessions=[Session(r["session"], r["statement"], r["consistency"], r["started_ns"], r["duration_ns"],
@@ -136,7 +140,8 @@ class WatchInputs:
                        for r in thread_io],
             sstables=sstables, thread_names=thread_names, capture_start_ns=capture_start_ns, slot_ns=slot_ns,
             probability=probability, duration_s=duration_s,
-            calls=None if calls is None else [Call(*call) for call in calls if call[2] in sstables])
+            calls=None if calls is None else [Call(*call) for call in calls if call[2] in sstables],
+            mapped_touched=mapped_touched)
 
 
 @dataclass
@@ -169,6 +174,13 @@ class StatementIO:
 
 
 @dataclass
+class MappedTouch:
+    table: str
+    component: str
+    touched_bytes: int
+
+
+@dataclass
 class PoolIO:
     pool: str                    # the thread pool ('CompactionExecutor') or thread name
     what: str                    # in words ('compaction')
@@ -188,6 +200,9 @@ class Watch:
     explained_bytes: int                      # claimed by sampled sessions
     unexplained: list[PoolIO]                 # the rest, by pool, most first
     context: dict
+    # SSTable pages the JVM touched through its memory maps in the watch, by table and component
+    # (None: not measured). In no figure above: no syscall, no page-cache fill, no thread.
+    mapped_touched: list[MappedTouch] | None = None
 
     @property
     def explained_share(self) -> float | None:
@@ -318,7 +333,18 @@ def summarise(inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete
     return Watch(trace_path=trace_path, complete=complete, warnings=list(warnings or []),
                  notes=_notes(meta, inputs), duration_s=inputs.duration_s, probability=inputs.probability,
                  statements=statements, sstable_bytes=total, explained_bytes=explained, unexplained=unexplained,
-                 context=_context(meta))
+                 context=_context(meta), mapped_touched=_mapped(inputs))
+
+
+def _mapped(inputs: WatchInputs) -> list[MappedTouch] | None:
+    if inputs.mapped_touched is None:
+        return None
+    touched: dict[tuple[str, str], int] = defaultdict(int)
+    for file_id, size in inputs.mapped_touched.items():
+        if (name := inputs.sstables.get(file_id)) is not None:
+            touched[(name.owner, name.component)] += size
+    return sorted((MappedTouch(table, component, size) for (table, component), size in touched.items() if size),
+                  key=lambda m: -m.touched_bytes)
 
 
 def _statement(text: str, sessions: list[Session], claimed: dict[int, dict[int, list[float]]],
@@ -426,7 +452,9 @@ def _notes(meta: dict, inputs: WatchInputs) -> list[str]:
             "its index files at least (5.0 maps them even where it reports 'standard')")
     notes.append(f"disk_access_mode is '{mode}': the node reads {what} through memory maps. A mapped page already in "
                  "the page cache is read with no syscall and no page-cache fill, so no thread can be charged for it: "
-                 "such reads are in no figure here (per thread they cannot be attributed).")
+                 "such reads are in no statement's figure (per thread they cannot be attributed)"
+                 + ("; the pages touched are shown per table for the whole watch." if inputs.mapped_touched is not None
+                    else "."))
     return notes
 
 
@@ -457,7 +485,11 @@ def load(trace: Trace) -> WatchInputs:
         probability=float(watch["sample_probability"]), duration_s=float(watch["duration_s"]),
         calls=None if meta.get("unstreamed_events") else trace.rows(
             "SELECT tid, ts_ns, file_id, returned FROM events"
-            " WHERE syscall != 'lseek' AND returned > 0 AND file_id IS NOT NULL"))
+            " WHERE syscall != 'lseek' AND returned > 0 AND file_id IS NOT NULL"),
+        mapped_touched=None if not trace.measured("mapped") else {
+            r["file_id"]: r["touched"] for r in trace.rows(
+                "SELECT file_id, SUM(mapped_touched_bytes) AS touched FROM file_io JOIN windows USING (window_id)"
+                " WHERE label = 'watch' AND mapped_touched_bytes IS NOT NULL GROUP BY file_id")})
 
 
 def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:

@@ -26,11 +26,13 @@ from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
+from casstrace.probes.mapped_pages import MappedPagesCapture
 from casstrace.traces import TraceWriter
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import THREAD_SLOT_NS
 
 DEFAULT_PROBABILITY = 0.01
+WATCH_WINDOW, GAP_WINDOW = "watch", "between"   # windows: the watch itself, and after it
 REFRESH_S = 2.0
 SETTLE_S = 1.0          # after tracing stops, for the last sessions' events to reach system_traces
 INTERRUPTED = "interrupted (Ctrl-C): probes detached, trace probability restored, what was captured is kept"
@@ -96,13 +98,17 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
         data_dirs = context.data_directories(node_settings, process)
         capture = BccCapture(process.pid, extra_dirs=tuple(data_dirs), thread_slot_ns=THREAD_SLOT_NS,
                              source=f"pid {process.pid} (casstrace watch)")
+        # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to).
+        mapped = MappedPagesCapture(process.pid, data_dirs)
         writer = TraceWriter(options.out or default_trace_path(), force=options.force)
         try:
-            sessions, switch, interrupted, window = _watch(capture, node, nodetool, thread_ids, options, live, started)
+            sessions, switch, interrupted, window = _watch(capture, mapped, node, nodetool, thread_ids, options, live,
+                                                           started)
             # Threads started during the watch (pools grow on demand), as /proc named them (15
             # characters: enough for 'ReadStage-12'), then as the JVM lists them now.
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()}).add(_thread_ids_now(process.pid))
             _write(writer, capture, sessions, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
+            mapped.write(writer)
         except BaseException:
             writer.discard()
             raise
@@ -110,10 +116,11 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
     return path, interrupted
 
 
-def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: ThreadIds, options: WatchOptions,
-           live: Callable[[LiveSnapshot], None] | None, started: Callable[[], None]
+def _watch(capture: Any, mapped: MappedPagesCapture, node: NodeSession, nodetool: Any, thread_ids: ThreadIds,
+           options: WatchOptions, live: Callable[[LiveSnapshot], None] | None, started: Callable[[], None]
            ) -> tuple[list[SampledSession], TraceProbability, bool, tuple[int, int]]:
-    """Probes on, tracing on, wait; then tracing off (restored), probes off, sessions read.
+    """Probes on, tracing on, the watch window (mapped pages measured around it), wait; then tracing
+    off (restored), probes off, sessions read.
     Returns the sessions, the switch, whether Ctrl-C cut the watch short (without --duration,
     Ctrl-C is how it ends), and the watch's (start, end) in Unix ns."""
     interrupted = False
@@ -122,6 +129,8 @@ def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: ThreadIds
         capture.start()
         try:
             with switch:
+                mapped.before_window()
+                window_id = capture.begin_window(WATCH_WINDOW)
                 since = time.time_ns()
                 started()
                 try:
@@ -129,6 +138,8 @@ def _watch(capture: Any, node: NodeSession, nodetool: Any, thread_ids: ThreadIds
                 except KeyboardInterrupt:
                     interrupted = options.duration_s is not None
                 until = time.time_ns()
+                capture.begin_window(GAP_WINDOW)
+                mapped.after_window(window_id)
         finally:
             capture.stop()
     if switch.restored:

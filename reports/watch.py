@@ -22,6 +22,9 @@ was not measured is null, never 0.
      "run_command": str}],
   "sstable_bytes": int, "explained_bytes": int, "explained_share": float | null,
   "unexplained": [{"pool": str, "what": str, "sstable_bytes": int}],
+  "mapped_touched": [{"table": str, "component": str, "touched_bytes": int}] | null,
+                                        SSTable pages touched through memory maps during the watch,
+                                        attributable to no thread or statement (null: not measured)
   "warnings": [str], "notes": [str], "context": {...}
 }
 """
@@ -81,6 +84,11 @@ def document(watch: Watch, top: int | None = None) -> Document:
     if watch.unexplained:
         blocks.append(Table(("Threads", "What", "SSTable bytes"),
                             [(p.pool, p.what, human_bytes(p.sstable_bytes)) for p in watch.unexplained]))
+    if watch.mapped_touched:
+        blocks.append(Paragraph("Pages the JVM touched through its memory maps during the watch (no syscall, "
+                                "no page-cache fill: no thread or statement can be charged for them):"))
+        blocks.append(Table(("Table", "Component", "Mapped pages touched"),
+                            [(m.table, m.component, human_bytes(m.touched_bytes)) for m in watch.mapped_touched]))
     blocks += [Paragraph(note, "muted") for note in watch.notes]
     if watch.context:
         blocks.append(Heading("Context"))
@@ -99,6 +107,7 @@ def data(watch: Watch) -> dict:
         "explained_bytes": watch.explained_bytes,
         "explained_share": watch.explained_share,
         "unexplained": [dataclasses.asdict(p) for p in watch.unexplained],
+        "mapped_touched": None if watch.mapped_touched is None else [dataclasses.asdict(m) for m in watch.mapped_touched],
         "warnings": watch.warnings,
         "notes": watch.notes,
         "context": watch.context,

@@ -265,6 +265,15 @@ def test_pool_names():
     assert pool_of("main") == "main"
 
 
+def test_mapped_pages_touched_are_shown_per_table_never_charged_to_a_statement():
+    inputs = _inputs([], [], [SlotIO(101, 3, 1, 1000, 0)])
+    inputs.mapped_touched = {2: 8192, 4: 4096}       # the wide table's Partitions, a log file
+    watch = summarise(inputs, {})
+    assert [(m.table, m.component, m.touched_bytes) for m in watch.mapped_touched] == [("ks.wide", "Partitions", 8192)]
+    assert watch.sstable_bytes == 1000
+    assert summarise(_inputs([], [], []), {}).mapped_touched is None
+
+
 @pytest.mark.parametrize("format_", ["text", "md", "json", "html"])
 def test_the_report_renders_in_every_format(format_):
     wide = "SELECT c0 FROM ks.wide WHERE k = ?"

@@ -8,7 +8,8 @@ Conventions
   CLOCK_MONOTONIC for bcc captures (what bpf_ktime_get_ns() returns), Unix time for sysdig imports.
   meta `clock_offset_ns` converts them to Unix time (0 for imports).
 - A *window* is a stretch of the capture: the whole capture ('capture'), or one execution of
-  the query ('warmup', 'execution', 'tracing'), or the gaps between them ('between').
+  the query ('warmup', 'execution', 'tracing'), or the gaps between them ('between'); in a
+  `casstrace watch` trace, 'watch' is while the node traced (format 2).
   Every row of the per-window aggregates (file_io, read_sizes, coverage) belongs to exactly one
   window, and the windows of one trace never overlap, so summing over windows gives the capture's
   totals. The heat map and the latency spectrogram are kept by time slot instead (meta slot_ns).
@@ -136,7 +137,7 @@ CREATE TABLE files (
 
 CREATE TABLE windows (
     window_id  INTEGER PRIMARY KEY,
-    label      TEXT NOT NULL,           -- 'capture' | 'warmup' | 'execution' | 'tracing' | 'between'
+    label      TEXT NOT NULL,           -- 'capture' | 'warmup' | 'execution' | 'tracing' | 'between' | 'watch'
     execution  INTEGER,                 -- executions.execution for warmup/execution/tracing windows
     start_ns   INTEGER NOT NULL,
     end_ns     INTEGER NOT NULL
