@@ -20,6 +20,8 @@ The figure is divided by the payload the client received (the serialized values)
 is no payload (a sysdig import), by the bytes the node wrote to the client connection.
 """
 
+from dataclasses import dataclass
+
 from casstrace.analyses import pages
 from casstrace.analyses.file_io import page_runs, sql_in
 from casstrace.analyses.model import Amplification, Execution, Unseen
@@ -51,8 +53,45 @@ def data_files(trace: Trace, keyspace: str | None, table: str | None) -> dict[in
     return chosen
 
 
+@dataclass(frozen=True)
+class ReadPages:
+    """What the coverage table says of the queried Data files, per (window_id, file_id): the bytes
+    of the pages read syscalls returned, and of the pages the page cache filled that no syscall
+    returned in that window. Read once for every amplification of an analysis (each execution's,
+    the warmup's, the total): reading it per execution made an analysis quadratic in executions."""
+
+    syscall_bytes: dict[tuple[int, int], int]
+    fills_outside_syscall_bytes: dict[tuple[int, int], int]
+
+
+def read_pages(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]) -> ReadPages:
+    """ReadPages of the windows. The runs of one window, file and source are disjoint (both trace
+    writers make them from a page bitmap), so SQLite sums the syscall pages itself; fills are few,
+    and only the syscall runs of the windows and files with fills are read into Python."""
+    files = sorted(data)
+    window_condition, window_params = sql_in("c.window_id", window_ids)
+    file_condition, file_params = sql_in("c.file_id", files)
+    end = f"(c.first_page + c.page_count) * {PAGE_BYTES}"
+    syscall = {(row["window_id"], row["file_id"]): row["bytes"] for row in trace.rows(
+        f"SELECT c.window_id, c.file_id, SUM(MAX(0, MIN({end}, COALESCE(f.size_bytes, {end})) - c.first_page * {PAGE_BYTES}))"
+        f" AS bytes FROM coverage c JOIN files f ON f.file_id = c.file_id"
+        f" WHERE c.source = 'syscall' AND {file_condition} AND {window_condition} GROUP BY c.window_id, c.file_id",
+        file_params + window_params,
+    )}
+    fills = page_runs(trace, window_ids, "page_cache", files) if trace.measured("page_cache") else {}
+    outside: dict[tuple[int, int], int] = {}
+    if fills:
+        syscall_runs = page_runs(trace, sorted({window for window, _ in fills}), "syscall",
+                                 sorted({file_id for _, file_id in fills}))
+        sizes = {row["file_id"]: row["size_bytes"] for row in trace.rows("SELECT file_id, size_bytes FROM files")}
+        outside = {key: pages.bytes_within(pages.subtract(runs, syscall_runs.get(key, [])), sizes.get(key[1]))
+                   for key, runs in fills.items()}
+    return ReadPages(syscall, outside)
+
+
 def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *,
-                  payload_bytes: int | None, wire_bytes: int | None) -> Amplification:
+                  payload_bytes: int | None, wire_bytes: int | None, read: ReadPages | None = None) -> Amplification:
+    """`read`: the ReadPages of (at least) these windows, when the caller has them already."""
     page_cache_measured = trace.measured("page_cache")
     mapped_measured = trace.measured("mapped")
     window_condition, window_params = sql_in("window_id", window_ids)
@@ -63,22 +102,19 @@ def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableNa
         f" FROM file_io WHERE {window_condition} AND {file_condition}",
         window_params + file_params,
     )
-    syscall_pages = page_runs(trace, window_ids, "syscall")
-    fill_pages = page_runs(trace, window_ids, "page_cache") if page_cache_measured else {}
-    sizes = {row["file_id"]: row["size_bytes"] for row in trace.rows("SELECT file_id, size_bytes FROM files")}
+    read = read or read_pages(trace, window_ids, data)
 
     syscall_bytes = cache_miss = outside = mapped = mapped_only = extra = extra_least = 0
     touched = set()
     for row in rows:
-        key, size = (row["window_id"], row["file_id"]), sizes.get(row["file_id"])
+        key = (row["window_id"], row["file_id"])
         syscall_bytes += row["read_bytes"] or 0
         cache_miss += row["cache_miss_bytes"] or 0
-        syscall_runs = syscall_pages.get(key, [])
-        fills = pages.bytes_within(pages.subtract(fill_pages[key], syscall_runs), size) if key in fill_pages else 0
+        fills = read.fills_outside_syscall_bytes.get(key, 0)
         touched_bytes = (row["mapped_touched_bytes"] or 0) if mapped_measured else 0
         least = least_touched(touched_bytes, (row["mapped_huge_bytes"] or 0) if mapped_measured else 0)
         # Referenced counts the pages of a mapped file that a read syscall returned too: once is enough.
-        syscall_page_bytes = pages.bytes_within(syscall_runs, size)
+        syscall_page_bytes = read.syscall_bytes.get(key, 0)
         window_mapped_only = max(0, touched_bytes - syscall_page_bytes)
         # A fill outside the syscall pages is a mapped page faulted in, or readahead around one; how it
         # overlaps the mapped pages touched no measure shows, so the larger of the two counts.
@@ -170,8 +206,10 @@ def scope(trace: Trace, rows: list[dict]) -> tuple[list[int], str]:
     return all_windows, "the whole capture (no measured execution windows recorded)"
 
 
-def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName]) -> Amplification | None:
-    """What the warmup executions read, kept apart from the measured ones (None: no warmup ran)."""
+def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName],
+           read: ReadPages | None = None) -> Amplification | None:
+    """What the warmup executions read, kept apart from the measured ones (None: no warmup ran).
+    `read`: the ReadPages of their windows, when the caller has them."""
     warmups = [row for row in rows if row["kind"] == "warmup" and row["window_id"] is not None]
     if not warmups:
         return None
@@ -181,7 +219,7 @@ def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName]) -> Ampl
         return None if any(value is None for value in values) else sum(values)
 
     return amplification(trace, [row["window_id"] for row in warmups], data,
-                         payload_bytes=total("payload_bytes"), wire_bytes=total("wire_bytes"))
+                         payload_bytes=total("payload_bytes"), wire_bytes=total("wire_bytes"), read=read)
 
 
 def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
@@ -203,13 +241,16 @@ def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
     return total
 
 
-def execution_results(trace: Trace, rows: list[dict], data: dict[int, SSTableName]) -> list[Execution]:
+def execution_results(trace: Trace, rows: list[dict], data: dict[int, SSTableName],
+                      read: ReadPages | None = None) -> list[Execution]:
+    """Each execution's amplification. `read`: the ReadPages of their windows, when the caller has them."""
+    read = read or read_pages(trace, [row["window_id"] for row in rows if row["window_id"] is not None], data)
     results = []
     for row in rows:
         amp = None
         if row["window_id"] is not None:
             amp = amplification(trace, [row["window_id"]], data,
-                                payload_bytes=row["payload_bytes"], wire_bytes=row["wire_bytes"])
+                                payload_bytes=row["payload_bytes"], wire_bytes=row["wire_bytes"], read=read)
         results.append(Execution(
             execution=row["execution"], kind=row["kind"], latency_s=row["latency_s"], rows=row["rows"],
             payload_bytes=row["payload_bytes"], wire_bytes=row["wire_bytes"], pages=row["pages"],

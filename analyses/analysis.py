@@ -45,15 +45,18 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
     window_ids, scope = amp.scope(trace, execution_rows)
     files = file_io(trace, window_ids)
     data = amp.data_files(trace, keyspace, table)
-    executions = amp.execution_results(trace, execution_rows, data)
+    # The coverage of every window any amplification below looks at, read once.
+    read = amp.read_pages(trace, sorted(set(window_ids) | {row["window_id"] for row in execution_rows
+                                                           if row["window_id"] is not None}), data)
+    executions = amp.execution_results(trace, execution_rows, data, read)
     measured = [e for e in executions if e.kind == "measured"]
-    warmup = amp.warmup(trace, execution_rows, data)
+    warmup = amp.warmup(trace, execution_rows, data, read)
 
     payload = _sum_or_none([e.payload_bytes for e in measured]) if measured else None
     wire = _sum_or_none([e.wire_bytes for e in measured]) if measured else None
     if wire is None:
         wire = amp.client_wire_bytes(trace, window_ids)
-    overall = amp.amplification(trace, window_ids, data, payload_bytes=payload, wire_bytes=wire)
+    overall = amp.amplification(trace, window_ids, data, payload_bytes=payload, wire_bytes=wire, read=read)
 
     cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
     disk_access_mode = cassandra.get("disk_access_mode")

@@ -11,12 +11,18 @@ def sql_in(column: str, values: list[int]) -> tuple[str, list[int | str]]:
     return f"{column} IN ({', '.join('?' for _ in values) or 'NULL'})", list(values)
 
 
-def page_runs(trace: Trace, window_ids: list[int], source: str | None = None) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """Merged coverage runs keyed by (window_id, file_id), for one source or both."""
+def page_runs(trace: Trace, window_ids: list[int], source: str | None = None,
+              file_ids: list[int] | None = None) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """Merged coverage runs keyed by (window_id, file_id), for one source or both, of every file or
+    of `file_ids` (found through the coverage_file index)."""
     condition, params = sql_in("window_id", window_ids)
     if source is not None:
         condition += " AND source = ?"
         params.append(source)
+    if file_ids is not None:
+        file_condition, file_params = sql_in("file_id", file_ids)
+        condition += f" AND {file_condition}"
+        params += file_params
     runs: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for row in trace.rows(f"SELECT window_id, file_id, first_page, page_count FROM coverage WHERE {condition}", params):
         runs.setdefault((row["window_id"], row["file_id"]), []).append((row["first_page"], row["page_count"]))
@@ -75,10 +81,13 @@ def file_io(trace: Trace, window_ids: list[int]) -> list[FileIO]:
 
 
 def _touched_pages(trace: Trace, window_ids: list[int]) -> dict[int, list]:
-    """Distinct pages per file touched by read syscalls or page-cache fills in any of the windows."""
+    """Distinct pages per file touched by read syscalls or page-cache fills in any of the windows.
+    DISTINCT lets SQLite drop the runs repeated window after window (every execution of a query
+    reads the same pages), so the union costs little however many executions there were."""
+    condition, params = sql_in("window_id", window_ids)
     by_file: dict[int, list] = {}
-    for (_, file_id), runs in page_runs(trace, window_ids).items():
-        by_file.setdefault(file_id, []).extend((start, end - start) for start, end in runs)
+    for row in trace.rows(f"SELECT DISTINCT file_id, first_page, page_count FROM coverage WHERE {condition}", params):
+        by_file.setdefault(row["file_id"], []).append((row["first_page"], row["page_count"]))
     return {file_id: pages.merge(runs) for file_id, runs in by_file.items()}
 
 

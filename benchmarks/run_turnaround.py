@@ -22,7 +22,7 @@ from figures import report
 
 QUERY = "SELECT c0 FROM casstrace_demo.streams WHERE stream_id = 1"
 CASSTRACE = Path(sys.executable).parent / "casstrace"
-PHASE_LINE = re.compile(r"^  (.+?)\s+([0-9.]+) s$")
+PHASE_LINE = re.compile(r"^  (.+?)\s+([0-9.]+) s  cpu\s+([0-9.]+) s$")   # name, wall, CPU
 
 
 def one_run(port: int, out: Path) -> tuple[float, dict[str, float]]:
