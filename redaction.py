@@ -2,7 +2,7 @@
 travel in a trace, a report or an error message.
 
 Redacted to <redacted>: the value of an option or assignment whose name suggests a secret
-(-Djavax.net.ssl.keyStorePassword=…, --password X, --password=X, --api-key K, --token T,
+(-Djavax.net.ssl.keyStorePassword=…, --password X, --password=X, nodetool's -pw X, --api-key K, --token T,
 DB_PASSWORD=…, GITHUB_TOKEN=…), also inside a word that is itself a script (sh -c '… --password X');
 the password of a URL (scheme://user:pw@host, user:pw@host). A JVM's classpath (thousands of
 characters of jar paths) becomes a count of its entries. Redacting too much is harmless; too
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 REDACTED = "<redacted>"
 
-_SECRET = r"pass|pwd|secret|token|credential|api[-_.]?key|private[-_.]?key"
+_SECRET = r"pass|pwd|\bpw\b|secret|token|credential|api[-_.]?key|private[-_.]?key"   # -pw: nodetool's password
 _SECRET_NAME = re.compile(_SECRET, re.IGNORECASE)
 _CLASSPATH_OPTIONS = {"-cp", "-classpath", "--class-path"}
 _VALUE = r"""(?:'[^']*'|"[^"]*"|[^\s'"]+)"""

@@ -26,6 +26,7 @@ from typing import Any
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import CassandraProcess, run_tool
 from casstrace.node.statements import normalize
+from casstrace.redaction import redact_command
 from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
 
 NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
@@ -64,8 +65,8 @@ class Nodetool:
     def shown(self, *args: str) -> str:
         """The command line, for a message telling the user what to run."""
         if self.command and self.command[0].endswith("java"):
-            return " ".join(("nodetool", *self.command[self.command.index(NODETOOL_CLASS) + 1:], *args))
-        return " ".join((*self.command, *args))
+            return redact_command(("nodetool", *self.command[self.command.index(NODETOOL_CLASS) + 1:], *args))
+        return redact_command((*self.command, *args))   # --nodetool 'nodetool -u R -pw SECRET' is the user's
 
 
 def format_probability(probability: float) -> str:
