@@ -43,15 +43,17 @@ def block(session: object, spec: WideTable, seconds: float) -> dict[str, list[fl
 def watched_block(session: object, spec: WideTable, seconds: float, args: argparse.Namespace) -> dict[str, list[float]]:
     command = [sys.executable, "-m", "casstrace", "watch", "--host", args.host, "--port", str(args.port),
                "--sample", str(args.sample), "--duration", str(seconds + 2), "--format", "json",
-               "--out", args.out]
+               "--out", args.out, "--force"]   # each round's trace replaces the last
     watcher = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert watcher.stderr is not None
+    said = []
     for line in watcher.stderr:
+        said.append(line)
         if STARTED in line:
             break
     else:
         watcher.wait()
-        raise SystemExit(f"casstrace watch did not start (exit {watcher.returncode})")
+        raise SystemExit(f"casstrace watch did not start (exit {watcher.returncode}): {''.join(said).strip()}")
     latencies = block(session, spec, seconds)
     watcher.communicate(timeout=600)
     if watcher.returncode:
