@@ -66,6 +66,7 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
     verdict = causes.verdict(overall, threshold, data_label=data_label, backend=meta.get("backend"),
                              page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
                              unseen=unseen)
+    verdict = causes.failed_run(executions, verdict.notes) or verdict
     if table is None:
         verdict.notes.append("The query is not recorded (or not a SELECT): every user table's Data files were counted.")
     data_file_io = [f for f in files if f.file_id in data]

@@ -52,6 +52,17 @@ def verdict(overall: Amplification, threshold: float, *, data_label: str, backen
     return Verdict("not flagged", summary, notes)
 
 
+def failed_run(executions: list[Execution], notes: list[str]) -> Verdict | None:
+    """The verdict of a run none of whose measured executions succeeded (the node refused them all,
+    e.g. a consistency level it cannot reach): undetermined, never a figure of what little was seen."""
+    failed = next((execution for execution in executions if execution.error), None)
+    if failed is None or any(e.kind == "measured" and e.error is None for e in executions):
+        return None
+    return Verdict("undetermined", f"No measured execution of the query succeeded ({failed.kind} execution "
+                                   f"{failed.execution} failed: {failed.error}): there is no query to judge.",
+                   notes, fix="check the node and the query's --consistency: the node's error says why")
+
+
 HUGE_MAPPINGS_FIX = ("run it with --cold: the pages come back from the device and are counted as page-cache "
                      "misses, page by page")
 

@@ -264,3 +264,17 @@ def test_linear_fit_recovers_a_line():
     assert (fit.slope, fit.intercept, fit.r2) == pytest.approx((0.2, 3.0, 1.0))
     assert linear_fit([10, 10], [1.0, 2.0]) is None
     assert linear_fit([1, 2, 3], [4.0, 4.0, 4.0]).r2 is None
+
+
+def test_a_run_whose_measured_executions_all_failed_is_undetermined(tmp_path):
+    """`run --consistency THREE` on one node: every execution fails; a figure of what little the
+    capture saw must not clear (or flag) a query that never ran."""
+    import sqlite3
+
+    path = synthetic.wide_select_c0(tmp_path / "failed.trace")
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE executions SET rows = NULL, payload_bytes = NULL, wire_bytes = NULL, latency_s = NULL,"
+                   " error = 'Unavailable: Cannot achieve consistency level THREE'")
+    verdict = analyse(path).verdict
+    assert verdict.status == "undetermined"
+    assert "Cannot achieve consistency level THREE" in verdict.summary and "--consistency" in verdict.fix

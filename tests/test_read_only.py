@@ -86,6 +86,7 @@ def test_a_run_whose_executions_all_failed_exits_non_zero_with_the_nodes_error(s
     assert last.startswith("casstrace: error: every execution failed") and "Cannot achieve consistency level THREE" in last
     assert "NoHostAvailable" not in last and f"the trace is kept at {out}" in last
     assert out.is_file()      # what was captured is kept, and says it is incomplete
+    assert "VERDICT: UNDETERMINED" in done.stdout and "NOT FLAGGED" not in done.stdout
 
 
 def test_a_typo_in_sandbox_cql_is_one_line(sandbox):
