@@ -16,6 +16,7 @@ from cassandra.query import PreparedStatement
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import CassandraProcess, fd_targets
 from casstrace.probes import mapped_pages
+from casstrace.probes.proc_fds import in_root
 from casstrace.traces.meta import CassandraMeta, SSTableFileMeta, TableMeta
 
 # "DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap" (3.x, 4.x),
@@ -40,7 +41,7 @@ def settings(session: Session) -> dict[str, str]:
 def _log_disk_access_mode(process: CassandraProcess) -> str | None:
     """The data access mode of the node's last startup, from its system.log."""
     log_dir = process.system_property("cassandra.logdir")
-    return logged_disk_access_mode(Path(log_dir) / "system.log") if log_dir else None
+    return logged_disk_access_mode(Path(in_root(process.pid, f"{log_dir}/system.log"))) if log_dir else None
 
 
 def logged_disk_access_mode(log: Path) -> str | None:
@@ -73,7 +74,7 @@ def data_directories(node_settings: dict[str, str], process: CassandraProcess) -
     if node_settings.get("data_file_directories"):
         return _parse_list_setting(node_settings["data_file_directories"])
     storage = process.system_property("cassandra.storagedir")
-    if storage and Path(storage, "data").is_dir():
+    if storage and Path(in_root(process.pid, f"{storage}/data")).is_dir():
         return [str(Path(storage, "data"))]
     # DIR/keyspace/table-id/file
     return sorted({str(Path(target).parents[2]) for target in fd_targets(process.pid) if target.endswith("-Data.db")})
@@ -118,18 +119,21 @@ def table_schema(session: Session, keyspace: str, table: str) -> TableMeta | Non
     }
 
 
-def sstable_files(data_dirs: list[str], keyspace: str, table: str, table_id: str) -> list[SSTableFileMeta]:
+def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str,
+                  table_id: str) -> list[SSTableFileMeta]:
     """The files of a table's live SSTables, with sizes, as they are on disk now
-    (DIR/keyspace/table-<id without dashes>/; snapshots and backups are left out)."""
+    (DIR/keyspace/table-<id without dashes>/; snapshots and backups are left out). Paths are the
+    node's own, read through its root when it runs in another mount namespace (a container)."""
     directory_name = f"{table}-{table_id.replace('-', '')}"
     files: list[SSTableFileMeta] = []
     for data_dir in data_dirs:
         table_dir = Path(data_dir, keyspace, directory_name)
-        if not table_dir.is_dir():
+        seen_from_here = Path(in_root(pid, str(table_dir)))
+        if not seen_from_here.is_dir():
             continue
-        for entry in sorted(table_dir.iterdir()):
+        for entry in sorted(seen_from_here.iterdir()):
             if entry.is_file():
-                files.append({"path": str(entry), "size": entry.stat().st_size})
+                files.append({"path": str(table_dir / entry.name), "size": entry.stat().st_size})
     return files
 
 
@@ -143,7 +147,7 @@ def gather(session: Session, process: CassandraProcess, prepared: PreparedStatem
     for table_keyspace, table in tables_touched(prepared, query, keyspace):
         schema = table_schema(session, table_keyspace, table)
         if schema is not None:
-            schema["sstables"] = sstable_files(data_dirs, table_keyspace, table, schema["id"])
+            schema["sstables"] = sstable_files(process.pid, data_dirs, table_keyspace, table, schema["id"])
             tables.append(schema)
     return {
         "release_version": local[0].release_version if local else "unknown",

@@ -344,7 +344,7 @@ class BccCapture:
                 descriptor = now   # the kernel's canonical path, with dev and inode
             else:
                 descriptor = Descriptor(path=os.path.normpath(path), kind="file")
-                self._stat_into(descriptor)
+                self._stat_into(descriptor, process)
         elif notice.aux_fd >= 0 and notice.nr in (syscalls.NUMBERS["dup"], syscalls.NUMBERS["dup2"],
                                                   syscalls.NUMBERS["dup3"], syscalls.NUMBERS["fcntl"]):
             original = self._descriptors.get((owner, notice.aux_fd, notice.aux_gen))
@@ -366,9 +366,9 @@ class BccCapture:
         return os.path.join(base, path)
 
     @staticmethod
-    def _stat_into(descriptor: Descriptor) -> None:
+    def _stat_into(descriptor: Descriptor, process: int) -> None:
         try:
-            stat = os.stat(descriptor.path)
+            stat = proc_fds.stat_in_root(process, descriptor.path)
         except OSError:
             return
         descriptor.dev, descriptor.inode = stat.st_dev, stat.st_ino

@@ -124,7 +124,7 @@ class TraceBuilder:
         return self._page_file_ids[key]
 
     def _add_file(self, d: Descriptor) -> int:
-        return self.writer.file_id(d.path, d.kind, size_bytes=proc_fds.size_of(d), dev=d.dev, inode=d.inode,
+        return self.writer.file_id(d.path, d.kind, size_bytes=proc_fds.size_of(d, self.capture.pid), dev=d.dev, inode=d.inode,
                                    local_addr=d.local_addr, remote_addr=d.remote_addr)
 
     def _named_inodes(self) -> dict[tuple[int, int], Descriptor]:
@@ -140,7 +140,7 @@ class TraceBuilder:
             wanted = {(proc_fds.user_dev(key.dev), key.inode) for key, _ in self.tables["page_cache_pages"]}
             missing = wanted - named.keys()
             if missing and self.capture.extra_dirs:
-                for key, path in proc_fds.files_under(self.capture.extra_dirs, missing).items():
+                for key, path in proc_fds.files_under(self.capture.pid, self.capture.extra_dirs, missing).items():
                     named[key] = Descriptor(path=path, kind="file", dev=key[0], inode=key[1])
             self._names_by_inode = named
         return self._names_by_inode

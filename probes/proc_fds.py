@@ -163,11 +163,13 @@ def mapped_files(pid: int) -> dict[tuple[int, int], str]:
     return mapped
 
 
-def files_under(directories: Iterable[str], wanted: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
-    """(st_dev, inode) -> path for the wanted files found under the directories."""
+def files_under(pid: int, directories: Iterable[str], wanted: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """(st_dev, inode) -> path for the wanted files found under the directories, all paths as the
+    process sees them (see in_root)."""
     found: dict[tuple[int, int], str] = {}
     for directory in directories:
-        for root, _dirs, names in os.walk(directory):
+        walked = in_root(pid, directory)
+        for root, _dirs, names in os.walk(walked):
             for name in names:
                 path = os.path.join(root, name)
                 try:
@@ -176,7 +178,7 @@ def files_under(directories: Iterable[str], wanted: set[tuple[int, int]]) -> dic
                     continue
                 key = (stat.st_dev, stat.st_ino)
                 if key in wanted:
-                    found[key] = path
+                    found[key] = directory + path[len(walked):]
                     if len(found) == len(wanted):
                         return found
     return found
@@ -221,12 +223,35 @@ def cwd(pid: int) -> str | None:
         return None
 
 
-def size_of(descriptor: Descriptor) -> int | None:
-    """The file's size now, if the path still names the same inode."""
+def in_root(pid: int, path: str) -> str:
+    """A path as process `pid` names it (its mount namespace, its root directory: a container's
+    /var/lib/cassandra), as this process can open it: through /proc/PID/root when the process sees
+    another file tree than ours, else as it is. Traces keep the process's own names."""
+    if not path.startswith("/") or _sees_our_tree(pid):
+        return path
+    return f"/proc/{pid}/root{path}"
+
+
+def _sees_our_tree(pid: int) -> bool:
+    try:
+        same_namespace = os.readlink(f"/proc/{pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
+        root, ours = os.stat(f"/proc/{pid}/root"), os.stat("/")
+    except OSError:  # gone, or not ours to look into: its paths are all we have
+        return True
+    return same_namespace and (root.st_dev, root.st_ino) == (ours.st_dev, ours.st_ino)
+
+
+def stat_in_root(pid: int, path: str) -> os.stat_result:
+    """os.stat of a path as process `pid` names it (see in_root)."""
+    return os.stat(in_root(pid, path))
+
+
+def size_of(descriptor: Descriptor, pid: int) -> int | None:
+    """The file's size now, if the path (as process `pid` names it) still names the same inode."""
     if descriptor.kind != "file":
         return None
     try:
-        stat = os.stat(descriptor.path)
+        stat = stat_in_root(pid, descriptor.path)
     except OSError:
         return None
     if (stat.st_dev, stat.st_ino) != (descriptor.dev, descriptor.inode):
