@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
@@ -68,11 +69,43 @@ def _parse_list_setting(value: str) -> list[str]:
     return [item.strip().strip("'\"") for item in value.strip("[]").split(",") if item.strip()]
 
 
+def yaml_data_directories(process: CassandraProcess) -> list[str]:
+    """data_file_directories of the cassandra.yaml the JVM was started with (-Dcassandra.config=
+    file://...), read through the node's root; [] when it names none or cannot be read. Block lists
+    (`- /path` lines) and flow lists (`[/a, /b]`) are read; other YAML is not needed for this key."""
+    config = process.system_property("cassandra.config") or ""
+    if not config.startswith("file:"):
+        return []
+    try:
+        lines = Path(in_root(process.pid, urlparse(config).path)).read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    for number, line in enumerate(lines):
+        key, colon, rest = line.partition(":")
+        if key != "data_file_directories" or not colon:
+            continue
+        rest = rest.split("#")[0].strip()
+        if rest:
+            return _parse_list_setting(rest)
+        found = []
+        for item in lines[number + 1:]:
+            if not item.strip() or item.lstrip().startswith("#"):
+                continue
+            entry = re.match(r"^\s+-\s+(.*?)\s*(?:#.*)?$", item)
+            if entry is None:
+                break
+            found.append(entry.group(1).strip("'\""))
+        return found
+    return []
+
+
 def data_directories(node_settings: dict[str, str], process: CassandraProcess) -> list[str]:
-    """Where the node keeps SSTables: its settings, else cassandra.storagedir/data, else the
-    directories of the Data.db files it has open."""
+    """Where the node keeps SSTables: its settings, else its cassandra.yaml, else
+    cassandra.storagedir/data, else the directories of the Data.db files it has open."""
     if node_settings.get("data_file_directories"):
         return _parse_list_setting(node_settings["data_file_directories"])
+    if from_yaml := yaml_data_directories(process):
+        return from_yaml
     storage = process.system_property("cassandra.storagedir")
     if storage and Path(in_root(process.pid, f"{storage}/data")).is_dir():
         return [str(Path(storage, "data"))]

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from casstrace.analyses import analyse
-from casstrace.node.jvm import read_argv
+from casstrace.node.context import yaml_data_directories
+from casstrace.node.jvm import CassandraProcess, read_argv
+from casstrace.probes.proc_fds import in_root
 from casstrace.sandbox.demo import WideTable
 from casstrace.tests.test_sandbox import casstrace, free_ports
 
@@ -70,6 +72,9 @@ def test_the_host_does_not_see_the_nodes_paths(node):
     assert f"-Dcassandra.config=file://{inside}/conf/cassandra.yaml" in read_argv(pid)
     assert list(inside.iterdir()) == []
     assert (on_host / "conf" / "cassandra.yaml").exists()
+    # What the node was started with is read through its root, and keeps the node's names.
+    assert in_root(pid, str(inside)) == f"/proc/{pid}/root{inside}"
+    assert yaml_data_directories(CassandraProcess(pid, read_argv(pid))) == [f"{inside}/data"]
 
 
 @pytest.mark.parametrize("found_by", ["--pid", "command line"])
