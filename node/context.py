@@ -17,7 +17,7 @@ from cassandra.query import PreparedStatement
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import CassandraProcess, fd_targets
 from casstrace.probes import mapped_pages
-from casstrace.probes.proc_fds import in_root
+from casstrace.probes.proc_fds import in_root, stat_in_root
 from casstrace.traces.meta import CassandraMeta, SSTableFileMeta, TableMeta
 
 # "DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap" (3.x, 4.x),
@@ -190,13 +190,14 @@ def gather(session: Session, process: CassandraProcess, prepared: PreparedStatem
     }
 
 
-def table_file_keys(cassandra: CassandraMeta) -> set[tuple[int, int]]:
-    """(st_dev, inode) of every file of the queried tables' SSTables (meta 'cassandra' of gather())."""
+def table_file_keys(pid: int, cassandra: CassandraMeta) -> set[tuple[int, int]]:
+    """(st_dev, inode) of every file of the queried tables' SSTables (meta 'cassandra' of gather()),
+    their paths as process `pid` names them."""
     keys = set()
     for table in cassandra["tables"]:
         for sstable_file in table["sstables"]:
             try:
-                stat = os.stat(sstable_file["path"])
+                stat = stat_in_root(pid, sstable_file["path"])
             except OSError:   # compacted away since
                 continue
             keys.add((stat.st_dev, stat.st_ino))

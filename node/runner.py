@@ -115,7 +115,7 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
         if options.cold:
             # Fails here, before a probe attaches, when the mapped pages cannot be pushed out.
             # (Again before each execution, in its turn.)
-            cold = Cold(process.pid, context.table_file_keys(cassandra))
+            cold = Cold(process.pid, context.table_file_keys(process.pid, cassandra))
             cold.before_execution()
 
         profiler = None

@@ -220,7 +220,7 @@ def _write(writer: TraceWriter, capture: Any, sampled: list[SampledSession], thr
     for keyspace, table in sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)}):
         schema = context.table_schema(node.session, keyspace, table)
         if schema is not None:
-            schema["sstables"] = context.sstable_files(data_dirs, keyspace, table, schema["id"])
+            schema["sstables"] = context.sstable_files(process.pid, data_dirs, keyspace, table, schema["id"])
             tables.append(schema)
     writer.set_meta(
         node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},

@@ -37,6 +37,7 @@ import threading
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
+from casstrace.probes import proc_fds
 from casstrace.traces.writer import TraceWriter
 
 SYS_PROCESS_MADVISE = 440     # x86_64 (syscalls.check_architecture() is what the probes require)
@@ -247,7 +248,7 @@ class MappedPagesCapture:
         and .mappings (and mapped_unmeasured when the measure failed)."""
         listed = self.measure.last or _maps_only(self.pid)
         mapped = {key: f for key, f in (listed or {}).items() if self._recorded(f.path)}
-        file_ids = {key: writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(f)) for key, f in mapped.items()}
+        file_ids = {key: writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(self.pid, f)) for key, f in mapped.items()}
         writer.add_mappings(
             {"file_id": file_ids[key], "mapped_bytes": f.mapped_bytes,
              "resident_bytes": f.resident_bytes if self.measure.last else None}
@@ -257,7 +258,7 @@ class MappedPagesCapture:
             rows = []
             for window_id, touched in self.windows.items():
                 for key, f in touched.items():
-                    file_id = file_ids.get(key) or writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(f))
+                    file_id = file_ids.get(key) or writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(self.pid, f))
                     rows.append((window_id, file_id, f.referenced_bytes, f.huge_bytes))
             writer.add_mapped_touched(rows)
         # mappings: whether the table lists the mapped files. Unknown when neither smaps nor maps
@@ -284,9 +285,10 @@ def _maps_only(pid: int) -> dict[tuple[int, int], FileMapped] | None:
     return files
 
 
-def _size_if_same(f: FileMapped) -> int | None:
+def _size_if_same(pid: int, f: FileMapped) -> int | None:
+    """The file's size now, if its path (as process `pid` names it) still names the mapped inode."""
     try:
-        stat = os.stat(f.path)
+        stat = proc_fds.stat_in_root(pid, f.path)
     except OSError:
         return None
     return stat.st_size if (stat.st_dev, stat.st_ino) == (f.dev, f.inode) else None
