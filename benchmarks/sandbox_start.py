@@ -10,8 +10,9 @@ For each series, through the real CLI, a node of 512 MB heap on the given ports:
   version already);
 - restart: the warm node stopped and started again (an existing sandbox).
 Wall time from the command's start to its exit (it exits once the node answers CQL), the number of
-jars and their size. --no-download skips the first start (no network needed). Each node is stopped
-before the next starts; the scratch caches are deleted at the end.
+jars and their size, and `FIGURE sandbox_start_<series>_<first|warm|restart>_s` lines for
+scripts/bench (benchmarks/figures.toml). --no-download skips the first start (no network needed).
+Each node is stopped before the next starts; the scratch caches are deleted at the end.
 """
 
 import argparse
@@ -22,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from figures import report
 
 CASSTRACE = str(Path(sys.executable).parent / "casstrace")
 
@@ -57,9 +60,13 @@ def measure(series: str, args: argparse.Namespace, scratch: Path) -> None:
             version = output.split()[1]  # "Cassandra 4.1.10 started in 19.8 s"
             count, size = jars_of(version, cache)
             print(f"{version:8} {label:24} {seconds:6.1f} s   ({count} jars, {size / 1e6:.0f} MB)", flush=True)
+            figure = f"sandbox_start_{series.replace('.', '_')}"
+            report(f"{figure}_{'warm' if cache == user_cache else 'first'}_s", seconds)
             if cache == user_cache:
                 timed(stop, env)
-                print(f"{version:8} {'restart (existing node)':24} {timed(start, env)[0]:6.1f} s", flush=True)
+                seconds = timed(start, env)[0]
+                print(f"{version:8} {'restart (existing node)':24} {seconds:6.1f} s", flush=True)
+                report(f"{figure}_restart_s", seconds)
         finally:
             subprocess.run(stop, env=env, capture_output=True)
 
