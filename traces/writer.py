@@ -10,6 +10,7 @@ so the user keeps what was captured, clearly marked incomplete.
 
 import contextlib
 import json
+import operator
 import os
 import platform
 import sqlite3
@@ -24,6 +25,9 @@ from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORo
                                    ProfileReadRow, ProfileSampleRow, ReadSizeRow, SessionThreadRow,
                                    StatementSessionRow, ThreadIORow)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
+
+
+COVERAGE_COLUMNS = tuple(CoverageRow.__annotations__)
 
 
 class TraceWriter:
@@ -130,7 +134,11 @@ class TraceWriter:
         self._insert("read_sizes", rows)
 
     def add_coverage(self, rows: Iterable[CoverageRow]) -> None:
-        self._insert("coverage", rows)
+        """Every key of CoverageRow is required, so the rows stream straight into SQLite: a long run
+        writes a million of them, and grouping them by shape (_insert) costs a third more."""
+        self.db.executemany(
+            f"INSERT INTO coverage({', '.join(COVERAGE_COLUMNS)}) VALUES ({', '.join('?' * len(COVERAGE_COLUMNS))})",
+            map(operator.itemgetter(*COVERAGE_COLUMNS), rows))
 
     def add_heatmap(self, rows: Iterable[HeatmapRow]) -> None:
         self._insert("heatmap", rows)
