@@ -2,8 +2,9 @@
 
 Holds: analyse() and what it combines: per-file I/O (file_io.py), amplification and the verdict
 (amplification.py, causes.py), access patterns (access.py), latency spectrograms (spectrogram.py),
-the query's table (query.py), comparisons and sweeps of several traces (compare.py, sweep.py), and
-the model the reports render (model.py, units.py).
+the query's table (query.py), comparisons and sweeps of several traces (compare.py, sweep.py), the
+Java stacks of the reads (profile.py), the statements a watch ranks (watch.py), and the model the
+reports render (model.py, units.py).
 May import: casstrace.traces (to read a trace), errors. Never probes, node, sandbox, reports or cli.
 
 Public API:

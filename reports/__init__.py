@@ -2,7 +2,7 @@
 
 Holds: the formats (text, md, json_report, html_report), the contract they implement and their one
 registry (formats.py: ReportFormat, ReportOptions, FORMATS), the shared table rows (common.py), and
-the reports that are not one trace's (document.py, built by comparison.py and sweep.py).
+the reports that are not one trace's (document.py, built by comparison.py, sweep.py and watch.py).
 May import: casstrace.analyses (its model and units) and plotly (html only). Never SQL, the trace
 file, probes, node or cli: a report renders what the analyses found.
 
