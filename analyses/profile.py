@@ -42,6 +42,9 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     meta = trace.meta.get("profile")
     if not meta:
         return None
+    # Only windows the profiler was active in: elsewhere no read has a stack to find.
+    profiled = set(meta.get("window_ids") or [])
+    window_ids = [window_id for window_id in window_ids if window_id in profiled]
     windows, window_params = sql_in("window_id", window_ids)
     files, file_params = sql_in("file_id", data_file_ids)
     frames = {row["stack_id"]: tuple(json.loads(row["frames"])) for row in trace.rows("SELECT * FROM stacks")}

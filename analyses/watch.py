@@ -29,8 +29,10 @@ from pathlib import Path
 
 from casstrace.analyses import causes
 from casstrace.analyses.analysis import DEFAULT_THRESHOLD
-from casstrace.analyses.model import Amplification, Execution, Finding
+from casstrace.analyses.amplification import data_files
+from casstrace.analyses.model import Amplification, Execution, Finding, Profile
 from casstrace.analyses.percentiles import percentile
+from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
 from casstrace.analyses.units import human_bytes
 from casstrace.errors import CasstraceError
@@ -203,6 +205,7 @@ class Watch:
     # SSTable pages the JVM touched through its memory maps in the watch, by table and component
     # (None: not measured). In no figure above: no syscall, no page-cache fill, no thread.
     mapped_touched: list[MappedTouch] | None = None
+    profile: Profile | None = None            # Java stacks of every thread's Data reads, and CPU (--profile)
 
     @property
     def explained_share(self) -> float | None:
@@ -507,7 +510,11 @@ def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
     if watch.get("probability_restored") is False:
         warnings.append("The node's trace probability could not be put back after the watch: "
                         f"set it to {watch.get('previous_probability')} (nodetool settraceprobability).")
-    return summarise(load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete, warnings=warnings)
+    watched = summarise(load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete,
+                        warnings=warnings)
+    windows = [row["window_id"] for row in trace.rows("SELECT window_id FROM windows")]
+    watched.profile = java_profile(trace, windows, sorted(data_files(trace, None, None)))
+    return watched
 
 
 def is_watch_trace(trace: Trace) -> bool:

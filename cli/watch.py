@@ -33,10 +33,14 @@ DEFAULT_TOP = 10
               help="Trace file to write (default: a dated name under the casstrace data directory).")
 @click.option("--nodetool", "nodetool_command",
               help="The node's nodetool command (default: the node's own classes on its JMX port).")
+@click.option("--profile", is_flag=True,
+              help="Load async-profiler into the JVM while watching: the Java stack of every read of a Data file "
+                   "(bytes flame graph) and wall-clock samples of the threads that read (CPU flame graph).")
 @report_options(html_default="TRACE.html beside the trace")
 def command(host: str | None, port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None,
             pid: int | None, duration: float | None, sample: float, top: int, out: Path | None,
-            nodetool_command: str | None, format_: str, output: Path | None, force: bool, color: bool | None) -> None:
+            nodetool_command: str | None, profile: bool, format_: str, output: Path | None, force: bool,
+            color: bool | None) -> None:
     """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
 
     The probes count every thread's file bytes; Cassandra traces a share of the requests (--sample),
@@ -60,7 +64,8 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
                    + f": probes attached, the node traces {sample:g} of its requests", err=True)
 
     path, interrupted = watch(WatchOptions(connection=settings, pid=pid, duration_s=duration, probability=sample,
-                                           top=top, out=out, force=force, nodetool=nodetool_command), live, started)
+                                           top=top, out=out, force=force, nodetool=nodetool_command, profile=profile),
+                              live, started)
     result = analyse_watch(path)
     if output is None and format_ == "html":
         output = beside_trace(path, "html")

@@ -26,10 +26,8 @@ from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute
 from casstrace.node.statements import read_only_statement
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
-from casstrace.probes.async_profiler import VERSION as PROFILER_VERSION
 from casstrace.probes.async_profiler import AsyncProfiler
-from casstrace.probes.java_stacks import write_profile
-from casstrace.probes.jfr import read_samples
+from casstrace.probes.java_stacks import write_recording
 from casstrace.probes.mapped_pages import MappedPagesCapture
 from casstrace.traces import TraceWriter
 
@@ -161,8 +159,9 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
                     query_trace=query_trace,
                 )
                 _write_executions(writer, executions, client_addresses)
-                if profiler is not None and profiler.recorded:
-                    _write_profile(writer, profiler, executions)
+                if profiler is not None:
+                    measured = [e.window_id for e in executions if e.kind == "measured"]
+                    write_recording(writer, profiler, measured, warn)
                 if capture.ended_early and not incomplete_reason:
                     incomplete_reason = f"the capture ended early: {capture.ended_early}"
             except BaseException:
@@ -215,7 +214,7 @@ def _execute_all(capture, mapped: MappedPagesCapture, cold: Cold | None, node: N
                                 profiler.start()
                         elif kind != "measured" and profiler.active:
                             with phases("stop profiler"):
-                                _stop_profiler(profiler)
+                                profiler.stop_or_warn(warn)
                     if cold is not None:
                         try:
                             cold.before_execution()
@@ -244,34 +243,10 @@ def _execute_all(capture, mapped: MappedPagesCapture, cold: Cold | None, node: N
     finally:
         if profiler is not None and profiler.active:
             with phases("stop profiler"):
-                _stop_profiler(profiler)
+                profiler.stop_or_warn(warn)
         with phases("detach probes"):
             capture.stop()
     return executions, stopped
-
-
-def _stop_profiler(profiler: AsyncProfiler) -> None:
-    """Stop the profiler, whatever happens: a failure to stop is said, never hidden, and does not
-    cost the trace."""
-    try:
-        profiler.stop()
-    except CasstraceError as error:
-        warn(f"could not stop async-profiler in JVM {profiler.pid}: {error}; "
-             f"stop it by hand: jcmd {profiler.pid} JVMTI.agent_load {profiler.library} '\"stop\"'")
-
-
-def _write_profile(writer: TraceWriter, profiler: AsyncProfiler, executions: list[Execution]) -> None:
-    """The Java stacks of the measured executions' reads, and the wall-clock samples, into the trace.
-    A recording that cannot be read costs the profile, said as a warning, not the trace."""
-    try:
-        samples = list(read_samples(profiler.recording))
-    except CasstraceError as error:
-        warn(f"the profile is left out of the trace: {error}")
-        return
-    write_profile(
-        writer, samples, window_ids=[e.window_id for e in executions if e.kind == "measured"],
-        profiler=f"async-profiler {PROFILER_VERSION}", read_method=profiler.method,
-        wall_interval_ns=profiler.wall_interval_ns)
 
 
 def _write_executions(writer: TraceWriter, executions: list[Execution], client_addresses) -> None:

@@ -26,6 +26,8 @@ from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
+from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.probes.java_stacks import write_recording
 from casstrace.probes.mapped_pages import MappedPagesCapture
 from casstrace.traces import TraceWriter
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
@@ -63,6 +65,7 @@ class WatchOptions:
     out: Path | None = None
     force: bool = False                      # replace an existing regular file at `out` (casstrace.outputs)
     nodetool: str | None = None              # the node's nodetool command, when casstrace cannot build one
+    profile: bool = False                    # async-profiler in the JVM during the watch window
 
 
 def default_trace_path() -> Path:
@@ -100,15 +103,23 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
                              source=f"pid {process.pid} (casstrace watch)")
         # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to).
         mapped = MappedPagesCapture(process.pid, data_dirs)
+        profiler = None
+        if options.profile:
+            profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
+            stack.callback(profiler.cleanup)
         writer = TraceWriter(options.out or default_trace_path(), force=options.force)
         try:
             sessions, switch, interrupted, window = _watch(capture, mapped, node, nodetool, thread_ids, options, live,
-                                                           started)
+                                                           started, profiler)
             # Threads started during the watch (pools grow on demand), as /proc named them (15
             # characters: enough for 'ReadStage-12'), then as the JVM lists them now.
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()}).add(_thread_ids_now(process.pid))
             _write(writer, capture, sessions, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
             mapped.write(writer)
+            if profiler is not None:
+                watched = [window_id for (window_id,) in
+                           writer.db.execute("SELECT window_id FROM windows WHERE label = ?", (WATCH_WINDOW,))]
+                write_recording(writer, profiler, watched, warn)
         except BaseException:
             writer.discard()
             raise
@@ -117,10 +128,12 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
 
 
 def _watch(capture: Any, mapped: MappedPagesCapture, node: NodeSession, nodetool: Any, thread_ids: ThreadIds,
-           options: WatchOptions, live: Callable[[LiveSnapshot], None] | None, started: Callable[[], None]
+           options: WatchOptions, live: Callable[[LiveSnapshot], None] | None, started: Callable[[], None],
+           profiler: AsyncProfiler | None = None
            ) -> tuple[list[SampledSession], TraceProbability, bool, tuple[int, int]]:
-    """Probes on, tracing on, the watch window (mapped pages measured around it), wait; then tracing
-    off (restored), probes off, sessions read.
+    """Probes on, tracing on, the watch window (mapped pages measured around it, the profiler active
+    across it with --profile), wait; then tracing off (restored), profiler and probes off on every
+    way out, sessions read.
     Returns the sessions, the switch, whether Ctrl-C cut the watch short (without --duration,
     Ctrl-C is how it ends), and the watch's (start, end) in Unix ns."""
     interrupted = False
@@ -129,6 +142,8 @@ def _watch(capture: Any, mapped: MappedPagesCapture, node: NodeSession, nodetool
         capture.start()
         try:
             with switch:
+                if profiler is not None:
+                    profiler.start()     # in the gap before the watch window: its start is not watched
                 mapped.before_window()
                 window_id = capture.begin_window(WATCH_WINDOW)
                 since = time.time_ns()
@@ -140,8 +155,14 @@ def _watch(capture: Any, mapped: MappedPagesCapture, node: NodeSession, nodetool
                 until = time.time_ns()
                 capture.begin_window(GAP_WINDOW)
                 mapped.after_window(window_id)
+                if profiler is not None:
+                    profiler.stop_or_warn(warn)
         finally:
-            capture.stop()
+            try:
+                if profiler is not None:
+                    profiler.stop_or_warn(warn)   # a way out before the end of the window
+            finally:
+                capture.stop()
     if switch.restored:
         print(f"casstrace: the watch is over, trace probability back to {format_probability(switch.previous or 0)}; "
               "reading the sampled sessions (Ctrl-C again abandons the trace)", file=sys.stderr)

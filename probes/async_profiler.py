@@ -236,6 +236,17 @@ class AsyncProfiler:
         self._command("stop", f"file={self._jvm('profile.jfr')}")
         return self.recording
 
+    def stop_or_warn(self, warn: Callable[[str], None]) -> None:
+        """Stop the profiler if it runs, whatever happens: a failure to stop is said (with the command
+        that stops it by hand), never hidden, and does not cost the trace."""
+        if not self.active:
+            return
+        try:
+            self.stop()
+        except CasstraceError as error:
+            warn(f"could not stop async-profiler in JVM {self.pid}: {error}; stop it by hand: "
+                 f"jcmd {self.pid} JVMTI.agent_load {self.library} '\"stop\"'")
+
     def status(self) -> str:
         """async-profiler's own word on whether it is active ('Profiler is not active' when idle)."""
         if self._directory is None:

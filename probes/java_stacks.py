@@ -11,10 +11,13 @@ joins nothing.
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from casstrace.probes.jfr import Sample
+from casstrace.errors import CasstraceError
+from casstrace.probes.async_profiler import VERSION as PROFILER_VERSION
+from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.probes.jfr import Sample, read_samples
 from casstrace.traces import TraceWriter
 
 METHOD_EVENT = "jdk.ExecutionSample"
@@ -60,9 +63,11 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
                   read_method: str, wall_interval_ns: int) -> None:
     """The stacks, wall-clock samples and joined reads of the profiled windows, and meta `profile`.
     Call after the capture has written its windows, files and per-call log."""
-    windows = [(start, end, window_id) for window_id, start, end in
-               writer.db.execute("SELECT window_id, start_ns, end_ns FROM windows WHERE label != 'capture'")]
-    windows.sort()
+    profiled = set(window_ids)
+    placeholders = ", ".join("?" * len(profiled)) or "NULL"
+    # The profiled windows never overlap (the trace format's rule): a time is in one of them at most.
+    windows = sorted((start, end, window_id) for window_id, start, end in writer.db.execute(
+        f"SELECT window_id, start_ns, end_ns FROM windows WHERE window_id IN ({placeholders})", tuple(profiled)))
     starts = [start for start, _, _ in windows]
 
     def window_of(ts: int) -> int | None:
@@ -71,7 +76,6 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
             return windows[index][2]
         return None
 
-    profiled = set(window_ids)
     method_samples: list[Sample] = []
     wall: dict[tuple[int, int, int, str | None], int] = defaultdict(int)
     names: dict[int, str] = {}
@@ -85,11 +89,10 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
             if window_id in profiled:
                 wall[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
 
-    placeholders = ", ".join("?" * len(profiled)) or "NULL"
     reads: list[LoggedRead] = []
     for ts, tid, file_id, returned, window_id in writer.db.execute(
             "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id FROM events e JOIN windows w"
-            " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns AND w.label != 'capture'"
+            " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
             f" WHERE e.syscall != 'lseek' AND e.file_id IS NOT NULL AND w.window_id IN ({placeholders})",
             tuple(profiled)):
         reads.append(LoggedRead(ts, tid, file_id, max(returned or 0, 0), window_id))
@@ -118,3 +121,18 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
         "read_calls": len(reads), "read_bytes": sum(read.returned for read in reads),
         "joined_calls": joined_calls, "joined_bytes": joined_bytes,
     })
+
+
+def write_recording(writer: TraceWriter, profiler: AsyncProfiler, window_ids: list[int],
+                    warn: Callable[[str], None]) -> None:
+    """The profiler's recording of the given windows into the trace. A recording that cannot be
+    read costs the profile, said as a warning, not the trace."""
+    if not profiler.recorded:
+        return
+    try:
+        samples = list(read_samples(profiler.recording))
+    except CasstraceError as error:
+        warn(f"the profile is left out of the trace: {error}")
+        return
+    write_profile(writer, samples, window_ids=window_ids, profiler=f"async-profiler {PROFILER_VERSION}",
+                  read_method=profiler.method, wall_interval_ns=profiler.wall_interval_ns)

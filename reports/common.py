@@ -2,6 +2,7 @@
 
 from casstrace.analyses.model import Amplification, Analysis, Execution, FileIO, Profile, Verdict, WeightedStack
 from casstrace.analyses.profile import reading_frame
+from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
 
 NOT_MEASURED = "not measured"
@@ -204,3 +205,28 @@ def profile_stack_rows(stacks: list[WeightedStack], unit: str) -> list[tuple[str
             value = f"{weighted.value:,} samples"
         rows.append((value, " <- ".join(reversed(frames[-PROFILE_STACK_DEPTH:]))))
     return rows
+
+
+def profile_data(profile: Profile) -> dict[str, object]:
+    """The profile as the JSON reports give it (schema in casstrace.reports.json_report)."""
+    return {
+        "profiler": profile.profiler, "read_method": profile.read_method,
+        "cpu_samples": profile.cpu_samples, "threads": profile.threads,
+        "stacks_cpu": [{"stack": list(w.stack), "samples": w.value} for w in profile.stacks_cpu],
+        "stacks_bytes": [{"stack": list(w.stack), "bytes": w.value} for w in profile.stacks_bytes],
+        "data_read_bytes": profile.data_read_bytes, "joined_bytes": profile.joined_bytes,
+        "cassandra_bytes": profile.cassandra_bytes,
+        "top_frames": [{"frame": top.frame, "bytes": top.bytes, "share": top.share} for top in profile.top_frames],
+    }
+
+
+def profile_blocks(profile: Profile) -> list[Block]:
+    """The profile as a Document's blocks (a report that is not one run's: casstrace watch)."""
+    blocks: list[Block] = [Heading("Which code read the bytes, and CPU (--profile)")]
+    blocks += [Paragraph(line) for line in profile_summary(profile)]
+    blocks.append(Table(PROFILE_FRAME_COLUMNS, profile_frame_rows(profile)))
+    blocks.append(Table(PROFILE_STACK_COLUMNS, profile_stack_rows(profile.stacks_bytes, "bytes")))
+    blocks.append(FlameGraph("Data bytes read, by Java stack", profile.stacks_bytes, "bytes"))
+    blocks.append(Table(PROFILE_STACK_COLUMNS, profile_stack_rows(profile.stacks_cpu, "samples")))
+    blocks.append(FlameGraph("CPU: running samples of the threads that read", profile.stacks_cpu, "samples"))
+    return blocks

@@ -9,6 +9,8 @@ it with render_document(document, options), beside its render(analysis, options)
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from casstrace.analyses.model import WeightedStack
+
 Tone = Literal["plain", "good", "bad", "warning", "muted"]
 
 
@@ -58,7 +60,17 @@ class Chart:
     series: list[Series]
 
 
-Block = Heading | Paragraph | Code | Items | Table | Chart
+@dataclass
+class FlameGraph:
+    """Stacks weighted by bytes or samples (drawn by the html format only; the others show a table
+    of the heaviest stacks beside it)."""
+
+    title: str
+    stacks: list[WeightedStack]
+    unit: str                      # 'bytes' | 'samples'
+
+
+Block = Heading | Paragraph | Code | Items | Table | Chart | FlameGraph
 
 
 @dataclass

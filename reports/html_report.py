@@ -18,7 +18,7 @@ from casstrace.analyses.model import AccessPattern, Analysis, Spectrogram, Weigh
 from casstrace.analyses.spectrogram import LAST_BUCKET, bucket_lower_ns
 from casstrace.analyses.units import human_bytes, human_ns
 from casstrace.reports import common
-from casstrace.reports.document import Chart, Code, Document, Heading, Items, Paragraph, Table, Tone
+from casstrace.reports.document import Chart, Code, Document, FlameGraph, Heading, Items, Paragraph, Table, Tone
 from casstrace.reports.formats import ReportOptions
 
 SUFFIX = ".html"
@@ -148,6 +148,8 @@ def render_document(document: Document, options: ReportOptions) -> str:
             parts.append(_table(block.headers, block.rows))
         elif isinstance(block, Chart):
             parts.append(_figure(_line_chart(block)))
+        elif isinstance(block, FlameGraph) and block.stacks:
+            parts.append(_figure(_icicle(block.title, block.stacks, block.unit)))
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -74,7 +74,8 @@ A ratio is null when its denominator is 0 or unknown.
 import dataclasses
 import json
 
-from casstrace.analyses.model import Analysis, FileIO, Profile
+from casstrace.analyses.model import Analysis, FileIO
+from casstrace.reports import common
 from casstrace.reports.document import Document
 from casstrace.reports.formats import ReportOptions
 
@@ -116,19 +117,7 @@ def document(analysis: Analysis) -> dict:
         "latency": [dataclasses.asdict(latency) for latency in analysis.latencies],
         "query_trace": analysis.query_trace,
         "context": analysis.context,
-        "profile": _profile(analysis.profile) if analysis.profile is not None else None,
-    }
-
-
-def _profile(profile: Profile) -> dict:
-    return {
-        "profiler": profile.profiler, "read_method": profile.read_method,
-        "cpu_samples": profile.cpu_samples, "threads": profile.threads,
-        "stacks_cpu": [{"stack": list(w.stack), "samples": w.value} for w in profile.stacks_cpu],
-        "stacks_bytes": [{"stack": list(w.stack), "bytes": w.value} for w in profile.stacks_bytes],
-        "data_read_bytes": profile.data_read_bytes, "joined_bytes": profile.joined_bytes,
-        "cassandra_bytes": profile.cassandra_bytes,
-        "top_frames": [dataclasses.asdict(top) for top in profile.top_frames],
+        "profile": common.profile_data(analysis.profile) if analysis.profile is not None else None,
     }
 
 

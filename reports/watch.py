@@ -33,6 +33,7 @@ import dataclasses
 
 from casstrace.analyses.units import human_bytes, human_ms
 from casstrace.analyses.watch import StatementIO, Watch, describe_share
+from casstrace.reports import common
 from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
 
 VERSION = 1
@@ -90,6 +91,8 @@ def document(watch: Watch, top: int | None = None) -> Document:
         blocks.append(Table(("Table", "Component", "Mapped pages touched"),
                             [(m.table, m.component, human_bytes(m.touched_bytes)) for m in watch.mapped_touched]))
     blocks += [Paragraph(note, "muted") for note in watch.notes]
+    if watch.profile is not None:
+        blocks += common.profile_blocks(watch.profile)
     if watch.context:
         blocks.append(Heading("Context"))
         blocks.append(Items([(key, str(value)) for key, value in watch.context.items()]))
@@ -113,6 +116,7 @@ def data(watch: Watch) -> dict:
         "context": watch.context,
         "trace": watch.trace_path,
         "complete": watch.complete,
+        "profile": common.profile_data(watch.profile) if watch.profile is not None else None,
     }
 
 

@@ -212,3 +212,36 @@ def test_ctrl_c_stops_the_profiler_and_keeps_what_was_profiled(tmp_path, sandbox
     with Trace(out) as trace:
         assert not trace.complete and trace.meta["incomplete_reason"] == "interrupted (Ctrl-C)"
         assert trace.meta["profile"]["joined_calls"] > 0
+
+
+def test_watch_profile_puts_the_watched_reads_on_cassandra_stacks(tmp_path, sandbox, demo_tables, cql_session):
+    query = (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table}"
+             f" WHERE stream_id = {demo_tables.spec.stream_id}")
+    out = tmp_path / "watch.trace"
+    watcher = subprocess.Popen([*CASSTRACE, "watch", "--host", sandbox.host, "--port", str(sandbox.port), "--pid",
+                                str(sandbox.pid()), "--duration", "8", "--sample", "0.3", "--profile",
+                                "--format", "json", "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in watcher.stderr:
+        if "probes attached" in line:
+            break
+    for _ in range(5):
+        list(cql_session.execute(query))
+    report, errors = watcher.communicate(timeout=300)
+    assert watcher.returncode == 0, errors
+    profile = json.loads(report)["profile"]
+    with Trace(out) as trace:
+        # Independent truth: the kernel's per-window count of the bytes read from the wide table's Data file.
+        (kernel_bytes,) = trace.db.execute(
+            "SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id) WHERE f.path LIKE ?",
+            (f"%/{demo_tables.spec.table}-%-Data.db",)).fetchone()
+    wide = sum(s["bytes"] for s in profile["stacks_bytes"]
+               if any(frame.startswith("org.apache.cassandra.") for frame in s["stack"]))
+    assert kernel_bytes > 4 * 2**20
+    assert wide >= 0.9 * kernel_bytes
+    assert profile["cpu_samples"] > 0
+    profiler = AsyncProfiler(sandbox.pid(), progress=lambda _: None)
+    try:
+        assert profiler.status() == "Profiler is not active"
+    finally:
+        profiler.cleanup()
