@@ -25,7 +25,9 @@ was not measured is null, never 0.
   "mapped_touched": [{"table": str, "component": str, "touched_bytes": int}] | null,
                                         SSTable pages touched through memory maps during the watch,
                                         attributable to no thread or statement (null: not measured)
-  "warnings": [str], "notes": [str], "context": {...}
+  "warnings": [str], "notes": [str], "context": {...},
+  "profile": null | {...}        watch --profile: as in the run report (casstrace.reports.json_report),
+                                 over every thread's reads of user tables' Data files during the watch
 }
 """
 
