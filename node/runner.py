@@ -99,6 +99,10 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
     if options.repeat < 1 or options.warmup < 0:
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
     backend = capture_class(options.backend)  # fail on a missing backend before touching the node
+    if options.profile and options.backend != "bcc":
+        raise CasstraceError(f"--profile joins async-profiler's stacks with the bcc probes' log of each read; the "
+                             f"{options.backend} backend keeps no such log on the same clock",
+                             "use --profile with --backend bcc (the default)")
 
     with ExitStack() as stack:
         with phases("connect, prepare"):

@@ -180,9 +180,9 @@ def profile_summary(profile: Profile) -> list[str]:
         f"({', '.join(profile.threads) or 'none sampled'}).",
     ]
     if not profile.data_read_bytes:
-        lines.append("No read syscall on the Data files: the node maps them (mmap), and which code touched mapped "
-                     "pages is undetermined (no call to record; async-profiler cannot sample page faults on this "
-                     "kernel).")
+        lines.append("No read syscall on the Data files while the profiler was active: no stack to show. A node "
+                     "that maps its Data files (mmap) reads them with no call to record: which code touched the "
+                     "mapped pages is undetermined (async-profiler cannot sample page faults on this kernel).")
     return lines
 
 

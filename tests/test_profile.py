@@ -245,3 +245,12 @@ def test_watch_profile_puts_the_watched_reads_on_cassandra_stacks(tmp_path, sand
         assert profiler.status() == "Profiler is not active"
     finally:
         profiler.cleanup()
+
+
+def test_profile_with_the_sysdig_backend_is_refused_before_anything_runs(tmp_path, sandbox):
+    out = tmp_path / "t.trace"
+    done = casstrace("run", "SELECT release_version FROM system.local", "--host", sandbox.host, "--port",
+                     sandbox.port, "--backend", "sysdig", "--profile", "--out", out)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1].startswith("casstrace: error: --profile joins")
+    assert not out.exists()
