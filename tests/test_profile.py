@@ -122,6 +122,9 @@ def pread_jvm():
 
     yield start
     for process in started:
+        jvm = jvm_pid(process)   # runuser's child outlives runuser
+        if jvm != process.pid:
+            os.kill(jvm, signal.SIGKILL)
         process.kill()
         process.wait()
     shutil.rmtree(folder, ignore_errors=True)
@@ -129,7 +132,10 @@ def pread_jvm():
 
 def jvm_pid(process: subprocess.Popen) -> int:
     """The JVM's pid: the process itself, or runuser's child."""
-    children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+    try:
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+    except OSError:
+        return process.pid
     return int(children[0]) if children else process.pid
 
 
