@@ -21,9 +21,17 @@ from casstrace.errors import CasstraceError
 FORCE_FIX = "add --force to replace it, or choose another path"
 
 
+PARTIAL_SUFFIX = ".partial"
+
+
 def partial_path(target: Path) -> Path:
     """The hidden file a target is written into before it is renamed into place."""
-    return target.with_name(f".{target.name}.partial")
+    return target.with_name(f".{target.name}{PARTIAL_SUFFIX}")
+
+
+def target_of(partial: Path) -> Path:
+    """The file a partial file is (was) written for: partial_path's inverse."""
+    return partial.with_name(partial.name[1:-len(PARTIAL_SUFFIX)])
 
 
 def _kind(mode: int) -> str:

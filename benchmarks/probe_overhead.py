@@ -96,12 +96,13 @@ class TracerCost:
         finally:
             self.seconds += time.monotonic() - began
             cpu = cpu_seconds()
-            capture.stop()
+            captured = capture.stop()
             self.stopping += cpu_seconds() - cpu
-            self.capturing += capture.poller_cpu_seconds
-        counters = capture.counters
+        assert captured is not None
+        self.capturing += captured.poller_cpu_seconds
+        counters = captured.counters
         self.offered += counters["events_offered"]
-        self.kept += capture.streamed_events
+        self.kept += captured.streamed_events
         self.lost += counters["notices_lost"]
         self.overflows += counters["aggregate_overflow"]
         return capture, result
@@ -197,7 +198,7 @@ def storm_overhead(rounds: int) -> None:
         untraced_wall, untraced_cpu = zip(*untraced)
         traced_wall, traced_cpu = zip(*traced)
         writer = TraceWriter(work / "storm.trace")
-        capture.write(writer)
+        capture.stop().write(writer)
         with Trace(writer.finish()) as trace:
             (row,) = trace.rows("SELECT sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id)"
                                 " WHERE path = ?", (str(data),))

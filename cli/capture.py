@@ -22,11 +22,12 @@ import click
 from casstrace.cli.options import PID, STREAM_LIMIT, Seconds
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
+from casstrace.interrupts import Interrupted
 from casstrace.outputs import check_output
 from casstrace.redaction import redact_command
 
 if TYPE_CHECKING:
-    from casstrace.probes.bcc_capture import BccCapture
+    from casstrace.probes.bcc_trace import BccCaptured
 
 # Waits for the tracer's go (one byte on the given fd), then becomes the command (same pid).
 GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.execvp(sys.argv[2], sys.argv[2:])"
@@ -35,12 +36,12 @@ GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.option("--pid", type=PID, help="Process to capture (all its threads).")
 @click.option("--duration", type=Seconds(), help="Seconds to capture (required with --pid).")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Trace file to write.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Trace file to write.")
 @force_option
 @click.option("--stream-limit", type=STREAM_LIMIT, default=None,
               help="Per-call read/lseek records to keep (aggregates are always complete).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def command(pid: int | None, duration: float | None, out: str, force: bool, stream_limit: int | None,
+def command(pid: int | None, duration: float | None, out: Path, force: bool, stream_limit: int | None,
             command: tuple[str, ...]) -> None:
     """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
     (a COMMAND's together with every process it starts)."""
@@ -50,58 +51,56 @@ def command(pid: int | None, duration: float | None, out: str, force: bool, stre
     if pid is not None and duration is None:
         raise CasstraceError("--pid needs --duration", "add --duration SECONDS")
 
-    from casstrace.probes.bcc_capture import DEFAULT_STREAM_LIMIT, BccCapture
+    from casstrace.probes.bcc_capture import BccCapture
+    from casstrace.probes.protocol import Windows
+    from casstrace.probes.recording import record
     from casstrace.traces import TraceWriter
 
-    limit = stream_limit or DEFAULT_STREAM_LIMIT
-    child = gate = None
+    child: subprocess.Popen[bytes] | None = None
+    gate: int | None = None
     if command:
         if shutil.which(command[0]) is None:
             raise CasstraceError(f"command not found: {command[0]}", "give a program on PATH or its full path")
         child, gate = _start_held(command)
         pid = child.pid
     assert pid is not None      # --pid, or the command's
+
+    released = False   # whether the command was let go past its gate
+
+    def body(windows: Windows) -> None:
+        """Until the command exits, the process ends, or --duration is up."""
+        nonlocal released
+        if gate is not None:
+            os.write(gate, b"g")
+            os.close(gate)
+            released = True
+        deadline = time.monotonic() + duration if duration else None
+        while windows.ended_early is None and (deadline is None or time.monotonic() < deadline):
+            if child is not None and child.poll() is not None:
+                break
+            time.sleep(0.05)
+
+    capture: BccCapture | None = None
     try:
-        capture = BccCapture(pid, stream_limit=limit, follow_children=bool(command),
-                             source=f"command {redact_command(command)} and its descendants" if command else None)
+        # A command's capture follows what it starts, and ends when it exits: not an early end.
+        capture = BccCapture(pid, stream_limit=stream_limit, follow_children=bool(command), until_exit=bool(command),
+                             source=f"command {redact_command(command)} and its descendants" if command else None,
+                             process=redact_command(command) if command else None)
         check_output(out, force)   # before a probe attaches (after the privilege check, which says more)
-    except BaseException:
-        if child is not None:
+        path = record(capture, TraceWriter(out, force=force), body)
+    except BaseException as error:
+        # A command never runs unobserved: one still held at its gate would run once we exit.
+        # One already running is the user's to stop (Ctrl-C reaches it too).
+        if child is not None and child.poll() is None and not (released and isinstance(error, Interrupted)):
             child.kill()
             child.wait()
-        raise
-
-    writer = TraceWriter(out, force=force)
-    interrupted = False
-    try:
-        with capture:
-            if gate is not None:
-                os.write(gate, b"g")
-                os.close(gate)
-            deadline = time.monotonic() + duration if duration else None
-            while capture.ended_early is None and (deadline is None or time.monotonic() < deadline):
-                if child is not None and child.poll() is not None:
-                    break
-                time.sleep(0.05)
-    except KeyboardInterrupt:
-        if not capture.captured:   # interrupted before the probes were attached: nothing to keep
-            writer.discard()
-            raise
-        interrupted = True
-    except BaseException:
-        writer.discard()
+        if isinstance(error, Interrupted) and error.trace is not None and capture and capture.result:
+            _summarise(error.trace, capture.result, child, error)
         raise
     if child is not None:
-        capture.ended_early = None   # a command exiting is how its capture is meant to end
-        capture.process = redact_command(command)   # the gate's description was taken before exec
-    capture.write(writer)
-    path = writer.finish(complete=not interrupted,
-                         reason="interrupted by Ctrl-C: probes detached, what was captured is kept")
-    if child is not None and not interrupted:
         child.wait()
-    _summarise(path, capture, child, interrupted)
-    if interrupted:
-        sys.exit(130)
+    assert capture.result is not None
+    _summarise(path, capture.result, child, None)
 
 
 def _start_held(command: tuple[str, ...]) -> tuple[subprocess.Popen[bytes], int]:
@@ -111,15 +110,16 @@ def _start_held(command: tuple[str, ...]) -> tuple[subprocess.Popen[bytes], int]
     return child, write_end
 
 
-def _summarise(path: Path, capture: "BccCapture", child: subprocess.Popen[bytes] | None, interrupted: bool) -> None:
-    counters = capture.counters
+def _summarise(path: Path, captured: "BccCaptured", child: subprocess.Popen[bytes] | None,
+               interrupted: Interrupted | None) -> None:
+    counters = captured.counters
     click.echo(f"casstrace: wrote {path}")
-    if interrupted:
-        click.echo("casstrace: interrupted: the trace is marked incomplete")
+    if interrupted is not None and not interrupted.trace_complete:
+        click.echo(f"casstrace: {interrupted.reason}: the trace is marked incomplete")
     elif child is not None:
         click.echo(f"casstrace: command exited with status {child.returncode}")
-    elif capture.ended_early:
-        click.echo(f"casstrace: capture ended early: {capture.ended_early}")
-    click.echo(f"casstrace: per-call records: {capture.streamed_events} kept, "
-               f"{capture.unstreamed_events} not streamed (over --stream-limit), {counters['notices_lost']} lost; "
+    elif captured.ended_early:
+        click.echo(f"casstrace: capture ended early: {captured.ended_early}")
+    click.echo(f"casstrace: per-call records: {captured.streamed_events} kept, "
+               f"{captured.unstreamed_events} not streamed (over --stream-limit), {counters['notices_lost']} lost; "
                f"aggregates: {counters['aggregate_overflow']} updates lost to full maps")

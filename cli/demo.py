@@ -71,7 +71,7 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
 
     from casstrace.analyses import analyse
     from casstrace.analyses.compare import compare
-    from casstrace.cli.run import report
+    from casstrace.cli.run import report, reporting_interruptions
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
     from casstrace.reports import ReportOptions, render
@@ -81,7 +81,8 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
     traces = []
     for title, query in (("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query)):
         click.echo(f"\n=== Tracing {title}: {query}")
-        traces.append(run(RunOptions(query=query, connection=settings)))
+        with reporting_interruptions(html=True):
+            traces.append(run(RunOptions(query=query, connection=settings)))
         report(traces[-1], html=True)
     click.echo("\n=== Side by side")
     wide, narrow = traces

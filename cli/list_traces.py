@@ -55,7 +55,12 @@ def _shorten(text: str, width: int) -> str:
               help="Directory of traces (default: the casstrace data directory).")
 def command(directory: Path | None) -> None:
     """List stored traces: date, node, measured executions, amplification (data read ÷ payload), query."""
+    from casstrace.traces.writer import remove_stale_partials
+
     directory = directory or default_traces_dir()
+    if directory.is_dir():
+        for partial in remove_stale_partials(directory):
+            click.echo(f"removed {partial}: half a trace, left by a casstrace that was killed", err=True)
     paths = [path for path in directory.iterdir() if _is_sqlite(path)] if directory.is_dir() else []
     if not paths:
         click.echo(f"no traces in {directory}")

@@ -17,6 +17,7 @@ import click
 
 from casstrace import __version__
 from casstrace.errors import CasstraceError
+from casstrace.interrupts import INTERRUPTS, interrupted_by
 
 # command name -> module in casstrace.cli that defines a click command named `command`
 COMMANDS = {
@@ -69,6 +70,7 @@ def _fail(message: str, exit_code: int, debug: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    INTERRUPTS.install()   # SIGTERM and SIGHUP unwind like Ctrl-C: every command cleans up on all three
     args = sys.argv[1:] if argv is None else argv
     # Read before parsing, so that a failure to parse the rest still honours it.
     debug = "--debug" in args[: args.index("--") if "--" in args else len(args)]
@@ -77,9 +79,10 @@ def main(argv: list[str] | None = None) -> None:
         code = cli.main(args=args, prog_name="casstrace", standalone_mode=False)
     except CasstraceError as error:
         _fail(str(error), error.exit_code, debug)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("casstrace: interrupted", err=True)
-        sys.exit(130)
+    except (click.exceptions.Abort, KeyboardInterrupt) as error:   # Abort: click's word for a KeyboardInterrupt
+        interrupted = interrupted_by(error)
+        click.echo(f"casstrace: {interrupted or 'interrupted'}", err=True)
+        sys.exit(interrupted.exit_code if interrupted else 130)
     except click.ClickException as error:
         message = " ".join(error.format_message().split())
         _fail(f"{message} (fix: {_usage_fix(error)})", error.exit_code, debug)

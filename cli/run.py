@@ -1,6 +1,8 @@
 """casstrace run: execute a CQL query on this node under the probes and write a trace."""
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +13,7 @@ from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.query import CONSISTENCY_LEVELS
 from casstrace.outputs import check_output
+from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND
 from casstrace.reports import beside_trace
 
 if TYPE_CHECKING:
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
               type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False))
 @click.option("--page-size", type=PAGE_SIZE, default=5000, show_default=True,
               help="Rows per page (0: no paging). Every page is fetched.")
-@click.option("--backend", type=click.Choice(["bcc", "sysdig"]), default="bcc", show_default=True,
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
               help="What captures the JVM's I/O.")
 @click.option("--profile", is_flag=True,
               help="Load async-profiler into the JVM for the measured executions: the Java stack of every read "
@@ -71,11 +74,13 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
         if not no_html:
             check_output(beside_trace(out, "html"), force)
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)
-    path = run(RunOptions(
+    options = RunOptions(
         query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
         consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out, profile=profile,
         force=force,
-    ), phases)
+    )
+    with reporting_interruptions(html=not no_html, force=force):
+        path = run(options, phases)
     with phases("analyse, report"):
         report(path, html=not no_html, force=force)
     if timings:
@@ -83,16 +88,37 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
 
 
 def report(path: Path, html: bool, force: bool = False) -> None:
-    """The verdict in the terminal, and the full HTML report beside the trace."""
+    """The verdict in the terminal, and the full HTML report beside the trace. A signal meanwhile
+    waits until both are written (and is raised then)."""
     from casstrace.analyses import analyse
+    from casstrace.interrupts import INTERRUPTS, Interrupted
     from casstrace.reports import ReportOptions, render, write
 
-    analysis = analyse(path)
-    click.echo(render(analysis, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
-    click.echo(f"trace: {path}")
-    if html:
-        click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")
+    try:
+        with INTERRUPTS.deferred():
+            analysis = analyse(path)
+            click.echo(render(analysis, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
+            click.echo(f"trace: {path}")
+            if html:
+                click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")
+    except Interrupted as interrupted:
+        if interrupted.trace is None:   # the signal came once the trace was written: it is this one
+            interrupted.trace, interrupted.trace_complete = path, analysis.complete
+        raise
     require_success(analysis, path)
+
+
+@contextmanager
+def reporting_interruptions(html: bool, force: bool = False) -> Iterator[None]:
+    """A run cut short by a signal still reports the trace it kept (cli.main says where it is)."""
+    from casstrace.interrupts import Interrupted
+
+    try:
+        yield
+    except Interrupted as interrupted:
+        if interrupted.trace is not None:
+            report(interrupted.trace, html, force)
+        raise
 
 
 def require_success(analysis: "Analysis", path: Path) -> None:

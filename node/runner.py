@@ -9,13 +9,14 @@ records are fetched after the capture stops.
 """
 
 import itertools
-import json
 import re
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
 from casstrace.node import context
@@ -27,14 +28,12 @@ from casstrace.node.statements import read_only_statement
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
 from casstrace.probes.async_profiler import AsyncProfiler
-from casstrace.probes.java_stacks import write_recording
+from casstrace.probes.backends import DEFAULT_BACKEND, backend
+from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
+from casstrace.probes.protocol import GAP_WINDOW, Windows, WindowSource
+from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter
-
-BACKENDS = {
-    "bcc": ("casstrace.probes.bcc_capture", "BccCapture"),
-    "sysdig": ("casstrace.probes.sysdig_capture", "SysdigCapture"),
-}
 
 
 @dataclass
@@ -48,10 +47,14 @@ class RunOptions:
     cold: bool = False
     consistency: str = "ONE"
     page_size: int | None = 5000
-    backend: str = "bcc"
+    backend: str = DEFAULT_BACKEND
     out: Path | None = None
     profile: bool = False
     force: bool = False        # replace an existing regular file at `out` (casstrace.outputs)
+
+
+MEASURED_WINDOW = "execution"   # the label of a measured execution's window
+WINDOW_LABELS = {"warmup": "warmup", "measured": MEASURED_WINDOW, "tracing": "tracing"}   # by execution kind
 
 
 @dataclass
@@ -63,21 +66,8 @@ class Execution:
     error: str | None = None
 
 
-INTERRUPTED = "interrupted (Ctrl-C)"
-
-
 def warn(message: str) -> None:
     print(f"casstrace: warning: {message}", file=sys.stderr)
-
-
-def capture_class(backend: str):
-    module_name, class_name = BACKENDS[backend]
-    try:
-        module = __import__(module_name, fromlist=[class_name])
-    except ImportError as error:
-        raise CasstraceError(f"the {backend} capture backend is not available ({error})",
-                             "install casstrace with its probes, or choose another --backend") from None
-    return getattr(module, class_name)
 
 
 def default_trace_path(query: str, now: datetime | None = None) -> Path:
@@ -92,13 +82,14 @@ def default_trace_path(query: str, now: datetime | None = None) -> Path:
 
 
 def run(options: RunOptions, phases: Phases | None = None) -> Path:
-    """Run the query under the probes and return the path of the trace written.
+    """Run the query under the probes and return the path of the trace written. On a signal, the
+    trace so far is kept, marked incomplete, and casstrace.interrupts.Interrupted raised with it.
     `phases` records where the wall time went (casstrace run --timings)."""
     phases = phases or Phases()
     query = read_only_statement(options.query)   # before anything connects
     if options.repeat < 1 or options.warmup < 0:
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
-    backend = capture_class(options.backend)  # fail on a missing backend before touching the node
+    capture_factory = backend(options.backend)  # fail on an unknown backend before touching the node
     if options.profile and options.backend != "bcc":
         raise CasstraceError(f"--profile joins async-profiler's stacks with the bcc probes' log of each read; the "
                              f"{options.backend} backend keeps no such log on the same clock",
@@ -120,62 +111,53 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
             cold = Cold(process.pid, context.table_file_keys(process.pid, cassandra))
             cold.before_execution()
 
-        profiler = None
+        # The mapped pages each execution touched, measured around its window (outside it).
+        sources: list[WindowSource] = [MappedPagesCapture(process.pid, cassandra["data_file_directories"])]
         if options.profile:
             with phases("fetch profiler"):
                 profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
             stack.callback(profiler.cleanup)
+            # From before the first measured execution to before the tracing one.
+            sources.append(ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases))
 
         writer = TraceWriter(options.out or default_trace_path(query), force=options.force)
         try:
-            capture = backend(process.pid, extra_dirs=tuple(cassandra["data_file_directories"]))
-            mapped = MappedPagesCapture(process.pid, cassandra["data_file_directories"])
-            executions, incomplete_reason = _execute_all(capture, mapped, cold, node, prepared, options, phases,
-                                                         profiler)
-            client_addresses = node.client_addresses()
+            capture = capture_factory(process.pid, extra_dirs=cassandra["data_file_directories"])
         except BaseException:
             writer.discard()
             raise
+        executions: list[Execution] = []
+        query_trace: list[dict] = []
 
-        interrupted = incomplete_reason == INTERRUPTED
-        with phases("write trace"):
-            try:
-                tracing = next((e for e in executions if e.kind == "tracing" and e.result), None)
-                query_trace = []
-                if tracing and not interrupted:
-                    try:
-                        query_trace = query_traces(tracing.result)
-                    except KeyboardInterrupt:
-                        interrupted, incomplete_reason = True, INTERRUPTED
-                    except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
-                        warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
-                capture.write(writer)
-                mapped.write(writer)
-                if cold is not None:
-                    writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": cold.paged_out})
-                writer.set_meta(
-                    query=query,
-                    keyspace=keyspace,
-                    consistency=options.consistency,
-                    page_size=options.page_size or 0,
-                    node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
-                    cassandra=cassandra,
-                    query_trace=query_trace,
-                )
-                _write_executions(writer, executions, client_addresses)
-                if profiler is not None:
-                    measured = [e.window_id for e in executions if e.kind == "measured"]
-                    write_recording(writer, profiler, measured, warn)
-                if capture.ended_early and not incomplete_reason:
-                    incomplete_reason = f"the capture ended early: {capture.ended_early}"
-            except BaseException:
-                writer.discard()
-                raise
-            path = writer.finish(complete=not incomplete_reason, reason=incomplete_reason)
-    if interrupted:
-        warn(f"interrupted: the trace so far, marked incomplete, is at {path}")
-        raise KeyboardInterrupt
-    return path
+        def body(windows: Windows) -> str | None:
+            with phases("run the query"):
+                return _execute_all(windows, cold, node, prepared, options, executions)
+
+        def collect() -> None:
+            """Cassandra's own trace of the tracing execution, once the probes are off the node."""
+            tracing = next((e for e in executions if e.kind == "tracing" and e.result), None)
+            if tracing is not None and tracing.result is not None:
+                try:
+                    with phases("read the node's query trace"):
+                        query_trace.extend(query_traces(tracing.result))
+                except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
+                    warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
+
+        def annotate(writer: TraceWriter) -> None:
+            if cold is not None:
+                writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": cold.paged_out})
+            writer.set_meta(
+                query=query,
+                keyspace=keyspace,
+                consistency=options.consistency,
+                page_size=options.page_size or 0,
+                node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
+                cassandra=cassandra,
+                query_trace=query_trace,
+            )
+            _write_executions(writer, executions, node.client_addresses())
+
+        return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate, phases=phases)
 
 
 @dataclass
@@ -191,91 +173,54 @@ class Cold:
         self.paged_out = context.make_cold(self.pid, self.files)
 
 
-def _execute_all(capture, mapped: MappedPagesCapture, cold: Cold | None, node: NodeSession, prepared,
-                 options: RunOptions, phases: Phases, profiler: "AsyncProfiler | None" = None):
-    """Run warmups, measured executions and the tracing execution, each in its own window; the
-    mapped pages each touched are measured around its window (outside it, so outside its timing).
-    Returns (executions, why the run stopped early or None). A failed execution is recorded and
-    ends the run; Ctrl-C ends it too (INTERRUPTED is returned, so that what was captured is kept).
-    The profiler, when given, is active from just before the first measured execution to just
-    after the last one, and stopped on every way out."""
+def _execute_all(windows: Windows, cold: Cold | None, node: NodeSession, prepared: PreparedStatement,
+                 options: RunOptions, executions: list[Execution]) -> str | None:
+    """Run warmups, measured executions and the tracing execution, each in its own window, adding
+    each to `executions` as it starts. Returns why the run stopped early, or None. A failed
+    execution is recorded and ends the run; on a signal the one under way is marked interrupted."""
     plan = ["warmup"] * options.warmup + ["measured"] * options.repeat + ["tracing"]
-    labels = {"warmup": "warmup", "measured": "execution", "tracing": "tracing"}
-    executions: list[Execution] = []
-    stopped = None
-    with phases("compile, attach probes"):
-        capture.start()
     try:
-        with phases("run the query"):
+        for number, kind in enumerate(plan, start=1):
+            if windows.ended_early:
+                return f"the capture ended early: {windows.ended_early}"
+            if cold is not None:
+                try:
+                    cold.before_execution()
+                except CasstraceError as error:
+                    return f"execution {number} could not be made cold: {error}"
+            window_id = windows.begin_window(WINDOW_LABELS[kind], execution=number)
+            execution = Execution(number, kind, window_id)
+            executions.append(execution)
             try:
-                for number, kind in enumerate(plan, start=1):
-                    if capture.ended_early:
-                        stopped = f"the capture ended early: {capture.ended_early}"
-                        break
-                    if profiler is not None:
-                        if kind == "measured" and not profiler.recorded:
-                            with phases("start profiler"):
-                                profiler.start()
-                        elif kind != "measured" and profiler.active:
-                            with phases("stop profiler"):
-                                profiler.stop_or_warn(warn)
-                    if cold is not None:
-                        try:
-                            cold.before_execution()
-                        except CasstraceError as error:
-                            stopped = f"execution {number} could not be made cold: {error}"
-                            break
-                    mapped.before_window()
-                    window_id = capture.begin_window(labels[kind], execution=number)
-                    execution = Execution(number, kind, window_id)
-                    executions.append(execution)
-                    try:
-                        execution.result = execute(node.session, prepared, options.consistency, options.page_size,
-                                                   trace=(kind == "tracing"))
-                    except Exception as error:
-                        execution.error = execution_failure(error)
-                    finally:
-                        capture.begin_window("between")
-                        mapped.after_window(window_id)
-                    if execution.error:
-                        stopped = f"execution {number} failed: {execution.error}"
-                        break
-            except KeyboardInterrupt:
-                stopped = INTERRUPTED
-                if executions and executions[-1].result is None:
-                    executions[-1].error = "interrupted"
-    finally:
-        if profiler is not None and profiler.active:
-            with phases("stop profiler"):
-                profiler.stop_or_warn(warn)
-        with phases("detach probes"):
-            capture.stop()
-    return executions, stopped
+                execution.result = execute(node.session, prepared, options.consistency, options.page_size,
+                                           trace=(kind == "tracing"))
+            except Exception as error:
+                execution.error = execution_failure(error)
+            finally:
+                windows.begin_window(GAP_WINDOW)
+            if execution.error:
+                return f"execution {number} failed: {execution.error}"
+    except KeyboardInterrupt:
+        if executions and executions[-1].result is None and executions[-1].error is None:
+            executions[-1].error = "interrupted"
+        raise
+    if windows.ended_early:   # the process exited during the last execution
+        return f"the capture ended early: {windows.ended_early}"
+    return None
 
 
-def _write_executions(writer: TraceWriter, executions: list[Execution], client_addresses) -> None:
+def _write_executions(writer: TraceWriter, executions: list[Execution],
+                      client_addresses: set[tuple[str, int]]) -> None:
     """executions rows, with the bytes the node wrote to this client's connections in each window."""
-    measures = writer.db.execute("SELECT value FROM meta WHERE key = 'measures'").fetchone()
-    wire_measured = measures is not None and bool(json.loads(measures[0]).get("wire"))
-    client_sockets = {
-        file_id
-        for file_id, remote_addr in writer.db.execute("SELECT file_id, remote_addr FROM files WHERE kind = 'socket'")
-        if parse_address(remote_addr) in client_addresses
-    }
+    client_sockets = {file_id for file_id, remote_addr in writer.socket_peers().items()
+                      if parse_address(remote_addr) in client_addresses} if writer.measured("wire") else set()
     for execution in executions:
         wire_bytes = client_file_id = None
-        if wire_measured and client_sockets:
-            written = {
-                file_id: write_bytes
-                for file_id, write_bytes in writer.db.execute(
-                    "SELECT file_id, write_bytes FROM file_io WHERE window_id = ?"
-                    f" AND file_id IN ({', '.join('?' * len(client_sockets))})",
-                    (execution.window_id, *client_sockets),
-                )
-            }
+        if client_sockets:
+            written = writer.write_bytes(execution.window_id, client_sockets)
             wire_bytes = sum(written.values())
             if written:
-                client_file_id = max(written, key=written.get)
+                client_file_id = max(written, key=lambda file_id: written[file_id])
         result = execution.result
         writer.add_execution(
             execution=execution.execution,

@@ -231,7 +231,9 @@ def _write(writer: TraceWriter, capture: Any, sampled: list[SampledSession], thr
            node: NodeSession, node_settings: dict, data_dirs: list[str]) -> None:
     offset = _clock_offset_ns()
     writer.set_meta(clock_offset_ns=offset)
-    capture.write(writer)
+    captured = capture.stop()   # stopped already: what it captured
+    assert captured is not None
+    captured.write(writer)
     writer.add_threads(thread_ids.names())   # full names, where /proc cuts them
     sessions, spans = session_rows(sampled, thread_ids, offset)
     writer.add_statement_sessions(sessions)

@@ -5,8 +5,8 @@ window epoch, so nothing is lost however fast the process makes syscalls; per-ca
 reads and lseeks go to an in-place event log read once at the end, and only descriptor changes
 (opens, connects, thread renames) reach Python while the capture runs.
 
-BccCapture and sysdig_capture.SysdigCapture are interchangeable to `casstrace run` (node/runner.py):
-start(), begin_window(label, execution) -> window_id, stop(), write(writer), and ended_early.
+BccCapture implements casstrace.probes.protocol.Capture; stop() returns a bcc_trace.BccCaptured,
+which the trace builder (bcc_trace) reads.
 """
 
 import ctypes
@@ -14,19 +14,20 @@ import functools
 import mmap
 import os
 import select
-import struct
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
+from casstrace.probes.bcc_trace import EVENT, FOLLOWED_EVENT, BccCaptured, MapRows
 from casstrace.probes.proc_fds import Descriptor
-from casstrace.probes.program import (GEN_BITS, KIND_NAMES, NOTICE_PATH, Counter, EventRecord,
-                                      FollowedEventRecord, FollowedNoticeRecord, Kind, NoticeRecord, NoticeType, Source,
-                                      c_defines, c_structs, record_struct)
+from casstrace.probes.program import (GEN_BITS, KIND_NAMES, NOTICE_PATH, Counter, FollowedNoticeRecord, Kind,
+                                      NoticeRecord, NoticeType, Source, c_defines, c_structs)
+from casstrace.probes.protocol import WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 DEFAULT_STREAM_LIMIT = 500_000
@@ -35,18 +36,9 @@ REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map ro
 FOLLOWED_ENTRIES = 1 << 16   # descendants alive at once, when following them
 TRACEFS = Path("/sys/kernel/tracing")
 
-EVENT = record_struct(EventRecord)
-FOLLOWED_EVENT = record_struct(FollowedEventRecord)
 CAP_PERFMON, CAP_BPF = 38, 39
 BPF_NOEXIST = 1
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13   # x86_64, as syscalls.check_architecture() requires
-
-
-@dataclass
-class Window:
-    label: str
-    execution: int | None
-    start_ns: int
 
 
 @functools.cache
@@ -104,17 +96,20 @@ def _folio_order_field() -> bool:
 
 
 class BccCapture:
-    """Capture one process (all its threads) with bcc. A context manager: start() / stop().
+    """Capture one process (all its threads) with bcc: a casstrace.probes.protocol.Capture, and a
+    context manager (start() / stop()).
 
     With follow_children, also every process it starts after start(), at any depth, and their
     threads. fds are then told apart by their process: descriptors are keyed (owner, fd, gen), where
     owner is the process's pid when following and 0 otherwise (the kernel keys its maps alike).
+    With until_exit, the process exiting is how the capture is meant to end, not an early end.
+    `source` and `process` describe what is captured in the trace (default: 'pid PID' and the
+    process's command line now).
     """
 
-    backend = "bcc"
-
-    def __init__(self, pid: int, *, extra_dirs=(), stream_limit: int = DEFAULT_STREAM_LIMIT,
-                 source: str | None = None, follow_children: bool = False, thread_slot_ns: int = 0):
+    def __init__(self, pid: int, *, extra_dirs: Iterable[str | os.PathLike[str]] = (),
+                 stream_limit: int | None = None, source: str | None = None, process: str | None = None,
+                 follow_children: bool = False, until_exit: bool = False, thread_slot_ns: int = 0):
         syscalls.check_architecture()
         check_process(pid)
         check_privileges()
@@ -122,38 +117,38 @@ class BccCapture:
         check_tracefs()
         self.pid = pid
         self.follow_children = follow_children
+        self.until_exit = until_exit
         # > 0: also count file bytes per (thread, slot of this many ns, file) (capture.c thread_io)
         self.thread_slot_ns = thread_slot_ns
         self.owner = pid if follow_children else 0   # the traced process's owner in fd keys
-        self.extra_dirs = tuple(extra_dirs)
-        self.stream_limit = max(1, int(stream_limit))
+        self.extra_dirs = tuple(str(directory) for directory in extra_dirs)
+        self.stream_limit = max(1, int(stream_limit or DEFAULT_STREAM_LIMIT))
         self.source = source or f"pid {pid}"
-        self.process = proc_fds.process_description(pid)
+        self.process = process or proc_fds.process_description(pid)
         self.ended_early: str | None = None
-        self._bpf = None
+        self._bpf: Any = None
         self._started = self._stopped = False
-        self._windows: list[Window] = []
-        self._start_ns = self._end_ns = 0
+        self._windows: WindowLog | None = None
         # (owner, fd, gen) -> what it referred to; gen 0 is what the fd held when the capture began,
         # or, in a descendant, what it inherited from its parent.
         self._descriptors: dict[tuple[int, int, int], Descriptor] = {}
         self._current_gen: dict[int, dict[int, int]] = {}   # owner -> fd -> latest gen
-        self.descendants: dict[int, int] = {}   # pid -> parent pid, for every process followed
+        self._descendants: dict[int, int] = {}   # pid -> parent pid, for every process followed
         self._thread_names: dict[int, str] = {}
         self._lock = threading.Lock()
         self._poller: threading.Thread | None = None
         self._stop_polling = threading.Event()
         self._pidfd: int | None = None
-        self._tables: dict = {}
-        self._events: bytes = b""
-        self.counters: dict[str, int] = {}
-        self.poller_cpu_seconds = 0.0   # CPU the notice poller used while capturing (for benchmarks)
+        self._poller_cpu_seconds = 0.0
+        self.result: BccCaptured | None = None
 
     # -- the contract ------------------------------------------------------------------------
     @property
     def start_ns(self) -> int:
         """When the capture started, on now_ns()'s clock (slots count from it)."""
-        return self._start_ns
+        if self._windows is None:
+            raise RuntimeError("start_ns before start()")
+        return self._windows.start_ns
 
     @property
     def thread_names(self) -> dict[int, str]:
@@ -164,13 +159,12 @@ class BccCapture:
     def now_ns(self) -> int:
         return time.monotonic_ns()   # the clock of bpf_ktime_get_ns()
 
-    def __enter__(self):
+    def __enter__(self) -> "BccCapture":
         self.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
-        return False
 
     def start(self) -> None:
         if self._started:
@@ -178,44 +172,49 @@ class BccCapture:
         self._started = True
         try:
             self._load()
-            self._start_ns = self.now_ns()
-            self._set_control(start_ns=self._start_ns, epoch=1)
-            self._windows.append(Window("capture", None, self._start_ns))
+            start_ns = self.now_ns()
+            self._set_control(start_ns=start_ns, epoch=1)
+            self._windows = WindowLog(start_ns)
             self._seed_descriptors()
             self._thread_names.update(proc_fds.thread_names(self.pid))
             self._start_polling()
         except BaseException:
             self._release()
-            self._started = False   # nothing to stop, nothing to write
+            self._stopped = True   # nothing to stop, nothing to write
             raise
 
     def begin_window(self, label: str, execution: int | None = None) -> int:
-        if not self._started or self._stopped:
+        if self._windows is None or self._stopped:
             raise RuntimeError("begin_window() outside a running capture")
-        if len(self._windows) == 1 and self._windows[0].label == "capture":
-            self._windows[0].label = "between"
-        self._windows.append(Window(label, execution, self.now_ns()))
-        window_id = len(self._windows)
+        window_id = self._windows.begin(label, execution, self.now_ns())
         self._set_control(epoch=window_id)
         return window_id
 
-    def stop(self) -> None:
+    def stop(self) -> BccCaptured | None:
         """Detach every probe, keeping what was captured. Idempotent; safe after a failed start."""
-        if not self._started or self._stopped:
-            return
+        if self._stopped or not self._started:
+            return self.result
         self._stopped = True
+        assert self._windows is not None
         try:
-            self._end_ns = self.now_ns()
+            windows = self._windows.close(self.now_ns())
             self._set_control(epoch=0)
             self._detach()
             self._stop_polling.set()
             if self._poller is not None:
                 self._poller.join()
             self._bpf.ring_buffer_consume()
-            self._read_tables()
+            counters, tables, events = self._read_tables()
             self._final_snapshot()
         finally:
             self._release()
+        self.result = BccCaptured(
+            pid=self.pid, source=self.source, process=self.process, follow_children=self.follow_children,
+            extra_dirs=self.extra_dirs, stream_limit=self.stream_limit, windows=windows,
+            ended_early=self.ended_early, counters=counters, tables=tables, events=events,
+            descriptors=self._descriptors, thread_names=self._thread_names, descendants=self._descendants,
+            poller_cpu_seconds=self._poller_cpu_seconds, thread_slot_ns=self.thread_slot_ns)
+        return self.result
 
     # -- loading -----------------------------------------------------------------------------
     def _load(self) -> None:
@@ -292,9 +291,9 @@ class BccCapture:
         began = time.thread_time()
         while not self._stop_polling.is_set():
             self._bpf.ring_buffer_poll(timeout=50)
-            if self.ended_early is None and self._process_exited():
+            if self.ended_early is None and not self.until_exit and self._process_exited():
                 self.ended_early = f"process {self.pid} exited"
-        self.poller_cpu_seconds = time.thread_time() - began
+        self._poller_cpu_seconds = time.thread_time() - began
 
     def _process_exited(self) -> bool:
         if self._pidfd is None:
@@ -302,7 +301,7 @@ class BccCapture:
         readable, _, _ = select.select([self._pidfd], [], [], 0)
         return bool(readable)
 
-    def _on_notice(self, _ctx, data, _size) -> None:
+    def _on_notice(self, _ctx: Any, data: int, _size: int) -> None:
         notice = ctypes.cast(data, ctypes.POINTER(FollowedNoticeRecord if self.follow_children else NoticeRecord)).contents
         raw = ctypes.string_at(data + NoticeRecord.text.offset, NOTICE_PATH)
         text = notice.text.decode(errors="replace")
@@ -325,7 +324,7 @@ class BccCapture:
         """A new process holds its parent's fds as they were at the fork: the notices before this
         one are everything the parent opened until then. The kernel has no state for the child's fds
         yet, so it counts their calls under gen 0, which names them here."""
-        self.descendants[child] = parent
+        self._descendants[child] = parent
         inherited = self._current_gen[child] = {}
         for fd, gen in self._current_gen.get(parent, {}).items():
             descriptor = self._descriptors.get((parent, fd, gen))
@@ -406,24 +405,26 @@ class BccCapture:
             self._bpf = None
             _wait_until_unloaded(programs)
 
-    def _read_tables(self) -> None:
+    def _read_tables(self) -> tuple[dict[str, int], dict[str, MapRows], bytes]:
+        """The counters, every aggregate map, and the kept part of the event log."""
         bpf = self._bpf
         counters = bpf[b"counters"]
-        self.counters = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
-        for name in ("stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"):
-            self._tables[name] = _read_hash(bpf[name.encode()])
-        if self.thread_slot_ns:
-            self._tables["thread_io"] = _read_hash(bpf[b"thread_io"])
+        values = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
+        names = ["stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"]
+        tables = {name: _read_hash(bpf[name.encode()])
+                  for name in names + (["thread_io"] if self.thread_slot_ns else [])}
         log = bpf[b"event_log"]
-        layout = self._event_layout()
+        layout = FOLLOWED_EVENT if self.follow_children else EVENT
         length = _page_round(log.max_entries * layout.size)
+        kept = min(values["events_offered"], self.stream_limit)
         with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
-            self._events = memory[: self.streamed_events * layout.size]
+            events = memory[: kept * layout.size]
+        return values, tables, events
 
     def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
         """The per-thread counts (capture.c thread_io) as they stand now, for a live view while capturing:
         (tid, slot, path or None, read_bytes, cache_miss_pages). Empty unless the capture counts per
-        thread, or once it stopped (write() has them all, with every file named)."""
+        thread, or once it stopped (its result has them all, with every file named)."""
         if not self.thread_slot_ns or self._bpf is None or self._stopped:
             return []
         with self._lock:
@@ -439,26 +440,6 @@ class BccCapture:
             rows.append((key.tid, key.slot, path, io.read_bytes, io.cache_pages))
         return rows
 
-    @property
-    def streamed_events(self) -> int:
-        """Logged calls the event log kept (after stop())."""
-        return min(self.counters["events_offered"], self.stream_limit)
-
-    @property
-    def unstreamed_events(self) -> int:
-        """Logged calls offered after the event log was full: in the aggregates, not in the events table."""
-        return max(0, self.counters["events_offered"] - self.stream_limit)
-
-    def _event_layout(self) -> struct.Struct:
-        return FOLLOWED_EVENT if self.follow_children else EVENT
-
-    def event_records(self):
-        """The logged calls: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr,
-        epoch, seek_jump, owner)."""
-        if self.follow_children:
-            return FOLLOWED_EVENT.iter_unpack(self._events)
-        return (record + (0,) for record in EVENT.iter_unpack(self._events))
-
     def _final_snapshot(self) -> None:
         """Name what is still open: sockets connected before their notice was handled, files
         whose notice arrived after they were closed, thread names set after start."""
@@ -472,29 +453,9 @@ class BccCapture:
             self._name_sockets()
             self._thread_names.update(proc_fds.thread_names(self.pid))
 
-    # -- writing -----------------------------------------------------------------------------
-    @property
-    def captured(self) -> bool:
-        """Whether the probes ran and were stopped, so that write() has something to write."""
-        return self._stopped
 
-    def write(self, writer) -> None:
-        """Write everything captured into a casstrace.traces.TraceWriter (after stop())."""
-        if not self._stopped:
-            raise RuntimeError("write() before stop()")
-        from casstrace.probes.bcc_trace import TraceBuilder
-
-        TraceBuilder(self, writer).write()
-
-    @property
-    def windows(self) -> list[tuple[int, Window, int]]:
-        """(window_id, window, end_ns) in order."""
-        ends = [w.start_ns for w in self._windows[1:]] + [self._end_ns]
-        return [(i + 1, w, end) for i, (w, end) in enumerate(zip(self._windows, ends))]
-
-
-def _program_ids(bpf) -> set[int]:
-    ids = set()
+def _program_ids(bpf: Any) -> set[int]:
+    ids: set[int] = set()
     for function in bpf.funcs.values():
         try:
             info = Path(f"/proc/self/fdinfo/{function.fd}").read_text()
@@ -519,7 +480,7 @@ def _wait_until_unloaded(program_ids: set[int], timeout: float = 2.0) -> None:
             time.sleep(0.002)
 
 
-def _read_hash(table) -> list[tuple]:
+def _read_hash(table: Any) -> MapRows:
     """All (key, value) pairs of a BPF hash, by batches (one syscall per thousands of entries).
     Scalar values come back as ints, structs as ctypes structures."""
     try:

@@ -9,14 +9,75 @@ save their cost): their totals, coverage and heat map cells are added up here fr
 
 import os
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
-from casstrace.probes.program import GEN_BITS, SOURCE_NAMES, TARGET_NAMES, Source, Target
+from casstrace.probes.program import (GEN_BITS, SOURCE_NAMES, TARGET_NAMES, EventRecord, FollowedEventRecord, Source,
+                                      Target, record_struct)
+from casstrace.probes.protocol import Window
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
+from casstrace.traces.writer import TraceWriter
 
+EVENT = record_struct(EventRecord)
+FOLLOWED_EVENT = record_struct(FollowedEventRecord)
 READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
 LSEEK = syscalls.NUMBERS["lseek"]
+
+
+MapRows = list[tuple[Any, Any]]   # a BPF map's (key, value) pairs: ctypes structures, or ints
+# A logged call: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr, epoch,
+# seek_jump, owner)
+EventRecord = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
+
+
+@dataclass(frozen=True)
+class BccCaptured:
+    """What a BccCapture captured (its stop() returns it): the capture protocol's CaptureResult."""
+    pid: int
+    source: str                      # what was captured, for meta `source`
+    process: str                     # the process's description, for meta `process`
+    follow_children: bool
+    extra_dirs: tuple[str, ...]      # where to look for files the page cache filled, by inode
+    stream_limit: int                # per-call records the event log could keep
+    windows: tuple[Window, ...]
+    ended_early: str | None
+    counters: dict[str, int]         # program.Counter's names, lower case -> value
+    tables: dict[str, MapRows]       # every aggregate map, by name in capture.c
+    events: bytes                    # the kept part of the event log
+    descriptors: dict[tuple[int, int, int], Descriptor]   # (owner, fd, gen) -> what it was
+    thread_names: dict[int, str]
+    descendants: dict[int, int]      # pid -> parent pid, for every process followed
+    poller_cpu_seconds: float        # CPU the notice poller used while capturing (for benchmarks)
+    thread_slot_ns: int              # > 0: tables["thread_io"] counts per (thread, slot of this many ns, file)
+
+    @property
+    def start_ns(self) -> int:
+        return self.windows[0].start_ns
+
+    @property
+    def end_ns(self) -> int:
+        return self.windows[-1].end_ns
+
+    @property
+    def streamed_events(self) -> int:
+        """Logged calls the event log kept."""
+        return min(self.counters["events_offered"], self.stream_limit)
+
+    @property
+    def unstreamed_events(self) -> int:
+        """Logged calls offered after the event log was full: in the aggregates, not in the events table."""
+        return max(0, self.counters["events_offered"] - self.stream_limit)
+
+    def event_records(self) -> Iterator[EventRecord]:
+        if self.follow_children:
+            return FOLLOWED_EVENT.iter_unpack(self.events)
+        return (record + (0,) for record in EVENT.iter_unpack(self.events))
+
+    def write(self, writer: TraceWriter) -> None:
+        TraceBuilder(self, writer).write()
 
 
 def page_runs(words: dict[int, int]) -> list[tuple[int, int]]:
@@ -50,7 +111,7 @@ class LoggedCalls:
     """What the logged calls add to the per-file totals, coverage, heat map and latency spectrogram,
     keyed as the kernel keys its maps, computed as capture.c would have (on_read, on_lseek)."""
 
-    def __init__(self, records, start_ns: int):
+    def __init__(self, records: Iterable[EventRecord], start_ns: int):
         # keys: (epoch, owner, fd, gen), + log2 bucket for sizes
         self.totals: dict[tuple[int, int, int, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.sizes: dict[tuple[int, int, int, int, int], int] = defaultdict(int)
@@ -83,14 +144,16 @@ class LoggedCalls:
 
 
 class TraceBuilder:
-    def __init__(self, capture, writer):
+    """Writes one BccCaptured into a fresh trace."""
+
+    def __init__(self, capture: BccCaptured, writer: TraceWriter):
         self.capture = capture
         self.writer = writer
-        self.tables = capture._tables
+        self.tables = capture.tables
         self._fd_file_ids: dict[tuple[int, int, int], int] = {}
         self._page_file_ids: dict[tuple[int, int], int] = {}
         self._names_by_inode: dict[tuple[int, int], Descriptor] | None = None
-        self.logged = LoggedCalls(capture.event_records(), capture._start_ns)
+        self.logged = LoggedCalls(capture.event_records(), capture.start_ns)
 
     def write(self) -> None:
         self._windows()
@@ -100,14 +163,14 @@ class TraceBuilder:
         self._latency()
         self._events()
         self._thread_io()
-        self.writer.add_threads(self.capture._thread_names)
+        self.writer.add_threads(self.capture.thread_names)
         self._meta()
 
     # -- files ---------------------------------------------------------------------------------
     def fd_file(self, owner: int, fd: int, gen: int) -> int:
         key = (owner, fd, gen)
         if key not in self._fd_file_ids:
-            descriptor = self.capture._descriptors.get(key) or Descriptor(
+            descriptor = self.capture.descriptors.get(key) or Descriptor(
                 path=f"fd {fd}" + (f" of pid {owner}" if owner else ""), kind="unknown")
             self._fd_file_ids[key] = self._add_file(descriptor)
         return self._fd_file_ids[key]
@@ -134,7 +197,7 @@ class TraceBuilder:
             named = {}
             for key, path in proc_fds.mapped_files(self.capture.pid).items():
                 named[key] = Descriptor(path=path, kind="file", dev=key[0], inode=key[1])
-            for descriptor in self.capture._descriptors.values():
+            for descriptor in self.capture.descriptors.values():
                 if descriptor.kind == "file" and descriptor.dev is not None:
                     named[(descriptor.dev, descriptor.inode)] = descriptor
             wanted = {(proc_fds.user_dev(key.dev), key.inode) for key, _ in self.tables["page_cache_pages"]}
@@ -152,8 +215,8 @@ class TraceBuilder:
 
     # -- tables --------------------------------------------------------------------------------
     def _windows(self) -> None:
-        for window_id, window, end_ns in self.capture.windows:
-            written = self.writer.add_window(window.label, window.start_ns, end_ns, window.execution)
+        for window_id, window in enumerate(self.capture.windows, start=1):
+            written = self.writer.add_window(window.label, window.start_ns, window.end_ns, window.execution)
             assert written == window_id, "windows must be the first rows written to a fresh trace"
 
     def _file_io(self) -> None:
@@ -276,7 +339,7 @@ class TraceBuilder:
         meta = dict(
             backend="bcc", source=capture.source, pid=capture.pid, process=capture.process,
             measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True},
-            capture_start_ns=capture._start_ns, capture_end_ns=capture._end_ns,
+            capture_start_ns=capture.start_ns, capture_end_ns=capture.end_ns,
             slot_ns=SLOT_NS, heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
             lost_events=counters["notices_lost"],
             unstreamed_events=capture.unstreamed_events,

@@ -11,13 +11,15 @@ joins nothing.
 
 import bisect
 from collections import defaultdict
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
 
 from casstrace.errors import CasstraceError
 from casstrace.probes.async_profiler import VERSION as PROFILER_VERSION
 from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.phases import Phases
 from casstrace.probes.jfr import Sample, read_samples
+from casstrace.probes.protocol import FIRST_WINDOW, GAP_WINDOW
 from casstrace.traces import TraceWriter
 
 METHOD_EVENT = "jdk.ExecutionSample"
@@ -136,3 +138,38 @@ def write_recording(writer: TraceWriter, profiler: AsyncProfiler, window_ids: li
         return
     write_profile(writer, samples, window_ids=window_ids, profiler=f"async-profiler {PROFILER_VERSION}",
                   read_method=profiler.method, wall_interval_ns=profiler.wall_interval_ns)
+
+
+@dataclass
+class ProfiledWindows:
+    """async-profiler in the JVM over the capture's windows labelled `labels`: started just before
+    the first of them opens, stopped just before a window that is neither one of them nor a gap opens
+    (run: the tracing execution's), else when the capture stops. A casstrace.probes.protocol
+    WindowSource, so it is stopped on every way out; its recording of those windows goes into the
+    trace (write_recording)."""
+
+    profiler: AsyncProfiler
+    labels: Collection[str]
+    warn: Callable[[str], None]
+    phases: Phases = field(default_factory=Phases)
+    window_ids: list[int] = field(default_factory=list)   # the profiled windows
+
+    def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
+        if label in self.labels:
+            self.window_ids.append(window_id)
+            if not self.profiler.recorded:
+                with self.phases("start profiler"):
+                    self.profiler.start()
+        elif label not in (FIRST_WINDOW, GAP_WINDOW):
+            self.stop()
+
+    def on_window_end(self, window_id: int) -> None:
+        pass
+
+    def stop(self) -> None:
+        if self.profiler.active:
+            with self.phases("stop profiler"):
+                self.profiler.stop_or_warn(self.warn)
+
+    def write(self, writer: TraceWriter) -> None:
+        write_recording(writer, self.profiler, self.window_ids, self.warn)

@@ -230,6 +230,7 @@ class MappedPagesCapture:
         self.prefixes = tuple(os.path.join(os.path.realpath(d), "") for d in directories)
         self.measure = MappedPages(pid)
         self.windows: dict[int, dict[tuple[int, int], FileMapped]] = {}
+        self._measuring: int | None = None   # the window whose accessed bits were cleared
 
     def before_window(self) -> None:
         self.measure.begin()
@@ -239,6 +240,20 @@ class MappedPagesCapture:
         if touched is not None:
             self.windows[window_id] = {key: f for key, f in touched.items()
                                        if f.referenced_bytes and self._recorded(f.path)}
+
+    # -- as a casstrace.probes.protocol.WindowSource: the windows of executions are measured ----------
+    def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
+        if execution is not None:
+            self.before_window()
+            self._measuring = window_id
+
+    def on_window_end(self, window_id: int) -> None:
+        if window_id == self._measuring:
+            self._measuring = None
+            self.after_window(window_id)
+
+    def stop(self) -> None:
+        """Nothing to undo: cleared accessed bits are the kernel's to set again."""
 
     def _recorded(self, path: str) -> bool:
         return not self.prefixes or path.startswith(self.prefixes)

@@ -1,8 +1,8 @@
 """The sysdig capture backend: `sysdig -w` records the process, the importer turns the file into a trace.
 
-Same contract as the bcc backend (see BccCapture): start/stop (a context manager), begin_window,
-write(writer), ended_early, now_ns. sysdig's clock is Unix time, so windows are taken with
-time.time_ns() and line up with the capture's own timestamps.
+A casstrace.probes.protocol.Capture, like the bcc backend; stop() returns a SysdigCaptured, the
+recorded file and its windows, which the importer writes. sysdig's clock is Unix time, so windows
+are taken with time.time_ns() and line up with the capture's own timestamps.
 
 sysdig captures through a driver: its kernel module, its eBPF probe (a per-kernel object file), or
 the modern eBPF driver built into sysdig >= 0.31 (`--modern-bpf`). Without one, `sysdig -w` fails
@@ -16,11 +16,16 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.sysdig_import import Window, import_scap
+from casstrace.probes.protocol import Window, WindowLog
+from casstrace.probes.sysdig_import import import_scap
 from casstrace.probes.sysdig_tool import SysdigVersion, find_sysdig, sysdig_filter
+from casstrace.traces.writer import TraceWriter
 
 START_TIMEOUT_S = 20
 STOP_TIMEOUT_S = 30
@@ -58,25 +63,47 @@ def driver_options(sysdig: str, version: str) -> list[str]:
     )
 
 
+@dataclass(frozen=True)
+class SysdigCaptured:
+    """What a SysdigCapture recorded (its stop() returns it): the capture protocol's CaptureResult."""
+    scap_path: Path
+    pid: int
+    windows: tuple[Window, ...]
+    ended_early: str | None
+    stream_limit: int | None
+    workdir: tempfile.TemporaryDirectory[str]   # holds scap_path: removed once written
+
+    def write(self, writer: TraceWriter) -> None:
+        try:
+            write_capture(self.scap_path, writer, self.pid, list(self.windows), self.stream_limit)
+        finally:
+            self.workdir.cleanup()
+
+
 class SysdigCapture:
     """Records `pid` (all its threads) with `sysdig -w` between start() and stop()."""
 
-    def __init__(self, pid: int, *, extra_dirs=(), stream_limit: int | None = None):
+    def __init__(self, pid: int, *, extra_dirs: Iterable[str | os.PathLike[str]] = (),
+                 stream_limit: int | None = None):
         # extra_dirs: the bcc backend names page-cache fills in these; sysdig sees no page cache.
         self.pid = pid
         self.stream_limit = stream_limit
         self.ended_early: str | None = None
-        self._windows: list[list] = []       # [label, execution, start_ns, end_ns or None]
-        self._sysdig: subprocess.Popen | None = None
-        self._workdir: tempfile.TemporaryDirectory | None = None
+        self._windows: WindowLog | None = None
+        self._sysdig: subprocess.Popen[bytes] | None = None
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._stderr: IO[str] | None = None
         self.scap_path: Path | None = None
+        self.result: SysdigCaptured | None = None
 
     @staticmethod
     def now_ns() -> int:
         return time.time_ns()
 
     # -- start and stop -------------------------------------------------------------------------
-    def start(self) -> "SysdigCapture":
+    def start(self) -> None:
+        if self._workdir is not None:
+            return
         if os.geteuid() != 0:
             raise CasstraceError("sysdig captures need root", "run casstrace as root (sudo)")
         if not Path(f"/proc/{self.pid}").exists():
@@ -87,16 +114,16 @@ class SysdigCapture:
         self._workdir = tempfile.TemporaryDirectory(prefix="casstrace-sysdig-")
         self.scap_path = Path(self._workdir.name) / "capture.scap"
         self._stderr = open(Path(self._workdir.name) / "sysdig.stderr", "w+")
-        self._windows.append(["capture", None, self.now_ns(), None])
+        self._windows = WindowLog(self.now_ns())
         self._sysdig = subprocess.Popen(
             [sysdig, *options, "-s", "1", "-w", str(self.scap_path), sysdig_filter(pid=self.pid)],
             stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=True,
         )
         self._wait_until_capturing(str(version))
-        return self
 
     def _wait_until_capturing(self, version: str) -> None:
         """sysdig writes the capture's header once its driver is open; it exits if it cannot."""
+        assert self._sysdig is not None and self.scap_path is not None
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._sysdig.poll() is not None:
@@ -106,7 +133,8 @@ class SysdigCapture:
             time.sleep(0.05)
         self._fail_start(f"sysdig {version} did not start capturing within {START_TIMEOUT_S} s")
 
-    def _fail_start(self, what: str):
+    def _fail_start(self, what: str) -> None:
+        assert self._stderr is not None
         self._end_sysdig()
         self._stderr.seek(0)
         lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
@@ -115,20 +143,25 @@ class SysdigCapture:
         raise CasstraceError(f"{what}: {said}",
                              "check that sysdig's driver loads (`sysdig -w /tmp/x.scap -n 10`), or use --backend bcc")
 
-    def stop(self) -> None:
+    def stop(self) -> SysdigCaptured | None:
         """Stops sysdig (it closes the file cleanly on SIGINT) and closes the last window. Idempotent."""
         if self._sysdig is None:
-            return
+            return self.result
         if self._sysdig.poll() is not None and self.ended_early is None:
             self.ended_early = f"sysdig exited (status {self._sysdig.returncode}) during the capture"
         self._end_sysdig()
         if self.ended_early is None and not Path(f"/proc/{self.pid}").exists():
             self.ended_early = f"process {self.pid} exited"
-        self._close_window(self.now_ns())
+        assert self._windows is not None and self.scap_path is not None and self._workdir is not None
+        assert self._stderr is not None
+        self._stderr.close()
+        self.result = SysdigCaptured(self.scap_path, self.pid, self._windows.close(self.now_ns()),
+                                     self.ended_early, self.stream_limit, self._workdir)
+        return self.result
 
     def _end_sysdig(self) -> None:
         sysdig, self._sysdig = self._sysdig, None
-        if sysdig.poll() is None:
+        if sysdig is not None and sysdig.poll() is None:
             sysdig.send_signal(signal.SIGINT)
             try:
                 sysdig.wait(timeout=STOP_TIMEOUT_S)
@@ -137,42 +170,28 @@ class SysdigCapture:
                 sysdig.wait()
 
     def _cleanup(self) -> None:
-        self._stderr.close()
-        self._workdir.cleanup()
+        if self._stderr is not None:
+            self._stderr.close()
+        if self._workdir is not None:
+            self._workdir.cleanup()
 
-    def __enter__(self):
-        return self.start()
+    def __enter__(self) -> "SysdigCapture":
+        self.start()
+        return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- windows --------------------------------------------------------------------------------
     def begin_window(self, label: str, execution: int | None = None) -> int:
-        """Closes the current window and opens a new one; returns its window_id (1, 2, ...)."""
-        now = self.now_ns()
-        self._close_window(now)
-        if len(self._windows) == 1:
-            self._windows[0][0] = "between"
-        self._windows.append([label, execution, now, None])
-        return len(self._windows)
-
-    def _close_window(self, now: int) -> None:
-        if self._windows and self._windows[-1][3] is None:
-            self._windows[-1][3] = now
-
-    @property
-    def windows(self) -> list[Window]:
-        return [Window(*window) for window in self._windows]
-
-    # -- the trace ------------------------------------------------------------------------------
-    def write(self, writer) -> None:
-        try:
-            write_capture(self.scap_path, writer, self.pid, self.windows, self.stream_limit)
-        finally:
-            self._cleanup()
+        """Closes the current window and opens a new one; returns its window_id (2, 3, ...)."""
+        if self._windows is None or self._sysdig is None:
+            raise RuntimeError("begin_window() outside a running capture")
+        return self._windows.begin(label, execution, self.now_ns())
 
 
-def write_capture(scap: Path, writer, pid: int, windows: list[Window], stream_limit: int | None = None):
+def write_capture(scap: Path, writer: TraceWriter, pid: int, windows: list[Window],
+                  stream_limit: int | None = None) -> None:
     """A live capture's trace: the importer, on the capture's windows."""
-    return import_scap(scap, writer, pid=pid, windows=windows, source=f"pid {pid}", event_limit=stream_limit,
-                       meta={"sysdig_version": str(SysdigVersion(find_sysdig()))}, filtered_to_pid=True)
+    import_scap(scap, writer, pid=pid, windows=windows, source=f"pid {pid}", event_limit=stream_limit,
+                meta={"sysdig_version": str(SysdigVersion(find_sysdig()))}, filtered_to_pid=True)

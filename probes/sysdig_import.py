@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from casstrace.errors import CasstraceError
+from casstrace.probes.protocol import Window
 from casstrace.probes.scap_reader import CLOSE, OPEN, READ, SEEK, WRITE, CallFields, Fd, ScapError, ScapReader, Thread
 from casstrace.traces.rows import CoverageRow, FileIORow, ReadSizeRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
@@ -43,13 +44,6 @@ MOVE_EVERY_SLOTS = 100
 # What the trace calls the kinds of fd the reader tells apart.
 TRACE_KINDS = {"file": "file", "socket": "socket", "pipe": "pipe", "directory": "other", "other": "other",
                "unknown": "unknown"}
-
-
-class Window(NamedTuple):
-    label: str
-    execution: int | None
-    start_ns: int
-    end_ns: int
 
 
 class ImportSummary(NamedTuple):

@@ -85,7 +85,7 @@ def captured(tmp_path_factory):
     server.join(timeout=10)
     listener.close()
     writer = TraceWriter(directory / "helper.trace")
-    capture.write(writer)
+    capture.stop().write(writer)
     trace = Trace(writer.finish())
     yield trace, answers, windows, setup
     trace.close()
@@ -276,7 +276,7 @@ def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit
         capture.begin_window("between")
     child.communicate("exit\n", timeout=10)
     writer = TraceWriter(tmp_path / "sequence.trace")
-    capture.write(writer)
+    capture.stop().write(writer)
     with Trace(writer.finish()) as trace:
         row = file_io(trace, window, str(path))
         returned = [4096, 4096, 4096, 5000, 8192, 8192, 3000, 1, 4]
@@ -361,7 +361,7 @@ def test_interrupt_detaches_every_program_and_keeps_the_capture(tmp_path):
                 raise KeyboardInterrupt
         assert not any(program_exists(i) for i in ids)
         writer = TraceWriter(tmp_path / "interrupted.trace")
-        capture.write(writer)
+        capture.stop().write(writer)
         with Trace(writer.finish(complete=False, reason="interrupted")) as trace:
             assert not trace.complete and trace.meta["incomplete_reason"] == "interrupted"
             assert trace.rows("SELECT count(*) FROM windows")[0][0] == 1
@@ -397,7 +397,7 @@ def test_process_exit_ends_the_capture_cleanly(tmp_path):
             time.sleep(0.05)
     assert capture.ended_early == f"process {short.pid} exited"
     writer = TraceWriter(tmp_path / "exited.trace")
-    capture.write(writer)
+    capture.stop().write(writer)
     with Trace(writer.finish()) as trace:
         assert trace.meta["ended_early"] == capture.ended_early
 
@@ -516,7 +516,7 @@ class Forker:
 
 def written(capture: BccCapture, path: Path) -> Trace:
     writer = TraceWriter(path)
-    capture.write(writer)
+    capture.stop().write(writer)
     return Trace(writer.finish())
 
 
@@ -601,7 +601,7 @@ def test_select_star_reads_the_whole_data_file(sandbox, demo_tables, tmp_path):
             capture.begin_window("between")
     assert len(rows) == demo_tables.spec.rows
     writer = TraceWriter(tmp_path / "select-star.trace")
-    capture.write(writer)
+    capture.stop().write(writer)
     with Trace(writer.finish()) as trace:
         row = file_io(trace, window, str(data_file))
         assert size <= row["read_bytes"] <= size * 1.01

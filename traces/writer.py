@@ -6,9 +6,14 @@ is replaced only with force, and never anything but a regular file (both checked
 is made, before any capture, and again at the rename). A run that fails before it has anything worth
 keeping calls `discard()`; a run that was interrupted part-way calls `finish(complete=False, ...)`
 so the user keeps what was captured, clearly marked incomplete.
+
+The writer holds an exclusive flock on its `.partial` while it writes, so a `.partial` nobody
+holds is one a killed casstrace (SIGKILL, a crash, a power cut) left: the next writer in that
+directory, and `casstrace traces`, remove those (remove_stale_partials).
 """
 
 import contextlib
+import fcntl
 import json
 import operator
 import os
@@ -32,21 +37,26 @@ COVERAGE_COLUMNS = tuple(CoverageRow.__annotations__)
 
 class TraceWriter:
     def __init__(self, path: str | os.PathLike[str], force: bool = False):
-        """Raises CasstraceError when `path` may not be written (see casstrace.outputs)."""
+        """Raises CasstraceError when `path` may not be written (see casstrace.outputs), or while
+        another casstrace writes it."""
         self.path = outputs.check_output(path, force)
         self.force = force
         self.partial_path = outputs.partial_path(self.path)
+        self._lock: int | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.partial_path.unlink(missing_ok=True)
+            remove_stale_partials(self.path.parent)
+            self._lock = _claim(self.partial_path)
             self.db = sqlite3.connect(self.partial_path)
             # The partial file is thrown away on a crash, so durability per statement buys nothing.
             self.db.execute("PRAGMA journal_mode = OFF")
             self.db.execute("PRAGMA synchronous = OFF")
             self.db.executescript(SCHEMA)
         except (OSError, sqlite3.Error) as error:
-            with contextlib.suppress(OSError):
-                self.partial_path.unlink(missing_ok=True)
+            if self._lock is not None:
+                with contextlib.suppress(OSError):
+                    self.partial_path.unlink(missing_ok=True)
+                os.close(self._lock)
             reason = error.strerror if isinstance(error, OSError) else str(error)
             raise CasstraceError(f"cannot write a trace at {self.path} ({reason})",
                                  "choose a writable --out path") from None
@@ -193,6 +203,23 @@ class TraceWriter:
                 f"INSERT INTO {table}({', '.join(columns)}) VALUES ({placeholders})", values
             )
 
+    # -- reading back what a capture wrote (for what is added after it) --------------------------
+    def measured(self, measure: str) -> bool:
+        """Whether the backend took `measure` (a key of meta `measures`)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'measures'").fetchone()
+        return row is not None and bool(json.loads(row[0]).get(measure))
+
+    def socket_peers(self) -> dict[int, str | None]:
+        """file_id -> remote address ('ip:port', None when unknown) of every socket in the trace."""
+        return dict(self.db.execute("SELECT file_id, remote_addr FROM files WHERE kind = 'socket'").fetchall())
+
+    def write_bytes(self, window_id: int, file_ids: Iterable[int]) -> dict[int, int]:
+        """file_id -> bytes written in the window, for those of `file_ids` written to in it."""
+        wanted = list(file_ids)
+        return dict(self.db.execute(
+            f"SELECT file_id, write_bytes FROM file_io WHERE window_id = ? AND file_id IN ({', '.join('?' * len(wanted))})",
+            (window_id, *wanted)).fetchall())
+
     # -- ending -----------------------------------------------------------------------------
     def finish(self, complete: bool = True, reason: str | None = None) -> Path:
         """Mark the trace complete or not, and move it into place. Returns its path."""
@@ -206,6 +233,7 @@ class TraceWriter:
             outputs.move_into_place(self.partial_path, self.path, self.force)
         finally:
             self.partial_path.unlink(missing_ok=True)   # gone when moved; refused: never half a trace
+            self._release()
         return self.path
 
     def discard(self) -> None:
@@ -214,3 +242,52 @@ class TraceWriter:
             self.db.close()
         finally:
             self.partial_path.unlink(missing_ok=True)
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _claim(partial: Path) -> int:
+    """Create `partial` empty and lock it for as long as the writer writes; returns the lock's fd."""
+    while True:
+        fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise CasstraceError(f"another casstrace is writing {outputs.target_of(partial)} now",
+                                 "wait until it is done, or give another --out") from None
+        if _same_file(fd, partial):   # not removed as stale between open and lock
+            os.ftruncate(fd, 0)       # whatever a killed writer left there
+            return fd
+        os.close(fd)
+
+
+def remove_stale_partials(directory: Path) -> list[Path]:
+    """Remove the `.partial` files in `directory` no writer holds (left by a killed casstrace)."""
+    removed = []
+    for partial in directory.glob(f".*{outputs.PARTIAL_SUFFIX}"):
+        try:
+            fd = os.open(partial, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _same_file(fd, partial):
+                partial.unlink()
+                removed.append(partial)
+        except OSError:
+            continue   # being written, gone meanwhile, or not ours to remove
+        finally:
+            os.close(fd)
+    return removed

@@ -1,0 +1,157 @@
+"""Signals at any moment of `casstrace run`, against the test node with real BPF.
+
+Each trial runs the real command (tests/helpers/signal_trial.py) and sends it SIGINT, SIGTERM or
+SIGHUP from inside one step of the capture → trace routine: compiling and attaching the probes, an
+execution, detaching, reading the maps, reading the node's query trace, writing the trace, writing
+the report. Whatever the moment, the command must leave no BPF program loaded (checked by the ids
+of the programs it held, with the kernel), keep a whole, readable trace (marked incomplete unless
+the signal came once it was finished) with its HTML report, say where it is, exit with 128 + the
+signal's number, leave no `.partial`, and stop within a few seconds. A second SIGINT changes none
+of that; a SIGKILL leaves a `.partial`, which the next run removes.
+"""
+
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from casstrace.traces import Trace
+from casstrace.reports import beside_trace
+
+pytestmark = pytest.mark.integration
+
+if os.geteuid() != 0:
+    pytest.skip("BPF capture needs root", allow_module_level=True)
+
+TRIAL = Path(__file__).parent / "helpers" / "signal_trial.py"
+CASSTRACE = Path(sys.executable).parent / "casstrace"
+STOP_WITHIN_S = 10   # from the signal to the exit, report included, on a busy 2-core machine
+SENT = re.compile(r"signal-trial: sent (\w+) at (\d+)")
+REASONS = {"SIGINT": "interrupted (Ctrl-C)", "SIGTERM": "terminated (SIGTERM)", "SIGHUP": "hung up (SIGHUP)"}
+
+# (moment, signal, seed): every step of the routine, each signal, several places inside each step
+TRIALS = [
+    ("attach", "SIGINT", 1), ("attach", "SIGTERM", 2), ("attach", "SIGHUP", 3),
+    ("execute", "SIGINT", 4), ("execute", "SIGTERM", 5), ("execute", "SIGHUP", 6), ("execute", "SIGINT", 7),
+    ("detach", "SIGINT", 8), ("detach", "SIGTERM", 9), ("detach", "SIGINT", 10),
+    ("maps", "SIGINT", 11), ("maps", "SIGHUP", 12), ("maps", "SIGTERM", 13),
+    ("collect", "SIGINT", 14), ("collect", "SIGTERM", 15),
+    ("trace", "SIGINT", 16), ("trace", "SIGTERM", 17), ("trace", "SIGHUP", 18), ("trace", "SIGINT", 19),
+    ("report", "SIGINT", 20), ("report", "SIGTERM", 21), ("report", "SIGHUP", 22),
+]
+DOUBLE = [("execute", 23), ("detach", 24), ("trace", 25)]
+
+
+def program_exists(prog_id: int) -> bool:
+    """bpf(BPF_PROG_GET_FD_BY_ID): the kernel's own word on whether a program is still loaded."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
+    fd = libc.syscall(321, 13, ctypes.byref(attr), ctypes.sizeof(attr))
+    if fd >= 0:
+        os.close(fd)
+        return True
+    return False
+
+
+class Watched:
+    """A command run, with the BPF program ids it held (read from its fdinfo while it runs)."""
+
+    def __init__(self, argv: list[str]):
+        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.program_ids: set[int] = set()
+        self._watcher = threading.Thread(target=self._watch)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        fdinfo = Path(f"/proc/{self.process.pid}/fdinfo")
+        while self.process.poll() is None:
+            try:
+                names = os.listdir(fdinfo)
+            except OSError:
+                break
+            for name in names:
+                try:
+                    text = (fdinfo / name).read_text()
+                except OSError:
+                    continue
+                self.program_ids.update(int(line.split()[1]) for line in text.splitlines()
+                                        if line.startswith("prog_id:"))
+            time.sleep(0.01)
+
+    def finish(self, timeout: float = 120) -> tuple[int, str, str, int]:
+        """(exit status, stdout, stderr, monotonic ns at the exit)."""
+        stdout, stderr = self.process.communicate(timeout=timeout)
+        ended = time.monotonic_ns()
+        self._watcher.join()
+        return self.process.returncode, stdout, stderr, ended
+
+
+def trial(directory: Path, node_args: list[str], query: str, moment: str, signame: str, seed: int,
+          again: bool = False) -> None:
+    out = directory / "t.trace"
+    watched = Watched([sys.executable, str(TRIAL), moment, signame, str(seed), *(["--again"] if again else []),
+                       "--", "run", query, *node_args, "--repeat", "2", "--warmup", "0", "--out", str(out)])
+    status, stdout, stderr, ended = watched.finish()
+    context = f"{moment} {signame} seed {seed}:\n{stdout}\n{stderr}"
+    sent = SENT.search(stderr)
+    assert sent and sent.group(1) == signame, context
+    assert status == 128 + signal.Signals[signame], context
+    assert "Traceback" not in stderr, context
+    assert (ended - int(sent.group(2))) / 1e9 < STOP_WITHIN_S, context
+    assert watched.program_ids, context   # the probes were attached ...
+    assert not any(program_exists(i) for i in watched.program_ids), context   # ... and are gone
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"casstrace: {REASONS[signame]}: the trace, ") and last.endswith(f", is at {out}"), context
+    with Trace(out) as trace:
+        if "marked incomplete" in last:
+            assert not trace.complete and trace.meta["incomplete_reason"] == REASONS[signame], context
+        else:   # the signal came once the trace was finished: whole, and said so
+            assert trace.complete and moment in ("trace", "report"), context
+        assert trace.rows("SELECT count(*) FROM windows")[0][0] >= 1
+        executions = trace.rows("SELECT count(*) FROM executions")[0][0]
+        if moment in ("detach", "maps", "collect", "trace", "report"):
+            assert executions == 3, context   # the two measured ones and the tracing one, all kept
+    assert f"report: {beside_trace(out, 'html')}" in stdout, context
+    assert sorted(p.name for p in directory.iterdir()) == sorted([out.name, beside_trace(out, "html").name]), context
+
+
+@pytest.fixture(scope="module")
+def demo_query(demo_tables) -> str:
+    return (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} "
+            f"WHERE stream_id = {demo_tables.spec.stream_id}")
+
+
+@pytest.fixture(scope="module")
+def node_args(sandbox) -> list[str]:
+    return ["--host", sandbox.host, "--port", str(sandbox.native_port)]
+
+
+@pytest.mark.parametrize("moment, signame, seed", TRIALS)
+def test_a_signal_at_any_moment_keeps_a_whole_trace(tmp_path, node_args, demo_query, moment, signame, seed):
+    trial(tmp_path, node_args, demo_query, moment, signame, seed)
+
+
+@pytest.mark.parametrize("moment, seed", DOUBLE)
+def test_a_second_sigint_changes_nothing(tmp_path, node_args, demo_query, moment, seed):
+    trial(tmp_path, node_args, demo_query, moment, "SIGINT", seed, again=True)
+
+
+def test_sigkill_leaves_a_partial_that_the_next_run_removes(tmp_path, node_args, demo_query):
+    killed = Watched([sys.executable, str(TRIAL), "trace", "SIGKILL", "26", "--", "run", demo_query, *node_args,
+                      "--repeat", "2", "--warmup", "0", "--out", str(tmp_path / "killed.trace")])
+    status, _, stderr, _ = killed.finish()
+    assert status == -signal.SIGKILL, stderr
+    assert killed.program_ids and not any(program_exists(i) for i in killed.program_ids)
+    assert [p.name for p in tmp_path.iterdir()] == [".killed.trace.partial"]
+    rerun = subprocess.run([str(CASSTRACE), "run", demo_query, *node_args, "--repeat", "1", "--warmup", "0",
+                            "--no-html", "--out", str(tmp_path / "rerun.trace")], capture_output=True, text=True,
+                           timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["rerun.trace"]
