@@ -6,7 +6,6 @@ a TCP exchange) in windows of their own, and the trace is written and read back 
 trace file format.
 """
 
-import ctypes
 import json
 import os
 import signal
@@ -20,9 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from casstrace.errors import CasstraceError
-from casstrace.traces.schema import latency_bucket
-from casstrace.traces import Trace, TraceWriter
+sys.path.insert(0, str(Path(__file__).parent))
+from bpf_programs import program_exists, program_ids  # noqa: E402
+
+from casstrace.errors import CasstraceError  # noqa: E402
+from casstrace.traces.schema import latency_bucket  # noqa: E402
+from casstrace.traces import Trace, TraceWriter  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -327,36 +329,13 @@ def test_logged_latencies_binned_exactly_as_the_kernel_bins():
 
 
 # -- ending a capture ------------------------------------------------------------------------
-def bpf_program_ids() -> set[int]:
-    ids = set()
-    for fd in os.listdir("/proc/self/fdinfo"):
-        try:
-            text = Path(f"/proc/self/fdinfo/{fd}").read_text()
-        except OSError:
-            continue
-        ids.update(int(line.split()[1]) for line in text.splitlines() if line.startswith("prog_id:"))
-    return ids
-
-
-def program_exists(prog_id: int) -> bool:
-    """bpf(BPF_PROG_GET_FD_BY_ID): the kernel's own word on whether a program is still loaded."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
-    fd = libc.syscall(321, 13, ctypes.byref(attr), ctypes.sizeof(attr))
-    if fd >= 0:
-        os.close(fd)
-        return True
-    assert ctypes.get_errno() == 2, os.strerror(ctypes.get_errno())
-    return False
-
-
 def test_interrupt_detaches_every_program_and_keeps_the_capture(tmp_path):
     sleeper = subprocess.Popen(["sleep", "30"])
     capture = BccCapture(sleeper.pid)
     try:
         with pytest.raises(KeyboardInterrupt):
             with capture:
-                ids = bpf_program_ids()
+                ids = program_ids()
                 assert len(ids) >= 5 and all(program_exists(i) for i in ids)
                 raise KeyboardInterrupt
         assert not any(program_exists(i) for i in ids)

@@ -10,7 +10,6 @@ signal's number, leave no `.partial`, and stop within a few seconds. A second SI
 of that; a SIGKILL leaves a `.partial`, which the next run removes.
 """
 
-import ctypes
 import os
 import re
 import signal
@@ -22,8 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from casstrace.traces import Trace
-from casstrace.reports import beside_trace
+sys.path.insert(0, str(Path(__file__).parent))
+from bpf_programs import program_exists, program_ids  # noqa: E402
+
+from casstrace.reports import beside_trace  # noqa: E402
+from casstrace.traces import Trace  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -49,17 +51,6 @@ TRIALS = [
 DOUBLE = [("execute", 23), ("detach", 24), ("trace", 25)]
 
 
-def program_exists(prog_id: int) -> bool:
-    """bpf(BPF_PROG_GET_FD_BY_ID): the kernel's own word on whether a program is still loaded."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
-    fd = libc.syscall(321, 13, ctypes.byref(attr), ctypes.sizeof(attr))
-    if fd >= 0:
-        os.close(fd)
-        return True
-    return False
-
-
 class Watched:
     """A command run, with the BPF program ids it held (read from its fdinfo while it runs)."""
 
@@ -70,19 +61,8 @@ class Watched:
         self._watcher.start()
 
     def _watch(self) -> None:
-        fdinfo = Path(f"/proc/{self.process.pid}/fdinfo")
         while self.process.poll() is None:
-            try:
-                names = os.listdir(fdinfo)
-            except OSError:
-                break
-            for name in names:
-                try:
-                    text = (fdinfo / name).read_text()
-                except OSError:
-                    continue
-                self.program_ids.update(int(line.split()[1]) for line in text.splitlines()
-                                        if line.startswith("prog_id:"))
+            self.program_ids |= program_ids(self.process.pid)
             time.sleep(0.01)
 
     def finish(self, timeout: float = 120) -> tuple[int, str, str, int]:
