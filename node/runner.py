@@ -34,6 +34,7 @@ from casstrace.probes.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter
+from casstrace.traces.meta import QueryTraceSession
 
 
 @dataclass
@@ -127,7 +128,7 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
             writer.discard()
             raise
         executions: list[Execution] = []
-        query_trace: list[dict] = []
+        query_trace: list[QueryTraceSession] = []
 
         def body(windows: Windows) -> str | None:
             with phases("run the query"):

@@ -337,6 +337,7 @@ class BccCapture:
         current_gen = self._current_gen.setdefault(owner, {})
         current_gen[fd] = max(current_gen.get(fd, 0), notice.gen)
         now = proc_fds.describe_fd(process, fd, with_position=False)
+        descriptor: Descriptor | None
         if text:  # open/openat/openat2/creat: the path the process asked for
             path = text if text.startswith("/") else self._resolve_relative(owner, process, text, notice.aux_fd)
             if now is not None and now.kind == "file" and os.path.basename(now.path) == os.path.basename(path):

@@ -9,15 +9,16 @@ save their cost): their totals, coverage and heat map cells are added up here fr
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
 from casstrace.probes.program import (GEN_BITS, SOURCE_NAMES, TARGET_NAMES, EventRecord, FollowedEventRecord, Source,
                                       Target, record_struct)
 from casstrace.probes.protocol import Window
+from casstrace.traces.rows import EventRow, FileIORow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
 from casstrace.traces.writer import TraceWriter
 
@@ -30,7 +31,7 @@ LSEEK = syscalls.NUMBERS["lseek"]
 MapRows = list[tuple[Any, Any]]   # a BPF map's (key, value) pairs: ctypes structures, or ints
 # A logged call: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr, epoch,
 # seek_jump, owner)
-EventRecord = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
+LoggedCall = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class BccCaptured:
         """Logged calls offered after the event log was full: in the aggregates, not in the events table."""
         return max(0, self.counters["events_offered"] - self.stream_limit)
 
-    def event_records(self) -> Iterator[EventRecord]:
+    def event_records(self) -> Iterator[LoggedCall]:
         if self.follow_children:
             return FOLLOWED_EVENT.iter_unpack(self.events)
         return (record + (0,) for record in EVENT.iter_unpack(self.events))
@@ -111,7 +112,7 @@ class LoggedCalls:
     """What the logged calls add to the per-file totals, coverage, heat map and latency spectrogram,
     keyed as the kernel keys its maps, computed as capture.c would have (on_read, on_lseek)."""
 
-    def __init__(self, records: Iterable[EventRecord], start_ns: int):
+    def __init__(self, records: Iterable[LoggedCall], start_ns: int):
         # keys: (epoch, owner, fd, gen), + log2 bucket for sizes
         self.totals: dict[tuple[int, int, int, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.sizes: dict[tuple[int, int, int, int, int], int] = defaultdict(int)
@@ -194,11 +195,11 @@ class TraceBuilder:
         """(dev, inode) -> a descriptor naming it: the process's fds, then its mappings, then files
         under extra_dirs (searched only for inodes still unnamed)."""
         if self._names_by_inode is None:
-            named = {}
+            named: dict[tuple[int, int], Descriptor] = {}
             for key, path in proc_fds.mapped_files(self.capture.pid).items():
                 named[key] = Descriptor(path=path, kind="file", dev=key[0], inode=key[1])
             for descriptor in self.capture.descriptors.values():
-                if descriptor.kind == "file" and descriptor.dev is not None:
+                if descriptor.kind == "file" and descriptor.dev is not None and descriptor.inode is not None:
                     named[(descriptor.dev, descriptor.inode)] = descriptor
             wanted = {(proc_fds.user_dev(key.dev), key.inode) for key, _ in self.tables["page_cache_pages"]}
             missing = wanted - named.keys()
@@ -220,17 +221,17 @@ class TraceBuilder:
             assert written == window_id, "windows must be the first rows written to a fresh trace"
 
     def _file_io(self) -> None:
-        rows: dict[tuple[int, int], dict] = {}
+        rows: dict[tuple[int, int], dict[str, int]] = {}
         sizes: dict[tuple[int, int, int], int] = defaultdict(int)
 
-        def row(window_id: int, file_id: int) -> dict:
+        def row(window_id: int, file_id: int) -> dict[str, int]:
             return rows.setdefault((window_id, file_id), {
                 "window_id": window_id, "file_id": file_id, "read_calls": 0, "read_bytes": 0,
                 "read_requested_bytes": 0, "read_ns": 0, "write_calls": 0, "write_bytes": 0,
                 "lseek_calls": 0, "seek_jumps": 0, "longest_sequential_bytes": 0,
                 "cache_miss_pages": 0, "cache_miss_bytes": 0})
 
-        def add(totals: dict, figures: dict) -> None:
+        def add(totals: dict[str, int], figures: Mapping[str, int]) -> None:
             for name, value in figures.items():
                 if name == "longest_sequential_bytes":
                     totals[name] = max(totals[name], value)
@@ -256,7 +257,7 @@ class TraceBuilder:
             totals = row(key.epoch, self.page_file(key.dev, key.inode))
             totals["cache_miss_pages"] += pages
             totals["cache_miss_bytes"] += pages * PAGE_BYTES
-        self.writer.add_file_io(rows.values())
+        self.writer.add_file_io(cast(FileIORow, row) for row in rows.values())
         self.writer.add_read_sizes(
             {"window_id": w, "file_id": f, "log2_bucket": b, "count": n} for (w, f, b), n in sizes.items())
 
@@ -310,13 +311,11 @@ class TraceBuilder:
             for (slot, nr, target, bucket), count in counts.items())
 
     def _events(self) -> None:
-        def rows():
+        def rows() -> Iterator[EventRow]:
             for ts, latency, offset, requested, returned, _run, tid, fd, gen, nr, _epoch, _jump, owner in \
                     self.capture.event_records():
-                if nr in READ_SYSCALLS and offset < 0:
-                    offset = None
-                yield (ts, tid, syscalls.name(nr), fd, self.fd_file(owner, fd, gen), offset, requested, returned,
-                       latency)
+                yield (ts, tid, syscalls.name(nr), fd, self.fd_file(owner, fd, gen),
+                       None if nr in READ_SYSCALLS and offset < 0 else offset, requested, returned, latency)
         self.writer.add_events(rows())
 
     def _thread_io(self) -> None:
