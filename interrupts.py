@@ -80,17 +80,19 @@ class Interrupts:
         self.received, self._raised, self._pending, self._told = None, False, False, False
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        if self.received is None:
-            self.received = Interrupted(signum)
-            if self._deferring:
-                self._pending = True
-                return
-            self._raised = True
-            raise self.received
-        if not self._told:   # os.write: print() could be in the middle of writing stderr
-            self._told = True
-            os.write(2, b"casstrace: stopping: detaching the probes and keeping what was captured"
-                        b" (only SIGKILL stops this, and loses it)\n")
+        first = self.received is None
+        received = self.received = self.received or Interrupted(signum)
+        if not first or self._raised:   # the command is ending already: noted, said once
+            if not self._told:   # os.write: print() could be in the middle of writing stderr
+                self._told = True
+                os.write(2, b"casstrace: stopping: detaching the probes and keeping what was captured"
+                            b" (only SIGKILL stops this, and loses it)\n")
+            return
+        if self._deferring:
+            self._pending = True
+            return
+        self._raised = True
+        raise received
 
     @contextmanager
     def deferred(self, raise_after: bool = True) -> Iterator[None]:
@@ -119,6 +121,12 @@ class Interrupts:
             self.received = error if isinstance(error, Interrupted) else Interrupted(signal.SIGINT)
         self._raised, self._pending = True, False
         return self.received
+
+    def expected(self) -> None:
+        """The signal received was the expected way to end (an open-ended watch): the capture is
+        whole. Later signals are still only noted: the command is ending."""
+        self._raised = True
+        self.received, self._pending = None, False
 
     def take(self) -> Interrupted | None:
         """The signal received, if any, now handled by the caller (who raises it in the end)."""

@@ -8,6 +8,7 @@ import click
 
 from casstrace.cli.options import PID, PORT, FiniteFloat, Seconds
 from casstrace.cli.output import deliver, report_options
+from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.outputs import check_output
 
 if TYPE_CHECKING:
@@ -63,18 +64,23 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
                    + (f" for {duration:g} s" if duration else " until Ctrl-C")
                    + f": probes attached, the node traces {sample:g} of its requests", err=True)
 
-    path, interrupted = watch(WatchOptions(connection=settings, pid=pid, duration_s=duration, probability=sample,
-                                           top=top, out=out, force=force, nodetool=nodetool_command, profile=profile),
-                              live, started)
-    result = analyse_watch(path)
-    if output is None and format_ == "html":
-        output = beside_trace(path, "html")
-    deliver(document(result, top), format_, output, color,
-            [f"{len(result.statements)} statements sampled; trace: {path}"], force, inputs=[path])
-    click.echo(f"trace: {path}", err=True)
-    if interrupted:
-        click.echo("casstrace: interrupted: the trace is marked incomplete", err=True)
-        sys.exit(130)
+    def report(path: Path) -> None:
+        with INTERRUPTS.deferred():   # a signal meanwhile waits until the report is written
+            result = analyse_watch(path)
+            deliver(document(result, top), format_, beside_trace(path, "html") if output is None and format_ == "html"
+                    else output, color, [f"{len(result.statements)} statements sampled; trace: {path}"], force,
+                    inputs=[path])
+            click.echo(f"trace: {path}", err=True)
+
+    try:
+        path = watch(WatchOptions(connection=settings, pid=pid, duration_s=duration, probability=sample,
+                                  top=top, out=out, force=force, nodetool=nodetool_command, profile=profile),
+                     live, started)
+    except Interrupted as interrupted:   # a --duration watch cut short (an open-ended one ends on Ctrl-C)
+        if interrupted.trace is not None:
+            report(interrupted.trace)
+        raise   # cli.main says where the trace is, and exits 128 + the signal
+    report(path)
 
 
 class LiveTable:

@@ -134,10 +134,11 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
             with phases("run the query"):
                 return _execute_all(windows, cold, node, prepared, options, executions)
 
-        def collect() -> None:
-            """Cassandra's own trace of the tracing execution, once the probes are off the node."""
+        def collect(interrupted: bool) -> None:
+            """Cassandra's own trace of the tracing execution, once the probes are off the node (not
+            when interrupted: stopping must take seconds, and the run is incomplete anyway)."""
             tracing = next((e for e in executions if e.kind == "tracing" and e.result), None)
-            if tracing is not None and tracing.result is not None:
+            if tracing is not None and tracing.result is not None and not interrupted:
                 try:
                     with phases("read the node's query trace"):
                         query_trace.extend(query_traces(tracing.result))

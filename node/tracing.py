@@ -27,6 +27,7 @@ from casstrace.errors import CasstraceError
 from casstrace.node.jvm import CassandraProcess, run_tool
 from casstrace.node.statements import normalize
 from casstrace.redaction import redact_command
+from casstrace.traces import TraceWriter
 from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
 
 NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
@@ -129,6 +130,20 @@ class TraceProbability:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.restore()
+
+    # -- as a casstrace.probes.protocol.WindowSource: on for the whole capture -------------------------
+    def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
+        if window_id == 1:
+            self.__enter__()
+
+    def on_window_end(self, window_id: int) -> None:
+        pass
+
+    def write(self, writer: TraceWriter) -> None:
+        pass   # the watch writes what the switch did with the rest of its meta
+
+    def stop(self) -> None:
         self.restore()
 
     def restore(self) -> None:

@@ -5,39 +5,40 @@ Order matters: everything that can fail on the user's input (connection, finding
 nodetool, the thread list, the output path) fails before anything changes on the node. Then the
 probes attach (counting file bytes per thread and 1 ms slot), the node starts tracing a share P of
 its requests, and the watch runs until its duration or Ctrl-C, refreshing a live top-N table.
-On every way out the trace probability goes back to what it was (node.tracing.TraceProbability),
-then the probes detach. The sampled sessions are read from system_traces afterwards (statements
+The probes and the switch share one capture → trace routine (probes.recording): on every way out
+the probes detach and the trace probability goes back to what it was (node.tracing.TraceProbability). The sampled sessions are read from system_traces afterwards (statements
 normalized, never a value), with the JVM's thread names mapped to thread ids, and all of it goes
 into one trace that `casstrace report` reads.
 """
 
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
+from casstrace.interrupts import INTERRUPTS
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
 from casstrace.probes.async_profiler import AsyncProfiler
-from casstrace.probes.java_stacks import write_recording
+from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
+from casstrace.probes.protocol import GAP_WINDOW, Windows, WindowSource
+from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import THREAD_SLOT_NS
 
 DEFAULT_PROBABILITY = 0.01
-WATCH_WINDOW, GAP_WINDOW = "watch", "between"   # windows: the watch itself, and after it
+WATCH_WINDOW = "watch"   # the watch's own window (then a gap, GAP_WINDOW, while the probes detach)
 REFRESH_S = 2.0
 SETTLE_S = 1.0          # after tracing stops, for the last sessions' events to reach system_traces
-INTERRUPTED = "interrupted (Ctrl-C): probes detached, trace probability restored, what was captured is kept"
 
 
 @dataclass
@@ -82,9 +83,12 @@ def warn(message: str) -> None:
 
 
 def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = None,
-          started: Callable[[], None] = lambda: None) -> tuple[Path, bool]:
-    """Watch the node; returns (the trace's path, whether Ctrl-C cut it short). `started` is called once
-    the probes are attached and the node traces; `live` with the figures so far every REFRESH_S seconds."""
+          started: Callable[[], None] = lambda: None) -> Path:
+    """Watch the node; returns the trace's path. `started` is called once the probes are attached and
+    the node traces; `live` with the figures so far every REFRESH_S seconds. A signal (Ctrl-C) is how
+    a watch without a duration ends: its trace is whole. A watch with a duration cut short by a signal
+    keeps its trace, marked incomplete, and raises casstrace.interrupts.Interrupted with it
+    (probes.recording.record)."""
     if not 0 < options.probability <= 1:
         raise CasstraceError(f"--sample must be in (0, 1], got {options.probability}",
                              "give a share of requests to trace, e.g. --sample 0.01")
@@ -101,6 +105,8 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
         data_dirs = context.data_directories(node_settings, process)
         capture = BccCapture(process.pid, extra_dirs=tuple(data_dirs), thread_slot_ns=THREAD_SLOT_NS,
                              source=f"pid {process.pid} (casstrace watch)")
+        # On from before the probes attach to after they detach, put back on every way out.
+        switch = TraceProbability(nodetool, options.probability, warn)
         # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to).
         mapped = MappedPagesCapture(process.pid, data_dirs)
         profiler = None
@@ -108,67 +114,43 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
             profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
             stack.callback(profiler.cleanup)
         writer = TraceWriter(options.out or default_trace_path(), force=options.force)
-        try:
-            sessions, switch, interrupted, window = _watch(capture, mapped, node, nodetool, thread_ids, options, live,
-                                                           started, profiler)
-            # Threads started during the watch (pools grow on demand), as /proc named them (15
-            # characters: enough for 'ReadStage-12'), then as the JVM lists them now.
-            thread_ids.add({name: tid for tid, name in capture.thread_names.items()}).add(_thread_ids_now(process.pid))
-            _write(writer, capture, sessions, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
-            mapped.write(writer)
-            if profiler is not None:
-                watched = [window_id for (window_id,) in
-                           writer.db.execute("SELECT window_id FROM windows WHERE label = ?", (WATCH_WINDOW,))]
-                write_recording(writer, profiler, watched, warn)
-        except BaseException:
-            writer.discard()
-            raise
-        path = writer.finish(complete=not interrupted, reason=INTERRUPTED)
-    return path, interrupted
+        span: list[int] = []   # the watch's start and end, in Unix ns
+        sampled: list[SampledSession] = []
 
-
-def _watch(capture: Any, mapped: MappedPagesCapture, node: NodeSession, nodetool: Any, thread_ids: ThreadIds,
-           options: WatchOptions, live: Callable[[LiveSnapshot], None] | None, started: Callable[[], None],
-           profiler: AsyncProfiler | None = None
-           ) -> tuple[list[SampledSession], TraceProbability, bool, tuple[int, int]]:
-    """Probes on, tracing on, the watch window (mapped pages measured around it, the profiler active
-    across it with --profile), wait; then tracing off (restored), profiler and probes off on every
-    way out, sessions read.
-    Returns the sessions, the switch, whether Ctrl-C cut the watch short (without --duration,
-    Ctrl-C is how it ends), and the watch's (start, end) in Unix ns."""
-    interrupted = False
-    switch = TraceProbability(nodetool, options.probability, warn)
-    with _sigterm_as_interrupt():
-        capture.start()
-        try:
-            with switch:
-                if profiler is not None:
-                    profiler.start()     # in the gap before the watch window: its start is not watched
-                mapped.before_window()
-                window_id = capture.begin_window(WATCH_WINDOW)
-                since = time.time_ns()
-                started()
-                try:
-                    _wait(capture, node, since, thread_ids, options, live)
-                except KeyboardInterrupt:
-                    interrupted = options.duration_s is not None
-                until = time.time_ns()
-                capture.begin_window(GAP_WINDOW)
-                mapped.after_window(window_id)
-                if profiler is not None:
-                    profiler.stop_or_warn(warn)
-        finally:
+        def body(windows: Windows) -> None:
+            windows.begin_window(WATCH_WINDOW)
+            span.append(time.time_ns())
+            started()
             try:
-                if profiler is not None:
-                    profiler.stop_or_warn(warn)   # a way out before the end of the window
+                _wait(capture, node, span[0], thread_ids, options, live)
+            except KeyboardInterrupt:
+                if options.duration_s is not None:
+                    raise   # cut short
+                INTERRUPTS.expected()   # how an open-ended watch ends: its trace is whole
             finally:
-                capture.stop()
-    if switch.restored:
-        print(f"casstrace: the watch is over, trace probability back to {format_probability(switch.previous or 0)}; "
-              "reading the sampled sessions (Ctrl-C again abandons the trace)", file=sys.stderr)
-    time.sleep(SETTLE_S)
-    sessions = read_sessions(node.session, since, until, ignore=is_own_statement)
-    return sessions, switch, interrupted, (since, until)
+                span.append(time.time_ns())
+                windows.begin_window(GAP_WINDOW)
+
+        def collect(interrupted: bool) -> None:
+            """The sampled sessions (read however the watch ended: they are what it is for), and the
+            threads started during the watch (pools grow on demand), as /proc named them (15
+            characters: enough for 'ReadStage-12'), then as the JVM lists them now."""
+            if switch.restored:
+                print(f"casstrace: the watch is over, trace probability back to "
+                      f"{format_probability(switch.previous or 0)}; reading the sampled sessions", file=sys.stderr)
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()}).add(_thread_ids_now(process.pid))
+            if len(span) == 2:
+                time.sleep(SETTLE_S)
+                sampled.extend(read_sessions(node.session, span[0], span[1], ignore=is_own_statement))
+
+        def annotate(writer: TraceWriter) -> None:
+            window = (span[0], span[-1]) if span else (time.time_ns(),) * 2
+            _write(writer, sampled, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
+
+        sources: list[WindowSource] = [switch, mapped]
+        if profiler is not None:   # active across the watch window, started in the gap before it
+            sources.append(ProfiledWindows(profiler, {WATCH_WINDOW}, warn))
+        return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
 
 
 def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, options: WatchOptions,
@@ -226,14 +208,12 @@ def session_rows(sampled: list[SampledSession], thread_ids: ThreadIds,
     return sessions, spans
 
 
-def _write(writer: TraceWriter, capture: Any, sampled: list[SampledSession], thread_ids: ThreadIds,
+def _write(writer: TraceWriter, sampled: list[SampledSession], thread_ids: ThreadIds,
            switch: TraceProbability, window: tuple[int, int], options: WatchOptions, process: CassandraProcess,
            node: NodeSession, node_settings: dict, data_dirs: list[str]) -> None:
+    """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch."""
     offset = _clock_offset_ns()
     writer.set_meta(clock_offset_ns=offset)
-    captured = capture.stop()   # stopped already: what it captured
-    assert captured is not None
-    captured.write(writer)
     writer.add_threads(thread_ids.names())   # full names, where /proc cuts them
     sessions, spans = session_rows(sampled, thread_ids, offset)
     writer.add_statement_sessions(sessions)
@@ -269,16 +249,3 @@ def _thread_ids_now(pid: int) -> dict[str, int]:
 
 def _clock_offset_ns() -> int:
     return time.time_ns() - time.monotonic_ns()
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends a watch as Ctrl-C does: the node's trace probability is restored either way."""
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -38,6 +38,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from casstrace.probes import proc_fds
+from casstrace.probes.protocol import FIRST_WINDOW, GAP_WINDOW
 from casstrace.traces.writer import TraceWriter
 
 SYS_PROCESS_MADVISE = 440     # x86_64 (syscalls.check_architecture() is what the probes require)
@@ -241,9 +242,9 @@ class MappedPagesCapture:
             self.windows[window_id] = {key: f for key, f in touched.items()
                                        if f.referenced_bytes and self._recorded(f.path)}
 
-    # -- as a casstrace.probes.protocol.WindowSource: the windows of executions are measured ----------
+    # -- as a casstrace.probes.protocol.WindowSource: every window but the gaps is measured -------------
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
-        if execution is not None:
+        if label not in (FIRST_WINDOW, GAP_WINDOW):   # an execution's window (run), the watch's (watch)
             self.before_window()
             self._measuring = window_id
 

@@ -6,8 +6,9 @@
 2. `body(windows)` does the command's work, cutting windows (windows.begin_window); it returns
    None, or why the capture ended before its plan was done (the trace is then marked incomplete);
 3. stop the backend, end the sources' last window, then stop the sources (undoing what they changed);
-4. `collect()`, if given, fetches what is only worth having from a whole capture (skipped once
-   interrupted; a signal during it is an interruption);
+4. `collect(interrupted)`, if given, fetches what the trace needs from elsewhere once the probes
+   are off (run: the node's own query trace, skipped when interrupted; watch: the sampled sessions,
+   read whatever ended the watch); a signal during it only ends the collection;
 5. write the backend's result, then each source's rows, then `annotate(writer)`, and finish the trace.
 
 A failure (an exception) in steps 1-2 means nothing worth keeping: every probe is detached, every
@@ -91,7 +92,7 @@ class Recording:
 
 
 def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequence[WindowSource] = (),
-           collect: Callable[[], None] | None = None, annotate: Callable[[TraceWriter], None] | None = None,
+           collect: Callable[[bool], None] | None = None, annotate: Callable[[TraceWriter], None] | None = None,
            phases: Phases | None = None) -> Path:
     """Capture while `body` runs and write the trace; returns its path (see the module's docstring).
     `writer` is discarded on failure and finished otherwise."""
@@ -119,13 +120,12 @@ def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequen
                 writer.discard()
         raise
 
-    interrupted = INTERRUPTS.received
-    if collect is not None and interrupted is None:
+    if collect is not None:
         try:
-            collect()
+            collect(INTERRUPTS.received is not None)
         except KeyboardInterrupt as error:
             INTERRUPTS.note(error)   # an interrupted collection only leaves the trace without what it collects
-        interrupted = INTERRUPTS.received
+    interrupted = INTERRUPTS.received
 
     with phases("write trace"), INTERRUPTS.deferred(raise_after=False):
         try:

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,7 @@ if os.geteuid() != 0:
 TRIAL = Path(__file__).parent / "helpers" / "signal_trial.py"
 CASSTRACE = Path(sys.executable).parent / "casstrace"
 STOP_WITHIN_S = 10   # from the signal to the exit, report included, on a busy 2-core machine
+PARALLEL = 2         # trials at once: the suite's signal trials stay within about 3 minutes
 SENT = re.compile(r"signal-trial: sent (\w+) at (\d+)")
 REASONS = {"SIGINT": "interrupted (Ctrl-C)", "SIGTERM": "terminated (SIGTERM)", "SIGHUP": "hung up (SIGHUP)"}
 
@@ -73,21 +76,39 @@ class Watched:
         return self.process.returncode, stdout, stderr, ended
 
 
-def trial(directory: Path, node_args: list[str], query: str, moment: str, signame: str, seed: int,
-          again: bool = False) -> None:
+@dataclass
+class Trial:
+    """One interrupted `casstrace run`, finished."""
+    moment: str
+    signame: str
+    out: Path
+    status: int
+    stdout: str
+    stderr: str
+    ended_ns: int
+    program_ids: set[int]
+
+
+def run_trial(directory: Path, node_args: list[str], query: str, moment: str, signame: str, seed: int,
+              again: bool = False) -> Trial:
     out = directory / "t.trace"
     watched = Watched([sys.executable, str(TRIAL), moment, signame, str(seed), *(["--again"] if again else []),
                        "--", "run", query, *node_args, "--repeat", "2", "--warmup", "0", "--out", str(out)])
     status, stdout, stderr, ended = watched.finish()
-    context = f"{moment} {signame} seed {seed}:\n{stdout}\n{stderr}"
-    sent = SENT.search(stderr)
+    return Trial(moment, signame, out, status, stdout, stderr, ended, watched.program_ids)
+
+
+def check(trial: Trial) -> None:
+    moment, signame, out = trial.moment, trial.signame, trial.out
+    context = f"{moment} {signame}:\n{trial.stdout}\n{trial.stderr}"
+    sent = SENT.search(trial.stderr)
     assert sent and sent.group(1) == signame, context
-    assert status == 128 + signal.Signals[signame], context
-    assert "Traceback" not in stderr, context
-    assert (ended - int(sent.group(2))) / 1e9 < STOP_WITHIN_S, context
-    assert watched.program_ids, context   # the probes were attached ...
-    assert not any(program_exists(i) for i in watched.program_ids), context   # ... and are gone
-    last = stderr.strip().splitlines()[-1]
+    assert trial.status == 128 + signal.Signals[signame], context
+    assert "Traceback" not in trial.stderr, context
+    assert (trial.ended_ns - int(sent.group(2))) / 1e9 < STOP_WITHIN_S, context
+    assert trial.program_ids, context   # the probes were attached ...
+    assert not any(program_exists(i) for i in trial.program_ids), context   # ... and are gone
+    last = trial.stderr.strip().splitlines()[-1]
     assert last.startswith(f"casstrace: {REASONS[signame]}: the trace, ") and last.endswith(f", is at {out}"), context
     with Trace(out) as trace:
         if "marked incomplete" in last:
@@ -98,8 +119,8 @@ def trial(directory: Path, node_args: list[str], query: str, moment: str, signam
         executions = trace.rows("SELECT count(*) FROM executions")[0][0]
         if moment in ("detach", "maps", "collect", "trace", "report"):
             assert executions == 3, context   # the two measured ones and the tracing one, all kept
-    assert f"report: {beside_trace(out, 'html')}" in stdout, context
-    assert sorted(p.name for p in directory.iterdir()) == sorted([out.name, beside_trace(out, "html").name]), context
+    assert f"report: {beside_trace(out, 'html')}" in trial.stdout, context
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted([out.name, beside_trace(out, "html").name]), context
 
 
 @pytest.fixture(scope="module")
@@ -113,14 +134,25 @@ def node_args(sandbox) -> list[str]:
     return ["--host", sandbox.host, "--port", str(sandbox.native_port)]
 
 
+@pytest.fixture(scope="module")
+def trials(tmp_path_factory, node_args, demo_query) -> dict[tuple[str, str, int, bool], Trial]:
+    """Every trial, two at a time (each is mostly waiting: for the compiler, the node, the disk)."""
+    plan = [(moment, signame, seed, False) for moment, signame, seed in TRIALS]
+    plan += [(moment, "SIGINT", seed, True) for moment, seed in DOUBLE]
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+        futures = {key: pool.submit(run_trial, tmp_path_factory.mktemp(f"{key[0]}-{key[2]}"), node_args, demo_query,
+                                    *key) for key in plan}
+        return {key: future.result() for key, future in futures.items()}
+
+
 @pytest.mark.parametrize("moment, signame, seed", TRIALS)
-def test_a_signal_at_any_moment_keeps_a_whole_trace(tmp_path, node_args, demo_query, moment, signame, seed):
-    trial(tmp_path, node_args, demo_query, moment, signame, seed)
+def test_a_signal_at_any_moment_keeps_a_whole_trace(trials, moment, signame, seed):
+    check(trials[(moment, signame, seed, False)])
 
 
 @pytest.mark.parametrize("moment, seed", DOUBLE)
-def test_a_second_sigint_changes_nothing(tmp_path, node_args, demo_query, moment, seed):
-    trial(tmp_path, node_args, demo_query, moment, "SIGINT", seed, again=True)
+def test_a_second_sigint_changes_nothing(trials, moment, seed):
+    check(trials[(moment, "SIGINT", seed, True)])
 
 
 def test_sigkill_leaves_a_partial_that_the_next_run_removes(tmp_path, node_args, demo_query):
