@@ -125,6 +125,9 @@ def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequen
             collect(INTERRUPTS.received is not None)
         except KeyboardInterrupt as error:
             INTERRUPTS.note(error)   # an interrupted collection only leaves the trace without what it collects
+        except BaseException:
+            writer.discard()
+            raise
     interrupted = INTERRUPTS.received
 
     with phases("write trace"), INTERRUPTS.deferred(raise_after=False):
