@@ -87,9 +87,10 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
         click.echo(phases.summary(), err=True)
 
 
-def report(path: Path, html: bool, force: bool = False) -> None:
+def report(path: Path, html: bool, force: bool = False, after_signal: bool = False) -> None:
     """The verdict in the terminal, and the full HTML report beside the trace. A signal meanwhile
-    waits until both are written (and is raised then)."""
+    waits until both are written (and is raised then). Exits non-zero when an execution failed,
+    unless a signal ended the run (its exit says so; the execution it cut short is no failure)."""
     from casstrace.analyses import analyse
     from casstrace.interrupts import INTERRUPTS, Interrupted
     from casstrace.reports import ReportOptions, render, write
@@ -105,7 +106,8 @@ def report(path: Path, html: bool, force: bool = False) -> None:
         if interrupted.trace is None:   # the signal came once the trace was written: it is this one
             interrupted.trace, interrupted.trace_complete = path, analysis.complete
         raise
-    require_success(analysis, path)
+    if not after_signal:
+        require_success(analysis, path)
 
 
 @contextmanager
@@ -117,7 +119,7 @@ def reporting_interruptions(html: bool, force: bool = False) -> Iterator[None]:
         yield
     except Interrupted as interrupted:
         if interrupted.trace is not None:
-            report(interrupted.trace, html, force)
+            report(interrupted.trace, html, force, after_signal=True)
         raise
 
 
