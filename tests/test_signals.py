@@ -108,8 +108,10 @@ def check(trial: Trial) -> None:
     assert (trial.ended_ns - int(sent.group(2))) / 1e9 < STOP_WITHIN_S, context
     assert trial.program_ids, context   # the probes were attached ...
     assert not any(program_exists(i) for i in trial.program_ids), context   # ... and are gone
-    last = trial.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"casstrace: {REASONS[signame]}: the trace, ") and last.endswith(f", is at {out}"), context
+    # The command's last word (a second signal may still be acknowledged after it).
+    said = [line for line in trial.stderr.splitlines() if line.startswith(f"casstrace: {REASONS[signame]}: the trace, ")]
+    assert len(said) == 1 and said[0].endswith(f", is at {out}"), context
+    last = said[0]
     with Trace(out) as trace:
         if "marked incomplete" in last:
             assert not trace.complete and trace.meta["incomplete_reason"] == REASONS[signame], context
