@@ -5,6 +5,8 @@ stale `.partial` files."""
 import fcntl
 import os
 import signal
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,3 +233,12 @@ def test_a_writer_replaces_its_own_stale_partial(tmp_path):
     path = TraceWriter(tmp_path / "t.trace").finish()
     with Trace(path) as trace:
         assert trace.complete
+
+
+def test_casstrace_traces_removes_what_a_killed_run_left(tmp_path):
+    (tmp_path / ".killed.trace.partial").write_bytes(b"half a trace")
+    listed = subprocess.run([sys.executable, "-m", "casstrace", "traces", "--dir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert "left by a casstrace that was killed" in listed.stderr
+    assert list(tmp_path.iterdir()) == []
