@@ -28,15 +28,13 @@ which drop_caches alone cannot do (it keeps mapped pages). process_madvise(MADV_
 process's own ranges of those files does it (Linux 5.10 and later); see `page_out`.
 """
 
-import contextlib
 import ctypes
 import errno
 import os
-import signal
-import threading
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
+from casstrace.interrupts import INTERRUPTS
 from casstrace.probes import proc_fds
 from casstrace.probes.protocol import FIRST_WINDOW, GAP_WINDOW
 from casstrace.traces.writer import TraceWriter
@@ -325,29 +323,12 @@ def _chunks(mappings: list[Mapping], size: int) -> Iterator[list[Mapping]]:
         yield mappings[first:first + size]
 
 
-@contextlib.contextmanager
-def interrupt_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C (SIGINT) until the block is done, then raise KeyboardInterrupt. Only the main
-    thread can handle signals; elsewhere the block runs as is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda number, _frame: received.append(number))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        raise KeyboardInterrupt
-
-
 def page_out(pid: int, mappings: list[Mapping]) -> int:
     """Ask the kernel to reclaim the pages of these mappings of process `pid` (MADV_PAGEOUT through
     process_madvise): clean file pages leave the process's page tables and the page cache, unless
     another process maps them too. Returns the bytes of address space advised.
 
-    A Ctrl-C waits until the last call returns: a cold execution never starts with half its files
+    A signal (Ctrl-C, SIGTERM, SIGHUP: casstrace.interrupts) waits until the last call returns: a cold execution never starts with half its files
     pushed out, and nothing needs restoring afterwards (the node reads the pages back on demand).
     Raises PageOutUnavailable when the kernel cannot do it (before 5.10, no permission, no process)."""
     if not mappings:
@@ -358,8 +339,9 @@ def page_out(pid: int, mappings: list[Mapping]) -> int:
     except OSError as error:
         raise PageOutUnavailable(f"cannot open pid {pid} ({error.strerror})") from None
     advised = 0
+    INTERRUPTS.install()   # (once per process) so that the deferral holds SIGTERM and SIGHUP as well as Ctrl-C
     try:
-        with interrupt_deferred():
+        with INTERRUPTS.deferred():
             for chunk in _chunks(mappings, IOV_MAX):
                 vectors = (_IOVec * len(chunk))(*(_IOVec(m.start, m.size) for m in chunk))
                 result = libc.syscall(SYS_PROCESS_MADVISE, pidfd, vectors, len(chunk), MADV_PAGEOUT, 0)

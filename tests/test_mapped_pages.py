@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from casstrace.analyses import amplification
+from casstrace.interrupts import INTERRUPTS
 from casstrace.probes import mapped_pages
 from casstrace.probes.mapped_pages import MappedPages, MappedPagesCapture
 from casstrace.traces import Trace, TraceWriter
@@ -195,13 +196,22 @@ def test_page_out_of_a_gone_process_says_why():
         mapped_pages.page_out(process.pid, [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x")])
 
 
-def test_an_eviction_is_never_left_half_done_by_ctrl_c():
+def test_an_eviction_is_never_left_half_done_by_ctrl_c(monkeypatch):
+    """page_out's calls run under casstrace.interrupts' deferral: a Ctrl-C meanwhile is raised after them."""
     done = []
-    with pytest.raises(KeyboardInterrupt):
-        with mapped_pages.interrupt_deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            done.append("the whole block ran")
-    assert done == ["the whole block ran"]
+
+    def advise(*args: object) -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        done.append("the call returned")
+        return 0x1000
+
+    monkeypatch.setattr(mapped_pages.ctypes, "CDLL", lambda *a, **k: type("Libc", (), {"syscall": staticmethod(advise)}))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            mapped_pages.page_out(os.getpid(), [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x")])
+    finally:
+        INTERRUPTS.uninstall()
+    assert done == ["the call returned"]
 
 
 def test_a_process_whose_maps_cannot_be_read_is_not_said_to_map_nothing(tmp_path):
