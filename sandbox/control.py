@@ -197,15 +197,12 @@ class Sandbox:
             return None
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while self.pid() == pid and time.monotonic() < deadline:
-            _reap(pid)
+        while not _exited(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if self.pid() == pid:
+        if not _exited(pid):
             os.kill(pid, signal.SIGKILL)
-            while self.pid() == pid:
-                _reap(pid)
+            while not _exited(pid):
                 time.sleep(0.1)
-        _reap(pid)
         self.layout.pid_file.unlink(missing_ok=True)
         return pid
 
@@ -335,6 +332,18 @@ def _check_ports_free(settings: Settings) -> None:
                     f"{name} port {port} is already in use",
                     f"stop what listens there (see: ss -ltnp 'sport = :{port}') or choose another {option}",
                 ) from None
+
+
+def _exited(pid: int) -> bool:
+    """Whether the process is gone, its sockets with it. Not `pid() is None`: an exiting process
+    drops its memory (and so its command line) before its files, and a restart in that gap found
+    the JMX port still bound."""
+    _reap(pid)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"   # a zombie has closed its files
 
 
 def _reap(pid: int) -> None:

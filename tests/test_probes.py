@@ -355,7 +355,13 @@ def test_ctrl_c_on_the_command_writes_an_incomplete_trace(tmp_path):
     try:
         command = subprocess.Popen([str(CASSTRACE), "capture", "--pid", str(sleeper.pid), "--duration", "60",
                                     "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(4)   # past compile and attach
+        # Past compile and attach, however long a loaded machine takes: the command holds its
+        # programs once bcc has loaded them (a fixed 4 s wait fired before that at load 12).
+        deadline = time.monotonic() + 120
+        while not program_ids(command.pid) and command.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert program_ids(command.pid), "the capture never loaded its programs"
+        time.sleep(0.5)   # the tracepoints attach right after the load
         command.send_signal(signal.SIGINT)
         stdout, stderr = command.communicate(timeout=30)
         assert command.returncode == 130, stderr
