@@ -335,15 +335,17 @@ def _check_ports_free(settings: Settings) -> None:
 
 
 def _exited(pid: int) -> bool:
-    """Whether the process is gone, its sockets with it. Not `pid() is None`: an exiting process
-    drops its memory (and so its command line) before its files, and a restart in that gap found
-    the JMX port still bound."""
+    """Whether the whole process is gone, its sockets with it. Not `pid() is None`: an exiting
+    process drops its memory (and so its command line) before its files, and the JVM's main thread
+    turns zombie while its other threads still hold the sockets: a restart in either gap found the
+    JMX port still listening."""
     _reap(pid)
     try:
+        tasks = os.listdir(f"/proc/{pid}/task")
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True
-    return stat[stat.rindex(")") + 2] in "ZX"   # a zombie has closed its files
+    return len(tasks) <= 1 and stat[stat.rindex(")") + 2] in "ZX"   # the last thread, a zombie
 
 
 def _reap(pid: int) -> None:

@@ -590,9 +590,13 @@ def test_select_star_reads_the_whole_data_file(sandbox, demo_tables, tmp_path):
     with Trace(writer.finish()) as trace:
         row = file_io(trace, window, str(data_file))
         assert size <= row["read_bytes"] <= size * 1.01
-        assert row["cache_miss_bytes"] == -(-size // 4096) * 4096
-        pages = covered(trace, window, str(data_file), "syscall")
-        assert pages == set(range(-(-size // 4096)))
+        every_page = set(range(-(-size // 4096)))
+        # The page cache filled every page of the file, and nothing else of it...
+        assert covered(trace, window, str(data_file), "page_cache") == every_page
+        # ...once, but for a folio the kernel may drop and fill again mid-read (once in ~10 runs
+        # here: one 2 MiB folio counted twice; a second fill is a real fill, and counted).
+        assert len(every_page) * 4096 <= row["cache_miss_bytes"] <= len(every_page) * 4096 * 1.02
+        assert covered(trace, window, str(data_file), "syscall") == every_page
         offsets = trace.rows("SELECT DISTINCT syscall FROM events WHERE file_id = ?", (row["file_id"],))
         assert {r["syscall"] for r in offsets} == {"pread64"}
         assert trace.meta["aggregate_overflows"] == 0
