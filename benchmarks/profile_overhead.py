@@ -75,7 +75,9 @@ def main() -> None:
     print(f"blocks: {args.blocks} x {args.runs} executions each, profiler idle / active")
     print(f"median latency, profiler idle:   {statistics.median(idle) * 1000:8.2f} ms")
     print(f"median latency, profiler active: {statistics.median(active) * 1000:8.2f} ms")
-    print(f"overhead (ratio of medians):     {statistics.median(active) / statistics.median(idle):8.3f}x")
+    overhead = statistics.median(active) / statistics.median(idle)
+    print(f"overhead (ratio of medians):     {overhead:8.3f}x")
+    print(f"FIGURE profile_overhead_ratio {overhead:.4f}")   # read by scripts/bench
     print(f"block ratios: min {min(ratios):.3f}  q1 {quartiles[0]:.3f}  median {quartiles[1]:.3f}  "
           f"q3 {quartiles[2]:.3f}  max {max(ratios):.3f}")
     print(f"read-method calls recorded per execution: {statistics.median(samples_per_execution):,.0f}")
