@@ -56,10 +56,10 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     stacks_bytes = sorted((WeightedStack(frames[s], n) for s, n in by_stack.items()), key=lambda w: -w.value)
     joined = sum(w.value for w in stacks_bytes)
     cassandra = sum(w.value for w in stacks_bytes if has_cassandra_frame(w.stack))
-    (data_read,) = trace.db.execute(
+    ((data_read,),) = trace.rows(
         "SELECT COALESCE(SUM(MAX(e.returned, 0)), 0) FROM events e JOIN windows w"
         " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-        f" WHERE e.syscall != 'lseek' AND w.{windows} AND e.{files}", window_params + file_params).fetchone()
+        f" WHERE e.syscall != 'lseek' AND w.{windows} AND e.{files}", window_params + file_params)
 
     frame_bytes: dict[str, int] = defaultdict(int)
     for weighted in stacks_bytes:

@@ -66,10 +66,8 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
     """The stacks, wall-clock samples and joined reads of the profiled windows, and meta `profile`.
     Call after the capture has written its windows, files and per-call log."""
     profiled = set(window_ids)
-    placeholders = ", ".join("?" * len(profiled)) or "NULL"
     # The profiled windows never overlap (the trace format's rule): a time is in one of them at most.
-    windows = sorted((start, end, window_id) for window_id, start, end in writer.db.execute(
-        f"SELECT window_id, start_ns, end_ns FROM windows WHERE window_id IN ({placeholders})", tuple(profiled)))
+    windows = writer.window_spans(profiled)
     starts = [start for start, _, _ in windows]
 
     def window_of(ts: int) -> int | None:
@@ -91,13 +89,7 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
             if window_id in profiled:
                 wall[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
 
-    reads: list[LoggedRead] = []
-    for ts, tid, file_id, returned, window_id in writer.db.execute(
-            "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id FROM events e JOIN windows w"
-            " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-            f" WHERE e.syscall != 'lseek' AND e.file_id IS NOT NULL AND w.window_id IN ({placeholders})",
-            tuple(profiled)):
-        reads.append(LoggedRead(ts, tid, file_id, max(returned or 0, 0), window_id))
+    reads = [LoggedRead(*read) for read in writer.logged_reads(profiled)]
 
     totals: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0])
     joined_calls = joined_bytes = 0

@@ -209,6 +209,24 @@ class TraceWriter:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'measures'").fetchone()
         return row is not None and bool(json.loads(row[0]).get(measure))
 
+    def window_spans(self, window_ids: Iterable[int]) -> list[tuple[int, int, int]]:
+        """(start_ns, end_ns, window_id) of the given windows, by start."""
+        ids = tuple(window_ids)
+        return sorted((start, end, window_id) for window_id, start, end in self.db.execute(
+            f"SELECT window_id, start_ns, end_ns FROM windows WHERE window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
+            ids))
+
+    def logged_reads(self, window_ids: Iterable[int]) -> list[tuple[int, int, int, int, int]]:
+        """(ts_ns, tid, file_id, bytes returned, window_id) of every logged read on a named file
+        inside the given windows (a failed read returned 0 bytes)."""
+        ids = tuple(window_ids)
+        return [(ts, tid, file_id, max(returned or 0, 0), window_id) for ts, tid, file_id, returned, window_id in
+                self.db.execute(
+                    "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id FROM events e JOIN windows w"
+                    " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
+                    " WHERE e.syscall != 'lseek' AND e.file_id IS NOT NULL"
+                    f" AND w.window_id IN ({', '.join('?' * len(ids)) or 'NULL'})", ids)]
+
     def socket_peers(self) -> dict[int, str | None]:
         """file_id -> remote address ('ip:port', None when unknown) of every socket in the trace."""
         return dict(self.db.execute("SELECT file_id, remote_addr FROM files WHERE kind = 'socket'").fetchall())
