@@ -112,7 +112,14 @@ def test_warm_full_row_read_on_4_1_with_its_defaults_is_flagged(node_41, syscall
     print(f"4.1: mapped touched per execution {touched}, amplification {o.read:.0f}x; 5.0 with pread: "
           f"{syscall_data.touched_bytes} B of pages")
     # 4.1 writes the same rows in the same format (nb-big, LZ4 16 KiB): about the same pages
-    assert 0.8 <= touched / syscall_data.touched_bytes <= 1.25
+    pages = syscall_data.touched_bytes
+    with Trace(analysis.trace_path) as trace:
+        (huge,) = trace.rows("SELECT MAX(mapped_huge_bytes) FROM file_io")[0]
+    if huge:   # 2 MiB entries (one run in four here): the figure is a bracket, which must hold the truth
+        least = o.data_read_least_bytes / sum(e.kind == "measured" for e in analysis.executions)
+        assert least <= pages * 1.25 and touched >= pages * 0.8
+    else:
+        assert 0.8 <= touched / pages <= 1.25
 
 
 def test_mapped_bytes_touched_match_what_the_query_reads_with_syscalls(warm, syscall_node_read):
