@@ -37,11 +37,12 @@ fds are kept. Nothing of a data buffer is ever decoded.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import struct
 from collections.abc import Iterator
-from typing import IO, NamedTuple, cast
+from typing import IO, Callable, NamedTuple, cast
 
 # -- blocks ---------------------------------------------------------------------------------------
 SECTION_HEADER = 0x0A0D0D0A
@@ -341,16 +342,11 @@ class ScapReader:
                 raise ScapError(f"cannot read it: {error}", truncated=isinstance(error, EOFError)) from None
 
     def _calls(self, stream: IO[bytes]) -> Iterator[CallFields]:
-        threads, fds = self.threads, self.fds
         pending: dict[int, tuple] = {}     # tid -> (enter type, ts, fd, size, offset, whence, name, dirfd)
-        io_events, io_enters, open_events = IO_EVENTS, IO_ENTERS, OPEN_EVENTS
-        enter_layouts, exit_layouts = ENTER_LAYOUTS, EXIT_LAYOUTS
-        tracked = TRACKED
-        event_v2, event_v2_flags, event_v1, event_v1_flags = EVENT_V2, EVENT_V2_FLAGS, EVENT_V1, EVENT_V1_FLAGS
-        lengths16 = LENGTHS16
+        scan = self._scan if COMPILED_SCAN is None else functools.partial(COMPILED_SCAN, self)
+        out: list[CallFields] = []
         first = True
         events = 0
-        at = 0
         carry = b""
         while True:
             data = stream.read(CHUNK_BYTES)
@@ -362,143 +358,179 @@ class ScapReader:
                 break
             # Blocks are read where they lie in the chunk; one cut by its end is carried over.
             buffer = carry + data if carry else data
-            view = memoryview(buffer)
-            buffer_size = len(buffer)
             at = 0
             if first:
-                if buffer_size < 28:
+                if len(buffer) < 28:
                     carry = buffer
                     continue
                 at = self._section_header(buffer)
                 first = False
-            # Every block but the last few of a chunk has room for a v2 event header: unpack that
-            # at once (the common case), the block header alone otherwise.
-            full = buffer_size - 36
-            while at + 8 <= buffer_size:
-                if at <= full:
-                    block_type, block_length, _, ts, tid, length, etype, nparams = event_v2.unpack_from(buffer, at)
-                else:
-                    block_type, block_length = BLOCK_HEADER.unpack_from(buffer, at)
-                block_end = at + block_length
-                if block_end > buffer_size or block_length < 12 or block_length & 3:
-                    if block_length < 12 or block_length & 3:
-                        raise ScapError(f"a block of {block_length} bytes at a block boundary: not a capture")
-                    if block_length > (64 << 20):
-                        raise ScapError("a block longer than 64 MiB: not a capture")
+            while True:
+                at, scanned, stopped = scan(buffer, at, out, pending)
+                events += scanned
+                yield from out
+                out.clear()
+                if not stopped:
                     break
-                if block_type == 0x216:
-                    event = at + 10
-                    flags = 0
-                else:
-                    block_layout = EVENT_BLOCKS.get(block_type)
-                    if block_layout is None:
-                        self._other_block(block_type, view[at + 8:block_end - 4])
-                        at = block_end
-                        continue
-                    has_nparams, has_flags = block_layout
-                    if has_nparams:
-                        if has_flags:
-                            _, _, _, flags, ts, tid, length, etype, nparams = event_v2_flags.unpack_from(buffer, at)
-                        else:
-                            _, _, _, ts, tid, length, etype, nparams = event_v2.unpack_from(buffer, at)
-                            flags = 0
-                    else:
-                        if has_flags:
-                            _, _, _, flags, ts, tid, length, etype = event_v1_flags.unpack_from(buffer, at)
-                        else:
-                            _, _, _, ts, tid, length, etype = event_v1.unpack_from(buffer, at)
-                            flags = 0
-                        nparams = -1
-                    event = at + (14 if has_flags else 10)
-                events += 1
-                at = block_end
-                if etype not in tracked:
-                    continue
-                # The parameters: lengths, then values.
-                if nparams < 0:
-                    header = 22
-                    nparams = self._v1_nparams(buffer, event + header, event + length, etype)
-                    if nparams is None:
-                        continue
-                else:
-                    header = 26
-                if flags & LARGE_PAYLOAD:
-                    lengths = LENGTHS32[nparams].unpack_from(buffer, event + header)
-                    values = event + header + 4 * nparams
-                else:
-                    lengths = lengths16[nparams].unpack_from(buffer, event + header)
-                    values = event + header + 2 * nparams
-                if values + sum(lengths) > block_end - 4:
-                    raise ScapError(f"an event of type {etype} longer than its block")
-                thread = threads.get(tid)
-                if thread is None:
-                    thread = threads[tid] = self._unknown_thread(tid)
-
-                spec = io_events.get(etype)
-                if spec is not None:
-                    kind, syscall, positioned, enter_type, _, exit_params = spec
-                    enter = pending.pop(tid, None)
-                    result = I64.unpack_from(buffer, values)[0] if nparams and lengths[0] == 8 else 0
-                    if enter is not None and enter[0] == enter_type:
-                        _, entry_ts, fd, size, offset, whence = enter
-                    else:
-                        entry_ts = None
-                        fd = size = offset = whence = None
-                    # Newer exit events carry the arguments themselves.
-                    if exit_params[0] < nparams:
-                        layout = exit_layouts[etype]
-                        if layout is not None and layout.last < nparams and \
-                                lengths[layout.first:layout.last + 1] == layout.lengths:
-                            found = layout.unpack.unpack_from(buffer, values + sum(lengths[:layout.first])) + (None,)
-                            index = layout.slots
-                            args = (found[index[0]], found[index[1]], found[index[2]], found[index[3]])
-                        else:
-                            args = self._args(buffer, values, lengths, exit_params)
-                        fd = args[0]
-                        if args[1] is not None:
-                            size = args[1]
-                        if args[2] is not None:
-                            offset = args[2]
-                        if args[3] is not None:
-                            whence = args[3]
-                    table = fds.get(thread.pid)
-                    if table is None:
-                        table = fds[thread.pid] = {}
-                    fd_info = None
-                    if fd is not None and fd >= 0:
-                        fd_info = table.get(fd)
-                        if fd_info is None:
-                            # An fd the capture never showed opened (sysdig types it 'o').
-                            fd_info = table[fd] = Fd("other", type_name="fd")
-                    if kind == CLOSE and result == 0 and fd is not None:
-                        table.pop(fd, None)
-                    if flags & STATE_ONLY:
-                        self.skipped_state_only += 1
-                        continue
-                    # A plain tuple in Call's order: a Call per event would cost a third more.
-                    yield (kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size,
-                           offset, whence)
-                    continue
-                layout = enter_layouts.get(etype)
-                if layout is not None:
-                    if etype in SENDS_WITH_TUPLE and nparams > 2 and lengths[2] > 1:
-                        self._name_by_peer(thread, buffer, values, lengths, view)
-                    _, last, expected, unpack, index = layout
-                    if lengths[:last + 1] == expected:
-                        args = unpack.unpack_from(buffer, values) + (None,)
-                        pending[tid] = (etype, ts, args[index[0]], args[index[1]], args[index[2]], args[index[3]])
-                    else:
-                        arg_spec = io_events[io_enters[etype]].enter_params
-                        pending[tid] = (etype, ts, *self._args(buffer, values, lengths, arg_spec))
-                    continue
-                if etype in open_events:
-                    call = self._opened(etype, ts, thread, pending.pop(tid, None), view, values, lengths, nparams)
-                    if call is not None and not flags & STATE_ONLY:
-                        yield call
-                else:
-                    self._state(etype, ts, thread, pending, buffer, view, values, lengths, nparams, flags)
             carry = buffer[at:]
         self.events = events
+
+    def _scan(self, buffer: bytes, at: int, out: list[CallFields], pending: dict[int, tuple]) -> tuple[int, int, bool]:
+        """Reads the whole blocks of `buffer` from `at` on, appending the calls to `out`; returns
+        (where the first block not read whole starts, event blocks read, stopped early). It stops
+        early right after an execve, which renames a thread: the calls before it are folded with the
+        thread as it was. probes/scap_scan.c is the same loop compiled (and used when built)."""
+        threads, fds = self.threads, self.fds
+        io_events, io_enters, open_events = IO_EVENTS, IO_ENTERS, OPEN_EVENTS
+        enter_layouts, exit_layouts = ENTER_LAYOUTS, EXIT_LAYOUTS
+        tracked = TRACKED
+        event_v2, event_v2_flags, event_v1, event_v1_flags = EVENT_V2, EVENT_V2_FLAGS, EVENT_V1, EVENT_V1_FLAGS
+        lengths16 = LENGTHS16
+        append = out.append
+        events = 0
+        buffer_size = len(buffer)
+        # Every block but the last few of a chunk has room for a v2 event header: unpack that
+        # at once (the common case), the block header alone otherwise.
+        full = buffer_size - 36
+        while at + 8 <= buffer_size:
+            if at <= full:
+                block_type, block_length, _, ts, tid, length, etype, nparams = event_v2.unpack_from(buffer, at)
+            else:
+                block_type, block_length = BLOCK_HEADER.unpack_from(buffer, at)
+            block_end = at + block_length
+            if block_end > buffer_size or block_length < 12 or block_length & 3:
+                if block_length < 12 or block_length & 3:
+                    raise ScapError(f"a block of {block_length} bytes at a block boundary: not a capture")
+                if block_length > (64 << 20):
+                    raise ScapError("a block longer than 64 MiB: not a capture")
+                break
+            if block_type == 0x216:
+                event = at + 10
+                flags = 0
+            else:
+                block_layout = EVENT_BLOCKS.get(block_type)
+                if block_layout is None:
+                    self._block_at(block_type, buffer, at, block_end)
+                    at = block_end
+                    continue
+                has_nparams, has_flags = block_layout
+                if has_nparams:
+                    if has_flags:
+                        _, _, _, flags, ts, tid, length, etype, nparams = event_v2_flags.unpack_from(buffer, at)
+                    else:
+                        _, _, _, ts, tid, length, etype, nparams = event_v2.unpack_from(buffer, at)
+                        flags = 0
+                else:
+                    if has_flags:
+                        _, _, _, flags, ts, tid, length, etype = event_v1_flags.unpack_from(buffer, at)
+                    else:
+                        _, _, _, ts, tid, length, etype = event_v1.unpack_from(buffer, at)
+                        flags = 0
+                    nparams = -1
+                event = at + (14 if has_flags else 10)
+                if event + (26 if has_nparams else 22) > block_end - 4:
+                    raise ScapError(f"an event block of {block_length} bytes: shorter than an event")
+            events += 1
+            at = block_end
+            if etype not in tracked:
+                continue
+            # The parameters: lengths, then values.
+            if nparams < 0:
+                header = 22
+                nparams = self._v1_nparams(buffer, event + header, event + length, etype)
+                if nparams is None:
+                    continue
+            else:
+                header = 26
+            if nparams >= len(LENGTHS16) or event + header + 2 * nparams > block_end - 4:
+                raise ScapError(f"an event of type {etype} longer than its block")
+            if flags & LARGE_PAYLOAD:
+                lengths = LENGTHS32[nparams].unpack_from(buffer, event + header)
+                values = event + header + 4 * nparams
+            else:
+                lengths = lengths16[nparams].unpack_from(buffer, event + header)
+                values = event + header + 2 * nparams
+            if values + sum(lengths) > block_end - 4:
+                raise ScapError(f"an event of type {etype} longer than its block")
+            thread = threads.get(tid)
+            if thread is None:
+                thread = threads[tid] = self._unknown_thread(tid)
+
+            spec = io_events.get(etype)
+            if spec is not None:
+                kind, syscall, positioned, enter_type, _, exit_params = spec
+                enter = pending.pop(tid, None)
+                result = I64.unpack_from(buffer, values)[0] if nparams and lengths[0] == 8 else 0
+                if enter is not None and enter[0] == enter_type:
+                    _, entry_ts, fd, size, offset, whence = enter
+                else:
+                    entry_ts = None
+                    fd = size = offset = whence = None
+                # Newer exit events carry the arguments themselves.
+                if exit_params[0] < nparams:
+                    layout = exit_layouts[etype]
+                    if layout is not None and layout.last < nparams and \
+                            lengths[layout.first:layout.last + 1] == layout.lengths:
+                        found = layout.unpack.unpack_from(buffer, values + sum(lengths[:layout.first])) + (None,)
+                        index = layout.slots
+                        args = (found[index[0]], found[index[1]], found[index[2]], found[index[3]])
+                    else:
+                        args = self._args(buffer, values, lengths, exit_params)
+                    fd = args[0]
+                    if args[1] is not None:
+                        size = args[1]
+                    if args[2] is not None:
+                        offset = args[2]
+                    if args[3] is not None:
+                        whence = args[3]
+                table = fds.get(thread.pid)
+                if table is None:
+                    table = fds[thread.pid] = {}
+                fd_info = None
+                if fd is not None and fd >= 0:
+                    fd_info = table.get(fd)
+                    if fd_info is None:
+                        fd_info = table[fd] = self._unknown_fd()
+                if kind == CLOSE and result == 0 and fd is not None:
+                    table.pop(fd, None)
+                if flags & STATE_ONLY:
+                    self.skipped_state_only += 1
+                    continue
+                # A plain tuple in Call's order: a Call per event would cost a third more.
+                append((kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size,
+                        offset, whence))
+                continue
+            layout = enter_layouts.get(etype)
+            if layout is not None:
+                if etype in SENDS_WITH_TUPLE and nparams > 2 and lengths[2] > 1:
+                    self._name_by_peer(thread, buffer, values, lengths, memoryview(buffer))
+                _, last, expected, unpack, index = layout
+                if lengths[:last + 1] == expected:
+                    args = unpack.unpack_from(buffer, values) + (None,)
+                    pending[tid] = (etype, ts, args[index[0]], args[index[1]], args[index[2]], args[index[3]])
+                else:
+                    arg_spec = io_events[io_enters[etype]].enter_params
+                    pending[tid] = (etype, ts, *self._args(buffer, values, lengths, arg_spec))
+                continue
+            if etype in open_events:
+                call = self._opened(etype, ts, thread, pending.pop(tid, None), memoryview(buffer), values, lengths,
+                                    nparams)
+                if call is not None and not flags & STATE_ONLY:
+                    append(call)
+            else:
+                self._state(etype, ts, thread, pending, buffer, memoryview(buffer), values, lengths, nparams, flags)
+                if etype in EXECVES:
+                    return at, events, True
+        return at, events, False
+
+    def _block_at(self, block_type: int, buffer: bytes, at: int, end: int) -> None:
+        """A block other than an event, at `at` of `buffer` up to `end`."""
+        self._other_block(block_type, memoryview(buffer)[at + 8:end - 4])
+
+    @staticmethod
+    def _unknown_fd() -> Fd:
+        """An fd the capture never showed opened (sysdig types it 'o')."""
+        return Fd("other", type_name="fd")
 
     def _unknown_thread(self, tid: int) -> Thread:
         pid = self.unknown_threads_pid
@@ -808,3 +840,23 @@ class ScapReader:
             if entry_length:
                 at = start + entry_length
             table[fd] = info
+
+
+def _compiled_scan() -> Callable[..., tuple[int, int, bool]] | None:
+    """ScapReader._scan compiled from probes/scap_scan.c (scripts/install builds it), told the
+    event tables above; None where it was not built (no compiler): the Python loop reads the same."""
+    try:
+        from casstrace.probes import _scap_scan
+    except ImportError:
+        return None
+    _scap_scan.configure(
+        {exit_type: (spec.kind, spec.syscall, spec.positioned, spec.enter, spec.enter_params, spec.exit_params)
+         for exit_type, spec in IO_EVENTS.items()},
+        {spec.enter: spec.enter_params for spec in IO_EVENTS.values() if ENTER_LAYOUTS[spec.enter] is not None},
+        TRACKED, set(OPEN_EVENTS), set(SENDS_WITH_TUPLE), set(EXECVES), EVENT_BLOCKS,
+        CLOSE, STATE_ONLY, LARGE_PAYLOAD, ScapError)
+    return _scap_scan.scan
+
+
+# Which loop reads: the compiled one when built (tests set it to None to check both read the same).
+COMPILED_SCAN = _compiled_scan()

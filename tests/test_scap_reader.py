@@ -83,3 +83,47 @@ def test_a_thread_the_capture_never_introduced(tmp_path):
     filtered = [call for call in ScapReader(tmp_path / "renamed.scap", 24004).calls() if call[1] == "pread64"]
     assert {(call[5].tid, call[5].pid, call[5].exe) for call in filtered} == {(999_999, 24004, calls(source)[0][5].exe)}
     assert sum(call[8] for call in filtered) == DATA_DB["cassandra5-narrow-fixed.scap"][0]
+
+
+def _read_by(scan, path: Path, pid: int | None = None) -> tuple:
+    """Everything a reader hands on, with `scan` as its loop: the calls (threads and fds by their
+    fields), the event count and the thread and fd tables it ends with."""
+    saved = scap_reader.COMPILED_SCAN
+    scap_reader.COMPILED_SCAN = scan
+    try:
+        reader = ScapReader(path, pid)
+        read = list(reader.calls())
+    finally:
+        scap_reader.COMPILED_SCAN = saved
+
+    def thread(value: scap_reader.Thread) -> tuple:
+        return (value.tid, value.pid, value.comm, value.exe, value.exepath, value.cwd)
+
+    def fd(value: scap_reader.Fd | None) -> tuple | None:
+        return None if value is None else (value.kind, value.name, value.type_name, value.proto, value.local, value.remote)
+
+    return ([call[:5] + (thread(call[5]), call[6], fd(call[7])) + tuple(call[8:]) for call in read],
+            reader.events, reader.skipped_state_only, {tid: thread(each) for tid, each in reader.threads.items()},
+            {pid: {number: fd(each) for number, each in table.items()} for pid, table in reader.fds.items()})
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in SCAP_DIR.glob("*.scap")))
+def test_the_compiled_loop_reads_what_the_python_loop_reads(name, tmp_path, monkeypatch):
+    """probes/scap_scan.c (built by scripts/install) against ScapReader._scan, the fallback without
+    a compiler: every capture whole, exit-only, cut into small chunks, and with a thread it never
+    introduced (those two made of the v2 blocks of the captures not gzipped)."""
+    compiled = scap_reader.COMPILED_SCAN
+    assert compiled is not None, "probes/scap_scan.c was not built: run scripts/install (needs gcc, python3-dev)"
+    source = SCAP_DIR / name
+    variants: list[tuple[Path, int | None]] = [(source, None)]
+    paired = _read_by(None, source)
+    if not source.read_bytes().startswith(b"\x1f\x8b"):
+        exit_only(source, tmp_path / "exit-only.scap")
+        variants.append((tmp_path / "exit-only.scap", None))
+        tid = paired[0][-1][5][0]
+        thread_renamed(source, tmp_path / "renamed.scap", tid, 999_999)
+        variants += [(tmp_path / "renamed.scap", None), (tmp_path / "renamed.scap", paired[0][-1][5][1])]
+    for path, pid in variants:
+        assert _read_by(compiled, path, pid) == _read_by(None, path, pid), path.name
+    monkeypatch.setattr(scap_reader, "CHUNK_BYTES", 999)
+    assert _read_by(compiled, source) == _read_by(None, source) == paired

@@ -1,0 +1,22 @@
+"""The one compiled part of casstrace: probes/scap_scan.c, the .scap reader's inner loop (see there).
+
+Optional: where no C compiler or Python headers are found, the install goes on without it and the
+reader's Python loop reads the same captures, slower (scripts/install says which one is in use).
+Everything else about the distribution is in setup.cfg."""
+
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
+
+
+class BuildPy(build_py):
+    """The repository root is the package casstrace: this file is not one of its modules."""
+
+    def find_package_modules(self, package, package_dir):
+        return [module for module in super().find_package_modules(package, package_dir)
+                if Path(module[2]).resolve() != Path(__file__).resolve()]
+
+
+setup(ext_modules=[Extension("casstrace.probes._scap_scan", ["probes/scap_scan.c"], optional=True)],
+      cmdclass={"build_py": BuildPy})
