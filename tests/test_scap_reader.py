@@ -113,7 +113,8 @@ def test_the_compiled_loop_reads_what_the_python_loop_reads(name, tmp_path, monk
     a compiler: every capture whole, exit-only, cut into small chunks, and with a thread it never
     introduced (those two made of the v2 blocks of the captures not gzipped)."""
     compiled = scap_reader.COMPILED_SCAN
-    assert compiled is not None, "probes/scap_scan.c was not built: run scripts/install (needs gcc, python3-dev)"
+    if compiled is None:   # a tree installed before it existed, or no compiler (scripts/install says so)
+        pytest.skip("probes/scap_scan.c is not built: run scripts/install (needs gcc and python3-dev)")
     source = SCAP_DIR / name
     variants: list[tuple[Path, int | None]] = [(source, None)]
     paired = _read_by(None, source)
