@@ -181,10 +181,20 @@ class WeightedStack:
 
 
 @dataclass(frozen=True)
+class StackBytes(WeightedStack):
+    """A stack's Data bytes: value = syscall_bytes + fill_bytes (a cold read counts once as the bytes
+    its call returned and once as the pages the page cache filled for it; a fault on a mapped file
+    only as the latter)."""
+
+    syscall_bytes: int = 0     # bytes read syscalls made from this stack returned
+    fill_bytes: int = 0        # page-cache fill bytes put on it: in those calls, and faults (nearest sample)
+
+
+@dataclass(frozen=True)
 class FrameShare:
     frame: str
-    bytes: int
-    share: float               # of the joined bytes
+    bytes: int                 # syscall + fill bytes on stacks that frame asked for
+    share: float               # of the bytes on known stacks
 
 
 @dataclass
@@ -194,11 +204,20 @@ class Profile:
     cpu_samples: int                    # running samples of the serving threads
     threads: list[str]                  # the serving threads, by name
     stacks_cpu: list[WeightedStack]     # most samples first
-    stacks_bytes: list[WeightedStack]   # most bytes first
+    stacks_bytes: list[StackBytes]      # most bytes (syscall + fill) first
     data_read_bytes: int                # bytes the logged reads returned from the Data files
     joined_bytes: int                   # of which joined with a Java stack
     cassandra_bytes: int                # of which on stacks holding an org.apache.cassandra frame
     top_frames: list[FrameShare]        # the Cassandra frame that asked for the bytes (reading_frame), by bytes
+    # Page-cache fills of the Data files (None: fills not put on stacks, a trace from before they were)
+    data_fill_bytes: int | None = None  # the kernel's count (file_io.cache_miss_bytes)
+    fill_call_bytes: int = 0            # of which inside read calls joined with a stack (exact)
+    fill_fault_bytes: int = 0           # of which no read holds, on the faulting thread's nearest wall sample
+    fill_cassandra_bytes: int = 0       # of those two, on stacks holding an org.apache.cassandra frame
+    fill_join_ns: int | None = None     # how near that sample had to be
+    # The fill bytes on no stack, by why: reads with no Java stack, faults with no sample that near,
+    # fills neither log held (the kernel counted them, nothing says who)
+    fill_undetermined: dict[str, int] = field(default_factory=dict)
 
     @property
     def cassandra_share(self) -> float | None:
@@ -208,6 +227,19 @@ class Profile:
     @property
     def joined_share(self) -> float | None:
         return self.joined_bytes / self.data_read_bytes if self.data_read_bytes else None
+
+    @property
+    def fill_on_stacks_bytes(self) -> int:
+        return self.fill_call_bytes + self.fill_fault_bytes
+
+    @property
+    def fill_undetermined_bytes(self) -> int:
+        return sum(self.fill_undetermined.values())
+
+    @property
+    def fill_cassandra_share(self) -> float | None:
+        """Share of the Data files' page-cache fills on stacks with Cassandra frames (None: no fill)."""
+        return self.fill_cassandra_bytes / self.data_fill_bytes if self.data_fill_bytes else None
 
 
 @dataclass

@@ -3,23 +3,30 @@
 Two views of the measured executions:
 - bytes: every read call on the queried table's Data files, joined with the Java stack that made
   it (the probes' per-call log x async-profiler's stack of each call of the JDK's read method),
-  weighted by the bytes the call returned;
+  weighted by the bytes the call returned plus the bytes the page cache filled while it ran; and
+  the fills no read holds (faults on mapped files) on the stack of the faulting thread's nearest
+  wall-clock sample. Fill bytes with no stack are undetermined, counted by why, never dropped;
 - CPU: wall-clock samples of the threads that served the query, taken while they were running
   (state RUNNABLE): the threads that read those files, and the native-transport request threads.
 """
 
 import json
 from collections import defaultdict
+from typing import Any
 
 from casstrace.analyses.file_io import sql_in
-from casstrace.analyses.model import FrameShare, Profile, WeightedStack
+from casstrace.analyses.model import FrameShare, Profile, StackBytes, WeightedStack
 from casstrace.traces import Trace
+from casstrace.traces.schema import PAGE_BYTES
 
 CASSANDRA_PACKAGE = "org.apache.cassandra."
 RUNNING_STATE = "STATE_RUNNABLE"
 REQUEST_THREAD_PREFIX = "Native-Transport"   # the threads that take CQL requests and answer them
 MIN_EVIDENCE_SHARE = 0.01   # frames carrying less are not worth a line of evidence
 IO_PLUMBING = ("org.apache.cassandra.io.util.", "org.apache.cassandra.utils.")
+UNDETERMINED_READS = "in read calls with no Java stack"
+UNDETERMINED_FAULTS = "fills no read holds (faults on mapped files) with no wall-clock sample of the thread that near"
+UNDETERMINED_UNLOGGED = "fills neither the per-call nor the fill log holds (kernel totals only)"
 
 
 def has_cassandra_frame(stack: tuple[str, ...]) -> bool:
@@ -49,24 +56,35 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     files, file_params = sql_in("file_id", data_file_ids)
     frames = {row["stack_id"]: tuple(json.loads(row["frames"])) for row in trace.rows("SELECT * FROM stacks")}
 
-    by_stack: dict[int, int] = defaultdict(int)
-    for row in trace.rows(f"SELECT stack_id, SUM(bytes) AS bytes FROM profile_reads WHERE {windows} AND {files}"
-                          " GROUP BY stack_id", window_params + file_params):
-        by_stack[row["stack_id"]] += row["bytes"]
-    stacks_bytes = sorted((WeightedStack(frames[s], n) for s, n in by_stack.items()), key=lambda w: -w.value)
-    joined = sum(w.value for w in stacks_bytes)
-    cassandra = sum(w.value for w in stacks_bytes if has_cassandra_frame(w.stack))
-    ((data_read,),) = trace.rows(
-        "SELECT COALESCE(SUM(MAX(e.returned, 0)), 0) FROM events e JOIN windows w"
+    with_fills = "fill_join_ns" in meta
+    fill_columns = ("COALESCE(SUM(fill_bytes), 0) AS calls_fill, COALESCE(SUM(fault_fill_bytes), 0) AS faults_fill"
+                    if with_fills else "0 AS calls_fill, 0 AS faults_fill")
+    by_stack: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])   # syscall, fill in calls, fill by faults
+    for row in trace.rows(f"SELECT stack_id, SUM(bytes) AS bytes, {fill_columns} FROM profile_reads"
+                          f" WHERE {windows} AND {files} GROUP BY stack_id", window_params + file_params):
+        by_stack[row["stack_id"]] = [row["bytes"], row["calls_fill"], row["faults_fill"]]
+    stacks_bytes = sorted((StackBytes(frames[s], read + calls + faults, read, calls + faults)
+                           for s, (read, calls, faults) in by_stack.items()), key=lambda w: -w.value)
+    joined = sum(w.syscall_bytes for w in stacks_bytes)
+    cassandra = sum(w.syscall_bytes for w in stacks_bytes if has_cassandra_frame(w.stack))
+    ((data_read, call_fill_pages),) = trace.rows(
+        "SELECT COALESCE(SUM(MAX(e.returned, 0)), 0), COALESCE(SUM(e.cache_miss_pages), 0) FROM events e"
+        " JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
+        f" WHERE e.syscall != 'lseek' AND w.{windows} AND e.{files}", window_params + file_params
+    ) if with_fills else trace.rows(
+        "SELECT COALESCE(SUM(MAX(e.returned, 0)), 0), 0 FROM events e JOIN windows w"
         " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
         f" WHERE e.syscall != 'lseek' AND w.{windows} AND e.{files}", window_params + file_params)
+    fills = _fills(trace, stacks_bytes, by_stack, call_fill_pages, windows, files, window_params + file_params) \
+        if with_fills else {}
 
+    on_stacks = sum(w.value for w in stacks_bytes)
     frame_bytes: dict[str, int] = defaultdict(int)
     for weighted in stacks_bytes:
         frame = reading_frame(weighted.stack)
         if frame:
             frame_bytes[frame] += weighted.value
-    top_frames = [FrameShare(frame, size, size / joined if joined else 0.0)
+    top_frames = [FrameShare(frame, size, size / on_stacks if on_stacks else 0.0)
                   for frame, size in sorted(frame_bytes.items(), key=lambda item: -item[1])]
 
     names = {row["tid"]: row["name"] for row in trace.rows("SELECT tid, name FROM threads")}
@@ -90,12 +108,43 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
         threads=sorted(names.get(tid, f"tid {tid}") for tid in sampled | readers),
         stacks_cpu=stacks_cpu, stacks_bytes=stacks_bytes,
         data_read_bytes=data_read, joined_bytes=joined, cassandra_bytes=cassandra, top_frames=top_frames,
+        **fills,
     )
+
+
+def _fills(trace: Trace, stacks_bytes: list[StackBytes], by_stack: dict[int, list[int]], call_fill_pages: int,
+           windows: str, files: str, params: list[int | str]) -> dict[str, Any]:
+    """The Profile's fill fields: the kernel's fill bytes of the files in the windows, those on stacks
+    (in read calls; faults, by nearest sample), and the rest, undetermined, by why."""
+    ((kernel,),) = trace.rows(f"SELECT COALESCE(SUM(cache_miss_bytes), 0) FROM file_io WHERE {windows} AND {files}",
+                              params)
+    ((fault_pages,),) = trace.rows(
+        "SELECT COALESCE(SUM(p.pages), 0) FROM page_cache_fills p JOIN windows w"
+        f" ON p.ts_ns >= w.start_ns AND p.ts_ns < w.end_ns WHERE w.{windows} AND p.{files}", params)
+    in_calls = sum(calls for _, calls, _ in by_stack.values())
+    by_faults = sum(faults for _, _, faults in by_stack.values())
+    logged = (call_fill_pages + fault_pages) * PAGE_BYTES
+    undetermined = {UNDETERMINED_READS: call_fill_pages * PAGE_BYTES - in_calls,
+                    UNDETERMINED_FAULTS: fault_pages * PAGE_BYTES - by_faults,
+                    UNDETERMINED_UNLOGGED: kernel - logged}
+    return {
+        "data_fill_bytes": kernel, "fill_call_bytes": in_calls, "fill_fault_bytes": by_faults,
+        "fill_cassandra_bytes": sum(w.fill_bytes for w in stacks_bytes if has_cassandra_frame(w.stack)),
+        "fill_join_ns": trace.meta["profile"]["fill_join_ns"],
+        "fill_undetermined": {why: size for why, size in undetermined.items() if size},
+    }
+
+
+def bytes_measures(profile: Profile) -> str:
+    """Which measures a stack's bytes add up."""
+    if profile.data_fill_bytes is None:
+        return "bytes read syscalls returned"
+    return "bytes read syscalls returned + page-cache fill bytes"
 
 
 def evidence(profile: Profile, limit: int = 3) -> list[str]:
     """Evidence lines for the findings: the Cassandra frames that carry most of the bytes read."""
-    if not profile.joined_bytes:
+    if not profile.top_frames:
         return []
     lines = []
     for top in [t for t in profile.top_frames if t.share >= MIN_EVIDENCE_SHARE][:limit]:
@@ -103,6 +152,7 @@ def evidence(profile: Profile, limit: int = 3) -> list[str]:
         chain = [frame for frame in caller if frame.startswith(CASSANDRA_PACKAGE)]
         below = chain[:chain.index(top.frame)] if top.frame in chain else []
         path = " <- ".join(reversed(below[-3:]))
-        lines.append(f"Java stacks (async-profiler): {top.share:.1%} of the Data bytes with a known stack were read "
-                     f"by {top.frame}" + (f", called from {path}" if path else "") + ".")
+        lines.append(f"Java stacks (async-profiler): {top.share:.1%} of the Data bytes on a known stack "
+                     f"({bytes_measures(profile)}) were asked for by {top.frame}" + (f", called from {path}" if path else "")
+                     + ".")
     return lines

@@ -14,6 +14,7 @@ import functools
 import mmap
 import os
 import select
+import struct
 import threading
 import time
 from collections.abc import Iterable
@@ -23,7 +24,7 @@ from typing import Any
 
 from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
-from casstrace.probes.bcc_trace import EVENT, FOLLOWED_EVENT, BccCaptured, MapRows
+from casstrace.probes.bcc_trace import EVENT, FILL, FOLLOWED_EVENT, BccCaptured, MapRows
 from casstrace.probes.proc_fds import Descriptor
 from casstrace.probes.program import (GEN_BITS, KIND_NAMES, NOTICE_PATH, Counter, FollowedNoticeRecord, Kind,
                                       NoticeRecord, NoticeType, Source, c_defines, c_structs)
@@ -31,6 +32,7 @@ from casstrace.probes.protocol import WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 DEFAULT_STREAM_LIMIT = 500_000
+FILL_CAPACITY = 1 << 17    # fills no logged read holds: 512 MiB of faults in 4 KiB pages, more in folios
 MAP_ENTRIES = 1 << 17
 REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
 FOLLOWED_ENTRIES = 1 << 16   # descendants alive at once, when following them
@@ -204,14 +206,14 @@ class BccCapture:
             if self._poller is not None:
                 self._poller.join()
             self._bpf.ring_buffer_consume()
-            counters, tables, events = self._read_tables()
+            counters, tables, events, fills = self._read_tables()
             self._final_snapshot()
         finally:
             self._release()
         self.result = BccCaptured(
             pid=self.pid, source=self.source, process=self.process, follow_children=self.follow_children,
             extra_dirs=self.extra_dirs, stream_limit=self.stream_limit, windows=windows,
-            ended_early=self.ended_early, counters=counters, tables=tables, events=events,
+            ended_early=self.ended_early, counters=counters, tables=tables, events=events, fills=fills,
             descriptors=self._descriptors, thread_names=self._thread_names, descendants=self._descendants,
             poller_cpu_seconds=self._poller_cpu_seconds, thread_slot_ns=self.thread_slot_ns)
         return self.result
@@ -224,7 +226,8 @@ class BccCapture:
                   + resources.files("casstrace.probes").joinpath("capture.c").read_bytes())
         cflags = [
             f"-DTGID={self.pid}", f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
-            f"-DEVENT_CAPACITY={self.stream_limit}", f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
+            f"-DEVENT_CAPACITY={self.stream_limit}", f"-DFILL_CAPACITY={FILL_CAPACITY}",
+            f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
             f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
             f"-DFOLLOW_CHILDREN={int(self.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
             *syscalls.program_defines(), *c_defines(),
@@ -406,21 +409,18 @@ class BccCapture:
             self._bpf = None
             _wait_until_unloaded(programs)
 
-    def _read_tables(self) -> tuple[dict[str, int], dict[str, MapRows], bytes]:
-        """The counters, every aggregate map, and the kept part of the event log."""
+    def _read_tables(self) -> tuple[dict[str, int], dict[str, MapRows], bytes, bytes]:
+        """The counters, every aggregate map, and the kept parts of the event log and the fill log."""
         bpf = self._bpf
         counters = bpf[b"counters"]
         values = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
         names = ["stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"]
         tables = {name: _read_hash(bpf[name.encode()])
                   for name in names + (["thread_io"] if self.thread_slot_ns else [])}
-        log = bpf[b"event_log"]
-        layout = FOLLOWED_EVENT if self.follow_children else EVENT
-        length = _page_round(log.max_entries * layout.size)
-        kept = min(values["events_offered"], self.stream_limit)
-        with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
-            events = memory[: kept * layout.size]
-        return values, tables, events
+        events = _read_log(bpf[b"event_log"], FOLLOWED_EVENT if self.follow_children else EVENT,
+                           values["events_offered"])
+        fills = _read_log(bpf[b"fill_log"], FILL, values["fills_offered"])
+        return values, tables, events, fills
 
     def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
         """The per-thread counts (capture.c thread_io) as they stand now, for a live view while capturing:
@@ -489,6 +489,13 @@ def _read_hash(table: Any) -> MapRows:
     except Exception:   # kernels without batch operations on this map type
         items = table.items()
     return [(key, value.value if isinstance(value, ctypes._SimpleCData) else value) for key, value in items]
+
+
+def _read_log(log: Any, layout: struct.Struct, offered: int) -> bytes:
+    """The records an in-place log (a BPF_F_MMAPABLE array) kept: the first `offered`, at most all."""
+    length = _page_round(log.max_entries * layout.size)
+    with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
+        return memory[: min(offered, log.max_entries) * layout.size]
 
 
 def _page_round(size: int) -> int:

@@ -15,23 +15,24 @@ from typing import Any, cast
 
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
-from casstrace.probes.program import (GEN_BITS, SOURCE_NAMES, TARGET_NAMES, EventRecord, FollowedEventRecord, Source,
-                                      Target, record_struct)
+from casstrace.probes.program import (GEN_BITS, NO_CALL, SOURCE_NAMES, TARGET_NAMES, EventRecord, FillRecord,
+                                      FollowedEventRecord, Source, Target, record_struct)
 from casstrace.probes.protocol import Window
-from casstrace.traces.rows import EventRow, FileIORow
+from casstrace.traces.rows import EventRow, FileIORow, PageCacheFillRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
 from casstrace.traces.writer import TraceWriter
 
 EVENT = record_struct(EventRecord)
 FOLLOWED_EVENT = record_struct(FollowedEventRecord)
+FILL = record_struct(FillRecord)
 READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
 LSEEK = syscalls.NUMBERS["lseek"]
 
 
 MapRows = list[tuple[Any, Any]]   # a BPF map's (key, value) pairs: ctypes structures, or ints
 # A logged call: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr, epoch,
-# seek_jump, owner)
-LoggedCall = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
+# seek_jump, fill_inode, fill_dev, fill_pages, owner)
+LoggedCall = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class BccCaptured:
     counters: dict[str, int]         # program.Counter's names, lower case -> value
     tables: dict[str, MapRows]       # every aggregate map, by name in capture.c
     events: bytes                    # the kept part of the event log
+    fills: bytes                     # the kept part of the fill log (FillRecord)
     descriptors: dict[tuple[int, int, int], Descriptor]   # (owner, fd, gen) -> what it was
     thread_names: dict[int, str]
     descendants: dict[int, int]      # pid -> parent pid, for every process followed
@@ -122,7 +124,7 @@ class LoggedCalls:
         # Locals, not attribute look-ups, in a loop that runs once per logged call (500,000 by default).
         latencies, all_totals, sizes, coverage, heat = self.latency, self.totals, self.sizes, self.coverage, self.heat
         on_file = Target.FILE   # a logged call is on a file
-        for ts, latency, offset, requested, returned, run, _tid, fd, gen, nr, epoch, jump, owner in records:
+        for ts, latency, offset, requested, returned, run, _tid, fd, gen, nr, epoch, jump, *_fill, owner in records:
             slot = (ts - start_ns) // SLOT_NS if ts >= start_ns else 0
             latencies[(slot, nr, on_file, latency_bucket(latency))] += 1
             key = (epoch, owner, fd, gen)
@@ -162,6 +164,7 @@ class TraceBuilder:
         self._page_file_ids: dict[tuple[int, int], int] = {}
         self._names_by_inode: dict[tuple[int, int], Descriptor] | None = None
         self.logged = LoggedCalls(capture.event_records(), capture.start_ns)
+        self._foreign_fills: list[PageCacheFillRow] = []   # fills of another file inside a logged read
 
     def write(self) -> None:
         self._windows()
@@ -170,6 +173,7 @@ class TraceBuilder:
         self._heatmap()
         self._latency()
         self._events()
+        self._page_cache_fills()
         self._thread_io()
         self.writer.add_threads(self.capture.thread_names)
         self._meta()
@@ -330,12 +334,29 @@ class TraceBuilder:
             for (slot, nr, target, bucket), count in counts.items())
 
     def _events(self) -> None:
+        """The logged calls, each read with the pages the page cache filled of its own file while it
+        ran; fills of another file (the first one a read filled was not its own) join the other fills."""
         def rows() -> Iterator[EventRow]:
-            for ts, latency, offset, requested, returned, _run, tid, fd, gen, nr, _epoch, _jump, owner in \
-                    self.capture.event_records():
-                yield (ts, tid, syscalls.name(nr), fd, self.fd_file(owner, fd, gen),
-                       None if nr in READ_SYSCALLS and offset < 0 else offset, requested, returned, latency)
+            for (ts, latency, offset, requested, returned, _run, tid, fd, gen, nr, _epoch, _jump, fill_inode,
+                 fill_dev, fill_pages, owner) in self.capture.event_records():
+                file_id = self.fd_file(owner, fd, gen)
+                if fill_pages and self.page_file(fill_dev, fill_inode) != file_id:
+                    self._foreign_fills.append(
+                        {"ts_ns": ts, "tid": tid, "file_id": self.page_file(fill_dev, fill_inode),
+                         "pages": fill_pages, "syscall": syscalls.name(nr)})
+                    fill_pages = 0
+                yield (ts, tid, syscalls.name(nr), fd, file_id,
+                       None if nr in READ_SYSCALLS and offset < 0 else offset, requested, returned, latency,
+                       fill_pages if nr in READ_SYSCALLS else None)
         self.writer.add_events(rows())
+
+    def _page_cache_fills(self) -> None:
+        def rows() -> Iterator[PageCacheFillRow]:
+            yield from self._foreign_fills
+            for ts, inode, dev, pages, tid, nr, _epoch in FILL.iter_unpack(self.capture.fills):
+                yield {"ts_ns": ts, "tid": tid, "file_id": self.page_file(dev, inode), "pages": pages,
+                       "syscall": None if nr == NO_CALL else syscalls.name(nr)}
+        self.writer.add_page_cache_fills(rows())
 
     def _thread_io(self) -> None:
         if "thread_io" not in self.tables:
@@ -356,12 +377,14 @@ class TraceBuilder:
         capture, counters = self.capture, self.capture.counters
         meta = dict(
             backend="bcc", source=capture.source, pid=capture.pid, process=capture.process,
-            measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True},
+            measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True,
+                      "call_fills": True},
             capture_start_ns=capture.start_ns, capture_end_ns=capture.end_ns,
             slot_ns=SLOT_NS, heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
             lost_events=counters["notices_lost"],
             unstreamed_events=capture.unstreamed_events,
             aggregate_overflows=counters["aggregate_overflow"],
+            unlogged_fill_pages=counters["fill_pages_unlogged"],
         )
         if capture.thread_slot_ns:
             meta["thread_slot_ns"] = capture.thread_slot_ns

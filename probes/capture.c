@@ -4,7 +4,7 @@
 // arguments in the process's own memory.
 //
 // Userspace (bcc_capture.py) passes these macros: TGID, SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
-// MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, THREAD_SLOT_NS, NR_<syscall>
+// FILL_CAPACITY, MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, THREAD_SLOT_NS, NR_<syscall>
 // numbers, and the codes and records of program.py.
 //
 // THREAD_SLOT_NS > 0 (`casstrace watch`) also counts file bytes per (thread, time slot of that
@@ -22,7 +22,7 @@
 // capturing". Userspace reads every map once, after detaching.
 
 // The codes both sides use (KIND_*, TARGET_*, SYS_*, SOURCE_*, CONTROL_*, COUNT_*, COUNTERS, NOTICE_*)
-// and the records userspace reads (struct event, struct notice) are defined once, in program.py:
+// and the records userspace reads (struct event, struct notice, struct fill) are defined once, in program.py:
 // bcc_capture.py passes the codes as macros and puts the generated structs in front of this text.
 
 #define COVERAGE_WORDS_MAX 64       // 16 MiB per call; longer calls are counted as truncated
@@ -71,6 +71,11 @@ struct call {
     u64 args[4];
     u32 nr;
     u32 epoch;
+    // Page-cache fills while a read is in flight, of the first file it filled: the read's own
+    // file, its readahead (struct event carries them, so each fill has the read's stack).
+    u64 fill_inode;
+    u32 fill_dev;
+    u32 fill_pages;
 };
 BPF_TASK_STORAGE(calls, struct call);
 
@@ -187,6 +192,12 @@ BPF_HASH(thread_io, struct thread_io_key, struct thread_io, MAP_ENTRIES);
 // cost. Past EVENT_CAPACITY calls are only
 // counted here, and the kernel aggregates them.
 BPF_F_TABLE("array", u32, struct event, event_log, EVENT_CAPACITY, BPF_F_MMAPABLE);
+
+// Page-cache fills no logged read holds, with the thread and time of each (for `run --profile` to
+// find the Java code that faulted): faults on mapped files, fills inside other syscalls, fills of a
+// second file inside a read, and those of reads the event log had no room for. Written in place
+// like the event log; past FILL_CAPACITY only their pages are counted.
+BPF_F_TABLE("array", u32, struct fill, fill_log, FILL_CAPACITY, BPF_F_MMAPABLE);
 
 // Rare events userspace must see while the process still holds the fd (to name it).
 BPF_RINGBUF_OUTPUT(notices, 64);
@@ -357,10 +368,34 @@ static __always_inline bool log_event(struct call *c, u32 tgid, u32 tid, s32 fd,
     e->nr = c->nr;
     e->epoch = c->epoch;
     e->seek_jump = seek_jump;
+    e->fill_inode = c->fill_inode;
+    e->fill_dev = c->fill_dev;
+    e->fill_pages = c->fill_pages;
 #if FOLLOW_CHILDREN
     e->tgid = tgid;
 #endif
     return true;
+}
+
+static __always_inline void log_fill(u64 ts, u32 tid, u32 nr, u32 epoch, u32 dev, u64 inode, u64 pages) {
+    u32 which = COUNT_FILLS_OFFERED;
+    u64 *offered = counters.lookup(&which);
+    if (!offered)
+        return;
+    u64 index = __sync_fetch_and_add(offered, 1);
+    u32 slot = index;
+    struct fill *f = index < FILL_CAPACITY ? fill_log.lookup(&slot) : 0;
+    if (!f) {
+        count(COUNT_FILL_PAGES_UNLOGGED, pages);
+        return;
+    }
+    f->ts = ts;
+    f->inode = inode;
+    f->dev = dev;
+    f->pages = pages;
+    f->tid = tid;
+    f->nr = nr;
+    f->epoch = epoch;
 }
 
 // Bytes an iovec array asks for (readv, preadv, preadv2, recvmsg).
@@ -588,6 +623,7 @@ TRACEPOINT_PROBE(raw_syscalls, sys_enter) {
     c->args[1] = args->args[1];
     c->args[2] = args->args[2];
     c->args[3] = args->args[3];
+    c->fill_pages = 0;
     c->ts = bpf_ktime_get_ns();
     return 0;
 }
@@ -625,6 +661,8 @@ RAW_TRACEPOINT_PROBE(sys_exit) {
     bool logged = false;   // then userspace bins its latency from the log
     if (flags & SYS_READ) {
         logged = on_read(c, tgid, tid, fd, f, ret, latency);
+        if (!logged && c->fill_pages)   // the fills have no record to ride on
+            log_fill(c->ts, tid, nr, c->epoch, c->fill_dev, c->fill_inode, c->fill_pages);
     } else if (flags & SYS_WRITE) {
         on_write(c, tgid, fd, f, ret);
     } else if (nr == NR_lseek) {
@@ -671,17 +709,28 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
     if (!epoch)
         return 0;
     struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
+    bool in_read = false;
     if (c && c->ts) {
         u32 flag_index = c->nr;
         u8 *flag = syscall_flags.lookup(&flag_index);
         if (flag && (*flag & SYS_WRITE))
             return 0;
+        in_read = flag && (*flag & SYS_READ);
     }
 #if HAS_FOLIO_ORDER
     u64 pages = 1ULL << (args->order & 31);
 #else
     u64 pages = 1;
 #endif
+    u64 now = bpf_ktime_get_ns();
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    if (in_read && (!c->fill_pages || (c->fill_dev == args->s_dev && c->fill_inode == args->i_ino))) {
+        c->fill_dev = args->s_dev;
+        c->fill_inode = args->i_ino;
+        c->fill_pages += pages;
+    } else {
+        log_fill(now, tid, c && c->ts ? c->nr : NO_CALL, epoch, args->s_dev, args->i_ino, pages);
+    }
     struct page_key key = {.epoch = epoch, .dev = args->s_dev, .inode = args->i_ino};
     u64 zero = 0;
     u64 *total = page_cache_pages.lookup_or_try_init(&key, &zero);
@@ -691,10 +740,10 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
         count(COUNT_AGGREGATE_OVERFLOW, 1);
     struct file_ref file = {.source = SOURCE_PAGE_CACHE, .fd_or_dev = args->s_dev, .gen_or_inode = args->i_ino};
 #if THREAD_SLOT_NS
-    count_thread_io(&file, (u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), 0, 0, pages);
+    count_thread_io(&file, tid, now, 0, 0, pages);
 #endif
     cover(&file, epoch, args->index, args->index + pages - 1);
-    heat(&file, bpf_ktime_get_ns(), args->index << PAGE_SHIFT_4K, pages << PAGE_SHIFT_4K);
+    heat(&file, now, args->index << PAGE_SHIFT_4K, pages << PAGE_SHIFT_4K);
     return 0;
 }
 

@@ -7,6 +7,12 @@ one, so a read joins the latest method sample of its thread that is at or before
 after that thread's previous read. A read with no such sample (a read through another path, e.g.
 a native one) stays unjoined, and is counted as such; a sample whose syscall the log does not hold
 joins nothing.
+
+Page-cache fills: those inside a read call (events.cache_miss_pages) share the read's stack, exactly.
+A fill no read holds — a fault on a mapped file, where no Java method brackets the access — takes the
+stack of the same thread's wall-clock sample nearest in time, when one is within FILL_JOIN_NS: the
+thread's code around the fault, not a stack taken at it. A fill with no such sample stays
+undetermined, counted.
 """
 
 import bisect
@@ -24,6 +30,11 @@ from casstrace.traces import TraceWriter
 
 METHOD_EVENT = "jdk.ExecutionSample"
 WALL_EVENT = "profiler.WallClockSample"
+PAGE_BYTES = 4096
+# How near a wall-clock sample of the faulting thread must be to lend a fault its stack. async-profiler
+# signals at most 8 threads per tick, ticks at least 100 us apart, so each of a Cassandra's ~200
+# threads is sampled every ~2.5 ms at wall=1ms; a fault is at most half that from its nearest sample.
+FILL_JOIN_NS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,18 @@ class LoggedRead:
     tid: int
     file_id: int
     returned: int
+    window_id: int = 0
+    fill_pages: int = 0      # pages the page cache filled of the file while the call ran
+
+
+@dataclass(frozen=True)
+class LoggedFill:
+    """A page-cache fill no logged read holds (page_cache_fills)."""
+
+    ts_ns: int
+    tid: int
+    file_id: int
+    pages: int
     window_id: int = 0
 
 
@@ -61,6 +84,27 @@ def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) ->
     return joined
 
 
+def nearest_samples(fills: Iterable[LoggedFill], samples: Iterable[Sample],
+                    within_ns: int = FILL_JOIN_NS) -> list[tuple[LoggedFill, Sample | None]]:
+    """Each fill with its thread's sample nearest in time, None when none is within `within_ns`."""
+    by_thread: dict[int, list[Sample]] = defaultdict(list)
+    for sample in samples:
+        by_thread[sample.tid].append(sample)
+    times: dict[int, list[int]] = {}
+    for tid, thread_samples in by_thread.items():
+        thread_samples.sort(key=lambda s: s.ts_ns)
+        times[tid] = [s.ts_ns for s in thread_samples]
+    joined = []
+    for fill in fills:
+        stamps = times.get(fill.tid, [])
+        index = bisect.bisect_left(stamps, fill.ts_ns)
+        candidates = [i for i in (index - 1, index) if 0 <= i < len(stamps)]
+        best = min(candidates, key=lambda i: abs(stamps[i] - fill.ts_ns), default=None)
+        near = best is not None and abs(stamps[best] - fill.ts_ns) <= within_ns
+        joined.append((fill, by_thread[fill.tid][best] if near and best is not None else None))
+    return joined
+
+
 def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids: list[int], profiler: str,
                   read_method: str, wall_interval_ns: int) -> None:
     """The stacks, wall-clock samples and joined reads of the profiled windows, and meta `profile`.
@@ -77,6 +121,7 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
         return None
 
     method_samples: list[Sample] = []
+    wall_samples: list[Sample] = []
     wall: dict[tuple[int, int, int, str | None], int] = defaultdict(int)
     names: dict[int, str] = {}
     for sample in samples:
@@ -85,35 +130,50 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
         if sample.event == METHOD_EVENT:
             method_samples.append(sample)
         elif sample.event == WALL_EVENT:
+            wall_samples.append(sample)
             window_id = window_of(sample.ts_ns)
             if window_id in profiled:
                 wall[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
 
     reads = [LoggedRead(*read) for read in writer.logged_reads(profiled)]
 
-    totals: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0])
-    joined_calls = joined_bytes = 0
+    # (window, file, stack) -> [calls, bytes, fill bytes in those calls, fill bytes of faults]
+    totals: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    joined_calls = joined_bytes = joined_fill_pages = 0
     for read, maker in join_reads(reads, method_samples):
         if maker is None:
             continue
         joined_calls += 1
         joined_bytes += read.returned
+        joined_fill_pages += read.fill_pages
         cell = totals[(read.window_id, read.file_id, writer.add_stack(maker.stack))]
         cell[0] += 1
         cell[1] += read.returned
+        cell[2] += read.fill_pages * PAGE_BYTES
+    measured_fills = writer.measured("call_fills")
+    fills = [LoggedFill(*fill) for fill in writer.logged_fills(profiled)] if measured_fills else []
+    sampled_fill_pages = 0
+    for fill, nearest in nearest_samples(fills, wall_samples):
+        if nearest is not None:
+            sampled_fill_pages += fill.pages
+            totals[(fill.window_id, fill.file_id, writer.add_stack(nearest.stack))][3] += fill.pages * PAGE_BYTES
 
     writer.add_profile_samples(
         {"window_id": w, "tid": tid, "stack_id": s, "state": state, "samples": n}
         for (w, tid, s, state), n in wall.items())
     writer.add_profile_reads(
-        {"window_id": w, "file_id": f, "stack_id": s, "calls": calls, "bytes": size}
-        for (w, f, s), (calls, size) in totals.items())
+        {"window_id": w, "file_id": f, "stack_id": s, "calls": calls, "bytes": size, "fill_bytes": in_calls,
+         "fault_fill_bytes": faults}
+        for (w, f, s), (calls, size, in_calls, faults) in totals.items())
     writer.add_threads(names)
+    fill_meta = {"fill_join_ns": FILL_JOIN_NS,
+                 "fill_pages": sum(read.fill_pages for read in reads) + sum(fill.pages for fill in fills),
+                 "joined_fill_pages": joined_fill_pages, "sampled_fill_pages": sampled_fill_pages}
     writer.set_meta(profile={
         "profiler": profiler, "read_method": read_method, "wall_interval_ns": wall_interval_ns,
         "window_ids": sorted(profiled), "samples": len(method_samples),
         "read_calls": len(reads), "read_bytes": sum(read.returned for read in reads),
-        "joined_calls": joined_calls, "joined_bytes": joined_bytes,
+        "joined_calls": joined_calls, "joined_bytes": joined_bytes, **(fill_meta if measured_fills else {}),
     })
 
 

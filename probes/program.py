@@ -2,8 +2,8 @@
 
 capture.c defines none of these itself, nor the trace format's page size. bcc_capture.py compiles it with c_defines() (each code as a
 -D macro: KIND_FILE, TARGET_SOCKET, SOURCE_PAGE_CACHE, NOTICE_NEW_FD, CONTROL_EPOCH,
-COUNT_NOTICES_LOST, SYS_READ, ...) and with c_structs() in front of its text (struct event and
-struct notice, generated from the ctypes records below), and reads the records back with these
+COUNT_NOTICES_LOST, SYS_READ, ...) and with c_structs() in front of its text (struct event,
+struct notice and struct fill, generated from the ctypes records below), and reads the records back with these
 same definitions: the two sides cannot drift apart.
 """
 
@@ -71,6 +71,8 @@ class Counter(IntEnum):
     AGGREGATE_OVERFLOW = 2  # an aggregate map was full: some figure is short
     IOV_TRUNCATED = 3       # iovec arrays longer than IOV_READ_MAX: requested bytes short
     COVERAGE_TRUNCATED = 4  # a call spanned more than COVERAGE_WORDS_MAX words of pages
+    FILLS_OFFERED = 5       # page-cache fills offered to the fill log (those no logged read holds)
+    FILL_PAGES_UNLOGGED = 6  # pages of fills the fill log had no room for: in the per-file totals only
 
 
 COUNTERS = 8                # size of the counters array: room for more without a layout change
@@ -86,6 +88,7 @@ class SyscallFlag(IntFlag):
 
 
 SYS_KIND_SHIFT = 4
+NO_CALL = 0xFFFFFFFF        # fill.nr of a fill outside any syscall (a fault on a mapped file)
 
 # The names the trace gives these codes (files.kind, coverage.source, latency.target).
 KIND_NAMES = {kind.value: kind.name.lower() for kind in Kind} | {Kind.CLOSED.value: "unknown"}
@@ -103,6 +106,7 @@ def c_defines() -> list[str]:
     defines = [f"-D{prefix}_{member.name}={member.value}"
                for codes, prefix in _MACRO_PREFIXES for member in codes]
     return defines + [f"-DCOUNTERS={COUNTERS}", f"-DSYS_KIND_SHIFT={SYS_KIND_SHIFT}", f"-DNOTICE_PATH={NOTICE_PATH}",
+                      f"-DNO_CALL={NO_CALL}U",
                       f"-DPAGE_SHIFT_4K={PAGE_BYTES.bit_length() - 1}"]   # the trace format's page
 
 
@@ -117,13 +121,26 @@ class EventRecord(ctypes.Structure):
                 ("run_bytes", ctypes.c_uint64),   # reads: the back-to-back run this read extends (0: offset unknown)
                 ("tid", ctypes.c_uint32), ("fd", ctypes.c_int32), ("gen", ctypes.c_uint32), ("nr", ctypes.c_uint32),
                 ("epoch", ctypes.c_uint32),
-                ("seek_jump", ctypes.c_uint32)]   # reads: 1 when it did not start where the previous one ended
+                ("seek_jump", ctypes.c_uint32),   # reads: 1 when it did not start where the previous one ended
+                # reads: pages the page cache filled while the call ran, of the first file it filled
+                # (kernel dev, inode); fills of any other file in the call go to the fill log
+                ("fill_inode", ctypes.c_uint64), ("fill_dev", ctypes.c_uint32), ("fill_pages", ctypes.c_uint32)]
 
 
 class FollowedEventRecord(EventRecord):
     """struct event when descendants are followed: which process the call is from."""
 
     _fields_ = [("tgid", ctypes.c_uint32), ("_pad", ctypes.c_uint32)]
+
+
+class FillRecord(ctypes.Structure):
+    """struct fill: page-cache fills no logged read call holds (the in-place fill log): faults on
+    mapped files, fills inside other syscalls, and those of a read the event log had no room for."""
+
+    _fields_ = [("ts", ctypes.c_uint64), ("inode", ctypes.c_uint64), ("dev", ctypes.c_uint32),
+                ("pages", ctypes.c_uint32), ("tid", ctypes.c_uint32),
+                ("nr", ctypes.c_uint32),   # the syscall in flight, NO_CALL outside any
+                ("epoch", ctypes.c_uint32), ("_pad", ctypes.c_uint32)]
 
 
 class NoticeRecord(ctypes.Structure):
@@ -166,7 +183,7 @@ def c_struct(name: str, record: type[ctypes.Structure]) -> str:
 def c_structs(follow_children: bool) -> str:
     """The record structs capture.c writes, for the layout this capture uses."""
     event, notice = ((FollowedEventRecord, FollowedNoticeRecord) if follow_children else (EventRecord, NoticeRecord))
-    return c_struct("event", event) + "\n" + c_struct("notice", notice) + "\n"
+    return "\n".join((c_struct("event", event), c_struct("notice", notice), c_struct("fill", FillRecord), ""))
 
 
 def record_struct(record: type[ctypes.Structure]) -> struct.Struct:

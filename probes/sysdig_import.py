@@ -561,7 +561,7 @@ class ScapImporter:
         """Moves the process's records into the trace, up to the event limit; returns how many
         were left out."""
         rows = itertools.islice(self.spool.of_process(process.pid), self.event_limit)
-        writer.add_events((ts, tid, syscall, fd, file_ids[index], offset, requested, returned, latency)
+        writer.add_events((ts, tid, syscall, fd, file_ids[index], offset, requested, returned, latency, None)
                           for ts, tid, syscall, fd, index, offset, requested, returned, latency in rows)
         return 0 if self.event_limit is None else max(0, process.records - self.event_limit)
 

@@ -1,7 +1,10 @@
 """Pieces every report format shares: the same tables, in the same words, whatever the markup."""
 
-from casstrace.analyses.model import Amplification, Analysis, Execution, FileIO, Profile, Verdict, WeightedStack
-from casstrace.analyses.profile import reading_frame
+from collections.abc import Sequence
+
+from casstrace.analyses.model import (Amplification, Analysis, Execution, FileIO, Profile, StackBytes, Verdict,
+                                      WeightedStack)
+from casstrace.analyses.profile import bytes_measures, reading_frame
 from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
 
@@ -173,13 +176,23 @@ def profile_summary(profile: Profile) -> list[str]:
     lines = [
         f"{profile.profiler}: the Java stack of every call of {profile.read_method}, joined with the probes' "
         "log of each read; wall-clock samples of the serving threads.",
-        f"Data bytes read with a known Java stack: {human_bytes(profile.joined_bytes)} of "
+        f"Data bytes read syscalls returned with a known Java stack: {human_bytes(profile.joined_bytes)} of "
         f"{human_bytes(profile.data_read_bytes)} ({percent(profile.joined_share)}); on stacks with "
         f"org.apache.cassandra frames: {percent(profile.cassandra_share)}.",
         f"CPU: {profile.cpu_samples:,} wall-clock samples of the serving threads while running "
         f"({', '.join(profile.threads) or 'none sampled'}).",
     ]
-    if not profile.data_read_bytes:
+    if profile.data_fill_bytes is not None:
+        lines.append(
+            f"Page-cache fills of the Data files: {human_bytes(profile.fill_on_stacks_bytes)} of "
+            f"{human_bytes(profile.data_fill_bytes)} on a Java stack ({human_bytes(profile.fill_call_bytes)} inside "
+            f"read calls, with the call's stack; {human_bytes(profile.fill_fault_bytes)} by faults on mapped files, "
+            "with the faulting thread's nearest wall-clock sample within "
+            f"{(profile.fill_join_ns or 0) / 1e6:g} ms); on stacks with org.apache.cassandra frames: "
+            f"{percent(profile.fill_cassandra_share)}; undetermined: {human_bytes(profile.fill_undetermined_bytes)}"
+            + "".join(f"; {human_bytes(size)} {why}" for why, size in profile.fill_undetermined.items()) + ".")
+        lines.append(f"A stack's bytes: {bytes_measures(profile)} (a cold read counts in both).")
+    if not profile.data_read_bytes and not profile.fill_on_stacks_bytes:
         lines.append("No read syscall on the Data files while the profiler was active: no stack to show. A node "
                      "that maps its Data files (mmap) reads them with no call to record: which code touched the "
                      "mapped pages is undetermined (async-profiler cannot sample page faults on this kernel).")
@@ -190,7 +203,7 @@ def profile_frame_rows(profile: Profile) -> list[tuple[str, ...]]:
     return [(top.frame, human_bytes(top.bytes), percent(top.share)) for top in profile.top_frames[:10]]
 
 
-def profile_stack_rows(stacks: list[WeightedStack], unit: str) -> list[tuple[str, ...]]:
+def profile_stack_rows(stacks: Sequence[WeightedStack], unit: str) -> list[tuple[str, ...]]:
     """The heaviest stacks, each as its frames nearest the leaf (bytes: from the frame that asked
     for them, since every read ends in the same I/O plumbing)."""
     rows: list[tuple[str, ...]] = []
@@ -201,6 +214,8 @@ def profile_stack_rows(stacks: list[WeightedStack], unit: str) -> list[tuple[str
             if asking in frames:
                 frames = frames[:frames.index(asking) + 1]
             value = human_bytes(weighted.value)
+            if isinstance(weighted, StackBytes) and weighted.fill_bytes:
+                value += f" ({human_bytes(weighted.syscall_bytes)} read + {human_bytes(weighted.fill_bytes)} filled)"
         else:
             value = f"{weighted.value:,} samples"
         rows.append((value, " <- ".join(reversed(frames[-PROFILE_STACK_DEPTH:]))))
@@ -213,11 +228,21 @@ def profile_data(profile: Profile) -> dict[str, object]:
         "profiler": profile.profiler, "read_method": profile.read_method,
         "cpu_samples": profile.cpu_samples, "threads": profile.threads,
         "stacks_cpu": [{"stack": list(w.stack), "samples": w.value} for w in profile.stacks_cpu],
-        "stacks_bytes": [{"stack": list(w.stack), "bytes": w.value} for w in profile.stacks_bytes],
+        "bytes_measures": bytes_measures(profile),
+        "stacks_bytes": [{"stack": list(w.stack), "bytes": w.value, "syscall_bytes": w.syscall_bytes,
+                          "fill_bytes": w.fill_bytes} for w in profile.stacks_bytes],
         "data_read_bytes": profile.data_read_bytes, "joined_bytes": profile.joined_bytes,
         "cassandra_bytes": profile.cassandra_bytes,
+        "data_fill_bytes": profile.data_fill_bytes, "fill_call_bytes": profile.fill_call_bytes,
+        "fill_fault_bytes": profile.fill_fault_bytes, "fill_cassandra_bytes": profile.fill_cassandra_bytes,
+        "fill_join_ns": profile.fill_join_ns, "fill_undetermined_bytes": profile.fill_undetermined_bytes,
+        "fill_undetermined": [{"why": why, "bytes": size} for why, size in profile.fill_undetermined.items()],
         "top_frames": [{"frame": top.frame, "bytes": top.bytes, "share": top.share} for top in profile.top_frames],
     }
+
+
+def bytes_flame_title(profile: Profile) -> str:
+    return f"Data bytes by Java stack: {bytes_measures(profile)}"
 
 
 def profile_blocks(profile: Profile) -> list[Block]:
@@ -226,7 +251,7 @@ def profile_blocks(profile: Profile) -> list[Block]:
     blocks += [Paragraph(line) for line in profile_summary(profile)]
     blocks.append(Table(PROFILE_FRAME_COLUMNS, profile_frame_rows(profile)))
     blocks.append(Table(PROFILE_STACK_COLUMNS, profile_stack_rows(profile.stacks_bytes, "bytes")))
-    blocks.append(FlameGraph("Data bytes read, by Java stack", profile.stacks_bytes, "bytes"))
+    blocks.append(FlameGraph(bytes_flame_title(profile), list(profile.stacks_bytes), "bytes"))
     blocks.append(Table(PROFILE_STACK_COLUMNS, profile_stack_rows(profile.stacks_cpu, "samples")))
     blocks.append(FlameGraph("CPU: running samples of the threads that read", profile.stacks_cpu, "samples"))
     return blocks

@@ -102,7 +102,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         parts += [f"<p>{e(line)}</p>" for line in common.profile_summary(profile)]
         parts.append(_table(common.PROFILE_FRAME_COLUMNS, common.profile_frame_rows(profile)))
         if profile.stacks_bytes:
-            parts.append(_figure(_icicle("Data bytes read, by Java stack", profile.stacks_bytes, "bytes")))
+            parts.append(_figure(_icicle(common.bytes_flame_title(profile), list(profile.stacks_bytes), "bytes")))
         if profile.stacks_cpu:
             parts.append(_figure(_icicle("CPU: running samples of the serving threads", profile.stacks_cpu,
                                          "samples")))

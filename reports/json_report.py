@@ -42,10 +42,22 @@ A measure the backend did not take is null, never 0; `measures` says which were 
     "cpu_samples": int,          wall-clock samples of the serving threads while running
     "threads": [str],            the serving threads
     "stacks_cpu": [{"stack": [str] (root -> leaf frames), "samples": int}],   most samples first
-    "stacks_bytes": [{"stack": [str], "bytes": int}],   reads of the Data files, most bytes first
+    "bytes_measures": str,       what a stack's bytes add up: "bytes read syscalls returned + page-cache fill bytes"
+                                 (traces from before fills were put on stacks: "bytes read syscalls returned")
+    "stacks_bytes": [{"stack": [str], "bytes": int, "syscall_bytes": int, "fill_bytes": int}],   the Data files,
+                                 most bytes first; bytes = syscall_bytes (read calls from the stack) + fill_bytes
+                                 (page-cache fills inside those calls, and faults on mapped files put on the
+                                 faulting thread's nearest wall-clock sample)
     "data_read_bytes": int,      bytes the logged reads returned from the Data files
     "joined_bytes": int,         of which with a known Java stack
     "cassandra_bytes": int,      of which on stacks with org.apache.cassandra frames
+    "data_fill_bytes": int | null,   page-cache fill bytes of the Data files, the kernel's count (null: fills not
+                                 put on stacks)
+    "fill_call_bytes": int,      of which inside read calls with a known stack (exact)
+    "fill_fault_bytes": int,     of which no read holds (faults), on the thread's wall-clock sample within fill_join_ns
+    "fill_cassandra_bytes": int, of those on stacks with org.apache.cassandra frames
+    "fill_join_ns": int | null,
+    "fill_undetermined_bytes": int,   data_fill_bytes on no stack: fill_undetermined [{"why": str, "bytes": int}]
     "top_frames": [{"frame": str, "bytes": int, "share": float}]   the Cassandra frame that asked for the bytes
   }
 }

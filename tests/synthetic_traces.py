@@ -87,12 +87,12 @@ def wide_select_c0(path, *, query="SELECT c0 FROM demo.wide WHERE id = 1", table
         for slot, bucket in ((5, 0), (6, 10), (7, 20), (8, 40), (9, 59))
     ])
     writer.add_events([
-        (START_NS + 510_000_000, 77, "lseek", 41, index, 0, 0, 0, 800),
-        (START_NS + 520_000_000, 77, "pread64", 41, index, 0, 4_096, 4_096, 30_000),
-        (START_NS + 530_000_000, 77, "pread64", 41, index, 200_704, 4_096, 4_096, 10_000),
-        (START_NS + 110_000_000, 77, "lseek", 41, index, 0, 0, 0, 800),
-        (START_NS + 120_000_000, 77, "pread64", 41, index, 0, 4_096, 4_096, 30_000),
-        (START_NS + 130_000_000, 77, "pread64", 41, index, 200_704, 4_096, 4_096, 10_000),
+        (START_NS + 510_000_000, 77, "lseek", 41, index, 0, 0, 0, 800, None),
+        (START_NS + 520_000_000, 77, "pread64", 41, index, 0, 4_096, 4_096, 30_000, None),
+        (START_NS + 530_000_000, 77, "pread64", 41, index, 200_704, 4_096, 4_096, 10_000, None),
+        (START_NS + 110_000_000, 77, "lseek", 41, index, 0, 0, 0, 800, None),
+        (START_NS + 120_000_000, 77, "pread64", 41, index, 0, 4_096, 4_096, 30_000, None),
+        (START_NS + 130_000_000, 77, "pread64", 41, index, 200_704, 4_096, 4_096, 10_000, None),
     ])
     writer.add_threads({77: "ReadStage-2"})
     writer.add_latency([

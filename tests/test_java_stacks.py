@@ -2,7 +2,8 @@
 profile analysis on a trace written with it (no JVM, no probes)."""
 
 from casstrace.analyses import analyse
-from casstrace.probes.java_stacks import LoggedRead, join_reads, write_profile
+from casstrace.analyses.profile import UNDETERMINED_FAULTS, UNDETERMINED_READS, UNDETERMINED_UNLOGGED, bytes_measures
+from casstrace.probes.java_stacks import FILL_JOIN_NS, LoggedFill, LoggedRead, join_reads, nearest_samples, write_profile
 from casstrace.probes.jfr import Sample
 from casstrace.traces import TraceWriter
 
@@ -46,9 +47,9 @@ def _trace(path):
         writer.add_execution(execution=execution, kind="warmup" if execution == 1 else "measured",
                              window_id=window_id, latency_s=0.001, rows=1, payload_bytes=100)
     # Warmup read (not profiled), two big reads under skipValue, one small index read, one read with no call.
-    writer.add_events([(500, 7, "pread64", 5, data, 0, 4096, 4096, 10), (1100, 7, "pread64", 5, data, 0, 16384, 16384, 10),
-                       (2200, 7, "pread64", 5, data, 16384, 16384, 16384, 10),
-                       (2300, 7, "pread64", 5, data, 0, 1000, 1000, 10), (2400, 7, "pread64", 5, data, 0, 24, 24, 10)])
+    writer.add_events([(500, 7, "pread64", 5, data, 0, 4096, 4096, 10, None), (1100, 7, "pread64", 5, data, 0, 16384, 16384, 10, None),
+                       (2200, 7, "pread64", 5, data, 16384, 16384, 16384, 10, None),
+                       (2300, 7, "pread64", 5, data, 0, 1000, 1000, 10, None), (2400, 7, "pread64", 5, data, 0, 24, 24, 10, None)])
     samples = [method(1090, 7), method(2190, 7), method(2290, 7, INDEX),
                Sample("profiler.WallClockSample", 1500, 7, "ReadStage-1", READ, "STATE_RUNNABLE", 3),
                Sample("profiler.WallClockSample", 1600, 9, "CompactionExecutor:1", INDEX, "STATE_RUNNABLE", 1),
@@ -74,3 +75,68 @@ def test_a_trace_without_a_profile_has_none(tmp_path):
     writer = TraceWriter(tmp_path / "plain.trace")
     writer.set_meta(backend="bcc", measures={})
     assert analyse(writer.finish()).profile is None
+
+
+def test_a_fault_takes_the_stack_of_its_threads_nearest_wall_sample_within_the_bound():
+    wall = [Sample("profiler.WallClockSample", ts, 7, "ReadStage-1", stack, "STATE_RUNNABLE", 1)
+            for ts, stack in ((1000, READ), (4000, INDEX))]
+    fills = [LoggedFill(2400, 7, 1, 1), LoggedFill(2600, 7, 1, 1), LoggedFill(1000 + FILL_JOIN_NS + 1, 8, 1, 1),
+             LoggedFill(4000 + FILL_JOIN_NS + 1, 7, 1, 1)]
+    joined = [sample.stack if sample else None for _, sample in nearest_samples(fills, wall)]
+    assert joined == [READ, INDEX, None, None]   # another thread's sample, or one too far, lends nothing
+
+
+def _filled_trace(path):
+    """The trace of _trace with page-cache fills: in read calls, by faults, and some neither log holds."""
+    writer = TraceWriter(path)
+    for label, start, end, execution in [("warmup", 0, 1000, 1), ("execution", 1000, 2000, 2),
+                                         ("between", 2000, 2100, None), ("execution", 2100, 3000, 3)]:
+        writer.add_window(label, start, end, execution)
+    data = writer.file_id("/data/demo/wide-0805d1e0e73811f19d682fbd3fb6712b/nb-5-big-Data.db", "file")
+    writer.set_meta(query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo", backend="bcc",
+                    measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True,
+                              "call_fills": True},
+                    capture_start_ns=0, capture_end_ns=3000)
+    for window_id, execution in [(1, 1), (2, 2), (4, 3)]:
+        writer.add_execution(execution=execution, kind="warmup" if execution == 1 else "measured",
+                             window_id=window_id, latency_s=0.001, rows=1, payload_bytes=100)
+    writer.add_events([(1100, 7, "pread64", 5, data, 0, 16384, 16384, 10, 4),
+                       (2200, 7, "pread64", 5, data, 16384, 16384, 16384, 10, 2),
+                       (2300, 7, "pread64", 5, data, 0, 1000, 1000, 10, 0),
+                       (2400, 7, "pread64", 5, data, 0, 24, 24, 10, 1)])     # no call: its fill has no stack
+    writer.add_page_cache_fills([{"ts_ns": 1500, "tid": 7, "file_id": data, "pages": 3, "syscall": None},
+                                 {"ts_ns": 1650, "tid": 7, "file_id": data, "pages": 1, "syscall": None},
+                                 {"ts_ns": 2500, "tid": 11, "file_id": data, "pages": 5, "syscall": None}])
+    # The kernel's counts: 2 pages of window 4 are in neither log (the fill log was full).
+    writer.add_file_io([{"window_id": 2, "file_id": data, "cache_miss_pages": 8, "cache_miss_bytes": 8 * 4096},
+                        {"window_id": 4, "file_id": data, "cache_miss_pages": 10, "cache_miss_bytes": 10 * 4096}])
+    samples = [method(1090, 7), method(2190, 7), method(2290, 7, INDEX),
+               Sample("profiler.WallClockSample", 1500, 7, "ReadStage-1", READ, "STATE_RUNNABLE", 3),
+               Sample("profiler.WallClockSample", 1600, 9, "CompactionExecutor:1", INDEX, "STATE_RUNNABLE", 1),
+               Sample("profiler.WallClockSample", 1700, 7, "ReadStage-1", INDEX, "STATE_SLEEPING", 5)]
+    write_profile(writer, samples, window_ids=[2, 4], profiler="async-profiler 4.1",
+                  read_method="sun.nio.ch.FileDispatcherImpl.pread", wall_interval_ns=1_000_000)
+    return writer.finish()
+
+
+def test_fill_bytes_go_on_the_stack_of_their_read_or_of_the_faulting_threads_sample_and_the_rest_is_undetermined(
+        tmp_path):
+    profile = analyse(_filled_trace(tmp_path / "t.trace")).profile
+    page = 4096
+    assert profile.data_fill_bytes == 18 * page
+    assert profile.fill_call_bytes == 6 * page      # the reads at 1100 and 2200, on their call's stack
+    assert profile.fill_fault_bytes == 4 * page     # faults at 1500 (sample 1500) and 1650 (sample 1700)
+    assert profile.fill_undetermined == {UNDETERMINED_READS: 1 * page, UNDETERMINED_FAULTS: 5 * page,
+                                         UNDETERMINED_UNLOGGED: 2 * page}
+    assert profile.fill_on_stacks_bytes + profile.fill_undetermined_bytes == profile.data_fill_bytes
+    assert [(w.stack, w.syscall_bytes, w.fill_bytes, w.value) for w in profile.stacks_bytes] == [
+        (READ, 32768, 9 * page, 32768 + 9 * page), (INDEX, 1000, 1 * page, 1000 + page)]
+    assert profile.fill_cassandra_bytes == 10 * page
+    assert profile.top_frames[0].bytes == 32768 + 9 * page
+
+
+def test_a_profile_from_before_fills_says_its_bytes_are_syscall_bytes_only(tmp_path):
+    profile = analyse(_trace(tmp_path / "t.trace")).profile
+    assert profile.data_fill_bytes is None and not profile.fill_undetermined
+    assert bytes_measures(profile) == "bytes read syscalls returned"
+    assert all(w.fill_bytes == 0 and w.value == w.syscall_bytes for w in profile.stacks_bytes)

@@ -97,6 +97,61 @@ def test_reports_carry_the_profile(profiled_runs):
     assert "Java stacks of the reads" in casstrace("report", out).stdout
 
 
+@pytest.fixture(scope="module")
+def cold_profiled_run(tmp_path_factory, sandbox, demo_tables):
+    """`run --profile --cold` of the wide demo query: its Data files come from the device."""
+    query = (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table}"
+             f" WHERE stream_id = {demo_tables.spec.stream_id}")
+    out = tmp_path_factory.mktemp("cold-profile") / "cold.trace"
+    done = casstrace("run", query, "--host", sandbox.host, "--port", sandbox.port, "--repeat", 1, "--warmup", 0,
+                     "--cold", "--profile", "--out", out, "--no-html")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def kernel_totals(trace: Trace, path_like: str, window_ids: list[int]) -> tuple[int, int]:
+    """(read_bytes, cache_miss_bytes) the kernel counted (file_io) for the files matching, in the windows."""
+    return trace.db.execute(
+        "SELECT COALESCE(SUM(io.read_bytes), 0), COALESCE(SUM(io.cache_miss_bytes), 0) FROM file_io io"
+        f" JOIN files f USING (file_id) WHERE f.path LIKE ? AND io.window_id IN ({', '.join('?' * len(window_ids))})",
+        (path_like, *window_ids)).fetchone()
+
+
+def test_a_cold_runs_syscall_and_fill_bytes_fall_on_cassandra_stacks(cold_profiled_run):
+    analysis = analyse(cold_profiled_run)
+    profile = analysis.profile
+    with Trace(cold_profiled_run) as trace:
+        kernel_read, kernel_filled = kernel_totals(trace, f"%/{analysis.table}-%-Data.db",
+                                                   trace.meta["profile"]["window_ids"])
+    assert kernel_filled > 10 * 2**20        # the Data files came from the device
+    # Each measure against the kernel's own per-file count: 5.0's Data files are read with pread, so
+    # their fills are inside read calls and take the call's own stack.
+    assert profile.data_read_bytes == kernel_read and profile.data_fill_bytes == kernel_filled
+    assert profile.cassandra_bytes >= 0.9 * kernel_read
+    assert profile.fill_cassandra_bytes >= 0.9 * kernel_filled
+    assert sum(w.fill_bytes for w in profile.stacks_bytes) == profile.fill_on_stacks_bytes
+    assert profile.fill_on_stacks_bytes + profile.fill_undetermined_bytes == kernel_filled
+    report = json.loads(casstrace("report", cold_profiled_run, "--format", "json").stdout)["profile"]
+    assert report["bytes_measures"] == "bytes read syscalls returned + page-cache fill bytes"
+    assert report["stacks_bytes"][0]["bytes"] == (report["stacks_bytes"][0]["syscall_bytes"]
+                                                  + report["stacks_bytes"][0]["fill_bytes"]) > 0
+
+
+def test_every_fill_the_kernel_counted_is_in_a_read_calls_record_or_the_fill_log(cold_profiled_run):
+    """Per file over the capture: events.cache_miss_pages + page_cache_fills = file_io.cache_miss_pages
+    (the fill log had room for all: unlogged_fill_pages 0)."""
+    with Trace(cold_profiled_run) as trace:
+        assert trace.meta["unlogged_fill_pages"] == 0
+        kernel = dict(trace.db.execute("SELECT file_id, SUM(cache_miss_pages) FROM file_io GROUP BY file_id"
+                                       " HAVING SUM(cache_miss_pages) > 0").fetchall())
+        logged: dict[int, int] = {}
+        for file_id, pages in trace.db.execute(
+                "SELECT file_id, SUM(cache_miss_pages) FROM events WHERE cache_miss_pages > 0 GROUP BY file_id"
+                " UNION ALL SELECT file_id, SUM(pages) FROM page_cache_fills GROUP BY file_id").fetchall():
+            logged[file_id] = logged.get(file_id, 0) + pages
+    assert logged == kernel
+
+
 @pytest.fixture
 def pread_jvm():
     """Starts small JVMs reading a file with pread64 in a loop: pread_jvm(*jvm_options, user=None),

@@ -28,7 +28,7 @@ def test_records_are_the_same_layout_in_c_and_python():
     unpacker = record_struct(FollowedNoticeRecord)
     assert unpacker.size == ctypes.sizeof(FollowedNoticeRecord)
     assert unpacker.format.endswith(f"{program.NOTICE_PATH}sI4x")   # padding skipped when unpacking
-    assert record_struct(EventRecord).format == "<QQqqqQIiIIII"
+    assert record_struct(EventRecord).format == "<QQqqqQIiIIIIQII"
 
 
 def test_kind_names_are_the_trace_format_names():

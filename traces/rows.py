@@ -92,8 +92,18 @@ class ExecutionRow(TypedDict):
     error: NotRequired[str | None]
 
 
-# events: (ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns)
-EventRow = tuple[int, int, str, int | None, int | None, int | None, int | None, int | None, int | None]
+# events: (ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns, cache_miss_pages)
+EventRow = tuple[int, int, str, int | None, int | None, int | None, int | None, int | None, int | None, int | None]
+
+
+class PageCacheFillRow(TypedDict):
+    """page_cache_fills: pages the page cache filled for one thread at one time, outside any logged read."""
+
+    ts_ns: int
+    tid: int
+    file_id: int
+    pages: int
+    syscall: str | None     # the syscall in flight; None: a fault outside any syscall
 
 
 class ProfileSampleRow(TypedDict):
@@ -114,6 +124,8 @@ class ProfileReadRow(TypedDict):
     stack_id: int
     calls: int
     bytes: int
+    fill_bytes: NotRequired[int | None]
+    fault_fill_bytes: NotRequired[int | None]
 
 
 class ThreadIORow(TypedDict):

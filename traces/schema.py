@@ -29,8 +29,11 @@ Meta keys (values are JSON)
   backend            'bcc' | 'sysdig'
   source             str: what was captured ('pid 1234', 'command ...', 'import of FILE.scap')
   measures           {"syscalls": bool, "offsets": bool, "page_cache": bool, "latency": bool, "wire": bool,
-                      "mapped": bool, "mappings": bool}   (format 2; absent: not measured). mappings:
-                     the mappings table lists the process's mapped files (empty: it mapped none)
+                      "mapped": bool, "mappings": bool, "call_fills": bool}   (format 2; absent: not measured).
+                     mappings: the mappings table lists the process's mapped files (empty: it mapped none);
+                     call_fills: events.cache_miss_pages and page_cache_fills are measured
+  unlogged_fill_pages int: page-cache fill pages neither a logged read nor page_cache_fills holds (its log
+                     was full); in file_io's totals (bcc, with measures.call_fills)
   mapped_unmeasured  {"reason": str, "fix": str}: why mapped pages touched were not measured, when the
                      backend tried (e.g. /proc/PID/clear_refs refused)
   cold               {"page_cache_dropped": bool, "mapped_bytes_paged_out": int}: a --cold run; the
@@ -67,7 +70,12 @@ Meta keys (values are JSON)
                       call was recorded with its stack), "wall_interval_ns": int, "window_ids": [int] (the
                       windows the profiler was active in), "read_calls": int, "read_bytes": int (logged read
                       calls on files in those windows), "joined_calls": int, "joined_bytes": int (of which
-                      joined with a Java stack), "samples": int (recorded stacks of the read method)}
+                      joined with a Java stack), "samples": int (recorded stacks of the read method),
+                      "fill_join_ns": int (a fill no read holds takes the stack of its thread's wall-clock
+                      sample nearest in time when one is this near; absent: fills not put on stacks),
+                      "fill_pages": int (fill pages in those windows: in logged reads + page_cache_fills),
+                      "joined_fill_pages": int (in reads joined with a stack), "sampled_fill_pages": int
+                      (fills no read holds, put on a wall-clock sample's stack)}
 
 Format history
   1  the first release.
@@ -76,6 +84,10 @@ Format history
      (casstrace watch); file_io.mapped_touched_bytes and .mapped_huge_bytes, table mappings, meta
      measures.mapped and .mappings, mapped_unmeasured and cold (mapped pages touched, run --cold on
      mapped files). A version-1 trace reads as one without them ("not measured").
+     Later in format 2: events.cache_miss_pages, table page_cache_fills, meta measures.call_fills and
+     unlogged_fill_pages (page-cache fills per read call and per fault); profile_reads.fill_bytes and
+     .fault_fill_bytes, meta profile.fill_join_ns, .fill_pages, .joined_fill_pages, .sampled_fill_pages
+     (fill bytes on Java stacks). A trace without them reads as one that did not measure them.
 """
 
 import bisect
@@ -221,7 +233,23 @@ CREATE TABLE events (
     offset     INTEGER,                 -- reads: file offset read from (NULL when unknown); lseek: the offset argument
     requested  INTEGER,                 -- reads: bytes asked for; lseek: whence
     returned   INTEGER,                 -- reads: bytes returned (negative errno); lseek: resulting position
-    latency_ns INTEGER                  -- NULL when not measured
+    latency_ns INTEGER,                 -- NULL when not measured
+    -- format 2 (meta measures.call_fills): reads: pages the page cache filled of the file read while the
+    -- call ran (its misses and their readahead), counted in the reading thread; NULL: not measured, lseek
+    cache_miss_pages INTEGER
+);
+
+-- format 2 (meta measures.call_fills): page-cache fills no logged read holds, each with the thread that
+-- caused it: faults on mapped files (syscall NULL), fills inside other syscalls, fills of another file
+-- inside a read, fills of reads the per-call log had no room for. Per file, events.cache_miss_pages + these
+-- pages + meta unlogged_fill_pages (the whole capture's) = file_io.cache_miss_pages (per window too, but for
+-- a read that straddles a window's edge: its fills go by its entry).
+CREATE TABLE page_cache_fills (
+    ts_ns   INTEGER NOT NULL,           -- the fill (the read's entry, for a read's fills)
+    tid     INTEGER NOT NULL,
+    file_id INTEGER NOT NULL REFERENCES files(file_id),
+    pages   INTEGER NOT NULL,           -- 4 KiB pages
+    syscall TEXT                        -- the syscall in flight; NULL: none (a fault)
 );
 
 -- format 2: the files the process had mapped when the capture ended, whether or not a measure saw
@@ -262,6 +290,12 @@ CREATE TABLE profile_reads (
     stack_id  INTEGER NOT NULL REFERENCES stacks(stack_id),
     calls     INTEGER NOT NULL,
     bytes     INTEGER NOT NULL,
+    -- format 2 (meta profile.fill_join_ns present; NULL before): page-cache fill bytes of the file put on
+    -- this stack: inside those read calls (events.cache_miss_pages, exact), and fills no read holds
+    -- (page_cache_fills: faults on mapped files) by the same thread's wall-clock sample nearest in time,
+    -- within profile.fill_join_ns (a sample, not the fault's own stack)
+    fill_bytes       INTEGER,
+    fault_fill_bytes INTEGER,
     PRIMARY KEY (window_id, file_id, stack_id)
 );
 

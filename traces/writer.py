@@ -27,7 +27,7 @@ from typing import Any, Unpack
 from casstrace import __version__, outputs
 from casstrace.errors import CasstraceError
 from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow, MappingRow,
-                                   ProfileReadRow, ProfileSampleRow, ReadSizeRow, SessionThreadRow,
+                                   PageCacheFillRow, ProfileReadRow, ProfileSampleRow, ReadSizeRow, SessionThreadRow,
                                    StatementSessionRow, ThreadIORow)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
@@ -158,10 +158,13 @@ class TraceWriter:
 
     def add_events(self, rows: Iterable[EventRow]) -> None:
         self.db.executemany(
-            "INSERT INTO events(ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events(ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns,"
+            " cache_miss_pages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+    def add_page_cache_fills(self, rows: Iterable[PageCacheFillRow]) -> None:
+        self._insert("page_cache_fills", rows)
 
     def add_stack(self, frames: Sequence[str]) -> int:
         """The id of a Java stack (frame names, root first), adding it on first sight."""
@@ -216,16 +219,25 @@ class TraceWriter:
             f"SELECT window_id, start_ns, end_ns FROM windows WHERE window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
             ids))
 
-    def logged_reads(self, window_ids: Iterable[int]) -> list[tuple[int, int, int, int, int]]:
-        """(ts_ns, tid, file_id, bytes returned, window_id) of every logged read on a named file
-        inside the given windows (a failed read returned 0 bytes)."""
+    def logged_reads(self, window_ids: Iterable[int]) -> list[tuple[int, int, int, int, int, int]]:
+        """(ts_ns, tid, file_id, bytes returned, window_id, cache_miss_pages) of every logged read on a
+        named file inside the given windows (a failed read returned 0 bytes; fills not measured: 0)."""
         ids = tuple(window_ids)
-        return [(ts, tid, file_id, max(returned or 0, 0), window_id) for ts, tid, file_id, returned, window_id in
-                self.db.execute(
-                    "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id FROM events e JOIN windows w"
-                    " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
+        return [(ts, tid, file_id, max(returned or 0, 0), window_id, pages or 0)
+                for ts, tid, file_id, returned, window_id, pages in self.db.execute(
+                    "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id, e.cache_miss_pages FROM events e"
+                    " JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
                     " WHERE e.syscall != 'lseek' AND e.file_id IS NOT NULL"
                     f" AND w.window_id IN ({', '.join('?' * len(ids)) or 'NULL'})", ids)]
+
+    def logged_fills(self, window_ids: Iterable[int]) -> list[tuple[int, int, int, int, int]]:
+        """(ts_ns, tid, file_id, pages, window_id) of every page-cache fill no logged read holds
+        (page_cache_fills) inside the given windows."""
+        ids = tuple(window_ids)
+        return self.db.execute(
+            "SELECT p.ts_ns, p.tid, p.file_id, p.pages, w.window_id FROM page_cache_fills p JOIN windows w"
+            " ON p.ts_ns >= w.start_ns AND p.ts_ns < w.end_ns"
+            f" WHERE w.window_id IN ({', '.join('?' * len(ids)) or 'NULL'})", ids).fetchall()
 
     def socket_peers(self) -> dict[int, str | None]:
         """file_id -> remote address ('ip:port', None when unknown) of every socket in the trace."""
