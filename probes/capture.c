@@ -342,15 +342,20 @@ static __always_inline void heat(struct file_ref *file, u64 ts, u64 offset, u64 
     __sync_fetch_and_add(&cell->bytes, bytes);
 }
 
+// The slot of the next record of an in-place log, counting the offer in its counter; -1 when full.
+static __always_inline s64 claim_slot(u32 offered_counter, u64 capacity) {
+    u64 *offered = counters.lookup(&offered_counter);
+    if (!offered)
+        return -1;
+    u64 index = __sync_fetch_and_add(offered, 1);
+    return index < capacity ? (s64)index : -1;
+}
+
 // True when the call is in the log (and so left to userspace to aggregate).
 static __always_inline bool log_event(struct call *c, u32 tgid, u32 tid, s32 fd, u32 gen, u64 latency, s64 offset,
                                       s64 requested, s64 returned, u64 run_bytes, bool seek_jump) {
-    u32 which = COUNT_EVENTS_OFFERED;
-    u64 *offered = counters.lookup(&which);
-    if (!offered)
-        return false;
-    u64 index = __sync_fetch_and_add(offered, 1);
-    if (index >= EVENT_CAPACITY)
+    s64 index = claim_slot(COUNT_EVENTS_OFFERED, EVENT_CAPACITY);
+    if (index < 0)
         return false;
     u32 slot = index;
     struct event *e = event_log.lookup(&slot);
@@ -378,13 +383,9 @@ static __always_inline bool log_event(struct call *c, u32 tgid, u32 tid, s32 fd,
 }
 
 static __always_inline void log_fill(u64 ts, u32 tid, u32 nr, u32 epoch, u32 dev, u64 inode, u64 pages) {
-    u32 which = COUNT_FILLS_OFFERED;
-    u64 *offered = counters.lookup(&which);
-    if (!offered)
-        return;
-    u64 index = __sync_fetch_and_add(offered, 1);
+    s64 index = claim_slot(COUNT_FILLS_OFFERED, FILL_CAPACITY);
     u32 slot = index;
-    struct fill *f = index < FILL_CAPACITY ? fill_log.lookup(&slot) : 0;
+    struct fill *f = index >= 0 ? fill_log.lookup(&slot) : 0;
     if (!f) {
         count(COUNT_FILL_PAGES_UNLOGGED, pages);
         return;

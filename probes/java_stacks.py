@@ -58,15 +58,21 @@ class LoggedFill:
     window_id: int = 0
 
 
-def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) -> list[tuple[LoggedRead, Sample | None]]:
-    """Each read with the method sample that made it (None when there is none), by thread and time."""
+def _by_thread(samples: Iterable[Sample]) -> tuple[dict[int, list[Sample]], dict[int, list[int]]]:
+    """The samples of each thread in time order, and their times (to bisect)."""
     by_thread: dict[int, list[Sample]] = defaultdict(list)
-    for sample in method_samples:
+    for sample in samples:
         by_thread[sample.tid].append(sample)
     times: dict[int, list[int]] = {}
-    for tid, samples in by_thread.items():
-        samples.sort(key=lambda s: s.ts_ns)
-        times[tid] = [s.ts_ns for s in samples]
+    for tid, thread_samples in by_thread.items():
+        thread_samples.sort(key=lambda s: s.ts_ns)
+        times[tid] = [s.ts_ns for s in thread_samples]
+    return by_thread, times
+
+
+def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) -> list[tuple[LoggedRead, Sample | None]]:
+    """Each read with the method sample that made it (None when there is none), by thread and time."""
+    by_thread, times = _by_thread(method_samples)
     previous: dict[int, int] = {}          # tid -> ts of its previous read
     used: dict[int, int] = {}              # tid -> index of the last sample joined
     joined = []
@@ -87,13 +93,7 @@ def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) ->
 def nearest_samples(fills: Iterable[LoggedFill], samples: Iterable[Sample],
                     within_ns: int = FILL_JOIN_NS) -> list[tuple[LoggedFill, Sample | None]]:
     """Each fill with its thread's sample nearest in time, None when none is within `within_ns`."""
-    by_thread: dict[int, list[Sample]] = defaultdict(list)
-    for sample in samples:
-        by_thread[sample.tid].append(sample)
-    times: dict[int, list[int]] = {}
-    for tid, thread_samples in by_thread.items():
-        thread_samples.sort(key=lambda s: s.ts_ns)
-        times[tid] = [s.ts_ns for s in thread_samples]
+    by_thread, times = _by_thread(samples)
     joined = []
     for fill in fills:
         stamps = times.get(fill.tid, [])

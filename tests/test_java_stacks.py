@@ -34,22 +34,32 @@ def test_a_read_never_joins_a_call_of_another_thread_or_from_the_future():
     assert joined[0][1] is None
 
 
-def _trace(path):
+def _trace(path, fills=False):
+    """A profiled trace; with fills, one that measured page-cache fills: in read calls, by faults, and
+    some that neither log holds."""
     writer = TraceWriter(path)
     for label, start, end, execution in [("warmup", 0, 1000, 1), ("execution", 1000, 2000, 2),
                                          ("between", 2000, 2100, None), ("execution", 2100, 3000, 3)]:
         writer.add_window(label, start, end, execution)
     data = writer.file_id("/data/demo/wide-0805d1e0e73811f19d682fbd3fb6712b/nb-5-big-Data.db", "file")
     writer.set_meta(query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo", backend="bcc",
-                    measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True},
+                    measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True,
+                              **({"call_fills": True} if fills else {})},
                     capture_start_ns=0, capture_end_ns=3000)
     for window_id, execution in [(1, 1), (2, 2), (4, 3)]:
         writer.add_execution(execution=execution, kind="warmup" if execution == 1 else "measured",
                              window_id=window_id, latency_s=0.001, rows=1, payload_bytes=100)
     # Warmup read (not profiled), two big reads under skipValue, one small index read, one read with no call.
-    writer.add_events([(500, 7, "pread64", 5, data, 0, 4096, 4096, 10, None), (1100, 7, "pread64", 5, data, 0, 16384, 16384, 10, None),
-                       (2200, 7, "pread64", 5, data, 16384, 16384, 16384, 10, None),
-                       (2300, 7, "pread64", 5, data, 0, 1000, 1000, 10, None), (2400, 7, "pread64", 5, data, 0, 24, 24, 10, None)])
+    reads = [(500, 0, 4096, 0), (1100, 0, 16384, 4), (2200, 16384, 16384, 2), (2300, 0, 1000, 0), (2400, 0, 24, 1)]
+    writer.add_events([(ts, 7, "pread64", 5, data, offset, size, size, 10, pages if fills else None)
+                       for ts, offset, size, pages in reads])
+    if fills:
+        writer.add_page_cache_fills([{"ts_ns": 1500, "tid": 7, "file_id": data, "pages": 3, "syscall": None},
+                                     {"ts_ns": 1650, "tid": 7, "file_id": data, "pages": 1, "syscall": None},
+                                     {"ts_ns": 2500, "tid": 11, "file_id": data, "pages": 5, "syscall": None}])
+        # The kernel's counts: 2 pages of window 4 are in neither log (the fill log was full).
+        writer.add_file_io([{"window_id": 2, "file_id": data, "cache_miss_pages": 8, "cache_miss_bytes": 8 * 4096},
+                            {"window_id": 4, "file_id": data, "cache_miss_pages": 10, "cache_miss_bytes": 10 * 4096}])
     samples = [method(1090, 7), method(2190, 7), method(2290, 7, INDEX),
                Sample("profiler.WallClockSample", 1500, 7, "ReadStage-1", READ, "STATE_RUNNABLE", 3),
                Sample("profiler.WallClockSample", 1600, 9, "CompactionExecutor:1", INDEX, "STATE_RUNNABLE", 1),
@@ -86,42 +96,9 @@ def test_a_fault_takes_the_stack_of_its_threads_nearest_wall_sample_within_the_b
     assert joined == [READ, INDEX, None, None]   # another thread's sample, or one too far, lends nothing
 
 
-def _filled_trace(path):
-    """The trace of _trace with page-cache fills: in read calls, by faults, and some neither log holds."""
-    writer = TraceWriter(path)
-    for label, start, end, execution in [("warmup", 0, 1000, 1), ("execution", 1000, 2000, 2),
-                                         ("between", 2000, 2100, None), ("execution", 2100, 3000, 3)]:
-        writer.add_window(label, start, end, execution)
-    data = writer.file_id("/data/demo/wide-0805d1e0e73811f19d682fbd3fb6712b/nb-5-big-Data.db", "file")
-    writer.set_meta(query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo", backend="bcc",
-                    measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True,
-                              "call_fills": True},
-                    capture_start_ns=0, capture_end_ns=3000)
-    for window_id, execution in [(1, 1), (2, 2), (4, 3)]:
-        writer.add_execution(execution=execution, kind="warmup" if execution == 1 else "measured",
-                             window_id=window_id, latency_s=0.001, rows=1, payload_bytes=100)
-    writer.add_events([(1100, 7, "pread64", 5, data, 0, 16384, 16384, 10, 4),
-                       (2200, 7, "pread64", 5, data, 16384, 16384, 16384, 10, 2),
-                       (2300, 7, "pread64", 5, data, 0, 1000, 1000, 10, 0),
-                       (2400, 7, "pread64", 5, data, 0, 24, 24, 10, 1)])     # no call: its fill has no stack
-    writer.add_page_cache_fills([{"ts_ns": 1500, "tid": 7, "file_id": data, "pages": 3, "syscall": None},
-                                 {"ts_ns": 1650, "tid": 7, "file_id": data, "pages": 1, "syscall": None},
-                                 {"ts_ns": 2500, "tid": 11, "file_id": data, "pages": 5, "syscall": None}])
-    # The kernel's counts: 2 pages of window 4 are in neither log (the fill log was full).
-    writer.add_file_io([{"window_id": 2, "file_id": data, "cache_miss_pages": 8, "cache_miss_bytes": 8 * 4096},
-                        {"window_id": 4, "file_id": data, "cache_miss_pages": 10, "cache_miss_bytes": 10 * 4096}])
-    samples = [method(1090, 7), method(2190, 7), method(2290, 7, INDEX),
-               Sample("profiler.WallClockSample", 1500, 7, "ReadStage-1", READ, "STATE_RUNNABLE", 3),
-               Sample("profiler.WallClockSample", 1600, 9, "CompactionExecutor:1", INDEX, "STATE_RUNNABLE", 1),
-               Sample("profiler.WallClockSample", 1700, 7, "ReadStage-1", INDEX, "STATE_SLEEPING", 5)]
-    write_profile(writer, samples, window_ids=[2, 4], profiler="async-profiler 4.1",
-                  read_method="sun.nio.ch.FileDispatcherImpl.pread", wall_interval_ns=1_000_000)
-    return writer.finish()
-
-
 def test_fill_bytes_go_on_the_stack_of_their_read_or_of_the_faulting_threads_sample_and_the_rest_is_undetermined(
         tmp_path):
-    profile = analyse(_filled_trace(tmp_path / "t.trace")).profile
+    profile = analyse(_trace(tmp_path / "t.trace", fills=True)).profile
     page = 4096
     assert profile.data_fill_bytes == 18 * page
     assert profile.fill_call_bytes == 6 * page      # the reads at 1100 and 2200, on their call's stack
