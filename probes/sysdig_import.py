@@ -21,8 +21,6 @@ Data buffers are never decoded.
 
 import itertools
 import os
-import pickle
-import tempfile
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -175,14 +173,16 @@ class _Spool:
         if not rows:
             return
         if self.file is None:
-            import tempfile   # here: only long captures spill
+            import tempfile   # here, as pickle: only long captures spill, and start-up counts (cli/main.py)
             self.file = tempfile.TemporaryFile(prefix="casstrace-import-", dir=self.directory)
+        import pickle
         self.file.seek(0, os.SEEK_END)
         pickle.dump(rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
 
     def __iter__(self) -> Iterator[Any]:
         if self.file is None:
             return
+        import pickle
         self.file.seek(0)
         while True:
             try:

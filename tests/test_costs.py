@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+import pytest
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+SMALL_CAPTURE = Path(__file__).resolve().parent / "data" / "scap" / "test_ipv6_client.scap"
 
 # Modules `casstrace --help` and every command's start-up must not pay for: the driver, bcc, the
 # trace database, the analyses and reports load only in the commands that use them.
@@ -26,12 +30,50 @@ def test_the_cli_entry_point_imports_nothing_heavy():
     assert heavy == []
 
 
-def test_casstrace_import_starts_without_the_analyses_reports_or_drivers():
-    """`casstrace import` competes with sysdig's own start-up (tests/test_sysdig.py)."""
-    loaded = fresh("import sys, casstrace.cli.main, casstrace.cli.import_scap; print(' '.join(sys.modules))").split()
+def test_casstrace_import_starts_without_click_the_analyses_reports_or_drivers(tmp_path):
+    """`casstrace import` competes with sysdig's whole run (tests/test_sysdig.py): a whole import,
+    then what it loaded."""
+    code = ("import sys; from casstrace.cli.main import main\n"
+            f"try: main(['import', {str(SMALL_CAPTURE)!r}, '--out', {str(tmp_path / 'small.trace')!r}])\n"
+            "except SystemExit: print(' '.join(sys.modules), file=sys.stderr)")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr.split()
+    assert "casstrace.probes.sysdig_import" in loaded and (tmp_path / "small.trace").is_file()
     heavy = sorted(name for name in loaded if name.startswith(
-        ("cassandra", "bcc", "plotly", "jinja2", "casstrace.analyses", "casstrace.reports", "casstrace.node")))
+        ("click", "cassandra", "bcc", "plotly", "jinja2", "casstrace.analyses", "casstrace.reports", "casstrace.node",
+         "pickle", "tempfile", "platform", "traceback")))
     assert heavy == []
+
+
+IMPORT_ARGS = [
+    [str(SMALL_CAPTURE)],
+    [str(SMALL_CAPTURE), "--pid", "42", "--out", "x.trace", "--force"],
+    ["--pid=42", str(SMALL_CAPTURE), "--query", "SELECT * FROM ks.t WHERE k = 1"],
+    [str(SMALL_CAPTURE), "--proc", "java", "--out=x.trace"],
+    [str(SMALL_CAPTURE), "--force", "--query=SELECT 1"],
+]
+
+
+@pytest.mark.parametrize("args", IMPORT_ARGS)
+def test_import_parsed_without_click_as_click_parses_it(args):
+    """cli/import_scap.py's fast_parse (click-free start-up) gives the command what click gives it,
+    for the same options; whatever it does not take plainly goes to click."""
+    from casstrace.cli import import_scap
+
+    command = import_scap.command
+    declared = {opt: param.is_flag for param in command.params if isinstance(param, click.Option) for opt in param.opts}
+    assert declared == {name: convert is None for name, (_, convert) in import_scap.FAST_OPTIONS.items()}
+    assert import_scap.fast_parse(args) == command.make_context("import", list(args)).params
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], [str(SMALL_CAPTURE), "--pid", "0"], [str(SMALL_CAPTURE), "--pid", "x"],
+                                  [str(SMALL_CAPTURE), "--pid", "1", "--proc", "java"], ["a.scap", "b.scap"],
+                                  [str(SMALL_CAPTURE), "--out"], [str(SMALL_CAPTURE), "--force", "--force"],
+                                  [str(SMALL_CAPTURE), "--out", str(SMALL_CAPTURE.parent)], ["-h"],
+                                  [str(SMALL_CAPTURE), "--unknown"], [str(SMALL_CAPTURE), "--"]])
+def test_what_the_fast_parse_does_not_take_goes_to_click(args):
+    from casstrace.cli import import_scap
+
+    assert import_scap.fast_parse(args) is None
 
 
 def test_bucketing_a_latency_costs_under_a_millisecond_at_start_up():

@@ -17,7 +17,6 @@ import fcntl
 import json
 import operator
 import os
-import platform
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -65,8 +64,9 @@ class TraceWriter:
         self.set_meta(
             format_version=FORMAT_VERSION,
             casstrace_version=__version__,
-            hostname=platform.node(),
-            kernel=platform.release(),
+            # os.uname() is what platform.node() and .release() read, without importing platform
+            hostname=os.uname().nodename,
+            kernel=os.uname().release,
             clock_offset_ns=time.time_ns() - time.monotonic_ns(),
         )
 
