@@ -91,6 +91,10 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     readers = {row["tid"] for row in trace.rows(
         "SELECT DISTINCT e.tid FROM events e JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
         f" WHERE w.{windows} AND e.{files}", window_params + file_params)}
+    if with_fills:   # the threads that faulted on the mapped files read them too
+        readers |= {row["tid"] for row in trace.rows(
+            "SELECT DISTINCT p.tid FROM page_cache_fills p JOIN windows w ON p.ts_ns >= w.start_ns"
+            f" AND p.ts_ns < w.end_ns WHERE w.{windows} AND p.{files}", window_params + file_params)}
     serving = readers | {tid for tid, name in names.items() if name.startswith(REQUEST_THREAD_PREFIX)}
     tids, tid_params = sql_in("tid", sorted(serving))
     by_cpu_stack: dict[int, int] = defaultdict(int)

@@ -31,10 +31,14 @@ from casstrace.traces import TraceWriter
 METHOD_EVENT = "jdk.ExecutionSample"
 WALL_EVENT = "profiler.WallClockSample"
 PAGE_BYTES = 4096
-# How near a wall-clock sample of the faulting thread must be to lend a fault its stack. async-profiler
-# signals at most 8 threads per tick, ticks at least 100 us apart, so each of a Cassandra's ~200
-# threads is sampled every ~2.5 ms at wall=1ms; a fault is at most half that from its nearest sample.
-FILL_JOIN_NS = 2_000_000
+# How near a wall-clock sample of the faulting thread must be to lend a fault its stack. A thread
+# blocked in a fault takes its profiling signal only when the fault returns, and a fault that reads
+# ahead megabytes blocks for milliseconds: on a 4.1 node with --cold, 68-80 % of the fault bytes had
+# a sample of their thread within 2 ms, 89 % within 10 ms, 94 % within 20 ms; on pread fills, where
+# the call's own stack is the truth, the nearest sample named the same asking Cassandra frame for 99.0 %
+# of the bytes from 1 ms to 20 ms alike (90 % for a sample 50 ms away: one frame asks for most bytes).
+# benchmarks/fault_join_accuracy.py measures it.
+FILL_JOIN_NS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -90,18 +94,19 @@ def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) ->
     return joined
 
 
-def nearest_samples(fills: Iterable[LoggedFill], samples: Iterable[Sample],
-                    within_ns: int = FILL_JOIN_NS) -> list[tuple[LoggedFill, Sample | None]]:
-    """Each fill with its thread's sample nearest in time, None when none is within `within_ns`."""
+def nearest_samples(fills: Iterable[LoggedFill], samples: Iterable[Sample], before_ns: int = FILL_JOIN_NS,
+                    after_ns: int = FILL_JOIN_NS) -> list[tuple[LoggedFill, Sample | None]]:
+    """Each fill with its thread's sample nearest in time among those from `before_ns` before it to
+    `after_ns` after it (None when there is none)."""
     by_thread, times = _by_thread(samples)
     joined = []
     for fill in fills:
         stamps = times.get(fill.tid, [])
         index = bisect.bisect_left(stamps, fill.ts_ns)
-        candidates = [i for i in (index - 1, index) if 0 <= i < len(stamps)]
+        candidates = [i for i in (index - 1, index) if 0 <= i < len(stamps)
+                      and -before_ns <= stamps[i] - fill.ts_ns <= after_ns]
         best = min(candidates, key=lambda i: abs(stamps[i] - fill.ts_ns), default=None)
-        near = best is not None and abs(stamps[best] - fill.ts_ns) <= within_ns
-        joined.append((fill, by_thread[fill.tid][best] if near and best is not None else None))
+        joined.append((fill, None if best is None else by_thread[fill.tid][best]))
     return joined
 
 
