@@ -51,16 +51,30 @@ if TYPE_CHECKING:
 @click.option("--profile", is_flag=True,
               help="Load async-profiler into the JVM for the measured executions: the Java stack of every read "
                    "(bytes flame graph) and wall-clock samples of the serving threads (CPU flame graph).")
+@click.option("--ssh", "ssh", is_flag=True,
+              help="Capture the query's nodes whose JVM is not on this machine over ssh (the destination is the "
+                   "node's address; your ~/.ssh/config, keys and agent apply). casstrace must be installed there.")
+@click.option("--hosts", "hosts", multiple=True, metavar="ADDRESS=DESTINATION,...",
+              help="Capture these nodes over `ssh DESTINATION` (even when their JVM is on this machine).")
+@click.option("--ssh-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="ssh configuration file for --ssh/--hosts (ssh -F).")
+@click.option("--remote-casstrace", default="casstrace", show_default=True,
+              help="The command that runs casstrace on the nodes reached over ssh (e.g. 'sudo -n casstrace').")
 @click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
 @force_option
 @click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
 def command(query: str | None, query_file: Path | None, out: Path | None, keyspace: str | None, host: str | None,
             port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None, connect_timeout: float,
             request_timeout: float, pid: int | None, repeat: int, warmup: int, cold: bool, consistency: str,
-            page_size: int, backend: str, profile: bool, no_html: bool, force: bool, timings: bool) -> None:
-    """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace."""
+            page_size: int, backend: str, profile: bool, ssh: bool, hosts: tuple[str, ...], ssh_config: Path | None,
+            remote_casstrace: str, no_html: bool, force: bool, timings: bool) -> None:
+    """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace.
+
+    Every replica of the queried partition whose JVM runs on this machine is captured too, on the same
+    windows (and those elsewhere with --ssh or --hosts)."""
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
+    from casstrace.node.targets import RemoteSettings, parse_hosts
     from casstrace.phases import Phases
 
     phases = Phases()
@@ -77,7 +91,7 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
     options = RunOptions(
         query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
         consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out, profile=profile,
-        force=force,
+        force=force, targets=RemoteSettings(ssh, parse_hosts(hosts), ssh_config, remote_casstrace),
     )
     with reporting_interruptions(html=not no_html, force=force):
         path = run(options, phases)

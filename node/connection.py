@@ -135,7 +135,9 @@ class NodeSession:
     """A driver session bound to one node. Use as a context manager, or call close()."""
 
     def __init__(self, settings: ConnectionSettings, keyspace: str | None = None,
-                 protocol_handler: type[_ProtocolHandler] | None = None):
+                 protocol_handler: type[_ProtocolHandler] | None = None, token_map: bool = False):
+        """token_map: also learn the cluster's nodes and their tokens at connect (casstrace.node.replicas
+        asks it where a partition lives); the session still sends every request to the one node."""
         self.settings = settings
         try:
             socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
@@ -159,7 +161,7 @@ class NodeSession:
             # The run reads system_schema itself; the driver's own schema and token refreshes would
             # only add reads on the node while it is being traced.
             schema_metadata_enabled=False,
-            token_metadata_enabled=False,
+            token_metadata_enabled=token_map,
         )
         try:
             self.session = self.cluster.connect()
@@ -186,6 +188,12 @@ class NodeSession:
                 f"cannot use keyspace {keyspace!r}: {getattr(error, 'message', None) or error}",
                 "check --keyspace (DESCRIBE KEYSPACES in cqlsh lists them)",
             ) from None
+
+    def address(self) -> str:
+        """The address of the node the session talks to, as the cluster names it (not a host name)."""
+        for pool in self.session.get_pools():
+            return normalize_ip(str(pool.host.address))
+        return normalize_ip(str(socket.getaddrinfo(self.settings.host, self.settings.port)[0][4][0]))
 
     def client_addresses(self) -> set[tuple[str, int]]:
         """(ip, port) of this client's end of each of its connections to the node: the node's

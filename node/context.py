@@ -59,10 +59,11 @@ def logged_disk_access_mode(log: Path) -> str | None:
     return found.group(1) if found else None
 
 
-def disk_access_mode(node_settings: dict[str, str], process: CassandraProcess) -> str:
+def disk_access_mode(node_settings: dict[str, str], process: CassandraProcess | None) -> str:
     """How the node reads Data.db files, as it reports it (the resolved mode: 'mmap_index_only' shows
     as 'standard', since only the index is mapped)."""
-    return node_settings.get("disk_access_mode") or _log_disk_access_mode(process) or "unknown"
+    logged = _log_disk_access_mode(process) if process is not None else None
+    return node_settings.get("disk_access_mode") or logged or "unknown"
 
 
 def _parse_list_setting(value: str) -> list[str]:
@@ -170,17 +171,20 @@ def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str,
     return files
 
 
-def gather(session: Session, process: CassandraProcess, prepared: PreparedStatement, query: str,
+def gather(session: Session, process: CassandraProcess | None, prepared: PreparedStatement, query: str,
            keyspace: str | None) -> CassandraMeta:
-    """meta 'cassandra' of a run trace."""
+    """meta 'cassandra' of a run trace. Without the node's process (its JVM runs elsewhere) the data
+    directories are what the node's settings say, and its SSTables are not listed."""
     node_settings = settings(session)
     local = _rows(session, "SELECT release_version FROM system.local WHERE key = 'local'")
-    data_dirs = data_directories(node_settings, process)
+    data_dirs = (data_directories(node_settings, process) if process is not None else
+                 _parse_list_setting(node_settings.get("data_file_directories", "")))
     tables: list[TableMeta] = []
     for table_keyspace, table in tables_touched(prepared, query, keyspace):
         schema = table_schema(session, table_keyspace, table)
         if schema is not None:
-            schema["sstables"] = sstable_files(process.pid, data_dirs, table_keyspace, table, schema["id"])
+            schema["sstables"] = ([] if process is None else
+                                  sstable_files(process.pid, data_dirs, table_keyspace, table, schema["id"]))
             tables.append(schema)
     return {
         "release_version": local[0].release_version if local else "unknown",

@@ -6,6 +6,7 @@ mentions the class is not mistaken for it). When several run on one machine (a d
 sandbox, say), the one listening on the native port the client connects to is the one to watch.
 """
 
+import ipaddress
 import os
 import re
 import shutil
@@ -75,12 +76,12 @@ def fd_targets(pid: int, proc: Path = Path("/proc")) -> list[str]:
     return targets
 
 
-def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
-    """TCP ports a process listens on: listening sockets in its network namespace whose inode
-    is one of its file descriptors."""
+def listening_sockets(pid: int, proc: Path = Path("/proc")) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket a process listens on: listening sockets in its network
+    namespace whose inode is one of its file descriptors. '0.0.0.0' / '::' listen on every address."""
     base = proc / str(pid)
     socket_inodes = {target[len("socket:["):-1] for target in fd_targets(pid, proc) if target.startswith("socket:[")}
-    ports = set()
+    sockets = set()
     for table in ("tcp", "tcp6"):
         try:
             lines = (base / "net" / table).read_text().splitlines()[1:]
@@ -90,14 +91,44 @@ def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
             fields = line.split()
             local, state, inode = fields[1], fields[3], fields[9]
             if state == TCP_LISTEN and inode in socket_inodes:
-                ports.add(int(local.rsplit(":", 1)[1], 16))
-    return ports
+                address, port = local.rsplit(":", 1)
+                sockets.add((_proc_net_address(address), int(port, 16)))
+    return sockets
 
 
-def find_cassandra(pid: int | None = None, native_port: int | None = None,
+def _proc_net_address(hexed: str) -> str:
+    """An address as /proc/net/tcp{,6} writes it (32-bit words in host order) in its usual spelling;
+    an IPv4-mapped IPv6 address as plain IPv4."""
+    words = bytes.fromhex(hexed)
+    packed = b"".join(words[i:i + 4][::-1] for i in range(0, len(words), 4))
+    if len(packed) == 4:
+        return str(ipaddress.IPv4Address(packed))
+    address = ipaddress.IPv6Address(packed)
+    return str(address.ipv4_mapped or address)
+
+
+def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    """TCP ports a process listens on."""
+    return {port for _, port in listening_sockets(pid, proc)}
+
+
+def listens_on(pid: int, address: str, port: int, proc: Path = Path("/proc")) -> bool:
+    """Whether the process accepts connections to address:port (bound to it, or to every address)."""
+    return any(bound_port == port and bound in (address, "0.0.0.0", "::")
+               for bound, bound_port in listening_sockets(pid, proc))
+
+
+def cassandra_at(address: str, port: int, proc: Path = Path("/proc")) -> CassandraProcess | None:
+    """The Cassandra JVM of this machine that serves CQL at address:port, None when none does."""
+    serving = [process for process in cassandra_processes(proc) if listens_on(process.pid, address, port, proc)]
+    bound_there = [process for process in serving if (address, port) in listening_sockets(process.pid, proc)]
+    return next(iter(bound_there or serving), None)
+
+
+def find_cassandra(pid: int | None = None, native_port: int | None = None, address: str | None = None,
                    proc: Path = Path("/proc")) -> CassandraProcess:
     """The Cassandra JVM to watch: `pid` when given (checked to be one), else the only one running,
-    else the one listening on `native_port`. Raises CasstraceError naming the fix otherwise."""
+    else the one listening on `native_port` (at `address`, when several listen on that port). Raises CasstraceError naming the fix otherwise."""
     if pid is not None:
         argv = read_argv(pid, proc)
         if argv is None:
@@ -121,6 +152,8 @@ def find_cassandra(pid: int | None = None, native_port: int | None = None,
     pids = ", ".join(str(c.pid) for c in candidates)
     if native_port is not None:
         listening = [c for c in candidates if native_port in listening_ports(c.pid, proc)]
+        if address is not None and len(listening) > 1:   # nodes of one cluster share the port, not the address
+            listening = [c for c in listening if listens_on(c.pid, address, native_port, proc)]
         if len(listening) == 1:
             return listening[0]
         raise CasstraceError(

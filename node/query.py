@@ -86,6 +86,7 @@ class QueryResult:
     pages: int
     digest: str = field(repr=False)  # hex; memory only
     result_set: ResultSet | None = field(default=None, repr=False)
+    coordinator: str | None = None   # the address of the node that answered (its first page)
 
 
 def server_message(error: Exception) -> str:
@@ -135,6 +136,7 @@ def execute(session: Session, prepared: PreparedStatement, consistency: str = "O
     future = session.execute_async(statement, trace=trace)
     future.row_factory = keep_page
     result = future.result()
+    coordinator = getattr(future.coordinator_host, "address", None)
     pages = [result.current_rows]
     while result.has_more_pages:
         result.fetch_next_page()
@@ -148,6 +150,7 @@ def execute(session: Session, prepared: PreparedStatement, consistency: str = "O
         pages=len(pages),
         digest=f"{digest_sum:064x}",
         result_set=result,
+        coordinator=str(coordinator) if coordinator is not None else None,
     )
 
 
@@ -167,6 +170,7 @@ def query_traces(result: QueryResult, max_wait_s: float = 10.0) -> list[QueryTra
                     "source_elapsed_us": int(event.source_elapsed.total_seconds() * 1_000_000)
                     if event.source_elapsed is not None else None,
                     "thread": event.thread_name,
+                    "source": str(event.source) if event.source is not None else None,
                 }
                 for event in trace.events
             ],

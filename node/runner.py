@@ -9,32 +9,39 @@ records are fetched after the capture stops.
 """
 
 import itertools
+import json
 import re
 import sys
+from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
-from casstrace.node.jvm import find_cassandra
+from casstrace.node.agents import AgentsCapture, TableRef
+from casstrace.node.jvm import cassandra_at, find_cassandra
 from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute, execution_failure, prepare,
                                   query_traces)
+from casstrace.node.replicas import replica_set
 from casstrace.node.statements import read_only_statement
+from casstrace.node.targets import PlannedNode, RemoteSettings, plan_nodes
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
 from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
-from casstrace.probes.protocol import GAP_WINDOW, Windows, WindowSource
+from casstrace.probes.protocol import GAP_WINDOW, Capture, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter
-from casstrace.traces.meta import QueryTraceSession
+from casstrace.traces.meta import CassandraMeta, QueryTraceSession
+from casstrace.traces.rows import NodeRow
 
 
 @dataclass
@@ -52,6 +59,7 @@ class RunOptions:
     out: Path | None = None
     profile: bool = False
     force: bool = False        # replace an existing regular file at `out` (casstrace.outputs)
+    targets: RemoteSettings = field(default_factory=RemoteSettings)   # --ssh, --hosts
 
 
 MEASURED_WINDOW = "execution"   # the label of a measured execution's window
@@ -98,32 +106,61 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
 
     with ExitStack() as stack:
         with phases("connect, prepare"):
-            node = stack.enter_context(
-                NodeSession(options.connection, options.keyspace, protocol_handler=MeasuringProtocolHandler))
+            node = stack.enter_context(NodeSession(options.connection, options.keyspace,
+                                                   protocol_handler=MeasuringProtocolHandler, token_map=True))
             prepared = prepare(node.session, query)
         with phases("find JVM, read schema"):
-            process = find_cassandra(options.pid, native_port=options.connection.port)
+            coordinator = node.address()
+            process = (find_cassandra(options.pid) if options.pid is not None else
+                       cassandra_at(coordinator, options.connection.port))
             cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
         keyspace = options.keyspace or next((t["keyspace"] for t in cassandra["tables"]), None)
-        cold = None
-        if options.cold:
-            # Fails here, before a probe attaches, when the mapped pages cannot be pushed out.
-            # (Again before each execution, in its turn.)
-            cold = Cold(process.pid, context.table_file_keys(process.pid, cassandra))
-            cold.before_execution()
-
-        # The mapped pages each execution touched, measured around its window (outside it).
-        sources: list[WindowSource] = [MappedPagesCapture(process.pid, cassandra["data_file_directories"])]
-        if options.profile:
-            with phases("fetch profiler"):
-                profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
-            stack.callback(profiler.cleanup)
-            # From before the first measured execution to before the tracing one.
-            sources.append(ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases))
+        with phases("find replicas"):
+            replicas = replica_set(node.cluster, coordinator, options.connection.port, keyspace,
+                                   next(iter(cassandra["tables"]), None), query)
+            plan = plan_nodes(replicas, process, options.targets, options.backend,
+                              [TableRef(t["keyspace"], t["table"], t["id"]) for t in cassandra["tables"]])
+        targets = [planned.target for planned in plan if planned.target is not None]
+        if not targets:   # no node to capture: say why as for one node
+            find_cassandra(None, native_port=options.connection.port, address=coordinator)
+            raise CasstraceError(f"no JVM of the query's nodes runs on this machine ({plan[0].not_captured})",
+                                 "run casstrace on a replica, or give --ssh")
+        several = len(targets) > 1 or targets[0].ssh is not None
+        if several and options.profile:
+            raise CasstraceError("--profile loads async-profiler into one JVM; this run captures "
+                                 f"{len(targets)} nodes' JVMs", "leave out --profile, or run on a one-node cluster")
+        cold: Cold | None = None
+        agents: AgentsCapture | None = None
+        sources: list[WindowSource] = []
+        if several:
+            agents = AgentsCapture(targets, primary_node_id=plan[0].node_id)
+            stack.callback(agents.discard)
+            capture: Capture = agents
+            cold = AgentsCold(agents) if options.cold else None
+        else:
+            assert process is not None or targets[0].options.pid is not None
+            process = process if process is not None and process.pid == targets[0].options.pid else \
+                find_cassandra(targets[0].options.pid)
+            if options.cold:
+                # Fails here, before a probe attaches, when the mapped pages cannot be pushed out.
+                # (Again before each execution, in its turn.)
+                local_cold = LocalCold(process.pid, context.table_file_keys(process.pid, cassandra))
+                local_cold.before_execution()
+                cold = local_cold
+            # The mapped pages each execution touched, measured around its window (outside it).
+            sources.append(MappedPagesCapture(process.pid, cassandra["data_file_directories"]))
+            if options.profile:
+                with phases("fetch profiler"):
+                    profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
+                stack.callback(profiler.cleanup)
+                # From before the first measured execution to before the tracing one.
+                sources.append(ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases))
 
         writer = TraceWriter(options.out or default_trace_path(query), force=options.force)
         try:
-            capture = capture_factory(process.pid, extra_dirs=cassandra["data_file_directories"])
+            if agents is None:
+                assert process is not None
+                capture = capture_factory(process.pid, extra_dirs=cassandra["data_file_directories"])
         except BaseException:
             writer.discard()
             raise
@@ -148,24 +185,92 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
         def annotate(writer: TraceWriter) -> None:
             if cold is not None:
                 writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": cold.paged_out})
+            _write_nodes(writer, plan, agents)
             writer.set_meta(
                 query=query,
                 keyspace=keyspace,
                 consistency=options.consistency,
                 page_size=options.page_size or 0,
-                node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
-                cassandra=cassandra,
+                node={"host": options.connection.host, "port": options.connection.port, "pid": capture.pid},
+                cassandra=_cassandra_of_coordinator(cassandra, plan, agents),
                 query_trace=query_trace,
+                replicas={"keyspace": keyspace, "consistency": options.consistency, "routing": replicas.routing,
+                          "partitions": replicas.partitions,
+                          "ssh": any(t.ssh is not None for t in targets)},
             )
             _write_executions(writer, executions, node.client_addresses())
 
         return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate, phases=phases)
 
 
+class Cold(Protocol):
+    """--cold: what makes every execution cold, before it, on every node captured."""
+
+    paged_out: int     # address space paged out before the last execution
+
+    def before_execution(self) -> None: ...
+
+
 @dataclass
-class Cold:
-    """--cold: the queried table's files to push out of the JVM and the page cache before each
-    execution. Nothing to restore afterwards: the node reads the pages back as it needs them."""
+class AgentsCold:
+    """--cold on the nodes' agents (each makes its own node cold)."""
+
+    agents: AgentsCapture
+    paged_out: int = 0
+
+    def before_execution(self) -> None:
+        self.paged_out = self.agents.make_cold()
+
+
+def _write_nodes(writer: TraceWriter, plan: Sequence[PlannedNode], agents: AgentsCapture | None) -> None:
+    """The nodes rows: every node of the plan, with what its capture was (format 3)."""
+    result = agents.stop() if agents is not None else None
+    captured = {node.target.node_id: node for node in result.nodes} if result is not None else {}
+    down = {target.node_id: reason for target, reason in agents.down} if agents is not None else {}
+    if agents is None:
+        single = next(planned for planned in plan if planned.target is not None)
+        writer.files_of_node(single.node_id)
+        own_meta = writer.meta()
+    rows: list[NodeRow] = []
+    for planned in plan:
+        pid = shift = meta = None
+        not_captured = planned.not_captured
+        if agents is None and planned.target is not None:
+            pid, shift, meta = planned.target.options.pid, 0, own_meta
+        elif planned.node_id in captured and result is not None:
+            node = captured[planned.node_id]
+            pid, shift, meta = node.pid, node.clock_shift_ns, result.metas.get(planned.node_id)
+        elif planned.node_id in down:
+            not_captured = down[planned.node_id]
+        rows.append({"node_id": planned.node_id, "address": planned.node.address,
+                     "host": planned.target.ssh if planned.target is not None else None,
+                     "datacenter": planned.node.datacenter, "rack": planned.node.rack,
+                     "replica": planned.node.replica, "captured": pid is not None,
+                     "not_captured": None if pid is not None else not_captured, "pid": pid,
+                     "clock_shift_ns": shift, "meta": json.dumps(meta) if meta is not None else None})
+    writer.add_nodes(rows)
+
+
+def _cassandra_of_coordinator(cassandra: CassandraMeta, plan: Sequence[PlannedNode],
+                              agents: AgentsCapture | None) -> CassandraMeta:
+    """meta 'cassandra': the schema read from the coordinator, with the data directories and SSTables
+    of the trace's primary node (the coordinator's when it was captured, else the first captured)."""
+    result = agents.stop() if agents is not None else None
+    if result is None or not result.nodes:
+        return cassandra
+    primary_meta = result.metas.get(result.nodes[result.primary].target.node_id) or {}
+    own: CassandraMeta = primary_meta.get("cassandra") or CassandraMeta()
+    sstables = {(t["keyspace"], t["table"]): t.get("sstables", []) for t in own.get("tables", [])}
+    return {**cassandra, "data_file_directories": own.get("data_file_directories", []),
+            "tables": [{**table, "sstables": sstables.get((table["keyspace"], table["table"]), [])}
+                       for table in cassandra["tables"]]}
+
+
+@dataclass
+class LocalCold:
+    """--cold on this machine's one JVM: the queried table's files to push out of the JVM and the page
+    cache before each execution. Nothing to restore afterwards: the node reads the pages back as it
+    needs them."""
 
     pid: int
     files: set[tuple[int, int]]
@@ -235,4 +340,5 @@ def _write_executions(writer: TraceWriter, executions: list[Execution],
             client_file_id=client_file_id,
             pages=result.pages if result else None,
             error=execution.error,
+            coordinator=result.coordinator if result else None,
         )

@@ -8,7 +8,7 @@ less (a sysdig capture knows at most the disk access mode), and read by the anal
 be missing from a trace, and a missing key means "not recorded", never an empty value.
 """
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class ColumnMeta(TypedDict):
@@ -44,6 +44,7 @@ class QueryTraceEvent(TypedDict):
     activity: str               # what the node did, in its words (work, never values)
     source_elapsed_us: int | None
     thread: str
+    source: NotRequired[str | None]   # format 3: the address of the node that recorded it
 
 
 class QueryTraceSession(TypedDict):

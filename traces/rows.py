@@ -90,6 +90,23 @@ class ExecutionRow(TypedDict):
     client_file_id: NotRequired[int | None]
     pages: NotRequired[int | None]
     error: NotRequired[str | None]
+    coordinator: NotRequired[str | None]
+
+
+class NodeRow(TypedDict):
+    """nodes (format 3): a node a run trace is about, captured or not."""
+
+    node_id: int
+    address: str
+    host: NotRequired[str | None]
+    datacenter: NotRequired[str | None]
+    rack: NotRequired[str | None]
+    replica: bool
+    captured: bool
+    not_captured: NotRequired[str | None]
+    pid: NotRequired[int | None]
+    clock_shift_ns: NotRequired[int | None]
+    meta: NotRequired[str | None]     # JSON
 
 
 # events: (ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns, cache_miss_pages)

@@ -59,7 +59,15 @@ Meta keys (values are JSON)
                       "tables": [{"keyspace", "table", "id", "columns": [{"name","type","kind"}],
                                   "partition_key": [str], "clustering": [str],
                                   "compression": {...}, "sstables": [{"path","size"}]}]}
-  query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread"}]}]
+  query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread","source"}]}]
+                     source (format 3): the address of the node that recorded the event
+                     (system_traces.events.source), so a reader can tell the coordinator's events from
+                     each replica's; absent in older traces
+  replicas           (run, format 3) how the nodes rows were chosen: {"keyspace": str | null,
+                      "consistency": str, "routing": "token map" | "all nodes (no partition key)" |
+                      "all nodes (...why the partition could not be told...)",
+                      "partitions": int (partition keys the token map was asked about; 0 for all nodes),
+                      "ssh": bool (remote replicas were captured over ssh)}
   thread_slot_ns     int: width of a thread_io time slot (slot 0 starts at capture_start_ns); watch only
   watch              (casstrace watch) {"sample_probability": float, "previous_probability": float | null,
                       "probability_restored": bool | null, "duration_s": float,
@@ -77,6 +85,31 @@ Meta keys (values are JSON)
                       "joined_fill_pages": int (in reads joined with a stack), "sampled_fill_pages": int
                       (fills no read holds, put on a wall-clock sample's stack)}
 
+Several nodes (format 3)
+- A `casstrace run` trace has a nodes row for every node it is about: the node the query went to
+  (its coordinator) and every replica of the queried partition the driver's token map names (all
+  nodes when the query names no partition), captured or not (captured = 0 with not_captured saying
+  why). One node's JVM captured is the usual case; with several, every captured JVM had the same
+  windows (the trace's windows table), and `files.node_id` says whose file each is: every per-file
+  table (file_io, read_sizes, coverage, heatmap, events, mappings, profile_reads) is thereby per
+  node. latency, threads, events and profile_samples carry node_id themselves in a trace of several
+  captured nodes (NULL when one was captured: the trace's one process). Imports and `capture`
+  traces have no nodes rows, and files.node_id is NULL there.
+- Clocks: every timestamp is on the trace's clock (that of the machine that ran `casstrace run`);
+  a node's own timestamps were shifted by nodes.clock_shift_ns (0 on this machine; for a node
+  reached over ssh, minus its clock's offset, measured by round trips as NTP does: the remote clock
+  read against the midpoint of the shortest round trip). Latency and heat-map slots count from the
+  trace's capture_start_ns; a node whose capture started at another moment has its slots moved by
+  the nearest whole number of slots (within half a slot of the truth).
+- nodes.meta is that node's own capture meta, with the keys above (backend, source, pid, process,
+  measures, hostname, kernel, lost_events, unstreamed_events, aggregate_overflows, ended_early,
+  mapped_unmeasured, capture_start_ns / capture_end_ns and clock_offset_ns on its own clock, ...)
+  and `cassandra` {"data_file_directories", "sstables": [{"path", "size"}] of the queried tables on
+  that node}. Whole-trace meta of a trace of several captured nodes: lost_events,
+  unstreamed_events, aggregate_overflows and unlogged_fill_pages are the sums over them; measures holds what every
+  one of them measured (a measure some lack is false); pid, process, node and cassandra are those
+  of the coordinator's node when it was captured, else of the first captured node.
+
 Format history
   1  the first release.
   2  additive: tables stacks, profile_samples, profile_reads and meta `profile` (run --profile);
@@ -88,13 +121,16 @@ Format history
      unlogged_fill_pages (page-cache fills per read call and per fault); profile_reads.fill_bytes and
      .fault_fill_bytes, meta profile.fill_join_ns, .fill_pages, .joined_fill_pages, .sampled_fill_pages
      (fill bytes on Java stacks). A trace without them reads as one that did not measure them.
+  3  additive: table nodes; files.node_id; node_id in latency, threads, events, profile_samples;
+     executions.coordinator; query_trace events' source; meta replicas (several nodes, above).
+     The threads table's key became (node_id, tid). Older traces read as one node with no nodes rows.
 """
 
 import bisect
 import functools
 
-FORMAT_VERSION = 2
-READABLE_FORMAT_VERSIONS = (1, 2)   # every older format stays readable: changes are additive
+FORMAT_VERSION = 3
+READABLE_FORMAT_VERSIONS = (1, 2, 3)   # every older format stays readable: changes are additive
 THREAD_SLOT_NS = 1_000_000          # thread_io slot: Cassandra's trace events are ~1 ms apart at best
 
 # Units the format fixes, shared by every backend and the analyses.
@@ -136,6 +172,23 @@ CREATE TABLE meta (
     value TEXT NOT NULL                 -- JSON
 );
 
+-- format 3: the Cassandra nodes of a `casstrace run` trace (one row each; none in imports and
+-- `capture` traces): the node(s) whose JVM was captured, and the replicas of the queried partition
+-- that were not, with why. A node's own capture meta is kept whole in its `meta`.
+CREATE TABLE nodes (
+    node_id        INTEGER PRIMARY KEY,   -- 1, 2, ...
+    address        TEXT NOT NULL,         -- the node's address as the driver's token map names it ('127.0.0.2')
+    host           TEXT,                  -- how it was reached: NULL on this machine, else the ssh destination
+    datacenter     TEXT,
+    rack           TEXT,
+    replica        INTEGER NOT NULL,      -- 1 when it holds a replica of the queried partition (token map)
+    captured       INTEGER NOT NULL,      -- 1 when its JVM was captured on the trace's windows
+    not_captured   TEXT,                  -- why not, when captured = 0 ('down: ...', 'no JVM on this machine; give --ssh', 'ssh: ...')
+    pid            INTEGER,
+    clock_shift_ns INTEGER,               -- added to the node's own timestamps to put them on the trace's clock
+    meta           TEXT                   -- JSON: that node's own capture meta (see "Several nodes" above)
+);
+
 CREATE TABLE files (
     file_id     INTEGER PRIMARY KEY,
     path        TEXT NOT NULL,          -- absolute path; sockets 'tcp 127.0.0.1:9042->127.0.0.1:50412'
@@ -144,7 +197,8 @@ CREATE TABLE files (
     dev         INTEGER,                -- st_dev as userspace sees it (os.makedev), NULL when unknown
     inode       INTEGER,
     local_addr  TEXT,                   -- sockets only: 'ip:port'
-    remote_addr TEXT
+    remote_addr TEXT,
+    node_id     INTEGER REFERENCES nodes(node_id)   -- format 3: the node whose JVM had the file (NULL: no nodes rows)
 );
 
 CREATE TABLE windows (
@@ -219,7 +273,8 @@ CREATE TABLE latency (
     target  TEXT NOT NULL,
     bucket  INTEGER NOT NULL,
     count   INTEGER NOT NULL,
-    PRIMARY KEY (slot, syscall, target, bucket)
+    node_id INTEGER,                    -- format 3: the node in a trace of several (NULL: the one process)
+    PRIMARY KEY (slot, syscall, target, bucket, node_id)
 );
 
 -- Per-call records of reads and lseeks on files, streamed as far as they stay cheap
@@ -236,7 +291,8 @@ CREATE TABLE events (
     latency_ns INTEGER,                 -- NULL when not measured
     -- format 2 (meta measures.call_fills): reads: pages the page cache filled of the file read while the
     -- call ran (its misses and their readahead), counted in the reading thread; NULL: not measured, lseek
-    cache_miss_pages INTEGER
+    cache_miss_pages INTEGER,
+    node_id    INTEGER                  -- format 3: the node in a trace of several (NULL: the one process)
 );
 
 -- format 2 (meta measures.call_fills): page-cache fills no logged read holds, each with the thread that
@@ -260,10 +316,13 @@ CREATE TABLE mappings (
     resident_bytes INTEGER              -- of which in memory (NULL: unknown)
 );
 
+-- A thread id names one thread per node: (node_id, tid) is unique (node_id NULL: the one process).
 CREATE TABLE threads (
-    tid  INTEGER PRIMARY KEY,
-    name TEXT NOT NULL
+    tid     INTEGER NOT NULL,
+    name    TEXT NOT NULL,
+    node_id INTEGER                     -- format 3
 );
+CREATE UNIQUE INDEX threads_node_tid ON threads(ifnull(node_id, 0), tid);
 
 -- Java stacks (async-profiler, run --profile): frame names, root first, as a JSON array. Frames
 -- only (class and method names, native symbols): never arguments or values.
@@ -279,7 +338,8 @@ CREATE TABLE profile_samples (
     tid       INTEGER NOT NULL,
     stack_id  INTEGER NOT NULL REFERENCES stacks(stack_id),
     state     TEXT,
-    samples   INTEGER NOT NULL
+    samples   INTEGER NOT NULL,
+    node_id   INTEGER                   -- format 3: the node in a trace of several (NULL: the one process)
 );
 
 -- Read calls (the per-call log, events) joined with the Java stack that made each of them
@@ -309,7 +369,9 @@ CREATE TABLE executions (
     wire_bytes    INTEGER,              -- bytes the node wrote to the client connection (probes)
     client_file_id INTEGER,             -- files.file_id of the node's side of the client connection
     pages         INTEGER,
-    error         TEXT
+    error         TEXT,
+    coordinator   TEXT                  -- format 3: address of the node that coordinated it (the driver's
+                                        -- response future), NULL when unknown (format < 3, failed early)
 );
 
 -- File bytes per thread and time slot (meta thread_slot_ns), counted in the kernel: syscall reads

@@ -26,8 +26,8 @@ from typing import Any, Unpack
 from casstrace import __version__, outputs
 from casstrace.errors import CasstraceError
 from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow, MappingRow,
-                                   PageCacheFillRow, ProfileReadRow, ProfileSampleRow, ReadSizeRow, SessionThreadRow,
-                                   StatementSessionRow, ThreadIORow)
+                                   NodeRow, PageCacheFillRow, ProfileReadRow, ProfileSampleRow, ReadSizeRow,
+                                   SessionThreadRow, StatementSessionRow, ThreadIORow)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
 
@@ -77,6 +77,10 @@ class TraceWriter:
             [(key, json.dumps(value)) for key, value in values.items()],
         )
 
+    def meta(self) -> dict[str, Any]:
+        """The meta written so far."""
+        return {key: json.loads(value) for key, value in self.db.execute("SELECT key, value FROM meta")}
+
     def add_measures(self, **taken: bool) -> None:
         """Add measures to meta `measures` (whatever the backend already recorded stays)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = 'measures'").fetchone()
@@ -110,6 +114,14 @@ class TraceWriter:
         if found is not None:
             return found[0]
         return self.file_id(path, "file", size_bytes=size_bytes, dev=dev, inode=inode)
+
+    # -- nodes (format 3) --------------------------------------------------------------------
+    def add_nodes(self, rows: Iterable[NodeRow]) -> None:
+        self._insert("nodes", rows)
+
+    def files_of_node(self, node_id: int) -> None:
+        """Every file not yet given a node is that node's (a trace of one captured JVM)."""
+        self.db.execute("UPDATE files SET node_id = ? WHERE node_id IS NULL", (node_id,))
 
     # -- windows and executions ------------------------------------------------------------
     def add_window(self, label: str, start_ns: int, end_ns: int, execution: int | None = None) -> int:
