@@ -361,7 +361,9 @@ class AgentsResult:
             writer.add_window(window.label, window.start_ns, window.end_ns, window.execution)
         for node in self.nodes:
             assert node.trace is not None
-            self.metas[node.target.node_id] = merge.partial_meta(node.trace)
+            meta = self.metas[node.target.node_id] = merge.partial_meta(node.trace)
+            if node.round_trip_ns is not None:   # how well its clock shift is known
+                meta["clock"] = {"offset_ns": -node.clock_shift_ns, "round_trip_ns": node.round_trip_ns}
             merge.merge_node(writer, node.trace, node.target.node_id, node.clock_shift_ns, self.windows[0].start_ns)
             node.trace.unlink()
         writer.set_meta(source="; ".join(f"pid {node.pid} on {node.target.where}" for node in self.nodes),

@@ -56,8 +56,8 @@ def merge_node(writer: TraceWriter, partial: Path, node_id: int, clock_shift_ns:
     db.commit()   # SQLite attaches outside a transaction only
     db.execute("ATTACH DATABASE ? AS part", (str(partial),))
     try:
-        (windows,), (own_windows,) = db.execute("SELECT COUNT(*) FROM part.windows"), db.execute(
-            "SELECT COUNT(*) FROM main.windows")
+        (windows,) = db.execute("SELECT COUNT(*) FROM part.windows").fetchone()
+        (own_windows,) = db.execute("SELECT COUNT(*) FROM main.windows").fetchone()
         if windows != own_windows:
             raise CasstraceError(f"node {node_id}'s capture has {windows} windows where the run has {own_windows}",
                                  "take the trace again (the node's capture was cut short)")
