@@ -105,7 +105,7 @@ def partial(path, *, start_ns, data_path, read_bytes, lost=0, mapped=True, tid=7
     writer.add_file_io([{"window_id": 2, "file_id": data_id, "read_calls": 1, "read_bytes": read_bytes},
                         {"window_id": 2, "file_id": socket_id, "write_calls": 1, "write_bytes": 5}])
     writer.add_coverage([{"window_id": 2, "file_id": data_id, "source": "syscall", "first_page": 0, "page_count": 1}])
-    writer.add_events([(start_ns + 5, tid, "pread64", 9, data_id, 0, 4096, read_bytes, 100)])
+    writer.add_events([(start_ns + 5, tid, "pread64", 9, data_id, 0, 4096, read_bytes, 100, 1)])
     writer.add_latency([{"slot": 0, "syscall": "pread64", "target": "file", "bucket": 30, "count": 2},
                         {"slot": 1, "syscall": "pread64", "target": "file", "bucket": 30, "count": 3}])
     writer.add_heatmap([{"file_id": data_id, "source": "syscall", "slot": 0, "offset_bucket": 0, "calls": 1,

@@ -91,10 +91,10 @@ Several nodes (format 3)
   nodes when the query names no partition), captured or not (captured = 0 with not_captured saying
   why). One node's JVM captured is the usual case; with several, every captured JVM had the same
   windows (the trace's windows table), and `files.node_id` says whose file each is: every per-file
-  table (file_io, read_sizes, coverage, heatmap, events, mappings, profile_reads) is thereby per
-  node. latency, threads, events and profile_samples carry node_id themselves in a trace of several
-  captured nodes (NULL when one was captured: the trace's one process). Imports and `capture`
-  traces have no nodes rows, and files.node_id is NULL there.
+  table (file_io, read_sizes, coverage, heatmap, events, page_cache_fills, mappings, profile_reads)
+  is thereby per node. latency, threads, events and profile_samples carry node_id themselves in a
+  trace of several captured nodes (NULL when one was captured: the trace's one process). Imports
+  and `capture` traces have no nodes rows, and files.node_id is NULL there.
 - Clocks: every timestamp is on the trace's clock (that of the machine that ran `casstrace run`);
   a node's own timestamps were shifted by nodes.clock_shift_ns (0 on this machine; for a node
   reached over ssh, minus its clock's offset, measured by round trips as NTP does: the remote clock
@@ -103,12 +103,15 @@ Several nodes (format 3)
   the nearest whole number of slots (within half a slot of the truth).
 - nodes.meta is that node's own capture meta, with the keys above (backend, source, pid, process,
   measures, hostname, kernel, lost_events, unstreamed_events, aggregate_overflows, ended_early,
-  mapped_unmeasured, capture_start_ns / capture_end_ns and clock_offset_ns on its own clock, ...)
-  and `cassandra` {"data_file_directories", "sstables": [{"path", "size"}] of the queried tables on
-  that node}. Whole-trace meta of a trace of several captured nodes: lost_events,
-  unstreamed_events, aggregate_overflows and unlogged_fill_pages are the sums over them; measures holds what every
-  one of them measured (a measure some lack is false); pid, process, node and cassandra are those
-  of the coordinator's node when it was captured, else of the first captured node.
+  mapped_unmeasured, capture_start_ns / capture_end_ns and clock_offset_ns on its own clock, ...);
+  `cassandra` {"data_file_directories", "tables": [{"keyspace", "table", "id", "sstables": [{"path",
+  "size"}]}]}: that node's own files of the queried tables; for a node reached over ssh, `clock`
+  {"offset_ns", "round_trip_ns"}: its clock's offset and the shortest round trip it was read in.
+- Whole-trace meta of a trace of several captured nodes: lost_events, unstreamed_events,
+  aggregate_overflows and unlogged_fill_pages are the sums over them; measures holds what every one
+  of them measured (a measure some lack is false); pid, process, node and cassandra are those of
+  the coordinator's node when it was captured, else of the first captured node; source names each
+  node's pid and address.
 
 Format history
   1  the first release.
