@@ -1,7 +1,8 @@
-"""The one compiled part of casstrace: probes/scap_scan.c, the .scap reader's inner loop (see there).
+"""The compiled parts of casstrace: probes/scap_scan.c and scap_fold.c, the .scap import's inner
+loops (see there).
 
 Optional: where no C compiler or Python headers are found, the install goes on without it and the
-reader's Python loop reads the same captures, slower (scripts/install says which one is in use).
+Python loops read the same captures, slower (scripts/install says which one is in use).
 Everything else about the distribution is in setup.cfg."""
 
 from pathlib import Path
@@ -18,5 +19,6 @@ class BuildPy(build_py):
                 if Path(module[2]).resolve() != Path(__file__).resolve()]
 
 
-setup(ext_modules=[Extension("casstrace.probes._scap_scan", ["probes/scap_scan.c"], optional=True)],
+setup(ext_modules=[Extension(f"casstrace.probes._{name}", [f"probes/{name}.c"], optional=True)
+                   for name in ("scap_scan", "scap_fold")],
       cmdclass={"build_py": BuildPy})

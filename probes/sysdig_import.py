@@ -30,7 +30,7 @@ from casstrace.errors import CasstraceError
 from casstrace.probes.protocol import Window
 from casstrace.probes.scap_reader import CLOSE, OPEN, READ, SEEK, WRITE, CallFields, Fd, ScapError, ScapReader, Thread
 from casstrace.traces.rows import CoverageRow, FileIORow, ReadSizeRow
-from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
+from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 if TYPE_CHECKING:
     from casstrace.traces import TraceWriter
@@ -114,6 +114,20 @@ class _FileWindow:
         self.seek_jumps = self.longest_sequential_bytes = self.run_bytes = 0
         self.read_sizes: dict[int, int] = {}
         self.pages = _PageRuns()
+
+    @classmethod
+    def of(cls, read_calls: int, read_bytes: int, read_requested_bytes: int, read_ns: int | None, write_calls: int,
+           write_bytes: int, lseek_calls: int, seek_jumps: int, longest_sequential_bytes: int, run_bytes: int,
+           read_sizes: dict[int, int], starts: list[int], ends: list[int]) -> "_FileWindow":
+        """A window's totals as the compiled fold hands them over."""
+        window = cls()
+        window.read_calls, window.read_bytes, window.read_requested_bytes = read_calls, read_bytes, read_requested_bytes
+        window.read_ns, window.write_calls, window.write_bytes = read_ns, write_calls, write_bytes
+        window.lseek_calls, window.seek_jumps = lseek_calls, seek_jumps
+        window.longest_sequential_bytes, window.run_bytes = longest_sequential_bytes, run_bytes
+        window.read_sizes = read_sizes
+        window.pages.starts, window.pages.ends = starts, ends
+        return window
 
 
 class _File:
@@ -293,6 +307,7 @@ class ScapImporter:
         self.only_proc = proc
         self._others: set[int] = set()    # pids whose calls are not wanted
         self._move_at = MOVE_EVERY_SLOTS + SLOT_LAG   # the slot past which cells next move to disk
+        self._compiled: Any = None    # the compiled fold's state, made on its first call
 
     def _wanted(self, thread: Thread) -> bool:
         if self.only_pid is not None:
@@ -305,9 +320,51 @@ class ScapImporter:
 
     # -- the stream -----------------------------------------------------------------------------
     def fold(self, calls: Iterable[CallFields]) -> None:
-        """Folds the calls into the aggregates. This loop runs once per call and is most of an
-        import's time: hence locals instead of attributes and the common cases inline."""
-        processes, others = self.processes, self._others
+        """Folds the calls into the aggregates: compiled (probes/scap_fold.c) where it was built,
+        else in Python (_fold_python, the same steps; a unit test checks both write the same trace)."""
+        if COMPILED_FOLD is None:
+            self._fold_python(calls)
+            return
+        if self._compiled is None:
+            self._compiled = COMPILED_FOLD(self, self.window_starts, self.event_limit, self.spool.MEMORY_ROWS)
+        try:
+            self._compiled.fold(calls, SLOT_LAG, MOVE_EVERY_SLOTS)
+        finally:
+            for process, counts, windows in self._compiled.export():
+                process.events, process.records, process.paired, process.blind, process.file_bytes = counts
+                for index, window, stats in windows:
+                    process.file_list[index].windows[window] = _FileWindow.of(*stats)
+
+    def _started(self, ts: int, entry_ts: int | None) -> int:
+        """At the first call: the capture's first ns, and where slot 0 starts (returned)."""
+        self.first_ns = ts if entry_ts is None else entry_ts
+        # Slot 0 starts with the first window, or else with the first event.
+        self.start_ns = self.windows[0].start_ns if self.windows else self.first_ns
+        return self.start_ns
+
+    def _process_of(self, thread: Thread) -> "_Process | None":
+        """The process of a thread met for the first time: made on the first call of a wanted
+        process; None for a process whose calls are not wanted."""
+        pid = thread.pid
+        process = self.processes.get(pid)
+        if process is None:
+            if pid in self._others:
+                return None
+            if not self._wanted(thread):
+                self._others.add(pid)
+                return None
+            exe = thread.exe or thread.comm
+            process = self.processes[pid] = _Process(pid, os.path.basename(exe) if exe else str(pid))
+        return process
+
+    def _file_of(self, process: "_Process", fd_info: Fd, fd: int | None) -> "_File":
+        """The trace file of an fd the process's calls have not used before."""
+        return self._file(process, fd_info, *describe_fd(fd, fd_info))
+
+    def _fold_python(self, calls: Iterable[CallFields]) -> None:
+        """This loop runs once per call and is most of an import's time: hence locals instead of
+        attributes and the common cases inline."""
+        processes = self.processes
         window_starts = self.window_starts
         staged = self.spool.rows
         memory_rows = self.spool.MEMORY_ROWS
@@ -319,19 +376,13 @@ class ScapImporter:
                  whence) in calls:
                 last_ns = ts
                 if start_ns is None:
-                    self.first_ns = ts if entry_ts is None else entry_ts
-                    # Slot 0 starts with the first window, or else with the first event.
-                    start_ns = self.start_ns = self.windows[0].start_ns if self.windows else self.first_ns
+                    start_ns = self._started(ts, entry_ts)
                 pid = thread.pid
                 process = processes.get(pid)
                 if process is None:
-                    if pid in others:
+                    process = self._process_of(thread)
+                    if process is None:
                         continue
-                    if not self._wanted(thread):
-                        others.add(pid)
-                        continue
-                    exe = thread.exe or thread.comm
-                    process = processes[pid] = _Process(pid, os.path.basename(exe) if exe else str(pid))
                 tid = thread.tid
                 process.threads[tid] = thread.comm
                 process.events += 1
@@ -351,7 +402,7 @@ class ScapImporter:
                 if fd_info is not None:
                     file = process.fd_files.get(fd_info)
                     if file is None:
-                        file = self._file(process, fd_info, *describe_fd(fd, fd_info))
+                        file = self._file_of(process, fd_info, fd)
 
                 slot = (ts - start_ns) // SLOT_NS
                 if slot < 0:
@@ -626,3 +677,19 @@ def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | No
                              bool(chosen.paired))
     finally:
         importer.close()
+
+
+def _compiled_fold() -> Any:
+    """ScapImporter's fold compiled from probes/scap_fold.c (scripts/install builds it), told the
+    units above; None where it was not built (no compiler): _fold_python folds the same."""
+    try:
+        from casstrace.probes import _scap_fold
+    except ImportError:
+        return None
+    _scap_fold.configure(OPEN, CLOSE, READ, WRITE, SEEK, SLOT_NS, HEATMAP_OFFSET_BYTES, PAGE_BYTES,
+                         latency_bucket_starts(), "none", "other", "file")
+    return _scap_fold.Fold
+
+
+# Which fold folds: the compiled one when built (tests set it to None to check both fold the same).
+COMPILED_FOLD = _compiled_fold()

@@ -1,12 +1,33 @@
-"""ScapImporter's folding on its own: calls as the scap reader hands them over, no file, no sysdig."""
+"""ScapImporter's folding on its own: calls as the scap reader hands them over, no file, no sysdig;
+the compiled fold (probes/scap_fold.c) against the Python one, on every shared capture."""
 
+import sqlite3
+import sys
 from pathlib import Path
 
+import pytest
+
 from casstrace.probes import sysdig_import
-from casstrace.probes.scap_reader import OPEN, READ, SEEK, Call, Fd, Thread
-from casstrace.probes.sysdig_import import ScapImporter
+from casstrace.probes.protocol import Window
+from casstrace.probes.scap_reader import OPEN, READ, SEEK, Call, Fd, ScapReader, Thread
+from casstrace.probes.sysdig_import import ScapImporter, import_scap
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.schema import SLOT_NS
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scap_files import exit_only  # noqa: E402
+
+SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"
+
+
+@pytest.fixture(params=["compiled", "python"])
+def fold(request, monkeypatch):
+    """The test runs with each fold: the compiled one (where built) and the Python one."""
+    if request.param == "python":
+        monkeypatch.setattr(sysdig_import, "COMPILED_FOLD", None)
+    elif sysdig_import.COMPILED_FOLD is None:   # a tree installed before it existed, or no compiler
+        pytest.skip("probes/scap_fold.c is not built: run scripts/install (needs gcc and python3-dev)")
+    return request.param
 
 
 def written(importer: ScapImporter, path: Path) -> Trace:
@@ -18,6 +39,7 @@ def written(importer: ScapImporter, path: Path) -> Trace:
     return Trace(path)
 
 
+@pytest.mark.usefixtures("fold")
 def test_offsets_of_plain_reads_follow_opens_and_lseeks(tmp_path):
     """Calls as an exit-only capture gives them (arguments on the exit, no enter time): read offsets
     from the fd's position, no latency, requested bytes from the exit."""
@@ -46,6 +68,7 @@ def test_offsets_of_plain_reads_follow_opens_and_lseeks(tmp_path):
     assert dict(trace.rows("SELECT tid, name FROM threads")) == {7: "db", 8: "w 1"}
 
 
+@pytest.mark.usefixtures("fold")
 def test_cells_of_long_past_slots_move_to_disk_and_late_calls_still_count(tmp_path, monkeypatch):
     """A long capture keeps only recent heat-map and latency cells in memory; a call that comes
     after its slot moved to disk (out of time order) is added to the moved cell, not duplicated."""
@@ -70,3 +93,47 @@ def test_cells_of_long_past_slots_move_to_disk_and_late_calls_still_count(tmp_pa
     assert {row["slot"]: row["calls"] for row in trace.rows("SELECT slot, calls FROM heatmap")} == counted
     assert {row["slot"]: row["count"] for row in trace.rows(
         "SELECT slot, SUM(count) AS count FROM latency GROUP BY slot")} == counted
+
+
+def _tables(path: Path) -> dict[str, list]:
+    """Every table of a trace: the events in their order, the others' rows as a set would hold them."""
+    db = sqlite3.connect(path)
+    names = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    rows = {name: db.execute(f"SELECT * FROM {name}").fetchall() for name in names}
+    db.close()
+    return {name: table if name == "events" else sorted(table, key=repr) for name, table in rows.items()}
+
+
+def _imported(path: Path, out: Path, windows: list[Window] | None = None, fold: object = None,
+              event_limit: int | None = None) -> dict[str, list]:
+    saved = sysdig_import.COMPILED_FOLD
+    sysdig_import.COMPILED_FOLD = fold
+    try:
+        writer = TraceWriter(out)
+        import_scap(path, writer, windows=windows, event_limit=event_limit)
+        writer.finish()
+    finally:
+        sysdig_import.COMPILED_FOLD = saved
+    return _tables(out)
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in SCAP_DIR.glob("*.scap")))
+def test_the_compiled_fold_writes_what_the_python_fold_writes(name, tmp_path):
+    """Each capture whole, in three windows with a record limit, and exit-only: every table of the
+    trace the same, row for row."""
+    compiled = sysdig_import.COMPILED_FOLD
+    if compiled is None:
+        pytest.skip("probes/scap_fold.c is not built: run scripts/install (needs gcc and python3-dev)")
+    source = SCAP_DIR / name
+    timestamps = [call[3] for call in ScapReader(source).calls()]
+    first, last = min(timestamps), max(timestamps)
+    third = (last - first) // 3
+    windows = [Window("warmup", None, first - 1, first + third), Window("execution", 1, first + third, last - third),
+               Window("between", None, last - third, last + 1)]
+    for case, windows_of, limit in (("whole", None, None), ("windows", windows, 100)):
+        assert (_imported(source, tmp_path / f"{case}-c.trace", windows_of, compiled, limit)
+                == _imported(source, tmp_path / f"{case}-py.trace", windows_of, None, limit)), case
+    if not source.read_bytes().startswith(b"\x1f\x8b"):
+        exit_only(source, tmp_path / "exit-only.scap")
+        assert (_imported(tmp_path / "exit-only.scap", tmp_path / "exit-c.trace", None, compiled)
+                == _imported(tmp_path / "exit-only.scap", tmp_path / "exit-py.trace", None, None))
