@@ -1,4 +1,4 @@
-"""Starting, stopping and talking to one sandbox node.
+"""Starting, stopping and talking to one sandbox node (cluster.py: a sandbox of several).
 
 The node's JVM runs detached (its own session), its stdout and stderr going to the sandbox's log.
 It is found again only through the PID file in its data directory, and a PID counts only while
@@ -36,10 +36,11 @@ STOP_TIMEOUT_S = 120
 
 
 class StartFailed(CasstraceError):
-    """The JVM did not come up; `log_tail` holds the end of its log for the user."""
+    """The JVM did not come up; `log_tail` holds the end of its `log` for the user."""
 
-    def __init__(self, message: str, fix: str, log_tail: list[str]):
+    def __init__(self, message: str, fix: str, log: Path, log_tail: list[str]):
         super().__init__(message, fix)
+        self.log = log
         self.log_tail = log_tail
 
 
@@ -53,7 +54,7 @@ class Status:
 
     @property
     def host(self) -> str:
-        return HOST
+        return self.settings.address if self.settings is not None else HOST
 
     @property
     def disk_access(self) -> str:
@@ -86,7 +87,9 @@ class Sandbox:
 
     @property
     def host(self) -> str:
-        return HOST
+        """The node's address (127.0.0.K for node K of a cluster)."""
+        settings = self.layout.load_settings()
+        return settings.address if settings is not None else HOST
 
     @property
     def settings(self) -> Settings:
@@ -136,36 +139,50 @@ class Sandbox:
         """Starts the node and returns once it answers CQL. Options left None keep what this
         sandbox used last time (or the defaults for a new one). `version` is a release (4.1.10)
         or a series (4.1, 4.1.x: its newest release)."""
+        self.refuse_if_running()
+        self.check_writable()
+        settings = self.resolve_settings(version=version, native_port=native_port, jmx_port=jmx_port,
+                                         disk_access_mode=disk_access_mode, sstable_format=sstable_format,
+                                         heap=heap)
+        check_ports_free(settings)
+        return self.launch(settings, timeout=timeout, progress=progress)
+
+    def refuse_if_running(self) -> None:
         running = self.pid()
         if running is not None:
             settings = self.layout.load_settings()
             raise CasstraceError(
                 f"the sandbox in {self.data_dir} is already running (pid {running}, "
-                f"CQL on {HOST}:{settings.native_port if settings else '?'})",
+                f"CQL on {self.host}:{settings.native_port if settings else '?'})",
                 f"use it as it is, or stop it first: casstrace sandbox stop --data-dir {self.data_dir}",
             )
-        self._check_writable()
+
+    def resolve_settings(self, **options: Any) -> Settings:
+        """The settings a start with these options gives: those left None keep what this sandbox
+        used last time (or the defaults for a new one)."""
         previous = self.layout.load_settings()
+        version = options.get("version")
         if version is not None:
             series, release = versions.parse_version(version)
-            version = release or artifacts.newest_release(series.name)
-        options = dict(version=version, native_port=native_port, jmx_port=jmx_port,
-                       disk_access_mode=disk_access_mode, sstable_format=sstable_format, heap=heap)
+            options["version"] = release or artifacts.newest_release(series.name)
         chosen: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
         if previous is not None:
-            if "jmx_port" in chosen:  # the storage port follows the JMX port
+            if "jmx_port" in chosen and "storage_port" not in chosen:  # it follows the JMX port
                 previous.storage_port = None
             settings = Settings(**{**dataclasses.asdict(previous), **chosen})
             _check_data_compatible(previous, settings, self.data_dir)
-        else:
-            if "version" not in chosen:
-                chosen["version"] = artifacts.newest_release(versions.DEFAULT_SERIES)
-            settings = Settings(**chosen)
+            return settings
+        if "version" not in chosen:
+            chosen["version"] = artifacts.newest_release(versions.DEFAULT_SERIES)
+        return Settings(**chosen)
+
+    def launch(self, settings: Settings, *, timeout: float = START_TIMEOUT_S,
+               progress: Callable[[str], None] = print) -> Status:
+        """Starts the node with `settings` (remembered for the next start) and returns once it
+        answers CQL; its ports have been checked to be free."""
         assert settings.version is not None
         java = find_java(versions.series_of(settings.version).java_major, progress=progress)
         jars = artifacts.classpath(settings.version, progress=progress)
-        _check_ports_free(settings)
-
         self.layout.save_settings(settings)
         config.write_config(self.layout, settings)
         for directory in (self.layout.data, self.layout.commitlog, self.layout.saved_caches,
@@ -191,11 +208,25 @@ class Sandbox:
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
         """Stops the node (SIGTERM, then SIGKILL after `timeout`); returns the PID it stopped,
         or None when it was not running."""
+        pid = self.signal_stop()
+        self.wait_stopped(pid, timeout)
+        return pid
+
+    def signal_stop(self) -> int | None:
+        """Asks the node to stop (SIGTERM) without waiting; returns its PID, None when it was
+        not running. wait_stopped(pid) waits for it: a cluster signals every node first."""
         pid = self.pid()
         if pid is None:
             self.layout.pid_file.unlink(missing_ok=True)
             return None
         os.kill(pid, signal.SIGTERM)
+        return pid
+
+    def wait_stopped(self, pid: int | None, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Waits until the JVM signal_stop() signalled has exited, down to its last thread (SIGKILL
+        after `timeout`), then drops its PID file."""
+        if pid is None:
+            return
         deadline = time.monotonic() + timeout
         while not _exited(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -204,7 +235,6 @@ class Sandbox:
             while not _exited(pid):
                 time.sleep(0.1)
         self.layout.pid_file.unlink(missing_ok=True)
-        return pid
 
     # -- talking to it ----------------------------------------------------------------------
     def nodetool(self, *args: str, capture: bool = True) -> subprocess.CompletedProcess[str]:
@@ -236,15 +266,16 @@ class Sandbox:
         settings = self.settings
         self._require_running()
         # Loading 50 KB blobs and compacting can keep a small node busy for a while.
-        profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([HOST]),
+        # Only this node, also in a cluster: `sandbox cql --node K` means node K coordinates.
+        profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([settings.address]),
                                    request_timeout=120)
-        cluster = Cluster([HOST], port=settings.native_port, connect_timeout=10,
+        cluster = Cluster([settings.address], port=settings.native_port, connect_timeout=10,
                           execution_profiles={EXEC_PROFILE_DEFAULT: profile})
         try:
             try:
                 session = cluster.connect(keyspace)
             except NoHostAvailable as error:
-                raise CasstraceError(f"cannot connect to the sandbox on {HOST}:"
+                raise CasstraceError(f"cannot connect to the sandbox on {settings.address}:"
                                      f"{settings.native_port} ({error})",
                                      f"check `casstrace sandbox status --data-dir {self.data_dir}`") from None
             yield session
@@ -256,7 +287,7 @@ class Sandbox:
             raise CasstraceError(f"the sandbox in {self.data_dir} is not running",
                                  f"run: casstrace sandbox start --data-dir {self.data_dir}")
 
-    def _check_writable(self) -> None:
+    def check_writable(self) -> None:
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryFile(dir=self.data_dir):
@@ -273,13 +304,14 @@ class Sandbox:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise StartFailed(f"Cassandra exited during startup with status {process.returncode}",
-                                  f"see the log {self.layout.log}", self._log_tail())
-            if _accepts(settings.native_port) and self._answers_cql():
+                                  f"see the log {self.layout.log}", self.layout.log,
+                                  self._log_tail())
+            if _accepts(settings.address, settings.native_port) and self._answers_cql():
                 return
             time.sleep(0.5)
-        raise StartFailed(f"Cassandra did not accept CQL on {HOST}:{settings.native_port} "
+        raise StartFailed(f"Cassandra did not accept CQL on {settings.address}:{settings.native_port} "
                           f"within {timeout:.0f} s", f"see the log {self.layout.log}",
-                          self._log_tail())
+                          self.layout.log, self._log_tail())
 
     def _answers_cql(self) -> bool:
         try:
@@ -310,26 +342,31 @@ def _check_data_compatible(previous: Settings, settings: Settings, data_dir: Pat
                              "Cassandra cannot undo (storage_compatibility_mode NONE)", fresh)
 
 
-def _accepts(port: int) -> bool:
+def _accepts(address: str, port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(1)
-        return probe.connect_ex((HOST, port)) == 0
+        return probe.connect_ex((address, port)) == 0
 
 
-def _check_ports_free(settings: Settings) -> None:
-    which = {settings.native_port: ("native (CQL)", "--native-port"),
-             settings.jmx_port: ("JMX", "--jmx-port"),
-             settings.storage_port: ("storage (gossip)", "--jmx-port (the storage port is the JMX port - 199)")}
-    for port, (name, option) in which.items():
+def check_ports_free(settings: Settings) -> None:
+    """Refuses a start whose ports someone already holds: the native and storage ports on the
+    node's address, JMX on 127.0.0.1 (where Cassandra binds it for every node)."""
+    assert settings.storage_port is not None
+    which = {(settings.address, settings.native_port): ("native (CQL)", "--native-port"),
+             (HOST, settings.jmx_port): ("JMX", "--jmx-port"),
+             (settings.address, settings.storage_port):
+                 ("storage (gossip)", "--jmx-port (the storage port is the JMX port - 199)")}
+    for (address, port), (name, option) in which.items():
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
-                probe.bind((HOST, port))
+                probe.bind((address, port))
             except OSError as error:
                 if error.errno != errno.EADDRINUSE:
                     raise
+                on = "" if address == HOST else f" on {address}"
                 raise CasstraceError(
-                    f"{name} port {port} is already in use",
+                    f"{name} port {port}{on} is already in use",
                     f"stop what listens there (see: ss -ltnp 'sport = :{port}') or choose another {option}",
                 ) from None
 

@@ -1,9 +1,11 @@
 """The wide table of the reference write-up (CASSANDRA-6586) and its narrow refactor.
 
 `WideTable` describes both tables; `ensure_loaded` creates and fills them once, then flushes and
-compacts each to a single SSTable so a trace of a read sees one Data.db per table. The table's
-comment records the description it was loaded with, written last: a load that was interrupted, or
-one with other sizes, is simply redone.
+compacts each to a single SSTable so a trace of a read sees one Data.db per table (on every node
+of a sandbox cluster, each replica holding the whole rows at replication factor = nodes). The
+table's comment records the description it was loaded with, written last, and the keyspace its
+replication factor: a load that was interrupted, or one with other sizes or another replication
+factor, is simply redone.
 """
 
 import dataclasses
@@ -13,10 +15,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from cassandra import ConsistencyLevel
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent_with_args
 
 from casstrace.errors import CasstraceError
+from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
 
 # The narrow rows of one wide row go in a few at a time: past about 1 MiB of requests in flight on
@@ -37,6 +41,9 @@ class WideTable:
     other_column_bytes: int = 50_000
     chunk_length_kb: int = 16
     seed: int = 6586
+    # A property of the keyspace, not of the rows: is_loaded reads it from the schema, and the
+    # marker leaves it out (data loaded before it existed, at 1, stays loaded).
+    replication_factor: int = 1
 
     @property
     def column_names(self) -> list[str]:
@@ -72,7 +79,8 @@ class WideTable:
                 f" WHERE stream_id = {self.stream_id} AND column_no = 0")
 
     def marker(self) -> str:
-        return "casstrace demo data " + json.dumps(dataclasses.asdict(self), sort_keys=True)
+        rows = {k: v for k, v in dataclasses.asdict(self).items() if k != "replication_factor"}
+        return "casstrace demo data " + json.dumps(rows, sort_keys=True)
 
 
 @dataclasses.dataclass
@@ -86,11 +94,20 @@ class LoadedTable:
 
 
 @dataclasses.dataclass
-class DemoData:
-    spec: WideTable
+class NodeTables:
+    """Both tables' files on one node of the sandbox."""
+    address: str
     wide: LoadedTable
     narrow: LoadedTable
+
+
+@dataclasses.dataclass
+class DemoData:
+    spec: WideTable
+    wide: LoadedTable         # on the node the data was loaded through (node 1)
+    narrow: LoadedTable
     loaded_now: bool          # False when the data was already there
+    nodes: list[NodeTables]   # every node of the sandbox, node 1 first; one for a one-node sandbox
 
     @property
     def keyspace(self) -> str:
@@ -101,9 +118,10 @@ def create_statements(spec: WideTable) -> list[str]:
     options = (f"WITH compression = {{'class': 'LZ4Compressor', "
                f"'chunk_length_in_kb': {spec.chunk_length_kb}}}")
     blobs = ", ".join(f"{name} blob" for name in spec.column_names)
+    replication = f"{{'class': 'SimpleStrategy', 'replication_factor': {spec.replication_factor}}}"
     return [
-        f"CREATE KEYSPACE IF NOT EXISTS {spec.keyspace} WITH replication = "
-        "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+        f"CREATE KEYSPACE IF NOT EXISTS {spec.keyspace} WITH replication = {replication}",
+        f"ALTER KEYSPACE {spec.keyspace} WITH replication = {replication}",
         f"DROP TABLE IF EXISTS {spec.keyspace}.{spec.table}",
         f"DROP TABLE IF EXISTS {spec.keyspace}.{spec.narrow_table}",
         f"CREATE TABLE {spec.keyspace}.{spec.table} (stream_id int, ts int, {blobs}, "
@@ -118,11 +136,16 @@ def is_loaded(session: Session, spec: WideTable) -> bool:
         "SELECT table_name, comment FROM system_schema.tables WHERE keyspace_name = %s",
         (spec.keyspace,))
     comments = {row.table_name: row.comment for row in rows}
-    return all(comments.get(name) == spec.marker() for name in (spec.table, spec.narrow_table))
+    keyspace = session.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                               (spec.keyspace,)).one()
+    return (keyspace is not None
+            and keyspace.replication.get("replication_factor") == str(spec.replication_factor)
+            and all(comments.get(name) == spec.marker() for name in (spec.table, spec.narrow_table)))
 
 
 def load(session: Session, spec: WideTable, progress: Callable[[int], None] = lambda rows_done: None) -> None:
-    """(Re)creates both tables and writes every row into each; `progress(n)` after each row."""
+    """(Re)creates both tables and writes every row into each; `progress(n)` after each row.
+    Every write waits for all replicas (ALL), so each node's flush finds every row there."""
     for statement in create_statements(spec):
         session.execute(statement)
     columns = ", ".join(spec.column_names)
@@ -132,6 +155,7 @@ def load(session: Session, spec: WideTable, progress: Callable[[int], None] = la
     insert_narrow = session.prepare(
         f"INSERT INTO {spec.keyspace}.{spec.narrow_table} (stream_id, column_no, ts, value) "
         "VALUES (?, ?, ?, ?)")
+    insert_wide.consistency_level = insert_narrow.consistency_level = ConsistencyLevel.ALL
     concurrency = max(1, NARROW_IN_FLIGHT_BYTES // max(1, spec.other_column_bytes))
     for ts, values in spec.values():
         session.execute(insert_wide, (spec.stream_id, ts, *values))
@@ -141,10 +165,12 @@ def load(session: Session, spec: WideTable, progress: Callable[[int], None] = la
         progress(1)
 
 
-def compact_to_one_sstable(sandbox: Sandbox, keyspace: str, tables: list[str]) -> None:
-    """Flushes the memtables and major-compacts, so each table is one SSTable on disk."""
-    sandbox.nodetool("flush", keyspace, *tables)
-    sandbox.nodetool("compact", keyspace, *tables)
+def compact_to_one_sstable(nodes: list[Sandbox], keyspace: str, tables: list[str]) -> None:
+    """Flushes the memtables and major-compacts on every node, so each table is one SSTable on
+    disk on each node."""
+    for node in nodes:
+        node.nodetool("flush", keyspace, *tables)
+        node.nodetool("compact", keyspace, *tables)
 
 
 def data_files(sandbox: Sandbox, session: Session, keyspace: str, table: str, timeout: float = 30.0) -> list[Path]:
@@ -165,18 +191,29 @@ def data_files(sandbox: Sandbox, session: Session, keyspace: str, table: str, ti
         time.sleep(0.2)
 
 
-def ensure_loaded(sandbox: Sandbox, spec: WideTable = WideTable(),
+def ensure_loaded(sandbox: Sandbox | SandboxCluster, spec: WideTable = WideTable(),
                   progress: Callable[[int], None] = lambda rows_done: None, force: bool = False) -> DemoData:
-    """Loads the demo tables into a running sandbox unless they are already there, as `spec`
-    describes them, and returns where they live on disk."""
-    with sandbox.connect() as session:
+    """Loads the demo tables into a running sandbox (every node of a cluster running) unless they
+    are already there, as `spec` describes them, and returns where they live on disk."""
+    nodes = sandbox.nodes if isinstance(sandbox, SandboxCluster) else [sandbox]
+    if spec.replication_factor > len(nodes):
+        raise CasstraceError(f"replication factor {spec.replication_factor} needs {spec.replication_factor} "
+                             f"nodes; the sandbox in {nodes[0].data_dir} has {len(nodes)}",
+                             f"start a sandbox of {spec.replication_factor} nodes: casstrace sandbox start "
+                             f"--nodes {spec.replication_factor} --data-dir DIR, or lower --rf")
+    for number, node in enumerate(nodes, 1):
+        if len(nodes) > 1 and not node.is_running():
+            raise CasstraceError(f"node {number} ({node.host}) of the sandbox in {nodes[0].data_dir} is stopped",
+                                 f"start it: casstrace sandbox start --data-dir {nodes[0].data_dir} --node {number}")
+    with nodes[0].connect() as session:
         loaded_now = force or not is_loaded(session, spec)
         if loaded_now:
             load(session, spec, progress)
-            compact_to_one_sstable(sandbox, spec.keyspace, [spec.table, spec.narrow_table])
+            compact_to_one_sstable(nodes, spec.keyspace, [spec.table, spec.narrow_table])
             for name in (spec.table, spec.narrow_table):
                 comment = spec.marker().replace("'", "''")
                 session.execute(f"ALTER TABLE {spec.keyspace}.{name} WITH comment = '{comment}'")
-        wide, narrow = (LoadedTable(name, data_files(sandbox, session, spec.keyspace, name))
-                        for name in (spec.table, spec.narrow_table))
-    return DemoData(spec, wide, narrow, loaded_now)
+        on_nodes = [NodeTables(node.host, *(LoadedTable(name, data_files(node, session, spec.keyspace, name))
+                                            for name in (spec.table, spec.narrow_table)))
+                    for node in nodes]
+    return DemoData(spec, on_nodes[0].wide, on_nodes[0].narrow, loaded_now, on_nodes)

@@ -1,7 +1,14 @@
 """What a sandbox is: its data directory, the settings remembered there, and where each file lives.
 
 A sandbox is identified by its data directory alone. `start` records the version, ports, heap,
-disk access mode and SSTable format in sandbox.json, so every later verb needs only --data-dir.
+disk access mode, SSTable format and number of nodes in sandbox.json, so every later verb needs
+only --data-dir.
+
+A sandbox of N nodes is one cluster: node 1 lives in the data directory itself (so a one-node
+sandbox is laid out as it always was), node K in its subdirectory nodeK with a sandbox.json of its
+own. Node K listens on 127.0.0.K (Linux routes all of 127/8 to the loopback), on the same native
+and storage ports as every other node; only its JMX port, which Cassandra binds to 127.0.0.1 for
+every node, is its own: node 1's plus K - 1.
 """
 
 import dataclasses
@@ -18,6 +25,22 @@ DEFAULT_NATIVE_PORT = 9042
 DEFAULT_JMX_PORT = 7199
 DEFAULT_HEAP = "1G"
 HOST = "127.0.0.1"
+DEFAULT_CLUSTER_NAME = "casstrace sandbox"
+# Addresses 127.0.0.1 ... 127.0.0.9: a laptop's worth of JVMs, and an address per node that reads
+# at a glance.
+MAX_NODES = 9
+MURMUR3_RING = 2 ** 64
+
+
+def node_address(node: int) -> str:
+    return f"127.0.0.{node}"
+
+
+def node_token(node: int, nodes: int) -> int:
+    """Node `node`'s one token: the ring cut in `nodes` equal parts, node 1 at 0 (where a
+    one-node sandbox has always had it, so its data keeps its token)."""
+    token = (node - 1) * (MURMUR3_RING // nodes)
+    return token - MURMUR3_RING if token >= MURMUR3_RING // 2 else token
 
 
 @dataclasses.dataclass
@@ -34,6 +57,24 @@ class Settings:
     heap: str = DEFAULT_HEAP
     # None: the version's default (big). 'bti' (5.0) also needs storage_compatibility_mode NONE.
     sstable_format: str | None = None
+    # This node's number (1 ... nodes) in its cluster of `nodes`; its address is 127.0.0.{node}.
+    node: int = 1
+    nodes: int = 1
+    # Gossip refuses a node of another cluster name: a misdirected seed cannot merge two sandboxes.
+    cluster_name: str = DEFAULT_CLUSTER_NAME
+
+    @property
+    def address(self) -> str:
+        return node_address(self.node)
+
+    @property
+    def seed(self) -> str:
+        """Node 1, every node's seed (one seed keeps a restarted node from forming a ring alone)."""
+        return f"{node_address(1)}:{self.storage_port}"
+
+    @property
+    def initial_token(self) -> int:
+        return node_token(self.node, self.nodes)
 
     def __post_init__(self) -> None:
         if self.storage_port is None:
@@ -48,6 +89,12 @@ class Settings:
                     f"Cassandra {self.version} cannot write {self.sstable_format!r} SSTables",
                     f"use --sstable-format {' or '.join(formats)}"
                     + ("" if self.sstable_format not in SSTABLE_FORMATS else ", or --version 5.0"))
+        if not 1 <= self.nodes <= MAX_NODES:
+            raise CasstraceError(f"a sandbox of {self.nodes} nodes is not possible",
+                                 f"use --nodes 1 to {MAX_NODES} (addresses 127.0.0.1 ... 127.0.0.{MAX_NODES})")
+        if not 1 <= self.node <= self.nodes:
+            raise CasstraceError(f"there is no node {self.node} in a sandbox of {self.nodes}",
+                                 f"use --node 1 to {self.nodes}")
         if not re.fullmatch(r"\d+[MmGg]", self.heap):
             raise CasstraceError(f"heap size {self.heap!r} is not like 512M or 1G",
                                  "pass --heap with a number and M or G")
@@ -60,8 +107,13 @@ class Settings:
                                  "choose distinct --native-port and --jmx-port")
 
 
+def node_dir(root: Path, node: int) -> Path:
+    """Where node `node` of the sandbox in `root` lives."""
+    return root if node == 1 else root / f"node{node}"
+
+
 class Layout:
-    """Every path of one sandbox; all of them under its data directory."""
+    """Every path of one sandbox node; all of them under its data directory."""
 
     def __init__(self, data_dir: str | os.PathLike[str]):
         self.root = Path(data_dir).expanduser().absolute()

@@ -1,8 +1,11 @@
-"""Session fixtures every test shares: the test sandbox node, a driver session to it, the demo data.
+"""Session fixtures every test shares: the test sandbox node, a driver session to it, the demo data;
+a 3-node test cluster and the demo data on it at replication factor 3.
 
 The test sandbox is the one scripts/test starts (CASSTRACE_TEST_DATA_DIR, CASSTRACE_TEST_NATIVE_PORT,
 CASSTRACE_TEST_JMX_PORT). When it is not running, the first test that needs it starts it, and the
-session stops it at the end; a node that was already running is left running.
+session stops it at the end; a node that was already running is left running. The test cluster
+(CASSTRACE_TEST_CLUSTER_DIR, CASSTRACE_TEST_CLUSTER_NATIVE_PORT, CASSTRACE_TEST_CLUSTER_JMX_PORT:
+node 1's, node K's is that + K - 1) is started, and stopped, the same way, once per session.
 
 Unit and integration tests are told apart by the `integration` marker (registered in setup.cfg): a
 module that needs a node, BPF, root, sysdig, Java, ssh, async-profiler or a browser sets
@@ -18,16 +21,27 @@ from pathlib import Path
 
 import pytest
 
+from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
-from casstrace.sandbox.demo import DemoData, ensure_loaded
+from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 
 TEST_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_DATA_DIR")
                      or Path.home() / ".local/share/casstrace/test-sandbox")
 TEST_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_NATIVE_PORT", "19042"))
 TEST_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_JMX_PORT", "17199"))
+TEST_CLUSTER_DIR = Path(os.environ.get("CASSTRACE_TEST_CLUSTER_DIR")
+                        or Path.home() / ".local/share/casstrace/test-cluster")
+TEST_CLUSTER_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_CLUSTER_NATIVE_PORT", "19044"))
+TEST_CLUSTER_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_CLUSTER_JMX_PORT", "17211"))
+CLUSTER_NODES = 3
+CLUSTER_HEAP = "512M"   # three nodes side by side on a CI machine
+# The demo data on the test cluster: every node a replica (RF 3). 20 rows of 1 MB: a full-row read
+# is 20 MB of Data.db per replica, far above the index and system reads around it, and the load
+# (2 tables x 3 replicas) stays within a minute.
+CLUSTER_DEMO = WideTable(rows=20, replication_factor=CLUSTER_NODES)
 
-# The fixtures below that reach the test node; any test that uses one is an integration test.
-NODE_FIXTURES = frozenset({"sandbox", "cql_session", "demo_tables"})
+# The fixtures below that reach a test node; any test that uses one is an integration test.
+NODE_FIXTURES = frozenset({"sandbox", "cql_session", "demo_tables", "cluster", "cluster_demo"})
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -78,6 +92,31 @@ def demo_tables(sandbox) -> DemoData:
     .column_names, .value_bytes(column_no), .first_column_bytes, .other_column_bytes, .values());
     .wide and .narrow (LoadedTable: .name, .data_files [Data.db paths], .data_bytes)."""
     return ensure_loaded(sandbox)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[SandboxCluster]:
+    """The running 3-node test cluster on 127.0.0.1-3 (SandboxCluster): .nodes ([Sandbox], node 1
+    first; each with .host (its address), .pid(), .native_port, .jmx_port, .layout.data, .log,
+    .nodetool(...), .connect() whose queries node K coordinates), .node(K), .ring() (address ->
+    'UN'...), .stop(only=K) and .start(only=K) to take a node down and back. Started once per
+    session, nodes that were stopped are started; stopped at the end when this session started it."""
+    cluster = SandboxCluster(TEST_CLUSTER_DIR)
+    started_here = not cluster.is_running()
+    if started_here:
+        cluster.start(nodes=CLUSTER_NODES, native_port=TEST_CLUSTER_NATIVE_PORT,
+                      jmx_port=TEST_CLUSTER_JMX_PORT, heap=CLUSTER_HEAP, progress=lambda _: None)
+    yield cluster
+    if started_here:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_demo(cluster: SandboxCluster) -> DemoData:
+    """The demo data (CLUSTER_DEMO: 20 rows, RF 3) on the test cluster, loaded once (kept across
+    sessions): as demo_tables, and .nodes ([NodeTables: .address, .wide, .narrow], node 1 first),
+    each node holding the whole rows in one Data.db per table."""
+    return ensure_loaded(cluster, CLUSTER_DEMO)
 
 
 @pytest.fixture
