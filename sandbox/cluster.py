@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
-from casstrace.sandbox.control import START_TIMEOUT_S, STOP_TIMEOUT_S, Sandbox, Status, check_ports_free
+from casstrace.sandbox.control import (START_TIMEOUT_S, STOP_TIMEOUT_S, Sandbox, Status, check_ports_free,
+                                       find_runtime)
 from casstrace.sandbox.settings import DEFAULT_CLUSTER_NAME, Layout, Settings, node_dir
 
 # After a node answers CQL, the seconds the others may take to see it Up/Normal through gossip.
@@ -83,8 +84,9 @@ class SandboxCluster:
             node = self.node(only)
             node.refuse_if_running()
             settings = node.settings
+            runtime = find_runtime(settings, progress)
             check_ports_free(settings)
-            node.launch(settings, timeout=timeout, progress=progress)
+            node.launch(settings, runtime, timeout=timeout)
             self._wait_in_ring(node.settings.address)
             return self.statuses()
 
@@ -108,13 +110,15 @@ class SandboxCluster:
                 first.refuse_if_running()
             raise CasstraceError(f"every node of the sandbox in {self.root} is already running",
                                  f"use it as it is, or stop it first: casstrace sandbox stop --data-dir {self.root}")
-        for node, settings in to_start:
+        for node, _ in to_start:
             node.check_writable()
+        runtime = find_runtime(base, progress)
+        for _, settings in to_start:
             check_ports_free(settings)
         for node, settings in to_start:
             if size > 1:
                 progress(f"Starting node {settings.node} of {size} on {settings.address} ...")
-            node.launch(settings, timeout=timeout, progress=progress)
+            node.launch(settings, runtime, timeout=timeout)
             if size > 1:
                 self._wait_in_ring(settings.address)
         return self.statuses()

@@ -144,8 +144,9 @@ class Sandbox:
         settings = self.resolve_settings(version=version, native_port=native_port, jmx_port=jmx_port,
                                          disk_access_mode=disk_access_mode, sstable_format=sstable_format,
                                          heap=heap)
+        runtime = find_runtime(settings, progress)
         check_ports_free(settings)
-        return self.launch(settings, timeout=timeout, progress=progress)
+        return self.launch(settings, runtime, timeout=timeout)
 
     def refuse_if_running(self) -> None:
         running = self.pid()
@@ -176,13 +177,11 @@ class Sandbox:
             chosen["version"] = artifacts.newest_release(versions.DEFAULT_SERIES)
         return Settings(**chosen)
 
-    def launch(self, settings: Settings, *, timeout: float = START_TIMEOUT_S,
-               progress: Callable[[str], None] = print) -> Status:
-        """Starts the node with `settings` (remembered for the next start) and returns once it
-        answers CQL; its ports have been checked to be free."""
-        assert settings.version is not None
-        java = find_java(versions.series_of(settings.version).java_major, progress=progress)
-        jars = artifacts.classpath(settings.version, progress=progress)
+    def launch(self, settings: Settings, runtime: "Runtime", *, timeout: float = START_TIMEOUT_S) -> Status:
+        """Starts the node with `settings` (remembered for the next start) on `runtime` (its
+        version's, from find_runtime) and returns once it answers CQL; its ports have been
+        checked to be free."""
+        java, jars = runtime.java, runtime.jars
         self.layout.save_settings(settings)
         config.write_config(self.layout, settings)
         for directory in (self.layout.data, self.layout.commitlog, self.layout.saved_caches,
@@ -327,6 +326,21 @@ class Sandbox:
                 return [line.rstrip("\n") for line in deque(log, maxlen=lines)]
         except OSError:
             return []
+
+
+@dataclasses.dataclass(frozen=True)
+class Runtime:
+    """What runs a node of a version: its Java and the jars of its classpath."""
+    java: str
+    jars: list[Path]
+
+
+def find_runtime(settings: Settings, progress: Callable[[str], None] = print) -> Runtime:
+    """The Java and jars of the settings' version (resolved with Maven the first time). Found before
+    the ports are checked: a missing Java is the first thing a new user must hear about."""
+    assert settings.version is not None
+    return Runtime(find_java(versions.series_of(settings.version).java_major, progress=progress),
+                   artifacts.classpath(settings.version, progress=progress))
 
 
 def _check_data_compatible(previous: Settings, settings: Settings, data_dir: Path) -> None:
