@@ -266,14 +266,15 @@ static int pages_add(window *w, int64_t start, int64_t end)
 }
 
 typedef struct {
-    PyObject *index, *target;   /* the file's index (an int) and its latency target (a str) */
+    PyObject *number, *target;  /* the file's number (an int: records carry it) and latency target (a str) */
+    int64_t index;
     int is_file, has_next;
     int64_t next_read_offset;
     window **windows;           /* one per window of the importer, made on first use */
 } file;
 
 typedef struct {
-    PyObject *process, *pid, *threads, *fd_objects;   /* _Process, its pid, .threads, the Fds keyed below */
+    PyObject *process, *threads, *staged, *fd_objects;   /* _Process, its .threads, .staged, the Fds keyed below */
     PyObject *last_thread, *last_comm;
     int64_t events, records, paired, blind, file_bytes;
     imap positions;     /* fd -> file position, where the capture shows it */
@@ -286,7 +287,8 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    PyObject *importer, *staged, *spool;
+    PyObject *importer, *spool;
+    Py_ssize_t held;             /* records in memory since the last spill */
     int64_t *window_starts;
     Py_ssize_t window_count;     /* 0: no windows given (one window, 0) */
     int64_t event_limit;         /* -1: none */
@@ -305,12 +307,12 @@ static void window_free(window *w)
 
 static void process_free(process *p, Py_ssize_t windows)
 {
-    Py_XDECREF(p->process), Py_XDECREF(p->pid), Py_XDECREF(p->threads), Py_XDECREF(p->fd_objects);
+    Py_XDECREF(p->process), Py_XDECREF(p->threads), Py_XDECREF(p->staged), Py_XDECREF(p->fd_objects);
     Py_XDECREF(p->last_thread), Py_XDECREF(p->last_comm);
     imap_free(&p->positions), imap_free(&p->fd_files);
     cell_map_free(&p->heatmap), cell_map_free(&p->latency);
     for (size_t i = 0; i < p->file_count; i++) {
-        Py_XDECREF(p->files[i].index), Py_XDECREF(p->files[i].target);
+        Py_XDECREF(p->files[i].number), Py_XDECREF(p->files[i].target);
         if (p->files[i].windows != NULL)
             for (Py_ssize_t w = 0; w < windows; w++)
                 window_free(p->files[i].windows[w]);
@@ -327,7 +329,7 @@ static void Fold_dealloc(Fold *self)
     PyMem_Free(self->processes);
     PyMem_Free(self->window_starts);
     imap_free(&self->pids);
-    Py_XDECREF(self->importer), Py_XDECREF(self->staged), Py_XDECREF(self->spool);
+    Py_XDECREF(self->importer), Py_XDECREF(self->spool);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -342,9 +344,7 @@ static int Fold_init(Fold *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     self->importer = Py_NewRef(importer);
-    self->spool = PyObject_GetAttrString(importer, "spool");
-    self->staged = self->spool == NULL ? NULL : PyObject_GetAttrString(self->spool, "rows");
-    if (self->staged == NULL)
+    if ((self->spool = PyObject_GetAttrString(importer, "spool")) == NULL)
         return -1;
     self->memory_rows = memory_rows;
     self->event_limit = event_limit == Py_None ? -1 : PyLong_AsLongLong(event_limit);
@@ -370,7 +370,7 @@ static int Fold_init(Fold *self, PyObject *args, PyObject *kwargs)
 }
 
 /* The process of `thread` (borrowed), or NULL with no error for one whose calls are not wanted. */
-static process *process_of(Fold *self, PyObject *thread, PyObject *pid, int64_t pid_value)
+static process *process_of(Fold *self, PyObject *thread, int64_t pid_value)
 {
     int64_t *known = imap_get(&self->pids, pid_value);
     if (known != NULL)
@@ -395,8 +395,8 @@ static process *process_of(Fold *self, PyObject *thread, PyObject *pid, int64_t 
     }
     self->processes = grown;
     p->process = made;
-    p->pid = Py_NewRef(pid);
     p->threads = PyObject_GetAttrString(made, "threads");
+    p->staged = PyObject_GetAttrString(made, "staged");
     p->fd_objects = PyList_New(0);
     self->processes[self->process_count] = p;
     if (imap_set(&self->pids, pid_value, (int64_t)self->process_count) < 0) {
@@ -404,7 +404,7 @@ static process *process_of(Fold *self, PyObject *thread, PyObject *pid, int64_t 
         return NULL;
     }
     self->process_count++;
-    if (p->threads == NULL || p->fd_objects == NULL)
+    if (p->threads == NULL || p->staged == NULL || p->fd_objects == NULL)
         return NULL;
     return p;
 }
@@ -418,12 +418,14 @@ static file *file_of(Fold *self, process *p, PyObject *fd_info, PyObject *fd)
     if (made == NULL)
         return NULL;
     PyObject *index = PyObject_GetAttrString(made, "index");
-    PyObject *kind = index == NULL ? NULL : PyObject_GetAttrString(made, "kind");
+    PyObject *number = index == NULL ? NULL : PyObject_GetAttrString(made, "number");
+    PyObject *kind = number == NULL ? NULL : PyObject_GetAttrString(made, "kind");
     PyObject *target = kind == NULL ? NULL : PyObject_GetAttrString(made, "latency_target");
     Py_DECREF(made);
     Py_ssize_t at = index == NULL ? -1 : PyLong_AsSsize_t(index);
+    Py_XDECREF(index);
     if (target == NULL || at < 0) {
-        Py_XDECREF(index), Py_XDECREF(kind), Py_XDECREF(target);
+        Py_XDECREF(number), Py_XDECREF(kind), Py_XDECREF(target);
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "a file index below 0");
         return NULL;
@@ -433,7 +435,7 @@ static file *file_of(Fold *self, process *p, PyObject *fd_info, PyObject *fd)
     if ((size_t)at >= p->file_count) {   /* a file new to the process: indices come in order */
         file *grown = PyMem_Realloc(p->files, (at + 1) * sizeof *grown);
         if (grown == NULL) {
-            Py_DECREF(index), Py_DECREF(target);
+            Py_DECREF(number), Py_DECREF(target);
             PyErr_NoMemory();
             return NULL;
         }
@@ -441,7 +443,8 @@ static file *file_of(Fold *self, process *p, PyObject *fd_info, PyObject *fd)
         p->files = grown, p->file_count = at + 1;
     }
     file *f = &p->files[at];
-    Py_XSETREF(f->index, index);
+    f->index = at;
+    Py_XSETREF(f->number, number);
     Py_XSETREF(f->target, target);
     f->is_file = is_file;
     if (PyList_Append(p->fd_objects, fd_info) < 0 || imap_set(&p->fd_files, (int64_t)(intptr_t)fd_info, at) < 0)
@@ -606,7 +609,7 @@ static PyObject *Fold_fold(Fold *self, PyObject *args)
         int64_t pid_number = as_int(pid, &failed);
         if (failed)
             goto fail;
-        process *p = process_of(self, thread, pid, pid_number);
+        process *p = process_of(self, thread, pid_number);
         if (p == NULL) {
             if (PyErr_Occurred())
                 goto fail;
@@ -743,7 +746,7 @@ static PyObject *Fold_fold(Fold *self, PyObject *args)
                 f->next_read_offset = offset_number + returned, f->has_next = 1;
                 if (pages_add(stats, offset_number / PAGE_BYTES, (offset_number + returned - 1) / PAGE_BYTES + 1) < 0)
                     goto fail;
-                int64_t key[4] = {PyLong_AsLongLong(f->index), slot, offset_number / HEATMAP_OFFSET_BYTES, 0};
+                int64_t key[4] = {f->index, slot, offset_number / HEATMAP_OFFSET_BYTES, 0};
                 cell *heat = cell_at(&p->heatmap, key);
                 if (heat == NULL)
                     goto fail;
@@ -753,8 +756,8 @@ static PyObject *Fold_fold(Fold *self, PyObject *args)
             }
             if (has_latency && (latency_value = PyLong_FromLongLong(latency)) == NULL)
                 goto fail;
-            record = PyTuple_Pack(10, pid, entry, tid, syscall, fd, f->index, read_offset, size, result_value,
-                                  has_latency ? latency_value : Py_None);
+            record = PyTuple_Pack(10, entry, tid, syscall, fd, f->number, read_offset, size, result_value,
+                                  has_latency ? latency_value : Py_None, Py_None);
         } else if (kind == WRITE) {
             stats->write_calls++;
             if (result > 0) {
@@ -788,8 +791,8 @@ static PyObject *Fold_fold(Fold *self, PyObject *args)
             }
             if (has_latency && (latency_value = PyLong_FromLongLong(latency)) == NULL)
                 goto fail;
-            record = PyTuple_Pack(10, pid, entry, tid, syscall, fd, f->index, read_offset, whence, result_value,
-                                  has_latency ? latency_value : Py_None);
+            record = PyTuple_Pack(10, entry, tid, syscall, fd, f->number, read_offset, whence, result_value,
+                                  has_latency ? latency_value : Py_None, Py_None);
         }
         if (record == NULL)
             goto fail;
@@ -797,9 +800,10 @@ static PyObject *Fold_fold(Fold *self, PyObject *args)
          * only counted (the trace says how many: unstreamed_events). */
         p->records++;
         if (self->event_limit < 0 || p->records <= self->event_limit) {
-            if (PyList_Append(self->staged, record) < 0)
+            if (PyList_Append(p->staged, record) < 0)
                 goto fail;
-            if (PyList_GET_SIZE(self->staged) >= self->memory_rows) {
+            if (++self->held >= self->memory_rows) {
+                self->held = 0;
                 PyObject *spilled = PyObject_CallMethod(self->spool, "spill", NULL);
                 if (spilled == NULL)
                     goto fail;

@@ -66,6 +66,7 @@ EVENT_V2_FLAGS = struct.Struct("<IIHIQQIHI")
 EVENT_V1 = struct.Struct("<IIHQQIH")
 EVENT_V1_FLAGS = struct.Struct("<IIHIQQIH")
 U16, U32, U64, I64 = (struct.Struct(code) for code in ("<H", "<I", "<Q", "<q"))
+IPV6_WORDS = struct.Struct(">8H")
 LENGTHS16 = [struct.Struct(f"<{n}H") for n in range(64)]
 LENGTHS32 = [struct.Struct(f"<{n}I") for n in range(64)]
 AT_FDCWD = -100
@@ -255,9 +256,29 @@ def _ipv4(raw: bytes | memoryview) -> str:
 
 
 def _ipv6(raw: bytes | memoryview) -> str:
-    import socket   # here, not at the top: most captures hold no IPv6 socket, and it costs start-up
-    address = socket.inet_ntop(socket.AF_INET6, bytes(raw))
-    return address[7:] if address.startswith("::ffff:") and "." in address else address
+    """An IPv6 address as socket.inet_ntop writes it (glibc's: the longest run of two or more zero
+    groups, the first of equal ones, as '::'; the IPv4 of '::ffff:a.b.c.d' and '::a.b.c.d' dotted),
+    an IPv4-mapped one as plain IPv4. Not socket itself: importing it costs more than most imports
+    spend on their IPv6 sockets."""
+    words = IPV6_WORDS.unpack(bytes(raw))
+    best_at, best_length, at = -1, 1, 0
+    while at < 8:
+        if words[at]:
+            at += 1
+            continue
+        end = at
+        while end < 8 and not words[end]:
+            end += 1
+        if end - at > best_length:
+            best_at, best_length = at, end - at
+        at = end
+    if best_at == 0 and (best_length == 6 or (best_length == 5 and words[5] == 0xFFFF)):
+        dotted = _ipv4(bytes(raw)[12:16])
+        return dotted if best_length == 5 else "::" + dotted
+    if best_at < 0:
+        return ":".join(f"{word:x}" for word in words)
+    return (":".join(f"{word:x}" for word in words[:best_at]) + "::"
+            + ":".join(f"{word:x}" for word in words[best_at + best_length:]))
 
 
 def _text(raw: bytes | memoryview) -> str:

@@ -24,12 +24,12 @@ import os
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 from casstrace.errors import CasstraceError
 from casstrace.probes.protocol import Window
 from casstrace.probes.scap_reader import CLOSE, OPEN, READ, SEEK, WRITE, CallFields, Fd, ScapError, ScapReader, Thread
-from casstrace.traces.rows import CoverageRow, FileIORow, ReadSizeRow
+from casstrace.traces.rows import CoverageRow, EventRow, FileIORow, ReadSizeRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 if TYPE_CHECKING:
@@ -131,12 +131,15 @@ class _FileWindow:
 
 
 class _File:
-    __slots__ = ("index", "path", "kind", "latency_target", "local_addr", "remote_addr",
+    __slots__ = ("index", "number", "path", "kind", "latency_target", "local_addr", "remote_addr",
                  "next_read_offset", "windows")
 
     def __init__(self, index: int, path: str, kind: str, local_addr: str | None = None,
                  remote_addr: str | None = None) -> None:
         self.index = index
+        # its file_id in a trace that holds no other files (files numbered from 1 in order): what
+        # the per-call records carry, so that they go into the trace as they are
+        self.number = index + 1
         self.path = path
         self.kind = kind
         # what the latency spectrogram calls the target of a call on this fd
@@ -169,6 +172,7 @@ class _Process:
         self.latency_cells = _SlotCells(self.latency, 0)
         self.events = 0
         self.records = 0     # per-call records (the events table)
+        self.staged: list[EventRow] = []   # those in memory (the spool's list for the process)
         self.paired = 0      # exits matched with their enter event
         self.blind = 0       # I/O exits with neither an enter event nor an fd of their own
         self.file_bytes = 0
@@ -212,26 +216,29 @@ class _Spool:
 
 class _EventSpool:
     """Per-call records of every process, in arrival order, until one process is chosen: in memory
-    up to MEMORY_ROWS, then on disk, so a long capture never sits in memory whole. Rows are (pid,
-    ts_ns, tid, syscall, fd, file index, offset, requested, returned, latency_ns)."""
+    up to MEMORY_ROWS in all, then on disk, so a long capture never sits in memory whole. Rows are
+    the events table's (EventRow), with the file's `number` for its file_id (ScapImporter.write)."""
 
     MEMORY_ROWS = 100_000
 
     def __init__(self, directory: Path | None = None) -> None:
-        self.rows: list[tuple] = []
+        self.rows: dict[int, list[EventRow]] = {}    # pid -> its records in memory
         self.disk = _Spool(directory)
 
-    def spill(self) -> None:
-        """Moves the rows in memory to disk (the importer appends to `rows` and calls this once
-        they reach MEMORY_ROWS)."""
-        self.disk.add(self.rows)
-        self.rows.clear()
+    def of(self, pid: int) -> list[EventRow]:
+        """The list a process's records are appended to (the same list however often they spill)."""
+        return self.rows.setdefault(pid, [])
 
-    def of_process(self, pid: int) -> Iterator[tuple]:
-        """The process's records in arrival order, without the pid."""
-        for row in itertools.chain(self.disk, self.rows):
-            if row[0] == pid:
-                yield row[1:]
+    def spill(self) -> None:
+        """Moves the rows in memory to disk (the folds call this once they hold MEMORY_ROWS)."""
+        self.disk.add([(pid, rows) for pid, rows in self.rows.items() if rows])
+        for rows in self.rows.values():
+            rows.clear()
+
+    def of_process(self, pid: int) -> Iterator[EventRow]:
+        """The process's records in arrival order."""
+        on_disk = (rows for row_pid, rows in self.disk if row_pid == pid)
+        return itertools.chain(itertools.chain.from_iterable(on_disk), self.rows.get(pid, []))
 
     def close(self) -> None:
         self.disk.close()
@@ -355,6 +362,7 @@ class ScapImporter:
                 return None
             exe = thread.exe or thread.comm
             process = self.processes[pid] = _Process(pid, os.path.basename(exe) if exe else str(pid))
+            process.staged = self.spool.of(pid)
         return process
 
     def _file_of(self, process: "_Process", fd_info: Fd, fd: int | None) -> "_File":
@@ -366,8 +374,8 @@ class ScapImporter:
         attributes and the common cases inline."""
         processes = self.processes
         window_starts = self.window_starts
-        staged = self.spool.rows
         memory_rows = self.spool.MEMORY_ROWS
+        held = 0    # records in memory since the last spill
         event_limit = self.event_limit
         start_ns, last_ns = self.start_ns, self.last_ns
         move_at = self._move_at
@@ -469,7 +477,7 @@ class ScapImporter:
                             cell[1] += returned
                     elif returned > 0:
                         file.next_read_offset = None   # lost track of where the file is being read
-                    record = (pid, entry_ts, tid, syscall, fd, file.index, read_offset, size, result, latency)
+                    record = (entry_ts, tid, syscall, fd, file.number, read_offset, size, result, latency, None)
                 elif kind == WRITE:
                     stats.write_calls += 1
                     if result > 0:
@@ -487,15 +495,17 @@ class ScapImporter:
                         process.positions.pop(fd, None)
                     if file.kind != "file":
                         continue
-                    record = (pid, entry_ts, tid, syscall, fd, file.index, _signed64(offset), whence,
-                              result, latency)
+                    record = (entry_ts, tid, syscall, fd, file.number, _signed64(offset), whence, result,
+                              latency, None)
                 # A per-call record of a read or lseek on a file, for the events table; past the
                 # limit only counted (the trace says how many: unstreamed_events).
                 process.records += 1
                 if event_limit is None or process.records <= event_limit:
-                    staged.append(record)
-                    if len(staged) >= memory_rows:
+                    process.staged.append(record)
+                    held += 1
+                    if held >= memory_rows:
                         self.spool.spill()
+                        held = 0
         finally:
             self.last_ns = last_ns
             self._move_at = move_at
@@ -611,9 +621,11 @@ class ScapImporter:
     def _write_events(self, writer: "TraceWriter", process: _Process, file_ids: list[int]) -> int:
         """Moves the process's records into the trace, up to the event limit; returns how many
         were left out."""
-        rows = itertools.islice(self.spool.of_process(process.pid), self.event_limit)
-        writer.add_events((ts, tid, syscall, fd, file_ids[index], offset, requested, returned, latency, None)
-                          for ts, tid, syscall, fd, index, offset, requested, returned, latency in rows)
+        rows = self.spool.of_process(process.pid)   # up to the limit: the folds keep no more
+        if file_ids != [file.number for file in process.file_list]:   # the trace held files already
+            rows = ((ts, tid, syscall, fd, file_ids[cast(int, number) - 1], offset, requested, returned, latency, misses)
+                    for ts, tid, syscall, fd, number, offset, requested, returned, latency, misses in rows)
+        writer.add_events(rows)
         return 0 if self.event_limit is None else max(0, process.records - self.event_limit)
 
     def close(self) -> None:

@@ -137,3 +137,22 @@ def test_the_compiled_fold_writes_what_the_python_fold_writes(name, tmp_path):
         exit_only(source, tmp_path / "exit-only.scap")
         assert (_imported(tmp_path / "exit-only.scap", tmp_path / "exit-c.trace", None, compiled)
                 == _imported(tmp_path / "exit-only.scap", tmp_path / "exit-py.trace", None, None))
+
+
+@pytest.mark.usefixtures("fold")
+def test_records_name_their_file_in_a_trace_that_held_files_already(tmp_path):
+    """The records carry each file's number in a trace of the import's files alone; a trace that
+    numbered other files first gets them renumbered."""
+    db = Thread(7, 7, "db", "db", "/usr/bin/db", "/")
+    data = Fd("file", "/d/f")
+    importer = ScapImporter(None, tmp_path)
+    importer.fold([Call(READ, "pread64", True, 5000, 4000, db, 3, data, 10, 10, 4096, None)])
+    writer = TraceWriter(tmp_path / "held.trace")
+    writer.file_id("/already/there", "file")
+    process, _ = importer.choose(None, None)
+    importer.write(writer, process, {"source": "calls"})
+    importer.close()
+    writer.finish()
+    trace = Trace(tmp_path / "held.trace")
+    assert [tuple(row) for row in trace.rows("SELECT f.path, e.offset FROM events e JOIN files f USING (file_id)")] == [
+        ("/d/f", 4096)]

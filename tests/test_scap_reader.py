@@ -128,3 +128,21 @@ def test_the_compiled_loop_reads_what_the_python_loop_reads(name, tmp_path, monk
         assert _read_by(compiled, path, pid) == _read_by(None, path, pid), path.name
     monkeypatch.setattr(scap_reader, "CHUNK_BYTES", 999)
     assert _read_by(compiled, source) == _read_by(None, source) == paired
+
+
+def test_ipv6_addresses_are_written_as_inet_ntop_writes_them():
+    """scap_reader writes them itself (importing socket costs more than reading a capture's
+    IPv6 sockets); IPv4-mapped ones as plain IPv4, as before."""
+    import random
+    import socket
+
+    def inet_ntop(raw: bytes) -> str:
+        address = socket.inet_ntop(socket.AF_INET6, raw)
+        return address[7:] if address.startswith("::ffff:") and "." in address else address
+
+    rng = random.Random(15)
+    cases = [bytes(16), bytes(15) + b"\1", bytes(10) + b"\xff\xff\x0a\0\0\1", bytes(12) + b"\x0a\0\0\1",
+             bytes.fromhex("20010db8000000000000000000000001"), bytes.fromhex("20010db8000100000001000000000001")]
+    cases += [b"".join(rng.choice((0, 0, 0, 0xFFFF, rng.randrange(1 << 16))).to_bytes(2, "big") for _ in range(8))
+              for _ in range(20_000)]
+    assert [scap_reader._ipv6(raw) for raw in cases] == [inet_ntop(raw) for raw in cases]
