@@ -8,11 +8,13 @@ that alternate between async-profiler idle and async-profiler active as `run --p
 (every call of the JDK's read method recorded with its stack, wall-clock samples every 1 ms). Each
 block starts with one execution left out (the first after a start pays the instrumentation of the
 read method). Prints the medians of both, their ratio, the spread of the ratio between neighbouring
-blocks (on a shared machine one ratio means little), what starting and stopping cost, and the
-recording's size and sample count per execution.
+blocks (on a shared machine one ratio means little), the JVM's CPU time per execution both ways
+(/proc/PID/stat: less swayed by other processes than latency), what starting and stopping cost, and
+the recording's sample count per execution.
 """
 
 import argparse
+import os
 import statistics
 import time
 
@@ -23,6 +25,13 @@ from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.jfr import read_samples
 
 DEMO_QUERY = "SELECT c0 FROM casstrace_demo.streams WHERE stream_id = 1"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -43,22 +52,26 @@ def main() -> None:
     starts: list[float] = []
     stops: list[float] = []
     samples_per_execution: list[float] = []
+    cpu_ms: dict[str, list[float]] = {"idle": [], "active": []}   # JVM CPU per execution, per block
     with NodeSession(settings, protocol_handler=MeasuringProtocolHandler) as node:
         prepared = prepare(node.session, args.query)
 
-        def block() -> list[float]:
+        def block(kind: str) -> list[float]:
             execute(node.session, prepared)                  # left out
-            return [execute(node.session, prepared).latency_s for _ in range(args.runs)]
+            used = cpu_seconds(process.pid)
+            latencies = [execute(node.session, prepared).latency_s for _ in range(args.runs)]
+            cpu_ms[kind].append((cpu_seconds(process.pid) - used) / args.runs * 1000)
+            return latencies
 
         for _ in range(3):                                   # warm the node and the JIT
             execute(node.session, prepared)
         for _ in range(args.blocks):
-            before = block()
+            before = block("idle")
             began = time.perf_counter()
             profiler.start()
             starts.append(time.perf_counter() - began)
             try:
-                during = block()
+                during = block("active")
             finally:
                 began = time.perf_counter()
                 recording = profiler.stop()
@@ -80,6 +93,8 @@ def main() -> None:
     print(f"FIGURE profile_overhead_ratio {overhead:.4f}")   # read by scripts/bench
     print(f"block ratios: min {min(ratios):.3f}  q1 {quartiles[0]:.3f}  median {quartiles[1]:.3f}  "
           f"q3 {quartiles[2]:.3f}  max {max(ratios):.3f}")
+    print(f"JVM CPU per execution: idle {statistics.median(cpu_ms['idle']):.1f} ms, "
+          f"active {statistics.median(cpu_ms['active']):.1f} ms (medians of the blocks)")
     print(f"read-method calls recorded per execution: {statistics.median(samples_per_execution):,.0f}")
     print(f"start (jcmd, agent_load): median {statistics.median(starts):.2f} s; "
           f"stop: median {statistics.median(stops):.2f} s (outside the measured executions)")

@@ -221,12 +221,17 @@ class AsyncProfiler:
         self._directory = f"/tmp/{host.name}"
 
     def start(self) -> None:
-        """Start recording every call of the read method (interval 1) and wall-clock samples."""
+        """Start recording every call of the read method (interval 1) and wall-clock samples.
+
+        cstack=vmx: stacks walked by async-profiler's own VM-structures walker, Java and native frames
+        mixed. Without it, each call of the read method had its Java stack taken through JVMTI
+        GetStackTrace: the JVM's CPU per execution of the demo's wide query (3,802 calls) went from 28
+        ms idle to 65 ms profiled, and to 42 ms with vmx (medians of 7 rounds, busy machine)."""
         self._new_directory()
         # Marked first: a Ctrl-C while jcmd starts it must still lead to a stop.
         self.active = self.recorded = True
         self._command("start", f"event={self.method}", "interval=1", f"wall={self.wall_interval_ns}ns",
-                      "clock=monotonic", "jfr", f"file={self._jvm('profile.jfr')}")
+                      "cstack=vmx", "clock=monotonic", "jfr", f"file={self._jvm('profile.jfr')}")
 
     def stop(self) -> Path:
         """Stop the profiler (it stays loaded, idle) and return the recording it wrote."""

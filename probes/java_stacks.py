@@ -18,7 +18,7 @@ undetermined, counted.
 import bisect
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from casstrace.errors import CasstraceError
 from casstrace.probes.async_profiler import VERSION as PROFILER_VERSION
@@ -60,6 +60,14 @@ class LoggedFill:
     file_id: int
     pages: int
     window_id: int = 0
+
+
+def up_to(stack: tuple[str, ...], method: str) -> tuple[str, ...]:
+    """The stack of a recorded call of `method` without the profiler's own frames above it (a mixed
+    stack walk records the instrumentation's call into async-profiler too)."""
+    if method not in stack:
+        return stack
+    return stack[:len(stack) - stack[::-1].index(method)]
 
 
 def _by_thread(samples: Iterable[Sample]) -> tuple[dict[int, list[Sample]], dict[int, list[int]]]:
@@ -133,7 +141,7 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
         if sample.thread:
             names[sample.tid] = sample.thread
         if sample.event == METHOD_EVENT:
-            method_samples.append(sample)
+            method_samples.append(replace(sample, stack=up_to(sample.stack, read_method)))
         elif sample.event == WALL_EVENT:
             wall_samples.append(sample)
             window_id = window_of(sample.ts_ns)

@@ -3,7 +3,8 @@ profile analysis on a trace written with it (no JVM, no probes)."""
 
 from casstrace.analyses import analyse
 from casstrace.analyses.profile import UNDETERMINED_FAULTS, UNDETERMINED_READS, UNDETERMINED_UNLOGGED, bytes_measures
-from casstrace.probes.java_stacks import FILL_JOIN_NS, LoggedFill, LoggedRead, join_reads, nearest_samples, write_profile
+from casstrace.probes.java_stacks import (FILL_JOIN_NS, LoggedFill, LoggedRead, join_reads, nearest_samples, up_to,
+                                         write_profile)
 from casstrace.probes.jfr import Sample
 from casstrace.traces import TraceWriter
 
@@ -117,3 +118,9 @@ def test_a_profile_from_before_fills_says_its_bytes_are_syscall_bytes_only(tmp_p
     assert profile.data_fill_bytes is None and not profile.fill_undetermined
     assert bytes_measures(profile) == "bytes read syscalls returned"
     assert all(w.fill_bytes == 0 and w.value == w.syscall_bytes for w in profile.stacks_bytes)
+
+
+def test_a_recorded_call_loses_the_profilers_own_frames_above_the_read_method():
+    recorded = ("clone3", "start_thread", *READ, "one.profiler.Instrument.recordSample", "Instrument::recordSample")
+    assert up_to(recorded, "sun.nio.ch.FileDispatcherImpl.pread") == ("clone3", "start_thread", *READ)
+    assert up_to(INDEX, "sun.nio.ch.UnixFileDispatcherImpl.pread") == INDEX

@@ -16,6 +16,7 @@ from casstrace.analyses import analyse
 from casstrace.analyses.profile import UNDETERMINED_FAULTS
 from casstrace.errors import CasstraceError
 from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.probes.java_stacks import up_to
 from casstrace.probes.jfr import read_samples
 from casstrace.sandbox.java import find_java
 from casstrace.traces import Trace
@@ -97,7 +98,10 @@ def test_reports_carry_the_profile(profiled_runs):
     report = json.loads(casstrace("report", out, "--format", "json").stdout)["profile"]
     assert report["cpu_samples"] > 0
     assert report["stacks_bytes"][0]["bytes"] > 0
-    assert report["stacks_bytes"][0]["stack"][0] in ("java.lang.Thread.run", "start_thread")  # root first
+    stack = report["stacks_bytes"][0]["stack"]
+    # Root first, Java and native frames mixed; the leaf is the read method (the profiler's own frames cut).
+    assert stack[0] in ("clone3", "start_thread") and "java.lang.Thread.run" in stack
+    assert stack[-1] == report["read_method"]
     assert "Java stacks of the reads" in casstrace("report", out).stdout
 
 
@@ -241,7 +245,8 @@ def test_every_read_call_is_recorded_and_the_recording_reads_as_the_jdk_reads_it
         counted = next(int(line.split()[1]) for line in summary.splitlines()
                        if line.split() and line.split()[0] == "jdk.ExecutionSample")
         assert len(samples) == counted > 1000   # one per call, not one per thread
-        assert all(s.stack[-1] == profiler.method for s in samples)
+        # Each a stack of the read method, under it only the profiler's own frames (a mixed stack walk).
+        assert all(up_to(s.stack, profiler.method)[-1] == profiler.method for s in samples)
         assert all("PreadLoop.main" in s.stack for s in samples)
         assert {s.tid for s in samples} <= {int(t) for t in os.listdir(f"/proc/{jvm}/task")}
         assert profiler.status() == "Profiler is not active"
