@@ -10,6 +10,7 @@ which the trace builder (bcc_trace) reads.
 """
 
 import ctypes
+import errno
 import functools
 import mmap
 import os
@@ -17,7 +18,7 @@ import select
 import struct
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ FILL_CAPACITY = 1 << 17    # fills no logged read holds: 512 MiB of faults in 4 
 MAP_ENTRIES = 1 << 17
 REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
 FOLLOWED_ENTRIES = 1 << 16   # descendants alive at once, when following them
+BATCH_ENTRIES = 4096   # map entries read per bpf() call at stop
 TRACEFS = Path("/sys/kernel/tracing")
 
 CAP_PERFMON, CAP_BPF = 38, 39
@@ -201,8 +203,8 @@ class BccCapture:
         try:
             windows = self._windows.close(self.now_ns())
             self._set_control(epoch=0)
+            self._stop_polling.set()   # the poller ends its last poll while the probes detach
             self._detach()
-            self._stop_polling.set()
             if self._poller is not None:
                 self._poller.join()
             self._bpf.ring_buffer_consume()
@@ -391,10 +393,26 @@ class BccCapture:
 
     # -- stopping ----------------------------------------------------------------------------
     def _detach(self) -> None:
-        for tracepoint in list(self._bpf.tracepoint_fds):
-            self._bpf.detach_tracepoint(tracepoint)
-        for tracepoint in list(self._bpf.raw_tracepoint_fds):
-            self._bpf.detach_raw_tracepoint(tracepoint)
+        """Detach every probe at once: detaching a perf tracepoint waits for an RCU grace period
+        (~80 ms here), and detaches in parallel wait for the same one."""
+        bpf = self._bpf
+        detaches = ([functools.partial(bpf.detach_tracepoint, tracepoint) for tracepoint in list(bpf.tracepoint_fds)]
+                    + [functools.partial(bpf.detach_raw_tracepoint, tracepoint) for tracepoint in list(bpf.raw_tracepoint_fds)])
+        failures: list[BaseException] = []
+
+        def detach(one: Callable[[], None]) -> None:
+            try:
+                one()
+            except BaseException as error:   # raised again below, in the stopping thread
+                failures.append(error)
+
+        threads = [threading.Thread(target=detach, args=(one,), name="casstrace-detach") for one in detaches]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
 
     def _release(self) -> None:
         self._stop_polling.set()
@@ -414,7 +432,7 @@ class BccCapture:
         bpf = self._bpf
         counters = bpf[b"counters"]
         values = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
-        names = ["stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist", "fds"]
+        names = ["stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist"]
         tables = {name: _read_hash(bpf[name.encode()])
                   for name in names + (["thread_io"] if self.thread_slot_ns else [])}
         events = _read_log(bpf[b"event_log"], FOLLOWED_EVENT if self.follow_children else EVENT,
@@ -482,13 +500,33 @@ def _wait_until_unloaded(program_ids: set[int], timeout: float = 2.0) -> None:
 
 
 def _read_hash(table: Any) -> MapRows:
-    """All (key, value) pairs of a BPF hash, by batches (one syscall per thousands of entries).
-    Scalar values come back as ints, structs as ctypes structures."""
-    try:
-        items = list(table.items_lookup_batch())
-    except Exception:   # kernels without batch operations on this map type
-        items = table.items()
-    return [(key, value.value if isinstance(value, ctypes._SimpleCData) else value) for key, value in items]
+    """All (key, value) pairs of a BPF hash, BATCH_ENTRIES at a time (one bpf() call each): bcc's
+    own items_lookup_batch allocates and zeroes arrays of the map's full size (70 MB for these maps,
+    most of the time reading them took). Scalar values come back as ints, structs as ctypes structures."""
+    from bcc import lib
+
+    rows: MapRows = []
+    position, following = ctypes.c_uint32(0), ctypes.c_uint32(0)   # a hash map's batch position: a bucket
+    size, started = BATCH_ENTRIES, False
+    while True:
+        keys, values = (table.Key * size)(), (table.Leaf * size)()
+        count = ctypes.c_uint32(size)
+        failed = lib.bpf_lookup_batch(table.map_fd, ctypes.byref(position) if started else None,
+                                      ctypes.byref(following), keys, values, ctypes.byref(count))
+        error = ctypes.get_errno() if failed else 0
+        if error == errno.ENOSPC and not count.value:   # a bucket holds more than `size` entries
+            size *= 2
+            continue
+        if failed and error != errno.ENOENT:   # kernels without batch operations on this map type
+            return [(key, _plain(value)) for key, value in table.items()]
+        rows += zip(keys[:count.value], map(_plain, values[:count.value]))
+        if error == errno.ENOENT:   # that was the last batch
+            return rows
+        position.value, started = following.value, True
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, ctypes._SimpleCData) else value
 
 
 def _read_log(log: Any, layout: struct.Struct, offered: int) -> bytes:
