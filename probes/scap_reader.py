@@ -38,6 +38,7 @@ fds are kept. Nothing of a data buffer is ever decoded.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import posixpath
 import struct
@@ -352,20 +353,23 @@ class ScapReader:
     def calls(self) -> Iterator[CallFields]:
         """The folded syscalls, as each returns. Raises ScapError on a file that is not a capture or
         is cut short."""
+        return itertools.chain.from_iterable(self.batches())
+
+    def batches(self) -> Iterator[list[CallFields]]:
+        """The same calls, a list at a time: cheaper to hand on than one by one."""
         try:
             stream = self._open()
         except OSError as error:
             raise ScapError(f"cannot read it: {error.strerror}") from None
         with stream:
             try:
-                yield from self._calls(stream)
+                yield from self._batches(stream)
             except (OSError, EOFError) as error:   # gzip.BadGzipFile is an OSError
                 raise ScapError(f"cannot read it: {error}", truncated=isinstance(error, EOFError)) from None
 
-    def _calls(self, stream: IO[bytes]) -> Iterator[CallFields]:
+    def _batches(self, stream: IO[bytes]) -> Iterator[list[CallFields]]:
         pending: dict[int, tuple] = {}     # tid -> (enter type, ts, fd, size, offset, whence, name, dirfd)
         scan = self._scan if COMPILED_SCAN is None else functools.partial(COMPILED_SCAN, self)
-        out: list[CallFields] = []
         first = True
         events = 0
         carry = b""
@@ -387,10 +391,10 @@ class ScapReader:
                 at = self._section_header(buffer)
                 first = False
             while True:
+                out: list[CallFields] = []
                 at, scanned, stopped = scan(buffer, at, out, pending)
                 events += scanned
-                yield from out
-                out.clear()
+                yield out
                 if not stopped:
                     break
             carry = buffer[at:]
