@@ -6,6 +6,7 @@ from typing import Any
 
 from casstrace.analyses import amplification as amp
 from casstrace.analyses import causes
+from casstrace.analyses import nodes as cluster_nodes
 from casstrace.analyses.access import access_patterns
 from casstrace.analyses.file_io import file_io, group_by_sstable
 from casstrace.analyses.model import Analysis, Execution
@@ -63,9 +64,14 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
     owner = f"{keyspace}.{table}" if keyspace and table else table
     data_label = f"{owner}'s Data files" if owner else "all user tables' Data files"
     unseen = amp.unseen_reads(trace, data, overall, data_label, disk_access_mode)
+    consistency = (meta.get("replicas") or {}).get("consistency") or meta.get("consistency")
+    nodes = cluster_nodes.nodes(trace, window_ids, data, executions=len(measured), payload_bytes=payload, read=read,
+                                query_trace=meta.get("query_trace") or [],
+                                coordinators=sorted({row["coordinator"] for row in execution_rows
+                                                     if row.get("coordinator")}))
     verdict = causes.verdict(overall, threshold, data_label=data_label, backend=meta.get("backend"),
                              page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
-                             unseen=unseen)
+                             unseen=unseen, lower_bound=any(not node.captured for node in nodes))
     verdict = causes.failed_run(executions, verdict.notes) or verdict
     if table is None:
         verdict.notes.append("The query is not recorded (or not a SELECT): every user table's Data files were counted.")
@@ -75,6 +81,11 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
         measured=measured, data_files=data_file_io, query_trace=meta.get("query_trace") or [],
         page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
     )
+    if nodes:
+        verdict = causes.cluster_verdict(verdict, nodes, consistency, full_row=any(
+            finding.cause == "full_row_read" for finding in found))
+        if finding := causes.replica_reads(nodes, consistency):
+            found.append(finding)
     profiled = java_profile(trace, window_ids, sorted(data))
     if profiled is not None and found:
         found[0].evidence.extend(profile_evidence(profiled))
@@ -86,7 +97,7 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
         files=files, sstables=group_by_sstable(files), access=access_patterns(trace, files),
         spectrograms=spectrograms(trace), latencies=latency_percentiles(trace),
         query_trace=meta.get("query_trace") or [],
-        context=_context(meta, schema), profile=profiled,
+        context=_context(meta, schema), profile=profiled, nodes=nodes, consistency=consistency,
     )
 
 

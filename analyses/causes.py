@@ -5,7 +5,8 @@ import math
 from collections.abc import Iterator
 
 from casstrace.analyses.amplification import MMAP_DATA_MODES
-from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, Unseen, Verdict
+from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, NodeIO, Unseen, Verdict
+from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE
 from casstrace.analyses.query import Select, TableSchema
 from casstrace.analyses.units import human_bytes, ratio
 from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
@@ -16,12 +17,14 @@ TOMBSTONE_WARN = 1000                          # Cassandra's default tombstone_w
 
 
 def verdict(overall: Amplification, threshold: float, *, data_label: str, backend: str | None,
-            page_cache_measured: bool, disk_access_mode: str | None, unseen: Unseen | None) -> Verdict:
+            page_cache_measured: bool, disk_access_mode: str | None, unseen: Unseen | None,
+            lower_bound: bool = False) -> Verdict:
     """The verdict on the figure. `unseen`: why some reads of the table's Data files may be in no
     measure (mapped files nothing could see), which stops a figure below the threshold from clearing
-    the query: no verdict from absence of evidence."""
+    the query: no verdict from absence of evidence. `lower_bound`: a node of the query was not
+    captured, so the figure is the least that was read."""
     notes = _measurement_notes(page_cache_measured, backend, disk_access_mode)
-    read = human_bytes(overall.data_read_bytes)
+    read = ("at least " if lower_bound else "") + human_bytes(overall.data_read_bytes)
     if overall.basis is None:
         return Verdict("undetermined", f"Read {read} from {data_label}, but the trace records "
                                        "neither the payload nor the bytes sent to the client to compare it with.", notes)
@@ -293,3 +296,65 @@ def _trace_events(query_trace: list[QueryTraceSession]) -> Iterator[QueryTraceEv
 def _names(columns: list[str], limit: int = 6) -> str:
     shown = ", ".join(columns[:limit])
     return shown + (f", ... ({len(columns) - limit} more)" if len(columns) > limit else "")
+
+
+# -- several nodes (format 3): what the consistency level made the replicas read ---------------------
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' * (count != 1)}"
+
+
+def _reads_by_role(nodes: list[NodeIO]) -> str:
+    """'1 data read, 1 digest read' from the roles Cassandra's query trace gives the nodes."""
+    counts = [(sum(role in node.roles for node in nodes), label) for role, label in (
+        (DATA, "data read"), (DIGEST, "digest read"), (READ_REPAIR, "read repair"), (SPECULATIVE, "speculative retry"))]
+    return ", ".join(_plural(count, label) for count, label in counts if count) or "no read in Cassandra's query trace"
+
+
+def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | None, *, full_row: bool) -> Verdict:
+    """The verdict of a multi-node trace: which replicas read, at what consistency level, and, when a
+    node of the query was not captured, that every figure is a lower bound (named, never a silent 0)."""
+    level = consistency or "consistency level unknown"
+    readers = [node for node in nodes if node.read_data]
+    per_node = ", ".join(f"{node.address} {human_bytes(node.data_read_bytes)}" for node in readers)
+    what = "the whole rows" if full_row else "the queried table's Data files"
+    if len(readers) > 1:
+        sentence = f"{level}: {len(readers)} replicas each read {what} ({_reads_by_role(nodes)}): {per_node}."
+    elif readers:
+        sentence = f"{level}: 1 replica read {what} ({per_node})."
+    else:
+        sentence = f"{level}: no captured node read the queried table's Data files."
+    missing = [node for node in nodes if not node.captured]
+    summary = f"{verdict.summary} {sentence}"
+    if not missing:
+        return Verdict(verdict.status, summary, verdict.notes, verdict.fix)
+    named = "; ".join(f"{node.address} ({node.role}): {node.not_captured or 'not captured'}" for node in missing)
+    summary += (f" Not captured: {named}. Every figure over the cluster is therefore a lower bound: the query "
+                "read at least this much.")
+    # Below the threshold, a lower bound clears nothing when a missing node had a part in the read, or
+    # when Cassandra's query trace cannot say whether it had one.
+    had_part = any(node.roles for node in missing) or not any(node.roles for node in nodes)
+    if verdict.status == "not flagged" and had_part:
+        return Verdict("undetermined", summary, verdict.notes,
+                       fix="start the missing node, or capture it (--ssh or --hosts when it runs elsewhere)")
+    return Verdict(verdict.status, summary, verdict.notes, verdict.fix)
+
+
+def replica_reads(nodes: list[NodeIO], consistency: str | None) -> Finding | None:
+    """When more than one replica read the Data files: what the consistency level cost, node by node."""
+    readers = [node for node in nodes if node.read_data]
+    if len(readers) < 2:
+        return None
+    level = consistency or "this consistency level"
+    evidence = [f"{node.address} ({node.role}) read {human_bytes(node.data_read_bytes)} of the Data files"
+                + (f", {human_bytes((node.data_read_bytes or 0) / node.executions)} per execution"
+                   if node.executions > 1 else "") for node in readers]
+    evidence.append(f"Cassandra's query trace: {_reads_by_role(nodes)}. A digest read reads the rows as fully as "
+                    "the data read; only its reply is a hash.")
+    return Finding(
+        cause="replica_reads", title=f"{level}: {len(readers)} replicas read the rows, each in full",
+        certainty="measured", evidence=evidence,
+        suggestion=[f"Each replica a read at {level} waits for reads the rows itself: at ONE (LOCAL_ONE) one "
+                    "replica does; compare both with `casstrace compare --before ... --after ...`.",
+                    "Fix the read's own cost first (the findings above): every replica pays it."],
+    )

@@ -50,6 +50,7 @@ def file_io(trace: Trace, window_ids: list[int]) -> list[FileIO]:
     )
     touched = _touched_pages(trace, window_ids)
     sizes = _read_sizes(trace, window_ids)
+    nodes = _file_nodes(trace)
     found = []
     for row in rows:
         mapped = (row["mapped_touched_bytes"] or 0) if mapped_measured else None
@@ -74,10 +75,19 @@ def file_io(trace: Trace, window_ids: list[int]) -> list[FileIO]:
             touched_bytes=touched_bytes,
             coverage=touched_bytes / size if touched_bytes is not None and size else None,
             read_sizes=sizes.get(row["file_id"], {}),
+            node=nodes.get(row["file_id"]),
         ))
     found.sort(key=lambda f: (f.read_bytes + (f.cache_miss_bytes or 0) + (f.mapped_touched_bytes or 0) + f.write_bytes,
                               f.read_calls), reverse=True)
     return found
+
+
+def _file_nodes(trace: Trace) -> dict[int, str]:
+    """file_id -> address of the node whose JVM had it (format 3 run traces; {} for others)."""
+    if not trace.has_table("nodes"):
+        return {}
+    return {row["file_id"]: row["address"] for row in
+            trace.rows("SELECT f.file_id, n.address FROM files f JOIN nodes n ON n.node_id = f.node_id")}
 
 
 def _touched_pages(trace: Trace, window_ids: list[int]) -> dict[int, list]:

@@ -30,6 +30,7 @@ class FileIO:
     touched_bytes: int | None = None     # distinct bytes read by syscalls or filled into the page cache
     coverage: float | None = None        # touched_bytes / size_bytes
     read_sizes: dict[int, int] = field(default_factory=dict)  # log2 bucket (-1: 0 bytes) -> reads
+    node: str | None = None              # address of the node whose JVM had the file (None: a one-node trace)
 
     @property
     def component(self) -> str | None:
@@ -243,6 +244,44 @@ class Profile:
 
 
 @dataclass
+class NodeIO:
+    """One node of a multi-node trace: its part in the read (analyses.nodes) and what it read over
+    the measured executions. Every figure is None when the node was not captured."""
+
+    node_id: int
+    address: str
+    host: str | None                  # ssh destination; None: this machine
+    datacenter: str | None
+    rack: str | None
+    replica: bool                     # holds a replica of the queried partition
+    captured: bool
+    not_captured: str | None          # why not, when not captured
+    pid: int | None
+    roles: list[str]                  # from Cassandra's query trace and the coordinators, in ROLE_ORDER
+    executions: int                   # measured executions the figures cover
+    read_bytes: int | None            # bytes read syscalls returned from all its files (not sockets)
+    amplification: Amplification | None   # its own Data files of the queried table
+    wire_to_nodes_bytes: int | None   # bytes it wrote to other nodes (storage port)
+    wire_to_client_bytes: int | None  # bytes it wrote to clients (native port)
+
+    @property
+    def role(self) -> str:
+        """Its roles in one phrase: 'coordinator + data replica', 'replica, not contacted', ..."""
+        if self.roles:
+            return " + ".join(self.roles)
+        return "replica, no part in the traced read" if self.replica else "no part in the traced read"
+
+    @property
+    def data_read_bytes(self) -> int | None:
+        return self.amplification.data_read_bytes if self.amplification else None
+
+    @property
+    def read_data(self) -> bool:
+        """Whether it read the queried table's Data files (None-safe: a node not captured did not, as far as known)."""
+        return bool(self.data_read_bytes)
+
+
+@dataclass
 class Analysis:
     trace_path: str
     complete: bool
@@ -266,6 +305,8 @@ class Analysis:
     query_trace: list[QueryTraceSession]
     context: dict                  # backend, source, node, Cassandra version, disk_access_mode, kernel, ...
     profile: Profile | None = None   # Java stacks of the reads and CPU samples (run --profile)
+    nodes: list[NodeIO] = field(default_factory=list)   # a multi-node (format 3) run trace's nodes; [] otherwise
+    consistency: str | None = None   # the run's consistency level (meta replicas/consistency)
 
     @property
     def other_files(self) -> list[FileIO]:

@@ -2,8 +2,8 @@
 
 from collections.abc import Sequence
 
-from casstrace.analyses.model import (Amplification, Analysis, Execution, FileIO, Profile, StackBytes, Verdict,
-                                      WeightedStack)
+from casstrace.analyses.model import (Amplification, Analysis, Execution, FileIO, NodeIO, Profile, StackBytes,
+                                      Verdict, WeightedStack)
 from casstrace.analyses.profile import bytes_measures, reading_frame
 from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
@@ -39,16 +39,49 @@ def file_row(f: FileIO, name: str | None = None) -> tuple[str, ...]:
     )
 
 
+def _on_node(analysis: Analysis, f: FileIO, name: str) -> str:
+    """A file's name, with its node's address in a trace of several nodes (their paths may be alike)."""
+    return f"[{f.node}] {name}" if f.node and len(analysis.nodes) > 1 else name
+
+
 def sstable_sections(analysis: Analysis) -> list[tuple[str, list[tuple[str, ...]]]]:
     """(SSTable label, rows of its component files), most bytes first."""
     return [
-        (group.label, [file_row(f, f.sstable.component_file if f.sstable else None) for f in group.files])
+        (group.label, [file_row(f, _on_node(analysis, f, f.sstable.component_file if f.sstable else f.path))
+                       for f in group.files])
         for group in analysis.sstables
     ]
 
 
 def other_file_rows(analysis: Analysis) -> list[tuple[str, ...]]:
-    return [file_row(f) for f in analysis.other_files]
+    return [file_row(f, _on_node(analysis, f, f.path)) for f in analysis.other_files]
+
+
+NODE_COLUMNS = ("Node", "Role", "Replica", "Data read", "Per execution", "Read (all files)", "Cache misses",
+                "Mapped touched", "To nodes", "To client")
+
+
+def node_rows(analysis: Analysis) -> list[tuple[str, ...]]:
+    """One row per node of a multi-node trace; a node not captured says why instead of figures."""
+    return [_node_row(node) for node in analysis.nodes]
+
+
+def _node_row(node: NodeIO) -> tuple[str, ...]:
+    where = node.address + (f" (ssh {node.host})" if node.host else "")
+    replica = "yes" if node.replica else "no"
+    if not node.captured:
+        return (where, node.role, replica, f"not captured: {node.not_captured or 'unknown why'}", "", "", "", "", "",
+                "")
+    amp = node.amplification
+    per_execution = (human_bytes(amp.data_read_bytes / node.executions) if amp and node.executions else "—")
+    return (where, node.role, replica, data_read(amp) if amp else "—", per_execution, human_bytes(node.read_bytes),
+            human_bytes(amp.cache_miss_bytes) if amp else "—", human_bytes(amp.mapped_touched_bytes) if amp else "—",
+            human_bytes(node.wire_to_nodes_bytes), human_bytes(node.wire_to_client_bytes))
+
+
+def nodes_heading(analysis: Analysis) -> str:
+    level = f" at {analysis.consistency}" if analysis.consistency else ""
+    return f"Nodes{level} ({analysis.scope})"
 
 
 def execution_row(e: Execution) -> tuple[str, ...]:

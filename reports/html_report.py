@@ -73,6 +73,9 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
             "<ul>" + "".join(f"<li>Evidence: {e(x)}</li>" for x in finding.evidence)
             + "".join(f"<li>Try: {e(x)}</li>" for x in finding.suggestion) + "</ul></div>")
 
+    if analysis.nodes:
+        parts.append(f"<h2>{e(common.nodes_heading(analysis))}</h2>")
+        parts.append(_table(common.NODE_COLUMNS, common.node_rows(analysis)))
     if analysis.executions:
         parts.append("<h2>Executions</h2>")
         parts.append(_table(common.EXECUTION_COLUMNS, [common.execution_row(x) for x in analysis.executions]))

@@ -4,6 +4,7 @@ Schema, version 2 (new fields may be added within a version; none is renamed or 
 Version 2: mapped pages touched (files[].mapped_touched_bytes, amplification.mapped_touched_bytes and
 .mapped_outside_syscall_bytes), data_read_bytes counts them (see casstrace.analyses.amplification),
 data_read_least_bytes/read_least, carried_by, "fix", "warmup"; measures.mapped.
+Later in version 2: "nodes", "consistency" and files[].node (traces of several nodes, format 3).
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
@@ -29,7 +30,23 @@ A measure the backend did not take is null, never 0; `measures` says which were 
              "read_calls", "write_bytes", "write_calls", "cache_miss_bytes" (null: not measured),
              "mapped_touched_bytes" (mapped pages accessed; null: not measured),
              "lseeks", "seeks" (reads not starting where the previous one ended), "longest_sequential_bytes",
-             "coverage" (distinct bytes touched / file size; null when the size is unknown)}],
+             "coverage" (distinct bytes touched / file size; null when the size is unknown),
+             "node" (address of the node whose JVM had the file; null in a trace without nodes)}],
+  "consistency": str | null,     the run's consistency level
+  "nodes": [{                    a run trace's nodes (format 3): the coordinator and the partition's replicas; [] otherwise
+    "address": str, "host": str | null (ssh destination; null: this machine), "datacenter", "rack": str | null,
+    "replica": bool,             holds a replica of the queried partition
+    "captured": bool, "not_captured": str | null (why not), "pid": int | null,
+    "roles": [str],              "coordinator", "data replica", "digest replica", "read repair", "speculative retry",
+                                 from Cassandra's query trace and the executions' coordinators
+    "role": str,                 the roles in one phrase ("coordinator + data replica")
+    "executions": int,           measured executions the figures cover
+    "data_read_bytes": int | null,   its Data files of the queried table (null: not captured, never 0 for unknown)
+    "read_bytes": int | null,    bytes read syscalls returned from all its files
+    "cache_miss_bytes", "mapped_touched_bytes": int | null,
+    "wire_to_nodes_bytes", "wire_to_client_bytes": int | null,   bytes it wrote to other nodes / to clients
+    "amplification": AMPLIFICATION | null   its own Data files against the query's payload
+  }],
   "findings": [{"cause": "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" |
                          "readahead_inflation" | "many_sstables" | "tombstones" | "cold_cache",
                 "title": str, "certainty": "measured" | "likely" | "possible",
@@ -86,7 +103,7 @@ A ratio is null when its denominator is 0 or unknown.
 import dataclasses
 import json
 
-from casstrace.analyses.model import Analysis, FileIO
+from casstrace.analyses.model import Analysis, FileIO, NodeIO
 from casstrace.reports import common
 from casstrace.reports.document import Document
 from casstrace.reports.formats import ReportOptions
@@ -130,6 +147,22 @@ def document(analysis: Analysis) -> dict:
         "query_trace": analysis.query_trace,
         "context": analysis.context,
         "profile": common.profile_data(analysis.profile) if analysis.profile is not None else None,
+        "consistency": analysis.consistency,
+        "nodes": [_node(node) for node in analysis.nodes],
+    }
+
+
+def _node(node: NodeIO) -> dict:
+    amp = node.amplification
+    return {
+        "address": node.address, "host": node.host, "datacenter": node.datacenter, "rack": node.rack,
+        "replica": node.replica, "captured": node.captured, "not_captured": node.not_captured, "pid": node.pid,
+        "roles": node.roles, "role": node.role, "executions": node.executions,
+        "data_read_bytes": node.data_read_bytes, "read_bytes": node.read_bytes,
+        "cache_miss_bytes": amp.cache_miss_bytes if amp else None,
+        "mapped_touched_bytes": amp.mapped_touched_bytes if amp else None,
+        "wire_to_nodes_bytes": node.wire_to_nodes_bytes, "wire_to_client_bytes": node.wire_to_client_bytes,
+        "amplification": dataclasses.asdict(amp) if amp else None,
     }
 
 
@@ -145,7 +178,7 @@ def _file(f: FileIO) -> dict:
         "write_bytes": f.write_bytes, "write_calls": f.write_calls, "cache_miss_bytes": f.cache_miss_bytes,
         "mapped_touched_bytes": f.mapped_touched_bytes,
         "lseeks": f.lseek_calls, "seeks": f.seek_jumps, "longest_sequential_bytes": f.longest_sequential_bytes,
-        "coverage": f.coverage,
+        "coverage": f.coverage, "node": f.node,
     }
 
 

@@ -37,6 +37,9 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
             lines += [f"  - evidence: {_escape(e)}" for e in finding.evidence]
             lines += [f"  - try: {_escape(s)}" for s in finding.suggestion]
 
+    if analysis.nodes:
+        lines += ["", f"#### {_escape(common.nodes_heading(analysis))}", ""]
+        lines += _table(common.NODE_COLUMNS, common.node_rows(analysis))
     if analysis.executions:
         lines += ["", "#### Executions", ""]
         lines += _table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])

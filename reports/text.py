@@ -47,6 +47,9 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     if options.brief:
         return out.text()
 
+    if analysis.nodes:
+        out.section(common.nodes_heading(analysis))
+        out.table(common.NODE_COLUMNS, common.node_rows(analysis))
     if analysis.executions:
         out.section("Executions")
         out.table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])

@@ -196,3 +196,70 @@ def warm_mmap(path, *, touched: int, huge: int = 0, payload: int = WIDE_PAYLOAD,
         writer.add_mapped_touched([(measured_window, data, touched, huge), (measured_window, index, 8192, 0),
                                    (warmup, data, touched if warmup_touched is None else warmup_touched, huge)])
     return writer.finish()
+
+
+# Cassandra 5.0.6's query trace of `SELECT c0` at QUORUM on a 3-node sandbox (RF 3), taken on
+# 127.0.0.1 (events abridged): the coordinator reads locally (no event says so) and sends a digest
+# request to 127.0.0.2.
+QUORUM_EVENTS = [
+    ("127.0.0.1", "ReadStage-2", "Executing single-partition query on wide"),
+    ("127.0.0.1", "Native-Transport-Requests-1", "reading digest from /127.0.0.2:7000"),
+    ("127.0.0.1", "Messaging-EventLoop-3-1", "Sending READ_REQ message to /127.0.0.2:7000 message size 158 bytes"),
+    ("127.0.0.2", "Messaging-EventLoop-3-1", "READ_REQ message received from /127.0.0.1:7000"),
+    ("127.0.0.2", "ReadStage-1", "Executing single-partition query on wide"),
+    ("127.0.0.1", "ReadStage-2", "Read 200 live rows and 0 tombstone cells"),
+    ("127.0.0.2", "ReadStage-1", "Read 200 live rows and 0 tombstone cells"),
+    ("127.0.0.2", "ReadStage-1", "Enqueuing response to /127.0.0.1:7000"),
+    ("127.0.0.1", "RequestResponseStage-3", "Processing response from /127.0.0.2:7000"),
+]
+ONE_EVENTS = [("127.0.0.1", "ReadStage-2", "Executing single-partition query on wide"),
+              ("127.0.0.1", "ReadStage-2", "Read 200 live rows and 0 tombstone cells")]
+
+
+def replica_reads(path, *, consistency="QUORUM", third="captured"):
+    """A run of `SELECT c0` over 3 nodes (RF 3) with 127.0.0.1 coordinating: at QUORUM 127.0.0.1 (data)
+    and 127.0.0.2 (digest) each read WIDE_DATA_READ of their own Data.db, at ONE only 127.0.0.1.
+    `third`: 'captured' (it read nothing), or the not_captured reason of 127.0.0.3."""
+    events = QUORUM_EVENTS if consistency == "QUORUM" else ONE_EVENTS
+    writer = TraceWriter(path)
+    _base_meta(writer, query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo", consistency=consistency,
+               page_size=5000, node={"host": "127.0.0.1", "port": 9042, "pid": 4242},
+               replicas={"keyspace": "demo", "consistency": consistency, "routing": "token map", "partitions": 1,
+                         "ssh": False},
+               cassandra={"release_version": "5.0.9", "disk_access_mode": "mmap_index_only",
+                          "tables": [wide_table_schema()]},
+               query_trace=[{"session_id": "9a1c", "duration_us": 390_000, "events": [
+                   {"activity": activity, "source_elapsed_us": 1_000 * number, "thread": thread, "source": source}
+                   for number, (source, thread, activity) in enumerate(events)]}])
+    captured = third == "captured"
+    writer.add_nodes([
+        {"node_id": 1, "address": "127.0.0.1", "replica": True, "captured": True, "pid": 4242},
+        {"node_id": 2, "address": "127.0.0.2", "replica": True, "captured": True, "pid": 4343},
+        {"node_id": 3, "address": "127.0.0.3", "replica": True, "captured": captured,
+         "not_captured": None if captured else third, "pid": 4444 if captured else None},
+    ])
+    execution = {"latency_s": 0.4, "rows": WIDE_ROWS, "payload_bytes": WIDE_PAYLOAD, "wire_bytes": WIDE_WIRE,
+                 "pages": 1, "coordinator": "127.0.0.1"}
+    _, measured = _run_windows(writer, execution)
+    readers = (1, 2) if consistency == "QUORUM" else (1,)
+    for node_id in (1, 2, 3) if captured else (1, 2):
+        address = f"127.0.0.{node_id}"
+        data = writer.file_id(f"/sandbox/node{node_id}/data/demo/wide-1a81fdb0e66811f19555a79a9024071e/nb-1-big-Data.db", "file",
+                              size_bytes=DATA_SIZE, dev=2049, inode=100 + node_id)
+        client = writer.file_id(f"tcp {address}:9042->127.0.0.1:5041{node_id}", "socket",
+                                local_addr=f"{address}:9042", remote_addr=f"127.0.0.1:5041{node_id}")
+        peer = writer.file_id(f"tcp {address}:7000->127.0.0.{3 - node_id if node_id < 3 else 1}:4900{node_id}",
+                              "socket", local_addr=f"{address}:7000",
+                              remote_addr=f"127.0.0.{3 - node_id if node_id < 3 else 1}:4900{node_id}")
+        writer.files_of_node(node_id)
+        if node_id in readers:
+            writer.add_file_io([{"window_id": measured, "file_id": data, "read_calls": WIDE_DATA_CALLS,
+                                 "read_bytes": WIDE_DATA_READ, "read_requested_bytes": WIDE_DATA_READ,
+                                 "cache_miss_pages": 0, "cache_miss_bytes": 0}])
+            writer.add_coverage([{"window_id": measured, "file_id": data, "source": "syscall", "first_page": 0,
+                                  "page_count": -(-WIDE_DATA_READ // 4096)}])
+        writer.add_file_io([{"window_id": measured, "file_id": client, "write_calls": 1,
+                             "write_bytes": WIDE_WIRE if node_id == 1 else 0},
+                            {"window_id": measured, "file_id": peer, "write_calls": 1,
+                             "write_bytes": 160 if node_id in readers else 0}])
+    return writer.finish()

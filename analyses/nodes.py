@@ -1,0 +1,151 @@
+"""The nodes of a multi-node trace (format 3): what part each took in the read, and what each read.
+
+Roles come from Cassandra's own query trace and the executions' coordinators, nothing else:
+  coordinator        an executions.coordinator address (the node the driver's request went to);
+  data replica       named by a coordinator's 'reading data from /X', or the coordinator itself when
+                     it read locally and no other node was sent the data request;
+  digest replica     named by 'reading digest from /X', or the coordinator when it read locally while
+                     another node was sent the data request (a digest read reads the rows as fully
+                     as a data read; only its reply is a hash);
+  read repair        named by 'Enqueuing full data read to X' (after a digest mismatch);
+  speculative retry  named by 'speculating read retry on X'.
+A local read is not traced as such by Cassandra (it only logs it): it shows as read events
+('Executing single-partition query', 'Read N live rows ...') whose source is the coordinator.
+
+Figures are per node over the analysed windows: the amplification rule of amplification.py over the
+node's own Data files, the bytes its files were read, and what it wrote to other nodes and to
+clients (sockets on the native port). A node that was not captured has no figures (None), and
+makes every sum over the cluster a lower bound.
+"""
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from casstrace.analyses import amplification as amp
+from casstrace.analyses.file_io import sql_in
+from casstrace.analyses.model import Amplification, NodeIO
+from casstrace.traces import Trace
+from casstrace.traces.meta import QueryTraceSession
+from casstrace.traces.sstable_names import SSTableName
+
+COORDINATOR, DATA, DIGEST, READ_REPAIR, SPECULATIVE = (
+    "coordinator", "data replica", "digest replica", "read repair", "speculative retry")
+ROLE_ORDER = (COORDINATOR, DATA, DIGEST, READ_REPAIR, SPECULATIVE)
+
+_ADDRESS = r"(?:[\w.-]*/)?(\d{1,3}(?:\.\d{1,3}){3})"      # '/127.0.0.2:7000', 'localhost/127.0.0.1:7000'
+_REMOTE_READ = re.compile(rf"^reading (data|digest) from {_ADDRESS}", re.IGNORECASE)
+_READ_REPAIR = re.compile(rf"^Enqueuing full data read to (?:Full\()?{_ADDRESS}", re.IGNORECASE)
+_SPECULATIVE = re.compile(rf"^speculating read retry on (?:Full\()?{_ADDRESS}", re.IGNORECASE)
+# What a node traces when it reads the partition itself.
+_LOCAL_READ = re.compile(r"^(Executing single-partition query|Read \d+ live rows?|Merged data from memtables)",
+                         re.IGNORECASE)
+
+
+def has_nodes(trace: Trace) -> bool:
+    """Whether the trace has nodes rows (a format-3 run trace); imports and captures have none."""
+    return trace.has_table("nodes") and bool(trace.rows("SELECT 1 FROM nodes LIMIT 1"))
+
+
+def roles(query_trace: list[QueryTraceSession], coordinators: Iterable[str]) -> dict[str, list[str]]:
+    """address -> its roles in the read, in ROLE_ORDER, from Cassandra's query trace events (with
+    their `source`) and the executions' coordinators."""
+    found: dict[str, set[str]] = {address: {COORDINATOR} for address in coordinators if address}
+    for session in query_trace:
+        events = session.get("events") or []
+        remote_data = False
+        local_readers: set[str] = set()
+        named: set[str] = set()
+        for event in events:
+            activity = event.get("activity", "")
+            source = event.get("source")
+            if match := _REMOTE_READ.match(activity):
+                kind, address = match.group(1).lower(), match.group(2)
+                found.setdefault(address, set()).add(DATA if kind == "data" else DIGEST)
+                named.add(address)
+                remote_data |= kind == "data"
+            elif match := _READ_REPAIR.match(activity):
+                found.setdefault(match.group(1), set()).add(READ_REPAIR)
+            elif match := _SPECULATIVE.match(activity):
+                found.setdefault(match.group(1), set()).add(SPECULATIVE)
+                named.add(match.group(1))
+            elif source and _LOCAL_READ.match(activity):
+                local_readers.add(source)
+        # A node that read without being sent a request read locally, as the coordinator.
+        for address in local_readers - named:
+            found.setdefault(address, set()).add(DIGEST if remote_data else DATA)
+    return {address: [role for role in ROLE_ORDER if role in kinds] for address, kinds in found.items()}
+
+
+def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *, executions: int,
+          payload_bytes: int | None, read: amp.ReadPages, query_trace: list[QueryTraceSession],
+          coordinators: list[str]) -> list[NodeIO]:
+    """Every node of the trace with its roles and figures over `window_ids` (the measured executions',
+    `executions` of them); [] for a trace without nodes rows."""
+    if not has_nodes(trace):
+        return []
+    node_rows = trace.rows("SELECT * FROM nodes ORDER BY node_id")
+    file_nodes = {row["file_id"]: row["node_id"] for row in
+                  trace.rows("SELECT file_id, node_id FROM files WHERE node_id IS NOT NULL")}
+    native_port = str((trace.meta.get("node") or {}).get("port") or amp.DEFAULT_NATIVE_PORT)
+    wire = _wire(trace, window_ids, native_port, {row["node_id"]: row["address"] for row in node_rows})
+    read_bytes = _read_bytes(trace, window_ids)
+    by_address = roles(query_trace, coordinators)
+    found = []
+    for row in node_rows:
+        node_id, captured = row["node_id"], bool(row["captured"])
+        figures: Amplification | None = None
+        if captured:
+            own = {file_id: name for file_id, name in data.items() if file_nodes.get(file_id) == node_id}
+            figures = amp.amplification(trace, window_ids, own, payload_bytes=payload_bytes, wire_bytes=None,
+                                        read=read)
+        to_nodes, to_client = wire.get(node_id, (0, 0))
+        found.append(NodeIO(
+            node_id=node_id, address=row["address"], host=row["host"], datacenter=row["datacenter"],
+            rack=row["rack"], replica=bool(row["replica"]), captured=captured, not_captured=row["not_captured"],
+            pid=row["pid"], roles=by_address.get(row["address"], []), executions=executions,
+            read_bytes=read_bytes.get(node_id, 0) if captured else None,
+            amplification=figures,
+            wire_to_nodes_bytes=to_nodes if captured and trace.measured("wire") else None,
+            wire_to_client_bytes=to_client if captured and trace.measured("wire") else None,
+        ))
+    return found
+
+
+def _read_bytes(trace: Trace, window_ids: list[int]) -> dict[int, int]:
+    """Bytes read syscalls returned from each node's files (not sockets) over the windows."""
+    condition, params = sql_in("io.window_id", window_ids)
+    return {row["node_id"]: row["bytes"] for row in trace.rows(
+        f"SELECT f.node_id, SUM(io.read_bytes) AS bytes FROM file_io io JOIN files f ON f.file_id = io.file_id"
+        f" WHERE f.kind = 'file' AND f.node_id IS NOT NULL AND {condition} GROUP BY f.node_id", params)}
+
+
+def _wire(trace: Trace, window_ids: list[int], native_port: str, addresses: dict[int, str]) -> dict[int, tuple[int, int]]:
+    """node_id -> (bytes it wrote to other nodes, bytes it wrote to clients). A socket whose local
+    port is the native port is a client's. Between nodes, Cassandra talks on the storage port: the
+    port found most often on either end of the connections with a node's address (the trace does
+    not record it)."""
+    condition, params = sql_in("io.window_id", window_ids)
+    sockets = []
+    for row in trace.rows(
+        f"SELECT f.node_id, f.path, f.local_addr, f.remote_addr, SUM(io.write_bytes) AS written FROM file_io io"
+        f" JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND f.node_id IS NOT NULL AND {condition}"
+        f" GROUP BY f.file_id", params,
+    ):
+        ends = row["path"].split()[-1].split("->")
+        local = (row["local_addr"] or ends[0]).rsplit(":", 1)
+        remote = (row["remote_addr"] or (ends[1] if len(ends) > 1 else ":")).rsplit(":", 1)
+        sockets.append((row["node_id"], local, remote, row["written"] or 0))
+    # Each connection between nodes has the storage port at one end and an ephemeral port at the other.
+    to_peers = Counter(port for _, local, remote, _ in sockets
+                       if local[-1] != native_port and remote[0] in addresses.values() for port in (local[-1], remote[-1]))
+    storage_port = to_peers.most_common(1)[0][0] if to_peers else None
+    totals: dict[int, tuple[int, int]] = {}
+    for node_id, local, remote, written in sockets:
+        to_nodes, to_client = totals.get(node_id, (0, 0))
+        if local[-1] == native_port:
+            to_client += written
+        elif storage_port is not None and storage_port in (local[-1], remote[-1]):
+            to_nodes += written
+        totals[node_id] = (to_nodes, to_client)
+    return totals
