@@ -33,10 +33,11 @@ WALL_EVENT = "profiler.WallClockSample"
 PAGE_BYTES = 4096
 # How near a wall-clock sample of the faulting thread must be to lend a fault its stack. A thread
 # blocked in a fault takes its profiling signal only when the fault returns, and a fault that reads
-# ahead megabytes blocks for milliseconds: on a 4.1 node with --cold, 68-80 % of the fault bytes had
-# a sample of their thread within 2 ms, 89 % within 10 ms, 94 % within 20 ms; on pread fills, where
-# the call's own stack is the truth, the nearest sample named the same asking Cassandra frame for 99.0 %
-# of the bytes from 1 ms to 20 ms alike (90 % for a sample 50 ms away: one frame asks for most bytes).
+# ahead megabytes blocks for milliseconds: on a 4.1 node with --cold (busy machine), 68-98 % of the
+# fault bytes had a sample of their thread within 2 ms, 89-99 % within 10 ms, 94-100 % within 20 ms
+# (the lower figures before cstack=vmx made sampling cheaper); on pread fills, where the call's own
+# stack is the truth, the nearest sample named the same asking Cassandra frame for 99.0-99.4 % of the
+# bytes from 2 ms to 20 ms alike (88-90 % for a sample 50 ms away: one frame asks for most bytes).
 # benchmarks/fault_join_accuracy.py measures it.
 FILL_JOIN_NS = 10_000_000
 
