@@ -7,7 +7,8 @@ Two views of the measured executions:
   the fills no read holds (faults on mapped files) on the stack of the faulting thread's nearest
   wall-clock sample. Fill bytes with no stack are undetermined, counted by why, never dropped;
 - CPU: wall-clock samples of the threads that served the query, taken while they were running
-  (state RUNNABLE): the threads that read those files, and the native-transport request threads.
+  (state RUNNABLE): the threads that read those files, the native-transport request threads and the
+  read stage's.
 """
 
 import json
@@ -21,7 +22,9 @@ from casstrace.traces.schema import PAGE_BYTES
 
 CASSANDRA_PACKAGE = "org.apache.cassandra."
 RUNNING_STATE = "STATE_RUNNABLE"
-REQUEST_THREAD_PREFIX = "Native-Transport"   # the threads that take CQL requests and answer them
+# The threads that take CQL requests and answer them, and those that run the local reads: a warm read
+# of mapped files leaves no call or fill to find its thread by.
+SERVING_THREAD_PREFIXES = ("Native-Transport", "ReadStage")
 MIN_EVIDENCE_SHARE = 0.01   # frames carrying less are not worth a line of evidence
 IO_PLUMBING = ("org.apache.cassandra.io.util.", "org.apache.cassandra.utils.")
 UNDETERMINED_READS = "in read calls with no Java stack"
@@ -95,7 +98,7 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
         readers |= {row["tid"] for row in trace.rows(
             "SELECT DISTINCT p.tid FROM page_cache_fills p JOIN windows w ON p.ts_ns >= w.start_ns"
             f" AND p.ts_ns < w.end_ns WHERE w.{windows} AND p.{files}", window_params + file_params)}
-    serving = readers | {tid for tid, name in names.items() if name.startswith(REQUEST_THREAD_PREFIX)}
+    serving = readers | {tid for tid, name in names.items() if name.startswith(SERVING_THREAD_PREFIXES)}
     tids, tid_params = sql_in("tid", sorted(serving))
     by_cpu_stack: dict[int, int] = defaultdict(int)
     for row in trace.rows(f"SELECT stack_id, SUM(samples) AS samples FROM profile_samples WHERE {windows}"

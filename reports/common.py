@@ -226,9 +226,11 @@ def profile_summary(profile: Profile) -> list[str]:
             + "".join(f"; {human_bytes(size)} {why}" for why, size in profile.fill_undetermined.items()) + ".")
         lines.append(f"A stack's bytes: {bytes_measures(profile)} (a cold read counts in both).")
     if not profile.data_read_bytes and not profile.fill_on_stacks_bytes:
-        lines.append("No read syscall on the Data files while the profiler was active: no stack to show. A node "
-                     "that maps its Data files (mmap) reads them with no call to record: which code touched the "
-                     "mapped pages is undetermined (async-profiler cannot sample page faults on this kernel).")
+        lines.append("No read syscall and no page-cache fill on the Data files while the profiler was active: no "
+                     "stack to show. A node that maps its Data files (mmap) reads cached pages with no call or fill "
+                     "to record, so which code touched them is undetermined (async-profiler cannot sample page "
+                     "faults on this kernel); run with --cold: the pages then come by faults, each put on the "
+                     "faulting thread's nearest wall-clock sample.")
     return lines
 
 
