@@ -3,13 +3,9 @@ sshd the tests start on a loopback port with a throwaway key; the figures agains
 /proc/PID/io counters and against the in-process capture of `casstrace run`."""
 
 import json
-import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,35 +18,13 @@ from casstrace.traces import Trace, TraceWriter
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bpf_programs import program_exists, program_ids  # noqa: E402
+from replicas_helpers import CASSTRACE, casstrace, data_bytes_per_execution, rchar, remote_casstrace  # noqa: E402
 
 pytestmark = pytest.mark.integration
-
-CASSTRACE = [sys.executable, "-m", "casstrace"]
-SSH_PORT = int(os.environ.get("CASSTRACE_TEST_SSH_PORT", "32010"))
-
-
-def casstrace(*args, timeout=300):
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-
-
-def rchar(pid: int) -> int:
-    return int(next(line.split()[1] for line in Path(f"/proc/{pid}/io").read_text().splitlines()
-                    if line.startswith("rchar:")))
-
 
 @pytest.fixture(scope="module")
 def demo_query(demo_tables):
     return f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}"
-
-
-def data_bytes_per_execution(trace: Trace) -> dict[int, int]:
-    """node_id -> the queried table's Data bytes read by syscalls, per measured execution (their mean)."""
-    rows = trace.rows(
-        "SELECT f.node_id, SUM(io.read_bytes) AS bytes, COUNT(DISTINCT io.window_id) AS windows"
-        " FROM file_io io JOIN files f USING (file_id) JOIN windows w USING (window_id)"
-        " WHERE w.label = 'execution' AND f.path LIKE '%-Data.db' GROUP BY f.node_id")
-    return {row["node_id"]: row["bytes"] // row["windows"] for row in rows}
-
 
 def test_an_agent_captures_its_node_on_the_driver_s_windows(sandbox, demo_tables, demo_query, tmp_path):
     """The agent path of one local node: every byte the JVM read in an execution's window is what
@@ -108,46 +82,7 @@ def test_an_agent_for_a_node_with_no_jvm_says_the_node_is_down(sandbox):
     assert agent.returncode == 1 and message["down"] is True
     assert f"serves 127.0.0.9:{port}" in message["error"]
 
-
-# -- over ssh: a real sshd on a loopback port --------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    """An sshd on 127.0.0.1:SSH_PORT that accepts a throwaway key for root; yields the ssh config
-    file that reaches it as Host 'node1'."""
-    if shutil.which("sshd", path="/usr/sbin:/usr/bin") is None:
-        pytest.fail("no sshd: scripts/install --test installs Debian's openssh-server")
-    directory = tmp_path_factory.mktemp("sshd")
-    for key in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", directory / key], check=True)
-    (directory / "authorized_keys").write_text((directory / "client_key.pub").read_text())
-    host_key = (directory / "host_key.pub").read_text().split()
-    (directory / "known_hosts").write_text(f"[127.0.0.1]:{SSH_PORT} {host_key[0]} {host_key[1]}\n")
-    (directory / "sshd_config").write_text(
-        f"Port {SSH_PORT}\nListenAddress 127.0.0.1\nHostKey {directory}/host_key\n"
-        f"AuthorizedKeysFile {directory}/authorized_keys\nPasswordAuthentication no\n"
-        "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n"
-        f"UsePAM no\nStrictModes no\nPidFile {directory}/sshd.pid\n")
-    (directory / "ssh_config").write_text(
-        f"Host node1\n  HostName 127.0.0.1\n  Port {SSH_PORT}\n  User root\n  IdentityFile {directory}/client_key\n"
-        f"  IdentitiesOnly yes\n  UserKnownHostsFile {directory}/known_hosts\n  StrictHostKeyChecking yes\n"
-        f"Host closed\n  HostName 127.0.0.1\n  Port 1\n  User root\n  IdentityFile {directory}/client_key\n")
-    Path("/run/sshd").mkdir(exist_ok=True)   # sshd's privilege separation directory
-    daemon = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", directory / "sshd_config"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while subprocess.run(["ssh", "-F", directory / "ssh_config", "-o", "BatchMode=yes", "node1", "true"],
-                         capture_output=True).returncode != 0:
-        assert daemon.poll() is None, daemon.stderr.read().decode()
-        assert time.monotonic() < deadline, "the test sshd does not accept the key"
-        time.sleep(0.2)
-    yield directory / "ssh_config"
-    daemon.send_signal(signal.SIGTERM)
-    daemon.wait(timeout=10)
-
-
-def remote_casstrace() -> str:
-    return str(Path(sys.executable).with_name("casstrace"))
+# -- over ssh: through the real sshd of the `sshd` fixture (tests/conftest.py) ---------------------
 
 
 def test_the_ssh_path_gives_the_local_path_s_bytes(sandbox, demo_query, sshd, tmp_path):
