@@ -1,0 +1,179 @@
+"""`casstrace run` on a real 3-node sandbox (RF 3, every node holds every row): every replica of the
+partition is captured on the same windows, each node's figures against its own JVM's /proc/PID/io,
+the ssh path against the local path, Ctrl-C, and a node down."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from casstrace.node.jvm import cassandra_at
+from casstrace.traces import Trace
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bpf_programs import program_exists, program_ids  # noqa: E402
+from replicas_helpers import CASSTRACE, casstrace, data_bytes_per_execution, rchar, remote_casstrace  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def query(cluster_demo):
+    return (f"SELECT c0 FROM {cluster_demo.keyspace}.{cluster_demo.spec.table} "
+            f"WHERE stream_id = {cluster_demo.spec.stream_id}")
+
+
+def node_args(cluster, node: int = 1) -> list[object]:
+    member = cluster.node(node)
+    return ["--host", member.host, "--port", member.native_port]
+
+
+def reads_per_execution(trace: Trace) -> list[dict[int, int]]:
+    """For each measured execution's window: node_id -> the Data.db bytes its JVM read in it."""
+    windows: dict[int, dict[int, int]] = {row["window_id"]: {} for row in trace.rows(
+        "SELECT window_id FROM windows WHERE label = 'execution' ORDER BY window_id")}
+    for row in trace.rows("SELECT io.window_id, f.node_id, SUM(io.read_bytes) AS bytes FROM file_io io"
+                          " JOIN files f USING (file_id) WHERE f.path LIKE '%-Data.db' GROUP BY 1, 2"):
+        if row["window_id"] in windows:
+            windows[row["window_id"]][row["node_id"]] = row["bytes"]
+    return list(windows.values())
+
+
+def whole_reads(reads: dict[int, int], whole: int) -> int:
+    """How many nodes read (within 1 %) the whole rows in one execution."""
+    return sum(read >= 0.99 * whole for read in reads.values())
+
+
+@pytest.fixture(scope="module")
+def at_one(cluster, query, tmp_path_factory):
+    """Node 1 coordinating at ONE: the Data bytes of each node in each measured execution."""
+    out = tmp_path_factory.mktemp("one") / "one.trace"
+    done = casstrace("run", query, *node_args(cluster), "--consistency", "ONE", "--repeat", 3, "--out", out,
+                     "--no-html")
+    assert done.returncode == 0, done.stderr
+    with Trace(out) as trace:
+        assert trace.rows("SELECT COUNT(*) FROM nodes WHERE captured = 1")[0][0] == 3
+        return reads_per_execution(trace)
+
+
+def whole_read(at_one: list[dict[int, int]]) -> int:
+    """The Data bytes of one replica's read of the partition: the most any node read in an execution."""
+    return max(read for reads in at_one for read in reads.values())
+
+
+def test_one_reads_the_rows_once_per_execution_on_some_replica(at_one):
+    """At ONE the coordinator asks one replica (the dynamic snitch picks which; a speculative retry
+    may start a second read, which the answer does not wait for)."""
+    assert all(whole_reads(reads, whole_read(at_one)) >= 1 for reads in at_one), at_one
+
+
+def test_every_local_replica_is_captured_with_its_own_bytes(cluster, query, at_one, tmp_path):
+    """QUORUM on RF 3 from node 1: three nodes captured, node 1 coordinating; in every execution at
+    least two replicas each read the whole rows (a data read and a digest read, both answered before
+    the client has its rows), and every node's bytes over the run are what its JVM read (rchar)."""
+    pids = {member.host: member.pid() for member in cluster.nodes}
+    before = {address: rchar(pid) for address, pid in pids.items()}
+    out = tmp_path / "quorum.trace"
+    done = casstrace("run", query, *node_args(cluster), "--consistency", "QUORUM", "--repeat", 3, "--out", out,
+                     "--no-html")
+    after = {address: rchar(pid) for address, pid in pids.items()}
+    assert done.returncode == 0, done.stderr
+    with Trace(out) as trace:
+        nodes = {row["address"]: row for row in trace.rows("SELECT * FROM nodes")}
+        assert set(nodes) == set(pids) and nodes["127.0.0.1"]["node_id"] == 1
+        assert all(row["captured"] and row["replica"] and row["pid"] == pids[address]
+                   for address, row in nodes.items())
+        assert trace.meta["replicas"]["routing"] == "token map"
+        assert {row["coordinator"] for row in trace.rows("SELECT coordinator FROM executions")} == {"127.0.0.1"}
+        assert {event.get("source") for session in trace.meta["query_trace"] for event in session["events"]} - \
+            {"127.0.0.1"}, "no replica's own events"
+        quorum = reads_per_execution(trace)
+        assert all(whole_reads(reads, whole_read(at_one)) >= 2 for reads in quorum), quorum
+        # every byte each JVM read during the capture is in its node's files, and no more
+        for address, row in nodes.items():
+            (seen,) = trace.rows("SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id)"
+                                 " WHERE f.node_id = ?", (row["node_id"],))[0]
+            kernel = after[address] - before[address]
+            assert 0.95 * kernel - 2_000_000 <= seen <= kernel, (address, seen, kernel)
+        assert {json.loads(row["meta"])["pid"] for row in nodes.values()} == set(pids.values())
+
+
+def test_the_ssh_path_gives_each_node_the_local_path_s_bytes(cluster, cluster_demo, query, sshd, tmp_path):
+    hosts = ",".join(f"{member.host}=node1" for member in cluster.nodes)   # one sshd reaches all three
+    local, remote = tmp_path / "local.trace", tmp_path / "ssh.trace"
+    common = [query, *node_args(cluster), "--consistency", "ALL", "--repeat", 3, "--no-html"]
+    done = casstrace("run", *common, "--out", local)
+    assert done.returncode == 0, done.stderr
+    done = casstrace("run", *common, "--out", remote, "--hosts", hosts, "--ssh-config", sshd,
+                     "--remote-casstrace", remote_casstrace())
+    assert done.returncode == 0, done.stderr
+    with Trace(local) as here, Trace(remote) as there:
+        assert {row["host"] for row in there.rows("SELECT host FROM nodes")} == {"node1"}
+        local_bytes, ssh_bytes = data_bytes_per_execution(here), data_bytes_per_execution(there)
+        assert set(local_bytes) == set(ssh_bytes) == {1, 2, 3}
+        for node_id, read in local_bytes.items():
+            assert abs(ssh_bytes[node_id] - read) <= 0.05 * read, (node_id, read, ssh_bytes[node_id])
+
+
+def agents_of(pid: int) -> list[int]:
+    """The capture agents a `casstrace run` started (its children running `casstrace agent`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid \
+                    and b"agent" in (entry / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def test_ctrl_c_stops_every_agent_and_keeps_their_capture(cluster, query, tmp_path):
+    out = tmp_path / "interrupted.trace"
+    run = subprocess.Popen([*CASSTRACE, "run", query, *map(str, node_args(cluster)), "--repeat", "300", "--out",
+                            str(out), "--no-html"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    programs: set[int] = set()
+    deadline = time.monotonic() + 120
+    agents: list[int] = []
+    while time.monotonic() < deadline:   # until every agent has its probes attached
+        agents = agents_of(run.pid)
+        held = {agent: program_ids(agent) for agent in agents}
+        programs |= {program for ids in held.values() for program in ids}
+        if len(agents) == 3 and all(held.values()):
+            break
+        assert run.poll() is None, run.communicate()
+        time.sleep(0.1)
+    time.sleep(2)   # executions under way
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert not any(Path(f"/proc/{agent}").exists() for agent in agents)
+    assert programs and not any(program_exists(program) for program in programs)
+    with Trace(out) as trace:
+        assert not trace.complete
+        assert trace.rows("SELECT COUNT(*) FROM nodes WHERE captured = 1")[0][0] == 3
+        assert trace.rows("SELECT COUNT(DISTINCT node_id) FROM files")[0][0] == 3
+
+
+def test_a_node_down_is_named_and_one_still_works(cluster, query, tmp_path):
+    down = cluster.node(3)
+    cluster.stop(only=3)
+    try:
+        assert cassandra_at(down.host, down.native_port) is None
+        out = tmp_path / "down.trace"
+        done = casstrace("run", query, *node_args(cluster), "--consistency", "ONE", "--repeat", 2, "--out", out,
+                         "--no-html")
+        assert done.returncode == 0, done.stderr
+        with Trace(out) as trace:
+            rows = {row["address"]: row for row in trace.rows("SELECT * FROM nodes")}
+            assert rows[down.host]["captured"] == 0 and rows[down.host]["replica"] == 1
+            assert rows[down.host]["not_captured"].startswith(f"down: no Cassandra JVM serves {down.host}:")
+            assert all(rows[address]["captured"] for address in rows if address != down.host)
+            assert not trace.rows("SELECT * FROM executions WHERE error IS NOT NULL")
+    finally:
+        cluster.start(only=3)   # the cluster is whole again for the tests after this one
