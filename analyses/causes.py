@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from casstrace.analyses.amplification import MMAP_DATA_MODES
 from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, NodeIO, Unseen, Verdict
-from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE
+from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.query import Select, TableSchema
 from casstrace.analyses.units import human_bytes, ratio
 from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
@@ -316,14 +316,19 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
     node of the query was not captured, that every figure is a lower bound (named, never a silent 0)."""
     level = consistency or "consistency level unknown"
     readers = [node for node in nodes if node.read_data]
-    per_node = ", ".join(f"{node.address} {human_bytes(node.data_read_bytes)}" for node in readers)
+    executions = max((node.executions for node in nodes), default=0)
+    per_node = ", ".join(f"{node.address} {human_bytes(node.data_read_bytes)}"
+                         + (f" in {len(node.reads_in)} of {executions}" if len(node.reads_in) < executions else "")
+                         for node in readers)
     what = "the whole rows" if full_row else "the queried table's Data files"
-    if len(readers) > 1:
-        sentence = f"{level}: {len(readers)} replicas each read {what} ({_reads_by_role(nodes)}): {per_node}."
-    elif readers:
-        sentence = f"{level}: 1 replica read {what} ({per_node})."
-    else:
+    counts = sorted(set(readers_per_execution(nodes).values()))
+    if not readers or not counts:
         sentence = f"{level}: no captured node read the queried table's Data files."
+    else:
+        many = (f"{counts[0]} to {counts[-1]} replicas" if len(counts) > 1 else _plural(counts[0], "replica"))
+        each = " each" if counts[-1] > 1 else ""
+        per = " in each execution" if executions > 1 else ""
+        sentence = f"{level}: {many}{each} read {what}{per} ({_reads_by_role(nodes)} in Cassandra's trace): {per_node}."
     missing = [node for node in nodes if not node.captured]
     summary = f"{verdict.summary} {sentence}"
     if not missing:
@@ -341,9 +346,10 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
 
 
 def replica_reads(nodes: list[NodeIO], consistency: str | None) -> Finding | None:
-    """When more than one replica read the Data files: what the consistency level cost, node by node."""
+    """When more than one replica read the Data files in an execution: what the consistency level
+    cost, node by node."""
     readers = [node for node in nodes if node.read_data]
-    if len(readers) < 2:
+    if max(readers_per_execution(nodes).values(), default=0) < 2:
         return None
     level = consistency or "this consistency level"
     evidence = [f"{node.address} ({node.role}) read {human_bytes(node.data_read_bytes)} of the Data files"
@@ -352,7 +358,7 @@ def replica_reads(nodes: list[NodeIO], consistency: str | None) -> Finding | Non
     evidence.append(f"Cassandra's query trace: {_reads_by_role(nodes)}. A digest read reads the rows as fully as "
                     "the data read; only its reply is a hash.")
     return Finding(
-        cause="replica_reads", title=f"{level}: {len(readers)} replicas read the rows, each in full",
+        cause="replica_reads", title=f"{level}: {len(readers)} replicas read the rows, each in full, for one read",
         certainty="measured", evidence=evidence,
         suggestion=[f"Each replica a read at {level} waits for reads the rows itself: at ONE (LOCAL_ONE) one "
                     "replica does; compare both with `casstrace compare --before ... --after ...`.",

@@ -263,13 +263,18 @@ class NodeIO:
     amplification: Amplification | None   # its own Data files of the queried table
     wire_to_nodes_bytes: int | None   # bytes it wrote to other nodes (storage port)
     wire_to_client_bytes: int | None  # bytes it wrote to clients (native port)
+    reads_in: list[int] = field(default_factory=list)   # the measured executions in which it read the Data files
 
     @property
     def role(self) -> str:
-        """Its roles in one phrase: 'coordinator + data replica', 'replica, not contacted', ..."""
+        """Its roles in one phrase: 'coordinator + data replica'; for a node Cassandra's trace (of one
+        execution) gives no part, what it did in the measured ones: 'replica, read in 1 of 2 executions'."""
         if self.roles:
             return " + ".join(self.roles)
-        return "replica, no part in the traced read" if self.replica else "no part in the traced read"
+        what = "replica" if self.replica else "node"
+        if self.reads_in:
+            return f"{what}, read in {len(self.reads_in)} of {self.executions} executions"
+        return f"{what}, no part in the traced read"
 
     @property
     def data_read_bytes(self) -> int | None:

@@ -90,6 +90,7 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *, 
     native_port = str((trace.meta.get("node") or {}).get("port") or amp.DEFAULT_NATIVE_PORT)
     wire = _wire(trace, window_ids, native_port, {row["node_id"]: row["address"] for row in node_rows})
     read_bytes = _read_bytes(trace, window_ids)
+    reads_in = _reads_in(trace, window_ids, data)
     by_address = roles(query_trace, coordinators)
     found = []
     for row in node_rows:
@@ -108,8 +109,32 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *, 
             amplification=figures,
             wire_to_nodes_bytes=to_nodes if captured and trace.measured("wire") else None,
             wire_to_client_bytes=to_client if captured and trace.measured("wire") else None,
+            reads_in=reads_in.get(node_id, []),
         ))
     return found
+
+
+def _reads_in(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]) -> dict[int, list[int]]:
+    """node_id -> the executions (of those windows) in which any measure saw its Data files read."""
+    window_condition, window_params = sql_in("io.window_id", window_ids)
+    file_condition, file_params = sql_in("io.file_id", sorted(data))
+    mapped = " OR COALESCE(io.mapped_touched_bytes, 0) > 0" if trace.measured("mapped") else ""
+    found: dict[int, list[int]] = {}
+    for row in trace.rows(
+        f"SELECT DISTINCT f.node_id, w.execution FROM file_io io JOIN files f ON f.file_id = io.file_id"
+        f" JOIN windows w ON w.window_id = io.window_id WHERE f.node_id IS NOT NULL AND w.execution IS NOT NULL"
+        f" AND {window_condition} AND {file_condition}"
+        f" AND (io.read_bytes > 0 OR COALESCE(io.cache_miss_bytes, 0) > 0{mapped}) ORDER BY w.execution",
+        window_params + file_params,
+    ):
+        found.setdefault(row["node_id"], []).append(row["execution"])
+    return found
+
+
+def readers_per_execution(nodes: list[NodeIO]) -> dict[int, int]:
+    """execution -> how many nodes read the Data files in it (executions no captured node read in are absent)."""
+    counts: Counter[int] = Counter(execution for node in nodes for execution in node.reads_in)
+    return dict(counts)
 
 
 def _read_bytes(trace: Trace, window_ids: list[int]) -> dict[int, int]:

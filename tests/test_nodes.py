@@ -4,7 +4,7 @@ trace, per-node figures, the consistency level in the verdict, a node not captur
 import json
 
 from casstrace.analyses import analyse
-from casstrace.analyses.nodes import roles
+from casstrace.analyses.nodes import readers_per_execution, roles
 from casstrace.reports import ReportOptions, render
 from tests.synthetic_traces import QUORUM_EVENTS, WIDE_DATA_READ, WIDE_WIRE, replica_reads
 
@@ -41,8 +41,10 @@ def test_quorum_reads_on_two_nodes_and_the_verdict_says_so(tmp_path):
     assert by_address["127.0.0.1"].wire_to_client_bytes == WIDE_WIRE
     assert by_address["127.0.0.2"].wire_to_nodes_bytes == 160
     assert analysis.overall.data_read_bytes == 2 * WIDE_DATA_READ
+    assert readers_per_execution(analysis.nodes) == {2: 2}     # the measured execution: two replicas read
     assert analysis.verdict.status == "flagged"
-    assert "QUORUM: 2 replicas each read the whole rows (1 data read, 1 digest read)" in analysis.verdict.summary
+    assert ("QUORUM: 2 replicas each read the whole rows (1 data read, 1 digest read in Cassandra's trace)"
+            in analysis.verdict.summary)
     assert "at least" not in analysis.verdict.summary
     assert any(f.cause == "replica_reads" for f in analysis.findings)
     # Every format shows the nodes; JSON per node and per file.
@@ -60,7 +62,7 @@ def test_quorum_reads_on_two_nodes_and_the_verdict_says_so(tmp_path):
 def test_one_reads_on_one_node(tmp_path):
     analysis = analyse(replica_reads(tmp_path / "one.trace", consistency="ONE"))
     assert [node.address for node in analysis.nodes if node.read_data] == ["127.0.0.1"]
-    assert "ONE: 1 replica read the whole rows" in analysis.verdict.summary
+    assert "ONE: 1 replica read the whole rows (1 data read in Cassandra's trace)" in analysis.verdict.summary
     assert not any(f.cause == "replica_reads" for f in analysis.findings)
 
 
