@@ -464,10 +464,13 @@ class BccCapture:
         whose notice arrived after they were closed, thread names set after start."""
         with self._lock:
             current_gen = self._current_gen.get(self.owner, {})
-            for fd, descriptor in proc_fds.fd_snapshot(self.pid).items():
+            for fd in proc_fds.open_fds(self.pid):
                 key = (self.owner, fd, current_gen.get(fd, 0))
                 known = self._descriptors.get(key)
-                if known is None or (known.dev is None and known.kind == descriptor.kind):
+                if known is not None and known.dev is not None:
+                    continue   # named at start or when opened: nothing /proc says now would add to it
+                descriptor = proc_fds.describe_fd(self.pid, fd, with_position=False)
+                if descriptor is not None and (known is None or known.kind == descriptor.kind):
                     self._descriptors[key] = descriptor
             self._name_sockets()
             self._thread_names.update(proc_fds.thread_names(self.pid))

@@ -73,14 +73,18 @@ def fd_position(pid: int, fd: int) -> int | None:
     return None
 
 
+def open_fds(pid: int) -> list[int]:
+    """The numbers of the process's open fds (none when it is gone)."""
+    try:
+        return [int(name) for name in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return []
+
+
 def fd_snapshot(pid: int) -> dict[int, Descriptor]:
     """Every open fd of the process."""
-    try:
-        numbers = [int(name) for name in os.listdir(f"/proc/{pid}/fd")]
-    except OSError:
-        return {}
     snapshot = {}
-    for fd in numbers:
+    for fd in open_fds(pid):
         descriptor = describe_fd(pid, fd)
         if descriptor is not None:
             snapshot[fd] = descriptor
