@@ -1,11 +1,14 @@
 """Joining the probes' per-call read log with the profiler's stack of each read method call, and the
 profile analysis on a trace written with it (no JVM, no probes)."""
 
+import json
+
 from casstrace.analyses import analyse
 from casstrace.analyses.profile import UNDETERMINED_FAULTS, UNDETERMINED_READS, UNDETERMINED_UNLOGGED, bytes_measures
 from casstrace.probes.java_stacks import (FILL_JOIN_NS, LoggedFill, LoggedRead, join_reads, nearest_samples, up_to,
                                          write_profile)
 from casstrace.probes.jfr import Sample
+from casstrace.reports import render
 from casstrace.traces import TraceWriter
 
 READ = ("java.lang.Thread.run", "org.apache.cassandra.db.ReadCommand.executeLocally",
@@ -124,3 +127,19 @@ def test_a_recorded_call_loses_the_profilers_own_frames_above_the_read_method():
     recorded = ("clone3", "start_thread", *READ, "one.profiler.Instrument.recordSample", "Instrument::recordSample")
     assert up_to(recorded, "sun.nio.ch.FileDispatcherImpl.pread") == ("clone3", "start_thread", *READ)
     assert up_to(INDEX, "sun.nio.ch.UnixFileDispatcherImpl.pread") == INDEX
+
+
+def test_reports_say_which_measures_a_stacks_bytes_add_up_and_what_stays_undetermined(tmp_path):
+    analysis = analyse(_trace(tmp_path / "t.trace", fills=True))
+    profile = json.loads(render(analysis, "json"))["profile"]
+    assert profile["bytes_measures"] == "bytes read syscalls returned + page-cache fill bytes"
+    assert [(s["syscall_bytes"], s["fill_bytes"], s["bytes"]) for s in profile["stacks_bytes"]] == [
+        (32768, 9 * 4096, 32768 + 9 * 4096), (1000, 4096, 1000 + 4096)]
+    assert profile["data_fill_bytes"] == 18 * 4096 and profile["fill_undetermined_bytes"] == 8 * 4096
+    assert {u["why"]: u["bytes"] for u in profile["fill_undetermined"]} == {
+        UNDETERMINED_READS: 4096, UNDETERMINED_FAULTS: 5 * 4096, UNDETERMINED_UNLOGGED: 2 * 4096}
+    text = render(analysis, "text")
+    assert "Page-cache fills of the Data files: 40.0 KiB of 72.0 KiB on a Java stack" in text
+    assert "undetermined: 32.0 KiB" in text
+    assert "68.0 KiB (32.0 KiB read + 36.0 KiB filled)" in text
+    assert "Data bytes by Java stack: bytes read syscalls returned + page-cache fill bytes" in render(analysis, "html")
