@@ -19,6 +19,7 @@ static int64_t SLOT_NS, HEATMAP_OFFSET_BYTES, PAGE_BYTES;
 static uint64_t *bucket_starts;
 static Py_ssize_t bucket_count;
 static PyObject *TARGET_NONE, *TARGET_OTHER, *FILE_KIND;
+static PyObject *PID, *TID, *COMM;    /* attribute names, interned: looked up once per call */
 
 /* -- an int64 -> int64 map: open addressing, linear probing, deletion by backward shift ---------- */
 typedef struct {
@@ -604,7 +605,7 @@ static PyObject *Fold_fold(Fold *self, PyObject *args)
                 goto fail;
             started = 1;
         }
-        if ((pid = PyObject_GetAttrString(thread, "pid")) == NULL)
+        if ((pid = PyObject_GetAttr(thread, PID)) == NULL)
             goto fail;
         int64_t pid_number = as_int(pid, &failed);
         if (failed)
@@ -615,7 +616,7 @@ static PyObject *Fold_fold(Fold *self, PyObject *args)
                 goto fail;
             goto next;
         }
-        if ((tid = PyObject_GetAttrString(thread, "tid")) == NULL || (comm = PyObject_GetAttrString(thread, "comm")) == NULL)
+        if ((tid = PyObject_GetAttr(thread, TID)) == NULL || (comm = PyObject_GetAttr(thread, COMM)) == NULL)
             goto fail;
         if (thread != p->last_thread || comm != p->last_comm) {
             if (PyDict_SetItem(p->threads, tid, comm) < 0)
@@ -968,6 +969,10 @@ static PyObject *configure(PyObject *module, PyObject *args)
     Py_XSETREF(TARGET_NONE, Py_NewRef(none));
     Py_XSETREF(TARGET_OTHER, Py_NewRef(other));
     Py_XSETREF(FILE_KIND, Py_NewRef(file_kind));
+    if ((PID == NULL && (PID = PyUnicode_InternFromString("pid")) == NULL) ||
+        (TID == NULL && (TID = PyUnicode_InternFromString("tid")) == NULL) ||
+        (COMM == NULL && (COMM = PyUnicode_InternFromString("comm")) == NULL))
+        return NULL;
     Py_RETURN_NONE;
 }
 

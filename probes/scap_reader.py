@@ -402,9 +402,10 @@ class ScapReader:
 
     def _scan(self, buffer: bytes, at: int, out: list[CallFields], pending: dict[int, tuple]) -> tuple[int, int, bool]:
         """Reads the whole blocks of `buffer` from `at` on, appending the calls to `out`; returns
-        (where the first block not read whole starts, event blocks read, stopped early). It stops
-        early right after an execve, which renames a thread: the calls before it are folded with the
-        thread as it was. probes/scap_scan.c is the same loop compiled (and used when built)."""
+        (where it stopped, event blocks read, whether it stopped early). It stops early at an execve
+        once it has calls: an execve renames its thread, and the calls before it must be folded
+        before, with the thread as it was; the next call reads the execve first. probes/scap_scan.c is
+        the same loop compiled (and used when built)."""
         threads, fds = self.threads, self.fds
         io_events, io_enters, open_events = IO_EVENTS, IO_ENTERS, OPEN_EVENTS
         enter_layouts, exit_layouts = ENTER_LAYOUTS, EXIT_LAYOUTS
@@ -418,6 +419,7 @@ class ScapReader:
         # at once (the common case), the block header alone otherwise.
         full = buffer_size - 36
         while at + 8 <= buffer_size:
+            block_start = at
             if at <= full:
                 block_type, block_length, _, ts, tid, length, etype, nparams = event_v2.unpack_from(buffer, at)
             else:
@@ -543,9 +545,9 @@ class ScapReader:
                 if call is not None and not flags & STATE_ONLY:
                     append(call)
             else:
+                if etype in EXECVES and out:
+                    return block_start, events - 1, True   # read again, first thing, by the next call
                 self._state(etype, ts, thread, pending, buffer, memoryview(buffer), values, lengths, nparams, flags)
-                if etype in EXECVES:
-                    return at, events, True
         return at, events, False
 
     def _block_at(self, block_type: int, buffer: bytes, at: int, end: int) -> None:

@@ -36,6 +36,7 @@ static int block_count;
 static long close_kind;
 static uint32_t state_only, large_payload;
 static PyObject *scap_error;
+static PyObject *PID;     /* "pid", interned: looked up once per I/O call */
 static int configured;
 
 static inline uint16_t rd16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
@@ -168,6 +169,8 @@ static PyObject *configure(PyObject *module, PyObject *args)
         blocks[block_count].has_flags = (char)PyObject_IsTrue(has_flags);
         block_count++;
     }
+    if (PID == NULL && (PID = PyUnicode_InternFromString("pid")) == NULL)
+        return NULL;
     configured = 1;
     Py_RETURN_NONE;
 }
@@ -278,7 +281,7 @@ static PyObject *scan(PyObject *module, PyObject *const *argv, Py_ssize_t argc)
 
     while (at + 8 <= size) {
         uint32_t block_type = rd32(data + at), block_length = rd32(data + at + 4);
-        Py_ssize_t block_end = at + block_length;
+        Py_ssize_t block_start = at, block_end = at + block_length;
         if (block_end > size || block_length < 12 || block_length & 3) {
             if (block_length < 12 || block_length & 3) {
                 PyErr_Format(scap_error, "a block of %u bytes at a block boundary: not a capture", block_length);
@@ -398,7 +401,7 @@ static PyObject *scan(PyObject *module, PyObject *const *argv, Py_ssize_t argc)
                 if (args[2] != Py_None) Py_SETREF(offset, args[2]); else Py_DECREF(args[2]);
                 if (args[3] != Py_None) Py_SETREF(whence, args[3]); else Py_DECREF(args[3]);
             }
-            PyObject *pid = PyObject_GetAttrString(thread, "pid");
+            PyObject *pid = PyObject_GetAttr(thread, PID);
             if (pid == NULL)
                 goto io_fail;
             PyObject *table = PyDict_GetItemWithError(fds, pid);
@@ -548,15 +551,19 @@ static PyObject *scan(PyObject *module, PyObject *const *argv, Py_ssize_t argc)
                 goto fail;
             continue;
         }
+        if (spec->execve && PyList_GET_SIZE(out) > 0) {
+            /* the calls before an execve are folded before it renames their thread: read it again,
+             * first thing, on the next call */
+            at = block_start;
+            events--;
+            stopped = 1;
+            break;
+        }
         PyObject *done = PyObject_CallMethod(reader, "_state", "lOOOOOnOlk", (long)etype, ts_value, thread, pending,
                                              buffer, view, values, lengths_value, nparams, (unsigned long)flags);
         if (done == NULL)
             goto fail;
         Py_DECREF(done);
-        if (spec->execve) {
-            stopped = 1;
-            break;
-        }
     }
     Py_XDECREF(tid_key);
     Py_XDECREF(ts_value);

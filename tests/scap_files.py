@@ -55,3 +55,22 @@ def thread_renamed(source: Path, out: Path, tid: int, new_tid: int) -> None:
             struct.pack_into("<Q", data, at + 18, new_tid)   # block header, cpu id, ts, then tid
         at += length
     out.write_bytes(bytes(data))
+
+
+def with_execve(source: Path, out: Path, tid: int, after_ts: int, exe: bytes, comm: bytes) -> None:
+    """`source` with thread `tid` exec'ing `exe` (named `comm`) 1 ns after its event at `after_ts`:
+    an execve exit event (PPME 293, its first 14 parameters: result 0, exe, comm at 13)."""
+    data = source.read_bytes()
+    at, blocks = 0, []
+    while at < len(data):
+        block_type, length = struct.unpack_from("<II", data, at)
+        blocks.append(data[at:at + length])
+        if block_type == 0x216 and struct.unpack_from("<QQ", data, at + 10) == (after_ts, tid):
+            ts = after_ts + 1
+            params = [struct.pack("<q", 0), exe + b"\0"] + [b""] * 11 + [comm + b"\0"]
+            body = struct.pack(f"<HQQIHI{len(params)}H", 0, ts, tid, 26 + 2 * len(params) + sum(map(len, params)),
+                               293, len(params), *map(len, params)) + b"".join(params)
+            body += b"\0" * (-len(body) % 4)
+            blocks.append(struct.pack("<II", 0x216, 12 + len(body)) + body + struct.pack("<I", 12 + len(body)))
+        at += length
+    out.write_bytes(b"".join(blocks))

@@ -12,7 +12,7 @@ from casstrace.probes import scap_reader
 from casstrace.probes.scap_reader import READ, ScapError, ScapReader
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scap_files import exit_only, thread_renamed  # noqa: E402
+from scap_files import exit_only, thread_renamed, with_execve  # noqa: E402
 
 SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"
 # capture: (Data.db bytes read, preads), as tests/data/README.md states them
@@ -146,3 +146,24 @@ def test_ipv6_addresses_are_written_as_inet_ntop_writes_them():
     cases += [b"".join(rng.choice((0, 0, 0, 0xFFFF, rng.randrange(1 << 16))).to_bytes(2, "big") for _ in range(8))
               for _ in range(20_000)]
     assert [scap_reader._ipv6(raw) for raw in cases] == [inet_ntop(raw) for raw in cases]
+
+
+@pytest.mark.parametrize("loop", ["compiled", "python"])
+def test_calls_before_an_execve_are_handed_on_before_it_renames_their_thread(loop, tmp_path, monkeypatch):
+    """Calls go to the fold a list at a time, and an execve renames its thread in place: a list
+    ends before an execve, so that the calls before it are folded with the thread as it was."""
+    if loop == "python":
+        monkeypatch.setattr(scap_reader, "COMPILED_SCAN", None)
+    elif scap_reader.COMPILED_SCAN is None:
+        pytest.skip("probes/scap_scan.c is not built: run scripts/install (needs gcc and python3-dev)")
+    source = SCAP_DIR / "cassandra5-narrow-fixed.scap"
+    (tid,) = {call[5].tid for call in calls(source) if call[1] == "pread64"}
+    before = [call for call in calls(source) if call[5].tid == tid]
+    exec_ts = before[0][3]   # right after the thread's first call returned
+    with_execve(source, tmp_path / "exec.scap", tid, exec_ts, b"/usr/bin/other", b"other")
+    handed_on = []
+    for batch in ScapReader(tmp_path / "exec.scap").batches():
+        handed_on += [(call[3], call[5].comm, call[5].exe) for call in batch if call[5].tid == tid]
+    assert [comm for ts, comm, _ in handed_on if ts <= exec_ts] == [before[0][5].comm]
+    assert {(comm, exe) for ts, comm, exe in handed_on if ts > exec_ts} == {("other", "/usr/bin/other")}
+    assert len(handed_on) == len(before)

@@ -188,19 +188,20 @@ def cpu_seconds(command: list[str]) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def test_importing_the_largest_capture_costs_under_four_topfiles_bytes(tmp_path):
+def test_importing_the_largest_capture_costs_under_three_topfiles_bytes(tmp_path):
     """A regression guard, not the README's figure (benchmarks/import_speed.py measures that): CPU
     time of `casstrace import` against sysdig's own topfiles_bytes chisel on the largest shared
-    capture, whole processes, paired runs, median ratio. About 3.1 today (Python and click start-up
-    alone cost as much as the whole chisel run); the 0.62 s latency-table regression made it 10.9."""
+    capture, whole processes, paired runs, median ratio. 2.2-2.4 on the busy machine with the
+    compiled reader and fold (Python's start-up alone, its site and casstrace's modules, costs
+    about one chisel run); the 0.62 s latency-table regression made it 10.9."""
     scap = max(CAPTURES, key=lambda path: path.stat().st_size)
     cpu_seconds([CASSTRACE, "import", str(scap), "--out", str(tmp_path / "warm.trace")])
     ratios = []
-    for run in range(5):
+    for run in range(7):
         chisel = cpu_seconds(["sysdig", "-r", str(scap), "-c", "topfiles_bytes"])
         ours = cpu_seconds([CASSTRACE, "import", str(scap), "--out", str(tmp_path / f"{run}.trace")])
         ratios.append(ours / chisel)
-    assert statistics.median(ratios) < 4, ratios
+    assert statistics.median(ratios) < 3, ratios
 
 
 def test_sysdig_version_is_asked_once_per_binary(tmp_path, monkeypatch):
