@@ -19,6 +19,7 @@ What a scap can tell, and what it cannot:
 Data buffers are never decoded.
 """
 
+import gc
 import itertools
 import marshal
 import os
@@ -658,6 +659,11 @@ def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | No
         raise CasstraceError(f"--proc {proc!r} is not a process name",
                              "give the executable's name, e.g. --proc java, or use --pid")
     importer = ScapImporter(windows, None, event_limit, pid=pid, proc=proc)
+    # An import allocates millions of small tuples that reference counting frees; the cyclic
+    # collector would only walk the live ones again and again (a sixth of the time) and find no
+    # cycle among them: it waits until the import is done.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         reader = ScapReader(scap, pid if filtered_to_pid else None)
         try:
@@ -687,6 +693,8 @@ def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | No
                              bool(chosen.paired))
     finally:
         importer.close()
+        if collecting:
+            gc.enable()
 
 
 def _compiled_fold() -> Any:

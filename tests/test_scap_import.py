@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from casstrace.errors import CasstraceError
 from casstrace.probes import sysdig_import
 from casstrace.probes.protocol import Window
 from casstrace.probes.scap_reader import OPEN, READ, SEEK, Call, Fd, ScapReader, Thread
@@ -156,3 +157,26 @@ def test_records_name_their_file_in_a_trace_that_held_files_already(tmp_path):
     trace = Trace(tmp_path / "held.trace")
     assert [tuple(row) for row in trace.rows("SELECT f.path, e.offset FROM events e JOIN files f USING (file_id)")] == [
         ("/d/f", 4096)]
+
+
+def test_the_cyclic_collector_waits_for_the_import_only(tmp_path):
+    """import_scap turns Python's cyclic garbage collector off while it folds (its tuples hold no
+    cycles) and puts it back as it was, on success as on failure."""
+    import gc
+
+    assert gc.isenabled()
+    writer = TraceWriter(tmp_path / "one.trace")
+    import_scap(SCAP_DIR / "test_ipv6_client.scap", writer)
+    writer.finish()
+    assert gc.isenabled()
+    with pytest.raises(CasstraceError):   # no calls of pid 1
+        import_scap(SCAP_DIR / "test_ipv6_client.scap", TraceWriter(tmp_path / "two.trace"), pid=1)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        writer = TraceWriter(tmp_path / "three.trace")
+        import_scap(SCAP_DIR / "test_ipv6_client.scap", writer)
+        writer.finish()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
