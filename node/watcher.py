@@ -98,7 +98,7 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
 
     with ExitStack() as stack:
         node = stack.enter_context(NodeSession(options.connection))
-        process = find_cassandra(options.pid, native_port=options.connection.port)
+        process = find_cassandra(options.pid, native_port=options.connection.port, address=node.address())
         nodetool = nodetool_for(process, options.nodetool)
         thread_ids = ThreadIds().add(java_thread_ids(process.pid))
         node_settings = context.settings(node.session)

@@ -10,9 +10,10 @@ from cassandra import cqltypes
 from cassandra.metadata import Murmur3Token
 
 from casstrace.errors import CasstraceError
-from casstrace.node.jvm import _proc_net_address
-from casstrace.node.replicas import routing_keys, serialize_literal
-from casstrace.node.targets import parse_hosts
+from casstrace.node import targets
+from casstrace.node.jvm import CassandraProcess, _proc_net_address
+from casstrace.node.replicas import replica_set, routing_keys, serialize_literal
+from casstrace.node.targets import RemoteSettings, parse_hosts, plan_nodes
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.merge import combined_meta, merge_node
 from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS
@@ -157,3 +158,70 @@ def test_a_partial_of_another_format_or_other_windows_is_refused(tmp_path):
     with pytest.raises(CasstraceError, match="trace format 2"):
         merge_node(writer, one, 1, 0, START)
     writer.discard()
+
+
+# -- the replica set and the plan ------------------------------------------------------------------
+class FakeHost:
+    def __init__(self, address, rack="rack1"):
+        self.address, self.datacenter, self.rack = address, "dc1", rack
+        self.endpoint = type("Endpoint", (), {"port": 9042})()
+
+
+class FakeCluster:
+    """The driver's Cluster as replica_set uses it: hosts, a keyspace refresh, the token map's replicas."""
+
+    def __init__(self, hosts, replicas_by_key):
+        self.hosts, self.replicas_by_key, self.refreshed = hosts, replicas_by_key, []
+        self.metadata = self
+
+    def all_hosts(self):
+        return list(self.hosts)
+
+    def refresh_keyspace_metadata(self, keyspace):
+        self.refreshed.append(keyspace)
+
+    def get_replicas(self, keyspace, key):
+        return self.replicas_by_key.get(key, [])
+
+
+HOSTS = [FakeHost(f"10.0.0.{i}") for i in (1, 2, 3, 4)]
+ONE_KEY = b"\0\0\0\1"
+
+
+def test_the_replica_set_is_the_coordinator_then_the_token_map_s_replicas():
+    cluster = FakeCluster(HOSTS, {ONE_KEY: [HOSTS[2], HOSTS[1]]})
+    found = replica_set(cluster, "10.0.0.1", 9042, "ks", STREAMS, "SELECT c0 FROM ks.streams WHERE stream_id = 1")
+    assert [(n.address, n.replica, n.coordinator) for n in found.nodes] == [
+        ("10.0.0.1", False, True), ("10.0.0.3", True, False), ("10.0.0.2", True, False)]
+    assert (found.routing, found.partitions, cluster.refreshed) == ("token map", 1, ["ks"])
+    coordinating_replica = replica_set(cluster, "10.0.0.2", 9042, "ks", STREAMS,
+                                       "SELECT c0 FROM ks.streams WHERE stream_id = 1")
+    assert [(n.address, n.coordinator) for n in coordinating_replica.nodes] == [
+        ("10.0.0.2", True), ("10.0.0.3", False)]
+
+
+def test_a_statement_with_no_partition_involves_every_node():
+    found = replica_set(FakeCluster(HOSTS, {}), "10.0.0.1", 9042, "ks", STREAMS, "SELECT c0 FROM ks.streams")
+    assert [n.address for n in found.nodes] == [h.address for h in HOSTS] and all(n.replica for n in found.nodes)
+    assert (found.routing, found.partitions) == ("all nodes (no partition key)", 0)
+    unknown = replica_set(FakeCluster(HOSTS, {}), "10.0.0.1", 9042, "ks",
+                          table(("d", "date", "partition_key")), "SELECT * FROM ks.t WHERE d = '2020-01-01'")
+    assert unknown.routing == "all nodes (cannot read the date value of d)"
+
+
+def test_the_plan_captures_what_runs_here_and_says_why_not_the_rest(monkeypatch):
+    found = replica_set(FakeCluster(HOSTS, {ONE_KEY: HOSTS[:3]}), "10.0.0.1", 9042, "ks", STREAMS,
+                        "SELECT c0 FROM ks.streams WHERE stream_id = 1")
+    here = {"10.0.0.2": 222}
+    monkeypatch.setattr(targets, "cassandra_at", lambda address, port: CassandraProcess(here[address], ())
+                        if address in here else None)
+    coordinator = CassandraProcess(111, ())
+    plan = plan_nodes(found, coordinator, RemoteSettings(), "bcc", [])
+    assert [(p.node_id, p.node.address, p.target and p.target.options.pid, p.target and p.target.ssh, p.not_captured)
+            for p in plan] == [(1, "10.0.0.1", 111, None, None), (2, "10.0.0.2", 222, None, None),
+                               (3, "10.0.0.3", None, None, "no JVM on this machine; give --ssh")]
+    over_ssh = plan_nodes(found, coordinator, RemoteSettings(ssh=True, hosts={"10.0.0.2": "db2"}), "bcc", [])
+    assert [(p.target.ssh, p.target.options.pid) for p in over_ssh] == [(None, 111), ("db2", None), ("10.0.0.3", None)]
+    assert over_ssh[2].target.command()[:3] == ["ssh", "-o", "BatchMode=yes"]
+    with pytest.raises(CasstraceError, match="10.0.0.9, which is no node of this query"):
+        plan_nodes(found, coordinator, RemoteSettings(hosts={"10.0.0.9": "x"}), "bcc", [])
