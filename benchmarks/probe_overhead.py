@@ -1,6 +1,7 @@
 """Overhead of the bcc probes on the traced process (prints figures; not a test).
 
   .venv/bin/python benchmarks/probe_overhead.py [--query-runs 300] [--storm-rounds 15] [--skip-query]
+                                                [--bpf-stats]
 
 (a) the demo query warm on the dev sandbox (127.0.0.1:9042):
     SELECT c0 FROM casstrace_demo.streams WHERE stream_id=1, traced and untraced executions
@@ -14,9 +15,15 @@ the tracer's own CPU (this process: the notice poller while capturing, reading t
 and the per-call records kept, not streamed and lost. The storm also checks that the aggregates
 counted every one of the calls: half of them are past the event log's default capacity, so both
 the logged path and the kernel-aggregated path are measured.
+
+--bpf-stats also prints the time each BPF program took per run (the kernel's run_time_ns, with
+/proc/sys/kernel/bpf_stats_enabled on while the benchmark runs, as it was after): a figure a busy
+machine disturbs far less than wall or CPU time, for comparing versions of capture.c. Counting
+costs each run two clock reads, so the ratios of such a run are not the figures.
 """
 
 import argparse
+import contextlib
 import os
 import resource
 import statistics
@@ -86,6 +93,7 @@ class TracerCost:
         self.capturing = self.stopping = 0.0
         self.seconds = 0.0
         self.offered = self.kept = self.lost = self.overflows = 0
+        self.programs: dict[str, list[int]] = {}   # BPF program -> [ns, runs] (with --bpf-stats)
 
     def trace(self, pid: int, work, extra_dirs=()):
         capture = BccCapture(pid, extra_dirs=extra_dirs)
@@ -95,6 +103,10 @@ class TracerCost:
             result = work()
         finally:
             self.seconds += time.monotonic() - began
+            for name, (ns, runs) in capture.program_run_times().items():
+                totals = self.programs.setdefault(name, [0, 0])
+                totals[0] += ns
+                totals[1] += runs
             cpu = cpu_seconds()
             captured = capture.stop()
             self.stopping += cpu_seconds() - cpu
@@ -113,6 +125,10 @@ class TracerCost:
               f"{self.stopping:.2f} s")
         print(f"  {label}: per-call records offered {self.offered}, kept {self.kept}, "
               f"not streamed {self.offered - self.kept}, lost {self.lost}; aggregate updates lost {self.overflows}")
+        counted = {name: (ns, runs) for name, (ns, runs) in self.programs.items() if runs}
+        if counted:
+            print("  BPF programs, ns per run (runs, every process's included): " + ", ".join(
+                f"{name.split('__')[-1]} {ns / runs:.0f} ({runs})" for name, (ns, runs) in counted.items()))
 
 
 def ratio_line(name: str, untraced: list[float], traced: list[float], unit: str, scale: float,
@@ -229,12 +245,26 @@ def main() -> None:
     parser.add_argument("--storm-rounds", type=int, default=15)
     parser.add_argument("--skip-query", action="store_true")
     parser.add_argument("--skip-storm", action="store_true")
+    parser.add_argument("--bpf-stats", action="store_true", help="print each BPF program's time per run")
     arguments = parser.parse_args()
     print(f"machine: {machine()}")
-    if not arguments.skip_query:
-        query_overhead(arguments.query_runs, arguments.query_block)
-    if not arguments.skip_storm:
-        storm_overhead(arguments.storm_rounds)
+    with bpf_stats() if arguments.bpf_stats else contextlib.nullcontext():
+        if not arguments.skip_query:
+            query_overhead(arguments.query_runs, arguments.query_block)
+        if not arguments.skip_storm:
+            storm_overhead(arguments.storm_rounds)
+
+
+@contextlib.contextmanager
+def bpf_stats():
+    """The kernel counts each BPF program's runs and time while this is on."""
+    switch = Path("/proc/sys/kernel/bpf_stats_enabled")
+    before = switch.read_text().strip()
+    switch.write_text("1")
+    try:
+        yield
+    finally:
+        switch.write_text(before)
 
 
 if __name__ == "__main__":

@@ -459,6 +459,14 @@ class BccCapture:
             rows.append((key.tid, key.slot, path, io.read_bytes, io.cache_pages))
         return rows
 
+    def program_run_times(self) -> dict[str, tuple[int, int]]:
+        """(ns spent in it, runs) of each BPF program so far, counted only while
+        /proc/sys/kernel/bpf_stats_enabled is 1 (benchmarks/probe_overhead.py --bpf-stats turns it on)."""
+        if self._bpf is None or self._stopped:
+            return {}
+        return {name: (int(info.get("run_time_ns", 0)), int(info.get("run_cnt", 0)))
+                for name, info in _program_info(self._bpf).items()}
+
     def _final_snapshot(self) -> None:
         """Name what is still open: sockets connected before their notice was handled, files
         whose notice arrived after they were closed, thread names set after start."""
@@ -476,15 +484,20 @@ class BccCapture:
             self._thread_names.update(proc_fds.thread_names(self.pid))
 
 
-def _program_ids(bpf: Any) -> set[int]:
-    ids: set[int] = set()
-    for function in bpf.funcs.values():
+def _program_info(bpf: Any) -> dict[str, dict[str, str]]:
+    """Each loaded program's fdinfo fields (prog_id, run_time_ns, run_cnt, ...), by function name."""
+    programs = {}
+    for name, function in bpf.funcs.items():
         try:
             info = Path(f"/proc/self/fdinfo/{function.fd}").read_text()
         except OSError:
             continue
-        ids.update(int(line.split()[1]) for line in info.splitlines() if line.startswith("prog_id:"))
-    return ids
+        programs[name.decode()] = dict(line.split(":\t", 1) for line in info.splitlines() if ":\t" in line)
+    return programs
+
+
+def _program_ids(bpf: Any) -> set[int]:
+    return {int(info["prog_id"]) for info in _program_info(bpf).values() if "prog_id" in info}
 
 
 def _wait_until_unloaded(program_ids: set[int], timeout: float = 2.0) -> None:
