@@ -28,6 +28,7 @@ Gates, for pipelines:
 from dataclasses import dataclass, field
 
 from casstrace.analyses.model import Analysis, FileIO, Verdict
+from casstrace.analyses.nodes import readers_per_execution
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.units import human_bytes, human_ms, ratio
 
@@ -87,6 +88,9 @@ class QuerySummary:
     amplification: float | None    # data read ÷ payload (or wire bytes): the verdict's figure
     verdict: Verdict
     files: list[FileRead]
+    consistency: str | None = None
+    replicas_read: float | None = None   # nodes that read the Data files, per execution (None: no nodes in the trace)
+    not_captured: list[str] = field(default_factory=list)   # nodes of the query not captured: figures are "at least"
 
 
 @dataclass
@@ -208,6 +212,7 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
         return None if value is None else value / executions
 
     files = [f for f in analysis.files if f.kind == "file" and (f.read_bytes or f.cache_miss_bytes)]
+    readers = readers_per_execution(analysis.nodes)
     return QuerySummary(
         label=label, trace_path=analysis.trace_path, query=analysis.query,
         table=f"{analysis.keyspace}.{analysis.table}" if analysis.keyspace and analysis.table else analysis.table,
@@ -219,16 +224,21 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
         cache_miss_bytes=per(overall.cache_miss_bytes),
         file_read_bytes=sum(f.read_bytes for f in files) / executions,
         amplification=overall.read, verdict=analysis.verdict,
-        files=[FileRead(_file_name(f), f.read_bytes / executions, per(f.cache_miss_bytes))
-               for f in files[:TOP_FILES]],
+        files=[FileRead(_file_name(f, on_node=len(analysis.nodes) > 1), f.read_bytes / executions,
+                        per(f.cache_miss_bytes)) for f in files[:TOP_FILES]],
+        consistency=analysis.consistency or analysis.context.get("consistency"),
+        replicas_read=(sum(readers.values()) / executions if readers else 0.0) if analysis.nodes else None,
+        not_captured=[node.address for node in analysis.nodes if not node.captured],
     )
 
 
-def _file_name(f: FileIO) -> str:
+def _file_name(f: FileIO, on_node: bool = False) -> str:
+    """The file's name; `on_node`: with its node's address (a trace of several nodes)."""
+    node = f"[{f.node}] " if on_node and f.node else ""
     name = f.sstable
     if name is None:
-        return f.path
-    return f"{name.owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
+        return node + f.path
+    return f"{node}{name.owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
 
 
 # -- the comparison ----------------------------------------------------------------------------
@@ -263,6 +273,9 @@ def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = No
         Metric("file_read_bytes", "Read syscalls, all files", "bytes", a.file_read_bytes, b.file_read_bytes),
         Metric("amplification", "Amplification (data read ÷ payload)", "ratio", a.amplification, b.amplification),
     ]
+    if a.replicas_read is not None or b.replicas_read is not None:
+        metrics.append(Metric("replicas_read", "Replicas that read the Data files, per execution", "count",
+                              a.replicas_read, b.replicas_read))
     comparison = Comparison(a, b, payload, metrics, summary="", gates=[])
     comparison.summary = _summary(comparison)
     if fail_if_worse:
@@ -281,7 +294,20 @@ def _summary(comparison: Comparison) -> str:
     if latency.ratio is not None:
         text += (f". Median latency {human_ms(b.latency_median_s)} and {human_ms(a.latency_median_s)}: "
                  f"{latency.change}")
-    return text + "."
+    text += "."
+    if a.consistency != b.consistency and a.replicas_read is not None and b.replicas_read is not None:
+        text += (f" What the consistency level costs: at {b.consistency} {_replicas(b.replicas_read)} read per "
+                 f"execution, at {a.consistency} {_replicas(a.replicas_read)}.")
+    for side in (a, b):
+        if side.not_captured:
+            text += (f" {side.label}: {', '.join(side.not_captured)} not captured, so its figures are at least "
+                     "what was read.")
+    return text
+
+
+def _replicas(count: float) -> str:
+    shown = f"{count:g}" if count == int(count) else f"{count:.1f}"
+    return f"{shown} replica{'s' * (count != 1)}"
 
 
 def worse_gate(comparison: Comparison, tolerance: float) -> Gate:

@@ -26,6 +26,9 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
 @click.argument("traces", nargs=-1, metavar="[TRACE_A TRACE_B]", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--before", help="First query (CQL): run under the probes like `casstrace run`.")
 @click.option("--after", help="Second query (CQL), typically the refactored one; needs --before.")
+@click.option("--after-consistency", type=click.Choice(run_cli.CONSISTENCY_LEVELS, case_sensitive=False),
+              help="Consistency level of --after (e.g. --consistency ONE --after-consistency QUORUM, the same "
+              "query twice: what the level costs in bytes).  [default: --consistency]")
 @click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where --before/--after write their two traces (default: the casstrace data directory).")
 @report_options(html_default="beside the second trace")
@@ -39,7 +42,8 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
               help="Percent by which the second query may read more or be slower before --fail-if-worse fails.")
 @click.option("--max-amplification", type=FiniteFloat(min=0), metavar="X",
               help="Exit 1 when the second query's amplification (data read ÷ payload) is above X, or undetermined.")
-def command(traces: tuple[Path, ...], before: str | None, after: str | None, traces_dir: Path | None, format_: str,
+def command(traces: tuple[Path, ...], before: str | None, after: str | None, after_consistency: str | None,
+            traces_dir: Path | None, format_: str,
             output: Path | None, force: bool, threshold: float, fail_if_worse: bool, tolerance: float,
             max_amplification: float | None, color: bool | None, **run_options: Any) -> None:
     """Compare TRACE_A TRACE_B, or run --before CQL and --after CQL, side by side.
@@ -69,7 +73,7 @@ def command(traces: tuple[Path, ...], before: str | None, after: str | None, tra
         check_output(output, force, inputs=traces)   # before anything runs: a refusal costs nothing
     if live:
         assert before is not None and after is not None     # checked above
-        payload, paths = run_both(before, after, traces_dir, run_options)
+        payload, paths = run_both(before, after, traces_dir, run_options, after_consistency)
         traces = tuple(paths)
         labels = ("before", "after")
     else:
@@ -99,10 +103,11 @@ def refusal(difference: str, live: bool) -> CasstraceError:
     )
 
 
-def run_both(before: str, after: str, traces_dir: Path | None,
-             run_options: dict[str, Any]) -> "tuple[PayloadCheck, list[Path]]":
+def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict[str, Any],
+             after_consistency: str | None = None) -> "tuple[PayloadCheck, list[Path]]":
     """Check that both queries return the same data (one execution each, no probes), then run each
-    under the probes into its own trace. Returns (the payload check, the two trace paths)."""
+    under the probes into its own trace, --after at `after_consistency` when given. Returns (the
+    payload check, the two trace paths)."""
     from casstrace.analyses.compare import Payload, check_payload
     from casstrace.node.connection import NodeSession, resolve_settings
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
@@ -112,16 +117,18 @@ def run_both(before: str, after: str, traces_dir: Path | None,
     settings = resolve_settings(*(run_options[name] for name in (
         "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout", "request_timeout")))
     queries = [read_only_statement(before), read_only_statement(after)]
-    consistency, page_size = run_options["consistency"].upper(), run_options["page_size"] or None
+    page_size = run_options["page_size"] or None
+    consistencies = [run_options["consistency"].upper(), (after_consistency or run_options["consistency"]).upper()]
     with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
         prepared = [prepare(node.session, query) for query in queries]
-        results = [execute(node.session, statement, consistency, page_size) for statement in prepared]
+        results = [execute(node.session, statement, consistency, page_size)
+                   for statement, consistency in zip(prepared, consistencies)]
     check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest) for r in results))
     if check.status == "different":
         raise refusal(check.summary, live=True)
 
     paths = []
-    for role, query in zip(("before", "after"), queries):
+    for role, query, consistency in zip(("before", "after"), queries, consistencies):
         default = default_trace_path(query)
         out = (traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}"
         paths.append(run(RunOptions(

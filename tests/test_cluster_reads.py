@@ -110,3 +110,20 @@ def test_a_node_down_one_still_works_and_the_missing_replica_is_named(
         assert "127.0.0.3" in result.stdout
     finally:
         cluster.start(only=3, progress=lambda _: None)
+
+
+def test_compare_one_with_quorum(cluster: SandboxCluster, cluster_demo: DemoData, tmp_path: Path) -> None:
+    first = cluster.nodes[0]
+    query = cluster_demo.spec.wide_query
+    result = subprocess.run(
+        [sys.executable, "-m", "casstrace", "compare", "--before", query, "--after", query, "--consistency", "ONE",
+         "--after-consistency", "QUORUM", "--host", first.host, "--port", str(first.native_port),
+         "--repeat", str(REPEAT), "--traces-dir", str(tmp_path), "--format", "json"],
+        capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    metrics = {metric["key"]: metric for metric in data["metrics"]}
+    assert metrics["replicas_read"]["first"] == 1 and metrics["replicas_read"]["second"] >= 2
+    assert metrics["data_read_bytes"]["second"] >= 1.8 * metrics["data_read_bytes"]["first"]
+    assert (data["first"]["consistency"], data["second"]["consistency"]) == ("ONE", "QUORUM")
+    assert "What the consistency level costs: at QUORUM" in data["summary"]

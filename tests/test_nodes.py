@@ -78,3 +78,20 @@ def test_a_node_not_captured_is_named_and_makes_the_figures_a_lower_bound(tmp_pa
     document = json.loads(render(analysis, "json", ReportOptions()))
     assert document["nodes"][2]["data_read_bytes"] is None and document["nodes"][2]["captured"] is False
     assert "not captured: down: no Cassandra JVM" in render(analysis, "text", ReportOptions())
+
+
+def test_compare_one_with_quorum_shows_what_the_level_costs(tmp_path):
+    from casstrace.analyses.compare import compare
+    from casstrace.reports.comparison import document
+
+    one = analyse(replica_reads(tmp_path / "one.trace", consistency="ONE"))
+    quorum = analyse(replica_reads(tmp_path / "quorum.trace"))
+    comparison = compare(one, quorum, labels=("ONE", "QUORUM"))
+    replicas = comparison.metric("replicas_read")
+    assert (replicas.first, replicas.second) == (1, 2)
+    assert comparison.metric("data_read_bytes").ratio == 2
+    assert "What the consistency level costs: at QUORUM 2 replicas read per execution, at ONE 1 replica." \
+        in comparison.summary
+    data = document(comparison).data
+    assert (data["first"]["consistency"], data["second"]["replicas_read"]) == ("ONE", 2)
+    assert any(f["name"].startswith("[127.0.0.2] ") for f in data["second"]["files"])
