@@ -13,7 +13,9 @@ filled pages are given both stacks; the figures are the fill bytes the nearest s
 at all, and on a stack whose asking Cassandra frame (casstrace.analyses.profile.reading_frame) is the
 call's, for several bounds; and, as a control, the same with each fill moved 50 ms later (what a
 sample of the same thread at an unrelated time gets right: a query whose bytes all come from one frame
-agrees by itself). On a node that maps them (4.x's default), it prints the fault fill bytes the
+agrees by itself). The narrow demo query (--query "SELECT value FROM
+casstrace_demo.streams_narrow WHERE stream_id = 1 AND column_no = 0", its Data files) is the hard case:
+a few short reads, each a brief moment of its thread. On a node that maps them (4.x's default), it prints the fault fill bytes the
 nearest sample puts on a stack per bound (there is no truth to compare the stack with).
 """
 
