@@ -1,5 +1,5 @@
 """The compiled parts of casstrace: probes/scap_scan.c and scap_fold.c, the .scap import's inner
-loops (see there).
+loops, and traces/bulk_insert.c, how its per-call rows go into the trace (see there).
 
 Optional: where no C compiler or Python headers are found, the install goes on without it and the
 Python loops read the same captures, slower (scripts/install says which one is in use).
@@ -20,5 +20,6 @@ class BuildPy(build_py):
 
 
 setup(ext_modules=[Extension(f"casstrace.probes._{name}", [f"probes/{name}.c"], optional=True)
-                   for name in ("scap_scan", "scap_fold")],
+                   for name in ("scap_scan", "scap_fold")]
+      + [Extension("casstrace.traces._bulk_insert", ["traces/bulk_insert.c"], libraries=["sqlite3"], optional=True)],
       cmdclass={"build_py": BuildPy})

@@ -180,3 +180,34 @@ def test_the_cyclic_collector_waits_for_the_import_only(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
+    """traces/bulk_insert.c (TraceWriter.add_events(bulk=True), an import's per-call rows) against
+    the sqlite3 module's executemany: every kind of value, then a whole import of the largest capture;
+    and a row it cannot take is an error, not a half-written trace."""
+    from casstrace.traces import writer as trace_writer
+
+    if trace_writer.BULK_INSERT is None:
+        pytest.skip("traces/bulk_insert.c is not built: run scripts/install (gcc, python3-dev, libsqlite3-dev)")
+    rows = [(1, 2, "pread64", 3, 1, 0, 4096, 4096, 5, None), (2**63 - 1, -1, "lseek", -100, None, -(2**63), 0, -22,
+                                                               None, 7),
+            (3, 4, "ré\u00e9d", None, 1, None, None, None, None, None)]
+    tables = []
+    for bulk in (None, trace_writer.BULK_INSERT):
+        monkeypatch.setattr(trace_writer, "BULK_INSERT", bulk)
+        writer = TraceWriter(tmp_path / f"{bulk is not None}.trace")
+        writer.add_events(rows, bulk=True)
+        writer.finish()
+        tables.append(_tables(tmp_path / f"{bulk is not None}.trace")["events"])
+    assert tables[0] == tables[1] and len(tables[0]) == 3
+    largest = max(SCAP_DIR.glob("*.scap"), key=lambda path: path.stat().st_size)
+    imported = []
+    for bulk in (None, trace_writer.BULK_INSERT):
+        monkeypatch.setattr(trace_writer, "BULK_INSERT", bulk)
+        imported.append(_imported(largest, tmp_path / f"import-{bulk is not None}.trace", fold=sysdig_import.COMPILED_FOLD))
+    assert imported[0] == imported[1]
+    writer = TraceWriter(tmp_path / "bad.trace")
+    with pytest.raises(TypeError):
+        writer.add_events([(1, 2, "read", 3, 1, 0, 1, 1, object(), None)], bulk=True)
+    writer.discard()
