@@ -307,16 +307,14 @@ class _Link:
                            "run with --debug, or check that casstrace runs as root on that machine")
 
     def clock_offset(self, now_ns: Callable[[], int]) -> tuple[int, int]:
-        """(the agent's clock minus ours, the round trip it was read in), from the shortest round trip."""
+        """(the agent's clock minus ours, the round trip it was read in): see clock_offset()."""
         samples = []
         for _ in range(CLOCK_ROUND_TRIPS):
             sent = now_ns()
             self.send(op="clock")
             remote = int(self.receive("now_ns", REPLY_TIMEOUT_S)["now_ns"])
-            received = now_ns()
-            samples.append((received - sent, remote - (sent + received) // 2))
-        round_trip, offset = min(samples)
-        return offset, round_trip
+            samples.append((sent, remote, now_ns()))
+        return clock_offset(samples)
 
     def close(self, grace_s: float = 5.0) -> None:
         """End the agent: its stdin closed (it detaches and exits), killed if it lingers."""
@@ -330,6 +328,15 @@ class _Link:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def clock_offset(samples: Sequence[tuple[int, int, int]]) -> tuple[int, int]:
+    """From round trips (sent, the remote clock's reading, received), the remote clock minus ours and
+    the round trip it was measured in, NTP-style: the reading is taken to be at the midpoint of its
+    round trip, and the shortest round trip wins (the least room for an asymmetric delay: the error
+    is at most half of it)."""
+    round_trip, offset = min((received - sent, remote - (sent + received) // 2) for sent, remote, received in samples)
+    return offset, round_trip
 
 
 class NodeDownThere(AgentFailed):

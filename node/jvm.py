@@ -114,15 +114,26 @@ def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
 
 def listens_on(pid: int, address: str, port: int, proc: Path = Path("/proc")) -> bool:
     """Whether the process accepts connections to address:port (bound to it, or to every address)."""
-    return any(bound_port == port and bound in (address, "0.0.0.0", "::")
-               for bound, bound_port in listening_sockets(pid, proc))
+    return _accepts(listening_sockets(pid, proc), address, port)
 
 
-def cassandra_at(address: str, port: int, proc: Path = Path("/proc")) -> CassandraProcess | None:
-    """The Cassandra JVM of this machine that serves CQL at address:port, None when none does."""
-    serving = [process for process in cassandra_processes(proc) if listens_on(process.pid, address, port, proc)]
-    bound_there = [process for process in serving if (address, port) in listening_sockets(process.pid, proc)]
-    return next(iter(bound_there or serving), None)
+def _accepts(sockets: set[tuple[str, int]], address: str, port: int) -> bool:
+    return any(bound_port == port and bound in (address, "0.0.0.0", "::") for bound, bound_port in sockets)
+
+
+def serving_jvms(proc: Path = Path("/proc")) -> dict[CassandraProcess, set[tuple[str, int]]]:
+    """Every Cassandra JVM of this machine with the (address, port) it listens on."""
+    return {process: listening_sockets(process.pid, proc) for process in cassandra_processes(proc)}
+
+
+def cassandra_at(address: str, port: int, proc: Path = Path("/proc"),
+                 serving: dict[CassandraProcess, set[tuple[str, int]]] | None = None) -> CassandraProcess | None:
+    """The Cassandra JVM of this machine that serves CQL at address:port, None when none does (one
+    bound to that address before one bound to every address). `serving`: serving_jvms(), when the
+    caller looks up several addresses."""
+    serving = serving_jvms(proc) if serving is None else serving
+    found = [process for process, sockets in serving.items() if _accepts(sockets, address, port)]
+    return next((process for process in found if (address, port) in serving[process]), next(iter(found), None))
 
 
 def find_cassandra(pid: int | None = None, native_port: int | None = None, address: str | None = None,

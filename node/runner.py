@@ -25,7 +25,7 @@ from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.agents import AgentsCapture, TableRef
-from casstrace.node.jvm import cassandra_at, find_cassandra
+from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
 from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute, execution_failure, prepare,
                                   query_traces)
 from casstrace.node.replicas import replica_set
@@ -111,15 +111,16 @@ def run(options: RunOptions, phases: Phases | None = None) -> Path:
             prepared = prepare(node.session, query)
         with phases("find JVM, read schema"):
             coordinator = node.address()
+            serving = serving_jvms()
             process = (find_cassandra(options.pid) if options.pid is not None else
-                       cassandra_at(coordinator, options.connection.port))
+                       cassandra_at(coordinator, options.connection.port, serving=serving))
             cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
         keyspace = options.keyspace or next((t["keyspace"] for t in cassandra["tables"]), None)
         with phases("find replicas"):
             replicas = replica_set(node.cluster, coordinator, options.connection.port, keyspace,
                                    next(iter(cassandra["tables"]), None), query)
             plan = plan_nodes(replicas, process, options.targets, options.backend,
-                              [TableRef(t["keyspace"], t["table"], t["id"]) for t in cassandra["tables"]])
+                              [TableRef(t["keyspace"], t["table"], t["id"]) for t in cassandra["tables"]], serving)
         targets = [planned.target for planned in plan if planned.target is not None]
         if not targets:   # no node to capture: say why as for one node
             find_cassandra(None, native_port=options.connection.port, address=coordinator)

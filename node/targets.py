@@ -15,7 +15,7 @@ from pathlib import Path
 
 from casstrace.errors import CasstraceError
 from casstrace.node.agents import AgentOptions, AgentTarget, TableRef
-from casstrace.node.jvm import CassandraProcess, cassandra_at
+from casstrace.node.jvm import CassandraProcess, cassandra_at, serving_jvms
 from casstrace.node.replicas import ClusterNode, ReplicaSet
 
 NOT_HERE = "no JVM on this machine; give --ssh"
@@ -38,8 +38,10 @@ class PlannedNode:
 
 
 def plan_nodes(replicas: ReplicaSet, coordinator_process: CassandraProcess | None, remote: RemoteSettings,
-               backend: str, tables: Sequence[TableRef]) -> list[PlannedNode]:
-    """One PlannedNode per node of the replica set, numbered from 1 in its order (coordinator first)."""
+               backend: str, tables: Sequence[TableRef],
+               serving: dict[CassandraProcess, set[tuple[str, int]]] | None = None) -> list[PlannedNode]:
+    """One PlannedNode per node of the replica set, numbered from 1 in its order (coordinator first).
+    `serving`: this machine's Cassandra JVMs and their sockets (jvm.serving_jvms()), when known."""
     addresses = {node.address for node in replicas.nodes}
     unknown = sorted(set(remote.hosts) - addresses)
     if unknown:
@@ -47,6 +49,8 @@ def plan_nodes(replicas: ReplicaSet, coordinator_process: CassandraProcess | Non
                              f"(its nodes: {', '.join(sorted(addresses))})",
                              "give --hosts as NODE_ADDRESS=SSH_DESTINATION for the addresses the cluster uses")
     plan = []
+    if serving is None:   # read once, not once per node: a JVM's fds and sockets take a while
+        serving = serving_jvms()
     for node_id, node in enumerate(replicas.nodes, start=1):
         options = AgentOptions(node.address, node.port, None, backend, tuple(tables))
 
@@ -58,7 +62,7 @@ def plan_nodes(replicas: ReplicaSet, coordinator_process: CassandraProcess | Non
             plan.append(PlannedNode(node_id, node, over_ssh(remote.hosts[node.address])))
             continue
         process = (coordinator_process if node.coordinator and coordinator_process is not None else
-                   cassandra_at(node.address, node.port))
+                   cassandra_at(node.address, node.port, serving=serving))
         if process is not None:
             plan.append(PlannedNode(node_id, node, AgentTarget(node_id, replace(options, pid=process.pid))))
         elif remote.ssh:

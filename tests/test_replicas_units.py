@@ -11,6 +11,7 @@ from cassandra.metadata import Murmur3Token
 
 from casstrace.errors import CasstraceError
 from casstrace.node import targets
+from casstrace.node.agents import clock_offset
 from casstrace.node.jvm import CassandraProcess, _proc_net_address
 from casstrace.node.replicas import replica_set, routing_keys, serialize_literal
 from casstrace.node.targets import RemoteSettings, parse_hosts, plan_nodes
@@ -213,7 +214,8 @@ def test_the_plan_captures_what_runs_here_and_says_why_not_the_rest(monkeypatch)
     found = replica_set(FakeCluster(HOSTS, {ONE_KEY: HOSTS[:3]}), "10.0.0.1", 9042, "ks", STREAMS,
                         "SELECT c0 FROM ks.streams WHERE stream_id = 1")
     here = {"10.0.0.2": 222}
-    monkeypatch.setattr(targets, "cassandra_at", lambda address, port: CassandraProcess(here[address], ())
+    monkeypatch.setattr(targets, "serving_jvms", lambda: {})
+    monkeypatch.setattr(targets, "cassandra_at", lambda address, port, serving: CassandraProcess(here[address], ())
                         if address in here else None)
     coordinator = CassandraProcess(111, ())
     plan = plan_nodes(found, coordinator, RemoteSettings(), "bcc", [])
@@ -225,3 +227,16 @@ def test_the_plan_captures_what_runs_here_and_says_why_not_the_rest(monkeypatch)
     assert over_ssh[2].target.command()[:3] == ["ssh", "-o", "BatchMode=yes"]
     with pytest.raises(CasstraceError, match="10.0.0.9, which is no node of this query"):
         plan_nodes(found, coordinator, RemoteSettings(hosts={"10.0.0.9": "x"}), "bcc", [])
+
+
+def test_a_remote_clock_s_offset_is_read_at_the_midpoint_of_the_shortest_round_trip():
+    """A remote clock 5 s ahead, read over round trips with uneven delays: the shortest one's
+    midpoint gives the offset within half that round trip."""
+    offset_ns = 5_000_000_000
+    samples = []
+    for sent, out_ns, back_ns in ((1_000_000, 9_000_000, 1_000_000), (50_000_000, 300_000, 500_000),
+                                  (90_000_000, 2_000_000, 30_000_000)):
+        samples.append((sent, sent + out_ns + offset_ns, sent + out_ns + back_ns))
+    measured, round_trip = clock_offset(samples)
+    assert round_trip == 800_000
+    assert abs(measured - offset_ns) <= round_trip // 2
