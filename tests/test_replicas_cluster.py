@@ -93,12 +93,14 @@ def test_every_local_replica_is_captured_with_its_own_bytes(cluster, query, at_o
             {"127.0.0.1"}, "no replica's own events"
         quorum = reads_per_execution(trace)
         assert all(whole_reads(reads, whole_read(at_one)) >= 2 for reads in quorum), quorum
-        # every byte each JVM read during the capture is in its node's files, and no more
+        # what each JVM read during the capture is in its node's files: rchar counts a little more (the
+        # run's reads before and after the capture), and a little less (recvfrom/recvmsg, which the
+        # probes count as socket reads, add nothing to rchar: inter-node messages, a few KiB)
         for address, row in nodes.items():
             (seen,) = trace.rows("SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id)"
                                  " WHERE f.node_id = ?", (row["node_id"],))[0]
             kernel = after[address] - before[address]
-            assert 0.95 * kernel - 2_000_000 <= seen <= kernel, (address, seen, kernel)
+            assert 0.95 * kernel - 2_000_000 <= seen <= kernel + 1_000_000, (address, seen, kernel)
         assert {json.loads(row["meta"])["pid"] for row in nodes.values()} == set(pids.values())
 
 
