@@ -326,8 +326,8 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
         sentence = f"{level}: no captured node read the queried table's Data files."
     else:
         many = (f"{counts[0]} to {counts[-1]} replicas" if len(counts) > 1 else _plural(counts[0], "replica"))
-        each = " each" if counts[-1] > 1 else ""
-        per = " in each execution" if executions > 1 else ""
+        each = " each" if counts[0] > 1 else ""
+        per = (" per execution" if len(counts) > 1 else " in each execution") if executions > 1 else ""
         sentence = f"{level}: {many}{each} read {what}{per} ({_reads_by_role(nodes)} in Cassandra's trace): {per_node}."
     missing = [node for node in nodes if not node.captured]
     summary = f"{verdict.summary} {sentence}"
