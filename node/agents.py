@@ -284,7 +284,7 @@ class _Link:
             raise self.failure(f"no answer in {timeout_s:.0f} s") from None
         if message is None:
             self.messages.put(None)
-            raise self.failure("it exited")
+            raise self.failure("it exited", ended=True)
         if "error" in message:
             cls = NodeDownThere if message.get("down") else AgentFailed
             raise cls(f"{self.target.where}: {message['error']}", str(message.get("fix") or ""))
@@ -292,14 +292,23 @@ class _Link:
             raise self.failure(f"it answered {sorted(message)} where {key!r} was due")
         return message
 
-    def failure(self, what: str) -> AgentFailed:
+    def failure(self, what: str, ended: bool = False) -> AgentFailed:
+        """Why the agent failed, in the words of whatever failed (ssh, the shell, the agent). ended:
+        its output ended, so its exit status and last words follow within moments."""
+        status = self.process.poll()
+        if ended and status is None:
+            try:
+                status = self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            self._threads[1].join(timeout=1)
         said = next((line for line in reversed(self.stderr) if line.strip()), "")
         ssh = self.target.ssh is not None
-        if ssh and self.process.poll() == 255:
+        if ssh and status == 255:
             return AgentFailed(f"ssh to {self.target.ssh} failed: {said or 'exit 255'}",
                                f"check that `ssh -o BatchMode=yes {self.target.ssh} true` works (keys or agent, "
                                "~/.ssh/config, known_hosts)")
-        if ssh and self.process.poll() == 127:
+        if ssh and status == 127:
             return AgentFailed(f"casstrace is not installed on {self.target.ssh}: {said}",
                                f"install casstrace on {self.target.ssh} (README: Remote replicas), or give "
                                "--remote-casstrace with its path there")
