@@ -315,15 +315,15 @@ class _Link:
         return AgentFailed(f"the capture agent of {self.target.where} failed: {what}" + (f" ({said})" if said else ""),
                            "run with --debug, or check that casstrace runs as root on that machine")
 
-    def clock_offset(self, now_ns: Callable[[], int]) -> tuple[int, int]:
-        """(the agent's clock minus ours, the round trip it was read in): see clock_offset()."""
+    def clock_samples(self, now_ns: Callable[[], int]) -> list[tuple[int, int, int]]:
+        """Round trips (sent, the agent's clock, received) of `clock` commands, for clock_offset()."""
         samples = []
         for _ in range(CLOCK_ROUND_TRIPS):
             sent = now_ns()
             self.send(op="clock")
             remote = int(self.receive("now_ns", REPLY_TIMEOUT_S)["now_ns"])
             samples.append((sent, remote, now_ns()))
-        return clock_offset(samples)
+        return samples
 
     def close(self, grace_s: float = 5.0) -> None:
         """End the agent: its stdin closed (it detaches and exits), killed if it lingers."""
@@ -359,6 +359,13 @@ class CapturedNode:
     hostname: str
     clock_shift_ns: int = 0
     round_trip_ns: int | None = None
+    clock_samples: list[tuple[int, int, int]] = field(default_factory=list)   # ssh: at start, and at stop
+
+    def read_clock(self, link: "_Link", now_ns: Callable[[], int]) -> None:
+        """Add round trips to the agent's clock; its shift is then the best of all so far."""
+        self.clock_samples.extend(link.clock_samples(now_ns))
+        offset, self.round_trip_ns = clock_offset(self.clock_samples)
+        self.clock_shift_ns = -offset
     trace: Path | None = None
 
 
@@ -435,8 +442,7 @@ class AgentsCapture:
                                       f"install casstrace {__version__} there")
                 node = CapturedNode(link.target, int(ready["pid"]), str(ready.get("hostname") or ""))
                 if link.target.ssh is not None:
-                    offset, node.round_trip_ns = link.clock_offset(self.now_ns)
-                    node.clock_shift_ns = -offset
+                    node.read_clock(link, self.now_ns)
                 self._nodes[link.target.node_id] = node
             if not self._links:
                 raise CasstraceError("no node could be captured: " + "; ".join(
@@ -482,6 +488,9 @@ class AgentsCapture:
             return None
         windows = self._windows.close(self.now_ns())
         try:
+            for link in self._links:   # the remote clocks again: the shortest round trip of both ends wins
+                if link.target.ssh is not None:
+                    self._nodes[link.target.node_id].read_clock(link, self.now_ns)
             for link in self._links:
                 link.send(op="stop")
             for link in self._links:
