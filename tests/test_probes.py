@@ -303,6 +303,25 @@ def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit
         assert trace.meta["aggregate_overflows"] == 0
 
 
+def test_maps_are_read_whole_across_batches():
+    """Stop reads each map BATCH_ENTRIES at a time: every entry comes back once, with its value,
+    whatever the number of batches and however the kernel's buckets fall across them."""
+    from bcc import BPF
+
+    entries = 3 * bcc_capture.BATCH_ENTRIES + 17
+    bpf = BPF(text=f"BPF_HASH(wide, u32, u64, {entries}); BPF_HASH(empty, u32, u64, 8);".encode())
+    try:
+        table = bpf[b"wide"]
+        keys = (table.Key * entries)(*range(entries))
+        values = (table.Leaf * entries)(*(key * 3 + 1 for key in range(entries)))
+        table.items_update_batch(keys, values)
+        rows = bcc_capture._read_hash(table)
+        assert sorted(rows) == [(key, key * 3 + 1) for key in range(entries)]
+        assert bcc_capture._read_hash(bpf[b"empty"]) == []
+    finally:
+        bpf.cleanup()
+
+
 def test_latency_buckets_are_exact_tenths_of_decades():
     octaves = bcc_capture.latency_octaves()
 
