@@ -228,6 +228,10 @@ class AgentFailed(CasstraceError):
     pass
 
 
+class AgentEnded(Exception):
+    """An agent sent its trace before it was told to stop: its capture ended on its machine."""
+
+
 class _Link:
     """The driver's end of one agent: its process, and a thread reading what it says."""
 
@@ -239,6 +243,7 @@ class _Link:
         self.process = subprocess.Popen(target.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, start_new_session=True)
         self.trace: Path | None = None
+        self.ended: dict[str, Any] | None = None   # its trace message, when it stopped before being told to
         self._threads = [threading.Thread(target=self._read, daemon=True),
                          threading.Thread(target=self._read_stderr, daemon=True)]
         for thread in self._threads:
@@ -288,6 +293,9 @@ class _Link:
         if "error" in message:
             cls = NodeDownThere if message.get("down") else AgentFailed
             raise cls(f"{self.target.where}: {message['error']}", str(message.get("fix") or ""))
+        if "trace" in message and key != "trace":
+            self.ended = message   # stopped on its own machine (a signal there): what it captured came back
+            raise AgentEnded(f"{self.target.where}: its capture was stopped on its machine")
         if key and key not in message:
             raise self.failure(f"it answered {sorted(message)} where {key!r} was due")
         return message
@@ -459,11 +467,15 @@ class AgentsCapture:
         if self._windows is None or self._stopped:
             raise RuntimeError("begin_window() outside a running capture")
         now = self.now_ns()
-        for link in self._links:
+        for link in self._capturing():
             link.send(op="window", label=label, execution=execution)
         window_id = self._windows.begin(label, execution, now)
-        for link in self._links:
-            reply = link.receive("window", REPLY_TIMEOUT_S)
+        for link in self._capturing():
+            try:
+                reply = link.receive("window", REPLY_TIMEOUT_S)
+            except AgentEnded as ended:   # the others go on; the run ends early, its trace incomplete
+                self._ended_early = self._ended_early or str(ended)
+                continue
             if reply["window"] != window_id:
                 raise link.failure(f"it opened window {reply['window']} where the run opened {window_id}")
             if reply.get("ended_early") and self._ended_early is None:
@@ -472,9 +484,9 @@ class AgentsCapture:
 
     def make_cold(self) -> int:
         """--cold on every node before an execution; the address space paged out, summed."""
-        for link in self._links:
+        for link in self._capturing():
             link.send(op="cold")
-        replies = [(link, link.receive("", REPLY_TIMEOUT_S)) for link in self._links]
+        replies = [(link, link.receive("", REPLY_TIMEOUT_S)) for link in self._capturing()]
         refused = [f"{link.target.where}: {reply['cold_error']}" for link, reply in replies if "cold_error" in reply]
         if refused:
             raise CasstraceError("; ".join(refused), "run casstrace as root on Linux 5.10 or later, or leave out --cold")
@@ -488,13 +500,13 @@ class AgentsCapture:
             return None
         windows = self._windows.close(self.now_ns())
         try:
-            for link in self._links:   # the remote clocks again: the shortest round trip of both ends wins
+            for link in self._capturing():   # the remote clocks again: the shortest round trip of both ends wins
                 if link.target.ssh is not None:
                     self._nodes[link.target.node_id].read_clock(link, self.now_ns)
-            for link in self._links:
+            for link in self._capturing():
                 link.send(op="stop")
             for link in self._links:
-                message = link.receive("trace", TRACE_TIMEOUT_S)
+                message = link.ended or link.receive("trace", TRACE_TIMEOUT_S)
                 if not message.get("complete") or link.trace is None:
                     raise link.failure("its trace came cut short")
                 self._nodes[link.target.node_id].trace = link.trace
@@ -504,6 +516,10 @@ class AgentsCapture:
         primary = next((i for i, node in enumerate(nodes) if node.target.node_id == self.primary_node_id), 0)
         self._result = AgentsResult(windows, self._ended_early, nodes, primary)
         return self._result
+
+    def _capturing(self) -> list[_Link]:
+        """The agents still capturing (not stopped on their own machine)."""
+        return [link for link in self._links if link.ended is None]
 
     def discard(self) -> None:
         """Remove the agents' partial traces that are still here (the run ended before merging them)."""

@@ -37,6 +37,19 @@ def data_bytes_per_execution(trace: Trace) -> dict[int, int]:
     return {row["node_id"]: row["bytes"] // executions for row in rows}
 
 
+def agents_of(pid: int) -> list[int]:
+    """The capture agents a `casstrace run` started (its children running `casstrace agent`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid \
+                    and b"agent" in (entry / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
 def remote_casstrace() -> str:
     """The casstrace the ssh tests run on the far side: this tree's."""
     return str(Path(sys.executable).with_name("casstrace"))

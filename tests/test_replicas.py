@@ -3,9 +3,12 @@ sshd the tests start on a loopback port with a throwaway key; the figures agains
 /proc/PID/io counters and against the in-process capture of `casstrace run`."""
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,8 @@ from casstrace.traces import Trace, TraceWriter
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bpf_programs import program_exists, program_ids  # noqa: E402
-from replicas_helpers import CASSTRACE, casstrace, data_bytes_per_execution, rchar, remote_casstrace  # noqa: E402
+from replicas_helpers import (CASSTRACE, agents_of, casstrace, data_bytes_per_execution, rchar,  # noqa: E402
+                             remote_casstrace)
 
 pytestmark = pytest.mark.integration
 
@@ -56,6 +60,34 @@ def test_an_agent_captures_its_node_on_the_driver_s_windows(sandbox, demo_tables
         per_node = data_bytes_per_execution(trace)
         assert per_node[1] >= demo_tables.spec.rows * demo_tables.spec.other_column_bytes
     assert not capture.partials.exists()   # the agent's partial trace went into the trace, and is gone
+
+
+def test_an_agent_stopped_on_its_machine_ends_the_run_early_and_its_capture_is_kept(sandbox, demo_query, tmp_path):
+    """SIGTERM to an agent (its own machine's shutdown, an operator): it detaches and sends back what
+    it captured; the run ends early, its trace kept and marked incomplete, with that node's bytes."""
+    target = AgentTarget(1, AgentOptions(sandbox.host, sandbox.native_port, sandbox.pid(), "bcc"))
+    capture = AgentsCapture([target], primary_node_id=1)
+    with sandbox.connect() as session:
+        session.client_protocol_handler = MeasuringProtocolHandler
+        prepared = prepare(session, demo_query)
+
+        def body(windows: Windows) -> str | None:
+            windows.begin_window("execution", 1)
+            execute(session, prepared)
+            windows.begin_window(GAP_WINDOW)
+            (agent,) = agents_of(os.getpid())
+            os.kill(agent, signal.SIGTERM)
+            deadline = time.monotonic() + 60
+            while not windows.ended_early and time.monotonic() < deadline:
+                windows.begin_window(GAP_WINDOW)
+                time.sleep(0.2)
+            return windows.ended_early
+
+        path = record(capture, TraceWriter(tmp_path / "stopped.trace"), body)
+    capture.discard()
+    with Trace(path) as trace:
+        assert not trace.complete and "stopped on its machine" in trace.meta["incomplete_reason"]
+        assert data_bytes_per_execution(trace)[1] > 0
 
 
 def test_an_agent_whose_driver_is_gone_detaches_and_exits(sandbox):

@@ -16,7 +16,8 @@ from casstrace.traces import Trace
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bpf_programs import program_exists, program_ids  # noqa: E402
-from replicas_helpers import CASSTRACE, casstrace, data_bytes_per_execution, rchar, remote_casstrace  # noqa: E402
+from replicas_helpers import (CASSTRACE, agents_of, casstrace, data_bytes_per_execution, rchar,  # noqa: E402
+                             remote_casstrace)
 
 pytestmark = pytest.mark.integration
 
@@ -119,19 +120,6 @@ def test_the_ssh_path_gives_each_node_the_local_path_s_bytes(cluster, cluster_de
         assert set(local_bytes) == set(ssh_bytes) == {1, 2, 3}
         for node_id, read in local_bytes.items():
             assert abs(ssh_bytes[node_id] - read) <= 0.05 * read, (node_id, read, ssh_bytes[node_id])
-
-
-def agents_of(pid: int) -> list[int]:
-    """The capture agents a `casstrace run` started (its children running `casstrace agent`)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid \
-                    and b"agent" in (entry / "cmdline").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
 
 
 def test_ctrl_c_stops_every_agent_and_keeps_their_capture(cluster, query, tmp_path):
