@@ -135,8 +135,8 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory) -> Iterator[Path]:
-    """A real sshd on a loopback port (CASSTRACE_TEST_SSH_PORT) with a throwaway key: the ssh config
-    file that reaches it as Host 'node1' (tests/replicas_helpers.py). Integration tests only."""
+    """A real sshd on a loopback port (CASSTRACE_TEST_SSH_PORT, else a free one) with a throwaway key:
+    the ssh config file that reaches it as Host 'node1' (tests/replicas_helpers.py). Integration only."""
     sys.path.insert(0, str(Path(__file__).parent))
     from replicas_helpers import test_sshd
 

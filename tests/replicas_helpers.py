@@ -4,6 +4,7 @@ count of a JVM's reads, and a real sshd on a loopback port with a throwaway key.
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,7 +15,6 @@ from pathlib import Path
 from casstrace.traces import Trace
 
 CASSTRACE = [sys.executable, "-m", "casstrace"]
-SSH_PORT = int(os.environ.get("CASSTRACE_TEST_SSH_PORT", "32010"))
 
 
 def casstrace(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -55,24 +55,34 @@ def remote_casstrace() -> str:
     return str(Path(sys.executable).with_name("casstrace"))
 
 
+def ssh_port() -> int:
+    """CASSTRACE_TEST_SSH_PORT, else a port free now on 127.0.0.1 (two suites at once do not collide)."""
+    if os.environ.get("CASSTRACE_TEST_SSH_PORT"):
+        return int(os.environ["CASSTRACE_TEST_SSH_PORT"])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 @contextmanager
 def test_sshd(directory: Path) -> Iterator[Path]:
-    """An sshd on 127.0.0.1:SSH_PORT that accepts a throwaway key for root; yields an ssh config
-    file in which Host 'node1' reaches it and Host 'closed' is a port nothing listens on."""
+    """An sshd on a loopback port (ssh_port()) that accepts a throwaway key for root; yields an ssh
+    config file in which Host 'node1' reaches it and Host 'closed' is a port nothing listens on."""
+    port = ssh_port()
     if shutil.which("sshd", path="/usr/sbin:/usr/bin") is None:
         raise RuntimeError("no sshd: scripts/install --test installs Debian's openssh-server")
     for key in ("host_key", "client_key"):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", directory / key], check=True)
     (directory / "authorized_keys").write_text((directory / "client_key.pub").read_text())
     host_key = (directory / "host_key.pub").read_text().split()
-    (directory / "known_hosts").write_text(f"[127.0.0.1]:{SSH_PORT} {host_key[0]} {host_key[1]}\n")
+    (directory / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
     (directory / "sshd_config").write_text(
-        f"Port {SSH_PORT}\nListenAddress 127.0.0.1\nHostKey {directory}/host_key\n"
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {directory}/host_key\n"
         f"AuthorizedKeysFile {directory}/authorized_keys\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n"
         f"UsePAM no\nStrictModes no\nPidFile {directory}/sshd.pid\nMaxStartups 30\nMaxSessions 30\n")
     (directory / "ssh_config").write_text(
-        f"Host node1\n  HostName 127.0.0.1\n  Port {SSH_PORT}\n  User root\n  IdentityFile {directory}/client_key\n"
+        f"Host node1\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {directory}/client_key\n"
         f"  IdentitiesOnly yes\n  UserKnownHostsFile {directory}/known_hosts\n  StrictHostKeyChecking yes\n"
         f"Host closed\n  HostName 127.0.0.1\n  Port 1\n  User root\n  IdentityFile {directory}/client_key\n")
     Path("/run/sshd").mkdir(exist_ok=True)   # sshd's privilege separation directory
