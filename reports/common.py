@@ -62,16 +62,22 @@ NODE_COLUMNS = ("Node", "Role", "Replica", "Data read", "Per execution", "Read (
 
 
 def node_rows(analysis: Analysis) -> list[tuple[str, ...]]:
-    """One row per node of a multi-node trace; a node not captured says why instead of figures."""
+    """One row per node of a multi-node trace; a node not captured has none of the figures (why: node_notes)."""
     return [_node_row(node) for node in analysis.nodes]
+
+
+def node_notes(analysis: Analysis) -> list[str]:
+    """Why each node not captured was not, for a line under the nodes table (a reason in a cell would
+    widen its column for every node)."""
+    return [f"{node.address} not captured: {node.not_captured or 'unknown why'}"
+            for node in analysis.nodes if not node.captured]
 
 
 def _node_row(node: NodeIO) -> tuple[str, ...]:
     where = node.address + (f" (ssh {node.host})" if node.host else "")
     replica = "yes" if node.replica else "no"
     if not node.captured:
-        return (where, node.role, replica, f"not captured: {node.not_captured or 'unknown why'}", "", "", "", "", "",
-                "")
+        return (where, node.role, replica, "not captured", "", "", "", "", "", "")
     amp = node.amplification
     per_execution = (human_bytes(amp.data_read_bytes / node.executions) if amp and node.executions else "—")
     return (where, node.role, replica, data_read(amp) if amp else "—", per_execution, human_bytes(node.read_bytes),

@@ -76,6 +76,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     if analysis.nodes:
         parts.append(f"<h2>{e(common.nodes_heading(analysis))}</h2>")
         parts.append(_table(common.NODE_COLUMNS, common.node_rows(analysis)))
+        parts.extend(f"<p>{e(note)}</p>" for note in common.node_notes(analysis))
     if analysis.executions:
         parts.append("<h2>Executions</h2>")
         parts.append(_table(common.EXECUTION_COLUMNS, [common.execution_row(x) for x in analysis.executions]))

@@ -40,6 +40,9 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     if analysis.nodes:
         lines += ["", f"#### {_escape(common.nodes_heading(analysis))}", ""]
         lines += _table(common.NODE_COLUMNS, common.node_rows(analysis))
+        notes = common.node_notes(analysis)
+        if notes:
+            lines += ["", *(f"- {_escape(note)}" for note in notes)]
     if analysis.executions:
         lines += ["", "#### Executions", ""]
         lines += _table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])

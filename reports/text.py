@@ -50,6 +50,8 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     if analysis.nodes:
         out.section(common.nodes_heading(analysis))
         out.table(common.NODE_COLUMNS, common.node_rows(analysis))
+        for note in common.node_notes(analysis):
+            out.line(f"  {note}")
     if analysis.executions:
         out.section("Executions")
         out.table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])
