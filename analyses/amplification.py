@@ -90,8 +90,8 @@ def read_pages(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]
 
 
 def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *,
-                  payload_bytes: int | None, wire_bytes: int | None, read: ReadPages | None = None) -> Amplification:
-    """`read`: the ReadPages of (at least) these windows, when the caller has them already."""
+                  payload_bytes: int | None, wire_bytes: int | None, read: ReadPages) -> Amplification:
+    """`read`: the ReadPages of (at least) these windows (read_pages), read once by the caller for all."""
     page_cache_measured = trace.measured("page_cache")
     mapped_measured = trace.measured("mapped")
     window_condition, window_params = sql_in("window_id", window_ids)
@@ -102,7 +102,6 @@ def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableNa
         f" FROM file_io WHERE {window_condition} AND {file_condition}",
         window_params + file_params,
     )
-    read = read or read_pages(trace, window_ids, data)
 
     syscall_bytes = cache_miss = outside = mapped = mapped_only = extra = extra_least = 0
     touched = set()
@@ -206,10 +205,9 @@ def scope(trace: Trace, rows: list[dict]) -> tuple[list[int], str]:
     return all_windows, "the whole capture (no measured execution windows recorded)"
 
 
-def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName],
-           read: ReadPages | None = None) -> Amplification | None:
+def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName], read: ReadPages) -> Amplification | None:
     """What the warmup executions read, kept apart from the measured ones (None: no warmup ran).
-    `read`: the ReadPages of their windows, when the caller has them."""
+    `read`: the ReadPages of (at least) their windows."""
     warmups = [row for row in rows if row["kind"] == "warmup" and row["window_id"] is not None]
     if not warmups:
         return None
@@ -222,29 +220,50 @@ def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName],
                          payload_bytes=total("payload_bytes"), wire_bytes=total("wire_bytes"), read=read)
 
 
+def native_port(trace: Trace) -> str:
+    """The native-transport port of the trace's node: a socket with it at its local end is a client's."""
+    return str((trace.meta.get("node") or {}).get("port") or DEFAULT_NATIVE_PORT)
+
+
+@dataclass(frozen=True)
+class SocketWrites:
+    """Bytes written to one socket over some windows, with its ends as [ip, port] (a missing remote: ['']),
+    and the node whose JVM had it (None in a trace without nodes)."""
+    node_id: int | None
+    local: list[str]
+    remote: list[str]
+    written: int
+
+
+def socket_writes(trace: Trace, window_ids: list[int]) -> list[SocketWrites]:
+    """Every socket's writes over the windows (sockets are named 'tcp LOCAL->REMOTE' where the
+    backend kept no address columns)."""
+    condition, params = sql_in("io.window_id", window_ids)
+    found = []
+    for row in trace.rows(
+        f"SELECT f.node_id, f.path, f.local_addr, f.remote_addr, SUM(io.write_bytes) AS written FROM file_io io"
+        f" JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND {condition} GROUP BY f.file_id",
+        params,
+    ):
+        ends = row["path"].split()[-1].split("->")
+        local = (row["local_addr"] or ends[0]).rsplit(":", 1)
+        remote = (row["remote_addr"] or (ends[1] if len(ends) > 1 else ":")).rsplit(":", 1)
+        found.append(SocketWrites(row["node_id"], local, remote, row["written"] or 0))
+    return found
+
+
 def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
     """Bytes the node wrote to client connections (sockets on its native-transport port), when no
     execution records them. None when the backend did not measure socket writes."""
     if not trace.measured("wire"):
         return None
-    port = str((trace.meta.get("node") or {}).get("port") or DEFAULT_NATIVE_PORT)
-    condition, params = sql_in("io.window_id", window_ids)
-    total = 0
-    for row in trace.rows(
-        f"SELECT f.local_addr, f.path, SUM(io.write_bytes) AS written FROM file_io io"
-        f" JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND {condition} GROUP BY f.file_id",
-        params,
-    ):
-        local = row["local_addr"] or row["path"].split("->")[0]
-        if local.rsplit(":", 1)[-1] == port:
-            total += row["written"]
-    return total
+    port = native_port(trace)
+    return sum(socket.written for socket in socket_writes(trace, window_ids) if socket.local[-1] == port)
 
 
 def execution_results(trace: Trace, rows: list[dict], data: dict[int, SSTableName],
-                      read: ReadPages | None = None) -> list[Execution]:
-    """Each execution's amplification. `read`: the ReadPages of their windows, when the caller has them."""
-    read = read or read_pages(trace, [row["window_id"] for row in rows if row["window_id"] is not None], data)
+                      read: ReadPages) -> list[Execution]:
+    """Each execution's amplification. `read`: the ReadPages of (at least) their windows."""
     results = []
     for row in rows:
         amp = None

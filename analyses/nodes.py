@@ -87,8 +87,7 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *, 
     node_rows = trace.rows("SELECT * FROM nodes ORDER BY node_id")
     file_nodes = {row["file_id"]: row["node_id"] for row in
                   trace.rows("SELECT file_id, node_id FROM files WHERE node_id IS NOT NULL")}
-    native_port = str((trace.meta.get("node") or {}).get("port") or amp.DEFAULT_NATIVE_PORT)
-    wire = _wire(trace, window_ids, native_port, {row["node_id"]: row["address"] for row in node_rows})
+    wire = _wire(trace, window_ids, amp.native_port(trace), {row["node_id"]: row["address"] for row in node_rows})
     read_bytes = _read_bytes(trace, window_ids)
     reads_in = _reads_in(trace, window_ids, data)
     by_address = roles(query_trace, coordinators)
@@ -150,27 +149,19 @@ def _wire(trace: Trace, window_ids: list[int], native_port: str, addresses: dict
     port is the native port is a client's. Between nodes, Cassandra talks on the storage port: the
     port found most often on either end of the connections with a node's address (the trace does
     not record it)."""
-    condition, params = sql_in("io.window_id", window_ids)
-    sockets = []
-    for row in trace.rows(
-        f"SELECT f.node_id, f.path, f.local_addr, f.remote_addr, SUM(io.write_bytes) AS written FROM file_io io"
-        f" JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND f.node_id IS NOT NULL AND {condition}"
-        f" GROUP BY f.file_id", params,
-    ):
-        ends = row["path"].split()[-1].split("->")
-        local = (row["local_addr"] or ends[0]).rsplit(":", 1)
-        remote = (row["remote_addr"] or (ends[1] if len(ends) > 1 else ":")).rsplit(":", 1)
-        sockets.append((row["node_id"], local, remote, row["written"] or 0))
+    sockets = [socket for socket in amp.socket_writes(trace, window_ids) if socket.node_id is not None]
     # Each connection between nodes has the storage port at one end and an ephemeral port at the other.
-    to_peers = Counter(port for _, local, remote, _ in sockets
-                       if local[-1] != native_port and remote[0] in addresses.values() for port in (local[-1], remote[-1]))
+    to_peers = Counter(port for socket in sockets
+                       if socket.local[-1] != native_port and socket.remote[0] in addresses.values()
+                       for port in (socket.local[-1], socket.remote[-1]))
     storage_port = to_peers.most_common(1)[0][0] if to_peers else None
     totals: dict[int, tuple[int, int]] = {}
-    for node_id, local, remote, written in sockets:
-        to_nodes, to_client = totals.get(node_id, (0, 0))
-        if local[-1] == native_port:
-            to_client += written
-        elif storage_port is not None and storage_port in (local[-1], remote[-1]):
-            to_nodes += written
-        totals[node_id] = (to_nodes, to_client)
+    for socket in sockets:
+        assert socket.node_id is not None
+        to_nodes, to_client = totals.get(socket.node_id, (0, 0))
+        if socket.local[-1] == native_port:
+            to_client += socket.written
+        elif storage_port is not None and storage_port in (socket.local[-1], socket.remote[-1]):
+            to_nodes += socket.written
+        totals[socket.node_id] = (to_nodes, to_client)
     return totals
