@@ -23,7 +23,6 @@ from casstrace.cli.options import PID, STREAM_LIMIT, Seconds
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import Interrupted
-from casstrace.outputs import check_output
 from casstrace.redaction import redact_command
 
 if TYPE_CHECKING:
@@ -86,7 +85,7 @@ def command(pid: int | None, duration: float | None, out: Path, force: bool, str
         capture = BccCapture(pid, stream_limit=stream_limit, follow_children=bool(command), until_exit=bool(command),
                              source=f"command {redact_command(command)} and its descendants" if command else None,
                              process=redact_command(command) if command else None)
-        check_output(out, force)   # before a probe attaches (after the privilege check, which says more)
+        # The writer checks `out` before a probe attaches (after the privilege check, which says more).
         path = record(capture, TraceWriter(out, force=force), body)
     except BaseException as error:
         # A command never runs unobserved: one still held at its gate would run once we exit.

@@ -6,7 +6,6 @@ mentions the class is not mistaken for it). When several run on one machine (a d
 sandbox, say), the one listening on the native port the client connects to is the one to watch.
 """
 
-import ipaddress
 import os
 import re
 import shutil
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
+from casstrace.probes.proc_fds import proc_net_host
 from casstrace.redaction import redact_command
 from casstrace.traces.activities import shared_pool_worker
 
@@ -92,19 +92,8 @@ def listening_sockets(pid: int, proc: Path = Path("/proc")) -> set[tuple[str, in
             local, state, inode = fields[1], fields[3], fields[9]
             if state == TCP_LISTEN and inode in socket_inodes:
                 address, port = local.rsplit(":", 1)
-                sockets.add((_proc_net_address(address), int(port, 16)))
+                sockets.add((proc_net_host(address), int(port, 16)))
     return sockets
-
-
-def _proc_net_address(hexed: str) -> str:
-    """An address as /proc/net/tcp{,6} writes it (32-bit words in host order) in its usual spelling;
-    an IPv4-mapped IPv6 address as plain IPv4."""
-    words = bytes.fromhex(hexed)
-    packed = b"".join(words[i:i + 4][::-1] for i in range(0, len(words), 4))
-    if len(packed) == 4:
-        return str(ipaddress.IPv4Address(packed))
-    address = ipaddress.IPv6Address(packed)
-    return str(address.ipv4_mapped or address)
 
 
 def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
@@ -112,12 +101,8 @@ def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
     return {port for _, port in listening_sockets(pid, proc)}
 
 
-def listens_on(pid: int, address: str, port: int, proc: Path = Path("/proc")) -> bool:
-    """Whether the process accepts connections to address:port (bound to it, or to every address)."""
-    return _accepts(listening_sockets(pid, proc), address, port)
-
-
 def _accepts(sockets: set[tuple[str, int]], address: str, port: int) -> bool:
+    """Whether a process listening on `sockets` accepts connections to address:port (bound to it, or to every address)."""
     return any(bound_port == port and bound in (address, "0.0.0.0", "::") for bound, bound_port in sockets)
 
 
@@ -162,9 +147,10 @@ def find_cassandra(pid: int | None = None, native_port: int | None = None, addre
         return candidates[0]
     pids = ", ".join(str(c.pid) for c in candidates)
     if native_port is not None:
-        listening = [c for c in candidates if native_port in listening_ports(c.pid, proc)]
+        sockets = {c: listening_sockets(c.pid, proc) for c in candidates}   # each JVM's fds read once
+        listening = [c for c in candidates if any(port == native_port for _, port in sockets[c])]
         if address is not None and len(listening) > 1:   # nodes of one cluster share the port, not the address
-            listening = [c for c in listening if listens_on(c.pid, address, native_port, proc)]
+            listening = [c for c in listening if _accepts(sockets[c], address, native_port)]
         if len(listening) == 1:
             return listening[0]
         raise CasstraceError(

@@ -91,19 +91,21 @@ def fd_snapshot(pid: int) -> dict[int, Descriptor]:
     return snapshot
 
 
-def _address(hex_address: str) -> str:
-    """'0100007F:2382' (as /proc/net/tcp writes it: 32-bit words in host order) -> '127.0.0.1:9090'."""
-    host_hex, port_hex = hex_address.split(":")
-    raw = bytes.fromhex(host_hex)
-    # Each 32-bit word is in host byte order (little endian here).
-    host = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-    port = int(port_hex, 16)
-    address = ipaddress.ip_address(host)
+def proc_net_host(hexed: str) -> str:
+    """An address as /proc/net/tcp{,6} writes it (32-bit words in host order, little endian here) in
+    its usual spelling; an IPv4-mapped IPv6 address as plain IPv4."""
+    raw = bytes.fromhex(hexed)
+    address = ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
     if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return f"{address.ipv4_mapped}:{port}"
-        return f"[{address}]:{port}"
-    return f"{address}:{port}"
+        return str(address.ipv4_mapped or address)
+    return str(address)
+
+
+def _address(hex_address: str) -> str:
+    """'0100007F:2382' (as /proc/net/tcp writes it) -> '127.0.0.1:9090'; IPv6 hosts in brackets."""
+    host_hex, port_hex = hex_address.split(":")
+    host, port = proc_net_host(host_hex), int(port_hex, 16)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def tcp_sockets(pid: int) -> dict[int, tuple[str, str]]:

@@ -12,7 +12,8 @@ from cassandra.metadata import Murmur3Token
 from casstrace.errors import CasstraceError
 from casstrace.node import targets
 from casstrace.node.agents import clock_offset
-from casstrace.node.jvm import CassandraProcess, _proc_net_address
+from casstrace.node.jvm import CassandraProcess
+from casstrace.probes.proc_fds import proc_net_host
 from casstrace.node.replicas import replica_set, routing_keys, serialize_literal
 from casstrace.node.targets import RemoteSettings, parse_hosts, plan_nodes
 from casstrace.traces import Trace, TraceWriter
@@ -75,11 +76,11 @@ def test_a_composite_partition_key_is_the_driver_s_composite():
 
 
 def test_proc_net_addresses():
-    assert _proc_net_address("0100007F") == "127.0.0.1"
-    assert _proc_net_address("0200007F") == "127.0.0.2"
-    assert _proc_net_address("00000000") == "0.0.0.0"
-    assert _proc_net_address("0000000000000000FFFF00000300007F") == "127.0.0.3"
-    assert _proc_net_address("00000000000000000000000001000000") == "::1"
+    assert proc_net_host("0100007F") == "127.0.0.1"
+    assert proc_net_host("0200007F") == "127.0.0.2"
+    assert proc_net_host("00000000") == "0.0.0.0"
+    assert proc_net_host("0000000000000000FFFF00000300007F") == "127.0.0.3"
+    assert proc_net_host("00000000000000000000000001000000") == "::1"
 
 
 def test_hosts_option():
