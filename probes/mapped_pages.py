@@ -98,6 +98,11 @@ def _parse_maps_line(line: str) -> Mapping | None:
 def file_mappings(pid: int, wanted: Collection[tuple[int, int]] | None = None) -> list[Mapping]:
     """The process's mappings of files ((dev, inode) in `wanted`, or all), from /proc/PID/maps.
     [] when the process is gone or its maps unreadable."""
+    return _read_mappings(pid, wanted) or []
+
+
+def _read_mappings(pid: int, wanted: Collection[tuple[int, int]] | None = None) -> list[Mapping] | None:
+    """file_mappings, but None when /proc/PID/maps cannot be read."""
     found = []
     try:
         with open(f"/proc/{pid}/maps") as lines:
@@ -106,7 +111,7 @@ def file_mappings(pid: int, wanted: Collection[tuple[int, int]] | None = None) -
                 if mapping is not None and (wanted is None or (mapping.dev, mapping.inode) in wanted):
                     found.append(mapping)
     except OSError:
-        return []
+        return None
     return found
 
 
@@ -262,7 +267,7 @@ class MappedPagesCapture:
         and .mappings (and mapped_unmeasured when the measure failed)."""
         listed = self.measure.last or _maps_only(self.pid)
         mapped = {key: f for key, f in (listed or {}).items() if self._recorded(f.path)}
-        file_ids = {key: writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(self.pid, f)) for key, f in mapped.items()}
+        file_ids = {key: writer.file_of_inode(f.path, f.dev, f.inode, proc_fds.size_if_same(self.pid, f.path, f.dev, f.inode)) for key, f in mapped.items()}
         writer.add_mappings(
             {"file_id": file_ids[key], "mapped_bytes": f.mapped_bytes,
              "resident_bytes": f.resident_bytes if self.measure.last else None}
@@ -272,7 +277,7 @@ class MappedPagesCapture:
             rows = []
             for window_id, touched in self.windows.items():
                 for key, f in touched.items():
-                    file_id = file_ids.get(key) or writer.file_of_inode(f.path, f.dev, f.inode, _size_if_same(self.pid, f))
+                    file_id = file_ids.get(key) or writer.file_of_inode(f.path, f.dev, f.inode, proc_fds.size_if_same(self.pid, f.path, f.dev, f.inode))
                     rows.append((window_id, file_id, f.referenced_bytes, f.huge_bytes))
             writer.add_mapped_touched(rows)
         # mappings: whether the table lists the mapped files. Unknown when neither smaps nor maps
@@ -286,26 +291,14 @@ class MappedPagesCapture:
 def _maps_only(pid: int) -> dict[tuple[int, int], FileMapped] | None:
     """The process's mapped files from /proc/PID/maps, when smaps could not be read: sizes only.
     None when maps cannot be read either."""
+    mappings = _read_mappings(pid)
+    if mappings is None:
+        return None
     files: dict[tuple[int, int], FileMapped] = {}
-    try:
-        with open(f"/proc/{pid}/maps") as lines:
-            for line in lines:
-                m = _parse_maps_line(line)
-                if m is not None:
-                    f = files.setdefault((m.dev, m.inode), FileMapped(m.dev, m.inode, m.path))
-                    f.mapped_bytes += m.size
-    except OSError:
-        return None
+    for m in mappings:
+        f = files.setdefault((m.dev, m.inode), FileMapped(m.dev, m.inode, m.path))
+        f.mapped_bytes += m.size
     return files
-
-
-def _size_if_same(pid: int, f: FileMapped) -> int | None:
-    """The file's size now, if its path (as process `pid` names it) still names the mapped inode."""
-    try:
-        stat = proc_fds.stat_in_root(pid, f.path)
-    except OSError:
-        return None
-    return stat.st_size if (stat.st_dev, stat.st_ino) == (f.dev, f.inode) else None
 
 
 # -- pushing mapped pages out (--cold) ------------------------------------------------------------

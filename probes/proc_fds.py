@@ -256,11 +256,14 @@ def size_of(descriptor: Descriptor, pid: int) -> int | None:
     """The file's size now, if the path (as process `pid` names it) still names the same inode."""
     if descriptor.kind != "file":
         return None
+    return size_if_same(pid, descriptor.path, descriptor.dev, descriptor.inode)
+
+
+def size_if_same(pid: int, path: str, dev: int | None, inode: int | None) -> int | None:
+    """The size of `path` (as process `pid` names it) now, if it still names the inode (dev, inode)."""
     try:
-        stat = stat_in_root(pid, descriptor.path)
+        stat = stat_in_root(pid, path)
     except OSError:
         return None
-    if (stat.st_dev, stat.st_ino) != (descriptor.dev, descriptor.inode):
-        return None
-    return stat.st_size
+    return stat.st_size if (stat.st_dev, stat.st_ino) == (dev, inode) else None
 

@@ -415,6 +415,7 @@ class ScapReader:
         append = out.append
         events = 0
         buffer_size = len(buffer)
+        view = memoryview(buffer)   # for the rare events read field by field
         # Every block but the last few of a chunk has room for a v2 event header: unpack that
         # at once (the common case), the block header alone otherwise.
         full = buffer_size - 36
@@ -530,7 +531,7 @@ class ScapReader:
             layout = enter_layouts.get(etype)
             if layout is not None:
                 if etype in SENDS_WITH_TUPLE and nparams > 2 and lengths[2] > 1:
-                    self._name_by_peer(thread, buffer, values, lengths, memoryview(buffer))
+                    self._name_by_peer(thread, buffer, values, lengths, view)
                 _, last, expected, unpack, index = layout
                 if lengths[:last + 1] == expected:
                     args = unpack.unpack_from(buffer, values) + (None,)
@@ -540,14 +541,14 @@ class ScapReader:
                     pending[tid] = (etype, ts, *self._args(buffer, values, lengths, arg_spec))
                 continue
             if etype in open_events:
-                call = self._opened(etype, ts, thread, pending.pop(tid, None), memoryview(buffer), values, lengths,
+                call = self._opened(etype, ts, thread, pending.pop(tid, None), view, values, lengths,
                                     nparams)
                 if call is not None and not flags & STATE_ONLY:
                     append(call)
             else:
                 if etype in EXECVES and out:
                     return block_start, events - 1, True   # read again, first thing, by the next call
-                self._state(etype, ts, thread, pending, buffer, memoryview(buffer), values, lengths, nparams, flags)
+                self._state(etype, ts, thread, pending, buffer, view, values, lengths, nparams, flags)
         return at, events, False
 
     def _block_at(self, block_type: int, buffer: bytes, at: int, end: int) -> None:

@@ -667,7 +667,7 @@ def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | No
     try:
         reader = ScapReader(scap, pid if filtered_to_pid else None)
         try:
-            importer.fold(itertools.chain.from_iterable(reader.batches()))
+            importer.fold(reader.calls())
         except ScapError as error:
             raise _capture_error(scap, error) from None
         chosen, chosen_by = importer.choose(pid, proc)
