@@ -43,7 +43,7 @@ from casstrace import __version__
 from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.jvm import CassandraProcess, cassandra_at, find_cassandra
-from casstrace.probes.backends import backend
+from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import Window, WindowLog, Windows
 from casstrace.probes.recording import record
@@ -78,7 +78,7 @@ class AgentOptions:
     address: str                 # the node's native address: its JVM listens there
     port: int
     pid: int | None = None
-    backend: str = "bcc"
+    backend: str = DEFAULT_BACKEND
     tables: tuple[TableRef, ...] = ()
 
     def arguments(self) -> list[str]:
