@@ -364,17 +364,16 @@ class NodeDownThere(AgentFailed):
 class CapturedNode:
     target: AgentTarget
     pid: int
-    hostname: str
     clock_shift_ns: int = 0
     round_trip_ns: int | None = None
     clock_samples: list[tuple[int, int, int]] = field(default_factory=list)   # ssh: at start, and at stop
+    trace: Path | None = None
 
     def read_clock(self, link: "_Link", now_ns: Callable[[], int]) -> None:
         """Add round trips to the agent's clock; its shift is then the best of all so far."""
         self.clock_samples.extend(link.clock_samples(now_ns))
         offset, self.round_trip_ns = clock_offset(self.clock_samples)
         self.clock_shift_ns = -offset
-    trace: Path | None = None
 
 
 @dataclass
@@ -392,10 +391,10 @@ class AgentsResult:
             writer.add_window(window.label, window.start_ns, window.end_ns, window.execution)
         for node in self.nodes:
             assert node.trace is not None
-            meta = self.metas[node.target.node_id] = merge.partial_meta(node.trace)
+            meta = self.metas[node.target.node_id] = merge.merge_node(
+                writer, node.trace, node.target.node_id, node.clock_shift_ns, self.windows[0].start_ns)
             if node.round_trip_ns is not None:   # how well its clock shift is known
                 meta["clock"] = {"offset_ns": -node.clock_shift_ns, "round_trip_ns": node.round_trip_ns}
-            merge.merge_node(writer, node.trace, node.target.node_id, node.clock_shift_ns, self.windows[0].start_ns)
             node.trace.unlink()
         writer.set_meta(source="; ".join(f"pid {node.pid} on {node.target.where}" for node in self.nodes),
                         capture_start_ns=self.windows[0].start_ns, capture_end_ns=self.windows[-1].end_ns,
@@ -448,7 +447,7 @@ class AgentsCapture:
                     raise AgentFailed(f"{link.target.where} runs casstrace {ready.get('casstrace_version')}, "
                                       f"whose capture agent speaks another protocol",
                                       f"install casstrace {__version__} there")
-                node = CapturedNode(link.target, int(ready["pid"]), str(ready.get("hostname") or ""))
+                node = CapturedNode(link.target, int(ready["pid"]))
                 if link.target.ssh is not None:
                     node.read_clock(link, self.now_ns)
                 self._nodes[link.target.node_id] = node

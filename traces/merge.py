@@ -36,7 +36,7 @@ _SLOTTED = {"heatmap": ("calls", "bytes"), "latency": ("count",)}
 SUMMED_META = ("lost_events", "unstreamed_events", "aggregate_overflows", "unlogged_fill_pages")
 
 
-def partial_meta(path: Path) -> dict[str, Any]:
+def _partial_meta(path: Path) -> dict[str, Any]:
     """The meta of a partial trace, checked to be of this casstrace's format."""
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
@@ -48,10 +48,11 @@ def partial_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def merge_node(writer: TraceWriter, partial: Path, node_id: int, clock_shift_ns: int, trace_start_ns: int) -> None:
-    """Copy the partial trace at `partial` into `writer` as node `node_id` (see the module docstring).
-    The trace's windows must already be written."""
-    meta = partial_meta(partial)
+def merge_node(writer: TraceWriter, partial: Path, node_id: int, clock_shift_ns: int,
+               trace_start_ns: int) -> dict[str, Any]:
+    """Copy the partial trace at `partial` into `writer` as node `node_id` (see the module docstring);
+    returns the partial trace's meta. The trace's windows must already be written."""
+    meta = _partial_meta(partial)
     db = writer.db
     slots = round((int(meta.get("capture_start_ns", trace_start_ns)) + clock_shift_ns - trace_start_ns) / SLOT_NS)
     db.commit()   # SQLite attaches outside a transaction only
@@ -69,6 +70,7 @@ def merge_node(writer: TraceWriter, partial: Path, node_id: int, clock_shift_ns:
     finally:
         db.commit()
         db.execute("DETACH DATABASE part")
+    return meta
 
 
 def _next_id(db: sqlite3.Connection, table: str, column: str) -> int:
