@@ -234,11 +234,9 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
 
 def _file_name(f: FileIO, on_node: bool = False) -> str:
     """The file's name; `on_node`: with its node's address (a trace of several nodes)."""
-    node = f"[{f.node}] " if on_node and f.node else ""
     name = f.sstable
-    if name is None:
-        return node + f.path
-    return f"{node}{name.owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
+    label = f.path if name is None else f"{name.owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
+    return f.on_node(label, on_node)
 
 
 # -- the comparison ----------------------------------------------------------------------------

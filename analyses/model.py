@@ -36,6 +36,11 @@ class FileIO:
     def component(self) -> str | None:
         return self.sstable.component if self.sstable else None
 
+    def on_node(self, name: str, several_nodes: bool) -> str:
+        """`name` (the file's, as a report spells it), with its node's address in a trace of several
+        nodes, where the nodes' paths may be alike."""
+        return f"[{self.node}] {name}" if several_nodes and self.node else name
+
 
 @dataclass
 class SSTableIO:

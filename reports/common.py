@@ -39,22 +39,17 @@ def file_row(f: FileIO, name: str | None = None) -> tuple[str, ...]:
     )
 
 
-def _on_node(analysis: Analysis, f: FileIO, name: str) -> str:
-    """A file's name, with its node's address in a trace of several nodes (their paths may be alike)."""
-    return f"[{f.node}] {name}" if f.node and len(analysis.nodes) > 1 else name
-
-
 def sstable_sections(analysis: Analysis) -> list[tuple[str, list[tuple[str, ...]]]]:
     """(SSTable label, rows of its component files), most bytes first."""
     return [
-        (group.label, [file_row(f, _on_node(analysis, f, f.sstable.component_file if f.sstable else f.path))
+        (group.label, [file_row(f, f.on_node(f.sstable.component_file if f.sstable else f.path, len(analysis.nodes) > 1))
                        for f in group.files])
         for group in analysis.sstables
     ]
 
 
 def other_file_rows(analysis: Analysis) -> list[tuple[str, ...]]:
-    return [file_row(f, _on_node(analysis, f, f.path)) for f in analysis.other_files]
+    return [file_row(f, f.on_node(f.path, len(analysis.nodes) > 1)) for f in analysis.other_files]
 
 
 NODE_COLUMNS = ("Node", "Role", "Replica", "Data read", "Per execution", "Read (all files)", "Cache misses",
