@@ -65,7 +65,8 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
     data_label = f"{owner}'s Data files" if owner else "all user tables' Data files"
     unseen = amp.unseen_reads(trace, data, overall, data_label, disk_access_mode)
     consistency = (meta.get("replicas") or {}).get("consistency") or meta.get("consistency")
-    nodes = cluster_nodes.nodes(trace, window_ids, data, executions=len(measured), payload_bytes=payload, read=read,
+    nodes = cluster_nodes.nodes(trace, window_ids, data, files, executions=len(measured), payload_bytes=payload,
+                                read=read,
                                 query_trace=meta.get("query_trace") or [],
                                 coordinators=sorted({row["coordinator"] for row in execution_rows
                                                      if row.get("coordinator")}))

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from casstrace.analyses import amplification as amp
 from casstrace.analyses.file_io import sql_in
-from casstrace.analyses.model import Amplification, NodeIO
+from casstrace.analyses.model import Amplification, FileIO, NodeIO
 from casstrace.traces import Trace
 from casstrace.traces.meta import QueryTraceSession
 from casstrace.traces.sstable_names import SSTableName
@@ -77,18 +77,21 @@ def roles(query_trace: list[QueryTraceSession], coordinators: Iterable[str]) -> 
     return {address: [role for role in ROLE_ORDER if role in kinds] for address, kinds in found.items()}
 
 
-def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *, executions: int,
+def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], files: list[FileIO], *, executions: int,
           payload_bytes: int | None, read: amp.ReadPages, query_trace: list[QueryTraceSession],
           coordinators: list[str]) -> list[NodeIO]:
     """Every node of the trace with its roles and figures over `window_ids` (the measured executions',
-    `executions` of them); [] for a trace without nodes rows."""
+    `executions` of them; `files`: their file_io); [] for a trace without nodes rows."""
     if not has_nodes(trace):
         return []
     node_rows = trace.rows("SELECT * FROM nodes ORDER BY node_id")
     file_nodes = {row["file_id"]: row["node_id"] for row in
                   trace.rows("SELECT file_id, node_id FROM files WHERE node_id IS NOT NULL")}
     wire = _wire(trace, window_ids, amp.native_port(trace), {row["node_id"]: row["address"] for row in node_rows})
-    read_bytes = _read_bytes(trace, window_ids)
+    read_bytes: Counter[str] = Counter()   # by address: bytes read syscalls returned from its files (not sockets)
+    for f in files:
+        if f.kind == "file" and f.node is not None:
+            read_bytes[f.node] += f.read_bytes
     reads_in = _reads_in(trace, window_ids, data)
     by_address = roles(query_trace, coordinators)
     found = []
@@ -104,7 +107,7 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *, 
             node_id=node_id, address=row["address"], host=row["host"], datacenter=row["datacenter"],
             rack=row["rack"], replica=bool(row["replica"]), captured=captured, not_captured=row["not_captured"],
             pid=row["pid"], roles=by_address.get(row["address"], []), executions=executions,
-            read_bytes=read_bytes.get(node_id, 0) if captured else None,
+            read_bytes=read_bytes[row["address"]] if captured else None,
             amplification=figures,
             wire_to_nodes_bytes=to_nodes if captured and trace.measured("wire") else None,
             wire_to_client_bytes=to_client if captured and trace.measured("wire") else None,
@@ -134,14 +137,6 @@ def readers_per_execution(nodes: list[NodeIO]) -> dict[int, int]:
     """execution -> how many nodes read the Data files in it (executions no captured node read in are absent)."""
     counts: Counter[int] = Counter(execution for node in nodes for execution in node.reads_in)
     return dict(counts)
-
-
-def _read_bytes(trace: Trace, window_ids: list[int]) -> dict[int, int]:
-    """Bytes read syscalls returned from each node's files (not sockets) over the windows."""
-    condition, params = sql_in("io.window_id", window_ids)
-    return {row["node_id"]: row["bytes"] for row in trace.rows(
-        f"SELECT f.node_id, SUM(io.read_bytes) AS bytes FROM file_io io JOIN files f ON f.file_id = io.file_id"
-        f" WHERE f.kind = 'file' AND f.node_id IS NOT NULL AND {condition} GROUP BY f.node_id", params)}
 
 
 def _wire(trace: Trace, window_ids: list[int], native_port: str, addresses: dict[int, str]) -> dict[int, tuple[int, int]]:
