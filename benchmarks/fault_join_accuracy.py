@@ -36,9 +36,11 @@ from casstrace.probes.bcc_capture import BccCapture
 from casstrace.probes.java_stacks import FILL_JOIN_NS, METHOD_EVENT, PAGE_BYTES, WALL_EVENT, LoggedFill, LoggedRead, join_reads, \
     nearest_samples
 from casstrace.probes.jfr import read_samples
+from casstrace.sandbox.demo import WideTable
 from casstrace.traces import TraceWriter
+from figures import report
 
-DEMO_QUERY = "SELECT c0 FROM casstrace_demo.streams WHERE stream_id = 1"
+DEMO_QUERY = WideTable().wide_query
 BOUNDS_NS = (500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000)
 # (name, the window (before, after) of a bound)
 STRATEGIES = (("nearest", lambda b: (b, b)), ("first after", lambda b: (0, b)))
@@ -127,9 +129,9 @@ def main() -> None:
     print(f"control, each pread fill {CONTROL_SHIFT_NS / 1e6:.0f} ms later, nearest within 2 ms: the call's own "
           f"asking frame {share(control, filled)}")
     if filled:
-        print(f"FIGURE fault_join_same_frame_share {same_frame[('nearest', FILL_JOIN_NS)] / filled:.4f}")
+        report("fault_join_same_frame_share", same_frame[('nearest', FILL_JOIN_NS)] / filled)
     if faulted:
-        print(f"FIGURE fault_join_attributed_share {faults_attributed[('nearest', FILL_JOIN_NS)] / faulted:.4f}")
+        report("fault_join_attributed_share", faults_attributed[('nearest', FILL_JOIN_NS)] / faulted)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,20 @@ expected value of each, its noise and which way is better live in benchmarks/fig
 place the README's performance section cites. `scripts/bench` runs the benchmarks and compares.
 """
 
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
 
 FIGURES_TOML = Path(__file__).with_name("figures.toml")
 PREFIX = "FIGURE "
+
+
+def process_cpu_ns(pid: int) -> int:
+    """CPU time of the process, all its threads, dead ones included, in ns (its CPU-time clock,
+    as clock_getcpuclockid(3) makes it). BPF programs run in the context of the syscalls they
+    watch, so this includes them."""
+    return time.clock_gettime_ns((~pid << 3) | 2)   # CPUCLOCK_SCHED of the whole process
 
 
 def report(name: str, value: float) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from casstrace.probes.bcc_capture import BccCapture
 from casstrace.traces import Trace, TraceWriter
-from figures import report
+from figures import process_cpu_ns, report
 
 STORM_SOURCE = r"""
 #include <fcntl.h>
@@ -71,13 +71,6 @@ int main(int argc, char **argv) {
 STORM_CALLS = 1_000_000
 STORM_FILE_BYTES = 256 << 20
 QUERY = "SELECT c0 FROM casstrace_demo.streams WHERE stream_id=1"
-
-
-def process_cpu_ns(pid: int) -> int:
-    """CPU time of the process, all its threads, dead ones included, in ns (its CPU-time clock,
-    as clock_getcpuclockid(3) makes it). BPF programs run in the context of the syscalls they
-    watch, so this includes them."""
-    return time.clock_gettime_ns((~pid << 3) | 2)   # CPUCLOCK_SCHED of the whole process
 
 
 def cpu_seconds() -> float:

@@ -9,12 +9,11 @@ that alternate between async-profiler idle and async-profiler active as `run --p
 block starts with one execution left out (the first after a start pays the instrumentation of the
 read method). Prints the medians of both, their ratio, the spread of the ratio between neighbouring
 blocks (on a shared machine one ratio means little), the JVM's CPU time per execution both ways
-(/proc/PID/stat: less swayed by other processes than latency), what starting and stopping cost, and
+(its CPU-time clock: less swayed by other processes than latency), what starting and stopping cost, and
 the recording's sample count per execution.
 """
 
 import argparse
-import os
 import statistics
 import time
 
@@ -23,15 +22,10 @@ from casstrace.node.jvm import find_cassandra
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
 from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.jfr import read_samples
+from casstrace.sandbox.demo import WideTable
+from figures import process_cpu_ns, report
 
-DEMO_QUERY = "SELECT c0 FROM casstrace_demo.streams WHERE stream_id = 1"
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+DEMO_QUERY = WideTable().wide_query
 
 
 def main() -> None:
@@ -58,9 +52,9 @@ def main() -> None:
 
         def block(kind: str) -> list[float]:
             execute(node.session, prepared)                  # left out
-            used = cpu_seconds(process.pid)
+            used = process_cpu_ns(process.pid)
             latencies = [execute(node.session, prepared).latency_s for _ in range(args.runs)]
-            cpu_ms[kind].append((cpu_seconds(process.pid) - used) / args.runs * 1000)
+            cpu_ms[kind].append((process_cpu_ns(process.pid) - used) / args.runs / 1e6)
             return latencies
 
         for _ in range(3):                                   # warm the node and the JIT
@@ -90,7 +84,7 @@ def main() -> None:
     print(f"median latency, profiler active: {statistics.median(active) * 1000:8.2f} ms")
     overhead = statistics.median(active) / statistics.median(idle)
     print(f"overhead (ratio of medians):     {overhead:8.3f}x")
-    print(f"FIGURE profile_overhead_ratio {overhead:.4f}")   # read by scripts/bench
+    report("profile_overhead_ratio", overhead)
     print(f"block ratios: min {min(ratios):.3f}  q1 {quartiles[0]:.3f}  median {quartiles[1]:.3f}  "
           f"q3 {quartiles[2]:.3f}  max {max(ratios):.3f}")
     print(f"JVM CPU per execution: idle {statistics.median(cpu_ms['idle']):.1f} ms, "

@@ -18,9 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from casstrace.sandbox.demo import WideTable
 from figures import report
 
-QUERY = "SELECT c0 FROM casstrace_demo.streams WHERE stream_id = 1"
+QUERY = WideTable().wide_query
 CASSTRACE = Path(sys.executable).parent / "casstrace"
 PHASE_LINE = re.compile(r"^  (.+?)\s+([0-9.]+) s  cpu\s+([0-9.]+) s$")   # name, wall, CPU
 
