@@ -70,16 +70,13 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
                            for s, (read, calls, faults) in by_stack.items()), key=lambda w: -w.value)
     joined = sum(w.syscall_bytes for w in stacks_bytes)
     cassandra = sum(w.syscall_bytes for w in stacks_bytes if has_cassandra_frame(w.stack))
+    call_fill_column = "COALESCE(SUM(e.cache_miss_pages), 0)" if with_fills else "0"
     ((data_read, call_fill_pages),) = trace.rows(
-        "SELECT COALESCE(SUM(MAX(e.returned, 0)), 0), COALESCE(SUM(e.cache_miss_pages), 0) FROM events e"
+        f"SELECT COALESCE(SUM(MAX(e.returned, 0)), 0), {call_fill_column} FROM events e"
         " JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-        f" WHERE e.syscall != 'lseek' AND w.{windows} AND e.{files}", window_params + file_params
-    ) if with_fills else trace.rows(
-        "SELECT COALESCE(SUM(MAX(e.returned, 0)), 0), 0 FROM events e JOIN windows w"
-        " ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
         f" WHERE e.syscall != 'lseek' AND w.{windows} AND e.{files}", window_params + file_params)
-    fills = _fills(trace, stacks_bytes, by_stack, call_fill_pages, windows, files, window_params + file_params) \
-        if with_fills else {}
+    fills = _fills(trace, stacks_bytes, by_stack, call_fill_pages, meta["fill_join_ns"], windows, files,
+                   window_params + file_params) if with_fills else {}
 
     on_stacks = sum(w.value for w in stacks_bytes)
     frame_bytes: dict[str, int] = defaultdict(int)
@@ -120,7 +117,7 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
 
 
 def _fills(trace: Trace, stacks_bytes: list[StackBytes], by_stack: dict[int, list[int]], call_fill_pages: int,
-           windows: str, files: str, params: list[int | str]) -> dict[str, Any]:
+           fill_join_ns: int, windows: str, files: str, params: list[int | str]) -> dict[str, Any]:
     """The Profile's fill fields: the kernel's fill bytes of the files in the windows, those on stacks
     (in read calls; faults, by nearest sample), and the rest, undetermined, by why."""
     ((kernel,),) = trace.rows(f"SELECT COALESCE(SUM(cache_miss_bytes), 0) FROM file_io WHERE {windows} AND {files}",
@@ -137,7 +134,7 @@ def _fills(trace: Trace, stacks_bytes: list[StackBytes], by_stack: dict[int, lis
     return {
         "data_fill_bytes": kernel, "fill_call_bytes": in_calls, "fill_fault_bytes": by_faults,
         "fill_cassandra_bytes": sum(w.fill_bytes for w in stacks_bytes if has_cassandra_frame(w.stack)),
-        "fill_join_ns": trace.meta["profile"]["fill_join_ns"],
+        "fill_join_ns": fill_join_ns,
         "fill_undetermined": {why: size for why, size in undetermined.items() if size},
     }
 
