@@ -226,7 +226,7 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
         amplification=overall.read, verdict=analysis.verdict,
         files=[FileRead(_file_name(f, on_node=len(analysis.nodes) > 1), f.read_bytes / executions,
                         per(f.cache_miss_bytes)) for f in files[:TOP_FILES]],
-        consistency=analysis.consistency or analysis.context.get("consistency"),
+        consistency=analysis.consistency,
         replicas_read=(sum(readers.values()) / executions if readers else 0.0) if analysis.nodes else None,
         not_captured=[node.address for node in analysis.nodes if not node.captured],
     )

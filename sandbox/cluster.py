@@ -99,10 +99,8 @@ class SandboxCluster:
         if previous is None and size > 1:
             options["cluster_name"] = f"{DEFAULT_CLUSTER_NAME} {self.root.name}"
         base = first.resolve_settings(nodes=size, node=1, **options)
-        assert base.storage_port is not None
         planned = [(Sandbox(node_dir(self.root, number)),
-                    dataclasses.replace(base, node=number, jmx_port=base.jmx_port + number - 1,
-                                        storage_port=base.storage_port))
+                    dataclasses.replace(base, node=number, jmx_port=base.jmx_port + number - 1))
                    for number in range(1, size + 1)]
         to_start = [(node, settings) for node, settings in planned if not node.is_running()]
         if not to_start:
