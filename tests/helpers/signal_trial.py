@@ -65,8 +65,17 @@ def main() -> None:
 
         setattr(owner, name, wrapped)
 
-    if moment == "attach":        # the compile takes seconds: land anywhere in it, or just after
-        wrap(bcc_capture.BccCapture, "_load", lambda _n: fire_after(chance.uniform(0, 2.0)))
+    if moment == "attach":        # the compile takes seconds: land anywhere in it, or as it ends at the latest
+        original_load = bcc_capture.BccCapture._load
+
+        def load(self: bcc_capture.BccCapture) -> None:
+            fire_after(chance.uniform(0, 2.0))
+            try:
+                original_load(self)
+            finally:
+                fire()   # a quiet machine compiles in ~1.2 s: a later timer would land after the whole run
+
+        bcc_capture.BccCapture._load = load  # type: ignore[method-assign]
     elif moment == "execute":
         nth = chance.randint(1, 3)
         wrap(runner, "execute", lambda n: fire_after(chance.uniform(0, 0.05)) if n == nth else None)
