@@ -4,13 +4,18 @@ plotly's JavaScript is embedded once, inline (no CDN, no network). Every name th
 trace (paths, table and column names, the query, Cassandra's trace) is escaped: in the page with
 html.escape, in the plots by plotly's JSON encoder (which writes '<' as \\u003c) plus html.escape for
 the strings plotly renders as its own HTML subset (titles, hover text).
+
+Figures are plotly.js figure dicts in their canonical form (`title: {text: ...}`), written out by
+plotly's to_html without validation: plotly's figure objects validate and deep-copy every point
+again (0.3 s of a demo query's report, most of `casstrace run`'s reporting), and what they would
+check is fixed here, in code, not in the trace.
 """
 
 import html
 import math
 from collections.abc import Sequence
+from typing import Any
 
-import plotly.graph_objects as go
 import plotly.io as pio
 import plotly.offline
 
@@ -26,6 +31,7 @@ MAX_SPECTROGRAM_ROWS = 600
 # csysdig's spectrogram palette: black (none), greens, yellows, reds, on log10(calls) 0..4
 SPECTRO_COLOURS = [[0.0, "#003300"], [0.25, "#00b000"], [0.5, "#e0e000"], [0.75, "#ff4000"], [1.0, "#ff0000"]]
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+Figure = dict[str, Any]   # a plotly.js figure: {"data": [traces], "layout": {...}}
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; }
@@ -158,14 +164,14 @@ def render_document(document: Document, options: ReportOptions) -> str:
     return "\n".join(parts)
 
 
-def _line_chart(chart: Chart) -> go.Figure:
-    figure = go.Figure([go.Scatter(x=chart.x, y=series.y, mode="lines+markers", name=html.escape(series.name),
-                                   line={"color": series.colour, "dash": "dash" if series.dashed else "solid"})
-                        for series in chart.series])
-    figure.update_layout(title=html.escape(chart.title), xaxis_title=html.escape(chart.x_title),
-                         yaxis_title=html.escape(chart.y_title), height=380,
-                         margin={"l": 60, "r": 20, "t": 50, "b": 50}, yaxis_rangemode="tozero")
-    return figure
+def _line_chart(chart: Chart) -> Figure:
+    return _plot([{"type": "scatter", "x": chart.x, "y": series.y, "mode": "lines+markers",
+                   "name": html.escape(series.name),
+                   "line": {"color": series.colour, "dash": "dash" if series.dashed else "solid"}}
+                  for series in chart.series],
+                 title=html.escape(chart.title), height=380, margin={"l": 60, "r": 20, "t": 50, "b": 50},
+                 xaxis={"title": {"text": html.escape(chart.x_title)}},
+                 yaxis={"title": {"text": html.escape(chart.y_title)}, "rangemode": "tozero"})
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: str = "") -> str:
@@ -181,8 +187,15 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: 
     return f"<table class='{css_class}'>{head}{body}</table>"
 
 
-def _figure(figure: go.Figure) -> str:
-    return pio.to_html(figure, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG)
+def _plot(data: list[dict[str, Any]], *, title: str, title_size: int | None = None, **layout: Any) -> Figure:
+    """A figure of `data` (plotly.js traces) under `title` (already escaped), with more `layout`. The
+    title starts at the left, as plotly's default template put it: a long path is cut at its end."""
+    font = {"font": {"size": title_size}} if title_size else {}
+    return {"data": data, "layout": {"title": {"text": title, "x": 0.05, **font}, **layout}}
+
+
+def _figure(figure: Figure) -> str:
+    return pio.to_html(figure, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG, validate=False)
 
 
 ICICLE_MIN_SHARE = 0.001   # frames below 0.1 % of the total are left out: unreadable, and they bloat the page
@@ -207,7 +220,7 @@ def _short_frame(frame: str) -> str:
     return ".".join(parts[-2:])
 
 
-def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> go.Figure:
+def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> Figure:
     """A flame graph drawn top-down (icicle): one box per frame on a path from the root, as wide as
     the bytes or samples of the stacks through it, coloured by kind (Cassandra, JDK, other Java,
     native); click a box to zoom into it, hover for the full frame name."""
@@ -231,65 +244,68 @@ def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> go.Figure:
             values[index[path]] += weighted.value
     keep = [i for i, value in enumerate(values) if value >= total * ICICLE_MIN_SHARE]
     depth = max((len(path) for path, i in index.items() if values[i] >= total * ICICLE_MIN_SHARE), default=0) + 1
-    shown = go.Icicle(
-        ids=[ids[i] for i in keep], labels=[labels[i] for i in keep], parents=[parents[i] for i in keep],
-        values=[values[i] for i in keep], customdata=[names[i] for i in keep], branchvalues="total",
-        marker={"colors": [colours[i] for i in keep]}, tiling={"orientation": "v"}, maxdepth=-1,
-        textfont={"size": 10}, insidetextfont={"size": 10},
-        hovertemplate=f"%{{customdata}}<br>%{{value:,}} {unit} (%{{percentRoot:.1%}})<extra></extra>")
-    figure = go.Figure(shown)
-    figure.update_layout(title=html.escape(title), height=ICICLE_ROW_PX * depth + 60,
-                         margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    return figure
+    shown = {
+        "type": "icicle", "ids": [ids[i] for i in keep], "labels": [labels[i] for i in keep],
+        "parents": [parents[i] for i in keep], "values": [values[i] for i in keep],
+        "customdata": [names[i] for i in keep], "branchvalues": "total",
+        "marker": {"colors": [colours[i] for i in keep]}, "tiling": {"orientation": "v"}, "maxdepth": -1,
+        "textfont": {"size": 10}, "insidetextfont": {"size": 10},
+        "hovertemplate": f"%{{customdata}}<br>%{{value:,}} {unit} (%{{percentRoot:.1%}})<extra></extra>",
+    }
+    return _plot([shown], title=html.escape(title), height=ICICLE_ROW_PX * depth + 60,
+                 margin={"l": 10, "r": 10, "t": 40, "b": 10})
 
 
-def _offset_map(pattern: AccessPattern) -> go.Figure:
-    figure = go.Figure()
+def _offset_map(pattern: AccessPattern) -> Figure:
+    traces = []
     styles = {"read": ("read", "#1f77b4", "circle"), "lseek": ("lseek", "#d62728", "x"),
               "page_cache": ("page-cache fill", "#2ca02c", "square")}
     for kind, (label, colour, symbol) in styles.items():
         points = [p for p in pattern.points if p.kind == kind]
         if not points:
             continue
-        figure.add_trace(go.Scatter(  # SVG: WebGL may be missing where the report is opened
-            x=[p.time_s for p in points], y=[p.offset / 2**20 for p in points], mode="markers", name=label,
-            marker={"color": colour, "symbol": symbol, "size": 5 if pattern.source == "events" else 8},
-            customdata=[[human_bytes(p.length), p.calls] for p in points],
-            hovertemplate="t=%{x:.3f}s offset=%{y:.2f} MiB<br>%{customdata[0]} in %{customdata[1]} calls<extra></extra>",
-        ))
+        traces.append({
+            "type": "scatter",   # SVG: WebGL may be missing where the report is opened
+            "x": [p.time_s for p in points], "y": [p.offset / 2**20 for p in points], "mode": "markers",
+            "name": label,
+            "marker": {"color": colour, "symbol": symbol, "size": 5 if pattern.source == "events" else 8},
+            "customdata": [[human_bytes(p.length), p.calls] for p in points],
+            "hovertemplate": "t=%{x:.3f}s offset=%{y:.2f} MiB<br>%{customdata[0]} in %{customdata[1]} calls"
+                             "<extra></extra>",
+        })
     size = f" of {human_bytes(pattern.file.size_bytes)}" if pattern.file.size_bytes else ""
-    figure.update_layout(
-        title=html.escape(f"{pattern.file.path}{size} — {pattern.source}: {pattern.source_note}"),
-        xaxis_title="time since capture start (s)", yaxis_title="file offset (MiB)",
-        height=380, margin={"l": 60, "r": 20, "t": 60, "b": 50}, title_font_size=12,
-    )
-    return figure
+    return _plot(traces, title=html.escape(f"{pattern.file.path}{size} — {pattern.source}: {pattern.source_note}"),
+                 title_size=12, xaxis={"title": {"text": "time since capture start (s)"}},
+                 yaxis={"title": {"text": "file offset (MiB)"}}, height=380,
+                 margin={"l": 60, "r": 20, "t": 60, "b": 50})
 
 
-def _spectrogram(spectrogram: Spectrogram) -> go.Figure:
+def _spectrogram(spectrogram: Spectrogram) -> Figure:
     first, per_row, rows = spectrogram.time_rows(MAX_SPECTROGRAM_ROWS)
     counts = [[0] * LAST_BUCKET for _ in range(rows)]
     for (slot, bucket), count in spectrogram.counts.items():
         counts[(slot - first) // per_row][bucket] += count
     latency_labels = [f"{human_ns(bucket_lower_ns(b))} – {human_ns(bucket_lower_ns(b + 1))}" for b in range(LAST_BUCKET)]
-    figure = go.Figure(go.Heatmap(
-        z=[[math.log10(c) if c else None for c in row] for row in counts],
-        customdata=counts,
-        text=[latency_labels] * rows,
-        x=list(range(LAST_BUCKET)),
-        y=[(first + r * per_row) * spectrogram.slot_s for r in range(rows)],
-        colorscale=SPECTRO_COLOURS, zmin=0, zmax=4,
-        colorbar={"title": "calls", "tickvals": [0, 1, 2, 3, 4], "ticktext": ["1", "10", "100", "1k", "10k+"]},
-        hovertemplate="latency %{text}<br>t=%{y:.1f}s<br>%{customdata} calls<extra></extra>",
-    ))
+    heatmap = {
+        "type": "heatmap",
+        "z": [[math.log10(c) if c else None for c in row] for row in counts],
+        "customdata": counts,
+        "text": [latency_labels] * rows,
+        "x": list(range(LAST_BUCKET)),
+        "y": [(first + r * per_row) * spectrogram.slot_s for r in range(rows)],
+        "colorscale": SPECTRO_COLOURS, "zmin": 0, "zmax": 4,
+        "colorbar": {"title": {"text": "calls"}, "tickvals": [0, 1, 2, 3, 4],
+                     "ticktext": ["1", "10", "100", "1k", "10k+"]},
+        "hovertemplate": "latency %{text}<br>t=%{y:.1f}s<br>%{customdata} calls<extra></extra>",
+    }
     decades = list(range(0, LAST_BUCKET + 1, 10))   # bucket 10*d starts at 10^d ns
-    figure.update_layout(
+    return _plot(
+        [heatmap],
         title=html.escape(f"{spectrogram.title}: {spectrogram.total:,} calls, "
                           f"one row = {spectrogram.slot_s * per_row * 1000:g} ms"),
-        xaxis={"title": "latency (log scale)", "tickvals": [b - 0.5 for b in decades],
+        xaxis={"title": {"text": "latency (log scale)"}, "tickvals": [b - 0.5 for b in decades],
                "ticktext": [human_ns(bucket_lower_ns(b)) for b in decades], "range": [-0.5, LAST_BUCKET - 0.5]},
-        yaxis={"title": "time since capture start (s)", "autorange": "reversed"},
+        yaxis={"title": {"text": "time since capture start (s)"}, "autorange": "reversed"},
         plot_bgcolor="black", height=max(300, min(900, 120 + rows * 6)),
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
     )
-    return figure
