@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/mapped_pages.py [--pid PID | --port 9042] [--runs N]
 
 Default: the Cassandra JVM `casstrace run` would find (the only one, else the one listening on
---port). Times, N times each (as root): the clear before a window (clear_refs 1, then 4 for the TLB flush: mapped_pages.clear_referenced)
+--port). Times, N times each (as root): the clear before a window (clear_refs 3, then 4 for the TLB flush: mapped_pages.clear_referenced)
 and the smaps read after it (mapped_pages.read_smaps), and prints their medians and quartiles with
 the JVM's resident size, the number of its mappings and the machine's load average: both grow with
 the JVM's page tables, and a busy machine stretches them. The medians are its figures for
@@ -51,7 +51,7 @@ def main() -> None:
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, kernel {platform.release()}")
     clear = timed(lambda: mapped_pages.clear_referenced(pid), options.runs)
     smaps = timed(lambda: mapped_pages.read_smaps(pid), options.runs)
-    print(describe("clear (clear_refs 1, then 4)", clear))
+    print(describe("clear (clear_refs 3, then 4)", clear))
     print(describe("smaps read and parsed", smaps))
     report("mapped_pages_clear_ms", statistics.median(clear) * 1000)
     report("mapped_pages_smaps_ms", statistics.median(smaps) * 1000)
