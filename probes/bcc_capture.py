@@ -385,7 +385,13 @@ class BccCapture:
         self._name_sockets()
 
     def _name_sockets(self) -> None:
-        unnamed = [d for d in self._descriptors.values() if d.kind == "socket" and d.local_addr is None]
+        unnamed = [d for d in self._descriptors.values()
+                   if d.kind == "socket" and d.local_addr is None and d.local_family is None]
+        if unnamed:   # a JVM's unix sockets would otherwise have the TCP tables read at every stop
+            families = proc_fds.local_socket_families(self.pid)
+            for descriptor in unnamed:
+                descriptor.local_family = families.get(descriptor.socket_inode or 0)
+            unnamed = [d for d in unnamed if d.local_family is None]
         if unnamed:
             sockets = proc_fds.tcp_sockets(self.pid)
             for descriptor in unnamed:
@@ -546,10 +552,14 @@ def _plain(value: Any) -> Any:
 
 
 def _read_log(log: Any, layout: struct.Struct, offered: int) -> bytes:
-    """The records an in-place log (a BPF_F_MMAPABLE array) kept: the first `offered`, at most all."""
-    length = _page_round(log.max_entries * layout.size)
-    with mmap.mmap(log.get_fd(), length, mmap.MAP_SHARED, mmap.PROT_READ) as memory:
-        return memory[: min(offered, log.max_entries) * layout.size]
+    """The records an in-place log (a BPF_F_MMAPABLE array) kept: the first `offered`, at most all.
+    Only the pages holding them are mapped: the kernel fills in the page table of the whole mapping
+    at mmap, and clears it at munmap (10 ms of each stop for the default 1M-record log)."""
+    length = min(offered, log.max_entries) * layout.size
+    if not length:
+        return b""
+    with mmap.mmap(log.get_fd(), _page_round(length), mmap.MAP_SHARED, mmap.PROT_READ) as memory:
+        return memory[:length]
 
 
 def _page_round(size: int) -> int:

@@ -27,6 +27,7 @@ class Descriptor:
     local_addr: str | None = None
     remote_addr: str | None = None
     extra: dict = field(default_factory=dict)
+    local_family: str | None = None   # 'unix' | 'netlink': a socket with no TCP address to look for
 
     @property
     def socket_inode(self) -> int | None:
@@ -121,6 +122,24 @@ def tcp_sockets(pid: int) -> dict[int, tuple[str, str]]:
         except (OSError, StopIteration):
             continue
     return sockets
+
+
+def local_socket_families(pid: int) -> dict[int, str]:
+    """socket inode -> 'unix' or 'netlink' for the process's network namespace. These tables read in
+    a fraction of a millisecond, where each TCP table takes ~5 ms on a large machine (the kernel
+    walks every bucket of its hash): a socket found here need not be looked for there."""
+    families = {}
+    for table, inode_field in (("unix", 6), ("netlink", 9)):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as lines:
+                next(lines)
+                for line in lines:
+                    fields = line.split()
+                    if len(fields) > inode_field:
+                        families[int(fields[inode_field])] = table
+        except (OSError, StopIteration):
+            continue
+    return families
 
 
 def sockaddr_address(raw: bytes) -> str | None:
