@@ -1,7 +1,7 @@
 """Overhead of the bcc probes on the traced process (prints figures; not a test).
 
   .venv/bin/python benchmarks/probe_overhead.py [--query-runs 300] [--storm-rounds 15] [--skip-query]
-                                                [--bpf-stats]
+                                                [--bpf-stats] [--floor]
 
 (a) the demo query warm on the dev sandbox (127.0.0.1:9042):
     SELECT c0 FROM casstrace_demo.streams WHERE stream_id=1, traced and untraced executions
@@ -15,6 +15,10 @@ the tracer's own CPU (this process: the notice poller while capturing, reading t
 and the per-call records kept, not streamed and lost. The storm also checks that the aggregates
 counted every one of the calls: half of them are past the event log's default capacity, so both
 the logged path and the kernel-aggregated path are measured.
+
+--floor also runs the storm with nothing but an empty pair of raw_syscalls programs attached (each
+returns at once): what any capture that times calls from entry to exit costs here before it does
+any work (figure probe_overhead_storm_floor).
 
 --bpf-stats also prints the time each BPF program took per run (the kernel's run_time_ns, with
 /proc/sys/kernel/bpf_stats_enabled on while the benchmark runs, as it was after): a figure a busy
@@ -173,7 +177,11 @@ def query_overhead(runs: int, block: int) -> None:
     cost.report("query")
 
 
-def storm_overhead(rounds: int) -> None:
+# The least an enter/exit capture can cost: the raw_syscalls pair attached, each program returning at once.
+EMPTY_PAIR = "RAW_TRACEPOINT_PROBE(sys_enter) { return 0; }\nRAW_TRACEPOINT_PROBE(sys_exit) { return 0; }\n"
+
+
+def storm_overhead(rounds: int, floor: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="casstrace-storm-"))
     try:
         binary, data = work / "storm", work / "storm.bin"
@@ -198,12 +206,23 @@ def storm_overhead(rounds: int) -> None:
             capture, seconds = cost.trace(process.pid, go)
             return seconds, capture
 
-        untraced, traced, cost = [], [], TracerCost()
+        def run_with_empty_pair():
+            from bcc import BPF
+
+            empty = BPF(text=EMPTY_PAIR)   # attached as it loads
+            try:
+                return run(False, cost)[0]
+            finally:
+                empty.cleanup()
+
+        untraced, traced, empty_pair, cost = [], [], [], TracerCost()
         run(False, cost)   # warm
         for _ in range(rounds):
             untraced.append(run(False, cost)[0])
             seconds, capture = run(True, cost)
             traced.append(seconds)
+            if floor:
+                empty_pair.append(run_with_empty_pair())
         untraced_wall, untraced_cpu = zip(*untraced)
         traced_wall, traced_cpu = zip(*traced)
         writer = TraceWriter(work / "storm.trace")
@@ -214,6 +233,11 @@ def storm_overhead(rounds: int) -> None:
         ratio_line("storm (b) wall", untraced_wall, traced_wall, "s", 1,
                    [t / u for u, t in zip(untraced_wall, traced_wall)], figure="probe_overhead_storm")
         ratio_line("  storm CPU", untraced_cpu, traced_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, traced_cpu)])
+        if floor:
+            floor_wall = [wall for wall, _ in empty_pair]
+            ratio_line("  storm wall with only an empty raw_syscalls pair attached (the floor of any enter/exit "
+                       "capture)", untraced_wall, floor_wall, "s", 1,
+                       [t / u for u, t in zip(untraced_wall, floor_wall)], figure="probe_overhead_storm_floor")
         cost.report("storm")
         exact = tuple(row) == (STORM_CALLS, STORM_CALLS * 4096)
         print(f"  storm aggregates of the last traced run: {row[0]} preads, {row[1]} bytes "
@@ -239,13 +263,16 @@ def main() -> None:
     parser.add_argument("--skip-query", action="store_true")
     parser.add_argument("--skip-storm", action="store_true")
     parser.add_argument("--bpf-stats", action="store_true", help="print each BPF program's time per run")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run the storm with only an empty raw_syscalls pair attached: the least any "
+                             "capture that times calls from entry to exit costs")
     arguments = parser.parse_args()
     print(f"machine: {machine()}")
     with bpf_stats() if arguments.bpf_stats else contextlib.nullcontext():
         if not arguments.skip_query:
             query_overhead(arguments.query_runs, arguments.query_block)
         if not arguments.skip_storm:
-            storm_overhead(arguments.storm_rounds)
+            storm_overhead(arguments.storm_rounds, arguments.floor)
 
 
 @contextlib.contextmanager
