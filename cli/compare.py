@@ -8,6 +8,7 @@ import click
 from casstrace.analyses import DEFAULT_THRESHOLD
 from casstrace.analyses.compare import DEFAULT_TOLERANCE, LATENCY_FLOOR_S
 from casstrace.cli import run as run_cli
+from casstrace.node.consistency import CONSISTENCY_LEVELS
 from casstrace.cli.options import FiniteFloat
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
@@ -26,7 +27,7 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
 @click.argument("traces", nargs=-1, metavar="[TRACE_A TRACE_B]", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--before", help="First query (CQL): run under the probes like `casstrace run`.")
 @click.option("--after", help="Second query (CQL), typically the refactored one; needs --before.")
-@click.option("--after-consistency", type=click.Choice(run_cli.CONSISTENCY_LEVELS, case_sensitive=False),
+@click.option("--after-consistency", type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False),
               help="Consistency level of --after (e.g. --consistency ONE --after-consistency QUORUM, the same "
               "query twice: what the level costs in bytes).  [default: --consistency]")
 @click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),

@@ -11,10 +11,9 @@ import click
 from casstrace.cli.options import EXECUTIONS, PAGE_SIZE, PID, PORT, WARMUPS, Seconds
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
-from casstrace.node.query import CONSISTENCY_LEVELS
+from casstrace.node.consistency import CONSISTENCY_LEVELS
 from casstrace.outputs import check_output
-from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND
-from casstrace.reports import beside_trace
+from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND, started
 
 if TYPE_CHECKING:
     from casstrace.analyses.model import Analysis
@@ -72,29 +71,36 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
 
     Every replica of the queried partition whose JVM runs on this machine is captured too, on the same
     windows (and those elsewhere with --ssh or --hosts)."""
-    from casstrace.node.connection import resolve_settings
-    from casstrace.node.runner import RunOptions, run
-    from casstrace.node.targets import RemoteSettings, parse_hosts
     from casstrace.phases import Phases
 
     phases = Phases()
-
     if (query is None) == (query_file is None):
         raise CasstraceError("give the query either as an argument or with --file, not both or neither",
                              'casstrace run "SELECT ..." or casstrace run --file query.cql')
     text = query_file.read_text() if query_file is not None else query or ""
-    if out is not None:   # refused before anything connects; the default names are always new
-        check_output(out, force)
+    # The probes compile on another core from here on; this core loads the driver and the rest of
+    # the run meanwhile, and connects.
+    with started(backend) as capture_factory:
+        from casstrace.node.connection import resolve_settings
+        from casstrace.node.runner import RunOptions, run
+        from casstrace.node.targets import RemoteSettings, parse_hosts
+        from casstrace.reports import beside_trace, report_format
+
+        if out is not None:   # refused before anything connects; the default names are always new
+            check_output(out, force)
+            if not no_html:
+                check_output(beside_trace(out, "html"), force)
         if not no_html:
-            check_output(beside_trace(out, "html"), force)
-    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)
-    options = RunOptions(
-        query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
-        consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out, profile=profile,
-        force=force, targets=RemoteSettings(ssh, parse_hosts(hosts), ssh_config, remote_casstrace),
-    )
-    with reporting_interruptions(html=not no_html, force=force):
-        path = run(options, phases)
+            report_format("html")   # loads plotly now, while the probes compile, not after the run
+        settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)
+        options = RunOptions(
+            query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
+            consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out,
+            profile=profile, force=force,
+            targets=RemoteSettings(ssh, parse_hosts(hosts), ssh_config, remote_casstrace),
+        )
+        with reporting_interruptions(html=not no_html, force=force):
+            path = run(options, phases, capture_factory)
     with phases("analyse, report"):
         report(path, html=not no_html, force=force)
     if timings:
@@ -107,7 +113,7 @@ def report(path: Path, html: bool, force: bool = False, after_signal: bool = Fal
     unless a signal ended the run (its exit says so; the execution it cut short is no failure)."""
     from casstrace.analyses import analyse
     from casstrace.interrupts import INTERRUPTS, Interrupted
-    from casstrace.reports import ReportOptions, render, write
+    from casstrace.reports import ReportOptions, beside_trace, render, write
 
     try:
         with INTERRUPTS.deferred():

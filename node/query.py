@@ -29,7 +29,6 @@ from casstrace.errors import CasstraceError
 from casstrace.traces.meta import QueryTraceSession
 
 DIGEST_MODULUS = 2 ** 256
-CONSISTENCY_LEVELS = sorted(ConsistencyLevel.name_to_value)
 
 
 class MeasuredRows(list):

@@ -1,7 +1,9 @@
 """`casstrace run`: execute a CQL query on this node under the probes and write the trace.
 
 Order matters: everything that can fail because of the user's input (connection, query, keyspace,
-finding the JVM) fails before a probe attaches or a trace file exists. Then each execution gets its
+finding the JVM) fails before a probe counts anything or a trace file exists. (The bcc program may
+be compiling meanwhile, from `casstrace run`'s start: its probes attach idle, watching no process
+until the capture starts; see probes.backends.started.) Then each execution gets its
 own capture window, so every byte the probes see is attributed to one execution or to the gaps
 between them. The driver's query tracing makes the node write to system_traces, so it runs once
 more after the measured executions, in a 'tracing' window of its own, and its system_traces
@@ -37,7 +39,7 @@ from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
-from casstrace.probes.protocol import GAP_WINDOW, Capture, Windows, WindowSource
+from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter
 from casstrace.traces.meta import CassandraMeta, QueryTraceSession
@@ -90,15 +92,17 @@ def default_trace_path(query: str, now: datetime | None = None) -> Path:
     return next(path for path in (default_traces_dir() / c for c in candidates) if not path.exists())
 
 
-def run(options: RunOptions, phases: Phases | None = None) -> Path:
+def run(options: RunOptions, phases: Phases | None = None, capture_factory: CaptureFactory | None = None) -> Path:
     """Run the query under the probes and return the path of the trace written. On a signal, the
     trace so far is kept, marked incomplete, and casstrace.interrupts.Interrupted raised with it.
-    `phases` records where the wall time went (casstrace run --timings)."""
+    `phases` records where the wall time went (casstrace run --timings). `capture_factory`: the
+    backend options.backend names, when the caller started it already (probes.backends.started)."""
     phases = phases or Phases()
     query = read_only_statement(options.query)   # before anything connects
     if options.repeat < 1 or options.warmup < 0:
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
-    capture_factory = backend(options.backend)  # fail on an unknown backend before touching the node
+    # fails on an unknown backend before touching the node
+    capture_factory = capture_factory or backend(options.backend)
     if options.profile and options.backend != "bcc":
         raise CasstraceError(f"--profile joins async-profiler's stacks with the bcc probes' log of each read; the "
                              f"{options.backend} backend keeps no such log on the same clock",

@@ -7,7 +7,8 @@ of two traces and every command's option parsing list them, and the capture modu
 trace writer and the BPF program's layout) cost ~30 ms to import.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,3 +40,27 @@ def backend(name: str) -> "CaptureFactory":
     except KeyError:
         raise CasstraceError(f"no capture backend named {name!r}",
                              f"choose one of: {', '.join(BACKENDS)}") from None
+
+
+@contextmanager
+def started(name: str) -> Iterator["CaptureFactory"]:
+    """The backend `name` with its slow preparation begun now, in the background, for the first
+    capture it makes: bcc compiles its program (seconds of one core, the longest part of `casstrace
+    run`) while the caller connects and looks for the process. A program no capture took is freed
+    on leaving the block (once its compile ends, without waiting for it)."""
+    factory = backend(name)
+    if factory is not _bcc:
+        yield factory
+        return
+    from casstrace.probes.bcc_capture import BccCapture, ProgramBuild
+
+    with ProgramBuild() as build:
+        unused: ProgramBuild | None = build
+
+        def bcc_with_build(pid: int, *, extra_dirs: Iterable[str | Path] = (),
+                           stream_limit: int | None = None) -> "Capture":
+            nonlocal unused
+            handed, unused = (unused, None) if stream_limit is None else (None, unused)   # built for the default
+            return BccCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit, build=handed)
+
+        yield bcc_with_build

@@ -19,6 +19,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,8 @@ from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.bcc_trace import EVENT, FILL, FOLLOWED_EVENT, BccCaptured, MapRows
 from casstrace.probes.proc_fds import Descriptor
-from casstrace.probes.program import (GEN_BITS, KIND_NAMES, NOTICE_PATH, Counter, FollowedNoticeRecord, Kind,
-                                      NoticeRecord, NoticeType, Source, c_defines, c_structs)
+from casstrace.probes.program import (GEN_BITS, KIND_NAMES, NOTICE_PATH, Control, Counter, FollowedNoticeRecord,
+                                      Kind, NoticeRecord, NoticeType, Source, c_defines, c_structs)
 from casstrace.probes.protocol import WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
@@ -99,6 +100,117 @@ def _folio_order_field() -> bool:
     return "field:unsigned char order" in fmt.read_text()
 
 
+@dataclass(frozen=True)
+class ProgramOptions:
+    """What the compiled program depends on (the process captured is not among it: see capture.c)."""
+
+    follow_children: bool = False
+    stream_limit: int = DEFAULT_STREAM_LIMIT
+    thread_slot_ns: int = 0
+
+
+def _loaded_program(options: ProgramOptions) -> Any:
+    """capture.c compiled and loaded by bcc, its tables filled, its probes attached and idle (no
+    process is captured until control[CONTROL_TGID] is written)."""
+    from bcc import BPF  # imported here so `casstrace report` never needs bcc
+
+    source = (c_structs(options.follow_children).encode()
+              + resources.files("casstrace.probes").joinpath("capture.c").read_bytes())
+    cflags = [
+        f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
+        f"-DEVENT_CAPACITY={options.stream_limit}", f"-DFILL_CAPACITY={FILL_CAPACITY}",
+        f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
+        f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
+        f"-DFOLLOW_CHILDREN={int(options.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
+        *syscalls.program_defines(), *c_defines(),
+        f"-DTHREAD_SLOT_NS={options.thread_slot_ns}ULL",
+    ]
+    try:
+        bpf = BPF(text=source, cflags=cflags)
+    except Exception as error:
+        raise CasstraceError(
+            f"could not load the BPF program ({error})",
+            "check that this kernel has BPF enabled and that `scripts/install` ran (bcc, kernel headers)",
+        ) from None
+    flags = bpf[b"syscall_flags"]
+    for nr, value in enumerate(syscalls.flag_table(flags.max_entries)):
+        if value:
+            flags[ctypes.c_int(nr)] = ctypes.c_uint8(value)
+    octaves = bpf[b"octaves"]
+    for k, (first, limits) in enumerate(latency_octaves()):
+        leaf = octaves.Leaf()
+        leaf.first_bucket = first
+        for i, limit in enumerate(limits):
+            leaf.limits[i] = limit
+        octaves[ctypes.c_int(k)] = leaf
+    return bpf
+
+
+def _unload(bpf: Any) -> None:
+    """Detach and free a loaded program, waiting until the kernel has let its programs go."""
+    programs = _program_ids(bpf)
+    bpf.cleanup()
+    _wait_until_unloaded(programs)
+
+
+class ProgramBuild:
+    """The program compiled and loaded in a thread of its own (seconds of one core) while the
+    caller does other things, such as connecting and finding the process: a BccCapture given it
+    takes the program at start(). Its probes attach as bcc loads them but watch no process until a
+    capture starts. close() frees a program no capture took (when the thread is done, without
+    waiting for it); a with block closes it."""
+
+    def __init__(self, options: ProgramOptions = ProgramOptions()):
+        self.options = options
+        self._bpf: Any = None
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._unwanted = False
+        self._thread = threading.Thread(target=self._compile, name="casstrace-compile", daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> "ProgramBuild":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _compile(self) -> None:
+        try:
+            # What BccCapture checks first: its errors come from take(), or from the capture's checks
+            # before that, in the order a run without a build would give them.
+            check_privileges()
+            check_kernel_headers()
+            check_tracefs()
+            bpf = _loaded_program(self.options)
+        except BaseException as error:
+            self._error = error
+            return
+        with self._lock:
+            if not self._unwanted:
+                self._bpf = bpf
+                return
+        _unload(bpf)
+
+    def take(self) -> Any:
+        """The loaded program, once built (this caller owns it from now on); its error if it failed."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        with self._lock:
+            bpf, self._bpf = self._bpf, None
+        if bpf is None:
+            raise RuntimeError("a program build taken twice, or after close()")
+        return bpf
+
+    def close(self) -> None:
+        with self._lock:
+            self._unwanted = True
+            bpf, self._bpf = self._bpf, None
+        if bpf is not None:
+            _unload(bpf)
+
+
 class BccCapture:
     """Capture one process (all its threads) with bcc: a casstrace.probes.protocol.Capture, and a
     context manager (start() / stop()).
@@ -108,17 +220,24 @@ class BccCapture:
     owner is the process's pid when following and 0 otherwise (the kernel keys its maps alike).
     With until_exit, the process exiting is how the capture is meant to end, not an early end.
     `source` and `process` describe what is captured in the trace (default: 'pid PID' and the
-    process's command line now).
+    process's command line now). With `build` (a ProgramBuild of the same options), start() takes
+    its program instead of compiling one.
     """
 
     def __init__(self, pid: int, *, extra_dirs: Iterable[str | os.PathLike[str]] = (),
                  stream_limit: int | None = None, source: str | None = None, process: str | None = None,
-                 follow_children: bool = False, until_exit: bool = False, thread_slot_ns: int = 0):
+                 follow_children: bool = False, until_exit: bool = False, thread_slot_ns: int = 0,
+                 build: ProgramBuild | None = None):
         syscalls.check_architecture()
         check_process(pid)
         check_privileges()
         check_kernel_headers()
         check_tracefs()
+        self.program_options = ProgramOptions(follow_children, max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)),
+                                              thread_slot_ns)
+        if build is not None and build.options != self.program_options:
+            raise ValueError(f"a program built for {build.options} cannot capture with {self.program_options}")
+        self._build = build
         self.pid = pid
         self.follow_children = follow_children
         self.until_exit = until_exit
@@ -126,7 +245,7 @@ class BccCapture:
         self.thread_slot_ns = thread_slot_ns
         self.owner = pid if follow_children else 0   # the traced process's owner in fd keys
         self.extra_dirs = tuple(str(directory) for directory in extra_dirs)
-        self.stream_limit = max(1, int(stream_limit or DEFAULT_STREAM_LIMIT))
+        self.stream_limit = self.program_options.stream_limit
         self.source = source or f"pid {pid}"
         self.process = process or proc_fds.process_description(pid)
         self.ended_early: str | None = None
@@ -177,7 +296,7 @@ class BccCapture:
         try:
             self._load()
             start_ns = self.now_ns()
-            self._set_control(start_ns=start_ns, epoch=1)
+            self._set_control(tgid=self.pid, start_ns=start_ns, epoch=1)
             self._windows = WindowLog(start_ns)
             self._seed_descriptors()
             self._thread_names.update(proc_fds.thread_names(self.pid))
@@ -222,45 +341,14 @@ class BccCapture:
 
     # -- loading -----------------------------------------------------------------------------
     def _load(self) -> None:
-        from bcc import BPF  # imported here so `casstrace report` never needs bcc
+        self._bpf = self._build.take() if self._build is not None else _loaded_program(self.program_options)
 
-        source = (c_structs(self.follow_children).encode()
-                  + resources.files("casstrace.probes").joinpath("capture.c").read_bytes())
-        cflags = [
-            f"-DTGID={self.pid}", f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
-            f"-DEVENT_CAPACITY={self.stream_limit}", f"-DFILL_CAPACITY={FILL_CAPACITY}",
-            f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
-            f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
-            f"-DFOLLOW_CHILDREN={int(self.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
-            *syscalls.program_defines(), *c_defines(),
-            f"-DTHREAD_SLOT_NS={self.thread_slot_ns}ULL",
-        ]
-        try:
-            self._bpf = BPF(text=source, cflags=cflags)
-        except Exception as error:
-            raise CasstraceError(
-                f"could not load the BPF program ({error})",
-                "check that this kernel has BPF enabled and that `scripts/install` ran (bcc, kernel headers)",
-            ) from None
-        flags = self._bpf[b"syscall_flags"]
-        for nr, value in enumerate(syscalls.flag_table(flags.max_entries)):
-            if value:
-                flags[ctypes.c_int(nr)] = ctypes.c_uint8(value)
-        octaves = self._bpf[b"octaves"]
-        for k, (first, limits) in enumerate(latency_octaves()):
-            leaf = octaves.Leaf()
-            leaf.first_bucket = first
-            for i, limit in enumerate(limits):
-                leaf.limits[i] = limit
-            octaves[ctypes.c_int(k)] = leaf
-
-    def _set_control(self, *, epoch: int | None = None, start_ns: int | None = None) -> None:
+    def _set_control(self, *, epoch: int | None = None, start_ns: int | None = None, tgid: int | None = None) -> None:
         control = self._bpf[b"control"]
-        # start_ns first: the program counts once the epoch is non-zero, and bins by start_ns.
-        if start_ns is not None:
-            control[ctypes.c_int(1)] = ctypes.c_uint64(start_ns)
-        if epoch is not None:
-            control[ctypes.c_int(0)] = ctypes.c_uint64(epoch)
+        # The process and start_ns first: the program counts once the epoch is non-zero, and bins by start_ns.
+        for slot, value in ((Control.TGID, tgid), (Control.START_NS, start_ns), (Control.EPOCH, epoch)):
+            if value is not None:
+                control[ctypes.c_int(slot)] = ctypes.c_uint64(value)
 
     def _seed_descriptors(self) -> None:
         """Give the fds open at attach their names (gen 0) and file positions, unless the program
@@ -428,10 +516,8 @@ class BccCapture:
             os.close(self._pidfd)
             self._pidfd = None
         if self._bpf is not None:
-            programs = _program_ids(self._bpf)
-            self._bpf.cleanup()
+            _unload(self._bpf)
             self._bpf = None
-            _wait_until_unloaded(programs)
 
     def _read_tables(self) -> tuple[dict[str, int], dict[str, MapRows], bytes, bytes]:
         """The counters, every aggregate map, and the kept parts of the event log and the fill log."""

@@ -4,15 +4,17 @@
 // registers a system call was made with (the x86-64 syscall ABI, as ptrace shows them) and from
 // the syscall arguments in the process's own memory.
 //
-// Userspace (bcc_capture.py) passes these macros: TGID, SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
+// Userspace (bcc_capture.py) passes these macros: SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
 // FILL_CAPACITY, MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, THREAD_SLOT_NS, NR_<syscall>
-// numbers, and the codes and records of program.py.
+// numbers, and the codes and records of program.py. The process is not among them: its TGID is
+// written into control[CONTROL_TGID] when the capture starts, so that the program (seconds of
+// compiling) can be built while casstrace still connects and looks for the process.
 //
 // THREAD_SLOT_NS > 0 (`casstrace watch`) also counts file bytes per (thread, time slot of that
 // width, file): what Cassandra's trace events, which name a thread and a time, are joined with.
 // With 0 (the default) the program compiles to exactly what it was without it.
 //
-// FOLLOW_CHILDREN 1 also watches every process TGID forks after attach, at any depth, and their
+// FOLLOW_CHILDREN 1 also watches every process the captured one forks after attach, at any depth, and their
 // threads. fd numbers are per process, so fd state and fd-keyed aggregates then carry the owning
 // process (OWNER), and records and notices say which process they are from. With 0 (the default,
 // --pid and `casstrace run`) the owner is a constant 0 and the program compiles to exactly the
@@ -38,23 +40,30 @@
 
 #define CLONE_THREAD_ 0x00010000
 
+BPF_ARRAY(control, u64, CONTROL_SLOTS);
+
+// The process captured (an array lookup with a constant index: inlined by the verifier).
+static __always_inline bool is_captured(u32 tgid) {
+    u32 index = CONTROL_TGID;
+    u64 *captured = control.lookup(&index);
+    return captured && *captured == tgid;
+}
+
 #if FOLLOW_CHILDREN
-// Descendants of TGID being watched (TGID itself is the constant).
+// Descendants of the captured process being watched.
 BPF_HASH(followed, u32, u8, FOLLOWED_ENTRIES);
 static __always_inline bool watched(u32 tgid) {
-    return tgid == TGID || followed.lookup(&tgid);
+    return is_captured(tgid) || followed.lookup(&tgid);
 }
 #define OWNER(tgid) (tgid)
 #define FD_SLOT_TYPE u64
 #define FD_SLOT(tgid, fd) (((u64)(tgid) << 32) | (u32)(fd))
 #else
-#define watched(tgid) ((tgid) == TGID)
+#define watched(tgid) is_captured(tgid)
 #define OWNER(tgid) 0
 #define FD_SLOT_TYPE u32
 #define FD_SLOT(tgid, fd) ((u32)(fd))
 #endif
-
-BPF_ARRAY(control, u64, 2);
 BPF_ARRAY(counters, u64, COUNTERS);
 BPF_ARRAY(syscall_flags, u8, 512);
 

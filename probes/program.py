@@ -61,6 +61,7 @@ class Control(IntEnum):
 
     EPOCH = 0               # the window aggregates go to; 0: not capturing
     START_NS = 1            # capture start, the origin of time slots
+    TGID = 2                # the process captured; 0 (no process making syscalls has it) until start
 
 
 class Counter(IntEnum):
@@ -105,7 +106,7 @@ def c_defines() -> list[str]:
     """Every code above as the -D macro capture.c names it by."""
     defines = [f"-D{prefix}_{member.name}={member.value}"
                for codes, prefix in _MACRO_PREFIXES for member in codes]
-    return defines + [f"-DCOUNTERS={COUNTERS}", f"-DSYS_KIND_SHIFT={SYS_KIND_SHIFT}", f"-DNOTICE_PATH={NOTICE_PATH}",
+    return defines + [f"-DCOUNTERS={COUNTERS}", f"-DCONTROL_SLOTS={len(Control)}", f"-DSYS_KIND_SHIFT={SYS_KIND_SHIFT}", f"-DNOTICE_PATH={NOTICE_PATH}",
                       f"-DNO_CALL={NO_CALL}U",
                       f"-DPAGE_SHIFT_4K={PAGE_BYTES.bit_length() - 1}"]   # the trace format's page
 
