@@ -368,6 +368,80 @@ def test_interrupt_detaches_every_program_and_keeps_the_capture(tmp_path):
         sleeper.wait()
 
 
+def compile_thread_ended(timeout: float = 120) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(thread.name == "casstrace-compile" for thread in threading.enumerate()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_program_built_ahead_watches_nothing_until_its_capture_starts(tmp_path):
+    """ProgramBuild (run's probes compile while it connects): attached idle, the probes count none of
+    the reads the helper makes before the capture starts, and every read after, exactly."""
+    helper = Helper()
+    try:
+        setup = helper.ask(f"setup {tmp_path}")
+        build = bcc_capture.ProgramBuild()
+        assert compile_thread_ended()
+        ids = program_ids()
+        assert len(ids) >= 5 and all(program_exists(i) for i in ids)   # loaded and attached, idle
+        before = helper.ask("syscalls")
+        with BccCapture(helper.process.pid, build=build) as capture:
+            window = capture.begin_window("execution", execution=1)
+            during = helper.ask("syscalls")
+            capture.begin_window("between")
+        assert not any(program_exists(i) for i in ids)   # the capture took the build's programs, and freed them
+    finally:
+        helper.close()
+    writer = TraceWriter(tmp_path / "ahead.trace")
+    capture.stop().write(writer)
+    with Trace(writer.finish()) as trace:
+        path = setup["a"]
+        calls = trace.rows("SELECT count(*) FROM events WHERE file_id = ? AND syscall != 'lseek'",
+                           (file_id(trace, path),))[0][0]
+        assert calls == len(reads_of(during, path)) and reads_of(before, path)
+        assert file_io(trace, window, path)["read_bytes"] == sum(read[5] for read in reads_of(during, path))
+
+
+def test_a_program_built_ahead_and_never_taken_is_freed():
+    """A run that fails before its capture starts (bad input, an unreachable node) leaves nothing
+    loaded: closed while compiling, the program is freed once the compile ends; closed after, at once."""
+    for close_early in (True, False):
+        before = program_ids()
+        build = bcc_capture.ProgramBuild()
+        if not close_early:
+            assert compile_thread_ended()
+            assert program_ids() - before
+        held = program_ids() - before
+        build.close()
+        assert compile_thread_ended()
+        held |= program_ids() - before
+        assert program_ids() == before and not any(program_exists(i) for i in held)
+        with pytest.raises(RuntimeError):
+            build.take()
+
+
+def test_a_run_that_fails_before_capturing_leaves_no_program_and_does_not_wait_for_the_compile():
+    """`casstrace run` starts compiling at its first line; a node that does not answer ends it at
+    once, with its one-line error, and nothing loaded stays behind."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]   # nothing listens there
+    began = time.monotonic()
+    command = subprocess.Popen([str(CASSTRACE), "run", "SELECT * FROM system.local", "--port", str(port),
+                                "--connect-timeout", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    held: set[int] = set()
+    while command.poll() is None:
+        held |= program_ids(command.pid)
+        time.sleep(0.01)
+    _, stderr = command.communicate()
+    assert command.returncode != 0 and stderr.startswith("casstrace: error: ") and len(stderr.splitlines()) == 1, stderr
+    assert time.monotonic() - began < 10
+    assert not any(program_exists(i) for i in held)
+
+
 def test_ctrl_c_on_the_command_writes_an_incomplete_trace(tmp_path):
     sleeper = subprocess.Popen(["sleep", "60"])
     out = tmp_path / "ctrl-c.trace"
