@@ -49,7 +49,12 @@ def sstable_sections(analysis: Analysis) -> list[tuple[str, list[tuple[str, ...]
 
 
 def other_file_rows(analysis: Analysis) -> list[tuple[str, ...]]:
-    return [file_row(f, f.on_node(f.path, len(analysis.nodes) > 1)) for f in analysis.other_files]
+    return file_rows(analysis, analysis.other_files)
+
+
+def file_rows(analysis: Analysis, files: Sequence[FileIO]) -> list[tuple[str, ...]]:
+    """Rows of `files` by path, each with its node in a trace of several."""
+    return [file_row(f, f.on_node(f.path, len(analysis.nodes) > 1)) for f in files]
 
 
 NODE_COLUMNS = ("Node", "Role", "Replica", "Data read", "Per execution", "Read (all files)", "Cache misses",

@@ -48,7 +48,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         lines += _table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])
 
     lines += ["", f"#### Top files ({_escape(analysis.scope)})", ""]
-    lines += _table(common.FILE_COLUMNS, [common.file_row(f) for f in analysis.files[:TOP_FILES]])
+    lines += _table(common.FILE_COLUMNS, common.file_rows(analysis, analysis.files[:TOP_FILES]))
     if len(analysis.files) > TOP_FILES:
         lines.append(f"\n_{len(analysis.files) - TOP_FILES} more files in the full report._")
 

@@ -57,6 +57,9 @@ def test_quorum_reads_on_two_nodes_and_the_verdict_says_so(tmp_path):
     for fmt in ("text", "md", "html"):
         shown = render(analysis, fmt, ReportOptions())
         assert "Nodes at QUORUM" in shown and "digest replica" in shown, fmt
+    # Each file with its node (the nodes' data directories are alike), the md's top files too.
+    top_files = render(analysis, "md", ReportOptions()).split("#### Top files")[1]
+    assert r"| \[127.0.0.1\] /sandbox/node1/" in top_files and r"| \[127.0.0.2\] /sandbox/node2/" in top_files
 
 
 def test_one_reads_on_one_node(tmp_path):
