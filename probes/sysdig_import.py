@@ -624,7 +624,7 @@ class ScapImporter:
         if file_ids != [file.number for file in process.file_list]:   # the trace held files already
             rows = ((ts, tid, syscall, fd, file_ids[cast(int, number) - 1], offset, requested, returned, latency, misses)
                     for ts, tid, syscall, fd, number, offset, requested, returned, latency, misses in rows)
-        writer.add_events(rows, bulk=True)
+        writer.add_events(rows)
         return 0 if self.event_limit is None else max(0, process.records - self.event_limit)
 
     def close(self) -> None:

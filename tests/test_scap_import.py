@@ -1,6 +1,7 @@
 """ScapImporter's folding on its own: calls as the scap reader hands them over, no file, no sysdig;
 the compiled fold (probes/scap_fold.c) against the Python one, on every shared capture."""
 
+import itertools
 import sqlite3
 import sys
 from pathlib import Path
@@ -183,7 +184,7 @@ def test_the_cyclic_collector_waits_for_the_import_only(tmp_path):
 
 
 def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
-    """traces/bulk_insert.c (TraceWriter.add_events(bulk=True), an import's per-call rows) against
+    """traces/bulk_insert.c (TraceWriter.add_events and add_coverage: per-call rows, page runs) against
     the sqlite3 module's executemany: every kind of value, then a whole import of the largest capture;
     and a row it cannot take is an error, not a half-written trace."""
     from casstrace.traces import writer as trace_writer
@@ -196,11 +197,13 @@ def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
     tables = []
     for bulk in (None, trace_writer.BULK_INSERT):
         monkeypatch.setattr(trace_writer, "BULK_INSERT", bulk)
-        writer = TraceWriter(tmp_path / f"{bulk is not None}.trace")
-        writer.add_events(rows, bulk=True)
-        writer.finish()
-        tables.append(_tables(tmp_path / f"{bulk is not None}.trace")["events"])
-    assert tables[0] == tables[1] and len(tables[0]) == 3
+        for count in (3, 64, 129):   # within one multi-row statement, exactly one, two and a row left over
+            path = tmp_path / f"{bulk is not None}-{count}.trace"
+            writer = TraceWriter(path)
+            writer.add_events([(ts, *row[1:]) for ts, row in zip(range(count), itertools.cycle(rows))])
+            writer.finish()
+            tables.append(_tables(path)["events"])
+    assert tables[:3] == tables[3:] and [len(table) for table in tables[:3]] == [3, 64, 129]
     largest = max(SCAP_DIR.glob("*.scap"), key=lambda path: path.stat().st_size)
     imported = []
     for bulk in (None, trace_writer.BULK_INSERT):
@@ -209,5 +212,5 @@ def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
     assert imported[0] == imported[1]
     writer = TraceWriter(tmp_path / "bad.trace")
     with pytest.raises(TypeError):
-        writer.add_events([(1, 2, "read", 3, 1, 0, 1, 1, object(), None)], bulk=True)
+        writer.add_events([(1, 2, "read", 3, 1, 0, 1, 1, object(), None)])
     writer.discard()

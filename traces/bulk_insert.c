@@ -1,5 +1,6 @@
-/* Rows into a table of a trace through SQLite's own API: what TraceWriter.add_events(bulk=True)
- * uses for the millions of per-call rows of a .scap import. The sqlite3 module binds and checks
+/* Rows into a table of a trace through SQLite's own API: what TraceWriter uses for the tables of
+ * very many rows (per-call events: an import's millions; a long run's coverage runs: a million).
+ * The sqlite3 module binds and checks
  * every value through Python's object protocol and runs the statement once per row; here rows are
  * bound directly and go in 64 to a statement (see ROWS_PER_STATEMENT): a third of the time.
  *

@@ -34,7 +34,6 @@ from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 COVERAGE_COLUMNS = tuple(CoverageRow.__annotations__)
 EVENT_COLUMNS = ("ts_ns", "tid", "syscall", "fd", "file_id", "offset", "requested", "returned", "latency_ns",
                  "cache_miss_pages")
-EVENTS_INSERT = f"INSERT INTO events({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
 def _bulk_insert() -> Callable[[str, str, tuple[str, ...], Iterable[Sequence[object]]], None] | None:
@@ -173,11 +172,9 @@ class TraceWriter:
         self._insert("read_sizes", rows)
 
     def add_coverage(self, rows: Iterable[CoverageRow]) -> None:
-        """Every key of CoverageRow is required, so the rows stream straight into SQLite: a long run
-        writes a million of them, and grouping them by shape (_insert) costs a third more."""
-        self.db.executemany(
-            f"INSERT INTO coverage({', '.join(COVERAGE_COLUMNS)}) VALUES ({', '.join('?' * len(COVERAGE_COLUMNS))})",
-            map(operator.itemgetter(*COVERAGE_COLUMNS), rows))
+        """Every key of CoverageRow is required, so the rows stream straight into SQLite, in bulk: a
+        long run writes a million of them, and grouping them by shape (_insert) costs a third more."""
+        self._insert_many("coverage", COVERAGE_COLUMNS, map(operator.itemgetter(*COVERAGE_COLUMNS), rows))
 
     def add_heatmap(self, rows: Iterable[HeatmapRow]) -> None:
         self._insert("heatmap", rows)
@@ -185,15 +182,19 @@ class TraceWriter:
     def add_latency(self, rows: Iterable[LatencyRow]) -> None:
         self._insert("latency", rows)
 
-    def add_events(self, rows: Iterable[EventRow], bulk: bool = False) -> None:
-        """`bulk`: very many rows at once (an import's millions), inserted through SQLite's own API
-        where traces/bulk_insert.c was built (a third of the time of executemany, on a connection of
-        its own, after this one commits)."""
-        if bulk and BULK_INSERT is not None:
+    def add_events(self, rows: Iterable[EventRow]) -> None:
+        """The per-call rows: an import's millions, a long run's 500,000 (see _insert_many)."""
+        self._insert_many("events", EVENT_COLUMNS, rows)
+
+    def _insert_many(self, table: str, columns: tuple[str, ...], rows: Iterable[Sequence[object]]) -> None:
+        """Rows (tuples in the order of `columns`) inserted through SQLite's own API where
+        traces/bulk_insert.c was built (a third of the time of executemany, on a connection of its
+        own, after this one commits); else by executemany."""
+        if BULK_INSERT is not None:
             self.db.commit()
-            BULK_INSERT(os.fspath(self.partial_path), "events", EVENT_COLUMNS, rows)
-            return
-        self.db.executemany(EVENTS_INSERT, rows)
+            BULK_INSERT(os.fspath(self.partial_path), table, columns, rows)
+        else:
+            self.db.executemany(_insert_statement(table, columns), rows)
 
     def add_page_cache_fills(self, rows: Iterable[PageCacheFillRow]) -> None:
         self._insert("page_cache_fills", rows)
@@ -233,10 +234,7 @@ class TraceWriter:
         for row in rows:
             by_columns.setdefault(tuple(row), []).append(tuple(row.values()))
         for columns, values in by_columns.items():
-            placeholders = ", ".join("?" for _ in columns)
-            self.db.executemany(
-                f"INSERT INTO {table}({', '.join(columns)}) VALUES ({placeholders})", values
-            )
+            self.db.executemany(_insert_statement(table, columns), values)
 
     # -- reading back what a capture wrote (for what is added after it) --------------------------
     def measured(self, measure: str) -> bool:
@@ -310,6 +308,10 @@ class TraceWriter:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+
+
+def _insert_statement(table: str, columns: Sequence[str]) -> str:
+    return f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
 def _same_file(fd: int, path: Path) -> bool:
