@@ -16,7 +16,6 @@ quietly starting a JVM.
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,7 +136,6 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
 def sshd(tmp_path_factory) -> Iterator[Path]:
     """A real sshd on a loopback port (CASSTRACE_TEST_SSH_PORT, else a free one) with a throwaway key:
     the ssh config file that reaches it as Host 'node1' (tests/replicas_helpers.py). Integration only."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from replicas_helpers import test_sshd
 
     with test_sshd(tmp_path_factory.mktemp("sshd")) as config:

@@ -2,20 +2,18 @@
 
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import synthetic_traces as synthetic  # noqa: E402
+import synthetic_traces as synthetic
 
-from casstrace.analyses import analyse  # noqa: E402
-from casstrace.analyses import pages  # noqa: E402
-from casstrace.analyses.compare import Payload, check_payload, percentile  # noqa: E402
-from casstrace.analyses.query import parse_select  # noqa: E402
-from casstrace.analyses.sweep import linear_fit  # noqa: E402
-from casstrace.errors import CasstraceError  # noqa: E402
-from casstrace.traces import Trace, TraceWriter  # noqa: E402
+from casstrace.analyses import analyse
+from casstrace.analyses import pages
+from casstrace.analyses.compare import Payload, check_payload, percentile
+from casstrace.analyses.query import parse_select
+from casstrace.analyses.sweep import linear_fit
+from casstrace.errors import CasstraceError
+from casstrace.traces import Trace, TraceWriter
 
 
 @pytest.fixture

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from synthetic_traces import wide_select_c0  # noqa: E402
+from synthetic_traces import wide_select_c0
 
 CASSTRACE = [sys.executable, "-m", "casstrace"]
 NOWHERE = "/nonexistent/casstrace"       # a sandbox data directory that does not exist

@@ -3,14 +3,11 @@
 import json
 import re
 import sqlite3
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import synthetic_traces as synthetic  # noqa: E402
+import synthetic_traces as synthetic
 
-from casstrace.analyses import analyse  # noqa: E402
-from casstrace.reports import render  # noqa: E402
+from casstrace.analyses import analyse
+from casstrace.reports import render
 
 MiB = 1 << 20
 FULL_ROW_READ = 62_574_592     # what the full-row read touches, in 4 KiB pages (the 5.0 demo)

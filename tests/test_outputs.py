@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from synthetic_traces import wide_select_c0  # noqa: E402
+from synthetic_traces import wide_select_c0
 
-from casstrace import outputs  # noqa: E402
-from casstrace.errors import CasstraceError  # noqa: E402
-from casstrace.reports import beside_trace  # noqa: E402
-from casstrace.traces import TraceWriter  # noqa: E402
+from casstrace import outputs
+from casstrace.errors import CasstraceError
+from casstrace.reports import beside_trace
+from casstrace.traces import TraceWriter
 
 CASSTRACE = [sys.executable, "-m", "casstrace"]
 

@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bpf_programs import program_exists, program_ids  # noqa: E402
+from bpf_programs import program_exists, program_ids
 
-from casstrace.errors import CasstraceError  # noqa: E402
-from casstrace.traces.schema import latency_bucket  # noqa: E402
-from casstrace.traces import Trace, TraceWriter  # noqa: E402
+from casstrace.errors import CasstraceError
+from casstrace.traces.schema import latency_bucket
+from casstrace.traces import Trace, TraceWriter
 
 pytestmark = pytest.mark.integration
 

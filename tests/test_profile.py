@@ -21,8 +21,7 @@ from casstrace.probes.jfr import read_samples
 from casstrace.sandbox.java import find_java
 from casstrace.traces import Trace
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_mmap_nodes import DEMO, node_41  # noqa: E402,F401 (a fixture: the 4.1 node, which maps its Data files)
+from test_mmap_nodes import DEMO, node_41  # noqa: F401 (a fixture: the 4.1 node, which maps its Data files)
 
 pytestmark = pytest.mark.integration
 

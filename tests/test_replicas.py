@@ -7,9 +7,7 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,9 +17,8 @@ from casstrace.probes.protocol import GAP_WINDOW, Windows
 from casstrace.probes.recording import record
 from casstrace.traces import Trace, TraceWriter
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bpf_programs import program_exists, program_ids  # noqa: E402
-from replicas_helpers import (CASSTRACE, agents_of, casstrace, data_bytes_per_execution, rchar,  # noqa: E402
+from bpf_programs import program_exists, program_ids
+from replicas_helpers import (CASSTRACE, agents_of, casstrace, data_bytes_per_execution, rchar,
                              remote_casstrace)
 
 pytestmark = pytest.mark.integration

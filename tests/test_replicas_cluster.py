@@ -5,7 +5,6 @@ the ssh path against the local path, Ctrl-C, and a node down."""
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,9 +13,8 @@ import pytest
 from casstrace.node.jvm import cassandra_at
 from casstrace.traces import Trace
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bpf_programs import program_exists, program_ids  # noqa: E402
-from replicas_helpers import (CASSTRACE, agents_of, casstrace, data_bytes_per_execution, rchar,  # noqa: E402
+from bpf_programs import program_exists, program_ids
+from replicas_helpers import (CASSTRACE, agents_of, casstrace, data_bytes_per_execution, rchar,
                              remote_casstrace)
 
 pytestmark = pytest.mark.integration

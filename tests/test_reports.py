@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import synthetic_traces as synthetic  # noqa: E402
+import synthetic_traces as synthetic
 
-from casstrace.analyses import analyse  # noqa: E402
-from casstrace.reports import FORMATS, ReportOptions, beside_trace, render, report_format, write  # noqa: E402
+from casstrace.analyses import analyse
+from casstrace.reports import FORMATS, ReportOptions, beside_trace, render, report_format, write
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"

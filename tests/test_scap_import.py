@@ -3,7 +3,6 @@ the compiled fold (probes/scap_fold.c) against the Python one, on every shared c
 
 import itertools
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,7 @@ from casstrace.probes.sysdig_import import ScapImporter, import_scap
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.schema import SLOT_NS
 
-sys.path.insert(0, str(Path(__file__).parent))
-from scap_files import exit_only  # noqa: E402
+from scap_files import exit_only
 
 SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"
 

@@ -3,7 +3,6 @@ figures tests/data/README.md states for them (measured with sysdig); the same ca
 exit-only, or read in tiny chunks, gives the same calls; bad files are told apart.
 tests/test_sysdig.py checks whole imports against the installed sysdig itself."""
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +10,7 @@ import pytest
 from casstrace.probes import scap_reader
 from casstrace.probes.scap_reader import READ, ScapError, ScapReader
 
-sys.path.insert(0, str(Path(__file__).parent))
-from scap_files import exit_only, thread_renamed, with_execve  # noqa: E402
+from scap_files import exit_only, thread_renamed, with_execve
 
 SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"
 # capture: (Data.db bytes read, preads), as tests/data/README.md states them

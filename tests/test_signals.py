@@ -23,11 +23,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bpf_programs import program_exists, program_ids  # noqa: E402
+from bpf_programs import program_exists, program_ids
 
-from casstrace.reports import beside_trace  # noqa: E402
-from casstrace.traces import Trace  # noqa: E402
+from casstrace.reports import beside_trace
+from casstrace.traces import Trace
 
 pytestmark = pytest.mark.integration
 

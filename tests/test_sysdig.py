@@ -22,11 +22,9 @@ from casstrace.probes.sysdig_capture import SysdigCapture, write_capture
 from casstrace.probes.sysdig_import import Window, import_scap
 from casstrace.probes.sysdig_tool import SysdigVersion, find_sysdig
 from casstrace.traces import Trace, TraceWriter
+from scap_files import exit_only
 
 pytestmark = pytest.mark.integration
-
-sys.path.insert(0, str(Path(__file__).parent))
-from scap_files import exit_only  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCAP_DIR = REPO / "tests" / "data" / "scap"
