@@ -16,9 +16,9 @@ and the per-call records kept, not streamed and lost. The storm also checks that
 counted every one of the calls: half of them are past the event log's default capacity, so both
 the logged path and the kernel-aggregated path are measured.
 
---floor also runs the storm with nothing but an empty pair of raw_syscalls programs attached (each
-returns at once): what any capture that times calls from entry to exit costs here before it does
-any work (figure probe_overhead_storm_floor).
+--floor also runs query blocks and storm rounds with nothing but an empty pair of raw_syscalls
+programs attached (each returns at once): what any capture that times calls from entry to exit
+costs here before it does any work (figures probe_overhead_query_floor, probe_overhead_storm_floor).
 
 --bpf-stats also prints the time each BPF program took per run (the kernel's run_time_ns, with
 /proc/sys/kernel/bpf_stats_enabled on while the benchmark runs, as it was after): a figure a busy
@@ -142,7 +142,22 @@ def ratio_line(name: str, untraced: list[float], traced: list[float], unit: str,
         report(figure, t / u)
 
 
-def query_overhead(runs: int, block: int) -> None:
+# The least an enter/exit capture can cost: the raw_syscalls pair attached, each program returning at once.
+EMPTY_PAIR = "RAW_TRACEPOINT_PROBE(sys_enter) { return 0; }\nRAW_TRACEPOINT_PROBE(sys_exit) { return 0; }\n"
+
+
+@contextlib.contextmanager
+def empty_pair_attached():
+    from bcc import BPF
+
+    empty = BPF(text=EMPTY_PAIR)   # attached as it loads
+    try:
+        yield
+    finally:
+        empty.cleanup()
+
+
+def query_overhead(runs: int, block: int, floor: bool) -> None:
     from cassandra.cluster import Cluster
 
     pid = int(Path.home().joinpath(".local/share/casstrace/sandbox/cassandra.pid").read_text())
@@ -162,6 +177,7 @@ def query_overhead(runs: int, block: int) -> None:
     execute(20)   # warm: JIT, caches, connection
     untraced, traced, pairs, cost = [], [], [], TracerCost()
     untraced_cpu, traced_cpu = [], []
+    empty_pair, empty_pair_ratios = [], []
     while len(traced) < runs:
         before, before_cpu = execute(block)
         during, during_cpu = cost.trace(pid, lambda: execute(block))[1]
@@ -170,15 +186,19 @@ def query_overhead(runs: int, block: int) -> None:
         pairs.append(statistics.median(during) / statistics.median(before))
         untraced_cpu.append(before_cpu)
         traced_cpu.append(during_cpu)
+        if floor:
+            with empty_pair_attached():
+                bare = execute(block)[0]
+            empty_pair += bare
+            empty_pair_ratios.append(statistics.median(bare) / statistics.median(before))
     cluster.shutdown()
     ratio_line("query (a) latency", untraced, traced, "ms", 1e3, pairs, figure="probe_overhead_query")
+    if floor:
+        ratio_line("  query latency with only an empty raw_syscalls pair attached (the floor of any enter/exit "
+                   "capture)", untraced, empty_pair, "ms", 1e3, empty_pair_ratios, figure="probe_overhead_query_floor")
     ratio_line("  node CPU per execution (blocks)", untraced_cpu, traced_cpu, "ms", 1e3,
                [t / u for u, t in zip(untraced_cpu, traced_cpu)])
     cost.report("query")
-
-
-# The least an enter/exit capture can cost: the raw_syscalls pair attached, each program returning at once.
-EMPTY_PAIR = "RAW_TRACEPOINT_PROBE(sys_enter) { return 0; }\nRAW_TRACEPOINT_PROBE(sys_exit) { return 0; }\n"
 
 
 def storm_overhead(rounds: int, floor: bool) -> None:
@@ -207,13 +227,8 @@ def storm_overhead(rounds: int, floor: bool) -> None:
             return seconds, capture
 
         def run_with_empty_pair():
-            from bcc import BPF
-
-            empty = BPF(text=EMPTY_PAIR)   # attached as it loads
-            try:
+            with empty_pair_attached():
                 return run(False, cost)[0]
-            finally:
-                empty.cleanup()
 
         untraced, traced, empty_pair, cost = [], [], [], TracerCost()
         run(False, cost)   # warm
@@ -264,13 +279,13 @@ def main() -> None:
     parser.add_argument("--skip-storm", action="store_true")
     parser.add_argument("--bpf-stats", action="store_true", help="print each BPF program's time per run")
     parser.add_argument("--floor", action="store_true",
-                        help="also run the storm with only an empty raw_syscalls pair attached: the least any "
-                             "capture that times calls from entry to exit costs")
+                        help="also run the query and the storm with only an empty raw_syscalls pair attached: the "
+                             "least any capture that times calls from entry to exit costs")
     arguments = parser.parse_args()
     print(f"machine: {machine()}")
     with bpf_stats() if arguments.bpf_stats else contextlib.nullcontext():
         if not arguments.skip_query:
-            query_overhead(arguments.query_runs, arguments.query_block)
+            query_overhead(arguments.query_runs, arguments.query_block, arguments.floor)
         if not arguments.skip_storm:
             storm_overhead(arguments.storm_rounds, arguments.floor)
 
