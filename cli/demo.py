@@ -83,6 +83,7 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
     from casstrace.cli.run import report, reporting_interruptions
     from casstrace.node.connection import resolve_settings
     from casstrace.node.runner import RunOptions, run
+    from casstrace.probes.backends import DEFAULT_BACKEND, started
     from casstrace.reports import ReportOptions, render
     from casstrace.reports.comparison import document
 
@@ -90,8 +91,9 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
     traces = []
     for title, query in (("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query)):
         click.echo(f"\n=== Tracing {title}: {query}")
-        with reporting_interruptions(html=True):
-            traces.append(run(RunOptions(query=query, connection=settings)))
+        # each run's probes compile while it connects, as `casstrace run`'s do
+        with reporting_interruptions(html=True), started(DEFAULT_BACKEND) as started_backend:
+            traces.append(run(RunOptions(query=query, connection=settings), started_backend=started_backend))
         report(traces[-1], html=True)
     click.echo("\n=== Side by side")
     wide, narrow = traces

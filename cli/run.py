@@ -80,7 +80,7 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
     text = query_file.read_text() if query_file is not None else query or ""
     # The probes compile on another core from here on; this core loads the driver and the rest of
     # the run meanwhile, and connects.
-    with started(backend) as capture_factory:
+    with started(backend) as started_backend:
         from casstrace.node.connection import resolve_settings
         from casstrace.node.runner import RunOptions, run
         from casstrace.node.targets import RemoteSettings, parse_hosts
@@ -100,7 +100,7 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
             targets=RemoteSettings(ssh, parse_hosts(hosts), ssh_config, remote_casstrace),
         )
         with reporting_interruptions(html=not no_html, force=force):
-            path = run(options, phases, capture_factory)
+            path = run(options, phases, started_backend)
     with phases("analyse, report"):
         report(path, html=not no_html, force=force)
     if timings:

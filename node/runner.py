@@ -36,7 +36,7 @@ from casstrace.node.targets import PlannedNode, RemoteSettings, plan_nodes
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
 from casstrace.probes.async_profiler import AsyncProfiler
-from casstrace.probes.backends import DEFAULT_BACKEND, backend
+from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend, backend
 from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, Windows, WindowSource
@@ -92,17 +92,17 @@ def default_trace_path(query: str, now: datetime | None = None) -> Path:
     return next(path for path in (default_traces_dir() / c for c in candidates) if not path.exists())
 
 
-def run(options: RunOptions, phases: Phases | None = None, capture_factory: CaptureFactory | None = None) -> Path:
+def run(options: RunOptions, phases: Phases | None = None, started_backend: StartedBackend | None = None) -> Path:
     """Run the query under the probes and return the path of the trace written. On a signal, the
     trace so far is kept, marked incomplete, and casstrace.interrupts.Interrupted raised with it.
-    `phases` records where the wall time went (casstrace run --timings). `capture_factory`: the
+    `phases` records where the wall time went (casstrace run --timings). `started_backend`: the
     backend options.backend names, when the caller started it already (probes.backends.started)."""
     phases = phases or Phases()
     query = read_only_statement(options.query)   # before anything connects
     if options.repeat < 1 or options.warmup < 0:
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
     # fails on an unknown backend before touching the node
-    capture_factory = capture_factory or backend(options.backend)
+    capture_factory: CaptureFactory = started_backend or backend(options.backend)
     if options.profile and options.backend != "bcc":
         raise CasstraceError(f"--profile joins async-profiler's stacks with the bcc probes' log of each read; the "
                              f"{options.backend} backend keeps no such log on the same clock",
@@ -138,6 +138,8 @@ def run(options: RunOptions, phases: Phases | None = None, capture_factory: Capt
         agents: AgentsCapture | None = None
         sources: list[WindowSource] = []
         if several:
+            if started_backend is not None:   # each agent compiles its own: none of this one may run beside them
+                started_backend.release(wait=True)
             agents = AgentsCapture(targets, primary_node_id=plan[0].node_id)
             stack.callback(agents.discard)
             capture: Capture = agents

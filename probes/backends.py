@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from casstrace.errors import CasstraceError
 
 if TYPE_CHECKING:
+    from casstrace.probes.bcc_capture import ProgramBuild
     from casstrace.probes.protocol import Capture, CaptureFactory
 
 
@@ -42,25 +43,45 @@ def backend(name: str) -> "CaptureFactory":
                              f"choose one of: {', '.join(BACKENDS)}") from None
 
 
+class StartedBackend:
+    """A backend whose slow preparation began before the process to capture is known (see
+    started): a CaptureFactory that hands the preparation to the first capture it makes."""
+
+    def __init__(self, factory: "CaptureFactory", build: "ProgramBuild | None" = None):
+        self.factory = factory
+        self._build = build
+
+    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (),
+                 stream_limit: int | None = None) -> "Capture":
+        if self._build is None or stream_limit is not None:   # built for the default stream limit
+            return self.factory(pid, extra_dirs=extra_dirs, stream_limit=stream_limit)
+        from casstrace.probes.bcc_capture import BccCapture
+
+        build, self._build = self._build, None
+        return BccCapture(pid, extra_dirs=extra_dirs, build=build)
+
+    def release(self, wait: bool = False) -> None:
+        """Give up the preparation if no capture took it; `wait`: until none of it runs any more (a run
+        that captures otherwise, through agents, before its measured executions)."""
+        build, self._build = self._build, None
+        if build is not None:
+            build.close(wait)
+
+
 @contextmanager
-def started(name: str) -> Iterator["CaptureFactory"]:
+def started(name: str) -> Iterator[StartedBackend]:
     """The backend `name` with its slow preparation begun now, in the background, for the first
     capture it makes: bcc compiles its program (seconds of one core, the longest part of `casstrace
     run`) while the caller connects and looks for the process. A program no capture took is freed
     on leaving the block (once its compile ends, without waiting for it)."""
     factory = backend(name)
     if factory is not _bcc:
-        yield factory
+        yield StartedBackend(factory)
         return
-    from casstrace.probes.bcc_capture import BccCapture, ProgramBuild
+    from casstrace.probes.bcc_capture import ProgramBuild
 
-    with ProgramBuild() as build:
-        unused: ProgramBuild | None = build
-
-        def bcc_with_build(pid: int, *, extra_dirs: Iterable[str | Path] = (),
-                           stream_limit: int | None = None) -> "Capture":
-            nonlocal unused
-            handed, unused = (unused, None) if stream_limit is None else (None, unused)   # built for the default
-            return BccCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit, build=handed)
-
-        yield bcc_with_build
+    prepared = StartedBackend(factory, ProgramBuild())
+    try:
+        yield prepared
+    finally:
+        prepared.release()

@@ -157,8 +157,8 @@ class ProgramBuild:
     """The program compiled and loaded in a thread of its own (seconds of one core) while the
     caller does other things, such as connecting and finding the process: a BccCapture given it
     takes the program at start(). Its probes attach as bcc loads them but watch no process until a
-    capture starts. close() frees a program no capture took (when the thread is done, without
-    waiting for it); a with block closes it."""
+    capture starts. close() frees a program no capture took (when the thread is done: the thread
+    frees what it builds after close); a with block closes it."""
 
     def __init__(self, options: ProgramOptions = ProgramOptions()):
         self.options = options
@@ -203,12 +203,16 @@ class ProgramBuild:
             raise RuntimeError("a program build taken twice, or after close()")
         return bpf
 
-    def close(self) -> None:
+    def close(self, wait: bool = False) -> None:
+        """Free the program unless a capture took it. `wait`: until its compile has ended, so that
+        none of it runs beside what comes next (a run's measured executions)."""
         with self._lock:
             self._unwanted = True
             bpf, self._bpf = self._bpf, None
         if bpf is not None:
             _unload(bpf)
+        if wait:
+            self._thread.join()
 
 
 class BccCapture:

@@ -422,6 +422,18 @@ def test_a_program_built_ahead_and_never_taken_is_freed():
             build.take()
 
 
+def test_a_started_backend_released_with_wait_leaves_nothing_running():
+    """A run that captures through agents (several nodes) gives up the program its command started
+    building, and waits until none of it runs: nothing of it may compete with the measured executions."""
+    from casstrace.probes import backends
+
+    before = program_ids()
+    with backends.started("bcc") as started_backend:
+        started_backend.release(wait=True)
+        assert not any(thread.name == "casstrace-compile" for thread in threading.enumerate())
+        assert program_ids() == before
+
+
 def test_a_run_that_fails_before_capturing_leaves_no_program_and_does_not_wait_for_the_compile():
     """`casstrace run` starts compiling at its first line; a node that does not answer ends it at
     once, with its one-line error, and nothing loaded stays behind."""
