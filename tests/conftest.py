@@ -119,6 +119,23 @@ def cluster_demo(cluster: SandboxCluster) -> DemoData:
     return ensure_loaded(cluster, CLUSTER_DEMO)
 
 
+@pytest.fixture(scope="module")
+def no_speculative_retry(cluster: SandboxCluster, cluster_demo: DemoData) -> Iterator[None]:
+    """The cluster's demo table without speculative retries for the rest of the module (the table's
+    own setting is put back after). With the default (99p), a read slower than the table's 99th
+    percentile, which on a busy CI machine is any read, also goes to another replica: at ONE two
+    replicas then read, and a replica's late read may end after the capture stopped."""
+    table = f"{cluster_demo.keyspace}.{cluster_demo.spec.table}"
+    with cluster.nodes[0].connect() as session:
+        previous = session.execute(
+            "SELECT speculative_retry FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+            (cluster_demo.keyspace, cluster_demo.spec.table)).one().speculative_retry
+        session.execute(f"ALTER TABLE {table} WITH speculative_retry = 'NEVER'")
+    yield
+    with cluster.nodes[0].connect() as session:
+        session.execute(f"ALTER TABLE {table} WITH speculative_retry = '{previous}'")
+
+
 @pytest.fixture
 def read_only_dir(tmp_path: Path) -> Iterator[Path]:
     """A directory on a read-only tmpfs (root ignores file modes: only a read-only filesystem truly

@@ -9,7 +9,6 @@ reads per execution is bounded by its Data.db.
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from casstrace.analyses.nodes import readers_per_execution
 from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.demo import DemoData
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_speculative_retry")]
 
 REPEAT = 2
 
@@ -49,22 +48,6 @@ def at_one(cluster: SandboxCluster, cluster_demo: DemoData, tmp_path_factory: py
 @pytest.fixture(scope="module")
 def at_quorum(cluster: SandboxCluster, cluster_demo: DemoData, tmp_path_factory: pytest.TempPathFactory) -> Analysis:
     return traced(cluster, cluster_demo, tmp_path_factory.mktemp("quorum") / "quorum.trace", "QUORUM")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def no_speculative_retry(cluster: SandboxCluster, cluster_demo: DemoData) -> Iterator[None]:
-    """The demo table without speculative retries while these tests run (the table's own setting is
-    put back after). With the default (99p), a read slower than the table's 99th percentile, which on
-    a busy CI machine is any read, also goes to another replica: at ONE two replicas then read."""
-    table = f"{cluster_demo.keyspace}.{cluster_demo.spec.table}"
-    with cluster.nodes[0].connect() as session:
-        previous = session.execute(
-            "SELECT speculative_retry FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
-            (cluster_demo.keyspace, cluster_demo.spec.table)).one().speculative_retry
-        session.execute(f"ALTER TABLE {table} WITH speculative_retry = 'NEVER'")
-    yield
-    with cluster.nodes[0].connect() as session:
-        session.execute(f"ALTER TABLE {table} WITH speculative_retry = '{previous}'")
 
 
 def _data_db_bytes(demo: DemoData) -> dict[str, int]:
