@@ -151,10 +151,11 @@ static PyObject *insert(PyObject *module, PyObject *args)
         if (held == 0)
             break;
         /* a full chunk in one statement; what is left at the end, row by row */
-        sqlite3_stmt *statement = held == ROWS_PER_STATEMENT ? chunk : single;
-        for (int first = 0; first < held; first += (statement == chunk ? ROWS_PER_STATEMENT : 1)) {
+        int per_statement = held == ROWS_PER_STATEMENT ? ROWS_PER_STATEMENT : 1;
+        sqlite3_stmt *statement = per_statement == ROWS_PER_STATEMENT ? chunk : single;
+        for (int first = 0; first < held; first += per_statement) {
             int status = SQLITE_OK;
-            for (int k = 0; k < (statement == chunk ? ROWS_PER_STATEMENT : 1) && status == SQLITE_OK; k++)
+            for (int k = 0; k < per_statement && status == SQLITE_OK; k++)
                 status = bind_row(statement, 1 + k * (int)width, pending[first + k], width);
             if (status < 0)
                 goto done;
