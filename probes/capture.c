@@ -14,8 +14,8 @@
 // width, file): what Cassandra's trace events, which name a thread and a time, are joined with.
 // With 0 (the default) the program compiles to exactly what it was without it.
 //
-// FOLLOW_CHILDREN 1 also watches every process the captured one forks after attach, at any depth, and their
-// threads. fd numbers are per process, so fd state and fd-keyed aggregates then carry the owning
+// FOLLOW_CHILDREN 1 also watches every process the captured one forks after attach, at any depth,
+// and their threads. fd numbers are per process, so fd state and fd-keyed aggregates then carry the owning
 // process (OWNER), and records and notices say which process they are from. With 0 (the default,
 // --pid and `casstrace run`) the owner is a constant 0 and the program compiles to exactly the
 // instructions it had before following existed: following costs nothing unless asked for.
@@ -64,6 +64,7 @@ static __always_inline bool watched(u32 tgid) {
 #define FD_SLOT_TYPE u32
 #define FD_SLOT(tgid, fd) ((u32)(fd))
 #endif
+
 BPF_ARRAY(counters, u64, COUNTERS);
 BPF_ARRAY(syscall_flags, u8, 512);
 
