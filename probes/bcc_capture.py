@@ -243,13 +243,9 @@ class BccCapture:
             raise ValueError(f"a program built for {build.options} cannot capture with {self.program_options}")
         self._build = build
         self.pid = pid
-        self.follow_children = follow_children
         self.until_exit = until_exit
-        # > 0: also count file bytes per (thread, slot of this many ns, file) (capture.c thread_io)
-        self.thread_slot_ns = thread_slot_ns
         self.owner = pid if follow_children else 0   # the traced process's owner in fd keys
         self.extra_dirs = tuple(str(directory) for directory in extra_dirs)
-        self.stream_limit = self.program_options.stream_limit
         self.source = source or f"pid {pid}"
         self.process = process or proc_fds.process_description(pid)
         self.ended_early: str | None = None
@@ -268,6 +264,20 @@ class BccCapture:
         self._pidfd: int | None = None
         self._poller_cpu_seconds = 0.0
         self.result: BccCaptured | None = None
+
+    # What the program was compiled for, named as the callers know them.
+    @property
+    def follow_children(self) -> bool:
+        return self.program_options.follow_children
+
+    @property
+    def stream_limit(self) -> int:
+        return self.program_options.stream_limit
+
+    @property
+    def thread_slot_ns(self) -> int:
+        """> 0: file bytes are also counted per (thread, slot of this many ns, file) (capture.c thread_io)."""
+        return self.program_options.thread_slot_ns
 
     # -- the contract ------------------------------------------------------------------------
     @property
