@@ -26,7 +26,7 @@ from cassandra.query import PreparedStatement
 from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
-from casstrace.node.agents import AgentsCapture, TableRef
+from casstrace.node.agents import AgentsCapture, AgentsResult, TableRef
 from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
 from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute, execution_failure, prepare,
                                   query_traces)
@@ -192,14 +192,15 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         def annotate(writer: TraceWriter) -> None:
             if cold is not None:
                 writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": cold.paged_out})
-            _write_nodes(writer, plan, agents)
+            agents_result = agents.stop() if agents is not None else None   # stopped already: its result
+            _write_nodes(writer, plan, agents, agents_result)
             writer.set_meta(
                 query=query,
                 keyspace=keyspace,
                 consistency=options.consistency,
                 page_size=options.page_size or 0,
                 node={"host": options.connection.host, "port": options.connection.port, "pid": capture.pid},
-                cassandra=_cassandra_of_coordinator(cassandra, plan, agents),
+                cassandra=_cassandra_of_coordinator(cassandra, agents_result),
                 query_trace=query_trace,
                 replicas={"keyspace": keyspace, "consistency": options.consistency, "routing": replicas.routing,
                           "partitions": replicas.partitions,
@@ -229,9 +230,9 @@ class AgentsCold:
         self.paged_out = self.agents.make_cold()
 
 
-def _write_nodes(writer: TraceWriter, plan: Sequence[PlannedNode], agents: AgentsCapture | None) -> None:
+def _write_nodes(writer: TraceWriter, plan: Sequence[PlannedNode], agents: AgentsCapture | None,
+                 result: AgentsResult | None) -> None:
     """The nodes rows: every node of the plan, with what its capture was (format 3)."""
-    result = agents.stop() if agents is not None else None
     captured = {node.target.node_id: node for node in result.nodes} if result is not None else {}
     down = {target.node_id: reason for target, reason in agents.down} if agents is not None else {}
     if agents is None:
@@ -258,11 +259,9 @@ def _write_nodes(writer: TraceWriter, plan: Sequence[PlannedNode], agents: Agent
     writer.add_nodes(rows)
 
 
-def _cassandra_of_coordinator(cassandra: CassandraMeta, plan: Sequence[PlannedNode],
-                              agents: AgentsCapture | None) -> CassandraMeta:
+def _cassandra_of_coordinator(cassandra: CassandraMeta, result: AgentsResult | None) -> CassandraMeta:
     """meta 'cassandra': the schema read from the coordinator, with the data directories and SSTables
     of the trace's primary node (the coordinator's when it was captured, else the first captured)."""
-    result = agents.stop() if agents is not None else None
     if result is None or not result.nodes:
         return cassandra
     primary_meta = result.metas.get(result.nodes[result.primary].target.node_id) or {}
