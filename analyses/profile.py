@@ -70,11 +70,14 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
                            for s, (read, calls, faults) in by_stack.items()), key=lambda w: -w.value)
     joined = sum(w.syscall_bytes for w in stacks_bytes)
     cassandra = sum(w.syscall_bytes for w in stacks_bytes if has_cassandra_frame(w.stack))
-    call_fill_column = "COALESCE(SUM(e.cache_miss_pages), 0)" if with_fills else "0"
-    ((data_read, call_fill_pages),) = trace.rows(
-        f"SELECT COALESCE(SUM(MAX(e.returned, 0)), 0), {call_fill_column} FROM events e"
-        " JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-        f" WHERE e.syscall != 'lseek' AND w.{windows} AND e.{files}", window_params + file_params)
+    # One pass over the windows' calls on the files: what they read, by thread (the readers below).
+    call_fill_column = "SUM(CASE WHEN e.syscall != 'lseek' THEN e.cache_miss_pages ELSE 0 END)" if with_fills else "0"
+    read_by_thread = trace.rows(
+        f"SELECT e.tid, SUM(CASE WHEN e.syscall != 'lseek' THEN MAX(e.returned, 0) ELSE 0 END), {call_fill_column}"
+        " FROM events e JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
+        f" WHERE w.{windows} AND e.{files} GROUP BY e.tid", window_params + file_params)
+    data_read = sum(row[1] for row in read_by_thread)
+    call_fill_pages = sum(row[2] or 0 for row in read_by_thread)
     fills = _fills(trace, stacks_bytes, by_stack, call_fill_pages, meta["fill_join_ns"], windows, files,
                    window_params + file_params) if with_fills else {}
 
@@ -88,9 +91,7 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
                   for frame, size in sorted(frame_bytes.items(), key=lambda item: -item[1])]
 
     names = {row["tid"]: row["name"] for row in trace.rows("SELECT tid, name FROM threads")}
-    readers = {row["tid"] for row in trace.rows(
-        "SELECT DISTINCT e.tid FROM events e JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-        f" WHERE w.{windows} AND e.{files}", window_params + file_params)}
+    readers = {row[0] for row in read_by_thread}
     if with_fills:   # the threads that faulted on the mapped files read them too
         readers |= {row["tid"] for row in trace.rows(
             "SELECT DISTINCT p.tid FROM page_cache_fills p JOIN windows w ON p.ts_ns >= w.start_ns"
