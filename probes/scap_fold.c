@@ -187,6 +187,20 @@ static void cell_map_free(cell_map *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Python's bisect.bisect_right on a sorted array: the index after the last element <= x. */
+static size_t bisect_right(const int64_t *sorted, size_t n, int64_t x)
+{
+    size_t low = 0, high = n;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (x < sorted[middle])
+            high = middle;
+        else
+            low = middle + 1;
+    }
+    return low;
+}
+
 /* -- a file's totals in one window ------------------------------------------------------------------ */
 typedef struct {
     int64_t read_calls, read_bytes, read_requested_bytes, read_ns, write_calls, write_bytes, lseek_calls,
@@ -230,14 +244,7 @@ static int pages_add(window *w, int64_t start, int64_t end)
         w->starts[n] = start, w->ends[n] = end, w->runs = n + 1;
         return 0;
     }
-    size_t i = 0, high = n;     /* bisect_right(starts, start) */
-    while (i < high) {
-        size_t middle = (i + high) / 2;
-        if (start < w->starts[middle])
-            high = middle;
-        else
-            i = middle + 1;
-    }
+    size_t i = bisect_right(w->starts, n, start);
     if (i && w->ends[i - 1] >= start) {
         i--;
         start = w->starts[i];
@@ -676,15 +683,8 @@ static PyObject *Fold_fold(Fold *self, PyObject *args)
             goto fail;
         Py_ssize_t at_window = 0;
         if (self->window_starts != NULL) {
-            Py_ssize_t low = 0, high = self->window_count;   /* bisect_right(window_starts, ts) - 1 */
-            while (low < high) {
-                Py_ssize_t middle = (low + high) / 2;
-                if (ts < self->window_starts[middle])
-                    high = middle;
-                else
-                    low = middle + 1;
-            }
-            at_window = low > 0 ? low - 1 : 0;
+            size_t after = bisect_right(self->window_starts, (size_t)self->window_count, ts);
+            at_window = after > 0 ? (Py_ssize_t)after - 1 : 0;
         }
         if (f->windows == NULL && (f->windows = PyMem_Calloc(windows, sizeof *f->windows)) == NULL) {
             PyErr_NoMemory();
