@@ -114,29 +114,33 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
     from casstrace.node.runner import RunOptions, default_trace_path, run
     from casstrace.node.statements import read_only_statement
+    from casstrace.probes.backends import started
 
     settings = resolve_settings(*(run_options[name] for name in (
         "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout", "request_timeout")))
     queries = [read_only_statement(before), read_only_statement(after)]
     page_size = run_options["page_size"] or None
     consistencies = [run_options["consistency"].upper(), (after_consistency or run_options["consistency"]).upper()]
-    with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
-        prepared = [prepare(node.session, query) for query in queries]
-        results = [execute(node.session, statement, consistency, page_size)
-                   for statement, consistency in zip(prepared, consistencies)]
-    check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest) for r in results))
-    if check.status == "different":
-        raise refusal(check.summary, live=True)
+    # The first run's probes compile while both queries are checked (its capture takes them).
+    with started(run_options["backend"]) as started_backend:
+        with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
+            prepared = [prepare(node.session, query) for query in queries]
+            results = [execute(node.session, statement, consistency, page_size)
+                       for statement, consistency in zip(prepared, consistencies)]
+        check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest) for r in results))
+        if check.status == "different":
+            raise refusal(check.summary, live=True)
 
-    paths = []
-    for role, query, consistency in zip(("before", "after"), queries, consistencies):
-        default = default_trace_path(query)
-        out = (traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}"
-        paths.append(run(RunOptions(
-            query=query, connection=settings, keyspace=run_options["keyspace"], pid=run_options["pid"],
-            repeat=run_options["repeat"], warmup=run_options["warmup"], cold=run_options["cold"],
-            consistency=consistency, page_size=page_size, backend=run_options["backend"], out=out)))
-        click.echo(f"trace ({role}): {paths[-1]}", err=True)
+        paths = []
+        for role, query, consistency in zip(("before", "after"), queries, consistencies):
+            default = default_trace_path(query)
+            out = (traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}"
+            paths.append(run(RunOptions(
+                query=query, connection=settings, keyspace=run_options["keyspace"], pid=run_options["pid"],
+                repeat=run_options["repeat"], warmup=run_options["warmup"], cold=run_options["cold"],
+                consistency=consistency, page_size=page_size, backend=run_options["backend"], out=out),
+                started_backend=started_backend))
+            click.echo(f"trace ({role}): {paths[-1]}", err=True)
     return check, paths
 
 
