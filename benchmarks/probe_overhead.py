@@ -16,9 +16,13 @@ and the per-call records kept, not streamed and lost. The storm also checks that
 counted every one of the calls: half of them are past the event log's default capacity, so both
 the logged path and the kernel-aggregated path are measured.
 
---floor also runs query blocks and storm rounds with nothing but an empty pair of raw_syscalls
-programs attached (each returns at once): what any capture that times calls from entry to exit
-costs here before it does any work (figures probe_overhead_query_floor, probe_overhead_storm_floor).
+--floor also runs query blocks and storm rounds with two lesser pairs of raw_syscalls programs:
+- an empty pair (each program returns at once): what any capture that times calls from entry to
+  exit costs here before it does any work (figures probe_overhead_query_floor, _storm_floor);
+- a timing pair, the least such a capture does: the entry notes the time in the thread's task
+  storage, the exit reads the clock again and adds the call's latency up, for the traced process
+  only (figures probe_overhead_query_timed_floor, _storm_timed_floor). What capture.c does beyond
+  that (the fd's state, the record, the aggregates) is the difference to the full figures.
 
 --bpf-stats also prints the time each BPF program took per run (the kernel's run_time_ns, with
 /proc/sys/kernel/bpf_stats_enabled on while the benchmark runs, as it was after): a figure a busy
@@ -143,18 +147,67 @@ def ratio_line(name: str, untraced: list[float], traced: list[float], unit: str,
 
 
 # The least an enter/exit capture can cost: the raw_syscalls pair attached, each program returning at once.
-EMPTY_PAIR = "RAW_TRACEPOINT_PROBE(sys_enter) { return 0; }\nRAW_TRACEPOINT_PROBE(sys_exit) { return 0; }\n"
+# (Its `traced` array, which it never reads, lets every pair be attached alike.)
+EMPTY_PAIR = """
+BPF_ARRAY(traced, u64, 1);
+RAW_TRACEPOINT_PROBE(sys_enter) { return 0; }
+RAW_TRACEPOINT_PROBE(sys_exit) { return 0; }
+"""
+# The least one that times each call of one process does (as capture.c does it: its TGID in an
+# array, the entry time in the thread's task storage).
+TIMED_PAIR = r"""
+BPF_ARRAY(traced, u64, 1);
+struct call { u64 entered_ns; u64 latency_ns; };
+BPF_TASK_STORAGE(calls, struct call);
+
+static __always_inline bool is_traced(void) {
+    u32 first = 0;
+    u64 *tgid = traced.lookup(&first);
+    return tgid && *tgid == bpf_get_current_pid_tgid() >> 32;
+}
+
+RAW_TRACEPOINT_PROBE(sys_enter) {
+    if (!is_traced())
+        return 0;
+    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (c)
+        c->entered_ns = bpf_ktime_get_ns();
+    return 0;
+}
+
+RAW_TRACEPOINT_PROBE(sys_exit) {
+    if (!is_traced())
+        return 0;
+    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
+    if (c && c->entered_ns) {
+        c->latency_ns += bpf_ktime_get_ns() - c->entered_ns;
+        c->entered_ns = 0;
+    }
+    return 0;
+}
+"""
 
 
 @contextlib.contextmanager
-def empty_pair_attached():
+def pair_attached(text: str, pid: int):
+    """A raw_syscalls pair attached (as it loads), with `pid` written into its `traced` array."""
+    import ctypes
+
     from bcc import BPF
 
-    empty = BPF(text=EMPTY_PAIR)   # attached as it loads
+    pair = BPF(text=text)
     try:
+        pair["traced"][ctypes.c_int(0)] = ctypes.c_ulonglong(pid)
         yield
     finally:
-        empty.cleanup()
+        pair.cleanup()
+
+
+# --floor: the lesser pairs the workloads also run under, (what it is, its program, figure suffix).
+FLOOR_PAIRS = [
+    ("an empty raw_syscalls pair (the floor of any enter/exit capture)", EMPTY_PAIR, "floor"),
+    ("a timing pair (entry time in task storage, latency added up at exit)", TIMED_PAIR, "timed_floor"),
+]
 
 
 def query_overhead(runs: int, block: int, floor: bool) -> None:
@@ -177,7 +230,7 @@ def query_overhead(runs: int, block: int, floor: bool) -> None:
     execute(20)   # warm: JIT, caches, connection
     untraced, traced, pairs, cost = [], [], [], TracerCost()
     untraced_cpu, traced_cpu = [], []
-    empty_pair, empty_pair_ratios = [], []
+    floors: dict[str, tuple[list[float], list[float]]] = {suffix: ([], []) for _, _, suffix in FLOOR_PAIRS}
     while len(traced) < runs:
         before, before_cpu = execute(block)
         during, during_cpu = cost.trace(pid, lambda: execute(block))[1]
@@ -186,16 +239,16 @@ def query_overhead(runs: int, block: int, floor: bool) -> None:
         pairs.append(statistics.median(during) / statistics.median(before))
         untraced_cpu.append(before_cpu)
         traced_cpu.append(during_cpu)
-        if floor:
-            with empty_pair_attached():
-                bare = execute(block)[0]
-            empty_pair += bare
-            empty_pair_ratios.append(statistics.median(bare) / statistics.median(before))
+        for _, program, suffix in FLOOR_PAIRS if floor else ():
+            with pair_attached(program, pid):
+                lesser = execute(block)[0]
+            floors[suffix][0].extend(lesser)
+            floors[suffix][1].append(statistics.median(lesser) / statistics.median(before))
     cluster.shutdown()
     ratio_line("query (a) latency", untraced, traced, "ms", 1e3, pairs, figure="probe_overhead_query")
-    if floor:
-        ratio_line("  query latency with only an empty raw_syscalls pair attached (the floor of any enter/exit "
-                   "capture)", untraced, empty_pair, "ms", 1e3, empty_pair_ratios, figure="probe_overhead_query_floor")
+    for what, _, suffix in FLOOR_PAIRS if floor else ():
+        ratio_line(f"  query latency with only {what}", untraced, floors[suffix][0], "ms", 1e3, floors[suffix][1],
+                   figure=f"probe_overhead_query_{suffix}")
     ratio_line("  node CPU per execution (blocks)", untraced_cpu, traced_cpu, "ms", 1e3,
                [t / u for u, t in zip(untraced_cpu, traced_cpu)])
     cost.report("query")
@@ -212,7 +265,8 @@ def storm_overhead(rounds: int, floor: bool) -> None:
                 out.write(os.urandom(1 << 20))
         subprocess.run(["cat", str(data)], stdout=subprocess.DEVNULL, check=True)   # into the page cache
 
-        def run(traced: bool, cost: TracerCost):
+        def run(traced: bool, cost: TracerCost, pair: str | None = None):
+            """((wall s, CPU s), the capture when traced) of one storm, traced by casstrace or by `pair`."""
             process = subprocess.Popen([str(binary), str(data), str(STORM_CALLS)], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, text=True)
 
@@ -221,23 +275,23 @@ def storm_overhead(rounds: int, floor: bool) -> None:
                 wall, cpu = stdout.split()
                 return int(wall) / 1e9, int(cpu) / 1e9
 
+            if pair is not None:
+                with pair_attached(pair, process.pid):
+                    return go(), None
             if not traced:
                 return go(), None
             capture, seconds = cost.trace(process.pid, go)
             return seconds, capture
 
-        def run_with_empty_pair():
-            with empty_pair_attached():
-                return run(False, cost)[0]
-
-        untraced, traced, empty_pair, cost = [], [], [], TracerCost()
+        untraced, traced, cost = [], [], TracerCost()
+        floors: dict[str, list[tuple[float, float]]] = {suffix: [] for _, _, suffix in FLOOR_PAIRS}
         run(False, cost)   # warm
         for _ in range(rounds):
             untraced.append(run(False, cost)[0])
             seconds, capture = run(True, cost)
             traced.append(seconds)
-            if floor:
-                empty_pair.append(run_with_empty_pair())
+            for _, program, suffix in FLOOR_PAIRS if floor else ():
+                floors[suffix].append(run(False, cost, program)[0])
         untraced_wall, untraced_cpu = zip(*untraced)
         traced_wall, traced_cpu = zip(*traced)
         writer = TraceWriter(work / "storm.trace")
@@ -248,11 +302,10 @@ def storm_overhead(rounds: int, floor: bool) -> None:
         ratio_line("storm (b) wall", untraced_wall, traced_wall, "s", 1,
                    [t / u for u, t in zip(untraced_wall, traced_wall)], figure="probe_overhead_storm")
         ratio_line("  storm CPU", untraced_cpu, traced_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, traced_cpu)])
-        if floor:
-            floor_wall = [wall for wall, _ in empty_pair]
-            ratio_line("  storm wall with only an empty raw_syscalls pair attached (the floor of any enter/exit "
-                       "capture)", untraced_wall, floor_wall, "s", 1,
-                       [t / u for u, t in zip(untraced_wall, floor_wall)], figure="probe_overhead_storm_floor")
+        for what, _, suffix in FLOOR_PAIRS if floor else ():
+            floor_wall = [wall for wall, _ in floors[suffix]]
+            ratio_line(f"  storm wall with only {what}", untraced_wall, floor_wall, "s", 1,
+                       [t / u for u, t in zip(untraced_wall, floor_wall)], figure=f"probe_overhead_storm_{suffix}")
         cost.report("storm")
         exact = tuple(row) == (STORM_CALLS, STORM_CALLS * 4096)
         print(f"  storm aggregates of the last traced run: {row[0]} preads, {row[1]} bytes "
@@ -279,8 +332,9 @@ def main() -> None:
     parser.add_argument("--skip-storm", action="store_true")
     parser.add_argument("--bpf-stats", action="store_true", help="print each BPF program's time per run")
     parser.add_argument("--floor", action="store_true",
-                        help="also run the query and the storm with only an empty raw_syscalls pair attached: the "
-                             "least any capture that times calls from entry to exit costs")
+                        help="also run the query and the storm under an empty raw_syscalls pair (the least any "
+                             "capture that times calls from entry to exit costs) and under a timing pair (the least "
+                             "such a capture does)")
     arguments = parser.parse_args()
     print(f"machine: {machine()}")
     with bpf_stats() if arguments.bpf_stats else contextlib.nullcontext():
