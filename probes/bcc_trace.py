@@ -48,8 +48,8 @@ class BccCaptured:
     ended_early: str | None
     counters: dict[str, int]         # program.Counter's names, lower case -> value
     tables: dict[str, MapRows]       # every aggregate map, by name in capture.c
-    events: bytes                    # the kept part of the event log
-    fills: bytes                     # the kept part of the fill log (FillRecord)
+    events: memoryview               # the kept part of the event log, where the kernel wrote it
+    fills: memoryview                # the kept part of the fill log (FillRecord), likewise
     descriptors: dict[tuple[int, int, int], Descriptor]   # (owner, fd, gen) -> what it was
     thread_names: dict[int, str]
     descendants: dict[int, int]      # pid -> parent pid, for every process followed
