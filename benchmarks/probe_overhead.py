@@ -41,6 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bpf_floor import EMPTY_PAIR, TIMED_PAIR, bpf_stats, pair_attached
 from casstrace.probes.bcc_capture import BccCapture
 from casstrace.traces import Trace, TraceWriter
 from figures import process_cpu_ns, report
@@ -144,63 +145,6 @@ def ratio_line(name: str, untraced: list[float], traced: list[float], unit: str,
           f"{len(pairs)}: quartiles {q1:.3f}-{q3:.3f}, range {min(pairs):.3f}-{max(pairs):.3f}")
     if figure:
         report(figure, t / u)
-
-
-# The least an enter/exit capture can cost: the raw_syscalls pair attached, each program returning at once.
-# (Its `traced` array, which it never reads, lets every pair be attached alike.)
-EMPTY_PAIR = """
-BPF_ARRAY(traced, u64, 1);
-RAW_TRACEPOINT_PROBE(sys_enter) { return 0; }
-RAW_TRACEPOINT_PROBE(sys_exit) { return 0; }
-"""
-# The least one that times each call of one process does (as capture.c does it: its TGID in an
-# array, the entry time in the thread's task storage).
-TIMED_PAIR = r"""
-BPF_ARRAY(traced, u64, 1);
-struct call { u64 entered_ns; u64 latency_ns; };
-BPF_TASK_STORAGE(calls, struct call);
-
-static __always_inline bool is_traced(void) {
-    u32 first = 0;
-    u64 *tgid = traced.lookup(&first);
-    return tgid && *tgid == bpf_get_current_pid_tgid() >> 32;
-}
-
-RAW_TRACEPOINT_PROBE(sys_enter) {
-    if (!is_traced())
-        return 0;
-    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (c)
-        c->entered_ns = bpf_ktime_get_ns();
-    return 0;
-}
-
-RAW_TRACEPOINT_PROBE(sys_exit) {
-    if (!is_traced())
-        return 0;
-    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
-    if (c && c->entered_ns) {
-        c->latency_ns += bpf_ktime_get_ns() - c->entered_ns;
-        c->entered_ns = 0;
-    }
-    return 0;
-}
-"""
-
-
-@contextlib.contextmanager
-def pair_attached(text: str, pid: int):
-    """A raw_syscalls pair attached (as it loads), with `pid` written into its `traced` array."""
-    import ctypes
-
-    from bcc import BPF
-
-    pair = BPF(text=text)
-    try:
-        pair["traced"][ctypes.c_int(0)] = ctypes.c_ulonglong(pid)
-        yield
-    finally:
-        pair.cleanup()
 
 
 # --floor: the lesser pairs the workloads also run under, (what it is, its program, figure suffix).
@@ -342,18 +286,6 @@ def main() -> None:
             query_overhead(arguments.query_runs, arguments.query_block, arguments.floor)
         if not arguments.skip_storm:
             storm_overhead(arguments.storm_rounds, arguments.floor)
-
-
-@contextlib.contextmanager
-def bpf_stats():
-    """The kernel counts each BPF program's runs and time while this is on."""
-    switch = Path("/proc/sys/kernel/bpf_stats_enabled")
-    before = switch.read_text().strip()
-    switch.write_text("1")
-    try:
-        yield
-    finally:
-        switch.write_text(before)
 
 
 if __name__ == "__main__":
