@@ -331,8 +331,9 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
         sentence = f"{level}: {many}{each} read {what}{per} ({_reads_by_role(nodes)} in Cassandra's trace): {per_node}."
     missing = [node for node in nodes if not node.captured]
     summary = f"{verdict.summary} {sentence}"
+    notes = verdict.notes + _speculative_reads_note(nodes)
     if not missing:
-        return Verdict(verdict.status, summary, verdict.notes, verdict.fix)
+        return Verdict(verdict.status, summary, notes, verdict.fix)
     named = "; ".join(f"{node.address} ({node.role}): {node.not_captured or 'not captured'}" for node in missing)
     summary += (f" Not captured: {named}. Every figure over the cluster is therefore a lower bound: the query "
                 "read at least this much.")
@@ -340,9 +341,21 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
     # when Cassandra's query trace cannot say whether it had one.
     had_part = any(node.roles for node in missing) or not any(node.roles for node in nodes)
     if verdict.status == "not flagged" and had_part:
-        return Verdict("undetermined", summary, verdict.notes,
+        return Verdict("undetermined", summary, notes,
                        fix="start the missing node, or capture it (--ssh or --hosts when it runs elsewhere)")
-    return Verdict(verdict.status, summary, verdict.notes, verdict.fix)
+    return Verdict(verdict.status, summary, notes, verdict.fix)
+
+
+def _speculative_reads_note(nodes: list[NodeIO]) -> list[str]:
+    """What the figures of a node that read speculatively miss. The coordinator answers the client
+    without waiting for such a read, so it may begin after the execution's window closed (and a call
+    is counted in the window it began in), or still run when the capture stops."""
+    speculating = [node.address for node in nodes if SPECULATIVE in node.roles and node.captured]
+    if not speculating:
+        return []
+    return [f"{', '.join(speculating)} read speculatively in Cassandra's trace (the table's speculative_retry): "
+            "the client does not wait for such a read, so only what of it began inside an execution's window and "
+            "ended before the capture stopped is counted. Those figures are at least what the node read."]
 
 
 def replica_reads(nodes: list[NodeIO], consistency: str | None) -> Finding | None:

@@ -216,11 +216,12 @@ ONE_EVENTS = [("127.0.0.1", "ReadStage-2", "Executing single-partition query on 
               ("127.0.0.1", "ReadStage-2", "Read 200 live rows and 0 tombstone cells")]
 
 
-def replica_reads(path, *, consistency="QUORUM", third="captured"):
+def replica_reads(path, *, consistency="QUORUM", third="captured", extra_events=()):
     """A run of `SELECT c0` over 3 nodes (RF 3) with 127.0.0.1 coordinating: at QUORUM 127.0.0.1 (data)
     and 127.0.0.2 (digest) each read WIDE_DATA_READ of their own Data.db, at ONE only 127.0.0.1.
-    `third`: 'captured' (it read nothing), or the not_captured reason of 127.0.0.3."""
-    events = QUORUM_EVENTS if consistency == "QUORUM" else ONE_EVENTS
+    `third`: 'captured' (it read nothing), or the not_captured reason of 127.0.0.3. `extra_events`:
+    more of Cassandra's trace events, (source, thread, activity), after those of the level."""
+    events = (QUORUM_EVENTS if consistency == "QUORUM" else ONE_EVENTS) + list(extra_events)
     writer = TraceWriter(path)
     _base_meta(writer, query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo", consistency=consistency,
                page_size=5000, node={"host": "127.0.0.1", "port": 9042, "pid": 4242},

@@ -83,6 +83,16 @@ def test_a_node_not_captured_is_named_and_makes_the_figures_a_lower_bound(tmp_pa
     assert "not captured: down: no Cassandra JVM" in render(analysis, "text", ReportOptions())
 
 
+def test_a_speculative_read_is_named_with_what_its_figures_miss(tmp_path):
+    speculation = [("127.0.0.1", "ReadStage-2", "speculating read retry on Full(/127.0.0.3:7000,(-1,0])")]
+    analysis = analyse(replica_reads(tmp_path / "speculative.trace", extra_events=speculation))
+    assert analysis.nodes[2].roles == ["speculative retry"]
+    (note,) = [note for note in analysis.verdict.notes if "speculatively" in note]
+    assert note.startswith("127.0.0.3 read speculatively") and "began inside an execution's window" in note
+    assert not any("speculatively" in note for note in analyse(replica_reads(tmp_path / "plain.trace")).verdict.notes)
+    assert "127.0.0.3 read speculatively" in render(analysis, "text", ReportOptions())
+
+
 def test_compare_one_with_quorum_shows_what_the_level_costs(tmp_path):
     from casstrace.analyses.compare import compare
     from casstrace.reports.comparison import document
