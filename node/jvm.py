@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.proc_fds import proc_net_host
+from casstrace.probes.proc_fds import net_table_rows, proc_net_host
 from casstrace.redaction import redact_command
 from casstrace.traces.activities import shared_pool_worker
 
@@ -79,20 +79,13 @@ def fd_targets(pid: int, proc: Path = Path("/proc")) -> list[str]:
 def listening_sockets(pid: int, proc: Path = Path("/proc")) -> set[tuple[str, int]]:
     """(address, port) of every TCP socket a process listens on: listening sockets in its network
     namespace whose inode is one of its file descriptors. '0.0.0.0' / '::' listen on every address."""
-    base = proc / str(pid)
     socket_inodes = {target[len("socket:["):-1] for target in fd_targets(pid, proc) if target.startswith("socket:[")}
     sockets = set()
-    for table in ("tcp", "tcp6"):
-        try:
-            lines = (base / "net" / table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == TCP_LISTEN and inode in socket_inodes:
-                address, port = local.rsplit(":", 1)
-                sockets.add((proc_net_host(address), int(port, 16)))
+    for _, fields in net_table_rows(pid, ("tcp", "tcp6"), proc):
+        local, state, inode = fields[1], fields[3], fields[9]
+        if state == TCP_LISTEN and inode in socket_inodes:
+            address, port = local.rsplit(":", 1)
+            sockets.add((proc_net_host(address), int(port, 16)))
     return sockets
 
 
