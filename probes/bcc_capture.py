@@ -89,6 +89,13 @@ def check_tracefs() -> None:
         )
 
 
+def check_can_load() -> None:
+    """What loading the program asks of this user and machine, in the order their errors are given."""
+    check_privileges()
+    check_kernel_headers()
+    check_tracefs()
+
+
 def check_process(pid: int) -> None:
     if not Path(f"/proc/{pid}").is_dir():
         raise CasstraceError(f"no process with pid {pid}", "check the pid (e.g. pgrep -f CassandraDaemon)")
@@ -179,9 +186,7 @@ class ProgramBuild:
         try:
             # What BccCapture checks first: its errors come from take(), or from the capture's checks
             # before that, in the order a run without a build would give them.
-            check_privileges()
-            check_kernel_headers()
-            check_tracefs()
+            check_can_load()
             bpf = _loaded_program(self.options)
         except BaseException as error:
             self._error = error
@@ -234,9 +239,7 @@ class BccCapture:
                  build: ProgramBuild | None = None):
         syscalls.check_architecture()
         check_process(pid)
-        check_privileges()
-        check_kernel_headers()
-        check_tracefs()
+        check_can_load()
         self.program_options = ProgramOptions(follow_children, max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)),
                                               thread_slot_ns)
         if build is not None and build.options != self.program_options:
