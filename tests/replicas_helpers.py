@@ -1,4 +1,4 @@
-"""What the tests of runs on several nodes share: the CLI, per-node figures of a trace, the kernel's
+"""What the tests of runs on several nodes share: per-node figures of a trace, the kernel's
 count of a JVM's reads, and a real sshd on a loopback port with a throwaway key."""
 
 import os
@@ -13,12 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from casstrace.traces import Trace
-
-CASSTRACE = [sys.executable, "-m", "casstrace"]
-
-
-def casstrace(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
 def rchar(pid: int) -> int:

@@ -8,16 +8,15 @@ before anything connects or attaches (the cases against a real node are in test_
 import os
 import sqlite3
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from casstrace_cli import CASSTRACE
 from synthetic_traces import wide_select_c0
 
-CASSTRACE = [sys.executable, "-m", "casstrace"]
 NOWHERE = "/nonexistent/casstrace"       # a sandbox data directory that does not exist
 # A port nothing listens on: a case that got as far as connecting would fail differently.
 CLOSED_PORT = "1"

@@ -1,23 +1,15 @@
 """`casstrace compare` end to end: the real CLI, real probes, the demo tables on the test sandbox."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+
+from casstrace_cli import casstrace
 
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
 
 pytestmark = pytest.mark.integration
-
-CASSTRACE = [sys.executable, "-m", "casstrace"]
-
-
-def casstrace(*args, timeout=300):
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env=os.environ)
 
 
 @pytest.fixture(scope="module")

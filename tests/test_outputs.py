@@ -3,24 +3,17 @@ file is replaced; a report never replaces its trace; writes are whole or absent.
 
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from casstrace_cli import casstrace
 from synthetic_traces import wide_select_c0
 
 from casstrace import outputs
 from casstrace.errors import CasstraceError
 from casstrace.reports import beside_trace
 from casstrace.traces import TraceWriter
-
-CASSTRACE = [sys.executable, "-m", "casstrace"]
-
-
-def casstrace(*args, cwd=None):
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 @pytest.fixture

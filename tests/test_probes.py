@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from bpf_programs import program_exists, program_ids
+from casstrace_cli import CASSTRACE
 
 from casstrace.errors import CasstraceError
 from casstrace.traces.schema import latency_bucket
@@ -34,7 +35,6 @@ from casstrace.probes import bcc_capture  # noqa: E402
 from casstrace.probes.bcc_capture import BccCapture  # noqa: E402
 
 HELPER = Path(__file__).parent / "helpers" / "reader.py"
-CASSTRACE = Path(sys.executable).parent / "casstrace"
 PHASES = ("syscalls", "reuse", "mmap", "connect")
 
 
@@ -441,7 +441,7 @@ def test_a_run_that_fails_before_capturing_leaves_no_program_and_does_not_wait_f
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]   # nothing listens there
     began = time.monotonic()
-    command = subprocess.Popen([str(CASSTRACE), "run", "SELECT * FROM system.local", "--port", str(port),
+    command = subprocess.Popen([*CASSTRACE, "run", "SELECT * FROM system.local", "--port", str(port),
                                 "--connect-timeout", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     held: set[int] = set()
     while command.poll() is None:
@@ -457,7 +457,7 @@ def test_ctrl_c_on_the_command_writes_an_incomplete_trace(tmp_path):
     sleeper = subprocess.Popen(["sleep", "60"])
     out = tmp_path / "ctrl-c.trace"
     try:
-        command = subprocess.Popen([str(CASSTRACE), "capture", "--pid", str(sleeper.pid), "--duration", "60",
+        command = subprocess.Popen([*CASSTRACE, "capture", "--pid", str(sleeper.pid), "--duration", "60",
                                     "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Past compile and attach, however long a loaded machine takes: the command holds its
         # programs once bcc has loaded them (a fixed 4 s wait fired before that at load 12).
@@ -495,7 +495,7 @@ def test_capture_command_on_a_command(tmp_path):
     data = tmp_path / "data.bin"
     data.write_bytes(os.urandom(3 << 20))
     out = tmp_path / "dd.trace"
-    result = subprocess.run([str(CASSTRACE), "capture", "--out", str(out), "--", "dd", f"if={data}",
+    result = subprocess.run([*CASSTRACE, "capture", "--out", str(out), "--", "dd", f"if={data}",
                              "of=/dev/null", "bs=65536"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     with Trace(out) as trace:
@@ -560,7 +560,7 @@ def test_command_capture_follows_its_descendants(tmp_path):
     others = threading.Thread(target=read_by_others, args=(list(files.values()), stop))
     others.start()
     try:
-        result = subprocess.run([str(CASSTRACE), "capture", "--out", str(out), "--", sys.executable, str(FORKER),
+        result = subprocess.run([*CASSTRACE, "capture", "--out", str(out), "--", sys.executable, str(FORKER),
                                  str(tmp_path), str(results)], input="go\nexit\n", capture_output=True, text=True,
                                 timeout=120)
     finally:
@@ -645,7 +645,7 @@ def test_pid_capture_does_not_follow_children(tmp_path):
 # -- bad input ---------------------------------------------------------------------------------
 def run_capture(*arguments, user=None):
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"] if user else []
-    return subprocess.run([*prefix, str(CASSTRACE), "capture", *arguments], capture_output=True, text=True,
+    return subprocess.run([*prefix, *CASSTRACE, "capture", *arguments], capture_output=True, text=True,
                           timeout=60)
 
 

@@ -5,12 +5,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+from casstrace_cli import CASSTRACE, casstrace
 
 from casstrace.analyses import analyse
 from casstrace.analyses.profile import UNDETERMINED_FAULTS
@@ -25,14 +26,8 @@ from test_mmap_nodes import DEMO, node_41  # noqa: F401 (a fixture: the 4.1 node
 
 pytestmark = pytest.mark.integration
 
-CASSTRACE = [sys.executable, "-m", "casstrace"]
 PREAD_LOOP = Path(__file__).parent / "helpers" / "PreadLoop.java"
 JAVA = shutil.which("java") or "java"   # Java 17 (a JDK: javac beside it)
-
-
-def casstrace(*args, timeout=300):
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ))
 
 
 @pytest.fixture(scope="module")

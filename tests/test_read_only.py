@@ -1,21 +1,13 @@
 """casstrace never changes data: write statements given to `run` and `compare` are refused before
 any connection, against a real node whose table must be unchanged afterwards."""
 
-import os
-import subprocess
-import sys
-
 import pytest
+
+from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 
-CASSTRACE = [sys.executable, "-m", "casstrace"]
 KEYSPACE = "casstrace_read_only"
-
-
-def casstrace(*args, cwd=None):
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env=os.environ)
 
 
 @pytest.fixture(scope="module")

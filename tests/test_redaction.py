@@ -3,13 +3,12 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from casstrace.redaction import redact_command
+from casstrace_cli import CASSTRACE
 
-CASSTRACE = Path(sys.executable).parent / "casstrace"
+from casstrace.redaction import redact_command
 
 
 def test_secret_options_and_classpath_are_redacted():
@@ -66,11 +65,11 @@ def test_redaction_table(argv, shown):
 @pytest.mark.integration
 def test_a_captured_command_secrets_do_not_reach_the_trace_or_its_reports(tmp_path):
     out = tmp_path / "command.trace"
-    done = subprocess.run([CASSTRACE, "capture", "--out", str(out), "--", "sh", "-c", "cat /etc/hostname",
+    done = subprocess.run([*CASSTRACE, "capture", "--out", str(out), "--", "sh", "-c", "cat /etc/hostname",
                            "-Djavax.net.ssl.keyStorePassword=hunter6", "--password", "hunter7",
                            "https://u:hunter8@example.com"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    reports = [subprocess.run([CASSTRACE, "report", str(out), "--format", format_], capture_output=True,
+    reports = [subprocess.run([*CASSTRACE, "report", str(out), "--format", format_], capture_output=True,
                               text=True).stdout for format_ in ("text", "md", "json", "html")]
     assert "cat /etc/hostname" in reports[0]                            # the command is there ...
     for shown in [out.read_bytes().decode(errors="replace"), done.stdout, done.stderr, *reports]:
@@ -83,7 +82,7 @@ def test_a_captured_process_secrets_do_not_reach_the_trace(tmp_path):
                                "-Dssl.trustStorePassword=hunter4", "--token", "hunter5"])
     try:
         out = tmp_path / "secret.trace"
-        done = subprocess.run([CASSTRACE, "capture", "--pid", str(target.pid), "--duration", "0.5",
+        done = subprocess.run([*CASSTRACE, "capture", "--pid", str(target.pid), "--duration", "0.5",
                                "--out", str(out)], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         raw = out.read_bytes()

@@ -18,8 +18,8 @@ from casstrace.probes.recording import record
 from casstrace.traces import Trace, TraceWriter
 
 from bpf_programs import program_exists, program_ids
-from replicas_helpers import (CASSTRACE, agents_of, casstrace, data_bytes_per_execution, rchar,
-                             remote_casstrace)
+from casstrace_cli import CASSTRACE, casstrace
+from replicas_helpers import agents_of, data_bytes_per_execution, rchar, remote_casstrace
 
 pytestmark = pytest.mark.integration
 

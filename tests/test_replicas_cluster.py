@@ -14,8 +14,8 @@ from casstrace.node.jvm import cassandra_at
 from casstrace.traces import Trace
 
 from bpf_programs import program_exists, program_ids
-from replicas_helpers import (CASSTRACE, agents_of, casstrace, data_bytes_per_execution, rchar,
-                             remote_casstrace)
+from casstrace_cli import CASSTRACE, casstrace
+from replicas_helpers import agents_of, data_bytes_per_execution, rchar, remote_casstrace
 
 pytestmark = pytest.mark.integration
 

@@ -6,19 +6,18 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import synthetic_traces as synthetic
+from casstrace_cli import casstrace
 
 from casstrace.analyses import analyse
 from casstrace.reports import FORMATS, ReportOptions, beside_trace, render, report_format, write
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
-CASSTRACE = [sys.executable, "-m", "casstrace"]
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
@@ -150,31 +149,27 @@ def test_write_is_whole_or_nothing(tmp_path, wide):
     assert FORMATS == ("text", "md", "json", "html")
 
 
-def run_cli(*args):
-    return subprocess.run(CASSTRACE + list(args), capture_output=True, text=True, timeout=120)
-
-
 def test_report_command(tmp_path):
     trace = synthetic.wide_select_c0(tmp_path / "wide.trace")
-    text = run_cli("report", str(trace))
+    text = casstrace("report", str(trace))
     assert text.returncode == 0, text.stderr
     assert "VERDICT: FLAGGED" in text.stdout and "\033[" not in text.stdout
-    out = run_cli("report", str(trace), "--format", "json", "--output", str(tmp_path / "r.json"), "--threshold", "5000")
+    out = casstrace("report", str(trace), "--format", "json", "--output", str(tmp_path / "r.json"), "--threshold", "5000")
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "not flagged"
     assert "report: " in out.stdout
-    page = run_cli("report", str(trace), "--format", "html")
+    page = casstrace("report", str(trace), "--format", "html")
     assert page.returncode == 0 and (tmp_path / "wide.html").is_file()
 
 
 def test_report_command_on_a_bad_trace(tmp_path):
     bad = tmp_path / "bad.trace"
     bad.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
-    result = run_cli("report", str(bad))
+    result = casstrace("report", str(bad))
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
     assert line.startswith("casstrace: error:") and "(fix: " in line
-    missing = run_cli("report", str(tmp_path / "missing.trace"))
+    missing = casstrace("report", str(tmp_path / "missing.trace"))
     assert missing.returncode == 2 and "no trace file" in missing.stderr
 
 

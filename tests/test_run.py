@@ -4,22 +4,16 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from casstrace_cli import CASSTRACE, casstrace
+
 from casstrace.traces import Trace
 
 pytestmark = pytest.mark.integration
-
-CASSTRACE = [sys.executable, "-m", "casstrace"]
-
-
-def casstrace(*args, env=None, timeout=300):
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +259,7 @@ def test_credentials_from_cqlshrc_never_reach_the_trace(tmp_path, node_args):
         "[authentication]\nusername = casstrace_rc_user\npassword = Pw-7f3a9c-from-cqlshrc\n")
     out = tmp_path / "traces" / "creds.trace"
     done = casstrace("run", "SELECT release_version FROM system.local", *node_args, "--repeat", 1, "--warmup", 0,
-                     "--out", out, "--no-html", env={"HOME": str(home)})
+                     "--out", out, "--no-html", env={**os.environ, "HOME": str(home)})
     assert done.returncode == 0, done.stderr
     raw = out.read_bytes()
     assert b"casstrace_rc_user" not in raw and b"Pw-7f3a9c-from-cqlshrc" not in raw

@@ -9,11 +9,12 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
+
+from casstrace_cli import casstrace
 
 from casstrace.sandbox import artifacts
 from casstrace.sandbox.control import Sandbox
@@ -21,11 +22,6 @@ from casstrace.sandbox.control import Sandbox
 pytestmark = pytest.mark.integration
 
 SCRATCH_HEAP = "512M"
-
-
-def casstrace(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "casstrace", *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> str:

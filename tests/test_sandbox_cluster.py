@@ -5,10 +5,10 @@ through the CLI and starts it again, as a user would, so the tests after it find
 """
 
 import socket
-import subprocess
-import sys
 
 import pytest
+
+from casstrace_cli import casstrace
 
 from casstrace.node.jvm import read_argv
 from casstrace.sandbox.cluster import SandboxCluster, ring_states
@@ -16,11 +16,6 @@ from casstrace.sandbox.demo import DemoData
 from casstrace.sandbox.settings import HOST
 
 pytestmark = pytest.mark.integration
-
-
-def casstrace(*args: object, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "casstrace", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def bound(address: str, port: int) -> bool:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from bpf_programs import program_exists, program_ids
+from casstrace_cli import CASSTRACE
 
 from casstrace.reports import beside_trace
 from casstrace.traces import Trace
@@ -34,7 +35,6 @@ if os.geteuid() != 0:
     pytest.skip("BPF capture needs root", allow_module_level=True)
 
 TRIAL = Path(__file__).parent / "helpers" / "signal_trial.py"
-CASSTRACE = Path(sys.executable).parent / "casstrace"
 STOP_WITHIN_S = 10   # from the signal to the exit, report included, on a busy 2-core machine
 PARALLEL = 2         # trials at once: the suite's signal trials stay within about 3 minutes
 SENT = re.compile(r"signal-trial: sent (\w+) at (\d+)")
@@ -163,7 +163,7 @@ def test_sigkill_leaves_a_partial_that_the_next_run_removes(tmp_path, node_args,
     assert status == -signal.SIGKILL, stderr
     assert killed.program_ids and not any(program_exists(i) for i in killed.program_ids)
     assert [p.name for p in tmp_path.iterdir()] == [".killed.trace.partial"]
-    rerun = subprocess.run([str(CASSTRACE), "run", demo_query, *node_args, "--repeat", "1", "--warmup", "0",
+    rerun = subprocess.run([*CASSTRACE, "run", demo_query, *node_args, "--repeat", "1", "--warmup", "0",
                             "--no-html", "--out", str(tmp_path / "rerun.trace")], capture_output=True, text=True,
                            timeout=120)
     assert rerun.returncode == 0, rerun.stderr

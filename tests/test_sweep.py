@@ -1,11 +1,10 @@
 """`casstrace sweep` end to end on the test sandbox: a small three-point sweep, real loads and probes."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+
+from casstrace_cli import casstrace
 
 from casstrace.analyses import analyse
 from casstrace.analyses.sweep import summarise_sweep
@@ -16,14 +15,8 @@ from casstrace.sandbox.sweep import SWEEP_KEYSPACE
 
 pytestmark = pytest.mark.integration
 
-CASSTRACE = [sys.executable, "-m", "casstrace"]
 COLUMNS = (2, 4, 6)
 ROWS, CELL_BYTES = 10, 20_000
-
-
-def casstrace(*args, timeout=600):
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env=os.environ)
 
 
 def sweep_tables(session) -> list[str]:

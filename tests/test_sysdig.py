@@ -10,10 +10,11 @@ import os
 import statistics
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from casstrace_cli import CASSTRACE
 
 from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
@@ -35,7 +36,6 @@ CASSANDRA = {
     "cassandra5-narrow-fixed.scap": (32_084, 2, 20_867),
     "cassandra5-select-star-lz4.scap": (190_897_095, 11_600, 190_053_904),
 }
-CASSTRACE = str(Path(sys.executable).parent / "casstrace")
 
 
 def imported(scap: Path, out: Path, **options) -> Trace:
@@ -196,11 +196,11 @@ def test_importing_the_largest_capture_costs_under_three_topfiles_bytes(tmp_path
     if scap_reader.COMPILED_SCAN is None or sysdig_import.COMPILED_FOLD is None:
         pytest.skip("the import's compiled loops are not built (a tree installed before them): run scripts/install")
     scap = max(CAPTURES, key=lambda path: path.stat().st_size)
-    cpu_seconds([CASSTRACE, "import", str(scap), "--out", str(tmp_path / "warm.trace")])
+    cpu_seconds([*CASSTRACE, "import", str(scap), "--out", str(tmp_path / "warm.trace")])
     ratios = []
     for run in range(7):
         chisel = cpu_seconds(["sysdig", "-r", str(scap), "-c", "topfiles_bytes"])
-        ours = cpu_seconds([CASSTRACE, "import", str(scap), "--out", str(tmp_path / f"{run}.trace")])
+        ours = cpu_seconds([*CASSTRACE, "import", str(scap), "--out", str(tmp_path / f"{run}.trace")])
         ratios.append(ours / chisel)
     assert statistics.median(ratios) < 3, ratios
 
@@ -228,7 +228,7 @@ def test_sysdig_version_is_asked_once_per_binary(tmp_path, monkeypatch):
 # -- bad input: one line, non-zero exit, no trace -----------------------------------------------------
 def run_import(tmp_path, *args, env=None):
     out = tmp_path / "out.trace"
-    result = subprocess.run([CASSTRACE, "import", *map(str, args), "--out", str(out)],
+    result = subprocess.run([*CASSTRACE, "import", *map(str, args), "--out", str(out)],
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode != 0
     assert result.stderr.startswith("casstrace: error: ") and len(result.stderr.strip().splitlines()) == 1
@@ -251,7 +251,7 @@ def test_import_needs_no_sysdig(tmp_path):
     """casstrace reads the file itself: no sysdig on PATH, same trace."""
     env = dict(os.environ, PATH=str(tmp_path / "empty"))
     out = tmp_path / "no-sysdig.trace"
-    subprocess.run([CASSTRACE, "import", str(SCAP_DIR / "curl_google.scap"), "--out", str(out)],
+    subprocess.run([*CASSTRACE, "import", str(SCAP_DIR / "curl_google.scap"), "--out", str(out)],
                    check=True, capture_output=True, env=env, timeout=120)
     assert Trace(out).meta["process"] == "curl"
 

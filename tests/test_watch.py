@@ -11,11 +11,12 @@ import json
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from casstrace_cli import CASSTRACE
 
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.statements import normalize
@@ -24,7 +25,6 @@ from casstrace.sandbox.workload import Load, Workload
 
 pytestmark = pytest.mark.integration
 
-CASSTRACE = [sys.executable, "-m", "casstrace"]
 WATCH_S = 10
 WORKLOAD_S = 20
 SAMPLE = 0.3
