@@ -1,5 +1,6 @@
-"""Session fixtures every test shares: the test sandbox node, a driver session to it, the demo data;
-a 3-node test cluster and the demo data on it at replication factor 3.
+"""Session fixtures every test shares: the test sandbox node, a driver session to it, the options
+that point a command at it, the demo data and its query; a 3-node test cluster and the demo data on
+it at replication factor 3.
 
 The test sandbox is the one scripts/test starts (CASSTRACE_TEST_DATA_DIR, CASSTRACE_TEST_NATIVE_PORT,
 CASSTRACE_TEST_JMX_PORT). When it is not running, the first test that needs it starts it, and the
@@ -92,6 +93,18 @@ def demo_tables(sandbox) -> DemoData:
     .column_names, .value_bytes(column_no), .first_column_bytes, .other_column_bytes, .values());
     .wide and .narrow (LoadedTable: .name, .data_files [Data.db paths], .data_bytes)."""
     return ensure_loaded(sandbox)
+
+
+@pytest.fixture(scope="session")
+def node_args(sandbox: Sandbox) -> list[str]:
+    """The options that point `run`, `compare` and the rest at the test node."""
+    return ["--host", sandbox.host, "--port", str(sandbox.native_port)]
+
+
+@pytest.fixture(scope="session")
+def demo_query(demo_tables: DemoData) -> str:
+    """The write-up's query on the demo data: one small column of the wide rows."""
+    return demo_tables.spec.wide_query
 
 
 @pytest.fixture(scope="session")

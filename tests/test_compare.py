@@ -13,18 +13,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def node_args(sandbox):
-    return ["--host", sandbox.host, "--port", sandbox.port]
-
-
-@pytest.fixture(scope="module")
 def queries(demo_tables):
     """The demo's wide-table query and its narrow refactor: the same 200 values of c0."""
-    spec = demo_tables.spec
-    wide = f"SELECT c0 FROM {spec.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id}"
-    narrow = (f"SELECT value FROM {spec.keyspace}.{spec.narrow_table} WHERE stream_id = {spec.stream_id} "
-              "AND column_no = 0")
-    return wide, narrow
+    return demo_tables.spec.wide_query, demo_tables.spec.narrow_query
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,6 @@ from replicas_helpers import agents_of, data_bytes_per_execution, rchar, remote_
 
 pytestmark = pytest.mark.integration
 
-@pytest.fixture(scope="module")
-def demo_query(demo_tables):
-    return f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}"
 
 def test_an_agent_captures_its_node_on_the_driver_s_windows(sandbox, demo_tables, demo_query, tmp_path):
     """The agent path of one local node: every byte the JVM read in an execution's window is what

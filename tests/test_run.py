@@ -17,16 +17,6 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def node_args(sandbox):
-    return ["--host", sandbox.host, "--port", sandbox.port]
-
-
-@pytest.fixture(scope="module")
-def demo_query(demo_tables):
-    return f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}"
-
-
-@pytest.fixture(scope="module")
 def demo_trace(tmp_path_factory, node_args, demo_query, cql_session):
     """One run of the demo query: 1 warmup, 2 measured executions, 1 tracing execution."""
     sessions_before = {row.session_id for row in cql_session.execute("SELECT session_id FROM system_traces.sessions")}

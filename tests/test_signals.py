@@ -125,17 +125,6 @@ def check(trial: Trial) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo_query(demo_tables) -> str:
-    return (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} "
-            f"WHERE stream_id = {demo_tables.spec.stream_id}")
-
-
-@pytest.fixture(scope="module")
-def node_args(sandbox) -> list[str]:
-    return ["--host", sandbox.host, "--port", str(sandbox.native_port)]
-
-
-@pytest.fixture(scope="module")
 def trials(tmp_path_factory, node_args, demo_query) -> dict[tuple[str, str, int, bool], Trial]:
     """Every trial, two at a time (each is mostly waiting: for the compiler, the node, the disk)."""
     plan = [(moment, signame, seed, False) for moment, signame, seed in TRIALS]
