@@ -65,10 +65,18 @@ class Mapping:
     dev: int             # st_dev as userspace sees it (os.makedev)
     inode: int
     path: str
+    perms: str = "r--s"  # as maps shows them: read, write, execute, shared or private
 
     @property
     def size(self) -> int:
         return self.end - self.start
+
+    @property
+    def is_file_data(self) -> bool:
+        """Whether a touch of it reads the file: not its code (touched whenever the process runs
+        it), nor a private writable copy (a library's data: the process's own memory)."""
+        executable, writable_copy = self.perms[2] == "x", self.perms[1] == "w" and self.perms[3] == "p"
+        return not executable and not writable_copy
 
 
 @dataclass
@@ -94,7 +102,7 @@ def _parse_maps_line(line: str) -> Mapping | None:
     path = fields[5].rstrip("\n")
     if path.endswith(" (deleted)"):
         path = path[: -len(" (deleted)")]
-    return Mapping(start, end, int(fields[2], 16), os.makedev(major, minor), int(fields[4]), path)
+    return Mapping(start, end, int(fields[2], 16), os.makedev(major, minor), int(fields[4]), path, fields[1])
 
 
 def file_mappings(pid: int, wanted: Collection[tuple[int, int]] | None = None) -> list[Mapping]:
@@ -118,7 +126,8 @@ def _read_mappings(pid: int, wanted: Collection[tuple[int, int]] | None = None) 
 
 
 def parse_smaps(lines: Iterable[str]) -> dict[tuple[int, int], FileMapped]:
-    """Per file ((dev, inode)), its mapped, resident and referenced bytes, from smaps text.
+    """Per file ((dev, inode)), its mapped, resident and referenced bytes, from smaps text, over
+    the mappings of its data (Mapping.is_file_data: a library's code and writable copies left out).
 
     Written for speed (a JVM has thousands of mappings, about 20 lines each): a header line is the
     only kind whose first field holds a '-'; of the others only Rss, Referenced and FilePmdMapped
@@ -129,7 +138,7 @@ def parse_smaps(lines: Iterable[str]) -> dict[tuple[int, int], FileMapped]:
         key, _, rest = line.partition(" ")
         if "-" in key:                       # "start-end perms offset dev inode path"
             mapping = _parse_maps_line(line)
-            if mapping is None:
+            if mapping is None or not mapping.is_file_data:
                 current = None
                 continue
             current = files.get((mapping.dev, mapping.inode))
@@ -230,11 +239,13 @@ class MappedPagesCapture:
     before_window() just before a window begins, after_window(window_id) just after it ended: the
     clear and the smaps read stay outside the window, so outside the timed execution. With
     `directories`, only files under them are recorded: a JVM also maps its own code (libjvm.so, jars),
-    whose touches are instruction fetches, not I/O."""
+    whose touches are instruction fetches, not I/O. `whole_capture`: the first window is measured
+    too, while it is the whole capture (`casstrace capture --pid`, which cuts no window)."""
 
-    def __init__(self, pid: int, directories: Iterable[str] = ()):
+    def __init__(self, pid: int, directories: Iterable[str] = (), *, whole_capture: bool = False):
         self.pid = pid
         self.prefixes = tuple(os.path.join(os.path.realpath(d), "") for d in directories)
+        self.whole_capture = whole_capture
         self.measure = MappedPages(pid)
         self.windows: dict[int, dict[tuple[int, int], FileMapped]] = {}
         self._measuring: int | None = None   # the window whose accessed bits were cleared
@@ -250,7 +261,8 @@ class MappedPagesCapture:
 
     # -- as a casstrace.probes.protocol.WindowSource: every window but the gaps is measured -------------
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
-        if label not in (FIRST_WINDOW, GAP_WINDOW):   # an execution's window (run), the watch's (watch)
+        # An execution's window (run), the watch's (watch), the whole capture's (capture --pid).
+        if label not in (FIRST_WINDOW, GAP_WINDOW) or (label == FIRST_WINDOW and self.whole_capture):
             self.before_window()
             self._measuring = window_id
 
@@ -292,13 +304,15 @@ class MappedPagesCapture:
 
 
 def _maps_only(pid: int) -> dict[tuple[int, int], FileMapped] | None:
-    """The process's mapped files from /proc/PID/maps, when smaps could not be read: sizes only.
-    None when maps cannot be read either."""
+    """The process's mapped files from /proc/PID/maps, when smaps could not be read: sizes only,
+    over the same mappings as parse_smaps. None when maps cannot be read either."""
     mappings = _read_mappings(pid)
     if mappings is None:
         return None
     files: dict[tuple[int, int], FileMapped] = {}
     for m in mappings:
+        if not m.is_file_data:
+            continue
         f = files.setdefault((m.dev, m.inode), FileMapped(m.dev, m.inode, m.path))
         f.mapped_bytes += m.size
     return files
