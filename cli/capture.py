@@ -51,6 +51,7 @@ def command(pid: int | None, duration: float | None, out: Path, force: bool, str
         raise CasstraceError("--pid needs --duration", "add --duration SECONDS")
 
     from casstrace.probes.bcc_capture import BccCapture
+    from casstrace.probes.mapped_pages import MappedPagesCapture
     from casstrace.probes.protocol import Windows
     from casstrace.probes.recording import record
     from casstrace.traces import TraceWriter
@@ -85,8 +86,12 @@ def command(pid: int | None, duration: float | None, out: Path, force: bool, str
         capture = BccCapture(pid, stream_limit=stream_limit, follow_children=bool(command), until_exit=bool(command),
                              source=f"command {redact_command(command)} and its descendants" if command else None,
                              process=redact_command(command) if command else None)
+        # A process's reads through memory maps (a Cassandra 4.x node's Data files) make no syscall:
+        # --pid measures them over the whole capture. A command's processes have exited by the end,
+        # when the measure reads their smaps: its trace says they were not measured.
+        sources = [] if command else [MappedPagesCapture(pid, whole_capture=True)]
         # The writer checks `out` before a probe attaches (after the privilege check, which says more).
-        path = record(capture, TraceWriter(out, force=force), body)
+        path = record(capture, TraceWriter(out, force=force), body, sources=sources)
     except BaseException as error:
         # A command never runs unobserved: one still held at its gate would run once we exit.
         # One already running is the user's to stop (Ctrl-C reaches it too).

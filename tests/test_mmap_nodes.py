@@ -9,10 +9,15 @@ running when it already ran), with the same demo data as the test node (seeded: 
 
 import os
 import statistics
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from bpf_programs import program_ids
+from casstrace_cli import CASSTRACE
 
 from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
@@ -163,6 +168,38 @@ def test_mapped_bytes_touched_match_the_jvms_smaps_read_independently(mmap_node,
     assert len(rows) == DEMO.rows
     per_execution = [e.amplification.mapped_touched_bytes for e in warm.executions if e.kind == "measured"]
     assert 0.9 <= min(per_execution) / (referenced_kb * 1024) <= 1.1
+
+
+def test_capture_of_the_jvm_measures_its_mapped_reads_as_run_does(mmap_node, warm, tmp_path):
+    """`capture --pid` takes the mapped-pages measure over the whole capture (it showed these reads as
+    0 B): three executions of the demo query in it touch the pages one execution of `run` touched,
+    the same pages each time."""
+    out = tmp_path / "capture.trace"
+    command = subprocess.Popen([*CASSTRACE, "capture", "--pid", str(mmap_node.pid()), "--duration", "10",
+                                "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120   # past compile and attach, however long a loaded machine takes
+    while not program_ids(command.pid) and command.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)   # the tracepoints attach right after the load
+    with mmap_node.connect() as session:
+        for _ in range(3):
+            assert len(list(session.execute(DEMO.wide_query))) == DEMO.rows
+    _, stderr = command.communicate(timeout=60)
+    assert command.returncode == 0, stderr
+    captured = analyse(out)
+    assert captured.measures["mapped"] and captured.overall.carried_by == "mapped pages touched"
+    (data,) = data_files(captured)
+    assert data.read_bytes == 0
+    touched = data.mapped_touched_bytes
+    by_run = [e.amplification.mapped_touched_bytes for e in warm.executions if e.kind == "measured"]
+    with Trace(out) as trace, Trace(warm.trace_path) as run_trace:
+        huge = max(t.rows("SELECT MAX(mapped_huge_bytes) FROM file_io")[0][0] or 0 for t in (trace, run_trace))
+    print(f"capture: {touched} B of mapped pages touched over 3 executions; run: {by_run} per execution;"
+          f" 2 MiB-mapped {huge}")
+    if huge:   # 2 MiB entries: one access marks 2 MiB, so the two may differ by whole 2 MiB blocks
+        assert 0.5 <= touched / min(by_run) <= 2
+    else:
+        assert 0.95 <= touched / min(by_run) <= 1.1
 
 
 def test_narrow_refactor_and_select_star_on_an_mmap_node_are_not_flagged(mmap_node, tmp_path):
