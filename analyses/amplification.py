@@ -254,11 +254,16 @@ def socket_writes(trace: Trace, window_ids: list[int]) -> list[SocketWrites]:
 
 def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
     """Bytes the node wrote to client connections (sockets on its native-transport port), when no
-    execution records them. None when the backend did not measure socket writes."""
+    execution records them. None when the backend did not measure socket writes, or when the trace
+    does not record the node's port (a capture of a process) and no socket has the default one: a
+    node on another port sent its clients what no figure here shows, not 0 B."""
     if not trace.measured("wire"):
         return None
     port = native_port(trace)
-    return sum(socket.written for socket in socket_writes(trace, window_ids) if socket.local[-1] == port)
+    clients = [socket.written for socket in socket_writes(trace, window_ids) if socket.local[-1] == port]
+    if not clients and not (trace.meta.get("node") or {}).get("port"):
+        return None
+    return sum(clients)
 
 
 def execution_results(trace: Trace, rows: list[dict], data: dict[int, SSTableName],

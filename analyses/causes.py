@@ -26,6 +26,10 @@ def verdict(overall: Amplification, threshold: float, *, data_label: str, backen
     notes = _measurement_notes(page_cache_measured, backend, disk_access_mode)
     read = ("at least " if lower_bound else "") + human_bytes(overall.data_read_bytes)
     if overall.basis is None:
+        if not overall.data_read_bytes:
+            return Verdict("undetermined", f"Nothing was read from {data_label}, and the trace records neither the"
+                                           " payload nor the bytes sent to the client: there is no query to judge"
+                                           " in this capture.", notes)
         return Verdict("undetermined", f"Read {read} from {data_label}, but the trace records "
                                        "neither the payload nor the bytes sent to the client to compare it with.", notes)
     against = (f"{human_bytes(overall.basis_bytes)} of payload" if overall.basis == "payload" else

@@ -241,6 +241,35 @@ def test_a_capture_with_no_query_and_no_data_reads_is_not_judged(tmp_path):
     assert [f.read_bytes for f in analysis.files] == [2_368]
 
 
+@pytest.mark.parametrize("port", [9042, 19143])
+def test_a_capture_judges_data_reads_only_against_what_it_saw_sent_to_clients(tmp_path, port):
+    """`casstrace capture --pid` of a node: the trace does not record the node's native port, so
+    only a socket on the default one (9042) shows what it sent its clients. A node on another port
+    sent them what no figure shows: undetermined, never "read 20 MB to return nothing"."""
+    from casstrace.traces import TraceWriter
+
+    writer = TraceWriter(tmp_path / f"node-{port}.trace")
+    writer.set_meta(backend="bcc", measures={"syscalls": True, "offsets": True, "page_cache": True,
+                                             "latency": True, "wire": True})
+    window = writer.add_window("capture", 0, 1_000_000_000)
+    data = writer.file_id("/var/lib/cassandra/data/ks/t-1b255f4def2540a6000000000000000a/nb-1-big-Data.db",
+                          "file", size_bytes=100_000_000)
+    client = writer.file_id(f"tcp 127.0.0.1:{port}->127.0.0.1:50412", "socket")
+    writer.add_file_io([
+        {"window_id": window, "file_id": data, "read_calls": 1_250, "read_bytes": 20_480_000,
+         "read_requested_bytes": 20_480_000, "cache_miss_pages": 0, "cache_miss_bytes": 0},
+        {"window_id": window, "file_id": client, "write_calls": 3, "write_bytes": 6_144},
+    ])
+    analysis = analyse(writer.finish())
+    if port == 9042:
+        assert analysis.overall.wire_bytes == 6_144
+        assert analysis.verdict.status == "flagged" and "3333" in analysis.verdict.summary.replace(",", "")
+    else:
+        assert analysis.overall.wire_bytes is None and analysis.overall.basis is None
+        assert analysis.verdict.status == "undetermined"
+        assert "neither the payload nor the bytes sent to the client" in analysis.verdict.summary
+
+
 def test_percentiles_by_nearest_rank():
     values = [float(v) for v in range(10, 0, -1)]
     assert percentile(values, 0.5) == 5.0 and percentile(values, 0.99) == 10.0
