@@ -97,7 +97,9 @@ class Interrupts:
     @contextmanager
     def deferred(self, raise_after: bool = True) -> Iterator[None]:
         """A step that must finish once begun: a signal during it is raised when it ends (or, with
-        raise_after=False, left for the caller to take())."""
+        raise_after=False, left for the caller to take()). The handlers are installed first: without
+        them Ctrl-C would cut the step at once and SIGTERM end the process in it."""
+        self.install()
         self._deferring += 1
         try:
             yield

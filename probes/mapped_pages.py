@@ -349,7 +349,6 @@ def page_out(pid: int, mappings: list[Mapping]) -> int:
     except OSError as error:
         raise PageOutUnavailable(f"cannot open pid {pid} ({error.strerror})") from None
     advised = 0
-    INTERRUPTS.install()   # (once per process) so that the deferral holds SIGTERM and SIGHUP as well as Ctrl-C
     try:
         with INTERRUPTS.deferred():
             for chunk in _chunks(mappings, IOV_MAX):

@@ -196,6 +196,19 @@ def test_a_signal_while_attaching_waits_until_attached_then_detaches(tmp_path):
     assert raised.value.trace is not None and raised.value.trace.exists()
 
 
+def test_a_deferred_step_holds_sigterm_though_nothing_installed_the_handlers():
+    """A step deferred outside record() (page_out, a library's own use) is not cut, and SIGTERM does
+    not end the process in its middle: deferred() installs the handlers itself."""
+    INTERRUPTS.uninstall()
+    INTERRUPTS.reset()
+    log: list[str] = []
+    with pytest.raises(Interrupted) as raised:
+        with INTERRUPTS.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            log.append("the step ended")
+    assert log == ["the step ended"] and raised.value.signum == signal.SIGTERM
+
+
 def test_signals_while_writing_are_noted_and_raised_once_the_trace_is_whole(tmp_path, capfd):
     def annotate(writer: TraceWriter) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
