@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import PID, STREAM_LIMIT, Seconds
+from casstrace.cli.options import PID, Seconds, stream_limit_option
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import Interrupted
@@ -37,8 +37,7 @@ GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.
 @click.option("--duration", type=Seconds(), help="Seconds to capture (required with --pid).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Trace file to write.")
 @force_option
-@click.option("--stream-limit", type=STREAM_LIMIT, default=None,
-              help="Per-call read/lseek records to keep (aggregates are always complete).")
+@stream_limit_option()
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(pid: int | None, duration: float | None, out: Path, force: bool, stream_limit: int | None,
             command: tuple[str, ...]) -> None:

@@ -14,21 +14,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import click
 
-PID_RANGE = (1, 2 ** 22)   # cli/options.py's PID: the kernel's largest pid_max
-# option -> (parameter, converter; None for a flag)
-FAST_OPTIONS: dict[str, tuple[str, Callable[[str], Any] | None]] = {
-    "--pid": ("pid", int),
-    "--proc": ("proc", str),
-    "--out": ("out", Path),
-    "--force": ("force", None),
-    "--query": ("query", str),
+from casstrace.cli.ranges import PID_RANGE, STREAM_LIMIT_RANGE
+
+# option -> (parameter, range of a number; None for text, `True` for a flag)
+FAST_OPTIONS: dict[str, tuple[str, tuple[int, int] | bool | None]] = {
+    "--pid": ("pid", PID_RANGE),
+    "--proc": ("proc", None),
+    "--out": ("out", None),
+    "--force": ("force", True),
+    "--query": ("query", None),
+    "--stream-limit": ("stream_limit", STREAM_LIMIT_RANGE),
 }
 
 
 def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, force: bool,
-               query: str | None) -> None:
-    """What `casstrace import` does, however its arguments were parsed."""
+               query: str | None, stream_limit: int | None) -> None:
+    """What `casstrace import` does, however its arguments were parsed (stream_limit None: the
+    default, DEFAULT_STREAM_LIMIT)."""
     from casstrace.paths import default_traces_dir
+    from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT
     from casstrace.probes.sysdig_import import import_scap
     from casstrace.traces.writer import TraceWriter
 
@@ -39,7 +43,7 @@ def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, 
     if query:
         writer.set_meta(query=query)
     try:
-        summary = import_scap(scap, writer, pid=pid, proc=proc)
+        summary = import_scap(scap, writer, pid=pid, proc=proc, event_limit=stream_limit or DEFAULT_STREAM_LIMIT)
     except BaseException:
         writer.discard()
         raise
@@ -47,6 +51,9 @@ def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, 
     latency = "with" if summary.latency else "without (the capture has no enter events)"
     print(f"imported pid {summary.pid} ({summary.process}), chosen by {summary.chosen_by}:"
           f" {summary.events} syscalls, {summary.file_bytes} bytes of file I/O, {latency} latency", flush=True)
+    if summary.unstreamed:
+        print(f"per-call records: {summary.records} kept, {summary.unstreamed} not kept (over --stream-limit);"
+              " every figure counts them all", flush=True)
     print(f"trace: {path}", flush=True)
 
 
@@ -57,8 +64,9 @@ def _plain_path(value: str) -> bool:
 
 def fast_parse(args: list[str]) -> dict[str, Any] | None:
     """The arguments of `casstrace import` as `command` would pass them, or None where click must
-    judge them (anything but FILE and the options, each once, with plain values)."""
-    values: dict[str, Any] = {"pid": None, "proc": None, "out": None, "force": False, "query": None}
+    judge them (anything but FILE and the options, each once, with plain values in range)."""
+    values: dict[str, Any] = {"pid": None, "proc": None, "out": None, "force": False, "query": None,
+                              "stream_limit": None}
     scap: str | None = None
     seen: set[str] = set()
     at = 0
@@ -75,8 +83,8 @@ def fast_parse(args: list[str]) -> dict[str, Any] | None:
         if option is None or name in seen:
             return None
         seen.add(name)
-        parameter, convert = option
-        if convert is None:
+        parameter, kind = option
+        if kind is True:
             if has_value:
                 return None
             values[parameter] = True
@@ -88,13 +96,14 @@ def fast_parse(args: list[str]) -> dict[str, Any] | None:
             at += 1
         if not value or value.startswith("-"):
             return None
-        values[parameter] = value
+        if isinstance(kind, tuple):
+            if not value.isdecimal() or not kind[0] <= int(value) <= kind[1]:
+                return None
+            values[parameter] = int(value)
+        else:
+            values[parameter] = value
     if scap is None or not _plain_path(scap) or (values["out"] is not None and not _plain_path(values["out"])):
         return None
-    if values["pid"] is not None:
-        if not values["pid"].isdecimal() or not PID_RANGE[0] <= int(values["pid"]) <= PID_RANGE[1]:
-            return None
-        values["pid"] = int(values["pid"])
     if values["pid"] is not None and values["proc"] is not None:
         return None   # click says to give one of them
     if values["out"] is not None:
@@ -113,7 +122,7 @@ def fast_call(args: list[str]) -> Callable[[], None] | None:
 def _command() -> "click.Command":
     import click
 
-    from casstrace.cli.options import PID
+    from casstrace.cli.options import PID, stream_limit_option
     from casstrace.cli.output import force_option
 
     @click.command(name="import")
@@ -125,12 +134,13 @@ def _command() -> "click.Command":
     @force_option
     @click.option("--query", metavar="CQL",
                   help="The query the capture was taken for; lets the report name causes such as a full-row read.")
+    @stream_limit_option()
     def command(scap: Path, pid: int | None, proc: str | None, out: Path | None, force: bool,
-                query: str | None) -> None:
+                query: str | None, stream_limit: int | None) -> None:
         """Read a sysdig capture (.scap) and write a trace of one process (no sysdig needed)."""
         if pid is not None and proc is not None:
             raise click.UsageError("give --pid or --proc, not both")
-        run_import(scap, pid, proc, out, force, query)
+        run_import(scap, pid, proc, out, force, query, stream_limit)
 
     return command
 

@@ -3,23 +3,36 @@ by click, so that a bad one is refused as one line before anything runs (never w
 an overflow, never a run that cannot end)."""
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import click
+
+from casstrace.cli.ranges import PID_RANGE, STREAM_LIMIT_RANGE
 
 PORT = click.IntRange(1, 65535)
 # A JMX port whose storage port (JMX - 199) is still a port.
 JMX_PORT = click.IntRange(200, 65535)
-PID = click.IntRange(1, 2 ** 22)          # the kernel's largest pid_max
+PID = click.IntRange(*PID_RANGE)
 EXECUTIONS = click.IntRange(1, 10_000)    # measured executions of one query: 10,000 is hours already
 WARMUPS = click.IntRange(0, 1_000)
 PAGE_SIZE = click.IntRange(0, 1_000_000)
-STREAM_LIMIT = click.IntRange(1, 100_000_000)   # per-call records kept in memory before the trace is written
+STREAM_LIMIT = click.IntRange(*STREAM_LIMIT_RANGE)
+
 # Tables the sandbox commands build (demo, sweep): bounded by what a sandbox node can hold.
 COLUMNS = click.IntRange(1, 1_000)
 ROWS = click.IntRange(1, 1_000_000)
 CELL_BYTES = click.IntRange(1, 100_000_000)
 VALUE_BYTES = click.IntRange(0, 100_000_000)
 DAY_S = 86_400.0
+
+
+def stream_limit_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--stream-limit, as the commands that capture or import take it (None: the protocol's default)."""
+    from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT   # here: only those commands load the probes
+    return click.option("--stream-limit", type=STREAM_LIMIT, default=None, show_default=f"{DEFAULT_STREAM_LIMIT:,}",
+                        help="Per-call read/lseek records to keep; the calls past it are counted, and every "
+                             "aggregate (bytes per file, latency, heat map) holds them all.")
 
 
 class Seconds(click.ParamType):

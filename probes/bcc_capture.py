@@ -30,10 +30,9 @@ from casstrace.probes.bcc_trace import EVENT, FILL, FOLLOWED_EVENT, BccCaptured,
 from casstrace.probes.proc_fds import Descriptor
 from casstrace.probes.program import (GEN_BITS, KIND_NAMES, NOTICE_PATH, Control, Counter, FollowedNoticeRecord,
                                       Kind, NoticeRecord, NoticeType, Source, c_defines, c_structs)
-from casstrace.probes.protocol import WindowLog
+from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
-DEFAULT_STREAM_LIMIT = 500_000
 FILL_CAPACITY = 1 << 17    # fills no logged read holds: 512 MiB of faults in 4 KiB pages, more in folios
 MAP_ENTRIES = 1 << 17
 REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)

@@ -20,6 +20,9 @@ from typing import NamedTuple, Protocol
 
 from casstrace.traces.writer import TraceWriter
 
+# Per-call records (reads, lseeks: the calls' log) a capture or an import keeps unless told otherwise
+# (--stream-limit); the calls past it are counted, and every aggregate holds them all.
+DEFAULT_STREAM_LIMIT = 500_000
 FIRST_WINDOW = "capture"   # the whole capture, while it is the only window
 GAP_WINDOW = "between"     # what the first window becomes once a second one begins, and the gaps
 
@@ -116,7 +119,8 @@ class Capture(Protocol):
 
 
 class CaptureFactory(Protocol):
-    """How the routine's callers make a backend's capture of a process (casstrace.probes.backends)."""
+    """How the routine's callers make a backend's capture of a process (casstrace.probes.backends);
+    stream_limit None keeps DEFAULT_STREAM_LIMIT per-call records."""
 
     def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (),
                  stream_limit: int | None = None) -> Capture: ...

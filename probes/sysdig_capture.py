@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.protocol import Window, WindowLog
+from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, Window, WindowLog
 from casstrace.probes.sysdig_import import import_scap
 from casstrace.probes.sysdig_tool import SysdigVersion, find_sysdig, sysdig_filter
 from casstrace.traces.writer import TraceWriter
@@ -70,7 +70,7 @@ class SysdigCaptured:
     pid: int
     windows: tuple[Window, ...]
     ended_early: str | None
-    stream_limit: int | None
+    stream_limit: int
     workdir: tempfile.TemporaryDirectory[str]   # holds scap_path: removed once written
 
     def write(self, writer: TraceWriter) -> None:
@@ -87,7 +87,7 @@ class SysdigCapture:
                  stream_limit: int | None = None):
         # extra_dirs: the bcc backend names page-cache fills in these; sysdig sees no page cache.
         self.pid = pid
-        self.stream_limit = stream_limit
+        self.stream_limit = stream_limit or DEFAULT_STREAM_LIMIT
         self.ended_early: str | None = None
         self._windows: WindowLog | None = None
         self._sysdig: subprocess.Popen[bytes] | None = None
@@ -191,7 +191,7 @@ class SysdigCapture:
 
 
 def write_capture(scap: Path, writer: TraceWriter, pid: int, windows: list[Window],
-                  stream_limit: int | None = None) -> None:
+                  stream_limit: int = DEFAULT_STREAM_LIMIT) -> None:
     """A live capture's trace: the importer, on the capture's windows."""
     import_scap(scap, writer, pid=pid, windows=windows, source=f"pid {pid}", event_limit=stream_limit,
                 meta={"sysdig_version": str(SysdigVersion(find_sysdig()))}, filtered_to_pid=True)

@@ -53,6 +53,8 @@ class ImportSummary(NamedTuple):
     events: int          # calls of the process that went into the trace
     file_bytes: int      # bytes read and written on files by the process
     latency: bool
+    records: int         # per-call records kept (reads and lseeks: the calls' log)
+    unstreamed: int      # per-call records past the event limit: counted, in every aggregate, not logged
 
 
 def describe_fd(fd: int | None, info: Fd) -> tuple[str, str, str | None, str | None]:
@@ -625,6 +627,10 @@ class ScapImporter:
             rows = ((ts, tid, syscall, fd, file_ids[cast(int, number) - 1], offset, requested, returned, latency, misses)
                     for ts, tid, syscall, fd, number, offset, requested, returned, latency, misses in rows)
         writer.add_events(rows)
+        return self.unstreamed(process)
+
+    def unstreamed(self, process: _Process) -> int:
+        """The process's per-call records past the event limit (the folds counted, not kept, them)."""
         return 0 if self.event_limit is None else max(0, process.records - self.event_limit)
 
     def close(self) -> None:
@@ -689,8 +695,9 @@ def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | No
             notes=notes,
             **(meta or {}),
         ))
+        unstreamed = importer.unstreamed(chosen)
         return ImportSummary(chosen.pid, chosen.exe, chosen_by, chosen.events, chosen.file_bytes,
-                             bool(chosen.paired))
+                             bool(chosen.paired), chosen.records - unstreamed, unstreamed)
     finally:
         importer.close()
         if collecting:

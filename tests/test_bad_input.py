@@ -85,6 +85,7 @@ CASES = [
     (["import", "{dir}/missing.scap", "--out", "{dir}/i.trace"], "no capture file"),
     (["import", "{text}", "--pid", "1", "--proc", "java", "--out", "{dir}/i.trace"], "not both"),
     (["import", "{text}", "--pid", "-5", "--out", "{dir}/i.trace"], "'--pid'"),
+    (["import", "{text}", "--stream-limit", "0", "--out", "{dir}/i.trace"], "'--stream-limit'"),
     (["import", "{text}", "--out", "/dev/null", "--force"], "it is a device"),
     # compare
     (["compare"], "give either two traces or both --before and --after"),

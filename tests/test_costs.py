@@ -61,6 +61,8 @@ IMPORT_ARGS = [
     ["--pid=42", str(SMALL_CAPTURE), "--query", "SELECT * FROM ks.t WHERE k = 1"],
     [str(SMALL_CAPTURE), "--proc", "java", "--out=x.trace"],
     [str(SMALL_CAPTURE), "--force", "--query=SELECT 1"],
+    [str(SMALL_CAPTURE), "--stream-limit", "1000", "--pid=7"],
+    ["--stream-limit=100000000", str(SMALL_CAPTURE)],
 ]
 
 
@@ -72,7 +74,7 @@ def test_import_parsed_without_click_as_click_parses_it(args):
 
     command = import_scap.command
     declared = {opt: param.is_flag for param in command.params if isinstance(param, click.Option) for opt in param.opts}
-    assert declared == {name: convert is None for name, (_, convert) in import_scap.FAST_OPTIONS.items()}
+    assert declared == {name: kind is True for name, (_, kind) in import_scap.FAST_OPTIONS.items()}
     assert import_scap.fast_parse(args) == command.make_context("import", list(args)).params
 
 
@@ -80,7 +82,10 @@ def test_import_parsed_without_click_as_click_parses_it(args):
                                   [str(SMALL_CAPTURE), "--pid", "1", "--proc", "java"], ["a.scap", "b.scap"],
                                   [str(SMALL_CAPTURE), "--out"], [str(SMALL_CAPTURE), "--force", "--force"],
                                   [str(SMALL_CAPTURE), "--out", str(SMALL_CAPTURE.parent)], ["-h"],
-                                  [str(SMALL_CAPTURE), "--unknown"], [str(SMALL_CAPTURE), "--"]])
+                                  [str(SMALL_CAPTURE), "--unknown"], [str(SMALL_CAPTURE), "--"],
+                                  [str(SMALL_CAPTURE), "--stream-limit", "0"],
+                                  [str(SMALL_CAPTURE), "--stream-limit=100000001"],
+                                  [str(SMALL_CAPTURE), "--stream-limit", "1e6"]])
 def test_what_the_fast_parse_does_not_take_goes_to_click(args):
     from casstrace.cli import import_scap
 

@@ -33,6 +33,7 @@ if os.geteuid() != 0:
 
 from casstrace.probes import bcc_capture  # noqa: E402
 from casstrace.probes.bcc_capture import BccCapture  # noqa: E402
+from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # noqa: E402
 
 HELPER = Path(__file__).parent / "helpers" / "reader.py"
 PHASES = ("syscalls", "reuse", "mmap", "connect")
@@ -261,7 +262,7 @@ sys.stdin.readline()
 """
 
 
-@pytest.mark.parametrize("stream_limit", [1, 4, bcc_capture.DEFAULT_STREAM_LIMIT])
+@pytest.mark.parametrize("stream_limit", [1, 4, DEFAULT_STREAM_LIMIT])
 def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit):
     """Logged calls are aggregated from the event log, the others in the kernel: with none, some
     or all of a known sequence of reads in the log, every figure is the same, and exact."""

@@ -15,6 +15,7 @@ from casstrace.probes.sysdig_import import ScapImporter, import_scap
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.schema import SLOT_NS
 
+from casstrace_cli import casstrace
 from scap_files import exit_only
 
 SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"
@@ -137,6 +138,24 @@ def test_the_compiled_fold_writes_what_the_python_fold_writes(name, tmp_path):
         exit_only(source, tmp_path / "exit-only.scap")
         assert (_imported(tmp_path / "exit-only.scap", tmp_path / "exit-c.trace", None, compiled)
                 == _imported(tmp_path / "exit-only.scap", tmp_path / "exit-py.trace", None, None))
+
+
+def test_an_import_keeps_the_stream_limit_s_records_and_counts_the_others(tmp_path):
+    """`casstrace import --stream-limit` (default: the capture protocol's, as for a capture) keeps
+    the first per-call records and counts the rest: every other table is a whole import's."""
+    source = SCAP_DIR / "cassandra5-select-star-lz4.scap"
+    whole = _imported(source, tmp_path / "whole.trace")
+    out = tmp_path / "capped.trace"
+    done = casstrace("import", source, "--stream-limit", 1000, "--out", out)
+    assert done.returncode == 0, done.stderr
+    capped = _tables(out)
+    records = len(whole["events"])
+    assert records > 1000 and capped["events"] == whole["events"][:1000]
+    assert f"per-call records: 1000 kept, {records - 1000} not kept" in done.stdout
+    assert {name: rows for name, rows in capped.items() if name not in ("events", "meta")} == \
+        {name: rows for name, rows in whole.items() if name not in ("events", "meta")}
+    with Trace(out) as trace:
+        assert trace.meta["unstreamed_events"] == records - 1000
 
 
 @pytest.mark.usefixtures("fold")
