@@ -65,7 +65,7 @@ class Mapping:
     dev: int             # st_dev as userspace sees it (os.makedev)
     inode: int
     path: str
-    perms: str = "r--s"  # as maps shows them: read, write, execute, shared or private
+    perms: str           # as maps shows them: read, write, execute, shared or private
 
     @property
     def size(self) -> int:

@@ -1,8 +1,10 @@
 """Which BPF programs a process holds, and whether the kernel still has them: how the tests check
-that a capture leaves no probe behind, whatever ended it."""
+that a capture leaves no probe behind, whatever ended it, and wait until a command has attached."""
 
 import ctypes
 import os
+import subprocess
+import time
 from pathlib import Path
 
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13   # x86_64
@@ -35,3 +37,13 @@ def program_exists(prog_id: int) -> bool:
         return True
     assert ctypes.get_errno() == 2, os.strerror(ctypes.get_errno())
     return False
+
+
+def wait_until_attached(command: subprocess.Popen[str], timeout_s: float = 120) -> None:
+    """Until a casstrace command has its probes attached, however long a loaded machine takes: it
+    holds its programs once bcc has loaded them (a fixed 4 s wait fired before that at load 12)."""
+    deadline = time.monotonic() + timeout_s
+    while not program_ids(command.pid) and command.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert program_ids(command.pid), "the capture never loaded its programs"
+    time.sleep(0.5)   # the tracepoints attach right after the load

@@ -193,7 +193,7 @@ def test_page_out_of_a_gone_process_says_why():
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     with pytest.raises(mapped_pages.PageOutUnavailable, match="cannot open pid"):
-        mapped_pages.page_out(process.pid, [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x")])
+        mapped_pages.page_out(process.pid, [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x", "r--s")])
 
 
 def test_an_eviction_is_never_left_half_done_by_ctrl_c(monkeypatch):
@@ -208,7 +208,7 @@ def test_an_eviction_is_never_left_half_done_by_ctrl_c(monkeypatch):
     monkeypatch.setattr(mapped_pages.ctypes, "CDLL", lambda *a, **k: type("Libc", (), {"syscall": staticmethod(advise)}))
     try:
         with pytest.raises(KeyboardInterrupt):
-            mapped_pages.page_out(os.getpid(), [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x")])
+            mapped_pages.page_out(os.getpid(), [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x", "r--s")])
     finally:
         INTERRUPTS.uninstall()
     assert done == ["the call returned"]

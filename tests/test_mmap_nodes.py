@@ -10,13 +10,12 @@ running when it already ran), with the same demo data as the test node (seeded: 
 import os
 import statistics
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bpf_programs import program_ids
+from bpf_programs import wait_until_attached
 from casstrace_cli import CASSTRACE
 
 from casstrace.analyses import analyse
@@ -177,10 +176,7 @@ def test_capture_of_the_jvm_measures_its_mapped_reads_as_run_does(mmap_node, war
     out = tmp_path / "capture.trace"
     command = subprocess.Popen([*CASSTRACE, "capture", "--pid", str(mmap_node.pid()), "--duration", "10",
                                 "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120   # past compile and attach, however long a loaded machine takes
-    while not program_ids(command.pid) and command.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)   # the tracepoints attach right after the load
+    wait_until_attached(command)
     with mmap_node.connect() as session:
         for _ in range(3):
             assert len(list(session.execute(DEMO.wide_query))) == DEMO.rows

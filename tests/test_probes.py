@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bpf_programs import program_exists, program_ids
+from bpf_programs import program_exists, program_ids, wait_until_attached
 from casstrace_cli import CASSTRACE
 
 from casstrace.errors import CasstraceError
@@ -460,13 +460,7 @@ def test_ctrl_c_on_the_command_writes_an_incomplete_trace(tmp_path):
     try:
         command = subprocess.Popen([*CASSTRACE, "capture", "--pid", str(sleeper.pid), "--duration", "60",
                                     "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Past compile and attach, however long a loaded machine takes: the command holds its
-        # programs once bcc has loaded them (a fixed 4 s wait fired before that at load 12).
-        deadline = time.monotonic() + 120
-        while not program_ids(command.pid) and command.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert program_ids(command.pid), "the capture never loaded its programs"
-        time.sleep(0.5)   # the tracepoints attach right after the load
+        wait_until_attached(command)
         command.send_signal(signal.SIGINT)
         stdout, stderr = command.communicate(timeout=30)
         assert command.returncode == 130, stderr
