@@ -37,7 +37,7 @@ def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, 
     from casstrace.traces.writer import TraceWriter
 
     out = out or default_traces_dir() / f"{scap.stem}.trace"
-    writer = TraceWriter(out, force=force)
+    writer = TraceWriter(out, force=force, inputs=[scap])
     # The capture was taken on some other node: this machine's name and kernel say nothing about it.
     writer.set_meta(hostname=None, kernel=None)
     if query:

@@ -81,15 +81,16 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
     # The probes compile on another core from here on; this core loads the driver and the rest of
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
-        from casstrace.node.connection import resolve_settings
+        from casstrace.node.connection import configuration_files, resolve_settings
         from casstrace.node.runner import RunOptions, run
         from casstrace.node.targets import RemoteSettings, parse_hosts
         from casstrace.reports import beside_trace, report_format
 
         if out is not None:   # refused before anything connects; the default names are always new
-            check_output(out, force)
+            inputs = [path for path in (query_file, ssh_config) if path] + configuration_files(cqlshrc)
+            check_output(out, force, inputs)
             if not no_html:
-                check_output(beside_trace(out, "html"), force)
+                check_output(beside_trace(out, "html"), force, inputs)
         if not no_html:
             report_format("html")   # loads plotly now, while the probes compile, not after the run
         settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)

@@ -48,14 +48,17 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     which names each statement's threads and times; the join gives each statement its bytes, rows
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
     from casstrace.analyses.watch import analyse_watch
-    from casstrace.node.connection import resolve_settings
+    from casstrace.node.connection import configuration_files, resolve_settings
     from casstrace.node.watcher import WatchOptions, watch
     from casstrace.reports import beside_trace
     from casstrace.reports.watch import document
 
-    for path in (out, output):   # refused before anything attaches; the default names are always new
-        if path is not None:
-            check_output(path, force)
+    # Refused before anything attaches; the default names are always new. The report is made from the trace.
+    inputs = configuration_files(cqlshrc)
+    if out is not None:
+        check_output(out, force, inputs)
+    if output is not None:
+        check_output(output, force, [*inputs, *([out] if out else [])])
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
     live = LiveTable(top) if sys.stderr.isatty() else None
 

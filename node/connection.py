@@ -85,6 +85,16 @@ def _as_bool(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _credentials_path(rc: configparser.ConfigParser) -> Path:
+    return Path(os.path.expanduser(rc.get("authentication", "credentials", fallback="") or "~/.cassandra/credentials"))
+
+
+def configuration_files(cqlshrc: Path | None) -> list[Path]:
+    """The files resolve_settings reads: the commands that connect never write over them."""
+    rc_path = Path(cqlshrc) if cqlshrc else default_cqlshrc()
+    return [rc_path, _credentials_path(_read_ini(rc_path))]
+
+
 def resolve_settings(host: str | None = None, port: int | None = None, username: str | None = None,
                      ssl_enabled: bool = False, cqlshrc: Path | None = None,
                      connect_timeout: float = 5.0, request_timeout: float = 60.0,
@@ -99,9 +109,7 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
     if not 1 <= port <= 65535:
         raise CasstraceError(f"port {port} is not a TCP port", "give --port or CQLSH_PORT between 1 and 65535")
 
-    credentials_path = Path(os.path.expanduser(
-        rc.get("authentication", "credentials", fallback="") or "~/.cassandra/credentials"))
-    credentials = _read_ini(credentials_path)
+    credentials = _read_ini(_credentials_path(rc))
     username = _first(
         username,
         environ.get("CASSTRACE_USERNAME"),

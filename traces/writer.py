@@ -51,16 +51,17 @@ BULK_INSERT = _bulk_insert()
 
 
 class TraceWriter:
-    def __init__(self, path: str | os.PathLike[str], force: bool = False):
-        """Raises CasstraceError when `path` may not be written (see casstrace.outputs), or while
-        another casstrace writes it."""
-        self.path = outputs.check_output(path, force)
+    def __init__(self, path: str | os.PathLike[str], force: bool = False, inputs: Iterable[str | os.PathLike[str]] = ()):
+        """Raises CasstraceError when `path` may not be written (see casstrace.outputs: `inputs` are
+        the files the command reads, which it never writes over), or while another casstrace writes it."""
+        self.inputs = tuple(inputs)
+        self.path = outputs.check_output(path, force, self.inputs)
         self.force = force
         self.partial_path = outputs.partial_path(self.path)
         self._lock: int | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_partials(self.path.parent)
+            remove_stale_partials(self.path.parent, keep=self.inputs)
             self._lock = _claim(self.partial_path)
             self.db = sqlite3.connect(self.partial_path)
             # The partial file is thrown away on a crash, so durability per statement buys nothing.
@@ -290,7 +291,7 @@ class TraceWriter:
         self.db.commit()
         self.db.close()
         try:
-            outputs.move_into_place(self.partial_path, self.path, self.force)
+            outputs.move_into_place(self.partial_path, self.path, self.force, self.inputs)
         finally:
             self.partial_path.unlink(missing_ok=True)   # gone when moved; refused: never half a trace
             self._release()
@@ -337,10 +338,13 @@ def _claim(partial: Path) -> int:
         os.close(fd)
 
 
-def remove_stale_partials(directory: Path) -> list[Path]:
-    """Remove the `.partial` files in `directory` no writer holds (left by a killed casstrace)."""
+def remove_stale_partials(directory: Path, keep: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
+    """Remove the `.partial` files in `directory` no writer holds (left by a killed casstrace),
+    but those of `keep` (a command's inputs, whatever their names)."""
     removed = []
     for partial in directory.glob(f".*{outputs.PARTIAL_SUFFIX}"):
+        if any(outputs.same_file(partial, kept) for kept in keep):
+            continue
         try:
             fd = os.open(partial, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
