@@ -97,7 +97,7 @@ def fast_parse(args: list[str]) -> dict[str, Any] | None:
         if not value or value.startswith("-"):
             return None
         if isinstance(kind, tuple):
-            if not value.isdecimal() or not kind[0] <= int(value) <= kind[1]:
+            if not (value.isascii() and value.isdecimal()) or not kind[0] <= int(value) <= kind[1]:
                 return None
             values[parameter] = int(value)
         else:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import EXECUTIONS, PAGE_SIZE, PID, PORT, WARMUPS, Seconds
+from casstrace.cli.options import EXECUTIONS, PAGE_SIZE, PID, PORT, WARMUPS, Seconds, read_statements
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.consistency import CONSISTENCY_LEVELS
@@ -77,7 +77,7 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
     if (query is None) == (query_file is None):
         raise CasstraceError("give the query either as an argument or with --file, not both or neither",
                              'casstrace run "SELECT ..." or casstrace run --file query.cql')
-    text = query_file.read_text() if query_file is not None else query or ""
+    text = read_statements(query_file) if query_file is not None else query or ""
     # The probes compile on another core from here on; this core loads the driver and the rest of
     # the run meanwhile, and connects.
     with started(backend) as started_backend:

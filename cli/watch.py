@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import PID, PORT, FiniteFloat, Seconds
+from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds
 from casstrace.cli.output import deliver, report_options
 from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.outputs import check_output
@@ -28,7 +28,7 @@ DEFAULT_TOP = 10
               help="Seconds to watch (default: until Ctrl-C).")
 @click.option("--sample", type=FiniteFloat(min=0, max=1, min_open=True), default=0.01, show_default=True,
               help="Share of requests the node traces meanwhile (nodetool settraceprobability; restored after).")
-@click.option("--top", type=click.IntRange(min=1), default=DEFAULT_TOP, show_default=True,
+@click.option("--top", type=IntRange(min=1), default=DEFAULT_TOP, show_default=True,
               help="Statements in the live table and detailed in the report.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Trace file to write (default: a dated name under the casstrace data directory).")

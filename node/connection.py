@@ -12,6 +12,7 @@ environment variables, and the cqlsh configuration file (~/.cassandra/cqlshrc by
 The session talks to that one node only: it is the node whose JVM is traced, so it must coordinate.
 """
 
+import ast
 import configparser
 import os
 import socket
@@ -27,7 +28,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, N
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.protocol import _ProtocolHandler
 
-from casstrace.errors import CasstraceError
+from casstrace.errors import CasstraceError, not_utf8
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9042
@@ -71,10 +72,26 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(interpolation=None)
     if path.is_file():
         try:
-            parser.read(path)
-        except configparser.Error as error:
-            raise CasstraceError(f"cannot parse {path}: {error}", f"fix or move {path}") from None
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError) as error:
+            raise CasstraceError(f"cannot parse {path}: {_ini_error(error)}", f"fix or move {path}") from None
     return parser
+
+
+def _ini_error(error: configparser.Error | UnicodeDecodeError) -> str:
+    """What is wrong with the file, on one line (configparser's own messages take several)."""
+    if isinstance(error, UnicodeDecodeError):
+        return not_utf8(error)
+    if isinstance(error, configparser.MissingSectionHeaderError):
+        return f"line {error.lineno}, {error.line.strip()!r}, comes before any [section] header"
+    if isinstance(error, configparser.ParsingError):
+        # Python 3.11 keeps each line as its repr
+        return "; ".join(f"line {lineno}, {_unrepr(line).strip()!r}, is not KEY = VALUE" for lineno, line in error.errors)
+    return " ".join(str(error).split())
+
+
+def _unrepr(line: str) -> str:
+    return str(ast.literal_eval(line)) if line[:1] in ("'", '"') else line
 
 
 def _first(*values: str | int | None) -> str | None:
@@ -103,6 +120,8 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
     host = _first(host, environ.get("CQLSH_HOST"), rc.get("connection", "hostname", fallback=None)) or DEFAULT_HOST
     port_text = _first(port, environ.get("CQLSH_PORT"), rc.get("connection", "port", fallback=None)) or str(DEFAULT_PORT)
     try:
+        if not port_text.strip().isascii():   # int() takes any script's digits: '١٢' would be port 12
+            raise ValueError(port_text)
         port = int(port_text)
     except ValueError:
         raise CasstraceError(f"port {port_text!r} is not a number", "give --port or CQLSH_PORT as a number") from None
