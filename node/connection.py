@@ -17,14 +17,15 @@ import configparser
 import os
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, OperationTimedOut
 from cassandra.auth import PlainTextAuthProvider
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.protocol import _ProtocolHandler
 
@@ -156,6 +157,19 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
             userkey=rc_path("ssl", "userkey"),
         )
     return ConnectionSettings(host, port, username, password, tls, connect_timeout, request_timeout)
+
+
+@contextmanager
+def answered_in_time(session: Session, request: str) -> Iterator[None]:
+    """Around a request casstrace makes for itself (preparing the query, reading the schema and the
+    node's settings): the driver's timeout is a --request-timeout too short for this node, said so."""
+    try:
+        yield
+    except OperationTimedOut:
+        timeout = session.get_execution_profile(EXEC_PROFILE_DEFAULT).request_timeout
+        raise CasstraceError(f"the node did not answer {request} within --request-timeout ({timeout:g} s)",
+                             "give a longer --request-timeout: it bounds casstrace's own reads of the schema "
+                             "before the query too") from None
 
 
 class NodeSession:

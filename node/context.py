@@ -15,6 +15,7 @@ from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
+from casstrace.node.connection import answered_in_time
 from casstrace.node.jvm import CassandraProcess, fd_targets
 from casstrace.probes import mapped_pages
 from casstrace.probes.proc_fds import in_root, stat_in_root
@@ -28,7 +29,8 @@ TABLE_REFERENCE = re.compile(
 
 
 def _rows(session: Session, cql: str, params: Sequence[object] = ()) -> list[Any]:
-    return list(session.execute(cql, params))
+    with answered_in_time(session, f"`{cql.replace('%s', '?')}`"):
+        return list(session.execute(cql, params))
 
 
 def settings(session: Session) -> dict[str, str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Self
 
 from casstrace.errors import CasstraceError
+from casstrace.traces.meta import meta_type_error
 from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
 
 
@@ -39,6 +40,11 @@ class Trace:
                 f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}",
                 "analyse it with the casstrace version that wrote it",
             )
+        wrong = meta_type_error(self.meta)
+        if wrong is not None:
+            self.db.close()
+            raise CasstraceError(f"{self.path} is not a readable casstrace trace (meta {wrong})",
+                                 "the file was changed since casstrace wrote it: take the trace again")
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         return self.db.execute(sql, params).fetchall()
