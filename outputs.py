@@ -12,6 +12,7 @@ TraceWriter (traces/writer.py) and reports.write use these functions; commands c
 paths up front with check_output, so that a refusal comes before any work.
 """
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -118,7 +119,16 @@ def write_text(path: str | os.PathLike, text: str, force: bool, inputs: Iterable
             file.write(text)
         move_into_place(partial, path, force, inputs)
     except OSError as error:
+        if error.errno == errno.ENOSPC:
+            raise disk_full(path) from None
         raise CasstraceError(f"cannot write {path} ({error.strerror})", "choose a writable path") from None
     finally:
         partial.unlink(missing_ok=True)
     return path
+
+
+def disk_full(path: Path) -> CasstraceError:
+    """What to say when the filesystem a file was being written to filled up (its partial file is gone)."""
+    directory = path.parent.resolve()
+    return CasstraceError(f"the disk is full: no room left in {directory} to write {path.name} (nothing was kept)",
+                          f"free space in {directory}, or write to another filesystem")

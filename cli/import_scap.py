@@ -42,12 +42,9 @@ def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, 
     writer.set_meta(hostname=None, kernel=None)
     if query:
         writer.set_meta(query=query)
-    try:
+    with writer.writing():
         summary = import_scap(scap, writer, pid=pid, proc=proc, event_limit=stream_limit or DEFAULT_STREAM_LIMIT)
-    except BaseException:
-        writer.discard()
-        raise
-    path = writer.finish()
+        path = writer.finish()
     latency = "with" if summary.latency else "without (the capture has no enter events)"
     print(f"imported pid {summary.pid} ({summary.process}), chosen by {summary.chosen_by}:"
           f" {summary.events} syscalls, {summary.file_bytes} bytes of file I/O, {latency} latency", flush=True)

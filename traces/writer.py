@@ -13,13 +13,14 @@ directory, and `casstrace traces`, remove those (remove_stale_partials).
 """
 
 import contextlib
+import errno
 import fcntl
 import json
 import operator
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -73,6 +74,8 @@ class TraceWriter:
                 with contextlib.suppress(OSError):
                     self.partial_path.unlink(missing_ok=True)
                 os.close(self._lock)
+            if _is_disk_full(error):
+                raise outputs.disk_full(self.path) from None
             reason = error.strerror if isinstance(error, OSError) else str(error)
             raise CasstraceError(f"cannot write a trace at {self.path} ({reason})",
                                  "choose a writable --out path") from None
@@ -297,6 +300,18 @@ class TraceWriter:
             self._release()
         return self.path
 
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around filling the trace and finishing it: any failure discards the partial file (never half a
+        trace), and a full disk is said as such."""
+        try:
+            yield
+        except BaseException as error:
+            self.discard()
+            if _is_disk_full(error):
+                raise outputs.disk_full(self.path) from None
+            raise
+
     def discard(self) -> None:
         """Leave no file behind (the run failed before capturing anything worth keeping)."""
         try:
@@ -309,6 +324,13 @@ class TraceWriter:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+
+
+def _is_disk_full(error: BaseException) -> bool:
+    # sqlite says SQLITE_FULL; traces/bulk_insert.c raises OperationalError with sqlite's message
+    return ((isinstance(error, sqlite3.Error) and (getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+                                                   or "database or disk is full" in str(error)))
+            or isinstance(error, OSError) and error.errno == errno.ENOSPC)
 
 
 def _insert_statement(table: str, columns: Sequence[str]) -> str:
