@@ -1,12 +1,13 @@
 """Where casstrace may write a file: the one policy every trace and report goes through.
 
-casstrace never destroys a file. An output path that exists is refused unless the user said
---force, and even then only a regular file is replaced: never a directory, a device, a FIFO, a
-socket or a symbolic link (nor what it points to). No command ever writes over one of its inputs
-(the trace a report is made from, the capture being imported, a --file, a command's own program or
-arguments...): the same file reached through ./, symbolic or hard links included. Files are written whole or not at all: into a hidden `.NAME.partial` beside the target,
-then renamed over it (atomic on one filesystem), and the rename checks the target again, so a
-device that appeared at the path in the meantime is refused too.
+casstrace never destroys a file. An output path that exists is refused unless the user said --force,
+and even then only a regular file is replaced: never a directory, a device, a FIFO, a socket or a
+symbolic link (nor what it points to). No command ever writes over one of its inputs (the trace a
+report is made from, the capture being imported, a --file, a command's own program or arguments...):
+the same file reached through ./, symbolic or hard links included. Files are written whole or not at
+all: into a hidden `.NAME.partial` beside the target, then renamed over it (atomic on one
+filesystem), and the rename checks the target again, so a device that appeared at the path in the
+meantime is refused too.
 
 TraceWriter (traces/writer.py) and reports.write use these functions; commands check their
 paths up front with check_output, so that a refusal comes before any work.

@@ -87,7 +87,8 @@ def _ini_error(error: configparser.Error | UnicodeDecodeError) -> str:
         return f"line {error.lineno}, {error.line.strip()!r}, comes before any [section] header"
     if isinstance(error, configparser.ParsingError):
         # Python 3.11 keeps each line as its repr
-        return "; ".join(f"line {lineno}, {_unrepr(line).strip()!r}, is not KEY = VALUE" for lineno, line in error.errors)
+        return "; ".join(f"line {lineno}, {_unrepr(line).strip()!r}, is not KEY = VALUE"
+                         for lineno, line in error.errors)
     return " ".join(str(error).split())
 
 

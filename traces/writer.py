@@ -52,7 +52,8 @@ BULK_INSERT = _bulk_insert()
 
 
 class TraceWriter:
-    def __init__(self, path: str | os.PathLike[str], force: bool = False, inputs: Iterable[str | os.PathLike[str]] = ()):
+    def __init__(self, path: str | os.PathLike[str], force: bool = False,
+                 inputs: Iterable[str | os.PathLike[str]] = ()):
         """Raises CasstraceError when `path` may not be written (see casstrace.outputs: `inputs` are
         the files the command reads, which it never writes over), or while another casstrace writes it."""
         self.inputs = tuple(inputs)
