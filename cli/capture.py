@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
@@ -32,9 +32,6 @@ from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import Interrupted
 from casstrace.redaction import redact_command
-
-if TYPE_CHECKING:
-    from casstrace.probes.bcc_trace import BccCaptured
 
 # Waits for the tracer's go (one byte on the given fd), then becomes the command (same pid).
 GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.execvp(sys.argv[2], sys.argv[2:])"
@@ -59,9 +56,9 @@ def command(pid: int | None, duration: float | None, out: Path, force: bool, str
     if pid is not None and duration is None:
         raise CasstraceError("--pid needs --duration", "add --duration SECONDS")
 
-    from casstrace.probes.bcc_capture import BccCapture
+    from casstrace.probes.backends import DEFAULT_BACKEND, backend
     from casstrace.probes.mapped_pages import MappedPagesCapture
-    from casstrace.probes.protocol import Windows
+    from casstrace.probes.protocol import CaptureOptions, Windows
     from casstrace.probes.recording import record
     from casstrace.traces import TraceWriter
 
@@ -88,31 +85,30 @@ def command(pid: int | None, duration: float | None, out: Path, force: bool, str
                 held.forward(interrupted.signum)
             raise
 
-    capture: BccCapture | None = None
+    meta: dict[str, Any] = {}   # the trace's, as written
+
     try:
         # A command's capture follows what it starts, and ends when it exits: not an early end.
-        capture = BccCapture(pid, stream_limit=stream_limit, follow_children=bool(command), until_exit=bool(command),
-                             source=f"command {redact_command(command)} and its descendants" if command else None,
-                             process=redact_command(command) if command else None)
+        capture = backend(DEFAULT_BACKEND)(pid, stream_limit=stream_limit,
+                                           options=CaptureOptions(command=redact_command(command)) if command else None)
         # A process's reads through memory maps (a Cassandra 4.x node's Data files) make no syscall:
         # --pid measures them over the whole capture. A command's processes have exited by the end,
         # when the measure reads their smaps: its trace says they were not measured.
         sources = [] if command else [MappedPagesCapture(pid, whole_capture=True)]
         # The writer checks `out` before a probe attaches (after the privilege check, which says more).
         writer = TraceWriter(out, force=force, inputs=_named_files(command, program))
-        path = record(capture, writer, body, sources=sources)
+        path = record(capture, writer, body, sources=sources, annotate=lambda written: meta.update(written.meta()))
     except BaseException as error:
         # A command never runs unobserved (one still held at its gate would run once we exit), nor
         # outlives casstrace: a signal is passed on to it, any other failure kills it.
         if held is not None:
             held.stop(error.signum if isinstance(error, Interrupted) else None)
-        if isinstance(error, Interrupted) and error.trace is not None and capture and capture.result:
-            _summarise(error.trace, capture.result, held, error)
+        if isinstance(error, Interrupted) and error.trace is not None:
+            _summarise(error.trace, meta, held, error)
         raise
     if held is not None:
         held.wait()
-    assert capture.result is not None
-    _summarise(path, capture.result, held, None)
+    _summarise(path, meta, held, None)
     if held is not None:
         click.get_current_context().exit(held.status)
 
@@ -220,16 +216,15 @@ def _give_back_terminal(group: int | None) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTTOU})
 
 
-def _summarise(path: Path, captured: "BccCaptured", held: HeldCommand | None,
-               interrupted: Interrupted | None) -> None:
-    counters = captured.counters
+def _summarise(path: Path, meta: dict[str, Any], held: HeldCommand | None, interrupted: Interrupted | None) -> None:
+    """What was captured, from the trace's meta (the same words for every backend)."""
     click.echo(f"casstrace: wrote {path}")
     if interrupted is not None and not interrupted.trace_complete:
         click.echo(f"casstrace: {interrupted.reason}: the trace is marked incomplete")
     elif held is not None:
         click.echo(f"casstrace: command {held.describe()}")
-    elif captured.ended_early:
-        click.echo(f"casstrace: capture ended early: {captured.ended_early}")
-    click.echo(f"casstrace: per-call records: {captured.streamed_events} kept, "
-               f"{captured.unstreamed_events} not streamed (over --stream-limit), {counters['notices_lost']} lost; "
-               f"aggregates: {counters['aggregate_overflow']} updates lost to full maps")
+    elif meta.get("ended_early"):
+        click.echo(f"casstrace: capture ended early: {meta['ended_early']}")
+    click.echo(f"casstrace: per-call records: {meta.get('unstreamed_events', 0):,} not kept (over --stream-limit), "
+               f"{meta.get('lost_events', 0):,} lost; aggregates: {meta.get('aggregate_overflows', 0):,} updates "
+               "lost to full maps")

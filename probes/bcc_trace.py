@@ -17,6 +17,7 @@ from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.proc_fds import Descriptor
 from casstrace.probes.program import (GEN_BITS, NO_CALL, SOURCE_NAMES, TARGET_NAMES, EventRecord, FillRecord,
                                       FollowedEventRecord, Source, Target, record_struct)
+from casstrace.probes.backends import BCC
 from casstrace.probes.protocol import Window
 from casstrace.traces.rows import EventRow, FileIORow, PageCacheFillRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
@@ -376,7 +377,7 @@ class TraceBuilder:
     def _meta(self) -> None:
         capture, counters = self.capture, self.capture.counters
         meta = dict(
-            backend="bcc", source=capture.source, pid=capture.pid, process=capture.process,
+            **BCC.meta(), source=capture.source, pid=capture.pid, process=capture.process,
             measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True,
                       "call_fills": True},
             capture_start_ns=capture.start_ns, capture_end_ns=capture.end_ns,

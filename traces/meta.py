@@ -102,7 +102,7 @@ class ProfileMeta(TypedDict, total=False):
 
 META_TYPES: dict[str, Any] = {
     "format_version": int, "casstrace_version": str, "complete": bool, "incomplete_reason": str,
-    "backend": str, "source": str, "measures": dict[str, bool], "unlogged_fill_pages": int,
+    "backend": str, "capabilities": list[str], "source": str, "measures": dict[str, bool], "unlogged_fill_pages": int,
     "mapped_unmeasured": dict[str, str], "cold": dict[str, int | bool], "hostname": str | None, "kernel": str | None,
     "pid": int | None, "process": str | None, "capture_start_ns": int, "capture_end_ns": int,
     "clock_offset_ns": int, "slot_ns": int, "heatmap_offset_bytes": int, "lost_events": int,

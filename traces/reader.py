@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Self
 
 from casstrace.errors import CasstraceError
+from casstrace.traces.capabilities import Capability, capabilities_of
 from casstrace.traces.meta import meta_type_error
 from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
 
@@ -56,6 +57,10 @@ class Trace:
     @property
     def complete(self) -> bool:
         return bool(self.meta.get("complete"))
+
+    def captured_with(self, capability: Capability) -> bool:
+        """Whether the backend that took the trace had this capability (casstrace.traces.capabilities)."""
+        return capability in capabilities_of(self.meta)
 
     def measured(self, measure: str) -> bool:
         """Whether the backend took a measure ('syscalls', 'offsets', 'page_cache', 'latency', 'wire')."""
