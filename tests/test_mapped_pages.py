@@ -150,10 +150,13 @@ def test_two_mib_mappings_are_recorded_and_bound_what_was_touched(mapped_file):
 
 def test_parse_smaps_agrees_with_a_plain_reading(warm_mapper, mapped_file):
     warm_mapper.ask("touch 5 6 7")
-    parsed = mapped_pages.read_smaps(warm_mapper.pid)[(mapped_file.stat().st_dev, mapped_file.stat().st_ino)]
+    key = (mapped_file.stat().st_dev, mapped_file.stat().st_ino)
     plain = smaps_lines_of(warm_mapper.pid, mapped_file)
-    assert (parsed.mapped_bytes, parsed.resident_bytes, parsed.referenced_bytes) == \
-        (plain["Size:"] * 1024, plain["Rss:"] * 1024, plain["Referenced:"] * 1024)
+    directory = (os.path.join(os.path.realpath(mapped_file.parent), ""),)
+    for parsed in (mapped_pages.read_smaps(warm_mapper.pid)[key], mapped_pages.read_smaps(warm_mapper.pid, directory)[key]):
+        assert (parsed.mapped_bytes, parsed.resident_bytes, parsed.referenced_bytes) == \
+            (plain["Size:"] * 1024, plain["Rss:"] * 1024, plain["Referenced:"] * 1024)
+    assert set(mapped_pages.read_smaps(warm_mapper.pid, directory)) == {key}   # only the files under it
 
 
 def test_refused_clear_makes_the_measure_unavailable_for_the_rest_of_the_capture(warm_mapper, monkeypatch):
