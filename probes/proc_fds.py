@@ -276,28 +276,19 @@ def stat_in_root(pid: int, path: str) -> os.stat_result:
     return os.stat(in_root(pid, path))
 
 
-def size_of(descriptor: Descriptor, pid: int) -> int | None:
-    """The file's size now, if the path (as process `pid` names it) still names the same inode."""
+def size_of(descriptor: Descriptor, pid: int, root: str | None = None) -> int | None:
+    """The file's size now, if the path (as process `pid` names it) still names the same inode.
+    `root`: the process's root_prefix, when the caller looked it up once for many files."""
     if descriptor.kind != "file":
         return None
-    return size_if_same(pid, descriptor.path, descriptor.dev, descriptor.inode)
+    return size_if_same(pid, descriptor.path, descriptor.dev, descriptor.inode, root)
 
 
-def size_if_same(pid: int, path: str, dev: int | None, inode: int | None) -> int | None:
-    """The size of `path` (as process `pid` names it) now, if it still names the inode (dev, inode)."""
-    return sizes_if_same(pid, [(path, dev, inode)])[0]
-
-
-def sizes_if_same(pid: int, files: Iterable[tuple[str, int | None, int | None]]) -> list[int | None]:
-    """size_if_same of each (path, dev, inode), the process's root looked up once (a node of 5,000
-    SSTables maps 10,000 files)."""
-    root = root_prefix(pid)
-    sizes: list[int | None] = []
-    for path, dev, inode in files:
-        try:
-            stat = os.stat(root + path if path.startswith("/") else path)
-        except OSError:
-            sizes.append(None)
-            continue
-        sizes.append(stat.st_size if (stat.st_dev, stat.st_ino) == (dev, inode) else None)
-    return sizes
+def size_if_same(pid: int, path: str, dev: int | None, inode: int | None, root: str | None = None) -> int | None:
+    """The size of `path` (as process `pid` names it) now, if it still names the inode (dev, inode).
+    `root`: as for size_of."""
+    try:
+        stat = os.stat((root_prefix(pid) if root is None else root) + path if path.startswith("/") else path)
+    except OSError:
+        return None
+    return stat.st_size if (stat.st_dev, stat.st_ino) == (dev, inode) else None
