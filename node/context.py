@@ -174,7 +174,8 @@ def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str,
                         continue
         except (FileNotFoundError, NotADirectoryError):
             continue
-        files += ({"path": str(table_dir / name), "size": size} for name, size in sorted(sizes))
+        directory = str(table_dir)
+        files += ({"path": os.path.join(directory, name), "size": size} for name, size in sorted(sizes))
     return files
 
 
