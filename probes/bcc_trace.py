@@ -7,6 +7,7 @@ Reads and lseeks that found room in the event log are in no map (the kernel leav
 save their cost): their totals, coverage and heat map cells are added up here from the log.
 """
 
+import functools
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -199,8 +200,13 @@ class TraceBuilder:
             self._page_file_ids[key] = self._add_file(descriptor)
         return self._page_file_ids[key]
 
+    @functools.cached_property
+    def _root(self) -> str:
+        """The process's root_prefix, looked up once for every file (10,000 on a node of 5,000 SSTables)."""
+        return proc_fds.root_prefix(self.capture.pid)
+
     def _add_file(self, d: Descriptor) -> int:
-        return self.writer.file_id(d.path, d.kind, size_bytes=proc_fds.size_of(d, self.capture.pid), dev=d.dev, inode=d.inode,
+        return self.writer.file_id(d.path, d.kind, size_bytes=proc_fds.size_of(d, self.capture.pid, self._root), dev=d.dev, inode=d.inode,
                                    local_addr=d.local_addr, remote_addr=d.remote_addr)
 
     def _named_inodes(self) -> dict[tuple[int, int], Descriptor]:
