@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from casstrace.traces.meta import CassandraMeta, ColumnMeta, SSTableFileMeta
+from casstrace.traces.storage import SSTableStorage
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -25,6 +26,7 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE | re.DOTALL,
 )
+AGGREGATES = ("count", "sum", "avg", "min", "max")    # CQL's native aggregate functions
 _CLAUSE_ENDS = {"order", "limit", "allow", "per", "group", "bypass"}
 
 
@@ -48,6 +50,8 @@ class Select:
     restrictions: dict[str, str] = field(default_factory=dict)  # column -> operator ('=', 'IN', '>', ...)
     token_restricted: bool = False         # WHERE token(pk) ...
     has_limit: bool = False
+    aggregate: bool = False                # the selection aggregates rows (count, sum, avg, min, max)
+    allow_filtering: bool = False
 
 
 def tokenize(text: str) -> list[Token]:
@@ -97,6 +101,9 @@ def parse_select(text: str | None) -> Select | None:
         where, position = _until(tokens, position + 1, lambda t: t.is_word(*_CLAUSE_ENDS) or t.text == ";")
         _read_restrictions(where, result)
     result.has_limit = any(t.is_word("limit") for t in tokens[position:])
+    result.allow_filtering = any(t.is_word("filtering") for t in tokens[position:])
+    result.aggregate = any(token.is_word(*AGGREGATES) and index + 1 < len(selection) and selection[index + 1].text == "("
+                           for index, token in enumerate(selection))
     return result
 
 
@@ -188,6 +195,7 @@ class TableSchema:
     clustering: list[str]
     compression: dict[str, str]
     sstables: list[SSTableFileMeta]
+    storage: list[SSTableStorage] = field(default_factory=list)   # chunks and statistics, when recorded
 
     @property
     def regular_columns(self) -> list[str]:
@@ -223,5 +231,6 @@ def find_table(meta: dict[str, Any], keyspace: str | None, table: str | None) ->
                 clustering=list(entry.get("clustering") or []),
                 compression=dict(entry.get("compression") or {}),
                 sstables=list(entry.get("sstables") or []),
+                storage=list(entry.get("storage") or []),
             )
     return None

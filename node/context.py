@@ -15,6 +15,7 @@ from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
+from casstrace.node import storage
 from casstrace.node.jvm import CassandraProcess, fd_targets
 from casstrace.probes import mapped_pages
 from casstrace.probes.proc_fds import in_root, stat_in_root
@@ -185,6 +186,8 @@ def gather(session: Session, process: CassandraProcess | None, prepared: Prepare
         if schema is not None:
             schema["sstables"] = ([] if process is None else
                                   sstable_files(process.pid, data_dirs, table_keyspace, table, schema["id"]))
+            if process is not None:
+                schema["storage"] = storage.sstable_storage(process.pid, schema["sstables"])
             tables.append(schema)
     return {
         "release_version": local[0].release_version if local else "unknown",

@@ -10,6 +10,8 @@ be missing from a trace, and a missing key means "not recorded", never an empty 
 
 from typing import NotRequired, TypedDict
 
+from casstrace.traces.storage import SSTableStorage
+
 
 class ColumnMeta(TypedDict):
     name: str
@@ -31,6 +33,7 @@ class TableMeta(TypedDict, total=False):
     clustering: list[str]
     compression: dict[str, str]     # system_schema.tables compression options
     sstables: list[SSTableFileMeta]
+    storage: list[SSTableStorage]   # per live SSTable: chunks and statistics (traces.storage)
 
 
 class CassandraMeta(TypedDict, total=False):

@@ -1,0 +1,142 @@
+"""The necessary read: the least the storage engine must read, per execution, to return this result
+with this table's settings. The verdict judges the bytes read against it (causes.verdict).
+
+The model
+  result     the cells the result is computed from, as if they lay contiguously in one SSTable:
+             - the payload the client received (the serialized values; on disk each cell also has a
+               header, so this is the least they take);
+             - for an aggregate (count, sum, avg, min, max), the rows it aggregates: Cassandra's own
+               count of the live rows it read ('Read N live rows', its trace of one execution) times
+               a stored row (the SSTables' uncompressed bytes per cell, from Statistics.db's cell
+               histogram, times the table's regular columns);
+             - without a payload (`watch`), the rows returned times the selected cells per row times
+               the stored bytes per cell, as above.
+  chunks     those bytes read in whole compressed chunks: ceil(result / chunk length) chunks of the
+             table's chunk_length_in_kb, each costing what a chunk of the table's SSTables really
+             takes on disk (their CompressionInfo.db: compressed bytes ÷ chunks, checksums included);
+             uncompressed, in whole 4 KiB pages. At least one when the result is not empty.
+  index      the partition-index lookups the SSTable format needs, one SSTable: BIG reads its
+             Index.db entry (one page; the Summary is held in memory, and no read is counted for
+             it); BTI walks the Partitions.db trie (one page at least) and, for a partition with a
+             row index, the Rows.db trie (one page).
+
+Its inputs are recorded at run time (meta cassandra.tables[].storage: casstrace.node.storage); a
+trace without them (older traces, a node whose files casstrace could not read) takes a compressed
+chunk at its full length: a chunk compresses to no less than 0 B, but data that would shrink much
+is rare in tables that are read for their bytes, and this keeps the estimate on the side of clearing.
+
+Limits: one SSTable (a partition spread over several is read from each: the many_sstables cause),
+no tombstones, no other versions of the cells, the payload standing for the stored cells; a result
+that spans a chunk boundary needs one chunk more than the model gives; index reads through memory
+maps (5.0's mmap_index_only) are in no measure of the Data files, so the model errs towards
+clearing by that part (a page or two). The data read it is compared with counts the Data files only.
+"""
+
+import dataclasses
+import math
+
+from casstrace.analyses.model import Amplification, NecessaryRead
+from casstrace.analyses.query import Select, TableSchema
+from casstrace.analyses.units import human_bytes
+from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.sstable_names import parse_sstable_path
+
+
+def necessary_read(select: Select | None, schema: TableSchema | None, *, payload_bytes: float | None,
+                   rows: float | None, rows_aggregated: int | None) -> NecessaryRead | None:
+    """Per execution: `payload_bytes` and `rows` returned by one execution (None: not known),
+    `rows_aggregated` the live rows Cassandra read for it. None when the result cannot be modelled."""
+    if schema is None or select is None:
+        return None
+    result = _result_bytes(select, schema, payload_bytes, rows, rows_aggregated)
+    if result is None:
+        return None
+    result_bytes, basis = result
+    chunk_length, unit = _unit(schema)
+    units = max(1, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
+    sstable_format = _format(schema)
+    index = _index_bytes(schema, sstable_format)
+    return NecessaryRead(bytes=units * unit + index, data_bytes=units * unit, index_bytes=index,
+                         result_bytes=round(result_bytes), basis=basis, units=units, unit_bytes=unit,
+                         chunk_length=chunk_length, sstable_format=sstable_format)
+
+
+def stored_cell_bytes(schema: TableSchema) -> float | None:
+    """Uncompressed bytes per cell over the table's SSTables (Statistics.db), None when not recorded."""
+    data = cells = 0
+    for sstable in schema.storage:
+        stats = sstable.get("stats") or {}
+        layout = sstable.get("compression")
+        size = layout["data_length"] if layout else sstable.get("data_bytes")
+        if stats.get("cells") and size:
+            data += size
+            cells += stats["cells"]
+    return data / cells if cells else None
+
+
+def _result_bytes(select: Select, schema: TableSchema, payload_bytes: float | None, rows: float | None,
+                  rows_aggregated: int | None) -> tuple[float, str] | None:
+    cell = stored_cell_bytes(schema)
+    regular = max(1, len(schema.regular_columns))
+    if select.aggregate:
+        if rows_aggregated is None or cell is None:
+            return None
+        return (rows_aggregated * cell * regular,
+                f"the {rows_aggregated:,} rows aggregated (Cassandra's count) x {cell * regular:,.0f} B stored per row")
+    if payload_bytes is not None:
+        return payload_bytes, "the payload returned"
+    if rows is None or cell is None:
+        return None
+    selected = regular if select.select_all else max(1, len([c for c in select.columns
+                                                            if c in schema.regular_columns]))
+    return rows * selected * cell, f"{rows:,.0f} rows x {selected} cells x {cell:,.0f} B stored per cell"
+
+
+def _unit(schema: TableSchema) -> tuple[int | None, int]:
+    """(chunk length or None, what one chunk or page costs to read)."""
+    layouts = [s["compression"] for s in schema.storage if s.get("compression")]
+    if layouts:
+        chunks = sum(layout["chunks"] for layout in layouts)
+        stored = sum(layout["compressed_bytes"] for layout in layouts)
+        length = layouts[0]["chunk_length"]
+        return length, math.ceil(stored / chunks) if chunks else length
+    # Without a recorded layout: the table's chunk length, when its SSTables are compressed (they
+    # have CompressionInfo.db files; no SSTable listed: what the table says).
+    components = {name.component for f in schema.sstables if (name := parse_sstable_path(f["path"]))}
+    listed = bool(components & {"TOC", "Statistics"})    # every component listed, not just some
+    compressed = "CompressionInfo" in components if listed else schema.chunk_bytes is not None
+    if compressed and schema.chunk_bytes:
+        return schema.chunk_bytes, schema.chunk_bytes
+    return None, PAGE_BYTES
+
+def _format(schema: TableSchema) -> str | None:
+    formats = {s["format"] for s in schema.storage if s.get("format")}
+    formats |= {name.format for f in schema.sstables if (name := parse_sstable_path(f["path"]))}
+    return formats.pop() if len(formats) == 1 else None
+
+
+def _index_bytes(schema: TableSchema, sstable_format: str | None) -> int:
+    index = [s["index_bytes"] for s in schema.storage if "index_bytes" in s]
+    first_page = min([PAGE_BYTES, *index])
+    if sstable_format == "bti" and any(s.get("row_index_bytes") for s in schema.storage):
+        return first_page + PAGE_BYTES
+    return first_page
+
+
+def against_necessary(amplification: Amplification, necessary: NecessaryRead | None,
+                      executions: int) -> Amplification:
+    """The amplification with the necessary read of its `executions` executions beside the payload."""
+    if necessary is None:
+        return amplification
+    total = necessary.bytes * executions
+    return dataclasses.replace(amplification, necessary_bytes=total,
+                               over_necessary=amplification.data_read_bytes / total if total else None)
+
+
+def describe(necessary: NecessaryRead) -> str:
+    """'2 compressed chunks of 15.2 KiB for 19.5 KiB of the payload returned + 4.0 KiB of partition index'."""
+    unit = "compressed chunk" if necessary.chunk_length else "4 KiB page"
+    stored = f" of {human_bytes(necessary.unit_bytes)}" if necessary.chunk_length else ""
+    return (f"{necessary.units:,} {unit}{'s' * (necessary.units != 1)}{stored} for "
+            f"{human_bytes(necessary.result_bytes)} of {necessary.basis} + "
+            f"{human_bytes(necessary.index_bytes)} of partition index")
