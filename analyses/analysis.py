@@ -180,6 +180,6 @@ def _context(meta: dict[str, Any], schema: TableSchema | None) -> dict[str, Any]
             "keyspace": schema.keyspace, "table": schema.table,
             "columns": [{"name": c["name"], "type": c.get("type"), "kind": c.get("kind")} for c in schema.columns.values()],
             "partition_key": schema.partition_key, "clustering": schema.clustering,
-            "compression": schema.compression, "sstables": schema.sstables,
+            "compression": schema.compression, "sstables": schema.sstables, "storage": schema.storage,
         }
     return context

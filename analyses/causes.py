@@ -4,7 +4,7 @@ and said no more surely than that evidence allows ('measured', 'likely', 'possib
 from casstrace.analyses.amplification import MMAP_DATA_MODES
 from casstrace.analyses.findings import Finder, FindingContext, Found, find
 from casstrace.analyses.model import Amplification, Cause, Certainty, Execution, Finding, NecessaryRead, NodeIO, Unseen, Verdict
-from casstrace.analyses.necessary import describe
+from casstrace.analyses.necessary import describe, stored_rows
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.units import human_bytes, ratio
 
@@ -53,7 +53,7 @@ def verdict(overall: Amplification, threshold: float, *, min_excess: int, execut
     per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
     rule = f"threshold {threshold:g}x and {human_bytes(min_excess)} per execution"
     if necessary is not None and overall.necessary_bytes is not None:
-        summary = (f"Read {read}{per} from {data_label}; the result needs at least {human_bytes(necessary.bytes)} "
+        summary = (f"Read {read}{per} from {data_label}; the necessary read of its result is {human_bytes(necessary.bytes)} "
                    f"per execution ({describe(necessary)}): {ratio(overall.over_necessary)} the necessary "
                    f"read ({rule})" + (f", {ratio(overall.read)} the {payload}" if payload else "") + f"{carried}.")
     elif base == 0:
@@ -179,9 +179,14 @@ def _read_with_selected_cells_only(context: FindingContext) -> float | None:
 
 
 def _rows_not_returned(context: FindingContext) -> float | None:
-    """Per execution, had Cassandra read only the rows returned: the read in proportion (None: its
-    trace does not say how many rows it read)."""
+    """Per execution, had Cassandra read only the rows returned: the read in proportion (None: how
+    many rows it read is not known). Rows read: Cassandra's trace of a single-partition read counts
+    them before filtering; of a range read, after it, so a scan of the whole table counts the
+    table's rows (its SSTables' statistics)."""
     rows, read_rows = context.rows_per_execution, context.live_rows_read
+    if rows is not None and (not read_rows or read_rows <= rows) and context.schema is not None \
+            and context.select is not None and not set(context.schema.partition_key) <= set(context.select.restrictions):
+        read_rows = stored_rows(context.schema)
     if rows is None or not read_rows or read_rows <= rows:
         return None
     return context.read_per_execution * rows / read_rows
@@ -226,12 +231,14 @@ SMALL_CHUNK_BYTES = 4096      # the chunk length the chunk-overhead fix suggests
 
 
 def _chunk_overhead(context: FindingContext) -> Finding | None:
-    """One compressed chunk read per row for small rows: a cost of latency (decompression) on a
-    point-read table, and of bytes when it explains the read."""
-    schema, rows, payload = context.schema, context.rows, context.payload_bytes
-    if schema is None or not schema.chunk_bytes or not rows or not payload:
+    """One compressed chunk read per row for small rows of a read by partition key: a cost of
+    latency (decompression) on a point-read table, and of bytes when it explains the read."""
+    schema, select, rows, payload = context.schema, context.select, context.rows, context.payload_bytes
+    if schema is None or select is None or not schema.chunk_bytes or not rows or not payload \
+            or not set(schema.partition_key) <= set(select.restrictions):
         return None
-    chunk = (context.necessary.chunk_length if context.necessary else None) or schema.chunk_bytes
+    necessary = context.necessary
+    chunk = (necessary.chunk_length if necessary else None) or schema.chunk_bytes
     if chunk <= SMALL_CHUNK_BYTES:
         return None
     per_row_payload = payload / rows
@@ -239,8 +246,9 @@ def _chunk_overhead(context: FindingContext) -> Finding | None:
     # Only when one chunk per row explains a good part of what was read.
     if per_row_payload * context.threshold > chunk or chunk_cost * 2 < context.data_read_bytes:
         return None
-    stored = context.necessary.unit_bytes if context.necessary else chunk
-    after = context.read_per_execution * SMALL_CHUNK_BYTES / chunk if context.flagged else None
+    stored = necessary.unit_bytes if necessary else chunk
+    # With small chunks each row costs one small chunk (the stored size in proportion).
+    after = (context.rows_per_execution or 0) * stored * SMALL_CHUNK_BYTES / chunk if context.flagged else None
     return Finding(
         cause="compression_chunk_overhead",
         title="Compression chunk overhead: small values, each read as a whole compressed chunk",

@@ -10,7 +10,9 @@ The model
                a stored row (the SSTables' uncompressed bytes per cell, from Statistics.db's cell
                histogram, times the table's regular columns);
              - without a payload (`watch`), the rows returned times the selected cells per row times
-               the stored bytes per cell, as above.
+               the stored bytes per cell, as above; and, since a mean over the table's cells says
+               nothing of one column's, at the least the selected cells' types take (a text or blob
+               cell 1 B): a read flagged against that one only is undetermined.
   chunks     those bytes read in whole compressed chunks: ceil(result / chunk length) chunks of the
              table's chunk_length_in_kb, each costing what a chunk of the table's SSTables really
              takes on disk (their CompressionInfo.db: compressed bytes ÷ chunks, checksums included);
@@ -42,13 +44,20 @@ from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
 
 
+# The value bytes of CQL's fixed-size types; any other type's cell may be as small as 1 B.
+LEAST_CELL_BYTES = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "float": 4, "date": 4, "inet": 4,
+                    "bigint": 8, "double": 8, "timestamp": 8, "time": 8, "counter": 8, "uuid": 16, "timeuuid": 16}
+
+
 def necessary_read(select: Select | None, schema: TableSchema | None, *, payload_bytes: float | None,
-                   rows: float | None, rows_aggregated: int | None) -> NecessaryRead | None:
+                   rows: float | None, rows_aggregated: int | None, least: bool = False) -> NecessaryRead | None:
     """Per execution: `payload_bytes` and `rows` returned by one execution (None: not known),
-    `rows_aggregated` the live rows Cassandra read for it. None when the result cannot be modelled."""
+    `rows_aggregated` the live rows Cassandra read for it. None when the result cannot be modelled.
+    `least`, without a payload: the selected cells at the least their types take (a text or blob
+    cell 1 B), instead of the table's mean cell."""
     if schema is None or select is None:
         return None
-    result = _result_bytes(select, schema, payload_bytes, rows, rows_aggregated)
+    result = _result_bytes(select, schema, payload_bytes, rows, rows_aggregated, least)
     if result is None:
         return None
     result_bytes, basis = result
@@ -74,8 +83,15 @@ def stored_cell_bytes(schema: TableSchema) -> float | None:
     return data / cells if cells else None
 
 
+def stored_rows(schema: TableSchema) -> int | None:
+    """Rows in the table's SSTables (their cells ÷ the regular columns: every column set), None when
+    not recorded: what a scan of the whole table reads."""
+    cells = [sstable["stats"]["cells"] for sstable in schema.storage if "cells" in (sstable.get("stats") or {})]
+    return sum(cells) // max(1, len(schema.regular_columns)) if cells else None
+
+
 def _result_bytes(select: Select, schema: TableSchema, payload_bytes: float | None, rows: float | None,
-                  rows_aggregated: int | None) -> tuple[float, str] | None:
+                  rows_aggregated: int | None, least: bool) -> tuple[float, str] | None:
     cell = stored_cell_bytes(schema)
     regular = max(1, len(schema.regular_columns))
     if select.aggregate:
@@ -85,10 +101,15 @@ def _result_bytes(select: Select, schema: TableSchema, payload_bytes: float | No
                 f"the {rows_aggregated:,} rows aggregated (Cassandra's count) x {cell * regular:,.0f} B stored per row")
     if payload_bytes is not None:
         return payload_bytes, "the payload returned"
-    if rows is None or cell is None:
+    if rows is None:
         return None
-    selected = regular if select.select_all else max(1, len([c for c in select.columns
-                                                            if c in schema.regular_columns]))
+    columns = schema.regular_columns if select.select_all else [c for c in select.columns if c in schema.regular_columns]
+    if least:
+        per_row = sum(LEAST_CELL_BYTES.get(schema.columns[c].get("type", ""), 1) for c in columns) or 1
+        return rows * per_row, f"{rows:,.0f} rows x at least {per_row:,} B of the selected cells (their types)"
+    if cell is None:
+        return None
+    selected = max(1, len(columns))
     return rows * selected * cell, f"{rows:,.0f} rows x {selected} cells x {cell:,.0f} B stored per cell"
 
 

@@ -24,7 +24,7 @@ import shlex
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from casstrace.analyses import causes
@@ -32,7 +32,7 @@ from casstrace.analyses.analysis import DEFAULT_THRESHOLD
 from casstrace.analyses.amplification import data_files
 from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.findings import CassandraCounts, FindingContext
-from casstrace.analyses.model import Finding, Profile
+from casstrace.analyses.model import Finding, NecessaryRead, Profile
 from casstrace.analyses.necessary import necessary_read
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.profile import profile as java_profile
@@ -403,22 +403,32 @@ def _judge(statement: StatementIO, per_component: dict[tuple[str, str], list[flo
     data = [figures for (_, component), figures in per_component.items() if component == "Data"]
     counts = [CassandraCounts(s.live_rows, s.tombstone_cells, s.sstables_merged) for s in sessions]
     rows = statement.rows_per_execution
-    necessary = necessary_read(select, schema, payload_bytes=None, rows=rows,
-                               rows_aggregated=round(rows) if rows is not None else None)
+    aggregated = round(rows) if rows is not None else None
+    necessary, least = (necessary_read(select, schema, payload_bytes=None, rows=rows, rows_aggregated=aggregated,
+                                       least=at_least) for at_least in (False, True))
     read = statement.data_read_bytes_per_execution
+
+    def exceeded(model: NecessaryRead | None) -> bool:
+        return model is not None and causes.exceeds(read * count, model.bytes * count, threshold=DEFAULT_THRESHOLD,
+                                                    min_excess=DEFAULT_MIN_EXCESS, executions=count)
+
+    # The payload is not seen here: flagged against the table's mean cell, undetermined when only
+    # the least the selected cells take says so (`casstrace run` measures the payload).
+    statement.verdict = ("flagged" if exceeded(necessary) else "undetermined" if exceeded(least)
+                         else "not flagged" if necessary is not None else "undetermined")
+    if statement.verdict == "undetermined" and exceeded(least):
+        necessary = least
     statement.necessary_bytes_per_execution = necessary.bytes if necessary else None
-    statement.verdict = ("undetermined" if necessary is None else
-                         "flagged" if causes.exceeds(read * count, necessary.bytes * count, threshold=DEFAULT_THRESHOLD,
-                                                     min_excess=DEFAULT_MIN_EXCESS, executions=count)
-                         else "not flagged")
     syscall = round(sum(f[1] for f in data))
     found = causes.findings(FindingContext(
-        flagged=statement.verdict == "flagged", threshold=DEFAULT_THRESHOLD, executions=count,
+        flagged=exceeded(necessary), threshold=DEFAULT_THRESHOLD, executions=count,
         data_read_bytes=round(read * count), syscall_bytes=syscall,
         cache_outside_syscall_bytes=max(0, round(read * count) - syscall), payload_bytes=None,
         rows=round(rows * count) if rows is not None else None, necessary=necessary, select=select, schema=schema,
         sstables_read=sstables_read, cassandra=counts, cassandra_executions=count,
         disk_access_mode=(meta.get("cassandra") or {}).get("disk_access_mode")))
+    if statement.verdict == "undetermined":   # causes of a read that may not be flagged: possible at most
+        found.causes = [replace(finding, certainty="possible") for finding in found.causes]
     statement.findings = found.causes + found.notes
 
 

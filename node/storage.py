@@ -8,7 +8,7 @@ name (writeUTF), its options (int count, then writeUTF key and value each), int 
 max compressed length (4.0+: 'na' and later; absent from 3.x's 'm*' versions), long uncompressed
 data length, int chunk count, then one long offset per chunk into the Data file.
 
-Statistics.db (4.0+): int component count, int checksum of that table of contents, then (int type,
+Statistics.db: int component count, int checksum of that table of contents (4.0+), then (int type,
 int offset) per component; the STATS component (type 2) starts with two EstimatedHistograms,
 partition sizes in bytes and cells per partition, each an int bucket count then (long lower bound,
 long count) per bucket: a bucket counts values above its lower bound up to the next bucket's.
@@ -23,7 +23,8 @@ from casstrace.traces.sstable_names import parse_sstable_path
 from casstrace.traces.storage import ChunkLayout, SSTableStats, SSTableStorage
 
 STATS_COMPONENT = 2                # MetadataType.STATS
-# SSTable versions whose CompressionInfo.db has the max compressed length (4.0's 'na' and later)
+# SSTable versions before 4.0's 'na' (3.x 'm*'): CompressionInfo.db without the max compressed length,
+# Statistics.db without the checksum of its table of contents
 _NO_MAX_COMPRESSED_LENGTH = ("m",)
 
 
@@ -80,12 +81,13 @@ def _median(histogram: list[tuple[int, int]]) -> int:
     return 0
 
 
-def sstable_stats(data: bytes) -> SSTableStats | None:
+def sstable_stats(data: bytes, version: str) -> SSTableStats | None:
     """Statistics.db's partition-size and cells-per-partition histograms; None when unknown."""
     try:
         reader = _Reader(data)
         (components,) = reader.take("i")
-        reader.take("i")
+        if not version.startswith(_NO_MAX_COMPRESSED_LENGTH):   # 4.0+: the table of contents' checksum
+            reader.take("i")
         offsets = dict(reader.take("ii") for _ in range(components))
         if STATS_COMPONENT not in offsets:
             return None
@@ -126,7 +128,7 @@ def sstable_storage(pid: int, files: list[SSTableFileMeta]) -> list[SSTableStora
         if compression_info is not None and (layout := chunk_layout(compression_info, name.version, data["size"])):
             storage["compression"] = layout
         statistics = _component_bytes(pid, components, "Statistics")
-        if statistics is not None and (stats := sstable_stats(statistics)) is not None:
+        if statistics is not None and (stats := sstable_stats(statistics, name.version)) is not None:
             storage["stats"] = stats
         index = components.get("Index") or components.get("Partitions")
         if index is not None:

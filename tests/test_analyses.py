@@ -322,3 +322,18 @@ def test_a_run_whose_measured_executions_all_failed_is_undetermined(tmp_path):
     verdict = analyse(path).verdict
     assert verdict.status == "undetermined"
     assert "Cannot achieve consistency level THREE" in verdict.summary and "--consistency" in verdict.fix
+
+
+def test_latency_notes_are_reported_below_the_threshold_with_cassandras_counts(tmp_path):
+    query_trace = [{"session_id": "1", "duration_us": 5, "events": [
+        {"activity": "Merged data from memtables and 5 sstables", "source_elapsed_us": 1, "thread": "ReadStage-1"},
+        {"activity": "Read 1 live rows and 1500 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
+    analysis = analyse(synthetic.wide_select_c0(tmp_path / "point.trace", payload=85, data_read=40_000, rows=1,
+                                                query_trace=query_trace))
+    assert analysis.verdict.status == "not flagged"
+    assert analysis.findings == []
+    notes = {note.cause: note for note in analysis.latency_notes}
+    assert set(notes) == {"many_sstables", "tombstones"}
+    assert "merged data from up to 5 SSTables" in notes["many_sstables"].evidence[-1]
+    assert "1 live rows and 1,500 tombstone cells" in notes["tombstones"].evidence[0]
+    assert all(note.read_after_fix_bytes is None for note in notes.values())   # not weighed: not flagged

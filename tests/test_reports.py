@@ -42,7 +42,7 @@ def test_text_report_verdict_tables_and_spectrogram(wide):
     text = render(wide, "text")
     assert text.splitlines()[0] == f"casstrace report: {wide.trace_path}"
     assert "!! 7,606 per-call records were not streamed" in text
-    assert ("VERDICT: FLAGGED  Read 59.7 MiB from demo.wide's Data files; the result needs at least 36.0 KiB per "
+    assert ("VERDICT: FLAGGED  Read 59.7 MiB from demo.wide's Data files; the necessary read of its result is 36.0 KiB per "
             "execution (2 compressed chunks of 16.0 KiB") in text
     assert "1,697x the necessary read (threshold 10x and 64.0 KiB per execution), 3,129x the 19.5 KiB of payload" in text
     assert "once fixed: about 36.0 KiB read per execution instead of 59.7 MiB (100.0% of the excess)" in text
