@@ -139,13 +139,9 @@ def _full_row_read(context: FindingContext) -> Finding | None:
         f"{rows:,} rows returned; {human_bytes(context.data_read_bytes)} read from the Data files: "
         f"{human_bytes(per_row_read)} per row.",
     ]
-    if after is not None and context.payload_bytes:
-        evidence.append(
-            f"The selected values came to {human_bytes(context.payload_bytes)} "
-            f"({human_bytes(context.payload_bytes / rows)} per row); with only them read: about "
-            f"{human_bytes(after)} per execution instead of {human_bytes(context.read_per_execution)}"
-            + (f" (whole {human_bytes(context.necessary.chunk_length)} compression chunks)"
-               if context.necessary and context.necessary.chunk_length else "") + ".")
+    if context.payload_bytes:
+        evidence.append(f"The selected values came to {human_bytes(context.payload_bytes)} "
+                        f"({human_bytes(context.payload_bytes / rows)} per row).")
     certainty: Certainty = "likely" if after and context.read_per_execution >= context.threshold * after else "possible"
     pk = ", ".join(schema.partition_key) or "pk"
     clustering = ", ".join(schema.clustering)
