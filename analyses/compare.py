@@ -277,6 +277,10 @@ def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = No
         Metric("cache_miss_bytes", "Page-cache misses on the Data files", "bytes", a.cache_miss_bytes,
                b.cache_miss_bytes),
         Metric("file_read_bytes", "Read syscalls, all files", "bytes", a.file_read_bytes, b.file_read_bytes),
+        Metric("necessary_bytes", "Necessary read (the least for the result)", "bytes", a.necessary_bytes,
+               b.necessary_bytes),
+        Metric("over_necessary", "Data read ÷ necessary read (the verdict's figure)", "ratio", a.over_necessary,
+               b.over_necessary),
         Metric("amplification", "Amplification (data read ÷ payload)", "ratio", a.amplification, b.amplification),
     ]
     if a.replicas_read is not None or b.replicas_read is not None:

@@ -4,7 +4,11 @@ and the README name exactly these."""
 import re
 from pathlib import Path
 
+import synthetic_traces as synthetic
+
+from casstrace.analyses import analyse
 from casstrace.analyses.causes import CAUSE_FINDERS
+from casstrace.analyses.compare import compare
 from casstrace.analyses.model import CAUSES
 from casstrace.reports import json_report
 
@@ -26,3 +30,15 @@ def test_the_readme_lists_every_cause():
     listed = readme[readme.index("Causes are named only with evidence"):]
     listed = listed[:listed.index("below the threshold")]
     assert set(re.findall(r"`(\w+)`", listed)) == set(CAUSES)
+
+
+def test_compare_s_amplification_gate_is_the_verdict_s_rule(tmp_path):
+    """--max-amplification X fails the second query when it would be flagged at threshold X: the narrow
+    read (1.6x its payload, 0.87x its necessary read) passes at 1.5, the wide read fails at 1,000."""
+    narrow = analyse(synthetic.wide_select_c0(tmp_path / "narrow.trace", data_read=32_084))
+    wide = analyse(synthetic.wide_select_c0(tmp_path / "wide.trace"))
+    assert narrow.overall.read > 1.5 and narrow.overall.over_necessary < 1
+    [passed] = compare(wide, narrow, max_amplification=1.5).gates
+    assert passed.passed, passed.reason
+    [failed] = compare(narrow, wide, max_amplification=1_000).gates
+    assert not failed.passed and "1,697x its necessary read" in failed.reason
