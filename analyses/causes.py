@@ -239,10 +239,11 @@ def _chunk_overhead(context: FindingContext) -> Finding | None:
         return None
     per_row_payload = payload / rows
     chunk_cost = rows * chunk
-    # Only when one chunk per row explains a good part of what was read.
-    if per_row_payload * context.threshold > chunk or chunk_cost * 2 < context.data_read_bytes:
-        return None
     stored = necessary.unit_bytes if necessary else chunk
+    # Only small rows, each read as about a chunk of its own: a chunk per row explains the read (a
+    # full-row read reads far more), and the read is not far less (rows that share their chunks).
+    if per_row_payload * context.threshold > chunk or not rows * stored / 2 <= context.data_read_bytes <= rows * stored * 2:
+        return None
     # With small chunks each row costs one small chunk (the stored size in proportion).
     after = (context.rows_per_execution or 0) * stored * SMALL_CHUNK_BYTES / chunk if context.flagged else None
     return Finding(

@@ -16,11 +16,13 @@ The model
   chunks     those bytes read in whole compressed chunks: ceil(result / chunk length) chunks of the
              table's chunk_length_in_kb, each costing what a chunk of the table's SSTables really
              takes on disk (their CompressionInfo.db: compressed bytes ÷ chunks, checksums included);
-             uncompressed, in whole 4 KiB pages. At least one when the result is not empty.
+             uncompressed, in whole 4 KiB pages. At least one when the result is not empty, and one
+             for each partition found of those an IN list on the partition key names (they lie
+             apart, in token order).
   index      the partition-index lookups the SSTable format needs, one SSTable: BIG reads its
              Index.db entry (one page; the Summary is held in memory, and no read is counted for
              it); BTI walks the Partitions.db trie (one page at least) and, for a partition with a
-             row index, the Rows.db trie (one page).
+             row index, the Rows.db trie (one page); one lookup per partition found.
 
 Its inputs are recorded at run time (meta cassandra.tables[].storage: casstrace.node.storage); a
 trace without them (older traces, a node whose files casstrace could not read) takes a compressed
@@ -62,9 +64,12 @@ def necessary_read(select: Select | None, schema: TableSchema | None, *, payload
         return None
     result_bytes, basis = result
     chunk_length, unit = _unit(schema)
-    units = max(1, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
+    # Partitions named by an IN list lie apart (in token order): each found costs a chunk and a lookup.
+    partitions = schema.partitions_read(select)
+    found = max(1, min(partitions, math.ceil(rows))) if rows is not None else partitions
+    units = max(found, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
     sstable_format = _format(schema)
-    index = _index_bytes(schema, sstable_format)
+    index = _index_bytes(schema, sstable_format) * found
     return NecessaryRead(bytes=units * unit + index, data_bytes=units * unit, index_bytes=index,
                          result_bytes=round(result_bytes), basis=basis, units=units, unit_bytes=unit,
                          chunk_length=chunk_length, sstable_format=sstable_format)

@@ -5,6 +5,7 @@ and reads the three clauses the findings need; anything it does not recognise le
 and the findings then say less rather than guess.
 """
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ class Select:
     restrictions: dict[str, str] = field(default_factory=dict)  # column -> operator ('=', 'IN', '>', ...)
     token_restricted: bool = False         # WHERE token(pk) ...
     has_limit: bool = False
+    in_values: dict[str, int] = field(default_factory=dict)   # column -> values of its IN (...) list
     aggregate: bool = False                # the selection aggregates rows (count, sum, avg, min, max)
     allow_filtering: bool = False
 
@@ -182,6 +184,9 @@ def _read_restrictions(where: list[Token], select: Select) -> None:
             if condition[1].is_word("contains") and len(condition) > 2 and condition[2].is_word("key"):
                 operator = "CONTAINS KEY"
             select.restrictions[head.text] = operator
+            if operator == "IN" and len(condition) > 3 and condition[2].text == "(":
+                items = _until(condition, 3, lambda t: t.text == ")")[0]
+                select.in_values[head.text] = len(_split(items, lambda t: t.text == ","))
 
 
 @dataclass
@@ -196,6 +201,13 @@ class TableSchema:
     compression: dict[str, str]
     sstables: list[SSTableFileMeta]
     storage: list[SSTableStorage] = field(default_factory=list)   # chunks and statistics, when recorded
+
+    def partitions_read(self, select: Select) -> int:
+        """Partitions a SELECT that restricts every partition key column names: the product of their
+        IN lists (1 without IN); 1 for any other SELECT (a scan's partitions are not counted here)."""
+        if not self.partition_key or not set(self.partition_key) <= set(select.restrictions):
+            return 1
+        return math.prod(select.in_values.get(column, 1) for column in self.partition_key)
 
     @property
     def regular_columns(self) -> list[str]:

@@ -328,12 +328,13 @@ def test_latency_notes_are_reported_below_the_threshold_with_cassandras_counts(t
     query_trace = [{"session_id": "1", "duration_us": 5, "events": [
         {"activity": "Merged data from memtables and 5 sstables", "source_elapsed_us": 1, "thread": "ReadStage-1"},
         {"activity": "Read 1 live rows and 1500 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
-    analysis = analyse(synthetic.wide_select_c0(tmp_path / "point.trace", payload=85, data_read=40_000, rows=1,
+    analysis = analyse(synthetic.wide_select_c0(tmp_path / "point.trace", payload=85, data_read=16_384, rows=1,
                                                 query_trace=query_trace))
     assert analysis.verdict.status == "not flagged"
     assert analysis.findings == []
     notes = {note.cause: note for note in analysis.latency_notes}
-    assert set(notes) == {"many_sstables", "tombstones"}
+    # one 16 KiB chunk read whole for 85 B: a point-read table's note
+    assert set(notes) == {"many_sstables", "tombstones", "compression_chunk_overhead"}
     assert "merged data from up to 5 SSTables" in notes["many_sstables"].evidence[-1]
     assert "1 live rows and 1,500 tombstone cells" in notes["tombstones"].evidence[0]
     assert all(note.read_after_fix_bytes is None for note in notes.values())   # not weighed: not flagged

@@ -79,6 +79,8 @@ def test_a_point_read_is_judged_against_one_chunk_as_stored(big, tmp_path):
     assert analysis.overall.read > 100        # the payload basis would have flagged it
     per_execution = analysis.read_per_execution
     assert 0.5 * necessary.bytes <= per_execution <= 2 * necessary.bytes, judged(analysis)
+    # not flagged, and yet a cost of latency: a whole 16 KiB chunk decompressed for one small row
+    assert [note.cause for note in analysis.latency_notes] == ["compression_chunk_overhead"]
 
 
 def _storage(analysis: Analysis) -> list[dict]:

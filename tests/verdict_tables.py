@@ -26,6 +26,8 @@ NOT_FLAGGED = {
     "point read by full primary key": f"SELECT email FROM {KEYSPACE}.users WHERE user_id = 1234",
     "point read, uncompressed table": f"SELECT email FROM {KEYSPACE}.users_plain WHERE user_id = 1234",
     "all columns of one row": f"SELECT * FROM {KEYSPACE}.users WHERE user_id = 77",
+    "point reads of ten keys (IN)": f"SELECT email FROM {KEYSPACE}.users WHERE user_id IN "
+                                    "(5, 42, 77, 500, 1000, 1234, 1500, 2000, 2500, 2999)",
     "time-series slice with LIMIT": f"SELECT ts, value FROM {KEYSPACE}.events WHERE sensor = 1 AND ts < 3000 LIMIT 50",
     "latest rows of a small partition": f"SELECT * FROM {KEYSPACE}.events WHERE sensor = 3 LIMIT 5",
 }
