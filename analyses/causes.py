@@ -181,7 +181,7 @@ def _rows_not_returned(context: FindingContext) -> float | None:
     table's rows (its SSTables' statistics)."""
     rows, read_rows = context.rows_per_execution, context.live_rows_read
     if rows is not None and (not read_rows or read_rows <= rows) and context.schema is not None \
-            and context.select is not None and not set(context.schema.partition_key) <= set(context.select.restrictions):
+            and context.select is not None and not context.schema.reads_partitions(context.select):
         read_rows = stored_rows(context.schema)
     if rows is None or not read_rows or read_rows <= rows:
         return None
@@ -231,7 +231,7 @@ def _chunk_overhead(context: FindingContext) -> Finding | None:
     latency (decompression) on a point-read table, and of bytes when it explains the read."""
     schema, select, rows, payload = context.schema, context.select, context.rows, context.payload_bytes
     if schema is None or select is None or not schema.chunk_bytes or not rows or not payload \
-            or not set(schema.partition_key) <= set(select.restrictions):
+            or not schema.reads_partitions(select):
         return None
     necessary = context.necessary
     chunk = (necessary.chunk_length if necessary else None) or schema.chunk_bytes

@@ -18,7 +18,10 @@ The model
              takes on disk (their CompressionInfo.db: compressed bytes ÷ chunks, checksums included);
              uncompressed, in whole 4 KiB pages. At least one when the result is not empty, and one
              for each partition found of those an IN list on the partition key names (they lie
-             apart, in token order).
+             apart, in token order). A range read (no partition key, or a token range) of a
+             5.0 node's compressed SSTables reads compressed_read_ahead_buffer_size at a time
+             (256 KiB by default; the node's setting, recorded at run time): at least that much, or
+             the table's Data files if smaller.
   index      the partition-index lookups the SSTable format needs, one SSTable: BIG reads its
              Index.db entry (one page; the Summary is held in memory, and no read is counted for
              it); BTI walks the Partitions.db trie (one page at least) and, for a partition with a
@@ -52,11 +55,13 @@ LEAST_CELL_BYTES = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "float"
 
 
 def necessary_read(select: Select | None, schema: TableSchema | None, *, payload_bytes: float | None,
-                   rows: float | None, rows_aggregated: int | None, least: bool = False) -> NecessaryRead | None:
+                   rows: float | None, rows_aggregated: int | None, read_ahead: int | None = None,
+                   least: bool = False) -> NecessaryRead | None:
     """Per execution: `payload_bytes` and `rows` returned by one execution (None: not known),
     `rows_aggregated` the live rows Cassandra read for it. None when the result cannot be modelled.
-    `least`, without a payload: the selected cells at the least their types take (a text or blob
-    cell 1 B), instead of the table's mean cell."""
+    `read_ahead`: the node's compressed_read_ahead_bytes (meta cassandra), what a range read of
+    compressed SSTables reads at a time. `least`, without a payload: the selected cells at the least
+    their types take (a text or blob cell 1 B), instead of the table's mean cell."""
     if schema is None or select is None:
         return None
     result = _result_bytes(select, schema, payload_bytes, rows, rows_aggregated, least)
@@ -68,9 +73,15 @@ def necessary_read(select: Select | None, schema: TableSchema | None, *, payload
     partitions = schema.partitions_read(select)
     found = max(1, min(partitions, math.ceil(rows))) if rows is not None else partitions
     units = max(found, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
+    data_bytes = units * unit
+    stored = sum(sstable.get("data_bytes", 0) for sstable in schema.storage)
+    if read_ahead and chunk_length and stored and not schema.reads_partitions(select):
+        # A range read reads compressed SSTables a read-ahead buffer at a time (5.0+)
+        data_bytes = max(data_bytes, min(read_ahead, stored))
+        basis += f", a range read ({read_ahead // 1024:,} KiB read-ahead)"
     sstable_format = _format(schema)
     index = _index_bytes(schema, sstable_format) * found
-    return NecessaryRead(bytes=units * unit + index, data_bytes=units * unit, index_bytes=index,
+    return NecessaryRead(bytes=data_bytes + index, data_bytes=data_bytes, index_bytes=index,
                          result_bytes=round(result_bytes), basis=basis, units=units, unit_bytes=unit,
                          chunk_length=chunk_length, sstable_format=sstable_format)
 

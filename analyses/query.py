@@ -202,10 +202,16 @@ class TableSchema:
     sstables: list[SSTableFileMeta]
     storage: list[SSTableStorage] = field(default_factory=list)   # chunks and statistics, when recorded
 
+    def reads_partitions(self, select: Select) -> bool:
+        """Whether the SELECT reads partitions by key (every partition key column restricted, no token
+        range), not a range of the table."""
+        return bool(self.partition_key) and set(self.partition_key) <= set(select.restrictions) \
+            and not select.token_restricted
+
     def partitions_read(self, select: Select) -> int:
-        """Partitions a SELECT that restricts every partition key column names: the product of their
-        IN lists (1 without IN); 1 for any other SELECT (a scan's partitions are not counted here)."""
-        if not self.partition_key or not set(self.partition_key) <= set(select.restrictions):
+        """Partitions a SELECT by key names: the product of their IN lists (1 without IN); 1 for a
+        range read (its partitions are not counted here)."""
+        if not self.reads_partitions(select):
             return 1
         return math.prod(select.in_values.get(column, 1) for column in self.partition_key)
 

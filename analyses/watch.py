@@ -404,8 +404,9 @@ def _judge(statement: StatementIO, per_component: dict[tuple[str, str], list[flo
     counts = [CassandraCounts(s.live_rows, s.tombstone_cells, s.sstables_merged) for s in sessions]
     rows = statement.rows_per_execution
     aggregated = round(rows) if rows is not None else None
+    read_ahead = (meta.get("cassandra") or {}).get("compressed_read_ahead_bytes")
     necessary, least = (necessary_read(select, schema, payload_bytes=None, rows=rows, rows_aggregated=aggregated,
-                                       least=at_least) for at_least in (False, True))
+                                       read_ahead=read_ahead, least=at_least) for at_least in (False, True))
     read = statement.data_read_bytes_per_execution
 
     def exceeded(model: NecessaryRead | None) -> bool:

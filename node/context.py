@@ -67,6 +67,18 @@ def disk_access_mode(node_settings: dict[str, str], process: CassandraProcess | 
     return node_settings.get("disk_access_mode") or logged or "unknown"
 
 
+DATA_STORAGE = re.compile(r"^\s*(\d+)\s*(B|KiB|MiB|GiB)\s*$")
+DATA_STORAGE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def read_ahead(node_settings: dict[str, str]) -> CassandraMeta:
+    """meta cassandra's compressed_read_ahead_bytes: compressed_read_ahead_buffer_size (5.0+: what a
+    range read of compressed SSTables reads at a time), {} where the node has no such setting (4.x)
+    or says it in a form not known."""
+    match = DATA_STORAGE.match(node_settings.get("compressed_read_ahead_buffer_size") or "")
+    return {"compressed_read_ahead_bytes": int(match.group(1)) * DATA_STORAGE_UNITS[match.group(2)]} if match else {}
+
+
 def _parse_list_setting(value: str) -> list[str]:
     return [item.strip().strip("'\"") for item in value.strip("[]").split(",") if item.strip()]
 
@@ -194,6 +206,7 @@ def gather(session: Session, process: CassandraProcess | None, prepared: Prepare
         "disk_access_mode": disk_access_mode(node_settings, process),
         "data_file_directories": data_dirs,
         "tables": tables,
+        **read_ahead(node_settings),
     }
 
 

@@ -230,7 +230,7 @@ def _write(writer: TraceWriter, sampled: list[SampledSession], thread_ids: Threa
         node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
         cassandra={"release_version": local.release_version if local else "unknown",
                    "disk_access_mode": context.disk_access_mode(node_settings, process),
-                   "data_file_directories": data_dirs, "tables": tables},
+                   "data_file_directories": data_dirs, "tables": tables, **context.read_ahead(node_settings)},
         watch={"sample_probability": options.probability, "previous_probability": switch.previous,
                "probability_restored": switch.restored, "duration_s": (window[1] - window[0]) / 1e9,
                "start_ns": window[0] - offset, "end_ns": window[1] - offset,

@@ -4,8 +4,8 @@ payload; pathological reads are flagged with the right cause first.
 The truth is how the data was laid out (tables of this module, loaded once per node and kept: a
 table comment marks a finished load): a point read by primary key of ~400 B rows reads one 16 KiB
 chunk; a partition of 2,000 rows of which 1,990 were deleted afterwards (a second SSTable of
-tombstones); a partition written over 12 flushes with compaction off (12 SSTables); a table scan
-that keeps one row. On the test node (5.0, BIG) and a 5.0 node writing BTI (a node of this module,
+tombstones); a partition written over 12 flushes with compaction off (12 SSTables); tables of some
+MB, so that a scan reads well past a 5.0 range read's 256 KiB read-ahead. On the test node (5.0, BIG) and a 5.0 node writing BTI (a node of this module,
 127.0.0.1 on its own ports, left running when it already ran), compressed and not.
 """
 
@@ -94,6 +94,8 @@ def test_pathological_reads_are_flagged_with_the_right_cause_first(big, label, t
     assert analysis.verdict.status == "flagged", judged(analysis)
     assert analysis.findings[0].cause == cause, judged(analysis)
     assert analysis.findings[0].excess_share >= 0.5, judged(analysis)
+    if label == "scan without partition key":
+        assert "whole_partition_scan" in [f.cause for f in analysis.findings], judged(analysis)
 
 
 def test_full_row_read_of_wide_rows_is_flagged_with_its_cause_first(big, demo_tables, tmp_path):

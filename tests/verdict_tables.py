@@ -14,9 +14,11 @@ from casstrace.node.runner import RunOptions, run
 from casstrace.sandbox.control import Sandbox
 
 KEYSPACE = "casstrace_verdicts"
-LOADED = "casstrace verdict classes, loaded v1"     # the last table's comment once its tables are loaded
-USERS = 3_000                     # ~400 B rows: 1.2 MB, 74 chunks of 16 KiB
-SENSOR_ROWS = 4_000               # one wide partition of 200 B rows
+LOADED = "casstrace verdict classes, loaded v2"     # the last table's comment once its tables are loaded
+# A scan must read past a 5.0 range read's 256 KiB read-ahead ten times over to be flagged: the
+# tables scanned hold some MB.
+USERS = 10_000                    # ~400 B rows: 4 MB, ~250 chunks of 16 KiB
+SENSOR_ROWS = 10_000              # one wide partition of ~600 B rows
 SMALL_SENSORS = range(2, 12)      # partitions of SMALL_SENSOR_ROWS rows
 SMALL_SENSOR_ROWS = 20
 QUEUE_ROWS, QUEUE_LIVE = 2_000, 10   # rows of 1,000 B, all but QUEUE_LIVE deleted after a flush
@@ -30,14 +32,16 @@ NOT_FLAGGED = {
                                     "(5, 42, 77, 500, 1000, 1234, 1500, 2000, 2500, 2999)",
     "time-series slice with LIMIT": f"SELECT ts, value FROM {KEYSPACE}.events WHERE sensor = 1 AND ts < 3000 LIMIT 50",
     "latest rows of a small partition": f"SELECT * FROM {KEYSPACE}.events WHERE sensor = 3 LIMIT 5",
+    "first rows of a table (LIMIT, no key)": f"SELECT * FROM {KEYSPACE}.users LIMIT 10",
 }
 FLAGGED = {   # query -> the cause named first
     "partition mostly tombstones": (f"SELECT v FROM {KEYSPACE}.queue WHERE pk = 1", "tombstones"),
     "partition across many SSTables": (f"SELECT * FROM {KEYSPACE}.fragments WHERE pk = 1", "many_sstables"),
     "filtering scan": (f"SELECT user_id FROM {KEYSPACE}.users WHERE email = 'user42@example.com' ALLOW FILTERING",
                        "whole_partition_scan"),
-    "scan without partition key": (f"SELECT * FROM {KEYSPACE}.events WHERE ts = 7 ALLOW FILTERING",
-                                   "whole_partition_scan"),
+    # Every row, one small column: what is not needed is the other cells of each row (a clustering
+    # restriction without partition key is no such case: Cassandra seeks to the rows in each partition).
+    "scan without partition key": (f"SELECT name FROM {KEYSPACE}.users", "full_row_read"),
     "wide partition without clustering restriction": (
         f"SELECT ts, value FROM {KEYSPACE}.events WHERE sensor = 1 AND status = 'alarm' ALLOW FILTERING",
         "whole_partition_scan"),
@@ -73,7 +77,7 @@ def load(node: Sandbox, *, pathological: bool = True) -> None:
             insert = session.prepare(f"INSERT INTO {KEYSPACE}.{table} (user_id, name, email, bio) VALUES (?, ?, ?, ?)")
             execute_concurrent_with_args(session, insert, users, concurrency=64, raise_on_first_error=True)
         insert = session.prepare(f"INSERT INTO {KEYSPACE}.events (sensor, ts, status, value) VALUES (?, ?, ?, ?)")
-        events = [(1, ts, "alarm" if ts == 1_500 else "ok", values.randbytes(100).hex()) for ts in range(SENSOR_ROWS)]
+        events = [(1, ts, "alarm" if ts == 1_500 else "ok", values.randbytes(300).hex()) for ts in range(SENSOR_ROWS)]
         events += [(sensor, ts, "ok", values.randbytes(100).hex())
                    for sensor in SMALL_SENSORS for ts in range(SMALL_SENSOR_ROWS)]
         execute_concurrent_with_args(session, insert, events, concurrency=64, raise_on_first_error=True)

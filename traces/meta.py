@@ -41,6 +41,7 @@ class CassandraMeta(TypedDict, total=False):
     disk_access_mode: str   # as the node reports it ('standard' for mmap_index_only), or 'unknown'
     data_file_directories: list[str]
     tables: list[TableMeta]
+    compressed_read_ahead_bytes: int   # 5.0+: what a range read of compressed SSTables reads at a time
 
 
 class QueryTraceEvent(TypedDict):

@@ -56,6 +56,8 @@ Meta keys (values are JSON)
   query              str, keyspace str, consistency str, page_size int (run only)
   node               {"host": str, "port": int, "pid": int}
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
+                      "compressed_read_ahead_bytes": int (5.0+'s compressed_read_ahead_buffer_size: a range
+                      read of compressed SSTables reads this much at a time; absent: no such setting),
                       "tables": [{"keyspace", "table", "id", "columns": [{"name","type","kind"}],
                                   "partition_key": [str], "clustering": [str],
                                   "compression": {...}, "sstables": [{"path","size"}],
@@ -136,7 +138,8 @@ Format history
      executions.coordinator; query_trace events' source; meta replicas (several nodes, above).
      The threads table's key became (node_id, tid). Older traces read as one node with no nodes rows.
      Later in format 3: meta cassandra.tables[].storage (the SSTables' chunks and statistics, for the
-     necessary read); a trace without it takes a compressed chunk at its full length.
+     necessary read) and cassandra.compressed_read_ahead_bytes; a trace without them takes a
+     compressed chunk at its full length, and no read-ahead.
 """
 
 import bisect
