@@ -8,14 +8,15 @@ reports render (model.py, units.py).
 May import: casstrace.traces (to read a trace), errors. Never probes, node, sandbox, reports or cli.
 
 Public API:
-    analyse(trace_or_path, threshold=10.0) -> Analysis   every analysis of one trace
+    analyse(trace_or_path, threshold=10.0, min_excess=64 KiB) -> Analysis   every analysis of one trace
     Analysis and its parts (FileIO, SSTableIO, AccessPattern, Spectrogram, Amplification, Execution,
     Finding, Verdict) in casstrace.analyses.model; casstrace.reports renders them.
 """
 
 from casstrace.analyses.analysis import DEFAULT_THRESHOLD, analyse
+from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.model import (AccessPattern, Amplification, Analysis, Execution, FileIO, Finding,
                                       Spectrogram, SSTableIO, Verdict)
 
-__all__ = ["analyse", "DEFAULT_THRESHOLD", "Analysis", "AccessPattern", "Amplification", "Execution", "FileIO",
+__all__ = ["analyse", "DEFAULT_THRESHOLD", "DEFAULT_MIN_EXCESS", "Analysis", "AccessPattern", "Amplification", "Execution", "FileIO",
            "Finding", "Spectrogram", "SSTableIO", "Verdict"]

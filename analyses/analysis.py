@@ -9,7 +9,10 @@ from casstrace.analyses import causes
 from casstrace.analyses import nodes as cluster_nodes
 from casstrace.analyses.access import access_patterns
 from casstrace.analyses.file_io import file_io, group_by_sstable
-from casstrace.analyses.model import Analysis, Execution
+from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
+from casstrace.analyses.findings import FindingContext, live_rows, trace_counts
+from casstrace.analyses.model import Analysis, Execution, NecessaryRead
+from casstrace.analyses.necessary import against_necessary, necessary_read
 from casstrace.analyses.profile import evidence as profile_evidence
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import TableSchema, find_table, parse_select
@@ -24,19 +27,21 @@ MEASURE_NAMES = {"syscalls": "read/write/lseek syscalls", "offsets": "file offse
 DEFAULT_THRESHOLD = 10.0
 
 
-def analyse(trace: Trace | str | os.PathLike[str], threshold: float = DEFAULT_THRESHOLD) -> Analysis:
-    """Analyse an open Trace, or the trace file at a path (CasstraceError when it is not a whole trace)."""
+def analyse(trace: Trace | str | os.PathLike[str], threshold: float = DEFAULT_THRESHOLD,
+            min_excess: int = DEFAULT_MIN_EXCESS) -> Analysis:
+    """Analyse an open Trace, or the trace file at a path (CasstraceError when it is not a whole trace).
+    The verdict: flagged at `threshold` x the necessary read and `min_excess` bytes per execution past it."""
     if not isinstance(trace, Trace):
         with Trace(trace) as opened:
-            return analyse(opened, threshold)
+            return analyse(opened, threshold, min_excess)
     try:
-        return _analyse(trace, threshold)
+        return _analyse(trace, threshold, min_excess)
     except sqlite3.DatabaseError as error:
         raise CasstraceError(f"{trace.path} is not a whole casstrace trace ({error})",
                              "the file is damaged or truncated: take the trace again, or copy it whole") from None
 
 
-def _analyse(trace: Trace, threshold: float) -> Analysis:
+def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
     meta = trace.meta
     select = parse_select(meta.get("query"))
     keyspace = (select.keyspace if select and select.keyspace else None) or meta.get("keyspace")
@@ -71,35 +76,52 @@ def _analyse(trace: Trace, threshold: float) -> Analysis:
                                 query_trace=meta.get("query_trace") or [],
                                 coordinators=sorted({row["coordinator"] for row in execution_rows
                                                      if row.get("coordinator")}))
-    verdict = causes.verdict(overall, threshold, data_label=data_label, backend=meta.get("backend"),
+    counts = trace_counts(meta.get("query_trace") or [])
+
+    def necessary_of(payload_bytes: float | None, rows: float | None) -> NecessaryRead | None:
+        return necessary_read(select, schema, payload_bytes=payload_bytes, rows=rows,
+                              rows_aggregated=live_rows(counts), read_ahead=cassandra.get("compressed_read_ahead_bytes"))
+
+    for execution in executions:
+        if execution.amplification is not None:
+            execution.amplification = against_necessary(
+                execution.amplification, necessary_of(execution.payload_bytes, execution.rows), 1)
+    runs = max(1, len(measured))
+    rows = _sum_or_none([e.rows for e in measured]) if measured else None
+    necessary = necessary_of(payload / runs if payload is not None else None, rows / runs if rows is not None else None)
+    overall = against_necessary(overall, necessary, runs)
+    verdict = causes.verdict(overall, threshold, min_excess=min_excess, executions=runs, necessary=necessary,
+                             data_label=data_label, backend=meta.get("backend"),
                              page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
                              unseen=unseen, lower_bound=any(not node.captured for node in nodes))
     verdict = causes.failed_run(executions, verdict.notes) or verdict
     if table is None:
         verdict.notes.append("The query is not recorded (or not a SELECT): every user table's Data files were counted.")
-    data_file_io = [f for f in files if f.file_id in data]
-    found = causes.findings(
-        overall=overall, flagged=verdict.status == "flagged", threshold=threshold, select=select, schema=schema,
-        measured=measured, data_files=data_file_io, query_trace=meta.get("query_trace") or [],
+    found = causes.findings(FindingContext(
+        flagged=verdict.status == "flagged", threshold=threshold, executions=runs,
+        data_read_bytes=overall.data_read_bytes, syscall_bytes=overall.syscall_bytes,
+        cache_outside_syscall_bytes=overall.cache_outside_syscall_bytes, payload_bytes=payload, rows=rows,
+        necessary=necessary, select=select, schema=schema,
+        sstables_read=[e.amplification.sstables_read for e in measured if e.amplification],
+        cassandra=counts, data_files=[f for f in files if f.file_id in data],
         page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
-    )
+        nodes=nodes, consistency=consistency))
     if nodes:
         verdict = causes.cluster_verdict(verdict, nodes, consistency, full_row=any(
-            finding.cause == "full_row_read" for finding in found))
-        if finding := causes.replica_reads(nodes, consistency):
-            found.append(finding)
+            finding.cause == "full_row_read" for finding in found.causes))
     profiled = java_profile(trace, window_ids, sorted(data))
-    if profiled is not None and found:
-        found[0].evidence.extend(profile_evidence(profiled))
+    if profiled is not None and found.causes:
+        found.causes[0].evidence.extend(profile_evidence(profiled))
     return Analysis(
         trace_path=str(trace.path), complete=trace.complete, warnings=_warnings(trace, executions),
         measures={name: trace.measured(name) for name in MEASURE_NAMES},
         query=meta.get("query"), keyspace=keyspace, table=table, scope=scope, threshold=threshold,
-        executions=executions, overall=overall, warmup=warmup, verdict=verdict, findings=found,
+        executions=executions, overall=overall, warmup=warmup, verdict=verdict, findings=found.causes,
         files=files, sstables=group_by_sstable(files), access=access_patterns(trace, files),
         spectrograms=spectrograms(trace), latencies=latency_percentiles(trace),
         query_trace=meta.get("query_trace") or [],
         context=_context(meta, schema), profile=profiled, nodes=nodes, consistency=consistency,
+        necessary=necessary, min_excess=min_excess, latency_notes=found.notes,
     )
 
 
@@ -159,6 +181,6 @@ def _context(meta: dict[str, Any], schema: TableSchema | None) -> dict[str, Any]
             "keyspace": schema.keyspace, "table": schema.table,
             "columns": [{"name": c["name"], "type": c.get("type"), "kind": c.get("kind")} for c in schema.columns.values()],
             "partition_key": schema.partition_key, "clustering": schema.clustering,
-            "compression": schema.compression, "sstables": schema.sstables,
+            "compression": schema.compression, "sstables": schema.sstables, "storage": schema.storage,
         }
     return context

@@ -1,62 +1,82 @@
 """The verdict, and the causes the trace gives evidence for. A cause is named only with its evidence,
 and said no more surely than that evidence allows ('measured', 'likely', 'possible')."""
 
-import math
-from collections.abc import Iterator
-
 from casstrace.analyses.amplification import MMAP_DATA_MODES
-from casstrace.analyses.model import Amplification, Execution, FileIO, Finding, NodeIO, Unseen, Verdict
+from casstrace.analyses.findings import Finder, FindingContext, Found, find
+from casstrace.analyses.model import Amplification, Cause, Certainty, Execution, Finding, NecessaryRead, NodeIO, Unseen, Verdict
+from casstrace.analyses.necessary import describe, stored_rows
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
-from casstrace.analyses.query import Select, TableSchema
 from casstrace.analyses.units import human_bytes, ratio
-from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
-from casstrace.traces.meta import QueryTraceEvent, QueryTraceSession
 
 MANY_SSTABLES = 4
 TOMBSTONE_WARN = 1000                          # Cassandra's default tombstone_warn_threshold
 
 
-def verdict(overall: Amplification, threshold: float, *, data_label: str, backend: str | None,
-            page_cache_measured: bool, disk_access_mode: str | None, unseen: Unseen | None,
-            lower_bound: bool = False) -> Verdict:
-    """The verdict on the figure. `unseen`: why some reads of the table's Data files may be in no
-    measure (mapped files nothing could see), which stops a figure below the threshold from clearing
-    the query: no verdict from absence of evidence. `lower_bound`: a node of the query was not
-    captured, so the figure is the least that was read."""
+DEFAULT_MIN_EXCESS = 64 * 1024   # bytes per execution past the necessary read below which nothing is flagged
+
+
+def verdict(overall: Amplification, threshold: float, *, min_excess: int, executions: int,
+            necessary: NecessaryRead | None, data_label: str, backend: str | None, page_cache_measured: bool,
+            disk_access_mode: str | None, unseen: Unseen | None, lower_bound: bool = False) -> Verdict:
+    """The verdict: flagged when the Data bytes read are at least `threshold` x the necessary read
+    (analyses.necessary) and exceed it by at least `min_excess` per execution, so a query that reads
+    what its result needs is never flagged, however small its payload. Without a necessary read (no
+    query or table known) the payload, or the wire bytes, stand in for it.
+    `unseen`: why some reads of the table's Data files may be in no measure (mapped files nothing
+    could see), which stops a figure below the threshold from clearing the query: no verdict from
+    absence of evidence. `lower_bound`: a node of the query was not captured, so the figure is the
+    least that was read. `executions`: how many executions the figures cover (at least 1)."""
     notes = _measurement_notes(page_cache_measured, backend, disk_access_mode)
     read = ("at least " if lower_bound else "") + human_bytes(overall.data_read_bytes)
-    if overall.basis is None:
+    if overall.necessary_bytes is None and overall.basis is None:
         if not overall.data_read_bytes:
             return Verdict("undetermined", f"Nothing was read from {data_label}, and the trace records neither the"
                                            " payload nor the bytes sent to the client: there is no query to judge"
                                            " in this capture.", notes)
         return Verdict("undetermined", f"Read {read} from {data_label}, but the trace records "
                                        "neither the payload nor the bytes sent to the client to compare it with.", notes)
-    against = (f"{human_bytes(overall.basis_bytes)} of payload" if overall.basis == "payload" else
-               f"{human_bytes(overall.basis_bytes)} sent to the client (wire bytes: the trace has no driver payload)")
+    payload = None
+    if overall.basis is not None:
+        payload = (f"{human_bytes(overall.basis_bytes)} of payload" if overall.basis == "payload" else
+                   f"{human_bytes(overall.basis_bytes)} sent to the client (wire bytes: the trace has no driver payload)")
     carried = f"; most of it seen by {overall.carried_by}" if overall.carried_by else ""
-    if overall.basis_bytes == 0:
-        if not overall.data_read_bytes:
-            # Typically a capture of something other than a Cassandra query: saying "not flagged"
-            # would vouch for a query that never ran.
-            return Verdict("undetermined", f"Nothing was read from {data_label} and nothing was returned "
-                                           f"({against}): there is no query to judge in this capture.", notes)
-        return Verdict("flagged", f"Read {read} from {data_label} to return nothing ({against}){carried}.", notes)
-    summary = (f"Read {read} from {data_label} for {against}: "
-               f"{ratio(overall.read)} (threshold {threshold:g}x){carried}.")
-    assert overall.read is not None     # a basis of more than 0 bytes gives a ratio
-    if overall.read >= threshold:
-        if overall.read_least is not None and overall.data_read_least_bytes is not None \
-                and overall.read_least < threshold:
+    if not overall.data_read_bytes and not overall.basis_bytes:
+        # Typically a capture of something other than a Cassandra query: saying "not flagged"
+        # would vouch for a query that never ran.
+        return Verdict("undetermined", f"Nothing was read from {data_label} and nothing was returned "
+                                       f"({payload}): there is no query to judge in this capture.", notes)
+    base = overall.necessary_bytes if overall.necessary_bytes is not None else overall.basis_bytes or 0
+
+    def flagged(data_read: int) -> bool:
+        return exceeds(data_read, base, threshold=threshold, min_excess=min_excess, executions=executions)
+
+    per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
+    rule = f"threshold {threshold:g}x and {human_bytes(min_excess)} per execution"
+    if necessary is not None and overall.necessary_bytes is not None:
+        summary = (f"Read {read}{per} from {data_label}; the necessary read of its result is {human_bytes(necessary.bytes)} "
+                   f"per execution ({describe(necessary)}): {ratio(overall.over_necessary)} the necessary "
+                   f"read ({rule})" + (f", {ratio(overall.read)} the {payload}" if payload else "") + f"{carried}.")
+    elif base == 0:
+        summary = f"Read {read}{per} from {data_label} to return nothing ({payload}; {rule}){carried}."
+    else:
+        summary = f"Read {read}{per} from {data_label} for {payload}: {ratio(overall.read)} ({rule}){carried}."
+    if flagged(overall.data_read_bytes):
+        if overall.data_read_least_bytes is not None and not flagged(overall.data_read_least_bytes):
             return Verdict("undetermined", summary + " But the JVM maps parts of these files with 2 MiB entries, "
                            "whose one accessed bit marks 2 MiB however little was read: the query read between "
-                           f"{human_bytes(overall.data_read_least_bytes)} ({ratio(overall.read_least)}) and {read}.",
+                           f"{human_bytes(overall.data_read_least_bytes)} and {read}.",
                            notes, fix=HUGE_MAPPINGS_FIX)
         return Verdict("flagged", summary, notes)
     if unseen is not None:
         return Verdict("undetermined", f"{summary} {unseen.reason}, so the figure cannot clear the query.", notes,
                        fix=unseen.fix)
     return Verdict("not flagged", summary, notes)
+
+
+def exceeds(data_read: float, necessary: float, *, threshold: float, min_excess: float, executions: int) -> bool:
+    """The rule of every verdict (run, watch, compare's gate): over `executions` executions, the read
+    is at least `threshold` x the necessary one, and past it by at least `min_excess` per execution."""
+    return (data_read - necessary) / executions >= min_excess and data_read >= threshold * necessary
 
 
 def failed_run(executions: list[Execution], notes: list[str]) -> Verdict | None:
@@ -92,58 +112,37 @@ def _measurement_notes(page_cache_measured: bool, backend: str | None, disk_acce
     return notes
 
 
-def findings(*, overall: Amplification, flagged: bool, threshold: float, select: Select | None,
-             schema: TableSchema | None, measured: list[Execution], data_files: list[FileIO],
-             query_trace: list[QueryTraceSession], page_cache_measured: bool, disk_access_mode: str | None) -> list[Finding]:
-    known_rows = [e.rows for e in measured if e.rows is not None]
-    rows = sum(known_rows) if measured and len(known_rows) == len(measured) else None
-    found: list[Finding] = []
-    if flagged:
-        for finder in (_full_row_read, _whole_partition_scan, _chunk_overhead):
-            finding = finder(overall, threshold, select, schema, rows)
-            if finding:
-                found.append(finding)
-        if finding := _readahead_or_mmap(overall, disk_access_mode):
-            found.append(finding)
-        merged = [int(m.group(1)) for event in _trace_events(query_trace)
-                  if (m := MERGED_SSTABLES.search(event.get("activity", "")))]
-        if finding := many_sstables(measured, merged):
-            found.append(finding)
-    if finding := _tombstones(query_trace):
-        found.append(finding)
-    if page_cache_measured and (finding := _cold_cache(overall, data_files)):
-        found.append(finding)
-    return found
+# -- the causes: one finder each (analyses.findings.Finder) -------------------------------------------
+# A finder that names a cost in bytes answers only for a flagged read and estimates the Data bytes
+# per execution once its fix is made (Finding.read_after_fix_bytes); the seam weighs them.
 
 
-def _full_row_read(overall: Amplification, threshold: float, select: Select | None, schema: TableSchema | None,
-                   rows: int | None) -> Finding | None:
-    if select is None or select.select_all or schema is None:
+def _full_row_read(context: FindingContext) -> Finding | None:
+    select, schema, rows = context.select, context.schema, context.rows
+    if not context.flagged or select is None or select.select_all or schema is None or not rows:
         return None
     regular = schema.regular_columns
     selected = [c for c in select.columns if c in regular]
     unselected = [c for c in regular if c not in select.columns]
-    if not unselected or not rows:
+    if not unselected:
         return None
-    per_row_read = overall.data_read_bytes / rows
+    after = _read_with_selected_cells_only(context)
+    excess = context.excess_per_execution
+    # The advice is for rows whose unselected cells are most of the excess, not for a scan of rows
+    # the result does not need, whose fix is another.
+    if after is not None and excess and context.read_per_execution - after < excess / 2:
+        return None
+    per_row_read = context.data_read_bytes / rows
     evidence = [
         f"The query selects {len(selected)} of the table's {len(regular)} regular columns "
         f"({_names(selected) or 'none'}); {len(unselected)} others ({_names(unselected)}) live in the same rows.",
-        f"{rows:,} rows returned; {human_bytes(overall.data_read_bytes)} read from the Data files: "
+        f"{rows:,} rows returned; {human_bytes(context.data_read_bytes)} read from the Data files: "
         f"{human_bytes(per_row_read)} per row.",
     ]
-    selection_bytes = None
-    if overall.basis == "payload" and overall.payload_bytes:
-        per_row_payload = overall.payload_bytes / rows
-        chunk = schema.chunk_bytes
-        # Stored apart, the selected values would be read whole compression chunks at a time at worst.
-        selection_bytes = math.ceil(overall.payload_bytes / chunk) * chunk if chunk else overall.payload_bytes
-        evidence.append(
-            f"The selected values came to {human_bytes(overall.payload_bytes)} ({human_bytes(per_row_payload)} per row); "
-            f"read alone they would need about {human_bytes(selection_bytes)}"
-            + (f" (whole {human_bytes(chunk)} compression chunks)" if chunk else "")
-            + f", {ratio(overall.data_read_bytes / selection_bytes)} less than was read.")
-    certainty = "likely" if selection_bytes and overall.data_read_bytes >= threshold * selection_bytes else "possible"
+    if context.payload_bytes:
+        evidence.append(f"The selected values came to {human_bytes(context.payload_bytes)} "
+                        f"({human_bytes(context.payload_bytes / rows)} per row).")
+    certainty: Certainty = "likely" if after and context.read_per_execution >= context.threshold * after else "possible"
     pk = ", ".join(schema.partition_key) or "pk"
     clustering = ", ".join(schema.clustering)
     return Finding(
@@ -159,112 +158,178 @@ def _full_row_read(overall: Amplification, threshold: float, select: Select | No
             "Columns always written together and never updated alone can share a frozen UDT (one cell instead "
             "of many, less per-cell cost); it does not make reading one of them cheaper.",
         ],
+        read_after_fix_bytes=after,
     )
 
 
-def _whole_partition_scan(overall: Amplification, threshold: float, select: Select | None,
-                          schema: TableSchema | None, rows: int | None) -> Finding | None:
-    if select is None or schema is None or select.token_restricted:
+def _read_with_selected_cells_only(context: FindingContext) -> float | None:
+    """Per execution, once the selected cells are stored apart from the others: the rows Cassandra
+    read that the result needs, with only the selected values, plus whatever else was read (rows the
+    result does not need)."""
+    necessary, rows, payload = context.necessary, context.rows_per_execution, context.payload_per_execution
+    if necessary is None or not rows or payload is None:
+        return None
+    read_rows = max(rows, context.live_rows_read or 0)
+    returned = rows / read_rows
+    return (1 - returned) * context.read_per_execution + returned * necessary.reading(payload)
+
+
+def _rows_not_returned(context: FindingContext) -> float | None:
+    """Per execution, had Cassandra read only the rows returned: the read in proportion (None: how
+    many rows it read is not known). Rows read: Cassandra's trace of a single-partition read counts
+    them before filtering; of a range read, after it, so a scan of the whole table counts the
+    table's rows (its SSTables' statistics)."""
+    rows, read_rows = context.rows_per_execution, context.live_rows_read
+    if rows is not None and (not read_rows or read_rows <= rows) and context.schema is not None \
+            and context.select is not None and not context.schema.reads_partitions(context.select):
+        read_rows = stored_rows(context.schema)
+    if rows is None or not read_rows or read_rows <= rows:
+        return None
+    return context.read_per_execution * rows / read_rows
+
+
+def _whole_partition_scan(context: FindingContext) -> Finding | None:
+    select, schema = context.select, context.schema
+    if not context.flagged or select is None or schema is None or select.token_restricted:
         return None
     restricted = set(select.restrictions)
+    read_rows = context.live_rows_read
+    counted = (f" Cassandra read {read_rows:,.0f} live rows to return {context.rows_per_execution:,.0f}."
+               if read_rows is not None and context.rows_per_execution is not None else "")
     if not set(schema.partition_key) <= restricted:
         return Finding(
             cause="whole_partition_scan", title="No partition key restriction: the query scans the table",
             certainty="measured",
-            evidence=[f"WHERE does not restrict the partition key ({_names(schema.partition_key)})."],
-            suggestion=["Query by partition key; a table scan reads every SSTable whatever the selection."],
+            evidence=[f"WHERE does not restrict the partition key ({_names(schema.partition_key)})"
+                      + (" and ALLOW FILTERING discards the rows that do not match." if select.allow_filtering
+                         else ".") + counted],
+            suggestion=["Query by partition key (a table whose partition key is what you filter on); a table scan "
+                        "reads every SSTable whatever the selection."],
+            read_after_fix_bytes=_rows_not_returned(context),
         )
     if not schema.clustering or restricted & set(schema.clustering) or select.has_limit:
         return None
+    rows = context.rows
     return Finding(
         cause="whole_partition_scan",
         title="Whole-partition read: no clustering restriction, every row of the partition is read",
         certainty="measured",
         evidence=[f"WHERE restricts only the partition key; clustering columns ({_names(schema.clustering)}) "
-                  f"are not restricted" + (f", and {rows:,} rows came back." if rows else ".")],
+                  f"are not restricted" + (f", and {rows:,} rows came back." if rows else ".") + counted],
         suggestion=[f"Restrict the clustering columns (e.g. {schema.clustering[0]} >= ? AND {schema.clustering[0]} < ?) "
                     "or add LIMIT; after the clustering-row refactor the column to read becomes a clustering key "
                     "you can restrict."],
+        read_after_fix_bytes=_rows_not_returned(context),
     )
 
 
-def _chunk_overhead(overall: Amplification, threshold: float, select: Select | None, schema: TableSchema | None,
-                    rows: int | None) -> Finding | None:
-    if schema is None or not schema.chunk_bytes or not rows or overall.basis != "payload" or not overall.payload_bytes:
+SMALL_CHUNK_BYTES = 4096      # the chunk length the chunk-overhead fix suggests
+
+
+def _chunk_overhead(context: FindingContext) -> Finding | None:
+    """One compressed chunk read per row for small rows of a read by partition key: a cost of
+    latency (decompression) on a point-read table, and of bytes when it explains the read."""
+    schema, select, rows, payload = context.schema, context.select, context.rows, context.payload_bytes
+    if schema is None or select is None or not schema.chunk_bytes or not rows or not payload \
+            or not schema.reads_partitions(select):
         return None
-    chunk = schema.chunk_bytes
-    per_row_payload = overall.payload_bytes / rows
+    necessary = context.necessary
+    chunk = (necessary.chunk_length if necessary else None) or schema.chunk_bytes
+    if chunk <= SMALL_CHUNK_BYTES:
+        return None
+    per_row_payload = payload / rows
     chunk_cost = rows * chunk
-    # Only when one chunk per row explains a good part of what was read.
-    if per_row_payload * threshold > chunk or chunk_cost * 2 < overall.data_read_bytes:
+    stored = necessary.unit_bytes if necessary else chunk
+    # Only small rows, each read as about a chunk of its own: a chunk per row explains the read (a
+    # full-row read reads far more), and the read is not far less (rows that share their chunks).
+    if per_row_payload * context.threshold > chunk or not rows * stored / 2 <= context.data_read_bytes <= rows * stored * 2:
         return None
+    # With small chunks each row costs one small chunk (the stored size in proportion).
+    after = (context.rows_per_execution or 0) * stored * SMALL_CHUNK_BYTES / chunk if context.flagged else None
     return Finding(
         cause="compression_chunk_overhead",
         title="Compression chunk overhead: small values, each read as a whole compressed chunk",
         certainty="possible",
         evidence=[f"{human_bytes(per_row_payload)} returned per row, while Cassandra reads and decompresses whole "
-                  f"{human_bytes(chunk)} chunks ({schema.compressor}); one chunk per row is {human_bytes(chunk_cost)}, "
-                  f"against {human_bytes(overall.data_read_bytes)} read."],
-        suggestion=[f"Try a smaller chunk: ALTER TABLE {schema.keyspace}.{schema.table} WITH compression = "
-                    f"{{'class': '{schema.compressor}', 'chunk_length_in_kb': 4}}, then `nodetool upgradesstables -a` "
-                    "to rewrite the SSTables (costs some compression ratio and CompressionInfo memory)."],
+                  f"{human_bytes(chunk)} chunks ({schema.compressor}, {human_bytes(stored)} each as stored); one "
+                  f"chunk per row is {human_bytes(chunk_cost)}, against {human_bytes(context.data_read_bytes)} read."],
+        suggestion=[f"If the table is mostly read by key, try a smaller chunk: ALTER TABLE {schema.keyspace}.{schema.table} "
+                    f"WITH compression = {{'class': '{schema.compressor}', 'chunk_length_in_kb': 4}}, then "
+                    "`nodetool upgradesstables -a` to rewrite the SSTables (costs some compression ratio and "
+                    "CompressionInfo memory)."],
+        read_after_fix_bytes=after,
     )
 
 
-def _readahead_or_mmap(overall: Amplification, disk_access_mode: str | None) -> Finding | None:
-    outside = overall.cache_outside_syscall_bytes
-    if not outside or outside <= overall.syscall_bytes:
+def _readahead_or_mmap(context: FindingContext) -> Finding | None:
+    outside = context.cache_outside_syscall_bytes
+    if not context.flagged or not outside or outside <= context.syscall_bytes:
         return None
-    mode = (disk_access_mode or "unknown").lower()
-    if mode in MMAP_DATA_MODES or overall.syscall_bytes == 0:
+    after = context.read_per_execution - outside / context.executions
+    mode = (context.disk_access_mode or "unknown").lower()
+    if mode in MMAP_DATA_MODES or context.syscall_bytes == 0:
         return Finding(
             cause="readahead_inflation",
             title="Reads through memory-mapped Data files, inflated by readahead",
-            certainty="measured" if overall.syscall_bytes == 0 else "likely",
-            evidence=[f"Read syscalls returned {human_bytes(overall.syscall_bytes)} from the Data files, yet the page "
+            certainty="measured" if context.syscall_bytes == 0 else "likely",
+            evidence=[f"Read syscalls returned {human_bytes(context.syscall_bytes)} from the Data files, yet the page "
                       f"cache filled {human_bytes(outside)} more for them (disk_access_mode: {mode}): page faults "
                       "on memory maps, each bringing in a readahead window."],
             suggestion=["Set disk_access_mode: mmap_index_only (the 5.0 default) or standard in cassandra.yaml so "
                         "Data files are read with syscalls of the size Cassandra asks for.",
                         "Or lower the device readahead (blockdev --setra) for random-read workloads."],
+            read_after_fix_bytes=after,
         )
     return Finding(
         cause="readahead_inflation",
         title="Readahead inflation: the page cache filled far more than the reads asked for",
         certainty="measured",
         evidence=[f"The page cache filled {human_bytes(outside)} of the Data files outside the pages read syscalls "
-                  f"returned ({human_bytes(overall.syscall_bytes)})."],
+                  f"returned ({human_bytes(context.syscall_bytes)})."],
         suggestion=["Lower the device readahead (blockdev --setra) for random reads, and check disk_access_mode "
                     f"(now {mode})."],
+        read_after_fix_bytes=after,
     )
 
 
-def many_sstables(measured: list[Execution], merged: list[int]) -> Finding | None:
+def _many_sstables(context: FindingContext) -> Finding | None:
     """SSTables read per execution (Data files the probes saw read), and merged per read as Cassandra's
     trace says ('Merged data from memtables and N sstables')."""
-    per_execution = [e.amplification.sstables_read for e in measured if e.amplification]
-    most = max(per_execution + merged, default=0)
+    merged = [c.sstables_merged for c in context.cassandra if c.sstables_merged is not None]
+    most = max(context.sstables_read + merged, default=0)
     if most < MANY_SSTABLES:
         return None
     evidence = []
-    if per_execution:
-        evidence.append(f"Up to {max(per_execution)} SSTables' Data files read in one execution.")
+    if context.sstables_read:
+        evidence.append(f"Up to {max(context.sstables_read)} SSTables' Data files read in one execution.")
     if merged:
         evidence.append(f"Cassandra's query trace: merged data from up to {max(merged)} SSTables.")
+    histograms = _sstable_histograms(context)
+    if histograms:
+        evidence.append(histograms)
     return Finding(
         cause="many_sstables", title="Many SSTables per read", certainty="measured", evidence=evidence,
         suggestion=["Check `nodetool tablehistograms` (SSTables per read) and the compaction strategy; a partition "
-                    "spread over many SSTables is read from each of them."],
+                    "spread over many SSTables is read from each of them (`nodetool compact` merges them once)."],
+        # Compacted into one, the partition is read from one SSTable.
+        read_after_fix_bytes=context.read_per_execution / most if context.flagged else None,
     )
 
 
-def _tombstones(query_trace: list[QueryTraceSession]) -> Finding | None:
-    return tombstones([(int(m.group(1)), int(m.group(2))) for event in _trace_events(query_trace)
-                       if (m := LIVE_AND_TOMBSTONES.search(event.get("activity", "")))])
+def _sstable_histograms(context: FindingContext) -> str | None:
+    """The table's SSTables as `nodetool tablehistograms` sums them (their Statistics.db)."""
+    stats = [s["stats"] for s in (context.schema.storage if context.schema else []) if s.get("stats")]
+    if not stats:
+        return None
+    partitions = sum(s.get("partitions", 0) for s in stats)
+    largest = max(s.get("partition_bytes_max", 0) for s in stats)
+    return (f"The table's {len(stats)} SSTables (their Statistics.db, as `nodetool tablehistograms` reads them): "
+            f"{partitions:,} partition entries, the largest partition up to {human_bytes(largest)}.")
 
 
-def tombstones(counts: list[tuple[int, int]]) -> Finding | None:
+def _tombstones(context: FindingContext) -> Finding | None:
     """(live rows, tombstone cells) of each read, as Cassandra's trace counts them."""
+    counts = [(c.live_rows or 0, c.tombstone_cells) for c in context.cassandra if c.tombstone_cells is not None]
     if not counts:
         return None
     live = max(c[0] for c in counts)
@@ -276,25 +341,25 @@ def tombstones(counts: list[tuple[int, int]]) -> Finding | None:
         evidence=[f"Cassandra's query trace: read {live:,} live rows and {tombstones:,} tombstone cells."],
         suggestion=["Find what deletes or expires these cells; after gc_grace_seconds compaction drops them. "
                     "Avoid reading ranges that are mostly deleted (e.g. queue-like models)."],
+        # Purged, the read keeps the live part (cells and rows counted alike: an estimate).
+        read_after_fix_bytes=(context.read_per_execution * live / (live + tombstones)
+                              if context.flagged and live + tombstones else None),
     )
 
 
-def _cold_cache(overall: Amplification, data_files: list[FileIO]) -> Finding | None:
-    missed = sum(f.cache_miss_bytes or 0 for f in data_files)
-    if not missed or missed * 2 < overall.syscall_bytes:
+def _cold_cache(context: FindingContext) -> Finding | None:
+    if not context.page_cache_measured:
+        return None
+    missed = sum(f.cache_miss_bytes or 0 for f in context.data_files)
+    if not missed or missed * 2 < context.syscall_bytes:
         return None
     return Finding(
         cause="cold_cache", title="Cold page cache: the Data files were read from the device", certainty="measured",
         evidence=[f"{human_bytes(missed)} of the Data files were not in the page cache when the query ran "
-                  f"(read syscalls returned {human_bytes(overall.syscall_bytes)})."],
+                  f"(read syscalls returned {human_bytes(context.syscall_bytes)})."],
         suggestion=["Expected for a first read or a --cold run; compare with a warm run (--warmup 1) to separate "
                     "device time from the query's own cost."],
     )
-
-
-def _trace_events(query_trace: list[QueryTraceSession]) -> Iterator[QueryTraceEvent]:
-    for session in query_trace or []:
-        yield from session.get("events") or []
 
 
 def _names(columns: list[str], limit: int = 6) -> str:
@@ -362,13 +427,15 @@ def _speculative_reads_note(nodes: list[NodeIO]) -> list[str]:
             "ended before the capture stopped is counted. Those figures are at least what the node read."]
 
 
-def replica_reads(nodes: list[NodeIO], consistency: str | None) -> Finding | None:
+def _replica_reads(context: FindingContext) -> Finding | None:
     """When more than one replica read the Data files in an execution: what the consistency level
     cost, node by node."""
+    nodes = context.nodes
     readers = [node for node in nodes if node.read_data]
-    if max(readers_per_execution(nodes).values(), default=0) < 2:
+    most = max(readers_per_execution(nodes).values(), default=0)
+    if most < 2:
         return None
-    level = consistency or "this consistency level"
+    level = context.consistency or "this consistency level"
     evidence = [f"{node.address} ({node.role}) read {human_bytes(node.data_read_bytes)} of the Data files"
                 + (f", {human_bytes((node.data_read_bytes or 0) / node.executions)} per execution"
                    if node.executions > 1 else "") for node in readers]
@@ -380,4 +447,24 @@ def replica_reads(nodes: list[NodeIO], consistency: str | None) -> Finding | Non
         suggestion=[f"Each replica a read at {level} waits for reads the rows itself: at ONE (LOCAL_ONE) one "
                     "replica does; compare both with `casstrace compare --before ... --after ...`.",
                     "Fix the read's own cost first (the findings above): every replica pays it."],
+        # At ONE, one replica reads.
+        read_after_fix_bytes=context.read_per_execution / most if context.flagged else None,
     )
+
+
+# Every cause, by the name it is known by (model.Cause): the seam asks each in turn.
+CAUSE_FINDERS: dict[Cause, Finder] = {
+    "full_row_read": _full_row_read,
+    "whole_partition_scan": _whole_partition_scan,
+    "compression_chunk_overhead": _chunk_overhead,
+    "readahead_inflation": _readahead_or_mmap,
+    "many_sstables": _many_sstables,
+    "tombstones": _tombstones,
+    "cold_cache": _cold_cache,
+    "replica_reads": _replica_reads,
+}
+
+
+def findings(context: FindingContext) -> Found:
+    """What every cause's finder finds, weighed (analyses.findings.find)."""
+    return find(context, tuple(CAUSE_FINDERS.values()))

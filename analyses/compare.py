@@ -21,12 +21,15 @@ Gates, for pipelines:
     latency is higher than the first's by more than the tolerance and by at least LATENCY_FLOOR_S
     (below a millisecond the difference is timer and scheduling noise). A figure unknown on either
     side is not counted, and the gate says so.
-  max amplification (--max-amplification X): the second query's amplification (data read ÷ payload)
-    must be at most X; an undetermined amplification fails the gate (it cannot be shown to pass).
+  max amplification (--max-amplification X): the verdict's rule with X for its threshold: the second
+    query fails when it reads at least X x its necessary read and at least --min-excess per execution
+    past it (causes.exceeds; the payload stands in for the necessary read where there is none); an
+    undetermined figure fails the gate (it cannot be shown to pass).
 """
 
 from dataclasses import dataclass, field
 
+from casstrace.analyses.causes import exceeds
 from casstrace.analyses.model import Analysis, FileIO, Verdict
 from casstrace.analyses.nodes import readers_per_execution
 from casstrace.analyses.percentiles import percentile
@@ -85,12 +88,15 @@ class QuerySummary:
     syscall_bytes: float
     cache_miss_bytes: float | None
     file_read_bytes: float         # read syscalls on every file
-    amplification: float | None    # data read ÷ payload (or wire bytes): the verdict's figure
+    amplification: float | None    # data read ÷ payload (or wire bytes)
     verdict: Verdict
     files: list[FileRead]
     consistency: str | None = None
     replicas_read: float | None = None   # nodes that read the Data files, per execution (None: no nodes in the trace)
     not_captured: list[str] = field(default_factory=list)   # nodes of the query not captured: figures are "at least"
+    necessary_bytes: float | None = None   # the necessary read per execution (None: no model)
+    over_necessary: float | None = None    # data read ÷ necessary read: the verdict's figure
+    min_excess: int = 0                    # the verdict's floor, per execution
 
 
 @dataclass
@@ -224,6 +230,8 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
         cache_miss_bytes=per(overall.cache_miss_bytes),
         file_read_bytes=sum(f.read_bytes for f in files) / executions,
         amplification=overall.read, verdict=analysis.verdict,
+        necessary_bytes=per(overall.necessary_bytes), over_necessary=overall.over_necessary,
+        min_excess=analysis.min_excess,
         files=[FileRead(_file_name(f, on_node=len(analysis.nodes) > 1), f.read_bytes / executions,
                         per(f.cache_miss_bytes)) for f in files[:TOP_FILES]],
         consistency=analysis.consistency,
@@ -269,6 +277,10 @@ def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = No
         Metric("cache_miss_bytes", "Page-cache misses on the Data files", "bytes", a.cache_miss_bytes,
                b.cache_miss_bytes),
         Metric("file_read_bytes", "Read syscalls, all files", "bytes", a.file_read_bytes, b.file_read_bytes),
+        Metric("necessary_bytes", "Necessary read (the least for the result)", "bytes", a.necessary_bytes,
+               b.necessary_bytes),
+        Metric("over_necessary", "Data read ÷ necessary read (the verdict's figure)", "ratio", a.over_necessary,
+               b.over_necessary),
         Metric("amplification", "Amplification (data read ÷ payload)", "ratio", a.amplification, b.amplification),
     ]
     if a.replicas_read is not None or b.replicas_read is not None:
@@ -332,9 +344,15 @@ def worse_gate(comparison: Comparison, tolerance: float) -> Gate:
 
 def amplification_gate(summary: QuerySummary, limit: float) -> Gate:
     option = f"--max-amplification {limit:g}"
-    if summary.amplification is None:
-        return Gate(option, False, f"{summary.label}'s amplification is undetermined (no payload or wire bytes to "
+    if summary.necessary_bytes is not None and summary.over_necessary is not None:
+        base, figure, what = summary.necessary_bytes, summary.over_necessary, "its necessary read"
+    elif summary.amplification is not None and summary.payload_bytes is not None:
+        base, figure, what = summary.payload_bytes / summary.executions, summary.amplification, "its payload"
+    else:
+        return Gate(option, False, f"{summary.label}'s amplification is undetermined (no necessary read or payload to "
                                    "divide by), so it cannot be shown to be within the limit.")
-    passed = summary.amplification <= limit
-    return Gate(option, passed, f"{summary.label}'s amplification is {ratio(summary.amplification)} "
-                                f"({'within' if passed else 'above'} the limit of {limit:g}x).")
+    failed = exceeds(summary.data_read_bytes, base, threshold=limit, min_excess=summary.min_excess, executions=1)
+    return Gate(option, not failed,
+                f"{summary.label} reads {ratio(figure)} {what} ({human_bytes(summary.data_read_bytes - base)} per "
+                f"execution past it): {'above' if failed else 'within'} the limit of {limit:g}x and "
+                f"{human_bytes(summary.min_excess)} per execution.")

@@ -2,8 +2,10 @@
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from casstrace.traces.meta import QueryTraceSession
+from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName
 
 
@@ -140,6 +142,32 @@ class Amplification:
     read_least: float | None = None           # data_read_least_bytes / basis_bytes
     data_files: int = 0            # Data files read
     sstables_read: int = 0         # SSTables whose Data file was read
+    # The necessary read (analyses.necessary) over the same executions, and data_read_bytes against it
+    # (None: no model of the result's read: no query or table, no payload or rows)
+    necessary_bytes: int | None = None
+    over_necessary: float | None = None   # data_read_bytes / necessary_bytes: the verdict's figure
+
+
+@dataclass(frozen=True)
+class NecessaryRead:
+    """The least the storage engine must read, per execution, to return the result with the table's
+    settings (casstrace.analyses.necessary has the model and its limits)."""
+
+    bytes: int                 # data_bytes + index_bytes
+    data_bytes: int            # units x unit_bytes
+    index_bytes: int           # the partition-index lookups the format needs
+    result_bytes: int          # the cells the result is computed from, as stored (uncompressed)
+    basis: str                 # where result_bytes comes from, in words
+    units: int                 # compressed chunks (or 4 KiB pages, uncompressed) those cells span at least
+    unit_bytes: int            # what one of them costs to read: a compressed chunk as stored, or a page
+    chunk_length: int | None   # the table's chunk_length_in_kb in bytes (None: not compressed)
+    sstable_format: str | None   # 'big' | 'bti' (None: unknown)
+
+    def reading(self, result_bytes: float) -> float:
+        """The same read for a result of `result_bytes` (a fix's estimate): whole chunks or pages, and the index."""
+        span = self.chunk_length or PAGE_BYTES
+        units = math.ceil(result_bytes / span) if result_bytes > 0 else 0
+        return units * self.unit_bytes + self.index_bytes
 
 
 @dataclass
@@ -155,13 +183,26 @@ class Execution:
     amplification: Amplification | None
 
 
+# The causes a finding can name (casstrace.analyses.causes has a finder for each): stable identifiers,
+# listed in the JSON schema (reports/json_report.py) and the README, which a test holds to this list.
+Cause = Literal["full_row_read", "whole_partition_scan", "compression_chunk_overhead", "readahead_inflation",
+                "many_sstables", "tombstones", "cold_cache", "replica_reads"]
+CAUSES: tuple[Cause, ...] = get_args(Cause)
+Certainty = Literal["measured", "likely", "possible"]
+
+
 @dataclass
 class Finding:
-    cause: str             # stable identifier: 'full_row_read', 'whole_partition_scan', ...
+    cause: Cause
     title: str
-    certainty: str         # 'measured' | 'likely' | 'possible'
+    certainty: Certainty
     evidence: list[str]
     suggestion: list[str]
+    # The Data bytes per execution the finder estimates would be read once its fix is made (None: its
+    # fix saves no bytes it can estimate: a cost of latency), and the share of the excess over the
+    # necessary read that this removes (None: not weighed).
+    read_after_fix_bytes: float | None = None
+    excess_share: float | None = None
 
 
 @dataclass
@@ -306,7 +347,7 @@ class Analysis:
     overall: Amplification
     warmup: Amplification | None   # the warmup executions' reads, kept apart from the verdict (None: no warmup)
     verdict: Verdict
-    findings: list[Finding]
+    findings: list[Finding]        # the causes of a flagged read, the largest share of the excess first
     files: list[FileIO]            # every file with I/O in scope, most bytes first
     sstables: list[SSTableIO]
     access: list[AccessPattern]
@@ -317,6 +358,16 @@ class Analysis:
     profile: Profile | None = None   # Java stacks of the reads and CPU samples (run --profile)
     nodes: list[NodeIO] = field(default_factory=list)   # a multi-node (format 3) run trace's nodes; [] otherwise
     consistency: str | None = None   # the run's consistency level (meta replicas/consistency)
+    necessary: NecessaryRead | None = None   # per execution (None: no model of the result's read)
+    min_excess: int = 0              # bytes per execution past the necessary read below which nothing is flagged
+    # What costs latency more than bytes (SSTables per read, tombstones, cold cache, chunk overhead),
+    # and what was found below the threshold: reported whether the read is flagged or not
+    latency_notes: list[Finding] = field(default_factory=list)
+
+    @property
+    def read_per_execution(self) -> float:
+        """Data bytes read per measured execution (the whole capture's when none was recorded)."""
+        return self.overall.data_read_bytes / max(1, sum(e.kind == "measured" for e in self.executions))
 
     @property
     def other_files(self) -> list[FileIO]:

@@ -5,12 +5,14 @@ and reads the three clauses the findings need; anything it does not recognise le
 and the findings then say less rather than guess.
 """
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from casstrace.traces.meta import CassandraMeta, ColumnMeta, SSTableFileMeta
+from casstrace.traces.storage import SSTableStorage
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -25,6 +27,7 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE | re.DOTALL,
 )
+AGGREGATES = ("count", "sum", "avg", "min", "max")    # CQL's native aggregate functions
 _CLAUSE_ENDS = {"order", "limit", "allow", "per", "group", "bypass"}
 
 
@@ -48,6 +51,9 @@ class Select:
     restrictions: dict[str, str] = field(default_factory=dict)  # column -> operator ('=', 'IN', '>', ...)
     token_restricted: bool = False         # WHERE token(pk) ...
     has_limit: bool = False
+    in_values: dict[str, int] = field(default_factory=dict)   # column -> values of its IN (...) list
+    aggregate: bool = False                # the selection aggregates rows (count, sum, avg, min, max)
+    allow_filtering: bool = False
 
 
 def tokenize(text: str) -> list[Token]:
@@ -97,6 +103,9 @@ def parse_select(text: str | None) -> Select | None:
         where, position = _until(tokens, position + 1, lambda t: t.is_word(*_CLAUSE_ENDS) or t.text == ";")
         _read_restrictions(where, result)
     result.has_limit = any(t.is_word("limit") for t in tokens[position:])
+    result.allow_filtering = any(t.is_word("filtering") for t in tokens[position:])
+    result.aggregate = any(token.is_word(*AGGREGATES) and index + 1 < len(selection) and selection[index + 1].text == "("
+                           for index, token in enumerate(selection))
     return result
 
 
@@ -175,6 +184,9 @@ def _read_restrictions(where: list[Token], select: Select) -> None:
             if condition[1].is_word("contains") and len(condition) > 2 and condition[2].is_word("key"):
                 operator = "CONTAINS KEY"
             select.restrictions[head.text] = operator
+            if operator == "IN" and len(condition) > 3 and condition[2].text == "(":
+                items = _until(condition, 3, lambda t: t.text == ")")[0]
+                select.in_values[head.text] = len(_split(items, lambda t: t.text == ","))
 
 
 @dataclass
@@ -188,6 +200,20 @@ class TableSchema:
     clustering: list[str]
     compression: dict[str, str]
     sstables: list[SSTableFileMeta]
+    storage: list[SSTableStorage] = field(default_factory=list)   # chunks and statistics, when recorded
+
+    def reads_partitions(self, select: Select) -> bool:
+        """Whether the SELECT reads partitions by key (every partition key column restricted, no token
+        range), not a range of the table."""
+        return bool(self.partition_key) and set(self.partition_key) <= set(select.restrictions) \
+            and not select.token_restricted
+
+    def partitions_read(self, select: Select) -> int:
+        """Partitions a SELECT by key names: the product of their IN lists (1 without IN); 1 for a
+        range read (its partitions are not counted here)."""
+        if not self.reads_partitions(select):
+            return 1
+        return math.prod(select.in_values.get(column, 1) for column in self.partition_key)
 
     @property
     def regular_columns(self) -> list[str]:
@@ -223,5 +249,6 @@ def find_table(meta: dict[str, Any], keyspace: str | None, table: str | None) ->
                 clustering=list(entry.get("clustering") or []),
                 compression=dict(entry.get("compression") or {}),
                 sstables=list(entry.get("sstables") or []),
+                storage=list(entry.get("storage") or []),
             )
     return None

@@ -24,13 +24,16 @@ import shlex
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from casstrace.analyses import causes
 from casstrace.analyses.analysis import DEFAULT_THRESHOLD
 from casstrace.analyses.amplification import data_files
-from casstrace.analyses.model import Amplification, Execution, Finding, Profile
+from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
+from casstrace.analyses.findings import CassandraCounts, FindingContext
+from casstrace.analyses.model import Finding, NecessaryRead, Profile
+from casstrace.analyses.necessary import necessary_read
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
@@ -46,7 +49,6 @@ SLACK_SLOTS = 1                # slots claimed either side of a session's events
 # A logged read this close outside a session's events may be its own: the events' times are known
 # to ~0.2 ms (measured: a sampled narrow read's own calls fell up to 214 µs outside its events).
 CALL_MARGIN_NS = 250_000
-FULL_ROW_BYTES_PER_ROW = 16 * 1024   # past one default compression chunk per row: judge the reads
 SHARED_POOL = "SharedPool"   # Cassandra's request stages' workers (traces.activities.SHARED_POOL_STAGES)
 POOLS = {   # thread pool -> what its reads are, in words
     SHARED_POOL: "requests not sampled (the request stages' shared workers: ReadStage, Native-Transport-Requests, ...)",
@@ -171,8 +173,10 @@ class StatementIO:
     latency_p99_s: float | None
     consistency: list[str]
     unmatched_threads: list[str]              # threads of its events with no known tid
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)   # the causes of a flagged read first, then notes
     run_command: str = ""
+    verdict: str = "undetermined"             # as `casstrace run` judges one execution: flagged | not flagged | undetermined
+    necessary_bytes_per_execution: float | None = None   # the necessary read of its rows (None: no model)
 
 
 @dataclass
@@ -354,15 +358,15 @@ def _statement(text: str, sessions: list[Session], claimed: dict[int, dict[int, 
                unmatched: dict[int, list[str]], inputs: WatchInputs, meta: dict) -> StatementIO:
     count = len(sessions)
     per_component: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    executions = []
-    for number, session in enumerate(sessions, start=1):
+    sstables_read = []
+    for session in sessions:
         files = claimed.get(session.session, {})
         for file_id, figures in files.items():
             name = inputs.sstables[file_id]
             totals = per_component[(name.owner, name.component)]
             for index, value in enumerate(figures):
                 totals[index] += value
-        executions.append(_execution(number, session, {inputs.sstables[f]: v for f, v in files.items()}))
+        sstables_read.append(len({inputs.sstables[f].sstable for f in files if inputs.sstables[f].component == "Data"}))
     components = sorted((ComponentRead(table, component, data / count, syscall / count, cache / count)
                          for (table, component), (data, syscall, cache) in per_component.items()),
                         key=lambda c: -c.bytes_per_execution)
@@ -383,55 +387,50 @@ def _statement(text: str, sessions: list[Session], claimed: dict[int, dict[int, 
         consistency=sorted({s.consistency for s in sessions if s.consistency}),
         unmatched_threads=sorted({thread for s in sessions for thread in unmatched.get(s.session, [])}),
     )
-    statement.findings = _findings(statement, executions, sessions, meta)
+    _judge(statement, per_component, sessions, sstables_read, meta)
     statement.run_command = run_command(statement, meta)
     return statement
 
 
-def _execution(number: int, session: Session, files: dict[SSTableName, list[float]]) -> Execution:
-    data = {name: figures for name, figures in files.items() if name.component == "Data"}
-    syscall = round(sum(f[1] for f in data.values()))
-    read = round(sum(f[0] for f in data.values()))
-    cache = round(sum(f[2] for f in data.values()))
-    sstables = max(len({name.sstable for name in data}), session.sstables_merged or 0)
-    amplification = Amplification(
-        basis=None, basis_bytes=None, payload_bytes=None, wire_bytes=None, syscall_bytes=syscall,
-        cache_miss_bytes=cache, cache_outside_syscall_bytes=read - syscall, data_read_bytes=read, read=None,
-        syscall=None, device=None, wire=None, data_files=len(data), sstables_read=sstables)
-    return Execution(execution=number, kind="measured",
-                     latency_s=session.duration_ns / 1e9 if session.duration_ns is not None else None,
-                     rows=session.live_rows, payload_bytes=None, wire_bytes=None, pages=None, error=None,
-                     amplification=amplification)
-
-
-def _findings(statement: StatementIO, executions: list[Execution], sessions: list[Session],
-              meta: dict) -> list[Finding]:
-    """The causes `casstrace run` knows, judged on the sampled executions: one statement's reads are
-    judged (full-row read, partition scan, readahead) when they come to more than a compression
-    chunk per row returned; many SSTables and tombstones always."""
+def _judge(statement: StatementIO, per_component: dict[tuple[str, str], list[float]], sessions: list[Session],
+           sstables_read: list[int], meta: dict) -> None:
+    """The verdict and causes `casstrace run` gives, on the sampled executions: the Data bytes each
+    read against the necessary read of the rows Cassandra says it returned (no payload is seen here:
+    the stored bytes per cell stand in for the values, analyses.necessary)."""
     select = parse_select(statement.statement)
-    keyspace = select.keyspace if select else None
-    schema = find_table(meta, keyspace, select.table) if select else None
-    chunk = (schema.chunk_bytes if schema else None) or FULL_ROW_BYTES_PER_ROW
-    heavy = statement.bytes_per_row is not None and statement.bytes_per_row > chunk
-    overall = Amplification(
-        basis=None, basis_bytes=None, payload_bytes=None, wire_bytes=None,
-        syscall_bytes=sum(e.amplification.syscall_bytes for e in executions if e.amplification),
-        cache_miss_bytes=sum(e.amplification.cache_miss_bytes or 0 for e in executions if e.amplification),
-        cache_outside_syscall_bytes=sum(e.amplification.cache_outside_syscall_bytes or 0
-                                        for e in executions if e.amplification),
-        data_read_bytes=sum(e.amplification.data_read_bytes for e in executions if e.amplification),
-        read=None, syscall=None, device=None, wire=None)
-    found = causes.findings(
-        overall=overall, flagged=heavy, threshold=DEFAULT_THRESHOLD, select=select, schema=schema,
-        measured=executions, data_files=[], query_trace=[], page_cache_measured=False,
-        disk_access_mode=(meta.get("cassandra") or {}).get("disk_access_mode"))
-    if not heavy and (finding := causes.many_sstables(executions, [])):
-        found.append(finding)
-    counts = [(s.live_rows or 0, s.tombstone_cells) for s in sessions if s.tombstone_cells is not None]
-    if finding := causes.tombstones(counts):
-        found.append(finding)
-    return found
+    schema = find_table(meta, select.keyspace, select.table) if select else None
+    count = statement.sampled_executions
+    data = [figures for (_, component), figures in per_component.items() if component == "Data"]
+    counts = [CassandraCounts(s.live_rows, s.tombstone_cells, s.sstables_merged) for s in sessions]
+    rows = statement.rows_per_execution
+    aggregated = round(rows) if rows is not None else None
+    read_ahead = (meta.get("cassandra") or {}).get("compressed_read_ahead_bytes")
+    necessary, least = (necessary_read(select, schema, payload_bytes=None, rows=rows, rows_aggregated=aggregated,
+                                       read_ahead=read_ahead, least=at_least) for at_least in (False, True))
+    read = statement.data_read_bytes_per_execution
+
+    def exceeded(model: NecessaryRead | None) -> bool:
+        return model is not None and causes.exceeds(read * count, model.bytes * count, threshold=DEFAULT_THRESHOLD,
+                                                    min_excess=DEFAULT_MIN_EXCESS, executions=count)
+
+    # The payload is not seen here: flagged against the table's mean cell, undetermined when only
+    # the least the selected cells take says so (`casstrace run` measures the payload).
+    statement.verdict = ("flagged" if exceeded(necessary) else "undetermined" if exceeded(least)
+                         else "not flagged" if necessary is not None else "undetermined")
+    if statement.verdict == "undetermined" and exceeded(least):
+        necessary = least
+    statement.necessary_bytes_per_execution = necessary.bytes if necessary else None
+    syscall = round(sum(f[1] for f in data))
+    found = causes.findings(FindingContext(
+        flagged=exceeded(necessary), threshold=DEFAULT_THRESHOLD, executions=count,
+        data_read_bytes=round(read * count), syscall_bytes=syscall,
+        cache_outside_syscall_bytes=max(0, round(read * count) - syscall), payload_bytes=None,
+        rows=round(rows * count) if rows is not None else None, necessary=necessary, select=select, schema=schema,
+        sstables_read=sstables_read, cassandra=counts, cassandra_executions=count,
+        disk_access_mode=(meta.get("cassandra") or {}).get("disk_access_mode")))
+    if statement.verdict == "undetermined":   # causes of a read that may not be flagged: possible at most
+        found.causes = [replace(finding, certainty="possible") for finding in found.causes]
+    statement.findings = found.causes + found.notes
 
 
 def run_command(statement: StatementIO, meta: dict) -> str:

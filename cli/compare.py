@@ -5,11 +5,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from casstrace.analyses import DEFAULT_THRESHOLD
 from casstrace.analyses.compare import DEFAULT_TOLERANCE, LATENCY_FLOOR_S
 from casstrace.cli import run as run_cli
 from casstrace.node.consistency import CONSISTENCY_LEVELS
-from casstrace.cli.options import FiniteFloat
+from casstrace.cli.options import FiniteFloat, verdict_options
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 
@@ -33,8 +32,7 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
 @click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where --before/--after write their two traces (default: the casstrace data directory).")
 @report_options(html_default="beside the second trace")
-@click.option("--threshold", type=FiniteFloat(min=0, min_open=True), default=DEFAULT_THRESHOLD,
-              show_default=True, help="Amplification at or above which each query's verdict is 'flagged'.")
+@verdict_options
 @click.option("--fail-if-worse", is_flag=True,
               help="Exit 1 when the second query is worse: per execution it reads more from its table's Data files "
                    "than the first by more than --tolerance, or its median latency is higher by more than "
@@ -42,10 +40,11 @@ GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fail
 @click.option("--tolerance", type=FiniteFloat(min=0), default=DEFAULT_TOLERANCE * 100, show_default=True,
               help="Percent by which the second query may read more or be slower before --fail-if-worse fails.")
 @click.option("--max-amplification", type=FiniteFloat(min=0), metavar="X",
-              help="Exit 1 when the second query's amplification (data read ÷ payload) is above X, or undetermined.")
+              help="Exit 1 when the second query would be flagged at threshold X: it reads at least X times its "
+                   "necessary read, and --min-excess past it; or when that is undetermined.")
 def command(traces: tuple[Path, ...], before: str | None, after: str | None, after_consistency: str | None,
             traces_dir: Path | None, format_: str,
-            output: Path | None, force: bool, threshold: float, fail_if_worse: bool, tolerance: float,
+            output: Path | None, force: bool, threshold: float, min_excess: int, fail_if_worse: bool, tolerance: float,
             max_amplification: float | None, color: bool | None, **run_options: Any) -> None:
     """Compare TRACE_A TRACE_B, or run --before CQL and --after CQL, side by side.
 
@@ -80,7 +79,7 @@ def command(traces: tuple[Path, ...], before: str | None, after: str | None, aft
         labels = ("before", "after")
     else:
         payload, labels = None, ("A", "B")
-    first, second = (analyse(path, threshold=threshold) for path in traces)
+    first, second = (analyse(path, threshold=threshold, min_excess=min_excess) for path in traces)
     if live:
         for analysis, path in zip((first, second), traces):
             run_cli.require_success(analysis, path)

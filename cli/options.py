@@ -44,6 +44,7 @@ ROWS = IntRange(1, 1_000_000)
 CELL_BYTES = IntRange(1, 100_000_000)
 VALUE_BYTES = IntRange(0, 100_000_000)
 DAY_S = 86_400.0
+MIN_EXCESS = click.IntRange(0, 1 << 40)
 
 
 def stream_limit_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -90,3 +91,14 @@ def read_statements(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise CasstraceError(f"{path} is {not_utf8(error)}", f"save {path} as UTF-8, the encoding of CQL") from None
+
+
+def verdict_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """--threshold and --min-excess: the verdict's rule (analyses.causes.verdict), as report and compare take it."""
+    from casstrace.analyses import DEFAULT_MIN_EXCESS, DEFAULT_THRESHOLD
+    function = click.option("--min-excess", type=MIN_EXCESS, default=DEFAULT_MIN_EXCESS, show_default=True,
+                            metavar="BYTES", help="Bytes per execution past the necessary read below which the "
+                                                  "query is not flagged, whatever the ratio.")(function)
+    return click.option("--threshold", type=FiniteFloat(min=0, min_open=True), default=DEFAULT_THRESHOLD,
+                        show_default=True, help="Data read ÷ necessary read at or above which (with --min-excess "
+                                                "past it) the query is flagged.")(function)

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import click
 
-from casstrace.analyses import DEFAULT_THRESHOLD, analyse
+from casstrace.analyses import analyse
 from casstrace.analyses.watch import analyse_watch, describe_share, is_watch_trace
-from casstrace.cli.options import FiniteFloat
+from casstrace.cli.options import verdict_options
 from casstrace.cli.output import deliver, report_options
 from casstrace.outputs import check_output
 from casstrace.reports import beside_trace
@@ -17,10 +17,9 @@ from casstrace.traces import Trace
 @click.command("report")
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
 @report_options(html_default="TRACE.html beside the trace")
-@click.option("--threshold", type=FiniteFloat(min=0, min_open=True), default=DEFAULT_THRESHOLD,
-              show_default=True, help="Amplification (data read ÷ payload) at or above which the query is flagged.")
+@verdict_options
 def command(trace: Path, format_: str, output: Path | None, force: bool, color: bool | None,
-            threshold: float) -> None:
+            threshold: float, min_excess: int) -> None:
     """Analyse TRACE (written by `casstrace run`, `watch` or `import`) and report what its I/O says.
 
     Formats: text (terminal tables and spectrogram), md (a ticket comment), json (the documented
@@ -34,6 +33,6 @@ def command(trace: Path, format_: str, output: Path | None, force: bool, color: 
             watch = analyse_watch(opened)
             deliver(document(watch), format_, output, color, [describe_share(watch)], force, inputs=[trace])
             return
-        analysis = analyse(opened, threshold=threshold)
+        analysis = analyse(opened, threshold=threshold, min_excess=min_excess)
     deliver(analysis, format_, output, color, [f"{analysis.verdict.status}: {analysis.verdict.summary}"], force,
             inputs=[trace])

@@ -16,6 +16,7 @@ from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
 from casstrace.node.connection import answered_in_time
+from casstrace.node import storage
 from casstrace.node.jvm import CassandraProcess, fd_targets
 from casstrace.probes import mapped_pages
 from casstrace.probes.proc_fds import in_root, stat_in_root
@@ -66,6 +67,18 @@ def disk_access_mode(node_settings: dict[str, str], process: CassandraProcess | 
     as 'standard', since only the index is mapped)."""
     logged = _log_disk_access_mode(process) if process is not None else None
     return node_settings.get("disk_access_mode") or logged or "unknown"
+
+
+DATA_STORAGE = re.compile(r"^\s*(\d+)\s*(B|KiB|MiB|GiB)\s*$")
+DATA_STORAGE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def read_ahead(node_settings: dict[str, str]) -> CassandraMeta:
+    """meta cassandra's compressed_read_ahead_bytes: compressed_read_ahead_buffer_size (5.0+: what a
+    range read of compressed SSTables reads at a time), {} where the node has no such setting (4.x)
+    or says it in a form not known."""
+    match = DATA_STORAGE.match(node_settings.get("compressed_read_ahead_buffer_size") or "")
+    return {"compressed_read_ahead_bytes": int(match.group(1)) * DATA_STORAGE_UNITS[match.group(2)]} if match else {}
 
 
 def _parse_list_setting(value: str) -> list[str]:
@@ -195,12 +208,15 @@ def gather(session: Session, process: CassandraProcess | None, prepared: Prepare
         if schema is not None:
             schema["sstables"] = ([] if process is None else
                                   sstable_files(process.pid, data_dirs, table_keyspace, table, schema["id"]))
+            if process is not None:
+                schema["storage"] = storage.sstable_storage(process.pid, schema["sstables"])
             tables.append(schema)
     return {
         "release_version": local[0].release_version if local else "unknown",
         "disk_access_mode": disk_access_mode(node_settings, process),
         "data_file_directories": data_dirs,
         "tables": tables,
+        **read_ahead(node_settings),
     }
 
 

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS
-from casstrace.node import context
+from casstrace.node import context, storage
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
@@ -226,12 +226,13 @@ def _write(writer: TraceWriter, sampled: list[SampledSession], thread_ids: Threa
         schema = context.table_schema(node.session, keyspace, table)
         if schema is not None:
             schema["sstables"] = context.sstable_files(process.pid, data_dirs, keyspace, table, schema["id"])
+            schema["storage"] = storage.sstable_storage(process.pid, schema["sstables"])
             tables.append(schema)
     writer.set_meta(
         node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
         cassandra={"release_version": local.release_version if local else "unknown",
                    "disk_access_mode": context.disk_access_mode(node_settings, process),
-                   "data_file_directories": data_dirs, "tables": tables},
+                   "data_file_directories": data_dirs, "tables": tables, **context.read_ahead(node_settings)},
         watch={"sample_probability": options.probability, "previous_probability": switch.previous,
                "probability_restored": switch.restored, "duration_s": (window[1] - window[0]) / 1e9,
                "start_ns": window[0] - offset, "end_ns": window[1] - offset,

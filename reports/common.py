@@ -2,8 +2,9 @@
 
 from collections.abc import Sequence
 
-from casstrace.analyses.model import (Amplification, Analysis, Execution, FileIO, NodeIO, Profile, StackBytes,
-                                      Verdict, WeightedStack)
+from casstrace.analyses.model import (Amplification, Analysis, Execution, FileIO, Finding, NodeIO, Profile,
+                                      StackBytes, Verdict, WeightedStack)
+from casstrace.analyses.necessary import describe
 from casstrace.analyses.profile import bytes_measures, reading_frame
 from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
@@ -126,6 +127,8 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
     o = analysis.overall
     basis = {"payload": "payload", "wire": "wire bytes (no driver payload in this trace)", None: "nothing"}[o.basis]
     items = [
+        ("Data read ÷ necessary read (the verdict's figure)", ratio(o.over_necessary, "undetermined")),
+        ("Necessary read", necessary_read(analysis)),
         ("Amplification (data read ÷ basis)", ratio(o.read, "undetermined")),
         ("Basis", f"{basis}: {human_bytes(o.basis_bytes)}" if o.basis else basis),
         ("Data read from the table's Data files", data_read(o)),
@@ -148,6 +151,29 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
                       f"read {data_read(w)}: syscalls {human_bytes(w.syscall_bytes)}, mapped pages touched "
                       f"{human_bytes(w.mapped_touched_bytes)}, page-cache misses {human_bytes(w.cache_miss_bytes)}"))
     return items
+
+
+def necessary_read(analysis: Analysis) -> str:
+    """The necessary read in words, with the verdict's rule (no model: why there is none)."""
+    necessary = analysis.necessary
+    if necessary is None or analysis.overall.necessary_bytes is None:
+        return "no model (no query, table or payload recorded): the verdict is against the basis"
+    excess = analysis.read_per_execution - necessary.bytes
+    return (f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}); read "
+            f"{human_bytes(analysis.read_per_execution)} per execution, {human_bytes(max(0.0, excess))} past it "
+            f"(flagged from {human_bytes(analysis.min_excess)} past it)")
+
+
+def fix_estimate(finding: Finding, analysis_read_per_execution: float) -> str | None:
+    """What the finding's fix would save, in words (None: it carries no estimate)."""
+    if finding.read_after_fix_bytes is None:
+        return None
+    share = f" ({percent(finding.excess_share)} of the excess)" if finding.excess_share is not None else ""
+    return (f"once fixed: about {human_bytes(finding.read_after_fix_bytes)} read per execution instead of "
+            f"{human_bytes(analysis_read_per_execution)}{share}")
+
+
+LATENCY_NOTES_HEADING = "Notes (costs of latency more than bytes; reported flagged or not)"
 
 
 def access_summary(analysis: Analysis) -> list[tuple[str, ...]]:

@@ -11,7 +11,8 @@ are per measured execution; a measure that was not taken is null, never 0.
               (the digest of the values is never written)
   "first": SIDE, "second": SIDE,
   "metrics": [{"key": "latency_median_s" | "latency_p99_s" | "latency_min_s" | "rows" | "payload_bytes" | "data_read_bytes" |
-                      "syscall_bytes" | "cache_miss_bytes" | "file_read_bytes" | "amplification" |
+                      "syscall_bytes" | "cache_miss_bytes" | "file_read_bytes" | "necessary_bytes" |
+                      "over_necessary" | "amplification" |
                       "replicas_read" (traces of several nodes only),
                "name": str, "unit": "seconds" | "bytes" | "count" | "ratio",
                "first": float | null, "second": float | null,
@@ -24,6 +25,8 @@ SIDE = {"label", "trace", "query", "table", "complete", "warnings", "executions"
         "verdict": "flagged" | "not flagged" | "undetermined", "verdict_summary",
         "latency_median_s", "latency_p99_s", "latency_min_s", "rows", "payload_bytes", "data_read_bytes", "syscall_bytes",
         "cache_miss_bytes", "file_read_bytes", "amplification",
+        "necessary_bytes": float | null (per execution), "over_necessary": float | null (the verdict's figure),
+        "min_excess": int,
         "consistency": str | null, "replicas_read": float | null (nodes that read the Data files per execution;
         null: a trace without nodes), "not_captured": [str] (nodes of the query not captured: figures are at least),
         "files": [{"name", "read_bytes", "cache_miss_bytes"}]}   the files read most, per execution
@@ -112,6 +115,7 @@ def side_data(side: QuerySummary) -> dict:
         "payload_bytes": side.payload_bytes, "data_read_bytes": side.data_read_bytes,
         "syscall_bytes": side.syscall_bytes, "cache_miss_bytes": side.cache_miss_bytes,
         "file_read_bytes": side.file_read_bytes, "amplification": side.amplification,
+        "necessary_bytes": side.necessary_bytes, "over_necessary": side.over_necessary, "min_excess": side.min_excess,
         "consistency": side.consistency, "replicas_read": side.replicas_read, "not_captured": side.not_captured,
         "files": [{"name": f.name, "read_bytes": f.read_bytes, "cache_miss_bytes": f.cache_miss_bytes}
                   for f in side.files],

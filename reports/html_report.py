@@ -73,10 +73,14 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     parts.append("<h2>Findings</h2>")
     if not analysis.findings:
         parts.append("<p class='muted'>No cause named: the trace gives no evidence for one.</p>")
-    for finding in analysis.findings:
+    for index, finding in enumerate(analysis.findings + analysis.latency_notes):
+        if index == len(analysis.findings):
+            parts.append(f"<h2>{e(common.LATENCY_NOTES_HEADING)}</h2>")
+        estimate = common.fix_estimate(finding, analysis.read_per_execution)
         parts.append(
             f'<div class="finding"><b>{e(finding.title)}</b> <span class="certainty">{e(finding.certainty)}</span>'
-            "<ul>" + "".join(f"<li>Evidence: {e(x)}</li>" for x in finding.evidence)
+            "<ul>" + (f"<li>{e(estimate)}</li>" if estimate else "")
+            + "".join(f"<li>Evidence: {e(x)}</li>" for x in finding.evidence)
             + "".join(f"<li>Try: {e(x)}</li>" for x in finding.suggestion) + "</ul></div>")
 
     if analysis.nodes:

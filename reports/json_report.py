@@ -5,6 +5,8 @@ Version 2: mapped pages touched (files[].mapped_touched_bytes, amplification.map
 .mapped_outside_syscall_bytes), data_read_bytes counts them (see casstrace.analyses.amplification),
 data_read_least_bytes/read_least, carried_by, "fix", "warmup"; measures.mapped.
 Later in version 2: "nodes", "consistency" and files[].node (traces of several nodes, format 3).
+Later in version 2: the necessary read ("necessary", "min_excess", amplification.necessary_bytes and
+.over_necessary: the verdict is against it), findings[].read_after_fix_bytes and .excess_share, "latency_notes".
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
@@ -15,7 +17,8 @@ A measure the backend did not take is null, never 0; `measures` says which were 
   "measures": {"syscalls", "offsets", "page_cache", "mapped", "latency", "wire": bool},
   "query": str | null, "keyspace": str | null, "table": str | null,
   "scope": str,                  which windows the totals cover, in words
-  "threshold": float,            amplification at or above which the verdict is "flagged"
+  "threshold": float,            data read ÷ necessary read at or above which (and min_excess past it) the verdict
+                                 is "flagged"
   "verdict": "flagged" | "not flagged" | "undetermined",
   "summary": str,                the verdict in one sentence
   "notes": [str],                what the verdict's figure cannot see
@@ -47,10 +50,21 @@ A measure the backend did not take is null, never 0; `measures` says which were 
     "wire_to_nodes_bytes", "wire_to_client_bytes": int | null,   bytes it wrote to other nodes / to clients
     "amplification": AMPLIFICATION | null   its own Data files against the query's payload
   }],
-  "findings": [{"cause": "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" |
-                         "readahead_inflation" | "many_sstables" | "tombstones" | "cold_cache",
-                "title": str, "certainty": "measured" | "likely" | "possible",
-                "evidence": [str], "suggestion": [str]}],
+  "findings": [FINDING],          the causes of a flagged read, the largest share of the excess first, then
+                                 those whose saving has no estimate ([] when not flagged)
+  "latency_notes": [FINDING],    what was found in a read that is not flagged: SSTables per read, tombstones,
+                                 cold cache, chunk overhead (costs of latency more than bytes)
+  "necessary": null | {          the necessary read per execution (casstrace.analyses.necessary; null: no model)
+    "bytes": int,                data_bytes + index_bytes
+    "data_bytes": int,           units x unit_bytes
+    "index_bytes": int,          the partition-index lookups (BIG Index.db entry; BTI Partitions.db and Rows.db tries)
+    "result_bytes": int,         the cells the result is computed from (the payload; an aggregate's rows)
+    "basis": str,                where result_bytes comes from, in words
+    "units": int, "unit_bytes": int,   compressed chunks (as the SSTables store them) or 4 KiB pages
+    "chunk_length": int | null,  chunk_length_in_kb in bytes (null: not compressed)
+    "sstable_format": "big" | "bti" | null
+  },
+  "min_excess": int,             bytes per execution past the necessary read below which nothing is flagged
   "latency": [{"syscall", "target", "count", "p50_ns", "p90_ns", "p99_ns", "max_ns"}],
   "query_trace": [...],          Cassandra's own trace, as recorded
   "context": {...},              Cassandra version, disk_access_mode, backend, node, table schema, ...
@@ -79,6 +93,15 @@ A measure the backend did not take is null, never 0; `measures` says which were 
   }
 }
 
+FINDING = {
+  "cause": "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" | "readahead_inflation" |
+           "many_sstables" | "tombstones" | "cold_cache" | "replica_reads",
+  "title": str, "certainty": "measured" | "likely" | "possible",
+  "evidence": [str], "suggestion": [str],
+  "read_after_fix_bytes": float | null,   the Data bytes per execution estimated once its fix is made (null: none)
+  "excess_share": float | null   the share of the excess over the necessary read that fix removes (0..1)
+}
+
 AMPLIFICATION = {
   "read": float | null,          data_read_bytes / basis_bytes: the verdict's figure
   "syscall": float | null,       syscall_bytes / basis_bytes
@@ -95,7 +118,9 @@ AMPLIFICATION = {
   "data_read_least_bytes": int,  the same, where 2 MiB mappings make each touched entry count 4 KiB
   "read_least": float | null,    data_read_least_bytes / basis_bytes
   "carried_by": "read syscalls" | "page-cache fills" | "mapped pages touched" | null,  the measure that saw most
-  "data_files": int, "sstables_read": int
+  "data_files": int, "sstables_read": int,
+  "necessary_bytes": int | null, the necessary read over the same executions (null: no model)
+  "over_necessary": float | null data_read_bytes / necessary_bytes: the verdict's figure
 }
 A ratio is null when its denominator is 0 or unknown.
 """
@@ -143,6 +168,9 @@ def document(analysis: Analysis) -> dict:
         ],
         "files": [_file(f) for f in analysis.files],
         "findings": [dataclasses.asdict(finding) for finding in analysis.findings],
+        "latency_notes": [dataclasses.asdict(finding) for finding in analysis.latency_notes],
+        "necessary": dataclasses.asdict(analysis.necessary) if analysis.necessary else None,
+        "min_excess": analysis.min_excess,
         "latency": [dataclasses.asdict(latency) for latency in analysis.latencies],
         "query_trace": analysis.query_trace,
         "context": analysis.context,

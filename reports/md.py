@@ -30,10 +30,13 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     lines.append("")
     lines += _table(("Measure", "Value"), common.amplification_items(analysis))
 
-    if analysis.findings:
-        lines += ["", "#### Findings"]
-        for finding in analysis.findings:
+    for heading, found in (("Findings", analysis.findings), (common.LATENCY_NOTES_HEADING, analysis.latency_notes)):
+        if found:
+            lines += ["", f"#### {_escape(heading)}"]
+        for finding in found:
             lines.append(f"- **{_escape(finding.title)}** ({finding.certainty})")
+            if estimate := common.fix_estimate(finding, analysis.read_per_execution):
+                lines.append(f"  - {_escape(estimate)}")
             lines += [f"  - evidence: {_escape(e)}" for e in finding.evidence]
             lines += [f"  - try: {_escape(s)}" for s in finding.suggestion]
 

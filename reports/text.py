@@ -36,10 +36,13 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
     out.line(f"Totals cover {analysis.scope}.")
     out.table(("", ""), common.amplification_items(analysis), header=False)
 
-    if analysis.findings:
-        out.section("Findings")
-        for finding in analysis.findings:
+    for heading, found in (("Findings", analysis.findings), (common.LATENCY_NOTES_HEADING, analysis.latency_notes)):
+        if found:
+            out.section(heading)
+        for finding in found:
             out.line(f"* [{finding.certainty}] {finding.title}", bold=True)
+            if estimate := common.fix_estimate(finding, analysis.read_per_execution):
+                out.line(f"    {estimate}")
             for evidence in finding.evidence:
                 out.line(f"    evidence: {evidence}")
             for suggestion in finding.suggestion:

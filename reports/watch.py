@@ -18,7 +18,11 @@ was not measured is null, never 0.
      "rows_per_execution": float | null, "bytes_per_row": float | null,
      "latency_p50_s": float | null, "latency_p99_s": float | null,   session durations (the node's)
      "consistency": [str], "unmatched_threads": [str],
-     "findings": [{"cause", "title", "certainty", "evidence": [str], "suggestion": [str]}],
+     "verdict": "flagged" | "not flagged" | "undetermined",   as `casstrace run` judges: data read against
+                                        the necessary read of its rows (casstrace.analyses.necessary)
+     "necessary_bytes_per_execution": float | null,   null: no model (the table's storage or rows unknown)
+     "findings": [FINDING],             as in the run report (casstrace.reports.json_report): the causes
+                                        of a flagged statement first, then notes
      "run_command": str}],
   "sstable_bytes": int, "explained_bytes": int, "explained_share": float | null,
   "unexplained": [{"pool": str, "what": str, "sstable_bytes": int}],
@@ -63,6 +67,10 @@ def document(watch: Watch, top: int | None = None) -> Document:
             ("executions", f"{statement.sampled_executions} sampled, about {statement.estimated_executions:,.0f} in all"),
             ("read per execution", f"{human_bytes(statement.sstable_read_bytes_per_execution)} from SSTables, of "
                                    f"which {human_bytes(statement.data_read_bytes_per_execution)} from Data files"),
+            ("verdict", statement.verdict + (f" (the necessary read of its rows: "
+                                             f"{human_bytes(statement.necessary_bytes_per_execution)} per execution)"
+                                             if statement.necessary_bytes_per_execution is not None else
+                                             " (no necessary read: the table's storage or the rows are not known)")),
             ("rows per execution", _number(statement.rows_per_execution)),
             ("bytes per row", human_bytes(statement.bytes_per_row) if statement.bytes_per_row is not None else "—"),
             ("latency (node)", f"p50 {_ms(statement.latency_p50_s)}, p99 {_ms(statement.latency_p99_s)}"),
@@ -137,6 +145,8 @@ def _statement_data(s: StatementIO) -> dict:
         "latency_p99_s": s.latency_p99_s,
         "consistency": s.consistency,
         "unmatched_threads": s.unmatched_threads,
+        "verdict": s.verdict,
+        "necessary_bytes_per_execution": s.necessary_bytes_per_execution,
         "findings": [dataclasses.asdict(f) for f in s.findings],
         "run_command": s.run_command,
     }

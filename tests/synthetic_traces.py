@@ -45,7 +45,7 @@ def _run_windows(writer, measured: dict, warmup: dict | None = None) -> tuple[in
 
 
 def wide_select_c0(path, *, query="SELECT c0 FROM demo.wide WHERE id = 1", table_schema=None,
-                   payload=WIDE_PAYLOAD, data_read=WIDE_DATA_READ, query_trace=None):
+                   payload=WIDE_PAYLOAD, data_read=WIDE_DATA_READ, query_trace=None, rows=WIDE_ROWS):
     """bcc-style trace of the full-row read: warm cache, 3,803 preads of Data.db, per-call events of
     Data.db not streamed (heat map only), those of Index.db streamed."""
     writer = TraceWriter(path)
@@ -62,7 +62,7 @@ def wide_select_c0(path, *, query="SELECT c0 FROM demo.wide WHERE id = 1", table
     index = writer.file_id(INDEX_PATH, "file", size_bytes=409_600, dev=2049, inode=12)
     client = writer.file_id(CLIENT_SOCKET, "socket", local_addr="127.0.0.1:9042", remote_addr="127.0.0.1:50412")
     cgroup = writer.file_id("/sys/fs/cgroup/memory.stat", "file", size_bytes=7_240)
-    execution = {"latency_s": 0.9, "rows": WIDE_ROWS, "payload_bytes": payload, "wire_bytes": WIDE_WIRE, "pages": 1}
+    execution = {"latency_s": 0.9, "rows": rows, "payload_bytes": payload, "wire_bytes": WIDE_WIRE, "pages": 1}
     warmup, measured = _run_windows(writer, execution)
     data_pages = -(-data_read // 4096)
     for window, cache_miss in ((warmup, data_pages * 4096), (measured, 0)):

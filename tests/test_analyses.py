@@ -42,7 +42,11 @@ def test_full_row_read_is_flagged_with_exact_amplification(wide):
     assert full_row.certainty == "likely"
     # 1 of 20 regular columns; 200 rows; selection alone: 20,000 B in 16 KiB chunks -> 2 chunks
     assert "selects 1 of the table's 20 regular columns (c0)" in full_row.evidence[0]
-    assert "32.0 KiB" in full_row.evidence[2] and "1,910x less" in full_row.evidence[2]
+    assert full_row.evidence[2] == "The selected values came to 19.5 KiB (100 B per row)."
+    # read alone: 2 chunks of 16 KiB (no CompressionInfo recorded: a chunk at its full length) + one index page
+    assert full_row.read_after_fix_bytes == 2 * 16384 + 4096 and full_row.excess_share == 1.0
+    assert wide.necessary.bytes == 36_864 and o.necessary_bytes == 36_864
+    assert o.over_necessary == 62_574_072 / 36_864 and "1,697x the necessary read" in wide.verdict.summary
     assert any("clustering rows" in s for s in full_row.suggestion)
 
 
@@ -110,10 +114,23 @@ def test_select_star_and_narrow_reads_are_not_flagged(tmp_path):
     assert narrow.overall.read == pytest.approx(1.6042)
 
 
-def test_threshold_is_an_option(tmp_path):
-    path = synthetic.wide_select_c0(tmp_path / "narrow.trace", data_read=32_084)
-    assert analyse(path, threshold=1.5).verdict.status == "flagged"
+def test_threshold_and_min_excess_are_options(tmp_path):
+    # 300 KiB read where the result needs 36 KiB: 8.5x the necessary read, 264 KiB past it
+    path = synthetic.wide_select_c0(tmp_path / "narrow.trace", data_read=300 << 10)
+    assert analyse(path, threshold=8).verdict.status == "flagged"
     assert analyse(path, threshold=10).verdict.status == "not flagged"
+    assert analyse(path, threshold=8, min_excess=300 << 10).verdict.status == "not flagged"
+
+
+def test_a_read_of_what_the_result_needs_is_not_flagged_however_small_its_payload(tmp_path):
+    # A point read: 85 B of payload, one 16 KiB chunk read (869x the payload, as the issue measured)
+    query_trace = [{"session_id": "1", "duration_us": 5, "events": [
+        {"activity": "Read 1 live rows and 0 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
+    analysis = analyse(synthetic.wide_select_c0(tmp_path / "point.trace", payload=85, data_read=16_384, rows=1,
+                                                query_trace=query_trace))
+    assert analysis.overall.read == 16_384 / 85
+    assert analysis.verdict.status == "not flagged"
+    assert analysis.findings == []
 
 
 def test_mmap_reads_count_page_cache_fills_outside_syscall_pages(tmp_path):
@@ -127,8 +144,8 @@ def test_mmap_reads_count_page_cache_fills_outside_syscall_pages(tmp_path):
     assert o.read == o.data_read_bytes / 20_000
     assert o.sstables_read == 2
     assert analysis.verdict.status == "flagged"
-    assert causes(analysis) == ["full_row_read", "whole_partition_scan", "readahead_inflation", "cold_cache"]
-    mmap_finding = analysis.findings[2]
+    assert causes(analysis) == ["full_row_read", "readahead_inflation", "whole_partition_scan", "cold_cache"]
+    mmap_finding = analysis.findings[1]
     assert "memory-mapped" in mmap_finding.title
     by_path = {p.file.path: p for p in analysis.access}
     assert by_path[synthetic.MMAP_DATA_PATH].source == "none"
@@ -305,3 +322,19 @@ def test_a_run_whose_measured_executions_all_failed_is_undetermined(tmp_path):
     verdict = analyse(path).verdict
     assert verdict.status == "undetermined"
     assert "Cannot achieve consistency level THREE" in verdict.summary and "--consistency" in verdict.fix
+
+
+def test_latency_notes_are_reported_below_the_threshold_with_cassandras_counts(tmp_path):
+    query_trace = [{"session_id": "1", "duration_us": 5, "events": [
+        {"activity": "Merged data from memtables and 5 sstables", "source_elapsed_us": 1, "thread": "ReadStage-1"},
+        {"activity": "Read 1 live rows and 1500 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
+    analysis = analyse(synthetic.wide_select_c0(tmp_path / "point.trace", payload=85, data_read=16_384, rows=1,
+                                                query_trace=query_trace))
+    assert analysis.verdict.status == "not flagged"
+    assert analysis.findings == []
+    notes = {note.cause: note for note in analysis.latency_notes}
+    # one 16 KiB chunk read whole for 85 B: a point-read table's note
+    assert set(notes) == {"many_sstables", "tombstones", "compression_chunk_overhead"}
+    assert "merged data from up to 5 SSTables" in notes["many_sstables"].evidence[-1]
+    assert "1 live rows and 1,500 tombstone cells" in notes["tombstones"].evidence[0]
+    assert all(note.read_after_fix_bytes is None for note in notes.values())   # not weighed: not flagged

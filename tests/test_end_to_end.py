@@ -59,6 +59,16 @@ def test_narrow_refactor_is_not_flagged(live):
     assert "full_row_read" not in {finding.cause for finding in narrow.findings}
 
 
+def test_the_full_row_fix_estimate_is_what_the_narrow_refactor_reads(live):
+    """The wide -> narrow refactor that `compare` validates: the read the full-row finding estimates
+    after its fix, against what the narrow table is measured to read, within 2x."""
+    full_row = next(f for f in live["fullrow"].findings if f.cause == "full_row_read")
+    measured = live["narrow"].read_per_execution
+    print(f"estimated {full_row.read_after_fix_bytes:,.0f} B per execution, measured {measured:,.0f} B")
+    assert measured / 2 <= full_row.read_after_fix_bytes <= measured * 2
+    assert full_row.excess_share > 0.99
+
+
 def test_select_star_reads_what_it_returns(live, demo_tables):
     star = live["select-star"]
     assert star.verdict.status == "not flagged"

@@ -17,6 +17,8 @@ import pytest
 
 from bpf_programs import wait_until_attached
 from casstrace_cli import CASSTRACE
+from verdict_tables import NOT_FLAGGED, judged, load
+from verdict_tables import traced as verdict_traced
 
 from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
@@ -231,3 +233,15 @@ def test_cold_pushes_the_mapped_pages_out_without_a_restart(mmap_node, warm, tmp
     with Trace(cold.trace_path) as trace:
         assert trace.meta["cold"]["mapped_bytes_paged_out"] > 0
 
+
+
+@pytest.mark.parametrize("label", ["point read by full primary key", "all columns of one row",
+                                   "latest rows of a small partition"])
+def test_everyday_reads_on_a_warm_4_1_mmap_node_are_not_flagged(node_41, label, tmp_path):
+    """Everyday reads judged by the mapped pages the JVM touched (4.1 maps its Data files): the
+    necessary read holds there too (tests/test_verdict_classes.py has them on 5.0)."""
+    load(node_41, pathological=False)
+    analysis = verdict_traced(node_41, NOT_FLAGGED[label], tmp_path / "q.trace")
+    assert analysis.context["disk_access_mode"] in ("mmap", "auto")
+    assert analysis.overall.mapped_touched_bytes, judged(analysis)    # the read was seen, through the maps
+    assert analysis.verdict.status == "not flagged", judged(analysis)

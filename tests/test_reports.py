@@ -42,7 +42,10 @@ def test_text_report_verdict_tables_and_spectrogram(wide):
     text = render(wide, "text")
     assert text.splitlines()[0] == f"casstrace report: {wide.trace_path}"
     assert "!! 7,606 per-call records were not streamed" in text
-    assert "VERDICT: FLAGGED  Read 59.7 MiB from demo.wide's Data files for 19.5 KiB of payload: 3,129x" in text
+    assert ("VERDICT: FLAGGED  Read 59.7 MiB from demo.wide's Data files; the necessary read of its result is 36.0 KiB per "
+            "execution (2 compressed chunks of 16.0 KiB") in text
+    assert "1,697x the necessary read (threshold 10x and 64.0 KiB per execution), 3,129x the 19.5 KiB of payload" in text
+    assert "once fixed: about 36.0 KiB read per execution instead of 59.7 MiB (100.0% of the excess)" in text
     assert "* [likely] Full-row read" in text
     assert re.search(r"Data\.db\s+Data\s+59\.7 MiB\s+59\.7 MiB\s+3,803\s+0 B", text)
     assert "not measured" in text            # the socket's page-cache misses
@@ -86,7 +89,13 @@ def test_json_schema(wide):
         "generation": 13}
     assert data["coverage"] == pytest.approx(0.3278, abs=1e-4)
     assert [f["cause"] for f in document["findings"]] == ["full_row_read", "whole_partition_scan"]
-    assert set(document["findings"][0]) == {"cause", "title", "certainty", "evidence", "suggestion"}
+    assert set(document["findings"][0]) == {"cause", "title", "certainty", "evidence", "suggestion",
+                                            "read_after_fix_bytes", "excess_share"}
+    assert document["findings"][0]["excess_share"] == 1.0 and document["findings"][1]["excess_share"] is None
+    assert document["amplification"]["necessary_bytes"] == 36_864
+    assert document["amplification"]["over_necessary"] == 62_574_072 / 36_864
+    assert document["necessary"]["units"] == 2 and document["min_excess"] == 65_536
+    assert document["latency_notes"] == []
 
 
 def test_markdown_is_a_ticket_comment(wide, hostile):

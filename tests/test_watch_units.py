@@ -289,3 +289,40 @@ def test_the_report_renders_in_every_format(format_):
                     "rows_per_execution", "latency_p50_s", "latency_p99_s", "findings"):
             assert key in statement
         assert statement["data_read_bytes_per_execution"] == 10_000_000
+
+
+def _wide_table_meta(storage):
+    return {"cassandra": {"tables": [{
+        "keyspace": "ks", "table": "wide",
+        "columns": [{"name": "k", "type": "int", "kind": "partition_key"}, {"name": "ts", "type": "int", "kind": "clustering"}]
+        + [{"name": f"c{i}", "type": "blob", "kind": "regular"} for i in range(20)],
+        "partition_key": ["k"], "clustering": ["ts"],
+        "compression": {"class": "org.apache.cassandra.io.compress.LZ4Compressor", "chunk_length_in_kb": "16"},
+        "sstables": [], "storage": storage}]}}
+
+
+# One SSTable of 200 rows x 20 cells: 190 MB in 11,600 LZ4 chunks of 16 KiB stored as 16,456 B
+WIDE_STORAGE = [{"data_path": DATA, "format": "big", "data_bytes": 11_600 * 16_456,
+                 "compression": {"compressor": "LZ4Compressor", "chunk_length": 16_384, "data_length": 190_020_000,
+                                 "chunks": 11_600, "compressed_bytes": 11_600 * 16_456},
+                 "stats": {"partitions": 1, "cells": 4_000}, "index_bytes": 40}]
+
+
+@pytest.mark.parametrize("rows, data_read, verdict", [
+    (1, 16_456, "not flagged"),            # a point read: one chunk, what its row needs
+    (200, 300_000_000, "flagged"),         # 200 rows read whole: far past 200 rows of the table's mean cell
+    (200, 10_000_000, "undetermined"),     # past the least 200 rows of one blob take, not past the mean cell
+])
+def test_a_statement_gets_the_verdict_run_would_give(rows, data_read, verdict):
+    statement = "SELECT c0 FROM ks.wide WHERE k = ?"
+    io = [SlotIO(101, 11, 1, data_read, 0)]
+    watch = summarise(_inputs([_session(1, statement, 10, rows=rows)], [_span(1, 101, 10, 12)], io),
+                      _wide_table_meta(WIDE_STORAGE))
+    [judged] = watch.statements
+    assert judged.verdict == verdict
+    assert judged.necessary_bytes_per_execution is not None
+    if verdict == "not flagged":
+        assert judged.findings == []
+    else:
+        # no payload in a watch: nothing to estimate the read after the fix with, so "possible"
+        assert (judged.findings[0].cause, judged.findings[0].certainty) == ("full_row_read", "possible")

@@ -16,6 +16,8 @@ import types
 import typing
 from typing import Any, Literal, NotRequired, TypedDict, Union
 
+from casstrace.traces.storage import SSTableStorage
+
 
 class ColumnMeta(TypedDict):
     name: str
@@ -37,6 +39,7 @@ class TableMeta(TypedDict, total=False):
     clustering: list[str]
     compression: dict[str, str]     # system_schema.tables compression options
     sstables: list[SSTableFileMeta]
+    storage: list[SSTableStorage]   # per live SSTable: chunks and statistics (traces.storage)
 
 
 class CassandraMeta(TypedDict, total=False):
@@ -44,6 +47,7 @@ class CassandraMeta(TypedDict, total=False):
     disk_access_mode: str   # as the node reports it ('standard' for mmap_index_only), or 'unknown'
     data_file_directories: list[str]
     tables: list[TableMeta]
+    compressed_read_ahead_bytes: int   # 5.0+: what a range read of compressed SSTables reads at a time
 
 
 class QueryTraceEvent(TypedDict):

@@ -59,9 +59,19 @@ Meta keys (values are JSON)
   query              str, keyspace str, consistency str, page_size int (run only)
   node               {"host": str, "port": int, "pid": int}
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
+                      "compressed_read_ahead_bytes": int (5.0+'s compressed_read_ahead_buffer_size: a range
+                      read of compressed SSTables reads this much at a time; absent: no such setting),
                       "tables": [{"keyspace", "table", "id", "columns": [{"name","type","kind"}],
                                   "partition_key": [str], "clustering": [str],
-                                  "compression": {...}, "sstables": [{"path","size"}]}]}
+                                  "compression": {...}, "sstables": [{"path","size"}],
+                                  "storage": [SSTableStorage]}]}
+                     storage (casstrace.traces.storage; run and watch, read from each live SSTable's
+                     CompressionInfo.db and Statistics.db at the start): per SSTable {"data_path",
+                     "format", "data_bytes", "compression": {"compressor", "chunk_length", "data_length",
+                     "chunks", "compressed_bytes"} (absent: not compressed), "stats": {"partitions",
+                     "cells", "partition_bytes_p50", "partition_bytes_max", "cells_p50", "cells_max"},
+                     "index_bytes" (Index.db or Partitions.db), "row_index_bytes" (Rows.db)}: sizes and
+                     counts only; any key may be missing (not recorded)
   query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread","source"}]}]
                      source (format 3): the address of the node that recorded the event
                      (system_traces.events.source), so a reader can tell the coordinator's events from
@@ -130,7 +140,10 @@ Format history
   3  additive: table nodes; files.node_id; node_id in latency, threads, events, profile_samples;
      executions.coordinator; query_trace events' source; meta replicas (several nodes, above).
      The threads table's key became (node_id, tid). Older traces read as one node with no nodes rows.
-     Later in format 3: meta capabilities (what the backend could do; before, its name said it).
+     Later in format 3: meta capabilities (what the backend could do; before, its name said it);
+     meta cassandra.tables[].storage (the SSTables' chunks and statistics, for the
+     necessary read) and cassandra.compressed_read_ahead_bytes; a trace without them takes a
+     compressed chunk at its full length, and no read-ahead.
 """
 
 import bisect

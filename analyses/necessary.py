@@ -1,0 +1,179 @@
+"""The necessary read: the least the storage engine must read, per execution, to return this result
+with this table's settings. The verdict judges the bytes read against it (causes.verdict).
+
+The model
+  result     the cells the result is computed from, as if they lay contiguously in one SSTable:
+             - the payload the client received (the serialized values; on disk each cell also has a
+               header, so this is the least they take);
+             - for an aggregate (count, sum, avg, min, max), the rows it aggregates: Cassandra's own
+               count of the live rows it read ('Read N live rows', its trace of one execution) times
+               a stored row (the SSTables' uncompressed bytes per cell, from Statistics.db's cell
+               histogram, times the table's regular columns);
+             - without a payload (`watch`), the rows returned times the selected cells per row times
+               the stored bytes per cell, as above; and, since a mean over the table's cells says
+               nothing of one column's, at the least the selected cells' types take (a text or blob
+               cell 1 B): a read flagged against that one only is undetermined.
+  chunks     those bytes read in whole compressed chunks: ceil(result / chunk length) chunks of the
+             table's chunk_length_in_kb, each costing what a chunk of the table's SSTables really
+             takes on disk (their CompressionInfo.db: compressed bytes ÷ chunks, checksums included);
+             uncompressed, in whole 4 KiB pages. At least one when the result is not empty, and one
+             for each partition found of those an IN list on the partition key names (they lie
+             apart, in token order). A range read (no partition key, or a token range) of a
+             5.0 node's compressed SSTables reads compressed_read_ahead_buffer_size at a time
+             (256 KiB by default; the node's setting, recorded at run time): at least that much, or
+             the table's Data files if smaller.
+  index      the partition-index lookups the SSTable format needs, one SSTable: BIG reads its
+             Index.db entry (one page; the Summary is held in memory, and no read is counted for
+             it); BTI walks the Partitions.db trie (one page at least) and, for a partition with a
+             row index, the Rows.db trie (one page); one lookup per partition found.
+
+Its inputs are recorded at run time (meta cassandra.tables[].storage: casstrace.node.storage); a
+trace without them (older traces, a node whose files casstrace could not read) takes a compressed
+chunk at its full length: a chunk compresses to no less than 0 B, but data that would shrink much
+is rare in tables that are read for their bytes, and this keeps the estimate on the side of clearing.
+
+Limits: one SSTable (a partition spread over several is read from each: the many_sstables cause),
+no tombstones, no other versions of the cells, the payload standing for the stored cells; a result
+that spans a chunk boundary needs one chunk more than the model gives; index reads through memory
+maps (5.0's mmap_index_only) are in no measure of the Data files, so the model errs towards
+clearing by that part (a page or two). The data read it is compared with counts the Data files only.
+"""
+
+import dataclasses
+import math
+
+from casstrace.analyses.model import Amplification, NecessaryRead
+from casstrace.analyses.query import Select, TableSchema
+from casstrace.analyses.units import human_bytes
+from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.sstable_names import parse_sstable_path
+
+
+# The value bytes of CQL's fixed-size types; any other type's cell may be as small as 1 B.
+LEAST_CELL_BYTES = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "float": 4, "date": 4, "inet": 4,
+                    "bigint": 8, "double": 8, "timestamp": 8, "time": 8, "counter": 8, "uuid": 16, "timeuuid": 16}
+
+
+def necessary_read(select: Select | None, schema: TableSchema | None, *, payload_bytes: float | None,
+                   rows: float | None, rows_aggregated: int | None, read_ahead: int | None = None,
+                   least: bool = False) -> NecessaryRead | None:
+    """Per execution: `payload_bytes` and `rows` returned by one execution (None: not known),
+    `rows_aggregated` the live rows Cassandra read for it. None when the result cannot be modelled.
+    `read_ahead`: the node's compressed_read_ahead_bytes (meta cassandra), what a range read of
+    compressed SSTables reads at a time. `least`, without a payload: the selected cells at the least
+    their types take (a text or blob cell 1 B), instead of the table's mean cell."""
+    if schema is None or select is None:
+        return None
+    result = _result_bytes(select, schema, payload_bytes, rows, rows_aggregated, least)
+    if result is None:
+        return None
+    result_bytes, basis = result
+    chunk_length, unit = _unit(schema)
+    # Partitions named by an IN list lie apart (in token order): each found costs a chunk and a lookup.
+    partitions = schema.partitions_read(select)
+    found = max(1, min(partitions, math.ceil(rows))) if rows is not None else partitions
+    units = max(found, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
+    data_bytes = units * unit
+    stored = sum(sstable.get("data_bytes", 0) for sstable in schema.storage)
+    if read_ahead and chunk_length and stored and not schema.reads_partitions(select):
+        # A range read reads compressed SSTables a read-ahead buffer at a time (5.0+)
+        data_bytes = max(data_bytes, min(read_ahead, stored))
+        basis += f", a range read ({read_ahead // 1024:,} KiB read-ahead)"
+    sstable_format = _format(schema)
+    index = _index_bytes(schema, sstable_format) * found
+    return NecessaryRead(bytes=data_bytes + index, data_bytes=data_bytes, index_bytes=index,
+                         result_bytes=round(result_bytes), basis=basis, units=units, unit_bytes=unit,
+                         chunk_length=chunk_length, sstable_format=sstable_format)
+
+
+def stored_cell_bytes(schema: TableSchema) -> float | None:
+    """Uncompressed bytes per cell over the table's SSTables (Statistics.db), None when not recorded."""
+    data = cells = 0
+    for sstable in schema.storage:
+        stats = sstable.get("stats") or {}
+        layout = sstable.get("compression")
+        size = layout["data_length"] if layout else sstable.get("data_bytes")
+        if stats.get("cells") and size:
+            data += size
+            cells += stats["cells"]
+    return data / cells if cells else None
+
+
+def stored_rows(schema: TableSchema) -> int | None:
+    """Rows in the table's SSTables (their cells ÷ the regular columns: every column set), None when
+    not recorded: what a scan of the whole table reads."""
+    cells = [sstable["stats"]["cells"] for sstable in schema.storage if "cells" in (sstable.get("stats") or {})]
+    return sum(cells) // max(1, len(schema.regular_columns)) if cells else None
+
+
+def _result_bytes(select: Select, schema: TableSchema, payload_bytes: float | None, rows: float | None,
+                  rows_aggregated: int | None, least: bool) -> tuple[float, str] | None:
+    cell = stored_cell_bytes(schema)
+    regular = max(1, len(schema.regular_columns))
+    if select.aggregate:
+        if rows_aggregated is None or cell is None:
+            return None
+        return (rows_aggregated * cell * regular,
+                f"the {rows_aggregated:,} rows aggregated (Cassandra's count) x {cell * regular:,.0f} B stored per row")
+    if payload_bytes is not None:
+        return payload_bytes, "the payload returned"
+    if rows is None:
+        return None
+    columns = schema.regular_columns if select.select_all else [c for c in select.columns if c in schema.regular_columns]
+    if least:
+        per_row = sum(LEAST_CELL_BYTES.get(schema.columns[c].get("type", ""), 1) for c in columns) or 1
+        return rows * per_row, f"{rows:,.0f} rows x at least {per_row:,} B of the selected cells (their types)"
+    if cell is None:
+        return None
+    selected = max(1, len(columns))
+    return rows * selected * cell, f"{rows:,.0f} rows x {selected} cells x {cell:,.0f} B stored per cell"
+
+
+def _unit(schema: TableSchema) -> tuple[int | None, int]:
+    """(chunk length or None, what one chunk or page costs to read)."""
+    layouts = [s["compression"] for s in schema.storage if s.get("compression")]
+    if layouts:
+        chunks = sum(layout["chunks"] for layout in layouts)
+        stored = sum(layout["compressed_bytes"] for layout in layouts)
+        length = layouts[0]["chunk_length"]
+        return length, math.ceil(stored / chunks) if chunks else length
+    # Without a recorded layout: the table's chunk length, when its SSTables are compressed (they
+    # have CompressionInfo.db files; no SSTable listed: what the table says).
+    components = {name.component for f in schema.sstables if (name := parse_sstable_path(f["path"]))}
+    listed = bool(components & {"TOC", "Statistics"})    # every component listed, not just some
+    compressed = "CompressionInfo" in components if listed else schema.chunk_bytes is not None
+    if compressed and schema.chunk_bytes:
+        return schema.chunk_bytes, schema.chunk_bytes
+    return None, PAGE_BYTES
+
+def _format(schema: TableSchema) -> str | None:
+    formats = {s["format"] for s in schema.storage if s.get("format")}
+    formats |= {name.format for f in schema.sstables if (name := parse_sstable_path(f["path"]))}
+    return formats.pop() if len(formats) == 1 else None
+
+
+def _index_bytes(schema: TableSchema, sstable_format: str | None) -> int:
+    index = [s["index_bytes"] for s in schema.storage if "index_bytes" in s]
+    first_page = min([PAGE_BYTES, *index])
+    if sstable_format == "bti" and any(s.get("row_index_bytes") for s in schema.storage):
+        return first_page + PAGE_BYTES
+    return first_page
+
+
+def against_necessary(amplification: Amplification, necessary: NecessaryRead | None,
+                      executions: int) -> Amplification:
+    """The amplification with the necessary read of its `executions` executions beside the payload."""
+    if necessary is None:
+        return amplification
+    total = necessary.bytes * executions
+    return dataclasses.replace(amplification, necessary_bytes=total,
+                               over_necessary=amplification.data_read_bytes / total if total else None)
+
+
+def describe(necessary: NecessaryRead) -> str:
+    """'2 compressed chunks of 15.2 KiB for 19.5 KiB of the payload returned + 4.0 KiB of partition index'."""
+    unit = "compressed chunk" if necessary.chunk_length else "4 KiB page"
+    stored = f" of {human_bytes(necessary.unit_bytes)}" if necessary.chunk_length else ""
+    return (f"{necessary.units:,} {unit}{'s' * (necessary.units != 1)}{stored} for "
+            f"{human_bytes(necessary.result_bytes)} of {necessary.basis} + "
+            f"{human_bytes(necessary.index_bytes)} of partition index")
