@@ -42,9 +42,10 @@ def verdict(overall: Amplification, threshold: float, *, min_excess: int, execut
                    f"{human_bytes(overall.basis_bytes)} sent to the client "
                    "(wire bytes: the trace has no driver payload)")
     carried = f"; most of it seen by {overall.carried_by}" if overall.carried_by else ""
-    if not overall.data_read_bytes and not overall.basis_bytes:
+    if not overall.data_read_bytes and not overall.basis_bytes and overall.necessary_bytes is None:
         # Typically a capture of something other than a Cassandra query: saying "not flagged"
-        # would vouch for a query that never ran.
+        # would vouch for a query that never ran. (A query of a known table that found nothing,
+        # and read nothing, is judged: a point read of a missing key.)
         return Verdict("undetermined", f"Nothing was read from {data_label} and nothing was returned "
                                        f"({payload}): there is no query to judge in this capture.", notes)
     base = overall.necessary_bytes if overall.necessary_bytes is not None else overall.basis_bytes or 0
@@ -54,10 +55,12 @@ def verdict(overall: Amplification, threshold: float, *, min_excess: int, execut
 
     per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
     rule = f"threshold {threshold:g}x and {human_bytes(min_excess)} per execution"
+    against_payload = ("" if payload is None else ", nothing returned" if overall.read is None else
+                       f", {ratio(overall.read)} the {payload}")
     if necessary is not None and overall.necessary_bytes is not None:
         summary = (f"Read {read}{per} from {data_label}; the necessary read of its result is "
                    f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}): "
-                   f"{ratio(overall.over_necessary)} the necessary read ({rule})" + (f", {ratio(overall.read)} the {payload}" if payload else "") + f"{carried}.")
+                   f"{ratio(overall.over_necessary)} the necessary read ({rule})" + against_payload + f"{carried}.")
     elif base == 0:
         summary = f"Read {read}{per} from {data_label} to return nothing ({payload}; {rule}){carried}."
     else:
