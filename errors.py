@@ -13,3 +13,8 @@ class CasstraceError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message} (fix: {self.fix})" if self.fix else self.message
+
+
+def not_utf8(error: UnicodeDecodeError) -> str:
+    """Why a file the user gave is not text, as the middle of one line."""
+    return f"not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start})"

@@ -1,16 +1,19 @@
 """Where casstrace may write a file: the one policy every trace and report goes through.
 
-casstrace never destroys a file. An output path that exists is refused unless the user said
---force, and even then only a regular file is replaced: never a directory, a device, a FIFO, a
-socket or a symbolic link (nor what it points to). A report never replaces the trace it was made
-from. Files are written whole or not at all: into a hidden `.NAME.partial` beside the target,
-then renamed over it (atomic on one filesystem), and the rename checks the target again, so a
-device that appeared at the path in the meantime is refused too.
+casstrace never destroys a file. An output path that exists is refused unless the user said --force,
+and even then only a regular file is replaced: never a directory, a device, a FIFO, a socket or a
+symbolic link (nor what it points to). No command ever writes over one of its inputs (the trace a
+report is made from, the capture being imported, a --file, a command's own program or arguments...):
+the same file reached through ./, symbolic or hard links included. Files are written whole or not at
+all: into a hidden `.NAME.partial` beside the target, then renamed over it (atomic on one
+filesystem), and the rename checks the target again, so a device that appeared at the path in the
+meantime is refused too.
 
 TraceWriter (traces/writer.py) and reports.write use these functions; commands check their
 paths up front with check_output, so that a refusal comes before any work.
 """
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -48,21 +51,28 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _same_file(path: Path, other: Path) -> bool:
+def same_file(path: str | os.PathLike, other: str | os.PathLike) -> bool:
+    """Whether two paths name one file: the same path once resolved, or the same device and inode
+    (a hard link, or a symbolic link to it)."""
     try:
-        return path.resolve() == other.resolve() or os.path.samefile(path, other)
-    except OSError:
+        return Path(path).resolve() == Path(other).resolve() or os.path.samefile(path, other)
+    except (OSError, RuntimeError):   # RuntimeError: a symbolic link loop
         return False
 
 
 def check_output(path: str | os.PathLike, force: bool, inputs: Iterable[str | os.PathLike] = ()) -> Path:
-    """Refuse (CasstraceError) to write at `path` when that would destroy something: a file read
-    for this output, anything that is not a regular file, or an existing file without --force."""
+    """Refuse (CasstraceError) to write at `path` when that would destroy something: one of the
+    command's `inputs` (or the partial file it is written through), anything that is not a regular
+    file, or an existing file without --force."""
     path = Path(path)
     for source in inputs:
-        if _same_file(path, Path(source)):
-            raise CasstraceError(f"refusing to write over {path}: it is the trace this report is made from",
-                                 "give --output another path")
+        if same_file(path, source):
+            named = "" if Path(source) == path else f" ({source}, by another name)"
+            raise CasstraceError(f"refusing to write over {path}: it is one of this command's inputs{named}",
+                                 "give the output another path")
+        if same_file(partial_path(path), source):
+            raise CasstraceError(f"refusing to write over {path}: it is written through {partial_path(path)}, one of "
+                                 "this command's inputs", "give the output another path")
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -93,23 +103,33 @@ def _check_writable(path: Path) -> None:
         raise CasstraceError(f"cannot write {path} ({error.strerror})", "choose a writable path") from None
 
 
-def move_into_place(partial: Path, target: Path, force: bool) -> None:
+def move_into_place(partial: Path, target: Path, force: bool, inputs: Iterable[str | os.PathLike] = ()) -> None:
     """Rename the whole `partial` file to `target`, under check_output's rules, checked again now."""
-    check_output(target, force)
+    check_output(target, force, inputs)
     os.replace(partial, target)
 
 
 def write_text(path: str | os.PathLike, text: str, force: bool, inputs: Iterable[str | os.PathLike] = ()) -> Path:
     """Write `text` to `path` whole or not at all, under check_output's rules."""
+    inputs = tuple(inputs)   # checked now and again at the rename
     path = check_output(path, force, inputs)
     partial = partial_path(path)
     try:
         partial.unlink(missing_ok=True)   # a stale one; 'x' below never follows a link planted there
         with open(partial, "x", encoding="utf-8") as file:
             file.write(text)
-        move_into_place(partial, path, force)
+        move_into_place(partial, path, force, inputs)
     except OSError as error:
+        if error.errno == errno.ENOSPC:
+            raise disk_full(path) from None
         raise CasstraceError(f"cannot write {path} ({error.strerror})", "choose a writable path") from None
     finally:
         partial.unlink(missing_ok=True)
     return path
+
+
+def disk_full(path: Path) -> CasstraceError:
+    """What to say when the filesystem a file was being written to filled up (its partial file is gone)."""
+    directory = path.parent.resolve()
+    return CasstraceError(f"the disk is full: no room left in {directory} to write {path.name} (nothing was kept)",
+                          f"free space in {directory}, or write to another filesystem")

@@ -19,6 +19,7 @@ from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace
+from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta
 
 MEASURE_NAMES = {"syscalls": "read/write/lseek syscalls", "offsets": "file offsets", "page_cache": "page-cache misses",
@@ -137,8 +138,8 @@ def _warnings(trace: Trace, executions: list[Execution]) -> list[str]:
                         "Everything below covers only what was captured before it stopped.")
     lost = meta.get("lost_events") or 0
     if lost:
-        exact = ("totals are exact (kept in the kernel); offset maps may miss calls" if meta.get("backend") == "bcc"
-                 else "totals may be short by these events")
+        exact = ("totals are exact (kept in the kernel); offset maps may miss calls"
+                 if trace.captured_with(Capability.EXACT_TOTALS) else "totals may be short by these events")
         warnings.append(f"{lost:,} events were lost (buffer full): {exact}.")
     unstreamed = meta.get("unstreamed_events") or 0
     if unstreamed:

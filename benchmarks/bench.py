@@ -34,6 +34,11 @@ def missing(needs: list[str]) -> str | None:
     """What a benchmark needs that this machine lacks, or None."""
     if "root" in needs and os.geteuid() != 0:
         return "needs root (BPF)"
+    for need in needs:
+        if need.startswith("memory_gib:"):   # a node of its own (scale.py: an 8 GiB heap)
+            available_gib = int(Path("/proc/meminfo").read_text().split("MemAvailable:")[1].split()[0]) / 2**20
+            if available_gib < float(need.split(":")[1]):
+                return f"needs {need.split(':')[1]} GiB of memory available, {available_gib:.1f} are"
     if "node" in needs:
         try:
             socket.create_connection(("127.0.0.1", 9042), timeout=1).close()

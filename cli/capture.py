@@ -7,15 +7,23 @@ A command is started held at a gate, so the probes are attached before it runs i
 instruction; the capture ends when it exits (or after --duration). A command's capture follows
 everything it starts (children, grandchildren, their threads), since that is usually where its
 work happens (`sh -c 'cat FILE'`); --pid watches that one process only, as `casstrace run` does.
+
+casstrace passes a command's exit status on, as `time` and `strace` do (128 + N when signal N
+killed it). The command runs in a process group of its own, given the terminal when casstrace has
+it (as a shell does with a job): Ctrl-C at the terminal reaches the command alone, and the capture
+ends with it. A SIGINT, SIGTERM or SIGHUP sent to casstrace is forwarded to the command's group;
+what is still running FORWARD_GRACE_S later is killed: casstrace leaves nothing behind it.
 """
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
@@ -25,11 +33,10 @@ from casstrace.errors import CasstraceError
 from casstrace.interrupts import Interrupted
 from casstrace.redaction import redact_command
 
-if TYPE_CHECKING:
-    from casstrace.probes.bcc_trace import BccCaptured
-
 # Waits for the tracer's go (one byte on the given fd), then becomes the command (same pid).
 GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.execvp(sys.argv[2], sys.argv[2:])"
+# Seconds a command has to exit after a forwarded signal before its process group is killed.
+FORWARD_GRACE_S = 10.0
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -49,80 +56,175 @@ def command(pid: int | None, duration: float | None, out: Path, force: bool, str
     if pid is not None and duration is None:
         raise CasstraceError("--pid needs --duration", "add --duration SECONDS")
 
-    from casstrace.probes.bcc_capture import BccCapture
+    from casstrace.probes.backends import DEFAULT_BACKEND, backend
     from casstrace.probes.mapped_pages import MappedPagesCapture
-    from casstrace.probes.protocol import Windows
+    from casstrace.probes.protocol import CaptureOptions, Windows
     from casstrace.probes.recording import record
     from casstrace.traces import TraceWriter
 
-    child: subprocess.Popen[bytes] | None = None
-    gate: int | None = None
-    if command:
-        if shutil.which(command[0]) is None:
-            raise CasstraceError(f"command not found: {command[0]}", "give a program on PATH or its full path")
-        child, gate = _start_held(command)
-        pid = child.pid
+    program = shutil.which(command[0]) if command else None
+    if command and program is None:
+        raise CasstraceError(f"command not found: {command[0]}", "give a program on PATH or its full path")
+    held = HeldCommand(command) if command else None
+    if held is not None:
+        pid = held.process.pid
     assert pid is not None      # --pid, or the command's
-
-    released = False   # whether the command was let go past its gate
 
     def body(windows: Windows) -> None:
         """Until the command exits, the process ends, or --duration is up."""
-        nonlocal released
-        if gate is not None:
-            os.write(gate, b"g")
-            os.close(gate)
-            released = True
+        if held is not None:
+            held.release()
         deadline = time.monotonic() + duration if duration else None
-        while windows.ended_early is None and (deadline is None or time.monotonic() < deadline):
-            if child is not None and child.poll() is not None:
-                break
-            time.sleep(0.05)
+        try:
+            while windows.ended_early is None and (deadline is None or time.monotonic() < deadline):
+                if held is not None and held.process.poll() is not None:
+                    break
+                time.sleep(0.05)
+        except Interrupted as interrupted:   # the command hears of it now, not once the trace is written
+            if held is not None:
+                held.forward(interrupted.signum)
+            raise
 
-    capture: BccCapture | None = None
+    meta: dict[str, Any] = {}   # the trace's, as written
+
     try:
         # A command's capture follows what it starts, and ends when it exits: not an early end.
-        capture = BccCapture(pid, stream_limit=stream_limit, follow_children=bool(command), until_exit=bool(command),
-                             source=f"command {redact_command(command)} and its descendants" if command else None,
-                             process=redact_command(command) if command else None)
+        capture = backend(DEFAULT_BACKEND)(pid, stream_limit=stream_limit,
+                                           options=CaptureOptions(command=redact_command(command)) if command else None)
         # A process's reads through memory maps (a Cassandra 4.x node's Data files) make no syscall:
         # --pid measures them over the whole capture. A command's processes have exited by the end,
         # when the measure reads their smaps: its trace says they were not measured.
         sources = [] if command else [MappedPagesCapture(pid, whole_capture=True)]
         # The writer checks `out` before a probe attaches (after the privilege check, which says more).
-        path = record(capture, TraceWriter(out, force=force), body, sources=sources)
+        writer = TraceWriter(out, force=force, inputs=_named_files(command, program))
+        path = record(capture, writer, body, sources=sources, annotate=lambda written: meta.update(written.meta()))
     except BaseException as error:
-        # A command never runs unobserved: one still held at its gate would run once we exit.
-        # One already running is the user's to stop (Ctrl-C reaches it too).
-        if child is not None and child.poll() is None and not (released and isinstance(error, Interrupted)):
-            child.kill()
-            child.wait()
-        if isinstance(error, Interrupted) and error.trace is not None and capture and capture.result:
-            _summarise(error.trace, capture.result, child, error)
+        # A command never runs unobserved (one still held at its gate would run once we exit), nor
+        # outlives casstrace: a signal is passed on to it, any other failure kills it.
+        if held is not None:
+            held.stop(error.signum if isinstance(error, Interrupted) else None)
+        if isinstance(error, Interrupted) and error.trace is not None:
+            _summarise(error.trace, meta, held, error)
         raise
-    if child is not None:
-        child.wait()
-    assert capture.result is not None
-    _summarise(path, capture.result, child, None)
+    if held is not None:
+        held.wait()
+    _summarise(path, meta, held, None)
+    if held is not None:
+        click.get_current_context().exit(held.status)
 
 
-def _start_held(command: tuple[str, ...]) -> tuple[subprocess.Popen[bytes], int]:
-    read_end, write_end = os.pipe()
-    child = subprocess.Popen([sys.executable, "-c", GATE, str(read_end), *command], pass_fds=(read_end,))
-    os.close(read_end)
-    return child, write_end
+def _named_files(command: tuple[str, ...], program: str | None) -> list[str]:
+    """What a command may read, as far as its words say: its program, and each argument (or the
+    VALUE of one such as --input=VALUE or if=VALUE) that names an existing file. The trace is never
+    written over one of them."""
+    words = [part for word in command[1:] for part in (word, word.partition("=")[2])]
+    return [word for word in ([program] if program else []) + words if word and os.path.isfile(word)]
 
 
-def _summarise(path: Path, captured: "BccCaptured", child: subprocess.Popen[bytes] | None,
-               interrupted: Interrupted | None) -> None:
-    counters = captured.counters
+class HeldCommand:
+    """A command started held at a gate, in a process group of its own (see the module's docstring)."""
+
+    def __init__(self, command: tuple[str, ...]):
+        read_end, self._gate = os.pipe()
+        self.process = subprocess.Popen([sys.executable, "-c", GATE, str(read_end), *command], pass_fds=(read_end,),
+                                        process_group=0)
+        os.close(read_end)
+        self.released = False
+        self.forwarded = False
+        self._terminal = _take_terminal(self.process.pid)
+
+    def release(self) -> None:
+        """Let it run (the probes are attached)."""
+        os.write(self._gate, b"g")
+        os.close(self._gate)
+        self.released = True
+
+    def forward(self, signum: int) -> None:
+        """Pass a signal casstrace received on to the command's group, once."""
+        if self.released and not self.forwarded:
+            self.forwarded = True
+            self._signal_group(signum)
+
+    def wait(self) -> None:
+        """Until it exits (a --duration capture may end before it)."""
+        try:
+            self.process.wait()
+        finally:
+            _give_back_terminal(self._terminal)
+
+    def stop(self, signum: int | None) -> None:
+        """After casstrace received `signum`: pass it on, and give the group FORWARD_GRACE_S to exit.
+        After any other failure, or while still held: at once. Then kill whatever is left of it."""
+        try:
+            if self.released and signum is not None:
+                self.forward(signum)
+                deadline = time.monotonic() + FORWARD_GRACE_S
+                while self._group_alive() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            self._signal_group(signal.SIGKILL)
+            if not self.released:   # after the kill: a gate that reads end of file runs the command
+                os.close(self._gate)
+            self.process.wait()
+        finally:
+            _give_back_terminal(self._terminal)
+
+    @property
+    def status(self) -> int:
+        """Its exit status as a shell gives it: 128 + N when signal N ended it."""
+        code = self.process.returncode
+        return 128 - code if code < 0 else code
+
+    def describe(self) -> str:
+        code = self.process.returncode
+        return f"killed by signal {-code} (status {self.status})" if code < 0 else f"exited with status {code}"
+
+    def _group_alive(self) -> bool:
+        self.process.poll()   # reap the leader: a zombie still counts as a member
+        try:
+            os.killpg(self.process.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def _signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signum)
+
+
+def _take_terminal(group: int) -> int | None:
+    """Give the terminal to the command's process group when casstrace's has it, as a shell does
+    with a foreground job (so the command may read it, and Ctrl-C goes to it). Returns the group
+    that had it, for _give_back_terminal."""
+    try:
+        if not os.isatty(0) or os.tcgetpgrp(0) != os.getpgrp():
+            return None
+        os.tcsetpgrp(0, group)
+    except OSError:
+        return None
+    return os.getpgrp()
+
+
+def _give_back_terminal(group: int | None) -> None:
+    if group is None:
+        return
+    # From the background, taking the terminal back raises SIGTTOU, which would stop casstrace.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+    try:
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(0, group)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTTOU})
+
+
+def _summarise(path: Path, meta: dict[str, Any], held: HeldCommand | None, interrupted: Interrupted | None) -> None:
+    """What was captured, from the trace's meta (the same words for every backend)."""
     click.echo(f"casstrace: wrote {path}")
     if interrupted is not None and not interrupted.trace_complete:
         click.echo(f"casstrace: {interrupted.reason}: the trace is marked incomplete")
-    elif child is not None:
-        click.echo(f"casstrace: command exited with status {child.returncode}")
-    elif captured.ended_early:
-        click.echo(f"casstrace: capture ended early: {captured.ended_early}")
-    click.echo(f"casstrace: per-call records: {captured.streamed_events} kept, "
-               f"{captured.unstreamed_events} not streamed (over --stream-limit), {counters['notices_lost']} lost; "
-               f"aggregates: {counters['aggregate_overflow']} updates lost to full maps")
+    elif held is not None:
+        click.echo(f"casstrace: command {held.describe()}")
+    elif meta.get("ended_early"):
+        click.echo(f"casstrace: capture ended early: {meta['ended_early']}")
+    click.echo(f"casstrace: per-call records: {meta.get('unstreamed_events', 0):,} not kept (over --stream-limit), "
+               f"{meta.get('lost_events', 0):,} lost; aggregates: {meta.get('aggregate_overflows', 0):,} updates "
+               "lost to full maps")

@@ -69,8 +69,9 @@ def command(traces: tuple[Path, ...], before: str | None, after: str | None, aft
         raise CasstraceError("give either two traces or both --before and --after",
                              'casstrace compare A.trace B.trace, or casstrace compare --before "SELECT ..." '
                              '--after "SELECT ..."')
-    if output is not None:
-        check_output(output, force, inputs=traces)   # before anything runs: a refusal costs nothing
+    if output is not None:   # before anything runs: a refusal costs nothing
+        from casstrace.node.connection import configuration_files
+        check_output(output, force, inputs=[*traces, *(configuration_files(run_options["cqlshrc"]) if live else [])])
     if live:
         assert before is not None and after is not None     # checked above
         payload, paths = run_both(before, after, traces_dir, run_options, after_consistency)

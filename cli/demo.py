@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from casstrace import paths
-from casstrace.cli.options import COLUMNS, ROWS, VALUE_BYTES
+from casstrace.cli.options import COLUMNS, ROWS, VALUE_BYTES, IntRange
 from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded, is_loaded
@@ -26,7 +26,7 @@ DEFAULTS = WideTable()
               show_default=True, help="Size of each c0 value (the column the query selects).")
 @click.option("--other-bytes", type=VALUE_BYTES, default=DEFAULTS.other_column_bytes,
               show_default=True, help="Size of each value of the other columns.")
-@click.option("--rf", type=click.IntRange(1, MAX_NODES), default=DEFAULTS.replication_factor,
+@click.option("--rf", type=IntRange(1, MAX_NODES), default=DEFAULTS.replication_factor,
               show_default=True, help="Replication factor of the demo keyspace: at most the sandbox's "
               "nodes (casstrace sandbox start --nodes N).")
 @click.option("--reload", is_flag=True, help="Load the data again even when it is in place.")

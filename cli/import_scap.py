@@ -37,17 +37,14 @@ def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, 
     from casstrace.traces.writer import TraceWriter
 
     out = out or default_traces_dir() / f"{scap.stem}.trace"
-    writer = TraceWriter(out, force=force)
+    writer = TraceWriter(out, force=force, inputs=[scap])
     # The capture was taken on some other node: this machine's name and kernel say nothing about it.
     writer.set_meta(hostname=None, kernel=None)
     if query:
         writer.set_meta(query=query)
-    try:
+    with writer.writing():
         summary = import_scap(scap, writer, pid=pid, proc=proc, event_limit=stream_limit or DEFAULT_STREAM_LIMIT)
-    except BaseException:
-        writer.discard()
-        raise
-    path = writer.finish()
+        path = writer.finish()
     latency = "with" if summary.latency else "without (the capture has no enter events)"
     print(f"imported pid {summary.pid} ({summary.process}), chosen by {summary.chosen_by}:"
           f" {summary.events} syscalls, {summary.file_bytes} bytes of file I/O, {latency} latency", flush=True)
@@ -97,7 +94,7 @@ def fast_parse(args: list[str]) -> dict[str, Any] | None:
         if not value or value.startswith("-"):
             return None
         if isinstance(kind, tuple):
-            if not value.isdecimal() or not kind[0] <= int(value) <= kind[1]:
+            if not (value.isascii() and value.isdecimal()) or not kind[0] <= int(value) <= kind[1]:
                 return None
             values[parameter] = int(value)
         else:

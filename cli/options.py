@@ -4,26 +4,45 @@ an overflow, never a run that cannot end)."""
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from casstrace.cli.ranges import PID_RANGE, STREAM_LIMIT_RANGE
+from casstrace.errors import CasstraceError, not_utf8
 
-PORT = click.IntRange(1, 65535)
+
+def _refuse_other_digits(kind: click.ParamType, value: object, param: click.Parameter | None,
+                         ctx: click.Context | None) -> None:
+    """int() and float() take any script's digits ('١٢' is 12): a number is given in ASCII."""
+    if isinstance(value, str) and not value.isascii():
+        kind.fail(f"{value!r} is not a number in ASCII digits", param, ctx)
+
+
+class IntRange(click.IntRange):
+    """click.IntRange in ASCII digits only."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        _refuse_other_digits(self, value, param, ctx)
+        number: int = super().convert(value, param, ctx)  # type: ignore[arg-type]   # click converts any value
+        return number
+
+
+PORT = IntRange(1, 65535)
 # A JMX port whose storage port (JMX - 199) is still a port.
-JMX_PORT = click.IntRange(200, 65535)
-PID = click.IntRange(*PID_RANGE)
-EXECUTIONS = click.IntRange(1, 10_000)    # measured executions of one query: 10,000 is hours already
-WARMUPS = click.IntRange(0, 1_000)
-PAGE_SIZE = click.IntRange(0, 1_000_000)
-STREAM_LIMIT = click.IntRange(*STREAM_LIMIT_RANGE)
+JMX_PORT = IntRange(200, 65535)
+PID = IntRange(*PID_RANGE)
+EXECUTIONS = IntRange(1, 10_000)    # measured executions of one query: 10,000 is hours already
+WARMUPS = IntRange(0, 1_000)
+PAGE_SIZE = IntRange(0, 1_000_000)
+STREAM_LIMIT = IntRange(*STREAM_LIMIT_RANGE)
 
 # Tables the sandbox commands build (demo, sweep): bounded by what a sandbox node can hold.
-COLUMNS = click.IntRange(1, 1_000)
-ROWS = click.IntRange(1, 1_000_000)
-CELL_BYTES = click.IntRange(1, 100_000_000)
-VALUE_BYTES = click.IntRange(0, 100_000_000)
+COLUMNS = IntRange(1, 1_000)
+ROWS = IntRange(1, 1_000_000)
+CELL_BYTES = IntRange(1, 100_000_000)
+VALUE_BYTES = IntRange(0, 100_000_000)
 DAY_S = 86_400.0
 MIN_EXCESS = click.IntRange(0, 1 << 40)
 
@@ -45,6 +64,7 @@ class Seconds(click.ParamType):
         self.limit = limit
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        _refuse_other_digits(self, value, param, ctx)
         try:
             seconds = float(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
@@ -58,10 +78,19 @@ class FiniteFloat(click.FloatRange):
     """click.FloatRange that also refuses nan and inf (which compare false with any bound)."""
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        _refuse_other_digits(self, value, param, ctx)
         number: float = super().convert(value, param, ctx)  # type: ignore[arg-type]   # click converts any value
         if not math.isfinite(number):
             self.fail(f"{value} is not a finite number", param, ctx)
         return number
+
+
+def read_statements(path: Path) -> str:
+    """The CQL in a file the user named (--file)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CasstraceError(f"{path} is {not_utf8(error)}", f"save {path} as UTF-8, the encoding of CQL") from None
 
 
 def verdict_options(function: Callable[..., Any]) -> Callable[..., Any]:

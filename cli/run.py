@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import EXECUTIONS, PAGE_SIZE, PID, PORT, WARMUPS, Seconds
+from casstrace.cli.options import EXECUTIONS, PAGE_SIZE, PID, PORT, WARMUPS, Seconds, read_statements
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.consistency import CONSISTENCY_LEVELS
@@ -77,19 +77,20 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
     if (query is None) == (query_file is None):
         raise CasstraceError("give the query either as an argument or with --file, not both or neither",
                              'casstrace run "SELECT ..." or casstrace run --file query.cql')
-    text = query_file.read_text() if query_file is not None else query or ""
+    text = read_statements(query_file) if query_file is not None else query or ""
     # The probes compile on another core from here on; this core loads the driver and the rest of
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
-        from casstrace.node.connection import resolve_settings
+        from casstrace.node.connection import configuration_files, resolve_settings
         from casstrace.node.runner import RunOptions, run
         from casstrace.node.targets import RemoteSettings, parse_hosts
         from casstrace.reports import beside_trace, report_format
 
         if out is not None:   # refused before anything connects; the default names are always new
-            check_output(out, force)
+            inputs = [path for path in (query_file, ssh_config) if path] + configuration_files(cqlshrc)
+            check_output(out, force, inputs)
             if not no_html:
-                check_output(beside_trace(out, "html"), force)
+                check_output(beside_trace(out, "html"), force, inputs)
         if not no_html:
             report_format("html")   # loads plotly now, while the probes compile, not after the run
         settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)

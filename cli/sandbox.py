@@ -2,12 +2,10 @@
 
 import time
 from pathlib import Path
-from typing import TextIO
-
 import click
 
 from casstrace import paths
-from casstrace.cli.options import JMX_PORT, PORT
+from casstrace.cli.options import JMX_PORT, PORT, IntRange, read_statements
 from casstrace.sandbox import cql
 from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import StartFailed, Status
@@ -19,7 +17,7 @@ data_dir_option = click.option(
     default=paths.default_sandbox_dir, show_default="~/.local/share/casstrace/sandbox",
     help="The sandbox's directory: data, commit log, config, log and PID file all live here "
     "(node K of a cluster in its subdirectory nodeK).")
-NODE = click.IntRange(1, MAX_NODES)
+NODE = IntRange(1, MAX_NODES)
 node_option = click.option("--node", type=NODE, default=1, show_default=True,
                            help="Which node of the sandbox (node K listens on 127.0.0.K).")
 
@@ -119,14 +117,15 @@ def nodetool(data_dir: Path, node: int, args: tuple[str, ...]) -> None:
 @data_dir_option
 @node_option
 @click.argument("statement", required=False)
-@click.option("--file", "cql_file", type=click.File(), help="Run the statements in this file.")
+@click.option("--file", "cql_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Run the statements in this file.")
 @click.option("--keyspace", "-k", help="Keyspace to USE first.")
-def cql_command(data_dir: Path, node: int, statement: str | None, cql_file: TextIO | None,
+def cql_command(data_dir: Path, node: int, statement: str | None, cql_file: Path | None,
                 keyspace: str | None) -> None:
     """Run CQL statements (separated by ;) on a node, the coordinator, and print the rows they return."""
     if (statement is None) == (cql_file is None):
         raise click.UsageError("give either a STATEMENT or --file")
-    text = statement if statement is not None else cql_file.read() if cql_file is not None else ""
+    text = statement if statement is not None else read_statements(cql_file) if cql_file is not None else ""
     with SandboxCluster(data_dir).node(node).connect(keyspace) as session:
         for block in cql.run(session, text):
             click.echo(block)

@@ -86,9 +86,11 @@ def command(data_dir: Path, min_columns: int, max_columns: int, step: int, cell_
                              f"start it: casstrace sandbox start --data-dir {sandbox.data_dir}")
     plan.check(heap_bytes(sandbox.settings.heap))
     traces_dir = traces_dir or paths.default_traces_dir() / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
-    for columns in plan.columns:   # an earlier sweep's traces, refused now rather than after minutes
-        for kind in ("wide", "narrow"):
-            check_output(trace_path(traces_dir, kind, columns), force)
+    traces = [trace_path(traces_dir, kind, columns) for columns in plan.columns for kind in ("wide", "narrow")]
+    for trace in traces:   # an earlier sweep's traces, refused now rather than after minutes
+        check_output(trace, force)
+    if output is not None:   # the report is made from the traces
+        check_output(output, force, traces)
     traces_dir.mkdir(parents=True, exist_ok=True)
 
     started = time.monotonic()
@@ -131,4 +133,5 @@ def report(runs: "list[SweepRun]", plan: "SweepPlan", sandbox: "Sandbox", traces
     sweep.warnings[:0] = incomplete
     if output is None and format_ == "html":
         output = traces_dir / "sweep.html"
-    deliver(document(sweep), format_, output, color, incomplete + sweep.findings, force)
+    deliver(document(sweep), format_, output, color, incomplete + sweep.findings, force,
+            inputs=[trace for run in runs for trace in (run.wide_trace, run.narrow_trace)])

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import PID, PORT, FiniteFloat, Seconds
+from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds
 from casstrace.cli.output import deliver, report_options
 from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.outputs import check_output
@@ -28,7 +28,7 @@ DEFAULT_TOP = 10
               help="Seconds to watch (default: until Ctrl-C).")
 @click.option("--sample", type=FiniteFloat(min=0, max=1, min_open=True), default=0.01, show_default=True,
               help="Share of requests the node traces meanwhile (nodetool settraceprobability; restored after).")
-@click.option("--top", type=click.IntRange(min=1), default=DEFAULT_TOP, show_default=True,
+@click.option("--top", type=IntRange(min=1), default=DEFAULT_TOP, show_default=True,
               help="Statements in the live table and detailed in the report.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Trace file to write (default: a dated name under the casstrace data directory).")
@@ -48,14 +48,17 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     which names each statement's threads and times; the join gives each statement its bytes, rows
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
     from casstrace.analyses.watch import analyse_watch
-    from casstrace.node.connection import resolve_settings
+    from casstrace.node.connection import configuration_files, resolve_settings
     from casstrace.node.watcher import WatchOptions, watch
     from casstrace.reports import beside_trace
     from casstrace.reports.watch import document
 
-    for path in (out, output):   # refused before anything attaches; the default names are always new
-        if path is not None:
-            check_output(path, force)
+    # Refused before anything attaches; the default names are always new. The report is made from the trace.
+    inputs = configuration_files(cqlshrc)
+    if out is not None:
+        check_output(out, force, inputs)
+    if output is not None:
+        check_output(output, force, [*inputs, *([out] if out else [])])
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
     live = LiveTable(top) if sys.stderr.isatty() else None
 

@@ -12,22 +12,24 @@ environment variables, and the cqlsh configuration file (~/.cassandra/cqlshrc by
 The session talks to that one node only: it is the node whose JVM is traced, so it must coordinate.
 """
 
+import ast
 import configparser
 import os
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, OperationTimedOut
 from cassandra.auth import PlainTextAuthProvider
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.protocol import _ProtocolHandler
 
-from casstrace.errors import CasstraceError
+from casstrace.errors import CasstraceError, not_utf8
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9042
@@ -71,10 +73,27 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(interpolation=None)
     if path.is_file():
         try:
-            parser.read(path)
-        except configparser.Error as error:
-            raise CasstraceError(f"cannot parse {path}: {error}", f"fix or move {path}") from None
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError) as error:
+            raise CasstraceError(f"cannot parse {path}: {_ini_error(error)}", f"fix or move {path}") from None
     return parser
+
+
+def _ini_error(error: configparser.Error | UnicodeDecodeError) -> str:
+    """What is wrong with the file, on one line (configparser's own messages take several)."""
+    if isinstance(error, UnicodeDecodeError):
+        return not_utf8(error)
+    if isinstance(error, configparser.MissingSectionHeaderError):
+        return f"line {error.lineno}, {error.line.strip()!r}, comes before any [section] header"
+    if isinstance(error, configparser.ParsingError):
+        # Python 3.11 keeps each line as its repr
+        return "; ".join(f"line {lineno}, {_unrepr(line).strip()!r}, is not KEY = VALUE"
+                         for lineno, line in error.errors)
+    return " ".join(str(error).split())
+
+
+def _unrepr(line: str) -> str:
+    return str(ast.literal_eval(line)) if line[:1] in ("'", '"') else line
 
 
 def _first(*values: str | int | None) -> str | None:
@@ -85,6 +104,16 @@ def _as_bool(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _credentials_path(rc: configparser.ConfigParser) -> Path:
+    return Path(os.path.expanduser(rc.get("authentication", "credentials", fallback="") or "~/.cassandra/credentials"))
+
+
+def configuration_files(cqlshrc: Path | None) -> list[Path]:
+    """The files resolve_settings reads: the commands that connect never write over them."""
+    rc_path = Path(cqlshrc) if cqlshrc else default_cqlshrc()
+    return [rc_path, _credentials_path(_read_ini(rc_path))]
+
+
 def resolve_settings(host: str | None = None, port: int | None = None, username: str | None = None,
                      ssl_enabled: bool = False, cqlshrc: Path | None = None,
                      connect_timeout: float = 5.0, request_timeout: float = 60.0,
@@ -93,15 +122,15 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
     host = _first(host, environ.get("CQLSH_HOST"), rc.get("connection", "hostname", fallback=None)) or DEFAULT_HOST
     port_text = _first(port, environ.get("CQLSH_PORT"), rc.get("connection", "port", fallback=None)) or str(DEFAULT_PORT)
     try:
+        if not port_text.strip().isascii():   # int() takes any script's digits: '١٢' would be port 12
+            raise ValueError(port_text)
         port = int(port_text)
     except ValueError:
         raise CasstraceError(f"port {port_text!r} is not a number", "give --port or CQLSH_PORT as a number") from None
     if not 1 <= port <= 65535:
         raise CasstraceError(f"port {port} is not a TCP port", "give --port or CQLSH_PORT between 1 and 65535")
 
-    credentials_path = Path(os.path.expanduser(
-        rc.get("authentication", "credentials", fallback="") or "~/.cassandra/credentials"))
-    credentials = _read_ini(credentials_path)
+    credentials = _read_ini(_credentials_path(rc))
     username = _first(
         username,
         environ.get("CASSTRACE_USERNAME"),
@@ -129,6 +158,19 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
             userkey=rc_path("ssl", "userkey"),
         )
     return ConnectionSettings(host, port, username, password, tls, connect_timeout, request_timeout)
+
+
+@contextmanager
+def answered_in_time(session: Session, request: str) -> Iterator[None]:
+    """Around a request casstrace makes for itself (preparing the query, reading the schema and the
+    node's settings): the driver's timeout is a --request-timeout too short for this node, said so."""
+    try:
+        yield
+    except OperationTimedOut:
+        timeout = session.get_execution_profile(EXEC_PROFILE_DEFAULT).request_timeout
+        raise CasstraceError(f"the node did not answer {request} within --request-timeout ({timeout:g} s)",
+                             "give a longer --request-timeout: it bounds casstrace's own reads of the schema "
+                             "before the query too") from None
 
 
 class NodeSession:

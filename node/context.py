@@ -15,6 +15,7 @@ from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
+from casstrace.node.connection import answered_in_time
 from casstrace.node import storage
 from casstrace.node.jvm import CassandraProcess, fd_targets
 from casstrace.probes import mapped_pages
@@ -29,7 +30,8 @@ TABLE_REFERENCE = re.compile(
 
 
 def _rows(session: Session, cql: str, params: Sequence[object] = ()) -> list[Any]:
-    return list(session.execute(cql, params))
+    with answered_in_time(session, f"`{cql.replace('%s', '?')}`"):
+        return list(session.execute(cql, params))
 
 
 def settings(session: Session) -> dict[str, str]:
@@ -175,12 +177,20 @@ def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str,
     files: list[SSTableFileMeta] = []
     for data_dir in data_dirs:
         table_dir = Path(data_dir, keyspace, directory_name)
-        seen_from_here = Path(in_root(pid, str(table_dir)))
-        if not seen_from_here.is_dir():
+        sizes = []
+        try:
+            # scandir: a table of 5,000 SSTables has 40,000 files, which pathlib took 1.1 s to list
+            with os.scandir(in_root(pid, str(table_dir))) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_file():
+                            sizes.append((entry.name, entry.stat().st_size))
+                    except FileNotFoundError:   # compacted away meanwhile
+                        continue
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        for entry in sorted(seen_from_here.iterdir()):
-            if entry.is_file():
-                files.append({"path": str(table_dir / entry.name), "size": entry.stat().st_size})
+        directory = str(table_dir)
+        files += ({"path": os.path.join(directory, name), "size": size} for name, size in sorted(sizes))
     return files
 
 

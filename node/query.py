@@ -26,6 +26,7 @@ from cassandra.protocol import ErrorMessage, ResultMessage, SyntaxException, _Pr
 from cassandra.query import BoundStatement, PreparedStatement
 
 from casstrace.errors import CasstraceError
+from casstrace.node.connection import answered_in_time
 from casstrace.traces.meta import QueryTraceSession
 
 DIGEST_MODULUS = 2 ** 256
@@ -108,7 +109,8 @@ def execution_failure(error: Exception) -> str:
 def prepare(session: Session, query: str) -> PreparedStatement:
     """Check the query on the node (it parses it and resolves keyspace and tables) without running it."""
     try:
-        prepared = session.prepare(query)
+        with answered_in_time(session, "the query's preparation"):
+            prepared = session.prepare(query)
     except SyntaxException as error:
         raise CasstraceError(f"the node rejected the query: {server_message(error)}",
                              "fix the CQL (try it in cqlsh)") from None

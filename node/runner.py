@@ -36,12 +36,13 @@ from casstrace.node.targets import PlannedNode, RemoteSettings, plan_nodes
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
 from casstrace.probes.async_profiler import AsyncProfiler
-from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend, backend
+from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend, backend, backends_with
 from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter
+from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta, QueryTraceSession
 from casstrace.traces.rows import NodeRow
 
@@ -103,10 +104,10 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
     # fails on an unknown backend before touching the node
     capture_factory: CaptureFactory = started_backend or backend(options.backend)
-    if options.profile and options.backend != "bcc":
-        raise CasstraceError(f"--profile joins async-profiler's stacks with the bcc probes' log of each read; the "
-                             f"{options.backend} backend keeps no such log on the same clock",
-                             "use --profile with --backend bcc (the default)")
+    if options.profile and Capability.PROFILE_JOIN not in capture_factory.capabilities:
+        raise CasstraceError(f"--profile joins async-profiler's stacks with a log of each read on the profiler's "
+                             f"clock; the {options.backend} backend keeps no such log",
+                             f"use --profile with --backend {' or '.join(backends_with(Capability.PROFILE_JOIN))}")
 
     with ExitStack() as stack:
         with phases("connect, prepare"):

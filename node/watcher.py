@@ -17,7 +17,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS
@@ -29,7 +29,8 @@ from casstrace.paths import default_traces_dir
 from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
-from casstrace.probes.protocol import GAP_WINDOW, Windows, WindowSource
+from casstrace.probes.backends import DEFAULT_BACKEND, backend
+from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCapture, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
@@ -94,7 +95,6 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
                              "give a share of requests to trace, e.g. --sample 0.01")
     if options.duration_s is not None and options.duration_s <= 0:
         raise CasstraceError(f"--duration must be positive, got {options.duration_s}", "give seconds > 0")
-    from casstrace.probes.bcc_capture import BccCapture
 
     with ExitStack() as stack:
         node = stack.enter_context(NodeSession(options.connection))
@@ -103,8 +103,10 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
         thread_ids = ThreadIds().add(java_thread_ids(process.pid))
         node_settings = context.settings(node.session)
         data_dirs = context.data_directories(node_settings, process)
-        capture = BccCapture(process.pid, extra_dirs=tuple(data_dirs), thread_slot_ns=THREAD_SLOT_NS,
-                             source=f"pid {process.pid} (casstrace watch)")
+        # Asked for per-thread counts, a capture is a ThreadIOCapture (the backend refuses otherwise).
+        options_asked = CaptureOptions(thread_slot_ns=THREAD_SLOT_NS, source=f"pid {process.pid} (casstrace watch)")
+        capture = cast(ThreadIOCapture, backend(DEFAULT_BACKEND)(process.pid, extra_dirs=tuple(data_dirs),
+                                                                 options=options_asked))
         # On from before the probes attach to after they detach, put back on every way out.
         switch = TraceProbability(nodetool, options.probability, warn)
         # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to).

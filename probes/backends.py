@@ -1,41 +1,109 @@
 """The capture backends, registered once: `--backend NAME` picks one of BACKENDS.
 
-Each is a casstrace.probes.protocol.CaptureFactory: called with the pid (and where the process's
-data files are, and how many per-call records to keep), it makes a Capture. A backend's module is
-imported when a capture is made, not when the backends are listed: `casstrace --help`, `compare`
-of two traces and every command's option parsing list them, and the capture modules (with the
-trace writer and the BPF program's layout) cost ~30 ms to import.
+Each is a Backend (a casstrace.probes.protocol.CaptureFactory with a name): called with the pid
+(and where the process's data files are, and how many per-call records to keep), it makes a
+Capture. It declares what it can do (`capabilities`, casstrace.traces.capabilities.Capability):
+a caller that needs something of a backend asks for the capability, never for the backend's name,
+and the backend's trace records the set (meta()). A backend's module is imported when a capture is
+made, not when the backends are listed: `casstrace --help`, `compare` of two traces and every
+command's option parsing list them, and the capture modules (with the trace writer and the BPF
+program's layout) cost ~30 ms to import.
 """
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from casstrace.errors import CasstraceError
+from casstrace.traces.capabilities import Capability, recorded
 
 if TYPE_CHECKING:
-    from casstrace.probes.bcc_capture import ProgramBuild
-    from casstrace.probes.protocol import Capture, CaptureFactory
+    from casstrace.probes.protocol import Capture, CaptureOptions
 
 
-def _bcc(pid: int, *, extra_dirs: Iterable[str | Path] = (), stream_limit: int | None = None) -> "Capture":
+class Preparation(Protocol):
+    """A backend's slow preparation, begun before the process to capture is known (see started)."""
+
+    def close(self, wait: bool = False) -> None:
+        """Give it up unless a capture took it; `wait`: until none of it runs any more."""
+        ...
+
+
+class Backend(ABC):
+    """A capture backend (a CaptureFactory): what it is called, what it can do, how it captures."""
+
+    name: str
+    capabilities: frozenset[Capability]
+
+    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (), stream_limit: int | None = None,
+                 options: "CaptureOptions | None" = None, prepared: Preparation | None = None) -> "Capture":
+        """A capture of `pid`; `prepared`: what prepare() returned, for a capture with the default options."""
+        missing = options.needs() - self.capabilities if options is not None else set()
+        if missing:
+            raise ValueError(f"the {self.name} backend cannot {', '.join(sorted(c.value for c in missing))}")
+        return self._capture(pid, extra_dirs, stream_limit, options, prepared)
+
+    @abstractmethod
+    def _capture(self, pid: int, extra_dirs: Iterable[str | Path], stream_limit: int | None,
+                 options: "CaptureOptions | None", prepared: Preparation | None) -> "Capture": ...
+
+    def prepare(self) -> Preparation | None:
+        """Begin what takes long before the process is known (None: nothing does)."""
+        return None
+
+    def meta(self) -> dict[str, Any]:
+        """What its traces record of it: meta `backend` and `capabilities`."""
+        return {"backend": self.name, "capabilities": recorded(self.capabilities)}
+
+
+class _Bcc(Backend):
     """eBPF tracepoints: exact aggregates in the kernel, page-cache misses."""
-    from casstrace.probes.bcc_capture import BccCapture
-    return BccCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit)
+
+    name = "bcc"
+    capabilities = frozenset(Capability)
+
+    def _capture(self, pid: int, extra_dirs: Iterable[str | Path], stream_limit: int | None,
+                 options: "CaptureOptions | None", prepared: Preparation | None) -> "Capture":
+        from casstrace.probes.bcc_capture import BccCapture, ProgramBuild
+        from casstrace.probes.protocol import CaptureOptions
+
+        options = options or CaptureOptions()
+        if prepared is not None and not isinstance(prepared, ProgramBuild):
+            raise TypeError(f"a bcc capture cannot take {prepared!r}")
+        command = options.command
+        return BccCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit, build=prepared,
+                          follow_children=command is not None, until_exit=command is not None,
+                          source=options.source or (f"command {command} and its descendants" if command else None),
+                          process=command, thread_slot_ns=options.thread_slot_ns)
+
+    def prepare(self) -> Preparation:
+        """Compile the BPF program (seconds of one core, the longest part of `casstrace run`), for the
+        default options."""
+        from casstrace.probes.bcc_capture import ProgramBuild
+        return ProgramBuild()
 
 
-def _sysdig(pid: int, *, extra_dirs: Iterable[str | Path] = (), stream_limit: int | None = None) -> "Capture":
+class _Sysdig(Backend):
     """`sysdig -w`, then the .scap importer: no page-cache measure."""
-    from casstrace.probes.sysdig_capture import SysdigCapture
-    return SysdigCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit)
+
+    name = "sysdig"
+    capabilities = frozenset({Capability.PER_CALL_OFFSETS})
+
+    def _capture(self, pid: int, extra_dirs: Iterable[str | Path], stream_limit: int | None,
+                 options: "CaptureOptions | None", prepared: Preparation | None) -> "Capture":
+        from casstrace.probes.sysdig_capture import SysdigCapture
+        return SysdigCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit,
+                             source=options.source if options else None)
 
 
-BACKENDS: "dict[str, CaptureFactory]" = {"bcc": _bcc, "sysdig": _sysdig}
-DEFAULT_BACKEND = "bcc"
+BCC, SYSDIG = _Bcc(), _Sysdig()
+BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (BCC, SYSDIG)}
+DEFAULT_BACKEND = BCC.name
 
 
-def backend(name: str) -> "CaptureFactory":
+def backend(name: str) -> Backend:
     try:
         return BACKENDS[name]
     except KeyError:
@@ -43,44 +111,41 @@ def backend(name: str) -> "CaptureFactory":
                              f"choose one of: {', '.join(BACKENDS)}") from None
 
 
+def backends_with(capability: Capability) -> list[str]:
+    """The names of the backends that have `capability` (for a refusal's fix)."""
+    return [name for name, found in BACKENDS.items() if capability in found.capabilities]
+
+
 class StartedBackend:
     """A backend whose slow preparation began before the process to capture is known (see
     started): a CaptureFactory that hands the preparation to the first capture it makes."""
 
-    def __init__(self, factory: "CaptureFactory", build: "ProgramBuild | None" = None):
+    def __init__(self, factory: Backend):
         self.factory = factory
-        self._build = build
+        self.capabilities = factory.capabilities
+        self._prepared = factory.prepare()
 
-    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (),
-                 stream_limit: int | None = None) -> "Capture":
-        if self._build is None or stream_limit is not None:   # built for the default stream limit
-            return self.factory(pid, extra_dirs=extra_dirs, stream_limit=stream_limit)
-        from casstrace.probes.bcc_capture import BccCapture
-
-        build, self._build = self._build, None
-        return BccCapture(pid, extra_dirs=extra_dirs, build=build)
+    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (), stream_limit: int | None = None,
+                 options: "CaptureOptions | None" = None) -> "Capture":
+        if self._prepared is None or stream_limit is not None or options is not None:   # prepared for the defaults
+            return self.factory(pid, extra_dirs=extra_dirs, stream_limit=stream_limit, options=options)
+        prepared, self._prepared = self._prepared, None
+        return self.factory(pid, extra_dirs=extra_dirs, prepared=prepared)
 
     def release(self, wait: bool = False) -> None:
         """Give up the preparation if no capture took it; `wait`: until none of it runs any more (a run
         that captures otherwise, through agents, before its measured executions)."""
-        build, self._build = self._build, None
-        if build is not None:
-            build.close(wait)
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            prepared.close(wait)
 
 
 @contextmanager
 def started(name: str) -> Iterator[StartedBackend]:
     """The backend `name` with its slow preparation begun now, in the background, for the first
-    capture it makes: bcc compiles its program (seconds of one core, the longest part of `casstrace
-    run`) while the caller connects and looks for the process. A program no capture took is freed
-    on leaving the block (once its compile ends, without waiting for it)."""
-    factory = backend(name)
-    if factory is not _bcc:
-        yield StartedBackend(factory)
-        return
-    from casstrace.probes.bcc_capture import ProgramBuild
-
-    prepared = StartedBackend(factory, ProgramBuild())
+    capture it makes: bcc compiles its program while the caller connects and looks for the process.
+    A preparation no capture took is given up on leaving the block (without waiting for it)."""
+    prepared = StartedBackend(backend(name))
     try:
         yield prepared
     finally:

@@ -159,6 +159,18 @@ def _unload(bpf: Any) -> None:
     _wait_until_unloaded(programs)
 
 
+CLONE_FS = 0x200   # <linux/sched.h>: the working directory, root and umask
+
+
+def _own_working_directory() -> None:
+    """Give the calling thread a working directory of its own. bcc's compiler changes directory (to
+    the kernel headers) while it compiles; from a thread of its own, without this, it would move the
+    rest of casstrace, which runs meanwhile, and relative paths (--out, --cqlshrc) would name files there."""
+    if ctypes.CDLL(None, use_errno=True).unshare(CLONE_FS) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"unshare(CLONE_FS): {os.strerror(error)}")
+
+
 class ProgramBuild:
     """The program compiled and loaded in a thread of its own (seconds of one core) while the
     caller does other things, such as connecting and finding the process: a BccCapture given it
@@ -183,6 +195,7 @@ class ProgramBuild:
 
     def _compile(self) -> None:
         try:
+            _own_working_directory()
             # What BccCapture checks first: its errors come from take(), or from the capture's checks
             # before that, in the order a run without a build would give them.
             check_can_load()

@@ -251,9 +251,15 @@ def in_root(pid: int, path: str) -> str:
     """A path as process `pid` names it (its mount namespace, its root directory: a container's
     /var/lib/cassandra), as this process can open it: through /proc/PID/root when the process sees
     another file tree than ours, else as it is. Traces keep the process's own names."""
-    if not path.startswith("/") or _sees_our_tree(pid):
+    if not path.startswith("/"):
         return path
-    return f"/proc/{pid}/root{path}"
+    return root_prefix(pid) + path
+
+
+def root_prefix(pid: int) -> str:
+    """What in_root puts in front of an absolute path of process `pid`: '' when it sees our file
+    tree, else /proc/PID/root. Four syscalls: a loop over thousands of paths asks once."""
+    return "" if _sees_our_tree(pid) else f"/proc/{pid}/root"
 
 
 def _sees_our_tree(pid: int) -> bool:
@@ -270,18 +276,19 @@ def stat_in_root(pid: int, path: str) -> os.stat_result:
     return os.stat(in_root(pid, path))
 
 
-def size_of(descriptor: Descriptor, pid: int) -> int | None:
-    """The file's size now, if the path (as process `pid` names it) still names the same inode."""
+def size_of(descriptor: Descriptor, pid: int, root: str | None = None) -> int | None:
+    """The file's size now, if the path (as process `pid` names it) still names the same inode.
+    `root`: the process's root_prefix, when the caller looked it up once for many files."""
     if descriptor.kind != "file":
         return None
-    return size_if_same(pid, descriptor.path, descriptor.dev, descriptor.inode)
+    return size_if_same(pid, descriptor.path, descriptor.dev, descriptor.inode, root)
 
 
-def size_if_same(pid: int, path: str, dev: int | None, inode: int | None) -> int | None:
-    """The size of `path` (as process `pid` names it) now, if it still names the inode (dev, inode)."""
+def size_if_same(pid: int, path: str, dev: int | None, inode: int | None, root: str | None = None) -> int | None:
+    """The size of `path` (as process `pid` names it) now, if it still names the inode (dev, inode).
+    `root`: as for size_of."""
     try:
-        stat = stat_in_root(pid, path)
+        stat = os.stat((root_prefix(pid) if root is None else root) + path if path.startswith("/") else path)
     except OSError:
         return None
     return stat.st_size if (stat.st_dev, stat.st_ino) == (dev, inode) else None
-

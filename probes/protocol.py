@@ -4,7 +4,8 @@ A `Capture` watches one process between start() and stop(). Its time is cut into
 *windows* (casstrace.traces.schema): window 1 is open from start(); each begin_window() closes the
 current one and opens the next; stop() closes the last. The window rules live once, in `WindowLog`.
 stop() hands back a `CaptureResult`: everything captured, public and typed, which writes itself
-into a trace. Backends are registered in casstrace.probes.backends.
+into a trace. Backends are registered in casstrace.probes.backends, each with the capabilities
+(casstrace.traces.capabilities) its captures have.
 
 A `WindowSource` is a measurement that is not a backend but shares its windows (mapped pages
 touched, a profiler, a setting switched on for the capture): the capture → trace routine
@@ -15,9 +16,11 @@ Nothing here raises on a signal: casstrace.interrupts decides when one may cut i
 """
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+from casstrace.traces.capabilities import Capability
 from casstrace.traces.writer import TraceWriter
 
 # Per-call records (reads, lseeks: the calls' log) a capture or an import keeps unless told otherwise
@@ -118,12 +121,53 @@ class Capture(Protocol):
         ...
 
 
-class CaptureFactory(Protocol):
-    """How the routine's callers make a backend's capture of a process (casstrace.probes.backends);
-    stream_limit None keeps DEFAULT_STREAM_LIMIT per-call records."""
+class ThreadIOCapture(Capture, Protocol):
+    """A capture asked for file bytes per thread (CaptureOptions.thread_slot_ns, Capability.THREAD_IO),
+    read while it runs: casstrace watch's live table."""
 
-    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (),
-                 stream_limit: int | None = None) -> Capture: ...
+    @property
+    def start_ns(self) -> int:
+        """When the capture started, on now_ns()'s clock (slots count from it)."""
+        ...
+
+    @property
+    def thread_names(self) -> dict[int, str]:
+        """tid -> name of the threads seen so far."""
+        ...
+
+    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
+        """(tid, slot, path or None, read_bytes, cache_miss_pages) as they stand now."""
+        ...
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """What a capture may be asked beyond watching one process: each needs a capability."""
+
+    # The pid is this command's (its words, redacted), which casstrace started: the capture follows
+    # every process it starts, and ends when it exits (Capability.FOLLOW_CHILDREN).
+    command: str | None = None
+    # > 0: file bytes counted per thread and time slot of this many ns (Capability.THREAD_IO).
+    thread_slot_ns: int = 0
+    # What the trace says was captured (meta source; None: 'pid PID', or the command's).
+    source: str | None = None
+
+    def needs(self) -> frozenset[Capability]:
+        return frozenset({*([Capability.FOLLOW_CHILDREN] if self.command is not None else []),
+                          *([Capability.THREAD_IO] if self.thread_slot_ns else [])})
+
+
+class CaptureFactory(Protocol):
+    """How the routine's callers make a backend's capture of a process (casstrace.probes.backends):
+    stream_limit None keeps DEFAULT_STREAM_LIMIT per-call records; `options` may ask only for what
+    the backend's `capabilities` hold (ValueError otherwise). A caller that needs a capability asks
+    for it in `capabilities`, never for a backend by its name."""
+
+    @property
+    def capabilities(self) -> frozenset[Capability]: ...
+
+    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (), stream_limit: int | None = None,
+                 options: CaptureOptions | None = None) -> Capture: ...
 
 
 class WindowSource(Protocol):

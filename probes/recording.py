@@ -131,7 +131,7 @@ def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequen
     interrupted = INTERRUPTS.received
 
     with phases("write trace"), INTERRUPTS.deferred(raise_after=False):
-        try:
+        with writer.writing():
             result.write(writer)
             for source in sources:
                 source.write(writer)
@@ -140,9 +140,6 @@ def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequen
             interrupted = interrupted or INTERRUPTS.received
             reason = interrupted.reason if interrupted is not None else ended
             path = writer.finish(complete=reason is None, reason=reason)
-        except BaseException:
-            writer.discard()
-            raise
         signal = INTERRUPTS.take()
         if signal is not None:
             signal.trace, signal.trace_complete = path, interrupted is None

@@ -72,10 +72,11 @@ class SysdigCaptured:
     ended_early: str | None
     stream_limit: int
     workdir: tempfile.TemporaryDirectory[str]   # holds scap_path: removed once written
+    source: str                                 # what was captured, for meta `source`
 
     def write(self, writer: TraceWriter) -> None:
         try:
-            write_capture(self.scap_path, writer, self.pid, list(self.windows), self.stream_limit)
+            write_capture(self.scap_path, writer, self.pid, list(self.windows), self.stream_limit, self.source)
         finally:
             self.workdir.cleanup()
 
@@ -84,9 +85,10 @@ class SysdigCapture:
     """Records `pid` (all its threads) with `sysdig -w` between start() and stop()."""
 
     def __init__(self, pid: int, *, extra_dirs: Iterable[str | os.PathLike[str]] = (),
-                 stream_limit: int | None = None):
+                 stream_limit: int | None = None, source: str | None = None):
         # extra_dirs: the bcc backend names page-cache fills in these; sysdig sees no page cache.
         self.pid = pid
+        self.source = source or f"pid {pid}"
         self.stream_limit = stream_limit or DEFAULT_STREAM_LIMIT
         self.ended_early: str | None = None
         self._windows: WindowLog | None = None
@@ -156,7 +158,7 @@ class SysdigCapture:
         assert self._stderr is not None
         self._stderr.close()
         self.result = SysdigCaptured(self.scap_path, self.pid, self._windows.close(self.now_ns()),
-                                     self.ended_early, self.stream_limit, self._workdir)
+                                     self.ended_early, self.stream_limit, self._workdir, self.source)
         return self.result
 
     def _end_sysdig(self) -> None:
@@ -191,7 +193,7 @@ class SysdigCapture:
 
 
 def write_capture(scap: Path, writer: TraceWriter, pid: int, windows: list[Window],
-                  stream_limit: int = DEFAULT_STREAM_LIMIT) -> None:
-    """A live capture's trace: the importer, on the capture's windows."""
-    import_scap(scap, writer, pid=pid, windows=windows, source=f"pid {pid}", event_limit=stream_limit,
+                  stream_limit: int = DEFAULT_STREAM_LIMIT, source: str | None = None) -> None:
+    """A live capture's trace: the importer, on the capture's windows (`source` None: 'pid PID')."""
+    import_scap(scap, writer, pid=pid, windows=windows, source=source or f"pid {pid}", event_limit=stream_limit,
                 meta={"sysdig_version": str(SysdigVersion(find_sysdig()))}, filtered_to_pid=True)

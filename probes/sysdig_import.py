@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 from casstrace.errors import CasstraceError
+from casstrace.probes.backends import SYSDIG
 from casstrace.probes.protocol import Window
 from casstrace.probes.scap_reader import CLOSE, OPEN, READ, SEEK, WRITE, CallFields, Fd, ScapError, ScapReader, Thread
 from casstrace.traces.rows import CoverageRow, EventRow, FileIORow, ReadSizeRow
@@ -605,7 +606,7 @@ class ScapImporter:
         unstreamed = self._write_events(writer, process, file_ids)
         writer.add_threads(process.threads)
         writer.set_meta(
-            backend="sysdig",
+            **SYSDIG.meta(),
             measures={"syscalls": True, "offsets": True, "page_cache": False,
                       "latency": bool(process.paired), "wire": True},
             pid=process.pid,

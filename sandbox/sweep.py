@@ -38,7 +38,6 @@ class SweepPlan:
     warmup: int = 1
     cold: bool = False
     keep: bool = False
-    backend: str = "bcc"
     keyspace: str = SWEEP_KEYSPACE
 
     def spec(self, columns: int) -> WideTable:
@@ -133,7 +132,7 @@ def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
             for kind, query in zip(("wide", "narrow"), queries(spec)):
                 traces.append(run(RunOptions(
                     query=query, connection=connection, pid=sandbox.pid(), repeat=plan.repeat, warmup=plan.warmup,
-                    cold=plan.cold, backend=plan.backend, out=trace_path(traces_dir, kind, n), force=force)))
+                    cold=plan.cold, out=trace_path(traces_dir, kind, n), force=force)))
                 progress(f"{label}: traced {kind}", TRACE_COST_BYTES)
             if not plan.keep and data.loaded_now:
                 _drop(sandbox, [spec])

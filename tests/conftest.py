@@ -18,6 +18,7 @@ quietly starting a JVM.
 import os
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -149,17 +150,31 @@ def no_speculative_retry(cluster: SandboxCluster, cluster_demo: DemoData) -> Ite
         session.execute(f"ALTER TABLE {table} WITH speculative_retry = '{previous}'")
 
 
-@pytest.fixture
-def read_only_dir(tmp_path: Path) -> Iterator[Path]:
-    """A directory on a read-only tmpfs (root ignores file modes: only a read-only filesystem truly
-    refuses its writes). Needs root to mount: use it in integration tests."""
-    mount_point = tmp_path / "read-only"
+@contextmanager
+def mounted_tmpfs(mount_point: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted at `mount_point` (made) with these mount options. Needs root: integration tests only."""
     mount_point.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount_point)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)], check=True)
     try:
         yield mount_point
     finally:
         subprocess.run(["umount", str(mount_point)], check=True)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory on a read-only tmpfs (root ignores file modes: only a read-only filesystem truly
+    refuses its writes)."""
+    with mounted_tmpfs(tmp_path / "read-only", "ro,size=1m") as mount_point:
+        yield mount_point
+
+
+@pytest.fixture
+def full_disk_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory on a tmpfs of 160 KiB: room for a new trace's empty tables (128 KiB), not for a
+    capture's rows, so that the disk fills up while the trace is being written."""
+    with mounted_tmpfs(tmp_path / "small-disk", "size=160k") as mount_point:
+        yield mount_point
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 """Bad input, to every command, as a hostile new user would give it: each case exits non-zero with
 one line `casstrace: error: … (fix: …)`, no traceback, and leaves no file behind.
 
-None of these needs a node, BPF or root privileges for what it checks: every case is refused
-before anything connects or attaches (the cases against a real node are in test_read_only.py).
+None of CASES needs a node, BPF or root privileges for what it checks: every case is refused
+before anything connects or attaches. The tests marked integration at the end need the test node
+or root (a full disk); the statements a node must refuse are in test_read_only.py.
 """
 
 import os
@@ -17,6 +18,7 @@ import pytest
 from casstrace_cli import CASSTRACE
 from synthetic_traces import wide_select_c0
 
+SCAP = Path(__file__).parent / "data" / "scap" / "curl_google.scap"
 NOWHERE = "/nonexistent/casstrace"       # a sandbox data directory that does not exist
 # A port nothing listens on: a case that got as far as connecting would fail differently.
 CLOSED_PORT = "1"
@@ -73,8 +75,8 @@ CASES = [
     (["report", "{text}"], "not a readable casstrace trace"),
     (["report", "{broken}"], "not a readable casstrace trace"),
     (["report", "{truncated}"], "not a readable casstrace trace"),
-    (["report", "{trace}", "--format", "md", "-o", "{trace}"], "the trace this report is made from"),
-    (["report", "{trace}", "--format", "md", "-o", "{trace}", "--force"], "the trace this report is made from"),
+    (["report", "{trace}", "--format", "md", "-o", "{trace}"], "one of this command's inputs"),
+    (["report", "{trace}", "--format", "md", "-o", "{trace}", "--force"], "one of this command's inputs"),
     (["report", "{trace}", "--format", "md", "-o", "{existing}"], "the file exists"),
     (["report", "{trace}", "--format", "md", "-o", "/proc/casstrace.md"], "cannot write"),
     (["report", "{trace}", "--format", "md", "-o", "{dir}/no/such/dir/r.md"], "cannot write"),
@@ -97,7 +99,7 @@ CASES = [
      "BEGIN BATCH"),
     (["compare", "{trace}", "{trace}", "--tolerance", "nan"], "'--tolerance'"),
     (["compare", "{trace}", "{trace}", "--max-amplification", "inf"], "'--max-amplification'"),
-    (["compare", "{trace}", "{trace}", "--format", "md", "-o", "{trace}", "--force"], "made from"),
+    (["compare", "{trace}", "{trace}", "--format", "md", "-o", "{trace}", "--force"], "one of this command's inputs"),
     (["compare", "{trace}", "{broken}"], "not a readable casstrace trace"),
     # sandbox
     (["sandbox", "start", "--data-dir", NOWHERE, "--native-port", "70000"], "'--native-port'"),
@@ -119,6 +121,32 @@ CASES = [
     (["watch", "--sample", "nan"], "'--sample'"),
     (["watch", "--out", "/dev/full", "--force"], "it is a device"),
     (["watch", "--out", "{existing}"], "the file exists"),
+    # files that are not what they should be: not UTF-8, malformed, empty, a trace's meta of the wrong type
+    (["run", "--file", "{latin1}", "--port", CLOSED_PORT], "is not UTF-8 text (byte 0xe9 at offset 22)"),
+    (["run", "--file", "{empty}", "--port", CLOSED_PORT], "found 0"),
+    (["sandbox", "cql", "--data-dir", NOWHERE, "--file", "{latin1}"], "is not UTF-8 text"),
+    (["run", "SELECT k FROM ks.t", "--cqlshrc", "{no_section}"], "line 1, 'port = 1', comes before any [section]"),
+    (["run", "SELECT k FROM ks.t", "--cqlshrc", "{no_value}"], "line 3, 'hostname', is not KEY = VALUE"),
+    (["run", "SELECT k FROM ks.t", "--cqlshrc", "{latin1}"], "not UTF-8 text (byte 0xe9"),
+    (["watch", "--cqlshrc", "{no_section}"], "comes before any [section]"),
+    (["report", "{wrong_number}"], "not a readable casstrace trace (meta slot_ns: 'a hundred' is not an int)"),
+    (["report", "{wrong_measure}"], "not a readable casstrace trace (meta measures.offsets: 'yes' is not a bool)"),
+    (["report", "{wrong_nested}"], "not a readable casstrace trace (meta cassandra.tables: 7 is not a list)"),
+    (["report", "{wrong_nested}", "--format", "json", "-o", "{dir}/r.json"], "not a readable casstrace trace"),
+    (["compare", "{trace}", "{wrong_number}"], "not a readable casstrace trace"),
+    (["report", "{empty}"], "not a readable casstrace trace"),
+    (["import", "{empty}", "--out", "{dir}/i.trace"], "not a sysdig capture"),
+    # numbers in digits other than ASCII: int() would read '١٢' as 12
+    (["run", "SELECT k FROM ks.t", "--port", "٩٠٤٢"], "not a number in ASCII digits"),
+    (["run", "SELECT k FROM ks.t", "--request-timeout", "٣"], "not a number in ASCII digits"),
+    (["import", "{text}", "--pid", "١٢", "--out", "{dir}/i.trace"], "not a number in ASCII digits"),
+    (["run", "SELECT k FROM ks.t", "--cqlshrc", "{arabic_port}"], "port '١٢' is not a number"),
+    # an output that is one of the command's inputs, --force or not
+    (["import", "{scap}", "--out", "{scap}", "--force"], "one of this command's inputs"),
+    (["run", "--file", "{text}", "--out", "{text}", "--force", "--port", CLOSED_PORT], "one of this command's inputs"),
+    (["capture", "--out", "{text}", "--force", "--", "cat", "{text}"], "one of this command's inputs"),
+    (["watch", "--out", "{dir}/w.trace", "--format", "md", "-o", "{dir}/w.trace", "--port", CLOSED_PORT],
+     "one of this command's inputs"),
 ]
 
 
@@ -138,8 +166,22 @@ def files(tmp_path_factory) -> dict[str, str]:
     text.write_text("not a trace\n")
     existing = base / "existing.trace"
     existing.write_text("keep me")
-    return {"trace": str(trace), "broken": str(broken), "truncated": str(truncated), "text": str(text),
-            "existing": str(existing)}
+    named = {"trace": trace, "broken": broken, "truncated": truncated, "text": text, "existing": existing}
+    for name, key, value in (("wrong_number", "slot_ns", '"a hundred"'), ("wrong_measure", "measures", '{"offsets": "yes"}'),
+                             ("wrong_nested", "cassandra", '{"release_version": "5.0", "tables": 7}')):
+        named[name] = base / f"{name}.trace"
+        wide_select_c0(named[name])
+        with sqlite3.connect(named[name]) as db:
+            db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+    for name, content in (("latin1", "SELECT k FROM ks.t -- \xe9t\xe9\n".encode("latin-1")), ("empty", b""),
+                          ("no_section", b"port = 1\n[connection]\n"),
+                          ("no_value", b"[connection]\nport = 1\nhostname\n"),
+                          ("arabic_port", "[connection]\nport = ١٢\n".encode())):
+        named[name] = base / name
+        named[name].write_bytes(content)
+    named["scap"] = base / "x.scap"
+    named["scap"].write_bytes(SCAP.read_bytes())
+    return {name: str(path) for name, path in named.items()}
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:
@@ -212,3 +254,37 @@ def test_one_unreadable_trace_does_not_break_the_listing(files, tmp_path):
     for name in ("broken.trace", "truncated.trace"):                       # ... and the others say why
         assert any(line.startswith("?") and name in line and "not a readable" in line
                    for line in done.stdout.splitlines()), done.stdout
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode != 0
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("casstrace: error: ") and "(fix: " in lines[0], done.stderr
+    return lines[0]
+
+
+@pytest.mark.integration
+def test_a_request_timeout_the_start_up_reads_exceed_is_said_so(node_args, tmp_path):
+    """1 ms is less than the node takes to answer casstrace's reads of its schema, before the query."""
+    out = tmp_path / "t.trace"
+    line = one_error_line(subprocess.run([*CASSTRACE, "run", "SELECT * FROM system.local", *node_args, "--out", str(out),
+                                          "--request-timeout", "0.001", "--repeat", "1", "--warmup", "0"],
+                                         capture_output=True, text=True, timeout=120))
+    assert "did not answer" in line and "within --request-timeout (0.001 s)" in line
+    assert "give a longer --request-timeout" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command", [
+    ["run", "SELECT * FROM system.local", "{node}", "--repeat", "1", "--warmup", "0", "--no-html"],
+    ["import", str(SCAP.with_name("cassandra5-select-star-lz4.scap"))],
+])
+def test_a_disk_that_fills_up_while_the_trace_is_written(full_disk_dir, node_args, command):
+    """sqlite's "database or disk is full", said as a full disk in that directory; no partial file left."""
+    argv = [word for arg in command for word in (node_args if arg == "{node}" else [arg])]
+    out = full_disk_dir / "t.trace"
+    line = one_error_line(subprocess.run([*CASSTRACE, *argv, "--out", str(out)], capture_output=True, text=True,
+                                         timeout=300))
+    assert f"the disk is full: no room left in {full_disk_dir} to write t.trace" in line
+    assert list(full_disk_dir.iterdir()) == []

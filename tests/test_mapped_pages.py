@@ -150,10 +150,53 @@ def test_two_mib_mappings_are_recorded_and_bound_what_was_touched(mapped_file):
 
 def test_parse_smaps_agrees_with_a_plain_reading(warm_mapper, mapped_file):
     warm_mapper.ask("touch 5 6 7")
-    parsed = mapped_pages.read_smaps(warm_mapper.pid)[(mapped_file.stat().st_dev, mapped_file.stat().st_ino)]
+    key = (mapped_file.stat().st_dev, mapped_file.stat().st_ino)
     plain = smaps_lines_of(warm_mapper.pid, mapped_file)
-    assert (parsed.mapped_bytes, parsed.resident_bytes, parsed.referenced_bytes) == \
-        (plain["Size:"] * 1024, plain["Rss:"] * 1024, plain["Referenced:"] * 1024)
+    directory = (os.path.join(os.path.realpath(mapped_file.parent), ""),)
+    for parsed in (mapped_pages.read_smaps(warm_mapper.pid)[key], mapped_pages.read_smaps(warm_mapper.pid, directory)[key]):
+        assert (parsed.mapped_bytes, parsed.resident_bytes, parsed.referenced_bytes) == \
+            (plain["Size:"] * 1024, plain["Rss:"] * 1024, plain["Referenced:"] * 1024)
+    assert set(mapped_pages.read_smaps(warm_mapper.pid, directory)) == {key}   # only the files under it
+
+
+def test_a_process_mapping_nothing_under_the_directories_is_measured_without_clear_or_smaps(mapped_file, tmp_path,
+                                                                                           monkeypatch):
+    """A node reading by pread (disk_access_mode standard) maps no data file: each window measures
+    nothing touched, exactly, from /proc/PID/maps, without the clear and the smaps read (150 ms a
+    window on an 8 GiB heap). A file mapped during a window was mapped in it: its pages touched are
+    counted as a clear would have let them be; from then on every window is cleared and read."""
+    data = tmp_path / "data"
+    data.mkdir()
+    late = data / "late.bin"
+    late.write_bytes(os.urandom(64 * PAGE))
+    calls: list[str] = []
+    for name in ("read_smaps", "clear_referenced"):
+        real = getattr(mapped_pages, name)
+        monkeypatch.setattr(mapped_pages, name, lambda *args, real=real, name=name: calls.append(name) or real(*args))
+    mapper = Mapper(mapped_file)   # a file outside data/
+    try:
+        measure = MappedPages(mapper.pid, (os.path.join(os.path.realpath(data), ""),))
+        measure.begin()
+        mapper.ask("touch 1 2 3")
+        assert measure.end() == {} and calls == [] and measure.available
+
+        measure.begin()
+        mapper.ask(f"map {late} small")
+        mapper.ask("touch 0 5 9")
+        touched = measure.end()
+        assert calls == ["read_smaps"]
+        key = (late.stat().st_dev, late.stat().st_ino)
+        assert touched is not None and set(touched) == {key}
+        # the pages touched, and the cached neighbours a fault maps with them (fault-around: the
+        # 64 KiB-aligned 16 pages around each): what a cleared window counts too
+        assert 3 * PAGE <= touched[key].referenced_bytes <= 16 * PAGE
+
+        measure.begin()
+        answer = mapper.ask("touch 1 2")   # mapped in the last window: no fault maps neighbours now
+        assert measure.end()[key].referenced_bytes == answer["touched_bytes"]
+        assert calls == ["read_smaps", "clear_referenced", "read_smaps"]
+    finally:
+        mapper.close()
 
 
 def test_refused_clear_makes_the_measure_unavailable_for_the_rest_of_the_capture(warm_mapper, monkeypatch):

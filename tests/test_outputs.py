@@ -119,7 +119,7 @@ def test_report_refuses_to_write_over_its_trace_even_with_force(trace, tmp_path)
     before = fingerprint(trace)
     for args in (["-o", trace], ["-o", trace, "--force"], ["-o", tmp_path / "." / "t.trace", "--force"]):
         line = one_error_line(casstrace("report", trace, "--format", "md", *args))
-        assert "it is the trace this report is made from" in line
+        assert "it is one of this command's inputs" in line
     link = tmp_path / "link.md"
     os.symlink(trace, link)
     assert "refusing to write over" in one_error_line(casstrace("report", trace, "--format", "md", "-o", link, "--force"))
@@ -169,3 +169,68 @@ def test_run_refuses_an_existing_out_and_its_html_before_connecting(tmp_path):
     line = one_error_line(casstrace("run", "SELECT * FROM ks.t", "--out", out, "--port", 1))
     assert "t.html" in line and "the file exists" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.html"]
+
+
+# -- no command's output is one of its inputs --------------------------------------------------------
+
+SCAP = Path(__file__).parent / "data" / "scap" / "curl_google.scap"
+
+# (command line, the input its output is aimed at). {victim} is replaced by that input under one of
+# the names of INPUT_NAMES; the other inputs by their own paths.
+OVER_AN_INPUT = [
+    (["import", "{scap}", "--out", "{victim}", "--force"], "scap"),
+    (["capture", "--out", "{victim}", "--force", "--", "cat", "{data}"], "data"),
+    (["capture", "--out", "{victim}", "--force", "--", "dd", "if={data}", "of=/dev/null"], "data"),
+    (["capture", "--out", "{victim}", "--force", "--", "{script}"], "script"),
+    (["run", "--file", "{query}", "--out", "{victim}", "--force", "--port", "1"], "query"),
+    (["run", "SELECT k FROM ks.t", "--cqlshrc", "{cqlshrc}", "--out", "{victim}", "--force", "--port", "1"], "cqlshrc"),
+    (["report", "{trace}", "--format", "md", "-o", "{victim}", "--force"], "trace"),
+    (["compare", "{trace}", "{other}", "--format", "md", "-o", "{victim}", "--force"], "other"),
+    (["watch", "--cqlshrc", "{cqlshrc}", "--out", "{victim}", "--force", "--port", "1"], "cqlshrc"),
+    (["watch", "--cqlshrc", "{cqlshrc}", "--format", "md", "-o", "{victim}", "--force", "--port", "1"], "cqlshrc"),
+]
+INPUT_NAMES = {
+    "itself": lambda path: path,
+    "through ./": lambda path: path.parent / "." / path.name,
+    "a hard link": lambda path: (os.link(path, path.with_name("hard-link")), path.with_name("hard-link"))[1],
+}
+
+
+@pytest.mark.parametrize("name", INPUT_NAMES)
+@pytest.mark.parametrize("command, victim", OVER_AN_INPUT, ids=[" ".join(c[:2]) + f" over {v}" for c, v in OVER_AN_INPUT])
+def test_no_command_writes_over_one_of_its_inputs(tmp_path, command, victim, name):
+    """import X.scap --out X.scap --force once replaced the capture it was importing with its trace."""
+    files = {"scap": tmp_path / "x.scap", "data": tmp_path / "data.bin", "script": tmp_path / "script.sh",
+             "query": tmp_path / "q.cql", "cqlshrc": tmp_path / "cqlshrc", "trace": tmp_path / "a.trace",
+             "other": tmp_path / "b.trace"}
+    files["scap"].write_bytes(SCAP.read_bytes())
+    files["data"].write_bytes(os.urandom(4096))
+    files["script"].write_text("#!/bin/sh\ntrue\n")
+    files["script"].chmod(0o755)
+    files["query"].write_text("SELECT k FROM ks.t")
+    files["cqlshrc"].write_text("[connection]\nport = 1\n")
+    wide_select_c0(files["trace"])
+    wide_select_c0(files["other"])
+    before = {path: fingerprint(path) for path in files.values()}
+    words = {key: str(path) for key, path in files.items()} | {"victim": str(INPUT_NAMES[name](files[victim]))}
+    line = one_error_line(casstrace(*(word.format(**words) for word in command), cwd=tmp_path))
+    assert "one of this command's inputs" in line
+    assert {path: fingerprint(path) for path in files.values()} == before
+    assert not [path for path in tmp_path.iterdir() if path.suffix in (".partial", ".html")]
+
+
+def test_watch_never_reports_over_its_own_trace(tmp_path):
+    out = tmp_path / "w.trace"
+    line = one_error_line(casstrace("watch", "--out", out, "--format", "md", "-o", out, "--force", "--port", 1))
+    assert "one of this command's inputs" in line and list(tmp_path.iterdir()) == []
+
+
+def test_a_partial_file_an_input_is_never_removed_nor_written_through(tmp_path):
+    """A writer removes the .partial files a killed casstrace left; one that is this command's input is kept."""
+    partial = tmp_path / ".t.trace.partial"
+    partial.write_bytes(SCAP.read_bytes())
+    line = one_error_line(casstrace("import", partial, "--out", tmp_path / "t.trace"))
+    assert "written through" in line and "one of this command's inputs" in line
+    done = casstrace("import", partial, "--out", tmp_path / "u.trace")
+    assert done.returncode == 0, done.stderr
+    assert partial.read_bytes() == SCAP.read_bytes()

@@ -503,6 +503,53 @@ def test_capture_command_on_a_command(tmp_path):
         assert written[0] == 3 << 20
 
 
+@pytest.mark.parametrize("command, status", [(["sh", "-c", "exit 3"], 3), (["sh", "-c", "kill -KILL $$"], 128 + 9)])
+def test_capture_exits_with_the_commands_status(tmp_path, command, status):
+    """As time, strace and perf do: a failed command fails the capture, 128 + N for signal N."""
+    out = tmp_path / "c.trace"
+    done = subprocess.run([*CASSTRACE, "capture", "--out", str(out), "--", *command], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == status, done.stderr
+    with Trace(out) as trace:
+        assert trace.complete
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# One command that ignores the signal is enough: it waits out FORWARD_GRACE_S.
+@pytest.mark.parametrize("signum, trap", [(signal.SIGTERM, "heard"), (signal.SIGINT, "heard"),
+                                          (signal.SIGHUP, "heard"), (signal.SIGTERM, "ignored")])
+def test_a_signal_to_capture_reaches_the_command_and_leaves_nothing_running(tmp_path, signum, trap):
+    """The command gets casstrace's signal (and exits as it chooses); what ignores it, and the
+    command's own children, are killed: nothing outlives casstrace."""
+    heard, sleeper, out = tmp_path / "heard", tmp_path / "sleeper", tmp_path / "c.trace"
+    handler = f"echo $1 > {heard}; exit 7" if trap == "heard" else ""
+    script = (f'trap "{handler.replace("$1", "TERM")}" TERM; trap "{handler.replace("$1", "INT")}" INT; '
+              f'trap "{handler.replace("$1", "HUP")}" HUP; sleep 300 & echo $! > {sleeper}; wait; wait')
+    capture = subprocess.Popen([*CASSTRACE, "capture", "--out", str(out), "--", "sh", "-c", script],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (sleeper.exists() and sleeper.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (sleeper_pid,) = map(int, sleeper.read_text().split())
+    started = time.monotonic()
+    capture.send_signal(signum)
+    _, stderr = capture.communicate(timeout=60)
+    assert capture.returncode == 128 + signum, stderr
+    if trap == "heard":
+        assert heard.read_text().strip() == signal.Signals(signum).name[3:]
+    else:
+        assert time.monotonic() - started >= 9   # given its FORWARD_GRACE_S before the kill
+    assert not alive(sleeper_pid)
+    with Trace(out) as trace:
+        assert not trace.complete
+
+
 # -- following a command's descendants ------------------------------------------------------------
 FORKER = Path(__file__).parent / "helpers" / "forker.py"
 

@@ -343,5 +343,6 @@ def test_profile_with_the_sysdig_backend_is_refused_before_anything_runs(tmp_pat
     done = casstrace("run", "SELECT release_version FROM system.local", "--host", sandbox.host, "--port",
                      sandbox.port, "--backend", "sysdig", "--profile", "--out", out)
     assert done.returncode != 0
-    assert done.stderr.strip().splitlines()[-1].startswith("casstrace: error: --profile joins")
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("casstrace: error: --profile joins") and "(fix: use --profile with --backend bcc)" in line
     assert not out.exists()

@@ -2,7 +2,7 @@
 
 import os
 
-from casstrace.probes.mapped_pages import parse_smaps
+from casstrace.probes.mapped_pages import parse_smaps, parse_smaps_under
 
 # One mapping of each kind a JVM has, smaps' header line then the fields the measure reads (kB).
 SMAPS = """\
@@ -38,3 +38,27 @@ def test_a_files_code_and_private_writable_copies_are_not_its_data():
     assert (jvm.mapped_bytes, jvm.resident_bytes, jvm.referenced_bytes) == (1 << 20, 512 << 10, 64 << 10)
     assert commitlog.referenced_bytes == 512 << 10    # a shared writable map writes the file: kept
     assert len(files) == 3                             # the anonymous mapping is no file
+
+
+def with_vmflags(text: str) -> str:
+    """SMAPS as the kernel writes it: every block ends with a VmFlags line."""
+    blocks = []
+    for line in text.splitlines(keepends=True):
+        if "-" in line.split(" ", 1)[0] and blocks:
+            blocks.append("VmFlags: rd mr mw me\n")
+        blocks.append(line)
+    return "".join(blocks) + "VmFlags: rd mr mw me\n"
+
+
+def test_the_directories_parse_finds_what_the_full_parse_finds_under_them():
+    text = with_vmflags(SMAPS)
+    full = parse_smaps(text.splitlines(keepends=True))
+    for prefixes in (("/data/",), ("/data/ks/",), ("/data/", "/data/ks/"), ("/usr/lib/",), ("/nowhere/",)):
+        under = parse_smaps_under(text.encode(), prefixes)
+        assert under == {key: f for key, f in full.items() if f.path.startswith(prefixes)}, prefixes
+
+
+def test_the_directories_parse_takes_a_path_only_where_the_path_column_begins():
+    text = with_vmflags(SMAPS.replace("/usr/lib/libjvm.so", "/usr/lib/data/libjvm.so"))
+    assert {f.path for f in parse_smaps_under(text.encode(), ("/data/",)).values()} == \
+        {"/data/ks/t-1/nb-1-big-Data.db", "/data/commitlog/CommitLog-7-1.log"}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
+from casstrace.traces.capabilities import capabilities_of, recorded
 from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS
 from casstrace.traces.writer import TraceWriter
 
@@ -100,13 +101,16 @@ def _copy(db: sqlite3.Connection, table: str, offsets: Mapping[str, int]) -> Non
 
 def combined_meta(metas: Sequence[Mapping[str, Any]], primary: int) -> dict[str, Any]:
     """The whole-trace meta of several captured nodes' metas: sums of what adds up, the measures
-    every one took, and the rest (pid, process, backend...) of metas[primary]."""
+    every one took, the capabilities every one's backend had, and the rest (pid, process, backend...)
+    of metas[primary]."""
     first = metas[primary]
     combined: dict[str, Any] = {key: first[key] for key in ("backend", "pid", "process", "slot_ns",
                                                             "heatmap_offset_bytes") if key in first}
     for key in SUMMED_META:
         if any(key in meta for meta in metas):
             combined[key] = sum(int(meta.get(key) or 0) for meta in metas)
+    # what every node's backend could do
+    combined["capabilities"] = recorded(frozenset.intersection(*(capabilities_of(meta) for meta in metas)))
     measures = [meta.get("measures") or {} for meta in metas]
     combined["measures"] = {name: all(bool(taken.get(name)) for taken in measures)
                             for name in dict.fromkeys(name for taken in measures for name in taken)}

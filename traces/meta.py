@@ -3,12 +3,18 @@
 meta 'query_trace' is Cassandra's own trace of the tracing execution (casstrace.node.query.query_traces),
 one QueryTraceSession per page; an import has none.
 
+META_TYPES is the type of every meta value traces/schema.py documents: a trace is readable only
+when its meta holds values of those types (traces/reader.py checks it when it opens one), so that no
+analysis meets a string where its number should be.
+
 meta 'cassandra' is written by casstrace.node.context.gather (a run) or by an import that knows
 less (a sysdig capture knows at most the disk access mode), and read by the analyses: every key may
 be missing from a trace, and a missing key means "not recorded", never an empty value.
 """
 
-from typing import NotRequired, TypedDict
+import types
+import typing
+from typing import Any, Literal, NotRequired, TypedDict, Union
 
 from casstrace.traces.storage import SSTableStorage
 
@@ -55,3 +61,105 @@ class QueryTraceSession(TypedDict):
     session_id: str
     duration_us: int | None
     events: list[QueryTraceEvent]
+
+
+class NodeMeta(TypedDict, total=False):
+    host: str
+    address: str            # an agent's own capture meta (casstrace.node.agents)
+    port: int
+    pid: int | None
+
+
+class ReplicasMeta(TypedDict, total=False):
+    keyspace: str | None
+    consistency: str
+    routing: str
+    partitions: int
+    ssh: bool
+
+
+class WatchMeta(TypedDict, total=False):
+    sample_probability: float
+    previous_probability: float | None
+    probability_restored: bool | None
+    duration_s: float
+    start_ns: int
+    end_ns: int
+    thread_map: str
+
+
+class ProfileMeta(TypedDict, total=False):
+    profiler: str
+    read_method: str
+    wall_interval_ns: int
+    window_ids: list[int]
+    samples: int
+    read_calls: int
+    read_bytes: int
+    joined_calls: int
+    joined_bytes: int
+    fill_join_ns: int
+    fill_pages: int
+    joined_fill_pages: int
+    sampled_fill_pages: int
+
+
+META_TYPES: dict[str, Any] = {
+    "format_version": int, "casstrace_version": str, "complete": bool, "incomplete_reason": str,
+    "backend": str, "capabilities": list[str], "source": str, "measures": dict[str, bool], "unlogged_fill_pages": int,
+    "mapped_unmeasured": dict[str, str], "cold": dict[str, int | bool], "hostname": str | None, "kernel": str | None,
+    "pid": int | None, "process": str | None, "capture_start_ns": int, "capture_end_ns": int,
+    "clock_offset_ns": int, "slot_ns": int, "heatmap_offset_bytes": int, "lost_events": int,
+    "unstreamed_events": int, "aggregate_overflows": int, "ended_early": str, "notes": list[str],
+    "sysdig_version": str, "query": str, "keyspace": str | None, "consistency": str, "page_size": int | None,
+    "node": NodeMeta, "cassandra": CassandraMeta, "query_trace": list[QueryTraceSession],
+    "replicas": ReplicasMeta, "thread_slot_ns": int, "watch": WatchMeta, "profile": ProfileMeta,
+    "clock": dict[str, int],
+}
+
+
+def meta_type_error(meta: dict[str, Any]) -> str | None:
+    """Where `meta` holds a value not of its META_TYPES type ('measures.offsets: "yes" is not a bool'),
+    or None. Keys it does not know, and keys a TypedDict says may be missing, are left alone."""
+    for key, value in meta.items():
+        if key in META_TYPES:
+            wrong = _mismatch(value, META_TYPES[key], key)
+            if wrong:
+                return wrong
+    return None
+
+
+def _mismatch(value: Any, kind: Any, where: str) -> str | None:
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (Union, types.UnionType):
+        found = [_mismatch(value, option, where) for option in args]
+        return None if None in found else next(wrong for wrong in found if wrong)
+    if kind is type(None) or kind is None:
+        return None if value is None else f"{where}: {value!r:.40} is not null"
+    if origin is Literal:
+        return None if value in args else f"{where}: {value!r:.40} is none of {', '.join(map(repr, args))}"
+    if typing.is_typeddict(kind):
+        if not isinstance(value, dict):
+            return f"{where}: {value!r:.40} is not an object"
+        missing = sorted(kind.__required_keys__ - value.keys())
+        if missing:
+            return f"{where}: {missing[0]} is missing"
+        hints = typing.get_type_hints(kind)
+        return next((wrong for key, item in value.items() if key in hints
+                     for wrong in [_mismatch(item, hints[key], f"{where}.{key}")] if wrong), None)
+    if origin is list:
+        if not isinstance(value, list):
+            return f"{where}: {value!r:.40} is not a list"
+        return next((wrong for at, item in enumerate(value) for wrong in [_mismatch(item, args[0], f"{where}[{at}]")]
+                     if wrong), None)
+    if origin is dict:
+        if not isinstance(value, dict):
+            return f"{where}: {value!r:.40} is not an object"
+        return next((wrong for key, item in value.items() for wrong in [_mismatch(item, args[1], f"{where}.{key}")]
+                     if wrong), None)
+    # JSON has one number type: an int is a float; a bool is no int (json.loads reads true as True)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return None
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return None
+    return f"{where}: {value!r:.40} is not {'an' if kind is int else 'a'} {kind.__name__}"

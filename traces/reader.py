@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Self
 
 from casstrace.errors import CasstraceError
+from casstrace.traces.capabilities import Capability, capabilities_of
+from casstrace.traces.meta import meta_type_error
 from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
 
 
@@ -39,6 +41,11 @@ class Trace:
                 f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}",
                 "analyse it with the casstrace version that wrote it",
             )
+        wrong = meta_type_error(self.meta)
+        if wrong is not None:
+            self.db.close()
+            raise CasstraceError(f"{self.path} is not a readable casstrace trace (meta {wrong})",
+                                 "the file was changed since casstrace wrote it: take the trace again")
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         return self.db.execute(sql, params).fetchall()
@@ -50,6 +57,10 @@ class Trace:
     @property
     def complete(self) -> bool:
         return bool(self.meta.get("complete"))
+
+    def captured_with(self, capability: Capability) -> bool:
+        """Whether the backend that took the trace had this capability (casstrace.traces.capabilities)."""
+        return capability in capabilities_of(self.meta)
 
     def measured(self, measure: str) -> bool:
         """Whether the backend took a measure ('syscalls', 'offsets', 'page_cache', 'latency', 'wire')."""

@@ -27,6 +27,9 @@ Meta keys (values are JSON)
   complete           bool: false when the capture was interrupted or failed part-way
   incomplete_reason  str, present when complete is false
   backend            'bcc' | 'sysdig'
+  capabilities       [str]: what that backend could do, casstrace.traces.capabilities.Capability's values
+                     ('per_call_offsets', 'page_cache_fills', 'exact_totals', 'profile_join', 'follow_children',
+                     'thread_io'). Later in format 3; a trace without it has those of its backend (LEGACY there)
   source             str: what was captured ('pid 1234', 'command ...', 'import of FILE.scap')
   measures           {"syscalls": bool, "offsets": bool, "page_cache": bool, "latency": bool, "wire": bool,
                       "mapped": bool, "mappings": bool, "call_fills": bool}   (format 2; absent: not measured).
@@ -118,10 +121,10 @@ Several nodes (format 3)
   "size"}]}]}: that node's own files of the queried tables; for a node reached over ssh, `clock`
   {"offset_ns", "round_trip_ns"}: its clock's offset and the shortest round trip it was read in.
 - Whole-trace meta of a trace of several captured nodes: lost_events, unstreamed_events,
-  aggregate_overflows and unlogged_fill_pages are the sums over them; measures holds what every one
-  of them measured (a measure some lack is false); pid, process, node and cassandra are those of
-  the coordinator's node when it was captured, else of the first captured node; source names each
-  node's pid and address.
+  aggregate_overflows and unlogged_fill_pages are the sums over them; measures holds what every one of
+  them measured (a measure some lack is false), capabilities those every one's backend had; pid,
+  process, node and cassandra are those of the coordinator's node when it was captured, else of the
+  first captured node; source names each node's pid and address.
 
 Format history
   1  the first release.
@@ -137,7 +140,8 @@ Format history
   3  additive: table nodes; files.node_id; node_id in latency, threads, events, profile_samples;
      executions.coordinator; query_trace events' source; meta replicas (several nodes, above).
      The threads table's key became (node_id, tid). Older traces read as one node with no nodes rows.
-     Later in format 3: meta cassandra.tables[].storage (the SSTables' chunks and statistics, for the
+     Later in format 3: meta capabilities (what the backend could do; before, its name said it);
+     meta cassandra.tables[].storage (the SSTables' chunks and statistics, for the
      necessary read) and cassandra.compressed_read_ahead_bytes; a trace without them takes a
      compressed chunk at its full length, and no read-ahead.
 """

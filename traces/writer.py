@@ -13,13 +13,14 @@ directory, and `casstrace traces`, remove those (remove_stale_partials).
 """
 
 import contextlib
+import errno
 import fcntl
 import json
 import operator
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -51,16 +52,18 @@ BULK_INSERT = _bulk_insert()
 
 
 class TraceWriter:
-    def __init__(self, path: str | os.PathLike[str], force: bool = False):
-        """Raises CasstraceError when `path` may not be written (see casstrace.outputs), or while
-        another casstrace writes it."""
-        self.path = outputs.check_output(path, force)
+    def __init__(self, path: str | os.PathLike[str], force: bool = False,
+                 inputs: Iterable[str | os.PathLike[str]] = ()):
+        """Raises CasstraceError when `path` may not be written (see casstrace.outputs: `inputs` are
+        the files the command reads, which it never writes over), or while another casstrace writes it."""
+        self.inputs = tuple(inputs)
+        self.path = outputs.check_output(path, force, self.inputs)
         self.force = force
         self.partial_path = outputs.partial_path(self.path)
         self._lock: int | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_partials(self.path.parent)
+            remove_stale_partials(self.path.parent, keep=self.inputs)
             self._lock = _claim(self.partial_path)
             self.db = sqlite3.connect(self.partial_path)
             # The partial file is thrown away on a crash, so durability per statement buys nothing.
@@ -72,10 +75,15 @@ class TraceWriter:
                 with contextlib.suppress(OSError):
                     self.partial_path.unlink(missing_ok=True)
                 os.close(self._lock)
+            if _is_disk_full(error):
+                raise outputs.disk_full(self.path) from None
             reason = error.strerror if isinstance(error, OSError) else str(error)
             raise CasstraceError(f"cannot write a trace at {self.path} ({reason})",
                                  "choose a writable --out path") from None
         self._file_ids: dict[tuple[str, str, int | None, int | None], int] = {}
+        # (dev, inode) -> the first 'file' row with them (file_of_inode): a node of 5,000 SSTables maps
+        # 10,000 files, and a query of the files table for each took 2.5 s of writing its trace.
+        self._inode_ids: dict[tuple[int, int], int] = {}
         self._stack_ids: dict[str, int] = {}
         self.set_meta(
             format_version=FORMAT_VERSION,
@@ -120,15 +128,16 @@ class TraceWriter:
         )
         assert cursor.lastrowid is not None     # an INSERT of one row
         self._file_ids[key] = cursor.lastrowid
+        if kind == "file" and dev is not None and inode is not None:
+            self._inode_ids.setdefault((dev, inode), cursor.lastrowid)
         return cursor.lastrowid
 
     def file_of_inode(self, path: str, dev: int, inode: int, size_bytes: int | None = None) -> int:
         """The id of the file with this device and inode, whatever path a capture named it by, adding
         it under `path` when no file has them yet (a file seen only through a memory map)."""
-        found = self.db.execute("SELECT file_id FROM files WHERE kind = 'file' AND dev = ? AND inode = ?"
-                                " ORDER BY file_id LIMIT 1", (dev, inode)).fetchone()
+        found = self._inode_ids.get((dev, inode))
         if found is not None:
-            return found[0]
+            return found
         return self.file_id(path, "file", size_bytes=size_bytes, dev=dev, inode=inode)
 
     # -- nodes (format 3) --------------------------------------------------------------------
@@ -290,11 +299,23 @@ class TraceWriter:
         self.db.commit()
         self.db.close()
         try:
-            outputs.move_into_place(self.partial_path, self.path, self.force)
+            outputs.move_into_place(self.partial_path, self.path, self.force, self.inputs)
         finally:
             self.partial_path.unlink(missing_ok=True)   # gone when moved; refused: never half a trace
             self._release()
         return self.path
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around filling the trace and finishing it: any failure discards the partial file (never half a
+        trace), and a full disk is said as such."""
+        try:
+            yield
+        except BaseException as error:
+            self.discard()
+            if _is_disk_full(error):
+                raise outputs.disk_full(self.path) from None
+            raise
 
     def discard(self) -> None:
         """Leave no file behind (the run failed before capturing anything worth keeping)."""
@@ -308,6 +329,13 @@ class TraceWriter:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+
+
+def _is_disk_full(error: BaseException) -> bool:
+    # sqlite says SQLITE_FULL; traces/bulk_insert.c raises OperationalError with sqlite's message
+    return ((isinstance(error, sqlite3.Error) and (getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+                                                   or "database or disk is full" in str(error)))
+            or isinstance(error, OSError) and error.errno == errno.ENOSPC)
 
 
 def _insert_statement(table: str, columns: Sequence[str]) -> str:
@@ -337,10 +365,13 @@ def _claim(partial: Path) -> int:
         os.close(fd)
 
 
-def remove_stale_partials(directory: Path) -> list[Path]:
-    """Remove the `.partial` files in `directory` no writer holds (left by a killed casstrace)."""
+def remove_stale_partials(directory: Path, keep: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
+    """Remove the `.partial` files in `directory` no writer holds (left by a killed casstrace),
+    but those of `keep` (a command's inputs, whatever their names)."""
     removed = []
     for partial in directory.glob(f".*{outputs.PARTIAL_SUFFIX}"):
+        if any(outputs.same_file(partial, kept) for kept in keep):
+            continue
         try:
             fd = os.open(partial, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
