@@ -16,7 +16,7 @@ from casstrace_cli import casstrace
 
 from casstrace.node.paging import DEFAULT_PAGE_BYTES
 from casstrace.sandbox.control import Sandbox
-from casstrace.sandbox.demo import WideTable, ensure_loaded
+from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 from casstrace.traces import Trace
 
 pytestmark = pytest.mark.integration
@@ -71,3 +71,20 @@ def test_select_star_of_a_large_partition_right_after_loading(fresh_node: Sandbo
     print(f"{spec.rows} rows, {spec.total_bytes / 1e6:.0f} MB: {paging['page_size']} rows a page, executions "
           + ", ".join(f"{latency:.2f} s" for latency in latencies) + f"; the whole run {seconds:.0f} s")
     assert re.search(r"chosen: 8 rows", casstrace("report", out, "--format", "text").stdout)
+
+
+def test_a_row_larger_than_the_budget_is_warned_of_and_paged_alone(node_args: list[str], demo_tables: DemoData,
+                                                                   tmp_path: Path) -> None:
+    """Rows of 950 KB against a budget of 64 KiB: no page is within it; the run says so before
+    running, and runs one row a page."""
+    spec = demo_tables.spec
+    query = f"SELECT * FROM {spec.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id} LIMIT 3"
+    out = tmp_path / "over.trace"
+    done = casstrace("run", query, *node_args, "--repeat", 1, "--page-bytes", 64 * 1024, "--out", out, "--no-html")
+    assert done.returncode == 0, done.stderr
+    assert (f"casstrace: warning: a row of this query holds {spec.row_bytes + 8:,} B, more than --page-bytes "
+            f"(65,536 B)") in done.stderr
+    with Trace(out) as trace:
+        assert trace.meta["page_size"] == 1 and trace.meta["paging"]["sampled_row_bytes"] == spec.row_bytes + 8
+        pages = [row["pages"] for row in trace.rows("SELECT pages FROM executions")]
+    assert pages and all(count >= 3 for count in pages)   # one row a page (and maybe an empty last one)
