@@ -79,8 +79,8 @@ def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
     counts = trace_counts(meta.get("query_trace") or [])
 
     def necessary_of(payload_bytes: float | None, rows: float | None) -> NecessaryRead | None:
-        return necessary_read(select, schema, payload_bytes=payload_bytes, rows=rows,
-                              rows_aggregated=live_rows(counts), read_ahead=cassandra.get("compressed_read_ahead_bytes"))
+        return necessary_read(select, schema, payload_bytes=payload_bytes, rows=rows, rows_aggregated=live_rows(counts),
+                              read_ahead=cassandra.get("compressed_read_ahead_bytes"))
 
     for execution in executions:
         if execution.amplification is not None:

@@ -175,7 +175,7 @@ class StatementIO:
     unmatched_threads: list[str]              # threads of its events with no known tid
     findings: list[Finding] = field(default_factory=list)   # the causes of a flagged read first, then notes
     run_command: str = ""
-    verdict: str = "undetermined"             # as `casstrace run` judges one execution: flagged | not flagged | undetermined
+    verdict: str = "undetermined"             # as `casstrace run` judges: flagged | not flagged | undetermined
     necessary_bytes_per_execution: float | None = None   # the necessary read of its rows (None: no model)
 
 
