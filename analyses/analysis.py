@@ -169,6 +169,7 @@ def _context(meta: dict[str, Any], schema: TableSchema | None) -> dict[str, Any]
         "process": meta.get("process"),
         "consistency": meta.get("consistency"),
         "page_size": meta.get("page_size"),
+        "paging": meta.get("paging"),
         "capture_seconds": (end - start) / 1e9 if start is not None and end is not None else None,
         "cassandra_version": cassandra.get("release_version"),
         "disk_access_mode": cassandra.get("disk_access_mode"),

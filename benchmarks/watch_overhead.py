@@ -10,7 +10,7 @@ of its requests; the block starts once the watch says so). Latency is the client
 
 Printed: per statement and for all requests, p50 and p99 without and with the watch, and the p99
 the watch adds (ms and %), over every block of each kind. On a shared 2-core machine one block's
-p99 is noise: compare the per-round figures, and re-measure on a quiet machine for the README.
+p99 is noise: compare the per-round figures, and re-measure on a quiet machine for docs/performance.md.
 The headline for scripts/bench: FIGURE watch_p99_ratio (p99 of all requests watched ÷ alone).
 """
 
