@@ -14,7 +14,7 @@ from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
 
 
 class Trace:
-    """A trace file opened read-only. Rows are sqlite3.Row (index by column name)."""
+    """A trace file opened read-only: its meta, and the connection casstrace.traces.queries reads."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -48,6 +48,8 @@ class Trace:
                                  "the file was changed since casstrace wrote it: take the trace again")
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
+        """Raw SQL, for the tests and benchmarks that check what a writer stored. The analyses ask
+        casstrace.traces.queries instead, which knows the schema and its older formats."""
         return self.db.execute(sql, params).fetchall()
 
     def has_table(self, name: str) -> bool:
