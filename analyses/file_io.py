@@ -6,11 +6,6 @@ from casstrace.traces import Trace, queries
 from casstrace.traces.sstable_names import parse_sstable_path
 
 
-def sql_in(column: str, values: list[int]) -> tuple[str, list[int | str]]:
-    """An SQL condition `column IN (...)` and its parameters (matching nothing when there are no values)."""
-    return f"{column} IN ({', '.join('?' for _ in values) or 'NULL'})", list(values)
-
-
 def page_runs(trace: Trace, window_ids: list[int], source: str | None = None,
               file_ids: list[int] | None = None) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """Merged coverage runs keyed by (window_id, file_id), for one source or both, of every file or
