@@ -52,10 +52,6 @@ class Trace:
         casstrace.traces.queries instead, which knows the schema and its older formats."""
         return self.db.execute(sql, params).fetchall()
 
-    def has_table(self, name: str) -> bool:
-        """Whether the trace has this table (a version-1 trace lacks those version 2 added)."""
-        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
-
     @property
     def complete(self) -> bool:
         return bool(self.meta.get("complete"))
