@@ -304,18 +304,13 @@ def _scalar(trace: Trace, sql: str, params: Sequence[object] = ()) -> Any:
     return _fetch(trace, sql, params)[0][0]
 
 
-def _columns(trace: Trace, table: str) -> frozenset[str]:
-    """The table's columns; empty when the trace's format predates the table."""
-    return frozenset(row[1] for row in _fetch(trace, f"PRAGMA table_info({table})"))
-
-
 def _has_table(trace: Trace, table: str) -> bool:
-    return bool(_columns(trace, table))
+    return bool(trace.columns(table))
 
 
 def _column_or(trace: Trace, table: str, column: str, default: str = "NULL", alias: str = "") -> str:
     """`alias.column`, or `default` when the trace's format predates the column."""
-    return f"{alias}{column}" if column in _columns(trace, table) else default
+    return f"{alias}{column}" if column in trace.columns(table) else default
 
 
 def _in(column: str, values: Iterable[object]) -> tuple[str, list[object]]:
@@ -356,7 +351,7 @@ def nodes(trace: Trace) -> list[NodeRecord]:
 
 
 def file_node_ids(trace: Trace) -> dict[int, int]:
-    if "node_id" not in _columns(trace, "files"):
+    if "node_id" not in trace.columns("files"):
         return {}
     return dict(_fetch(trace, "SELECT file_id, node_id FROM files WHERE node_id IS NOT NULL"))
 
@@ -456,7 +451,7 @@ def mapped_bytes(trace: Trace, file_ids: Sequence[int]) -> int:
 def node_executions_reading(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int],
                             count_mapped: bool) -> list[NodeExecution]:
     """Read: bytes read syscalls returned, page-cache fills, and (count_mapped) mapped pages touched."""
-    if "node_id" not in _columns(trace, "files"):
+    if "node_id" not in trace.columns("files"):
         return []
     window_condition, window_params = _in("io.window_id", window_ids)
     file_condition, file_params = _in("io.file_id", file_ids)
@@ -470,7 +465,7 @@ def node_executions_reading(trace: Trace, window_ids: Sequence[int], file_ids: S
 
 
 def mapped_touched_by_file(trace: Trace, label: str) -> dict[int, int]:
-    if "mapped_touched_bytes" not in _columns(trace, "file_io"):
+    if "mapped_touched_bytes" not in trace.columns("file_io"):
         return {}
     return dict(_fetch(trace, "SELECT file_id, SUM(mapped_touched_bytes) FROM file_io JOIN windows USING (window_id)"
                               " WHERE label = ? AND mapped_touched_bytes IS NOT NULL GROUP BY file_id", (label,)))

@@ -18,6 +18,7 @@ class Trace:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+        self._columns: dict[str, frozenset[str]] = {}
         if not self.path.is_file():
             raise CasstraceError(f"no trace file at {self.path}", "give the path that `casstrace run` printed")
         try:
@@ -51,6 +52,13 @@ class Trace:
         """Raw SQL, for the tests and benchmarks that check what a writer stored. The analyses ask
         casstrace.traces.queries instead, which knows the schema and its older formats."""
         return self.db.execute(sql, params).fetchall()
+
+    def columns(self, table: str) -> frozenset[str]:
+        """The table's columns in this trace; empty when its format predates the table. Asked once
+        per table: an analysis asks per execution, 300 times in a `run --repeat 300` trace."""
+        if table not in self._columns:
+            self._columns[table] = frozenset(row[1] for row in self.db.execute(f"PRAGMA table_info({table})"))
+        return self._columns[table]
 
     @property
     def complete(self) -> bool:
