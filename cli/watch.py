@@ -96,9 +96,11 @@ class LiveTable:
     def __call__(self, snapshot: "LiveSnapshot") -> None:
         from casstrace.analyses.units import human_bytes
         from casstrace.analyses.watch import WatchInputs, summarise
+        from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
 
         watch = summarise(WatchInputs.from_rows(
-            snapshot.sessions, snapshot.spans, snapshot.thread_io, snapshot.files, snapshot.thread_names,
+            [StatementSession(**row) for row in snapshot.sessions], [SessionThread(**row) for row in snapshot.spans],
+            [ThreadIO(**row) for row in snapshot.thread_io], snapshot.files, snapshot.thread_names,
             capture_start_ns=snapshot.capture_start_ns, slot_ns=snapshot.slot_ns, probability=snapshot.probability,
             duration_s=snapshot.elapsed_s), {})
 

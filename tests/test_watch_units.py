@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from casstrace.analyses.watch import (POOLS, Call, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
+from casstrace.analyses.watch import (POOLS, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
                                       summarise)
 from casstrace.node.jvm import ThreadIds, parse_thread_print
 from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
@@ -15,6 +15,7 @@ from casstrace.node.tracing import (MS_NS, UUID_EPOCH_100NS, SampledSession, Tra
                                     session_start_ns)
 from casstrace.reports import render
 from casstrace.reports.watch import document
+from casstrace.traces.queries import ReadCall
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
 
@@ -238,7 +239,7 @@ def test_logged_calls_keep_a_neighbour_s_reads_in_a_shared_millisecond_the_neigh
     at = START + 40 * SLOT
     io = [SlotIO(102, 40, 3, 2 * 16_384, 4)]                       # both reads, and 4 pages filled
     inputs = _inputs([_session(1, narrow, 40)], [Span(1, "ReadStage-2", 102, at + 100_000, at + 300_000)], io)
-    inputs.calls = [Call(102, at + 200_000, 3, 16_384), Call(102, at + 700_000, 3, 16_384)]
+    inputs.calls = [ReadCall(102, at + 200_000, 3, 16_384), ReadCall(102, at + 700_000, 3, 16_384)]
     claimed, unclaimed = attribute(inputs)
     assert claimed[1][3] == [16_384, 16_384, 4 * PAGE_BYTES]      # no fill beyond the reads: none added
     assert unclaimed == {102: 16_384}
