@@ -1,6 +1,7 @@
 """The typed read API of a trace: every question the analyses ask of a trace file, answered as typed
-records. The only SQL outside the writer and the tests; older formats are handled here (a table or
-column a format added reads as absent: no rows, or None), so that no caller knows the schema.
+records. The analyses' only way into a trace (tests/test_layout.py holds them to it); older formats
+are handled here (a table or column a format added reads as absent: no rows, None or 0, by
+Trace.columns), so that no caller knows the schema.
 
 Records of which a trace may hold many (one per call, per page run, per file and window) are
 NamedTuples, built by sqlite3's own row loop (no per-row Python beyond the tuple); the few are frozen
@@ -313,10 +314,14 @@ def _column_or(trace: Trace, table: str, column: str, default: str = "NULL", ali
     return f"{alias}{column}" if column in trace.columns(table) else default
 
 
-def _in(column: str, values: Iterable[object]) -> tuple[str, list[object]]:
-    """`column IN (...)` and its parameters (matching nothing when there are no values)."""
-    values = list(values)
-    return f"{column} IN ({', '.join('?' for _ in values) or 'NULL'})", values
+def _in(*restrictions: tuple[str, Iterable[object]]) -> tuple[str, list[object]]:
+    """`column IN (...) AND ...` for each (column, values), and the parameters (no values: matching nothing)."""
+    clauses, params = [], []
+    for column, values in restrictions:
+        listed = list(values)
+        clauses.append(f"{column} IN ({', '.join('?' for _ in listed) or 'NULL'})")
+        params += listed
+    return " AND ".join(clauses), params
 
 
 # -- files, windows, executions, nodes -----------------------------------------------------------
@@ -365,7 +370,7 @@ def file_node_addresses(trace: Trace) -> dict[int, str]:
 # -- per-file I/O over windows -------------------------------------------------------------------
 
 def file_totals(trace: Trace, window_ids: Sequence[int]) -> list[FileTotals]:
-    condition, params = _in("io.window_id", window_ids)
+    condition, params = _in(("io.window_id", window_ids))
     mapped = _column_or(trace, "file_io", "mapped_touched_bytes", alias="io.")
     return _records(FileTotals, trace,
                     f"""SELECT f.file_id, f.path, f.kind, f.size_bytes,
@@ -378,17 +383,16 @@ def file_totals(trace: Trace, window_ids: Sequence[int]) -> list[FileTotals]:
 
 
 def file_window_io(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[FileWindowIO]:
-    window_condition, window_params = _in("window_id", window_ids)
-    file_condition, file_params = _in("file_id", file_ids)
+    condition, params = _in(("window_id", window_ids), ("file_id", file_ids))
     touched = _column_or(trace, "file_io", "mapped_touched_bytes")
     huge = _column_or(trace, "file_io", "mapped_huge_bytes")
     return _records(FileWindowIO, trace,
                     f"SELECT window_id, file_id, read_bytes, cache_miss_bytes, {touched}, {huge}"
-                    f" FROM file_io WHERE {window_condition} AND {file_condition}", window_params + file_params)
+                    f" FROM file_io WHERE {condition}", params)
 
 
 def read_size_counts(trace: Trace, window_ids: Sequence[int]) -> list[ReadSizeCount]:
-    condition, params = _in("window_id", window_ids)
+    condition, params = _in(("window_id", window_ids))
     return _records(ReadSizeCount, trace,
                     f"SELECT file_id, log2_bucket, SUM(count) FROM read_sizes WHERE {condition}"
                     " GROUP BY file_id, log2_bucket ORDER BY log2_bucket", params)
@@ -398,14 +402,13 @@ def coverage_runs(trace: Trace, window_ids: Sequence[int], source: str | None = 
                   file_ids: Sequence[int] | None = None) -> list[CoverageRun]:
     """For one source ('syscall' | 'page_cache') or both, of every file or of `file_ids` (found
     through the coverage_file index)."""
-    condition, params = _in("window_id", window_ids)
+    restrictions: list[tuple[str, Iterable[object]]] = [("window_id", window_ids)]
+    if file_ids is not None:
+        restrictions.append(("file_id", file_ids))
+    condition, params = _in(*restrictions)
     if source is not None:
         condition += " AND source = ?"
         params.append(source)
-    if file_ids is not None:
-        file_condition, file_params = _in("file_id", file_ids)
-        condition += f" AND {file_condition}"
-        params += file_params
     return _records(CoverageRun, trace,
                     f"SELECT window_id, file_id, first_page, page_count FROM coverage WHERE {condition}", params)
 
@@ -413,7 +416,7 @@ def coverage_runs(trace: Trace, window_ids: Sequence[int], source: str | None = 
 def distinct_coverage(trace: Trace, window_ids: Sequence[int]) -> list[FilePageRun]:
     """DISTINCT lets SQLite drop the runs repeated window after window (every execution of a query
     reads the same pages), so the union costs little however many executions there were."""
-    condition, params = _in("window_id", window_ids)
+    condition, params = _in(("window_id", window_ids))
     return _records(FilePageRun, trace,
                     f"SELECT DISTINCT file_id, first_page, page_count FROM coverage WHERE {condition}", params)
 
@@ -421,19 +424,18 @@ def distinct_coverage(trace: Trace, window_ids: Sequence[int]) -> list[FilePageR
 def syscall_page_bytes(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[WindowFileBytes]:
     """The runs of one window, file and source are disjoint (both trace writers make them from a page
     bitmap), so SQLite sums them itself."""
-    window_condition, window_params = _in("c.window_id", window_ids)
-    file_condition, file_params = _in("c.file_id", file_ids)
+    condition, params = _in(("c.window_id", window_ids), ("c.file_id", file_ids))
     end = f"(c.first_page + c.page_count) * {PAGE_BYTES}"
     return _records(WindowFileBytes, trace,
                     f"SELECT c.window_id, c.file_id,"
                     f" SUM(MAX(0, MIN({end}, COALESCE(f.size_bytes, {end})) - c.first_page * {PAGE_BYTES}))"
                     f" FROM coverage c JOIN files f ON f.file_id = c.file_id WHERE c.source = 'syscall'"
-                    f" AND {file_condition} AND {window_condition} GROUP BY c.window_id, c.file_id",
-                    file_params + window_params)
+                    f" AND {condition} GROUP BY c.window_id, c.file_id",
+                    params)
 
 
 def socket_writes(trace: Trace, window_ids: Sequence[int]) -> list[SocketWrite]:
-    condition, params = _in("io.window_id", window_ids)
+    condition, params = _in(("io.window_id", window_ids))
     node_id = _column_or(trace, "files", "node_id", alias="f.")
     return _records(SocketWrite, trace,
                     f"SELECT {node_id}, f.path, f.local_addr, f.remote_addr, COALESCE(SUM(io.write_bytes), 0)"
@@ -444,7 +446,7 @@ def socket_writes(trace: Trace, window_ids: Sequence[int]) -> list[SocketWrite]:
 def mapped_bytes(trace: Trace, file_ids: Sequence[int]) -> int:
     if not _has_table(trace, "mappings"):
         return 0
-    condition, params = _in("file_id", file_ids)
+    condition, params = _in(("file_id", file_ids))
     return int(_scalar(trace, f"SELECT COALESCE(SUM(mapped_bytes), 0) FROM mappings WHERE {condition}", params))
 
 
@@ -453,15 +455,14 @@ def node_executions_reading(trace: Trace, window_ids: Sequence[int], file_ids: S
     """Read: bytes read syscalls returned, page-cache fills, and (count_mapped) mapped pages touched."""
     if "node_id" not in trace.columns("files"):
         return []
-    window_condition, window_params = _in("io.window_id", window_ids)
-    file_condition, file_params = _in("io.file_id", file_ids)
+    condition, params = _in(("io.window_id", window_ids), ("io.file_id", file_ids))
     mapped = " OR COALESCE(io.mapped_touched_bytes, 0) > 0" if count_mapped else ""
     return _records(NodeExecution, trace,
                     "SELECT DISTINCT f.node_id, w.execution FROM file_io io JOIN files f ON f.file_id = io.file_id"
                     " JOIN windows w ON w.window_id = io.window_id WHERE f.node_id IS NOT NULL"
-                    f" AND w.execution IS NOT NULL AND {window_condition} AND {file_condition}"
+                    f" AND w.execution IS NOT NULL AND {condition}"
                     f" AND (io.read_bytes > 0 OR COALESCE(io.cache_miss_bytes, 0) > 0{mapped}) ORDER BY w.execution",
-                    window_params + file_params)
+                    params)
 
 
 def mapped_touched_by_file(trace: Trace, label: str) -> dict[int, int]:
@@ -525,72 +526,65 @@ def stack_read_bytes(trace: Trace, window_ids: Sequence[int], file_ids: Sequence
     """Fill bytes are 0 where the trace recorded none (meta profile.fill_join_ns absent)."""
     if not _has_table(trace, "profile_reads"):
         return []
-    windows, window_params = _in("window_id", window_ids)
-    files, file_params = _in("file_id", file_ids)
+    condition, params = _in(("window_id", window_ids), ("file_id", file_ids))
     fill = _column_or(trace, "profile_reads", "fill_bytes")
     fault_fill = _column_or(trace, "profile_reads", "fault_fill_bytes")
     return _records(StackReadBytes, trace,
                     f"SELECT stack_id, SUM(bytes), COALESCE(SUM({fill}), 0), COALESCE(SUM({fault_fill}), 0)"
-                    f" FROM profile_reads WHERE {windows} AND {files} GROUP BY stack_id", window_params + file_params)
+                    f" FROM profile_reads WHERE {condition} GROUP BY stack_id", params)
 
 
 def thread_reads(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[ThreadRead]:
     """One pass over the windows' logged calls on the files (lseeks return no bytes)."""
-    windows, window_params = _in("w.window_id", window_ids)
-    files, file_params = _in("e.file_id", file_ids)
+    condition, params = _in(("w.window_id", window_ids), ("e.file_id", file_ids))
     fill_pages = _column_or(trace, "events", "cache_miss_pages", alias="e.", default="0")
     return _records(ThreadRead, trace,
                     "SELECT e.tid, COALESCE(SUM(CASE WHEN e.syscall != 'lseek' THEN MAX(e.returned, 0) ELSE 0 END), 0),"
                     f" COALESCE(SUM(CASE WHEN e.syscall != 'lseek' THEN {fill_pages} ELSE 0 END), 0)"
                     " FROM events e JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-                    f" WHERE {windows} AND {files} GROUP BY e.tid", window_params + file_params)
+                    f" WHERE {condition} GROUP BY e.tid", params)
 
 
 def faulting_threads(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> set[int]:
     if not _has_table(trace, "page_cache_fills"):
         return set()
-    windows, window_params = _in("w.window_id", window_ids)
-    files, file_params = _in("p.file_id", file_ids)
+    condition, params = _in(("w.window_id", window_ids), ("p.file_id", file_ids))
     return {tid for (tid,) in _fetch(
         trace, "SELECT DISTINCT p.tid FROM page_cache_fills p JOIN windows w ON p.ts_ns >= w.start_ns"
-               f" AND p.ts_ns < w.end_ns WHERE {windows} AND {files}", window_params + file_params)}
+               f" AND p.ts_ns < w.end_ns WHERE {condition}", params)}
 
 
 def fault_fill_pages(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> int:
     if not _has_table(trace, "page_cache_fills"):
         return 0
-    windows, window_params = _in("w.window_id", window_ids)
-    files, file_params = _in("p.file_id", file_ids)
+    condition, params = _in(("w.window_id", window_ids), ("p.file_id", file_ids))
     return int(_scalar(trace, "SELECT COALESCE(SUM(p.pages), 0) FROM page_cache_fills p JOIN windows w"
-                              f" ON p.ts_ns >= w.start_ns AND p.ts_ns < w.end_ns WHERE {windows} AND {files}",
-                       window_params + file_params))
+                              f" ON p.ts_ns >= w.start_ns AND p.ts_ns < w.end_ns WHERE {condition}",
+                       params))
 
 
 def fill_bytes(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> int:
-    windows, window_params = _in("window_id", window_ids)
-    files, file_params = _in("file_id", file_ids)
-    return int(_scalar(trace, f"SELECT COALESCE(SUM(cache_miss_bytes), 0) FROM file_io WHERE {windows} AND {files}",
-                       window_params + file_params))
+    condition, params = _in(("window_id", window_ids), ("file_id", file_ids))
+    return int(_scalar(trace, f"SELECT COALESCE(SUM(cache_miss_bytes), 0) FROM file_io WHERE {condition}",
+                       params))
 
 
 def stack_samples(trace: Trace, window_ids: Sequence[int], tids: Sequence[int], state: str) -> list[StackSamples]:
     if not _has_table(trace, "profile_samples"):
         return []
-    windows, window_params = _in("window_id", window_ids)
-    threads, tid_params = _in("tid", tids)
+    condition, params = _in(("window_id", window_ids), ("tid", tids))
     return _records(StackSamples, trace,
-                    f"SELECT stack_id, SUM(samples) FROM profile_samples WHERE {windows} AND {threads} AND state = ?"
-                    " GROUP BY stack_id", window_params + tid_params + [state])
+                    f"SELECT stack_id, SUM(samples) FROM profile_samples WHERE {condition} AND state = ?"
+                    " GROUP BY stack_id", params + [state])
 
 
 def sampled_threads(trace: Trace, window_ids: Sequence[int], tids: Sequence[int], state: str) -> set[int]:
     if not _has_table(trace, "profile_samples"):
         return set()
-    windows, window_params = _in("window_id", window_ids)
-    threads, tid_params = _in("tid", tids)
+    condition, params = _in(("window_id", window_ids), ("tid", tids))
     return {tid for (tid,) in _fetch(
-        trace, f"SELECT DISTINCT tid FROM profile_samples WHERE {windows} AND {threads} AND state = ?",
-        window_params + tid_params + [state])}
+        trace, f"SELECT DISTINCT tid FROM profile_samples WHERE {condition} AND state = ?",
+        params + [state])}
 
 
 def thread_names(trace: Trace) -> dict[int, str]:
