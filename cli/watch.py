@@ -37,10 +37,13 @@ DEFAULT_TOP = 10
 @click.option("--profile", is_flag=True,
               help="Load async-profiler into the JVM while watching: the Java stack of every read of a Data file "
                    "(bytes flame graph) and wall-clock samples of the threads that read (CPU flame graph).")
+@click.option("--restore", is_flag=True,
+              help="Only put back what a casstrace killed on this node left changed (trace probability, "
+                   "a running async-profiler), then exit. Any watch or run does it first anyway.")
 @report_options(html_default="TRACE.html beside the trace")
 def command(host: str | None, port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None,
             pid: int | None, duration: float | None, sample: float, top: int, out: Path | None,
-            nodetool_command: str | None, profile: bool, format_: str, output: Path | None, force: bool,
+            nodetool_command: str | None, profile: bool, restore: bool, format_: str, output: Path | None, force: bool,
             color: bool | None) -> None:
     """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
 
@@ -49,10 +52,15 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
     from casstrace.analyses.watch import analyse_watch
     from casstrace.node.connection import configuration_files, resolve_settings
-    from casstrace.node.watcher import WatchOptions, watch
+    from casstrace.node.watcher import WatchOptions, restore_left, watch
     from casstrace.reports import beside_trace
     from casstrace.reports.watch import document
 
+    if restore:
+        settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
+        if not restore_left(WatchOptions(connection=settings, pid=pid, nodetool=nodetool_command)):
+            click.echo("casstrace: nothing was left changed on the node", err=True)
+        return
     # Refused before anything attaches; the default names are always new. The report is made from the trace.
     inputs = configuration_files(cqlshrc)
     if out is not None:
