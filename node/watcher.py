@@ -174,6 +174,8 @@ def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, op
         if capture.ended_early:
             raise CasstraceError(f"the watch ended early: {capture.ended_early}", "check that the node is running")
         time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
+        with INTERRUPTS.deferred():   # read, then deleted from the kernel's map: both or neither
+            capture.drain_thread_io()
         if live is None:
             continue
         try:
