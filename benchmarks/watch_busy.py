@@ -17,20 +17,15 @@ import argparse
 import os
 import random
 import statistics
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from figures import report
-from watch_shift import KEYSPACE, prepare_table
+from watch_shift import KEYSPACE, connect, node_arguments, while_watched
 
 from casstrace.analyses.percentiles import percentile
 
-STARTED = "probes attached"
-CASSTRACE = Path(sys.executable).parent / "casstrace"
 
 
 def statements(session: Any, rows: int) -> list[tuple[object, tuple]]:
@@ -74,45 +69,23 @@ def block(session: Any, prepared: list, seconds: float, target: float, in_flight
     return len(latencies) / elapsed, percentile(latencies, 0.99) or 0.0
 
 
-def watched(session: Any, prepared: list, args: argparse.Namespace) -> tuple[float, float]:
-    command = [str(CASSTRACE), "watch", "--host", args.host, "--port", str(args.port), "--sample", str(args.sample),
-               "--duration", str(args.block_s + 3), "--format", "json", "--out", args.out, "--force"]
-    watcher = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert watcher.stderr is not None
-    for line in watcher.stderr:
-        if STARTED in line:
-            break
-    figures = block(session, prepared, args.block_s, args.target, args.in_flight)
-    watcher.communicate(timeout=900)
-    if watcher.returncode:
-        raise SystemExit(f"casstrace watch failed (exit {watcher.returncode})")
-    return figures
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9042)
+    node_arguments(parser, "/tmp/casstrace-watch-busy.trace")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--block-s", type=float, default=30.0)
     parser.add_argument("--target", type=float, default=1200.0, help="requests/s offered")
     parser.add_argument("--in-flight", type=int, default=64)
-    parser.add_argument("--rows", type=int, default=400)
-    parser.add_argument("--sample", type=float, default=0.01)
-    parser.add_argument("--out", default="/tmp/casstrace-watch-busy.trace")
     args = parser.parse_args()
 
-    from cassandra.cluster import Cluster
-
-    cluster = Cluster([args.host], port=args.port)
-    session = cluster.connect()
-    prepare_table(session, args.rows, args.port)
+    cluster, session = connect(args)
     prepared = statements(session, args.rows)
     block(session, prepared, 5, args.target, args.in_flight)   # warm the caches and the connections
     alone, under = [], []
     for number in range(1, args.rounds + 1):
         alone.append(block(session, prepared, args.block_s, args.target, args.in_flight))
-        under.append(watched(session, prepared, args))
+        under.append(while_watched(args, args.block_s + 3,
+                                   lambda: block(session, prepared, args.block_s, args.target, args.in_flight)))
         print(f"round {number}: alone {alone[-1][0]:,.0f} req/s p99 {alone[-1][1] * 1000:.2f} ms; watched "
               f"{under[-1][0]:,.0f} req/s p99 {under[-1][1] * 1000:.2f} ms; load average {os.getloadavg()[0]:.1f}",
               flush=True)

@@ -23,7 +23,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from pathlib import Path
 
 from figures import report
@@ -32,6 +33,7 @@ from casstrace.node.jvm import find_cassandra
 from casstrace.node.tracing import nodetool_for
 from casstrace.sandbox.workload import Load, Workload
 
+T = TypeVar("T")
 KEYSPACE = "casstrace_watch_shift"
 STARTED = "probes attached"
 CASSTRACE = Path(sys.executable).parent / "casstrace"
@@ -47,6 +49,48 @@ def prepare_table(session: Any, rows: int, port: int) -> None:
         for column in range(4):
             session.execute(insert, (key, column, bytes([key % 251]) * 4096, "x" * 64))
     nodetool_for(find_cassandra(None, native_port=port)).run("flush", KEYSPACE, "kv")
+
+
+def node_arguments(parser: argparse.ArgumentParser, out: str) -> None:
+    """What both watch benchmarks (this one and watch_busy.py) take: the node, the table, the watch."""
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9042)
+    parser.add_argument("--rows", type=int, default=400)
+    parser.add_argument("--sample", type=float, default=0.01)
+    parser.add_argument("--out", default=out)
+
+
+def connect(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(cluster, session) to the node, its benchmark table ready."""
+    from cassandra.cluster import Cluster
+
+    cluster = Cluster([args.host], port=args.port)
+    session = cluster.connect()
+    prepare_table(session, args.rows, args.port)
+    return cluster, session
+
+
+def start_watch(args: argparse.Namespace, duration_s: float, *extra: str) -> subprocess.Popen:
+    """`casstrace watch` in a fresh process, returned once its probes are attached."""
+    command = [str(CASSTRACE), "watch", "--host", args.host, "--port", str(args.port), "--sample", str(args.sample),
+               "--duration", str(duration_s), "--format", "json", "--out", args.out, "--force", *extra]
+    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert watcher.stderr is not None
+    for line in watcher.stderr:
+        if STARTED in line:
+            return watcher
+    watcher.wait()
+    raise SystemExit(f"casstrace watch did not start (exit {watcher.returncode})")
+
+
+def while_watched(args: argparse.Namespace, duration_s: float, work: Callable[[], T]) -> T:
+    """work()'s result, run while `casstrace watch` watches (started first, its end awaited after)."""
+    watcher = start_watch(args, duration_s)
+    result = work()
+    watcher.communicate(timeout=900)
+    if watcher.returncode:
+        raise SystemExit(f"casstrace watch failed (exit {watcher.returncode})")
+    return result
 
 
 def loads(rate: float, rows: int) -> list[Load]:
@@ -79,30 +123,15 @@ def value(page: str, pattern: str) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9042)
+    node_arguments(parser, "/tmp/casstrace-watch-shift.trace")
     parser.add_argument("--duration-s", type=float, default=3600)
     parser.add_argument("--rate", type=float, default=40.0, help="requests/s of each of the four statements")
-    parser.add_argument("--rows", type=int, default=400)
-    parser.add_argument("--sample", type=float, default=0.01)
     parser.add_argument("--every-s", type=float, default=60)
     parser.add_argument("--metrics-port", type=int, default=19871)
-    parser.add_argument("--out", default="/tmp/casstrace-watch-shift.trace")
     args = parser.parse_args()
 
-    from cassandra.cluster import Cluster
-
-    cluster = Cluster([args.host], port=args.port)
-    session = cluster.connect()
-    prepare_table(session, args.rows, args.port)
-    command = [str(CASSTRACE), "watch", "--host", args.host, "--port", str(args.port), "--sample", str(args.sample),
-               "--duration", str(args.duration_s), "--format", "json", "--out", args.out, "--force",
-               "--metrics-port", str(args.metrics_port)]
-    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert watcher.stderr is not None
-    for line in watcher.stderr:
-        if STARTED in line:
-            break
+    cluster, session = connect(args)
+    watcher = start_watch(args, args.duration_s, "--metrics-port", str(args.metrics_port))
     started = time.monotonic()
     workload = Workload(session, loads(args.rate, args.rows), args.duration_s).start()
     print(f"{'minute':>7} {'RSS MB':>8} {'sessions sampled':>17} {'top bytes/exec':>15}", flush=True)
