@@ -138,6 +138,10 @@ class ThreadIOCapture(Capture, Protocol):
         """(tid, slot, path or None, read_bytes, cache_miss_pages) as they stand now."""
         ...
 
+    def drain_thread_io(self) -> int:
+        """Move the complete slots out of the kernel's map (a full map refuses updates); the entries moved."""
+        ...
+
 
 class CaptureOptions(NamedTuple):
     """What a capture may be asked beyond watching one process: each needs a capability. (A NamedTuple:
