@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds
+from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds, container_option, watched_jvm
 from casstrace.cli.output import deliver, report_options
 from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.outputs import check_output
@@ -24,6 +24,7 @@ DEFAULT_TOP = 10
 @click.option("--ssl", "ssl_enabled", is_flag=True, help="Connect with TLS (certificates as cqlsh).")
 @click.option("--cqlshrc", type=click.Path(dir_okay=False, path_type=Path), help="cqlsh configuration file.")
 @click.option("--pid", type=PID, help="PID of the Cassandra JVM (default: the one listening on --port).")
+@container_option
 @click.option("--duration", type=Seconds(),
               help="Seconds to watch (default: until Ctrl-C).")
 @click.option("--sample", type=FiniteFloat(min=0, max=1, min_open=True), default=0.01, show_default=True,
@@ -39,7 +40,7 @@ DEFAULT_TOP = 10
                    "(bytes flame graph) and wall-clock samples of the threads that read (CPU flame graph).")
 @report_options(html_default="TRACE.html beside the trace")
 def command(host: str | None, port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None,
-            pid: int | None, duration: float | None, sample: float, top: int, out: Path | None,
+            pid: int | None, container: str | None, duration: float | None, sample: float, top: int, out: Path | None,
             nodetool_command: str | None, profile: bool, format_: str, output: Path | None, force: bool,
             color: bool | None) -> None:
     """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
@@ -59,7 +60,8 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
         check_output(out, force, inputs)
     if output is not None:
         check_output(output, force, [*inputs, *([out] if out else [])])
-    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
+    pid = watched_jvm(pid, container)   # before any thread starts: see node.namespaces
+    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     live = LiveTable(top) if sys.stderr.isatty() else None
 
     def started() -> None:

@@ -94,6 +94,13 @@ def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
     return {port for _, port in listening_sockets(pid, proc)}
 
 
+def listening_address(pid: int, port: int) -> str | None:
+    """The one address the process accepts connections to `port` on, None when it listens on
+    every address there (any will do), on none, or on several."""
+    bound = {address for address, bound_port in listening_sockets(pid) if bound_port == port}
+    return next(iter(bound)) if len(bound) == 1 and not bound & {"0.0.0.0", "::"} else None
+
+
 def _accepts(sockets: set[tuple[str, int]], address: str, port: int) -> bool:
     """Whether a process listening on `sockets` accepts connections to address:port (bound to it, or to every address)."""
     return any(bound_port == port and bound in (address, "0.0.0.0", "::") for bound, bound_port in sockets)
