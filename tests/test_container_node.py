@@ -12,6 +12,7 @@ systemd driver names its containers' (system.slice/docker-ID.scope): no containe
 this machine (docs/production-node.md says why).
 """
 
+import json
 import os
 import secrets
 import signal
@@ -196,3 +197,39 @@ def test_run_by_container_finds_the_jvm_by_its_cgroup(node, docker_cgroup, tmp_p
     result = casstrace("run", SPEC.wide_query, "--container", docker_cgroup[:12], "--port", native, "--repeat", 2,
                        "--out", trace, "--no-html")
     _flags_the_wide_query_by_the_nodes_names(result, trace, inside, on_host)
+
+
+def test_watch_by_pid_charges_the_nodes_reads_to_its_statements_and_restores_tracing(node, tmp_path):
+    """nodetool and jcmd run where the node runs (its classes, its JMX port, its pid numbers); the thread
+    ids jcmd gives in the node's PID namespace are turned into this machine's, which the probes see."""
+    pid, native, inside, on_host = node
+    trace = tmp_path / "watch.trace"
+    watcher = subprocess.Popen([*casstrace_command(), "watch", "--pid", str(pid), "--port", str(native), "--sample", "1",
+                                "--duration", "25", "--out", str(trace), "--format", "json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = []
+    for line in watcher.stderr:   # the probes are attached and the node traces every request
+        started.append(line)
+        if "probes attached" in line:
+            break
+    assert watcher.poll() is None, "".join(started)
+    executions = 4
+    query = subprocess.run(
+        ["nsenter", f"--target={pid}", "--net", "--", sys.executable, "-c",
+         "import sys; from cassandra.cluster import Cluster; "
+         "session = Cluster(['127.0.0.1'], port=int(sys.argv[1])).connect(); "
+         "[list(session.execute(sys.argv[2])) for _ in range(int(sys.argv[3]))]",
+         str(native), SPEC.wide_query, str(executions)], capture_output=True, text=True, timeout=120)
+    assert query.returncode == 0, query.stderr
+    report, errors = watcher.communicate(timeout=300)
+    assert watcher.returncode == 0, errors
+    from casstrace.node.statements import normalize
+    wide = next(s for s in json.loads(report)["statements"] if s["query"] == normalize(SPEC.wide_query))
+    assert wide["sampled_executions"] == executions
+    assert wide["rows_per_execution"] == SPEC.rows
+    (data,) = [path for path in (on_host / "data" / SPEC.keyspace).glob(f"{SPEC.table}-*/*-Data.db")]
+    assert wide["data_read_bytes_per_execution"] >= 0.3 * data.stat().st_size
+    probability = subprocess.run(["nsenter", f"--target={pid}", "--net", "--mount", "--pid", "--", sys.executable,
+                                  "-m", "casstrace", "sandbox", "nodetool", "--data-dir", str(inside),
+                                  "gettraceprobability"], capture_output=True, text=True, timeout=120)
+    assert probability.stdout.strip().endswith(": 0.0"), probability.stdout + probability.stderr
