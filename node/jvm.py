@@ -6,6 +6,7 @@ mentions the class is not mistaken for it). When several run on one machine (a d
 sandbox, say), the one listening on the native port the client connects to is the one to watch.
 """
 
+import ipaddress
 import os
 import re
 import shutil
@@ -118,7 +119,32 @@ def cassandra_at(address: str, port: int, proc: Path = Path("/proc"),
     caller looks up several addresses."""
     serving = serving_jvms(proc) if serving is None else serving
     found = [process for process, sockets in serving.items() if _accepts(sockets, address, port)]
+    if len(found) > 1 and not any((address, port) in serving[process] for process in found):
+        # JVMs in containers of their own all listen on every address at the same port: the one
+        # whose network namespace has the address serves it.
+        found = [process for process in found if address in local_addresses(process.pid, proc)] or found
     return next((process for process in found if (address, port) in serving[process]), next(iter(found), None))
+
+
+def local_addresses(pid: int, proc: Path = Path("/proc")) -> set[str]:
+    """The addresses of the process's network namespace: its IPv4 local routes (net/fib_trie's
+    '/32 host LOCAL' entries) and its IPv6 interface addresses (net/if_inet6)."""
+    found = set()
+    try:
+        previous = ""
+        for line in (proc / str(pid) / "net" / "fib_trie").read_text().splitlines():
+            if "/32 host LOCAL" in line and previous.strip().startswith("|--"):
+                found.add(previous.split()[-1])
+            previous = line
+    except OSError:
+        pass
+    try:
+        for line in (proc / str(pid) / "net" / "if_inet6").read_text().splitlines():
+            hexadecimal = line.split()[0]
+            found.add(str(ipaddress.IPv6Address(bytes.fromhex(hexadecimal))))
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
 
 
 def find_cassandra(pid: int | None = None, native_port: int | None = None, address: str | None = None,
