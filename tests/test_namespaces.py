@@ -97,3 +97,17 @@ def test_container_jvm_by_id_or_its_prefix(containers):
         container_jvm("0123456789ab")
     assert "no Cassandra JVM runs in container '0123456789ab'" in error.value.message
     assert all(str(pid) in error.value.message for pid, _, _ in containers)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("run", "SELECT * FROM ks.t", "--container", "0123456789ab"), "no Cassandra JVM runs in container '0123456789ab'"),
+    (("capture", "--container", "no-such-container", "--duration", "1", "--out", "x.trace"),
+     "no Cassandra JVM runs in container 'no-such-container'"),
+    (("watch", "--pid", "1", "--container", "0123456789ab"), "--pid and --container both name the JVM"),
+])
+def test_a_container_that_is_not_there_is_one_line(args, fragment, tmp_path):
+    from casstrace_cli import casstrace
+    result = casstrace(*args, cwd=tmp_path)
+    assert result.returncode != 0 and not (tmp_path / "x.trace").exists()
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("casstrace: error: ") and fragment in last and "(fix: " in last, result.stderr
