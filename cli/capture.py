@@ -53,7 +53,7 @@ def command(pid: int | None, container: str | None, duration: float | None, out:
     (a COMMAND's together with every process it starts)."""
     pid = watched_jvm(pid, container)
     if (pid is None) == (not command):
-        raise CasstraceError("give either --pid PID (or --container) or -- COMMAND ...",
+        raise CasstraceError("give either --pid PID or -- COMMAND ... (or --container ID|NAME for a container's JVM)",
                              "casstrace capture --pid 1234 --duration 10 --out t.trace")
     if pid is not None and duration is None:
         raise CasstraceError(f"{'--container' if container else '--pid'} needs --duration", "add --duration SECONDS")
