@@ -25,10 +25,12 @@ from pathlib import Path
 import pytest
 
 from casstrace.analyses import analyse
-from casstrace.node.jvm import cassandra_processes, read_argv
+from casstrace.node.jvm import cassandra_processes
 from casstrace.node.namespaces import container_jvm, container_ids, in_our_network
 from casstrace.sandbox.demo import WideTable
 from casstrace.tests.test_sandbox import cached_version, casstrace, free_ports  # noqa: F401 (a fixture)
+
+from foreign_jvms import load_demo, stop_jvm
 
 pytestmark = pytest.mark.integration
 SPEC = WideTable(rows=50)
@@ -39,26 +41,11 @@ NODE_STARTED_S = 600
 # which keeps the namespaces (and the JVM) alive until the fixture kills it.
 START_INSIDE = ('ip link set lo up && mount --bind "$2" "$3" && status="$1" && shift 3 && '
                 '{ "$@" > "$status.log" 2>&1; echo $? > "$status"; } ; exec sleep 86400')
-LOAD_DEMO = ("import sys; from casstrace.sandbox.control import Sandbox; "
-             "from casstrace.sandbox.demo import WideTable, ensure_loaded; "
-             f"ensure_loaded(Sandbox(sys.argv[1]), WideTable(rows={SPEC.rows}))")
-SYSTEMD_CGROUPS = Path("/sys/fs/cgroup/systemd")
 
 
 def _ip(*args: str, netns_of: int | None = None) -> None:
     command = ["ip", *args] if netns_of is None else ["nsenter", f"--net=/proc/{netns_of}/ns/net", "ip", *args]
     subprocess.run(command, check=True, capture_output=True)
-
-
-def _stop(pid: int) -> None:
-    if read_argv(pid) is None:
-        return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 60
-    while read_argv(pid) is not None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if read_argv(pid) is not None:
-        os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -93,13 +80,11 @@ def node(tmp_path_factory, cached_version):
             Path(f"{status}.log").read_text() if Path(f"{status}.log").exists() else "no start log"
         (pid,) = [process.pid for process in cassandra_processes()
                   if f"-Dcassandra.config=file://{inside}/conf/cassandra.yaml" in process.argv]
-        loaded = subprocess.run(["nsenter", f"--target={pid}", "--net", "--mount", "--pid", "--", sys.executable, "-c",
-                                 LOAD_DEMO, str(inside)], capture_output=True, text=True, timeout=600)
-        assert loaded.returncode == 0, loaded.stderr
+        load_demo(pid, inside, SPEC, "--net", "--mount", "--pid")
         yield pid, native, inside, on_host
     finally:
         if pid is not None:
-            _stop(pid)
+            stop_jvm(pid)
         # The PID namespace's init (the shell, now sleep): its end ends the namespaces.
         children = Path(f"/proc/{namespaces.pid}/task/{namespaces.pid}/children")
         for child in (children.read_text().split() if children.exists() else []):
