@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds
+from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds, container_option, watched_jvm
 from casstrace.cli.output import deliver, report_options
 from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.outputs import check_output
@@ -27,6 +27,7 @@ DEFAULT_TOP = 10
 @click.option("--ssl", "ssl_enabled", is_flag=True, help="Connect with TLS (certificates as cqlsh).")
 @click.option("--cqlshrc", type=click.Path(dir_okay=False, path_type=Path), help="cqlsh configuration file.")
 @click.option("--pid", type=PID, help="PID of the Cassandra JVM (default: the one listening on --port).")
+@container_option
 @click.option("--duration", type=Seconds(),
               help="Seconds to watch (default: until Ctrl-C).")
 @click.option("--sample", type=FiniteFloat(min=0, max=1, min_open=True), default=0.01, show_default=True,
@@ -49,7 +50,7 @@ DEFAULT_TOP = 10
                    "a running async-profiler), then exit. Any watch or run does it first anyway.")
 @report_options(html_default="TRACE.html beside the trace")
 def command(host: str | None, port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None,
-            pid: int | None, duration: float | None, sample: float, top: int, out: Path | None,
+            pid: int | None, container: str | None, duration: float | None, sample: float, top: int, out: Path | None,
             nodetool_command: str | None, profile: bool, metrics_port: int | None, metrics_address: str,
             restore: bool, format_: str, output: Path | None, force: bool,
             color: bool | None) -> None:
@@ -75,7 +76,8 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
         check_output(out, force, inputs)
     if output is not None:
         check_output(output, force, [*inputs, *([out] if out else [])])
-    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
+    pid = watched_jvm(pid, container)   # before any thread starts: see node.namespaces
+    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     metrics = None
     if metrics_port is not None:   # bound now: a port in use fails before anything changes on the node
         from casstrace.node.metrics_endpoint import MetricsEndpoint

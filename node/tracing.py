@@ -26,7 +26,7 @@ from typing import Any
 
 from casstrace.errors import CasstraceError
 from casstrace.ledger import TRACE_PROBABILITY, Ledger
-from casstrace.node.jvm import CassandraProcess, run_tool
+from casstrace.node.jvm import CassandraProcess, in_node_namespaces, node_java, run_tool
 from casstrace.node.statements import normalize
 from casstrace.redaction import redact_command
 from casstrace.traces import TraceWriter
@@ -67,7 +67,7 @@ class Nodetool:
 
     def shown(self, *args: str) -> str:
         """The command line, for a message telling the user what to run."""
-        if self.command and self.command[0].endswith("java"):
+        if NODETOOL_CLASS in self.command:
             return redact_command(("nodetool", *self.command[self.command.index(NODETOOL_CLASS) + 1:], *args))
         return redact_command((*self.command, *args))   # --nodetool 'nodetool -u R -pw SECRET' is the user's
 
@@ -84,13 +84,15 @@ def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodet
     if command:
         return Nodetool((*command.split(), "-h", "127.0.0.1", "-p", str(jmx_port)))
     classpath = _classpath(process.argv)
-    java = shutil.which("java") or _node_java(process.pid)
+    # In a container the node's classes are in its file tree: they run there, on its own java.
+    inside = in_node_namespaces(process.pid)
+    java = node_java(process.pid) if inside else shutil.which("java") or node_java(process.pid)
     if classpath is None or java is None:
         raise CasstraceError("cannot run nodetool for this node: no classpath in its command line, or no java",
                              "give --nodetool with the node's nodetool command (e.g. /usr/bin/nodetool)")
     # The node's own module flags: its classes need them on Java 11+ whatever tool they run in.
     modules = [arg for arg in process.argv if arg.startswith(("--add-exports", "--add-opens", "--add-modules"))]
-    return Nodetool((java, "-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, *modules,
+    return Nodetool((*inside, java, "-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, *modules,
                      NODETOOL_CLASS, "-h", "127.0.0.1", "-p", str(jmx_port)))
 
 
@@ -99,13 +101,6 @@ def _classpath(argv: tuple[str, ...]) -> str | None:
         if flag in argv[:-1]:
             return argv[argv.index(flag) + 1]
     return None
-
-
-def _node_java(pid: int) -> str | None:
-    try:
-        return str(Path(f"/proc/{pid}/exe").readlink())
-    except OSError:
-        return None
 
 
 class TraceProbability:
