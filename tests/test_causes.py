@@ -37,6 +37,7 @@ def test_compare_s_amplification_gate_is_the_verdict_s_rule(tmp_path):
     read (1.6x its payload, 0.87x its necessary read) passes at 1.5, the wide read fails at 1,000."""
     narrow = analyse(synthetic.wide_select_c0(tmp_path / "narrow.trace", data_read=32_084))
     wide = analyse(synthetic.wide_select_c0(tmp_path / "wide.trace"))
+    assert narrow.overall.read is not None and narrow.overall.over_necessary is not None
     assert narrow.overall.read > 1.5 and narrow.overall.over_necessary < 1
     [passed] = compare(wide, narrow, max_amplification=1.5).gates
     assert passed.passed, passed.reason

@@ -118,6 +118,7 @@ def test_fill_bytes_go_on_the_stack_of_their_read_or_of_the_faulting_threads_sam
 
 def test_a_profile_from_before_fills_says_its_bytes_are_syscall_bytes_only(tmp_path):
     profile = analyse(_trace(tmp_path / "t.trace")).profile
+    assert profile is not None
     assert profile.data_fill_bytes is None and not profile.fill_undetermined
     assert bytes_measures(profile) == "bytes read syscalls returned"
     assert all(w.fill_bytes == 0 and w.value == w.syscall_bytes for w in profile.stacks_bytes)

@@ -192,7 +192,7 @@ OVER_AN_INPUT = [
 INPUT_NAMES = {
     "itself": lambda path: path,
     "through ./": lambda path: path.parent / "." / path.name,
-    "a hard link": lambda path: (os.link(path, path.with_name("hard-link")), path.with_name("hard-link"))[1],
+    "a hard link": lambda path: (os.link(path, path.with_name("hard-link")), path.with_name("hard-link"))[1],  # type: ignore[func-returns-value]
 }
 
 

@@ -188,7 +188,7 @@ def test_every_format_implements_the_contract_and_options_are_checked(wide):
         assert chosen.SUFFIX.startswith(".") and beside_trace("t.trace", name).suffix == chosen.SUFFIX
         assert callable(chosen.render) and callable(chosen.render_document)
     with pytest.raises(TypeError, match="colour"):
-        ReportOptions(colour=True)
+        ReportOptions(colour=True)  # type: ignore[call-arg]  # the misspelling under test
 
 
 def test_a_query_trace_event_without_elapsed_time_is_shown_as_unknown(wide):

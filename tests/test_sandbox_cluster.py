@@ -86,6 +86,7 @@ def test_stop_leaves_no_jvm_and_start_brings_the_ring_back(cluster: SandboxClust
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.splitlines() == [f"node {k}: stopped pid {pid}" for k, pid in enumerate(pids, 1)]
     for number, (node, pid) in enumerate(zip(cluster.nodes, pids), 1):
+        assert pid is not None
         assert f"-Dcassandra.config=file://{node.layout.yaml}" not in (read_argv(pid) or ())
         assert not bound(f"127.0.0.{number}", node.native_port)
         assert not bound(HOST, node.jmx_port)

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ STARTED = "probes attached"
 
 
 @pytest.fixture(scope="module")
-def nodetool(sandbox) -> Nodetool:
+def nodetool(sandbox) -> Iterator[Nodetool]:
     tool = nodetool_for(find_cassandra(sandbox.pid()))
     yield tool
     tool.set_trace_probability(0)

@@ -74,24 +74,24 @@ class FakeNodetool:
 
 
 def test_trace_probability_is_restored_on_the_way_out_whatever_the_way():
-    node, warnings = FakeNodetool(0.002), []
+    node, warnings = FakeNodetool(0.002), list[str]()
     with pytest.raises(RuntimeError):
-        with TraceProbability(node, 0.3, warnings.append) as switch:
+        with TraceProbability(node, 0.3, warnings.append) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
             assert node.probability == 0.3
             raise RuntimeError("the watch failed")
     assert node.probability == 0.002 and switch.restored and not warnings
 
 
 def test_a_second_ctrl_c_during_the_restore_is_retried():
-    node, warnings = FakeNodetool(0.002), []
-    with TraceProbability(node, 0.3, warnings.append) as switch:
+    node, warnings = FakeNodetool(0.002), list[str]()
+    with TraceProbability(node, 0.3, warnings.append) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
         node.failures = [KeyboardInterrupt()]
     assert node.probability == 0.002 and switch.restored and not warnings
 
 
 def test_a_restore_that_cannot_be_done_is_said_with_the_command():
-    node, warnings = FakeNodetool(0.002), []
-    with TraceProbability(node, 0.3, warnings.append) as switch:
+    node, warnings = FakeNodetool(0.002), list[str]()
+    with TraceProbability(node, 0.3, warnings.append) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
         node.failures = [CasstraceError("JMX refused", "fix"), CasstraceError("JMX refused", "fix")]
     assert switch.restored is False and node.probability == 0.3
     assert "nodetool settraceprobability 0.002" in warnings[0] and "JMX refused" in warnings[0]
@@ -104,7 +104,7 @@ def test_nothing_changes_when_the_previous_value_cannot_be_read():
 
     node = Unreachable(0.0)
     with pytest.raises(CasstraceError):
-        with TraceProbability(node, 0.3, print):
+        with TraceProbability(node, 0.3, print):  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
             pass
     assert node.probability == 0.0
 
