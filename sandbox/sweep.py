@@ -9,7 +9,7 @@ partition to find it. What the sweep created is dropped as soon as it is traced,
 tables a previous --keep sweep left in place are reused and left alone.
 """
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 

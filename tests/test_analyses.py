@@ -1,7 +1,6 @@
 """Analyses on traces built from known events: exact numbers, and causes named only on evidence."""
 
 import shutil
-import sys
 
 import pytest
 

@@ -4,7 +4,6 @@ time linear in the bytes where the driver's grows with their square."""
 
 import io
 import random
-import struct
 import time
 from collections.abc import Callable
 
