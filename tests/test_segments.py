@@ -50,7 +50,7 @@ class RecordingDriverConnection(Connection):
         self._io_buffer.set_checksumming_buffer()
         self.frames: list[tuple[tuple[int, int, int, int, int, int], bytes]] = []
 
-    def process_msg(self, header, body): 
+    def process_msg(self, header, body):
         self.frames.append(((header.version, header.flags, header.stream, header.opcode, header.body_offset,
                              header.end_pos), bytes(body)))
 
