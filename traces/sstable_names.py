@@ -59,7 +59,7 @@ _COMPONENT_FILES = {
 }
 
 # The time UUID epoch (1582-10-15), for UUID-based generations.
-_UUID_EPOCH = datetime.datetime(1582, 10, 15, tzinfo=datetime.timezone.utc)
+_UUID_EPOCH = datetime.datetime(1582, 10, 15, tzinfo=datetime.UTC)
 
 
 @dataclass(frozen=True)
