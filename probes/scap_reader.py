@@ -43,7 +43,8 @@ import os
 import posixpath
 import struct
 from collections.abc import Iterator
-from typing import IO, Callable, NamedTuple, cast
+from typing import IO, NamedTuple, cast
+from collections.abc import Callable
 
 # -- blocks ---------------------------------------------------------------------------------------
 SECTION_HEADER = 0x0A0D0D0A
