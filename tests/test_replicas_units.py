@@ -215,7 +215,7 @@ def test_the_plan_captures_what_runs_here_and_says_why_not_the_rest(monkeypatch)
     found = replica_set(FakeCluster(HOSTS, {ONE_KEY: HOSTS[:3]}), "10.0.0.1", 9042, "ks", STREAMS,
                         "SELECT c0 FROM ks.streams WHERE stream_id = 1")
     here = {"10.0.0.2": 222}
-    monkeypatch.setattr(targets, "serving_jvms", lambda: {})
+    monkeypatch.setattr(targets, "serving_jvms", dict)
     monkeypatch.setattr(targets, "cassandra_at", lambda address, port, serving: CassandraProcess(here[address], ())
                         if address in here else None)
     coordinator = CassandraProcess(111, ())
