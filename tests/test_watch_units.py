@@ -176,7 +176,7 @@ def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pool
     io += [SlotIO(101, 15, 2, 4096, 0)]                                        # its index read
     io += [SlotIO(102, 40, 3, 16_384, 8)]                                      # narrow: a read, its fills
     io += [SlotIO(101, 60, 1, 5_000_000, 0)]                                   # an unsampled wide read
-    io += [SlotIO(201, slot, 1, 2_000_000, 0) for slot in range(0, 5)]         # compaction
+    io += [SlotIO(201, slot, 1, 2_000_000, 0) for slot in range(5)]         # compaction
     io += [SlotIO(101, 12, 4, 999, 0)]                                         # not an SSTable
     inputs = _inputs([_session(1, wide, 10), _session(2, narrow, 40)],
                      [_span(1, 101, 10, 18), _span(2, 102, 40, 40, "ReadStage-2"),
