@@ -335,7 +335,7 @@ def _is_disk_full(error: BaseException) -> bool:
     # sqlite says SQLITE_FULL; traces/bulk_insert.c raises OperationalError with sqlite's message
     return ((isinstance(error, sqlite3.Error) and (getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
                                                    or "database or disk is full" in str(error)))
-            or isinstance(error, OSError) and error.errno == errno.ENOSPC)
+            or (isinstance(error, OSError) and error.errno == errno.ENOSPC))
 
 
 def _insert_statement(table: str, columns: Sequence[str]) -> str:
