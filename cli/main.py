@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(error), error.exit_code, debug)
     except KeyboardInterrupt as error:
         _interrupted(error)
-    except Exception as error:  # noqa: BLE001 - every error becomes one line
+    except Exception as error:  # every error becomes one line
         _other_error(error, debug)
     sys.exit(code if isinstance(code, int) else 0)
 
