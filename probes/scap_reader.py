@@ -637,7 +637,7 @@ class ScapReader:
 
     def _opened(self, etype: int, ts: int, thread: Thread, enter: tuple | None, view: memoryview,
                 values: int, lengths: tuple, nparams: int) -> Call | None:
-        syscall, enter_type, fd_at, name_at, enter_name_at, dirfd_at, enter_dirfd_at = OPEN_EVENTS[etype]
+        syscall, enter_type, fd_at, name_at, _enter_name_at, dirfd_at, _enter_dirfd_at = OPEN_EVENTS[etype]
         fd = self._int_param(view, values, lengths, fd_at)
         if fd is None:
             return None
@@ -671,7 +671,7 @@ class ScapReader:
             pending[thread.tid] = (etype, ts, self._int_param(view, values, lengths, 0),
                                    self._int_param(view, values, lengths, 1), None, None)
             return
-        if etype == DUP_E or etype == CONNECT_E:
+        if etype in (DUP_E, CONNECT_E):
             pending[thread.tid] = (etype, ts, self._int_param(view, values, lengths, 0), None, None, None)
             return
         enter = pending.pop(thread.tid, None)
@@ -735,17 +735,16 @@ class ScapReader:
                     source = self.threads.get(ptid) if ptid is not None else None
                     if source is not None and source.pid in self.fds:
                         self.fds[pid] = dict(self.fds[source.pid])
-        elif etype in EXECVES:
-            if self._int_param(view, values, lengths, 0) == 0:
-                exe_raw = self._param(view, values, lengths, 1)
-                comm_raw = self._param(view, values, lengths, 13)
-                if exe_raw is not None:
-                    thread.exe = _text(exe_raw)
-                if comm_raw is not None:
-                    thread.comm = _text(comm_raw)
-                for other in self.threads.values():
-                    if other.pid == thread.pid and other is not thread:
-                        other.exe = thread.exe
+        elif etype in EXECVES and self._int_param(view, values, lengths, 0) == 0:
+            exe_raw = self._param(view, values, lengths, 1)
+            comm_raw = self._param(view, values, lengths, 13)
+            if exe_raw is not None:
+                thread.exe = _text(exe_raw)
+            if comm_raw is not None:
+                thread.comm = _text(comm_raw)
+            for other in self.threads.values():
+                if other.pid == thread.pid and other is not thread:
+                    other.exe = thread.exe
 
     # -- header blocks -----------------------------------------------------------------------------
     def _section_header(self, buffer: bytes) -> int:

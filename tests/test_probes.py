@@ -34,6 +34,7 @@ if os.geteuid() != 0:
 from casstrace.probes import bcc_capture  # noqa: E402
 from casstrace.probes.bcc_capture import BccCapture  # noqa: E402
 from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # noqa: E402
+import itertools
 
 HELPER = Path(__file__).parent / "helpers" / "reader.py"
 PHASES = ("syscalls", "reuse", "mmap", "connect")
@@ -199,7 +200,7 @@ def test_fd_reuse_attributed_to_the_right_file(captured):
 
 
 def test_all_threads_captured_and_named(captured):
-    trace, answers, windows, setup = captured
+    trace, answers, _windows, setup = captured
     tids = {read[6] for read in answers["syscalls"]["reads"]}
     assert len(tids) == 2
     seen = {row["tid"] for row in trace.rows("SELECT DISTINCT tid FROM events WHERE file_id = ?",
@@ -227,7 +228,7 @@ def test_windows_consecutive_and_labelled(captured):
     assert [r["label"] for r in rows] == ["between"] + ["execution", "between"] * len(PHASES)
     assert [r["execution"] for r in rows if r["label"] == "execution"] == [1, 2, 3, 4]
     assert [r["window_id"] for r in rows if r["label"] == "execution"] == list(windows.values())
-    for before, after in zip(rows, rows[1:]):
+    for before, after in itertools.pairwise(rows):
         assert before["end_ns"] == after["start_ns"]
     assert rows[0]["start_ns"] == trace.meta["capture_start_ns"]
     assert rows[-1]["end_ns"] == trace.meta["capture_end_ns"]
@@ -462,7 +463,7 @@ def test_ctrl_c_on_the_command_writes_an_incomplete_trace(tmp_path):
                                     "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_until_attached(command)
         command.send_signal(signal.SIGINT)
-        stdout, stderr = command.communicate(timeout=30)
+        _stdout, stderr = command.communicate(timeout=30)
         assert command.returncode == 130, stderr
         with Trace(out) as trace:
             assert not trace.complete
