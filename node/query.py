@@ -73,7 +73,7 @@ class MeasuringProtocolHandler(_ProtocolHandler):
     """The driver's pure-Python protocol handler with the measuring RESULT message.
     (The Cython handler decodes rows in C and never shows the raw values.)"""
 
-    message_types_by_opcode = {**_ProtocolHandler.message_types_by_opcode,
+    message_types_by_opcode = {**_ProtocolHandler.message_types_by_opcode,  # noqa: RUF012 (the driver's, read-only)
                                MeasuringResultMessage.opcode: MeasuringResultMessage}
 
 

@@ -54,8 +54,8 @@ def plan_nodes(replicas: ReplicaSet, coordinator_process: CassandraProcess | Non
     for node_id, node in enumerate(replicas.nodes, start=1):
         options = AgentOptions(node.address, node.port, None, backend, tuple(tables))
 
-        def over_ssh(destination: str) -> AgentTarget:
-            return AgentTarget(node_id, options, ssh=destination, ssh_config=remote.ssh_config,
+        def over_ssh(destination: str) -> AgentTarget:   # called in this iteration only
+            return AgentTarget(node_id, options, ssh=destination, ssh_config=remote.ssh_config,  # noqa: B023
                                remote_casstrace=remote.remote_casstrace)
 
         if node.address in remote.hosts:

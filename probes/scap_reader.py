@@ -254,7 +254,7 @@ AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 
 
 def _ipv4(raw: bytes | memoryview) -> str:
-    return "%d.%d.%d.%d" % tuple(raw)
+    return ".".join(str(byte) for byte in raw)
 
 
 def _ipv6(raw: bytes | memoryview) -> str:

@@ -6,6 +6,7 @@ a TCP exchange) in windows of their own, and the trace is written and read back 
 trace file format.
 """
 
+import itertools
 import json
 import os
 import signal
@@ -34,7 +35,6 @@ if os.geteuid() != 0:
 from casstrace.probes import bcc_capture  # noqa: E402
 from casstrace.probes.bcc_capture import BccCapture  # noqa: E402
 from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # noqa: E402
-import itertools
 
 HELPER = Path(__file__).parent / "helpers" / "reader.py"
 PHASES = ("syscalls", "reuse", "mmap", "connect")
