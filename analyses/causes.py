@@ -3,8 +3,17 @@ and said no more surely than that evidence allows ('measured', 'likely', 'possib
 
 from casstrace.analyses.amplification import MMAP_DATA_MODES
 from casstrace.analyses.findings import Finder, FindingContext, Found, find
-from casstrace.analyses.model import (Amplification, Cause, Certainty, Execution, Finding, NecessaryRead, NodeIO,
-                                      Unseen, Verdict)
+from casstrace.analyses.model import (
+    Amplification,
+    Cause,
+    Certainty,
+    Execution,
+    Finding,
+    NecessaryRead,
+    NodeIO,
+    Unseen,
+    Verdict,
+)
 from casstrace.analyses.necessary import describe, stored_rows
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.units import human_bytes, ratio

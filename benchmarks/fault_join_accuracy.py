@@ -33,8 +33,16 @@ from casstrace.node.jvm import find_cassandra
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
 from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.bcc_capture import BccCapture
-from casstrace.probes.java_stacks import FILL_JOIN_NS, METHOD_EVENT, PAGE_BYTES, WALL_EVENT, LoggedFill, LoggedRead, join_reads, \
-    nearest_samples
+from casstrace.probes.java_stacks import (
+    FILL_JOIN_NS,
+    METHOD_EVENT,
+    PAGE_BYTES,
+    WALL_EVENT,
+    LoggedFill,
+    LoggedRead,
+    join_reads,
+    nearest_samples,
+)
 from casstrace.probes.jfr import read_samples
 from casstrace.sandbox.demo import WideTable
 from casstrace.traces import TraceWriter

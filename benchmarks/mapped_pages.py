@@ -17,10 +17,9 @@ import statistics
 import time
 from pathlib import Path
 
-from figures import report
-
 from casstrace.node.jvm import find_cassandra
 from casstrace.probes import mapped_pages
+from figures import report
 
 
 def timed(action, runs: int) -> list[float]:

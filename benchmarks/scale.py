@@ -40,13 +40,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from figures import report
-
 from casstrace.probes import mapped_pages
 from casstrace.probes.bcc_capture import BccCapture
 from casstrace.sandbox import config, control
 from casstrace.sandbox.settings import HOST, Layout, Settings
 from casstrace.traces import Trace, TraceWriter
+from figures import report
 
 VERSION = "4.1.10"
 KEYSPACE, TABLE = "scale", "many"

@@ -18,13 +18,12 @@ import argparse
 import subprocess
 import sys
 
-from figures import report
-
 from casstrace.analyses.percentiles import percentile
 from casstrace.node.watcher import DEFAULT_PROBABILITY
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
 from casstrace.sandbox.workload import Load, Workload
+from figures import report
 
 STARTED = "probes attached"
 

@@ -19,7 +19,7 @@ from casstrace.interrupts import INTERRUPTS, interrupted_by
 
 def _fail(message: str, exit_code: int, debug: bool) -> None:
     if debug:
-        import traceback   # here: only --debug prints one
+        import traceback  # here: only --debug prints one
         traceback.print_exc()
     print(f"casstrace: error: {message}", file=sys.stderr)
     sys.exit(exit_code)

@@ -50,7 +50,7 @@ MIN_EXCESS = click.IntRange(0, 1 << 40)
 
 def stream_limit_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--stream-limit, as the commands that capture or import take it (None: the protocol's default)."""
-    from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT   # here: only those commands load the probes
+    from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # here: only those commands load the probes
     return click.option("--stream-limit", type=STREAM_LIMIT, default=None, show_default=f"{DEFAULT_STREAM_LIMIT:,}",
                         help="Per-call read/lseek records to keep; the calls past it are counted, and every "
                              "aggregate (bytes per file, latency, heat map) holds them all.")

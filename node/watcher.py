@@ -27,9 +27,9 @@ from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
 from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
-from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCapture, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter

@@ -42,9 +42,8 @@ import itertools
 import os
 import posixpath
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, NamedTuple, cast
-from collections.abc import Callable
 
 # -- blocks ---------------------------------------------------------------------------------------
 SECTION_HEADER = 0x0A0D0D0A
@@ -345,7 +344,7 @@ class ScapReader:
         raw = open(self.path, "rb")
         if raw.read(2) == b"\x1f\x8b":
             raw.close()
-            import gzip   # here: only gzipped captures need it
+            import gzip  # here: only gzipped captures need it
             return cast(IO[bytes], gzip.open(self.path, "rb"))
         raw.seek(0)
         return raw

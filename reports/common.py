@@ -3,12 +3,22 @@
 from collections.abc import Sequence
 from typing import Any
 
-from casstrace.analyses.model import (Amplification, Analysis, Execution, FileIO, Finding, NodeIO, Profile,
-                                      StackBytes, Verdict, WeightedStack)
+from casstrace.analyses.model import (
+    Amplification,
+    Analysis,
+    Execution,
+    FileIO,
+    Finding,
+    NodeIO,
+    Profile,
+    StackBytes,
+    Verdict,
+    WeightedStack,
+)
 from casstrace.analyses.necessary import describe
 from casstrace.analyses.profile import bytes_measures, reading_frame
-from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
+from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 
 NOT_MEASURED = "not measured"
 

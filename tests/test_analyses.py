@@ -5,9 +5,7 @@ import shutil
 import pytest
 
 import synthetic_traces as synthetic
-
-from casstrace.analyses import analyse
-from casstrace.analyses import pages
+from casstrace.analyses import analyse, pages
 from casstrace.analyses.compare import Payload, check_payload, percentile
 from casstrace.analyses.query import parse_select
 from casstrace.analyses.sweep import linear_fit

@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import synthetic_traces as synthetic
-
 from casstrace.analyses import analyse
 from casstrace.analyses.causes import CAUSE_FINDERS
 from casstrace.analyses.compare import compare

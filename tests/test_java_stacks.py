@@ -5,8 +5,15 @@ import json
 
 from casstrace.analyses import analyse
 from casstrace.analyses.profile import UNDETERMINED_FAULTS, UNDETERMINED_READS, UNDETERMINED_UNLOGGED, bytes_measures
-from casstrace.probes.java_stacks import (FILL_JOIN_NS, LoggedFill, LoggedRead, join_reads, nearest_samples, up_to,
-                                         write_profile)
+from casstrace.probes.java_stacks import (
+    FILL_JOIN_NS,
+    LoggedFill,
+    LoggedRead,
+    join_reads,
+    nearest_samples,
+    up_to,
+    write_profile,
+)
 from casstrace.probes.jfr import Sample
 from casstrace.reports import render
 from casstrace.traces import TraceWriter

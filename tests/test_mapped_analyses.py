@@ -5,7 +5,6 @@ import re
 import sqlite3
 
 import synthetic_traces as synthetic
-
 from casstrace.analyses import analyse
 from casstrace.reports import render
 

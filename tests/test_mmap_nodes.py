@@ -16,10 +16,6 @@ from pathlib import Path
 import pytest
 
 from bpf_programs import wait_until_attached
-from casstrace_cli import CASSTRACE
-from verdict_tables import NOT_FLAGGED, judged, load
-from verdict_tables import traced as verdict_traced
-
 from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
@@ -28,6 +24,9 @@ from casstrace.probes import mapped_pages
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded
 from casstrace.traces import Trace
+from casstrace_cli import CASSTRACE
+from verdict_tables import NOT_FLAGGED, judged, load
+from verdict_tables import traced as verdict_traced
 
 pytestmark = pytest.mark.integration
 

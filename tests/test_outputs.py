@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import casstrace
-from synthetic_traces import wide_select_c0
-
 from casstrace import outputs
 from casstrace.errors import CasstraceError
 from casstrace.reports import beside_trace
 from casstrace.traces import TraceWriter
+from casstrace_cli import casstrace
+from synthetic_traces import wide_select_c0
 
 
 @pytest.fixture

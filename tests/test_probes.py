@@ -21,11 +21,10 @@ from pathlib import Path
 import pytest
 
 from bpf_programs import program_exists, program_ids, wait_until_attached
-from casstrace_cli import CASSTRACE
-
 from casstrace.errors import CasstraceError
-from casstrace.traces.schema import latency_bucket
 from casstrace.traces import Trace, TraceWriter
+from casstrace.traces.schema import latency_bucket
+from casstrace_cli import CASSTRACE
 
 pytestmark = pytest.mark.integration
 

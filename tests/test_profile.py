@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import CASSTRACE, casstrace
-
 from casstrace.analyses import analyse
 from casstrace.analyses.profile import UNDETERMINED_FAULTS
 from casstrace.errors import CasstraceError
@@ -21,7 +19,7 @@ from casstrace.probes.java_stacks import up_to
 from casstrace.probes.jfr import read_samples
 from casstrace.sandbox.java import find_java
 from casstrace.traces import Trace
-
+from casstrace_cli import CASSTRACE, casstrace
 from test_mmap_nodes import DEMO, node_41  # noqa: F401 (a fixture: the 4.1 node, which maps its Data files)
 
 pytestmark = pytest.mark.integration

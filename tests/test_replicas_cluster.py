@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from bpf_programs import program_exists, program_ids
 from casstrace.node.jvm import cassandra_at
 from casstrace.traces import Trace
-
-from bpf_programs import program_exists, program_ids
 from casstrace_cli import CASSTRACE, casstrace
 from replicas_helpers import agents_of, data_bytes_per_execution, rchar, remote_casstrace
 

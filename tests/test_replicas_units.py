@@ -13,9 +13,9 @@ from casstrace.errors import CasstraceError
 from casstrace.node import targets
 from casstrace.node.agents import clock_offset
 from casstrace.node.jvm import CassandraProcess
-from casstrace.probes.proc_fds import proc_net_host
 from casstrace.node.replicas import replica_set, routing_keys, serialize_literal
 from casstrace.node.targets import RemoteSettings, parse_hosts, plan_nodes
+from casstrace.probes.proc_fds import proc_net_host
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.merge import combined_meta, merge_node
 from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS

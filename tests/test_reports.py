@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 import synthetic_traces as synthetic
-from casstrace_cli import casstrace
-
 from casstrace.analyses import analyse
 from casstrace.reports import FORMATS, ReportOptions, beside_trace, render, report_format, write
+from casstrace_cli import casstrace
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"

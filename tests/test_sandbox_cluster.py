@@ -8,12 +8,11 @@ import socket
 
 import pytest
 
-from casstrace_cli import casstrace
-
 from casstrace.node.jvm import read_argv
 from casstrace.sandbox.cluster import SandboxCluster, ring_states
 from casstrace.sandbox.demo import DemoData
 from casstrace.sandbox.settings import HOST
+from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,6 @@ from casstrace.probes.scap_reader import OPEN, READ, SEEK, Call, Fd, ScapReader,
 from casstrace.probes.sysdig_import import ScapImporter, import_scap
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.schema import SLOT_NS
-
 from casstrace_cli import casstrace
 from scap_files import exit_only
 

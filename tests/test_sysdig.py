@@ -5,6 +5,7 @@ The independent truth is sysdig's own accounting: its topfiles_bytes / fdbytes_b
 evt.latency field, run on the same files, plus the figures the captures' README states.
 """
 
+import itertools
 import json
 import os
 import statistics
@@ -14,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import CASSTRACE
-
 from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
 from casstrace.probes import scap_reader, sysdig_import
@@ -23,8 +22,8 @@ from casstrace.probes.sysdig_capture import SysdigCapture, write_capture
 from casstrace.probes.sysdig_import import Window, import_scap
 from casstrace.probes.sysdig_tool import SysdigVersion, find_sysdig
 from casstrace.traces import Trace, TraceWriter
+from casstrace_cli import CASSTRACE
 from scap_files import exit_only
-import itertools
 
 pytestmark = pytest.mark.integration
 

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from verdict_tables import FLAGGED, NOT_FLAGGED, judged, load, traced
-
 from casstrace.analyses.model import Analysis
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
+from verdict_tables import FLAGGED, NOT_FLAGGED, judged, load, traced
 
 pytestmark = pytest.mark.integration
 

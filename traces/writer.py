@@ -26,11 +26,24 @@ from typing import Any, Unpack
 
 from casstrace import __version__, outputs
 from casstrace.errors import CasstraceError
-from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow, MappingRow,
-                                   NodeRow, PageCacheFillRow, ProfileReadRow, ProfileSampleRow, ReadSizeRow,
-                                   SessionThreadRow, StatementSessionRow, ThreadIORow)
+from casstrace.traces.rows import (
+    CoverageRow,
+    EventRow,
+    ExecutionRow,
+    FileIORow,
+    HeatmapRow,
+    LatencyRow,
+    MappingRow,
+    NodeRow,
+    PageCacheFillRow,
+    ProfileReadRow,
+    ProfileSampleRow,
+    ReadSizeRow,
+    SessionThreadRow,
+    StatementSessionRow,
+    ThreadIORow,
+)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
-
 
 COVERAGE_COLUMNS = tuple(CoverageRow.__annotations__)
 EVENT_COLUMNS = ("ts_ns", "tid", "syscall", "fd", "file_id", "offset", "requested", "returned", "latency_ns",
