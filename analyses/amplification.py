@@ -73,7 +73,8 @@ def read_pages(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]
     file_condition, file_params = sql_in("c.file_id", files)
     end = f"(c.first_page + c.page_count) * {PAGE_BYTES}"
     syscall = {(row["window_id"], row["file_id"]): row["bytes"] for row in trace.rows(
-        f"SELECT c.window_id, c.file_id, SUM(MAX(0, MIN({end}, COALESCE(f.size_bytes, {end})) - c.first_page * {PAGE_BYTES}))"
+        f"SELECT c.window_id, c.file_id,"
+        f" SUM(MAX(0, MIN({end}, COALESCE(f.size_bytes, {end})) - c.first_page * {PAGE_BYTES}))"
         f" AS bytes FROM coverage c JOIN files f ON f.file_id = c.file_id"
         f" WHERE c.source = 'syscall' AND {file_condition} AND {window_condition} GROUP BY c.window_id, c.file_id",
         file_params + window_params,

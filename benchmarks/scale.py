@@ -165,8 +165,8 @@ def ensure_node(node: Node, mode: str) -> int:
     began = time.monotonic()
     pid = start(node, mode)
     sstables = sum(1 for _ in table_dir(layout).glob("*-Data.db"))
-    print(f"node started ({mode}, {sstables:,} SSTables, {node.heap} heap) in {time.monotonic() - began:.0f} s ({load()})",
-          flush=True)
+    print(f"node started ({mode}, {sstables:,} SSTables, {node.heap} heap) "
+          f"in {time.monotonic() - began:.0f} s ({load()})", flush=True)
     return pid
 
 

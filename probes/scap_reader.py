@@ -195,8 +195,13 @@ def _layout(positions: tuple[int, int, int, int]) -> _Layout | None:
         return None
     codes = [SLOT_CODES[slot] for _, slot in order]
     index = tuple(next((i for i, (_, s) in enumerate(order) if s == slot), -1) for slot in range(4))
-    return _Layout(order[0][0], order[-1][0], tuple(struct.calcsize("<" + code) for code in codes),
-                   struct.Struct("<" + "".join(codes)), index)  # type: ignore[arg-type]
+    return _Layout(
+        order[0][0],
+        order[-1][0],
+        tuple(struct.calcsize("<" + code) for code in codes),
+        struct.Struct("<" + "".join(codes)),
+        index,  # type: ignore[arg-type]
+    )
 
 
 ENTER_LAYOUTS = {spec.enter: _layout(spec.enter_params) for spec in IO_EVENTS.values()}

@@ -123,7 +123,8 @@ def test_every_read_and_lseek_recorded_exactly(captured):
     trace, answers, windows, setup = captured
     rows = trace.rows(
         "SELECT syscall, fd, offset, requested, returned, tid FROM events WHERE file_id = ? AND ts_ns >= "
-        "(SELECT start_ns FROM windows WHERE window_id = ?) AND ts_ns < (SELECT end_ns FROM windows WHERE window_id = ?)"
+        "(SELECT start_ns FROM windows WHERE window_id = ?)"
+        " AND ts_ns < (SELECT end_ns FROM windows WHERE window_id = ?)"
         " ORDER BY ts_ns", (file_id(trace, setup["a"]), windows["syscalls"], windows["syscalls"]))
     reads = [tuple(row) for row in rows if row["syscall"] != "lseek"]
     lseeks = [(row["fd"], row["offset"], row["requested"], row["returned"]) for row in rows if row["syscall"] == "lseek"]

@@ -131,7 +131,8 @@ def test_partial_traces_merge_into_one_per_node(tmp_path):
     with Trace(writer.finish()) as trace:
         assert trace.meta["format_version"] == FORMAT_VERSION == 3
         per_node = {(row["node_id"], row["path"]): row["read_bytes"] for row in trace.rows(
-            "SELECT f.node_id, f.path, SUM(io.read_bytes) AS read_bytes FROM file_io io JOIN files f USING (file_id)"
+            "SELECT f.node_id, f.path, SUM(io.read_bytes) AS read_bytes"
+            " FROM file_io io JOIN files f USING (file_id)"
             " GROUP BY f.file_id")}
         assert per_node == {(1, "/n1/Data.db"): 1000, (2, "/n2/Data.db"): 3000,
                             (1, "tcp 127.0.0.1:9042->127.0.0.1:5000"): 0, (2, "tcp 127.0.0.1:9042->127.0.0.1:5000"): 0}

@@ -268,7 +268,8 @@ class TraceWriter:
         """(start_ns, end_ns, window_id) of the given windows, by start."""
         ids = tuple(window_ids)
         return sorted((start, end, window_id) for window_id, start, end in self.db.execute(
-            f"SELECT window_id, start_ns, end_ns FROM windows WHERE window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
+            "SELECT window_id, start_ns, end_ns FROM windows"
+            f" WHERE window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
             ids))
 
     def logged_reads(self, window_ids: Iterable[int]) -> list[tuple[int, int, int, int, int, int]]:
@@ -299,7 +300,8 @@ class TraceWriter:
         """file_id -> bytes written in the window, for those of `file_ids` written to in it."""
         wanted = list(file_ids)
         return dict(self.db.execute(
-            f"SELECT file_id, write_bytes FROM file_io WHERE window_id = ? AND file_id IN ({', '.join('?' * len(wanted))})",
+            "SELECT file_id, write_bytes FROM file_io"
+            f" WHERE window_id = ? AND file_id IN ({', '.join('?' * len(wanted))})",
             (window_id, *wanted)).fetchall())
 
     # -- ending -----------------------------------------------------------------------------
