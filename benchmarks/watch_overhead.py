@@ -15,8 +15,6 @@ The headline for scripts/bench: FIGURE watch_p99_ratio (p99 of all requests watc
 """
 
 import argparse
-import subprocess
-import sys
 
 from casstrace.analyses.percentiles import percentile
 from casstrace.node.watcher import DEFAULT_PROBABILITY
@@ -24,8 +22,7 @@ from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
 from casstrace.sandbox.workload import Load, Workload
 from figures import report
-
-STARTED = "probes attached"
+from watch_shift import while_watched
 
 
 def loads(spec: WideTable) -> list[Load]:
@@ -37,27 +34,6 @@ def loads(spec: WideTable) -> list[Load]:
 def block(session: object, spec: WideTable, seconds: float) -> dict[str, list[float]]:
     workload = Workload(session, loads(spec), seconds).start().join()
     return {load.name: load.latencies_s for load in workload.loads}
-
-
-def watched_block(session: object, spec: WideTable, seconds: float, args: argparse.Namespace) -> dict[str, list[float]]:
-    command = [sys.executable, "-m", "casstrace", "watch", "--host", args.host, "--port", str(args.port),
-               "--sample", str(args.sample), "--duration", str(seconds + 2), "--format", "json",
-               "--out", args.out, "--force"]   # each round's trace replaces the last
-    watcher = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert watcher.stderr is not None
-    said = []
-    for line in watcher.stderr:
-        said.append(line)
-        if STARTED in line:
-            break
-    else:
-        watcher.wait()
-        raise SystemExit(f"casstrace watch did not start (exit {watcher.returncode}): {''.join(said).strip()}")
-    latencies = block(session, spec, seconds)
-    watcher.communicate(timeout=600)
-    if watcher.returncode:
-        raise SystemExit(f"casstrace watch failed (exit {watcher.returncode})")
-    return latencies
 
 
 def main() -> None:
@@ -79,7 +55,7 @@ def main() -> None:
         block(session, spec, 3)   # warm the page cache and the prepared statements
         for number in range(1, args.rounds + 1):
             alone = block(session, spec, args.block_s)
-            under = watched_block(session, spec, args.block_s, args)
+            under = while_watched(args, args.block_s + 2, lambda: block(session, spec, args.block_s))
             print(f"round {number}: p99 all requests {_ms(_p99(alone))} alone, {_ms(_p99(under))} watched")
             for name in alone:
                 plain.setdefault(name, []).extend(alone[name])

@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from casstrace.cli.options import PID, Seconds, stream_limit_option
+from casstrace.cli.options import PID, Seconds, container_option, stream_limit_option, watched_jvm
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import Interrupted
@@ -41,20 +41,22 @@ FORWARD_GRACE_S = 10.0
 
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.option("--pid", type=PID, help="Process to capture (all its threads).")
-@click.option("--duration", type=Seconds(), help="Seconds to capture (required with --pid).")
+@container_option
+@click.option("--duration", type=Seconds(), help="Seconds to capture (required with --pid or --container).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Trace file to write.")
 @force_option
 @stream_limit_option()
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def command(pid: int | None, duration: float | None, out: Path, force: bool, stream_limit: int | None,
+def command(pid: int | None, container: str | None, duration: float | None, out: Path, force: bool, stream_limit: int | None,
             command: tuple[str, ...]) -> None:
     """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
     (a COMMAND's together with every process it starts)."""
+    pid = watched_jvm(pid, container)
     if (pid is None) == (not command):
-        raise CasstraceError("give either --pid PID or -- COMMAND ...",
+        raise CasstraceError("give either --pid PID or -- COMMAND ... (or --container ID|NAME for a container's JVM)",
                              "casstrace capture --pid 1234 --duration 10 --out t.trace")
     if pid is not None and duration is None:
-        raise CasstraceError("--pid needs --duration", "add --duration SECONDS")
+        raise CasstraceError(f"{'--container' if container else '--pid'} needs --duration", "add --duration SECONDS")
 
     from casstrace.probes.backends import DEFAULT_BACKEND, backend
     from casstrace.probes.mapped_pages import MappedPagesCapture

@@ -94,6 +94,22 @@ def read_statements(path: Path) -> str:
         raise CasstraceError(f"{path} is {not_utf8(error)}", f"save {path} as UTF-8, the encoding of CQL") from None
 
 
+def container_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """--container: the JVM given by its container, as --pid gives it by its pid (see watched_jvm)."""
+    return click.option("--container", metavar="ID|NAME",
+                        help="The container the Cassandra JVM runs in (docker, podman, containerd, CRI-O: found by "
+                             "its cgroup), instead of --pid; its network is joined to reach the node.")(function)
+
+
+def watched_jvm(pid: int | None, container: str | None) -> int | None:
+    """The pid of the JVM --pid or --container names (None: neither), this process joined in its
+    network namespace, so that a node with nothing published is reached where it listens."""
+    if pid is None and container is None:
+        return None
+    from casstrace.node.namespaces import node_pid  # here: only a command given the JVM loads it
+    return node_pid(pid, container)
+
+
 def verdict_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """--threshold and --min-excess: the verdict's rule (analyses.causes.verdict), as report and compare take it."""
     from casstrace.analyses import DEFAULT_MIN_EXCESS, DEFAULT_THRESHOLD

@@ -8,7 +8,18 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import EXECUTIONS, PAGE_BYTES, PAGE_SIZE, PID, PORT, WARMUPS, Seconds, read_statements
+from casstrace.cli.options import (
+    EXECUTIONS,
+    PAGE_BYTES,
+    PAGE_SIZE,
+    PID,
+    PORT,
+    WARMUPS,
+    Seconds,
+    container_option,
+    read_statements,
+    watched_jvm,
+)
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.consistency import CONSISTENCY_LEVELS
@@ -38,6 +49,7 @@ if TYPE_CHECKING:
 @click.option("--connect-timeout", type=Seconds(), default=5.0, show_default=True, help="Seconds to wait for the node.")
 @click.option("--request-timeout", type=Seconds(), default=60.0, show_default=True, help="Seconds to wait for each page.")
 @click.option("--pid", type=PID, help="PID of the Cassandra JVM (default: found by its CassandraDaemon command line).")
+@container_option
 @click.option("--repeat", type=EXECUTIONS, default=5, show_default=True, help="Measured executions.")
 @click.option("--warmup", type=WARMUPS, default=1, show_default=True,
               help="Executions before the measured ones (captured, kept apart).")
@@ -71,8 +83,9 @@ if TYPE_CHECKING:
 @click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
 def command(query: str | None, query_file: Path | None, out: Path | None, keyspace: str | None, host: str | None,
             port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None, connect_timeout: float,
-            request_timeout: float, pid: int | None, repeat: int, warmup: int, cold: bool, consistency: str,
-            page_size: int | None, page_bytes: int, backend: str, profile: bool, ssh: bool, hosts: tuple[str, ...], ssh_config: Path | None,
+            request_timeout: float, pid: int | None, container: str | None, repeat: int, warmup: int, cold: bool,
+            consistency: str, page_size: int | None, page_bytes: int, backend: str, profile: bool, ssh: bool,
+            hosts: tuple[str, ...], ssh_config: Path | None,
             remote_casstrace: str, no_html: bool, force: bool, timings: bool) -> None:
     """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace.
 
@@ -85,6 +98,7 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
         raise CasstraceError("give the query either as an argument or with --file, not both or neither",
                              'casstrace run "SELECT ..." or casstrace run --file query.cql')
     text = read_statements(query_file) if query_file is not None else query or ""
+    pid = watched_jvm(pid, container)   # before any thread starts: see node.namespaces
     # The probes compile on another core from here on; this core loads the driver and the rest of
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
@@ -100,7 +114,8 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
                 check_output(beside_trace(out, "html"), force, inputs)
         if not no_html:
             report_format("html")   # loads plotly now, while the probes compile, not after the run
-        settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout)
+        settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout,
+                                    node_pid=pid)
         options = RunOptions(
             query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
             consistency=consistency.upper(), page_size=page_size, page_bytes=page_bytes, backend=backend, out=out,

@@ -30,6 +30,7 @@ from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.protocol import _ProtocolHandler
 
 from casstrace.errors import CasstraceError, not_utf8
+from casstrace.node.jvm import listening_address
 from casstrace.node.segments import LinearSegmentsConnection
 
 DEFAULT_HOST = "127.0.0.1"
@@ -118,9 +119,11 @@ def configuration_files(cqlshrc: Path | None) -> list[Path]:
 def resolve_settings(host: str | None = None, port: int | None = None, username: str | None = None,
                      ssl_enabled: bool = False, cqlshrc: Path | None = None,
                      connect_timeout: float = 5.0, request_timeout: float = 60.0,
-                     environ: Mapping[str, str] = os.environ) -> ConnectionSettings:
+                     environ: Mapping[str, str] = os.environ, node_pid: int | None = None) -> ConnectionSettings:
+    """node_pid: the JVM the command watches, when given (--pid, --container): with no host given,
+    the address it listens on at the port (a container's own address), else 127.0.0.1."""
     rc = _read_ini(Path(cqlshrc) if cqlshrc else default_cqlshrc())
-    host = _first(host, environ.get("CQLSH_HOST"), rc.get("connection", "hostname", fallback=None)) or DEFAULT_HOST
+    host = _first(host, environ.get("CQLSH_HOST"), rc.get("connection", "hostname", fallback=None))
     port_text = _first(port, environ.get("CQLSH_PORT"), rc.get("connection", "port", fallback=None)) or str(DEFAULT_PORT)
     try:
         if not port_text.strip().isascii():   # int() takes any script's digits: '١٢' would be port 12
@@ -130,6 +133,7 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
         raise CasstraceError(f"port {port_text!r} is not a number", "give --port or CQLSH_PORT as a number") from None
     if not 1 <= port <= 65535:
         raise CasstraceError(f"port {port} is not a TCP port", "give --port or CQLSH_PORT between 1 and 65535")
+    host = host or (listening_address(node_pid, port) if node_pid is not None else None) or DEFAULT_HOST
 
     credentials = _read_ini(_credentials_path(rc))
     username = _first(

@@ -6,17 +6,22 @@ mentions the class is not mistaken for it). When several run on one machine (a d
 sandbox, say), the one listening on the native port the client connects to is the one to watch.
 """
 
+import ctypes
+import ipaddress
 import os
 import re
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.proc_fds import net_table_rows, proc_net_host
+from casstrace.probes.proc_fds import in_root, net_table_rows, proc_net_host, root_prefix
 from casstrace.redaction import redact_command
 from casstrace.traces.activities import shared_pool_worker
+
+PR_SET_PDEATHSIG = 1   # linux/prctl.h
 
 DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
 TCP_LISTEN = "0A"  # st column of /proc/net/tcp for a listening socket
@@ -94,6 +99,13 @@ def listening_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
     return {port for _, port in listening_sockets(pid, proc)}
 
 
+def listening_address(pid: int, port: int) -> str | None:
+    """The one address the process accepts connections to `port` on, None when it listens on
+    every address there (any will do), on none, or on several."""
+    bound = {address for address, bound_port in listening_sockets(pid) if bound_port == port}
+    return next(iter(bound)) if len(bound) == 1 and not bound & {"0.0.0.0", "::"} else None
+
+
 def _accepts(sockets: set[tuple[str, int]], address: str, port: int) -> bool:
     """Whether a process listening on `sockets` accepts connections to address:port (bound to it, or to
     every address)."""
@@ -112,7 +124,32 @@ def cassandra_at(address: str, port: int, proc: Path = Path("/proc"),
     caller looks up several addresses."""
     serving = serving_jvms(proc) if serving is None else serving
     found = [process for process, sockets in serving.items() if _accepts(sockets, address, port)]
+    if len(found) > 1 and not any((address, port) in serving[process] for process in found):
+        # JVMs in containers of their own all listen on every address at the same port: the one
+        # whose network namespace has the address serves it.
+        found = [process for process in found if address in local_addresses(process.pid, proc)] or found
     return next((process for process in found if (address, port) in serving[process]), next(iter(found), None))
+
+
+def local_addresses(pid: int, proc: Path = Path("/proc")) -> set[str]:
+    """The addresses of the process's network namespace: its IPv4 local routes (net/fib_trie's
+    '/32 host LOCAL' entries) and its IPv6 interface addresses (net/if_inet6)."""
+    found = set()
+    try:
+        previous = ""
+        for line in (proc / str(pid) / "net" / "fib_trie").read_text().splitlines():
+            if "/32 host LOCAL" in line and previous.strip().startswith("|--"):
+                found.add(previous.split()[-1])
+            previous = line
+    except OSError:
+        pass
+    try:
+        for line in (proc / str(pid) / "net" / "if_inet6").read_text().splitlines():
+            hexadecimal = line.split()[0]
+            found.add(str(ipaddress.IPv6Address(bytes.fromhex(hexadecimal))))
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
 
 
 def find_cassandra(pid: int | None = None, native_port: int | None = None, address: str | None = None,
@@ -168,24 +205,54 @@ def java_thread_ids(pid: int, jcmd: str | None = None, timeout_s: float = 30.0) 
     """The JVM's thread names (full, as Cassandra's trace events name them) -> Linux thread ids, from
     the JVM's own thread list (`jcmd PID Thread.print`: nid is the TID). /proc/PID/task/TID/comm
     would cut the names at 15 characters ('Native-Transpor'). CasstraceError when jcmd cannot run."""
-    jcmd = jcmd or _jdk_tool(pid, "jcmd")
-    output = run_tool([jcmd, str(pid), "Thread.print"], f"jcmd {pid} Thread.print", timeout_s,
+    command = [jcmd, str(pid)] if jcmd else _jcmd(pid)
+    output = run_tool([*command, "Thread.print"], f"jcmd {pid} Thread.print", timeout_s,
                       cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
                       failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java")
-    return parse_thread_print(output)
+    names = parse_thread_print(output)
+    if own_pid(pid) == pid:
+        return names
+    # The JVM numbers its threads in its own PID namespace (a container's); the probes see this machine's numbers.
+    ours = host_thread_ids(pid)
+    return {name: ours[tid] for name, tid in names.items() if tid in ours}
+
+
+def host_thread_ids(pid: int) -> dict[int, int]:
+    """The process's thread ids as it numbers them (its PID namespace) -> as this machine numbers them."""
+    found = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return {}
+    for task in tasks:
+        try:
+            found[own_pid_in(task / "status")] = int(task.name)
+        except (OSError, ValueError):   # the thread ended meanwhile
+            continue
+    return found
 
 
 def run_tool(command: list[str], what: str, timeout_s: float, *, cannot_run_fix: str, failed_fix: str) -> str:
     """Run a JVM tool (jcmd, nodetool) and return its output; CasstraceError, with the tool's last
     line of complaint, when it cannot run or fails."""
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        # Out of the terminal's process group: a Ctrl-C is casstrace's to handle (interrupts.py), not
+        # a failure of the tool it would kill (a nodetool killed mid-restore would leave the change).
+        # But it dies with casstrace: a nodetool outliving a SIGKILLed casstrace could change the node
+        # after the next casstrace put it back (casstrace.ledger).
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, start_new_session=True,
+                                preexec_fn=_die_with_parent)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise CasstraceError(f"{what} could not run ({error})", cannot_run_fix) from None
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise CasstraceError(f"{what} failed" + (f": {detail[-1]}" if detail else ""), failed_fix)
     return result.stdout
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL it when casstrace ends (prctl PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def parse_thread_print(text: str) -> dict[str, int]:
@@ -222,16 +289,49 @@ class ThreadIds:
         return {tid: name for name, tid in self.by_name.items()}
 
 
-def _jdk_tool(pid: int, name: str) -> str:
-    """A JDK tool: the one beside the node's own java (the same JDK attaches most surely), else PATH's."""
-    try:
-        beside = Path(os.readlink(f"/proc/{pid}/exe")).with_name(name)
-    except OSError:
-        beside = None
-    if beside is not None and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which(name)
+def _jcmd(pid: int) -> list[str]:
+    """jcmd and the pid it attaches to: the one beside the node's own java (the same JDK attaches most
+    surely), run where the node runs (in_node_namespaces), else PATH's, which attaches from here."""
+    java = node_java(pid)
+    beside = str(Path(java).with_name("jcmd")) if java else None
+    if beside is not None and os.access(in_root(pid, beside), os.X_OK):
+        return [*in_node_namespaces(pid), beside, str(own_pid(pid))]
+    found = shutil.which("jcmd")
     if found is None:
-        raise CasstraceError(f"no {name} beside the node's java or on PATH",
-                             "install a JDK (Debian: openjdk-17-jdk-headless) so that casstrace can attach to the JVM")
-    return found
+        raise CasstraceError("no jcmd beside the node's java or on PATH",
+                             "install a JDK matching the node's Java (Debian: openjdk-17-jdk-headless) so that "
+                             "casstrace can attach to the JVM")
+    return [found, str(pid)]
+
+
+def node_java(pid: int) -> str | None:
+    """The path of the JVM's java as the node names it (in its own file tree, when it has one)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
+def own_pid(pid: int) -> int:
+    """The process's pid in its own PID namespace (a container's numbers; the same where it has none)."""
+    try:
+        return own_pid_in(Path(f"/proc/{pid}/status"))
+    except (OSError, ValueError):
+        return pid
+
+
+def own_pid_in(status: Path) -> int:
+    """The innermost pid of a /proc/PID/status or /proc/PID/task/TID/status file's NSpid line."""
+    for line in status.read_text().splitlines():
+        if line.startswith("NSpid:"):
+            return int(line.split()[-1])
+    raise ValueError(f"{status} has no NSpid line")
+
+
+def in_node_namespaces(pid: int) -> tuple[str, ...]:
+    """What runs a tool where the JVM runs: in its mount, PID and network namespaces (its paths,
+    its classes, its pid numbers, its JMX port), when it sees another file tree than ours (a
+    container); nothing otherwise. nsenter is util-linux's, on every node."""
+    if not root_prefix(pid):
+        return ()
+    return ("nsenter", f"--target={pid}", "--mount", "--pid", "--net", "--")

@@ -154,17 +154,25 @@ def execute(session: Session, prepared: PreparedStatement, consistency: str = "O
     started = time.perf_counter()
     result, future = _first_page(session, prepared, consistency, page_size, trace)
     coordinator = getattr(future.coordinator_host, "address", None)
-    pages = [result.current_rows]
-    while result.has_more_pages:
+    # Each page is measured and let go as the next one comes: the result is held one page at a time.
+    rows = payload_bytes = digest_sum = 0
+    pages = 0
+    while True:
+        page = result.current_rows
+        pages += 1
+        rows += len(page)
+        payload_bytes += getattr(page, "payload_bytes", 0)
+        digest_sum = (digest_sum + getattr(page, "digest_sum", 0)) % DIGEST_MODULUS
+        del page
+        if not result.has_more_pages:
+            break
         result.fetch_next_page()
-        pages.append(result.current_rows)
     latency = time.perf_counter() - started
-    digest_sum = sum(getattr(page, "digest_sum", 0) for page in pages) % DIGEST_MODULUS
     return QueryResult(
         latency_s=latency,
-        rows=sum(len(page) for page in pages),
-        payload_bytes=sum(getattr(page, "payload_bytes", 0) for page in pages),
-        pages=len(pages),
+        rows=rows,
+        payload_bytes=payload_bytes,
+        pages=pages,
         digest=f"{digest_sum:064x}",
         result_set=result,
         coordinator=str(coordinator) if coordinator is not None else None,

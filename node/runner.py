@@ -28,6 +28,7 @@ from casstrace.node import context
 from casstrace.node.agents import AgentsCapture, AgentsResult, TableRef
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
+from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.paging import DEFAULT_PAGE_BYTES, Paging, paging
 from casstrace.node.query import (
     MeasuringProtocolHandler,
@@ -40,6 +41,7 @@ from casstrace.node.query import (
 from casstrace.node.replicas import replica_set
 from casstrace.node.statements import read_only_statement
 from casstrace.node.targets import PlannedNode, RemoteSettings, plan_nodes
+from casstrace.node.tracing import nodetool_for
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
 from casstrace.probes.async_profiler import AsyncProfiler
@@ -157,6 +159,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             assert process is not None or targets[0].options.pid is not None
             process = process if process is not None and process.pid == targets[0].options.pid else \
                 find_cassandra(targets[0].options.pid)
+            # What a killed casstrace left changed on this node, put back before this one changes anything.
+            restore_left_behind(process, lambda: nodetool_for(process))
             if options.cold:
                 # Fails here, before a probe attaches, when the mapped pages cannot be pushed out.
                 # (Again before each execution, in its turn.)

@@ -4,7 +4,8 @@
 coordinates into system_traces: the statement (`parameters['query']`), its consistency, client and
 duration (sessions), and what each thread did when (events). TraceProbability switches it on for a
 watch and puts the previous value back on every way out (normal end, Ctrl-C, error); when it cannot,
-it says so with the command that would. read_sessions reads the sampled sessions afterwards.
+it says so with the command that would (and the ledger keeps it for the next casstrace to put back:
+casstrace.ledger, node.leftovers). read_sessions reads the sampled sessions afterwards.
 
 What is kept of a session is the statement normalized (node.statements: literals as `?`), and
 numbers: bound values (`bound_var_*` parameters) and the events' activity texts, which can quote
@@ -20,11 +21,11 @@ import statistics
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
-from casstrace.node.jvm import CassandraProcess, run_tool
+from casstrace.ledger import TRACE_PROBABILITY, Ledger
+from casstrace.node.jvm import CassandraProcess, in_node_namespaces, node_java, run_tool
 from casstrace.node.statements import normalize
 from casstrace.redaction import redact_command
 from casstrace.traces import TraceWriter
@@ -65,7 +66,7 @@ class Nodetool:
 
     def shown(self, *args: str) -> str:
         """The command line, for a message telling the user what to run."""
-        if self.command and self.command[0].endswith("java"):
+        if NODETOOL_CLASS in self.command:
             return redact_command(("nodetool", *self.command[self.command.index(NODETOOL_CLASS) + 1:], *args))
         return redact_command((*self.command, *args))   # --nodetool 'nodetool -u R -pw SECRET' is the user's
 
@@ -82,13 +83,15 @@ def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodet
     if command:
         return Nodetool((*command.split(), "-h", "127.0.0.1", "-p", str(jmx_port)))
     classpath = _classpath(process.argv)
-    java = shutil.which("java") or _node_java(process.pid)
+    # In a container the node's classes are in its file tree: they run there, on its own java.
+    inside = in_node_namespaces(process.pid)
+    java = node_java(process.pid) if inside else shutil.which("java") or node_java(process.pid)
     if classpath is None or java is None:
         raise CasstraceError("cannot run nodetool for this node: no classpath in its command line, or no java",
                              "give --nodetool with the node's nodetool command (e.g. /usr/bin/nodetool)")
     # The node's own module flags: its classes need them on Java 11+ whatever tool they run in.
     modules = [arg for arg in process.argv if arg.startswith(("--add-exports", "--add-opens", "--add-modules"))]
-    return Nodetool((java, "-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, *modules,
+    return Nodetool((*inside, java, "-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, *modules,
                      NODETOOL_CLASS, "-h", "127.0.0.1", "-p", str(jmx_port)))
 
 
@@ -99,13 +102,6 @@ def _classpath(argv: tuple[str, ...]) -> str | None:
     return None
 
 
-def _node_java(pid: int) -> str | None:
-    try:
-        return str(Path(f"/proc/{pid}/exe").readlink())
-    except OSError:
-        return None
-
-
 class TraceProbability:
     """A context manager: the node traces `probability` of its requests inside, what it did before after.
 
@@ -113,15 +109,18 @@ class TraceProbability:
     (whatever the way) it is put back, retried once if interrupted; when it still cannot be,
     `warn` says so with the command to run. `restored` tells which happened."""
 
-    def __init__(self, nodetool: Nodetool, probability: float, warn: Callable[[str], None]):
+    def __init__(self, nodetool: Nodetool, probability: float, warn: Callable[[str], None], ledger: Ledger):
         self.nodetool = nodetool
         self.probability = probability
         self.warn = warn
+        self.ledger = ledger
         self.previous: float | None = None
         self.restored: bool | None = None   # None: nothing was changed
 
     def __enter__(self) -> "TraceProbability":
         self.previous = self.nodetool.trace_probability()
+        # Written down first: a SIGKILL from here on leaves the next casstrace what to put back.
+        self.ledger.record(TRACE_PROBABILITY, self.previous, self.probability)
         try:
             self.nodetool.set_trace_probability(self.probability)
         except BaseException:
@@ -154,6 +153,7 @@ class TraceProbability:
             try:
                 self.nodetool.set_trace_probability(self.previous)
                 self.restored = True
+                self.ledger.forget(TRACE_PROBABILITY)
                 return
             except (CasstraceError, KeyboardInterrupt) as error:   # a second Ctrl-C: try once more
                 failure = error

@@ -8,11 +8,8 @@ directory of the host: on the host that path stays empty, so a name that resolve
 wrong, and a size read there would be missing.
 """
 
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ from casstrace.node.context import yaml_data_directories
 from casstrace.node.jvm import CassandraProcess, read_argv
 from casstrace.probes.proc_fds import in_root
 from casstrace.sandbox.demo import WideTable
+from foreign_jvms import load_demo, stop_jvm
 from test_sandbox import casstrace, free_ports
 
 pytestmark = pytest.mark.integration
@@ -30,9 +28,6 @@ SPEC = WideTable(rows=50)
 # Inside the new mount namespace: the sandbox's directory ($1) appears at $2, where the sandbox
 # starts; the JVM it leaves running keeps the namespace alive.
 START_INSIDE = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
-LOAD_DEMO = ("import sys; from casstrace.sandbox.control import Sandbox; "
-             "from casstrace.sandbox.demo import WideTable, ensure_loaded; "
-             f"ensure_loaded(Sandbox(sys.argv[1]), WideTable(rows={SPEC.rows}))")
 
 
 @pytest.fixture(scope="module")
@@ -53,18 +48,11 @@ def node(tmp_path_factory):
     try:
         assert started.returncode == 0, started.stderr
         assert pid is not None
-        loaded = subprocess.run(["nsenter", f"--mount=/proc/{pid}/ns/mnt", "--", sys.executable, "-c",
-                                 LOAD_DEMO, str(inside)], capture_output=True, text=True, timeout=600)
-        assert loaded.returncode == 0, loaded.stderr
+        load_demo(pid, inside, SPEC, "--mount")
         yield pid, native, inside, on_host
     finally:
-        if pid is not None and read_argv(pid) is not None:
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 60
-            while read_argv(pid) is not None and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if read_argv(pid) is not None:
-                os.kill(pid, signal.SIGKILL)
+        if pid is not None:
+            stop_jvm(pid)
 
 
 def test_the_host_does_not_see_the_nodes_paths(node):
