@@ -7,8 +7,8 @@ from casstrace.analyses import amplification as amp
 from casstrace.analyses import causes
 from casstrace.analyses import nodes as cluster_nodes
 from casstrace.analyses.access import access_patterns
-from casstrace.analyses.file_io import file_io, group_by_sstable
 from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
+from casstrace.analyses.file_io import file_io, group_by_sstable
 from casstrace.analyses.findings import FindingContext, live_rows, trace_counts
 from casstrace.analyses.model import Analysis, Execution, NecessaryRead
 from casstrace.analyses.necessary import against_necessary, necessary_read

@@ -3,8 +3,17 @@ and said no more surely than that evidence allows ('measured', 'likely', 'possib
 
 from casstrace.analyses.amplification import MMAP_DATA_MODES
 from casstrace.analyses.findings import Finder, FindingContext, Found, find
-from casstrace.analyses.model import (Amplification, Cause, Certainty, Execution, Finding, NecessaryRead, NodeIO,
-                                      Unseen, Verdict)
+from casstrace.analyses.model import (
+    Amplification,
+    Cause,
+    Certainty,
+    Execution,
+    Finding,
+    NecessaryRead,
+    NodeIO,
+    Unseen,
+    Verdict,
+)
 from casstrace.analyses.necessary import describe, stored_rows
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.units import human_bytes, ratio
@@ -260,7 +269,8 @@ def _chunk_overhead(context: FindingContext) -> Finding | None:
                   f"{human_bytes(chunk)} chunks ({schema.compressor}, {human_bytes(stored)} each as stored); one "
                   f"chunk per row is {human_bytes(chunk_cost)}, against {human_bytes(context.data_read_bytes)} read."],
         suggestion=[f"If the table is mostly read by key, try a smaller chunk: ALTER TABLE "
-                    f"{schema.keyspace}.{schema.table} WITH compression = {{'class': '{schema.compressor}', 'chunk_length_in_kb': 4}}, then "
+                    f"{schema.keyspace}.{schema.table} WITH compression = "
+                    f"{{'class': '{schema.compressor}', 'chunk_length_in_kb': 4}}, then "
                     "`nodetool upgradesstables -a` to rewrite the SSTables (costs some compression ratio and "
                     "CompressionInfo memory)."],
         read_after_fix_bytes=after,

@@ -261,7 +261,8 @@ def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = No
         payload.notes += [
             f"The traced executions of {summary.label} returned {_rows(summary.rows)} "
             f"({human_bytes(summary.payload_bytes)}), not the {_rows(checked.rows)} "
-            f"({human_bytes(checked.payload_bytes)}) of the payload check: the data changed between the check and the run."
+            f"({human_bytes(checked.payload_bytes)}) of the payload check: "
+            "the data changed between the check and the run."
             for summary, checked in ((a, payload.first), (b, payload.second))
             if (summary.rows, summary.payload_bytes) != (checked.rows, checked.payload_bytes)
         ]

@@ -48,7 +48,6 @@ from casstrace.analyses.units import human_bytes
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
 
-
 # The value bytes of CQL's fixed-size types; any other type's cell may be as small as 1 B.
 LEAST_CELL_BYTES = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "float": 4, "date": 4, "inet": 4,
                     "bigint": 8, "double": 8, "timestamp": 8, "time": 8, "counter": 8, "uuid": 16, "timeuuid": 16}

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from casstrace.analyses import causes
-from casstrace.analyses.analysis import DEFAULT_THRESHOLD
 from casstrace.analyses.amplification import data_files
+from casstrace.analyses.analysis import DEFAULT_THRESHOLD
 from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.findings import CassandraCounts, FindingContext
 from casstrace.analyses.model import Finding, NecessaryRead, Profile

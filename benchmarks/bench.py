@@ -87,9 +87,11 @@ def main() -> int:
             flag = ""
             if worse(figure, measured[name]):
                 flag, any_worse = "  WORSE", True
-            print(f"{name:32} {measured[name]:10.3f} {figure['value']:10.3f} {figure['noise']:6.0%}  {figure['unit']}{flag}")
+            print(f"{name:32} {measured[name]:10.3f} {figure['value']:10.3f} {figure['noise']:6.0%}  "
+                  f"{figure['unit']}{flag}")
         else:
-            print(f"{name:32} {'-':>10} {figure['value']:10.3f} {figure['noise']:6.0%}  {figure['unit']}  not run: {not_run[name]}")
+            print(f"{name:32} {'-':>10} {figure['value']:10.3f} {figure['noise']:6.0%}  "
+                  f"{figure['unit']}  not run: {not_run[name]}")
     missing_figures = unstated(figures)
     if missing_figures:
         print(f"benchmarks stating no figure in figures.toml (not run): {', '.join(missing_figures)}")

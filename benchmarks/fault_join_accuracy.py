@@ -1,7 +1,7 @@
 """How right the nearest wall-clock sample is as the stack of a page-cache fill (prints figures; not a test).
 
   .venv/bin/python benchmarks/fault_join_accuracy.py [--host 127.0.0.1] [--port 9042] [--runs 3]
-                                                     [--query "SELECT ..."] --data-files "DATA_DIR/*/streams-*/*-Data.db"
+      [--query "SELECT ..."] --data-files "DATA_DIR/*/streams-*/*-Data.db"
 
 `run --profile` puts a fault on a mapped file on the stack of the faulting thread's wall-clock sample
 nearest in time (casstrace.probes.java_stacks.nearest_samples): no Java method brackets a fault. How
@@ -15,8 +15,8 @@ call's, for several bounds; and, as a control, the same with each fill moved 50 
 sample of the same thread at an unrelated time gets right: a query whose bytes all come from one frame
 agrees by itself). The narrow demo query (--query "SELECT value FROM
 casstrace_demo.streams_narrow WHERE stream_id = 1 AND column_no = 0", its Data files) is the hard case:
-a few short reads, each a brief moment of its thread. On a node that maps them (4.x's default), it prints the fault fill bytes the
-nearest sample puts on a stack per bound (there is no truth to compare the stack with).
+a few short reads, each a brief moment of its thread. On a node that maps them (4.x's default), it
+prints the fault fill bytes the nearest sample puts on a stack per bound (there is no truth to compare the stack with).
 """
 
 import argparse
@@ -33,8 +33,16 @@ from casstrace.node.jvm import find_cassandra
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
 from casstrace.probes.async_profiler import AsyncProfiler
 from casstrace.probes.bcc_capture import BccCapture
-from casstrace.probes.java_stacks import FILL_JOIN_NS, METHOD_EVENT, PAGE_BYTES, WALL_EVENT, LoggedFill, LoggedRead, join_reads, \
-    nearest_samples
+from casstrace.probes.java_stacks import (
+    FILL_JOIN_NS,
+    METHOD_EVENT,
+    PAGE_BYTES,
+    WALL_EVENT,
+    LoggedFill,
+    LoggedRead,
+    join_reads,
+    nearest_samples,
+)
 from casstrace.probes.jfr import read_samples
 from casstrace.sandbox.demo import WideTable
 from casstrace.traces import TraceWriter

@@ -57,7 +57,7 @@ def run_once(command: list[str]) -> tuple[float, float]:
 def measure(commands: dict[str, list[str]], runs: int) -> dict[str, list[tuple[float, float]]]:
     for command in commands.values():
         run_once(command)   # warm-up, untimed
-    samples = {name: [] for name in commands}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, command in commands.items():
             samples[name].append(run_once(command))

@@ -3,10 +3,10 @@
     .venv/bin/python benchmarks/mapped_pages.py [--pid PID | --port 9042] [--runs N]
 
 Default: the Cassandra JVM `casstrace run` would find (the only one, else the one listening on
---port). Times, N times each (as root): the clear before a window (clear_refs 3, then 4 for the TLB flush: mapped_pages.clear_referenced)
-and the smaps read after it (mapped_pages.read_smaps), and prints their medians and quartiles with
-the JVM's resident size, the number of its mappings and the machine's load average: both grow with
-the JVM's page tables, and a busy machine stretches them. The medians are its figures for
+--port). Times, N times each (as root): the clear before a window (clear_refs 3, then 4 for the TLB
+flush: mapped_pages.clear_referenced) and the smaps read after it (mapped_pages.read_smaps), and prints
+their medians and quartiles with the JVM's resident size, the number of its mappings and the machine's
+load average: both grow with the JVM's page tables, and a busy machine stretches them. The medians are its figures for
 scripts/bench (benchmarks/figures.toml).
 """
 
@@ -17,10 +17,9 @@ import statistics
 import time
 from pathlib import Path
 
-from figures import report
-
 from casstrace.node.jvm import find_cassandra
 from casstrace.probes import mapped_pages
+from figures import report
 
 
 def timed(action, runs: int) -> list[float]:

@@ -45,7 +45,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from bpf_floor import EMPTY_PAIR, TIMED_PAIR, bpf_stats, pair_attached
@@ -141,7 +142,7 @@ class TracerCost:
                 f"{name.split('__')[-1]} {ns / runs:.0f} ({runs})" for name, (ns, runs) in counted.items()))
 
 
-def ratio_line(name: str, untraced: list[float], traced: list[float], unit: str, scale: float,
+def ratio_line(name: str, untraced: Sequence[float], traced: Sequence[float], unit: str, scale: float,
                pairs: list[float], figure: str | None = None) -> None:
     """pairs: traced / untraced of each block (or run) and the untraced one just before it. Wall
     time is what the issue's anchors measured; CPU time of the traced process is less disturbed by
@@ -180,7 +181,8 @@ def query_overhead(runs: int, block: int, floor: bool, host: str, port: int) -> 
         return times, (process_cpu_ns(pid) - cpu) / n / 1e9
 
     execute(20)   # warm: JIT, caches, connection
-    untraced, traced, pairs, cost = [], [], [], TracerCost()
+    traced: list[float] = []
+    untraced, pairs, cost = [], [], TracerCost()
     untraced_cpu, traced_cpu = [], []
     floors: dict[str, tuple[list[float], list[float]]] = {suffix: ([], []) for _, _, suffix in FLOOR_PAIRS}
     while len(traced) < runs:
@@ -302,7 +304,8 @@ def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
         other = None if captured_pid else subprocess.Popen(["sleep", "3600"])
         target = captured_pid or other.pid
         try:
-            attached = {"alone": contextlib.nullcontext, "empty pair": lambda: pair_attached(EMPTY_PAIR, target),
+            attached: dict[str, Callable[[], AbstractContextManager[object]]] = {
+                        "alone": contextlib.nullcontext, "empty pair": lambda: pair_attached(EMPTY_PAIR, target),
                         "capture": lambda: captured(target)}
             walls: dict[str, list[float]] = {name: [] for name in attached}
             storm.go(storm.start())   # warm

@@ -46,7 +46,8 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--port", type=int, default=9042, help="native port of a node holding the demo data")
     args = parser.parse_args()
-    walls, phases = [], {}
+    walls: list[float] = []
+    phases: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for number in range(args.runs):
             wall, spans = one_run(args.port, Path(scratch) / f"run{number}.trace")

@@ -40,13 +40,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from figures import report
-
 from casstrace.probes import mapped_pages
 from casstrace.probes.bcc_capture import BccCapture
 from casstrace.sandbox import config, control
 from casstrace.sandbox.settings import HOST, Layout, Settings
 from casstrace.traces import Trace, TraceWriter
+from figures import report
 
 VERSION = "4.1.10"
 KEYSPACE, TABLE = "scale", "many"
@@ -166,8 +165,8 @@ def ensure_node(node: Node, mode: str) -> int:
     began = time.monotonic()
     pid = start(node, mode)
     sstables = sum(1 for _ in table_dir(layout).glob("*-Data.db"))
-    print(f"node started ({mode}, {sstables:,} SSTables, {node.heap} heap) in {time.monotonic() - began:.0f} s ({load()})",
-          flush=True)
+    print(f"node started ({mode}, {sstables:,} SSTables, {node.heap} heap) "
+          f"in {time.monotonic() - began:.0f} s ({load()})", flush=True)
     return pid
 
 

@@ -19,16 +19,15 @@ import random
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+from casstrace.analyses.percentiles import percentile
 from figures import report
 from watch_shift import KEYSPACE, connect, node_arguments, while_watched
 
-from casstrace.analyses.percentiles import percentile
 
-
-
-def statements(session: Any, rows: int) -> list[tuple[object, tuple]]:
+def statements(session: Any, rows: int) -> list[tuple[object, Callable[[], tuple]]]:
     table = f"{KEYSPACE}.kv"
     shapes = [(f"SELECT v FROM {table} WHERE k = ? AND c = ?", lambda: (random.randrange(rows), random.randrange(4))),
               (f"SELECT w FROM {table} WHERE k = ? AND c = ?", lambda: (random.randrange(rows), random.randrange(4))),
@@ -93,7 +92,8 @@ def main() -> None:
     p99 = statistics.median(p for _, p in under) / statistics.median(p for _, p in alone)
     print(f"\nmedians of {args.rounds}: alone {statistics.median(r for r, _ in alone):,.0f} req/s, p99 "
           f"{statistics.median(p for _, p in alone) * 1000:.2f} ms; watched "
-          f"{statistics.median(r for r, _ in under):,.0f} req/s, p99 {statistics.median(p for _, p in under) * 1000:.2f} ms")
+          f"{statistics.median(r for r, _ in under):,.0f} req/s, "
+          f"p99 {statistics.median(p for _, p in under) * 1000:.2f} ms")
     report("watch_busy_throughput_ratio", throughput)
     report("watch_busy_p99_ratio", p99)
     cluster.shutdown()

@@ -16,14 +16,13 @@ The headline for scripts/bench: FIGURE watch_p99_ratio (p99 of all requests watc
 
 import argparse
 
-from figures import report
-from watch_shift import while_watched
-
 from casstrace.analyses.percentiles import percentile
 from casstrace.node.watcher import DEFAULT_PROBABILITY
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
 from casstrace.sandbox.workload import Load, Workload
+from figures import report
+from watch_shift import while_watched
 
 
 def loads(spec: WideTable) -> list[Load]:
@@ -74,9 +73,9 @@ def main() -> None:
         share = f"{added / p99_before:+.1%}" if added is not None and p99_before else "—"
         print(f"{name:<14} {len(after):>9} {_ms(percentile(before, 0.5)):>10} {_ms(percentile(after, 0.5)):>12} "
               f"{_ms(p99_before):>10} {_ms(p99_after):>12} {_ms(added):>10} {share:>8}")
-    alone, under = percentile(plain["all requests"], 0.99), percentile(watched["all requests"], 0.99)
-    if alone and under is not None:
-        report("watch_p99_ratio", under / alone)
+    p99_alone, p99_watched = percentile(plain["all requests"], 0.99), percentile(watched["all requests"], 0.99)
+    if p99_alone and p99_watched is not None:
+        report("watch_p99_ratio", p99_watched / p99_alone)
 
 
 def _p99(latencies: dict[str, list[float]]) -> float | None:

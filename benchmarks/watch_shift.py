@@ -24,14 +24,13 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
-from typing import Any, TypeVar
 from pathlib import Path
-
-from figures import report
+from typing import Any, TypeVar
 
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.tracing import nodetool_for
 from casstrace.sandbox.workload import Load, Workload
+from figures import report
 
 T = TypeVar("T")
 KEYSPACE = "casstrace_watch_shift"
@@ -40,7 +39,7 @@ CASSTRACE = Path(sys.executable).parent / "casstrace"
 
 
 def prepare_table(session: Any, rows: int, port: int) -> None:
-    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = " 
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
                     "{'class': 'SimpleStrategy', 'replication_factor': 1}")
     session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.kv (k int, c int, v blob, w text, "
                     "PRIMARY KEY (k, c))")

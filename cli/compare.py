@@ -7,10 +7,10 @@ import click
 
 from casstrace.analyses.compare import DEFAULT_TOLERANCE, LATENCY_FLOOR_S
 from casstrace.cli import run as run_cli
-from casstrace.node.consistency import CONSISTENCY_LEVELS
 from casstrace.cli.options import FiniteFloat, verdict_options
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
+from casstrace.node.consistency import CONSISTENCY_LEVELS
 
 if TYPE_CHECKING:
     from casstrace.analyses.compare import PayloadCheck

@@ -19,7 +19,7 @@ from casstrace.interrupts import INTERRUPTS, interrupted_by
 
 def _fail(message: str, exit_code: int, debug: bool) -> None:
     if debug:
-        import traceback   # here: only --debug prints one
+        import traceback  # here: only --debug prints one
         traceback.print_exc()
     print(f"casstrace: error: {message}", file=sys.stderr)
     sys.exit(exit_code)
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(error), error.exit_code, debug)
     except KeyboardInterrupt as error:
         _interrupted(error)
-    except Exception as error:  # noqa: BLE001 - every error becomes one line
+    except Exception as error:  # every error becomes one line
         _other_error(error, debug)
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -50,7 +50,7 @@ MIN_EXCESS = click.IntRange(0, 1 << 40)
 
 def stream_limit_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--stream-limit, as the commands that capture or import take it (None: the protocol's default)."""
-    from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT   # here: only those commands load the probes
+    from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # here: only those commands load the probes
     return click.option("--stream-limit", type=STREAM_LIMIT, default=None, show_default=f"{DEFAULT_STREAM_LIMIT:,}",
                         help="Per-call read/lseek records to keep; the calls past it are counted, and every "
                              "aggregate (bytes per file, latency, heat map) holds them all.")
@@ -106,7 +106,7 @@ def watched_jvm(pid: int | None, container: str | None) -> int | None:
     network namespace, so that a node with nothing published is reached where it listens."""
     if pid is None and container is None:
         return None
-    from casstrace.node.namespaces import node_pid   # here: only a command given the JVM loads it
+    from casstrace.node.namespaces import node_pid  # here: only a command given the JVM loads it
     return node_pid(pid, container)
 
 

@@ -22,7 +22,7 @@ force_option = click.option("--force", is_flag=True, help=FORCE_HELP)
 
 def report_options(html_default: str) -> Callable[[Command], Command]:
     """--format, --output/-o, --force and --color/--no-color; `html_default` says where html goes without --output."""
-    from casstrace.reports import FORMATS   # here, not at the top: see TYPE_CHECKING above
+    from casstrace.reports import FORMATS  # here, not at the top: see TYPE_CHECKING above
 
     def decorate(function: Command) -> Command:
         for option in reversed((

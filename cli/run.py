@@ -8,8 +8,18 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import (EXECUTIONS, PAGE_BYTES, PAGE_SIZE, PID, PORT, WARMUPS, Seconds, container_option,
-                                   read_statements, watched_jvm)
+from casstrace.cli.options import (
+    EXECUTIONS,
+    PAGE_BYTES,
+    PAGE_SIZE,
+    PID,
+    PORT,
+    WARMUPS,
+    Seconds,
+    container_option,
+    read_statements,
+    watched_jvm,
+)
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.consistency import CONSISTENCY_LEVELS
@@ -43,7 +53,8 @@ if TYPE_CHECKING:
 @click.option("--repeat", type=EXECUTIONS, default=5, show_default=True, help="Measured executions.")
 @click.option("--warmup", type=WARMUPS, default=1, show_default=True,
               help="Executions before the measured ones (captured, kept apart).")
-@click.option("--cold", is_flag=True, help="Before each execution, push the queried table's pages out of the JVM's memory maps (process_madvise MADV_PAGEOUT, Linux 5.10+) and drop the page cache (root).")
+@click.option("--cold", is_flag=True, help="Before each execution, push the queried table's pages out of the JVM's "
+              "memory maps (process_madvise MADV_PAGEOUT, Linux 5.10+) and drop the page cache (root).")
 @click.option("--consistency", default="ONE", show_default=True,
               type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False))
 @click.option("--page-size", type=PAGE_SIZE, default=None, show_default="chosen for --page-bytes",

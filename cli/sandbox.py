@@ -2,6 +2,7 @@
 
 import time
 from pathlib import Path
+
 import click
 
 from casstrace import paths

@@ -94,7 +94,7 @@ def command(data_dir: Path, min_columns: int, max_columns: int, step: int, cell_
     traces_dir.mkdir(parents=True, exist_ok=True)
 
     started = time.monotonic()
-    runs: list["SweepRun"] = []
+    runs: list[SweepRun] = []
     stopped = None
     with click.progressbar(length=plan.total_cost, label="Sweep", file=sys.stderr, show_pos=False,
                            item_show_func=lambda label: label) as bar:

@@ -218,7 +218,8 @@ class NodeSession:
             self.cluster.shutdown()
             raise CasstraceError(
                 f"cannot connect to Cassandra at {settings.host}:{settings.port}: {_first_reason(error)}",
-                "check --host/--port (or CQLSH_HOST/CQLSH_PORT), that the node is up, and its credentials and TLS settings",
+                "check --host/--port (or CQLSH_HOST/CQLSH_PORT), that the node is up, "
+                "and its credentials and TLS settings",
             ) from None
         except Exception:
             self.cluster.shutdown()

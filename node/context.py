@@ -15,8 +15,8 @@ from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
-from casstrace.node.connection import answered_in_time
 from casstrace.node import storage
+from casstrace.node.connection import answered_in_time
 from casstrace.node.jvm import CassandraProcess, fd_targets
 from casstrace.probes import mapped_pages
 from casstrace.probes.proc_fds import in_root, stat_in_root

@@ -10,8 +10,8 @@ import ctypes
 import ipaddress
 import os
 import re
-import signal
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +107,8 @@ def listening_address(pid: int, port: int) -> str | None:
 
 
 def _accepts(sockets: set[tuple[str, int]], address: str, port: int) -> bool:
-    """Whether a process listening on `sockets` accepts connections to address:port (bound to it, or to every address)."""
+    """Whether a process listening on `sockets` accepts connections to address:port (bound to it, or to
+    every address)."""
     return any(bound_port == port and bound in (address, "0.0.0.0", "::") for bound, bound_port in sockets)
 
 
@@ -154,14 +155,16 @@ def local_addresses(pid: int, proc: Path = Path("/proc")) -> set[str]:
 def find_cassandra(pid: int | None = None, native_port: int | None = None, address: str | None = None,
                    proc: Path = Path("/proc")) -> CassandraProcess:
     """The Cassandra JVM to watch: `pid` when given (checked to be one), else the only one running,
-    else the one listening on `native_port` (at `address`, when several listen on that port). Raises CasstraceError naming the fix otherwise."""
+    else the one listening on `native_port` (at `address`, when several listen on that port). Raises
+    CasstraceError naming the fix otherwise."""
     if pid is not None:
         argv = read_argv(pid, proc)
         if argv is None:
             raise CasstraceError(f"no process with pid {pid}", "give --pid of the running Cassandra JVM")
         if not _is_cassandra(argv):
             raise CasstraceError(
-                f"process {pid} ({redact_command(argv)[:80]}) is not a Cassandra JVM: its command line has no CassandraDaemon",
+                f"process {pid} ({redact_command(argv)[:80]}) is not a Cassandra JVM: "
+                "its command line has no CassandraDaemon",
                 "give --pid of the Cassandra JVM (`pgrep -f CassandraDaemon` lists them)",
             )
         return CassandraProcess(pid, argv)

@@ -19,7 +19,7 @@ class MetricsEndpoint:
         endpoint = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:   # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 if self.path.split("?", 1)[0] != "/metrics":
                     self.send_error(404, "casstrace serves /metrics")
                     return

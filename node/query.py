@@ -18,7 +18,7 @@ import re
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import NoHostAvailable, ResultSet, Session
@@ -73,8 +73,8 @@ class MeasuringProtocolHandler(_ProtocolHandler):
     """The driver's pure-Python protocol handler with the measuring RESULT message.
     (The Cython handler decodes rows in C and never shows the raw values.)"""
 
-    message_types_by_opcode = {**_ProtocolHandler.message_types_by_opcode,
-                               MeasuringResultMessage.opcode: MeasuringResultMessage}
+    message_types_by_opcode: ClassVar[dict[int, type]] = {**_ProtocolHandler.message_types_by_opcode,
+                                                          MeasuringResultMessage.opcode: MeasuringResultMessage}
 
 
 def keep_page(column_names: list[str], rows: MeasuredRows) -> MeasuredRows:

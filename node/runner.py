@@ -25,13 +25,19 @@ from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
 from casstrace.node import context
-from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.agents import AgentsCapture, AgentsResult, TableRef
+from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
 from casstrace.node.leftovers import restore_left_behind
-from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute, execution_failure, prepare,
-                                  query_traces)
 from casstrace.node.paging import DEFAULT_PAGE_BYTES, Paging, paging
+from casstrace.node.query import (
+    MeasuringProtocolHandler,
+    QueryResult,
+    execute,
+    execution_failure,
+    prepare,
+    query_traces,
+)
 from casstrace.node.replicas import replica_set
 from casstrace.node.statements import read_only_statement
 from casstrace.node.targets import PlannedNode, RemoteSettings, plan_nodes

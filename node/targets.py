@@ -54,9 +54,14 @@ def plan_nodes(replicas: ReplicaSet, coordinator_process: CassandraProcess | Non
     for node_id, node in enumerate(replicas.nodes, start=1):
         options = AgentOptions(node.address, node.port, None, backend, tuple(tables))
 
-        def over_ssh(destination: str) -> AgentTarget:
-            return AgentTarget(node_id, options, ssh=destination, ssh_config=remote.ssh_config,
-                               remote_casstrace=remote.remote_casstrace)
+        def over_ssh(destination: str) -> AgentTarget:  # called in this iteration only
+            return AgentTarget(
+                node_id,  # noqa: B023
+                options,  # noqa: B023
+                ssh=destination,
+                ssh_config=remote.ssh_config,
+                remote_casstrace=remote.remote_casstrace,
+            )
 
         if node.address in remote.hosts:
             plan.append(PlannedNode(node_id, node, over_ssh(remote.hosts[node.address])))

@@ -21,7 +21,6 @@ import statistics
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError

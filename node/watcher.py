@@ -6,9 +6,9 @@ nodetool, the thread list, the output path) fails before anything changes on the
 probes attach (counting file bytes per thread and 1 ms slot), the node starts tracing a share P of
 its requests, and the watch runs until its duration or Ctrl-C, refreshing a live top-N table.
 The probes and the switch share one capture → trace routine (probes.recording): on every way out
-the probes detach and the trace probability goes back to what it was (node.tracing.TraceProbability). The sampled sessions are read from system_traces afterwards (statements
-normalized, never a value), with the JVM's thread names mapped to thread ids, and all of it goes
-into one trace that `casstrace report` reads.
+the probes detach and the trace probability goes back to what it was (node.tracing.TraceProbability).
+The sampled sessions are read from system_traces afterwards (statements normalized, never a value),
+with the JVM's thread names mapped to thread ids, and all of it goes into one trace that `casstrace report` reads.
 """
 
 import sys
@@ -29,9 +29,9 @@ from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
 from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.java_stacks import ProfiledWindows
 from casstrace.probes.mapped_pages import MappedPagesCapture
-from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCapture, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter

@@ -13,7 +13,8 @@ session (`wall=`) give the CPU/wall profile of the threads that served the query
 The library is loaded with `jcmd PID JVMTI.agent_load`; a JVM cannot unload an agent, so it stays
 loaded but idle between runs (every later run loads the same file again, which only passes new
 commands to it). A start is written down first (casstrace.ledger): a casstrace killed while the
-profiler runs leaves the next one a session to stop (stop_left_behind). The recording goes to a directory casstrace creates, read back after `stop`.
+profiler runs leaves the next one a session to stop (stop_left_behind). The recording goes to a directory
+casstrace creates, read back after `stop`.
 """
 
 import hashlib
@@ -29,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from casstrace import paths
-from casstrace.ledger import PROFILER, Ledger
 from casstrace.errors import CasstraceError
+from casstrace.ledger import PROFILER, Ledger
 
 VERSION = "4.1"
 JAR_SHA1 = "b0fc146dd17ad71d2b3effacd96755ca43a1a28f"   # Maven Central's published checksum of the jar

@@ -29,8 +29,20 @@ from casstrace.errors import CasstraceError
 from casstrace.probes import proc_fds, syscalls
 from casstrace.probes.bcc_trace import EVENT, FILL, FOLLOWED_EVENT, BccCaptured, MapRows
 from casstrace.probes.proc_fds import Descriptor
-from casstrace.probes.program import (GEN_BITS, KIND_NAMES, NOTICE_PATH, Control, Counter, FollowedNoticeRecord,
-                                      Kind, NoticeRecord, NoticeType, Source, c_defines, c_structs)
+from casstrace.probes.program import (
+    GEN_BITS,
+    KIND_NAMES,
+    NOTICE_PATH,
+    Control,
+    Counter,
+    FollowedNoticeRecord,
+    Kind,
+    NoticeRecord,
+    NoticeType,
+    Source,
+    c_defines,
+    c_structs,
+)
 from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 

@@ -15,10 +15,20 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from casstrace.probes import proc_fds, syscalls
-from casstrace.probes.proc_fds import Descriptor
-from casstrace.probes.program import (GEN_BITS, NO_CALL, SOURCE_NAMES, TARGET_NAMES, EventRecord, FillRecord,
-                                      FollowedEventRecord, Source, Target, record_struct)
 from casstrace.probes.backends import BCC
+from casstrace.probes.proc_fds import Descriptor
+from casstrace.probes.program import (
+    GEN_BITS,
+    NO_CALL,
+    SOURCE_NAMES,
+    TARGET_NAMES,
+    EventRecord,
+    FillRecord,
+    FollowedEventRecord,
+    Source,
+    Target,
+    record_struct,
+)
 from casstrace.probes.protocol import Window
 from casstrace.traces.rows import EventRow, FileIORow, PageCacheFillRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket

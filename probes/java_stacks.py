@@ -21,9 +21,9 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 
 from casstrace.errors import CasstraceError
+from casstrace.phases import Phases
 from casstrace.probes.async_profiler import VERSION as PROFILER_VERSION
 from casstrace.probes.async_profiler import AsyncProfiler
-from casstrace.phases import Phases
 from casstrace.probes.jfr import Sample, read_samples
 from casstrace.probes.protocol import FIRST_WINDOW, GAP_WINDOW
 from casstrace.traces import TraceWriter

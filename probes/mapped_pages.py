@@ -411,8 +411,9 @@ def page_out(pid: int, mappings: list[Mapping]) -> int:
     process_madvise): clean file pages leave the process's page tables and the page cache, unless
     another process maps them too. Returns the bytes of address space advised.
 
-    A signal (Ctrl-C, SIGTERM, SIGHUP: casstrace.interrupts) waits until the last call returns: a cold execution never starts with half its files
-    pushed out, and nothing needs restoring afterwards (the node reads the pages back on demand).
+    A signal (Ctrl-C, SIGTERM, SIGHUP: casstrace.interrupts) waits until the last call returns: a cold
+    execution never starts with half its files pushed out, and nothing needs restoring afterwards (the
+    node reads the pages back on demand).
     Raises PageOutUnavailable when the kernel cannot do it (before 5.10, no permission, no process)."""
     if not mappings:
         return 0

@@ -1,7 +1,7 @@
 """What capture.c and its Python side share, defined once here: every code and every record layout.
 
-capture.c defines none of these itself, nor the trace format's page size. bcc_capture.py compiles it with c_defines() (each code as a
--D macro: KIND_FILE, TARGET_SOCKET, SOURCE_PAGE_CACHE, NOTICE_NEW_FD, CONTROL_EPOCH,
+capture.c defines none of these itself, nor the trace format's page size. bcc_capture.py compiles it
+with c_defines() (each code as a -D macro: KIND_FILE, TARGET_SOCKET, SOURCE_PAGE_CACHE, NOTICE_NEW_FD, CONTROL_EPOCH,
 COUNT_NOTICES_LOST, SYS_READ, ...) and with c_structs() in front of its text (struct event,
 struct notice and struct fill, generated from the ctypes records below), and reads the records back with these
 same definitions: the two sides cannot drift apart.

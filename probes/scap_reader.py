@@ -42,8 +42,8 @@ import itertools
 import os
 import posixpath
 import struct
-from collections.abc import Iterator
-from typing import IO, Callable, NamedTuple, cast
+from collections.abc import Callable, Iterator
+from typing import IO, NamedTuple, cast
 
 # -- blocks ---------------------------------------------------------------------------------------
 SECTION_HEADER = 0x0A0D0D0A
@@ -195,8 +195,13 @@ def _layout(positions: tuple[int, int, int, int]) -> _Layout | None:
         return None
     codes = [SLOT_CODES[slot] for _, slot in order]
     index = tuple(next((i for i, (_, s) in enumerate(order) if s == slot), -1) for slot in range(4))
-    return _Layout(order[0][0], order[-1][0], tuple(struct.calcsize("<" + code) for code in codes),
-                   struct.Struct("<" + "".join(codes)), index)  # type: ignore[arg-type]
+    return _Layout(
+        order[0][0],
+        order[-1][0],
+        tuple(struct.calcsize("<" + code) for code in codes),
+        struct.Struct("<" + "".join(codes)),
+        index,  # type: ignore[arg-type]
+    )
 
 
 ENTER_LAYOUTS = {spec.enter: _layout(spec.enter_params) for spec in IO_EVENTS.values()}
@@ -253,7 +258,7 @@ AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 
 
 def _ipv4(raw: bytes | memoryview) -> str:
-    return "%d.%d.%d.%d" % tuple(raw)
+    return ".".join(str(byte) for byte in raw)
 
 
 def _ipv6(raw: bytes | memoryview) -> str:
@@ -344,7 +349,7 @@ class ScapReader:
         raw = open(self.path, "rb")
         if raw.read(2) == b"\x1f\x8b":
             raw.close()
-            import gzip   # here: only gzipped captures need it
+            import gzip  # here: only gzipped captures need it
             return cast(IO[bytes], gzip.open(self.path, "rb"))
         raw.seek(0)
         return raw
@@ -636,7 +641,7 @@ class ScapReader:
 
     def _opened(self, etype: int, ts: int, thread: Thread, enter: tuple | None, view: memoryview,
                 values: int, lengths: tuple, nparams: int) -> Call | None:
-        syscall, enter_type, fd_at, name_at, enter_name_at, dirfd_at, enter_dirfd_at = OPEN_EVENTS[etype]
+        syscall, enter_type, fd_at, name_at, _enter_name_at, dirfd_at, _enter_dirfd_at = OPEN_EVENTS[etype]
         fd = self._int_param(view, values, lengths, fd_at)
         if fd is None:
             return None
@@ -670,7 +675,7 @@ class ScapReader:
             pending[thread.tid] = (etype, ts, self._int_param(view, values, lengths, 0),
                                    self._int_param(view, values, lengths, 1), None, None)
             return
-        if etype == DUP_E or etype == CONNECT_E:
+        if etype in (DUP_E, CONNECT_E):
             pending[thread.tid] = (etype, ts, self._int_param(view, values, lengths, 0), None, None, None)
             return
         enter = pending.pop(thread.tid, None)
@@ -734,17 +739,16 @@ class ScapReader:
                     source = self.threads.get(ptid) if ptid is not None else None
                     if source is not None and source.pid in self.fds:
                         self.fds[pid] = dict(self.fds[source.pid])
-        elif etype in EXECVES:
-            if self._int_param(view, values, lengths, 0) == 0:
-                exe_raw = self._param(view, values, lengths, 1)
-                comm_raw = self._param(view, values, lengths, 13)
-                if exe_raw is not None:
-                    thread.exe = _text(exe_raw)
-                if comm_raw is not None:
-                    thread.comm = _text(comm_raw)
-                for other in self.threads.values():
-                    if other.pid == thread.pid and other is not thread:
-                        other.exe = thread.exe
+        elif etype in EXECVES and self._int_param(view, values, lengths, 0) == 0:
+            exe_raw = self._param(view, values, lengths, 1)
+            comm_raw = self._param(view, values, lengths, 13)
+            if exe_raw is not None:
+                thread.exe = _text(exe_raw)
+            if comm_raw is not None:
+                thread.comm = _text(comm_raw)
+            for other in self.threads.values():
+                if other.pid == thread.pid and other is not thread:
+                    other.exe = thread.exe
 
     # -- header blocks -----------------------------------------------------------------------------
     def _section_header(self, buffer: bytes) -> int:

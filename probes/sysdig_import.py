@@ -197,7 +197,7 @@ class _Spool:
         if not rows:
             return
         if self.file is None:
-            import tempfile   # here: only long captures spill, and start-up counts (cli/main.py)
+            import tempfile  # here: only long captures spill, and start-up counts (cli/main.py)
             self.file = tempfile.TemporaryFile(prefix="casstrace-import-", dir=self.directory)
         self.file.seek(0, os.SEEK_END)
         # Each batch after its length: marshal.load on a file reads it a field at a time.

@@ -3,12 +3,22 @@
 from collections.abc import Sequence
 from typing import Any
 
-from casstrace.analyses.model import (Amplification, Analysis, Execution, FileIO, Finding, NodeIO, Profile,
-                                      StackBytes, Verdict, WeightedStack)
+from casstrace.analyses.model import (
+    Amplification,
+    Analysis,
+    Execution,
+    FileIO,
+    Finding,
+    NodeIO,
+    Profile,
+    StackBytes,
+    Verdict,
+    WeightedStack,
+)
 from casstrace.analyses.necessary import describe
 from casstrace.analyses.profile import bytes_measures, reading_frame
-from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
+from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 
 NOT_MEASURED = "not measured"
 
@@ -108,8 +118,8 @@ def execution_row(e: Execution) -> tuple[str, ...]:
 
 
 def latency_rows(analysis: Analysis) -> list[tuple[str, ...]]:
-    return [(l.syscall, l.target, f"{l.count:,}", human_ns(l.p50_ns), human_ns(l.p90_ns), human_ns(l.p99_ns),
-             human_ns(l.max_ns)) for l in analysis.latencies]
+    return [(row.syscall, row.target, f"{row.count:,}", human_ns(row.p50_ns), human_ns(row.p90_ns), human_ns(row.p99_ns),
+             human_ns(row.max_ns)) for row in analysis.latencies]
 
 
 def verdict_notes(verdict: Verdict) -> list[str]:

@@ -139,7 +139,7 @@ def _resolve(version: str, listing: Path, progress: Callable[[str], None]) -> No
                       if "ERROR" in line]
             raise CasstraceError(
                 f"Maven could not resolve Cassandra {version}: "
-                f"{errors[0] if errors else 'exit status %d' % result.returncode}",
+                f"{errors[0] if errors else f'exit status {result.returncode}'}",
                 "check the network to Maven Central and run start again",
             )
         # Written last and whole, so an interrupted resolution is simply retried next time.

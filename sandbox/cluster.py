@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
-from casstrace.sandbox.control import (START_TIMEOUT_S, STOP_TIMEOUT_S, Sandbox, Status, check_ports_free,
-                                       find_runtime)
-from casstrace.sandbox.settings import DEFAULT_CLUSTER_NAME, Layout, Settings, node_dir
+from casstrace.sandbox.control import START_TIMEOUT_S, STOP_TIMEOUT_S, Sandbox, Status, check_ports_free, find_runtime
+from casstrace.sandbox.settings import DEFAULT_CLUSTER_NAME, Layout, node_dir
 
 # After a node answers CQL, the seconds the others may take to see it Up/Normal through gossip.
 RING_TIMEOUT_S = 120

@@ -258,8 +258,7 @@ class Sandbox:
     @contextmanager
     def connect(self, keyspace: str | None = None) -> Iterator["Session"]:
         """A cassandra-driver session to this node, closed on exit."""
-        from cassandra.cluster import (EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile,
-                                       NoHostAvailable)
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
         from cassandra.policies import WhiteListRoundRobinPolicy
 
         settings = self.settings

@@ -9,7 +9,7 @@ partition to find it. What the sweep created is dropped as soon as it is traced,
 tables a previous --keep sweep left in place are reused and left alone.
 """
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,7 +123,11 @@ def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
             progress(f"{label}: loading", 0)
             row_bytes = n * plan.cell_bytes
             created.append(spec)   # from the start: a load cut short leaves tables behind too
-            data = ensure_loaded(sandbox, spec, progress=lambda rows: progress(f"{label}: loading", rows * row_bytes))
+            data = ensure_loaded(
+                sandbox,
+                spec,  # the progress lambda runs inside this call, in this iteration
+                progress=lambda rows: progress(f"{label}: loading", rows * row_bytes),  # noqa: B023
+            )
             if not data.loaded_now:
                 created.remove(spec)
             sizes = data.wide.data_bytes, data.narrow.data_bytes   # before the files go with the tables

@@ -68,7 +68,7 @@ def scratch_data_home(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def sandbox() -> Sandbox:
+def sandbox() -> Iterator[Sandbox]:
     """The running test node. Use .pid(), .data_dir, .host, .native_port, .jmx_port, .log,
     .layout.data (the data_file_directory), .nodetool("flush", ...), .connect()."""
     node = Sandbox(TEST_DATA_DIR)

@@ -18,7 +18,7 @@ def exit_only(source: Path, out: Path) -> None:
         if block_type != 0x216:
             blocks.append(block)
             continue
-        _, ts, tid, event_length, etype, nparams = struct.unpack_from("<HQQIHI", block, 8)
+        _, ts, tid, _event_length, etype, nparams = struct.unpack_from("<HQQIHI", block, 8)
         lengths = list(struct.unpack_from(f"<{nparams}H", block, 36))
         values, params = 36 + 2 * nparams, []
         for width in lengths:

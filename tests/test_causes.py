@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import synthetic_traces as synthetic
-
 from casstrace.analyses import analyse
 from casstrace.analyses.causes import CAUSE_FINDERS
 from casstrace.analyses.compare import compare
@@ -37,6 +36,7 @@ def test_compare_s_amplification_gate_is_the_verdict_s_rule(tmp_path):
     read (1.6x its payload, 0.87x its necessary read) passes at 1.5, the wide read fails at 1,000."""
     narrow = analyse(synthetic.wide_select_c0(tmp_path / "narrow.trace", data_read=32_084))
     wide = analyse(synthetic.wide_select_c0(tmp_path / "wide.trace"))
+    assert narrow.overall.read is not None and narrow.overall.over_necessary is not None
     assert narrow.overall.read > 1.5 and narrow.overall.over_necessary < 1
     [passed] = compare(wide, narrow, max_amplification=1.5).gates
     assert passed.passed, passed.reason

@@ -4,10 +4,9 @@ import json
 
 import pytest
 
-from casstrace_cli import casstrace
-
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
+from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 

@@ -26,11 +26,11 @@ import pytest
 
 from casstrace.analyses import analyse
 from casstrace.node.jvm import cassandra_processes
-from casstrace.node.namespaces import container_jvm, container_ids, in_our_network
+from casstrace.node.namespaces import container_ids, container_jvm, in_our_network
 from casstrace.sandbox.demo import WideTable
-from casstrace.tests.test_sandbox import cached_version, casstrace, free_ports  # noqa: F401 (a fixture)
-
 from foreign_jvms import load_demo, stop_jvm
+from test_namespaces import SYSTEMD_CGROUPS
+from test_sandbox import cached_version, casstrace, free_ports  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.integration
 SPEC = WideTable(rows=50)
@@ -212,7 +212,7 @@ def test_watch_by_pid_charges_the_nodes_reads_to_its_statements_and_restores_tra
     wide = next(s for s in json.loads(report)["statements"] if s["query"] == normalize(SPEC.wide_query))
     assert wide["sampled_executions"] == executions
     assert wide["rows_per_execution"] == SPEC.rows
-    (data,) = [path for path in (on_host / "data" / SPEC.keyspace).glob(f"{SPEC.table}-*/*-Data.db")]
+    (data,) = list((on_host / "data" / SPEC.keyspace).glob(f"{SPEC.table}-*/*-Data.db"))
     assert wide["data_read_bytes_per_execution"] >= 0.3 * data.stat().st_size
     probability = subprocess.run(["nsenter", f"--target={pid}", "--net", "--mount", "--pid", "--", sys.executable,
                                   "-m", "casstrace", "sandbox", "nodetool", "--data-dir", str(inside),

@@ -5,8 +5,15 @@ import json
 
 from casstrace.analyses import analyse
 from casstrace.analyses.profile import UNDETERMINED_FAULTS, UNDETERMINED_READS, UNDETERMINED_UNLOGGED, bytes_measures
-from casstrace.probes.java_stacks import (FILL_JOIN_NS, LoggedFill, LoggedRead, join_reads, nearest_samples, up_to,
-                                         write_profile)
+from casstrace.probes.java_stacks import (
+    FILL_JOIN_NS,
+    LoggedFill,
+    LoggedRead,
+    join_reads,
+    nearest_samples,
+    up_to,
+    write_profile,
+)
 from casstrace.probes.jfr import Sample
 from casstrace.reports import render
 from casstrace.traces import TraceWriter
@@ -118,6 +125,7 @@ def test_fill_bytes_go_on_the_stack_of_their_read_or_of_the_faulting_threads_sam
 
 def test_a_profile_from_before_fills_says_its_bytes_are_syscall_bytes_only(tmp_path):
     profile = analyse(_trace(tmp_path / "t.trace")).profile
+    assert profile is not None
     assert profile.data_fill_bytes is None and not profile.fill_undetermined
     assert bytes_measures(profile) == "bytes read syscalls returned"
     assert all(w.fill_bytes == 0 and w.value == w.syscall_bytes for w in profile.stacks_bytes)

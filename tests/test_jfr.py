@@ -16,7 +16,8 @@ READ_PATH = ("PreadLoop.main", "sun.nio.ch.FileChannelImpl.read", "sun.nio.ch.Fi
 
 def test_every_sample_of_the_recording_is_read_as_the_jdks_jfr_tool_counts_them():
     samples = list(read_samples(RECORDING))
-    # `jfr summary tests/data/jfr/preadloop.jfr` (OpenJDK 17.0.15): 90 jdk.ExecutionSample, 124 profiler.WallClockSample.
+    # `jfr summary tests/data/jfr/preadloop.jfr` (OpenJDK 17.0.15): 90 jdk.ExecutionSample,
+    # 124 profiler.WallClockSample.
     assert Counter(s.event for s in samples) == {"jdk.ExecutionSample": 90, "profiler.WallClockSample": 124}
 
 

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import casstrace
-
 from casstrace.node.paging import DEFAULT_PAGE_BYTES
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 from casstrace.traces import Trace
+from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 

@@ -72,8 +72,8 @@ def sql_uses(source: str, name: str = "<module>") -> list[str]:
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "sqlite3" for alias in node.names) \
-                or isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlite3":
+        if (isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "sqlite3" for alias in node.names)) \
+                or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlite3"):
             found.append(f"{name}:{node.lineno} imports sqlite3")
         # `x.rows(...)` is Trace.rows; `execution.rows`, uncalled, is a figure.
         elif isinstance(node, ast.Attribute) and node.attr in RAW_SQL_ATTRIBUTES \

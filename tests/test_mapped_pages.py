@@ -172,7 +172,7 @@ def test_a_process_mapping_nothing_under_the_directories_is_measured_without_cle
     calls: list[str] = []
     for name in ("read_smaps", "clear_referenced"):
         real = getattr(mapped_pages, name)
-        monkeypatch.setattr(mapped_pages, name, lambda *args, real=real, name=name: calls.append(name) or real(*args))
+        monkeypatch.setattr(mapped_pages, name, lambda *args, real=real, name=name: calls.append(name) or real(*args))  # type: ignore[func-returns-value]
     mapper = Mapper(mapped_file)   # a file outside data/
     try:
         measure = MappedPages(mapper.pid, (os.path.join(os.path.realpath(data), ""),))
@@ -193,7 +193,8 @@ def test_a_process_mapping_nothing_under_the_directories_is_measured_without_cle
 
         measure.begin()
         answer = mapper.ask("touch 1 2")   # mapped in the last window: no fault maps neighbours now
-        assert measure.end()[key].referenced_bytes == answer["touched_bytes"]
+        ended = measure.end()
+        assert ended is not None and ended[key].referenced_bytes == answer["touched_bytes"]
         assert calls == ["read_smaps", "clear_referenced", "read_smaps"]
     finally:
         mapper.close()

@@ -16,10 +16,6 @@ from pathlib import Path
 import pytest
 
 from bpf_programs import wait_until_attached
-from casstrace_cli import CASSTRACE
-from verdict_tables import NOT_FLAGGED, judged, load
-from verdict_tables import traced as verdict_traced
-
 from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
@@ -28,6 +24,9 @@ from casstrace.probes import mapped_pages
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded
 from casstrace.traces import Trace
+from casstrace_cli import CASSTRACE
+from verdict_tables import NOT_FLAGGED, judged, load
+from verdict_tables import traced as verdict_traced
 
 pytestmark = pytest.mark.integration
 
@@ -111,9 +110,10 @@ def test_warm_full_row_read_on_4_1_with_its_defaults_is_flagged(node_41, syscall
     assert analysis.context["disk_access_mode"] in ("mmap", "auto")
     o = analysis.overall
     assert o.syscall_bytes == 0 and o.carried_by == "mapped pages touched"
+    assert o.read is not None
     assert o.read >= 100 and analysis.verdict.status == "flagged", analysis.verdict.summary
     assert "full_row_read" in {finding.cause for finding in analysis.findings}
-    touched = min(e.amplification.mapped_touched_bytes for e in analysis.executions if e.kind == "measured")
+    touched = min(e.amplification.mapped_touched_bytes for e in analysis.executions if e.kind == "measured")  # type: ignore[type-var]
     (syscall_data,) = data_files(syscall_node_read)
     print(f"4.1: mapped touched per execution {touched}, amplification {o.read:.0f}x; 5.0 with pread: "
           f"{syscall_data.touched_bytes} B of pages")
@@ -122,6 +122,7 @@ def test_warm_full_row_read_on_4_1_with_its_defaults_is_flagged(node_41, syscall
     with Trace(analysis.trace_path) as trace:
         (huge,) = trace.rows("SELECT MAX(mapped_huge_bytes) FROM file_io")[0]
     if huge:   # 2 MiB entries (one run in four here): the figure is a bracket, which must hold the truth
+        assert o.data_read_least_bytes is not None
         least = o.data_read_least_bytes / sum(e.kind == "measured" for e in analysis.executions)
         assert least <= pages * 1.25 and touched >= pages * 0.8
     else:
@@ -207,6 +208,7 @@ def test_narrow_refactor_and_select_star_on_an_mmap_node_are_not_flagged(mmap_no
     star = traced(mmap_node, SELECT_STAR, tmp_path / "star.trace", repeat=1, page_size=20)
     assert star.verdict.status == "not flagged", star.verdict.summary
     assert star.overall.carried_by == "mapped pages touched"
+    assert star.overall.read is not None
     assert 0.8 <= star.overall.read <= 1.3
 
 

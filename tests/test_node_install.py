@@ -7,6 +7,7 @@ repository's own casstrace does, and captures a real command's reads, to the byt
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,7 @@ def test_the_installed_casstrace_imports_as_the_repositorys_does(node_venv, capt
     assert imported.returncode == 0, imported.stderr
     assert casstrace("import", SCAP_DIR / capture, "--out", repo_trace).returncode == 0
 
-    def files(trace: Path, run: object) -> list[tuple[str, int, int]]:
+    def files(trace: Path, run: Callable[..., subprocess.CompletedProcess[str]]) -> list[tuple[str, int, int]]:
         result = run("report", trace, "--format", "json")
         assert result.returncode == 0, result.stderr
         return sorted((f["path"], f["read_bytes"], f["read_calls"]) for f in json.loads(result.stdout)["files"])

@@ -21,7 +21,8 @@ def started_with(tmp_path, yaml: str) -> CassandraProcess:
 @pytest.mark.parametrize("yaml, expected", [
     ("cluster_name: x\ndata_file_directories:\n  - /var/lib/cassandra/data\ncommitlog_directory: /c\n",
      ["/var/lib/cassandra/data"]),
-    ("data_file_directories:\n    # two disks\n    - '/disk1/data'   # the first\n\n    - \"/disk2/data\"\nx: 1\n",
+    ("data_file_directories:\n    # two disks\n    - '/disk1/data'   # the first\n\n"
+     "    - \"/disk2/data\"\nx: 1\n",
      ["/disk1/data", "/disk2/data"]),
     ("data_file_directories: [/disk1/data, '/disk2/data']  # flow style\n", ["/disk1/data", "/disk2/data"]),
     ("# data_file_directories:\n#     - /var/lib/cassandra/data\ncluster_name: x\n", []),

@@ -6,7 +6,7 @@ import json
 from casstrace.analyses import analyse
 from casstrace.analyses.nodes import readers_per_execution, roles
 from casstrace.reports import ReportOptions, render
-from tests.synthetic_traces import QUORUM_EVENTS, WIDE_DATA_READ, WIDE_WIRE, replica_reads
+from synthetic_traces import QUORUM_EVENTS, WIDE_DATA_READ, WIDE_WIRE, replica_reads
 
 
 def _session(events):

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import casstrace
-from synthetic_traces import wide_select_c0
-
 from casstrace import outputs
 from casstrace.errors import CasstraceError
 from casstrace.reports import beside_trace
 from casstrace.traces import TraceWriter
+from casstrace_cli import casstrace
+from synthetic_traces import wide_select_c0
 
 
 @pytest.fixture
@@ -192,7 +191,7 @@ OVER_AN_INPUT = [
 INPUT_NAMES = {
     "itself": lambda path: path,
     "through ./": lambda path: path.parent / "." / path.name,
-    "a hard link": lambda path: (os.link(path, path.with_name("hard-link")), path.with_name("hard-link"))[1],
+    "a hard link": lambda path: (os.link(path, path.with_name("hard-link")), path.with_name("hard-link"))[1],  # type: ignore[func-returns-value]
 }
 
 

@@ -6,6 +6,7 @@ a TCP exchange) in windows of their own, and the trace is written and read back 
 trace file format.
 """
 
+import itertools
 import json
 import os
 import signal
@@ -20,11 +21,10 @@ from pathlib import Path
 import pytest
 
 from bpf_programs import program_exists, program_ids, wait_until_attached
-from casstrace_cli import CASSTRACE
-
 from casstrace.errors import CasstraceError
-from casstrace.traces.schema import latency_bucket
 from casstrace.traces import Trace, TraceWriter
+from casstrace.traces.schema import latency_bucket
+from casstrace_cli import CASSTRACE
 
 pytestmark = pytest.mark.integration
 
@@ -123,7 +123,8 @@ def test_every_read_and_lseek_recorded_exactly(captured):
     trace, answers, windows, setup = captured
     rows = trace.rows(
         "SELECT syscall, fd, offset, requested, returned, tid FROM events WHERE file_id = ? AND ts_ns >= "
-        "(SELECT start_ns FROM windows WHERE window_id = ?) AND ts_ns < (SELECT end_ns FROM windows WHERE window_id = ?)"
+        "(SELECT start_ns FROM windows WHERE window_id = ?)"
+        " AND ts_ns < (SELECT end_ns FROM windows WHERE window_id = ?)"
         " ORDER BY ts_ns", (file_id(trace, setup["a"]), windows["syscalls"], windows["syscalls"]))
     reads = [tuple(row) for row in rows if row["syscall"] != "lseek"]
     lseeks = [(row["fd"], row["offset"], row["requested"], row["returned"]) for row in rows if row["syscall"] == "lseek"]
@@ -199,7 +200,7 @@ def test_fd_reuse_attributed_to_the_right_file(captured):
 
 
 def test_all_threads_captured_and_named(captured):
-    trace, answers, windows, setup = captured
+    trace, answers, _windows, setup = captured
     tids = {read[6] for read in answers["syscalls"]["reads"]}
     assert len(tids) == 2
     seen = {row["tid"] for row in trace.rows("SELECT DISTINCT tid FROM events WHERE file_id = ?",
@@ -227,7 +228,7 @@ def test_windows_consecutive_and_labelled(captured):
     assert [r["label"] for r in rows] == ["between"] + ["execution", "between"] * len(PHASES)
     assert [r["execution"] for r in rows if r["label"] == "execution"] == [1, 2, 3, 4]
     assert [r["window_id"] for r in rows if r["label"] == "execution"] == list(windows.values())
-    for before, after in zip(rows, rows[1:]):
+    for before, after in itertools.pairwise(rows):
         assert before["end_ns"] == after["start_ns"]
     assert rows[0]["start_ns"] == trace.meta["capture_start_ns"]
     assert rows[-1]["end_ns"] == trace.meta["capture_end_ns"]
@@ -462,7 +463,7 @@ def test_ctrl_c_on_the_command_writes_an_incomplete_trace(tmp_path):
                                     "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_until_attached(command)
         command.send_signal(signal.SIGINT)
-        stdout, stderr = command.communicate(timeout=30)
+        _stdout, stderr = command.communicate(timeout=30)
         assert command.returncode == 130, stderr
         with Trace(out) as trace:
             assert not trace.complete
@@ -708,7 +709,7 @@ def test_missing_pid_is_one_clear_line(tmp_path):
 def test_missing_kernel_headers_say_how_to_fix(tmp_path):
     with pytest.raises(CasstraceError) as error:
         bcc_capture.check_kernel_headers(tmp_path)
-    assert "scripts/install" in error.value.fix
+    assert "scripts/install" in (error.value.fix or "")
 
 
 # -- on the test sandbox ---------------------------------------------------------------------------

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import CASSTRACE, casstrace
-
 from casstrace.analyses import analyse
 from casstrace.analyses.profile import UNDETERMINED_FAULTS
 from casstrace.errors import CasstraceError
@@ -21,7 +19,7 @@ from casstrace.probes.java_stacks import up_to
 from casstrace.probes.jfr import read_samples
 from casstrace.sandbox.java import find_java
 from casstrace.traces import Trace
-
+from casstrace_cli import CASSTRACE, casstrace
 from test_mmap_nodes import DEMO, node_41  # noqa: F401 (a fixture: the 4.1 node, which maps its Data files)
 
 pytestmark = pytest.mark.integration
@@ -122,6 +120,7 @@ def kernel_totals(trace: Trace, path_like: str, window_ids: list[int]) -> tuple[
 def test_a_cold_runs_syscall_and_fill_bytes_fall_on_cassandra_stacks(cold_profiled_run):
     analysis = analyse(cold_profiled_run)
     profile = analysis.profile
+    assert profile is not None
     with Trace(cold_profiled_run) as trace:
         kernel_read, kernel_filled = kernel_totals(trace, f"%/{analysis.table}-%-Data.db",
                                                    trace.meta["profile"]["window_ids"])
@@ -164,6 +163,7 @@ def test_on_a_node_that_maps_its_data_files_every_fill_byte_is_on_a_stack_or_und
     assert done.returncode == 0, done.stderr
     analysis = analyse(out)
     profile = analysis.profile
+    assert profile is not None
     with Trace(out) as trace:
         assert trace.meta["cassandra"]["disk_access_mode"] in ("auto", "mmap")
         assert trace.meta["unlogged_fill_pages"] == 0

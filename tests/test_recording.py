@@ -174,6 +174,7 @@ def test_a_signal_in_the_body_keeps_the_capture_marked_incomplete(tmp_path, sign
     assert raised.value.signum == signum and raised.value.exit_code == 128 + signum
     assert raised.value.trace == tmp_path / "t.trace" and not raised.value.trace_complete
     assert "collect True" in log and "source stop" in log and "source write" in log
+    assert raised.value.trace is not None
     with Trace(raised.value.trace) as trace:
         assert not trace.complete and trace.meta["incomplete_reason"] == raised.value.reason
         assert trace.rows("SELECT count(*) FROM windows")[0][0] == 2

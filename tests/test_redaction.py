@@ -6,9 +6,8 @@ import sys
 
 import pytest
 
-from casstrace_cli import CASSTRACE
-
 from casstrace.redaction import redact_command
+from casstrace_cli import CASSTRACE
 
 
 def test_secret_options_and_classpath_are_redacted():

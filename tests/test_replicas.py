@@ -11,13 +11,12 @@ import time
 
 import pytest
 
+from bpf_programs import program_exists, program_ids
 from casstrace.node.agents import AgentOptions, AgentsCapture, AgentTarget
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
 from casstrace.probes.protocol import GAP_WINDOW, Windows
 from casstrace.probes.recording import record
 from casstrace.traces import Trace, TraceWriter
-
-from bpf_programs import program_exists, program_ids
 from casstrace_cli import CASSTRACE, casstrace
 from replicas_helpers import agents_of, data_bytes_per_execution, rchar, remote_casstrace
 

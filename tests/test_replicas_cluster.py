@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from bpf_programs import program_exists, program_ids
 from casstrace.node.jvm import cassandra_at
 from casstrace.traces import Trace
-
-from bpf_programs import program_exists, program_ids
 from casstrace_cli import CASSTRACE, casstrace
 from replicas_helpers import agents_of, data_bytes_per_execution, rchar, remote_casstrace
 
@@ -139,7 +138,7 @@ def test_ctrl_c_stops_every_agent_and_keeps_their_capture(cluster, query, tmp_pa
         time.sleep(0.1)
     time.sleep(2)   # executions under way
     run.send_signal(signal.SIGINT)
-    stdout, stderr = run.communicate(timeout=120)
+    _stdout, stderr = run.communicate(timeout=120)
     assert run.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert not any(Path(f"/proc/{agent}").exists() for agent in agents)

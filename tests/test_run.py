@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import CASSTRACE, casstrace
-
 from casstrace.traces import Trace
+from casstrace_cli import CASSTRACE, casstrace
 
 pytestmark = pytest.mark.integration
 

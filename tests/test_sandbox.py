@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import casstrace
-
 from casstrace.sandbox import artifacts
 from casstrace.sandbox.control import Sandbox
+from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 

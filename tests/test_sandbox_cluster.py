@@ -8,12 +8,11 @@ import socket
 
 import pytest
 
-from casstrace_cli import casstrace
-
 from casstrace.node.jvm import read_argv
 from casstrace.sandbox.cluster import SandboxCluster, ring_states
 from casstrace.sandbox.demo import DemoData
 from casstrace.sandbox.settings import HOST
+from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 
@@ -86,6 +85,7 @@ def test_stop_leaves_no_jvm_and_start_brings_the_ring_back(cluster: SandboxClust
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.splitlines() == [f"node {k}: stopped pid {pid}" for k, pid in enumerate(pids, 1)]
     for number, (node, pid) in enumerate(zip(cluster.nodes, pids), 1):
+        assert pid is not None
         assert f"-Dcassandra.config=file://{node.layout.yaml}" not in (read_argv(pid) or ())
         assert not bound(f"127.0.0.{number}", node.native_port)
         assert not bound(HOST, node.jmx_port)

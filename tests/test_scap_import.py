@@ -14,7 +14,6 @@ from casstrace.probes.scap_reader import OPEN, READ, SEEK, Call, Fd, ScapReader,
 from casstrace.probes.sysdig_import import ScapImporter, import_scap
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.schema import SLOT_NS
-
 from casstrace_cli import casstrace
 from scap_files import exit_only
 
@@ -66,7 +65,7 @@ def test_offsets_of_plain_reads_follow_opens_and_lseeks(tmp_path):
     assert (io["lseek_calls"], io["seek_jumps"], io["longest_sequential_bytes"]) == (1, 2, 4096)
     assert [tuple(row) for row in trace.rows("SELECT first_page, page_count FROM coverage ORDER BY first_page")] == [
         (0, 2), (16, 1)]
-    assert dict(trace.rows("SELECT tid, name FROM threads")) == {7: "db", 8: "w 1"}
+    assert dict(trace.rows("SELECT tid, name FROM threads")) == {7: "db", 8: "w 1"}  # type: ignore[arg-type]
 
 
 @pytest.mark.usefixtures("fold")
@@ -88,7 +87,7 @@ def test_cells_of_long_past_slots_move_to_disk_and_late_calls_still_count(tmp_pa
     process = importer.processes[7]
     assert {key[1] for key in process.heatmap} == {30, 31, 1, 0}   # 5, 9, 14, 20 left memory
     trace = written(importer, tmp_path / "moved.trace")
-    counted = {}
+    counted: dict[int, int] = {}
     for slot in slots:
         counted[slot] = counted.get(slot, 0) + 1
     assert {row["slot"]: row["calls"] for row in trace.rows("SELECT slot, calls FROM heatmap")} == counted
@@ -229,5 +228,5 @@ def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
     assert imported[0] == imported[1]
     writer = TraceWriter(tmp_path / "bad.trace")
     with pytest.raises(TypeError):
-        writer.add_events([(1, 2, "read", 3, 1, 0, 1, 1, object(), None)])
+        writer.add_events([(1, 2, "read", 3, 1, 0, 1, 1, object(), None)])  # type: ignore[list-item]  # under test
     writer.discard()

@@ -9,7 +9,6 @@ import pytest
 
 from casstrace.probes import scap_reader
 from casstrace.probes.scap_reader import READ, ScapError, ScapReader
-
 from scap_files import exit_only, thread_renamed, with_execve
 
 SCAP_DIR = Path(__file__).resolve().parent / "data" / "scap"

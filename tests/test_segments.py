@@ -4,7 +4,6 @@ time linear in the bytes where the driver's grows with their square."""
 
 import io
 import random
-import struct
 import time
 from collections.abc import Callable
 
@@ -51,7 +50,7 @@ class RecordingDriverConnection(Connection):
         self._io_buffer.set_checksumming_buffer()
         self.frames: list[tuple[tuple[int, int, int, int, int, int], bytes]] = []
 
-    def process_msg(self, header, body): 
+    def process_msg(self, header, body):
         self.frames.append(((header.version, header.flags, header.stream, header.opcode, header.body_offset,
                              header.end_pos), bytes(body)))
 

@@ -24,10 +24,9 @@ from pathlib import Path
 import pytest
 
 from bpf_programs import program_exists, program_ids
-from casstrace_cli import CASSTRACE
-
 from casstrace.reports import beside_trace
 from casstrace.traces import Trace
+from casstrace_cli import CASSTRACE
 
 pytestmark = pytest.mark.integration
 

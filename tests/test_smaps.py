@@ -42,7 +42,7 @@ def test_a_files_code_and_private_writable_copies_are_not_its_data():
 
 def with_vmflags(text: str) -> str:
     """SMAPS as the kernel writes it: every block ends with a VmFlags line."""
-    blocks = []
+    blocks: list[str] = []
     for line in text.splitlines(keepends=True):
         if "-" in line.split(" ", 1)[0] and blocks:
             blocks.append("VmFlags: rd mr mw me\n")

@@ -83,7 +83,7 @@ def test_uuid_generations_decode_to_their_creation_time():
     assert name.generation == "3fw2_0tj4_46w3k2cpidnirvjy7k"
     assert (name.version, name.format, name.component) == ("nb", "big", "Data")
     # days 3fw2, seconds 0tj4, 100-ns units 46w3k (base 36) since 1582-10-15
-    assert name.generation_time == datetime.datetime(2022, 5, 23, 10, 37, 52, 704000, tzinfo=datetime.timezone.utc)
+    assert name.generation_time == datetime.datetime(2022, 5, 23, 10, 37, 52, 704000, tzinfo=datetime.UTC)
 
     bti = parse_sstable_path(
         "/var/lib/cassandra/data/ks/tab-0a1b2c3d4e5f60718293a4b5c6d7e8f9/da-3gmz_0v2f_5bbwg2ho2ac0ws3cra-bti-Data.db")

@@ -6,6 +6,7 @@ import os
 import struct
 
 from casstrace.node.storage import chunk_layout, sstable_stats, sstable_storage
+from casstrace.traces.meta import SSTableFileMeta
 
 
 def utf(text: str) -> bytes:
@@ -44,7 +45,8 @@ def test_a_compression_info_gives_its_chunks():
 
 def test_a_3x_compression_info_has_no_max_compressed_length():
     data = compression_info(2, max_compressed_length=False)
-    assert chunk_layout(data, len(data), "md", 30_000)["chunks"] == 2
+    layout = chunk_layout(data, len(data), "md", 30_000)
+    assert layout is not None and layout["chunks"] == 2
     assert chunk_layout(data, len(data), "nb", 30_000) is None     # read as 4.0+: the sizes do not add up
 
 
@@ -55,7 +57,8 @@ def test_statistics_give_partitions_and_cells_from_the_histograms():
     assert sstable_stats(statistics(sizes + cells), "nb") == {
         "partitions": 30, "cells": 90, "partition_bytes_p50": 535, "partition_bytes_max": 535,
         "cells_p50": 3, "cells_max": 3}
-    assert sstable_stats(statistics(sizes + cells, checksum=False), "md")["cells"] == 90
+    stats = sstable_stats(statistics(sizes + cells, checksum=False), "md")
+    assert stats is not None and stats["cells"] == 90
 
 
 def test_storage_of_sstables_as_listed_leaves_out_what_is_not_there(tmp_path):
@@ -67,7 +70,7 @@ def test_storage_of_sstables_as_listed_leaves_out_what_is_not_there(tmp_path):
     (table / "da-2-bti-Data.db").write_bytes(b"\x00" * 5_000)           # uncompressed, no statistics
     (table / "da-2-bti-Partitions.db").write_bytes(b"\x00" * 80)
     (table / "da-2-bti-Rows.db").write_bytes(b"")
-    files = [{"path": str(path), "size": path.stat().st_size} for path in sorted(table.iterdir())]
+    files: list[SSTableFileMeta] = [{"path": str(path), "size": path.stat().st_size} for path in sorted(table.iterdir())]
     files.append({"path": str(table / "nb-3-big-Data.db"), "size": 10})  # compacted away since the listing
     files.append({"path": str(table / "nb-3-big-CompressionInfo.db"), "size": 10})
     by_name = {s["data_path"].rsplit("/", 1)[-1]: s for s in sstable_storage(os.getpid(), files)}

@@ -4,14 +4,13 @@ import json
 
 import pytest
 
-from casstrace_cli import casstrace
-
 from casstrace.analyses import analyse
 from casstrace.analyses.sweep import summarise_sweep
 from casstrace.reports import render
 from casstrace.reports.sweep import document
 from casstrace.sandbox.demo import is_loaded
 from casstrace.sandbox.sweep import SWEEP_KEYSPACE
+from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 

@@ -5,6 +5,7 @@ The independent truth is sysdig's own accounting: its topfiles_bytes / fdbytes_b
 evt.latency field, run on the same files, plus the figures the captures' README states.
 """
 
+import itertools
 import json
 import os
 import statistics
@@ -14,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from casstrace_cli import CASSTRACE
-
 from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
 from casstrace.probes import scap_reader, sysdig_import
@@ -23,6 +22,7 @@ from casstrace.probes.sysdig_capture import SysdigCapture, write_capture
 from casstrace.probes.sysdig_import import Window, import_scap
 from casstrace.probes.sysdig_tool import SysdigVersion, find_sysdig
 from casstrace.traces import Trace, TraceWriter
+from casstrace_cli import CASSTRACE
 from scap_files import exit_only
 
 pytestmark = pytest.mark.integration
@@ -55,7 +55,7 @@ def sysdig_table(scap: Path, chisel: list[str], condition: str) -> dict[str, int
     """A table chisel's JSON output, key -> bytes."""
     out = subprocess.run(["sysdig", "-r", str(scap), "-j", "-c", *chisel, condition],
                          capture_output=True, text=True, check=True).stdout
-    return {key: value for key, value in json.loads(out)["data"]}
+    return dict(json.loads(out)["data"])
 
 
 def per_path(trace: Trace, column: str) -> dict[str, int]:
@@ -157,7 +157,7 @@ def test_windows_of_a_live_capture_split_the_totals_as_sysdig_does(tmp_path):
     assert [(w["window_id"], w["label"], w["execution"]) for w in trace.rows("SELECT * FROM windows")] == [
         (1, "between", None), (2, "execution", 1), (3, "between", None)]
     assert trace.meta["source"] == "pid 24004" and trace.meta["capture_start_ns"] == start
-    for window_id, (low, high) in enumerate(zip(cuts, cuts[1:]), start=1):
+    for window_id, (low, high) in enumerate(itertools.pairwise(cuts), start=1):
         expected = sysdig_table(scap, ["topfiles_bytes"], f"evt.rawtime >= {low} and evt.rawtime < {high}")
         got = {row["path"]: row["read_bytes"] for row in trace.rows(
             "SELECT f.path, io.read_bytes FROM file_io io JOIN files f USING (file_id)"

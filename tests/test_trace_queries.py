@@ -5,8 +5,8 @@ import json
 import sqlite3
 
 import pytest
-import synthetic_traces as synthetic
 
+import synthetic_traces as synthetic
 from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
 from casstrace.reports import render
@@ -53,13 +53,14 @@ def test_a_trace_missing_a_table_every_format_has_is_a_casstrace_error(tmp_path)
     path = synthetic.wide_select_c0(tmp_path / "c0.trace")
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE coverage")
-    with pytest.raises(CasstraceError, match="is not a whole casstrace trace .*no such table: coverage"):
+    with pytest.raises(CasstraceError, match=r"is not a whole casstrace trace .*no such table: coverage"):
         analyse(path)
 
 
 def test_records_name_what_the_rows_hold(tmp_path):
     with Trace(synthetic.wide_select_c0(tmp_path / "c0.trace")) as trace:
         warmup, measured = (e.window_id for e in queries.executions(trace))
+        assert warmup is not None and measured is not None
         data = next(f.file_id for f in queries.file_paths(trace) if f.path == synthetic.DATA_PATH)
         (totals,) = [f for f in queries.file_totals(trace, [measured]) if f.file_id == data]
         assert (totals.path, totals.read_calls, totals.read_bytes, totals.cache_miss_bytes) == \

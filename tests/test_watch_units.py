@@ -7,14 +7,19 @@ import uuid
 
 import pytest
 
-from casstrace.analyses.watch import (POOLS, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
-                                      summarise)
-from casstrace.node.jvm import ThreadIds, parse_thread_print
-from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
+from casstrace.analyses.watch import POOLS, Session, SlotIO, Span, WatchInputs, attribute, pool_of, summarise
 from casstrace.errors import CasstraceError
 from casstrace.ledger import TRACE_PROBABILITY, Ledger
-from casstrace.node.tracing import (MS_NS, UUID_EPOCH_100NS, SampledSession, TraceProbability, add_events,
-                                    session_start_ns)
+from casstrace.node.jvm import ThreadIds, parse_thread_print
+from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
+from casstrace.node.tracing import (
+    MS_NS,
+    UUID_EPOCH_100NS,
+    SampledSession,
+    TraceProbability,
+    add_events,
+    session_start_ns,
+)
 from casstrace.reports import render
 from casstrace.reports.watch import document
 from casstrace.traces.queries import ReadCall
@@ -83,9 +88,9 @@ def ledger(tmp_path) -> Ledger:
 
 
 def test_trace_probability_is_restored_on_the_way_out_whatever_the_way(ledger):
-    node, warnings = FakeNodetool(0.002), []
+    node, warnings = FakeNodetool(0.002), list[str]()
     with pytest.raises(RuntimeError):
-        with TraceProbability(node, 0.3, warnings.append, ledger) as switch:
+        with TraceProbability(node, 0.3, warnings.append, ledger) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
             assert node.probability == 0.3
             change = ledger.find(TRACE_PROBABILITY)   # written down while it holds
             assert change is not None and (change.original, change.changed_to) == (0.002, 0.3)
@@ -95,15 +100,15 @@ def test_trace_probability_is_restored_on_the_way_out_whatever_the_way(ledger):
 
 
 def test_a_second_ctrl_c_during_the_restore_is_retried(ledger):
-    node, warnings = FakeNodetool(0.002), []
-    with TraceProbability(node, 0.3, warnings.append, ledger) as switch:
+    node, warnings = FakeNodetool(0.002), list[str]()
+    with TraceProbability(node, 0.3, warnings.append, ledger) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
         node.failures = [KeyboardInterrupt()]
     assert node.probability == 0.002 and switch.restored and not warnings
 
 
 def test_a_restore_that_cannot_be_done_is_said_with_the_command(ledger):
-    node, warnings = FakeNodetool(0.002), []
-    with TraceProbability(node, 0.3, warnings.append, ledger) as switch:
+    node, warnings = FakeNodetool(0.002), list[str]()
+    with TraceProbability(node, 0.3, warnings.append, ledger) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
         node.failures = [CasstraceError("JMX refused", "fix"), CasstraceError("JMX refused", "fix")]
     assert switch.restored is False and node.probability == 0.3
     assert ledger.find(TRACE_PROBABILITY) is not None   # kept for the next casstrace to put back
@@ -117,7 +122,7 @@ def test_nothing_changes_when_the_previous_value_cannot_be_read(ledger):
 
     node = Unreachable(0.0)
     with pytest.raises(CasstraceError):
-        with TraceProbability(node, 0.3, print, ledger):
+        with TraceProbability(node, 0.3, print, ledger):  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
             pass
     assert node.probability == 0.0 and ledger.find(TRACE_PROBABILITY) is None
 
@@ -189,7 +194,7 @@ def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pool
     io += [SlotIO(101, 15, 2, 4096, 0)]                                        # its index read
     io += [SlotIO(102, 40, 3, 16_384, 8)]                                      # narrow: a read, its fills
     io += [SlotIO(101, 60, 1, 5_000_000, 0)]                                   # an unsampled wide read
-    io += [SlotIO(201, slot, 1, 2_000_000, 0) for slot in range(0, 5)]         # compaction
+    io += [SlotIO(201, slot, 1, 2_000_000, 0) for slot in range(5)]         # compaction
     io += [SlotIO(101, 12, 4, 999, 0)]                                         # not an SSTable
     inputs = _inputs([_session(1, wide, 10), _session(2, narrow, 40)],
                      [_span(1, 101, 10, 18), _span(2, 102, 40, 40, "ReadStage-2"),

@@ -59,7 +59,7 @@ _COMPONENT_FILES = {
 }
 
 # The time UUID epoch (1582-10-15), for UUID-based generations.
-_UUID_EPOCH = datetime.datetime(1582, 10, 15, tzinfo=datetime.timezone.utc)
+_UUID_EPOCH = datetime.datetime(1582, 10, 15, tzinfo=datetime.UTC)
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,8 @@ def _strip_snapshot_or_backup(directories: list[str]) -> tuple[str | None, bool,
 
 def _locate_in_directories(
         directories: list[str]) -> tuple[str, str, str | None, str | None, str | None, bool] | None:
-    """(keyspace, table, table_id, index, snapshot, backup) from .../<ks>/<table>[-<id>]/[.<index>/][snapshots/<tag>/|backups/]."""
+    """(keyspace, table, table_id, index, snapshot, backup) from
+    .../<ks>/<table>[-<id>]/[.<index>/][snapshots/<tag>/|backups/]."""
     index = None
     if directories and directories[-1].startswith(".") and len(directories[-1]) > 1:
         index = directories.pop()[1:]

@@ -26,11 +26,24 @@ from typing import Any, Unpack
 
 from casstrace import __version__, outputs
 from casstrace.errors import CasstraceError
-from casstrace.traces.rows import (CoverageRow, EventRow, ExecutionRow, FileIORow, HeatmapRow, LatencyRow, MappingRow,
-                                   NodeRow, PageCacheFillRow, ProfileReadRow, ProfileSampleRow, ReadSizeRow,
-                                   SessionThreadRow, StatementSessionRow, ThreadIORow)
+from casstrace.traces.rows import (
+    CoverageRow,
+    EventRow,
+    ExecutionRow,
+    FileIORow,
+    HeatmapRow,
+    LatencyRow,
+    MappingRow,
+    NodeRow,
+    PageCacheFillRow,
+    ProfileReadRow,
+    ProfileSampleRow,
+    ReadSizeRow,
+    SessionThreadRow,
+    StatementSessionRow,
+    ThreadIORow,
+)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
-
 
 COVERAGE_COLUMNS = tuple(CoverageRow.__annotations__)
 EVENT_COLUMNS = ("ts_ns", "tid", "syscall", "fd", "file_id", "offset", "requested", "returned", "latency_ns",
@@ -255,7 +268,8 @@ class TraceWriter:
         """(start_ns, end_ns, window_id) of the given windows, by start."""
         ids = tuple(window_ids)
         return sorted((start, end, window_id) for window_id, start, end in self.db.execute(
-            f"SELECT window_id, start_ns, end_ns FROM windows WHERE window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
+            "SELECT window_id, start_ns, end_ns FROM windows"
+            f" WHERE window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
             ids))
 
     def logged_reads(self, window_ids: Iterable[int]) -> list[tuple[int, int, int, int, int, int]]:
@@ -286,7 +300,8 @@ class TraceWriter:
         """file_id -> bytes written in the window, for those of `file_ids` written to in it."""
         wanted = list(file_ids)
         return dict(self.db.execute(
-            f"SELECT file_id, write_bytes FROM file_io WHERE window_id = ? AND file_id IN ({', '.join('?' * len(wanted))})",
+            "SELECT file_id, write_bytes FROM file_io"
+            f" WHERE window_id = ? AND file_id IN ({', '.join('?' * len(wanted))})",
             (window_id, *wanted)).fetchall())
 
     # -- ending -----------------------------------------------------------------------------
@@ -335,7 +350,7 @@ def _is_disk_full(error: BaseException) -> bool:
     # sqlite says SQLITE_FULL; traces/bulk_insert.c raises OperationalError with sqlite's message
     return ((isinstance(error, sqlite3.Error) and (getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
                                                    or "database or disk is full" in str(error)))
-            or isinstance(error, OSError) and error.errno == errno.ENOSPC)
+            or (isinstance(error, OSError) and error.errno == errno.ENOSPC))
 
 
 def _insert_statement(table: str, columns: Sequence[str]) -> str:

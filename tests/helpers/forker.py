@@ -31,7 +31,7 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 class Accounting:
     def __init__(self, results: str):
         self.results = results
-        self.reads = []
+        self.reads: list[list[object]] = []
         self.lock = threading.Lock()
 
     def read(self, path, syscall, fd, size, offset=None):

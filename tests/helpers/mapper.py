@@ -32,7 +32,7 @@ def main() -> None:
             os.close(fd)
             if arguments[1:] == ["small"]:
                 mapping.madvise(mmap.MADV_NOHUGEPAGE)
-            answer = {"pages": len(mapping) // PAGE, "bytes": len(mapping)}
+            answer: dict[str, int | str] = {"pages": len(mapping) // PAGE, "bytes": len(mapping)}
         elif command == "prefault":
             assert mapping is not None
             checksum = sum(mapping[offset] for offset in range(0, len(mapping), PAGE))

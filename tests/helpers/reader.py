@@ -144,7 +144,8 @@ class Reader:
         received = 0
         while received < 1234:
             received += len(connection.recv(1234 - received))
-        local = "%s:%d" % connection.getsockname()
+        host, port = connection.getsockname()
+        local = f"{host}:{port}"
         return {"local": local, "sent": 3000, "received": received}
 
     def serve(self):
