@@ -1,4 +1,5 @@
-"""Where casstrace keeps things: downloads under the user's cache dir, sandboxes and traces under the data dir."""
+"""Where casstrace keeps things: downloads under the user's cache dir, sandboxes and traces under the data dir,
+what it changed on a node (until it is put back) under the state dir."""
 
 import os
 from pathlib import Path
@@ -25,3 +26,9 @@ def default_sandbox_dir() -> Path:
 
 def default_traces_dir() -> Path:
     return data_dir() / "traces"
+
+
+def state_dir() -> Path:
+    """What must outlive a casstrace killed mid-way: the ledger of what it changed on a node, until it
+    is put back ($XDG_STATE_HOME/casstrace; ledger.py)."""
+    return _xdg("XDG_STATE_HOME", ".local/state") / "casstrace"

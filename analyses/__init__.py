@@ -18,5 +18,6 @@ from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.model import (AccessPattern, Amplification, Analysis, Execution, FileIO, Finding,
                                       Spectrogram, SSTableIO, Verdict)
 
-__all__ = ["analyse", "DEFAULT_THRESHOLD", "DEFAULT_MIN_EXCESS", "Analysis", "AccessPattern", "Amplification", "Execution", "FileIO",
+__all__ = ["analyse", "DEFAULT_THRESHOLD", "DEFAULT_MIN_EXCESS", "Analysis", "AccessPattern", "Amplification",
+           "Execution", "FileIO",
            "Finding", "Spectrogram", "SSTableIO", "Verdict"]

@@ -10,7 +10,7 @@ import itertools
 from casstrace.analyses.model import AccessPattern, FileIO, OffsetPoint
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.units import human_bytes
-from casstrace.traces import Trace
+from casstrace.traces import Trace, queries
 
 MAX_POINTS = 20_000   # per file: enough to see the shape, small enough for a browser
 
@@ -28,21 +28,17 @@ def access_patterns(trace: Trace, files: list[FileIO], limit: int = 6) -> list[A
 
 
 def _access_pattern(trace: Trace, file: FileIO, start_ns: int, slot_ns: int, bucket_bytes: int | None) -> AccessPattern:
-    (calls,) = trace.rows("SELECT COALESCE(SUM(read_calls + lseek_calls), 0) FROM file_io WHERE file_id = ?",
-                          (file.file_id,))[0]
-    (streamed,) = trace.rows("SELECT COUNT(*) FROM events WHERE file_id = ?", (file.file_id,))[0]
+    calls = queries.file_call_count(trace, file.file_id)
+    streamed = queries.streamed_call_count(trace, file.file_id)
     points: list[OffsetPoint] = []
     if calls and streamed >= calls:
         source, note = "events", f"every call streamed ({streamed:,} reads and lseeks)"
-        for row in trace.rows(
-            "SELECT ts_ns, syscall, offset, returned FROM events"
-            " WHERE file_id = ? AND offset IS NOT NULL ORDER BY ts_ns", (file.file_id,),
-        ):
-            is_lseek = row["syscall"] in ("lseek", "llseek")
+        for ts_ns, syscall, offset, returned in queries.offset_events(trace, file.file_id):
+            is_lseek = syscall in ("lseek", "llseek")
             points.append(OffsetPoint(
-                time_s=(row["ts_ns"] - start_ns) / 1e9,
-                offset=row["returned"] if is_lseek and row["returned"] is not None and row["returned"] >= 0 else row["offset"],
-                length=0 if is_lseek else max(row["returned"] or 0, 0),
+                time_s=(ts_ns - start_ns) / 1e9,
+                offset=returned if is_lseek and returned is not None and returned >= 0 else offset,
+                length=0 if is_lseek else max(returned or 0, 0),
                 calls=1,
                 kind="lseek" if is_lseek else "read",
             ))
@@ -76,12 +72,9 @@ def _heatmap_points(trace: Trace, file_id: int, source: str, kind: str, slot_ns:
     if not bucket_bytes:
         return []
     return [
-        OffsetPoint(time_s=row["slot"] * slot_ns / 1e9, offset=row["offset_bucket"] * bucket_bytes,
-                    length=row["bytes"], calls=row["calls"], kind=kind)
-        for row in trace.rows(
-            "SELECT slot, offset_bucket, calls, bytes FROM heatmap WHERE file_id = ? AND source = ?"
-            " ORDER BY slot, offset_bucket", (file_id, source),
-        )
+        OffsetPoint(time_s=cell.slot * slot_ns / 1e9, offset=cell.offset_bucket * bucket_bytes,
+                    length=cell.bytes, calls=cell.calls, kind=kind)
+        for cell in queries.heatmap_cells(trace, file_id, source)
     ]
 
 

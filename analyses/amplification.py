@@ -20,13 +20,13 @@ The figure is divided by the payload the client received (the serialized values)
 is no payload (a sysdig import), by the bytes the node wrote to the client connection.
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from casstrace.analyses import pages
-from casstrace.analyses.file_io import page_runs, sql_in
+from casstrace.analyses.file_io import page_runs
 from casstrace.analyses.model import Amplification, Execution, Unseen
 from casstrace.analyses.units import human_bytes
-from casstrace.traces import Trace
+from casstrace.traces import Trace, queries
 from casstrace.traces.schema import HUGE_PAGE_BYTES, PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
@@ -41,15 +41,15 @@ def data_files(trace: Trace, keyspace: str | None, table: str | None) -> dict[in
 
     Without a known table (an import of an arbitrary capture), every user table's Data files."""
     chosen = {}
-    for row in trace.rows("SELECT file_id, path FROM files WHERE kind = 'file'"):
-        name = parse_sstable_path(row["path"])
+    for file_id, path in queries.file_paths(trace, "file"):
+        name = parse_sstable_path(path)
         if name is None or name.component != "Data" or name.index is not None:
             continue
         if table is None:
             if name.keyspace not in SYSTEM_KEYSPACES:
-                chosen[row["file_id"]] = name
+                chosen[file_id] = name
         elif name.table == table and (keyspace is None or name.keyspace == keyspace):
-            chosen[row["file_id"]] = name
+            chosen[file_id] = name
     return chosen
 
 
@@ -69,21 +69,13 @@ def read_pages(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]
     writers make them from a page bitmap), so SQLite sums the syscall pages itself; fills are few,
     and only the syscall runs of the windows and files with fills are read into Python."""
     files = sorted(data)
-    window_condition, window_params = sql_in("c.window_id", window_ids)
-    file_condition, file_params = sql_in("c.file_id", files)
-    end = f"(c.first_page + c.page_count) * {PAGE_BYTES}"
-    syscall = {(row["window_id"], row["file_id"]): row["bytes"] for row in trace.rows(
-        f"SELECT c.window_id, c.file_id, SUM(MAX(0, MIN({end}, COALESCE(f.size_bytes, {end})) - c.first_page * {PAGE_BYTES}))"
-        f" AS bytes FROM coverage c JOIN files f ON f.file_id = c.file_id"
-        f" WHERE c.source = 'syscall' AND {file_condition} AND {window_condition} GROUP BY c.window_id, c.file_id",
-        file_params + window_params,
-    )}
+    syscall = {(row.window_id, row.file_id): row.bytes for row in queries.syscall_page_bytes(trace, window_ids, files)}
     fills = page_runs(trace, window_ids, "page_cache", files) if trace.measured("page_cache") else {}
     outside: dict[tuple[int, int], int] = {}
     if fills:
         syscall_runs = page_runs(trace, sorted({window for window, _ in fills}), "syscall",
                                  sorted({file_id for _, file_id in fills}))
-        sizes = {row["file_id"]: row["size_bytes"] for row in trace.rows("SELECT file_id, size_bytes FROM files")}
+        sizes = queries.file_sizes(trace)
         outside = {key: pages.bytes_within(pages.subtract(runs, syscall_runs.get(key, [])), sizes.get(key[1]))
                    for key, runs in fills.items()}
     return ReadPages(syscall, outside)
@@ -94,24 +86,17 @@ def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableNa
     """`read`: the ReadPages of (at least) these windows (read_pages), read once by the caller for all."""
     page_cache_measured = trace.measured("page_cache")
     mapped_measured = trace.measured("mapped")
-    window_condition, window_params = sql_in("window_id", window_ids)
-    file_condition, file_params = sql_in("file_id", sorted(data))
-    mapped_columns = ", mapped_touched_bytes, mapped_huge_bytes" if mapped_measured else ""
-    rows = trace.rows(
-        f"SELECT window_id, file_id, read_bytes, cache_miss_bytes{mapped_columns}"
-        f" FROM file_io WHERE {window_condition} AND {file_condition}",
-        window_params + file_params,
-    )
+    rows = queries.file_window_io(trace, window_ids, sorted(data))
 
     syscall_bytes = cache_miss = outside = mapped = mapped_only = extra = extra_least = 0
     touched = set()
     for row in rows:
-        key = (row["window_id"], row["file_id"])
-        syscall_bytes += row["read_bytes"] or 0
-        cache_miss += row["cache_miss_bytes"] or 0
+        key = (row.window_id, row.file_id)
+        syscall_bytes += row.read_bytes or 0
+        cache_miss += row.cache_miss_bytes or 0
         fills = read.fills_outside_syscall_bytes.get(key, 0)
-        touched_bytes = (row["mapped_touched_bytes"] or 0) if mapped_measured else 0
-        least = least_touched(touched_bytes, (row["mapped_huge_bytes"] or 0) if mapped_measured else 0)
+        touched_bytes = (row.mapped_touched_bytes or 0) if mapped_measured else 0
+        least = least_touched(touched_bytes, (row.mapped_huge_bytes or 0) if mapped_measured else 0)
         # Referenced counts the pages of a mapped file that a read syscall returned too: once is enough.
         syscall_page_bytes = read.syscall_bytes.get(key, 0)
         window_mapped_only = max(0, touched_bytes - syscall_page_bytes)
@@ -122,8 +107,8 @@ def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableNa
         outside += fills
         mapped += touched_bytes
         mapped_only += window_mapped_only
-        if row["read_bytes"] or row["cache_miss_bytes"] or touched_bytes:
-            touched.add(row["file_id"])
+        if row.read_bytes or row.cache_miss_bytes or touched_bytes:
+            touched.add(row.file_id)
     data_read, data_read_least = syscall_bytes + extra, syscall_bytes + extra_least
 
     basis: str | None
@@ -173,8 +158,7 @@ def unseen_reads(trace: Trace, data: dict[int, SSTableName], overall: Amplificat
                                     "it measures the mapped pages the JVM touches")
     why = f": {unmeasured['reason']}" if unmeasured.get("reason") else ""
     if trace.measured("mappings"):
-        condition, params = sql_in("file_id", sorted(data))
-        (mapped,) = trace.rows(f"SELECT COALESCE(SUM(mapped_bytes), 0) FROM mappings WHERE {condition}", params)[0]
+        mapped = queries.mapped_bytes(trace, sorted(data))
         if not mapped:
             return None
         return Unseen(f"The JVM maps {human_bytes(mapped)} of {data_label}, and the mapped pages it touched were "
@@ -192,7 +176,7 @@ def unseen_reads(trace: Trace, data: dict[int, SSTableName], overall: Amplificat
 # -- which windows, which executions -------------------------------------------------------------
 
 def executions(trace: Trace) -> list[dict]:
-    return [dict(row) for row in trace.rows("SELECT * FROM executions ORDER BY execution")]
+    return [asdict(row) for row in queries.executions(trace)]
 
 
 def scope(trace: Trace, rows: list[dict]) -> tuple[list[int], str]:
@@ -201,7 +185,7 @@ def scope(trace: Trace, rows: list[dict]) -> tuple[list[int], str]:
     if measured:
         count = len(measured)
         return [row["window_id"] for row in measured], f"{count} measured execution{'s' * (count != 1)}"
-    all_windows = [row["window_id"] for row in trace.rows("SELECT window_id FROM windows ORDER BY window_id")]
+    all_windows = queries.window_ids(trace)
     return all_windows, "the whole capture (no measured execution windows recorded)"
 
 
@@ -238,17 +222,12 @@ class SocketWrites:
 def socket_writes(trace: Trace, window_ids: list[int]) -> list[SocketWrites]:
     """Every socket's writes over the windows (sockets are named 'tcp LOCAL->REMOTE' where the
     backend kept no address columns)."""
-    condition, params = sql_in("io.window_id", window_ids)
     found = []
-    for row in trace.rows(
-        f"SELECT f.node_id, f.path, f.local_addr, f.remote_addr, SUM(io.write_bytes) AS written FROM file_io io"
-        f" JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND {condition} GROUP BY f.file_id",
-        params,
-    ):
-        ends = row["path"].split()[-1].split("->")
-        local = (row["local_addr"] or ends[0]).rsplit(":", 1)
-        remote = (row["remote_addr"] or (ends[1] if len(ends) > 1 else ":")).rsplit(":", 1)
-        found.append(SocketWrites(row["node_id"], local, remote, row["written"] or 0))
+    for row in queries.socket_writes(trace, window_ids):
+        ends = row.path.split()[-1].split("->")
+        local = (row.local_addr or ends[0]).rsplit(":", 1)
+        remote = (row.remote_addr or (ends[1] if len(ends) > 1 else ":")).rsplit(":", 1)
+        found.append(SocketWrites(row.node_id, local, remote, row.written))
     return found
 
 

@@ -1,7 +1,6 @@
 """analyse(trace): every analysis of one trace, as one Analysis the reports render."""
 
 import os
-import sqlite3
 from typing import Any
 
 from casstrace.analyses import amplification as amp
@@ -17,7 +16,6 @@ from casstrace.analyses.profile import evidence as profile_evidence
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
-from casstrace.errors import CasstraceError
 from casstrace.traces import Trace
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta
@@ -34,11 +32,7 @@ def analyse(trace: Trace | str | os.PathLike[str], threshold: float = DEFAULT_TH
     if not isinstance(trace, Trace):
         with Trace(trace) as opened:
             return analyse(opened, threshold, min_excess)
-    try:
-        return _analyse(trace, threshold, min_excess)
-    except sqlite3.DatabaseError as error:
-        raise CasstraceError(f"{trace.path} is not a whole casstrace trace ({error})",
-                             "the file is damaged or truncated: take the trace again, or copy it whole") from None
+    return _analyse(trace, threshold, min_excess)
 
 
 def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
@@ -79,8 +73,8 @@ def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
     counts = trace_counts(meta.get("query_trace") or [])
 
     def necessary_of(payload_bytes: float | None, rows: float | None) -> NecessaryRead | None:
-        return necessary_read(select, schema, payload_bytes=payload_bytes, rows=rows,
-                              rows_aggregated=live_rows(counts), read_ahead=cassandra.get("compressed_read_ahead_bytes"))
+        return necessary_read(select, schema, payload_bytes=payload_bytes, rows=rows, rows_aggregated=live_rows(counts),
+                              read_ahead=cassandra.get("compressed_read_ahead_bytes"))
 
     for execution in executions:
         if execution.amplification is not None:
@@ -169,6 +163,7 @@ def _context(meta: dict[str, Any], schema: TableSchema | None) -> dict[str, Any]
         "process": meta.get("process"),
         "consistency": meta.get("consistency"),
         "page_size": meta.get("page_size"),
+        "paging": meta.get("paging"),
         "capture_seconds": (end - start) / 1e9 if start is not None and end is not None else None,
         "cassandra_version": cassandra.get("release_version"),
         "disk_access_mode": cassandra.get("disk_access_mode"),

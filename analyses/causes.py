@@ -3,7 +3,8 @@ and said no more surely than that evidence allows ('measured', 'likely', 'possib
 
 from casstrace.analyses.amplification import MMAP_DATA_MODES
 from casstrace.analyses.findings import Finder, FindingContext, Found, find
-from casstrace.analyses.model import Amplification, Cause, Certainty, Execution, Finding, NecessaryRead, NodeIO, Unseen, Verdict
+from casstrace.analyses.model import (Amplification, Cause, Certainty, Execution, Finding, NecessaryRead, NodeIO,
+                                      Unseen, Verdict)
 from casstrace.analyses.necessary import describe, stored_rows
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.units import human_bytes, ratio
@@ -38,11 +39,13 @@ def verdict(overall: Amplification, threshold: float, *, min_excess: int, execut
     payload = None
     if overall.basis is not None:
         payload = (f"{human_bytes(overall.basis_bytes)} of payload" if overall.basis == "payload" else
-                   f"{human_bytes(overall.basis_bytes)} sent to the client (wire bytes: the trace has no driver payload)")
+                   f"{human_bytes(overall.basis_bytes)} sent to the client "
+                   "(wire bytes: the trace has no driver payload)")
     carried = f"; most of it seen by {overall.carried_by}" if overall.carried_by else ""
-    if not overall.data_read_bytes and not overall.basis_bytes:
+    if not overall.data_read_bytes and not overall.basis_bytes and overall.necessary_bytes is None:
         # Typically a capture of something other than a Cassandra query: saying "not flagged"
-        # would vouch for a query that never ran.
+        # would vouch for a query that never ran. (A query of a known table that found nothing,
+        # and read nothing, is judged: a point read of a missing key.)
         return Verdict("undetermined", f"Nothing was read from {data_label} and nothing was returned "
                                        f"({payload}): there is no query to judge in this capture.", notes)
     base = overall.necessary_bytes if overall.necessary_bytes is not None else overall.basis_bytes or 0
@@ -52,10 +55,12 @@ def verdict(overall: Amplification, threshold: float, *, min_excess: int, execut
 
     per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
     rule = f"threshold {threshold:g}x and {human_bytes(min_excess)} per execution"
+    against_payload = ("" if payload is None else ", nothing returned" if overall.read is None else
+                       f", {ratio(overall.read)} the {payload}")
     if necessary is not None and overall.necessary_bytes is not None:
-        summary = (f"Read {read}{per} from {data_label}; the necessary read of its result is {human_bytes(necessary.bytes)} "
-                   f"per execution ({describe(necessary)}): {ratio(overall.over_necessary)} the necessary "
-                   f"read ({rule})" + (f", {ratio(overall.read)} the {payload}" if payload else "") + f"{carried}.")
+        summary = (f"Read {read}{per} from {data_label}; the necessary read of its result is "
+                   f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}): "
+                   f"{ratio(overall.over_necessary)} the necessary read ({rule})" + against_payload + f"{carried}.")
     elif base == 0:
         summary = f"Read {read}{per} from {data_label} to return nothing ({payload}; {rule}){carried}."
     else:
@@ -242,7 +247,8 @@ def _chunk_overhead(context: FindingContext) -> Finding | None:
     stored = necessary.unit_bytes if necessary else chunk
     # Only small rows, each read as about a chunk of its own: a chunk per row explains the read (a
     # full-row read reads far more), and the read is not far less (rows that share their chunks).
-    if per_row_payload * context.threshold > chunk or not rows * stored / 2 <= context.data_read_bytes <= rows * stored * 2:
+    if per_row_payload * context.threshold > chunk \
+            or not rows * stored / 2 <= context.data_read_bytes <= rows * stored * 2:
         return None
     # With small chunks each row costs one small chunk (the stored size in proportion).
     after = (context.rows_per_execution or 0) * stored * SMALL_CHUNK_BYTES / chunk if context.flagged else None
@@ -253,8 +259,8 @@ def _chunk_overhead(context: FindingContext) -> Finding | None:
         evidence=[f"{human_bytes(per_row_payload)} returned per row, while Cassandra reads and decompresses whole "
                   f"{human_bytes(chunk)} chunks ({schema.compressor}, {human_bytes(stored)} each as stored); one "
                   f"chunk per row is {human_bytes(chunk_cost)}, against {human_bytes(context.data_read_bytes)} read."],
-        suggestion=[f"If the table is mostly read by key, try a smaller chunk: ALTER TABLE {schema.keyspace}.{schema.table} "
-                    f"WITH compression = {{'class': '{schema.compressor}', 'chunk_length_in_kb': 4}}, then "
+        suggestion=[f"If the table is mostly read by key, try a smaller chunk: ALTER TABLE "
+                    f"{schema.keyspace}.{schema.table} WITH compression = {{'class': '{schema.compressor}', 'chunk_length_in_kb': 4}}, then "
                     "`nodetool upgradesstables -a` to rewrite the SSTables (costs some compression ratio and "
                     "CompressionInfo memory)."],
         read_after_fix_bytes=after,

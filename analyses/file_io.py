@@ -2,30 +2,17 @@
 
 from casstrace.analyses import pages
 from casstrace.analyses.model import FileIO, SSTableIO
-from casstrace.traces import Trace
+from casstrace.traces import Trace, queries
 from casstrace.traces.sstable_names import parse_sstable_path
-
-
-def sql_in(column: str, values: list[int]) -> tuple[str, list[int | str]]:
-    """An SQL condition `column IN (...)` and its parameters (matching nothing when there are no values)."""
-    return f"{column} IN ({', '.join('?' for _ in values) or 'NULL'})", list(values)
 
 
 def page_runs(trace: Trace, window_ids: list[int], source: str | None = None,
               file_ids: list[int] | None = None) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """Merged coverage runs keyed by (window_id, file_id), for one source or both, of every file or
     of `file_ids` (found through the coverage_file index)."""
-    condition, params = sql_in("window_id", window_ids)
-    if source is not None:
-        condition += " AND source = ?"
-        params.append(source)
-    if file_ids is not None:
-        file_condition, file_params = sql_in("file_id", file_ids)
-        condition += f" AND {file_condition}"
-        params += file_params
     runs: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for row in trace.rows(f"SELECT window_id, file_id, first_page, page_count FROM coverage WHERE {condition}", params):
-        runs.setdefault((row["window_id"], row["file_id"]), []).append((row["first_page"], row["page_count"]))
+    for window_id, file_id, first_page, page_count in queries.coverage_runs(trace, window_ids, source, file_ids):
+        runs.setdefault((window_id, file_id), []).append((first_page, page_count))
     return {key: pages.merge(value) for key, value in runs.items()}
 
 
@@ -33,82 +20,52 @@ def file_io(trace: Trace, window_ids: list[int]) -> list[FileIO]:
     """Every file with I/O in the windows, most bytes first."""
     page_cache_measured = trace.measured("page_cache")
     mapped_measured = trace.measured("mapped")
-    condition, params = sql_in("io.window_id", window_ids)
-    mapped_column = ", SUM(mapped_touched_bytes) AS mapped_touched_bytes" if mapped_measured else ""
-    rows = trace.rows(
-        f"""SELECT f.file_id, f.path, f.kind, f.size_bytes,
-                   SUM(read_calls) AS read_calls, SUM(read_bytes) AS read_bytes,
-                   SUM(read_requested_bytes) AS read_requested_bytes, SUM(read_ns) AS read_ns,
-                   SUM(write_calls) AS write_calls, SUM(write_bytes) AS write_bytes,
-                   SUM(lseek_calls) AS lseek_calls, SUM(seek_jumps) AS seek_jumps,
-                   MAX(longest_sequential_bytes) AS longest_sequential_bytes,
-                   SUM(cache_miss_bytes) AS cache_miss_bytes{mapped_column}
-            FROM file_io io JOIN files f ON f.file_id = io.file_id
-            WHERE {condition}
-            GROUP BY f.file_id""",
-        params,
-    )
     touched = _touched_pages(trace, window_ids)
     sizes = _read_sizes(trace, window_ids)
-    nodes = _file_nodes(trace)
+    nodes = queries.file_node_addresses(trace)
     found = []
-    for row in rows:
-        mapped = (row["mapped_touched_bytes"] or 0) if mapped_measured else None
-        cache_miss = row["cache_miss_bytes"] if page_cache_measured else None
+    for row in queries.file_totals(trace, window_ids):
+        mapped = (row.mapped_touched_bytes or 0) if mapped_measured else None
+        cache_miss = row.cache_miss_bytes if page_cache_measured else None
         if cache_miss is None and page_cache_measured and mapped:
             cache_miss = 0   # a row only the mapped-pages measure wrote (a file seen only through its map): no fill
-        if not (row["read_calls"] or row["write_calls"] or row["lseek_calls"] or cache_miss or mapped):
+        if not (row.read_calls or row.write_calls or row.lseek_calls or cache_miss or mapped):
             continue
-        size = row["size_bytes"]
-        runs = touched.get(row["file_id"])
+        size = row.size_bytes
+        runs = touched.get(row.file_id)
         touched_bytes = pages.bytes_within(runs, size) if runs else None
         found.append(FileIO(
-            file_id=row["file_id"], path=row["path"], kind=row["kind"], size_bytes=size,
-            sstable=parse_sstable_path(row["path"]) if row["kind"] == "file" else None,
-            read_calls=row["read_calls"], read_bytes=row["read_bytes"],
-            read_requested_bytes=row["read_requested_bytes"], read_ns=row["read_ns"],
-            write_calls=row["write_calls"], write_bytes=row["write_bytes"],
-            lseek_calls=row["lseek_calls"], seek_jumps=row["seek_jumps"],
-            longest_sequential_bytes=row["longest_sequential_bytes"],
+            file_id=row.file_id, path=row.path, kind=row.kind, size_bytes=size,
+            sstable=parse_sstable_path(row.path) if row.kind == "file" else None,
+            read_calls=row.read_calls, read_bytes=row.read_bytes,
+            read_requested_bytes=row.read_requested_bytes, read_ns=row.read_ns,
+            write_calls=row.write_calls, write_bytes=row.write_bytes,
+            lseek_calls=row.lseek_calls, seek_jumps=row.seek_jumps,
+            longest_sequential_bytes=row.longest_sequential_bytes,
             cache_miss_bytes=cache_miss,
             mapped_touched_bytes=mapped,
             touched_bytes=touched_bytes,
             coverage=touched_bytes / size if touched_bytes is not None and size else None,
-            read_sizes=sizes.get(row["file_id"], {}),
-            node=nodes.get(row["file_id"]),
+            read_sizes=sizes.get(row.file_id, {}),
+            node=nodes.get(row.file_id),
         ))
     found.sort(key=lambda f: (f.read_bytes + (f.cache_miss_bytes or 0) + (f.mapped_touched_bytes or 0) + f.write_bytes,
                               f.read_calls), reverse=True)
     return found
 
 
-def _file_nodes(trace: Trace) -> dict[int, str]:
-    """file_id -> address of the node whose JVM had it (format 3 run traces; {} for others)."""
-    if not trace.has_table("nodes"):
-        return {}
-    return {row["file_id"]: row["address"] for row in
-            trace.rows("SELECT f.file_id, n.address FROM files f JOIN nodes n ON n.node_id = f.node_id")}
-
-
 def _touched_pages(trace: Trace, window_ids: list[int]) -> dict[int, list]:
-    """Distinct pages per file touched by read syscalls or page-cache fills in any of the windows.
-    DISTINCT lets SQLite drop the runs repeated window after window (every execution of a query
-    reads the same pages), so the union costs little however many executions there were."""
-    condition, params = sql_in("window_id", window_ids)
+    """Distinct pages per file touched by read syscalls or page-cache fills in any of the windows."""
     by_file: dict[int, list] = {}
-    for row in trace.rows(f"SELECT DISTINCT file_id, first_page, page_count FROM coverage WHERE {condition}", params):
-        by_file.setdefault(row["file_id"], []).append((row["first_page"], row["page_count"]))
+    for file_id, first_page, page_count in queries.distinct_coverage(trace, window_ids):
+        by_file.setdefault(file_id, []).append((first_page, page_count))
     return {file_id: pages.merge(runs) for file_id, runs in by_file.items()}
 
 
 def _read_sizes(trace: Trace, window_ids: list[int]) -> dict[int, dict[int, int]]:
-    condition, params = sql_in("window_id", window_ids)
     sizes: dict[int, dict[int, int]] = {}
-    for row in trace.rows(
-        f"SELECT file_id, log2_bucket, SUM(count) AS count FROM read_sizes WHERE {condition}"
-        " GROUP BY file_id, log2_bucket ORDER BY log2_bucket", params,
-    ):
-        sizes.setdefault(row["file_id"], {})[row["log2_bucket"]] = row["count"]
+    for file_id, log2_bucket, reads in queries.read_size_counts(trace, window_ids):
+        sizes.setdefault(file_id, {})[log2_bucket] = reads
     return sizes
 
 

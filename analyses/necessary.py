@@ -119,7 +119,8 @@ def _result_bytes(select: Select, schema: TableSchema, payload_bytes: float | No
         return payload_bytes, "the payload returned"
     if rows is None:
         return None
-    columns = schema.regular_columns if select.select_all else [c for c in select.columns if c in schema.regular_columns]
+    regular_columns = schema.regular_columns
+    columns = regular_columns if select.select_all else [c for c in select.columns if c in regular_columns]
     if least:
         per_row = sum(LEAST_CELL_BYTES.get(schema.columns[c].get("type", ""), 1) for c in columns) or 1
         return rows * per_row, f"{rows:,.0f} rows x at least {per_row:,} B of the selected cells (their types)"

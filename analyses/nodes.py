@@ -23,9 +23,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 from casstrace.analyses import amplification as amp
-from casstrace.analyses.file_io import sql_in
 from casstrace.analyses.model import Amplification, FileIO, NodeIO
-from casstrace.traces import Trace
+from casstrace.traces import Trace, queries
 from casstrace.traces.meta import QueryTraceSession
 from casstrace.traces.sstable_names import SSTableName
 
@@ -40,11 +39,6 @@ _SPECULATIVE = re.compile(rf"^speculating read retry on (?:Full\()?{_ADDRESS}", 
 # What a node traces when it reads the partition itself.
 _LOCAL_READ = re.compile(r"^(Executing single-partition query|Read \d+ live rows?|Merged data from memtables)",
                          re.IGNORECASE)
-
-
-def has_nodes(trace: Trace) -> bool:
-    """Whether the trace has nodes rows (a format-3 run trace); imports and captures have none."""
-    return trace.has_table("nodes") and bool(trace.rows("SELECT 1 FROM nodes LIMIT 1"))
 
 
 def roles(query_trace: list[QueryTraceSession], coordinators: Iterable[str]) -> dict[str, list[str]]:
@@ -82,12 +76,11 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], fil
           coordinators: list[str]) -> list[NodeIO]:
     """Every node of the trace with its roles and figures over `window_ids` (the measured executions',
     `executions` of them; `files`: their file_io); [] for a trace without nodes rows."""
-    if not has_nodes(trace):
+    node_rows = queries.nodes(trace)   # none in imports and captures
+    if not node_rows:
         return []
-    node_rows = trace.rows("SELECT * FROM nodes ORDER BY node_id")
-    file_nodes = {row["file_id"]: row["node_id"] for row in
-                  trace.rows("SELECT file_id, node_id FROM files WHERE node_id IS NOT NULL")}
-    wire = _wire(trace, window_ids, amp.native_port(trace), {row["node_id"]: row["address"] for row in node_rows})
+    file_nodes = queries.file_node_ids(trace)
+    wire = _wire(trace, window_ids, amp.native_port(trace), {row.node_id: row.address for row in node_rows})
     read_bytes: Counter[str] = Counter()   # by address: bytes read syscalls returned from its files (not sockets)
     for f in files:
         if f.kind == "file" and f.node is not None:
@@ -96,7 +89,7 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], fil
     by_address = roles(query_trace, coordinators)
     found = []
     for row in node_rows:
-        node_id, captured = row["node_id"], bool(row["captured"])
+        node_id, captured = row.node_id, row.captured
         figures: Amplification | None = None
         if captured:
             own = {file_id: name for file_id, name in data.items() if file_nodes.get(file_id) == node_id}
@@ -104,10 +97,10 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], fil
                                         read=read)
         to_nodes, to_client = wire.get(node_id, (0, 0))
         found.append(NodeIO(
-            node_id=node_id, address=row["address"], host=row["host"], datacenter=row["datacenter"],
-            rack=row["rack"], replica=bool(row["replica"]), captured=captured, not_captured=row["not_captured"],
-            pid=row["pid"], roles=by_address.get(row["address"], []), executions=executions,
-            read_bytes=read_bytes[row["address"]] if captured else None,
+            node_id=node_id, address=row.address, host=row.host, datacenter=row.datacenter,
+            rack=row.rack, replica=row.replica, captured=captured, not_captured=row.not_captured,
+            pid=row.pid, roles=by_address.get(row.address, []), executions=executions,
+            read_bytes=read_bytes[row.address] if captured else None,
             amplification=figures,
             wire_to_nodes_bytes=to_nodes if captured and trace.measured("wire") else None,
             wire_to_client_bytes=to_client if captured and trace.measured("wire") else None,
@@ -118,18 +111,10 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], fil
 
 def _reads_in(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]) -> dict[int, list[int]]:
     """node_id -> the executions (of those windows) in which any measure saw its Data files read."""
-    window_condition, window_params = sql_in("io.window_id", window_ids)
-    file_condition, file_params = sql_in("io.file_id", sorted(data))
-    mapped = " OR COALESCE(io.mapped_touched_bytes, 0) > 0" if trace.measured("mapped") else ""
     found: dict[int, list[int]] = {}
-    for row in trace.rows(
-        f"SELECT DISTINCT f.node_id, w.execution FROM file_io io JOIN files f ON f.file_id = io.file_id"
-        f" JOIN windows w ON w.window_id = io.window_id WHERE f.node_id IS NOT NULL AND w.execution IS NOT NULL"
-        f" AND {window_condition} AND {file_condition}"
-        f" AND (io.read_bytes > 0 OR COALESCE(io.cache_miss_bytes, 0) > 0{mapped}) ORDER BY w.execution",
-        window_params + file_params,
-    ):
-        found.setdefault(row["node_id"], []).append(row["execution"])
+    for node_id, execution in queries.node_executions_reading(trace, window_ids, sorted(data),
+                                                              count_mapped=trace.measured("mapped")):
+        found.setdefault(node_id, []).append(execution)
     return found
 
 

@@ -11,13 +11,11 @@ Two views of the measured executions:
   read stage's.
 """
 
-import json
 from collections import defaultdict
 from typing import Any
 
-from casstrace.analyses.file_io import sql_in
 from casstrace.analyses.model import FrameShare, Profile, StackBytes, WeightedStack
-from casstrace.traces import Trace
+from casstrace.traces import Trace, queries
 from casstrace.traces.schema import PAGE_BYTES
 
 CASSANDRA_PACKAGE = "org.apache.cassandra."
@@ -55,31 +53,22 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     # Only windows the profiler was active in: elsewhere no read has a stack to find.
     profiled = set(meta.get("window_ids") or [])
     window_ids = [window_id for window_id in window_ids if window_id in profiled]
-    windows, window_params = sql_in("window_id", window_ids)
-    files, file_params = sql_in("file_id", data_file_ids)
-    frames = {row["stack_id"]: tuple(json.loads(row["frames"])) for row in trace.rows("SELECT * FROM stacks")}
+    frames = queries.stacks(trace)
 
     with_fills = "fill_join_ns" in meta
-    fill_columns = ("COALESCE(SUM(fill_bytes), 0) AS calls_fill, COALESCE(SUM(fault_fill_bytes), 0) AS faults_fill"
-                    if with_fills else "0 AS calls_fill, 0 AS faults_fill")
     by_stack: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])   # syscall, fill in calls, fill by faults
-    for row in trace.rows(f"SELECT stack_id, SUM(bytes) AS bytes, {fill_columns} FROM profile_reads"
-                          f" WHERE {windows} AND {files} GROUP BY stack_id", window_params + file_params):
-        by_stack[row["stack_id"]] = [row["bytes"], row["calls_fill"], row["faults_fill"]]
+    for stack_id, read, calls_fill, faults_fill in queries.stack_read_bytes(trace, window_ids, data_file_ids):
+        by_stack[stack_id] = [read, calls_fill, faults_fill]
     stacks_bytes = sorted((StackBytes(frames[s], read + calls + faults, read, calls + faults)
                            for s, (read, calls, faults) in by_stack.items()), key=lambda w: -w.value)
     joined = sum(w.syscall_bytes for w in stacks_bytes)
     cassandra = sum(w.syscall_bytes for w in stacks_bytes if has_cassandra_frame(w.stack))
     # One pass over the windows' calls on the files: what they read, by thread (the readers below).
-    call_fill_column = "SUM(CASE WHEN e.syscall != 'lseek' THEN e.cache_miss_pages ELSE 0 END)" if with_fills else "0"
-    read_by_thread = trace.rows(
-        f"SELECT e.tid, SUM(CASE WHEN e.syscall != 'lseek' THEN MAX(e.returned, 0) ELSE 0 END), {call_fill_column}"
-        " FROM events e JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-        f" WHERE w.{windows} AND e.{files} GROUP BY e.tid", window_params + file_params)
-    data_read = sum(row[1] for row in read_by_thread)
-    call_fill_pages = sum(row[2] or 0 for row in read_by_thread)
-    fills = _fills(trace, stacks_bytes, by_stack, call_fill_pages, meta["fill_join_ns"], windows, files,
-                   window_params + file_params) if with_fills else {}
+    read_by_thread = queries.thread_reads(trace, window_ids, data_file_ids)
+    data_read = sum(thread.read_bytes for thread in read_by_thread)
+    call_fill_pages = sum(thread.fill_pages for thread in read_by_thread)
+    fills = _fills(trace, stacks_bytes, by_stack, call_fill_pages, meta["fill_join_ns"], window_ids,
+                   data_file_ids) if with_fills else {}
 
     on_stacks = sum(w.value for w in stacks_bytes)
     frame_bytes: dict[str, int] = defaultdict(int)
@@ -90,22 +79,16 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     top_frames = [FrameShare(frame, size, size / on_stacks if on_stacks else 0.0)
                   for frame, size in sorted(frame_bytes.items(), key=lambda item: -item[1])]
 
-    names = {row["tid"]: row["name"] for row in trace.rows("SELECT tid, name FROM threads")}
-    readers = {row[0] for row in read_by_thread}
+    names = queries.thread_names(trace)
+    readers = {thread.tid for thread in read_by_thread}
     if with_fills:   # the threads that faulted on the mapped files read them too
-        readers |= {row["tid"] for row in trace.rows(
-            "SELECT DISTINCT p.tid FROM page_cache_fills p JOIN windows w ON p.ts_ns >= w.start_ns"
-            f" AND p.ts_ns < w.end_ns WHERE w.{windows} AND p.{files}", window_params + file_params)}
-    serving = readers | {tid for tid, name in names.items() if name.startswith(SERVING_THREAD_PREFIXES)}
-    tids, tid_params = sql_in("tid", sorted(serving))
+        readers |= queries.faulting_threads(trace, window_ids, data_file_ids)
+    serving = sorted(readers | {tid for tid, name in names.items() if name.startswith(SERVING_THREAD_PREFIXES)})
     by_cpu_stack: dict[int, int] = defaultdict(int)
-    for row in trace.rows(f"SELECT stack_id, SUM(samples) AS samples FROM profile_samples WHERE {windows}"
-                          f" AND {tids} AND state = ? GROUP BY stack_id", window_params + tid_params + [RUNNING_STATE]):
-        by_cpu_stack[row["stack_id"]] += row["samples"]
+    for stack_id, samples in queries.stack_samples(trace, window_ids, serving, RUNNING_STATE):
+        by_cpu_stack[stack_id] += samples
     stacks_cpu = sorted((WeightedStack(frames[s], n) for s, n in by_cpu_stack.items()), key=lambda w: -w.value)
-    sampled = {row["tid"] for row in trace.rows(
-        f"SELECT DISTINCT tid FROM profile_samples WHERE {windows} AND {tids} AND state = ?",
-        window_params + tid_params + [RUNNING_STATE])}
+    sampled = queries.sampled_threads(trace, window_ids, serving, RUNNING_STATE)
 
     return Profile(
         profiler=meta.get("profiler", "async-profiler"), read_method=meta.get("read_method", ""),
@@ -118,14 +101,11 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
 
 
 def _fills(trace: Trace, stacks_bytes: list[StackBytes], by_stack: dict[int, list[int]], call_fill_pages: int,
-           fill_join_ns: int, windows: str, files: str, params: list[int | str]) -> dict[str, Any]:
+           fill_join_ns: int, window_ids: list[int], data_file_ids: list[int]) -> dict[str, Any]:
     """The Profile's fill fields: the kernel's fill bytes of the files in the windows, those on stacks
     (in read calls; faults, by nearest sample), and the rest, undetermined, by why."""
-    ((kernel,),) = trace.rows(f"SELECT COALESCE(SUM(cache_miss_bytes), 0) FROM file_io WHERE {windows} AND {files}",
-                              params)
-    ((fault_pages,),) = trace.rows(
-        "SELECT COALESCE(SUM(p.pages), 0) FROM page_cache_fills p JOIN windows w"
-        f" ON p.ts_ns >= w.start_ns AND p.ts_ns < w.end_ns WHERE w.{windows} AND p.{files}", params)
+    kernel = queries.fill_bytes(trace, window_ids, data_file_ids)
+    fault_pages = queries.fault_fill_pages(trace, window_ids, data_file_ids)
     in_calls = sum(calls for _, calls, _ in by_stack.values())
     by_faults = sum(faults for _, _, faults in by_stack.values())
     logged = (call_fill_pages + fault_pages) * PAGE_BYTES

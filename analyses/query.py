@@ -104,8 +104,8 @@ def parse_select(text: str | None) -> Select | None:
         _read_restrictions(where, result)
     result.has_limit = any(t.is_word("limit") for t in tokens[position:])
     result.allow_filtering = any(t.is_word("filtering") for t in tokens[position:])
-    result.aggregate = any(token.is_word(*AGGREGATES) and index + 1 < len(selection) and selection[index + 1].text == "("
-                           for index, token in enumerate(selection))
+    result.aggregate = any(token.is_word(*AGGREGATES) and index + 1 < len(selection)
+                           and selection[index + 1].text == "(" for index, token in enumerate(selection))
     return result
 
 

@@ -8,7 +8,7 @@ import math
 
 from casstrace.analyses.model import Spectrogram, SyscallLatency
 from casstrace.analyses.percentiles import histogram_percentile
-from casstrace.traces import Trace
+from casstrace.traces import Trace, queries
 from casstrace.traces.schema import LATENCY_BUCKETS_PER_DECADE
 
 FIRST_BUCKET, LAST_BUCKET = 0, 100   # 1 ns .. 10 s
@@ -31,13 +31,11 @@ def spectrograms(trace: Trace) -> list[Spectrogram]:
     duration = (meta.get("capture_end_ns") or 0) - (meta.get("capture_start_ns") or 0)
     capture_slots = math.ceil(duration / slot_ns) if duration > 0 else 0
     found = []
-    for title, condition in (("File I/O syscalls", "target = 'file'"), ("All syscalls", "1")):
+    for title, file_only in (("File I/O syscalls", True), ("All syscalls", False)):
         counts: dict[tuple[int, int], int] = {}
-        for row in trace.rows(
-            f"SELECT slot, bucket, SUM(count) AS count FROM latency WHERE {condition} GROUP BY slot, bucket"
-        ):
-            bucket = min(max(row["bucket"], FIRST_BUCKET), LAST_BUCKET - 1)
-            counts[(row["slot"], bucket)] = counts.get((row["slot"], bucket), 0) + row["count"]
+        for slot, bucket, calls in queries.latency_by_slot(trace, file_only):
+            bucket = min(max(bucket, FIRST_BUCKET), LAST_BUCKET - 1)
+            counts[(slot, bucket)] = counts.get((slot, bucket), 0) + calls
         slots = max([capture_slots] + [slot + 1 for slot, _ in counts])
         found.append(Spectrogram(title=title, slot_s=slot_ns / 1e9, counts=counts, slots=slots,
                                  total=sum(counts.values())))
@@ -55,8 +53,8 @@ def latency_percentiles(trace: Trace) -> list[SyscallLatency]:
     if not trace.measured("latency"):
         return []
     histograms: dict[tuple[str, str], dict[int, int]] = {}
-    for row in trace.rows("SELECT syscall, target, bucket, SUM(count) AS count FROM latency GROUP BY syscall, target, bucket"):
-        histograms.setdefault((row["syscall"], row["target"]), {})[row["bucket"]] = row["count"]
+    for syscall, target, bucket, calls in queries.latency_by_syscall(trace):
+        histograms.setdefault((syscall, target), {})[bucket] = calls
     found = []
     for (syscall, target), histogram in histograms.items():
         total = sum(histogram.values())

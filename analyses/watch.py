@@ -21,7 +21,6 @@ import bisect
 import os
 import re
 import shlex
-import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -39,9 +38,9 @@ from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
 from casstrace.analyses.units import human_bytes
 from casstrace.errors import CasstraceError
-from casstrace.traces import Trace
+from casstrace.traces import Trace, queries
 from casstrace.traces.activities import shared_pool_worker
-from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
+from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
@@ -100,16 +99,6 @@ class SlotIO:
         return self.read_bytes + max(0, self.cache_miss_pages * PAGE_BYTES - self.read_bytes)
 
 
-@dataclass(frozen=True)
-class Call:
-    """One logged read syscall on an SSTable file (the trace's events table)."""
-
-    tid: int
-    ts_ns: int
-    file_id: int
-    bytes: int
-
-
 @dataclass
 class WatchInputs:
     sessions: list[Session]
@@ -121,30 +110,28 @@ class WatchInputs:
     slot_ns: int
     probability: float
     duration_s: float
-    calls: list[Call] | None = None       # every read syscall, when the per-call log kept them all
+    calls: list[ReadCall] | None = None   # every read syscall on an SSTable, when the per-call log kept them all
     # mapped pages touched during the watch, by file_id (None: not measured): no thread to charge
     mapped_touched: dict[int, int] | None = None
 
     @classmethod
-    def from_rows(cls, sessions: Iterable[StatementSessionRow | sqlite3.Row],
-                  spans: Iterable[SessionThreadRow | sqlite3.Row], thread_io: Iterable[ThreadIORow | sqlite3.Row],
-                  files: dict[int, str], thread_names: dict[int, str], *, capture_start_ns: int, slot_ns: int,
-                  probability: float, duration_s: float,
-                  calls: Iterable[tuple[int, int, int, int] | sqlite3.Row] | None = None,
+    def from_rows(cls, sessions: Iterable[StatementSession], spans: Iterable[SessionThread],
+                  thread_io: Iterable[ThreadIO], files: dict[int, str], thread_names: dict[int, str], *,
+                  capture_start_ns: int, slot_ns: int, probability: float, duration_s: float,
+                  calls: Iterable[ReadCall] | None = None,
                   mapped_touched: dict[int, int] | None = None) -> "WatchInputs":
-        """From the rows of a watch trace's tables, or those a watch in progress would write;
-        `calls`: (tid, ts_ns, file_id, bytes) of every read syscall, when the log kept every one;
-        `mapped_touched`: file_id -> mapped pages touched in the watch, when measured."""
+        """From the records of a watch trace's tables (casstrace.traces.queries), or those a watch in
+        progress would write; `files`: file_id -> path; `calls`: every read syscall, when the log
+        kept every one; `mapped_touched`: file_id -> mapped pages touched in the watch, when measured."""
         sstables = {file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))}
         return cls(
-            sessions=[Session(r["session"], r["statement"], r["consistency"], r["started_ns"], r["duration_ns"],
-                              r["live_rows"], r["tombstone_cells"], r["sstables_merged"]) for r in sessions],
-            spans=[Span(r["session"], r["thread"], r["tid"], r["first_ns"], r["last_ns"]) for r in spans],
-            thread_io=[SlotIO(r["tid"], r["slot"], r["file_id"], r["read_bytes"], r["cache_miss_pages"])
-                       for r in thread_io],
+            sessions=[Session(r.session, r.statement, r.consistency, r.started_ns, r.duration_ns,
+                              r.live_rows, r.tombstone_cells, r.sstables_merged) for r in sessions],
+            spans=[Span(r.session, r.thread, r.tid, r.first_ns, r.last_ns) for r in spans],
+            thread_io=[SlotIO(r.tid, r.slot, r.file_id, r.read_bytes, r.cache_miss_pages) for r in thread_io],
             sstables=sstables, thread_names=thread_names, capture_start_ns=capture_start_ns, slot_ns=slot_ns,
             probability=probability, duration_s=duration_s,
-            calls=None if calls is None else [Call(*call) for call in calls if call[2] in sstables],
+            calls=None if calls is None else [call for call in calls if call.file_id in sstables],
             mapped_touched=mapped_touched)
 
 
@@ -175,7 +162,7 @@ class StatementIO:
     unmatched_threads: list[str]              # threads of its events with no known tid
     findings: list[Finding] = field(default_factory=list)   # the causes of a flagged read first, then notes
     run_command: str = ""
-    verdict: str = "undetermined"             # as `casstrace run` judges one execution: flagged | not flagged | undetermined
+    verdict: str = "undetermined"             # as `casstrace run` judges: flagged | not flagged | undetermined
     necessary_bytes_per_execution: float | None = None   # the necessary read of its rows (None: no model)
 
 
@@ -475,23 +462,16 @@ def load(trace: Trace) -> WatchInputs:
     """The rows of a watch trace the join needs."""
     meta = trace.meta
     watch = meta.get("watch")
-    if watch is None or not trace.has_table("thread_io"):
+    if watch is None or not queries.has_watch_tables(trace):
         raise CasstraceError(f"{trace.path} is not a trace of `casstrace watch`",
                              "give a trace that `casstrace watch --out` wrote (casstrace report reads any trace)")
     return WatchInputs.from_rows(
-        trace.rows("SELECT * FROM statement_sessions ORDER BY session"), trace.rows("SELECT * FROM session_threads"),
-        trace.rows("SELECT * FROM thread_io"),
-        {r["file_id"]: r["path"] for r in trace.rows("SELECT file_id, path FROM files WHERE kind = 'file'")},
-        {r["tid"]: r["name"] for r in trace.rows("SELECT tid, name FROM threads")},
+        queries.statement_sessions(trace), queries.session_threads(trace), queries.thread_io(trace),
+        dict(queries.file_paths(trace, "file")), queries.thread_names(trace),
         capture_start_ns=meta["capture_start_ns"], slot_ns=meta["thread_slot_ns"],
         probability=float(watch["sample_probability"]), duration_s=float(watch["duration_s"]),
-        calls=None if meta.get("unstreamed_events") else trace.rows(
-            "SELECT tid, ts_ns, file_id, returned FROM events"
-            " WHERE syscall != 'lseek' AND returned > 0 AND file_id IS NOT NULL"),
-        mapped_touched=None if not trace.measured("mapped") else {
-            r["file_id"]: r["touched"] for r in trace.rows(
-                "SELECT file_id, SUM(mapped_touched_bytes) AS touched FROM file_io JOIN windows USING (window_id)"
-                " WHERE label = 'watch' AND mapped_touched_bytes IS NOT NULL GROUP BY file_id")})
+        calls=None if meta.get("unstreamed_events") else queries.read_calls(trace),
+        mapped_touched=queries.mapped_touched_by_file(trace, "watch") if trace.measured("mapped") else None)
 
 
 def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
@@ -511,7 +491,7 @@ def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
                         f"set it to {watch.get('previous_probability')} (nodetool settraceprobability).")
     watched = summarise(load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete,
                         warnings=warnings)
-    windows = [row["window_id"] for row in trace.rows("SELECT window_id FROM windows")]
+    windows = queries.window_ids(trace)
     watched.profile = java_profile(trace, windows, sorted(data_files(trace, None, None)))
     return watched
 

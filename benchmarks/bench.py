@@ -1,4 +1,4 @@
-"""Runs every benchmark that states a README figure and prints each figure beside the stated one.
+"""Runs every benchmark that states a figure of docs/performance.md and prints each figure beside the stated one.
 
     .venv/bin/python benchmarks/bench.py [--only NAME ...] [--skip NAME ...]
 
@@ -92,7 +92,7 @@ def main() -> int:
             print(f"{name:32} {'-':>10} {figure['value']:10.3f} {figure['noise']:6.0%}  {figure['unit']}  not run: {not_run[name]}")
     missing_figures = unstated(figures)
     if missing_figures:
-        print(f"benchmarks stating no README figure in figures.toml (not run): {', '.join(missing_figures)}")
+        print(f"benchmarks stating no figure in figures.toml (not run): {', '.join(missing_figures)}")
     return 1 if any_worse else 0
 
 

@@ -1,8 +1,8 @@
-"""The figures the README states, and how benchmarks hand theirs to `scripts/bench`.
+"""The figures docs/performance.md states, and how benchmarks hand theirs to `scripts/bench`.
 
 Each benchmark prints its headline figures as `FIGURE <name> <value>` lines (report()); the
 expected value of each, its noise and which way is better live in benchmarks/figures.toml, the one
-place the README's performance section cites. `scripts/bench` runs the benchmarks and compares.
+place docs/performance.md cites. `scripts/bench` runs the benchmarks and compares.
 """
 
 import time

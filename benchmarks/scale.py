@@ -76,7 +76,7 @@ class Node:
 
 
 SCALE = Node("127.0.0.14", 19414, 17414, HOME / "scale-node", 5000, "8G")
-SMALL = Node("127.0.0.15", 19415, 17415, HOME / "scale-small-node", 1, "1G")   # the README's sandbox's size
+SMALL = Node("127.0.0.15", 19415, 17415, HOME / "scale-small-node", 1, "1G")   # the sandbox's default size
 
 
 def load() -> str:

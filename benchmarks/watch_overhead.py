@@ -10,23 +10,20 @@ of its requests; the block starts once the watch says so). Latency is the client
 
 Printed: per statement and for all requests, p50 and p99 without and with the watch, and the p99
 the watch adds (ms and %), over every block of each kind. On a shared 2-core machine one block's
-p99 is noise: compare the per-round figures, and re-measure on a quiet machine for the README.
+p99 is noise: compare the per-round figures, and re-measure on a quiet machine for docs/performance.md.
 The headline for scripts/bench: FIGURE watch_p99_ratio (p99 of all requests watched ÷ alone).
 """
 
 import argparse
-import subprocess
-import sys
 
 from figures import report
+from watch_shift import while_watched
 
 from casstrace.analyses.percentiles import percentile
 from casstrace.node.watcher import DEFAULT_PROBABILITY
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
 from casstrace.sandbox.workload import Load, Workload
-
-STARTED = "probes attached"
 
 
 def loads(spec: WideTable) -> list[Load]:
@@ -38,27 +35,6 @@ def loads(spec: WideTable) -> list[Load]:
 def block(session: object, spec: WideTable, seconds: float) -> dict[str, list[float]]:
     workload = Workload(session, loads(spec), seconds).start().join()
     return {load.name: load.latencies_s for load in workload.loads}
-
-
-def watched_block(session: object, spec: WideTable, seconds: float, args: argparse.Namespace) -> dict[str, list[float]]:
-    command = [sys.executable, "-m", "casstrace", "watch", "--host", args.host, "--port", str(args.port),
-               "--sample", str(args.sample), "--duration", str(seconds + 2), "--format", "json",
-               "--out", args.out, "--force"]   # each round's trace replaces the last
-    watcher = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert watcher.stderr is not None
-    said = []
-    for line in watcher.stderr:
-        said.append(line)
-        if STARTED in line:
-            break
-    else:
-        watcher.wait()
-        raise SystemExit(f"casstrace watch did not start (exit {watcher.returncode}): {''.join(said).strip()}")
-    latencies = block(session, spec, seconds)
-    watcher.communicate(timeout=600)
-    if watcher.returncode:
-        raise SystemExit(f"casstrace watch failed (exit {watcher.returncode})")
-    return latencies
 
 
 def main() -> None:
@@ -80,7 +56,7 @@ def main() -> None:
         block(session, spec, 3)   # warm the page cache and the prepared statements
         for number in range(1, args.rounds + 1):
             alone = block(session, spec, args.block_s)
-            under = watched_block(session, spec, args.block_s, args)
+            under = while_watched(args, args.block_s + 2, lambda: block(session, spec, args.block_s))
             print(f"round {number}: p99 all requests {_ms(_p99(alone))} alone, {_ms(_p99(under))} watched")
             for name in alone:
                 plain.setdefault(name, []).extend(alone[name])

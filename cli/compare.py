@@ -18,7 +18,8 @@ from casstrace.outputs import check_output
 
 # The options `compare --before/--after` shares with `casstrace run`, taken from it: same flags, defaults, help.
 RUN_OPTIONS = ("keyspace", "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout",
-               "request_timeout", "pid", "repeat", "warmup", "cold", "consistency", "page_size", "backend")
+               "request_timeout", "pid", "repeat", "warmup", "cold", "consistency", "page_size", "page_bytes",
+               "backend")
 GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fails (errors exit 2)
 
 
@@ -111,6 +112,7 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
     payload check, the two trace paths)."""
     from casstrace.analyses.compare import Payload, check_payload
     from casstrace.node.connection import NodeSession, resolve_settings
+    from casstrace.node.paging import paging
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
     from casstrace.node.runner import RunOptions, default_trace_path, run
     from casstrace.node.statements import read_only_statement
@@ -119,13 +121,14 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
     settings = resolve_settings(*(run_options[name] for name in (
         "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout", "request_timeout")))
     queries = [read_only_statement(before), read_only_statement(after)]
-    page_size = run_options["page_size"] or None
+    page_size, page_bytes = run_options["page_size"], run_options["page_bytes"]
     consistencies = [run_options["consistency"].upper(), (after_consistency or run_options["consistency"]).upper()]
     # The first run's probes compile while both queries are checked (its capture takes them).
     with started(run_options["backend"]) as started_backend:
         with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
             prepared = [prepare(node.session, query) for query in queries]
-            results = [execute(node.session, statement, consistency, page_size)
+            results = [execute(node.session, statement, consistency,
+                               paging(node.session, statement, consistency, page_size, page_bytes).page_size)
                        for statement, consistency in zip(prepared, consistencies)]
         check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest) for r in results))
         if check.status == "different":
@@ -138,7 +141,8 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
             paths.append(run(RunOptions(
                 query=query, connection=settings, keyspace=run_options["keyspace"], pid=run_options["pid"],
                 repeat=run_options["repeat"], warmup=run_options["warmup"], cold=run_options["cold"],
-                consistency=consistency, page_size=page_size, backend=run_options["backend"], out=out),
+                consistency=consistency, page_size=page_size, page_bytes=page_bytes, backend=run_options["backend"],
+                out=out),
                 started_backend=started_backend))
             click.echo(f"trace ({role}): {paths[-1]}", err=True)
     return check, paths

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import (EXECUTIONS, PAGE_SIZE, PID, PORT, WARMUPS, Seconds, container_option, read_statements,
-                                   watched_jvm)
+from casstrace.cli.options import (EXECUTIONS, PAGE_BYTES, PAGE_SIZE, PID, PORT, WARMUPS, Seconds, container_option,
+                                   read_statements, watched_jvm)
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.consistency import CONSISTENCY_LEVELS
+from casstrace.node.paging import DEFAULT_PAGE_BYTES, MAX_PAGE_ROWS
 from casstrace.outputs import check_output
 from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND, started
 
@@ -45,8 +46,13 @@ if TYPE_CHECKING:
 @click.option("--cold", is_flag=True, help="Before each execution, push the queried table's pages out of the JVM's memory maps (process_madvise MADV_PAGEOUT, Linux 5.10+) and drop the page cache (root).")
 @click.option("--consistency", default="ONE", show_default=True,
               type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False))
-@click.option("--page-size", type=PAGE_SIZE, default=5000, show_default=True,
-              help="Rows per page (0: no paging). Every page is fetched.")
+@click.option("--page-size", type=PAGE_SIZE, default=None, show_default="chosen for --page-bytes",
+              help="Rows per page (0: no paging). Every page is fetched. Not given: casstrace samples the "
+                   "query's first rows before the capture and pages so that a page stays within --page-bytes "
+                   f"(at most {MAX_PAGE_ROWS:,} rows).")
+@click.option("--page-bytes", type=PAGE_BYTES, default=DEFAULT_PAGE_BYTES, show_default=True, metavar="BYTES",
+              help="The byte budget of a page when casstrace chooses the page size: a page of 190 MB can take "
+                   "a node with a small heap down.")
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
               help="What captures the JVM's I/O.")
 @click.option("--profile", is_flag=True,
@@ -66,8 +72,9 @@ if TYPE_CHECKING:
 @click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
 def command(query: str | None, query_file: Path | None, out: Path | None, keyspace: str | None, host: str | None,
             port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None, connect_timeout: float,
-            request_timeout: float, pid: int | None, container: str | None, repeat: int, warmup: int, cold: bool, consistency: str,
-            page_size: int, backend: str, profile: bool, ssh: bool, hosts: tuple[str, ...], ssh_config: Path | None,
+            request_timeout: float, pid: int | None, container: str | None, repeat: int, warmup: int, cold: bool,
+            consistency: str, page_size: int | None, page_bytes: int, backend: str, profile: bool, ssh: bool,
+            hosts: tuple[str, ...], ssh_config: Path | None,
             remote_casstrace: str, no_html: bool, force: bool, timings: bool) -> None:
     """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace.
 
@@ -100,7 +107,7 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
                                     node_pid=pid)
         options = RunOptions(
             query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
-            consistency=consistency.upper(), page_size=page_size or None, backend=backend, out=out,
+            consistency=consistency.upper(), page_size=page_size, page_bytes=page_bytes, backend=backend, out=out,
             profile=profile, force=force,
             targets=RemoteSettings(ssh, parse_hosts(hosts), ssh_config, remote_casstrace),
         )

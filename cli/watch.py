@@ -12,7 +12,10 @@ from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.outputs import check_output
 
 if TYPE_CHECKING:
+    from casstrace.analyses.watch import Watch
+    from casstrace.node.metrics_endpoint import MetricsEndpoint
     from casstrace.node.watcher import LiveSnapshot
+    from casstrace.reports.prometheus import Exposition
 
 DEFAULT_TOP = 10
 
@@ -38,10 +41,18 @@ DEFAULT_TOP = 10
 @click.option("--profile", is_flag=True,
               help="Load async-profiler into the JVM while watching: the Java stack of every read of a Data file "
                    "(bytes flame graph) and wall-clock samples of the threads that read (CPU flame graph).")
+@click.option("--metrics-port", type=PORT,
+              help="Serve the figures so far for Prometheus at http://ADDRESS:PORT/metrics while watching.")
+@click.option("--metrics-address", default="127.0.0.1", show_default=True,
+              help="Address the metrics are served on (0.0.0.0: every interface).")
+@click.option("--restore", is_flag=True,
+              help="Only put back what a casstrace killed on this node left changed (trace probability, "
+                   "a running async-profiler), then exit. Any watch or run does it first anyway.")
 @report_options(html_default="TRACE.html beside the trace")
 def command(host: str | None, port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None,
             pid: int | None, container: str | None, duration: float | None, sample: float, top: int, out: Path | None,
-            nodetool_command: str | None, profile: bool, format_: str, output: Path | None, force: bool,
+            nodetool_command: str | None, profile: bool, metrics_port: int | None, metrics_address: str,
+            restore: bool, format_: str, output: Path | None, force: bool,
             color: bool | None) -> None:
     """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
 
@@ -50,10 +61,15 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
     from casstrace.analyses.watch import analyse_watch
     from casstrace.node.connection import configuration_files, resolve_settings
-    from casstrace.node.watcher import WatchOptions, watch
+    from casstrace.node.watcher import WatchOptions, restore_left, watch
     from casstrace.reports import beside_trace
     from casstrace.reports.watch import document
 
+    if restore:
+        settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
+        if not restore_left(WatchOptions(connection=settings, pid=pid, nodetool=nodetool_command)):
+            click.echo("casstrace: nothing was left changed on the node", err=True)
+        return
     # Refused before anything attaches; the default names are always new. The report is made from the trace.
     inputs = configuration_files(cqlshrc)
     if out is not None:
@@ -62,7 +78,13 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
         check_output(output, force, [*inputs, *([out] if out else [])])
     pid = watched_jvm(pid, container)   # before any thread starts: see node.namespaces
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
-    live = LiveTable(top) if sys.stderr.isatty() else None
+    metrics = None
+    if metrics_port is not None:   # bound now: a port in use fails before anything changes on the node
+        from casstrace.node.metrics_endpoint import MetricsEndpoint
+        from casstrace.reports.prometheus import CONTENT_TYPE, Exposition
+        metrics = (MetricsEndpoint(metrics_port, metrics_address, CONTENT_TYPE).start(), Exposition(top))
+    table = LiveTable(top) if sys.stderr.isatty() else None
+    live = Live(table, metrics) if table is not None or metrics is not None else None
 
     def started() -> None:
         click.echo(f"casstrace: watching {settings.host}:{settings.port}"
@@ -85,7 +107,36 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
         if interrupted.trace is not None:
             report(interrupted.trace)
         raise   # cli.main says where the trace is, and exits 128 + the signal
+    finally:
+        if metrics is not None:
+            metrics[0].close()
     report(path)
+
+
+class Live:
+    """Each refresh of a watch: the figures so far summarised once, for the terminal's table and the
+    metrics endpoint."""
+
+    def __init__(self, table: "LiveTable | None", metrics: "tuple[MetricsEndpoint, Exposition] | None"):
+        self.table = table
+        self.metrics = metrics
+
+    def __call__(self, snapshot: "LiveSnapshot") -> None:
+        from casstrace.analyses.watch import WatchInputs, summarise
+        from casstrace.analyses.watch_tables import table_reads
+        from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
+
+        inputs = WatchInputs.from_rows(
+            [StatementSession(**row) for row in snapshot.sessions], [SessionThread(**row) for row in snapshot.spans],
+            [ThreadIO(**row) for row in snapshot.thread_io], snapshot.files, snapshot.thread_names,
+            capture_start_ns=snapshot.capture_start_ns, slot_ns=snapshot.slot_ns, probability=snapshot.probability,
+            duration_s=snapshot.elapsed_s)
+        watched = summarise(inputs, {})
+        if self.metrics is not None:
+            endpoint, exposition = self.metrics
+            endpoint.publish(exposition.page(watched, table_reads(inputs)))
+        if self.table is not None:
+            self.table(watched)
 
 
 class LiveTable:
@@ -95,14 +146,8 @@ class LiveTable:
         self.top = top
         self.lines = 0
 
-    def __call__(self, snapshot: "LiveSnapshot") -> None:
+    def __call__(self, watch: "Watch") -> None:
         from casstrace.analyses.units import human_bytes
-        from casstrace.analyses.watch import WatchInputs, summarise
-
-        watch = summarise(WatchInputs.from_rows(
-            snapshot.sessions, snapshot.spans, snapshot.thread_io, snapshot.files, snapshot.thread_names,
-            capture_start_ns=snapshot.capture_start_ns, slot_ns=snapshot.slot_ns, probability=snapshot.probability,
-            duration_s=snapshot.elapsed_s), {})
 
         rows = [f"casstrace watch: {watch.duration_s:.0f} s, {sum(s.sampled_executions for s in watch.statements)} "
                 f"sampled requests; SSTable bytes so far: {human_bytes(watch.sstable_bytes)}",

@@ -31,6 +31,7 @@ from cassandra.protocol import _ProtocolHandler
 
 from casstrace.errors import CasstraceError, not_utf8
 from casstrace.node.jvm import listening_address
+from casstrace.node.segments import LinearSegmentsConnection
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9042
@@ -208,6 +209,8 @@ class NodeSession:
             # only add reads on the node while it is being traced.
             schema_metadata_enabled=False,
             token_metadata_enabled=token_map,
+            # The driver's v5 segment reassembly is quadratic in a page's bytes (node.segments).
+            connection_class=LinearSegmentsConnection,
         )
         try:
             self.session = self.cluster.connect()

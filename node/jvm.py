@@ -6,9 +6,11 @@ mentions the class is not mistaken for it). When several run on one machine (a d
 sandbox, say), the one listening on the native port the client connects to is the one to watch.
 """
 
+import ctypes
 import ipaddress
 import os
 import re
+import signal
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -18,6 +20,8 @@ from casstrace.errors import CasstraceError
 from casstrace.probes.proc_fds import in_root, net_table_rows, proc_net_host, root_prefix
 from casstrace.redaction import redact_command
 from casstrace.traces.activities import shared_pool_worker
+
+PR_SET_PDEATHSIG = 1   # linux/prctl.h
 
 DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
 TCP_LISTEN = "0A"  # st column of /proc/net/tcp for a listening socket
@@ -229,13 +233,23 @@ def run_tool(command: list[str], what: str, timeout_s: float, *, cannot_run_fix:
     """Run a JVM tool (jcmd, nodetool) and return its output; CasstraceError, with the tool's last
     line of complaint, when it cannot run or fails."""
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        # Out of the terminal's process group: a Ctrl-C is casstrace's to handle (interrupts.py), not
+        # a failure of the tool it would kill (a nodetool killed mid-restore would leave the change).
+        # But it dies with casstrace: a nodetool outliving a SIGKILLed casstrace could change the node
+        # after the next casstrace put it back (casstrace.ledger).
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, start_new_session=True,
+                                preexec_fn=_die_with_parent)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise CasstraceError(f"{what} could not run ({error})", cannot_run_fix) from None
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise CasstraceError(f"{what} failed" + (f": {detail[-1]}" if detail else ""), failed_fix)
     return result.stdout
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL it when casstrace ends (prctl PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def parse_thread_print(text: str) -> dict[str, int]:

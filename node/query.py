@@ -37,6 +37,7 @@ class MeasuredRows(list):
 
     payload_bytes = 0
     digest_sum = 0
+    largest_row_bytes = 0
 
 
 class MeasuringResultMessage(ResultMessage):
@@ -54,13 +55,16 @@ class MeasuringResultMessage(ResultMessage):
     def recv_row(self, f: BinaryIO, colcount: int) -> list[bytes | None]:  # the base class calls self.recv_row once per row
         row = [read_value(f) for _ in range(colcount)]
         row_hash = hashlib.blake2b(digest_size=32)
+        row_bytes = 0
         for value in row:
             if value is None:
                 row_hash.update(struct.pack(">i", -1))
             else:
                 row_hash.update(struct.pack(">i", len(value)))
                 row_hash.update(value)
-                self._measured.payload_bytes += len(value)
+                row_bytes += len(value)
+        self._measured.payload_bytes += row_bytes
+        self._measured.largest_row_bytes = max(self._measured.largest_row_bytes, row_bytes)
         self._measured.digest_sum = (self._measured.digest_sum + int.from_bytes(row_hash.digest(), "big")) % DIGEST_MODULUS
         return row
 
@@ -127,28 +131,48 @@ def prepare(session: Session, query: str) -> PreparedStatement:
     return prepared
 
 
+def _first_page(session: Session, prepared: PreparedStatement, consistency: str, page_size: int | None,
+                trace: bool = False) -> tuple[ResultSet, Any]:
+    """The result set at its first page, and the future that fetched it."""
+    statement = BoundStatement(prepared, consistency_level=ConsistencyLevel.name_to_value[consistency],
+                               fetch_size=page_size or None)
+    future = session.execute_async(statement, trace=trace)
+    future.row_factory = keep_page
+    return future.result(), future
+
+
+def first_page(session: Session, prepared: PreparedStatement, consistency: str, page_size: int) -> MeasuredRows:
+    """The query's first page of `page_size` rows, measured; the rest is not fetched."""
+    rows: MeasuredRows = _first_page(session, prepared, consistency, page_size)[0].current_rows
+    return rows
+
+
 def execute(session: Session, prepared: PreparedStatement, consistency: str = "ONE", page_size: int | None = 5000,
             trace: bool = False) -> QueryResult:
     """Run the prepared query once and fetch every page. The session must use
     MeasuringProtocolHandler. page_size None or 0: the node returns everything in one page."""
-    statement = BoundStatement(prepared, consistency_level=ConsistencyLevel.name_to_value[consistency],
-                               fetch_size=page_size or None)
     started = time.perf_counter()
-    future = session.execute_async(statement, trace=trace)
-    future.row_factory = keep_page
-    result = future.result()
+    result, future = _first_page(session, prepared, consistency, page_size, trace)
     coordinator = getattr(future.coordinator_host, "address", None)
-    pages = [result.current_rows]
-    while result.has_more_pages:
+    # Each page is measured and let go as the next one comes: the result is held one page at a time.
+    rows = payload_bytes = digest_sum = 0
+    pages = 0
+    while True:
+        page = result.current_rows
+        pages += 1
+        rows += len(page)
+        payload_bytes += getattr(page, "payload_bytes", 0)
+        digest_sum = (digest_sum + getattr(page, "digest_sum", 0)) % DIGEST_MODULUS
+        del page
+        if not result.has_more_pages:
+            break
         result.fetch_next_page()
-        pages.append(result.current_rows)
     latency = time.perf_counter() - started
-    digest_sum = sum(getattr(page, "digest_sum", 0) for page in pages) % DIGEST_MODULUS
     return QueryResult(
         latency_s=latency,
-        rows=sum(len(page) for page in pages),
-        payload_bytes=sum(getattr(page, "payload_bytes", 0) for page in pages),
-        pages=len(pages),
+        rows=rows,
+        payload_bytes=payload_bytes,
+        pages=pages,
         digest=f"{digest_sum:064x}",
         result_set=result,
         coordinator=str(coordinator) if coordinator is not None else None,

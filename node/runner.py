@@ -28,11 +28,14 @@ from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.agents import AgentsCapture, AgentsResult, TableRef
 from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
+from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.query import (MeasuringProtocolHandler, QueryResult, execute, execution_failure, prepare,
                                   query_traces)
+from casstrace.node.paging import DEFAULT_PAGE_BYTES, Paging, paging
 from casstrace.node.replicas import replica_set
 from casstrace.node.statements import read_only_statement
 from casstrace.node.targets import PlannedNode, RemoteSettings, plan_nodes
+from casstrace.node.tracing import nodetool_for
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
 from casstrace.probes.async_profiler import AsyncProfiler
@@ -57,7 +60,8 @@ class RunOptions:
     warmup: int = 1
     cold: bool = False
     consistency: str = "ONE"
-    page_size: int | None = 5000
+    page_size: int | None = None   # rows per page, 0: one page; None: chosen for page_bytes (node.paging)
+    page_bytes: int = DEFAULT_PAGE_BYTES
     backend: str = DEFAULT_BACKEND
     out: Path | None = None
     profile: bool = False
@@ -149,6 +153,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             assert process is not None or targets[0].options.pid is not None
             process = process if process is not None and process.pid == targets[0].options.pid else \
                 find_cassandra(targets[0].options.pid)
+            # What a killed casstrace left changed on this node, put back before this one changes anything.
+            restore_left_behind(process, lambda: nodetool_for(process))
             if options.cold:
                 # Fails here, before a probe attaches, when the mapped pages cannot be pushed out.
                 # (Again before each execution, in its turn.)
@@ -164,6 +170,11 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 # From before the first measured execution to before the tracing one.
                 sources.append(ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases))
 
+        with phases("choose page size"):   # before the capture: the sample is no execution's
+            pages = paging(node.session, prepared, options.consistency, options.page_size, options.page_bytes)
+        if pages.row_over_budget:
+            warn(f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "
+                 f"({options.page_bytes:,} B): no page is within the budget; running one row a page")
         writer = TraceWriter(options.out or default_trace_path(query), force=options.force)
         try:
             if agents is None:
@@ -177,7 +188,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
 
         def body(windows: Windows) -> str | None:
             with phases("run the query"):
-                return _execute_all(windows, cold, node, prepared, options, executions)
+                return _execute_all(windows, cold, node, prepared, options, pages, executions)
 
         def collect(interrupted: bool) -> None:
             """Cassandra's own trace of the tracing execution, once the probes are off the node (not
@@ -199,7 +210,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 query=query,
                 keyspace=keyspace,
                 consistency=options.consistency,
-                page_size=options.page_size or 0,
+                page_size=pages.page_size,
+                paging=pages.meta(),
                 node={"host": options.connection.host, "port": options.connection.port, "pid": capture.pid},
                 cassandra=_cassandra_of_coordinator(cassandra, agents_result),
                 query_trace=query_trace,
@@ -288,7 +300,7 @@ class LocalCold:
 
 
 def _execute_all(windows: Windows, cold: Cold | None, node: NodeSession, prepared: PreparedStatement,
-                 options: RunOptions, executions: list[Execution]) -> str | None:
+                 options: RunOptions, pages: Paging, executions: list[Execution]) -> str | None:
     """Run warmups, measured executions and the tracing execution, each in its own window, adding
     each to `executions` as it starts. Returns why the run stopped early, or None. A failed
     execution is recorded and ends the run; on a signal the one under way is marked interrupted."""
@@ -306,7 +318,7 @@ def _execute_all(windows: Windows, cold: Cold | None, node: NodeSession, prepare
             execution = Execution(number, kind, window_id)
             executions.append(execution)
             try:
-                execution.result = execute(node.session, prepared, options.consistency, options.page_size,
+                execution.result = execute(node.session, prepared, options.consistency, pages.page_size,
                                            trace=(kind == "tracing"))
             except Exception as error:
                 execution.error = execution_failure(error)

@@ -15,7 +15,6 @@ long count) per bucket: a bucket counts values above its lower bound up to the n
 """
 
 import struct
-from pathlib import Path
 
 from casstrace.probes.proc_fds import in_root
 from casstrace.traces.meta import SSTableFileMeta
@@ -23,6 +22,7 @@ from casstrace.traces.sstable_names import parse_sstable_path
 from casstrace.traces.storage import ChunkLayout, SSTableStats, SSTableStorage
 
 STATS_COMPONENT = 2                # MetadataType.STATS
+COMPRESSION_HEADER_BYTES = 4096    # CompressionInfo.db's header (class name, options, lengths): not its offsets
 # SSTable versions before 4.0's 'na' (3.x 'm*'): CompressionInfo.db without the max compressed length,
 # Statistics.db without the checksum of its table of contents
 _NO_MAX_COMPRESSED_LENGTH = ("m",)
@@ -44,8 +44,9 @@ class _Reader:
         return text
 
 
-def chunk_layout(data: bytes, version: str, data_file_bytes: int) -> ChunkLayout | None:
-    """A CompressionInfo.db's chunks; None when it is not one this parser knows."""
+def chunk_layout(data: bytes, file_bytes: int, version: str, data_file_bytes: int) -> ChunkLayout | None:
+    """A CompressionInfo.db's chunks, from its first bytes (`data`: the header, at least) and its
+    size (`file_bytes`: the header and one offset per chunk); None when it is not one this parser knows."""
     try:
         reader = _Reader(data)
         compressor = reader.utf()
@@ -58,7 +59,7 @@ def chunk_layout(data: bytes, version: str, data_file_bytes: int) -> ChunkLayout
         data_length, chunks = reader.take("qi")
     except (struct.error, ValueError):
         return None
-    if chunk_length <= 0 or chunks < 0 or reader.position + 8 * chunks != len(data):
+    if chunk_length <= 0 or chunks < 0 or reader.position + 8 * chunks != file_bytes:
         return None
     return {"compressor": compressor.rsplit(".", 1)[-1], "chunk_length": chunk_length, "data_length": data_length,
             "chunks": chunks, "compressed_bytes": data_file_bytes}
@@ -67,9 +68,9 @@ def chunk_layout(data: bytes, version: str, data_file_bytes: int) -> ChunkLayout
 def _histogram(reader: _Reader) -> list[tuple[int, int]]:
     """(upper bound, count) per non-empty bucket; the last bucket (overflow) has its lower bound."""
     (buckets,) = reader.take("i")
-    pairs = [reader.take("qq") for _ in range(buckets)]
-    return [(pairs[i + 1][0] if i + 1 < len(pairs) else lower, count)
-            for i, (lower, count) in enumerate(pairs) if count]
+    flat = reader.take(f"{2 * buckets}q")   # one call: thousands of SSTables are read at a run's start
+    lowers, counts = flat[0::2], flat[1::2]
+    return [(lowers[i + 1] if i + 1 < buckets else lowers[i], count) for i, count in enumerate(counts) if count]
 
 
 def _median(histogram: list[tuple[int, int]]) -> int:
@@ -102,10 +103,15 @@ def sstable_stats(data: bytes, version: str) -> SSTableStats | None:
             "cells_p50": _median(cells), "cells_max": max((upper for upper, _ in cells), default=0)}
 
 
-def _component_bytes(pid: int, components: dict[str, SSTableFileMeta], component: str) -> bytes | None:
+def _component_bytes(pid: int, components: dict[str, SSTableFileMeta], component: str,
+                     limit: int = -1) -> bytes | None:
+    """The component's first `limit` bytes (-1: all of it), None when it is gone or not listed."""
     meta = components.get(component)
+    if meta is None:
+        return None
     try:
-        return Path(in_root(pid, meta["path"])).read_bytes() if meta else None
+        with open(in_root(pid, meta["path"]), "rb") as opened:
+            return opened.read(limit)
     except OSError:    # compacted away since the listing
         return None
 
@@ -124,8 +130,9 @@ def sstable_storage(pid: int, files: list[SSTableFileMeta]) -> list[SSTableStora
         if data is None or name is None:
             continue
         storage: SSTableStorage = {"data_path": data["path"], "format": name.format, "data_bytes": data["size"]}
-        compression_info = _component_bytes(pid, components, "CompressionInfo")
-        if compression_info is not None and (layout := chunk_layout(compression_info, name.version, data["size"])):
+        header = _component_bytes(pid, components, "CompressionInfo", COMPRESSION_HEADER_BYTES)
+        if header is not None and (layout := chunk_layout(header, components["CompressionInfo"]["size"],
+                                                          name.version, data["size"])):
             storage["compression"] = layout
         statistics = _component_bytes(pid, components, "Statistics")
         if statistics is not None and (stats := sstable_stats(statistics, name.version)) is not None:

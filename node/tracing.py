@@ -4,7 +4,8 @@
 coordinates into system_traces: the statement (`parameters['query']`), its consistency, client and
 duration (sessions), and what each thread did when (events). TraceProbability switches it on for a
 watch and puts the previous value back on every way out (normal end, Ctrl-C, error); when it cannot,
-it says so with the command that would. read_sessions reads the sampled sessions afterwards.
+it says so with the command that would (and the ledger keeps it for the next casstrace to put back:
+casstrace.ledger, node.leftovers). read_sessions reads the sampled sessions afterwards.
 
 What is kept of a session is the statement normalized (node.statements: literals as `?`), and
 numbers: bound values (`bound_var_*` parameters) and the events' activity texts, which can quote
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
+from casstrace.ledger import TRACE_PROBABILITY, Ledger
 from casstrace.node.jvm import CassandraProcess, in_node_namespaces, node_java, run_tool
 from casstrace.node.statements import normalize
 from casstrace.redaction import redact_command
@@ -108,15 +110,18 @@ class TraceProbability:
     (whatever the way) it is put back, retried once if interrupted; when it still cannot be,
     `warn` says so with the command to run. `restored` tells which happened."""
 
-    def __init__(self, nodetool: Nodetool, probability: float, warn: Callable[[str], None]):
+    def __init__(self, nodetool: Nodetool, probability: float, warn: Callable[[str], None], ledger: Ledger):
         self.nodetool = nodetool
         self.probability = probability
         self.warn = warn
+        self.ledger = ledger
         self.previous: float | None = None
         self.restored: bool | None = None   # None: nothing was changed
 
     def __enter__(self) -> "TraceProbability":
         self.previous = self.nodetool.trace_probability()
+        # Written down first: a SIGKILL from here on leaves the next casstrace what to put back.
+        self.ledger.record(TRACE_PROBABILITY, self.previous, self.probability)
         try:
             self.nodetool.set_trace_probability(self.probability)
         except BaseException:
@@ -149,6 +154,7 @@ class TraceProbability:
             try:
                 self.nodetool.set_trace_probability(self.previous)
                 self.restored = True
+                self.ledger.forget(TRACE_PROBABILITY)
                 return
             except (CasstraceError, KeyboardInterrupt) as error:   # a second Ctrl-C: try once more
                 failure = error

@@ -21,9 +21,11 @@ from typing import Any, cast
 
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS
+from casstrace.ledger import Ledger
 from casstrace.node import context, storage
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
+from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
 from casstrace.probes.async_profiler import AsyncProfiler
@@ -100,6 +102,7 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
         node = stack.enter_context(NodeSession(options.connection))
         process = find_cassandra(options.pid, native_port=options.connection.port, address=node.address())
         nodetool = nodetool_for(process, options.nodetool)
+        restore_left_behind(process, lambda: nodetool)   # what a killed casstrace left changed on the node
         thread_ids = ThreadIds().add(java_thread_ids(process.pid))
         node_settings = context.settings(node.session)
         data_dirs = context.data_directories(node_settings, process)
@@ -108,7 +111,7 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
         capture = cast(ThreadIOCapture, backend(DEFAULT_BACKEND)(process.pid, extra_dirs=tuple(data_dirs),
                                                                  options=options_asked))
         # On from before the probes attach to after they detach, put back on every way out.
-        switch = TraceProbability(nodetool, options.probability, warn)
+        switch = TraceProbability(nodetool, options.probability, warn, Ledger(process.pid))
         # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to).
         mapped = MappedPagesCapture(process.pid, data_dirs)
         profiler = None
@@ -155,6 +158,13 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
         return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
 
 
+def restore_left(options: WatchOptions) -> list[str]:
+    """`watch --restore`: put back what a killed casstrace left changed on the node (node.leftovers),
+    without connecting to it (a node too busy for CQL still answers JMX). Returns the lines told."""
+    process = find_cassandra(options.pid, native_port=options.connection.port)
+    return restore_left_behind(process, lambda: nodetool_for(process, options.nodetool))
+
+
 def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, options: WatchOptions,
           live: Callable[[LiveSnapshot], None] | None) -> None:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
@@ -164,6 +174,8 @@ def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, op
         if capture.ended_early:
             raise CasstraceError(f"the watch ended early: {capture.ended_early}", "check that the node is running")
         time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
+        with INTERRUPTS.deferred():   # read, then deleted from the kernel's map: both or neither
+            capture.drain_thread_io()
         if live is None:
             continue
         try:

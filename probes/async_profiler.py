@@ -12,7 +12,8 @@ session (`wall=`) give the CPU/wall profile of the threads that served the query
 
 The library is loaded with `jcmd PID JVMTI.agent_load`; a JVM cannot unload an agent, so it stays
 loaded but idle between runs (every later run loads the same file again, which only passes new
-commands to it). The recording goes to a directory casstrace creates, read back after `stop`.
+commands to it). A start is written down first (casstrace.ledger): a casstrace killed while the
+profiler runs leaves the next one a session to stop (stop_left_behind). The recording goes to a directory casstrace creates, read back after `stop`.
 """
 
 import hashlib
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from casstrace import paths
+from casstrace.ledger import PROFILER, Ledger
 from casstrace.errors import CasstraceError
 
 VERSION = "4.1"
@@ -37,6 +39,7 @@ JAR_URL = ("https://repo1.maven.org/maven2/tools/profiler/async-profiler/"
 LIBRARY_DIRS = {"x86_64": "linux-x64", "aarch64": "linux-arm64"}
 WALL_INTERVAL_NS = 1_000_000
 JCMD_TIMEOUT_S = 60.0
+IDLE = "Profiler is not active"   # async-profiler's status when loaded and idle
 
 
 def jar_path() -> Path:
@@ -175,6 +178,7 @@ class AsyncProfiler:
         self.active = False      # started and not yet stopped
         self.recorded = False    # started once: a recording is (being) written
         self._directory: str | None = None   # the JVM's path of this session's directory
+        self.ledger = Ledger(pid)
 
     def _install(self, source: Path) -> str:
         """The library at a path the JVM can load, the same one every run (a second copy of the
@@ -228,6 +232,8 @@ class AsyncProfiler:
         GetStackTrace: the JVM's CPU per execution of the demo's wide query (3,802 calls) went from 28
         ms idle to 65 ms profiled, and to 42 ms with vmx (medians of 7 rounds, busy machine)."""
         self._new_directory()
+        # Written down first: a SIGKILL from here on leaves the next casstrace a profiler to stop.
+        self.ledger.record(PROFILER, IDLE, "active")
         # Marked first: a Ctrl-C while jcmd starts it must still lead to a stop.
         self.active = self.recorded = True
         self._command("start", f"event={self.method}", "interval=1", f"wall={self.wall_interval_ns}ns",
@@ -239,7 +245,18 @@ class AsyncProfiler:
             raise RuntimeError("the profiler was not started")
         self.active = False
         self._command("stop", f"file={self._jvm('profile.jfr')}")
+        self.ledger.forget(PROFILER)
         return self.recording
+
+    def stop_left_behind(self) -> bool:
+        """Stop a session a casstrace killed before it could left running (casstrace.ledger); whether
+        one was running."""
+        running = IDLE not in self.status()
+        if running:
+            self._command("stop", f"file={self._jvm('left-behind.jfr')}")
+        self.ledger.forget(PROFILER)
+        self.cleanup()
+        return running
 
     def stop_or_warn(self, warn: Callable[[str], None]) -> None:
         """Stop the profiler if it runs, whatever happens: a failure to stop is said (with the command
@@ -253,7 +270,7 @@ class AsyncProfiler:
                  f"jcmd {self.pid} JVMTI.agent_load {self.library} '\"stop\"'")
 
     def status(self) -> str:
-        """async-profiler's own word on whether it is active ('Profiler is not active' when idle)."""
+        """async-profiler's own word on whether it is active (IDLE when idle)."""
         if self._directory is None:
             self._new_directory()
         self._command("status", f"file={self._jvm('status.txt')}")

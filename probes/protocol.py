@@ -16,7 +16,6 @@ Nothing here raises on a signal: casstrace.interrupts decides when one may cut i
 """
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -139,10 +138,14 @@ class ThreadIOCapture(Capture, Protocol):
         """(tid, slot, path or None, read_bytes, cache_miss_pages) as they stand now."""
         ...
 
+    def drain_thread_io(self) -> int:
+        """Move the complete slots out of the kernel's map (a full map refuses updates); the entries moved."""
+        ...
 
-@dataclass(frozen=True)
-class CaptureOptions:
-    """What a capture may be asked beyond watching one process: each needs a capability."""
+
+class CaptureOptions(NamedTuple):
+    """What a capture may be asked beyond watching one process: each needs a capability. (A NamedTuple:
+    dataclasses would load inspect on `casstrace import`'s start path.)"""
 
     # The pid is this command's (its words, redacted), which casstrace started: the capture follows
     # every process it starts, and ends when it exits (Capability.FOLLOW_CHILDREN).

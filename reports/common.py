@@ -1,6 +1,7 @@
 """Pieces every report format shares: the same tables, in the same words, whatever the markup."""
 
 from collections.abc import Sequence
+from typing import Any
 
 from casstrace.analyses.model import (Amplification, Analysis, Execution, FileIO, Finding, NodeIO, Profile,
                                       StackBytes, Verdict, WeightedStack)
@@ -15,7 +16,7 @@ NOT_MEASURED = "not measured"
 # misses, mapped pages touched (see casstrace.analyses.amplification for how they add up).
 FILE_COLUMNS = ("File", "Component", "Read", "Requested", "Reads", "Cache misses", "Mapped touched", "lseeks", "Seeks",
                 "Longest run", "Coverage", "Written")
-EXECUTION_COLUMNS = ("#", "Kind", "Latency", "Rows", "Payload", "Wire", "Data read", "Amplification")
+EXECUTION_COLUMNS = ("#", "Kind", "Latency", "Rows", "Pages", "Payload", "Wire", "Data read", "Amplification")
 LATENCY_COLUMNS = ("Syscall", "On", "Calls", "p50 ≤", "p90 ≤", "p99 ≤", "max ≤")
 
 
@@ -98,6 +99,7 @@ def execution_row(e: Execution) -> tuple[str, ...]:
         e.kind,
         "—" if e.latency_s is None else human_ms(e.latency_s),
         "—" if e.rows is None else f"{e.rows:,}",
+        "—" if e.pages is None else f"{e.pages:,}",
         human_bytes(e.payload_bytes) if e.payload_bytes is not None else "—",
         human_bytes(e.wire_bytes) if e.wire_bytes is not None else "—",
         human_bytes(amp.data_read_bytes) if amp else "—",
@@ -188,6 +190,15 @@ def access_summary(analysis: Analysis) -> list[tuple[str, ...]]:
 ACCESS_COLUMNS = ("File", "Map from", "Seeks", "lseeks", "Longest run", "Coverage", "Median read", "Note")
 
 
+def page_size(context: dict[str, Any]) -> str:
+    """The page size and why: 'chosen: 8 rows: the largest of the first 10 rows is ...', '--page-size 64'."""
+    paging = context.get("paging")
+    if paging:
+        return f"chosen: {paging['reason']}" if paging.get("chosen") else str(paging["reason"])
+    size = context.get("page_size")
+    return "—" if size is None else "one page" if size == 0 else f"{size:,} rows"
+
+
 def context_items(analysis: Analysis) -> list[tuple[str, str]]:
     c = analysis.context
     node = c.get("node") or {}
@@ -199,7 +210,7 @@ def context_items(analysis: Analysis) -> list[tuple[str, str]]:
         ("Process", f"pid {c.get('pid')}: {c.get('process')}"),
         ("Host / kernel", f"{c.get('hostname')} / {c.get('kernel')}"),
         ("Capture", "—" if c.get("capture_seconds") is None else f"{c['capture_seconds']:.3f} s"),
-        ("Consistency / page size", f"{c.get('consistency') or '—'} / {c.get('page_size') or '—'}"),
+        ("Consistency / page size", f"{c.get('consistency') or '—'} / {page_size(c)}"),
         ("Data directories", ", ".join(c.get("data_file_directories") or []) or "—"),
         ("Measured", ", ".join(f"{k}: {'yes' if v else 'NOT MEASURED'}" for k, v in analysis.measures.items())),
         ("Lost / unstreamed events", f"{c.get('lost_events') or 0:,} / {c.get('unstreamed_events') or 0:,}"),

@@ -27,7 +27,7 @@ A measure the backend did not take is null, never 0; `measures` says which were 
   "warmup": AMPLIFICATION | null,  what the warmup executions read, kept apart (null: no warmup)
   "executions": [{"execution": int, "kind": "warmup" | "measured" | "tracing", "latency_s": float | null,
                   "rows": int | null, "payload_bytes": int | null, "wire_bytes": int | null,
-                  "error": str | null, "amplification": AMPLIFICATION | null}],
+                  "pages": int | null (pages fetched), "error": str | null, "amplification": AMPLIFICATION | null}],
   "files": [{"path", "kind", "size_bytes", "keyspace", "table", "index", "generation" (int | str), "format",
              "version", "component" (null for non-SSTable files), "read_bytes", "read_requested_bytes",
              "read_calls", "write_bytes", "write_calls", "cache_miss_bytes" (null: not measured),
@@ -162,7 +162,7 @@ def document(analysis: Analysis) -> dict:
         "warmup": dataclasses.asdict(analysis.warmup) if analysis.warmup else None,
         "executions": [
             {"execution": e.execution, "kind": e.kind, "latency_s": e.latency_s, "rows": e.rows,
-             "payload_bytes": e.payload_bytes, "wire_bytes": e.wire_bytes, "error": e.error,
+             "payload_bytes": e.payload_bytes, "wire_bytes": e.wire_bytes, "pages": e.pages, "error": e.error,
              "amplification": dataclasses.asdict(e.amplification) if e.amplification else None}
             for e in analysis.executions
         ],

@@ -338,3 +338,12 @@ def test_latency_notes_are_reported_below_the_threshold_with_cassandras_counts(t
     assert "merged data from up to 5 SSTables" in notes["many_sstables"].evidence[-1]
     assert "1 live rows and 1,500 tombstone cells" in notes["tombstones"].evidence[0]
     assert all(note.read_after_fix_bytes is None for note in notes.values())   # not weighed: not flagged
+
+
+def test_a_point_read_of_a_missing_key_that_reads_nothing_is_not_flagged(tmp_path):
+    query_trace = [{"session_id": "1", "duration_us": 5, "events": [
+        {"activity": "Read 0 live rows and 0 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
+    analysis = analyse(synthetic.wide_select_c0(tmp_path / "missing.trace", payload=0, data_read=0, rows=0,
+                                                query_trace=query_trace))
+    assert analysis.necessary.units == 0 and analysis.necessary.bytes == 4096   # the index lookup alone
+    assert analysis.verdict.status == "not flagged", analysis.verdict.summary

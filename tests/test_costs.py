@@ -1,7 +1,7 @@
 """Cheap guards on costs that have regressed before: measured in this run, as ratios or as CPU time
 of a fresh interpreter, so that a busy machine does not make them fail (wall time is not used).
 
-The README's figures themselves are checked by `scripts/bench` against benchmarks/figures.toml.
+The figures docs/performance.md states are checked by `scripts/bench` against benchmarks/figures.toml.
 """
 
 import contextlib
@@ -138,7 +138,7 @@ def test_the_probes_cost_a_call_at_most_2_2_times_what_timing_it_costs(tmp_path)
     two programs' time on one machine in one run, which a machine's speed moves alike: 1.83-1.90
     here in 3 runs (450-472 ns a call against 246-249, the kernel's own two clock reads a run
     included in both). A regression of the per-call work by more than ~15 % fails it: one took the
-    README's storm from 1.31x to 1.37x before, with nothing noticing."""
+    stated storm figure from 1.31x to 1.37x before, with nothing noticing."""
     from bpf_floor import TIMED_PAIR, bpf_stats, pair_attached, programs_run_time_ns
     from casstrace.probes.bcc_capture import BccCapture
 

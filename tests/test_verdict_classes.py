@@ -5,8 +5,9 @@ The truth is how the data was laid out (tables of this module, loaded once per n
 table comment marks a finished load): a point read by primary key of ~400 B rows reads one 16 KiB
 chunk; a partition of 2,000 rows of which 1,990 were deleted afterwards (a second SSTable of
 tombstones); a partition written over 12 flushes with compaction off (12 SSTables); tables of some
-MB, so that a scan reads well past a 5.0 range read's 256 KiB read-ahead. On the test node (5.0, BIG) and a 5.0 node writing BTI (a node of this module,
-127.0.0.1 on its own ports, left running when it already ran), compressed and not.
+MB, so that a scan reads well past a 5.0 range read's 256 KiB read-ahead. On the test node (5.0,
+BIG) and a 5.0 node writing BTI (a node of this module, 127.0.0.1 on its own ports, left running
+when it already ran), compressed and not.
 """
 
 import os

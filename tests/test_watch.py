@@ -123,6 +123,9 @@ def test_wide_data_read_per_execution_matches_casstrace_run(watched, demo_tables
     assert 0.7 <= ratio <= 1.4
     assert wide["rows_per_execution"] == demo_tables.spec.rows
     assert {f["cause"] for f in wide["findings"]} >= {"full_row_read"}
+    # No payload in a watch: past the least its one blob column takes, not past the table's mean cell
+    # (c0 is 100 B of 20 columns of 50 KB): undetermined, and `run` says flagged.
+    assert wide["verdict"] in ("flagged", "undetermined") and run["verdict"] == "flagged"
     assert wide["run_command"].startswith("casstrace run ") and "stream_id = ?" in wide["run_command"]
 
 
@@ -133,6 +136,7 @@ def test_the_narrow_statement_reads_about_its_rows(watched, demo_tables):
     assert narrow["rows_per_execution"] == demo_tables.spec.rows
     assert 0 < narrow["bytes_per_row"] <= 2 * row_bytes
     assert narrow["latency_p50_s"] <= narrow["latency_p99_s"]
+    assert narrow["verdict"] == "not flagged" and narrow["findings"] == []
 
 
 def test_what_is_not_explained_is_shown_by_pool(watched):

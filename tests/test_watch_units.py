@@ -2,19 +2,22 @@
 the attribution join on synthetic inputs, and the report in every format."""
 
 import json
+import os
 import uuid
 
 import pytest
 
-from casstrace.analyses.watch import (POOLS, Call, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
+from casstrace.analyses.watch import (POOLS, Session, Span, SlotIO, WatchInputs, attribute, pool_of,
                                       summarise)
 from casstrace.node.jvm import ThreadIds, parse_thread_print
 from casstrace.node.statements import UNREADABLE_STATEMENT, normalize
 from casstrace.errors import CasstraceError
+from casstrace.ledger import TRACE_PROBABILITY, Ledger
 from casstrace.node.tracing import (MS_NS, UUID_EPOCH_100NS, SampledSession, TraceProbability, add_events,
                                     session_start_ns)
 from casstrace.reports import render
 from casstrace.reports.watch import document
+from casstrace.traces.queries import ReadCall
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
 
@@ -73,40 +76,50 @@ class FakeNodetool:
         return " ".join(("nodetool", *args))
 
 
-def test_trace_probability_is_restored_on_the_way_out_whatever_the_way():
+@pytest.fixture
+def ledger(tmp_path) -> Ledger:
+    """The ledger of a node this test process stands for."""
+    return Ledger(os.getpid(), tmp_path)
+
+
+def test_trace_probability_is_restored_on_the_way_out_whatever_the_way(ledger):
     node, warnings = FakeNodetool(0.002), []
     with pytest.raises(RuntimeError):
-        with TraceProbability(node, 0.3, warnings.append) as switch:
+        with TraceProbability(node, 0.3, warnings.append, ledger) as switch:
             assert node.probability == 0.3
+            change = ledger.find(TRACE_PROBABILITY)   # written down while it holds
+            assert change is not None and (change.original, change.changed_to) == (0.002, 0.3)
             raise RuntimeError("the watch failed")
     assert node.probability == 0.002 and switch.restored and not warnings
+    assert ledger.find(TRACE_PROBABILITY) is None
 
 
-def test_a_second_ctrl_c_during_the_restore_is_retried():
+def test_a_second_ctrl_c_during_the_restore_is_retried(ledger):
     node, warnings = FakeNodetool(0.002), []
-    with TraceProbability(node, 0.3, warnings.append) as switch:
+    with TraceProbability(node, 0.3, warnings.append, ledger) as switch:
         node.failures = [KeyboardInterrupt()]
     assert node.probability == 0.002 and switch.restored and not warnings
 
 
-def test_a_restore_that_cannot_be_done_is_said_with_the_command():
+def test_a_restore_that_cannot_be_done_is_said_with_the_command(ledger):
     node, warnings = FakeNodetool(0.002), []
-    with TraceProbability(node, 0.3, warnings.append) as switch:
+    with TraceProbability(node, 0.3, warnings.append, ledger) as switch:
         node.failures = [CasstraceError("JMX refused", "fix"), CasstraceError("JMX refused", "fix")]
     assert switch.restored is False and node.probability == 0.3
+    assert ledger.find(TRACE_PROBABILITY) is not None   # kept for the next casstrace to put back
     assert "nodetool settraceprobability 0.002" in warnings[0] and "JMX refused" in warnings[0]
 
 
-def test_nothing_changes_when_the_previous_value_cannot_be_read():
+def test_nothing_changes_when_the_previous_value_cannot_be_read(ledger):
     class Unreachable(FakeNodetool):
         def trace_probability(self) -> float:
             raise CasstraceError("no JMX", "fix")
 
     node = Unreachable(0.0)
     with pytest.raises(CasstraceError):
-        with TraceProbability(node, 0.3, print):
+        with TraceProbability(node, 0.3, print, ledger):
             pass
-    assert node.probability == 0.0
+    assert node.probability == 0.0 and ledger.find(TRACE_PROBABILITY) is None
 
 
 def _event(true_ns: int, start_ns: int, thread: str = "ReadStage-1", activity: str = "") -> tuple[int, int, str, str]:
@@ -238,7 +251,7 @@ def test_logged_calls_keep_a_neighbour_s_reads_in_a_shared_millisecond_the_neigh
     at = START + 40 * SLOT
     io = [SlotIO(102, 40, 3, 2 * 16_384, 4)]                       # both reads, and 4 pages filled
     inputs = _inputs([_session(1, narrow, 40)], [Span(1, "ReadStage-2", 102, at + 100_000, at + 300_000)], io)
-    inputs.calls = [Call(102, at + 200_000, 3, 16_384), Call(102, at + 700_000, 3, 16_384)]
+    inputs.calls = [ReadCall(102, at + 200_000, 3, 16_384), ReadCall(102, at + 700_000, 3, 16_384)]
     claimed, unclaimed = attribute(inputs)
     assert claimed[1][3] == [16_384, 16_384, 4 * PAGE_BYTES]      # no fill beyond the reads: none added
     assert unclaimed == {102: 16_384}

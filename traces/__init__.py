@@ -1,7 +1,8 @@
 """The trace file format: see casstrace.traces.schema for its documentation.
 
 Holds: the schema (documented and versioned), TraceWriter (a trace is either absent or whole),
-Trace (the reader and the only place that opens a trace file), the typed rows a capture hands the
+Trace (the reader and the only place that opens a trace file), the typed read API the analyses
+query a trace with (queries.py), the typed rows a capture hands the
 writer (rows.py) and the structured meta values (meta.py), SSTable file names (sstable_names.py),
 what a watch trace adds (activities.py), what the backend could do (capabilities.py), and several
 nodes' traces merged into one (merge.py).

@@ -112,6 +112,7 @@ META_TYPES: dict[str, Any] = {
     "clock_offset_ns": int, "slot_ns": int, "heatmap_offset_bytes": int, "lost_events": int,
     "unstreamed_events": int, "aggregate_overflows": int, "ended_early": str, "notes": list[str],
     "sysdig_version": str, "query": str, "keyspace": str | None, "consistency": str, "page_size": int | None,
+    "paging": dict[str, int | bool | str | None],
     "node": NodeMeta, "cassandra": CassandraMeta, "query_trace": list[QueryTraceSession],
     "replicas": ReplicasMeta, "thread_slot_ns": int, "watch": WatchMeta, "profile": ProfileMeta,
     "clock": dict[str, int],

@@ -14,10 +14,11 @@ from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
 
 
 class Trace:
-    """A trace file opened read-only. Rows are sqlite3.Row (index by column name)."""
+    """A trace file opened read-only: its meta, and the connection casstrace.traces.queries reads."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+        self._columns: dict[str, frozenset[str]] = {}
         if not self.path.is_file():
             raise CasstraceError(f"no trace file at {self.path}", "give the path that `casstrace run` printed")
         try:
@@ -48,11 +49,16 @@ class Trace:
                                  "the file was changed since casstrace wrote it: take the trace again")
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
+        """Raw SQL, for the tests and benchmarks that check what a writer stored. The analyses ask
+        casstrace.traces.queries instead, which knows the schema and its older formats."""
         return self.db.execute(sql, params).fetchall()
 
-    def has_table(self, name: str) -> bool:
-        """Whether the trace has this table (a version-1 trace lacks those version 2 added)."""
-        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+    def columns(self, table: str) -> frozenset[str]:
+        """The table's columns in this trace; empty when its format predates the table. Asked once
+        per table: an analysis asks per execution, 300 times in a `run --repeat 300` trace."""
+        if table not in self._columns:
+            self._columns[table] = frozenset(row[1] for row in self.db.execute(f"PRAGMA table_info({table})"))
+        return self._columns[table]
 
     @property
     def complete(self) -> bool:

@@ -56,7 +56,10 @@ Meta keys (values are JSON)
   notes              [str]: what the backend wants a reader to know (e.g. how the process was chosen)
   sysdig_version     str: the sysdig that took a live capture (absent from imports: casstrace reads
                      the file itself)
-  query              str, keyspace str, consistency str, page_size int (run only)
+  query              str, keyspace str, consistency str, page_size int (run only: rows per page, 0 one page)
+  paging             {"page_size": int, "chosen": bool (by casstrace, not --page-size), "page_bytes": int | null
+                      (the budget it was chosen for), "sampled_row_bytes": int | null (the largest row of the
+                      sample taken before the capture), "reason": str} (run only; casstrace.node.paging)
   node               {"host": str, "port": int, "pid": int}
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
                       "compressed_read_ahead_bytes": int (5.0+'s compressed_read_ahead_buffer_size: a range

@@ -1,0 +1,169 @@
+"""A long `casstrace watch` under load: is it flat? (prints figures; not a test)
+
+    .venv/bin/python benchmarks/watch_shift.py --port 9042 [--duration-s 3600] [--rate 40] [--every-s 60]
+
+A table of its own (casstrace_watch_shift.kv: --rows rows of 4 KiB, flushed) is read by prepared
+statements with bound values (four shapes, --rate requests/s each, plus system.local) for the whole
+watch; `casstrace watch --sample P --metrics-port` runs meanwhile in a fresh process. Every --every-s
+seconds: the watch's resident memory (VmRSS), and from its /metrics page the sessions sampled and the
+first statement's SSTable bytes per execution. At the end: the trace's lost events and refused map
+updates (aggregate_overflows), and the report's per-statement figures against what the load ran.
+
+What flat means: memory within a few MB after the first minutes, no refused update, the bytes per
+execution steady. (The live figures are recomputed from the whole watch at each refresh: the cost of
+a refresh grows with the sessions sampled; memory grows by the (thread, ms, file) entries drained
+from the kernel, ~100 bytes each.)
+"""
+
+import argparse
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any, TypeVar
+from pathlib import Path
+
+from figures import report
+
+from casstrace.node.jvm import find_cassandra
+from casstrace.node.tracing import nodetool_for
+from casstrace.sandbox.workload import Load, Workload
+
+T = TypeVar("T")
+KEYSPACE = "casstrace_watch_shift"
+STARTED = "probes attached"
+CASSTRACE = Path(sys.executable).parent / "casstrace"
+
+
+def prepare_table(session: Any, rows: int, port: int) -> None:
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = " 
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.kv (k int, c int, v blob, w text, "
+                    "PRIMARY KEY (k, c))")
+    insert = session.prepare(f"INSERT INTO {KEYSPACE}.kv (k, c, v, w) VALUES (?, ?, ?, ?)")
+    for key in range(rows):
+        for column in range(4):
+            session.execute(insert, (key, column, bytes([key % 251]) * 4096, "x" * 64))
+    nodetool_for(find_cassandra(None, native_port=port)).run("flush", KEYSPACE, "kv")
+
+
+def node_arguments(parser: argparse.ArgumentParser, out: str) -> None:
+    """What both watch benchmarks (this one and watch_busy.py) take: the node, the table, the watch."""
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9042)
+    parser.add_argument("--rows", type=int, default=400)
+    parser.add_argument("--sample", type=float, default=0.01)
+    parser.add_argument("--out", default=out)
+
+
+def connect(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(cluster, session) to the node, its benchmark table ready."""
+    from cassandra.cluster import Cluster
+
+    cluster = Cluster([args.host], port=args.port)
+    session = cluster.connect()
+    prepare_table(session, args.rows, args.port)
+    return cluster, session
+
+
+def start_watch(args: argparse.Namespace, duration_s: float, *extra: str) -> subprocess.Popen:
+    """`casstrace watch` in a fresh process, returned once its probes are attached."""
+    command = [str(CASSTRACE), "watch", "--host", args.host, "--port", str(args.port), "--sample", str(args.sample),
+               "--duration", str(duration_s), "--format", "json", "--out", args.out, "--force", *extra]
+    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert watcher.stderr is not None
+    for line in watcher.stderr:
+        if STARTED in line:
+            return watcher
+    watcher.wait()
+    raise SystemExit(f"casstrace watch did not start (exit {watcher.returncode})")
+
+
+def while_watched(args: argparse.Namespace, duration_s: float, work: Callable[[], T]) -> T:
+    """work()'s result, run while `casstrace watch` watches (started first, its end awaited after)."""
+    watcher = start_watch(args, duration_s)
+    result = work()
+    watcher.communicate(timeout=900)
+    if watcher.returncode:
+        raise SystemExit(f"casstrace watch failed (exit {watcher.returncode})")
+    return result
+
+
+def loads(rate: float, rows: int) -> list[Load]:
+    table = f"{KEYSPACE}.kv"
+    return [Load("point", f"SELECT v FROM {table} WHERE k = ? AND c = ?", rate, (rows // 2, 1)),
+            Load("partition", f"SELECT v FROM {table} WHERE k = ?", rate, (rows // 3,)),
+            Load("narrow", f"SELECT w FROM {table} WHERE k = ? AND c = ?", rate, (rows // 4, 2)),
+            Load("range", f"SELECT c, w FROM {table} WHERE k = ? AND c > ?", rate, (rows // 5, 0)),
+            Load("system.local", "SELECT release_version FROM system.local", rate / 4)]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def scrape(port: int) -> str:
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    except OSError:
+        return ""
+
+
+def value(page: str, pattern: str) -> float | None:
+    found = re.search(pattern + r" ([0-9.e+]+)$", page, re.M)
+    return float(found.group(1)) if found else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    node_arguments(parser, "/tmp/casstrace-watch-shift.trace")
+    parser.add_argument("--duration-s", type=float, default=3600)
+    parser.add_argument("--rate", type=float, default=40.0, help="requests/s of each of the four statements")
+    parser.add_argument("--every-s", type=float, default=60)
+    parser.add_argument("--metrics-port", type=int, default=19871)
+    args = parser.parse_args()
+
+    cluster, session = connect(args)
+    watcher = start_watch(args, args.duration_s, "--metrics-port", str(args.metrics_port))
+    started = time.monotonic()
+    workload = Workload(session, loads(args.rate, args.rows), args.duration_s).start()
+    print(f"{'minute':>7} {'RSS MB':>8} {'sessions sampled':>17} {'top bytes/exec':>15}", flush=True)
+    samples = []
+    while watcher.poll() is None and time.monotonic() - started < args.duration_s - 1:
+        time.sleep(args.every_s)
+        page = scrape(args.metrics_port)
+        sampled = value(page, r"casstrace_sessions_sampled_total")
+        per_execution = value(page, r'casstrace_statement_read_bytes_per_execution\{statement="SELECT v FROM '
+                                    + KEYSPACE + r'\.kv WHERE k = \? AND c = \?"\}')
+        memory = rss_mb(watcher.pid)
+        samples.append(memory)
+        print(f"{(time.monotonic() - started) / 60:>7.1f} {memory:>8.1f} {sampled or 0:>17.0f} "
+              f"{per_execution or 0:>15.0f}", flush=True)
+    workload.join()
+    output, errors = watcher.communicate(timeout=1800)
+    if watcher.returncode:
+        raise SystemExit(f"casstrace watch failed (exit {watcher.returncode}): {errors[-2000:]}")
+    result = json.loads(output)
+    with sqlite3.connect(args.out) as db:
+        meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('lost_events', 'aggregate_overflows')"))
+    print(f"\nlost events {meta.get('lost_events')}, refused map updates {meta.get('aggregate_overflows')}")
+    ran = {load.name: load.executions for load in workload.loads}
+    print(f"{'statement':<60} {'ran':>8} {'est. executions':>16} {'bytes/exec':>11}")
+    for statement in result["statements"][:6]:
+        print(f"{statement['query'][:60]:<60} {'':>8} {statement['estimated_executions']:>16,.0f} "
+              f"{statement['sstable_read_bytes_per_execution']:>11,.0f}")
+    print("ran by the load: " + ", ".join(f"{name} {count}" for name, count in ran.items()))
+    if len(samples) >= 2:
+        report("watch_shift_rss_growth_mb", samples[-1] - samples[min(1, len(samples) - 1)])
+    cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()
