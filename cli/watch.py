@@ -66,7 +66,8 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     from casstrace.reports.watch import document
 
     if restore:
-        settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc)
+        pid = watched_jvm(pid, container)
+        settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
         if not restore_left(WatchOptions(connection=settings, pid=pid, nodetool=nodetool_command)):
             click.echo("casstrace: nothing was left changed on the node", err=True)
         return
@@ -76,13 +77,15 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
         check_output(out, force, inputs)
     if output is not None:
         check_output(output, force, [*inputs, *([out] if out else [])])
-    pid = watched_jvm(pid, container)   # before any thread starts: see node.namespaces
-    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     metrics = None
     if metrics_port is not None:   # bound now: a port in use fails before anything changes on the node
         from casstrace.node.metrics_endpoint import MetricsEndpoint
         from casstrace.reports.prometheus import CONTENT_TYPE, Exposition
+        # Bound in this machine's network, where Prometheus scrapes it, before casstrace joins a container's.
         metrics = (MetricsEndpoint(metrics_port, metrics_address, CONTENT_TYPE).start(), Exposition(top))
+    # Before the driver starts a thread (see node.namespaces); the metrics server's opens no socket to the node.
+    pid = watched_jvm(pid, container)
+    settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     table = LiveTable(top) if sys.stderr.isatty() else None
     live = Live(table, metrics) if table is not None or metrics is not None else None
 

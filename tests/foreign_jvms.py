@@ -1,10 +1,13 @@
 """Nodes the tests start outside the sandbox's own control (in namespaces of their own): how they end."""
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from casstrace.node.jvm import read_argv
@@ -34,3 +37,27 @@ def load_demo(pid: int, data_dir: Path, spec: WideTable, *namespaces: str) -> No
     loaded = subprocess.run(["nsenter", f"--target={pid}", *namespaces, "--", sys.executable, "-c", code,
                              str(data_dir)], capture_output=True, text=True, timeout=600)
     assert loaded.returncode == 0, loaded.stderr
+
+
+# The name=systemd cgroup v1 hierarchy of this machine's hybrid layout, where the tests name cgroups
+# as container runtimes do.
+SYSTEMD_CGROUPS = Path("/sys/fs/cgroup/systemd")
+
+
+@contextmanager
+def in_container_cgroup(pid: int, parent: str, prefix: str) -> Iterator[str]:
+    """The process moved into a cgroup named as a container runtime names a container's
+    (PARENT/PREFIXID.scope, e.g. system.slice/docker-ID.scope), and back to the root after. Yields the id."""
+    container_id = secrets.token_hex(32)
+    cgroup = SYSTEMD_CGROUPS / parent / f"{prefix}{container_id}.scope"
+    made_parent = not cgroup.parent.exists()
+    cgroup.mkdir(parents=True)
+    try:
+        (cgroup / "cgroup.procs").write_text(str(pid))
+        yield container_id
+    finally:
+        if read_argv(pid) is not None:
+            (SYSTEMD_CGROUPS / "cgroup.procs").write_text(str(pid))
+        cgroup.rmdir()
+        if made_parent:
+            cgroup.parent.rmdir()

@@ -14,7 +14,6 @@ this machine (docs/production-node.md says why).
 
 import json
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -28,8 +27,7 @@ from casstrace.analyses import analyse
 from casstrace.node.jvm import cassandra_processes
 from casstrace.node.namespaces import container_ids, container_jvm, in_our_network
 from casstrace.sandbox.demo import WideTable
-from foreign_jvms import load_demo, stop_jvm
-from test_namespaces import SYSTEMD_CGROUPS
+from foreign_jvms import in_container_cgroup, load_demo, stop_jvm
 from test_sandbox import cached_version, casstrace, free_ports  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.integration
@@ -161,17 +159,9 @@ def casstrace_command() -> list[str]:
 
 @pytest.fixture
 def docker_cgroup(node):
-    """The JVM moved into a cgroup named as docker (systemd driver) names a container's; moved back after."""
-    pid = node[0]
-    container_id = secrets.token_hex(32)
-    cgroup = SYSTEMD_CGROUPS / "system.slice" / f"docker-{container_id}.scope"
-    cgroup.mkdir(parents=True)
-    try:
-        (cgroup / "cgroup.procs").write_text(str(pid))
+    """The JVM in a cgroup named as docker (systemd driver) names a container's: its container id."""
+    with in_container_cgroup(node[0], "system.slice", "docker-") as container_id:
         yield container_id
-    finally:
-        (SYSTEMD_CGROUPS / "cgroup.procs").write_text(str(pid))
-        cgroup.rmdir()
 
 
 def test_run_by_container_finds_the_jvm_by_its_cgroup(node, docker_cgroup, tmp_path):

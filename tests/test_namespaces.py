@@ -3,17 +3,18 @@ stand-in JVMs (processes with the CassandraDaemon class in their command line), 
 namespace of its own listening on every address at the same port, as containers' JVMs do, told
 apart by their address and by their cgroup. The real node in a container is test_container_node.py."""
 
-import secrets
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
+from contextlib import ExitStack
 
 import pytest
 
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import DAEMON_CLASS, cassandra_at
 from casstrace.node.namespaces import container_ids, container_jvm
+
+from foreign_jvms import in_container_cgroup
 
 ID = "3f2a9c1be8d4" + "0" * 50 + "ab"
 # /proc/PID/cgroup lines of a container's process, as each runtime's cgroup driver names them.
@@ -53,33 +54,23 @@ LISTENER = textwrap.dedent(f"""
     print("listening", flush=True)
     time.sleep(120)
 """)
-SYSTEMD_CGROUPS = Path("/sys/fs/cgroup/systemd")
 
 
 @pytest.fixture
 def containers():
     """Two stand-in JVMs, each in its own network namespace and in a cgroup named as docker's and as
     podman's containers are: [(pid, address, container id)]."""
-    found, cgroups, processes = [], [], []
-    try:
-        for address, parent, prefix in (("10.213.0.5", "system.slice", "docker-"), ("10.213.0.6", "machine.slice", "libpod-")):
+    found = []
+    with ExitStack() as stack:
+        for address, parent, prefix in (("10.213.0.5", "system.slice", "docker-"),
+                                        ("10.213.0.6", "machine.slice", "libpod-")):
             process = subprocess.Popen(["unshare", "--net", "--", "sh", "-c", IN_NAMESPACE, "sh", address,
                                         sys.executable, "-c", LISTENER, DAEMON_CLASS], stdout=subprocess.PIPE, text=True)
-            processes.append(process)
+            stack.callback(process.wait)
+            stack.callback(process.kill)
             assert process.stdout.readline().strip() == "listening"
-            container_id = secrets.token_hex(32)
-            cgroup = SYSTEMD_CGROUPS / parent / f"{prefix}{container_id}.scope"
-            cgroup.mkdir(parents=True)
-            cgroups.append(cgroup)
-            (cgroup / "cgroup.procs").write_text(str(process.pid))
-            found.append((process.pid, address, container_id))
+            found.append((process.pid, address, stack.enter_context(in_container_cgroup(process.pid, parent, prefix))))
         yield found
-    finally:
-        for process in processes:
-            process.kill()
-            process.wait()
-        for cgroup in cgroups:
-            cgroup.rmdir()
 
 
 @pytest.mark.integration
