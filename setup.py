@@ -1,4 +1,4 @@
-"""The compiled parts of casstrace: probes/scap_scan.c and scap_fold.c, the .scap import's inner
+"""The compiled parts of casstrace: probes/sysdig/scap_scan.c and scap_fold.c, the .scap import's inner
 loops, and traces/bulk_insert.c, how its per-call rows go into the trace (see there).
 
 Optional: where no C compiler or Python headers are found, the install goes on without it and the
@@ -19,7 +19,7 @@ class BuildPy(build_py):
                 if Path(module[2]).resolve() != Path(__file__).resolve()]
 
 
-setup(ext_modules=[Extension(f"casstrace.probes._{name}", [f"probes/{name}.c"], optional=True)
+setup(ext_modules=[Extension(f"casstrace.probes.sysdig._{name}", [f"probes/sysdig/{name}.c"], optional=True)
                    for name in ("scap_scan", "scap_fold")]
       + [Extension("casstrace.traces._bulk_insert", ["traces/bulk_insert.c"], libraries=["sqlite3"], optional=True)],
       cmdclass={"build_py": BuildPy})

@@ -4,7 +4,7 @@
       [--query "SELECT ..."] --data-files "DATA_DIR/*/streams-*/*-Data.db"
 
 `run --profile` puts a fault on a mapped file on the stack of the faulting thread's wall-clock sample
-nearest in time (casstrace.probes.java_stacks.nearest_samples): no Java method brackets a fault. How
+nearest in time (casstrace.probes.jvm.java_stacks.nearest_samples): no Java method brackets a fault. How
 often that sample names the code that faulted cannot be measured on faults themselves; it can on the
 fills inside pread calls, where the truth is known (the call's own stack, from async-profiler's
 instrumentation of the JDK's read method). On a node that reads its Data files with pread
@@ -31,9 +31,9 @@ from casstrace.node.connection import NodeSession, resolve_settings
 from casstrace.node.context import make_cold
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
-from casstrace.probes.async_profiler import AsyncProfiler
-from casstrace.probes.bcc_capture import BccCapture
-from casstrace.probes.java_stacks import (
+from casstrace.probes.jvm.async_profiler import AsyncProfiler
+from casstrace.probes.bcc.bcc_capture import BccCapture
+from casstrace.probes.jvm.java_stacks import (
     FILL_JOIN_NS,
     METHOD_EVENT,
     PAGE_BYTES,
@@ -43,7 +43,7 @@ from casstrace.probes.java_stacks import (
     join_reads,
     nearest_samples,
 )
-from casstrace.probes.jfr import read_samples
+from casstrace.probes.jvm.jfr import read_samples
 from casstrace.sandbox.demo import WideTable
 from casstrace.traces import TraceWriter
 from figures import report

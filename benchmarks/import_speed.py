@@ -29,14 +29,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from casstrace.probes.sysdig_tool import find_sysdig
+from casstrace.probes.sysdig.sysdig_tool import find_sysdig
 from figures import report
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_SCAP = REPO / "tests" / "data" / "scap"
 CASSTRACE = str(Path(sys.executable).parent / "casstrace")
 # What `casstrace import FILE` loads before it reads the file (cli/main.py, cli/import_scap.py).
-STARTUP = ("import casstrace.cli.main, casstrace.cli.import_scap, casstrace.paths, casstrace.probes.sysdig_import,"
+STARTUP = ("import casstrace.cli.main, casstrace.cli.import_scap, casstrace.paths, casstrace.probes.sysdig.sysdig_import,"
            " casstrace.traces.writer")
 # What a user's shell has: bytecode is read and written as usual.
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}

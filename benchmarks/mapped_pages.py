@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from casstrace.node.jvm import find_cassandra
-from casstrace.probes import mapped_pages
+from casstrace.probes.proc import mapped_pages
 from figures import report
 
 

@@ -51,7 +51,7 @@ from pathlib import Path
 
 from bpf_floor import EMPTY_PAIR, TIMED_PAIR, bpf_stats, pair_attached
 from casstrace.node.jvm import find_cassandra
-from casstrace.probes.bcc_capture import BccCapture
+from casstrace.probes.bcc.bcc_capture import BccCapture
 from casstrace.traces import Trace, TraceWriter
 from figures import process_cpu_ns, report
 

@@ -20,8 +20,8 @@ import time
 from casstrace.node.connection import NodeSession, resolve_settings
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
-from casstrace.probes.async_profiler import AsyncProfiler
-from casstrace.probes.jfr import read_samples
+from casstrace.probes.jvm.async_profiler import AsyncProfiler
+from casstrace.probes.jvm.jfr import read_samples
 from casstrace.sandbox.demo import WideTable
 from figures import process_cpu_ns, report
 

@@ -15,7 +15,7 @@ node with that disk_access_mode: mmap (4.1's auto), where every Data and Index f
 standard (pread).
 
 Measured, each printed with the machine's load average beside it:
-- the mapped-pages measure per window (probes/mapped_pages.py: the clear before a window, the smaps
+- the mapped-pages measure per window (probes/proc/mapped_pages.py: the clear before a window, the smaps
   read after it), medians of --runs: goal <= 50 ms at 5,000 SSTables;
 - a capture's stop on that JVM (BccCapture.stop(): detach, read the maps, the final fd snapshot;
   and writing its trace, which names every file): goal <= 1 s;
@@ -40,8 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from casstrace.probes import mapped_pages
-from casstrace.probes.bcc_capture import BccCapture
+from casstrace.probes.proc import mapped_pages
+from casstrace.probes.bcc.bcc_capture import BccCapture
 from casstrace.sandbox import config, control
 from casstrace.sandbox.settings import HOST, Layout, Settings
 from casstrace.traces import Trace, TraceWriter

@@ -17,7 +17,7 @@ The headline for scripts/bench: FIGURE watch_p99_ratio (p99 of all requests watc
 import argparse
 
 from casstrace.analyses.percentiles import percentile
-from casstrace.node.watcher import DEFAULT_PROBABILITY
+from casstrace.orchestration.watcher import DEFAULT_PROBABILITY
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
 from casstrace.sandbox.workload import Load, Workload

@@ -1,5 +1,5 @@
 """casstrace agent (hidden): one node's capture, driven over stdin/stdout by a `casstrace run` of
-several nodes (casstrace.node.agents), on this machine or through ssh."""
+several nodes (casstrace.orchestration.agents), on this machine or through ssh."""
 
 import sys
 
@@ -17,8 +17,8 @@ from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND
               help="What captures the JVM's I/O.")
 @click.option("--table", "tables", multiple=True, help="KEYSPACE.TABLE.ID of a queried table (its files are listed).")
 def command(address: str, port: int, pid: int | None, backend: str, tables: tuple[str, ...]) -> None:
-    """Capture this node's JVM on the windows a driver sends on stdin (protocol: casstrace.node.agents)."""
-    from casstrace.node.agents import AgentOptions, TableRef, main_streams, serve
+    """Capture this node's JVM on the windows a driver sends on stdin (protocol: casstrace.orchestration.agents)."""
+    from casstrace.orchestration.agents import AgentOptions, TableRef, main_streams, serve
 
     commands, replies = main_streams()
     options = AgentOptions(address, port, pid, backend, tuple(TableRef.parse(table) for table in tables))

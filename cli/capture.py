@@ -59,7 +59,7 @@ def command(pid: int | None, container: str | None, duration: float | None, out:
         raise CasstraceError(f"{'--container' if container else '--pid'} needs --duration", "add --duration SECONDS")
 
     from casstrace.probes.backends import DEFAULT_BACKEND, backend
-    from casstrace.probes.mapped_pages import MappedPagesCapture
+    from casstrace.probes.proc.mapped_pages import MappedPagesCapture
     from casstrace.probes.protocol import CaptureOptions, Windows
     from casstrace.probes.recording import record
     from casstrace.traces import TraceWriter

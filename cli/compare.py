@@ -114,7 +114,7 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
     from casstrace.node.connection import NodeSession, resolve_settings
     from casstrace.node.paging import paging
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
-    from casstrace.node.runner import RunOptions, default_trace_path, run
+    from casstrace.orchestration.runner import RunOptions, default_trace_path, run
     from casstrace.node.statements import read_only_statement
     from casstrace.probes.backends import started
 

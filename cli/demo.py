@@ -82,7 +82,7 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
     from casstrace.analyses.compare import compare
     from casstrace.cli.run import report, reporting_interruptions
     from casstrace.node.connection import resolve_settings
-    from casstrace.node.runner import RunOptions, run
+    from casstrace.orchestration.runner import RunOptions, run
     from casstrace.probes.backends import DEFAULT_BACKEND, started
     from casstrace.reports import ReportOptions, render
     from casstrace.reports.comparison import document

@@ -2,7 +2,7 @@
 
 `command` is the click command; cli/main.py runs plain invocations through `fast_call` instead,
 without loading click (import is measured against sysdig's own run, which is shorter than click's
-start-up). fast_call accepts exactly the options `command` declares (tests/test_costs.py checks)
+start-up). fast_call accepts exactly the options `command` declares (tests/unit/test_costs.py checks)
 and leaves everything else to click: --help, a value click would refuse, a path that is a directory.
 """
 
@@ -33,7 +33,7 @@ def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, 
     default, DEFAULT_STREAM_LIMIT)."""
     from casstrace.paths import default_traces_dir
     from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT
-    from casstrace.probes.sysdig_import import import_scap
+    from casstrace.probes.sysdig.sysdig_import import import_scap
     from casstrace.traces.writer import TraceWriter
 
     out = out or default_traces_dir() / f"{scap.stem}.trace"

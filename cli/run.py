@@ -103,8 +103,8 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
         from casstrace.node.connection import configuration_files, resolve_settings
-        from casstrace.node.runner import RunOptions, run
-        from casstrace.node.targets import RemoteSettings, parse_hosts
+        from casstrace.orchestration.runner import RunOptions, run
+        from casstrace.orchestration.targets import RemoteSettings, parse_hosts
         from casstrace.reports import beside_trace, report_format
 
         if out is not None:   # refused before anything connects; the default names are always new

@@ -14,7 +14,7 @@ from casstrace.outputs import check_output
 if TYPE_CHECKING:
     from casstrace.analyses.watch import Watch
     from casstrace.node.metrics_endpoint import MetricsEndpoint
-    from casstrace.node.watcher import LiveSnapshot
+    from casstrace.orchestration.watcher import LiveSnapshot
     from casstrace.reports.prometheus import Exposition
 
 DEFAULT_TOP = 10
@@ -61,7 +61,7 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
     from casstrace.analyses.watch import analyse_watch
     from casstrace.node.connection import configuration_files, resolve_settings
-    from casstrace.node.watcher import WatchOptions, restore_left, watch
+    from casstrace.orchestration.watcher import WatchOptions, restore_left, watch
     from casstrace.reports import beside_trace
     from casstrace.reports.watch import document
 

@@ -18,8 +18,8 @@ from casstrace.errors import CasstraceError
 from casstrace.node import storage
 from casstrace.node.connection import answered_in_time
 from casstrace.node.jvm import CassandraProcess, fd_targets
-from casstrace.probes import mapped_pages
-from casstrace.probes.proc_fds import in_root, stat_in_root
+from casstrace.probes.proc import mapped_pages
+from casstrace.probes.proc.proc_fds import in_root, stat_in_root
 from casstrace.traces.meta import CassandraMeta, SSTableFileMeta, TableMeta
 
 # "DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap" (3.x, 4.x),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.proc_fds import in_root, net_table_rows, proc_net_host, root_prefix
+from casstrace.probes.proc.proc_fds import in_root, net_table_rows, proc_net_host, root_prefix
 from casstrace.redaction import redact_command
 from casstrace.traces.activities import shared_pool_worker
 

@@ -12,7 +12,7 @@ from casstrace.errors import CasstraceError
 from casstrace.ledger import PROFILER, TRACE_PROBABILITY, Change, Ledger
 from casstrace.node.jvm import CassandraProcess
 from casstrace.node.tracing import Nodetool, format_probability
-from casstrace.probes.async_profiler import AsyncProfiler
+from casstrace.probes.jvm.async_profiler import AsyncProfiler
 
 
 def say(line: str) -> None:

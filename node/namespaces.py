@@ -1,7 +1,7 @@
 """A node in a container: its JVM in network, mount and PID namespaces of its own, nothing published.
 
 The probes need nothing of this: BPF sees every process by its pid as the host numbers it, and the
-node's files are read through /proc/PID/root (probes.proc_fds.in_root). What does need it is the
+node's files are read through /proc/PID/root (probes.proc.proc_fds.in_root). What does need it is the
 driver, which must reach the native port where the node listens: in the JVM's network namespace.
 join_network_namespace moves casstrace there (setns) before the driver starts a thread or opens a
 socket. A network namespace is a thread's, and a thread starts in the one of the thread that
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import CassandraProcess, cassandra_processes
-from casstrace.probes.proc_fds import in_root
+from casstrace.probes.proc.proc_fds import in_root
 
 CLONE_NEWNET = 0x40000000
 # A container id in one component of a cgroup path: the whole component, or after the runtime's

@@ -16,7 +16,7 @@ long count) per bucket: a bucket counts values above its lower bound up to the n
 
 import struct
 
-from casstrace.probes.proc_fds import in_root
+from casstrace.probes.proc.proc_fds import in_root
 from casstrace.traces.meta import SSTableFileMeta
 from casstrace.traces.sstable_names import parse_sstable_path
 from casstrace.traces.storage import ChunkLayout, SSTableStats, SSTableStorage

@@ -66,7 +66,7 @@ class _Bcc(Backend):
 
     def _capture(self, pid: int, extra_dirs: Iterable[str | Path], stream_limit: int | None,
                  options: "CaptureOptions | None", prepared: Preparation | None) -> "Capture":
-        from casstrace.probes.bcc_capture import BccCapture, ProgramBuild
+        from casstrace.probes.bcc.bcc_capture import BccCapture, ProgramBuild
         from casstrace.probes.protocol import CaptureOptions
 
         options = options or CaptureOptions()
@@ -81,7 +81,7 @@ class _Bcc(Backend):
     def prepare(self) -> Preparation:
         """Compile the BPF program (seconds of one core, the longest part of `casstrace run`), for the
         default options."""
-        from casstrace.probes.bcc_capture import ProgramBuild
+        from casstrace.probes.bcc.bcc_capture import ProgramBuild
         return ProgramBuild()
 
 
@@ -93,7 +93,7 @@ class _Sysdig(Backend):
 
     def _capture(self, pid: int, extra_dirs: Iterable[str | Path], stream_limit: int | None,
                  options: "CaptureOptions | None", prepared: Preparation | None) -> "Capture":
-        from casstrace.probes.sysdig_capture import SysdigCapture
+        from casstrace.probes.sysdig.sysdig_capture import SysdigCapture
         return SysdigCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit,
                              source=options.source if options else None)
 

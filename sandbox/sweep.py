@@ -109,7 +109,7 @@ def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
     call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created.
     force: replace the traces of an earlier sweep into the same directory."""
     from casstrace.node.connection import ConnectionSettings
-    from casstrace.node.runner import RunOptions, run
+    from casstrace.orchestration.runner import RunOptions, run
 
     plan.check(heap_bytes(sandbox.settings.heap))
     connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)

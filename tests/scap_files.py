@@ -3,7 +3,7 @@
 import struct
 from pathlib import Path
 
-from casstrace.probes import scap_reader
+from casstrace.probes.sysdig import scap_reader
 
 
 def exit_only(source: Path, out: Path) -> None:

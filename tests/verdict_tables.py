@@ -1,5 +1,5 @@
-"""The tables the verdict tests read, by class of query (tests/test_verdict_classes.py, and the 4.1
-mmap node of tests/test_mmap_nodes.py): what each query reads is known from how its data was laid
+"""The tables the verdict tests read, by class of query (tests/integration/test_verdict_classes.py, and the 4.1
+mmap node of tests/integration/test_mmap_nodes.py): what each query reads is known from how its data was laid
 out, loaded once per node and kept (a table comment marks a finished load)."""
 
 import random
@@ -10,7 +10,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
-from casstrace.node.runner import RunOptions, run
+from casstrace.orchestration.runner import RunOptions, run
 from casstrace.sandbox.control import Sandbox
 
 KEYSPACE = "casstrace_verdicts"

@@ -65,7 +65,7 @@ class QueryTraceSession(TypedDict):
 
 class NodeMeta(TypedDict, total=False):
     host: str
-    address: str            # an agent's own capture meta (casstrace.node.agents)
+    address: str            # an agent's own capture meta (casstrace.orchestration.agents)
     port: int
     pid: int | None
 

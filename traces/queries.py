@@ -1,5 +1,5 @@
 """The typed read API of a trace: every question the analyses ask of a trace file, answered as typed
-records. The analyses' only way into a trace (tests/test_layout.py holds them to it); older formats
+records. The analyses' only way into a trace (tests/unit/test_layout.py holds them to it); older formats
 are handled here (a table or column a format added reads as absent: no rows, None or 0, by
 Trace.columns), so that no caller knows the schema.
 

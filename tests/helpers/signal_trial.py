@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from casstrace.cli import main as cli_main
-from casstrace.node import runner
-from casstrace.probes import bcc_capture, bcc_trace
+from casstrace.orchestration import runner
+from casstrace.probes.bcc import bcc_capture, bcc_trace
 from casstrace.traces import writer as trace_writer
 
 TRACE_STEPS = ("add_window", "add_file_io", "add_coverage", "add_heatmap", "add_latency", "add_events",

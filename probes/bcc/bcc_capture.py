@@ -1,0 +1,751 @@
+"""The bcc capture backend: exact, tracepoint-only eBPF capture of one process's I/O.
+
+The BPF program (capture.c) keeps every aggregate the analyses use in kernel maps keyed by the
+window epoch, so nothing is lost however fast the process makes syscalls; per-call records of
+reads and lseeks go to an in-place event log read once at the end, and only descriptor changes
+(opens, connects, thread renames) reach Python while the capture runs.
+
+BccCapture implements casstrace.probes.protocol.Capture; stop() returns a bcc_trace.BccCaptured,
+which the trace builder (bcc_trace) reads.
+"""
+
+import ctypes
+import errno
+import functools
+import itertools
+import mmap
+import os
+import select
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from casstrace.errors import CasstraceError
+from casstrace.probes.proc import proc_fds
+from casstrace.probes.bcc import syscalls
+from casstrace.probes.bcc.bcc_trace import EVENT, FILL, FOLLOWED_EVENT, BccCaptured, MapRows
+from casstrace.probes.proc.proc_fds import Descriptor
+from casstrace.probes.bcc.program import (
+    GEN_BITS,
+    KIND_NAMES,
+    NOTICE_PATH,
+    Control,
+    Counter,
+    FollowedNoticeRecord,
+    Kind,
+    NoticeRecord,
+    NoticeType,
+    Source,
+    c_defines,
+    c_structs,
+)
+from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, WindowLog
+from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
+
+FILL_CAPACITY = 1 << 17    # fills no logged read holds: 512 MiB of faults in 4 KiB pages, more in folios
+MAP_ENTRIES = 1 << 17
+REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
+FOLLOWED_ENTRIES = 1 << 16   # descendants alive at once, when following them
+BATCH_ENTRIES = 4096   # map entries read per bpf() call at stop
+# A thread_io slot this far in the past is complete: no read still running adds to it, so it can
+# leave the kernel's map (drain_thread_io) without losing a byte.
+DRAIN_MARGIN_NS = 10_000_000_000
+TRACEFS = Path("/sys/kernel/tracing")
+
+CAP_PERFMON, CAP_BPF = 38, 39
+BPF_NOEXIST = 1
+SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13   # x86_64, as syscalls.check_architecture() requires
+
+
+@functools.cache
+def latency_octaves() -> list[tuple[int, list[int]]]:
+    """For each power of two 2^k, the latency bucket of 2^k and the first latencies (ns) of the
+    buckets that start inside [2^k, 2^(k+1)) (at most four: an octave spans 3.01 tenths of a
+    decade), from the trace format's exact bucket starts. capture.c bins with it."""
+    starts = latency_bucket_starts()
+    octaves = []
+    for k in range(64):
+        first = latency_bucket(1 << k)
+        limits = [start if start < 1 << (k + 1) else 2**64 - 1 for start in starts[first + 1:first + 5]]
+        octaves.append((first, limits))
+    return octaves
+
+
+def check_privileges() -> None:
+    if os.geteuid() == 0:
+        return
+    with open("/proc/self/status") as status:
+        effective = next(int(line.split()[1], 16) for line in status if line.startswith("CapEff:"))
+    if not (effective >> CAP_BPF & 1 and effective >> CAP_PERFMON & 1):
+        raise CasstraceError(
+            "capturing needs root, or the CAP_BPF and CAP_PERFMON capabilities",
+            "run casstrace as root (sudo), or grant them: setcap cap_bpf,cap_perfmon+ep on the python binary",
+        )
+
+
+def check_kernel_headers(modules_dir: Path | None = None) -> None:
+    modules_dir = modules_dir or Path("/lib/modules") / os.uname().release
+    if not (modules_dir / "build").exists():
+        raise CasstraceError(
+            f"no kernel headers at {modules_dir / 'build'} for bcc to compile against",
+            "run scripts/install (it links Debian's kernel headers for this kernel)",
+        )
+
+
+def check_tracefs() -> None:
+    if not (TRACEFS / "events" / "raw_syscalls").is_dir():
+        raise CasstraceError(
+            f"no tracepoints under {TRACEFS}/events (tracefs not mounted, or a kernel without tracepoints)",
+            "mount it: mount -t tracefs nodev /sys/kernel/tracing (scripts/install does)",
+        )
+
+
+def check_can_load() -> None:
+    """What loading the program asks of this user and machine, in the order their errors are given."""
+    check_privileges()
+    check_kernel_headers()
+    check_tracefs()
+
+
+def check_process(pid: int) -> None:
+    if not Path(f"/proc/{pid}").is_dir():
+        raise CasstraceError(f"no process with pid {pid}", "check the pid (e.g. pgrep -f CassandraDaemon)")
+
+
+def _folio_order_field() -> bool:
+    """Kernels since 6.? report large folios with an `order` field; older ones insert single pages."""
+    fmt = TRACEFS / "events/filemap/mm_filemap_add_to_page_cache/format"
+    return "field:unsigned char order" in fmt.read_text()
+
+
+@dataclass(frozen=True)
+class ProgramOptions:
+    """What the compiled program depends on (the process captured is not among it: see capture.c)."""
+
+    follow_children: bool = False
+    stream_limit: int = DEFAULT_STREAM_LIMIT
+    thread_slot_ns: int = 0
+
+
+def _loaded_program(options: ProgramOptions) -> Any:
+    """capture.c compiled and loaded by bcc, its tables filled, its probes attached and idle (no
+    process is captured until control[CONTROL_TGID] is written)."""
+    from bcc import BPF  # imported here so `casstrace report` never needs bcc
+
+    source = (c_structs(options.follow_children).encode()
+              + resources.files("casstrace.probes.bcc").joinpath("capture.c").read_bytes())
+    cflags = [
+        f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
+        f"-DEVENT_CAPACITY={options.stream_limit}", f"-DFILL_CAPACITY={FILL_CAPACITY}",
+        f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
+        f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
+        f"-DFOLLOW_CHILDREN={int(options.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
+        *syscalls.program_defines(), *c_defines(),
+        f"-DTHREAD_SLOT_NS={options.thread_slot_ns}ULL",
+    ]
+    try:
+        bpf = BPF(text=source, cflags=cflags)
+    except Exception as error:
+        raise CasstraceError(
+            f"could not load the BPF program ({error})",
+            "check that this kernel has BPF enabled and that `scripts/install` ran (bcc, kernel headers)",
+        ) from None
+    flags = bpf[b"syscall_flags"]
+    for nr, value in enumerate(syscalls.flag_table(flags.max_entries)):
+        if value:
+            flags[ctypes.c_int(nr)] = ctypes.c_uint8(value)
+    octaves = bpf[b"octaves"]
+    for k, (first, limits) in enumerate(latency_octaves()):
+        leaf = octaves.Leaf()
+        leaf.first_bucket = first
+        for i, limit in enumerate(limits):
+            leaf.limits[i] = limit
+        octaves[ctypes.c_int(k)] = leaf
+    return bpf
+
+
+def _unload(bpf: Any) -> None:
+    """Detach and free a loaded program, waiting until the kernel has let its programs go."""
+    programs = _program_ids(bpf)
+    bpf.cleanup()
+    _wait_until_unloaded(programs)
+
+
+CLONE_FS = 0x200   # <linux/sched.h>: the working directory, root and umask
+
+
+def _own_working_directory() -> None:
+    """Give the calling thread a working directory of its own. bcc's compiler changes directory (to
+    the kernel headers) while it compiles; from a thread of its own, without this, it would move the
+    rest of casstrace, which runs meanwhile, and relative paths (--out, --cqlshrc) would name files there."""
+    if ctypes.CDLL(None, use_errno=True).unshare(CLONE_FS) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"unshare(CLONE_FS): {os.strerror(error)}")
+
+
+class ProgramBuild:
+    """The program compiled and loaded in a thread of its own (seconds of one core) while the
+    caller does other things, such as connecting and finding the process: a BccCapture given it
+    takes the program at start(). Its probes attach as bcc loads them but watch no process until a
+    capture starts. close() frees a program no capture took (when the thread is done: the thread
+    frees what it builds after close); a with block closes it."""
+
+    def __init__(self, options: ProgramOptions = ProgramOptions()):
+        self.options = options
+        self._bpf: Any = None
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._unwanted = False
+        self._thread = threading.Thread(target=self._compile, name="casstrace-compile", daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> "ProgramBuild":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _compile(self) -> None:
+        try:
+            _own_working_directory()
+            # What BccCapture checks first: its errors come from take(), or from the capture's checks
+            # before that, in the order a run without a build would give them.
+            check_can_load()
+            bpf = _loaded_program(self.options)
+        except BaseException as error:
+            self._error = error
+            return
+        with self._lock:
+            if not self._unwanted:
+                self._bpf = bpf
+                return
+        _unload(bpf)
+
+    def take(self) -> Any:
+        """The loaded program, once built (this caller owns it from now on); its error if it failed."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        with self._lock:
+            bpf, self._bpf = self._bpf, None
+        if bpf is None:
+            raise RuntimeError("a program build taken twice, or after close()")
+        return bpf
+
+    def close(self, wait: bool = False) -> None:
+        """Free the program unless a capture took it. `wait`: until its compile has ended, so that
+        none of it runs beside what comes next (a run's measured executions)."""
+        with self._lock:
+            self._unwanted = True
+            bpf, self._bpf = self._bpf, None
+        if bpf is not None:
+            _unload(bpf)
+        if wait:
+            self._thread.join()
+
+
+class BccCapture:
+    """Capture one process (all its threads) with bcc: a casstrace.probes.protocol.Capture, and a
+    context manager (start() / stop()).
+
+    With follow_children, also every process it starts after start(), at any depth, and their
+    threads. fds are then told apart by their process: descriptors are keyed (owner, fd, gen), where
+    owner is the process's pid when following and 0 otherwise (the kernel keys its maps alike).
+    With until_exit, the process exiting is how the capture is meant to end, not an early end.
+    `source` and `process` describe what is captured in the trace (default: 'pid PID' and the
+    process's command line now). With `build` (a ProgramBuild of the same options), start() takes
+    its program instead of compiling one.
+    """
+
+    def __init__(self, pid: int, *, extra_dirs: Iterable[str | os.PathLike[str]] = (),
+                 stream_limit: int | None = None, source: str | None = None, process: str | None = None,
+                 follow_children: bool = False, until_exit: bool = False, thread_slot_ns: int = 0,
+                 build: ProgramBuild | None = None):
+        syscalls.check_architecture()
+        check_process(pid)
+        check_can_load()
+        self.program_options = ProgramOptions(follow_children, max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)),
+                                              thread_slot_ns)
+        if build is not None and build.options != self.program_options:
+            raise ValueError(f"a program built for {build.options} cannot capture with {self.program_options}")
+        self._build = build
+        self.pid = pid
+        self.until_exit = until_exit
+        self.owner = pid if follow_children else 0   # the traced process's owner in fd keys
+        self.extra_dirs = tuple(str(directory) for directory in extra_dirs)
+        self.source = source or f"pid {pid}"
+        self.process = process or proc_fds.process_description(pid)
+        self.ended_early: str | None = None
+        self._bpf: Any = None
+        self._started = self._stopped = False
+        self._windows: WindowLog | None = None
+        # (owner, fd, gen) -> what it referred to; gen 0 is what the fd held when the capture began,
+        # or, in a descendant, what it inherited from its parent.
+        self._descriptors: dict[tuple[int, int, int], Descriptor] = {}
+        self._current_gen: dict[int, dict[int, int]] = {}   # owner -> fd -> latest gen
+        self._descendants: dict[int, int] = {}   # pid -> parent pid, for every process followed
+        self._thread_names: dict[int, str] = {}
+        self._lock = threading.Lock()
+        # thread_io entries moved out of the kernel's map, as the map holds them (key, then value: 48
+        # bytes an entry; ctypes objects took ~780 bytes each, 400 MB an hour at 170 requests/s)
+        self._drained = bytearray()
+        self._poller: threading.Thread | None = None
+        self._stop_polling = threading.Event()
+        self._pidfd: int | None = None
+        self._poller_cpu_seconds = 0.0
+        self.result: BccCaptured | None = None
+
+    # What the program was compiled for, named as the callers know them.
+    @property
+    def follow_children(self) -> bool:
+        return self.program_options.follow_children
+
+    @property
+    def stream_limit(self) -> int:
+        return self.program_options.stream_limit
+
+    @property
+    def thread_slot_ns(self) -> int:
+        """> 0: file bytes are also counted per (thread, slot of this many ns, file) (capture.c thread_io)."""
+        return self.program_options.thread_slot_ns
+
+    # -- the contract ------------------------------------------------------------------------
+    @property
+    def start_ns(self) -> int:
+        """When the capture started, on now_ns()'s clock (slots count from it)."""
+        if self._windows is None:
+            raise RuntimeError("start_ns before start()")
+        return self._windows.start_ns
+
+    @property
+    def thread_names(self) -> dict[int, str]:
+        """tid -> name (/proc's comm, 15 characters at most) of the threads seen, as last named."""
+        with self._lock:
+            return dict(self._thread_names)
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns()   # the clock of bpf_ktime_get_ns()
+
+    def __enter__(self) -> "BccCapture":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        try:
+            self._load()
+            start_ns = self.now_ns()
+            self._set_control(tgid=self.pid, start_ns=start_ns, epoch=1)
+            self._windows = WindowLog(start_ns)
+            self._seed_descriptors()
+            self._thread_names.update(proc_fds.thread_names(self.pid))
+            self._start_polling()
+        except BaseException:
+            self._release()
+            self._stopped = True   # nothing to stop, nothing to write
+            raise
+
+    def begin_window(self, label: str, execution: int | None = None) -> int:
+        if self._windows is None or self._stopped:
+            raise RuntimeError("begin_window() outside a running capture")
+        window_id = self._windows.begin(label, execution, self.now_ns())
+        self._set_control(epoch=window_id)
+        return window_id
+
+    def stop(self) -> BccCaptured | None:
+        """Detach every probe, keeping what was captured. Idempotent; safe after a failed start."""
+        if self._stopped or not self._started:
+            return self.result
+        self._stopped = True
+        assert self._windows is not None
+        try:
+            windows = self._windows.close(self.now_ns())
+            self._set_control(epoch=0)
+            self._stop_polling.set()   # the poller ends its last poll while the probes detach
+            self._detach()
+            if self._poller is not None:
+                self._poller.join()
+            self._bpf.ring_buffer_consume()
+            counters, tables, events, fills = self._read_tables()
+            self._final_snapshot()
+        finally:
+            self._release()
+        self.result = BccCaptured(
+            pid=self.pid, source=self.source, process=self.process, follow_children=self.follow_children,
+            extra_dirs=self.extra_dirs, stream_limit=self.stream_limit, windows=windows,
+            ended_early=self.ended_early, counters=counters, tables=tables, events=events, fills=fills,
+            descriptors=self._descriptors, thread_names=self._thread_names, descendants=self._descendants,
+            poller_cpu_seconds=self._poller_cpu_seconds, thread_slot_ns=self.thread_slot_ns)
+        return self.result
+
+    # -- loading -----------------------------------------------------------------------------
+    def _load(self) -> None:
+        self._bpf = self._build.take() if self._build is not None else _loaded_program(self.program_options)
+
+    def _set_control(self, *, epoch: int | None = None, start_ns: int | None = None, tgid: int | None = None) -> None:
+        control = self._bpf[b"control"]
+        # The process and start_ns first: the program counts once the epoch is non-zero, and bins by start_ns.
+        for slot, value in ((Control.TGID, tgid), (Control.START_NS, start_ns), (Control.EPOCH, epoch)):
+            if value is not None:
+                control[ctypes.c_int(slot)] = ctypes.c_uint64(value)
+
+    def _seed_descriptors(self) -> None:
+        """Give the fds open at attach their names (gen 0) and file positions, unless the program
+        already saw them replaced since attach (BPF_NOEXIST keeps its newer state)."""
+        from bcc import lib
+
+        fds = self._bpf[b"fds"]
+        current_gen = self._current_gen.setdefault(self.owner, {})
+        for fd, descriptor in proc_fds.fd_snapshot(self.pid).items():
+            self._descriptors[(self.owner, fd, 0)] = descriptor
+            state = fds.Leaf()
+            state.gen = 0
+            state.kind = Kind[descriptor.kind.upper()] if descriptor.kind.upper() in Kind.__members__ else Kind.OTHER
+            state.pos_known = int(descriptor.position is not None)
+            state.pos = descriptor.position or 0
+            state.next_offset = -1
+            key = fds.Key(self.owner << 32 | fd)   # FD_SLOT in capture.c
+            lib.bpf_update_elem(fds.map_fd, ctypes.byref(key), ctypes.byref(state), BPF_NOEXIST)
+            current_gen.setdefault(fd, 0)
+        self._name_sockets()
+
+    # -- while capturing: descriptor changes -----------------------------------------------------
+    def _start_polling(self) -> None:
+        self._bpf[b"notices"].open_ring_buffer(self._on_notice)
+        try:
+            self._pidfd = os.pidfd_open(self.pid)
+        except OSError:
+            self._pidfd = None
+        self._poller = threading.Thread(target=self._poll, name="casstrace-notices", daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        began = time.thread_time()
+        while not self._stop_polling.is_set():
+            self._bpf.ring_buffer_poll(timeout=50)
+            if self.ended_early is None and not self.until_exit and self._process_exited():
+                self.ended_early = f"process {self.pid} exited"
+        self._poller_cpu_seconds = time.thread_time() - began
+
+    def _process_exited(self) -> bool:
+        if self._pidfd is None:
+            return not Path(f"/proc/{self.pid}").exists()
+        readable, _, _ = select.select([self._pidfd], [], [], 0)
+        return bool(readable)
+
+    def _on_notice(self, _ctx: Any, data: int, _size: int) -> None:
+        notice = ctypes.cast(data, ctypes.POINTER(FollowedNoticeRecord if self.follow_children else NoticeRecord)).contents
+        raw = ctypes.string_at(data + NoticeRecord.text.offset, NOTICE_PATH)
+        text = notice.text.decode(errors="replace")
+        # owner: the process in fd keys; process: its pid, for /proc
+        owner, process = (notice.tgid, notice.tgid) if self.follow_children else (0, self.pid)
+        with self._lock:
+            if notice.type == NoticeType.NEW_FD:
+                self._on_new_fd(notice, owner, process, "" if notice.kind == Kind.SOCKET else text)
+                if notice.nr in (syscalls.NUMBERS["accept"], syscalls.NUMBERS["accept4"]):
+                    self._peer_seen(owner, notice.fd, notice.gen, raw)
+            elif notice.type == NoticeType.CONNECT:
+                self._peer_seen(owner, notice.fd, notice.gen, raw)
+            elif notice.type == NoticeType.FORK:
+                self._inherit(parent=owner, child=notice.tid)
+                self._thread_names[notice.tid] = text
+            elif notice.type in (NoticeType.RENAME, NoticeType.EXIT, NoticeType.THREAD):
+                self._thread_names[notice.tid] = text
+
+    def _inherit(self, parent: int, child: int) -> None:
+        """A new process holds its parent's fds as they were at the fork: the notices before this
+        one are everything the parent opened until then. The kernel has no state for the child's fds
+        yet, so it counts their calls under gen 0, which names them here."""
+        self._descendants[child] = parent
+        inherited = self._current_gen[child] = {}
+        for fd, gen in self._current_gen.get(parent, {}).items():
+            descriptor = self._descriptors.get((parent, fd, gen))
+            if descriptor is not None:
+                self._descriptors[(child, fd, 0)] = descriptor
+                inherited[fd] = 0
+
+    def _on_new_fd(self, notice: NoticeRecord, owner: int, process: int, text: str) -> None:
+        fd, kind = notice.fd, KIND_NAMES.get(notice.kind, "unknown")
+        current_gen = self._current_gen.setdefault(owner, {})
+        current_gen[fd] = max(current_gen.get(fd, 0), notice.gen)
+        now = proc_fds.describe_fd(process, fd, with_position=False)
+        descriptor: Descriptor | None
+        if text:  # open/openat/openat2/creat: the path the process asked for
+            path = text if text.startswith("/") else self._resolve_relative(owner, process, text, notice.aux_fd)
+            if now is not None and now.kind == "file" and os.path.basename(now.path) == os.path.basename(path):
+                descriptor = now   # the kernel's canonical path, with dev and inode
+            else:
+                descriptor = Descriptor(path=os.path.normpath(path), kind="file")
+                self._stat_into(descriptor, process)
+        elif notice.aux_fd >= 0 and notice.nr in (syscalls.NUMBERS["dup"], syscalls.NUMBERS["dup2"],
+                                                  syscalls.NUMBERS["dup3"], syscalls.NUMBERS["fcntl"]):
+            original = self._descriptors.get((owner, notice.aux_fd, notice.aux_gen))
+            descriptor = Descriptor(**vars(original)) if original else now
+        else:
+            descriptor = now
+        if descriptor is None:
+            descriptor = Descriptor(path=f"{kind} fd {fd}" + (f" of pid {owner}" if owner else ""), kind=kind)
+        self._descriptors[(owner, fd, notice.gen)] = descriptor
+        if descriptor.kind == "socket":
+            self._name_sockets()
+
+    def _resolve_relative(self, owner: int, process: int, path: str, dirfd: int) -> str:
+        if dirfd == -100:   # AT_FDCWD
+            base = proc_fds.cwd(process) or "/"
+        else:
+            directory = self._descriptors.get((owner, dirfd, self._current_gen.get(owner, {}).get(dirfd, 0)))
+            base = directory.path if directory else f"/proc/{process}/fd/{dirfd}"
+        return os.path.join(base, path)
+
+    @staticmethod
+    def _stat_into(descriptor: Descriptor, process: int) -> None:
+        try:
+            stat = proc_fds.stat_in_root(process, descriptor.path)
+        except OSError:
+            return
+        descriptor.dev, descriptor.inode = stat.st_dev, stat.st_ino
+
+    def _peer_seen(self, owner: int, fd: int, gen: int, sockaddr: bytes) -> None:
+        descriptor = self._descriptors.get((owner, fd, gen))
+        if descriptor is not None and descriptor.kind == "socket":
+            descriptor.remote_addr = descriptor.remote_addr or proc_fds.sockaddr_address(sockaddr)
+        self._name_sockets()
+
+    def _name_sockets(self) -> None:
+        unnamed = [d for d in self._descriptors.values()
+                   if d.kind == "socket" and d.local_addr is None and d.local_family is None]
+        if unnamed:   # a JVM's unix sockets would otherwise have the TCP tables read at every stop
+            families = proc_fds.local_socket_families(self.pid)
+            for descriptor in unnamed:
+                descriptor.local_family = families.get(descriptor.socket_inode or 0)
+            unnamed = [d for d in unnamed if d.local_family is None]
+        if unnamed:
+            sockets = proc_fds.tcp_sockets(self.pid)
+            for descriptor in unnamed:
+                proc_fds.name_socket(descriptor, sockets)
+
+    # -- stopping ----------------------------------------------------------------------------
+    def _detach(self) -> None:
+        """Detach every probe at once: detaching a perf tracepoint waits for an RCU grace period
+        (~80 ms here), and detaches in parallel wait for the same one."""
+        bpf = self._bpf
+        detaches = ([functools.partial(bpf.detach_tracepoint, tracepoint) for tracepoint in list(bpf.tracepoint_fds)]
+                    + [functools.partial(bpf.detach_raw_tracepoint, tracepoint) for tracepoint in list(bpf.raw_tracepoint_fds)])
+        failures: list[BaseException] = []
+
+        def detach(one: Callable[[], None]) -> None:
+            try:
+                one()
+            except BaseException as error:   # raised again below, in the stopping thread
+                failures.append(error)
+
+        threads = [threading.Thread(target=detach, args=(one,), name="casstrace-detach") for one in detaches]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
+
+    def _release(self) -> None:
+        self._stop_polling.set()
+        if self._poller is not None and self._poller is not threading.current_thread():
+            self._poller.join()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._bpf is not None:
+            _unload(self._bpf)
+            self._bpf = None
+
+    def _read_tables(self) -> tuple[dict[str, int], dict[str, MapRows], memoryview, memoryview]:
+        """The counters, every aggregate map, and the kept parts of the event log and the fill log."""
+        bpf = self._bpf
+        counters = bpf[b"counters"]
+        values = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
+        names = ["stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist"]
+        tables = {name: _read_hash(bpf[name.encode()]) for name in names}
+        if self.thread_slot_ns:
+            tables["thread_io"] = self._thread_io_rows()
+        events = _read_log(bpf[b"event_log"], FOLLOWED_EVENT if self.follow_children else EVENT,
+                           values["events_offered"])
+        fills = _read_log(bpf[b"fill_log"], FILL, values["fills_offered"])
+        return values, tables, events, fills
+
+    def drain_thread_io(self) -> int:
+        """Move the complete slots of the kernel's thread_io map into this process, so the map never
+        fills: a full map refuses updates (counted), and a watch went blind after ~20 minutes at the
+        test load. Returns the entries moved. Not cut by a signal halfway: call it deferred."""
+        if not self.thread_slot_ns or self._bpf is None or self._stopped:
+            return 0
+        table = self._bpf[b"thread_io"]
+        complete = (self.now_ns() - self.start_ns - DRAIN_MARGIN_NS) // self.thread_slot_ns
+        old = [(key, io) for key, io in _read_hash(table) if key.slot < complete]
+        if not old:
+            return 0
+        try:
+            table.items_delete_batch((table.Key * len(old))(*(key for key, _ in old)))
+        except Exception:   # kernels without batch deletion on hash maps
+            for key, _ in old:
+                table.__delitem__(key)
+        with self._lock:
+            for key, io in old:
+                self._drained += bytes(key) + bytes(io)
+        return len(old)
+
+    def _thread_io_rows(self) -> MapRows:
+        """thread_io's entries: those drained, and those still in the kernel's map (an entry found
+        twice, a slot a late read re-created after it was drained, counts the sum)."""
+        table = self._bpf[b"thread_io"]
+        key_size = ctypes.sizeof(table.Key)
+        entry_size = key_size + ctypes.sizeof(table.Leaf)
+        with self._lock:
+            drained = bytes(self._drained)
+        rows: dict[bytes, tuple[Any, Any]] = {}
+        entries = ((drained[at:at + key_size], table.Leaf.from_buffer_copy(drained, at + key_size))
+                   for at in range(0, len(drained), entry_size))
+        for raw, io in itertools.chain(entries, ((bytes(key), io) for key, io in _read_hash(table))):
+            kept = rows.get(raw)
+            if kept is None:
+                rows[raw] = (table.Key.from_buffer_copy(raw), io)
+            else:
+                _add_counts(kept[1], io)
+        return list(rows.values())
+
+    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
+        """The per-thread counts (capture.c thread_io) as they stand now, for a live view while capturing:
+        (tid, slot, path or None, read_bytes, cache_miss_pages). Empty unless the capture counts per
+        thread, or once it stopped (its result has them all, with every file named)."""
+        if not self.thread_slot_ns or self._bpf is None or self._stopped:
+            return []
+        with self._lock:
+            by_fd = {key: d.path for key, d in self._descriptors.items()}
+            by_inode = {(d.dev, d.inode): d.path for d in self._descriptors.values() if d.dev is not None}
+        rows = []
+        for key, io in self._thread_io_rows():
+            f = key.file
+            if f.source == Source.SYSCALL:   # (fd, owner << GEN_BITS | gen)
+                path = by_fd.get((f.gen_or_inode >> GEN_BITS, f.fd_or_dev, f.gen_or_inode & ((1 << GEN_BITS) - 1)))
+            else:
+                path = by_inode.get((proc_fds.user_dev(f.fd_or_dev), f.gen_or_inode))
+            rows.append((key.tid, key.slot, path, io.read_bytes, io.cache_pages))
+        return rows
+
+    def program_run_times(self) -> dict[str, tuple[int, int]]:
+        """(ns spent in it, runs) of each BPF program so far, counted only while
+        /proc/sys/kernel/bpf_stats_enabled is 1 (benchmarks/probe_overhead.py --bpf-stats turns it on)."""
+        if self._bpf is None or self._stopped:
+            return {}
+        return {name: (int(info.get("run_time_ns", 0)), int(info.get("run_cnt", 0)))
+                for name, info in _program_info(self._bpf).items()}
+
+    def _final_snapshot(self) -> None:
+        """Name what is still open: sockets connected before their notice was handled, files
+        whose notice arrived after they were closed, thread names set after start."""
+        with self._lock:
+            current_gen = self._current_gen.get(self.owner, {})
+            for fd in proc_fds.open_fds(self.pid):
+                key = (self.owner, fd, current_gen.get(fd, 0))
+                known = self._descriptors.get(key)
+                if known is not None and known.dev is not None:
+                    continue   # named at start or when opened: nothing /proc says now would add to it
+                descriptor = proc_fds.describe_fd(self.pid, fd, with_position=False)
+                if descriptor is not None and (known is None or known.kind == descriptor.kind):
+                    self._descriptors[key] = descriptor
+            self._name_sockets()
+            self._thread_names.update(proc_fds.thread_names(self.pid))
+
+
+def _program_info(bpf: Any) -> dict[str, dict[str, str]]:
+    """Each loaded program's fdinfo fields (prog_id, run_time_ns, run_cnt, ...), by function name."""
+    programs = {}
+    for name, function in bpf.funcs.items():
+        try:
+            info = Path(f"/proc/self/fdinfo/{function.fd}").read_text()
+        except OSError:
+            continue
+        programs[name.decode()] = dict(line.split(":\t", 1) for line in info.splitlines() if ":\t" in line)
+    return programs
+
+
+def _program_ids(bpf: Any) -> set[int]:
+    return {int(info["prog_id"]) for info in _program_info(bpf).values() if "prog_id" in info}
+
+
+def _wait_until_unloaded(program_ids: set[int], timeout: float = 2.0) -> None:
+    """The kernel frees a raw tracepoint's program after an RCU grace period, not when its link is
+    closed: wait for that, so that a stopped capture leaves no program loaded."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    deadline = time.monotonic() + timeout
+    for prog_id in program_ids:
+        while time.monotonic() < deadline:
+            attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
+            fd = libc.syscall(SYS_BPF, BPF_PROG_GET_FD_BY_ID, ctypes.byref(attr), ctypes.sizeof(attr))
+            if fd < 0:
+                break
+            os.close(fd)
+            time.sleep(0.002)
+
+
+def _read_hash(table: Any) -> MapRows:
+    """All (key, value) pairs of a BPF hash, BATCH_ENTRIES at a time (one bpf() call each): bcc's
+    own items_lookup_batch allocates and zeroes arrays of the map's full size (70 MB for these maps,
+    most of the time reading them took). Scalar values come back as ints, structs as ctypes structures."""
+    from bcc import lib
+
+    rows: MapRows = []
+    position, following = ctypes.c_uint32(0), ctypes.c_uint32(0)   # a hash map's batch position: a bucket
+    size, started = BATCH_ENTRIES, False
+    while True:
+        keys, values = (table.Key * size)(), (table.Leaf * size)()
+        count = ctypes.c_uint32(size)
+        failed = lib.bpf_lookup_batch(table.map_fd, ctypes.byref(position) if started else None,
+                                      ctypes.byref(following), keys, values, ctypes.byref(count))
+        error = ctypes.get_errno() if failed else 0
+        if error == errno.ENOSPC and not count.value:   # a bucket holds more than `size` entries
+            size *= 2
+            continue
+        if failed and error != errno.ENOENT:   # kernels without batch operations on this map type
+            return [(key, _plain(value)) for key, value in table.items()]
+        rows += zip(keys[:count.value], map(_plain, values[:count.value]))
+        if error == errno.ENOENT:   # that was the last batch
+            return rows
+        position.value, started = following.value, True
+
+
+def _add_counts(into: Any, counts: Any) -> None:
+    """Add a ctypes structure of counters to another of the same type."""
+    for field, _ in counts._fields_:
+        setattr(into, field, getattr(into, field) + getattr(counts, field))
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, ctypes._SimpleCData) else value
+
+
+def _read_log(log: Any, layout: struct.Struct, offered: int) -> memoryview:
+    """The records an in-place log (a BPF_F_MMAPABLE array) kept: the first `offered`, at most all,
+    read where the kernel wrote them. The mapping keeps the log (kernel memory the program had
+    anyway) until the view is dropped, once the trace is written: a copy made 44 MB of fresh pages
+    for the default 500,000 calls, whose ~11,000 first-touch faults took 20-100 ms of each stop.
+    Only the pages holding records are mapped: the kernel fills in the page table of the whole
+    mapping at mmap, and clears it at munmap (~10 ms a stop for the default logs)."""
+    length = min(offered, log.max_entries) * layout.size
+    if not length:
+        return memoryview(b"")
+    memory = mmap.mmap(log.get_fd(), _page_round(length), mmap.MAP_SHARED, mmap.PROT_READ)
+    return memoryview(memory)[:length]
+
+
+def _page_round(size: int) -> int:
+    return (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE

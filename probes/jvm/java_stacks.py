@@ -1,0 +1,243 @@
+"""The profiler's samples into trace rows: each logged read call joined with the Java stack that made it.
+
+async-profiler records the stack of every call of the JDK's read method (at its entry, on the
+thread making it, CLOCK_MONOTONIC); the probes log every read syscall (at its entry, same thread,
+same clock). On one thread the method call precedes its own syscall and follows the previous
+one, so a read joins the latest method sample of its thread that is at or before the read and
+after that thread's previous read. A read with no such sample (a read through another path, e.g.
+a native one) stays unjoined, and is counted as such; a sample whose syscall the log does not hold
+joins nothing.
+
+Page-cache fills: those inside a read call (events.cache_miss_pages) share the read's stack, exactly.
+A fill no read holds — a fault on a mapped file, where no Java method brackets the access — takes the
+stack of the same thread's wall-clock sample nearest in time, when one is within FILL_JOIN_NS: the
+thread's code around the fault, not a stack taken at it. A fill with no such sample stays
+undetermined, counted.
+"""
+
+import bisect
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field, replace
+
+from casstrace.errors import CasstraceError
+from casstrace.phases import Phases
+from casstrace.probes.jvm.async_profiler import VERSION as PROFILER_VERSION
+from casstrace.probes.jvm.async_profiler import AsyncProfiler
+from casstrace.probes.jvm.jfr import Sample, read_samples
+from casstrace.probes.protocol import FIRST_WINDOW, GAP_WINDOW
+from casstrace.traces import TraceWriter
+
+METHOD_EVENT = "jdk.ExecutionSample"
+WALL_EVENT = "profiler.WallClockSample"
+PAGE_BYTES = 4096
+# How near a wall-clock sample of the faulting thread must be to lend a fault its stack. A thread
+# blocked in a fault takes its profiling signal only when the fault returns, and a fault that reads
+# ahead megabytes blocks for milliseconds: on a 4.1 node with --cold (busy machine), 68-98 % of the
+# fault bytes had a sample of their thread within 2 ms, 89-99 % within 10 ms, 94-100 % within 20 ms
+# (the lower figures before cstack=vmx made sampling cheaper); on pread fills, where the call's own
+# stack is the truth, the nearest sample named the same asking Cassandra frame for 99.0-99.4 % of the
+# bytes from 2 ms to 20 ms alike (88-90 % for a sample 50 ms away: one frame asks for most bytes) on
+# the wide query's scan, but for only 7-20 % of the narrow point query's few short reads (0.9 MiB): a
+# thread that reads briefly is sampled doing something else. Right in aggregate for sustained reading,
+# not fill by fill. benchmarks/fault_join_accuracy.py measures it.
+FILL_JOIN_NS = 10_000_000
+
+
+@dataclass(frozen=True)
+class LoggedRead:
+    ts_ns: int
+    tid: int
+    file_id: int
+    returned: int
+    window_id: int = 0
+    fill_pages: int = 0      # pages the page cache filled of the file while the call ran
+
+
+@dataclass(frozen=True)
+class LoggedFill:
+    """A page-cache fill no logged read holds (page_cache_fills)."""
+
+    ts_ns: int
+    tid: int
+    file_id: int
+    pages: int
+    window_id: int = 0
+
+
+def up_to(stack: tuple[str, ...], method: str) -> tuple[str, ...]:
+    """The stack of a recorded call of `method` without the profiler's own frames above it (a mixed
+    stack walk records the instrumentation's call into async-profiler too)."""
+    if method not in stack:
+        return stack
+    return stack[:len(stack) - stack[::-1].index(method)]
+
+
+def _by_thread(samples: Iterable[Sample]) -> tuple[dict[int, list[Sample]], dict[int, list[int]]]:
+    """The samples of each thread in time order, and their times (to bisect)."""
+    by_thread: dict[int, list[Sample]] = defaultdict(list)
+    for sample in samples:
+        by_thread[sample.tid].append(sample)
+    times: dict[int, list[int]] = {}
+    for tid, thread_samples in by_thread.items():
+        thread_samples.sort(key=lambda s: s.ts_ns)
+        times[tid] = [s.ts_ns for s in thread_samples]
+    return by_thread, times
+
+
+def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) -> list[tuple[LoggedRead, Sample | None]]:
+    """Each read with the method sample that made it (None when there is none), by thread and time."""
+    by_thread, times = _by_thread(method_samples)
+    previous: dict[int, int] = {}          # tid -> ts of its previous read
+    used: dict[int, int] = {}              # tid -> index of the last sample joined
+    joined = []
+    for read in sorted(reads, key=lambda r: (r.tid, r.ts_ns)):
+        match = None
+        stamps = times.get(read.tid)
+        if stamps:
+            index = bisect.bisect_right(stamps, read.ts_ns) - 1
+            after = previous.get(read.tid)
+            if index >= 0 and index > used.get(read.tid, -1) and (after is None or stamps[index] > after):
+                match = by_thread[read.tid][index]
+                used[read.tid] = index
+        previous[read.tid] = read.ts_ns
+        joined.append((read, match))
+    return joined
+
+
+def nearest_samples(fills: Iterable[LoggedFill], samples: Iterable[Sample], before_ns: int = FILL_JOIN_NS,
+                    after_ns: int = FILL_JOIN_NS) -> list[tuple[LoggedFill, Sample | None]]:
+    """Each fill with its thread's sample nearest in time among those from `before_ns` before it to
+    `after_ns` after it (None when there is none)."""
+    by_thread, times = _by_thread(samples)
+    joined = []
+    for fill in fills:
+        stamps = times.get(fill.tid, [])
+        index = bisect.bisect_left(stamps, fill.ts_ns)
+        candidates = [i for i in (index - 1, index) if 0 <= i < len(stamps)
+                      and -before_ns <= stamps[i] - fill.ts_ns <= after_ns]
+        best = min(candidates, key=lambda i: abs(stamps[i] - fill.ts_ns), default=None)
+        joined.append((fill, None if best is None else by_thread[fill.tid][best]))
+    return joined
+
+
+def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids: list[int], profiler: str,
+                  read_method: str, wall_interval_ns: int) -> None:
+    """The stacks, wall-clock samples and joined reads of the profiled windows, and meta `profile`.
+    Call after the capture has written its windows, files and per-call log."""
+    profiled = set(window_ids)
+    # The profiled windows never overlap (the trace format's rule): a time is in one of them at most.
+    windows = writer.window_spans(profiled)
+    starts = [start for start, _, _ in windows]
+
+    def window_of(ts: int) -> int | None:
+        index = bisect.bisect_right(starts, ts) - 1
+        if index >= 0 and ts < windows[index][1]:
+            return windows[index][2]
+        return None
+
+    method_samples: list[Sample] = []
+    wall_samples: list[Sample] = []
+    wall: dict[tuple[int, int, int, str | None], int] = defaultdict(int)
+    names: dict[int, str] = {}
+    for sample in samples:
+        if sample.thread:
+            names[sample.tid] = sample.thread
+        if sample.event == METHOD_EVENT:
+            method_samples.append(replace(sample, stack=up_to(sample.stack, read_method)))
+        elif sample.event == WALL_EVENT:
+            wall_samples.append(sample)
+            window_id = window_of(sample.ts_ns)
+            if window_id in profiled:
+                wall[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
+
+    reads = [LoggedRead(*read) for read in writer.logged_reads(profiled)]
+
+    # (window, file, stack) -> [calls, bytes, fill bytes in those calls, fill bytes of faults]
+    totals: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    joined_calls = joined_bytes = joined_fill_pages = 0
+    for read, maker in join_reads(reads, method_samples):
+        if maker is None:
+            continue
+        joined_calls += 1
+        joined_bytes += read.returned
+        joined_fill_pages += read.fill_pages
+        cell = totals[(read.window_id, read.file_id, writer.add_stack(maker.stack))]
+        cell[0] += 1
+        cell[1] += read.returned
+        cell[2] += read.fill_pages * PAGE_BYTES
+    measured_fills = writer.measured("call_fills")
+    fills = [LoggedFill(*fill) for fill in writer.logged_fills(profiled)] if measured_fills else []
+    sampled_fill_pages = 0
+    for fill, nearest in nearest_samples(fills, wall_samples):
+        if nearest is not None:
+            sampled_fill_pages += fill.pages
+            totals[(fill.window_id, fill.file_id, writer.add_stack(nearest.stack))][3] += fill.pages * PAGE_BYTES
+
+    writer.add_profile_samples(
+        {"window_id": w, "tid": tid, "stack_id": s, "state": state, "samples": n}
+        for (w, tid, s, state), n in wall.items())
+    writer.add_profile_reads(
+        {"window_id": w, "file_id": f, "stack_id": s, "calls": calls, "bytes": size, "fill_bytes": in_calls,
+         "fault_fill_bytes": faults}
+        for (w, f, s), (calls, size, in_calls, faults) in totals.items())
+    writer.add_threads(names)
+    fill_meta = {"fill_join_ns": FILL_JOIN_NS,
+                 "fill_pages": sum(read.fill_pages for read in reads) + sum(fill.pages for fill in fills),
+                 "joined_fill_pages": joined_fill_pages, "sampled_fill_pages": sampled_fill_pages}
+    writer.set_meta(profile={
+        "profiler": profiler, "read_method": read_method, "wall_interval_ns": wall_interval_ns,
+        "window_ids": sorted(profiled), "samples": len(method_samples),
+        "read_calls": len(reads), "read_bytes": sum(read.returned for read in reads),
+        "joined_calls": joined_calls, "joined_bytes": joined_bytes, **(fill_meta if measured_fills else {}),
+    })
+
+
+def write_recording(writer: TraceWriter, profiler: AsyncProfiler, window_ids: list[int],
+                    warn: Callable[[str], None]) -> None:
+    """The profiler's recording of the given windows into the trace. A recording that cannot be
+    read costs the profile, said as a warning, not the trace."""
+    if not profiler.recorded:
+        return
+    try:
+        samples = list(read_samples(profiler.recording))
+    except CasstraceError as error:
+        warn(f"the profile is left out of the trace: {error}")
+        return
+    write_profile(writer, samples, window_ids=window_ids, profiler=f"async-profiler {PROFILER_VERSION}",
+                  read_method=profiler.method, wall_interval_ns=profiler.wall_interval_ns)
+
+
+@dataclass
+class ProfiledWindows:
+    """async-profiler in the JVM over the capture's windows labelled `labels`: started just before
+    the first of them opens, stopped just before a window that is neither one of them nor a gap opens
+    (run: the tracing execution's), else when the capture stops. A casstrace.probes.protocol
+    WindowSource, so it is stopped on every way out; its recording of those windows goes into the
+    trace (write_recording)."""
+
+    profiler: AsyncProfiler
+    labels: Collection[str]
+    warn: Callable[[str], None]
+    phases: Phases = field(default_factory=Phases)
+    window_ids: list[int] = field(default_factory=list)   # the profiled windows
+
+    def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
+        if label in self.labels:
+            self.window_ids.append(window_id)
+            if not self.profiler.recorded:
+                with self.phases("start profiler"):
+                    self.profiler.start()
+        elif label not in (FIRST_WINDOW, GAP_WINDOW):
+            self.stop()
+
+    def on_window_end(self, window_id: int) -> None:
+        pass
+
+    def stop(self) -> None:
+        if self.profiler.active:
+            with self.phases("stop profiler"):
+                self.profiler.stop_or_warn(self.warn)
+
+    def write(self, writer: TraceWriter) -> None:
+        write_recording(writer, self.profiler, self.window_ids, self.warn)

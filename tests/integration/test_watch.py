@@ -1,0 +1,223 @@
+"""casstrace watch on a real node with real probes: a bounded background workload (the demo's wide
+statement, its narrow refactor and system.local at fixed rates, loopback only, ending by itself),
+watched for 10 s with a sample of 0.3.
+
+The truths: `casstrace run` of the wide statement alone (data read per execution), the narrow rows'
+size, what the workload achieved in the watch window (counted by the workload itself), the node's
+trace probability read back through nodetool, and the bytes of the demo's rows.
+"""
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from casstrace.node.jvm import find_cassandra
+from casstrace.node.statements import normalize
+from casstrace.node.tracing import Nodetool, nodetool_for
+from casstrace.sandbox.workload import Load, Workload
+from casstrace_cli import CASSTRACE
+
+pytestmark = pytest.mark.integration
+
+WATCH_S = 10
+WORKLOAD_S = 20
+SAMPLE = 0.3
+PREVIOUS = 0.002     # the node's probability before each watch: distinct from 0 and from SAMPLE
+STARTED = "probes attached"
+
+
+@pytest.fixture(scope="module")
+def nodetool(sandbox) -> Iterator[Nodetool]:
+    tool = nodetool_for(find_cassandra(sandbox.pid()))
+    yield tool
+    tool.set_trace_probability(0)
+
+
+@pytest.fixture
+def previous_probability(nodetool) -> float:
+    nodetool.set_trace_probability(PREVIOUS)
+    return PREVIOUS
+
+
+def _watch_command(sandbox, out: Path, *extra: str) -> list[str]:
+    return [*CASSTRACE, "watch", "--host", sandbox.host, "--port", str(sandbox.native_port), "--pid",
+            str(sandbox.pid()), "--sample", str(SAMPLE), "--out", str(out), *extra]
+
+
+def _start_watch(command: list[str]) -> subprocess.Popen:
+    """Start the watch and return once it watches (its stderr says so)."""
+    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in watcher.stderr:
+        lines.append(line)
+        if STARTED in line:
+            return watcher
+    watcher.wait()
+    raise AssertionError(f"the watch never started (exit {watcher.returncode}): {''.join(lines)}")
+
+
+def _loads(spec) -> list[Load]:
+    return [Load("wide", f"SELECT c0 FROM {spec.keyspace}.{spec.table} WHERE stream_id = ?", 3, (spec.stream_id,)),
+            Load("narrow", spec.narrow_query, 15),     # literals in the text: they must not reach the trace
+            Load("local", "SELECT release_version FROM system.local", 30)]
+
+
+@pytest.fixture(scope="module")
+def watched(sandbox, demo_tables, nodetool, tmp_path_factory):
+    """One 10 s watch of the workload, and what the workload achieved meanwhile."""
+    nodetool.set_trace_probability(PREVIOUS)
+    out = tmp_path_factory.mktemp("watch") / "watch.trace"
+    loads = _loads(demo_tables.spec)
+    with sandbox.connect() as session:
+        watcher = _start_watch(_watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", "json"))
+        workload = Workload(session, loads, WORKLOAD_S).start()
+        report, errors = watcher.communicate(timeout=300)
+        workload.join()
+    assert watcher.returncode == 0, errors
+    return json.loads(report), out, workload, nodetool.trace_probability()
+
+
+def test_the_wide_statement_ranks_first_by_bytes(watched, demo_tables):
+    report, _, _, _ = watched
+    wide = normalize(_loads(demo_tables.spec)[0].cql)
+    assert report["statements"][0]["query"] == wide
+    assert report["statements"][0]["estimated_sstable_bytes"] > 10 * max(
+        s["estimated_sstable_bytes"] for s in report["statements"][1:])
+
+
+def test_estimated_executions_follow_what_the_workload_ran(watched, demo_tables):
+    """Sampled ÷ P against the executions the workload started in the watch window (a loose band:
+    with a few dozen executions, sampling at 0.3 varies by tens of percent)."""
+    report, trace, workload, _ = watched
+    with sqlite3.connect(trace) as db:
+        meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
+    start_s, end_s = meta["watch"]["start_ns"] / 1e9, meta["watch"]["end_ns"] / 1e9
+    by_query = {s["query"]: s for s in report["statements"]}
+    for load in workload.loads:
+        ran = Workload.executions_between(load, start_s, end_s)
+        statement = by_query[normalize(load.cql)]
+        assert statement["sampled_executions"] <= ran
+        assert ran / 3 <= statement["estimated_executions"] <= ran * 3, (load.name, ran, statement)
+
+
+def test_wide_data_read_per_execution_matches_casstrace_run(watched, demo_tables, sandbox, tmp_path):
+    report, _, _, _ = watched
+    wide = report["statements"][0]
+    run_trace = tmp_path / "run.trace"
+    subprocess.run([*CASSTRACE, "run", "--host", sandbox.host, "--port", str(sandbox.native_port), "--pid",
+                    str(sandbox.pid()), "--repeat", "3", "--no-html", "--out", str(run_trace),
+                    demo_tables.spec.wide_query], check=True, capture_output=True)
+    run = json.loads(subprocess.run([*CASSTRACE, "report", "--format", "json", str(run_trace)], check=True,
+                                    capture_output=True, text=True).stdout)
+    measured = [e["amplification"]["data_read_bytes"] for e in run["executions"] if e["kind"] == "measured"]
+    per_execution = sum(measured) / len(measured)
+    ratio = wide["data_read_bytes_per_execution"] / per_execution
+    print(f"watch / run data read per execution: {ratio:.3f} "
+          f"({wide['data_read_bytes_per_execution']:,.0f} / {per_execution:,.0f})")
+    assert 0.7 <= ratio <= 1.4
+    assert wide["rows_per_execution"] == demo_tables.spec.rows
+    assert {f["cause"] for f in wide["findings"]} >= {"full_row_read"}
+    # No payload in a watch: past the least its one blob column takes, not past the table's mean cell
+    # (c0 is 100 B of 20 columns of 50 KB): undetermined, and `run` says flagged.
+    assert wide["verdict"] in ("flagged", "undetermined") and run["verdict"] == "flagged"
+    assert wide["run_command"].startswith("casstrace run ") and "stream_id = ?" in wide["run_command"]
+
+
+def test_the_narrow_statement_reads_about_its_rows(watched, demo_tables):
+    report, _, _, _ = watched
+    narrow = next(s for s in report["statements"] if s["query"] == normalize(demo_tables.spec.narrow_query))
+    row_bytes = demo_tables.spec.value_bytes(0) + 8    # its value, and its two int clustering columns
+    assert narrow["rows_per_execution"] == demo_tables.spec.rows
+    assert 0 < narrow["bytes_per_row"] <= 2 * row_bytes
+    assert narrow["latency_p50_s"] <= narrow["latency_p99_s"]
+    assert narrow["verdict"] == "not flagged" and narrow["findings"] == []
+
+
+def test_what_is_not_explained_is_shown_by_pool(watched):
+    report, _, _, _ = watched
+    assert 0 < report["explained_share"] <= 1
+    assert report["explained_bytes"] + sum(p["sstable_bytes"] for p in report["unexplained"]) == \
+        pytest.approx(report["sstable_bytes"], abs=len(report["unexplained"]) + 1)
+
+
+def test_trace_probability_is_back_after_a_normal_end(watched):
+    assert watched[3] == PREVIOUS
+
+
+def test_the_trace_holds_no_bound_or_row_value(watched, demo_tables):
+    _, trace, _, _ = watched
+    content = Path(trace).read_bytes()
+    spec = demo_tables.spec
+    assert b"column_no = 0" not in content and b"stream_id = 1" not in content
+    assert b"bound_var" not in content and b"Parsing" not in content
+    for number, (_, values) in enumerate(spec.values()):
+        if number == 5:
+            break
+        assert values[0][:24] not in content and values[1][:24] not in content
+    with sqlite3.connect(trace) as db:
+        statements = {row[0] for row in db.execute("SELECT statement FROM statement_sessions")}
+    assert statements and all(statement == normalize(statement) for statement in statements)
+
+
+def test_report_reads_the_watch_trace(watched):
+    report, trace, _, _ = watched
+    again = json.loads(subprocess.run([*CASSTRACE, "report", "--format", "json", str(trace)], check=True,
+                                      capture_output=True, text=True).stdout)
+    assert [s["query"] for s in again["statements"]] == [s["query"] for s in report["statements"]]
+    text = subprocess.run([*CASSTRACE, "report", str(trace)], check=True, capture_output=True, text=True).stdout
+    assert "What the sampled sessions do not explain" in text
+
+
+def _ctrl_c(command: list[str]) -> tuple[int, str, str]:
+    """Start the watch, press Ctrl-C a second into it: (exit status, stdout, stderr)."""
+    watcher = _start_watch(command)
+    time.sleep(1)
+    watcher.send_signal(signal.SIGINT)
+    report, errors = watcher.communicate(timeout=300)
+    return watcher.returncode, report, errors
+
+
+def test_trace_probability_is_back_after_ctrl_c(sandbox, previous_probability, nodetool, tmp_path):
+    out = tmp_path / "interrupted.trace"
+    status, _, errors = _ctrl_c(_watch_command(sandbox, out, "--duration", "120"))
+    assert status == 130, errors
+    assert nodetool.trace_probability() == previous_probability
+    with sqlite3.connect(out) as db:
+        complete = db.execute("SELECT value FROM meta WHERE key = 'complete'").fetchone()[0]
+    assert json.loads(complete) is False
+
+
+def test_ctrl_c_is_how_an_open_ended_watch_ends(sandbox, previous_probability, nodetool, tmp_path):
+    """Without --duration, Ctrl-C ends the watch as it should end: a whole trace, the report, exit 0."""
+    status, report, errors = _ctrl_c(_watch_command(sandbox, tmp_path / "open.trace", "--format", "json"))
+    assert status == 0, errors
+    assert nodetool.trace_probability() == previous_probability
+    assert json.loads(report)["complete"] is True
+
+
+def test_trace_probability_is_back_after_an_error(sandbox, previous_probability, nodetool, tmp_path, monkeypatch,
+                                                  capsys):
+    """The watch fails while the node traces (here: as when the JVM's thread list cannot be read
+    again, a failure from the node's side): the probability goes back and no trace is left."""
+    from casstrace.cli.main import main
+    from casstrace.errors import CasstraceError
+    from casstrace.orchestration import watcher
+
+    def fail(*args, **kwargs):
+        assert nodetool.trace_probability() == SAMPLE   # it failed while the node traced
+        raise CasstraceError("the node went away", "start it again")
+
+    monkeypatch.setattr(watcher, "_wait", fail)
+    out = tmp_path / "failed.trace"
+    with pytest.raises(SystemExit) as exit_:
+        main(_watch_command(sandbox, out, "--duration", "5")[len(CASSTRACE):])
+    assert exit_.value.code != 0
+    assert "the node went away" in capsys.readouterr().err
+    assert nodetool.trace_probability() == previous_probability
+    assert not out.exists() and not list(tmp_path.glob(".*partial"))
