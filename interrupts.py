@@ -22,8 +22,11 @@ from types import FrameType
 from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-REASONS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)",
-           signal.SIGHUP: "hung up (SIGHUP)"}
+REASONS = {
+    signal.SIGINT: "interrupted (Ctrl-C)",
+    signal.SIGTERM: "terminated (SIGTERM)",
+    signal.SIGHUP: "hung up (SIGHUP)",
+}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -32,8 +35,8 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(signum)
         self.signum = signum
-        self.trace: Path | None = None    # the trace kept, once written
-        self.trace_complete = False       # whether it is marked complete (the signal came after it was)
+        self.trace: Path | None = None  # the trace kept, once written
+        self.trace_complete = False  # whether it is marked complete (the signal came after it was)
 
     @property
     def reason(self) -> str:
@@ -48,19 +51,19 @@ class Interrupted(KeyboardInterrupt):
 
     @property
     def exit_code(self) -> int:
-        return 128 + self.signum   # what a shell reports for a process the signal ended
+        return 128 + self.signum  # what a shell reports for a process the signal ended
 
 
 class Interrupts:
     """The process's handling of SIGINT, SIGTERM and SIGHUP (one instance: INTERRUPTS)."""
 
     def __init__(self) -> None:
-        self.received: Interrupted | None = None   # the first signal since reset()
-        self._raised = False        # the first signal was raised: the command is ending
-        self._pending = False       # noted inside a deferred step, to raise when it ends
+        self.received: Interrupted | None = None  # the first signal since reset()
+        self._raised = False  # the first signal was raised: the command is ending
+        self._pending = False  # noted inside a deferred step, to raise when it ends
         self._deferring = 0
         self._told = False
-        self._replaced: dict[int, Any] = {}   # signal -> the handler install() replaced
+        self._replaced: dict[int, Any] = {}  # signal -> the handler install() replaced
 
     def install(self) -> None:
         """Take over the three signals (idempotent; only the main thread can)."""
@@ -82,11 +85,14 @@ class Interrupts:
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         first = self.received is None
         received = self.received = self.received or Interrupted(signum)
-        if not first or self._raised:   # the command is ending already: noted, said once
-            if not self._told:   # os.write: print() could be in the middle of writing stderr
+        if not first or self._raised:  # the command is ending already: noted, said once
+            if not self._told:  # os.write: print() could be in the middle of writing stderr
                 self._told = True
-                os.write(2, b"casstrace: stopping: detaching the probes and keeping what was captured"
-                            b" (only SIGKILL stops this, and loses it)\n")
+                os.write(
+                    2,
+                    b"casstrace: stopping: detaching the probes and keeping what was captured"
+                    b" (only SIGKILL stops this, and loses it)\n",
+                )
             return
         if self._deferring:
             self._pending = True

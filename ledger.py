@@ -22,8 +22,8 @@ from pathlib import Path
 from casstrace import paths
 from casstrace.errors import CasstraceError
 
-TRACE_PROBABILITY = "trace_probability"   # nodetool settraceprobability
-PROFILER = "async_profiler"               # async-profiler started in the JVM
+TRACE_PROBABILITY = "trace_probability"  # nodetool settraceprobability
+PROFILER = "async_profiler"  # async-profiler started in the JVM
 VERSION = 1
 
 
@@ -35,7 +35,7 @@ def process_start(pid: int) -> int | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rindex(")") + 2:].split()   # from field 3, the state
+    fields = stat[stat.rindex(")") + 2 :].split()  # from field 3, the state
     return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
@@ -47,14 +47,14 @@ def alive(pid: int, start: int) -> bool:
 class Change:
     """One change to one node, as its file holds it."""
 
-    what: str                    # TRACE_PROBABILITY | PROFILER
+    what: str  # TRACE_PROBABILITY | PROFILER
     node_pid: int
     node_start: int
-    original: float | str        # the value to put back
+    original: float | str  # the value to put back
     changed_to: float | str
-    owner_pid: int               # the casstrace that made it
+    owner_pid: int  # the casstrace that made it
     owner_start: int
-    recorded_at: str             # UTC, ISO 8601
+    recorded_at: str  # UTC, ISO 8601
 
     @property
     def owner_alive(self) -> bool:
@@ -80,17 +80,28 @@ class Ledger:
         same change on this node: its original value would be read as ours, and put back twice."""
         held = self.find(what)
         if held is not None and held.owner_alive and not held.is_own():
-            raise CasstraceError(f"another casstrace (pid {held.owner_pid}) holds the node's {_words(what)} at "
-                                 f"{held.changed_to} since {held.recorded_at}",
-                                 f"wait for it to end, or stop it (kill {held.owner_pid}): it puts it back")
+            raise CasstraceError(
+                f"another casstrace (pid {held.owner_pid}) holds the node's {_words(what)} at "
+                f"{held.changed_to} since {held.recorded_at}",
+                f"wait for it to end, or stop it (kill {held.owner_pid}): it puts it back",
+            )
         if held is not None and not held.is_own():
-            raise CasstraceError(f"the node's {_words(what)} was left changed by casstrace pid {held.owner_pid}",
-                                 "run `casstrace watch --restore` first")
+            raise CasstraceError(
+                f"the node's {_words(what)} was left changed by casstrace pid {held.owner_pid}",
+                "run `casstrace watch --restore` first",
+            )
         if self.node_start is None:
             raise CasstraceError(f"no process with pid {self.node_pid}", "check that the node is running")
-        change = Change(what, self.node_pid, self.node_start, original, changed_to, os.getpid(),
-                        process_start(os.getpid()) or 0,
-                        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        change = Change(
+            what,
+            self.node_pid,
+            self.node_start,
+            original,
+            changed_to,
+            os.getpid(),
+            process_start(os.getpid()) or 0,
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             partial = self._path(what).with_suffix(".partial")
@@ -100,9 +111,10 @@ class Ledger:
                 os.fsync(file.fileno())
             partial.replace(self._path(what))
         except OSError as error:
-            raise CasstraceError(f"cannot write down the change to the node's {_words(what)} in {self.directory} "
-                                 f"({error.strerror})", "check that the directory is writable "
-                                 "(XDG_STATE_HOME moves it)") from None
+            raise CasstraceError(
+                f"cannot write down the change to the node's {_words(what)} in {self.directory} ({error.strerror})",
+                "check that the directory is writable (XDG_STATE_HOME moves it)",
+            ) from None
 
     def find(self, what: str) -> Change | None:
         try:
@@ -112,7 +124,7 @@ class Ledger:
         data.pop("version", None)
         try:
             return Change(**data)
-        except TypeError:   # another version's file: nothing this version can restore
+        except TypeError:  # another version's file: nothing this version can restore
             return None
 
     def forget(self, what: str) -> None:

@@ -34,7 +34,7 @@ def partial_path(target: Path) -> Path:
 
 def target_of(partial: Path) -> Path:
     """The file a partial file is (was) written for: partial_path's inverse."""
-    return partial.with_name(partial.name[1:-len(PARTIAL_SUFFIX)])
+    return partial.with_name(partial.name[1 : -len(PARTIAL_SUFFIX)])
 
 
 def _kind(mode: int) -> str:
@@ -56,7 +56,7 @@ def same_file(path: str | os.PathLike, other: str | os.PathLike) -> bool:
     (a hard link, or a symbolic link to it)."""
     try:
         return Path(path).resolve() == Path(other).resolve() or os.path.samefile(path, other)
-    except (OSError, RuntimeError):   # RuntimeError: a symbolic link loop
+    except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop
         return False
 
 
@@ -68,11 +68,16 @@ def check_output(path: str | os.PathLike, force: bool, inputs: Iterable[str | os
     for source in inputs:
         if same_file(path, source):
             named = "" if Path(source) == path else f" ({source}, by another name)"
-            raise CasstraceError(f"refusing to write over {path}: it is one of this command's inputs{named}",
-                                 "give the output another path")
+            raise CasstraceError(
+                f"refusing to write over {path}: it is one of this command's inputs{named}",
+                "give the output another path",
+            )
         if same_file(partial_path(path), source):
-            raise CasstraceError(f"refusing to write over {path}: it is written through {partial_path(path)}, one of "
-                                 "this command's inputs", "give the output another path")
+            raise CasstraceError(
+                f"refusing to write over {path}: it is written through {partial_path(path)}, one of "
+                "this command's inputs",
+                "give the output another path",
+            )
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -80,8 +85,10 @@ def check_output(path: str | os.PathLike, force: bool, inputs: Iterable[str | os
     except OSError as error:
         raise CasstraceError(f"cannot write {path} ({error.strerror})", "choose a writable path") from None
     if mode is not None and not stat.S_ISREG(mode):
-        raise CasstraceError(f"refusing to write over {path}: it is {_kind(mode)}, and casstrace replaces "
-                             "nothing but regular files", "choose another path")
+        raise CasstraceError(
+            f"refusing to write over {path}: it is {_kind(mode)}, and casstrace replaces nothing but regular files",
+            "choose another path",
+        )
     if mode is not None and not force:
         raise CasstraceError(f"refusing to write over {path}: the file exists", FORCE_FIX)
     _check_writable(path)
@@ -111,11 +118,11 @@ def move_into_place(partial: Path, target: Path, force: bool, inputs: Iterable[s
 
 def write_text(path: str | os.PathLike, text: str, force: bool, inputs: Iterable[str | os.PathLike] = ()) -> Path:
     """Write `text` to `path` whole or not at all, under check_output's rules."""
-    inputs = tuple(inputs)   # checked now and again at the rename
+    inputs = tuple(inputs)  # checked now and again at the rename
     path = check_output(path, force, inputs)
     partial = partial_path(path)
     try:
-        partial.unlink(missing_ok=True)   # a stale one; 'x' below never follows a link planted there
+        partial.unlink(missing_ok=True)  # a stale one; 'x' below never follows a link planted there
         with open(partial, "x", encoding="utf-8") as file:
             file.write(text)
         move_into_place(partial, path, force, inputs)
@@ -131,5 +138,7 @@ def write_text(path: str | os.PathLike, text: str, force: bool, inputs: Iterable
 def disk_full(path: Path) -> CasstraceError:
     """What to say when the filesystem a file was being written to filled up (its partial file is gone)."""
     directory = path.parent.resolve()
-    return CasstraceError(f"the disk is full: no room left in {directory} to write {path.name} (nothing was kept)",
-                          f"free space in {directory}, or write to another filesystem")
+    return CasstraceError(
+        f"the disk is full: no room left in {directory} to write {path.name} (nothing was kept)",
+        f"free space in {directory}, or write to another filesystem",
+    )

@@ -12,7 +12,7 @@ class Phases:
     def __init__(self) -> None:
         self.started = time.perf_counter()
         self.started_cpu = time.process_time()
-        self.spans: list[tuple[str, float, float]] = []   # name, wall, CPU seconds
+        self.spans: list[tuple[str, float, float]] = []  # name, wall, CPU seconds
 
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
@@ -23,6 +23,8 @@ class Phases:
             self.spans.append((name, time.perf_counter() - began, time.process_time() - began_cpu))
 
     def summary(self) -> str:
-        spans = [*self.spans, ("total (since start)", time.perf_counter() - self.started,
-                               time.process_time() - self.started_cpu)]
+        spans = [
+            *self.spans,
+            ("total (since start)", time.perf_counter() - self.started, time.process_time() - self.started_cpu),
+        ]
         return "timings:\n" + "\n".join(f"  {name:<24} {wall:7.3f} s  cpu {cpu:7.3f} s" for name, wall, cpu in spans)

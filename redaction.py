@@ -14,16 +14,19 @@ from collections.abc import Sequence
 
 REDACTED = "<redacted>"
 
-_SECRET = r"pass|pwd|\bpw\b|secret|token|credential|api[-_.]?key|private[-_.]?key"   # -pw: nodetool's password
+_SECRET = r"pass|pwd|\bpw\b|secret|token|credential|api[-_.]?key|private[-_.]?key"  # -pw: nodetool's password
 _SECRET_NAME = re.compile(_SECRET, re.IGNORECASE)
 _CLASSPATH_OPTIONS = {"-cp", "-classpath", "--class-path"}
 _VALUE = r"""(?:'[^']*'|"[^"]*"|[^\s'"]+)"""
 # NAME=value and --name value inside a word (a whole argument, or a script given to sh -c)
 _ASSIGNMENT = re.compile(rf"(?P<name>[\w.-]*(?:{_SECRET})[\w.-]*)=(?P<value>{_VALUE})", re.IGNORECASE)
-_SPACED_OPTION = re.compile(rf"(?P<name>(?<!\S)--?[\w.-]*(?:{_SECRET})[\w.-]*)(?P<space>\s+)(?P<value>(?!-){_VALUE})",
-                            re.IGNORECASE)
+_SPACED_OPTION = re.compile(
+    rf"(?P<name>(?<!\S)--?[\w.-]*(?:{_SECRET})[\w.-]*)(?P<space>\s+)(?P<value>(?!-){_VALUE})", re.IGNORECASE
+)
 _URL_PASSWORD = re.compile(r"(?P<user>\b[a-z][a-z0-9+.-]*://[^/\s:@]*):(?P<value>[^/\s@]+)@", re.IGNORECASE)
-_BARE_PASSWORD = re.compile(r"(?P<user>(?:^|(?<=[\s=]))[\w.%+-]+):(?P<value>[^\s@/:]+)@(?=[\w-]+(?:\.[\w-]+)*(?::\d+)?(?:/|\s|$))")
+_BARE_PASSWORD = re.compile(
+    r"(?P<user>(?:^|(?<=[\s=]))[\w.%+-]+):(?P<value>[^\s@/:]+)@(?=[\w-]+(?:\.[\w-]+)*(?::\d+)?(?:/|\s|$))"
+)
 
 
 def redact_text(text: str) -> str:

@@ -15,11 +15,18 @@ class BuildPy(build_py):
     """The repository root is the package casstrace: this file is not one of its modules."""
 
     def find_package_modules(self, package, package_dir):
-        return [module for module in super().find_package_modules(package, package_dir)
-                if Path(module[2]).resolve() != Path(__file__).resolve()]
+        return [
+            module
+            for module in super().find_package_modules(package, package_dir)
+            if Path(module[2]).resolve() != Path(__file__).resolve()
+        ]
 
 
-setup(ext_modules=[Extension(f"casstrace.probes.sysdig._{name}", [f"probes/sysdig/{name}.c"], optional=True)
-                   for name in ("scap_scan", "scap_fold")]
-      + [Extension("casstrace.traces._bulk_insert", ["traces/bulk_insert.c"], libraries=["sqlite3"], optional=True)],
-      cmdclass={"build_py": BuildPy})
+setup(
+    ext_modules=[
+        Extension(f"casstrace.probes.sysdig._{name}", [f"probes/sysdig/{name}.c"], optional=True)
+        for name in ("scap_scan", "scap_fold")
+    ]
+    + [Extension("casstrace.traces._bulk_insert", ["traces/bulk_insert.c"], libraries=["sqlite3"], optional=True)],
+    cmdclass={"build_py": BuildPy},
+)

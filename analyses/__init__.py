@@ -16,17 +16,28 @@ Public API:
 from casstrace.analyses.analysis import DEFAULT_THRESHOLD, analyse
 from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.model import (
-                                      AccessPattern,
-                                      Amplification,
-                                      Analysis,
-                                      Execution,
-                                      FileIO,
-                                      Finding,
-                                      Spectrogram,
-                                      SSTableIO,
-                                      Verdict,
+    AccessPattern,
+    Amplification,
+    Analysis,
+    Execution,
+    FileIO,
+    Finding,
+    Spectrogram,
+    SSTableIO,
+    Verdict,
 )
 
-__all__ = ["analyse", "DEFAULT_THRESHOLD", "DEFAULT_MIN_EXCESS", "Analysis", "AccessPattern", "Amplification",
-           "Execution", "FileIO",
-           "Finding", "Spectrogram", "SSTableIO", "Verdict"]
+__all__ = [
+    "analyse",
+    "DEFAULT_THRESHOLD",
+    "DEFAULT_MIN_EXCESS",
+    "Analysis",
+    "AccessPattern",
+    "Amplification",
+    "Execution",
+    "FileIO",
+    "Finding",
+    "Spectrogram",
+    "SSTableIO",
+    "Verdict",
+]

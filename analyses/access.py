@@ -12,7 +12,7 @@ from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace, queries
 
-MAX_POINTS = 20_000   # per file: enough to see the shape, small enough for a browser
+MAX_POINTS = 20_000  # per file: enough to see the shape, small enough for a browser
 
 
 def access_patterns(trace: Trace, files: list[FileIO], limit: int = 6) -> list[AccessPattern]:
@@ -35,19 +35,23 @@ def _access_pattern(trace: Trace, file: FileIO, start_ns: int, slot_ns: int, buc
         source, note = "events", f"every call streamed ({streamed:,} reads and lseeks)"
         for ts_ns, syscall, offset, returned in queries.offset_events(trace, file.file_id):
             is_lseek = syscall in ("lseek", "llseek")
-            points.append(OffsetPoint(
-                time_s=(ts_ns - start_ns) / 1e9,
-                offset=returned if is_lseek and returned is not None and returned >= 0 else offset,
-                length=0 if is_lseek else max(returned or 0, 0),
-                calls=1,
-                kind="lseek" if is_lseek else "read",
-            ))
+            points.append(
+                OffsetPoint(
+                    time_s=(ts_ns - start_ns) / 1e9,
+                    offset=returned if is_lseek and returned is not None and returned >= 0 else offset,
+                    length=0 if is_lseek else max(returned or 0, 0),
+                    calls=1,
+                    kind="lseek" if is_lseek else "read",
+                )
+            )
     else:
         points.extend(_heatmap_points(trace, file.file_id, "syscall", "read", slot_ns, bucket_bytes))
         if points:
             source = "heatmap"
-            note = (f"{streamed:,} of {calls:,} calls streamed (rate cap or lost events): heat map of "
-                    f"{human_bytes(bucket_bytes)} offset buckets x {slot_ns / 1e6:g} ms slots")
+            note = (
+                f"{streamed:,} of {calls:,} calls streamed (rate cap or lost events): heat map of "
+                f"{human_bytes(bucket_bytes)} offset buckets x {slot_ns / 1e6:g} ms slots"
+            )
         elif calls:
             source, note = "none", f"{streamed:,} of {calls:,} calls streamed and no heat map: no offset map"
         else:
@@ -61,19 +65,29 @@ def _access_pattern(trace: Trace, file: FileIO, start_ns: int, slot_ns: int, buc
         points = [points[int(i * step)] for i in range(MAX_POINTS)]
         note += f"; one point in {step:.1f} shown"
     return AccessPattern(
-        file=file, source=source, source_note=note, points=points,
-        bucket_bytes=bucket_bytes, slot_s=slot_ns / 1e9,
+        file=file,
+        source=source,
+        source_note=note,
+        points=points,
+        bucket_bytes=bucket_bytes,
+        slot_s=slot_ns / 1e9,
         read_size_median=_median_read_size(file.read_sizes),
     )
 
 
-def _heatmap_points(trace: Trace, file_id: int, source: str, kind: str, slot_ns: int,
-                    bucket_bytes: int | None) -> list[OffsetPoint]:
+def _heatmap_points(
+    trace: Trace, file_id: int, source: str, kind: str, slot_ns: int, bucket_bytes: int | None
+) -> list[OffsetPoint]:
     if not bucket_bytes:
         return []
     return [
-        OffsetPoint(time_s=cell.slot * slot_ns / 1e9, offset=cell.offset_bucket * bucket_bytes,
-                    length=cell.bytes, calls=cell.calls, kind=kind)
+        OffsetPoint(
+            time_s=cell.slot * slot_ns / 1e9,
+            offset=cell.offset_bucket * bucket_bytes,
+            length=cell.bytes,
+            calls=cell.calls,
+            kind=kind,
+        )
         for cell in queries.heatmap_cells(trace, file_id, source)
     ]
 
@@ -84,4 +98,3 @@ def _median_read_size(read_sizes: dict[int, int]) -> int | None:
     if bucket is None:
         return None
     return 0 if bucket < 0 else 1 << bucket
-

@@ -30,9 +30,17 @@ from casstrace.traces import Trace, queries
 from casstrace.traces.schema import HUGE_PAGE_BYTES, PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
-MMAP_DATA_MODES = {"mmap", "auto", "legacy"}   # disk_access_modes that read Data files through memory maps
-SYSTEM_KEYSPACES = {"system", "system_schema", "system_traces", "system_auth", "system_distributed",
-                    "system_views", "system_virtual_schema", "system_cluster_metadata"}
+MMAP_DATA_MODES = {"mmap", "auto", "legacy"}  # disk_access_modes that read Data files through memory maps
+SYSTEM_KEYSPACES = {
+    "system",
+    "system_schema",
+    "system_traces",
+    "system_auth",
+    "system_distributed",
+    "system_views",
+    "system_virtual_schema",
+    "system_cluster_metadata",
+}
 DEFAULT_NATIVE_PORT = 9042
 
 
@@ -73,16 +81,26 @@ def read_pages(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]
     fills = page_runs(trace, window_ids, "page_cache", files) if trace.measured("page_cache") else {}
     outside: dict[tuple[int, int], int] = {}
     if fills:
-        syscall_runs = page_runs(trace, sorted({window for window, _ in fills}), "syscall",
-                                 sorted({file_id for _, file_id in fills}))
+        syscall_runs = page_runs(
+            trace, sorted({window for window, _ in fills}), "syscall", sorted({file_id for _, file_id in fills})
+        )
         sizes = queries.file_sizes(trace)
-        outside = {key: pages.bytes_within(pages.subtract(runs, syscall_runs.get(key, [])), sizes.get(key[1]))
-                   for key, runs in fills.items()}
+        outside = {
+            key: pages.bytes_within(pages.subtract(runs, syscall_runs.get(key, [])), sizes.get(key[1]))
+            for key, runs in fills.items()
+        }
     return ReadPages(syscall, outside)
 
 
-def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], *,
-                  payload_bytes: int | None, wire_bytes: int | None, read: ReadPages) -> Amplification:
+def amplification(
+    trace: Trace,
+    window_ids: list[int],
+    data: dict[int, SSTableName],
+    *,
+    payload_bytes: int | None,
+    wire_bytes: int | None,
+    read: ReadPages,
+) -> Amplification:
     """`read`: the ReadPages of (at least) these windows (read_pages), read once by the caller for all."""
     page_cache_measured = trace.measured("page_cache")
     mapped_measured = trace.measured("mapped")
@@ -125,15 +143,22 @@ def amplification(trace: Trace, window_ids: list[int], data: dict[int, SSTableNa
 
     shares = {"read syscalls": syscall_bytes, "page-cache fills": outside, "mapped pages touched": mapped_only}
     return Amplification(
-        basis=basis, basis_bytes=basis_bytes, payload_bytes=payload_bytes, wire_bytes=wire_bytes,
-        syscall_bytes=syscall_bytes, cache_miss_bytes=cache_miss if page_cache_measured else None,
+        basis=basis,
+        basis_bytes=basis_bytes,
+        payload_bytes=payload_bytes,
+        wire_bytes=wire_bytes,
+        syscall_bytes=syscall_bytes,
+        cache_miss_bytes=cache_miss if page_cache_measured else None,
         cache_outside_syscall_bytes=outside if page_cache_measured else None,
         mapped_touched_bytes=mapped if mapped_measured else None,
         mapped_outside_syscall_bytes=mapped_only if mapped_measured else None,
-        data_read_bytes=data_read, data_read_least_bytes=data_read_least,
-        read=over(data_read, basis_bytes), read_least=over(data_read_least, basis_bytes),
+        data_read_bytes=data_read,
+        data_read_least_bytes=data_read_least,
+        read=over(data_read, basis_bytes),
+        read_least=over(data_read_least, basis_bytes),
         syscall=over(syscall_bytes, basis_bytes),
-        device=over(cache_miss if page_cache_measured else None, basis_bytes), wire=over(data_read, wire_bytes),
+        device=over(cache_miss if page_cache_measured else None, basis_bytes),
+        wire=over(data_read, wire_bytes),
         carried_by=max(shares, key=lambda name: shares[name]) if data_read else None,
         data_files=len(touched),
         sstables_read=len({data[file_id].sstable for file_id in touched}),
@@ -147,33 +172,46 @@ def least_touched(touched_bytes: int, huge_bytes: int) -> int:
     return touched_bytes - from_huge + -(-from_huge // HUGE_PAGE_BYTES) * PAGE_BYTES
 
 
-def unseen_reads(trace: Trace, data: dict[int, SSTableName], overall: Amplification, data_label: str,
-                 disk_access_mode: str | None) -> Unseen | None:
+def unseen_reads(
+    trace: Trace, data: dict[int, SSTableName], overall: Amplification, data_label: str, disk_access_mode: str | None
+) -> Unseen | None:
     """Why reads of these Data files may be in no measure of the trace, or None when every way the
     JVM reads them was measured (or they are known not to be mapped)."""
     if trace.measured("mapped"):
         return None
     unmeasured = trace.meta.get("mapped_unmeasured") or {}
-    fix = unmeasured.get("fix") or ("trace the query with `casstrace run` on the node (bcc backend, as root): "
-                                    "it measures the mapped pages the JVM touches")
+    fix = unmeasured.get("fix") or (
+        "trace the query with `casstrace run` on the node (bcc backend, as root): "
+        "it measures the mapped pages the JVM touches"
+    )
     why = f": {unmeasured['reason']}" if unmeasured.get("reason") else ""
     if trace.measured("mappings"):
         mapped = queries.mapped_bytes(trace, sorted(data))
         if not mapped:
             return None
-        return Unseen(f"The JVM maps {human_bytes(mapped)} of {data_label}, and the mapped pages it touched were "
-                      f"not measured{why}; a warm read through those maps shows in no other measure", fix)
+        return Unseen(
+            f"The JVM maps {human_bytes(mapped)} of {data_label}, and the mapped pages it touched were "
+            f"not measured{why}; a warm read through those maps shows in no other measure",
+            fix,
+        )
     mode = (disk_access_mode or "unknown").lower()
     if mode in MMAP_DATA_MODES:
-        return Unseen(f"disk_access_mode is '{mode}': Cassandra reads {data_label} through memory maps, and this "
-                      f"trace has no measure of mapped pages touched{why}; a warm mapped read shows in no other", fix)
+        return Unseen(
+            f"disk_access_mode is '{mode}': Cassandra reads {data_label} through memory maps, and this "
+            f"trace has no measure of mapped pages touched{why}; a warm mapped read shows in no other",
+            fix,
+        )
     if mode == "unknown" and overall.syscall_bytes == 0:
-        return Unseen(f"No read syscall touched {data_label} and disk_access_mode is unknown: Cassandra may read "
-                      f"them through memory maps, which no measure of this trace sees{why}", fix)
+        return Unseen(
+            f"No read syscall touched {data_label} and disk_access_mode is unknown: Cassandra may read "
+            f"them through memory maps, which no measure of this trace sees{why}",
+            fix,
+        )
     return None
 
 
 # -- which windows, which executions -------------------------------------------------------------
+
 
 def executions(trace: Trace) -> list[dict]:
     return [asdict(row) for row in queries.executions(trace)]
@@ -200,8 +238,14 @@ def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName], read: R
         values = [row[column] for row in warmups]
         return None if any(value is None for value in values) else sum(values)
 
-    return amplification(trace, [row["window_id"] for row in warmups], data,
-                         payload_bytes=total("payload_bytes"), wire_bytes=total("wire_bytes"), read=read)
+    return amplification(
+        trace,
+        [row["window_id"] for row in warmups],
+        data,
+        payload_bytes=total("payload_bytes"),
+        wire_bytes=total("wire_bytes"),
+        read=read,
+    )
 
 
 def native_port(trace: Trace) -> str:
@@ -213,6 +257,7 @@ def native_port(trace: Trace) -> str:
 class SocketWrites:
     """Bytes written to one socket over some windows, with its ends as [ip, port] (a missing remote: ['']),
     and the node whose JVM had it (None in a trace without nodes)."""
+
     node_id: int | None
     local: list[str]
     remote: list[str]
@@ -245,18 +290,31 @@ def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
     return sum(clients)
 
 
-def execution_results(trace: Trace, rows: list[dict], data: dict[int, SSTableName],
-                      read: ReadPages) -> list[Execution]:
+def execution_results(trace: Trace, rows: list[dict], data: dict[int, SSTableName], read: ReadPages) -> list[Execution]:
     """Each execution's amplification. `read`: the ReadPages of (at least) their windows."""
     results = []
     for row in rows:
         amp = None
         if row["window_id"] is not None:
-            amp = amplification(trace, [row["window_id"]], data,
-                                payload_bytes=row["payload_bytes"], wire_bytes=row["wire_bytes"], read=read)
-        results.append(Execution(
-            execution=row["execution"], kind=row["kind"], latency_s=row["latency_s"], rows=row["rows"],
-            payload_bytes=row["payload_bytes"], wire_bytes=row["wire_bytes"], pages=row["pages"],
-            error=row["error"], amplification=amp,
-        ))
+            amp = amplification(
+                trace,
+                [row["window_id"]],
+                data,
+                payload_bytes=row["payload_bytes"],
+                wire_bytes=row["wire_bytes"],
+                read=read,
+            )
+        results.append(
+            Execution(
+                execution=row["execution"],
+                kind=row["kind"],
+                latency_s=row["latency_s"],
+                rows=row["rows"],
+                payload_bytes=row["payload_bytes"],
+                wire_bytes=row["wire_bytes"],
+                pages=row["pages"],
+                error=row["error"],
+                amplification=amp,
+            )
+        )
     return results

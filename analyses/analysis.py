@@ -20,13 +20,20 @@ from casstrace.traces import Trace
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta
 
-MEASURE_NAMES = {"syscalls": "read/write/lseek syscalls", "offsets": "file offsets", "page_cache": "page-cache misses",
-                 "mapped": "mapped pages touched", "latency": "syscall latency", "wire": "bytes sent to the client"}
+MEASURE_NAMES = {
+    "syscalls": "read/write/lseek syscalls",
+    "offsets": "file offsets",
+    "page_cache": "page-cache misses",
+    "mapped": "mapped pages touched",
+    "latency": "syscall latency",
+    "wire": "bytes sent to the client",
+}
 DEFAULT_THRESHOLD = 10.0
 
 
-def analyse(trace: Trace | str | os.PathLike[str], threshold: float = DEFAULT_THRESHOLD,
-            min_excess: int = DEFAULT_MIN_EXCESS) -> Analysis:
+def analyse(
+    trace: Trace | str | os.PathLike[str], threshold: float = DEFAULT_THRESHOLD, min_excess: int = DEFAULT_MIN_EXCESS
+) -> Analysis:
     """Analyse an open Trace, or the trace file at a path (CasstraceError when it is not a whole trace).
     The verdict: flagged at `threshold` x the necessary read and `min_excess` bytes per execution past it."""
     if not isinstance(trace, Trace):
@@ -47,8 +54,11 @@ def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
     files = file_io(trace, window_ids)
     data = amp.data_files(trace, keyspace, table)
     # The coverage of every window any amplification below looks at, read once.
-    read = amp.read_pages(trace, sorted(set(window_ids) | {row["window_id"] for row in execution_rows
-                                                           if row["window_id"] is not None}), data)
+    read = amp.read_pages(
+        trace,
+        sorted(set(window_ids) | {row["window_id"] for row in execution_rows if row["window_id"] is not None}),
+        data,
+    )
     executions = amp.execution_results(trace, execution_rows, data, read)
     measured = [e for e in executions if e.kind == "measured"]
     warmup = amp.warmup(trace, execution_rows, data, read)
@@ -65,57 +75,111 @@ def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
     data_label = f"{owner}'s Data files" if owner else "all user tables' Data files"
     unseen = amp.unseen_reads(trace, data, overall, data_label, disk_access_mode)
     consistency = (meta.get("replicas") or {}).get("consistency") or meta.get("consistency")
-    nodes = cluster_nodes.nodes(trace, window_ids, data, files, executions=len(measured), payload_bytes=payload,
-                                read=read,
-                                query_trace=meta.get("query_trace") or [],
-                                coordinators=sorted({row["coordinator"] for row in execution_rows
-                                                     if row.get("coordinator")}))
+    nodes = cluster_nodes.nodes(
+        trace,
+        window_ids,
+        data,
+        files,
+        executions=len(measured),
+        payload_bytes=payload,
+        read=read,
+        query_trace=meta.get("query_trace") or [],
+        coordinators=sorted({row["coordinator"] for row in execution_rows if row.get("coordinator")}),
+    )
     counts = trace_counts(meta.get("query_trace") or [])
 
     def necessary_of(payload_bytes: float | None, rows: float | None) -> NecessaryRead | None:
-        return necessary_read(select, schema, payload_bytes=payload_bytes, rows=rows, rows_aggregated=live_rows(counts),
-                              read_ahead=cassandra.get("compressed_read_ahead_bytes"))
+        return necessary_read(
+            select,
+            schema,
+            payload_bytes=payload_bytes,
+            rows=rows,
+            rows_aggregated=live_rows(counts),
+            read_ahead=cassandra.get("compressed_read_ahead_bytes"),
+        )
 
     for execution in executions:
         if execution.amplification is not None:
             execution.amplification = against_necessary(
-                execution.amplification, necessary_of(execution.payload_bytes, execution.rows), 1)
+                execution.amplification, necessary_of(execution.payload_bytes, execution.rows), 1
+            )
     runs = max(1, len(measured))
     rows = _sum_or_none([e.rows for e in measured]) if measured else None
     necessary = necessary_of(payload / runs if payload is not None else None, rows / runs if rows is not None else None)
     overall = against_necessary(overall, necessary, runs)
-    verdict = causes.verdict(overall, threshold, min_excess=min_excess, executions=runs, necessary=necessary,
-                             data_label=data_label, backend=meta.get("backend"),
-                             page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
-                             unseen=unseen, lower_bound=any(not node.captured for node in nodes))
+    verdict = causes.verdict(
+        overall,
+        threshold,
+        min_excess=min_excess,
+        executions=runs,
+        necessary=necessary,
+        data_label=data_label,
+        backend=meta.get("backend"),
+        page_cache_measured=trace.measured("page_cache"),
+        disk_access_mode=disk_access_mode,
+        unseen=unseen,
+        lower_bound=any(not node.captured for node in nodes),
+    )
     verdict = causes.failed_run(executions, verdict.notes) or verdict
     if table is None:
         verdict.notes.append("The query is not recorded (or not a SELECT): every user table's Data files were counted.")
-    found = causes.findings(FindingContext(
-        flagged=verdict.status == "flagged", threshold=threshold, executions=runs,
-        data_read_bytes=overall.data_read_bytes, syscall_bytes=overall.syscall_bytes,
-        cache_outside_syscall_bytes=overall.cache_outside_syscall_bytes, payload_bytes=payload, rows=rows,
-        necessary=necessary, select=select, schema=schema,
-        sstables_read=[e.amplification.sstables_read for e in measured if e.amplification],
-        cassandra=counts, data_files=[f for f in files if f.file_id in data],
-        page_cache_measured=trace.measured("page_cache"), disk_access_mode=disk_access_mode,
-        nodes=nodes, consistency=consistency))
+    found = causes.findings(
+        FindingContext(
+            flagged=verdict.status == "flagged",
+            threshold=threshold,
+            executions=runs,
+            data_read_bytes=overall.data_read_bytes,
+            syscall_bytes=overall.syscall_bytes,
+            cache_outside_syscall_bytes=overall.cache_outside_syscall_bytes,
+            payload_bytes=payload,
+            rows=rows,
+            necessary=necessary,
+            select=select,
+            schema=schema,
+            sstables_read=[e.amplification.sstables_read for e in measured if e.amplification],
+            cassandra=counts,
+            data_files=[f for f in files if f.file_id in data],
+            page_cache_measured=trace.measured("page_cache"),
+            disk_access_mode=disk_access_mode,
+            nodes=nodes,
+            consistency=consistency,
+        )
+    )
     if nodes:
-        verdict = causes.cluster_verdict(verdict, nodes, consistency, full_row=any(
-            finding.cause == "full_row_read" for finding in found.causes))
+        verdict = causes.cluster_verdict(
+            verdict, nodes, consistency, full_row=any(finding.cause == "full_row_read" for finding in found.causes)
+        )
     profiled = java_profile(trace, window_ids, sorted(data))
     if profiled is not None and found.causes:
         found.causes[0].evidence.extend(profile_evidence(profiled))
     return Analysis(
-        trace_path=str(trace.path), complete=trace.complete, warnings=_warnings(trace, executions),
+        trace_path=str(trace.path),
+        complete=trace.complete,
+        warnings=_warnings(trace, executions),
         measures={name: trace.measured(name) for name in MEASURE_NAMES},
-        query=meta.get("query"), keyspace=keyspace, table=table, scope=scope, threshold=threshold,
-        executions=executions, overall=overall, warmup=warmup, verdict=verdict, findings=found.causes,
-        files=files, sstables=group_by_sstable(files), access=access_patterns(trace, files),
-        spectrograms=spectrograms(trace), latencies=latency_percentiles(trace),
+        query=meta.get("query"),
+        keyspace=keyspace,
+        table=table,
+        scope=scope,
+        threshold=threshold,
+        executions=executions,
+        overall=overall,
+        warmup=warmup,
+        verdict=verdict,
+        findings=found.causes,
+        files=files,
+        sstables=group_by_sstable(files),
+        access=access_patterns(trace, files),
+        spectrograms=spectrograms(trace),
+        latencies=latency_percentiles(trace),
         query_trace=meta.get("query_trace") or [],
-        context=_context(meta, schema), profile=profiled, nodes=nodes, consistency=consistency,
-        necessary=necessary, min_excess=min_excess, latency_notes=found.notes,
+        context=_context(meta, schema),
+        profile=profiled,
+        nodes=nodes,
+        consistency=consistency,
+        necessary=necessary,
+        min_excess=min_excess,
+        latency_notes=found.notes,
     )
 
 
@@ -128,21 +192,30 @@ def _warnings(trace: Trace, executions: list[Execution]) -> list[str]:
     meta = trace.meta
     warnings = []
     if not trace.complete:
-        warnings.append(f"INCOMPLETE TRACE: {meta.get('incomplete_reason', 'interrupted')}. "
-                        "Everything below covers only what was captured before it stopped.")
+        warnings.append(
+            f"INCOMPLETE TRACE: {meta.get('incomplete_reason', 'interrupted')}. "
+            "Everything below covers only what was captured before it stopped."
+        )
     lost = meta.get("lost_events") or 0
     if lost:
-        exact = ("totals are exact (kept in the kernel); offset maps may miss calls"
-                 if trace.captured_with(Capability.EXACT_TOTALS) else "totals may be short by these events")
+        exact = (
+            "totals are exact (kept in the kernel); offset maps may miss calls"
+            if trace.captured_with(Capability.EXACT_TOTALS)
+            else "totals may be short by these events"
+        )
         warnings.append(f"{lost:,} events were lost (buffer full): {exact}.")
     unstreamed = meta.get("unstreamed_events") or 0
     if unstreamed:
-        warnings.append(f"{unstreamed:,} per-call records were not streamed (rate cap): totals count them; offset "
-                        "maps fall back to the heat map for the files concerned.")
+        warnings.append(
+            f"{unstreamed:,} per-call records were not streamed (rate cap): totals count them; offset "
+            "maps fall back to the heat map for the files concerned."
+        )
     missing = [label for name, label in MEASURE_NAMES.items() if not trace.measured(name)]
     if missing:
-        warnings.append(f"Not measured by the {meta.get('backend', 'capture')} backend: {', '.join(missing)} "
-                        "(shown as 'not measured', never as 0).")
+        warnings.append(
+            f"Not measured by the {meta.get('backend', 'capture')} backend: {', '.join(missing)} "
+            "(shown as 'not measured', never as 0)."
+        )
     for execution in executions:
         if execution.error:
             warnings.append(f"Execution {execution.execution} failed: {execution.error}")
@@ -173,9 +246,15 @@ def _context(meta: dict[str, Any], schema: TableSchema | None) -> dict[str, Any]
     }
     if schema is not None:
         context["table_schema"] = {
-            "keyspace": schema.keyspace, "table": schema.table,
-            "columns": [{"name": c["name"], "type": c.get("type"), "kind": c.get("kind")} for c in schema.columns.values()],
-            "partition_key": schema.partition_key, "clustering": schema.clustering,
-            "compression": schema.compression, "sstables": schema.sstables, "storage": schema.storage,
+            "keyspace": schema.keyspace,
+            "table": schema.table,
+            "columns": [
+                {"name": c["name"], "type": c.get("type"), "kind": c.get("kind")} for c in schema.columns.values()
+            ],
+            "partition_key": schema.partition_key,
+            "clustering": schema.clustering,
+            "compression": schema.compression,
+            "sstables": schema.sstables,
+            "storage": schema.storage,
         }
     return context

@@ -19,15 +19,26 @@ from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, rea
 from casstrace.analyses.units import human_bytes, ratio
 
 MANY_SSTABLES = 4
-TOMBSTONE_WARN = 1000                          # Cassandra's default tombstone_warn_threshold
+TOMBSTONE_WARN = 1000  # Cassandra's default tombstone_warn_threshold
 
 
-DEFAULT_MIN_EXCESS = 64 * 1024   # bytes per execution past the necessary read below which nothing is flagged
+DEFAULT_MIN_EXCESS = 64 * 1024  # bytes per execution past the necessary read below which nothing is flagged
 
 
-def verdict(overall: Amplification, threshold: float, *, min_excess: int, executions: int,
-            necessary: NecessaryRead | None, data_label: str, backend: str | None, page_cache_measured: bool,
-            disk_access_mode: str | None, unseen: Unseen | None, lower_bound: bool = False) -> Verdict:
+def verdict(
+    overall: Amplification,
+    threshold: float,
+    *,
+    min_excess: int,
+    executions: int,
+    necessary: NecessaryRead | None,
+    data_label: str,
+    backend: str | None,
+    page_cache_measured: bool,
+    disk_access_mode: str | None,
+    unseen: Unseen | None,
+    lower_bound: bool = False,
+) -> Verdict:
     """The verdict: flagged when the Data bytes read are at least `threshold` x the necessary read
     (analyses.necessary) and exceed it by at least `min_excess` per execution, so a query that reads
     what its result needs is never flagged, however small its payload. Without a necessary read (no
@@ -40,23 +51,37 @@ def verdict(overall: Amplification, threshold: float, *, min_excess: int, execut
     read = ("at least " if lower_bound else "") + human_bytes(overall.data_read_bytes)
     if overall.necessary_bytes is None and overall.basis is None:
         if not overall.data_read_bytes:
-            return Verdict("undetermined", f"Nothing was read from {data_label}, and the trace records neither the"
-                                           " payload nor the bytes sent to the client: there is no query to judge"
-                                           " in this capture.", notes)
-        return Verdict("undetermined", f"Read {read} from {data_label}, but the trace records "
-                                       "neither the payload nor the bytes sent to the client to compare it with.", notes)
+            return Verdict(
+                "undetermined",
+                f"Nothing was read from {data_label}, and the trace records neither the"
+                " payload nor the bytes sent to the client: there is no query to judge"
+                " in this capture.",
+                notes,
+            )
+        return Verdict(
+            "undetermined",
+            f"Read {read} from {data_label}, but the trace records "
+            "neither the payload nor the bytes sent to the client to compare it with.",
+            notes,
+        )
     payload = None
     if overall.basis is not None:
-        payload = (f"{human_bytes(overall.basis_bytes)} of payload" if overall.basis == "payload" else
-                   f"{human_bytes(overall.basis_bytes)} sent to the client "
-                   "(wire bytes: the trace has no driver payload)")
+        payload = (
+            f"{human_bytes(overall.basis_bytes)} of payload"
+            if overall.basis == "payload"
+            else f"{human_bytes(overall.basis_bytes)} sent to the client (wire bytes: the trace has no driver payload)"
+        )
     carried = f"; most of it seen by {overall.carried_by}" if overall.carried_by else ""
     if not overall.data_read_bytes and not overall.basis_bytes and overall.necessary_bytes is None:
         # Typically a capture of something other than a Cassandra query: saying "not flagged"
         # would vouch for a query that never ran. (A query of a known table that found nothing,
         # and read nothing, is judged: a point read of a missing key.)
-        return Verdict("undetermined", f"Nothing was read from {data_label} and nothing was returned "
-                                       f"({payload}): there is no query to judge in this capture.", notes)
+        return Verdict(
+            "undetermined",
+            f"Nothing was read from {data_label} and nothing was returned "
+            f"({payload}): there is no query to judge in this capture.",
+            notes,
+        )
     base = overall.necessary_bytes if overall.necessary_bytes is not None else overall.basis_bytes or 0
 
     def flagged(data_read: int) -> bool:
@@ -64,26 +89,38 @@ def verdict(overall: Amplification, threshold: float, *, min_excess: int, execut
 
     per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
     rule = f"threshold {threshold:g}x and {human_bytes(min_excess)} per execution"
-    against_payload = ("" if payload is None else ", nothing returned" if overall.read is None else
-                       f", {ratio(overall.read)} the {payload}")
+    against_payload = (
+        ""
+        if payload is None
+        else ", nothing returned"
+        if overall.read is None
+        else f", {ratio(overall.read)} the {payload}"
+    )
     if necessary is not None and overall.necessary_bytes is not None:
-        summary = (f"Read {read}{per} from {data_label}; the necessary read of its result is "
-                   f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}): "
-                   f"{ratio(overall.over_necessary)} the necessary read ({rule})" + against_payload + f"{carried}.")
+        summary = (
+            f"Read {read}{per} from {data_label}; the necessary read of its result is "
+            f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}): "
+            f"{ratio(overall.over_necessary)} the necessary read ({rule})" + against_payload + f"{carried}."
+        )
     elif base == 0:
         summary = f"Read {read}{per} from {data_label} to return nothing ({payload}; {rule}){carried}."
     else:
         summary = f"Read {read}{per} from {data_label} for {payload}: {ratio(overall.read)} ({rule}){carried}."
     if flagged(overall.data_read_bytes):
         if overall.data_read_least_bytes is not None and not flagged(overall.data_read_least_bytes):
-            return Verdict("undetermined", summary + " But the JVM maps parts of these files with 2 MiB entries, "
-                           "whose one accessed bit marks 2 MiB however little was read: the query read between "
-                           f"{human_bytes(overall.data_read_least_bytes)} and {read}.",
-                           notes, fix=HUGE_MAPPINGS_FIX)
+            return Verdict(
+                "undetermined",
+                summary + " But the JVM maps parts of these files with 2 MiB entries, "
+                "whose one accessed bit marks 2 MiB however little was read: the query read between "
+                f"{human_bytes(overall.data_read_least_bytes)} and {read}.",
+                notes,
+                fix=HUGE_MAPPINGS_FIX,
+            )
         return Verdict("flagged", summary, notes)
     if unseen is not None:
-        return Verdict("undetermined", f"{summary} {unseen.reason}, so the figure cannot clear the query.", notes,
-                       fix=unseen.fix)
+        return Verdict(
+            "undetermined", f"{summary} {unseen.reason}, so the figure cannot clear the query.", notes, fix=unseen.fix
+        )
     return Verdict("not flagged", summary, notes)
 
 
@@ -99,28 +136,39 @@ def failed_run(executions: list[Execution], notes: list[str]) -> Verdict | None:
     failed = next((execution for execution in executions if execution.error), None)
     if failed is None or any(e.kind == "measured" and e.error is None for e in executions):
         return None
-    return Verdict("undetermined", f"No measured execution of the query succeeded ({failed.kind} execution "
-                                   f"{failed.execution} failed: {failed.error}): there is no query to judge.",
-                   notes, fix="check the node and the query's --consistency: the node's error says why")
+    return Verdict(
+        "undetermined",
+        f"No measured execution of the query succeeded ({failed.kind} execution "
+        f"{failed.execution} failed: {failed.error}): there is no query to judge.",
+        notes,
+        fix="check the node and the query's --consistency: the node's error says why",
+    )
 
 
-HUGE_MAPPINGS_FIX = ("run it with --cold: the pages come back from the device and are counted as page-cache "
-                     "misses, page by page")
+HUGE_MAPPINGS_FIX = (
+    "run it with --cold: the pages come back from the device and are counted as page-cache misses, page by page"
+)
 
 
 def _measurement_notes(page_cache_measured: bool, backend: str | None, disk_access_mode: str | None) -> list[str]:
     mode = (disk_access_mode or "unknown").lower()
     notes = []
     if not page_cache_measured:
-        notes.append(f"Page-cache misses were not measured (the {backend or 'capture'} backend cannot see them): "
-                     "device reads and reads through memory-mapped files are not in the figure.")
+        notes.append(
+            f"Page-cache misses were not measured (the {backend or 'capture'} backend cannot see them): "
+            "device reads and reads through memory-mapped files are not in the figure."
+        )
         if mode in MMAP_DATA_MODES:
-            notes.append(f"disk_access_mode is '{mode}': Cassandra reads Data files through memory maps, which make "
-                         "no read syscalls, so the figure is a lower bound and may miss nearly all of the I/O. "
-                         "Capture with the bcc backend, which counts page-cache fills.")
+            notes.append(
+                f"disk_access_mode is '{mode}': Cassandra reads Data files through memory maps, which make "
+                "no read syscalls, so the figure is a lower bound and may miss nearly all of the I/O. "
+                "Capture with the bcc backend, which counts page-cache fills."
+            )
         elif mode == "mmap_index_only":
-            notes.append("disk_access_mode is 'mmap_index_only': Data files are read with syscalls and are counted; "
-                         "index files are memory-mapped and their reads are not.")
+            notes.append(
+                "disk_access_mode is 'mmap_index_only': Data files are read with syscalls and are counted; "
+                "index files are memory-mapped and their reads are not."
+            )
         elif mode == "unknown":
             notes.append("disk_access_mode is unknown: if Data files are memory-mapped, their reads are not counted.")
     return notes
@@ -154,8 +202,10 @@ def _full_row_read(context: FindingContext) -> Finding | None:
         f"{human_bytes(per_row_read)} per row.",
     ]
     if context.payload_bytes:
-        evidence.append(f"The selected values came to {human_bytes(context.payload_bytes)} "
-                        f"({human_bytes(context.payload_bytes / rows)} per row).")
+        evidence.append(
+            f"The selected values came to {human_bytes(context.payload_bytes)} "
+            f"({human_bytes(context.payload_bytes / rows)} per row)."
+        )
     certainty: Certainty = "likely" if after and context.read_per_execution >= context.threshold * after else "possible"
     pk = ", ".join(schema.partition_key) or "pk"
     clustering = ", ".join(schema.clustering)
@@ -194,8 +244,13 @@ def _rows_not_returned(context: FindingContext) -> float | None:
     them before filtering; of a range read, after it, so a scan of the whole table counts the
     table's rows (its SSTables' statistics)."""
     rows, read_rows = context.rows_per_execution, context.live_rows_read
-    if rows is not None and (not read_rows or read_rows <= rows) and context.schema is not None \
-            and context.select is not None and not context.schema.reads_partitions(context.select):
+    if (
+        rows is not None
+        and (not read_rows or read_rows <= rows)
+        and context.schema is not None
+        and context.select is not None
+        and not context.schema.reads_partitions(context.select)
+    ):
         read_rows = stored_rows(context.schema)
     if rows is None or not read_rows or read_rows <= rows:
         return None
@@ -208,17 +263,25 @@ def _whole_partition_scan(context: FindingContext) -> Finding | None:
         return None
     restricted = set(select.restrictions)
     read_rows = context.live_rows_read
-    counted = (f" Cassandra read {read_rows:,.0f} live rows to return {context.rows_per_execution:,.0f}."
-               if read_rows is not None and context.rows_per_execution is not None else "")
+    counted = (
+        f" Cassandra read {read_rows:,.0f} live rows to return {context.rows_per_execution:,.0f}."
+        if read_rows is not None and context.rows_per_execution is not None
+        else ""
+    )
     if not set(schema.partition_key) <= restricted:
         return Finding(
-            cause="whole_partition_scan", title="No partition key restriction: the query scans the table",
+            cause="whole_partition_scan",
+            title="No partition key restriction: the query scans the table",
             certainty="measured",
-            evidence=[f"WHERE does not restrict the partition key ({_names(schema.partition_key)})"
-                      + (" and ALLOW FILTERING discards the rows that do not match." if select.allow_filtering
-                         else ".") + counted],
-            suggestion=["Query by partition key (a table whose partition key is what you filter on); a table scan "
-                        "reads every SSTable whatever the selection."],
+            evidence=[
+                f"WHERE does not restrict the partition key ({_names(schema.partition_key)})"
+                + (" and ALLOW FILTERING discards the rows that do not match." if select.allow_filtering else ".")
+                + counted
+            ],
+            suggestion=[
+                "Query by partition key (a table whose partition key is what you filter on); a table scan "
+                "reads every SSTable whatever the selection."
+            ],
             read_after_fix_bytes=_rows_not_returned(context),
         )
     if not schema.clustering or restricted & set(schema.clustering) or select.has_limit:
@@ -228,24 +291,34 @@ def _whole_partition_scan(context: FindingContext) -> Finding | None:
         cause="whole_partition_scan",
         title="Whole-partition read: no clustering restriction, every row of the partition is read",
         certainty="measured",
-        evidence=[f"WHERE restricts only the partition key; clustering columns ({_names(schema.clustering)}) "
-                  f"are not restricted" + (f", and {rows:,} rows came back." if rows else ".") + counted],
-        suggestion=[f"Restrict the clustering columns (e.g. {schema.clustering[0]} >= ? AND {schema.clustering[0]} < ?) "
-                    "or add LIMIT; after the clustering-row refactor the column to read becomes a clustering key "
-                    "you can restrict."],
+        evidence=[
+            f"WHERE restricts only the partition key; clustering columns ({_names(schema.clustering)}) "
+            f"are not restricted" + (f", and {rows:,} rows came back." if rows else ".") + counted
+        ],
+        suggestion=[
+            f"Restrict the clustering columns (e.g. {schema.clustering[0]} >= ? AND {schema.clustering[0]} < ?) "
+            "or add LIMIT; after the clustering-row refactor the column to read becomes a clustering key "
+            "you can restrict."
+        ],
         read_after_fix_bytes=_rows_not_returned(context),
     )
 
 
-SMALL_CHUNK_BYTES = 4096      # the chunk length the chunk-overhead fix suggests
+SMALL_CHUNK_BYTES = 4096  # the chunk length the chunk-overhead fix suggests
 
 
 def _chunk_overhead(context: FindingContext) -> Finding | None:
     """One compressed chunk read per row for small rows of a read by partition key: a cost of
     latency (decompression) on a point-read table, and of bytes when it explains the read."""
     schema, select, rows, payload = context.schema, context.select, context.rows, context.payload_bytes
-    if schema is None or select is None or not schema.chunk_bytes or not rows or not payload \
-            or not schema.reads_partitions(select):
+    if (
+        schema is None
+        or select is None
+        or not schema.chunk_bytes
+        or not rows
+        or not payload
+        or not schema.reads_partitions(select)
+    ):
         return None
     necessary = context.necessary
     chunk = (necessary.chunk_length if necessary else None) or schema.chunk_bytes
@@ -256,8 +329,10 @@ def _chunk_overhead(context: FindingContext) -> Finding | None:
     stored = necessary.unit_bytes if necessary else chunk
     # Only small rows, each read as about a chunk of its own: a chunk per row explains the read (a
     # full-row read reads far more), and the read is not far less (rows that share their chunks).
-    if per_row_payload * context.threshold > chunk \
-            or not rows * stored / 2 <= context.data_read_bytes <= rows * stored * 2:
+    if (
+        per_row_payload * context.threshold > chunk
+        or not rows * stored / 2 <= context.data_read_bytes <= rows * stored * 2
+    ):
         return None
     # With small chunks each row costs one small chunk (the stored size in proportion).
     after = (context.rows_per_execution or 0) * stored * SMALL_CHUNK_BYTES / chunk if context.flagged else None
@@ -265,14 +340,18 @@ def _chunk_overhead(context: FindingContext) -> Finding | None:
         cause="compression_chunk_overhead",
         title="Compression chunk overhead: small values, each read as a whole compressed chunk",
         certainty="possible",
-        evidence=[f"{human_bytes(per_row_payload)} returned per row, while Cassandra reads and decompresses whole "
-                  f"{human_bytes(chunk)} chunks ({schema.compressor}, {human_bytes(stored)} each as stored); one "
-                  f"chunk per row is {human_bytes(chunk_cost)}, against {human_bytes(context.data_read_bytes)} read."],
-        suggestion=[f"If the table is mostly read by key, try a smaller chunk: ALTER TABLE "
-                    f"{schema.keyspace}.{schema.table} WITH compression = "
-                    f"{{'class': '{schema.compressor}', 'chunk_length_in_kb': 4}}, then "
-                    "`nodetool upgradesstables -a` to rewrite the SSTables (costs some compression ratio and "
-                    "CompressionInfo memory)."],
+        evidence=[
+            f"{human_bytes(per_row_payload)} returned per row, while Cassandra reads and decompresses whole "
+            f"{human_bytes(chunk)} chunks ({schema.compressor}, {human_bytes(stored)} each as stored); one "
+            f"chunk per row is {human_bytes(chunk_cost)}, against {human_bytes(context.data_read_bytes)} read."
+        ],
+        suggestion=[
+            f"If the table is mostly read by key, try a smaller chunk: ALTER TABLE "
+            f"{schema.keyspace}.{schema.table} WITH compression = "
+            f"{{'class': '{schema.compressor}', 'chunk_length_in_kb': 4}}, then "
+            "`nodetool upgradesstables -a` to rewrite the SSTables (costs some compression ratio and "
+            "CompressionInfo memory)."
+        ],
         read_after_fix_bytes=after,
     )
 
@@ -288,22 +367,29 @@ def _readahead_or_mmap(context: FindingContext) -> Finding | None:
             cause="readahead_inflation",
             title="Reads through memory-mapped Data files, inflated by readahead",
             certainty="measured" if context.syscall_bytes == 0 else "likely",
-            evidence=[f"Read syscalls returned {human_bytes(context.syscall_bytes)} from the Data files, yet the page "
-                      f"cache filled {human_bytes(outside)} more for them (disk_access_mode: {mode}): page faults "
-                      "on memory maps, each bringing in a readahead window."],
-            suggestion=["Set disk_access_mode: mmap_index_only (the 5.0 default) or standard in cassandra.yaml so "
-                        "Data files are read with syscalls of the size Cassandra asks for.",
-                        "Or lower the device readahead (blockdev --setra) for random-read workloads."],
+            evidence=[
+                f"Read syscalls returned {human_bytes(context.syscall_bytes)} from the Data files, yet the page "
+                f"cache filled {human_bytes(outside)} more for them (disk_access_mode: {mode}): page faults "
+                "on memory maps, each bringing in a readahead window."
+            ],
+            suggestion=[
+                "Set disk_access_mode: mmap_index_only (the 5.0 default) or standard in cassandra.yaml so "
+                "Data files are read with syscalls of the size Cassandra asks for.",
+                "Or lower the device readahead (blockdev --setra) for random-read workloads.",
+            ],
             read_after_fix_bytes=after,
         )
     return Finding(
         cause="readahead_inflation",
         title="Readahead inflation: the page cache filled far more than the reads asked for",
         certainty="measured",
-        evidence=[f"The page cache filled {human_bytes(outside)} of the Data files outside the pages read syscalls "
-                  f"returned ({human_bytes(context.syscall_bytes)})."],
-        suggestion=["Lower the device readahead (blockdev --setra) for random reads, and check disk_access_mode "
-                    f"(now {mode})."],
+        evidence=[
+            f"The page cache filled {human_bytes(outside)} of the Data files outside the pages read syscalls "
+            f"returned ({human_bytes(context.syscall_bytes)})."
+        ],
+        suggestion=[
+            f"Lower the device readahead (blockdev --setra) for random reads, and check disk_access_mode (now {mode})."
+        ],
         read_after_fix_bytes=after,
     )
 
@@ -324,9 +410,14 @@ def _many_sstables(context: FindingContext) -> Finding | None:
     if histograms:
         evidence.append(histograms)
     return Finding(
-        cause="many_sstables", title="Many SSTables per read", certainty="measured", evidence=evidence,
-        suggestion=["Check `nodetool tablehistograms` (SSTables per read) and the compaction strategy; a partition "
-                    "spread over many SSTables is read from each of them (`nodetool compact` merges them once)."],
+        cause="many_sstables",
+        title="Many SSTables per read",
+        certainty="measured",
+        evidence=evidence,
+        suggestion=[
+            "Check `nodetool tablehistograms` (SSTables per read) and the compaction strategy; a partition "
+            "spread over many SSTables is read from each of them (`nodetool compact` merges them once)."
+        ],
         # Compacted into one, the partition is read from one SSTable.
         read_after_fix_bytes=context.read_per_execution / most if context.flagged else None,
     )
@@ -339,8 +430,10 @@ def _sstable_histograms(context: FindingContext) -> str | None:
         return None
     partitions = sum(s.get("partitions", 0) for s in stats)
     largest = max(s.get("partition_bytes_max", 0) for s in stats)
-    return (f"The table's {len(stats)} SSTables (their Statistics.db, as `nodetool tablehistograms` reads them): "
-            f"{partitions:,} partition entries, the largest partition up to {human_bytes(largest)}.")
+    return (
+        f"The table's {len(stats)} SSTables (their Statistics.db, as `nodetool tablehistograms` reads them): "
+        f"{partitions:,} partition entries, the largest partition up to {human_bytes(largest)}."
+    )
 
 
 def _tombstones(context: FindingContext) -> Finding | None:
@@ -353,13 +446,18 @@ def _tombstones(context: FindingContext) -> Finding | None:
     if tombstones < TOMBSTONE_WARN and tombstones <= live:
         return None
     return Finding(
-        cause="tombstones", title="Tombstones read", certainty="measured",
+        cause="tombstones",
+        title="Tombstones read",
+        certainty="measured",
         evidence=[f"Cassandra's query trace: read {live:,} live rows and {tombstones:,} tombstone cells."],
-        suggestion=["Find what deletes or expires these cells; after gc_grace_seconds compaction drops them. "
-                    "Avoid reading ranges that are mostly deleted (e.g. queue-like models)."],
+        suggestion=[
+            "Find what deletes or expires these cells; after gc_grace_seconds compaction drops them. "
+            "Avoid reading ranges that are mostly deleted (e.g. queue-like models)."
+        ],
         # Purged, the read keeps the live part (cells and rows counted alike: an estimate).
-        read_after_fix_bytes=(context.read_per_execution * live / (live + tombstones)
-                              if context.flagged and live + tombstones else None),
+        read_after_fix_bytes=(
+            context.read_per_execution * live / (live + tombstones) if context.flagged and live + tombstones else None
+        ),
     )
 
 
@@ -370,11 +468,17 @@ def _cold_cache(context: FindingContext) -> Finding | None:
     if not missed or missed * 2 < context.syscall_bytes:
         return None
     return Finding(
-        cause="cold_cache", title="Cold page cache: the Data files were read from the device", certainty="measured",
-        evidence=[f"{human_bytes(missed)} of the Data files were not in the page cache when the query ran "
-                  f"(read syscalls returned {human_bytes(context.syscall_bytes)})."],
-        suggestion=["Expected for a first read or a --cold run; compare with a warm run (--warmup 1) to separate "
-                    "device time from the query's own cost."],
+        cause="cold_cache",
+        title="Cold page cache: the Data files were read from the device",
+        certainty="measured",
+        evidence=[
+            f"{human_bytes(missed)} of the Data files were not in the page cache when the query ran "
+            f"(read syscalls returned {human_bytes(context.syscall_bytes)})."
+        ],
+        suggestion=[
+            "Expected for a first read or a --cold run; compare with a warm run (--warmup 1) to separate "
+            "device time from the query's own cost."
+        ],
     )
 
 
@@ -385,14 +489,22 @@ def _names(columns: list[str], limit: int = 6) -> str:
 
 # -- several nodes (format 3): what the consistency level made the replicas read ---------------------
 
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' * (count != 1)}"
 
 
 def _reads_by_role(nodes: list[NodeIO]) -> str:
     """'1 data read, 1 digest read' from the roles Cassandra's query trace gives the nodes."""
-    counts = [(sum(role in node.roles for node in nodes), label) for role, label in (
-        (DATA, "data read"), (DIGEST, "digest read"), (READ_REPAIR, "read repair"), (SPECULATIVE, "speculative retry"))]
+    counts = [
+        (sum(role in node.roles for node in nodes), label)
+        for role, label in (
+            (DATA, "data read"),
+            (DIGEST, "digest read"),
+            (READ_REPAIR, "read repair"),
+            (SPECULATIVE, "speculative retry"),
+        )
+    ]
     return ", ".join(_plural(count, label) for count, label in counts if count) or "no read in Cassandra's query trace"
 
 
@@ -402,15 +514,17 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
     level = consistency or "consistency level unknown"
     readers = [node for node in nodes if node.read_data]
     executions = max((node.executions for node in nodes), default=0)
-    per_node = ", ".join(f"{node.address} {human_bytes(node.data_read_bytes)}"
-                         + (f" in {len(node.reads_in)} of {executions}" if len(node.reads_in) < executions else "")
-                         for node in readers)
+    per_node = ", ".join(
+        f"{node.address} {human_bytes(node.data_read_bytes)}"
+        + (f" in {len(node.reads_in)} of {executions}" if len(node.reads_in) < executions else "")
+        for node in readers
+    )
     what = "the whole rows" if full_row else "the queried table's Data files"
     counts = sorted(set(readers_per_execution(nodes).values()))
     if not readers or not counts:
         sentence = f"{level}: no captured node read the queried table's Data files."
     else:
-        many = (f"{counts[0]} to {counts[-1]} replicas" if len(counts) > 1 else _plural(counts[0], "replica"))
+        many = f"{counts[0]} to {counts[-1]} replicas" if len(counts) > 1 else _plural(counts[0], "replica")
         each = " each" if counts[0] > 1 else ""
         per = (" per execution" if len(counts) > 1 else " in each execution") if executions > 1 else ""
         sentence = f"{level}: {many}{each} read {what}{per} ({_reads_by_role(nodes)} in Cassandra's trace): {per_node}."
@@ -420,14 +534,20 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
     if not missing:
         return Verdict(verdict.status, summary, notes, verdict.fix)
     named = "; ".join(f"{node.address} ({node.role}): {node.not_captured or 'not captured'}" for node in missing)
-    summary += (f" Not captured: {named}. Every figure over the cluster is therefore a lower bound: the query "
-                "read at least this much.")
+    summary += (
+        f" Not captured: {named}. Every figure over the cluster is therefore a lower bound: the query "
+        "read at least this much."
+    )
     # Below the threshold, a lower bound clears nothing when a missing node had a part in the read, or
     # when Cassandra's query trace cannot say whether it had one.
     had_part = any(node.roles for node in missing) or not any(node.roles for node in nodes)
     if verdict.status == "not flagged" and had_part:
-        return Verdict("undetermined", summary, notes,
-                       fix="start the missing node, or capture it (--ssh or --hosts when it runs elsewhere)")
+        return Verdict(
+            "undetermined",
+            summary,
+            notes,
+            fix="start the missing node, or capture it (--ssh or --hosts when it runs elsewhere)",
+        )
     return Verdict(verdict.status, summary, notes, verdict.fix)
 
 
@@ -438,9 +558,11 @@ def _speculative_reads_note(nodes: list[NodeIO]) -> list[str]:
     speculating = [node.address for node in nodes if SPECULATIVE in node.roles and node.captured]
     if not speculating:
         return []
-    return [f"{', '.join(speculating)} read speculatively in Cassandra's trace (the table's speculative_retry): "
-            "the client does not wait for such a read, so only what of it began inside an execution's window and "
-            "ended before the capture stopped is counted. Those figures are at least what the node read."]
+    return [
+        f"{', '.join(speculating)} read speculatively in Cassandra's trace (the table's speculative_retry): "
+        "the client does not wait for such a read, so only what of it began inside an execution's window and "
+        "ended before the capture stopped is counted. Those figures are at least what the node read."
+    ]
 
 
 def _replica_reads(context: FindingContext) -> Finding | None:
@@ -452,17 +574,29 @@ def _replica_reads(context: FindingContext) -> Finding | None:
     if most < 2:
         return None
     level = context.consistency or "this consistency level"
-    evidence = [f"{node.address} ({node.role}) read {human_bytes(node.data_read_bytes)} of the Data files"
-                + (f", {human_bytes((node.data_read_bytes or 0) / node.executions)} per execution"
-                   if node.executions > 1 else "") for node in readers]
-    evidence.append(f"Cassandra's query trace: {_reads_by_role(nodes)}. A digest read reads the rows as fully as "
-                    "the data read; only its reply is a hash.")
+    evidence = [
+        f"{node.address} ({node.role}) read {human_bytes(node.data_read_bytes)} of the Data files"
+        + (
+            f", {human_bytes((node.data_read_bytes or 0) / node.executions)} per execution"
+            if node.executions > 1
+            else ""
+        )
+        for node in readers
+    ]
+    evidence.append(
+        f"Cassandra's query trace: {_reads_by_role(nodes)}. A digest read reads the rows as fully as "
+        "the data read; only its reply is a hash."
+    )
     return Finding(
-        cause="replica_reads", title=f"{level}: {len(readers)} replicas read the rows, each in full, for one read",
-        certainty="measured", evidence=evidence,
-        suggestion=[f"Each replica a read at {level} waits for reads the rows itself: at ONE (LOCAL_ONE) one "
-                    "replica does; compare both with `casstrace compare --before ... --after ...`.",
-                    "Fix the read's own cost first (the findings above): every replica pays it."],
+        cause="replica_reads",
+        title=f"{level}: {len(readers)} replicas read the rows, each in full, for one read",
+        certainty="measured",
+        evidence=evidence,
+        suggestion=[
+            f"Each replica a read at {level} waits for reads the rows itself: at ONE (LOCAL_ONE) one "
+            "replica does; compare both with `casstrace compare --before ... --after ...`.",
+            "Fix the read's own cost first (the findings above): every replica pays it.",
+        ],
         # At ONE, one replica reads.
         read_after_fix_bytes=context.read_per_execution / most if context.flagged else None,
     )

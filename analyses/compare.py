@@ -46,14 +46,14 @@ class Payload:
 
     rows: int | None
     payload_bytes: int | None
-    digest: str | None = field(default=None, repr=False)   # live runs only; memory only
-    note: str | None = None                                # why rows/bytes are unknown
+    digest: str | None = field(default=None, repr=False)  # live runs only; memory only
+    note: str | None = None  # why rows/bytes are unknown
 
 
 @dataclass
 class PayloadCheck:
-    status: str            # 'same' | 'different' | 'unverified'
-    basis: str             # what was compared, in words
+    status: str  # 'same' | 'different' | 'unverified'
+    basis: str  # what was compared, in words
     first: Payload
     second: Payload
     summary: str
@@ -62,8 +62,8 @@ class PayloadCheck:
 
 @dataclass
 class FileRead:
-    name: str                       # 'keyspace.table nb-5-big Data.db', or the path
-    read_bytes: float               # per execution
+    name: str  # 'keyspace.table nb-5-big Data.db', or the path
+    read_bytes: float  # per execution
     cache_miss_bytes: float | None  # per execution; None: not measured
 
 
@@ -74,36 +74,36 @@ class QuerySummary:
     label: str
     trace_path: str
     query: str | None
-    table: str | None              # keyspace.table the amplification is about
+    table: str | None  # keyspace.table the amplification is about
     complete: bool
     warnings: list[str]
-    executions: int                # what the per-execution figures divide by
+    executions: int  # what the per-execution figures divide by
     scope: str
     latency_median_s: float | None
     latency_p99_s: float | None
     latency_min_s: float | None
     rows: int | None
     payload_bytes: int | None
-    data_read_bytes: float         # from the table's Data files: syscalls + page-cache fills outside them
+    data_read_bytes: float  # from the table's Data files: syscalls + page-cache fills outside them
     syscall_bytes: float
     cache_miss_bytes: float | None
-    file_read_bytes: float         # read syscalls on every file
-    amplification: float | None    # data read ÷ payload (or wire bytes)
+    file_read_bytes: float  # read syscalls on every file
+    amplification: float | None  # data read ÷ payload (or wire bytes)
     verdict: Verdict
     files: list[FileRead]
     consistency: str | None = None
-    replicas_read: float | None = None   # nodes that read the Data files, per execution (None: no nodes in the trace)
-    not_captured: list[str] = field(default_factory=list)   # nodes of the query not captured: figures are "at least"
-    necessary_bytes: float | None = None   # the necessary read per execution (None: no model)
-    over_necessary: float | None = None    # data read ÷ necessary read: the verdict's figure
-    min_excess: int = 0                    # the verdict's floor, per execution
+    replicas_read: float | None = None  # nodes that read the Data files, per execution (None: no nodes in the trace)
+    not_captured: list[str] = field(default_factory=list)  # nodes of the query not captured: figures are "at least"
+    necessary_bytes: float | None = None  # the necessary read per execution (None: no model)
+    over_necessary: float | None = None  # data read ÷ necessary read: the verdict's figure
+    min_excess: int = 0  # the verdict's floor, per execution
 
 
 @dataclass
 class Metric:
-    key: str                # stable name, used in JSON
+    key: str  # stable name, used in JSON
     name: str
-    unit: str               # 'seconds' | 'bytes' | 'count' | 'ratio'
+    unit: str  # 'seconds' | 'bytes' | 'count' | 'ratio'
     first: float | None
     second: float | None
 
@@ -131,7 +131,7 @@ class Metric:
 
 @dataclass
 class Gate:
-    option: str             # the command-line option that asked for it
+    option: str  # the command-line option that asked for it
     passed: bool
     reason: str
 
@@ -155,6 +155,7 @@ class Comparison:
 
 # -- payload ---------------------------------------------------------------------------------
 
+
 def stored_payload(analysis: Analysis) -> Payload:
     """Rows and payload bytes of the trace's measured executions (they must agree with each other)."""
     measured = [e for e in analysis.executions if e.kind == "measured" and not e.error]
@@ -162,8 +163,9 @@ def stored_payload(analysis: Analysis) -> Payload:
         return Payload(None, None, note="no measured execution recorded")
     seen = {(e.rows, e.payload_bytes) for e in measured}
     if len(seen) > 1:
-        return Payload(None, None, note="its executions returned different row counts or sizes (the data changed "
-                                        "during the run)")
+        return Payload(
+            None, None, note="its executions returned different row counts or sizes (the data changed during the run)"
+        )
     rows, payload_bytes = seen.pop()
     return Payload(rows, payload_bytes, note=None if payload_bytes is not None else "no payload recorded")
 
@@ -176,29 +178,50 @@ def check_payload(first: Payload, second: Payload) -> PayloadCheck:
         if same:
             summary = f"Same payload: {first.rows:,} rows, {human_bytes(first.payload_bytes)}, identical values."
         else:
-            summary = ("Different data: " + _difference(first, second)
-                       + ("" if first.rows != second.rows or first.payload_bytes != second.payload_bytes
-                          else " (same row count and size, different values)") + ".")
+            summary = (
+                "Different data: "
+                + _difference(first, second)
+                + (
+                    ""
+                    if first.rows != second.rows or first.payload_bytes != second.payload_bytes
+                    else " (same row count and size, different values)"
+                )
+                + "."
+            )
         return PayloadCheck("same" if same else "different", basis, first, second, summary)
 
     basis = "row count and payload bytes only: stored traces keep no digest of the values"
-    notes = ["Two stored traces: only the row count and the payload bytes can be compared, since the digest of the "
-             "returned values is computed on the client and never stored. Equal sizes make equal data likely, not "
-             "certain: compare the queries live (--before/--after) to check the values."]
-    unknown = [f"{label}: {payload.note}" for label, payload in (("first", first), ("second", second))
-               if payload.rows is None or payload.payload_bytes is None]
+    notes = [
+        "Two stored traces: only the row count and the payload bytes can be compared, since the digest of the "
+        "returned values is computed on the client and never stored. Equal sizes make equal data likely, not "
+        "certain: compare the queries live (--before/--after) to check the values."
+    ]
+    unknown = [
+        f"{label}: {payload.note}"
+        for label, payload in (("first", first), ("second", second))
+        if payload.rows is None or payload.payload_bytes is None
+    ]
     if unknown:
-        return PayloadCheck("unverified", basis, first, second,
-                            "Payload not verified: " + "; ".join(unknown) + ".", notes)
+        return PayloadCheck(
+            "unverified", basis, first, second, "Payload not verified: " + "; ".join(unknown) + ".", notes
+        )
     if (first.rows, first.payload_bytes) == (second.rows, second.payload_bytes):
-        return PayloadCheck("same", basis, first, second,
-                            f"Same payload size: {first.rows:,} rows, {human_bytes(first.payload_bytes)} each.", notes)
+        return PayloadCheck(
+            "same",
+            basis,
+            first,
+            second,
+            f"Same payload size: {first.rows:,} rows, {human_bytes(first.payload_bytes)} each.",
+            notes,
+        )
     return PayloadCheck("different", basis, first, second, f"Different data: {_difference(first, second)}.", notes)
 
 
 def _difference(first: Payload, second: Payload) -> str:
-    return (f"the first returned {_rows(first.rows)} ({human_bytes(first.payload_bytes)}), the second "
-            f"{_rows(second.rows)} ({human_bytes(second.payload_bytes)})")
+    return (
+        f"the first returned {_rows(first.rows)} ({human_bytes(first.payload_bytes)}), the second "
+        f"{_rows(second.rows)} ({human_bytes(second.payload_bytes)})"
+    )
 
 
 def _rows(rows: int | None) -> str:
@@ -206,6 +229,7 @@ def _rows(rows: int | None) -> str:
 
 
 # -- one side ----------------------------------------------------------------------------------
+
 
 def summarise(analysis: Analysis, label: str) -> QuerySummary:
     measured = [e for e in analysis.executions if e.kind == "measured"]
@@ -220,20 +244,32 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
     files = [f for f in analysis.files if f.kind == "file" and (f.read_bytes or f.cache_miss_bytes)]
     readers = readers_per_execution(analysis.nodes)
     return QuerySummary(
-        label=label, trace_path=analysis.trace_path, query=analysis.query,
+        label=label,
+        trace_path=analysis.trace_path,
+        query=analysis.query,
         table=f"{analysis.keyspace}.{analysis.table}" if analysis.keyspace and analysis.table else analysis.table,
-        complete=analysis.complete, warnings=analysis.warnings, executions=executions, scope=analysis.scope,
-        latency_median_s=percentile(latencies, 0.5), latency_p99_s=percentile(latencies, 0.99),
+        complete=analysis.complete,
+        warnings=analysis.warnings,
+        executions=executions,
+        scope=analysis.scope,
+        latency_median_s=percentile(latencies, 0.5),
+        latency_p99_s=percentile(latencies, 0.99),
         latency_min_s=min(latencies, default=None),
-        rows=payload.rows, payload_bytes=payload.payload_bytes,
-        data_read_bytes=overall.data_read_bytes / executions, syscall_bytes=overall.syscall_bytes / executions,
+        rows=payload.rows,
+        payload_bytes=payload.payload_bytes,
+        data_read_bytes=overall.data_read_bytes / executions,
+        syscall_bytes=overall.syscall_bytes / executions,
         cache_miss_bytes=per(overall.cache_miss_bytes),
         file_read_bytes=sum(f.read_bytes for f in files) / executions,
-        amplification=overall.read, verdict=analysis.verdict,
-        necessary_bytes=per(overall.necessary_bytes), over_necessary=overall.over_necessary,
+        amplification=overall.read,
+        verdict=analysis.verdict,
+        necessary_bytes=per(overall.necessary_bytes),
+        over_necessary=overall.over_necessary,
         min_excess=analysis.min_excess,
-        files=[FileRead(_file_name(f, on_node=len(analysis.nodes) > 1), f.read_bytes / executions,
-                        per(f.cache_miss_bytes)) for f in files[:TOP_FILES]],
+        files=[
+            FileRead(_file_name(f, on_node=len(analysis.nodes) > 1), f.read_bytes / executions, per(f.cache_miss_bytes))
+            for f in files[:TOP_FILES]
+        ],
         consistency=analysis.consistency,
         replicas_read=(sum(readers.values()) / executions if readers else 0.0) if analysis.nodes else None,
         not_captured=[node.address for node in analysis.nodes if not node.captured],
@@ -243,15 +279,25 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
 def _file_name(f: FileIO, on_node: bool = False) -> str:
     """The file's name; `on_node`: with its node's address (a trace of several nodes)."""
     name = f.sstable
-    label = f.path if name is None else f"{name.owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
+    label = (
+        f.path if name is None else f"{name.owner} {name.version}-{name.generation}-{name.format} {name.component_file}"
+    )
     return f.on_node(label, on_node)
 
 
 # -- the comparison ----------------------------------------------------------------------------
 
-def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = None, labels: tuple[str, str] = ("A", "B"), *,
-            fail_if_worse: bool = False, tolerance: float = DEFAULT_TOLERANCE,
-            max_amplification: float | None = None) -> Comparison:
+
+def compare(
+    first: Analysis,
+    second: Analysis,
+    payload: PayloadCheck | None = None,
+    labels: tuple[str, str] = ("A", "B"),
+    *,
+    fail_if_worse: bool = False,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_amplification: float | None = None,
+) -> Comparison:
     """The comparison of two analyses. `payload` defaults to the stored-trace check (rows and bytes)."""
     a, b = summarise(first, labels[0]), summarise(second, labels[1])
     if payload is None:
@@ -272,21 +318,40 @@ def compare(first: Analysis, second: Analysis, payload: PayloadCheck | None = No
         Metric("latency_min_s", "Latency, fastest", "seconds", a.latency_min_s, b.latency_min_s),
         Metric("rows", "Rows returned", "count", a.rows, b.rows),
         Metric("payload_bytes", "Payload", "bytes", a.payload_bytes, b.payload_bytes),
-        Metric("data_read_bytes", "Data read from the table's Data files", "bytes", a.data_read_bytes,
-               b.data_read_bytes),
+        Metric(
+            "data_read_bytes", "Data read from the table's Data files", "bytes", a.data_read_bytes, b.data_read_bytes
+        ),
         Metric("syscall_bytes", "  by read syscalls", "bytes", a.syscall_bytes, b.syscall_bytes),
-        Metric("cache_miss_bytes", "Page-cache misses on the Data files", "bytes", a.cache_miss_bytes,
-               b.cache_miss_bytes),
+        Metric(
+            "cache_miss_bytes", "Page-cache misses on the Data files", "bytes", a.cache_miss_bytes, b.cache_miss_bytes
+        ),
         Metric("file_read_bytes", "Read syscalls, all files", "bytes", a.file_read_bytes, b.file_read_bytes),
-        Metric("necessary_bytes", "Necessary read (the least for the result)", "bytes", a.necessary_bytes,
-               b.necessary_bytes),
-        Metric("over_necessary", "Data read ÷ necessary read (the verdict's figure)", "ratio", a.over_necessary,
-               b.over_necessary),
+        Metric(
+            "necessary_bytes",
+            "Necessary read (the least for the result)",
+            "bytes",
+            a.necessary_bytes,
+            b.necessary_bytes,
+        ),
+        Metric(
+            "over_necessary",
+            "Data read ÷ necessary read (the verdict's figure)",
+            "ratio",
+            a.over_necessary,
+            b.over_necessary,
+        ),
         Metric("amplification", "Amplification (data read ÷ payload)", "ratio", a.amplification, b.amplification),
     ]
     if a.replicas_read is not None or b.replicas_read is not None:
-        metrics.append(Metric("replicas_read", "Replicas that read the Data files, per execution", "count",
-                              a.replicas_read, b.replicas_read))
+        metrics.append(
+            Metric(
+                "replicas_read",
+                "Replicas that read the Data files, per execution",
+                "count",
+                a.replicas_read,
+                b.replicas_read,
+            )
+        )
     comparison = Comparison(a, b, payload, metrics, summary="", gates=[])
     comparison.summary = _summary(comparison)
     if fail_if_worse:
@@ -300,19 +365,24 @@ def _summary(comparison: Comparison) -> str:
     a, b = comparison.first, comparison.second
     io = comparison.metric("data_read_bytes")
     latency = comparison.metric("latency_median_s")
-    text = (f"Per execution, {b.label} reads {human_bytes(b.data_read_bytes)} from its table's Data files and "
-            f"{a.label} {human_bytes(a.data_read_bytes)}: {io.change}")
+    text = (
+        f"Per execution, {b.label} reads {human_bytes(b.data_read_bytes)} from its table's Data files and "
+        f"{a.label} {human_bytes(a.data_read_bytes)}: {io.change}"
+    )
     if latency.ratio is not None:
-        text += (f". Median latency {human_ms(b.latency_median_s)} and {human_ms(a.latency_median_s)}: "
-                 f"{latency.change}")
+        text += f". Median latency {human_ms(b.latency_median_s)} and {human_ms(a.latency_median_s)}: {latency.change}"
     text += "."
     if a.consistency != b.consistency and a.replicas_read is not None and b.replicas_read is not None:
-        text += (f" What the consistency level costs: at {b.consistency} {_replicas(b.replicas_read)} read per "
-                 f"execution, at {a.consistency} {_replicas(a.replicas_read)}.")
+        text += (
+            f" What the consistency level costs: at {b.consistency} {_replicas(b.replicas_read)} read per "
+            f"execution, at {a.consistency} {_replicas(a.replicas_read)}."
+        )
     for side in (a, b):
         if side.not_captured:
-            text += (f" {side.label}: {', '.join(side.not_captured)} not captured, so its figures are at least "
-                     "what was read.")
+            text += (
+                f" {side.label}: {', '.join(side.not_captured)} not captured, so its figures are at least "
+                "what was read."
+            )
     return text
 
 
@@ -328,8 +398,10 @@ def worse_gate(comparison: Comparison, tolerance: float) -> Gate:
     if io.first is None or io.second is None:
         unknown.append("data read")
     elif io.second > io.first * (1 + tolerance):
-        reasons.append(f"{b.label} reads {io.change} from its Data files per execution "
-                       f"({human_bytes(io.second)} vs {human_bytes(io.first)})")
+        reasons.append(
+            f"{b.label} reads {io.change} from its Data files per execution "
+            f"({human_bytes(io.second)} vs {human_bytes(io.first)})"
+        )
     latency = comparison.metric("latency_median_s")
     if latency.first is None or latency.second is None:
         unknown.append("latency")
@@ -339,8 +411,7 @@ def worse_gate(comparison: Comparison, tolerance: float) -> Gate:
     note = f" ({', '.join(unknown)} unknown on one side: not compared)" if unknown else ""
     if reasons:
         return Gate("--fail-if-worse", False, "; ".join(reasons) + f" ({limits}){note}.")
-    return Gate("--fail-if-worse", True,
-                f"{b.label} reads no more and is no slower than {a.label} ({limits}){note}.")
+    return Gate("--fail-if-worse", True, f"{b.label} reads no more and is no slower than {a.label} ({limits}){note}.")
 
 
 def amplification_gate(summary: QuerySummary, limit: float) -> Gate:
@@ -350,10 +421,17 @@ def amplification_gate(summary: QuerySummary, limit: float) -> Gate:
     elif summary.amplification is not None and summary.payload_bytes is not None:
         base, figure, what = summary.payload_bytes / summary.executions, summary.amplification, "its payload"
     else:
-        return Gate(option, False, f"{summary.label}'s amplification is undetermined (no necessary read or payload to "
-                                   "divide by), so it cannot be shown to be within the limit.")
+        return Gate(
+            option,
+            False,
+            f"{summary.label}'s amplification is undetermined (no necessary read or payload to "
+            "divide by), so it cannot be shown to be within the limit.",
+        )
     failed = exceeds(summary.data_read_bytes, base, threshold=limit, min_excess=summary.min_excess, executions=1)
-    return Gate(option, not failed,
-                f"{summary.label} reads {ratio(figure)} {what} ({human_bytes(summary.data_read_bytes - base)} per "
-                f"execution past it): {'above' if failed else 'within'} the limit of {limit:g}x and "
-                f"{human_bytes(summary.min_excess)} per execution.")
+    return Gate(
+        option,
+        not failed,
+        f"{summary.label} reads {ratio(figure)} {what} ({human_bytes(summary.data_read_bytes - base)} per "
+        f"execution past it): {'above' if failed else 'within'} the limit of {limit:g}x and "
+        f"{human_bytes(summary.min_excess)} per execution.",
+    )

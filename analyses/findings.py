@@ -25,7 +25,7 @@ from casstrace.analyses.query import Select, TableSchema
 from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
 from casstrace.traces.meta import QueryTraceEvent, QueryTraceSession
 
-SMALL_SHARE = 0.25      # a fix that removes less of the excess than this saves little
+SMALL_SHARE = 0.25  # a fix that removes less of the excess than this saves little
 
 
 @dataclass(frozen=True)
@@ -42,24 +42,24 @@ class FindingContext:
     """Everything a finder may use. Byte figures are over `executions` measured executions;
     `necessary` is per execution."""
 
-    flagged: bool                         # the verdict flagged the read
+    flagged: bool  # the verdict flagged the read
     threshold: float
-    executions: int                       # measured executions the byte figures cover (at least 1)
-    data_read_bytes: int                  # the queried table's Data files, as the amplification counts them
-    syscall_bytes: int                    # of which read syscalls returned
-    cache_outside_syscall_bytes: int | None   # page-cache fills outside those (None: not measured)
-    payload_bytes: int | None             # None: not measured (watch, imports)
-    rows: int | None                      # rows returned over the executions (None: unknown)
-    necessary: NecessaryRead | None       # the least the storage engine must read per execution
+    executions: int  # measured executions the byte figures cover (at least 1)
+    data_read_bytes: int  # the queried table's Data files, as the amplification counts them
+    syscall_bytes: int  # of which read syscalls returned
+    cache_outside_syscall_bytes: int | None  # page-cache fills outside those (None: not measured)
+    payload_bytes: int | None  # None: not measured (watch, imports)
+    rows: int | None  # rows returned over the executions (None: unknown)
+    necessary: NecessaryRead | None  # the least the storage engine must read per execution
     select: Select | None
     schema: TableSchema | None
-    sstables_read: list[int] = field(default_factory=list)   # per execution, SSTables whose Data file was read
-    cassandra: list[CassandraCounts] = field(default_factory=list)   # per read Cassandra traced
-    cassandra_executions: int = 1        # the executions those reads belong to (a run traces one)
-    data_files: list[FileIO] = field(default_factory=list)   # the queried table's Data files' I/O
+    sstables_read: list[int] = field(default_factory=list)  # per execution, SSTables whose Data file was read
+    cassandra: list[CassandraCounts] = field(default_factory=list)  # per read Cassandra traced
+    cassandra_executions: int = 1  # the executions those reads belong to (a run traces one)
+    data_files: list[FileIO] = field(default_factory=list)  # the queried table's Data files' I/O
     page_cache_measured: bool = False
     disk_access_mode: str | None = None
-    nodes: list[NodeIO] = field(default_factory=list)        # a multi-node run trace's nodes
+    nodes: list[NodeIO] = field(default_factory=list)  # a multi-node run trace's nodes
     consistency: str | None = None
 
     @property
@@ -97,8 +97,8 @@ class Finder(Protocol):
 
 @dataclass
 class Found:
-    causes: list[Finding]       # what a flagged read is flagged for, the largest share of the excess first
-    notes: list[Finding]        # what was found in a read that is not flagged
+    causes: list[Finding]  # what a flagged read is flagged for, the largest share of the excess first
+    notes: list[Finding]  # what was found in a read that is not flagged
 
 
 def find(context: FindingContext, finders: tuple[Finder, ...]) -> Found:

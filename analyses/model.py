@@ -15,7 +15,7 @@ class FileIO:
 
     file_id: int
     path: str
-    kind: str                           # 'file' | 'socket' | 'pipe' | 'other' | 'unknown'
+    kind: str  # 'file' | 'socket' | 'pipe' | 'other' | 'unknown'
     size_bytes: int | None
     sstable: SSTableName | None
     read_calls: int = 0
@@ -29,10 +29,10 @@ class FileIO:
     longest_sequential_bytes: int = 0
     cache_miss_bytes: int | None = None  # None: the backend did not measure the page cache
     mapped_touched_bytes: int | None = None  # mapped pages accessed (None: not measured)
-    touched_bytes: int | None = None     # distinct bytes read by syscalls or filled into the page cache
-    coverage: float | None = None        # touched_bytes / size_bytes
+    touched_bytes: int | None = None  # distinct bytes read by syscalls or filled into the page cache
+    coverage: float | None = None  # touched_bytes / size_bytes
     read_sizes: dict[int, int] = field(default_factory=dict)  # log2 bucket (-1: 0 bytes) -> reads
-    node: str | None = None              # address of the node whose JVM had the file (None: a one-node trace)
+    node: str | None = None  # address of the node whose JVM had the file (None: a one-node trace)
 
     @property
     def component(self) -> str | None:
@@ -69,11 +69,11 @@ class SSTableIO:
 
 @dataclass
 class OffsetPoint:
-    time_s: float       # since the capture started
+    time_s: float  # since the capture started
     offset: int
-    length: int         # bytes (reads), 0 for lseeks
+    length: int  # bytes (reads), 0 for lseeks
     calls: int
-    kind: str           # 'read' | 'lseek' | 'page_cache'
+    kind: str  # 'read' | 'lseek' | 'page_cache'
 
 
 @dataclass
@@ -81,12 +81,12 @@ class AccessPattern:
     """How one file was read: the offset map and its summary."""
 
     file: FileIO
-    source: str          # 'events' (one point per call) | 'heatmap' (calls per time slot x offset bucket) | 'none'
-    source_note: str     # why this source, in words
+    source: str  # 'events' (one point per call) | 'heatmap' (calls per time slot x offset bucket) | 'none'
+    source_note: str  # why this source, in words
     points: list[OffsetPoint]
-    bucket_bytes: int | None   # heat-map offset bucket height
-    slot_s: float | None       # heat-map time slot width
-    read_size_median: int | None   # lower bound of the median read-size bucket
+    bucket_bytes: int | None  # heat-map offset bucket height
+    slot_s: float | None  # heat-map time slot width
+    read_size_median: int | None  # lower bound of the median read-size bucket
 
 
 @dataclass
@@ -95,8 +95,8 @@ class Spectrogram:
 
     title: str
     slot_s: float
-    counts: dict[tuple[int, int], int]   # (slot, bucket) -> syscalls
-    slots: int                           # number of slots in the capture
+    counts: dict[tuple[int, int], int]  # (slot, bucket) -> syscalls
+    slots: int  # number of slots in the capture
     total: int
 
     def time_rows(self, max_rows: int) -> tuple[int, int, int]:
@@ -113,7 +113,7 @@ class SyscallLatency:
     syscall: str
     target: str
     count: int
-    p50_ns: float       # upper edge of the latency bucket holding the percentile
+    p50_ns: float  # upper edge of the latency bucket holding the percentile
     p90_ns: float
     p99_ns: float
     max_ns: float
@@ -123,29 +123,33 @@ class SyscallLatency:
 class Amplification:
     """Bytes read from the queried table's data files against the bytes the query returned."""
 
-    basis: str | None              # 'payload' | 'wire' | None (nothing to compare against)
+    basis: str | None  # 'payload' | 'wire' | None (nothing to compare against)
     basis_bytes: int | None
     payload_bytes: int | None
     wire_bytes: int | None
-    syscall_bytes: int             # bytes read syscalls returned from the Data files
-    cache_miss_bytes: int | None   # page-cache fills of the Data files (None: not measured)
+    syscall_bytes: int  # bytes read syscalls returned from the Data files
+    cache_miss_bytes: int | None  # page-cache fills of the Data files (None: not measured)
     cache_outside_syscall_bytes: int | None  # of those, pages no read syscall returned (mmap, readahead)
-    data_read_bytes: int           # syscall_bytes + per window and file the larger of the two "outside" figures
-    read: float | None             # data_read_bytes / basis_bytes: the verdict's figure
-    syscall: float | None          # syscall_bytes / basis_bytes
-    device: float | None           # cache_miss_bytes / basis_bytes
-    wire: float | None             # data_read_bytes / wire_bytes
-    carried_by: str | None = None  # the measure that saw most: 'read syscalls' | 'page-cache fills' | 'mapped pages touched'
-    mapped_touched_bytes: int | None = None   # mapped pages of the Data files the JVM accessed (None: not measured)
+    data_read_bytes: int  # syscall_bytes + per window and file the larger of the two "outside" figures
+    read: float | None  # data_read_bytes / basis_bytes: the verdict's figure
+    syscall: float | None  # syscall_bytes / basis_bytes
+    device: float | None  # cache_miss_bytes / basis_bytes
+    wire: float | None  # data_read_bytes / wire_bytes
+    carried_by: str | None = (
+        None  # the measure that saw most: 'read syscalls' | 'page-cache fills' | 'mapped pages touched'
+    )
+    mapped_touched_bytes: int | None = None  # mapped pages of the Data files the JVM accessed (None: not measured)
     mapped_outside_syscall_bytes: int | None = None  # of those, pages no read syscall returned
-    data_read_least_bytes: int | None = None  # data_read_bytes where 2 MiB mappings count a touch 4 KiB (None: not measured)
-    read_least: float | None = None           # data_read_least_bytes / basis_bytes
-    data_files: int = 0            # Data files read
-    sstables_read: int = 0         # SSTables whose Data file was read
+    data_read_least_bytes: int | None = (
+        None  # data_read_bytes where 2 MiB mappings count a touch 4 KiB (None: not measured)
+    )
+    read_least: float | None = None  # data_read_least_bytes / basis_bytes
+    data_files: int = 0  # Data files read
+    sstables_read: int = 0  # SSTables whose Data file was read
     # The necessary read (analyses.necessary) over the same executions, and data_read_bytes against it
     # (None: no model of the result's read: no query or table, no payload or rows)
     necessary_bytes: int | None = None
-    over_necessary: float | None = None   # data_read_bytes / necessary_bytes: the verdict's figure
+    over_necessary: float | None = None  # data_read_bytes / necessary_bytes: the verdict's figure
 
 
 @dataclass(frozen=True)
@@ -153,15 +157,15 @@ class NecessaryRead:
     """The least the storage engine must read, per execution, to return the result with the table's
     settings (casstrace.analyses.necessary has the model and its limits)."""
 
-    bytes: int                 # data_bytes + index_bytes
-    data_bytes: int            # units x unit_bytes
-    index_bytes: int           # the partition-index lookups the format needs
-    result_bytes: int          # the cells the result is computed from, as stored (uncompressed)
-    basis: str                 # where result_bytes comes from, in words
-    units: int                 # compressed chunks (or 4 KiB pages, uncompressed) those cells span at least
-    unit_bytes: int            # what one of them costs to read: a compressed chunk as stored, or a page
-    chunk_length: int | None   # the table's chunk_length_in_kb in bytes (None: not compressed)
-    sstable_format: str | None   # 'big' | 'bti' (None: unknown)
+    bytes: int  # data_bytes + index_bytes
+    data_bytes: int  # units x unit_bytes
+    index_bytes: int  # the partition-index lookups the format needs
+    result_bytes: int  # the cells the result is computed from, as stored (uncompressed)
+    basis: str  # where result_bytes comes from, in words
+    units: int  # compressed chunks (or 4 KiB pages, uncompressed) those cells span at least
+    unit_bytes: int  # what one of them costs to read: a compressed chunk as stored, or a page
+    chunk_length: int | None  # the table's chunk_length_in_kb in bytes (None: not compressed)
+    sstable_format: str | None  # 'big' | 'bti' (None: unknown)
 
     def reading(self, result_bytes: float) -> float:
         """The same read for a result of `result_bytes` (a fix's estimate): whole chunks or pages, and the index."""
@@ -185,8 +189,16 @@ class Execution:
 
 # The causes a finding can name (casstrace.analyses.causes has a finder for each): stable identifiers,
 # listed in the JSON schema (reports/json_report.py) and the README, which a test holds to this list.
-Cause = Literal["full_row_read", "whole_partition_scan", "compression_chunk_overhead", "readahead_inflation",
-                "many_sstables", "tombstones", "cold_cache", "replica_reads"]
+Cause = Literal[
+    "full_row_read",
+    "whole_partition_scan",
+    "compression_chunk_overhead",
+    "readahead_inflation",
+    "many_sstables",
+    "tombstones",
+    "cold_cache",
+    "replica_reads",
+]
 CAUSES: tuple[Cause, ...] = get_args(Cause)
 Certainty = Literal["measured", "likely", "possible"]
 
@@ -207,9 +219,9 @@ class Finding:
 
 @dataclass
 class Verdict:
-    status: str            # 'flagged' | 'not flagged' | 'undetermined'
-    summary: str           # one sentence with the figure and what it is against
-    notes: list[str] = field(default_factory=list)   # what the figure cannot see
+    status: str  # 'flagged' | 'not flagged' | 'undetermined'
+    summary: str  # one sentence with the figure and what it is against
+    notes: list[str] = field(default_factory=list)  # what the figure cannot see
     fix: str | None = None  # how to get a verdict, when it is undetermined for a reason the user can act on
 
 
@@ -223,8 +235,8 @@ class Unseen:
 
 @dataclass(frozen=True)
 class WeightedStack:
-    stack: tuple[str, ...]     # frame names, root first
-    value: int                 # samples (CPU) or bytes (reads)
+    stack: tuple[str, ...]  # frame names, root first
+    value: int  # samples (CPU) or bytes (reads)
 
 
 @dataclass(frozen=True)
@@ -233,35 +245,35 @@ class StackBytes(WeightedStack):
     its call returned and once as the pages the page cache filled for it; a fault on a mapped file
     only as the latter)."""
 
-    syscall_bytes: int = 0     # bytes read syscalls made from this stack returned
-    fill_bytes: int = 0        # page-cache fill bytes put on it: in those calls, and faults (nearest sample)
+    syscall_bytes: int = 0  # bytes read syscalls made from this stack returned
+    fill_bytes: int = 0  # page-cache fill bytes put on it: in those calls, and faults (nearest sample)
 
 
 @dataclass(frozen=True)
 class FrameShare:
     frame: str
-    bytes: int                 # syscall + fill bytes on stacks that frame asked for
-    share: float               # of the bytes on known stacks
+    bytes: int  # syscall + fill bytes on stacks that frame asked for
+    share: float  # of the bytes on known stacks
 
 
 @dataclass
 class Profile:
     profiler: str
     read_method: str
-    cpu_samples: int                    # running samples of the serving threads
-    threads: list[str]                  # the serving threads, by name
-    stacks_cpu: list[WeightedStack]     # most samples first
-    stacks_bytes: list[StackBytes]      # most bytes (syscall + fill) first
-    data_read_bytes: int                # bytes the logged reads returned from the Data files
-    joined_bytes: int                   # of which joined with a Java stack
-    cassandra_bytes: int                # of which on stacks holding an org.apache.cassandra frame
-    top_frames: list[FrameShare]        # the Cassandra frame that asked for the bytes (reading_frame), by bytes
+    cpu_samples: int  # running samples of the serving threads
+    threads: list[str]  # the serving threads, by name
+    stacks_cpu: list[WeightedStack]  # most samples first
+    stacks_bytes: list[StackBytes]  # most bytes (syscall + fill) first
+    data_read_bytes: int  # bytes the logged reads returned from the Data files
+    joined_bytes: int  # of which joined with a Java stack
+    cassandra_bytes: int  # of which on stacks holding an org.apache.cassandra frame
+    top_frames: list[FrameShare]  # the Cassandra frame that asked for the bytes (reading_frame), by bytes
     # Page-cache fills of the Data files (None: fills not put on stacks, a trace from before they were)
     data_fill_bytes: int | None = None  # the kernel's count (file_io.cache_miss_bytes)
-    fill_call_bytes: int = 0            # of which inside read calls joined with a stack (exact)
-    fill_fault_bytes: int = 0           # of which no read holds, on the faulting thread's nearest wall sample
-    fill_cassandra_bytes: int = 0       # of those two, on stacks holding an org.apache.cassandra frame
-    fill_join_ns: int | None = None     # how near that sample had to be
+    fill_call_bytes: int = 0  # of which inside read calls joined with a stack (exact)
+    fill_fault_bytes: int = 0  # of which no read holds, on the faulting thread's nearest wall sample
+    fill_cassandra_bytes: int = 0  # of those two, on stacks holding an org.apache.cassandra frame
+    fill_join_ns: int | None = None  # how near that sample had to be
     # The fill bytes on no stack, by why: reads with no Java stack, faults with no sample that near,
     # fills neither log held (the kernel counted them, nothing says who)
     fill_undetermined: dict[str, int] = field(default_factory=dict)
@@ -296,20 +308,20 @@ class NodeIO:
 
     node_id: int
     address: str
-    host: str | None                  # ssh destination; None: this machine
+    host: str | None  # ssh destination; None: this machine
     datacenter: str | None
     rack: str | None
-    replica: bool                     # holds a replica of the queried partition
+    replica: bool  # holds a replica of the queried partition
     captured: bool
-    not_captured: str | None          # why not, when not captured
+    not_captured: str | None  # why not, when not captured
     pid: int | None
-    roles: list[str]                  # from Cassandra's query trace and the coordinators, in ROLE_ORDER
-    executions: int                   # measured executions the figures cover
-    read_bytes: int | None            # bytes read syscalls returned from all its files (not sockets)
-    amplification: Amplification | None   # its own Data files of the queried table
-    wire_to_nodes_bytes: int | None   # bytes it wrote to other nodes (storage port)
+    roles: list[str]  # from Cassandra's query trace and the coordinators, in ROLE_ORDER
+    executions: int  # measured executions the figures cover
+    read_bytes: int | None  # bytes read syscalls returned from all its files (not sockets)
+    amplification: Amplification | None  # its own Data files of the queried table
+    wire_to_nodes_bytes: int | None  # bytes it wrote to other nodes (storage port)
     wire_to_client_bytes: int | None  # bytes it wrote to clients (native port)
-    reads_in: list[int] = field(default_factory=list)   # the measured executions in which it read the Data files
+    reads_in: list[int] = field(default_factory=list)  # the measured executions in which it read the Data files
 
     @property
     def role(self) -> str:
@@ -336,30 +348,30 @@ class NodeIO:
 class Analysis:
     trace_path: str
     complete: bool
-    warnings: list[str]            # incomplete capture, lost or unstreamed events, unmeasured measures
+    warnings: list[str]  # incomplete capture, lost or unstreamed events, unmeasured measures
     measures: dict[str, bool]
     query: str | None
     keyspace: str | None
     table: str | None
-    scope: str                     # which windows the totals cover, in words
+    scope: str  # which windows the totals cover, in words
     threshold: float
     executions: list[Execution]
     overall: Amplification
-    warmup: Amplification | None   # the warmup executions' reads, kept apart from the verdict (None: no warmup)
+    warmup: Amplification | None  # the warmup executions' reads, kept apart from the verdict (None: no warmup)
     verdict: Verdict
-    findings: list[Finding]        # the causes of a flagged read, the largest share of the excess first
-    files: list[FileIO]            # every file with I/O in scope, most bytes first
+    findings: list[Finding]  # the causes of a flagged read, the largest share of the excess first
+    files: list[FileIO]  # every file with I/O in scope, most bytes first
     sstables: list[SSTableIO]
     access: list[AccessPattern]
     spectrograms: list[Spectrogram]
     latencies: list[SyscallLatency]
     query_trace: list[QueryTraceSession]
-    context: dict                  # backend, source, node, Cassandra version, disk_access_mode, kernel, ...
-    profile: Profile | None = None   # Java stacks of the reads and CPU samples (run --profile)
-    nodes: list[NodeIO] = field(default_factory=list)   # a multi-node (format 3) run trace's nodes; [] otherwise
-    consistency: str | None = None   # the run's consistency level (meta replicas/consistency)
-    necessary: NecessaryRead | None = None   # per execution (None: no model of the result's read)
-    min_excess: int = 0              # bytes per execution past the necessary read below which nothing is flagged
+    context: dict  # backend, source, node, Cassandra version, disk_access_mode, kernel, ...
+    profile: Profile | None = None  # Java stacks of the reads and CPU samples (run --profile)
+    nodes: list[NodeIO] = field(default_factory=list)  # a multi-node (format 3) run trace's nodes; [] otherwise
+    consistency: str | None = None  # the run's consistency level (meta replicas/consistency)
+    necessary: NecessaryRead | None = None  # per execution (None: no model of the result's read)
+    min_excess: int = 0  # bytes per execution past the necessary read below which nothing is flagged
     # What costs latency more than bytes (SSTables per read, tombstones, cold cache, chunk overhead),
     # and what was found below the threshold: reported whether the read is flagged or not
     latency_notes: list[Finding] = field(default_factory=list)

@@ -49,13 +49,34 @@ from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
 
 # The value bytes of CQL's fixed-size types; any other type's cell may be as small as 1 B.
-LEAST_CELL_BYTES = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "float": 4, "date": 4, "inet": 4,
-                    "bigint": 8, "double": 8, "timestamp": 8, "time": 8, "counter": 8, "uuid": 16, "timeuuid": 16}
+LEAST_CELL_BYTES = {
+    "boolean": 1,
+    "tinyint": 1,
+    "smallint": 2,
+    "int": 4,
+    "float": 4,
+    "date": 4,
+    "inet": 4,
+    "bigint": 8,
+    "double": 8,
+    "timestamp": 8,
+    "time": 8,
+    "counter": 8,
+    "uuid": 16,
+    "timeuuid": 16,
+}
 
 
-def necessary_read(select: Select | None, schema: TableSchema | None, *, payload_bytes: float | None,
-                   rows: float | None, rows_aggregated: int | None, read_ahead: int | None = None,
-                   least: bool = False) -> NecessaryRead | None:
+def necessary_read(
+    select: Select | None,
+    schema: TableSchema | None,
+    *,
+    payload_bytes: float | None,
+    rows: float | None,
+    rows_aggregated: int | None,
+    read_ahead: int | None = None,
+    least: bool = False,
+) -> NecessaryRead | None:
     """Per execution: `payload_bytes` and `rows` returned by one execution (None: not known),
     `rows_aggregated` the live rows Cassandra read for it. None when the result cannot be modelled.
     `read_ahead`: the node's compressed_read_ahead_bytes (meta cassandra), what a range read of
@@ -80,9 +101,17 @@ def necessary_read(select: Select | None, schema: TableSchema | None, *, payload
         basis += f", a range read ({read_ahead // 1024:,} KiB read-ahead)"
     sstable_format = _format(schema)
     index = _index_bytes(schema, sstable_format) * found
-    return NecessaryRead(bytes=data_bytes + index, data_bytes=data_bytes, index_bytes=index,
-                         result_bytes=round(result_bytes), basis=basis, units=units, unit_bytes=unit,
-                         chunk_length=chunk_length, sstable_format=sstable_format)
+    return NecessaryRead(
+        bytes=data_bytes + index,
+        data_bytes=data_bytes,
+        index_bytes=index,
+        result_bytes=round(result_bytes),
+        basis=basis,
+        units=units,
+        unit_bytes=unit,
+        chunk_length=chunk_length,
+        sstable_format=sstable_format,
+    )
 
 
 def stored_cell_bytes(schema: TableSchema) -> float | None:
@@ -105,15 +134,23 @@ def stored_rows(schema: TableSchema) -> int | None:
     return sum(cells) // max(1, len(schema.regular_columns)) if cells else None
 
 
-def _result_bytes(select: Select, schema: TableSchema, payload_bytes: float | None, rows: float | None,
-                  rows_aggregated: int | None, least: bool) -> tuple[float, str] | None:
+def _result_bytes(
+    select: Select,
+    schema: TableSchema,
+    payload_bytes: float | None,
+    rows: float | None,
+    rows_aggregated: int | None,
+    least: bool,
+) -> tuple[float, str] | None:
     cell = stored_cell_bytes(schema)
     regular = max(1, len(schema.regular_columns))
     if select.aggregate:
         if rows_aggregated is None or cell is None:
             return None
-        return (rows_aggregated * cell * regular,
-                f"the {rows_aggregated:,} rows aggregated (Cassandra's count) x {cell * regular:,.0f} B stored per row")
+        return (
+            rows_aggregated * cell * regular,
+            f"the {rows_aggregated:,} rows aggregated (Cassandra's count) x {cell * regular:,.0f} B stored per row",
+        )
     if payload_bytes is not None:
         return payload_bytes, "the payload returned"
     if rows is None:
@@ -140,11 +177,12 @@ def _unit(schema: TableSchema) -> tuple[int | None, int]:
     # Without a recorded layout: the table's chunk length, when its SSTables are compressed (they
     # have CompressionInfo.db files; no SSTable listed: what the table says).
     components = {name.component for f in schema.sstables if (name := parse_sstable_path(f["path"]))}
-    listed = bool(components & {"TOC", "Statistics"})    # every component listed, not just some
+    listed = bool(components & {"TOC", "Statistics"})  # every component listed, not just some
     compressed = "CompressionInfo" in components if listed else schema.chunk_bytes is not None
     if compressed and schema.chunk_bytes:
         return schema.chunk_bytes, schema.chunk_bytes
     return None, PAGE_BYTES
+
 
 def _format(schema: TableSchema) -> str | None:
     formats = {s["format"] for s in schema.storage if s.get("format")}
@@ -160,20 +198,22 @@ def _index_bytes(schema: TableSchema, sstable_format: str | None) -> int:
     return first_page
 
 
-def against_necessary(amplification: Amplification, necessary: NecessaryRead | None,
-                      executions: int) -> Amplification:
+def against_necessary(amplification: Amplification, necessary: NecessaryRead | None, executions: int) -> Amplification:
     """The amplification with the necessary read of its `executions` executions beside the payload."""
     if necessary is None:
         return amplification
     total = necessary.bytes * executions
-    return dataclasses.replace(amplification, necessary_bytes=total,
-                               over_necessary=amplification.data_read_bytes / total if total else None)
+    return dataclasses.replace(
+        amplification, necessary_bytes=total, over_necessary=amplification.data_read_bytes / total if total else None
+    )
 
 
 def describe(necessary: NecessaryRead) -> str:
     """'2 compressed chunks of 15.2 KiB for 19.5 KiB of the payload returned + 4.0 KiB of partition index'."""
     unit = "compressed chunk" if necessary.chunk_length else "4 KiB page"
     stored = f" of {human_bytes(necessary.unit_bytes)}" if necessary.chunk_length else ""
-    return (f"{necessary.units:,} {unit}{'s' * (necessary.units != 1)}{stored} for "
-            f"{human_bytes(necessary.result_bytes)} of {necessary.basis} + "
-            f"{human_bytes(necessary.index_bytes)} of partition index")
+    return (
+        f"{necessary.units:,} {unit}{'s' * (necessary.units != 1)}{stored} for "
+        f"{human_bytes(necessary.result_bytes)} of {necessary.basis} + "
+        f"{human_bytes(necessary.index_bytes)} of partition index"
+    )

@@ -29,16 +29,22 @@ from casstrace.traces.meta import QueryTraceSession
 from casstrace.traces.sstable_names import SSTableName
 
 COORDINATOR, DATA, DIGEST, READ_REPAIR, SPECULATIVE = (
-    "coordinator", "data replica", "digest replica", "read repair", "speculative retry")
+    "coordinator",
+    "data replica",
+    "digest replica",
+    "read repair",
+    "speculative retry",
+)
 ROLE_ORDER = (COORDINATOR, DATA, DIGEST, READ_REPAIR, SPECULATIVE)
 
-_ADDRESS = r"(?:[\w.-]*/)?(\d{1,3}(?:\.\d{1,3}){3})"      # '/127.0.0.2:7000', 'localhost/127.0.0.1:7000'
+_ADDRESS = r"(?:[\w.-]*/)?(\d{1,3}(?:\.\d{1,3}){3})"  # '/127.0.0.2:7000', 'localhost/127.0.0.1:7000'
 _REMOTE_READ = re.compile(rf"^reading (data|digest) from {_ADDRESS}", re.IGNORECASE)
 _READ_REPAIR = re.compile(rf"^Enqueuing full data read to (?:Full\()?{_ADDRESS}", re.IGNORECASE)
 _SPECULATIVE = re.compile(rf"^speculating read retry on (?:Full\()?{_ADDRESS}", re.IGNORECASE)
 # What a node traces when it reads the partition itself.
-_LOCAL_READ = re.compile(r"^(Executing single-partition query|Read \d+ live rows?|Merged data from memtables)",
-                         re.IGNORECASE)
+_LOCAL_READ = re.compile(
+    r"^(Executing single-partition query|Read \d+ live rows?|Merged data from memtables)", re.IGNORECASE
+)
 
 
 def roles(query_trace: list[QueryTraceSession], coordinators: Iterable[str]) -> dict[str, list[str]]:
@@ -71,17 +77,26 @@ def roles(query_trace: list[QueryTraceSession], coordinators: Iterable[str]) -> 
     return {address: [role for role in ROLE_ORDER if role in kinds] for address, kinds in found.items()}
 
 
-def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], files: list[FileIO], *, executions: int,
-          payload_bytes: int | None, read: amp.ReadPages, query_trace: list[QueryTraceSession],
-          coordinators: list[str]) -> list[NodeIO]:
+def nodes(
+    trace: Trace,
+    window_ids: list[int],
+    data: dict[int, SSTableName],
+    files: list[FileIO],
+    *,
+    executions: int,
+    payload_bytes: int | None,
+    read: amp.ReadPages,
+    query_trace: list[QueryTraceSession],
+    coordinators: list[str],
+) -> list[NodeIO]:
     """Every node of the trace with its roles and figures over `window_ids` (the measured executions',
     `executions` of them; `files`: their file_io); [] for a trace without nodes rows."""
-    node_rows = queries.nodes(trace)   # none in imports and captures
+    node_rows = queries.nodes(trace)  # none in imports and captures
     if not node_rows:
         return []
     file_nodes = queries.file_node_ids(trace)
     wire = _wire(trace, window_ids, amp.native_port(trace), {row.node_id: row.address for row in node_rows})
-    read_bytes: Counter[str] = Counter()   # by address: bytes read syscalls returned from its files (not sockets)
+    read_bytes: Counter[str] = Counter()  # by address: bytes read syscalls returned from its files (not sockets)
     for f in files:
         if f.kind == "file" and f.node is not None:
             read_bytes[f.node] += f.read_bytes
@@ -93,27 +108,37 @@ def nodes(trace: Trace, window_ids: list[int], data: dict[int, SSTableName], fil
         figures: Amplification | None = None
         if captured:
             own = {file_id: name for file_id, name in data.items() if file_nodes.get(file_id) == node_id}
-            figures = amp.amplification(trace, window_ids, own, payload_bytes=payload_bytes, wire_bytes=None,
-                                        read=read)
+            figures = amp.amplification(trace, window_ids, own, payload_bytes=payload_bytes, wire_bytes=None, read=read)
         to_nodes, to_client = wire.get(node_id, (0, 0))
-        found.append(NodeIO(
-            node_id=node_id, address=row.address, host=row.host, datacenter=row.datacenter,
-            rack=row.rack, replica=row.replica, captured=captured, not_captured=row.not_captured,
-            pid=row.pid, roles=by_address.get(row.address, []), executions=executions,
-            read_bytes=read_bytes[row.address] if captured else None,
-            amplification=figures,
-            wire_to_nodes_bytes=to_nodes if captured and trace.measured("wire") else None,
-            wire_to_client_bytes=to_client if captured and trace.measured("wire") else None,
-            reads_in=reads_in.get(node_id, []),
-        ))
+        found.append(
+            NodeIO(
+                node_id=node_id,
+                address=row.address,
+                host=row.host,
+                datacenter=row.datacenter,
+                rack=row.rack,
+                replica=row.replica,
+                captured=captured,
+                not_captured=row.not_captured,
+                pid=row.pid,
+                roles=by_address.get(row.address, []),
+                executions=executions,
+                read_bytes=read_bytes[row.address] if captured else None,
+                amplification=figures,
+                wire_to_nodes_bytes=to_nodes if captured and trace.measured("wire") else None,
+                wire_to_client_bytes=to_client if captured and trace.measured("wire") else None,
+                reads_in=reads_in.get(node_id, []),
+            )
+        )
     return found
 
 
 def _reads_in(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]) -> dict[int, list[int]]:
     """node_id -> the executions (of those windows) in which any measure saw its Data files read."""
     found: dict[int, list[int]] = {}
-    for node_id, execution in queries.node_executions_reading(trace, window_ids, sorted(data),
-                                                              count_mapped=trace.measured("mapped")):
+    for node_id, execution in queries.node_executions_reading(
+        trace, window_ids, sorted(data), count_mapped=trace.measured("mapped")
+    ):
         found.setdefault(node_id, []).append(execution)
     return found
 
@@ -124,16 +149,21 @@ def readers_per_execution(nodes: list[NodeIO]) -> dict[int, int]:
     return dict(counts)
 
 
-def _wire(trace: Trace, window_ids: list[int], native_port: str, addresses: dict[int, str]) -> dict[int, tuple[int, int]]:
+def _wire(
+    trace: Trace, window_ids: list[int], native_port: str, addresses: dict[int, str]
+) -> dict[int, tuple[int, int]]:
     """node_id -> (bytes it wrote to other nodes, bytes it wrote to clients). A socket whose local
     port is the native port is a client's. Between nodes, Cassandra talks on the storage port: the
     port found most often on either end of the connections with a node's address (the trace does
     not record it)."""
     sockets = [socket for socket in amp.socket_writes(trace, window_ids) if socket.node_id is not None]
     # Each connection between nodes has the storage port at one end and an ephemeral port at the other.
-    to_peers = Counter(port for socket in sockets
-                       if socket.local[-1] != native_port and socket.remote[0] in addresses.values()
-                       for port in (socket.local[-1], socket.remote[-1]))
+    to_peers = Counter(
+        port
+        for socket in sockets
+        if socket.local[-1] != native_port and socket.remote[0] in addresses.values()
+        for port in (socket.local[-1], socket.remote[-1])
+    )
     storage_port = to_peers.most_common(1)[0][0] if to_peers else None
     totals: dict[int, tuple[int, int]] = {}
     for socket in sockets:

@@ -23,7 +23,7 @@ RUNNING_STATE = "STATE_RUNNABLE"
 # The threads that take CQL requests and answer them, and those that run the local reads: a warm read
 # of mapped files leaves no call or fill to find its thread by.
 SERVING_THREAD_PREFIXES = ("Native-Transport", "ReadStage")
-MIN_EVIDENCE_SHARE = 0.01   # frames carrying less are not worth a line of evidence
+MIN_EVIDENCE_SHARE = 0.01  # frames carrying less are not worth a line of evidence
 IO_PLUMBING = ("org.apache.cassandra.io.util.", "org.apache.cassandra.utils.")
 UNDETERMINED_READS = "in read calls with no Java stack"
 UNDETERMINED_FAULTS = "fills no read holds (faults on mapped files) with no wall-clock sample of the thread that near"
@@ -56,19 +56,27 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     frames = queries.stacks(trace)
 
     with_fills = "fill_join_ns" in meta
-    by_stack: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])   # syscall, fill in calls, fill by faults
+    by_stack: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])  # syscall, fill in calls, fill by faults
     for stack_id, read, calls_fill, faults_fill in queries.stack_read_bytes(trace, window_ids, data_file_ids):
         by_stack[stack_id] = [read, calls_fill, faults_fill]
-    stacks_bytes = sorted((StackBytes(frames[s], read + calls + faults, read, calls + faults)
-                           for s, (read, calls, faults) in by_stack.items()), key=lambda w: -w.value)
+    stacks_bytes = sorted(
+        (
+            StackBytes(frames[s], read + calls + faults, read, calls + faults)
+            for s, (read, calls, faults) in by_stack.items()
+        ),
+        key=lambda w: -w.value,
+    )
     joined = sum(w.syscall_bytes for w in stacks_bytes)
     cassandra = sum(w.syscall_bytes for w in stacks_bytes if has_cassandra_frame(w.stack))
     # One pass over the windows' calls on the files: what they read, by thread (the readers below).
     read_by_thread = queries.thread_reads(trace, window_ids, data_file_ids)
     data_read = sum(thread.read_bytes for thread in read_by_thread)
     call_fill_pages = sum(thread.fill_pages for thread in read_by_thread)
-    fills = _fills(trace, stacks_bytes, by_stack, call_fill_pages, meta["fill_join_ns"], window_ids,
-                   data_file_ids) if with_fills else {}
+    fills = (
+        _fills(trace, stacks_bytes, by_stack, call_fill_pages, meta["fill_join_ns"], window_ids, data_file_ids)
+        if with_fills
+        else {}
+    )
 
     on_stacks = sum(w.value for w in stacks_bytes)
     frame_bytes: dict[str, int] = defaultdict(int)
@@ -76,12 +84,14 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
         frame = reading_frame(weighted.stack)
         if frame:
             frame_bytes[frame] += weighted.value
-    top_frames = [FrameShare(frame, size, size / on_stacks if on_stacks else 0.0)
-                  for frame, size in sorted(frame_bytes.items(), key=lambda item: -item[1])]
+    top_frames = [
+        FrameShare(frame, size, size / on_stacks if on_stacks else 0.0)
+        for frame, size in sorted(frame_bytes.items(), key=lambda item: -item[1])
+    ]
 
     names = queries.thread_names(trace)
     readers = {thread.tid for thread in read_by_thread}
-    if with_fills:   # the threads that faulted on the mapped files read them too
+    if with_fills:  # the threads that faulted on the mapped files read them too
         readers |= queries.faulting_threads(trace, window_ids, data_file_ids)
     serving = sorted(readers | {tid for tid, name in names.items() if name.startswith(SERVING_THREAD_PREFIXES)})
     by_cpu_stack: dict[int, int] = defaultdict(int)
@@ -91,17 +101,29 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     sampled = queries.sampled_threads(trace, window_ids, serving, RUNNING_STATE)
 
     return Profile(
-        profiler=meta.get("profiler", "async-profiler"), read_method=meta.get("read_method", ""),
+        profiler=meta.get("profiler", "async-profiler"),
+        read_method=meta.get("read_method", ""),
         cpu_samples=sum(w.value for w in stacks_cpu),
         threads=sorted(names.get(tid, f"tid {tid}") for tid in sampled | readers),
-        stacks_cpu=stacks_cpu, stacks_bytes=stacks_bytes,
-        data_read_bytes=data_read, joined_bytes=joined, cassandra_bytes=cassandra, top_frames=top_frames,
+        stacks_cpu=stacks_cpu,
+        stacks_bytes=stacks_bytes,
+        data_read_bytes=data_read,
+        joined_bytes=joined,
+        cassandra_bytes=cassandra,
+        top_frames=top_frames,
         **fills,
     )
 
 
-def _fills(trace: Trace, stacks_bytes: list[StackBytes], by_stack: dict[int, list[int]], call_fill_pages: int,
-           fill_join_ns: int, window_ids: list[int], data_file_ids: list[int]) -> dict[str, Any]:
+def _fills(
+    trace: Trace,
+    stacks_bytes: list[StackBytes],
+    by_stack: dict[int, list[int]],
+    call_fill_pages: int,
+    fill_join_ns: int,
+    window_ids: list[int],
+    data_file_ids: list[int],
+) -> dict[str, Any]:
     """The Profile's fill fields: the kernel's fill bytes of the files in the windows, those on stacks
     (in read calls; faults, by nearest sample), and the rest, undetermined, by why."""
     kernel = queries.fill_bytes(trace, window_ids, data_file_ids)
@@ -109,11 +131,15 @@ def _fills(trace: Trace, stacks_bytes: list[StackBytes], by_stack: dict[int, lis
     in_calls = sum(calls for _, calls, _ in by_stack.values())
     by_faults = sum(faults for _, _, faults in by_stack.values())
     logged = (call_fill_pages + fault_pages) * PAGE_BYTES
-    undetermined = {UNDETERMINED_READS: call_fill_pages * PAGE_BYTES - in_calls,
-                    UNDETERMINED_FAULTS: fault_pages * PAGE_BYTES - by_faults,
-                    UNDETERMINED_UNLOGGED: kernel - logged}
+    undetermined = {
+        UNDETERMINED_READS: call_fill_pages * PAGE_BYTES - in_calls,
+        UNDETERMINED_FAULTS: fault_pages * PAGE_BYTES - by_faults,
+        UNDETERMINED_UNLOGGED: kernel - logged,
+    }
     return {
-        "data_fill_bytes": kernel, "fill_call_bytes": in_calls, "fill_fault_bytes": by_faults,
+        "data_fill_bytes": kernel,
+        "fill_call_bytes": in_calls,
+        "fill_fault_bytes": by_faults,
         "fill_cassandra_bytes": sum(w.fill_bytes for w in stacks_bytes if has_cassandra_frame(w.stack)),
         "fill_join_ns": fill_join_ns,
         "fill_undetermined": {why: size for why, size in undetermined.items() if size},
@@ -135,9 +161,12 @@ def evidence(profile: Profile, limit: int = 3) -> list[str]:
     for top in [t for t in profile.top_frames if t.share >= MIN_EVIDENCE_SHARE][:limit]:
         caller = next((w.stack for w in profile.stacks_bytes if reading_frame(w.stack) == top.frame), ())
         chain = [frame for frame in caller if frame.startswith(CASSANDRA_PACKAGE)]
-        below = chain[:chain.index(top.frame)] if top.frame in chain else []
+        below = chain[: chain.index(top.frame)] if top.frame in chain else []
         path = " <- ".join(reversed(below[-3:]))
-        lines.append(f"Java stacks (async-profiler): {top.share:.1%} of the Data bytes on a known stack "
-                     f"({bytes_measures(profile)}) were asked for by {top.frame}" + (f", called from {path}" if path else "")
-                     + ".")
+        lines.append(
+            f"Java stacks (async-profiler): {top.share:.1%} of the Data bytes on a known stack "
+            f"({bytes_measures(profile)}) were asked for by {top.frame}"
+            + (f", called from {path}" if path else "")
+            + "."
+        )
     return lines

@@ -27,14 +27,14 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE | re.DOTALL,
 )
-AGGREGATES = ("count", "sum", "avg", "min", "max")    # CQL's native aggregate functions
+AGGREGATES = ("count", "sum", "avg", "min", "max")  # CQL's native aggregate functions
 _CLAUSE_ENDS = {"order", "limit", "allow", "per", "group", "bypass"}
 
 
 @dataclass
 class Token:
-    kind: str   # 'ident' (names and keywords alike), 'literal' or 'op'
-    text: str   # identifiers: lower-cased unless quoted (CQL's rule); other tokens verbatim
+    kind: str  # 'ident' (names and keywords alike), 'literal' or 'op'
+    text: str  # identifiers: lower-cased unless quoted (CQL's rule); other tokens verbatim
     quoted: bool = False
 
     def is_word(self, *words: str) -> bool:
@@ -46,13 +46,13 @@ class Select:
     text: str
     keyspace: str | None
     table: str | None
-    select_all: bool                       # SELECT * (or SELECT JSON *)
-    columns: list[str]                     # names the selection reads (function arguments included)
+    select_all: bool  # SELECT * (or SELECT JSON *)
+    columns: list[str]  # names the selection reads (function arguments included)
     restrictions: dict[str, str] = field(default_factory=dict)  # column -> operator ('=', 'IN', '>', ...)
-    token_restricted: bool = False         # WHERE token(pk) ...
+    token_restricted: bool = False  # WHERE token(pk) ...
     has_limit: bool = False
-    in_values: dict[str, int] = field(default_factory=dict)   # column -> values of its IN (...) list
-    aggregate: bool = False                # the selection aggregates rows (count, sum, avg, min, max)
+    in_values: dict[str, int] = field(default_factory=dict)  # column -> values of its IN (...) list
+    aggregate: bool = False  # the selection aggregates rows (count, sum, avg, min, max)
     allow_filtering: bool = False
 
 
@@ -61,11 +61,11 @@ def tokenize(text: str) -> list[Token]:
     text = text.strip()
     while position < len(text):
         match = _TOKEN.match(text, position)
-        if not match:   # only whitespace left: every other character is a token
+        if not match:  # only whitespace left: every other character is a token
             break
         position = match.end()
         kind = match.lastgroup
-        assert kind is not None      # every alternative of _TOKEN is a named group
+        assert kind is not None  # every alternative of _TOKEN is a named group
         value = match.group(kind)
         if kind == "comment":
             continue
@@ -97,15 +97,22 @@ def parse_select(text: str | None) -> Select | None:
     if table is None:
         return None
     select_all = len(selection) == 1 and selection[0].text == "*"
-    result = Select(text=text, keyspace=keyspace, table=table, select_all=select_all,
-                    columns=[] if select_all else _selected_columns(selection))
+    result = Select(
+        text=text,
+        keyspace=keyspace,
+        table=table,
+        select_all=select_all,
+        columns=[] if select_all else _selected_columns(selection),
+    )
     if position < len(tokens) and tokens[position].is_word("where"):
         where, position = _until(tokens, position + 1, lambda t: t.is_word(*_CLAUSE_ENDS) or t.text == ";")
         _read_restrictions(where, result)
     result.has_limit = any(t.is_word("limit") for t in tokens[position:])
     result.allow_filtering = any(t.is_word("filtering") for t in tokens[position:])
-    result.aggregate = any(token.is_word(*AGGREGATES) and index + 1 < len(selection)
-                           and selection[index + 1].text == "(" for index, token in enumerate(selection))
+    result.aggregate = any(
+        token.is_word(*AGGREGATES) and index + 1 < len(selection) and selection[index + 1].text == "("
+        for index, token in enumerate(selection)
+    )
     return result
 
 
@@ -157,8 +164,8 @@ def _selected_columns(selection: list[Token]) -> list[str]:
                 continue
             if token.is_word("as"):
                 if depth == 0:
-                    break            # the rest is the alias
-                skip_next = True     # CAST(x AS type): the type is not a column
+                    break  # the rest is the alias
+                skip_next = True  # CAST(x AS type): the type is not a column
                 continue
             followed_by_call = index + 1 < len(item) and item[index + 1].text == "("
             if token.kind == "ident" and not followed_by_call and token.text not in columns:
@@ -172,7 +179,7 @@ def _read_restrictions(where: list[Token], select: Select) -> None:
         if head.is_word("token") and len(condition) > 1 and condition[1].text == "(":
             select.token_restricted = True
             continue
-        if head.text == "(" and head.kind == "op":   # (c1, c2) > (1, 2)
+        if head.text == "(" and head.kind == "op":  # (c1, c2) > (1, 2)
             names, rest = _until(condition, 1, lambda t: t.text == ")")
             operator = condition[rest + 1].text.upper() if rest + 1 < len(condition) else "?"
             for token in names:
@@ -195,18 +202,21 @@ class TableSchema:
 
     keyspace: str
     table: str
-    columns: dict[str, ColumnMeta]    # by name
+    columns: dict[str, ColumnMeta]  # by name
     partition_key: list[str]
     clustering: list[str]
     compression: dict[str, str]
     sstables: list[SSTableFileMeta]
-    storage: list[SSTableStorage] = field(default_factory=list)   # chunks and statistics, when recorded
+    storage: list[SSTableStorage] = field(default_factory=list)  # chunks and statistics, when recorded
 
     def reads_partitions(self, select: Select) -> bool:
         """Whether the SELECT reads partitions by key (every partition key column restricted, no token
         range), not a range of the table."""
-        return bool(self.partition_key) and set(self.partition_key) <= set(select.restrictions) \
+        return (
+            bool(self.partition_key)
+            and set(self.partition_key) <= set(select.restrictions)
             and not select.token_restricted
+        )
 
     def partitions_read(self, select: Select) -> int:
         """Partitions a SELECT by key names: the product of their IN lists (1 without IN); 1 for a

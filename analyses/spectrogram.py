@@ -11,7 +11,7 @@ from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.traces import Trace, queries
 from casstrace.traces.schema import LATENCY_BUCKETS_PER_DECADE
 
-FIRST_BUCKET, LAST_BUCKET = 0, 100   # 1 ns .. 10 s
+FIRST_BUCKET, LAST_BUCKET = 0, 100  # 1 ns .. 10 s
 
 
 def bucket_upper_ns(bucket: int) -> float:
@@ -37,14 +37,15 @@ def spectrograms(trace: Trace) -> list[Spectrogram]:
             bucket = min(max(bucket, FIRST_BUCKET), LAST_BUCKET - 1)
             counts[(slot, bucket)] = counts.get((slot, bucket), 0) + calls
         slots = max([capture_slots] + [slot + 1 for slot, _ in counts])
-        found.append(Spectrogram(title=title, slot_s=slot_ns / 1e9, counts=counts, slots=slots,
-                                 total=sum(counts.values())))
+        found.append(
+            Spectrogram(title=title, slot_s=slot_ns / 1e9, counts=counts, slots=slots, total=sum(counts.values()))
+        )
     return found
 
 
 def _percentile_upper_ns(histogram: dict[int, int], fraction: float) -> float:
     bucket = histogram_percentile(histogram, fraction)
-    assert bucket is not None       # only histograms that hold calls get here
+    assert bucket is not None  # only histograms that hold calls get here
     return bucket_upper_ns(bucket)
 
 
@@ -60,10 +61,16 @@ def latency_percentiles(trace: Trace) -> list[SyscallLatency]:
         total = sum(histogram.values())
         if not total:
             continue
-        found.append(SyscallLatency(
-            syscall=syscall, target=target, count=total,
-            p50_ns=_percentile_upper_ns(histogram, 0.50), p90_ns=_percentile_upper_ns(histogram, 0.90),
-            p99_ns=_percentile_upper_ns(histogram, 0.99), max_ns=bucket_upper_ns(max(histogram)),
-        ))
+        found.append(
+            SyscallLatency(
+                syscall=syscall,
+                target=target,
+                count=total,
+                p50_ns=_percentile_upper_ns(histogram, 0.50),
+                p90_ns=_percentile_upper_ns(histogram, 0.90),
+                p99_ns=_percentile_upper_ns(histogram, 0.99),
+                max_ns=bucket_upper_ns(max(histogram)),
+            )
+        )
     found.sort(key=lambda latency: latency.count, reverse=True)
     return found

@@ -44,12 +44,12 @@ from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, 
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
-SLACK_SLOTS = 1                # slots claimed either side of a session's events on a thread
+SLACK_SLOTS = 1  # slots claimed either side of a session's events on a thread
 # A logged read this close outside a session's events may be its own: the events' times are known
 # to ~0.2 ms (measured: a sampled narrow read's own calls fell up to 214 µs outside its events).
 CALL_MARGIN_NS = 250_000
-SHARED_POOL = "SharedPool"   # Cassandra's request stages' workers (traces.activities.SHARED_POOL_STAGES)
-POOLS = {   # thread pool -> what its reads are, in words
+SHARED_POOL = "SharedPool"  # Cassandra's request stages' workers (traces.activities.SHARED_POOL_STAGES)
+POOLS = {  # thread pool -> what its reads are, in words
     SHARED_POOL: "requests not sampled (the request stages' shared workers: ReadStage, Native-Transport-Requests, ...)",
     "CompactionExecutor": "compaction",
     "MemtableFlushWriter": "memtable flush",
@@ -104,41 +104,67 @@ class WatchInputs:
     sessions: list[Session]
     spans: list[Span]
     thread_io: list[SlotIO]
-    sstables: dict[int, SSTableName]      # file_id -> SSTable component, for the SSTable files only
+    sstables: dict[int, SSTableName]  # file_id -> SSTable component, for the SSTable files only
     thread_names: dict[int, str]
     capture_start_ns: int
     slot_ns: int
     probability: float
     duration_s: float
-    calls: list[ReadCall] | None = None   # every read syscall on an SSTable, when the per-call log kept them all
+    calls: list[ReadCall] | None = None  # every read syscall on an SSTable, when the per-call log kept them all
     # mapped pages touched during the watch, by file_id (None: not measured): no thread to charge
     mapped_touched: dict[int, int] | None = None
 
     @classmethod
-    def from_rows(cls, sessions: Iterable[StatementSession], spans: Iterable[SessionThread],
-                  thread_io: Iterable[ThreadIO], files: dict[int, str], thread_names: dict[int, str], *,
-                  capture_start_ns: int, slot_ns: int, probability: float, duration_s: float,
-                  calls: Iterable[ReadCall] | None = None,
-                  mapped_touched: dict[int, int] | None = None) -> "WatchInputs":
+    def from_rows(
+        cls,
+        sessions: Iterable[StatementSession],
+        spans: Iterable[SessionThread],
+        thread_io: Iterable[ThreadIO],
+        files: dict[int, str],
+        thread_names: dict[int, str],
+        *,
+        capture_start_ns: int,
+        slot_ns: int,
+        probability: float,
+        duration_s: float,
+        calls: Iterable[ReadCall] | None = None,
+        mapped_touched: dict[int, int] | None = None,
+    ) -> "WatchInputs":
         """From the records of a watch trace's tables (casstrace.traces.queries), or those a watch in
         progress would write; `files`: file_id -> path; `calls`: every read syscall, when the log
         kept every one; `mapped_touched`: file_id -> mapped pages touched in the watch, when measured."""
         sstables = {file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))}
         return cls(
-            sessions=[Session(r.session, r.statement, r.consistency, r.started_ns, r.duration_ns,
-                              r.live_rows, r.tombstone_cells, r.sstables_merged) for r in sessions],
+            sessions=[
+                Session(
+                    r.session,
+                    r.statement,
+                    r.consistency,
+                    r.started_ns,
+                    r.duration_ns,
+                    r.live_rows,
+                    r.tombstone_cells,
+                    r.sstables_merged,
+                )
+                for r in sessions
+            ],
             spans=[Span(r.session, r.thread, r.tid, r.first_ns, r.last_ns) for r in spans],
             thread_io=[SlotIO(r.tid, r.slot, r.file_id, r.read_bytes, r.cache_miss_pages) for r in thread_io],
-            sstables=sstables, thread_names=thread_names, capture_start_ns=capture_start_ns, slot_ns=slot_ns,
-            probability=probability, duration_s=duration_s,
+            sstables=sstables,
+            thread_names=thread_names,
+            capture_start_ns=capture_start_ns,
+            slot_ns=slot_ns,
+            probability=probability,
+            duration_s=duration_s,
             calls=None if calls is None else [call for call in calls if call.file_id in sstables],
-            mapped_touched=mapped_touched)
+            mapped_touched=mapped_touched,
+        )
 
 
 @dataclass
 class ComponentRead:
-    table: str                   # 'ks.table' (or ks.table.index)
-    component: str               # 'Data', 'Index', 'Partitions', ...
+    table: str  # 'ks.table' (or ks.table.index)
+    component: str  # 'Data', 'Index', 'Partitions', ...
     bytes_per_execution: float
     syscall_bytes_per_execution: float
     cache_miss_bytes_per_execution: float
@@ -149,21 +175,21 @@ class StatementIO:
     statement: str
     sampled_executions: int
     estimated_executions: float
-    sstable_bytes: int                        # claimed by its sampled executions, every component
-    estimated_sstable_bytes: float            # ÷ P: the ranking figure
+    sstable_bytes: int  # claimed by its sampled executions, every component
+    estimated_sstable_bytes: float  # ÷ P: the ranking figure
     sstable_read_bytes_per_execution: float
-    data_read_bytes_per_execution: float      # Data components only, as `casstrace run` counts
+    data_read_bytes_per_execution: float  # Data components only, as `casstrace run` counts
     components: list[ComponentRead]
     rows_per_execution: float | None
-    bytes_per_row: float | None               # data read per row returned
+    bytes_per_row: float | None  # data read per row returned
     latency_p50_s: float | None
     latency_p99_s: float | None
     consistency: list[str]
-    unmatched_threads: list[str]              # threads of its events with no known tid
-    findings: list[Finding] = field(default_factory=list)   # the causes of a flagged read first, then notes
+    unmatched_threads: list[str]  # threads of its events with no known tid
+    findings: list[Finding] = field(default_factory=list)  # the causes of a flagged read first, then notes
     run_command: str = ""
-    verdict: str = "undetermined"             # as `casstrace run` judges: flagged | not flagged | undetermined
-    necessary_bytes_per_execution: float | None = None   # the necessary read of its rows (None: no model)
+    verdict: str = "undetermined"  # as `casstrace run` judges: flagged | not flagged | undetermined
+    necessary_bytes_per_execution: float | None = None  # the necessary read of its rows (None: no model)
 
 
 @dataclass
@@ -175,8 +201,8 @@ class MappedTouch:
 
 @dataclass
 class PoolIO:
-    pool: str                    # the thread pool ('CompactionExecutor') or thread name
-    what: str                    # in words ('compaction')
+    pool: str  # the thread pool ('CompactionExecutor') or thread name
+    what: str  # in words ('compaction')
     sstable_bytes: int
 
 
@@ -188,15 +214,15 @@ class Watch:
     notes: list[str]
     duration_s: float
     probability: float
-    statements: list[StatementIO]             # most estimated SSTable bytes first
-    sstable_bytes: int                        # every thread's SSTable bytes in the watch
-    explained_bytes: int                      # claimed by sampled sessions
-    unexplained: list[PoolIO]                 # the rest, by pool, most first
+    statements: list[StatementIO]  # most estimated SSTable bytes first
+    sstable_bytes: int  # every thread's SSTable bytes in the watch
+    explained_bytes: int  # claimed by sampled sessions
+    unexplained: list[PoolIO]  # the rest, by pool, most first
     context: dict
     # SSTable pages the JVM touched through its memory maps in the watch, by table and component
     # (None: not measured). In no figure above: no syscall, no page-cache fill, no thread.
     mapped_touched: list[MappedTouch] | None = None
-    profile: Profile | None = None            # Java stacks of every thread's Data reads, and CPU (--profile)
+    profile: Profile | None = None  # Java stacks of every thread's Data reads, and CPU (--profile)
 
     @property
     def explained_share(self) -> float | None:
@@ -259,8 +285,9 @@ def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], d
         size = row.data_read_bytes - row.read_bytes if by_call else row.data_read_bytes
         syscall = 0 if by_call else row.read_bytes
         key = (row.tid, row.slot)
-        slot_claimants = [s for s in core.get(key, ()) if _may_read(tables.get(s), name)] or \
-                         [s for s in margin.get(key, ()) if _may_read(tables.get(s), name)]
+        slot_claimants = [s for s in core.get(key, ()) if _may_read(tables.get(s), name)] or [
+            s for s in margin.get(key, ()) if _may_read(tables.get(s), name)
+        ]
         if not slot_claimants:
             unclaimed[row.tid] += size
             continue
@@ -275,8 +302,12 @@ def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], d
     return claimed, unclaimed
 
 
-def _attribute_calls(inputs: WatchInputs, tables: dict[int, tuple[str | None, str] | None],
-                     claimed: dict[int, dict[int, list[float]]], unclaimed: dict[int, float]) -> None:
+def _attribute_calls(
+    inputs: WatchInputs,
+    tables: dict[int, tuple[str | None, str] | None],
+    claimed: dict[int, dict[int, list[float]]],
+    unclaimed: dict[int, float],
+) -> None:
     spans_by_tid: dict[int, list[Span]] = defaultdict(list)
     for span in inputs.spans:
         if span.tid is not None:
@@ -289,12 +320,21 @@ def _attribute_calls(inputs: WatchInputs, tables: dict[int, tuple[str | None, st
         spans = spans_by_tid.get(call.tid, [])
         # The spans that start (with their margin) before the call; a thread runs one request at a
         # time, so only the last few can still be open.
-        nearby = spans[max(0, bisect.bisect_right(starts.get(call.tid, []), call.ts_ns) - 4):
-                       bisect.bisect_right(starts.get(call.tid, []), call.ts_ns)]
-        inside = [s.session for s in nearby if s.first_ns <= call.ts_ns <= s.last_ns
-                  and _may_read(tables.get(s.session), name)]
-        around = inside or [s.session for s in nearby if call.ts_ns <= s.last_ns + CALL_MARGIN_NS
-                            and _may_read(tables.get(s.session), name)]
+        nearby = spans[
+            max(0, bisect.bisect_right(starts.get(call.tid, []), call.ts_ns) - 4) : bisect.bisect_right(
+                starts.get(call.tid, []), call.ts_ns
+            )
+        ]
+        inside = [
+            s.session
+            for s in nearby
+            if s.first_ns <= call.ts_ns <= s.last_ns and _may_read(tables.get(s.session), name)
+        ]
+        around = inside or [
+            s.session
+            for s in nearby
+            if call.ts_ns <= s.last_ns + CALL_MARGIN_NS and _may_read(tables.get(s.session), name)
+        ]
         if not around:
             unclaimed[call.tid] += call.bytes
             continue
@@ -305,8 +345,9 @@ def _attribute_calls(inputs: WatchInputs, tables: dict[int, tuple[str | None, st
             figures[1] += share
 
 
-def summarise(inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete: bool = True,
-              warnings: list[str] | None = None) -> Watch:
+def summarise(
+    inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete: bool = True, warnings: list[str] | None = None
+) -> Watch:
     claimed, unclaimed = attribute(inputs)
     by_statement: dict[str, list[Session]] = defaultdict(list)
     for session in inputs.sessions:
@@ -315,19 +356,33 @@ def summarise(inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete
     for span in inputs.spans:
         if span.tid is None:
             unmatched[span.session].append(span.thread)
-    statements = [_statement(text, sessions, claimed, unmatched, inputs, meta) for text, sessions in by_statement.items()]
+    statements = [
+        _statement(text, sessions, claimed, unmatched, inputs, meta) for text, sessions in by_statement.items()
+    ]
     statements.sort(key=lambda s: (-s.estimated_sstable_bytes, -s.sampled_executions, s.statement))
     total = sum(row.data_read_bytes for row in inputs.thread_io if row.file_id in inputs.sstables)
     explained = round(sum(sum(f[0] for f in files.values()) for files in claimed.values()))
     pools: dict[str, float] = defaultdict(float)
     for tid, size in unclaimed.items():
         pools[pool_of(inputs.thread_names.get(tid, f"thread {tid}"))] += size
-    unexplained = sorted((PoolIO(pool, POOLS.get(pool, pool), round(size)) for pool, size in pools.items() if size),
-                         key=lambda p: -p.sstable_bytes)
-    return Watch(trace_path=trace_path, complete=complete, warnings=list(warnings or []),
-                 notes=_notes(meta, inputs), duration_s=inputs.duration_s, probability=inputs.probability,
-                 statements=statements, sstable_bytes=total, explained_bytes=explained, unexplained=unexplained,
-                 context=_context(meta), mapped_touched=_mapped(inputs))
+    unexplained = sorted(
+        (PoolIO(pool, POOLS.get(pool, pool), round(size)) for pool, size in pools.items() if size),
+        key=lambda p: -p.sstable_bytes,
+    )
+    return Watch(
+        trace_path=trace_path,
+        complete=complete,
+        warnings=list(warnings or []),
+        notes=_notes(meta, inputs),
+        duration_s=inputs.duration_s,
+        probability=inputs.probability,
+        statements=statements,
+        sstable_bytes=total,
+        explained_bytes=explained,
+        unexplained=unexplained,
+        context=_context(meta),
+        mapped_touched=_mapped(inputs),
+    )
 
 
 def _mapped(inputs: WatchInputs) -> list[MappedTouch] | None:
@@ -337,12 +392,20 @@ def _mapped(inputs: WatchInputs) -> list[MappedTouch] | None:
     for file_id, size in inputs.mapped_touched.items():
         if (name := inputs.sstables.get(file_id)) is not None:
             touched[(name.owner, name.component)] += size
-    return sorted((MappedTouch(table, component, size) for (table, component), size in touched.items() if size),
-                  key=lambda m: -m.touched_bytes)
+    return sorted(
+        (MappedTouch(table, component, size) for (table, component), size in touched.items() if size),
+        key=lambda m: -m.touched_bytes,
+    )
 
 
-def _statement(text: str, sessions: list[Session], claimed: dict[int, dict[int, list[float]]],
-               unmatched: dict[int, list[str]], inputs: WatchInputs, meta: dict) -> StatementIO:
+def _statement(
+    text: str,
+    sessions: list[Session],
+    claimed: dict[int, dict[int, list[float]]],
+    unmatched: dict[int, list[str]],
+    inputs: WatchInputs,
+    meta: dict,
+) -> StatementIO:
     count = len(sessions)
     per_component: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     sstables_read = []
@@ -354,23 +417,31 @@ def _statement(text: str, sessions: list[Session], claimed: dict[int, dict[int, 
             for index, value in enumerate(figures):
                 totals[index] += value
         sstables_read.append(len({inputs.sstables[f].sstable for f in files if inputs.sstables[f].component == "Data"}))
-    components = sorted((ComponentRead(table, component, data / count, syscall / count, cache / count)
-                         for (table, component), (data, syscall, cache) in per_component.items()),
-                        key=lambda c: -c.bytes_per_execution)
+    components = sorted(
+        (
+            ComponentRead(table, component, data / count, syscall / count, cache / count)
+            for (table, component), (data, syscall, cache) in per_component.items()
+        ),
+        key=lambda c: -c.bytes_per_execution,
+    )
     sstable_bytes = sum(c.bytes_per_execution for c in components) * count
     data_bytes = sum(c.bytes_per_execution for c in components if c.component == "Data")
     rows = [s.live_rows for s in sessions if s.live_rows is not None]
     rows_per_execution = sum(rows) / len(rows) if rows else None
     durations = [s.duration_ns / 1e9 for s in sessions if s.duration_ns is not None]
     statement = StatementIO(
-        statement=text, sampled_executions=count,
+        statement=text,
+        sampled_executions=count,
         estimated_executions=count / inputs.probability if inputs.probability else float(count),
         sstable_bytes=round(sstable_bytes),
         estimated_sstable_bytes=sstable_bytes / inputs.probability if inputs.probability else sstable_bytes,
-        sstable_read_bytes_per_execution=sstable_bytes / count, data_read_bytes_per_execution=data_bytes,
-        components=components, rows_per_execution=rows_per_execution,
+        sstable_read_bytes_per_execution=sstable_bytes / count,
+        data_read_bytes_per_execution=data_bytes,
+        components=components,
+        rows_per_execution=rows_per_execution,
         bytes_per_row=data_bytes / rows_per_execution if rows_per_execution else None,
-        latency_p50_s=percentile(durations, 0.5), latency_p99_s=percentile(durations, 0.99),
+        latency_p50_s=percentile(durations, 0.5),
+        latency_p99_s=percentile(durations, 0.99),
         consistency=sorted({s.consistency for s in sessions if s.consistency}),
         unmatched_threads=sorted({thread for s in sessions for thread in unmatched.get(s.session, [])}),
     )
@@ -379,8 +450,13 @@ def _statement(text: str, sessions: list[Session], claimed: dict[int, dict[int, 
     return statement
 
 
-def _judge(statement: StatementIO, per_component: dict[tuple[str, str], list[float]], sessions: list[Session],
-           sstables_read: list[int], meta: dict) -> None:
+def _judge(
+    statement: StatementIO,
+    per_component: dict[tuple[str, str], list[float]],
+    sessions: list[Session],
+    sstables_read: list[int],
+    meta: dict,
+) -> None:
     """The verdict and causes `casstrace run` gives, on the sampled executions: the Data bytes each
     read against the necessary read of the rows Cassandra says it returned (no payload is seen here:
     the stored bytes per cell stand in for the values, analyses.necessary)."""
@@ -392,30 +468,64 @@ def _judge(statement: StatementIO, per_component: dict[tuple[str, str], list[flo
     rows = statement.rows_per_execution
     aggregated = round(rows) if rows is not None else None
     read_ahead = (meta.get("cassandra") or {}).get("compressed_read_ahead_bytes")
-    necessary, least = (necessary_read(select, schema, payload_bytes=None, rows=rows, rows_aggregated=aggregated,
-                                       read_ahead=read_ahead, least=at_least) for at_least in (False, True))
+    necessary, least = (
+        necessary_read(
+            select,
+            schema,
+            payload_bytes=None,
+            rows=rows,
+            rows_aggregated=aggregated,
+            read_ahead=read_ahead,
+            least=at_least,
+        )
+        for at_least in (False, True)
+    )
     read = statement.data_read_bytes_per_execution
 
     def exceeded(model: NecessaryRead | None) -> bool:
-        return model is not None and causes.exceeds(read * count, model.bytes * count, threshold=DEFAULT_THRESHOLD,
-                                                    min_excess=DEFAULT_MIN_EXCESS, executions=count)
+        return model is not None and causes.exceeds(
+            read * count,
+            model.bytes * count,
+            threshold=DEFAULT_THRESHOLD,
+            min_excess=DEFAULT_MIN_EXCESS,
+            executions=count,
+        )
 
     # The payload is not seen here: flagged against the table's mean cell, undetermined when only
     # the least the selected cells take says so (`casstrace run` measures the payload).
-    statement.verdict = ("flagged" if exceeded(necessary) else "undetermined" if exceeded(least)
-                         else "not flagged" if necessary is not None else "undetermined")
+    statement.verdict = (
+        "flagged"
+        if exceeded(necessary)
+        else "undetermined"
+        if exceeded(least)
+        else "not flagged"
+        if necessary is not None
+        else "undetermined"
+    )
     if statement.verdict == "undetermined" and exceeded(least):
         necessary = least
     statement.necessary_bytes_per_execution = necessary.bytes if necessary else None
     syscall = round(sum(f[1] for f in data))
-    found = causes.findings(FindingContext(
-        flagged=exceeded(necessary), threshold=DEFAULT_THRESHOLD, executions=count,
-        data_read_bytes=round(read * count), syscall_bytes=syscall,
-        cache_outside_syscall_bytes=max(0, round(read * count) - syscall), payload_bytes=None,
-        rows=round(rows * count) if rows is not None else None, necessary=necessary, select=select, schema=schema,
-        sstables_read=sstables_read, cassandra=counts, cassandra_executions=count,
-        disk_access_mode=(meta.get("cassandra") or {}).get("disk_access_mode")))
-    if statement.verdict == "undetermined":   # causes of a read that may not be flagged: possible at most
+    found = causes.findings(
+        FindingContext(
+            flagged=exceeded(necessary),
+            threshold=DEFAULT_THRESHOLD,
+            executions=count,
+            data_read_bytes=round(read * count),
+            syscall_bytes=syscall,
+            cache_outside_syscall_bytes=max(0, round(read * count) - syscall),
+            payload_bytes=None,
+            rows=round(rows * count) if rows is not None else None,
+            necessary=necessary,
+            select=select,
+            schema=schema,
+            sstables_read=sstables_read,
+            cassandra=counts,
+            cassandra_executions=count,
+            disk_access_mode=(meta.get("cassandra") or {}).get("disk_access_mode"),
+        )
+    )
+    if statement.verdict == "undetermined":  # causes of a read that may not be flagged: possible at most
         found.causes = [replace(finding, certainty="possible") for finding in found.causes]
     statement.findings = found.causes + found.notes
 
@@ -435,27 +545,42 @@ def run_command(statement: StatementIO, meta: dict) -> str:
 
 def _notes(meta: dict, inputs: WatchInputs) -> list[str]:
     mode = ((meta.get("cassandra") or {}).get("disk_access_mode") or "unknown").lower()
-    notes = [f"Cassandra traced {inputs.probability:.3g} of the requests it coordinated; estimated executions are "
-             "the sampled ones ÷ that share, so a statement seen a few times is estimated roughly."]
-    what = ("its Data and index files" if mode in causes.MMAP_DATA_MODES else
-            "its index files at least (5.0 maps them even where it reports 'standard')")
-    notes.append(f"disk_access_mode is '{mode}': the node reads {what} through memory maps. A mapped page already in "
-                 "the page cache is read with no syscall and no page-cache fill, so no thread can be charged for it: "
-                 "such reads are in no statement's figure (per thread they cannot be attributed)"
-                 + ("; the pages touched are shown per table for the whole watch." if inputs.mapped_touched is not None
-                    else "."))
+    notes = [
+        f"Cassandra traced {inputs.probability:.3g} of the requests it coordinated; estimated executions are "
+        "the sampled ones ÷ that share, so a statement seen a few times is estimated roughly."
+    ]
+    what = (
+        "its Data and index files"
+        if mode in causes.MMAP_DATA_MODES
+        else "its index files at least (5.0 maps them even where it reports 'standard')"
+    )
+    notes.append(
+        f"disk_access_mode is '{mode}': the node reads {what} through memory maps. A mapped page already in "
+        "the page cache is read with no syscall and no page-cache fill, so no thread can be charged for it: "
+        "such reads are in no statement's figure (per thread they cannot be attributed)"
+        + ("; the pages touched are shown per table for the whole watch." if inputs.mapped_touched is not None else ".")
+    )
     return notes
 
 
 def _context(meta: dict) -> dict:
     cassandra = meta.get("cassandra") or {}
     watch = meta.get("watch") or {}
-    return {key: value for key, value in {
-        "node": meta.get("node"), "pid": meta.get("pid"), "release_version": cassandra.get("release_version"),
-        "disk_access_mode": cassandra.get("disk_access_mode"), "kernel": meta.get("kernel"),
-        "hostname": meta.get("hostname"), "previous_trace_probability": watch.get("previous_probability"),
-        "trace_probability_restored": watch.get("probability_restored"), "thread_map": watch.get("thread_map"),
-    }.items() if value is not None}
+    return {
+        key: value
+        for key, value in {
+            "node": meta.get("node"),
+            "pid": meta.get("pid"),
+            "release_version": cassandra.get("release_version"),
+            "disk_access_mode": cassandra.get("disk_access_mode"),
+            "kernel": meta.get("kernel"),
+            "hostname": meta.get("hostname"),
+            "previous_trace_probability": watch.get("previous_probability"),
+            "trace_probability_restored": watch.get("probability_restored"),
+            "thread_map": watch.get("thread_map"),
+        }.items()
+        if value is not None
+    }
 
 
 def load(trace: Trace) -> WatchInputs:
@@ -463,15 +588,23 @@ def load(trace: Trace) -> WatchInputs:
     meta = trace.meta
     watch = meta.get("watch")
     if watch is None or not queries.has_watch_tables(trace):
-        raise CasstraceError(f"{trace.path} is not a trace of `casstrace watch`",
-                             "give a trace that `casstrace watch --out` wrote (casstrace report reads any trace)")
+        raise CasstraceError(
+            f"{trace.path} is not a trace of `casstrace watch`",
+            "give a trace that `casstrace watch --out` wrote (casstrace report reads any trace)",
+        )
     return WatchInputs.from_rows(
-        queries.statement_sessions(trace), queries.session_threads(trace), queries.thread_io(trace),
-        dict(queries.file_paths(trace, "file")), queries.thread_names(trace),
-        capture_start_ns=meta["capture_start_ns"], slot_ns=meta["thread_slot_ns"],
-        probability=float(watch["sample_probability"]), duration_s=float(watch["duration_s"]),
+        queries.statement_sessions(trace),
+        queries.session_threads(trace),
+        queries.thread_io(trace),
+        dict(queries.file_paths(trace, "file")),
+        queries.thread_names(trace),
+        capture_start_ns=meta["capture_start_ns"],
+        slot_ns=meta["thread_slot_ns"],
+        probability=float(watch["sample_probability"]),
+        duration_s=float(watch["duration_s"]),
         calls=None if meta.get("unstreamed_events") else queries.read_calls(trace),
-        mapped_touched=queries.mapped_touched_by_file(trace, "watch") if trace.measured("mapped") else None)
+        mapped_touched=queries.mapped_touched_by_file(trace, "watch") if trace.measured("mapped") else None,
+    )
 
 
 def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
@@ -480,17 +613,20 @@ def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
             return analyse_watch(opened)
     warnings = []
     if not trace.complete:
-        warnings.append(f"The watch did not finish: {trace.meta.get('incomplete_reason', 'interrupted')}. "
-                        "The figures cover what was captured.")
+        warnings.append(
+            f"The watch did not finish: {trace.meta.get('incomplete_reason', 'interrupted')}. "
+            "The figures cover what was captured."
+        )
     overflows = trace.meta.get("aggregate_overflows") or 0
     if overflows:
         warnings.append(f"{overflows:,} kernel map updates were refused (a map was full): some bytes are missing.")
     watch = trace.meta.get("watch") or {}
     if watch.get("probability_restored") is False:
-        warnings.append("The node's trace probability could not be put back after the watch: "
-                        f"set it to {watch.get('previous_probability')} (nodetool settraceprobability).")
-    watched = summarise(load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete,
-                        warnings=warnings)
+        warnings.append(
+            "The node's trace probability could not be put back after the watch: "
+            f"set it to {watch.get('previous_probability')} (nodetool settraceprobability)."
+        )
+    watched = summarise(load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete, warnings=warnings)
     windows = queries.window_ids(trace)
     watched.profile = java_profile(trace, windows, sorted(data_files(trace, None, None)))
     return watched
@@ -504,6 +640,8 @@ def describe_share(watch: Watch) -> str:
     """One sentence: how much of the node's SSTable bytes the sampled sessions explain."""
     if not watch.sstable_bytes:
         return "The node read no SSTable bytes during the watch (that the probes could see)."
-    return (f"Sampled sessions explain {human_bytes(watch.explained_bytes)} of the {human_bytes(watch.sstable_bytes)} "
-            f"of SSTable bytes the node read in {watch.duration_s:.0f} s ({watch.explained_share:.0%}); "
-            "the rest by thread pool below.")
+    return (
+        f"Sampled sessions explain {human_bytes(watch.explained_bytes)} of the {human_bytes(watch.sstable_bytes)} "
+        f"of SSTable bytes the node read in {watch.duration_s:.0f} s ({watch.explained_share:.0%}); "
+        "the rest by thread pool below."
+    )

@@ -11,9 +11,9 @@ from casstrace.traces.schema import PAGE_BYTES
 
 @dataclass(frozen=True)
 class TableRead:
-    table: str                   # 'ks.table' (or ks.table.index)
-    component: str               # 'Data', 'Index', 'Partitions', ...
-    data_read_bytes: int         # what read syscalls returned, plus page-cache fills beyond it
+    table: str  # 'ks.table' (or ks.table.index)
+    component: str  # 'Data', 'Index', 'Partitions', ...
+    data_read_bytes: int  # what read syscalls returned, plus page-cache fills beyond it
     syscall_bytes: int
     cache_miss_bytes: int
 
@@ -29,5 +29,7 @@ def table_reads(inputs: WatchInputs) -> list[TableRead]:
         figures[0] += row.data_read_bytes
         figures[1] += row.read_bytes
         figures[2] += row.cache_miss_pages * PAGE_BYTES
-    return sorted((TableRead(table, component, *figures) for (table, component), figures in totals.items()),
-                  key=lambda read: (-read.data_read_bytes, read.table, read.component))
+    return sorted(
+        (TableRead(table, component, *figures) for (table, component), figures in totals.items()),
+        key=lambda read: (-read.data_read_bytes, read.table, read.component),
+    )

@@ -35,7 +35,7 @@ def missing(needs: list[str]) -> str | None:
     if "root" in needs and os.geteuid() != 0:
         return "needs root (BPF)"
     for need in needs:
-        if need.startswith("memory_gib:"):   # a node of its own (scale.py: an 8 GiB heap)
+        if need.startswith("memory_gib:"):  # a node of its own (scale.py: an 8 GiB heap)
             available_gib = int(Path("/proc/meminfo").read_text().split("MemAvailable:")[1].split()[0]) / 2**20
             if available_gib < float(need.split(":")[1]):
                 return f"needs {need.split(':')[1]} GiB of memory available, {available_gib:.1f} are"
@@ -67,8 +67,7 @@ def main() -> int:
             not_run.update(dict.fromkeys(names, lacking))
             continue
         print(f"== {script} {' '.join(script_args)}", flush=True)
-        result = subprocess.run([sys.executable, str(HERE / script), *script_args],
-                                stdout=subprocess.PIPE, text=True)
+        result = subprocess.run([sys.executable, str(HERE / script), *script_args], stdout=subprocess.PIPE, text=True)
         sys.stdout.write(result.stdout)
         if result.returncode != 0:
             not_run.update(dict.fromkeys(names, f"{script} failed (exit status {result.returncode})"))
@@ -87,11 +86,15 @@ def main() -> int:
             flag = ""
             if worse(figure, measured[name]):
                 flag, any_worse = "  WORSE", True
-            print(f"{name:32} {measured[name]:10.3f} {figure['value']:10.3f} {figure['noise']:6.0%}  "
-                  f"{figure['unit']}{flag}")
+            print(
+                f"{name:32} {measured[name]:10.3f} {figure['value']:10.3f} {figure['noise']:6.0%}  "
+                f"{figure['unit']}{flag}"
+            )
         else:
-            print(f"{name:32} {'-':>10} {figure['value']:10.3f} {figure['noise']:6.0%}  "
-                  f"{figure['unit']}  not run: {not_run[name]}")
+            print(
+                f"{name:32} {'-':>10} {figure['value']:10.3f} {figure['noise']:6.0%}  "
+                f"{figure['unit']}  not run: {not_run[name]}"
+            )
     missing_figures = unstated(figures)
     if missing_figures:
         print(f"benchmarks stating no figure in figures.toml (not run): {', '.join(missing_figures)}")

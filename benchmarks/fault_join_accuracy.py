@@ -31,8 +31,8 @@ from casstrace.node.connection import NodeSession, resolve_settings
 from casstrace.node.context import make_cold
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
-from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.bcc.bcc_capture import BccCapture
+from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.jvm.java_stacks import (
     FILL_JOIN_NS,
     METHOD_EVENT,
@@ -71,13 +71,15 @@ def main() -> None:
     process = find_cassandra(native_port=args.port)
     profiler = AsyncProfiler(process.pid)
     files = {(stat.st_dev, stat.st_ino) for stat in map(os.stat, glob.glob(args.data_files))}
-    filled = faulted = control = 0         # control: same frame, each fill 50 ms later, nearest within 2 ms
+    filled = faulted = control = 0  # control: same frame, each fill 50 ms later, nearest within 2 ms
     keys = [(name, bound) for name, _ in STRATEGIES for bound in BOUNDS_NS]
     attributed = dict.fromkeys(keys, 0)
     same_frame = dict.fromkeys(keys, 0)
     faults_attributed = dict.fromkeys(keys, 0)
-    with NodeSession(resolve_settings(args.host, args.port), protocol_handler=MeasuringProtocolHandler) as node, \
-            tempfile.TemporaryDirectory() as scratch:
+    with (
+        NodeSession(resolve_settings(args.host, args.port), protocol_handler=MeasuringProtocolHandler) as node,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
         prepared = prepare(node.session, args.query)
         execute(node.session, prepared)
         for run in range(args.runs):
@@ -96,16 +98,23 @@ def main() -> None:
             result.write(writer)
             reads = [LoggedRead(*read) for read in writer.logged_reads([window])]
             data_ids = {row[0] for row in writer.db.execute("SELECT file_id FROM files WHERE path LIKE '%Data.db'")}
-            faults = [fill for fill in (LoggedFill(*row) for row in writer.logged_fills([window]))
-                      if fill.file_id in data_ids]
+            faults = [
+                fill for fill in (LoggedFill(*row) for row in writer.logged_fills([window])) if fill.file_id in data_ids
+            ]
             writer.discard()
             samples = list(read_samples(recording))
             profiler.cleanup()
-            exact = {(read.tid, read.ts_ns): maker for read, maker in
-                     join_reads(reads, [s for s in samples if s.event == METHOD_EVENT]) if maker is not None}
+            exact = {
+                (read.tid, read.ts_ns): maker
+                for read, maker in join_reads(reads, [s for s in samples if s.event == METHOD_EVENT])
+                if maker is not None
+            }
             wall = [s for s in samples if s.event == WALL_EVENT]
-            fills = [LoggedFill(read.ts_ns, read.tid, read.file_id, read.fill_pages)
-                     for read in reads if read.fill_pages and (read.tid, read.ts_ns) in exact]
+            fills = [
+                LoggedFill(read.ts_ns, read.tid, read.file_id, read.fill_pages)
+                for read in reads
+                if read.fill_pages and (read.tid, read.ts_ns) in exact
+            ]
             filled += sum(fill.pages for fill in fills) * PAGE_BYTES
             faulted += sum(fill.pages for fill in faults) * PAGE_BYTES
             shifted = [replace(fill, ts_ns=fill.ts_ns + CONTROL_SHIFT_NS) for fill in fills]
@@ -117,8 +126,10 @@ def main() -> None:
                 for bound in BOUNDS_NS:
                     before, after = window_of(bound)
                     faults_attributed[(name, bound)] += sum(
-                        fill.pages * PAGE_BYTES for fill, nearest in nearest_samples(faults, wall, before, after)
-                        if nearest is not None)
+                        fill.pages * PAGE_BYTES
+                        for fill, nearest in nearest_samples(faults, wall, before, after)
+                        if nearest is not None
+                    )
                     for fill, nearest in nearest_samples(fills, wall, before, after):
                         if nearest is None:
                             continue
@@ -128,18 +139,24 @@ def main() -> None:
                             same_frame[(name, bound)] += fill.pages * PAGE_BYTES
 
     print(f"query: {args.query}, {args.runs} cold executions")
-    print(f"fill bytes inside pread calls with a known stack: {filled / 2**20:.1f} MiB; "
-          f"fault fill bytes of the Data files (no read call): {faulted / 2**20:.1f} MiB")
+    print(
+        f"fill bytes inside pread calls with a known stack: {filled / 2**20:.1f} MiB; "
+        f"fault fill bytes of the Data files (no read call): {faulted / 2**20:.1f} MiB"
+    )
     print("strategy, bound: pread fills on a sample's stack, with the call's own asking frame; faults on a stack")
     for name, bound in keys:
-        print(f"  {name:20} {bound / 1e6:5.1f} ms: {share(attributed[(name, bound)], filled)} "
-              f"{share(same_frame[(name, bound)], filled)}  {share(faults_attributed[(name, bound)], faulted)}")
-    print(f"control, each pread fill {CONTROL_SHIFT_NS / 1e6:.0f} ms later, nearest within 2 ms: the call's own "
-          f"asking frame {share(control, filled)}")
+        print(
+            f"  {name:20} {bound / 1e6:5.1f} ms: {share(attributed[(name, bound)], filled)} "
+            f"{share(same_frame[(name, bound)], filled)}  {share(faults_attributed[(name, bound)], faulted)}"
+        )
+    print(
+        f"control, each pread fill {CONTROL_SHIFT_NS / 1e6:.0f} ms later, nearest within 2 ms: the call's own "
+        f"asking frame {share(control, filled)}"
+    )
     if filled:
-        report("fault_join_same_frame_share", same_frame[('nearest', FILL_JOIN_NS)] / filled)
+        report("fault_join_same_frame_share", same_frame[("nearest", FILL_JOIN_NS)] / filled)
     if faulted:
-        report("fault_join_attributed_share", faults_attributed[('nearest', FILL_JOIN_NS)] / faulted)
+        report("fault_join_attributed_share", faults_attributed[("nearest", FILL_JOIN_NS)] / faulted)
 
 
 if __name__ == "__main__":

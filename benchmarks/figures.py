@@ -18,7 +18,7 @@ def process_cpu_ns(pid: int) -> int:
     """CPU time of the process, all its threads, dead ones included, in ns (its CPU-time clock,
     as clock_getcpuclockid(3) makes it). BPF programs run in the context of the syscalls they
     watch, so this includes them."""
-    return time.clock_gettime_ns((~pid << 3) | 2)   # CPUCLOCK_SCHED of the whole process
+    return time.clock_gettime_ns((~pid << 3) | 2)  # CPUCLOCK_SCHED of the whole process
 
 
 def report(name: str, value: float) -> None:
@@ -31,7 +31,7 @@ def parse(output: str) -> dict[str, float]:
     figures = {}
     for line in output.splitlines():
         if line.startswith(PREFIX):
-            name, value = line[len(PREFIX):].split()
+            name, value = line[len(PREFIX) :].split()
             figures[name] = float(value)
     return figures
 

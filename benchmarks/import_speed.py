@@ -36,8 +36,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_SCAP = REPO / "tests" / "data" / "scap"
 CASSTRACE = str(Path(sys.executable).parent / "casstrace")
 # What `casstrace import FILE` loads before it reads the file (cli/main.py, cli/import_scap.py).
-STARTUP = ("import casstrace.cli.main, casstrace.cli.import_scap, casstrace.paths, casstrace.probes.sysdig.sysdig_import,"
-           " casstrace.traces.writer")
+STARTUP = (
+    "import casstrace.cli.main, casstrace.cli.import_scap, casstrace.paths, casstrace.probes.sysdig.sysdig_import,"
+    " casstrace.traces.writer"
+)
 # What a user's shell has: bytecode is read and written as usual.
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
@@ -48,7 +50,7 @@ def run_once(command: list[str]) -> tuple[float, float]:
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=ENV)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)   # reaped here, so Popen must not wait
+    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait
     if process.returncode != 0:
         raise SystemExit(f"exit status {process.returncode}: {' '.join(command)}")
     return wall, usage.ru_utime + usage.ru_stime
@@ -56,7 +58,7 @@ def run_once(command: list[str]) -> tuple[float, float]:
 
 def measure(commands: dict[str, list[str]], runs: int) -> dict[str, list[tuple[float, float]]]:
     for command in commands.values():
-        run_once(command)   # warm-up, untimed
+        run_once(command)  # warm-up, untimed
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, command in commands.items():
@@ -72,16 +74,26 @@ def describe(samples) -> str:
     walls = sorted(wall for wall, _ in samples)
     low, _, high = statistics.quantiles(walls, n=4) if len(walls) > 1 else (walls[0],) * 3
     cpu = statistics.median(cpu for _, cpu in samples)
-    return (f"{median_wall(samples) * 1000:7.1f} ms  (quartiles {low * 1000:6.1f} .. {high * 1000:6.1f})"
-            f"  cpu {cpu * 1000:6.1f} ms")
+    return (
+        f"{median_wall(samples) * 1000:7.1f} ms  (quartiles {low * 1000:6.1f} .. {high * 1000:6.1f})"
+        f"  cpu {cpu * 1000:6.1f} ms"
+    )
 
 
 def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.machine())
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.machine(),
+    )
     sysdig = subprocess.run([find_sysdig(), "--version"], capture_output=True, text=True).stdout.split()
-    return (f"{os.cpu_count()} x {model}, Linux {platform.release()}, Python {platform.python_version()},"
-            f" sysdig {sysdig[-1] if sysdig else '?'}")
+    return (
+        f"{os.cpu_count()} x {model}, Linux {platform.release()}, Python {platform.python_version()},"
+        f" sysdig {sysdig[-1] if sysdig else '?'}"
+    )
 
 
 def load() -> str:
@@ -101,20 +113,24 @@ def main() -> None:
     print(f"load average before: {load()}")
     with tempfile.TemporaryDirectory() as tmp:
         trace = f"{tmp}/bench.trace"
-        samples = measure({
-            "sysdig -c topfiles_bytes": [sysdig, "-r", str(capture), "-c", "topfiles_bytes"],
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "python: the import's modules": [sys.executable, "-c", STARTUP],
-            "casstrace import": [CASSTRACE, "import", str(capture), "--out", trace, "--force"],
-        }, args.runs)
+        samples = measure(
+            {
+                "sysdig -c topfiles_bytes": [sysdig, "-r", str(capture), "-c", "topfiles_bytes"],
+                "python -c pass": [sys.executable, "-c", "pass"],
+                "python: the import's modules": [sys.executable, "-c", STARTUP],
+                "casstrace import": [CASSTRACE, "import", str(capture), "--out", trace, "--force"],
+            },
+            args.runs,
+        )
         print(f"capture: {capture} ({capture.stat().st_size:,} bytes), median of {args.runs} interleaved runs")
         for name, timings in samples.items():
             print(f"  {name:28s} {describe(timings)}")
         baseline = median_wall(samples["sysdig -c topfiles_bytes"])
         whole = median_wall(samples["casstrace import"])
         print(f"ratio import / topfiles_bytes: {whole / baseline:.2f} (goal <= 1.0)")
-        cpu_ratio = (statistics.median(cpu for _, cpu in samples["casstrace import"])
-                     / statistics.median(cpu for _, cpu in samples["sysdig -c topfiles_bytes"]))
+        cpu_ratio = statistics.median(cpu for _, cpu in samples["casstrace import"]) / statistics.median(
+            cpu for _, cpu in samples["sysdig -c topfiles_bytes"]
+        )
         print(f"ratio of their CPU times: {cpu_ratio:.2f}")
         report("import_ratio_topfiles", whole / baseline)
         report("import_ratio_topfiles_cpu", cpu_ratio)
@@ -123,15 +139,20 @@ def main() -> None:
         if args.all:
             print("every shared capture (no larger real capture exists here: this kernel's sysdig cannot capture):")
             for each in captures:
-                pair = measure({
-                    "topfiles": [sysdig, "-r", str(each), "-c", "topfiles_bytes"],
-                    "import": [CASSTRACE, "import", str(each), "--out", trace, "--force"],
-                }, args.runs)
+                pair = measure(
+                    {
+                        "topfiles": [sysdig, "-r", str(each), "-c", "topfiles_bytes"],
+                        "import": [CASSTRACE, "import", str(each), "--out", trace, "--force"],
+                    },
+                    args.runs,
+                )
                 topfiles, imported = median_wall(pair["topfiles"]), median_wall(pair["import"])
                 cpu = [statistics.median(cpu for _, cpu in pair[name]) for name in ("topfiles", "import")]
-                print(f"  {each.name:34s} {each.stat().st_size:>10,} B  topfiles {topfiles * 1000:6.1f} ms"
-                      f"  import {imported * 1000:6.1f} ms  ratio {imported / topfiles:.2f}"
-                      f"  (CPU {cpu[0] * 1000:5.1f} / {cpu[1] * 1000:5.1f} ms: {cpu[1] / cpu[0]:.2f})")
+                print(
+                    f"  {each.name:34s} {each.stat().st_size:>10,} B  topfiles {topfiles * 1000:6.1f} ms"
+                    f"  import {imported * 1000:6.1f} ms  ratio {imported / topfiles:.2f}"
+                    f"  (CPU {cpu[0] * 1000:5.1f} / {cpu[1] * 1000:5.1f} ms: {cpu[1] / cpu[0]:.2f})"
+                )
     print(f"load average after: {load()}")
 
 

@@ -48,21 +48,27 @@ def main() -> None:
         capture = args.capture
         if capture is None:
             capture = Path(scratch) / "large.scap"
-            subprocess.run([sys.executable, str(HERE / "make_large_scap.py"), str(capture),
-                            "--size-mb", str(args.size_mb)], check=True)
+            subprocess.run(
+                [sys.executable, str(HERE / "make_large_scap.py"), str(capture), "--size-mb", str(args.size_mb)],
+                check=True,
+            )
         size = capture.stat().st_size
         wall, import_cpu, rss = run([CASSTRACE, "import", str(capture), "--out", str(Path(scratch) / "large.trace")])
         trace_size = (Path(scratch) / "large.trace").stat().st_size
-        print(f"casstrace import of {size / 1e6:,.0f} MB: {wall:.1f} s wall ({size / 1e6 / wall:.1f} MB/s),"
-              f" {import_cpu:.1f} s CPU ({size / 1e6 / import_cpu:.1f} MB/s of CPU), max RSS {rss / 2**20:.0f} MiB,"
-              f" trace {trace_size / 1e6:,.0f} MB")
+        print(
+            f"casstrace import of {size / 1e6:,.0f} MB: {wall:.1f} s wall ({size / 1e6 / wall:.1f} MB/s),"
+            f" {import_cpu:.1f} s CPU ({size / 1e6 / import_cpu:.1f} MB/s of CPU), max RSS {rss / 2**20:.0f} MiB,"
+            f" trace {trace_size / 1e6:,.0f} MB"
+        )
         report("import_streaming_mb_per_s", size / 1e6 / wall)
         report("import_streaming_mb_per_cpu_s", size / 1e6 / import_cpu)
         report("import_streaming_max_rss_mib", rss / 2**20)
         if args.sysdig:
             wall, cpu, rss = run(["sysdig", "-r", str(capture), "-c", "topfiles_bytes"])
-            print(f"sysdig -c topfiles_bytes: {wall:.1f} s wall ({size / 1e6 / wall:.1f} MB/s), {cpu:.1f} s CPU,"
-                  f" max RSS {rss / 2**20:.0f} MiB")
+            print(
+                f"sysdig -c topfiles_bytes: {wall:.1f} s wall ({size / 1e6 / wall:.1f} MB/s), {cpu:.1f} s CPU,"
+                f" max RSS {rss / 2**20:.0f} MiB"
+            )
             report("import_streaming_ratio_topfiles_cpu", import_cpu / cpu)
     print(f"load average after: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
 

@@ -27,7 +27,7 @@ from figures import report
 
 QUERY = WideTable().wide_query
 CASSTRACE = Path(sys.executable).parent / "casstrace"
-PHASE_LINE = re.compile(r"^  (.+?)\s+([0-9.]+) s  cpu\s+([0-9.]+) s$")   # name, wall, CPU
+PHASE_LINE = re.compile(r"^  (.+?)\s+([0-9.]+) s  cpu\s+([0-9.]+) s$")  # name, wall, CPU
 GROWING_PHASES = ("write trace", "analyse, report")
 
 
@@ -46,8 +46,9 @@ def timed(command: list[str]) -> tuple[float, float, str, str]:
 
 def one_run(port: int, repeat: int, out: Path) -> dict[str, float]:
     before = os.times()
-    wall, cpu_total, _, stderr = timed([str(CASSTRACE), "run", QUERY, "--port", str(port), "--repeat", str(repeat),
-                                        "--out", str(out), "--timings"])
+    wall, cpu_total, _, stderr = timed(
+        [str(CASSTRACE), "run", QUERY, "--port", str(port), "--repeat", str(repeat), "--out", str(out), "--timings"]
+    )
     figures = {"run wall": wall, "run CPU": cpu_total - (before.children_user + before.children_system)}
     for line in stderr.splitlines():
         match = PHASE_LINE.match(line)
@@ -75,8 +76,10 @@ def main() -> None:
         for number in range(args.runs):
             for name, value in one_run(args.port, args.repeat, Path(scratch) / f"run{number}.trace").items():
                 results.setdefault(name, []).append(value)
-    print(f"casstrace run --repeat {args.repeat} of: {QUERY} ({args.runs} runs; load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end)")
+    print(
+        f"casstrace run --repeat {args.repeat} of: {QUERY} ({args.runs} runs; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end)"
+    )
     print(f"  {'':<28} {'median':>9} {'min':>9} {'max':>9}")
     for name, values in results.items():
         unit = "" if name == "trace MB" else "s"

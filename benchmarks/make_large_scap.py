@@ -14,7 +14,7 @@ import struct
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EVENT_BLOCKS = {0x216, 0x221}     # v2 event blocks: cpu id (u16), then the event header (ts first)
+EVENT_BLOCKS = {0x216, 0x221}  # v2 event blocks: cpu id (u16), then the event header (ts first)
 
 
 def split(data: bytes) -> tuple[bytes, list[tuple[int, int]], int, int]:
@@ -42,18 +42,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--size-mb", type=int, default=1024, help="size to reach, in MB (10^6 bytes)")
-    parser.add_argument("--source", type=Path,
-                        default=max((REPO / "tests" / "data" / "scap").glob("*.scap"), key=lambda p: p.stat().st_size))
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=max((REPO / "tests" / "data" / "scap").glob("*.scap"), key=lambda p: p.stat().st_size),
+    )
     args = parser.parse_args()
     data = args.source.read_bytes()
     header, events, first, last = split(data)
-    body = bytearray(b"".join(data[at:at + length] for at, length in events))
+    body = bytearray(b"".join(data[at : at + length] for at, length in events))
     offsets = []
     at = 0
     for _, length in events:
         offsets.append(at + 10)
         at += length
-    step = last - first + 1_000_000     # each copy starts 1 ms after the previous one ended
+    step = last - first + 1_000_000  # each copy starts 1 ms after the previous one ended
     target = args.size_mb * 1_000_000
     copies = 0
     with open(args.out, "wb") as out:

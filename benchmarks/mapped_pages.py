@@ -46,8 +46,10 @@ def main() -> None:
     status = Path(f"/proc/{pid}/status").read_text()
     rss = next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))
     mappings = len(Path(f"/proc/{pid}/maps").read_text().splitlines())
-    print(f"pid {pid}: resident {int(rss) / 1024:.0f} MiB, {mappings:,} mappings; "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, kernel {platform.release()}")
+    print(
+        f"pid {pid}: resident {int(rss) / 1024:.0f} MiB, {mappings:,} mappings; "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, kernel {platform.release()}"
+    )
     clear = timed(lambda: mapped_pages.clear_referenced(pid), options.runs)
     smaps = timed(lambda: mapped_pages.read_smaps(pid), options.runs)
     print(describe("clear (clear_refs 3, then 4)", clear))

@@ -104,7 +104,7 @@ class TracerCost:
         self.capturing = self.stopping = 0.0
         self.seconds = 0.0
         self.offered = self.kept = self.lost = self.overflows = 0
-        self.programs: dict[str, list[int]] = {}   # BPF program -> [ns, runs] (with --bpf-stats)
+        self.programs: dict[str, list[int]] = {}  # BPF program -> [ns, runs] (with --bpf-stats)
 
     def trace(self, pid: int, work, extra_dirs=()):
         capture = BccCapture(pid, extra_dirs=extra_dirs)
@@ -131,27 +131,42 @@ class TracerCost:
         return capture, result
 
     def report(self, label: str) -> None:
-        print(f"  tracer CPU while capturing: {self.capturing:.2f} s over {self.seconds:.1f} s traced "
-              f"({100 * self.capturing / max(self.seconds, 1e-9):.1f}% of a core); reading maps at stop: "
-              f"{self.stopping:.2f} s")
-        print(f"  {label}: per-call records offered {self.offered}, kept {self.kept}, "
-              f"not streamed {self.offered - self.kept}, lost {self.lost}; aggregate updates lost {self.overflows}")
+        print(
+            f"  tracer CPU while capturing: {self.capturing:.2f} s over {self.seconds:.1f} s traced "
+            f"({100 * self.capturing / max(self.seconds, 1e-9):.1f}% of a core); reading maps at stop: "
+            f"{self.stopping:.2f} s"
+        )
+        print(
+            f"  {label}: per-call records offered {self.offered}, kept {self.kept}, "
+            f"not streamed {self.offered - self.kept}, lost {self.lost}; aggregate updates lost {self.overflows}"
+        )
         counted = {name: (ns, runs) for name, (ns, runs) in self.programs.items() if runs}
         if counted:
-            print("  BPF programs, ns per run (runs, every process's included): " + ", ".join(
-                f"{name.split('__')[-1]} {ns / runs:.0f} ({runs})" for name, (ns, runs) in counted.items()))
+            print(
+                "  BPF programs, ns per run (runs, every process's included): "
+                + ", ".join(f"{name.split('__')[-1]} {ns / runs:.0f} ({runs})" for name, (ns, runs) in counted.items())
+            )
 
 
-def ratio_line(name: str, untraced: Sequence[float], traced: Sequence[float], unit: str, scale: float,
-               pairs: list[float], figure: str | None = None) -> None:
+def ratio_line(
+    name: str,
+    untraced: Sequence[float],
+    traced: Sequence[float],
+    unit: str,
+    scale: float,
+    pairs: list[float],
+    figure: str | None = None,
+) -> None:
     """pairs: traced / untraced of each block (or run) and the untraced one just before it. Wall
     time is what the issue's anchors measured; CPU time of the traced process is less disturbed by
     other work on the machine (it waits less), so both are printed."""
     u, t = statistics.median(untraced), statistics.median(traced)
     q1, _, q3 = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else (pairs[0],) * 3
-    print(f"{name}: untraced median {u * scale:.3f} {unit} (n={len(untraced)}), traced median "
-          f"{t * scale:.3f} {unit} (n={len(traced)}): {t / u:.3f}x; ratio of neighbouring blocks over "
-          f"{len(pairs)}: quartiles {q1:.3f}-{q3:.3f}, range {min(pairs):.3f}-{max(pairs):.3f}")
+    print(
+        f"{name}: untraced median {u * scale:.3f} {unit} (n={len(untraced)}), traced median "
+        f"{t * scale:.3f} {unit} (n={len(traced)}): {t / u:.3f}x; ratio of neighbouring blocks over "
+        f"{len(pairs)}: quartiles {q1:.3f}-{q3:.3f}, range {min(pairs):.3f}-{max(pairs):.3f}"
+    )
     if figure:
         report(figure, t / u)
 
@@ -180,7 +195,7 @@ def query_overhead(runs: int, block: int, floor: bool, host: str, port: int) -> 
             times.append(time.perf_counter() - began)
         return times, (process_cpu_ns(pid) - cpu) / n / 1e9
 
-    execute(20)   # warm: JIT, caches, connection
+    execute(20)  # warm: JIT, caches, connection
     traced: list[float] = []
     untraced, pairs, cost = [], [], TracerCost()
     untraced_cpu, traced_cpu = [], []
@@ -201,10 +216,23 @@ def query_overhead(runs: int, block: int, floor: bool, host: str, port: int) -> 
     cluster.shutdown()
     ratio_line("query (a) latency", untraced, traced, "ms", 1e3, pairs, figure="probe_overhead_query")
     for what, _, suffix in FLOOR_PAIRS if floor else ():
-        ratio_line(f"  query latency with only {what}", untraced, floors[suffix][0], "ms", 1e3, floors[suffix][1],
-                   figure=f"probe_overhead_query_{suffix}")
-    ratio_line("  node CPU per execution (blocks)", untraced_cpu, traced_cpu, "ms", 1e3,
-               [t / u for u, t in zip(untraced_cpu, traced_cpu)])
+        ratio_line(
+            f"  query latency with only {what}",
+            untraced,
+            floors[suffix][0],
+            "ms",
+            1e3,
+            floors[suffix][1],
+            figure=f"probe_overhead_query_{suffix}",
+        )
+    ratio_line(
+        "  node CPU per execution (blocks)",
+        untraced_cpu,
+        traced_cpu,
+        "ms",
+        1e3,
+        [t / u for u, t in zip(untraced_cpu, traced_cpu)],
+    )
     cost.report("query")
 
 
@@ -218,11 +246,15 @@ class Storm:
         with open(self.data, "wb") as out:
             for _ in range(STORM_FILE_BYTES >> 20):
                 out.write(os.urandom(1 << 20))
-        subprocess.run(["cat", str(self.data)], stdout=subprocess.DEVNULL, check=True)   # into the page cache
+        subprocess.run(["cat", str(self.data)], stdout=subprocess.DEVNULL, check=True)  # into the page cache
 
     def start(self) -> subprocess.Popen:
-        return subprocess.Popen([str(self.binary), str(self.data), str(STORM_CALLS)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [str(self.binary), str(self.data), str(STORM_CALLS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     @staticmethod
     def go(process: subprocess.Popen) -> tuple[float, float]:
@@ -261,7 +293,7 @@ def storm_overhead(rounds: int, floor: bool) -> None:
 
         untraced, traced, cost = [], [], TracerCost()
         floors: dict[str, list[tuple[float, float]]] = {suffix: [] for _, _, suffix in FLOOR_PAIRS}
-        run(False, cost)   # warm
+        run(False, cost)  # warm
         for _ in range(rounds):
             untraced.append(run(False, cost)[0])
             seconds, capture = run(True, cost)
@@ -273,27 +305,47 @@ def storm_overhead(rounds: int, floor: bool) -> None:
         writer = TraceWriter(work / "storm.trace")
         capture.stop().write(writer)
         with Trace(writer.finish()) as trace:
-            (row,) = trace.rows("SELECT sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id)"
-                                " WHERE path = ?", (str(data),))
-        ratio_line("storm (b) wall", untraced_wall, traced_wall, "s", 1,
-                   [t / u for u, t in zip(untraced_wall, traced_wall)], figure="probe_overhead_storm")
+            (row,) = trace.rows(
+                "SELECT sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id) WHERE path = ?",
+                (str(data),),
+            )
+        ratio_line(
+            "storm (b) wall",
+            untraced_wall,
+            traced_wall,
+            "s",
+            1,
+            [t / u for u, t in zip(untraced_wall, traced_wall)],
+            figure="probe_overhead_storm",
+        )
         ratio_line("  storm CPU", untraced_cpu, traced_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, traced_cpu)])
         for what, _, suffix in FLOOR_PAIRS if floor else ():
             floor_wall, floor_cpu = zip(*floors[suffix])
-            ratio_line(f"  storm wall with only {what}", untraced_wall, floor_wall, "s", 1,
-                       [t / u for u, t in zip(untraced_wall, floor_wall)], figure=f"probe_overhead_storm_{suffix}")
+            ratio_line(
+                f"  storm wall with only {what}",
+                untraced_wall,
+                floor_wall,
+                "s",
+                1,
+                [t / u for u, t in zip(untraced_wall, floor_wall)],
+                figure=f"probe_overhead_storm_{suffix}",
+            )
             ratio_line("    its CPU", untraced_cpu, floor_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, floor_cpu)])
         if floor:
             # The probe goal (capture / timing pair <= 1.10): in CPU too, which other processes on a
             # busy machine disturb far less than wall time.
             timed_wall, timed_cpu = zip(*floors["timed_floor"])
-            print(f"  capture / timing pair: wall {statistics.median(traced_wall) / statistics.median(timed_wall):.3f}, "
-                  f"CPU {statistics.median(traced_cpu) / statistics.median(timed_cpu):.3f}")
+            print(
+                f"  capture / timing pair: wall {statistics.median(traced_wall) / statistics.median(timed_wall):.3f}, "
+                f"CPU {statistics.median(traced_cpu) / statistics.median(timed_cpu):.3f}"
+            )
             report("probe_overhead_storm_cpu_to_timed", statistics.median(traced_cpu) / statistics.median(timed_cpu))
         cost.report("storm")
         exact = tuple(row) == (STORM_CALLS, STORM_CALLS * 4096)
-        print(f"  storm aggregates of the last traced run: {row[0]} preads, {row[1]} bytes "
-              f"({'exact' if exact else 'NOT EXACT'}: {STORM_CALLS} calls made)")
+        print(
+            f"  storm aggregates of the last traced run: {row[0]} preads, {row[1]} bytes "
+            f"({'exact' if exact else 'NOT EXACT'}: {STORM_CALLS} calls made)"
+        )
 
 
 def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
@@ -305,10 +357,12 @@ def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
         target = captured_pid or other.pid
         try:
             attached: dict[str, Callable[[], AbstractContextManager[object]]] = {
-                        "alone": contextlib.nullcontext, "empty pair": lambda: pair_attached(EMPTY_PAIR, target),
-                        "capture": lambda: captured(target)}
+                "alone": contextlib.nullcontext,
+                "empty pair": lambda: pair_attached(EMPTY_PAIR, target),
+                "capture": lambda: captured(target),
+            }
             walls: dict[str, list[float]] = {name: [] for name in attached}
-            storm.go(storm.start())   # warm
+            storm.go(storm.start())  # warm
             for _ in range(rounds):
                 for name, attach in attached.items():
                     process = storm.start()
@@ -319,11 +373,20 @@ def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
                 other.kill()
                 other.wait()
         alone = walls["alone"]
-        print(f"neighbour (c): the storm not traced, beside pid {target} "
-              f"({'a sleep' if other is not None else 'given'}) captured")
+        print(
+            f"neighbour (c): the storm not traced, beside pid {target} "
+            f"({'a sleep' if other is not None else 'given'}) captured"
+        )
         for name, figure in (("empty pair", "probe_overhead_neighbour_floor"), ("capture", "probe_overhead_neighbour")):
-            ratio_line(f"  storm wall with {name} attached", alone, walls[name], "s", 1,
-                       [t / u for u, t in zip(alone, walls[name])], figure=figure)
+            ratio_line(
+                f"  storm wall with {name} attached",
+                alone,
+                walls[name],
+                "s",
+                1,
+                [t / u for u, t in zip(alone, walls[name])],
+                figure=figure,
+            )
         capture, empty = statistics.median(walls["capture"]), statistics.median(walls["empty pair"])
         print(f"  capture / empty pair: {capture / empty:.3f} (goal: no more than the empty pair)")
 
@@ -343,8 +406,10 @@ def machine() -> str:
 
     memory_kib = int(Path("/proc/meminfo").read_text().split()[1])
     load = " ".join(f"{value:.2f}" for value in os.getloadavg())
-    return (f"{os.cpu_count()} cores, {memory_kib / (1 << 20):.0f} GiB, kernel {os.uname().release}, "
-            f"bcc {bcc.__version__}, python {sys.version.split()[0]}; load average before: {load}")
+    return (
+        f"{os.cpu_count()} cores, {memory_kib / (1 << 20):.0f} GiB, kernel {os.uname().release}, "
+        f"bcc {bcc.__version__}, python {sys.version.split()[0]}; load average before: {load}"
+    )
 
 
 def main() -> None:
@@ -353,17 +418,25 @@ def main() -> None:
     parser.add_argument("--query-block", type=int, default=10)
     parser.add_argument("--storm-rounds", type=int, default=15)
     parser.add_argument("--skip-query", action="store_true")
-    parser.add_argument("--host", default="127.0.0.1", help="the node holding the demo data (default: the demo sandbox)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="the node holding the demo data (default: the demo sandbox)"
+    )
     parser.add_argument("--port", type=int, default=9042)
     parser.add_argument("--skip-storm", action="store_true")
-    parser.add_argument("--neighbour", action="store_true",
-                        help="also run the storm untraced beside a captured process (the cost to the rest of the node)")
+    parser.add_argument(
+        "--neighbour",
+        action="store_true",
+        help="also run the storm untraced beside a captured process (the cost to the rest of the node)",
+    )
     parser.add_argument("--neighbour-of", type=int, help="the process captured beside the storm (default: a sleep)")
     parser.add_argument("--bpf-stats", action="store_true", help="print each BPF program's time per run")
-    parser.add_argument("--floor", action="store_true",
-                        help="also run the query and the storm under an empty raw_syscalls pair (the least any "
-                             "capture that times calls from entry to exit costs) and under a timing pair (the least "
-                             "such a capture does)")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also run the query and the storm under an empty raw_syscalls pair (the least any "
+        "capture that times calls from entry to exit costs) and under a timing pair (the least "
+        "such a capture does)",
+    )
     arguments = parser.parse_args()
     print(f"machine: {machine()}")
     with bpf_stats() if arguments.bpf_stats else contextlib.nullcontext():

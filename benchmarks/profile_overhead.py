@@ -46,18 +46,18 @@ def main() -> None:
     starts: list[float] = []
     stops: list[float] = []
     samples_per_execution: list[float] = []
-    cpu_ms: dict[str, list[float]] = {"idle": [], "active": []}   # JVM CPU per execution, per block
+    cpu_ms: dict[str, list[float]] = {"idle": [], "active": []}  # JVM CPU per execution, per block
     with NodeSession(settings, protocol_handler=MeasuringProtocolHandler) as node:
         prepared = prepare(node.session, args.query)
 
         def block(kind: str) -> list[float]:
-            execute(node.session, prepared)                  # left out
+            execute(node.session, prepared)  # left out
             used = process_cpu_ns(process.pid)
             latencies = [execute(node.session, prepared).latency_s for _ in range(args.runs)]
             cpu_ms[kind].append((process_cpu_ns(process.pid) - used) / args.runs / 1e6)
             return latencies
 
-        for _ in range(3):                                   # warm the node and the JIT
+        for _ in range(3):  # warm the node and the JIT
             execute(node.session, prepared)
         for _ in range(args.blocks):
             before = block("idle")
@@ -85,13 +85,19 @@ def main() -> None:
     overhead = statistics.median(active) / statistics.median(idle)
     print(f"overhead (ratio of medians):     {overhead:8.3f}x")
     report("profile_overhead_ratio", overhead)
-    print(f"block ratios: min {min(ratios):.3f}  q1 {quartiles[0]:.3f}  median {quartiles[1]:.3f}  "
-          f"q3 {quartiles[2]:.3f}  max {max(ratios):.3f}")
-    print(f"JVM CPU per execution: idle {statistics.median(cpu_ms['idle']):.1f} ms, "
-          f"active {statistics.median(cpu_ms['active']):.1f} ms (medians of the blocks)")
+    print(
+        f"block ratios: min {min(ratios):.3f}  q1 {quartiles[0]:.3f}  median {quartiles[1]:.3f}  "
+        f"q3 {quartiles[2]:.3f}  max {max(ratios):.3f}"
+    )
+    print(
+        f"JVM CPU per execution: idle {statistics.median(cpu_ms['idle']):.1f} ms, "
+        f"active {statistics.median(cpu_ms['active']):.1f} ms (medians of the blocks)"
+    )
     print(f"read-method calls recorded per execution: {statistics.median(samples_per_execution):,.0f}")
-    print(f"start (jcmd, agent_load): median {statistics.median(starts):.2f} s; "
-          f"stop: median {statistics.median(stops):.2f} s (outside the measured executions)")
+    print(
+        f"start (jcmd, agent_load): median {statistics.median(starts):.2f} s; "
+        f"stop: median {statistics.median(stops):.2f} s (outside the measured executions)"
+    )
 
 
 if __name__ == "__main__":

@@ -23,13 +23,16 @@ from figures import report
 
 QUERY = WideTable().wide_query
 CASSTRACE = Path(sys.executable).parent / "casstrace"
-PHASE_LINE = re.compile(r"^  (.+?)\s+([0-9.]+) s  cpu\s+([0-9.]+) s$")   # name, wall, CPU
+PHASE_LINE = re.compile(r"^  (.+?)\s+([0-9.]+) s  cpu\s+([0-9.]+) s$")  # name, wall, CPU
 
 
 def one_run(port: int, out: Path) -> tuple[float, dict[str, float]]:
     began = time.perf_counter()
-    result = subprocess.run([str(CASSTRACE), "run", QUERY, "--port", str(port), "--out", str(out), "--timings"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(CASSTRACE), "run", QUERY, "--port", str(port), "--out", str(out), "--timings"],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - began
     if result.returncode != 0:
         sys.exit(f"casstrace run failed: {result.stderr.strip()}")
@@ -58,8 +61,10 @@ def main():
     print(f"  {'phase':<32} {'median':>8} {'min':>8} {'max':>8}")
     for name, values in phases.items():
         print(f"  {name:<32} {statistics.median(values):7.3f}s {min(values):7.3f}s {max(values):7.3f}s")
-    print(f"  {'wall, command start to verdict':<32} {statistics.median(walls):7.3f}s {min(walls):7.3f}s "
-          f"{max(walls):7.3f}s  (goal < 10 s)")
+    print(
+        f"  {'wall, command start to verdict':<32} {statistics.median(walls):7.3f}s {min(walls):7.3f}s "
+        f"{max(walls):7.3f}s  (goal < 10 s)"
+    )
     report("run_turnaround_s", statistics.median(walls))
 
 

@@ -46,14 +46,26 @@ def jars_of(version: str, cache: Path) -> tuple[int, int]:
 
 def measure(series: str, args: argparse.Namespace, scratch: Path) -> None:
     user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    caches = ([("first start (downloads)", scratch / f"cache-{series}")] if not args.no_download else [])
+    caches = [("first start (downloads)", scratch / f"cache-{series}")] if not args.no_download else []
     caches.append(("warm start (cached)", user_cache))
     for label, cache in caches:
         env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
         data_dir = Path(tempfile.mkdtemp(prefix=f"start-{series}-", dir=scratch))
-        start = [CASSTRACE, "sandbox", "start", "--data-dir", str(data_dir), "--version", series,
-                 "--native-port", str(args.native_port), "--jmx-port", str(args.jmx_port),
-                 "--heap", args.heap]
+        start = [
+            CASSTRACE,
+            "sandbox",
+            "start",
+            "--data-dir",
+            str(data_dir),
+            "--version",
+            series,
+            "--native-port",
+            str(args.native_port),
+            "--jmx-port",
+            str(args.jmx_port),
+            "--heap",
+            args.heap,
+        ]
         stop = [CASSTRACE, "sandbox", "stop", "--data-dir", str(data_dir)]
         try:
             seconds, output = timed(start, env)
@@ -79,8 +91,7 @@ def main() -> None:
     parser.add_argument("--heap", default="512M")
     parser.add_argument("--no-download", action="store_true")
     args = parser.parse_args()
-    print(f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{platform.node()}: {os.cpu_count()} cores, {platform.platform()}; load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="casstrace-start-bench-") as scratch:
         for series in args.series:
             measure(series, args, Path(scratch))

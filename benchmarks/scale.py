@@ -40,8 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from casstrace.probes.proc import mapped_pages
 from casstrace.probes.bcc.bcc_capture import BccCapture
+from casstrace.probes.proc import mapped_pages
 from casstrace.sandbox import config, control
 from casstrace.sandbox.settings import HOST, Layout, Settings
 from casstrace.traces import Trace, TraceWriter
@@ -49,7 +49,7 @@ from figures import report
 
 VERSION = "4.1.10"
 KEYSPACE, TABLE = "scale", "many"
-ROWS, ROW_BYTES = 7, 64 << 10            # one SSTable's partition: 448 KiB
+ROWS, ROW_BYTES = 7, 64 << 10  # one SSTable's partition: 448 KiB
 CASSTRACE = Path(sys.executable).parent / "casstrace"
 GENERATION = re.compile(r"^(?P<version>[a-z]{2})-(?P<gen>\d+)-(?P<format>big)-(?P<component>.+)$")
 HOME = Path.home() / ".local/share/casstrace"
@@ -58,6 +58,7 @@ HOME = Path.home() / ".local/share/casstrace"
 @dataclass(frozen=True)
 class Node:
     """A 4.1 node of this benchmark: where it lives and listens, its SSTables and heap."""
+
     address: str
     native_port: int
     jmx_port: int
@@ -70,12 +71,17 @@ class Node:
         return Layout(self.data_dir)
 
     def settings(self, mode: str) -> Settings:
-        return Settings(version=VERSION, native_port=self.native_port, jmx_port=self.jmx_port,
-                        disk_access_mode=None if mode == "mmap" else mode, heap=self.heap)
+        return Settings(
+            version=VERSION,
+            native_port=self.native_port,
+            jmx_port=self.jmx_port,
+            disk_access_mode=None if mode == "mmap" else mode,
+            heap=self.heap,
+        )
 
 
 SCALE = Node("127.0.0.14", 19414, 17414, HOME / "scale-node", 5000, "8G")
-SMALL = Node("127.0.0.15", 19415, 17415, HOME / "scale-small-node", 1, "1G")   # the sandbox's default size
+SMALL = Node("127.0.0.15", 19415, 17415, HOME / "scale-small-node", 1, "1G")  # the sandbox's default size
 
 
 def load() -> str:
@@ -83,6 +89,7 @@ def load() -> str:
 
 
 # -- the node ------------------------------------------------------------------------------------
+
 
 def start(node: Node, mode: str) -> int:
     """Start the node (its yaml at its own address) and return its pid once it answers CQL."""
@@ -97,9 +104,14 @@ def start(node: Node, mode: str) -> int:
     for directory in (layout.data, layout.commitlog, layout.saved_caches, layout.hints, layout.cdc_raw, layout.logs):
         directory.mkdir(parents=True, exist_ok=True)
     with open(layout.log, "ab") as log:
-        process = subprocess.Popen(config.daemon_command(runtime.java, runtime.jars, layout, settings),
-                                   stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   cwd=layout.root, start_new_session=True)
+        process = subprocess.Popen(
+            config.daemon_command(runtime.java, runtime.jars, layout, settings),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=layout.root,
+            start_new_session=True,
+        )
     layout.pid_file.write_text(f"{process.pid}\n")
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
@@ -127,11 +139,15 @@ def build(node: Node) -> None:
     start(node, "mmap")
     cluster = Cluster([node.address], port=node.native_port, connect_timeout=30)
     cql = cluster.connect()
-    cql.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-                "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    cql.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (p int, c int, v blob, PRIMARY KEY (p, c)) "
-                "WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'} "
-                "AND compression = {'enabled': 'false'}")
+    cql.execute(
+        f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
+    cql.execute(
+        f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (p int, c int, v blob, PRIMARY KEY (p, c)) "
+        "WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'} "
+        "AND compression = {'enabled': 'false'}"
+    )
     insert = cql.prepare(f"INSERT INTO {KEYSPACE}.{TABLE} (p, c, v) VALUES (1, ?, ?)")
     for row in range(ROWS):
         cql.execute(insert, (row, os.urandom(ROW_BYTES)))
@@ -143,8 +159,10 @@ def build(node: Node) -> None:
     first = [(path, parts) for path in sorted(directory.iterdir()) if (parts := GENERATION.match(path.name))]
     generations = {parts["gen"] for _, parts in first}
     if generations != {"1"}:
-        sys.exit(f"expected one SSTable of generation 1 in {directory}, found {sorted(generations)} "
-                 "(UUID generations, uuid_sstable_identifiers_enabled, are not copied here)")
+        sys.exit(
+            f"expected one SSTable of generation 1 in {directory}, found {sorted(generations)} "
+            "(UUID generations, uuid_sstable_identifiers_enabled, are not copied here)"
+        )
     for generation in range(2, node.sstables + 1):
         for path, parts in first:
             shutil.copyfile(path, directory / f"{parts['version']}-{generation}-{parts['format']}-{parts['component']}")
@@ -165,8 +183,11 @@ def ensure_node(node: Node, mode: str) -> int:
     began = time.monotonic()
     pid = start(node, mode)
     sstables = sum(1 for _ in table_dir(layout).glob("*-Data.db"))
-    print(f"node started ({mode}, {sstables:,} SSTables, {node.heap} heap) "
-          f"in {time.monotonic() - began:.0f} s ({load()})", flush=True)
+    print(
+        f"node started ({mode}, {sstables:,} SSTables, {node.heap} heap) "
+        f"in {time.monotonic() - began:.0f} s ({load()})",
+        flush=True,
+    )
     return pid
 
 
@@ -180,9 +201,12 @@ def describe_jvm(pid: int) -> str:
 
 # -- the measures --------------------------------------------------------------------------------
 
+
 def quartet(seconds: list[float]) -> str:
-    return (f"median {statistics.median(seconds) * 1e3:7.1f} ms (min {min(seconds) * 1e3:.1f}, "
-            f"max {max(seconds) * 1e3:.1f}; {load()})")
+    return (
+        f"median {statistics.median(seconds) * 1e3:7.1f} ms (min {min(seconds) * 1e3:.1f}, "
+        f"max {max(seconds) * 1e3:.1f}; {load()})"
+    )
 
 
 def mapped_window(pid: int, data: Path, runs: int, prefix: str) -> None:
@@ -227,8 +251,10 @@ def capture_stop(pid: int, data: Path, runs: int, prefix: str) -> None:
             captured.write(writer)
             writer.finish()
             writes.append(time.perf_counter() - began)
-    print(f"  capture stop: median {statistics.median(stops):.3f} s (min {min(stops):.3f}); writing its trace: "
-          f"median {statistics.median(writes):.3f} s ({load()})")
+    print(
+        f"  capture stop: median {statistics.median(stops):.3f} s (min {min(stops):.3f}); writing its trace: "
+        f"median {statistics.median(writes):.3f} s ({load()})"
+    )
     report(f"{prefix}_stop_s", statistics.median(stops))
     report(f"{prefix}_stop_write_s", statistics.median(stops) + statistics.median(writes))
 
@@ -240,9 +266,28 @@ def casstrace_run(node: Node, query: str, out: Path) -> tuple[float, float, floa
     work, which casstrace cannot shorten; all the rest, the mapped-pages measure around each window
     included, is casstrace's."""
     began = time.perf_counter()
-    result = subprocess.run([str(CASSTRACE), "run", query, "--host", node.address, "--port", str(node.native_port),
-                             "--repeat", "1", "--warmup", "0", "--request-timeout", "600", "--out", str(out),
-                             "--no-html"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            str(CASSTRACE),
+            "run",
+            query,
+            "--host",
+            node.address,
+            "--port",
+            str(node.native_port),
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--request-timeout",
+            "600",
+            "--out",
+            str(out),
+            "--no-html",
+        ],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - began
     if result.returncode != 0:
         sys.exit(f"casstrace run failed: {result.stderr.strip()}")
@@ -268,9 +313,11 @@ def run_turnaround(node: Node, label: str, queries: dict[str, str], runs: int) -
             for _ in range(runs):
                 figures.setdefault(name, []).append(casstrace_run(node, query, Path(scratch) / "run.trace"))
             wall, own, executions, size, analysed = (statistics.median(column) for column in zip(*figures[name]))
-            print(f"  {label}, run of {name}: wall {wall:.2f} s, casstrace's own {own:.2f} s, the execution "
-                  f"{executions:.2f} s; trace {size / 1e6:.2f} MB, report {analysed:.2f} s (medians of {runs}; {load()})",
-                  flush=True)
+            print(
+                f"  {label}, run of {name}: wall {wall:.2f} s, casstrace's own {own:.2f} s, the execution "
+                f"{executions:.2f} s; trace {size / 1e6:.2f} MB, report {analysed:.2f} s (medians of {runs}; {load()})",
+                flush=True,
+            )
     return figures
 
 
@@ -286,11 +333,21 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} CPUs, kernel {platform.release()}; {describe_jvm(pid)}; {load()}", flush=True)
     try:
         if not options.skip_run:
-            scale = run_turnaround(SCALE, "5,000 SSTables", {"the whole partition (2.29 GB)": WHOLE_PARTITION,
-                                                             "one row (1/7 of it)": ONE_ROW}, options.runs)
+            scale = run_turnaround(
+                SCALE,
+                "5,000 SSTables",
+                {"the whole partition (2.29 GB)": WHOLE_PARTITION, "one row (1/7 of it)": ONE_ROW},
+                options.runs,
+            )
             big, one_row = (scale[name] for name in scale)
-            report(f"{prefix}_trace_size_ratio", statistics.median(r[3] for r in big) / statistics.median(r[3] for r in one_row))
-            report(f"{prefix}_report_ratio", statistics.median(r[4] for r in big) / statistics.median(r[4] for r in one_row))
+            report(
+                f"{prefix}_trace_size_ratio",
+                statistics.median(r[3] for r in big) / statistics.median(r[3] for r in one_row),
+            )
+            report(
+                f"{prefix}_report_ratio",
+                statistics.median(r[4] for r in big) / statistics.median(r[4] for r in one_row),
+            )
             print(f"  after the runs: {describe_jvm(pid)}")
         mapped_window(pid, SCALE.layout.data, options.runs * 3, prefix)
         capture_stop(pid, SCALE.layout.data, options.runs, prefix)
@@ -298,8 +355,10 @@ def main() -> None:
             ensure_node(SMALL, options.mode)
             small = run_turnaround(SMALL, "1 SSTable, 1G heap", {"the whole partition": WHOLE_PARTITION}, options.runs)
             own = statistics.median(r[1] for r in big), statistics.median(r[1] for r in next(iter(small.values())))
-            print(f"  casstrace's own time in a run: {own[0]:.2f} s at 5,000 SSTables, {own[1]:.2f} s on the small node "
-                  f"({own[0] / own[1]:.2f}x, goal <= 2)")
+            print(
+                f"  casstrace's own time in a run: {own[0]:.2f} s at 5,000 SSTables, {own[1]:.2f} s on the small node "
+                f"({own[0] / own[1]:.2f}x, goal <= 2)"
+            )
             report(f"{prefix}_run_own_ratio", own[0] / own[1])
     finally:
         if options.stop_nodes:

@@ -29,10 +29,12 @@ from watch_shift import KEYSPACE, connect, node_arguments, while_watched
 
 def statements(session: Any, rows: int) -> list[tuple[object, Callable[[], tuple]]]:
     table = f"{KEYSPACE}.kv"
-    shapes = [(f"SELECT v FROM {table} WHERE k = ? AND c = ?", lambda: (random.randrange(rows), random.randrange(4))),
-              (f"SELECT w FROM {table} WHERE k = ? AND c = ?", lambda: (random.randrange(rows), random.randrange(4))),
-              (f"SELECT c, w FROM {table} WHERE k = ? AND c > ?", lambda: (random.randrange(rows), 1)),
-              (f"SELECT v FROM {table} WHERE k = ? LIMIT 1", lambda: (random.randrange(rows),))]
+    shapes = [
+        (f"SELECT v FROM {table} WHERE k = ? AND c = ?", lambda: (random.randrange(rows), random.randrange(4))),
+        (f"SELECT w FROM {table} WHERE k = ? AND c = ?", lambda: (random.randrange(rows), random.randrange(4))),
+        (f"SELECT c, w FROM {table} WHERE k = ? AND c > ?", lambda: (random.randrange(rows), 1)),
+        (f"SELECT v FROM {table} WHERE k = ? LIMIT 1", lambda: (random.randrange(rows),)),
+    ]
     return [(session.prepare(cql), values) for cql, values in shapes]
 
 
@@ -62,7 +64,7 @@ def block(session: Any, prepared: list, seconds: float, target: float, in_flight
 
         future.add_callbacks(done, failed)
         number += 1
-    for _ in range(in_flight):   # wait for the last answers
+    for _ in range(in_flight):  # wait for the last answers
         slots.acquire()
     elapsed = time.monotonic() - started
     return len(latencies) / elapsed, percentile(latencies, 0.99) or 0.0
@@ -79,21 +81,28 @@ def main() -> None:
 
     cluster, session = connect(args)
     prepared = statements(session, args.rows)
-    block(session, prepared, 5, args.target, args.in_flight)   # warm the caches and the connections
+    block(session, prepared, 5, args.target, args.in_flight)  # warm the caches and the connections
     alone, under = [], []
     for number in range(1, args.rounds + 1):
         alone.append(block(session, prepared, args.block_s, args.target, args.in_flight))
-        under.append(while_watched(args, args.block_s + 3,
-                                   lambda: block(session, prepared, args.block_s, args.target, args.in_flight)))
-        print(f"round {number}: alone {alone[-1][0]:,.0f} req/s p99 {alone[-1][1] * 1000:.2f} ms; watched "
-              f"{under[-1][0]:,.0f} req/s p99 {under[-1][1] * 1000:.2f} ms; load average {os.getloadavg()[0]:.1f}",
-              flush=True)
+        under.append(
+            while_watched(
+                args, args.block_s + 3, lambda: block(session, prepared, args.block_s, args.target, args.in_flight)
+            )
+        )
+        print(
+            f"round {number}: alone {alone[-1][0]:,.0f} req/s p99 {alone[-1][1] * 1000:.2f} ms; watched "
+            f"{under[-1][0]:,.0f} req/s p99 {under[-1][1] * 1000:.2f} ms; load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     throughput = statistics.median(r for r, _ in under) / statistics.median(r for r, _ in alone)
     p99 = statistics.median(p for _, p in under) / statistics.median(p for _, p in alone)
-    print(f"\nmedians of {args.rounds}: alone {statistics.median(r for r, _ in alone):,.0f} req/s, p99 "
-          f"{statistics.median(p for _, p in alone) * 1000:.2f} ms; watched "
-          f"{statistics.median(r for r, _ in under):,.0f} req/s, "
-          f"p99 {statistics.median(p for _, p in under) * 1000:.2f} ms")
+    print(
+        f"\nmedians of {args.rounds}: alone {statistics.median(r for r, _ in alone):,.0f} req/s, p99 "
+        f"{statistics.median(p for _, p in alone) * 1000:.2f} ms; watched "
+        f"{statistics.median(r for r, _ in under):,.0f} req/s, "
+        f"p99 {statistics.median(p for _, p in under) * 1000:.2f} ms"
+    )
     report("watch_busy_throughput_ratio", throughput)
     report("watch_busy_p99_ratio", p99)
     cluster.shutdown()

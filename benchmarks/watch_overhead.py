@@ -26,9 +26,11 @@ from watch_shift import while_watched
 
 
 def loads(spec: WideTable) -> list[Load]:
-    return [Load("wide", f"SELECT c0 FROM {spec.keyspace}.{spec.table} WHERE stream_id = ?", 3, (spec.stream_id,)),
-            Load("narrow", spec.narrow_query, 15),
-            Load("system.local", "SELECT release_version FROM system.local", 30)]
+    return [
+        Load("wide", f"SELECT c0 FROM {spec.keyspace}.{spec.table} WHERE stream_id = ?", 3, (spec.stream_id,)),
+        Load("narrow", spec.narrow_query, 15),
+        Load("system.local", "SELECT release_version FROM system.local", 30),
+    ]
 
 
 def block(session: object, spec: WideTable, seconds: float) -> dict[str, list[float]]:
@@ -52,7 +54,7 @@ def main() -> None:
     plain: dict[str, list[float]] = {}
     watched: dict[str, list[float]] = {}
     with sandbox.connect() as session:
-        block(session, spec, 3)   # warm the page cache and the prepared statements
+        block(session, spec, 3)  # warm the page cache and the prepared statements
         for number in range(1, args.rounds + 1):
             alone = block(session, spec, args.block_s)
             under = while_watched(args, args.block_s + 2, lambda: block(session, spec, args.block_s))
@@ -62,17 +64,23 @@ def main() -> None:
                 watched.setdefault(name, []).extend(under[name])
     plain["all requests"] = [value for values in plain.values() for value in values]
     watched["all requests"] = [value for values in watched.values() for value in values]
-    print(f"\ncasstrace watch --sample {args.sample:g}: {args.rounds} rounds of {args.block_s:g} s alone, "
-          f"then {args.block_s:g} s watched (client latency per request)")
-    print(f"{'statement':<14} {'requests':>9} {'p50 alone':>10} {'p50 watched':>12} {'p99 alone':>10} "
-          f"{'p99 watched':>12} {'p99 added':>10} {'added %':>8}")
+    print(
+        f"\ncasstrace watch --sample {args.sample:g}: {args.rounds} rounds of {args.block_s:g} s alone, "
+        f"then {args.block_s:g} s watched (client latency per request)"
+    )
+    print(
+        f"{'statement':<14} {'requests':>9} {'p50 alone':>10} {'p50 watched':>12} {'p99 alone':>10} "
+        f"{'p99 watched':>12} {'p99 added':>10} {'added %':>8}"
+    )
     for name in plain:
         before, after = plain[name], watched[name]
         p99_before, p99_after = percentile(before, 0.99), percentile(after, 0.99)
         added = None if p99_before is None or p99_after is None else p99_after - p99_before
         share = f"{added / p99_before:+.1%}" if added is not None and p99_before else "—"
-        print(f"{name:<14} {len(after):>9} {_ms(percentile(before, 0.5)):>10} {_ms(percentile(after, 0.5)):>12} "
-              f"{_ms(p99_before):>10} {_ms(p99_after):>12} {_ms(added):>10} {share:>8}")
+        print(
+            f"{name:<14} {len(after):>9} {_ms(percentile(before, 0.5)):>10} {_ms(percentile(after, 0.5)):>12} "
+            f"{_ms(p99_before):>10} {_ms(p99_after):>12} {_ms(added):>10} {share:>8}"
+        )
     p99_alone, p99_watched = percentile(plain["all requests"], 0.99), percentile(watched["all requests"], 0.99)
     if p99_alone and p99_watched is not None:
         report("watch_p99_ratio", p99_watched / p99_alone)

@@ -39,10 +39,11 @@ CASSTRACE = Path(sys.executable).parent / "casstrace"
 
 
 def prepare_table(session: Any, rows: int, port: int) -> None:
-    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.kv (k int, c int, v blob, w text, "
-                    "PRIMARY KEY (k, c))")
+    session.execute(
+        f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.kv (k int, c int, v blob, w text, PRIMARY KEY (k, c))")
     insert = session.prepare(f"INSERT INTO {KEYSPACE}.kv (k, c, v, w) VALUES (?, ?, ?, ?)")
     for key in range(rows):
         for column in range(4):
@@ -71,8 +72,24 @@ def connect(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def start_watch(args: argparse.Namespace, duration_s: float, *extra: str) -> subprocess.Popen:
     """`casstrace watch` in a fresh process, returned once its probes are attached."""
-    command = [str(CASSTRACE), "watch", "--host", args.host, "--port", str(args.port), "--sample", str(args.sample),
-               "--duration", str(duration_s), "--format", "json", "--out", args.out, "--force", *extra]
+    command = [
+        str(CASSTRACE),
+        "watch",
+        "--host",
+        args.host,
+        "--port",
+        str(args.port),
+        "--sample",
+        str(args.sample),
+        "--duration",
+        str(duration_s),
+        "--format",
+        "json",
+        "--out",
+        args.out,
+        "--force",
+        *extra,
+    ]
     watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert watcher.stderr is not None
     for line in watcher.stderr:
@@ -94,11 +111,13 @@ def while_watched(args: argparse.Namespace, duration_s: float, work: Callable[[]
 
 def loads(rate: float, rows: int) -> list[Load]:
     table = f"{KEYSPACE}.kv"
-    return [Load("point", f"SELECT v FROM {table} WHERE k = ? AND c = ?", rate, (rows // 2, 1)),
-            Load("partition", f"SELECT v FROM {table} WHERE k = ?", rate, (rows // 3,)),
-            Load("narrow", f"SELECT w FROM {table} WHERE k = ? AND c = ?", rate, (rows // 4, 2)),
-            Load("range", f"SELECT c, w FROM {table} WHERE k = ? AND c > ?", rate, (rows // 5, 0)),
-            Load("system.local", "SELECT release_version FROM system.local", rate / 4)]
+    return [
+        Load("point", f"SELECT v FROM {table} WHERE k = ? AND c = ?", rate, (rows // 2, 1)),
+        Load("partition", f"SELECT v FROM {table} WHERE k = ?", rate, (rows // 3,)),
+        Load("narrow", f"SELECT w FROM {table} WHERE k = ? AND c = ?", rate, (rows // 4, 2)),
+        Load("range", f"SELECT c, w FROM {table} WHERE k = ? AND c > ?", rate, (rows // 5, 0)),
+        Load("system.local", "SELECT release_version FROM system.local", rate / 4),
+    ]
 
 
 def rss_mb(pid: int) -> float:
@@ -139,12 +158,19 @@ def main() -> None:
         time.sleep(args.every_s)
         page = scrape(args.metrics_port)
         sampled = value(page, r"casstrace_sessions_sampled_total")
-        per_execution = value(page, r'casstrace_statement_read_bytes_per_execution\{statement="SELECT v FROM '
-                                    + KEYSPACE + r'\.kv WHERE k = \? AND c = \?"\}')
+        per_execution = value(
+            page,
+            r'casstrace_statement_read_bytes_per_execution\{statement="SELECT v FROM '
+            + KEYSPACE
+            + r'\.kv WHERE k = \? AND c = \?"\}',
+        )
         memory = rss_mb(watcher.pid)
         samples.append(memory)
-        print(f"{(time.monotonic() - started) / 60:>7.1f} {memory:>8.1f} {sampled or 0:>17.0f} "
-              f"{per_execution or 0:>15.0f}", flush=True)
+        print(
+            f"{(time.monotonic() - started) / 60:>7.1f} {memory:>8.1f} {sampled or 0:>17.0f} "
+            f"{per_execution or 0:>15.0f}",
+            flush=True,
+        )
     workload.join()
     output, errors = watcher.communicate(timeout=1800)
     if watcher.returncode:
@@ -156,8 +182,10 @@ def main() -> None:
     ran = {load.name: load.executions for load in workload.loads}
     print(f"{'statement':<60} {'ran':>8} {'est. executions':>16} {'bytes/exec':>11}")
     for statement in result["statements"][:6]:
-        print(f"{statement['query'][:60]:<60} {'':>8} {statement['estimated_executions']:>16,.0f} "
-              f"{statement['sstable_read_bytes_per_execution']:>11,.0f}")
+        print(
+            f"{statement['query'][:60]:<60} {'':>8} {statement['estimated_executions']:>16,.0f} "
+            f"{statement['sstable_read_bytes_per_execution']:>11,.0f}"
+        )
     print("ran by the load: " + ", ".join(f"{name} {count}" for name, count in ran.items()))
     if len(samples) >= 2:
         report("watch_shift_rss_growth_mb", samples[-1] - samples[min(1, len(samples) - 1)])

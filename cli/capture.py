@@ -47,14 +47,23 @@ FORWARD_GRACE_S = 10.0
 @force_option
 @stream_limit_option()
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def command(pid: int | None, container: str | None, duration: float | None, out: Path, force: bool, stream_limit: int | None,
-            command: tuple[str, ...]) -> None:
+def command(
+    pid: int | None,
+    container: str | None,
+    duration: float | None,
+    out: Path,
+    force: bool,
+    stream_limit: int | None,
+    command: tuple[str, ...],
+) -> None:
     """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
     (a COMMAND's together with every process it starts)."""
     pid = watched_jvm(pid, container)
     if (pid is None) == (not command):
-        raise CasstraceError("give either --pid PID or -- COMMAND ... (or --container ID|NAME for a container's JVM)",
-                             "casstrace capture --pid 1234 --duration 10 --out t.trace")
+        raise CasstraceError(
+            "give either --pid PID or -- COMMAND ... (or --container ID|NAME for a container's JVM)",
+            "casstrace capture --pid 1234 --duration 10 --out t.trace",
+        )
     if pid is not None and duration is None:
         raise CasstraceError(f"{'--container' if container else '--pid'} needs --duration", "add --duration SECONDS")
 
@@ -70,7 +79,7 @@ def command(pid: int | None, container: str | None, duration: float | None, out:
     held = HeldCommand(command) if command else None
     if held is not None:
         pid = held.process.pid
-    assert pid is not None      # --pid, or the command's
+    assert pid is not None  # --pid, or the command's
 
     def body(windows: Windows) -> None:
         """Until the command exits, the process ends, or --duration is up."""
@@ -82,17 +91,18 @@ def command(pid: int | None, container: str | None, duration: float | None, out:
                 if held is not None and held.process.poll() is not None:
                     break
                 time.sleep(0.05)
-        except Interrupted as interrupted:   # the command hears of it now, not once the trace is written
+        except Interrupted as interrupted:  # the command hears of it now, not once the trace is written
             if held is not None:
                 held.forward(interrupted.signum)
             raise
 
-    meta: dict[str, Any] = {}   # the trace's, as written
+    meta: dict[str, Any] = {}  # the trace's, as written
 
     try:
         # A command's capture follows what it starts, and ends when it exits: not an early end.
-        capture = backend(DEFAULT_BACKEND)(pid, stream_limit=stream_limit,
-                                           options=CaptureOptions(command=redact_command(command)) if command else None)
+        capture = backend(DEFAULT_BACKEND)(
+            pid, stream_limit=stream_limit, options=CaptureOptions(command=redact_command(command)) if command else None
+        )
         # A process's reads through memory maps (a Cassandra 4.x node's Data files) make no syscall:
         # --pid measures them over the whole capture. A command's processes have exited by the end,
         # when the measure reads their smaps: its trace says they were not measured.
@@ -128,8 +138,9 @@ class HeldCommand:
 
     def __init__(self, command: tuple[str, ...]):
         read_end, self._gate = os.pipe()
-        self.process = subprocess.Popen([sys.executable, "-c", GATE, str(read_end), *command], pass_fds=(read_end,),
-                                        process_group=0)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", GATE, str(read_end), *command], pass_fds=(read_end,), process_group=0
+        )
         os.close(read_end)
         self.released = False
         self.forwarded = False
@@ -164,7 +175,7 @@ class HeldCommand:
                 while self._group_alive() and time.monotonic() < deadline:
                     time.sleep(0.05)
             self._signal_group(signal.SIGKILL)
-            if not self.released:   # after the kill: a gate that reads end of file runs the command
+            if not self.released:  # after the kill: a gate that reads end of file runs the command
                 os.close(self._gate)
             self.process.wait()
         finally:
@@ -181,7 +192,7 @@ class HeldCommand:
         return f"killed by signal {-code} (status {self.status})" if code < 0 else f"exited with status {code}"
 
     def _group_alive(self) -> bool:
-        self.process.poll()   # reap the leader: a zombie still counts as a member
+        self.process.poll()  # reap the leader: a zombie still counts as a member
         try:
             os.killpg(self.process.pid, 0)
         except ProcessLookupError:
@@ -227,6 +238,8 @@ def _summarise(path: Path, meta: dict[str, Any], held: HeldCommand | None, inter
         click.echo(f"casstrace: command {held.describe()}")
     elif meta.get("ended_early"):
         click.echo(f"casstrace: capture ended early: {meta['ended_early']}")
-    click.echo(f"casstrace: per-call records: {meta.get('unstreamed_events', 0):,} not kept (over --stream-limit), "
-               f"{meta.get('lost_events', 0):,} lost; aggregates: {meta.get('aggregate_overflows', 0):,} updates "
-               "lost to full maps")
+    click.echo(
+        f"casstrace: per-call records: {meta.get('unstreamed_events', 0):,} not kept (over --stream-limit), "
+        f"{meta.get('lost_events', 0):,} lost; aggregates: {meta.get('aggregate_overflows', 0):,} updates "
+        "lost to full maps"
+    )

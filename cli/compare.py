@@ -17,36 +17,82 @@ if TYPE_CHECKING:
 from casstrace.outputs import check_output
 
 # The options `compare --before/--after` shares with `casstrace run`, taken from it: same flags, defaults, help.
-RUN_OPTIONS = ("keyspace", "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout",
-               "request_timeout", "pid", "repeat", "warmup", "cold", "consistency", "page_size", "page_bytes",
-               "backend")
-GATE_FAILED = 1   # exit status when --fail-if-worse or --max-amplification fails (errors exit 2)
+RUN_OPTIONS = (
+    "keyspace",
+    "host",
+    "port",
+    "username",
+    "ssl_enabled",
+    "cqlshrc",
+    "connect_timeout",
+    "request_timeout",
+    "pid",
+    "repeat",
+    "warmup",
+    "cold",
+    "consistency",
+    "page_size",
+    "page_bytes",
+    "backend",
+)
+GATE_FAILED = 1  # exit status when --fail-if-worse or --max-amplification fails (errors exit 2)
 
 
 @click.command("compare")
 @click.argument("traces", nargs=-1, metavar="[TRACE_A TRACE_B]", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--before", help="First query (CQL): run under the probes like `casstrace run`.")
 @click.option("--after", help="Second query (CQL), typically the refactored one; needs --before.")
-@click.option("--after-consistency", type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False),
-              help="Consistency level of --after (e.g. --consistency ONE --after-consistency QUORUM, the same "
-              "query twice: what the level costs in bytes).  [default: --consistency]")
-@click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where --before/--after write their two traces (default: the casstrace data directory).")
+@click.option(
+    "--after-consistency",
+    type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False),
+    help="Consistency level of --after (e.g. --consistency ONE --after-consistency QUORUM, the same "
+    "query twice: what the level costs in bytes).  [default: --consistency]",
+)
+@click.option(
+    "--traces-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where --before/--after write their two traces (default: the casstrace data directory).",
+)
 @report_options(html_default="beside the second trace")
 @verdict_options
-@click.option("--fail-if-worse", is_flag=True,
-              help="Exit 1 when the second query is worse: per execution it reads more from its table's Data files "
-                   "than the first by more than --tolerance, or its median latency is higher by more than "
-                   f"--tolerance and by at least {LATENCY_FLOOR_S * 1000:g} ms.")
-@click.option("--tolerance", type=FiniteFloat(min=0), default=DEFAULT_TOLERANCE * 100, show_default=True,
-              help="Percent by which the second query may read more or be slower before --fail-if-worse fails.")
-@click.option("--max-amplification", type=FiniteFloat(min=0), metavar="X",
-              help="Exit 1 when the second query would be flagged at threshold X: it reads at least X times its "
-                   "necessary read, and --min-excess past it; or when that is undetermined.")
-def command(traces: tuple[Path, ...], before: str | None, after: str | None, after_consistency: str | None,
-            traces_dir: Path | None, format_: str,
-            output: Path | None, force: bool, threshold: float, min_excess: int, fail_if_worse: bool, tolerance: float,
-            max_amplification: float | None, color: bool | None, **run_options: Any) -> None:
+@click.option(
+    "--fail-if-worse",
+    is_flag=True,
+    help="Exit 1 when the second query is worse: per execution it reads more from its table's Data files "
+    "than the first by more than --tolerance, or its median latency is higher by more than "
+    f"--tolerance and by at least {LATENCY_FLOOR_S * 1000:g} ms.",
+)
+@click.option(
+    "--tolerance",
+    type=FiniteFloat(min=0),
+    default=DEFAULT_TOLERANCE * 100,
+    show_default=True,
+    help="Percent by which the second query may read more or be slower before --fail-if-worse fails.",
+)
+@click.option(
+    "--max-amplification",
+    type=FiniteFloat(min=0),
+    metavar="X",
+    help="Exit 1 when the second query would be flagged at threshold X: it reads at least X times its "
+    "necessary read, and --min-excess past it; or when that is undetermined.",
+)
+def command(
+    traces: tuple[Path, ...],
+    before: str | None,
+    after: str | None,
+    after_consistency: str | None,
+    traces_dir: Path | None,
+    format_: str,
+    output: Path | None,
+    force: bool,
+    threshold: float,
+    min_excess: int,
+    fail_if_worse: bool,
+    tolerance: float,
+    max_amplification: float | None,
+    color: bool | None,
+    **run_options: Any,
+) -> None:
     """Compare TRACE_A TRACE_B, or run --before CQL and --after CQL, side by side.
 
     First checks that both return the same payload, and refuses (exit 2) when they do not: live
@@ -67,14 +113,16 @@ def command(traces: tuple[Path, ...], before: str | None, after: str | None, aft
 
     live = before is not None or after is not None
     if live == bool(traces) or (live and (before is None or after is None)) or (traces and len(traces) != 2):
-        raise CasstraceError("give either two traces or both --before and --after",
-                             'casstrace compare A.trace B.trace, or casstrace compare --before "SELECT ..." '
-                             '--after "SELECT ..."')
-    if output is not None:   # before anything runs: a refusal costs nothing
+        raise CasstraceError(
+            "give either two traces or both --before and --after",
+            'casstrace compare A.trace B.trace, or casstrace compare --before "SELECT ..." --after "SELECT ..."',
+        )
+    if output is not None:  # before anything runs: a refusal costs nothing
         from casstrace.node.connection import configuration_files
+
         check_output(output, force, inputs=[*traces, *(configuration_files(run_options["cqlshrc"]) if live else [])])
     if live:
-        assert before is not None and after is not None     # checked above
+        assert before is not None and after is not None  # checked above
         payload, paths = run_both(before, after, traces_dir, run_options, after_consistency)
         traces = tuple(paths)
         labels = ("before", "after")
@@ -84,16 +132,30 @@ def command(traces: tuple[Path, ...], before: str | None, after: str | None, aft
     if live:
         for analysis, path in zip((first, second), traces):
             run_cli.require_success(analysis, path)
-    comparison = compare(first, second, payload, labels, fail_if_worse=fail_if_worse, tolerance=tolerance / 100,
-                         max_amplification=max_amplification)
+    comparison = compare(
+        first,
+        second,
+        payload,
+        labels,
+        fail_if_worse=fail_if_worse,
+        tolerance=tolerance / 100,
+        max_amplification=max_amplification,
+    )
     if comparison.payload.status == "different":
         raise refusal(comparison.payload.summary, live)
 
     if output is None and format_ == "html":
         output = Path(traces[1]).with_suffix(".compare.html")
-    deliver(document(comparison), format_, output, color, [comparison.summary] + [
-        f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}" for gate in comparison.gates],
-        force, inputs=traces)
+    deliver(
+        document(comparison),
+        format_,
+        output,
+        color,
+        [comparison.summary]
+        + [f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}" for gate in comparison.gates],
+        force,
+        inputs=traces,
+    )
     if comparison.failed_gates:
         click.get_current_context().exit(GATE_FAILED)
 
@@ -105,8 +167,9 @@ def refusal(difference: str, live: bool) -> CasstraceError:
     )
 
 
-def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict[str, Any],
-             after_consistency: str | None = None) -> "tuple[PayloadCheck, list[Path]]":
+def run_both(
+    before: str, after: str, traces_dir: Path | None, run_options: dict[str, Any], after_consistency: str | None = None
+) -> "tuple[PayloadCheck, list[Path]]":
     """Check that both queries return the same data (one execution each, no probes), then run each
     under the probes into its own trace, --after at `after_consistency` when given. Returns (the
     payload check, the two trace paths)."""
@@ -114,12 +177,16 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
     from casstrace.node.connection import NodeSession, resolve_settings
     from casstrace.node.paging import paging
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
-    from casstrace.orchestration.runner import RunOptions, default_trace_path, run
     from casstrace.node.statements import read_only_statement
+    from casstrace.orchestration.runner import RunOptions, default_trace_path, run
     from casstrace.probes.backends import started
 
-    settings = resolve_settings(*(run_options[name] for name in (
-        "host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout", "request_timeout")))
+    settings = resolve_settings(
+        *(
+            run_options[name]
+            for name in ("host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout", "request_timeout")
+        )
+    )
     queries = [read_only_statement(before), read_only_statement(after)]
     page_size, page_bytes = run_options["page_size"], run_options["page_bytes"]
     consistencies = [run_options["consistency"].upper(), (after_consistency or run_options["consistency"]).upper()]
@@ -127,9 +194,15 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
     with started(run_options["backend"]) as started_backend:
         with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
             prepared = [prepare(node.session, query) for query in queries]
-            results = [execute(node.session, statement, consistency,
-                               paging(node.session, statement, consistency, page_size, page_bytes).page_size)
-                       for statement, consistency in zip(prepared, consistencies)]
+            results = [
+                execute(
+                    node.session,
+                    statement,
+                    consistency,
+                    paging(node.session, statement, consistency, page_size, page_bytes).page_size,
+                )
+                for statement, consistency in zip(prepared, consistencies)
+            ]
         check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest) for r in results))
         if check.status == "different":
             raise refusal(check.summary, live=True)
@@ -138,12 +211,25 @@ def run_both(before: str, after: str, traces_dir: Path | None, run_options: dict
         for role, query, consistency in zip(("before", "after"), queries, consistencies):
             default = default_trace_path(query)
             out = (traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}"
-            paths.append(run(RunOptions(
-                query=query, connection=settings, keyspace=run_options["keyspace"], pid=run_options["pid"],
-                repeat=run_options["repeat"], warmup=run_options["warmup"], cold=run_options["cold"],
-                consistency=consistency, page_size=page_size, page_bytes=page_bytes, backend=run_options["backend"],
-                out=out),
-                started_backend=started_backend))
+            paths.append(
+                run(
+                    RunOptions(
+                        query=query,
+                        connection=settings,
+                        keyspace=run_options["keyspace"],
+                        pid=run_options["pid"],
+                        repeat=run_options["repeat"],
+                        warmup=run_options["warmup"],
+                        cold=run_options["cold"],
+                        consistency=consistency,
+                        page_size=page_size,
+                        page_bytes=page_bytes,
+                        backend=run_options["backend"],
+                        out=out,
+                    ),
+                    started_backend=started_backend,
+                )
+            )
             click.echo(f"trace ({role}): {paths[-1]}", err=True)
     return check, paths
 

@@ -15,24 +15,47 @@ DEFAULTS = WideTable()
 
 
 @click.command("demo")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=paths.default_sandbox_dir, show_default="~/.local/share/casstrace/sandbox",
-              help="The sandbox to use; started when it is not running (with --rf nodes when it is new).")
-@click.option("--rows", type=ROWS, default=DEFAULTS.rows, show_default=True,
-              help="Rows in stream 1.")
-@click.option("--columns", type=COLUMNS, default=DEFAULTS.columns, show_default=True,
-              help="Blob columns c0, c1, ... of the wide table.")
-@click.option("--c0-bytes", type=VALUE_BYTES, default=DEFAULTS.first_column_bytes,
-              show_default=True, help="Size of each c0 value (the column the query selects).")
-@click.option("--other-bytes", type=VALUE_BYTES, default=DEFAULTS.other_column_bytes,
-              show_default=True, help="Size of each value of the other columns.")
-@click.option("--rf", type=IntRange(1, MAX_NODES), default=DEFAULTS.replication_factor,
-              show_default=True, help="Replication factor of the demo keyspace: at most the sandbox's "
-              "nodes (casstrace sandbox start --nodes N).")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=paths.default_sandbox_dir,
+    show_default="~/.local/share/casstrace/sandbox",
+    help="The sandbox to use; started when it is not running (with --rf nodes when it is new).",
+)
+@click.option("--rows", type=ROWS, default=DEFAULTS.rows, show_default=True, help="Rows in stream 1.")
+@click.option(
+    "--columns",
+    type=COLUMNS,
+    default=DEFAULTS.columns,
+    show_default=True,
+    help="Blob columns c0, c1, ... of the wide table.",
+)
+@click.option(
+    "--c0-bytes",
+    type=VALUE_BYTES,
+    default=DEFAULTS.first_column_bytes,
+    show_default=True,
+    help="Size of each c0 value (the column the query selects).",
+)
+@click.option(
+    "--other-bytes",
+    type=VALUE_BYTES,
+    default=DEFAULTS.other_column_bytes,
+    show_default=True,
+    help="Size of each value of the other columns.",
+)
+@click.option(
+    "--rf",
+    type=IntRange(1, MAX_NODES),
+    default=DEFAULTS.replication_factor,
+    show_default=True,
+    help="Replication factor of the demo keyspace: at most the sandbox's nodes (casstrace sandbox start --nodes N).",
+)
 @click.option("--reload", is_flag=True, help="Load the data again even when it is in place.")
 @click.option("--load-only", is_flag=True, help="Stop once the data is in place; trace nothing.")
-def command(data_dir: Path, rows: int, columns: int, c0_bytes: int, other_bytes: int, rf: int,
-            reload: bool, load_only: bool) -> None:
+def command(
+    data_dir: Path, rows: int, columns: int, c0_bytes: int, other_bytes: int, rf: int, reload: bool, load_only: bool
+) -> None:
     """The CASSANDRA-6586 full-row read, traced on the sandbox node.
 
     Loads the wide table of the reference write-up (one row per (stream_id, ts) with blobs c0..c19)
@@ -40,36 +63,44 @@ def command(data_dir: Path, rows: int, columns: int, c0_bytes: int, other_bytes:
     to one SSTable; then traces `SELECT c0` on the wide table and the equivalent query on the
     narrow one, and shows both verdicts.
     """
-    spec = WideTable(rows=rows, columns=columns, first_column_bytes=c0_bytes,
-                     other_column_bytes=other_bytes, replication_factor=rf)
+    spec = WideTable(
+        rows=rows, columns=columns, first_column_bytes=c0_bytes, other_column_bytes=other_bytes, replication_factor=rf
+    )
     cluster = SandboxCluster(data_dir)
     sandbox = cluster.first
     if not cluster.is_running():
         click.echo(f"Starting the sandbox in {sandbox.data_dir} ...")
         new = sandbox.layout.load_settings() is None
         for status in cluster.start(nodes=rf if new else None, progress=click.echo):
-            assert status.settings is not None     # a started node has its settings
-            click.echo(f"Cassandra {status.settings.version} is up on "
-                       f"{status.host}:{status.settings.native_port} (pid {status.pid})")
+            assert status.settings is not None  # a started node has its settings
+            click.echo(
+                f"Cassandra {status.settings.version} is up on "
+                f"{status.host}:{status.settings.native_port} (pid {status.pid})"
+            )
     with sandbox.connect() as session:
         in_place = is_loaded(session, spec) and not reload
     if in_place:
         data = ensure_loaded(cluster, spec)
         click.echo("The demo data was already in place; nothing loaded (--reload to redo it).")
     else:
-        with click.progressbar(length=spec.rows, label=f"Loading {spec.keyspace}.{spec.table} "
-                               f"and {spec.narrow_table}", show_pos=True) as bar:
+        with click.progressbar(
+            length=spec.rows, label=f"Loading {spec.keyspace}.{spec.table} and {spec.narrow_table}", show_pos=True
+        ) as bar:
             data = ensure_loaded(cluster, spec, progress=bar.update, force=True)
-    click.echo(f"Keyspace {spec.keyspace} on {sandbox.host}:{sandbox.native_port}, stream_id "
-               f"{spec.stream_id}, {spec.rows} rows: c0 = {spec.first_column_bytes} B, "
-               f"c1..c{spec.columns - 1} = {spec.other_column_bytes} B each "
-               f"({spec.total_bytes / 1e6:.1f} MB of values per table), replication factor {rf}")
+    click.echo(
+        f"Keyspace {spec.keyspace} on {sandbox.host}:{sandbox.native_port}, stream_id "
+        f"{spec.stream_id}, {spec.rows} rows: c0 = {spec.first_column_bytes} B, "
+        f"c1..c{spec.columns - 1} = {spec.other_column_bytes} B each "
+        f"({spec.total_bytes / 1e6:.1f} MB of values per table), replication factor {rf}"
+    )
     for node in data.nodes:
         on = f" on {node.address}" if len(data.nodes) > 1 else ""
         for table in (node.wide, node.narrow):
             files = ", ".join(str(path) for path in table.data_files)
-            click.echo(f"  {table.name}{on}: {len(table.data_files)} SSTable, "
-                       f"{table.data_bytes / 1e6:.1f} MB Data.db ({files})")
+            click.echo(
+                f"  {table.name}{on}: {len(table.data_files)} SSTable, "
+                f"{table.data_bytes / 1e6:.1f} MB Data.db ({files})"
+            )
     if not load_only:
         trace_and_compare(sandbox, spec)
 

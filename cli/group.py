@@ -10,7 +10,7 @@ from casstrace import __version__
 
 # command name -> module in casstrace.cli that defines a click command named `command`
 COMMANDS = {
-    "agent": "agent",            # hidden: one node's capture, driven by a run of several nodes
+    "agent": "agent",  # hidden: one node's capture, driven by a run of several nodes
     "sandbox": "sandbox",
     "demo": "demo",
     "capture": "capture",

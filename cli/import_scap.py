@@ -27,8 +27,15 @@ FAST_OPTIONS: dict[str, tuple[str, tuple[int, int] | bool | None]] = {
 }
 
 
-def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, force: bool,
-               query: str | None, stream_limit: int | None) -> None:
+def run_import(
+    scap: Path,
+    pid: int | None,
+    proc: str | None,
+    out: Path | None,
+    force: bool,
+    query: str | None,
+    stream_limit: int | None,
+) -> None:
     """What `casstrace import` does, however its arguments were parsed (stream_limit None: the
     default, DEFAULT_STREAM_LIMIT)."""
     from casstrace.paths import default_traces_dir
@@ -46,11 +53,17 @@ def run_import(scap: Path, pid: int | None, proc: str | None, out: Path | None, 
         summary = import_scap(scap, writer, pid=pid, proc=proc, event_limit=stream_limit or DEFAULT_STREAM_LIMIT)
         path = writer.finish()
     latency = "with" if summary.latency else "without (the capture has no enter events)"
-    print(f"imported pid {summary.pid} ({summary.process}), chosen by {summary.chosen_by}:"
-          f" {summary.events} syscalls, {summary.file_bytes} bytes of file I/O, {latency} latency", flush=True)
+    print(
+        f"imported pid {summary.pid} ({summary.process}), chosen by {summary.chosen_by}:"
+        f" {summary.events} syscalls, {summary.file_bytes} bytes of file I/O, {latency} latency",
+        flush=True,
+    )
     if summary.unstreamed:
-        print(f"per-call records: {summary.records} kept, {summary.unstreamed} not kept (over --stream-limit);"
-              " every figure counts them all", flush=True)
+        print(
+            f"per-call records: {summary.records} kept, {summary.unstreamed} not kept (over --stream-limit);"
+            " every figure counts them all",
+            flush=True,
+        )
     print(f"trace: {path}", flush=True)
 
 
@@ -62,8 +75,14 @@ def _plain_path(value: str) -> bool:
 def fast_parse(args: list[str]) -> dict[str, Any] | None:
     """The arguments of `casstrace import` as `command` would pass them, or None where click must
     judge them (anything but FILE and the options, each once, with plain values in range)."""
-    values: dict[str, Any] = {"pid": None, "proc": None, "out": None, "force": False, "query": None,
-                              "stream_limit": None}
+    values: dict[str, Any] = {
+        "pid": None,
+        "proc": None,
+        "out": None,
+        "force": False,
+        "query": None,
+        "stream_limit": None,
+    }
     scap: str | None = None
     seen: set[str] = set()
     at = 0
@@ -102,7 +121,7 @@ def fast_parse(args: list[str]) -> dict[str, Any] | None:
     if scap is None or not _plain_path(scap) or (values["out"] is not None and not _plain_path(values["out"])):
         return None
     if values["pid"] is not None and values["proc"] is not None:
-        return None   # click says to give one of them
+        return None  # click says to give one of them
     if values["out"] is not None:
         values["out"] = Path(values["out"])
     return {"scap": Path(scap), **values}
@@ -126,14 +145,27 @@ def _command() -> "click.Command":
     @click.argument("scap", type=click.Path(dir_okay=False, path_type=Path))
     @click.option("--pid", type=PID, help="The process to import (default: the one with the most file I/O).")
     @click.option("--proc", "proc", metavar="NAME", help="Import the process whose executable is NAME, e.g. java.")
-    @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-                  help="Trace file to write (default: <traces dir>/<capture name>.trace).")
+    @click.option(
+        "--out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Trace file to write (default: <traces dir>/<capture name>.trace).",
+    )
     @force_option
-    @click.option("--query", metavar="CQL",
-                  help="The query the capture was taken for; lets the report name causes such as a full-row read.")
+    @click.option(
+        "--query",
+        metavar="CQL",
+        help="The query the capture was taken for; lets the report name causes such as a full-row read.",
+    )
     @stream_limit_option()
-    def command(scap: Path, pid: int | None, proc: str | None, out: Path | None, force: bool,
-                query: str | None, stream_limit: int | None) -> None:
+    def command(
+        scap: Path,
+        pid: int | None,
+        proc: str | None,
+        out: Path | None,
+        force: bool,
+        query: str | None,
+        stream_limit: int | None,
+    ) -> None:
         """Read a sysdig capture (.scap) and write a trace of one process (no sysdig needed)."""
         if pid is not None and proc is not None:
             raise click.UsageError("give --pid or --proc, not both")

@@ -20,12 +20,15 @@ def trace_summary(path: Path) -> dict:
             analysis = analyse(trace)
     except CasstraceError as error:
         return {"path": path, "problem": error.message}
-    except Exception as error:   # a damaged file that still opens: one bad trace must not hide the others
+    except Exception as error:  # a damaged file that still opens: one bad trace must not hide the others
         return {"path": path, "problem": f"not a readable casstrace trace ({type(error).__name__}: {error})"}
     node = meta.get("node") or {}
     start_ns = meta.get("capture_start_ns")
-    taken = (datetime.fromtimestamp((start_ns + meta.get("clock_offset_ns", 0)) / 1e9)
-             if start_ns is not None else datetime.fromtimestamp(path.stat().st_mtime))
+    taken = (
+        datetime.fromtimestamp((start_ns + meta.get("clock_offset_ns", 0)) / 1e9)
+        if start_ns is not None
+        else datetime.fromtimestamp(path.stat().st_mtime)
+    )
     return {
         "path": path,
         "date": taken,
@@ -51,8 +54,12 @@ def _shorten(text: str, width: int) -> str:
 
 
 @click.command("traces")
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
-              help="Directory of traces (default: the casstrace data directory).")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of traces (default: the casstrace data directory).",
+)
 def command(directory: Path | None) -> None:
     """List stored traces: date, node, measured executions, amplification (data read ÷ payload), query."""
     from casstrace.traces.writer import remove_stale_partials
@@ -65,8 +72,9 @@ def command(directory: Path | None) -> None:
     if not paths:
         click.echo(f"no traces in {directory}")
         return
-    summaries = sorted((trace_summary(path) for path in paths),
-                       key=lambda s: s.get("date") or datetime.min, reverse=True)
+    summaries = sorted(
+        (trace_summary(path) for path in paths), key=lambda s: s.get("date") or datetime.min, reverse=True
+    )
     click.echo(f"{'DATE':<19}  {'NODE':<21}  {'EXEC':>4}  {'AMPLIF.':>8}  QUERY")
     for summary in summaries:
         if "problem" in summary:
@@ -75,6 +83,8 @@ def command(directory: Path | None) -> None:
         flag = "" if summary["complete"] else " [incomplete]"
         amplification = summary["amplification"]
         shown = f"{amplification:,.0f}x" if amplification is not None else "-"
-        click.echo(f"{summary['date']:%Y-%m-%d %H:%M:%S}  {_shorten(summary['node'], 21):<21}  "
-                   f"{summary['executions']:>4}  {shown:>8}  {_shorten(summary['query'], 70)}{flag}")
+        click.echo(
+            f"{summary['date']:%Y-%m-%d %H:%M:%S}  {_shorten(summary['node'], 21):<21}  "
+            f"{summary['executions']:>4}  {shown:>8}  {_shorten(summary['query'], 70)}{flag}"
+        )
         click.echo(f"{'':<19}  {summary['path']}")

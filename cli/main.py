@@ -20,6 +20,7 @@ from casstrace.interrupts import INTERRUPTS, interrupted_by
 def _fail(message: str, exit_code: int, debug: bool) -> None:
     if debug:
         import traceback  # here: only --debug prints one
+
         traceback.print_exc()
     print(f"casstrace: error: {message}", file=sys.stderr)
     sys.exit(exit_code)
@@ -30,6 +31,7 @@ def _fast_call(args: list[str]) -> Callable[[], None] | None:
     if args[:1] != ["import"]:
         return None
     from casstrace.cli.import_scap import fast_call
+
     return fast_call(args[1:])
 
 
@@ -39,12 +41,13 @@ def _run(args: list[str]) -> object:
         fast()
         return 0
     from casstrace.cli.group import cli
+
     # Without standalone mode click returns (rather than raises) a command's ctx.exit(code).
     return cli.main(args=args, prog_name="casstrace", standalone_mode=False)
 
 
 def main(argv: list[str] | None = None) -> None:
-    INTERRUPTS.install()   # SIGTERM and SIGHUP unwind like Ctrl-C: every command cleans up on all three
+    INTERRUPTS.install()  # SIGTERM and SIGHUP unwind like Ctrl-C: every command cleans up on all three
     args = sys.argv[1:] if argv is None else argv
     # Read before parsing, so that a failure to parse the rest still honours it.
     debug = "--debug" in args[: args.index("--") if "--" in args else len(args)]
@@ -66,9 +69,10 @@ def _interrupted(error: BaseException) -> None:
 
 
 def _other_error(error: Exception, debug: bool) -> None:
-    if "click" in sys.modules:   # loaded when the command ran through click
+    if "click" in sys.modules:  # loaded when the command ran through click
         import click
-        if isinstance(error, click.exceptions.Abort):   # click's word for a KeyboardInterrupt
+
+        if isinstance(error, click.exceptions.Abort):  # click's word for a KeyboardInterrupt
             _interrupted(error)
         if isinstance(error, click.ClickException):
             message = " ".join(error.format_message().split())
@@ -79,8 +83,15 @@ def _other_error(error: Exception, debug: bool) -> None:
             sys.exit(error.exit_code)
     if isinstance(error, OSError):
         where = f" ({error.filename})" if error.filename else ""
-        _fail(f"{error.strerror or error}{where} (fix: check the path and its permissions; --debug shows where)",
-              CasstraceError.exit_code, debug)
+        _fail(
+            f"{error.strerror or error}{where} (fix: check the path and its permissions; --debug shows where)",
+            CasstraceError.exit_code,
+            debug,
+        )
     # a bug: still one line, and the way to the traceback
-    _fail(f"internal error: {type(error).__name__}: {error} (fix: run again with casstrace --debug ... and "
-          "report the traceback)", CasstraceError.exit_code, debug)
+    _fail(
+        f"internal error: {type(error).__name__}: {error} (fix: run again with casstrace --debug ... and "
+        "report the traceback)",
+        CasstraceError.exit_code,
+        debug,
+    )

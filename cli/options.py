@@ -13,8 +13,9 @@ from casstrace.cli.ranges import PID_RANGE, STREAM_LIMIT_RANGE
 from casstrace.errors import CasstraceError, not_utf8
 
 
-def _refuse_other_digits(kind: click.ParamType, value: object, param: click.Parameter | None,
-                         ctx: click.Context | None) -> None:
+def _refuse_other_digits(
+    kind: click.ParamType, value: object, param: click.Parameter | None, ctx: click.Context | None
+) -> None:
     """int() and float() take any script's digits ('١٢' is 12): a number is given in ASCII."""
     if isinstance(value, str) and not value.isascii():
         kind.fail(f"{value!r} is not a number in ASCII digits", param, ctx)
@@ -33,7 +34,7 @@ PORT = IntRange(1, 65535)
 # A JMX port whose storage port (JMX - 199) is still a port.
 JMX_PORT = IntRange(200, 65535)
 PID = IntRange(*PID_RANGE)
-EXECUTIONS = IntRange(1, 10_000)    # measured executions of one query: 10,000 is hours already
+EXECUTIONS = IntRange(1, 10_000)  # measured executions of one query: 10,000 is hours already
 WARMUPS = IntRange(0, 1_000)
 PAGE_SIZE = IntRange(0, 1_000_000)
 PAGE_BYTES = IntRange(1024, 1 << 40)
@@ -51,9 +52,15 @@ MIN_EXCESS = click.IntRange(0, 1 << 40)
 def stream_limit_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--stream-limit, as the commands that capture or import take it (None: the protocol's default)."""
     from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # here: only those commands load the probes
-    return click.option("--stream-limit", type=STREAM_LIMIT, default=None, show_default=f"{DEFAULT_STREAM_LIMIT:,}",
-                        help="Per-call read/lseek records to keep; the calls past it are counted, and every "
-                             "aggregate (bytes per file, latency, heat map) holds them all.")
+
+    return click.option(
+        "--stream-limit",
+        type=STREAM_LIMIT,
+        default=None,
+        show_default=f"{DEFAULT_STREAM_LIMIT:,}",
+        help="Per-call read/lseek records to keep; the calls past it are counted, and every "
+        "aggregate (bytes per file, latency, heat map) holds them all.",
+    )
 
 
 class Seconds(click.ParamType):
@@ -96,9 +103,12 @@ def read_statements(path: Path) -> str:
 
 def container_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """--container: the JVM given by its container, as --pid gives it by its pid (see watched_jvm)."""
-    return click.option("--container", metavar="ID|NAME",
-                        help="The container the Cassandra JVM runs in (docker, podman, containerd, CRI-O: found by "
-                             "its cgroup), instead of --pid; its network is joined to reach the node.")(function)
+    return click.option(
+        "--container",
+        metavar="ID|NAME",
+        help="The container the Cassandra JVM runs in (docker, podman, containerd, CRI-O: found by "
+        "its cgroup), instead of --pid; its network is joined to reach the node.",
+    )(function)
 
 
 def watched_jvm(pid: int | None, container: str | None) -> int | None:
@@ -107,15 +117,26 @@ def watched_jvm(pid: int | None, container: str | None) -> int | None:
     if pid is None and container is None:
         return None
     from casstrace.node.namespaces import node_pid  # here: only a command given the JVM loads it
+
     return node_pid(pid, container)
 
 
 def verdict_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """--threshold and --min-excess: the verdict's rule (analyses.causes.verdict), as report and compare take it."""
     from casstrace.analyses import DEFAULT_MIN_EXCESS, DEFAULT_THRESHOLD
-    function = click.option("--min-excess", type=MIN_EXCESS, default=DEFAULT_MIN_EXCESS, show_default=True,
-                            metavar="BYTES", help="Bytes per execution past the necessary read below which the "
-                                                  "query is not flagged, whatever the ratio.")(function)
-    return click.option("--threshold", type=FiniteFloat(min=0, min_open=True), default=DEFAULT_THRESHOLD,
-                        show_default=True, help="Data read ÷ necessary read at or above which (with --min-excess "
-                                                "past it) the query is flagged.")(function)
+
+    function = click.option(
+        "--min-excess",
+        type=MIN_EXCESS,
+        default=DEFAULT_MIN_EXCESS,
+        show_default=True,
+        metavar="BYTES",
+        help="Bytes per execution past the necessary read below which the query is not flagged, whatever the ratio.",
+    )(function)
+    return click.option(
+        "--threshold",
+        type=FiniteFloat(min=0, min_open=True),
+        default=DEFAULT_THRESHOLD,
+        show_default=True,
+        help="Data read ÷ necessary read at or above which (with --min-excess past it) the query is flagged.",
+    )(function)

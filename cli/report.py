@@ -18,8 +18,9 @@ from casstrace.traces import Trace
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
 @report_options(html_default="TRACE.html beside the trace")
 @verdict_options
-def command(trace: Path, format_: str, output: Path | None, force: bool, color: bool | None,
-            threshold: float, min_excess: int) -> None:
+def command(
+    trace: Path, format_: str, output: Path | None, force: bool, color: bool | None, threshold: float, min_excess: int
+) -> None:
     """Analyse TRACE (written by `casstrace run`, `watch` or `import`) and report what its I/O says.
 
     Formats: text (terminal tables and spectrogram), md (a ticket comment), json (the documented
@@ -27,12 +28,19 @@ def command(trace: Path, format_: str, output: Path | None, force: bool, color: 
     if output is None and format_ == "html":
         output = beside_trace(trace, "html")
     if output is not None:
-        check_output(output, force, inputs=[trace])   # before the analysis: a refusal costs nothing
+        check_output(output, force, inputs=[trace])  # before the analysis: a refusal costs nothing
     with Trace(trace) as opened:
         if is_watch_trace(opened):
             watch = analyse_watch(opened)
             deliver(document(watch), format_, output, color, [describe_share(watch)], force, inputs=[trace])
             return
         analysis = analyse(opened, threshold=threshold, min_excess=min_excess)
-    deliver(analysis, format_, output, color, [f"{analysis.verdict.status}: {analysis.verdict.summary}"], force,
-            inputs=[trace])
+    deliver(
+        analysis,
+        format_,
+        output,
+        color,
+        [f"{analysis.verdict.status}: {analysis.verdict.summary}"],
+        force,
+        inputs=[trace],
+    )

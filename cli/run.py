@@ -33,60 +33,146 @@ if TYPE_CHECKING:
 
 @click.command("run")
 @click.argument("query", required=False)
-@click.option("--file", "query_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Read the CQL statement from this file instead of the command line.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Trace file to write (default: a dated name under the casstrace data directory).")
+@click.option(
+    "--file",
+    "query_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the CQL statement from this file instead of the command line.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trace file to write (default: a dated name under the casstrace data directory).",
+)
 @click.option("--keyspace", "-k", help="Keyspace for unqualified table names.")
 @click.option("--host", help="Node to query (default CQLSH_HOST, cqlshrc, else 127.0.0.1: the sandbox).")
 @click.option("--port", type=PORT, help="Native transport port (default CQLSH_PORT, cqlshrc, else 9042).")
-@click.option("--username", "-u",
-              help="Role name. The password comes from CASSTRACE_PASSWORD or the cqlshrc/credentials "
-                   "files, never from the command line.")
-@click.option("--ssl", "ssl_enabled", is_flag=True, help="Connect with TLS (certificates as cqlsh: SSL_CERTFILE, cqlshrc [ssl]).")
-@click.option("--cqlshrc", type=click.Path(dir_okay=False, path_type=Path),
-              help="cqlsh configuration file (default ~/.cassandra/cqlshrc).")
+@click.option(
+    "--username",
+    "-u",
+    help="Role name. The password comes from CASSTRACE_PASSWORD or the cqlshrc/credentials "
+    "files, never from the command line.",
+)
+@click.option(
+    "--ssl", "ssl_enabled", is_flag=True, help="Connect with TLS (certificates as cqlsh: SSL_CERTFILE, cqlshrc [ssl])."
+)
+@click.option(
+    "--cqlshrc",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="cqlsh configuration file (default ~/.cassandra/cqlshrc).",
+)
 @click.option("--connect-timeout", type=Seconds(), default=5.0, show_default=True, help="Seconds to wait for the node.")
-@click.option("--request-timeout", type=Seconds(), default=60.0, show_default=True, help="Seconds to wait for each page.")
+@click.option(
+    "--request-timeout", type=Seconds(), default=60.0, show_default=True, help="Seconds to wait for each page."
+)
 @click.option("--pid", type=PID, help="PID of the Cassandra JVM (default: found by its CassandraDaemon command line).")
 @container_option
 @click.option("--repeat", type=EXECUTIONS, default=5, show_default=True, help="Measured executions.")
-@click.option("--warmup", type=WARMUPS, default=1, show_default=True,
-              help="Executions before the measured ones (captured, kept apart).")
-@click.option("--cold", is_flag=True, help="Before each execution, push the queried table's pages out of the JVM's "
-              "memory maps (process_madvise MADV_PAGEOUT, Linux 5.10+) and drop the page cache (root).")
-@click.option("--consistency", default="ONE", show_default=True,
-              type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False))
-@click.option("--page-size", type=PAGE_SIZE, default=None, show_default="chosen for --page-bytes",
-              help="Rows per page (0: no paging). Every page is fetched. Not given: casstrace samples the "
-                   "query's first rows before the capture and pages so that a page stays within --page-bytes "
-                   f"(at most {MAX_PAGE_ROWS:,} rows).")
-@click.option("--page-bytes", type=PAGE_BYTES, default=DEFAULT_PAGE_BYTES, show_default=True, metavar="BYTES",
-              help="The byte budget of a page when casstrace chooses the page size: a page of 190 MB can take "
-                   "a node with a small heap down.")
-@click.option("--backend", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
-              help="What captures the JVM's I/O.")
-@click.option("--profile", is_flag=True,
-              help="Load async-profiler into the JVM for the measured executions: the Java stack of every read "
-                   "(bytes flame graph) and wall-clock samples of the serving threads (CPU flame graph).")
-@click.option("--ssh", "ssh", is_flag=True,
-              help="Capture the query's nodes whose JVM is not on this machine over ssh (the destination is the "
-                   "node's address; your ~/.ssh/config, keys and agent apply). casstrace must be installed there.")
-@click.option("--hosts", "hosts", multiple=True, metavar="ADDRESS=DESTINATION,...",
-              help="Capture these nodes over `ssh DESTINATION` (even when their JVM is on this machine).")
-@click.option("--ssh-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="ssh configuration file for --ssh/--hosts (ssh -F).")
-@click.option("--remote-casstrace", default="casstrace", show_default=True,
-              help="The command that runs casstrace on the nodes reached over ssh (e.g. 'sudo -n casstrace').")
+@click.option(
+    "--warmup",
+    type=WARMUPS,
+    default=1,
+    show_default=True,
+    help="Executions before the measured ones (captured, kept apart).",
+)
+@click.option(
+    "--cold",
+    is_flag=True,
+    help="Before each execution, push the queried table's pages out of the JVM's "
+    "memory maps (process_madvise MADV_PAGEOUT, Linux 5.10+) and drop the page cache (root).",
+)
+@click.option(
+    "--consistency", default="ONE", show_default=True, type=click.Choice(CONSISTENCY_LEVELS, case_sensitive=False)
+)
+@click.option(
+    "--page-size",
+    type=PAGE_SIZE,
+    default=None,
+    show_default="chosen for --page-bytes",
+    help="Rows per page (0: no paging). Every page is fetched. Not given: casstrace samples the "
+    "query's first rows before the capture and pages so that a page stays within --page-bytes "
+    f"(at most {MAX_PAGE_ROWS:,} rows).",
+)
+@click.option(
+    "--page-bytes",
+    type=PAGE_BYTES,
+    default=DEFAULT_PAGE_BYTES,
+    show_default=True,
+    metavar="BYTES",
+    help="The byte budget of a page when casstrace chooses the page size: a page of 190 MB can take "
+    "a node with a small heap down.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(list(BACKENDS)),
+    default=DEFAULT_BACKEND,
+    show_default=True,
+    help="What captures the JVM's I/O.",
+)
+@click.option(
+    "--profile",
+    is_flag=True,
+    help="Load async-profiler into the JVM for the measured executions: the Java stack of every read "
+    "(bytes flame graph) and wall-clock samples of the serving threads (CPU flame graph).",
+)
+@click.option(
+    "--ssh",
+    "ssh",
+    is_flag=True,
+    help="Capture the query's nodes whose JVM is not on this machine over ssh (the destination is the "
+    "node's address; your ~/.ssh/config, keys and agent apply). casstrace must be installed there.",
+)
+@click.option(
+    "--hosts",
+    "hosts",
+    multiple=True,
+    metavar="ADDRESS=DESTINATION,...",
+    help="Capture these nodes over `ssh DESTINATION` (even when their JVM is on this machine).",
+)
+@click.option(
+    "--ssh-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="ssh configuration file for --ssh/--hosts (ssh -F).",
+)
+@click.option(
+    "--remote-casstrace",
+    default="casstrace",
+    show_default=True,
+    help="The command that runs casstrace on the nodes reached over ssh (e.g. 'sudo -n casstrace').",
+)
 @click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
 @force_option
 @click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
-def command(query: str | None, query_file: Path | None, out: Path | None, keyspace: str | None, host: str | None,
-            port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None, connect_timeout: float,
-            request_timeout: float, pid: int | None, container: str | None, repeat: int, warmup: int, cold: bool,
-            consistency: str, page_size: int | None, page_bytes: int, backend: str, profile: bool, ssh: bool,
-            hosts: tuple[str, ...], ssh_config: Path | None,
-            remote_casstrace: str, no_html: bool, force: bool, timings: bool) -> None:
+def command(
+    query: str | None,
+    query_file: Path | None,
+    out: Path | None,
+    keyspace: str | None,
+    host: str | None,
+    port: int | None,
+    username: str | None,
+    ssl_enabled: bool,
+    cqlshrc: Path | None,
+    connect_timeout: float,
+    request_timeout: float,
+    pid: int | None,
+    container: str | None,
+    repeat: int,
+    warmup: int,
+    cold: bool,
+    consistency: str,
+    page_size: int | None,
+    page_bytes: int,
+    backend: str,
+    profile: bool,
+    ssh: bool,
+    hosts: tuple[str, ...],
+    ssh_config: Path | None,
+    remote_casstrace: str,
+    no_html: bool,
+    force: bool,
+    timings: bool,
+) -> None:
     """Run QUERY (a CQL statement) on this node while probes watch the Cassandra JVM, and write a trace.
 
     Every replica of the queried partition whose JVM runs on this machine is captured too, on the same
@@ -95,10 +181,12 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
 
     phases = Phases()
     if (query is None) == (query_file is None):
-        raise CasstraceError("give the query either as an argument or with --file, not both or neither",
-                             'casstrace run "SELECT ..." or casstrace run --file query.cql')
+        raise CasstraceError(
+            "give the query either as an argument or with --file, not both or neither",
+            'casstrace run "SELECT ..." or casstrace run --file query.cql',
+        )
     text = read_statements(query_file) if query_file is not None else query or ""
-    pid = watched_jvm(pid, container)   # before any thread starts: see node.namespaces
+    pid = watched_jvm(pid, container)  # before any thread starts: see node.namespaces
     # The probes compile on another core from here on; this core loads the driver and the rest of
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
@@ -107,19 +195,31 @@ def command(query: str | None, query_file: Path | None, out: Path | None, keyspa
         from casstrace.orchestration.targets import RemoteSettings, parse_hosts
         from casstrace.reports import beside_trace, report_format
 
-        if out is not None:   # refused before anything connects; the default names are always new
+        if out is not None:  # refused before anything connects; the default names are always new
             inputs = [path for path in (query_file, ssh_config) if path] + configuration_files(cqlshrc)
             check_output(out, force, inputs)
             if not no_html:
                 check_output(beside_trace(out, "html"), force, inputs)
         if not no_html:
-            report_format("html")   # loads plotly now, while the probes compile, not after the run
-        settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout,
-                                    node_pid=pid)
+            report_format("html")  # loads plotly now, while the probes compile, not after the run
+        settings = resolve_settings(
+            host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout, node_pid=pid
+        )
         options = RunOptions(
-            query=text, connection=settings, keyspace=keyspace, pid=pid, repeat=repeat, warmup=warmup, cold=cold,
-            consistency=consistency.upper(), page_size=page_size, page_bytes=page_bytes, backend=backend, out=out,
-            profile=profile, force=force,
+            query=text,
+            connection=settings,
+            keyspace=keyspace,
+            pid=pid,
+            repeat=repeat,
+            warmup=warmup,
+            cold=cold,
+            consistency=consistency.upper(),
+            page_size=page_size,
+            page_bytes=page_bytes,
+            backend=backend,
+            out=out,
+            profile=profile,
+            force=force,
             targets=RemoteSettings(ssh, parse_hosts(hosts), ssh_config, remote_casstrace),
         )
         with reporting_interruptions(html=not no_html, force=force):
@@ -146,7 +246,7 @@ def report(path: Path, html: bool, force: bool = False, after_signal: bool = Fal
             if html:
                 click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")
     except Interrupted as interrupted:
-        if interrupted.trace is None:   # the signal came once the trace was written: it is this one
+        if interrupted.trace is None:  # the signal came once the trace was written: it is this one
             interrupted.trace, interrupted.trace_complete = path, analysis.complete
         raise
     if not after_signal:
@@ -173,8 +273,13 @@ def require_success(analysis: "Analysis", path: Path) -> None:
     if failed is None:
         return
     succeeded = sum(execution.kind == "measured" and execution.error is None for execution in analysis.executions)
-    what = (f"every execution failed ({failed.kind} execution {failed.execution})" if not succeeded else
-            f"execution {failed.execution} ({failed.kind}) failed after {succeeded} measured one(s) succeeded: "
-            "the figures above cover only those")
-    raise CasstraceError(f"{what}: {failed.error}; the trace is kept at {path}",
-                         "check the node and the query's --consistency (the node's error says why)")
+    what = (
+        f"every execution failed ({failed.kind} execution {failed.execution})"
+        if not succeeded
+        else f"execution {failed.execution} ({failed.kind}) failed after {succeeded} measured one(s) succeeded: "
+        "the figures above cover only those"
+    )
+    raise CasstraceError(
+        f"{what}: {failed.error}; the trace is kept at {path}",
+        "check the node and the query's --consistency (the node's error says why)",
+    )

@@ -26,28 +26,57 @@ DEFAULT_CELL_BYTES = 10_000
 
 
 @click.command("sweep")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=paths.default_sandbox_dir, show_default="~/.local/share/casstrace/sandbox",
-              help="The sandbox to run on (it must be running: casstrace sandbox start).")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=paths.default_sandbox_dir,
+    show_default="~/.local/share/casstrace/sandbox",
+    help="The sandbox to run on (it must be running: casstrace sandbox start).",
+)
 @click.option("--min-columns", type=COLUMNS, default=10, show_default=True, help="Smallest N.")
 @click.option("--max-columns", type=COLUMNS, default=100, show_default=True, help="Largest N.")
 @click.option("--step", type=COLUMNS, default=10, show_default=True, help="N goes up by this much.")
-@click.option("--cell-bytes", type=CELL_BYTES, default=DEFAULT_CELL_BYTES, show_default=True,
-              help="Size of every cell (random bytes, so LZ4 cannot shrink them); the write-up used 100 KB.")
-@click.option("--rows", type=ROWS, default=DEFAULT_ROWS, show_default=True,
-              help="Rows of the partition read (the write-up had about 100).")
-@click.option("--repeat", type=EXECUTIONS, default=5, show_default=True,
-              help="Measured executions of each query.")
-@click.option("--warmup", type=WARMUPS, default=1, show_default=True,
-              help="Executions before the measured ones.")
+@click.option(
+    "--cell-bytes",
+    type=CELL_BYTES,
+    default=DEFAULT_CELL_BYTES,
+    show_default=True,
+    help="Size of every cell (random bytes, so LZ4 cannot shrink them); the write-up used 100 KB.",
+)
+@click.option(
+    "--rows",
+    type=ROWS,
+    default=DEFAULT_ROWS,
+    show_default=True,
+    help="Rows of the partition read (the write-up had about 100).",
+)
+@click.option("--repeat", type=EXECUTIONS, default=5, show_default=True, help="Measured executions of each query.")
+@click.option("--warmup", type=WARMUPS, default=1, show_default=True, help="Executions before the measured ones.")
 @click.option("--cold", is_flag=True, help="Drop the page cache before each execution (root).")
 @click.option("--keep", is_flag=True, help="Keep the tables the sweep creates (default: dropped once traced).")
-@click.option("--traces-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where the traces go (default: a sweep-DATE directory under the casstrace data directory).")
+@click.option(
+    "--traces-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the traces go (default: a sweep-DATE directory under the casstrace data directory).",
+)
 @report_options(html_default="sweep.html in the traces directory")
-def command(data_dir: Path, min_columns: int, max_columns: int, step: int, cell_bytes: int, rows: int, repeat: int,
-            warmup: int, cold: bool, keep: bool, traces_dir: Path | None, format_: str, output: Path | None, force: bool,
-            color: bool | None) -> None:
+def command(
+    data_dir: Path,
+    min_columns: int,
+    max_columns: int,
+    step: int,
+    cell_bytes: int,
+    rows: int,
+    repeat: int,
+    warmup: int,
+    cold: bool,
+    keep: bool,
+    traces_dir: Path | None,
+    format_: str,
+    output: Path | None,
+    force: bool,
+    color: bool | None,
+) -> None:
     """Reproduce the column-count study: SELECT one column of a table with N columns, N from
     --min-columns to --max-columns, against the narrow refactor.
 
@@ -73,33 +102,45 @@ def command(data_dir: Path, min_columns: int, max_columns: int, step: int, cell_
     from casstrace.sandbox.sweep import SweepPlan, heap_bytes, queries, run_sweep, trace_path
 
     if max_columns < min_columns:
-        raise CasstraceError(f"--max-columns {max_columns} is below --min-columns {min_columns}",
-                             "give --max-columns >= --min-columns")
-    plan = SweepPlan(columns=tuple(range(min_columns, max_columns + 1, step)), rows=rows, cell_bytes=cell_bytes,
-                     repeat=repeat, warmup=warmup, cold=cold, keep=keep)
+        raise CasstraceError(
+            f"--max-columns {max_columns} is below --min-columns {min_columns}", "give --max-columns >= --min-columns"
+        )
+    plan = SweepPlan(
+        columns=tuple(range(min_columns, max_columns + 1, step)),
+        rows=rows,
+        cell_bytes=cell_bytes,
+        repeat=repeat,
+        warmup=warmup,
+        cold=cold,
+        keep=keep,
+    )
     plan.check()
     if output is not None:
-        check_output(output, force)   # before the sweep's minutes of work
+        check_output(output, force)  # before the sweep's minutes of work
     sandbox = Sandbox(data_dir)
     if not sandbox.is_running():
-        raise CasstraceError(f"the sandbox in {sandbox.data_dir} is not running",
-                             f"start it: casstrace sandbox start --data-dir {sandbox.data_dir}")
+        raise CasstraceError(
+            f"the sandbox in {sandbox.data_dir} is not running",
+            f"start it: casstrace sandbox start --data-dir {sandbox.data_dir}",
+        )
     plan.check(heap_bytes(sandbox.settings.heap))
     traces_dir = traces_dir or paths.default_traces_dir() / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
     traces = [trace_path(traces_dir, kind, columns) for columns in plan.columns for kind in ("wide", "narrow")]
-    for trace in traces:   # an earlier sweep's traces, refused now rather than after minutes
+    for trace in traces:  # an earlier sweep's traces, refused now rather than after minutes
         check_output(trace, force)
-    if output is not None:   # the report is made from the traces
+    if output is not None:  # the report is made from the traces
         check_output(output, force, traces)
     traces_dir.mkdir(parents=True, exist_ok=True)
 
     started = time.monotonic()
     runs: list[SweepRun] = []
     stopped = None
-    with click.progressbar(length=plan.total_cost, label="Sweep", file=sys.stderr, show_pos=False,
-                           item_show_func=lambda label: label) as bar:
-        with contextlib.closing(run_sweep(sandbox, plan, traces_dir,
-                                          progress=lambda label, units: bar.update(units, label), force=force)) as points:
+    with click.progressbar(
+        length=plan.total_cost, label="Sweep", file=sys.stderr, show_pos=False, item_show_func=lambda label: label
+    ) as bar:
+        with contextlib.closing(
+            run_sweep(sandbox, plan, traces_dir, progress=lambda label, units: bar.update(units, label), force=force)
+        ) as points:
             try:
                 runs.extend(points)
             except KeyboardInterrupt:
@@ -107,24 +148,54 @@ def command(data_dir: Path, min_columns: int, max_columns: int, step: int, cell_
     elapsed = time.monotonic() - started
     if not runs:
         raise click.exceptions.Abort()
-    report(runs, plan, sandbox, traces_dir, elapsed, stopped, queries(plan.spec(plan.columns[-1])),
-           format_, output, force, color)
+    report(
+        runs,
+        plan,
+        sandbox,
+        traces_dir,
+        elapsed,
+        stopped,
+        queries(plan.spec(plan.columns[-1])),
+        format_,
+        output,
+        force,
+        color,
+    )
 
 
-def report(runs: "list[SweepRun]", plan: "SweepPlan", sandbox: "Sandbox", traces_dir: Path, elapsed: float,
-           stopped: str | None, example_queries: tuple[str, str],
-           format_: str, output: Path | None, force: bool, color: bool | None) -> None:
+def report(
+    runs: "list[SweepRun]",
+    plan: "SweepPlan",
+    sandbox: "Sandbox",
+    traces_dir: Path,
+    elapsed: float,
+    stopped: str | None,
+    example_queries: tuple[str, str],
+    format_: str,
+    output: Path | None,
+    force: bool,
+    color: bool | None,
+) -> None:
     from casstrace.analyses import analyse
     from casstrace.analyses.sweep import summarise_sweep
     from casstrace.reports.sweep import document
 
-    measured = [(run.columns, analyse(run.wide_trace), analyse(run.narrow_trace),
-                 run.wide_data_file_bytes, run.narrow_data_file_bytes) for run in runs]
+    measured = [
+        (
+            run.columns,
+            analyse(run.wide_trace),
+            analyse(run.narrow_trace),
+            run.wide_data_file_bytes,
+            run.narrow_data_file_bytes,
+        )
+        for run in runs
+    ]
     context = {
         "Node": f"{sandbox.host}:{sandbox.native_port} ({sandbox.data_dir})",
         "Keyspace": f"{plan.keyspace}: wide_N and narrow_N, " + ("kept" if plan.keep else "dropped once traced"),
         "Queries (at the largest N)": " / ".join(example_queries),
-        "Executions per query": f"{plan.warmup} warmup + {plan.repeat} measured" + (", cold cache" if plan.cold else ""),
+        "Executions per query": f"{plan.warmup} warmup + {plan.repeat} measured"
+        + (", cold cache" if plan.cold else ""),
         "Duration": f"{elapsed:,.0f} s for {len(runs)} column counts",
         "Traces": str(traces_dir),
     }
@@ -133,5 +204,12 @@ def report(runs: "list[SweepRun]", plan: "SweepPlan", sandbox: "Sandbox", traces
     sweep.warnings[:0] = incomplete
     if output is None and format_ == "html":
         output = traces_dir / "sweep.html"
-    deliver(document(sweep), format_, output, color, incomplete + sweep.findings, force,
-            inputs=[trace for run in runs for trace in (run.wide_trace, run.narrow_trace)])
+    deliver(
+        document(sweep),
+        format_,
+        output,
+        color,
+        incomplete + sweep.findings,
+        force,
+        inputs=[trace for run in runs for trace in (run.wide_trace, run.narrow_trace)],
+    )

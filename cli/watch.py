@@ -28,32 +28,77 @@ DEFAULT_TOP = 10
 @click.option("--cqlshrc", type=click.Path(dir_okay=False, path_type=Path), help="cqlsh configuration file.")
 @click.option("--pid", type=PID, help="PID of the Cassandra JVM (default: the one listening on --port).")
 @container_option
-@click.option("--duration", type=Seconds(),
-              help="Seconds to watch (default: until Ctrl-C).")
-@click.option("--sample", type=FiniteFloat(min=0, max=1, min_open=True), default=0.01, show_default=True,
-              help="Share of requests the node traces meanwhile (nodetool settraceprobability; restored after).")
-@click.option("--top", type=IntRange(min=1), default=DEFAULT_TOP, show_default=True,
-              help="Statements in the live table and detailed in the report.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Trace file to write (default: a dated name under the casstrace data directory).")
-@click.option("--nodetool", "nodetool_command",
-              help="The node's nodetool command (default: the node's own classes on its JMX port).")
-@click.option("--profile", is_flag=True,
-              help="Load async-profiler into the JVM while watching: the Java stack of every read of a Data file "
-                   "(bytes flame graph) and wall-clock samples of the threads that read (CPU flame graph).")
-@click.option("--metrics-port", type=PORT,
-              help="Serve the figures so far for Prometheus at http://ADDRESS:PORT/metrics while watching.")
-@click.option("--metrics-address", default="127.0.0.1", show_default=True,
-              help="Address the metrics are served on (0.0.0.0: every interface).")
-@click.option("--restore", is_flag=True,
-              help="Only put back what a casstrace killed on this node left changed (trace probability, "
-                   "a running async-profiler), then exit. Any watch or run does it first anyway.")
+@click.option("--duration", type=Seconds(), help="Seconds to watch (default: until Ctrl-C).")
+@click.option(
+    "--sample",
+    type=FiniteFloat(min=0, max=1, min_open=True),
+    default=0.01,
+    show_default=True,
+    help="Share of requests the node traces meanwhile (nodetool settraceprobability; restored after).",
+)
+@click.option(
+    "--top",
+    type=IntRange(min=1),
+    default=DEFAULT_TOP,
+    show_default=True,
+    help="Statements in the live table and detailed in the report.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trace file to write (default: a dated name under the casstrace data directory).",
+)
+@click.option(
+    "--nodetool",
+    "nodetool_command",
+    help="The node's nodetool command (default: the node's own classes on its JMX port).",
+)
+@click.option(
+    "--profile",
+    is_flag=True,
+    help="Load async-profiler into the JVM while watching: the Java stack of every read of a Data file "
+    "(bytes flame graph) and wall-clock samples of the threads that read (CPU flame graph).",
+)
+@click.option(
+    "--metrics-port",
+    type=PORT,
+    help="Serve the figures so far for Prometheus at http://ADDRESS:PORT/metrics while watching.",
+)
+@click.option(
+    "--metrics-address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics are served on (0.0.0.0: every interface).",
+)
+@click.option(
+    "--restore",
+    is_flag=True,
+    help="Only put back what a casstrace killed on this node left changed (trace probability, "
+    "a running async-profiler), then exit. Any watch or run does it first anyway.",
+)
 @report_options(html_default="TRACE.html beside the trace")
-def command(host: str | None, port: int | None, username: str | None, ssl_enabled: bool, cqlshrc: Path | None,
-            pid: int | None, container: str | None, duration: float | None, sample: float, top: int, out: Path | None,
-            nodetool_command: str | None, profile: bool, metrics_port: int | None, metrics_address: str,
-            restore: bool, format_: str, output: Path | None, force: bool,
-            color: bool | None) -> None:
+def command(
+    host: str | None,
+    port: int | None,
+    username: str | None,
+    ssl_enabled: bool,
+    cqlshrc: Path | None,
+    pid: int | None,
+    container: str | None,
+    duration: float | None,
+    sample: float,
+    top: int,
+    out: Path | None,
+    nodetool_command: str | None,
+    profile: bool,
+    metrics_port: int | None,
+    metrics_address: str,
+    restore: bool,
+    format_: str,
+    output: Path | None,
+    force: bool,
+    color: bool | None,
+) -> None:
     """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
 
     The probes count every thread's file bytes; Cassandra traces a share of the requests (--sample),
@@ -78,9 +123,10 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     if output is not None:
         check_output(output, force, [*inputs, *([out] if out else [])])
     metrics = None
-    if metrics_port is not None:   # bound now: a port in use fails before anything changes on the node
+    if metrics_port is not None:  # bound now: a port in use fails before anything changes on the node
         from casstrace.node.metrics_endpoint import MetricsEndpoint
         from casstrace.reports.prometheus import CONTENT_TYPE, Exposition
+
         # Bound in this machine's network, where Prometheus scrapes it, before casstrace joins a container's.
         metrics = (MetricsEndpoint(metrics_port, metrics_address, CONTENT_TYPE).start(), Exposition(top))
     # Before the driver starts a thread (see node.namespaces); the metrics server's opens no socket to the node.
@@ -90,26 +136,47 @@ def command(host: str | None, port: int | None, username: str | None, ssl_enable
     live = Live(table, metrics) if table is not None or metrics is not None else None
 
     def started() -> None:
-        click.echo(f"casstrace: watching {settings.host}:{settings.port}"
-                   + (f" for {duration:g} s" if duration else " until Ctrl-C")
-                   + f": probes attached, the node traces {sample:g} of its requests", err=True)
+        click.echo(
+            f"casstrace: watching {settings.host}:{settings.port}"
+            + (f" for {duration:g} s" if duration else " until Ctrl-C")
+            + f": probes attached, the node traces {sample:g} of its requests",
+            err=True,
+        )
 
     def report(path: Path) -> None:
-        with INTERRUPTS.deferred():   # a signal meanwhile waits until the report is written
+        with INTERRUPTS.deferred():  # a signal meanwhile waits until the report is written
             result = analyse_watch(path)
-            deliver(document(result, top), format_, beside_trace(path, "html") if output is None and format_ == "html"
-                    else output, color, [f"{len(result.statements)} statements sampled; trace: {path}"], force,
-                    inputs=[path])
+            deliver(
+                document(result, top),
+                format_,
+                beside_trace(path, "html") if output is None and format_ == "html" else output,
+                color,
+                [f"{len(result.statements)} statements sampled; trace: {path}"],
+                force,
+                inputs=[path],
+            )
             click.echo(f"trace: {path}", err=True)
 
     try:
-        path = watch(WatchOptions(connection=settings, pid=pid, duration_s=duration, probability=sample,
-                                  top=top, out=out, force=force, nodetool=nodetool_command, profile=profile),
-                     live, started)
-    except Interrupted as interrupted:   # a --duration watch cut short (an open-ended one ends on Ctrl-C)
+        path = watch(
+            WatchOptions(
+                connection=settings,
+                pid=pid,
+                duration_s=duration,
+                probability=sample,
+                top=top,
+                out=out,
+                force=force,
+                nodetool=nodetool_command,
+                profile=profile,
+            ),
+            live,
+            started,
+        )
+    except Interrupted as interrupted:  # a --duration watch cut short (an open-ended one ends on Ctrl-C)
         if interrupted.trace is not None:
             report(interrupted.trace)
-        raise   # cli.main says where the trace is, and exits 128 + the signal
+        raise  # cli.main says where the trace is, and exits 128 + the signal
     finally:
         if metrics is not None:
             metrics[0].close()
@@ -130,10 +197,16 @@ class Live:
         from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
 
         inputs = WatchInputs.from_rows(
-            [StatementSession(**row) for row in snapshot.sessions], [SessionThread(**row) for row in snapshot.spans],
-            [ThreadIO(**row) for row in snapshot.thread_io], snapshot.files, snapshot.thread_names,
-            capture_start_ns=snapshot.capture_start_ns, slot_ns=snapshot.slot_ns, probability=snapshot.probability,
-            duration_s=snapshot.elapsed_s)
+            [StatementSession(**row) for row in snapshot.sessions],
+            [SessionThread(**row) for row in snapshot.spans],
+            [ThreadIO(**row) for row in snapshot.thread_io],
+            snapshot.files,
+            snapshot.thread_names,
+            capture_start_ns=snapshot.capture_start_ns,
+            slot_ns=snapshot.slot_ns,
+            probability=snapshot.probability,
+            duration_s=snapshot.elapsed_s,
+        )
         watched = summarise(inputs, {})
         if self.metrics is not None:
             endpoint, exposition = self.metrics
@@ -152,13 +225,17 @@ class LiveTable:
     def __call__(self, watch: "Watch") -> None:
         from casstrace.analyses.units import human_bytes
 
-        rows = [f"casstrace watch: {watch.duration_s:.0f} s, {sum(s.sampled_executions for s in watch.statements)} "
-                f"sampled requests; SSTable bytes so far: {human_bytes(watch.sstable_bytes)}",
-                f"{'read/exec':>10} {'est. execs':>10} {'p50 ms':>8}  statement"]
-        for statement in watch.statements[:self.top]:
+        rows = [
+            f"casstrace watch: {watch.duration_s:.0f} s, {sum(s.sampled_executions for s in watch.statements)} "
+            f"sampled requests; SSTable bytes so far: {human_bytes(watch.sstable_bytes)}",
+            f"{'read/exec':>10} {'est. execs':>10} {'p50 ms':>8}  statement",
+        ]
+        for statement in watch.statements[: self.top]:
             p50 = f"{statement.latency_p50_s * 1000:.1f}" if statement.latency_p50_s is not None else "—"
-            rows.append(f"{human_bytes(statement.sstable_read_bytes_per_execution):>10} "
-                        f"{statement.estimated_executions:>10,.0f} {p50:>8}  {statement.statement[:90]}")
+            rows.append(
+                f"{human_bytes(statement.sstable_read_bytes_per_execution):>10} "
+                f"{statement.estimated_executions:>10,.0f} {p50:>8}  {statement.statement[:90]}"
+            )
         erase = f"\x1b[{self.lines}F\x1b[J" if self.lines else ""
         sys.stderr.write(erase + "\n".join(rows) + "\n")
         sys.stderr.flush()

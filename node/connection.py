@@ -89,8 +89,9 @@ def _ini_error(error: configparser.Error | UnicodeDecodeError) -> str:
         return f"line {error.lineno}, {error.line.strip()!r}, comes before any [section] header"
     if isinstance(error, configparser.ParsingError):
         # Python 3.11 keeps each line as its repr
-        return "; ".join(f"line {lineno}, {_unrepr(line).strip()!r}, is not KEY = VALUE"
-                         for lineno, line in error.errors)
+        return "; ".join(
+            f"line {lineno}, {_unrepr(line).strip()!r}, is not KEY = VALUE" for lineno, line in error.errors
+        )
     return " ".join(str(error).split())
 
 
@@ -116,17 +117,26 @@ def configuration_files(cqlshrc: Path | None) -> list[Path]:
     return [rc_path, _credentials_path(_read_ini(rc_path))]
 
 
-def resolve_settings(host: str | None = None, port: int | None = None, username: str | None = None,
-                     ssl_enabled: bool = False, cqlshrc: Path | None = None,
-                     connect_timeout: float = 5.0, request_timeout: float = 60.0,
-                     environ: Mapping[str, str] = os.environ, node_pid: int | None = None) -> ConnectionSettings:
+def resolve_settings(
+    host: str | None = None,
+    port: int | None = None,
+    username: str | None = None,
+    ssl_enabled: bool = False,
+    cqlshrc: Path | None = None,
+    connect_timeout: float = 5.0,
+    request_timeout: float = 60.0,
+    environ: Mapping[str, str] = os.environ,
+    node_pid: int | None = None,
+) -> ConnectionSettings:
     """node_pid: the JVM the command watches, when given (--pid, --container): with no host given,
     the address it listens on at the port (a container's own address), else 127.0.0.1."""
     rc = _read_ini(Path(cqlshrc) if cqlshrc else default_cqlshrc())
     host = _first(host, environ.get("CQLSH_HOST"), rc.get("connection", "hostname", fallback=None))
-    port_text = _first(port, environ.get("CQLSH_PORT"), rc.get("connection", "port", fallback=None)) or str(DEFAULT_PORT)
+    port_text = _first(port, environ.get("CQLSH_PORT"), rc.get("connection", "port", fallback=None)) or str(
+        DEFAULT_PORT
+    )
     try:
-        if not port_text.strip().isascii():   # int() takes any script's digits: '١٢' would be port 12
+        if not port_text.strip().isascii():  # int() takes any script's digits: '١٢' would be port 12
             raise ValueError(port_text)
         port = int(port_text)
     except ValueError:
@@ -150,14 +160,18 @@ def resolve_settings(host: str | None = None, port: int | None = None, username:
 
     tls = None
     if ssl_enabled or _as_bool(rc.get("connection", "ssl", fallback="false")):
+
         def rc_path(section: str, key: str) -> str | None:
             value = rc.get(section, key, fallback=None)
             return os.path.expanduser(value) if value else None
 
         validate = _first(environ.get("SSL_VALIDATE"), rc.get("ssl", "validate", fallback=None)) or "true"
         tls = TlsSettings(
-            certfile=_first(os.path.expanduser(environ.get("SSL_CERTFILE", "")),
-                            rc_path("certfiles", host), rc_path("ssl", "certfile")),
+            certfile=_first(
+                os.path.expanduser(environ.get("SSL_CERTFILE", "")),
+                rc_path("certfiles", host),
+                rc_path("ssl", "certfile"),
+            ),
             validate=_as_bool(validate),
             usercert=rc_path("ssl", "usercert"),
             userkey=rc_path("ssl", "userkey"),
@@ -173,24 +187,32 @@ def answered_in_time(session: Session, request: str) -> Iterator[None]:
         yield
     except OperationTimedOut:
         timeout = session.get_execution_profile(EXEC_PROFILE_DEFAULT).request_timeout
-        raise CasstraceError(f"the node did not answer {request} within --request-timeout ({timeout:g} s)",
-                             "give a longer --request-timeout: it bounds casstrace's own reads of the schema "
-                             "before the query too") from None
+        raise CasstraceError(
+            f"the node did not answer {request} within --request-timeout ({timeout:g} s)",
+            "give a longer --request-timeout: it bounds casstrace's own reads of the schema before the query too",
+        ) from None
 
 
 class NodeSession:
     """A driver session bound to one node. Use as a context manager, or call close()."""
 
-    def __init__(self, settings: ConnectionSettings, keyspace: str | None = None,
-                 protocol_handler: type[_ProtocolHandler] | None = None, token_map: bool = False):
+    def __init__(
+        self,
+        settings: ConnectionSettings,
+        keyspace: str | None = None,
+        protocol_handler: type[_ProtocolHandler] | None = None,
+        token_map: bool = False,
+    ):
         """token_map: also learn the cluster's nodes and their tokens at connect (casstrace.node.replicas
         asks it where a partition lives); the session still sends every request to the one node."""
         self.settings = settings
         try:
             socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as error:
-            raise CasstraceError(f"cannot resolve the host {settings.host!r} ({getattr(error, 'strerror', error)})",
-                                 "give --host as an IP address, or a name this machine resolves") from None
+            raise CasstraceError(
+                f"cannot resolve the host {settings.host!r} ({getattr(error, 'strerror', error)})",
+                "give --host as an IP address, or a name this machine resolves",
+            ) from None
         auth = PlainTextAuthProvider(settings.username, settings.password or "") if settings.username else None
         profile = ExecutionProfile(
             load_balancing_policy=WhiteListRoundRobinPolicy([settings.host]),
@@ -277,7 +299,7 @@ def normalize_ip(ip: str) -> str:
     """One spelling per address: no brackets, IPv4-mapped IPv6 as plain IPv4."""
     ip = ip.strip("[]")
     if ip.lower().startswith("::ffff:") and "." in ip:
-        return ip[len("::ffff:"):]
+        return ip[len("::ffff:") :]
     return ip
 
 

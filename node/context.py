@@ -26,7 +26,8 @@ from casstrace.traces.meta import CassandraMeta, SSTableFileMeta, TableMeta
 # "DiskAccessMode is standard, indexAccessMode is mmap" (5.0)
 DISK_ACCESS_LOG_LINE = re.compile(r"DiskAccessMode\s+(?:'\w+'\s+determined to be|is)\s+(\w+)")
 TABLE_REFERENCE = re.compile(
-    r"\b(?:FROM|INTO|UPDATE|TABLE)\s+((?:\"[^\"]+\"|\w+)(?:\s*\.\s*(?:\"[^\"]+\"|\w+))?)", re.IGNORECASE)
+    r"\b(?:FROM|INTO|UPDATE|TABLE)\s+((?:\"[^\"]+\"|\w+)(?:\s*\.\s*(?:\"[^\"]+\"|\w+))?)", re.IGNORECASE
+)
 
 
 def _rows(session: Session, cql: str, params: Sequence[object] = ()) -> list[Any]:
@@ -104,7 +105,7 @@ def yaml_data_directories(process: CassandraProcess) -> list[str]:
         if rest:
             return _parse_list_setting(rest)
         found = []
-        for item in lines[number + 1:]:
+        for item in lines[number + 1 :]:
             if not item.strip() or item.lstrip().startswith("#"):
                 continue
             entry = re.match(r"^\s+-\s+(.*?)\s*(?:#.*)?$", item)
@@ -148,13 +149,20 @@ def tables_touched(prepared: PreparedStatement | None, query: str, keyspace: str
 def table_schema(session: Session, keyspace: str, table: str) -> TableMeta | None:
     """Columns, primary key and compression from system_schema; None when there is no such table
     (a view or a virtual table, say)."""
-    rows = _rows(session, "SELECT id, compression FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
-                 (keyspace, table))
+    rows = _rows(
+        session,
+        "SELECT id, compression FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, table),
+    )
     if not rows:
         return None
     columns = sorted(
-        _rows(session, "SELECT column_name, type, kind, position FROM system_schema.columns"
-                       " WHERE keyspace_name = %s AND table_name = %s", (keyspace, table)),
+        _rows(
+            session,
+            "SELECT column_name, type, kind, position FROM system_schema.columns"
+            " WHERE keyspace_name = %s AND table_name = %s",
+            (keyspace, table),
+        ),
         key=lambda c: ({"partition_key": 0, "clustering": 1, "static": 2}.get(c.kind, 3), c.position, c.column_name),
     )
     return {
@@ -168,8 +176,7 @@ def table_schema(session: Session, keyspace: str, table: str) -> TableMeta | Non
     }
 
 
-def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str,
-                  table_id: str) -> list[SSTableFileMeta]:
+def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str, table_id: str) -> list[SSTableFileMeta]:
     """The files of a table's live SSTables, with sizes, as they are on disk now
     (DIR/keyspace/table-<id without dashes>/; snapshots and backups are left out). Paths are the
     node's own, read through its root when it runs in another mount namespace (a container)."""
@@ -185,7 +192,7 @@ def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str,
                     try:
                         if entry.is_file():
                             sizes.append((entry.name, entry.stat().st_size))
-                    except FileNotFoundError:   # compacted away meanwhile
+                    except FileNotFoundError:  # compacted away meanwhile
                         continue
         except (FileNotFoundError, NotADirectoryError):
             continue
@@ -194,20 +201,25 @@ def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str,
     return files
 
 
-def gather(session: Session, process: CassandraProcess | None, prepared: PreparedStatement, query: str,
-           keyspace: str | None) -> CassandraMeta:
+def gather(
+    session: Session, process: CassandraProcess | None, prepared: PreparedStatement, query: str, keyspace: str | None
+) -> CassandraMeta:
     """meta 'cassandra' of a run trace. Without the node's process (its JVM runs elsewhere) the data
     directories are what the node's settings say, and its SSTables are not listed."""
     node_settings = settings(session)
     local = _rows(session, "SELECT release_version FROM system.local WHERE key = 'local'")
-    data_dirs = (data_directories(node_settings, process) if process is not None else
-                 _parse_list_setting(node_settings.get("data_file_directories", "")))
+    data_dirs = (
+        data_directories(node_settings, process)
+        if process is not None
+        else _parse_list_setting(node_settings.get("data_file_directories", ""))
+    )
     tables: list[TableMeta] = []
     for table_keyspace, table in tables_touched(prepared, query, keyspace):
         schema = table_schema(session, table_keyspace, table)
         if schema is not None:
-            schema["sstables"] = ([] if process is None else
-                                  sstable_files(process.pid, data_dirs, table_keyspace, table, schema["id"]))
+            schema["sstables"] = (
+                [] if process is None else sstable_files(process.pid, data_dirs, table_keyspace, table, schema["id"])
+            )
             if process is not None:
                 schema["storage"] = storage.sstable_storage(process.pid, schema["sstables"])
             tables.append(schema)
@@ -228,7 +240,7 @@ def table_file_keys(pid: int, cassandra: CassandraMeta) -> set[tuple[int, int]]:
         for sstable_file in table["sstables"]:
             try:
                 stat = stat_in_root(pid, sstable_file["path"])
-            except OSError:   # compacted away since
+            except OSError:  # compacted away since
                 continue
             keys.add((stat.st_dev, stat.st_ino))
     return keys
@@ -242,8 +254,10 @@ def make_cold(pid: int, files: set[tuple[int, int]]) -> int:
     try:
         paged_out = mapped_pages.page_out(pid, mapped_pages.file_mappings(pid, files))
     except mapped_pages.PageOutUnavailable as error:
-        raise CasstraceError(f"--cold cannot push the table's mapped pages out of pid {pid}: {error}",
-                             "run casstrace as root on Linux 5.10 or later, or leave out --cold") from None
+        raise CasstraceError(
+            f"--cold cannot push the table's mapped pages out of pid {pid}: {error}",
+            "run casstrace as root on Linux 5.10 or later, or leave out --cold",
+        ) from None
     drop_page_cache()
     return paged_out
 
@@ -255,5 +269,6 @@ def drop_page_cache() -> None:
         with open("/proc/sys/vm/drop_caches", "w") as control:
             control.write("1\n")
     except OSError as error:
-        raise CasstraceError(f"cannot drop the page cache for --cold: {error.strerror}",
-                             "run casstrace as root, or leave out --cold") from None
+        raise CasstraceError(
+            f"cannot drop the page cache for --cold: {error.strerror}", "run casstrace as root, or leave out --cold"
+        ) from None

@@ -21,7 +21,7 @@ from casstrace.probes.proc.proc_fds import in_root, net_table_rows, proc_net_hos
 from casstrace.redaction import redact_command
 from casstrace.traces.activities import shared_pool_worker
 
-PR_SET_PDEATHSIG = 1   # linux/prctl.h
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
 TCP_LISTEN = "0A"  # st column of /proc/net/tcp for a listening socket
@@ -37,7 +37,7 @@ class CassandraProcess:
         prefix = f"-D{name}="
         for arg in self.argv:
             if arg.startswith(prefix):
-                return arg[len(prefix):]
+                return arg[len(prefix) :]
         return None
 
 
@@ -84,7 +84,7 @@ def fd_targets(pid: int, proc: Path = Path("/proc")) -> list[str]:
 def listening_sockets(pid: int, proc: Path = Path("/proc")) -> set[tuple[str, int]]:
     """(address, port) of every TCP socket a process listens on: listening sockets in its network
     namespace whose inode is one of its file descriptors. '0.0.0.0' / '::' listen on every address."""
-    socket_inodes = {target[len("socket:["):-1] for target in fd_targets(pid, proc) if target.startswith("socket:[")}
+    socket_inodes = {target[len("socket:[") : -1] for target in fd_targets(pid, proc) if target.startswith("socket:[")}
     sockets = set()
     for _, fields in net_table_rows(pid, ("tcp", "tcp6"), proc):
         local, state, inode = fields[1], fields[3], fields[9]
@@ -117,8 +117,12 @@ def serving_jvms(proc: Path = Path("/proc")) -> dict[CassandraProcess, set[tuple
     return {process: listening_sockets(process.pid, proc) for process in cassandra_processes(proc)}
 
 
-def cassandra_at(address: str, port: int, proc: Path = Path("/proc"),
-                 serving: dict[CassandraProcess, set[tuple[str, int]]] | None = None) -> CassandraProcess | None:
+def cassandra_at(
+    address: str,
+    port: int,
+    proc: Path = Path("/proc"),
+    serving: dict[CassandraProcess, set[tuple[str, int]]] | None = None,
+) -> CassandraProcess | None:
     """The Cassandra JVM of this machine that serves CQL at address:port, None when none does (one
     bound to that address before one bound to every address). `serving`: serving_jvms(), when the
     caller looks up several addresses."""
@@ -152,8 +156,9 @@ def local_addresses(pid: int, proc: Path = Path("/proc")) -> set[str]:
     return found
 
 
-def find_cassandra(pid: int | None = None, native_port: int | None = None, address: str | None = None,
-                   proc: Path = Path("/proc")) -> CassandraProcess:
+def find_cassandra(
+    pid: int | None = None, native_port: int | None = None, address: str | None = None, proc: Path = Path("/proc")
+) -> CassandraProcess:
     """The Cassandra JVM to watch: `pid` when given (checked to be one), else the only one running,
     else the one listening on `native_port` (at `address`, when several listen on that port). Raises
     CasstraceError naming the fix otherwise."""
@@ -180,9 +185,9 @@ def find_cassandra(pid: int | None = None, native_port: int | None = None, addre
         return candidates[0]
     pids = ", ".join(str(c.pid) for c in candidates)
     if native_port is not None:
-        sockets = {c: listening_sockets(c.pid, proc) for c in candidates}   # each JVM's fds read once
+        sockets = {c: listening_sockets(c.pid, proc) for c in candidates}  # each JVM's fds read once
         listening = [c for c in candidates if any(port == native_port for _, port in sockets[c])]
-        if address is not None and len(listening) > 1:   # nodes of one cluster share the port, not the address
+        if address is not None and len(listening) > 1:  # nodes of one cluster share the port, not the address
             listening = [c for c in listening if _accepts(sockets[c], address, native_port)]
         if len(listening) == 1:
             return listening[0]
@@ -206,9 +211,13 @@ def java_thread_ids(pid: int, jcmd: str | None = None, timeout_s: float = 30.0) 
     the JVM's own thread list (`jcmd PID Thread.print`: nid is the TID). /proc/PID/task/TID/comm
     would cut the names at 15 characters ('Native-Transpor'). CasstraceError when jcmd cannot run."""
     command = [jcmd, str(pid)] if jcmd else _jcmd(pid)
-    output = run_tool([*command, "Thread.print"], f"jcmd {pid} Thread.print", timeout_s,
-                      cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
-                      failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java")
+    output = run_tool(
+        [*command, "Thread.print"],
+        f"jcmd {pid} Thread.print",
+        timeout_s,
+        cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
+        failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java",
+    )
     names = parse_thread_print(output)
     if own_pid(pid) == pid:
         return names
@@ -227,7 +236,7 @@ def host_thread_ids(pid: int) -> dict[int, int]:
     for task in tasks:
         try:
             found[own_pid_in(task / "status")] = int(task.name)
-        except (OSError, ValueError):   # the thread ended meanwhile
+        except (OSError, ValueError):  # the thread ended meanwhile
             continue
     return found
 
@@ -240,8 +249,14 @@ def run_tool(command: list[str], what: str, timeout_s: float, *, cannot_run_fix:
         # a failure of the tool it would kill (a nodetool killed mid-restore would leave the change).
         # But it dies with casstrace: a nodetool outliving a SIGKILLed casstrace could change the node
         # after the next casstrace put it back (casstrace.ledger).
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, start_new_session=True,
-                                preexec_fn=_die_with_parent)
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise CasstraceError(f"{what} could not run ({error})", cannot_run_fix) from None
     if result.returncode != 0:
@@ -298,9 +313,11 @@ def _jcmd(pid: int) -> list[str]:
         return [*in_node_namespaces(pid), beside, str(own_pid(pid))]
     found = shutil.which("jcmd")
     if found is None:
-        raise CasstraceError("no jcmd beside the node's java or on PATH",
-                             "install a JDK matching the node's Java (Debian: openjdk-17-jdk-headless) so that "
-                             "casstrace can attach to the JVM")
+        raise CasstraceError(
+            "no jcmd beside the node's java or on PATH",
+            "install a JDK matching the node's Java (Debian: openjdk-17-jdk-headless) so that "
+            "casstrace can attach to the JVM",
+        )
     return [found, str(pid)]
 
 

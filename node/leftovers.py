@@ -19,15 +19,21 @@ def say(line: str) -> None:
     print(f"casstrace: {line}", file=sys.stderr)
 
 
-def restore_left_behind(process: CassandraProcess, nodetool: Callable[[], Nodetool],
-                        tell: Callable[[str], None] = say) -> list[str]:
+def restore_left_behind(
+    process: CassandraProcess, nodetool: Callable[[], Nodetool], tell: Callable[[str], None] = say
+) -> list[str]:
     """Put back this node's changes whose casstrace is gone; `nodetool` is called only when one is the
     trace probability. Returns the lines told (one per change). A change that cannot be put back
     raises CasstraceError, and stays written down for the next try."""
     told = []
     for change in Ledger(process.pid).left_behind():
-        line = (_restore_trace_probability(change, nodetool()) if change.what == TRACE_PROBABILITY
-                else _stop_profiler(change, process.pid) if change.what == PROFILER else None)
+        line = (
+            _restore_trace_probability(change, nodetool())
+            if change.what == TRACE_PROBABILITY
+            else _stop_profiler(change, process.pid)
+            if change.what == PROFILER
+            else None
+        )
         if line is not None:
             tell(line)
             told.append(line)
@@ -43,13 +49,17 @@ def _restore_trace_probability(change: Change, nodetool: Nodetool) -> str | None
     now = nodetool.trace_probability()
     if now == set_to and now != original:
         nodetool.set_trace_probability(original)
-        line = (f"put the node's trace probability back to {format_probability(original)}: "
-                f"{_left_by(change)} had set it to {format_probability(set_to)}")
+        line = (
+            f"put the node's trace probability back to {format_probability(original)}: "
+            f"{_left_by(change)} had set it to {format_probability(set_to)}"
+        )
     elif now == original:
-        line = None   # killed before it changed it, or after it put it back
+        line = None  # killed before it changed it, or after it put it back
     else:
-        line = (f"left the node's trace probability at {format_probability(now)}: {_left_by(change)} had set it "
-                f"from {format_probability(original)} to {format_probability(set_to)}, and someone changed it since")
+        line = (
+            f"left the node's trace probability at {format_probability(now)}: {_left_by(change)} had set it "
+            f"from {format_probability(original)} to {format_probability(set_to)}, and someone changed it since"
+        )
     Ledger(change.node_pid).forget(TRACE_PROBABILITY)
     return line
 
@@ -58,6 +68,7 @@ def _stop_profiler(change: Change, pid: int) -> str | None:
     try:
         stopped = AsyncProfiler(pid, progress=say).stop_left_behind()
     except CasstraceError as error:
-        raise CasstraceError(f"cannot stop the async-profiler session {_left_by(change)} left in JVM {pid}: "
-                             f"{error.message}", error.fix) from None
+        raise CasstraceError(
+            f"cannot stop the async-profiler session {_left_by(change)} left in JVM {pid}: {error.message}", error.fix
+        ) from None
     return f"stopped the async-profiler session {_left_by(change)} left in JVM {pid}" if stopped else None

@@ -9,7 +9,7 @@ import threading
 
 from casstrace.errors import CasstraceError
 
-DEFAULT_ADDRESS = "127.0.0.1"   # the node's own machine only, unless --metrics-address says otherwise
+DEFAULT_ADDRESS = "127.0.0.1"  # the node's own machine only, unless --metrics-address says otherwise
 
 
 class MetricsEndpoint:
@@ -31,13 +31,15 @@ class MetricsEndpoint:
                 self.wfile.write(body)
 
             def log_message(self, format: str, *args: object) -> None:
-                pass   # a scrape every 15 s is no news for the watch's terminal
+                pass  # a scrape every 15 s is no news for the watch's terminal
 
         try:
             self.server = http.server.ThreadingHTTPServer((address, port), Handler)
         except OSError as error:
-            raise CasstraceError(f"cannot serve metrics on {address}:{port}: {error.strerror}",
-                                 "give another --metrics-port (or --metrics-address)") from None
+            raise CasstraceError(
+                f"cannot serve metrics on {address}:{port}: {error.strerror}",
+                "give another --metrics-port (or --metrics-address)",
+            ) from None
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, name="casstrace-metrics", daemon=True)
 
@@ -50,7 +52,7 @@ class MetricsEndpoint:
         return self
 
     def publish(self, page: str) -> None:
-        self._page = page.encode()   # one reference swap: a scrape reads the old page or the new one
+        self._page = page.encode()  # one reference swap: a scrape reads the old page or the new one
 
     def close(self) -> None:
         if self.thread.is_alive():

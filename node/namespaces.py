@@ -58,14 +58,18 @@ def join_network_namespace(pid: int) -> bool:
     try:
         namespace = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     except OSError as error:
-        raise CasstraceError(f"cannot open the network namespace of pid {pid}: {error.strerror}",
-                             "run casstrace as root (joining a container's network needs CAP_SYS_ADMIN)") from None
+        raise CasstraceError(
+            f"cannot open the network namespace of pid {pid}: {error.strerror}",
+            "run casstrace as root (joining a container's network needs CAP_SYS_ADMIN)",
+        ) from None
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.setns(namespace, CLONE_NEWNET) != 0:
             reason = os.strerror(ctypes.get_errno())
-            raise CasstraceError(f"cannot join the network namespace of pid {pid} (where its native port is): {reason}",
-                                 "run casstrace as root (joining a container's network needs CAP_SYS_ADMIN)")
+            raise CasstraceError(
+                f"cannot join the network namespace of pid {pid} (where its native port is): {reason}",
+                "run casstrace as root (joining a container's network needs CAP_SYS_ADMIN)",
+            )
     finally:
         os.close(namespace)
     return True
@@ -77,8 +81,12 @@ def container_ids(pid: int, proc: Path = Path("/proc")) -> set[str]:
         lines = (proc / str(pid) / "cgroup").read_text().splitlines()
     except OSError:
         return set()
-    return {match.group(1) for line in lines for component in line.split(":", 2)[-1].split("/")
-            if (match := CGROUP_CONTAINER_ID.search(component))}
+    return {
+        match.group(1)
+        for line in lines
+        for component in line.split(":", 2)[-1].split("/")
+        if (match := CGROUP_CONTAINER_ID.search(component))
+    }
 
 
 def _runtime_id(name: str) -> str | None:
@@ -88,8 +96,12 @@ def _runtime_id(name: str) -> str | None:
         if path is None:
             continue
         try:
-            found = subprocess.run([path, "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True,
-                                   timeout=RUNTIME_TIMEOUT_S)
+            found = subprocess.run(
+                [path, "inspect", "--format", "{{.Id}}", name],
+                capture_output=True,
+                text=True,
+                timeout=RUNTIME_TIMEOUT_S,
+            )
         except (OSError, subprocess.TimeoutExpired):
             continue
         answer = found.stdout.strip().lower()
@@ -111,22 +123,35 @@ def container_jvm(container: str, proc: Path = Path("/proc")) -> CassandraProces
     wanted = container.strip().lower()
     jvms = cassandra_processes(proc)
     by_id = {process: container_ids(process.pid, proc) for process in jvms}
-    found = ([process for process, ids in by_id.items() if any(i.startswith(wanted) for i in ids)]
-             if re.fullmatch(r"[0-9a-f]{4,64}", wanted) else [])
+    found = (
+        [process for process, ids in by_id.items() if any(i.startswith(wanted) for i in ids)]
+        if re.fullmatch(r"[0-9a-f]{4,64}", wanted)
+        else []
+    )
     if not found:
         runtime_id = _runtime_id(container)
-        found = ([process for process, ids in by_id.items() if runtime_id in ids] if runtime_id else
-                 [process for process in jvms if by_id[process] and _host_name(process.pid) == container])
+        found = (
+            [process for process, ids in by_id.items() if runtime_id in ids]
+            if runtime_id
+            else [process for process in jvms if by_id[process] and _host_name(process.pid) == container]
+        )
     if len(found) == 1:
         return found[0]
     in_containers = sorted(f"{process.pid} ({sorted(ids)[0][:12]})" for process, ids in by_id.items() if ids)
-    listed = f"the Cassandra JVMs in containers here: {', '.join(in_containers)}" if in_containers else \
-        "no Cassandra JVM here runs in a container"
+    listed = (
+        f"the Cassandra JVMs in containers here: {', '.join(in_containers)}"
+        if in_containers
+        else "no Cassandra JVM here runs in a container"
+    )
     if not found:
-        raise CasstraceError(f"no Cassandra JVM runs in container {container!r} ({listed})",
-                             "give --container as the container's id or name (docker ps, podman ps, crictl ps), or --pid")
-    raise CasstraceError(f"{len(found)} Cassandra JVMs match container {container!r} ({listed})",
-                         "give more of the container's id, or --pid")
+        raise CasstraceError(
+            f"no Cassandra JVM runs in container {container!r} ({listed})",
+            "give --container as the container's id or name (docker ps, podman ps, crictl ps), or --pid",
+        )
+    raise CasstraceError(
+        f"{len(found)} Cassandra JVMs match container {container!r} ({listed})",
+        "give more of the container's id, or --pid",
+    )
 
 
 def node_pid(pid: int | None, container: str | None) -> int | None:

@@ -15,12 +15,12 @@ its last, at the chosen size, inside its own window (paging resumes where the la
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:   # the CLI reads the defaults below before it loads the driver
+if TYPE_CHECKING:  # the CLI reads the defaults below before it loads the driver
     from cassandra.cluster import Session
     from cassandra.query import PreparedStatement
 
-DEFAULT_PAGE_BYTES = 8 * 1024 * 1024     # --page-bytes: the byte budget of one page
-MAX_PAGE_ROWS = 5000                     # the driver's default fetch size: pages of small rows stay as they were
+DEFAULT_PAGE_BYTES = 8 * 1024 * 1024  # --page-bytes: the byte budget of one page
+MAX_PAGE_ROWS = 5000  # the driver's default fetch size: pages of small rows stay as they were
 SAMPLE_ROWS = 10
 
 
@@ -28,10 +28,10 @@ SAMPLE_ROWS = 10
 class Paging:
     """The page size the executions use, and why."""
 
-    page_size: int                  # rows per page; 0: one page, the whole result
-    chosen: bool                    # chosen by casstrace (not --page-size)
-    page_bytes: int | None          # the budget it was chosen for (None: --page-size given)
-    sampled_row_bytes: int | None   # the largest row of the sample, in payload bytes
+    page_size: int  # rows per page; 0: one page, the whole result
+    chosen: bool  # chosen by casstrace (not --page-size)
+    page_bytes: int | None  # the budget it was chosen for (None: --page-size given)
+    sampled_row_bytes: int | None  # the largest row of the sample, in payload bytes
     reason: str
 
     @property
@@ -39,13 +39,19 @@ class Paging:
         return self.chosen and self.page_bytes is not None and (self.sampled_row_bytes or 0) > self.page_bytes
 
     def meta(self) -> dict[str, int | bool | str | None]:
-        return {"page_size": self.page_size, "chosen": self.chosen, "page_bytes": self.page_bytes,
-                "sampled_row_bytes": self.sampled_row_bytes, "reason": self.reason}
+        return {
+            "page_size": self.page_size,
+            "chosen": self.chosen,
+            "page_bytes": self.page_bytes,
+            "sampled_row_bytes": self.sampled_row_bytes,
+            "reason": self.reason,
+        }
 
 
 def given(page_size: int) -> Paging:
-    return Paging(page_size, False, None, None, "no paging (--page-size 0)" if page_size == 0 else
-                  f"--page-size {page_size}")
+    return Paging(
+        page_size, False, None, None, "no paging (--page-size 0)" if page_size == 0 else f"--page-size {page_size}"
+    )
 
 
 def choose(session: "Session", prepared: "PreparedStatement", consistency: str, page_bytes: int) -> Paging:
@@ -53,22 +59,39 @@ def choose(session: "Session", prepared: "PreparedStatement", consistency: str, 
     from casstrace.node.query import first_page
 
     largest = first_page(session, prepared, consistency, 1).largest_row_bytes
-    if largest * SAMPLE_ROWS <= page_bytes:   # ten such rows are safe to sample
+    if largest * SAMPLE_ROWS <= page_bytes:  # ten such rows are safe to sample
         largest = max(largest, first_page(session, prepared, consistency, SAMPLE_ROWS).largest_row_bytes)
     budget = f"the {page_bytes:,} B of a page (--page-bytes)"
     if largest == 0:
-        return Paging(MAX_PAGE_ROWS, True, page_bytes, 0, f"{MAX_PAGE_ROWS:,} rows: the sample returned no "
-                                                          f"bytes to size a page by")
+        return Paging(
+            MAX_PAGE_ROWS,
+            True,
+            page_bytes,
+            0,
+            f"{MAX_PAGE_ROWS:,} rows: the sample returned no bytes to size a page by",
+        )
     if largest > page_bytes:
-        return Paging(1, True, page_bytes, largest, f"1 row: a row of {largest:,} B is larger than {budget} "
-                                                    f"alone; no page is within it")
+        return Paging(
+            1,
+            True,
+            page_bytes,
+            largest,
+            f"1 row: a row of {largest:,} B is larger than {budget} alone; no page is within it",
+        )
     rows = min(MAX_PAGE_ROWS, page_bytes // largest)
-    return Paging(rows, True, page_bytes, largest, f"{rows:,} rows: the largest of the first {SAMPLE_ROWS} rows "
-                                                   f"is {largest:,} B; a page within {budget}"
-                  + (f", at most {MAX_PAGE_ROWS:,} rows" if rows == MAX_PAGE_ROWS else ""))
+    return Paging(
+        rows,
+        True,
+        page_bytes,
+        largest,
+        f"{rows:,} rows: the largest of the first {SAMPLE_ROWS} rows "
+        f"is {largest:,} B; a page within {budget}"
+        + (f", at most {MAX_PAGE_ROWS:,} rows" if rows == MAX_PAGE_ROWS else ""),
+    )
 
 
-def paging(session: "Session", prepared: "PreparedStatement", consistency: str, page_size: int | None,
-           page_bytes: int) -> Paging:
+def paging(
+    session: "Session", prepared: "PreparedStatement", consistency: str, page_size: int | None, page_bytes: int
+) -> Paging:
     """--page-size when given, else the size chosen for --page-bytes."""
     return given(page_size) if page_size is not None else choose(session, prepared, consistency, page_bytes)

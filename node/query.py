@@ -29,7 +29,7 @@ from casstrace.errors import CasstraceError
 from casstrace.node.connection import answered_in_time
 from casstrace.traces.meta import QueryTraceSession
 
-DIGEST_MODULUS = 2 ** 256
+DIGEST_MODULUS = 2**256
 
 
 class MeasuredRows(list):
@@ -52,7 +52,9 @@ class MeasuringResultMessage(ResultMessage):
         self._measured.extend(self.parsed_rows)
         self.parsed_rows = self._measured
 
-    def recv_row(self, f: BinaryIO, colcount: int) -> list[bytes | None]:  # the base class calls self.recv_row once per row
+    def recv_row(
+        self, f: BinaryIO, colcount: int
+    ) -> list[bytes | None]:  # the base class calls self.recv_row once per row
         row = [read_value(f) for _ in range(colcount)]
         row_hash = hashlib.blake2b(digest_size=32)
         row_bytes = 0
@@ -65,7 +67,9 @@ class MeasuringResultMessage(ResultMessage):
                 row_bytes += len(value)
         self._measured.payload_bytes += row_bytes
         self._measured.largest_row_bytes = max(self._measured.largest_row_bytes, row_bytes)
-        self._measured.digest_sum = (self._measured.digest_sum + int.from_bytes(row_hash.digest(), "big")) % DIGEST_MODULUS
+        self._measured.digest_sum = (
+            self._measured.digest_sum + int.from_bytes(row_hash.digest(), "big")
+        ) % DIGEST_MODULUS
         return row
 
 
@@ -73,8 +77,10 @@ class MeasuringProtocolHandler(_ProtocolHandler):
     """The driver's pure-Python protocol handler with the measuring RESULT message.
     (The Cython handler decodes rows in C and never shows the raw values.)"""
 
-    message_types_by_opcode: ClassVar[dict[int, type]] = {**_ProtocolHandler.message_types_by_opcode,
-                                                          MeasuringResultMessage.opcode: MeasuringResultMessage}
+    message_types_by_opcode: ClassVar[dict[int, type]] = {
+        **_ProtocolHandler.message_types_by_opcode,
+        MeasuringResultMessage.opcode: MeasuringResultMessage,
+    }
 
 
 def keep_page(column_names: list[str], rows: MeasuredRows) -> MeasuredRows:
@@ -90,7 +96,7 @@ class QueryResult:
     pages: int
     digest: str = field(repr=False)  # hex; memory only
     result_set: ResultSet | None = field(default=None, repr=False)
-    coordinator: str | None = None   # the address of the node that answered (its first page)
+    coordinator: str | None = None  # the address of the node that answered (its first page)
 
 
 def server_message(error: Exception) -> str:
@@ -116,8 +122,9 @@ def prepare(session: Session, query: str) -> PreparedStatement:
         with answered_in_time(session, "the query's preparation"):
             prepared = session.prepare(query)
     except SyntaxException as error:
-        raise CasstraceError(f"the node rejected the query: {server_message(error)}",
-                             "fix the CQL (try it in cqlsh)") from None
+        raise CasstraceError(
+            f"the node rejected the query: {server_message(error)}", "fix the CQL (try it in cqlsh)"
+        ) from None
     except (ErrorMessage, InvalidRequest) as error:
         raise CasstraceError(
             f"the node rejected the query: {server_message(error)}",
@@ -131,11 +138,13 @@ def prepare(session: Session, query: str) -> PreparedStatement:
     return prepared
 
 
-def _first_page(session: Session, prepared: PreparedStatement, consistency: str, page_size: int | None,
-                trace: bool = False) -> tuple[ResultSet, Any]:
+def _first_page(
+    session: Session, prepared: PreparedStatement, consistency: str, page_size: int | None, trace: bool = False
+) -> tuple[ResultSet, Any]:
     """The result set at its first page, and the future that fetched it."""
-    statement = BoundStatement(prepared, consistency_level=ConsistencyLevel.name_to_value[consistency],
-                               fetch_size=page_size or None)
+    statement = BoundStatement(
+        prepared, consistency_level=ConsistencyLevel.name_to_value[consistency], fetch_size=page_size or None
+    )
     future = session.execute_async(statement, trace=trace)
     future.row_factory = keep_page
     return future.result(), future
@@ -147,8 +156,13 @@ def first_page(session: Session, prepared: PreparedStatement, consistency: str, 
     return rows
 
 
-def execute(session: Session, prepared: PreparedStatement, consistency: str = "ONE", page_size: int | None = 5000,
-            trace: bool = False) -> QueryResult:
+def execute(
+    session: Session,
+    prepared: PreparedStatement,
+    consistency: str = "ONE",
+    page_size: int | None = 5000,
+    trace: bool = False,
+) -> QueryResult:
     """Run the prepared query once and fetch every page. The session must use
     MeasuringProtocolHandler. page_size None or 0: the node returns everything in one page."""
     started = time.perf_counter()
@@ -186,18 +200,21 @@ def query_traces(result: QueryResult, max_wait_s: float = 10.0) -> list[QueryTra
     if result.result_set is None:
         return traces
     for trace in result.result_set.get_all_query_traces(max_wait_sec_per=max_wait_s):
-        traces.append({
-            "session_id": str(trace.trace_id),
-            "duration_us": int(trace.duration.total_seconds() * 1_000_000) if trace.duration else None,
-            "events": [
-                {
-                    "activity": event.description,
-                    "source_elapsed_us": int(event.source_elapsed.total_seconds() * 1_000_000)
-                    if event.source_elapsed is not None else None,
-                    "thread": event.thread_name,
-                    "source": str(event.source) if event.source is not None else None,
-                }
-                for event in trace.events
-            ],
-        })
+        traces.append(
+            {
+                "session_id": str(trace.trace_id),
+                "duration_us": int(trace.duration.total_seconds() * 1_000_000) if trace.duration else None,
+                "events": [
+                    {
+                        "activity": event.description,
+                        "source_elapsed_us": int(event.source_elapsed.total_seconds() * 1_000_000)
+                        if event.source_elapsed is not None
+                        else None,
+                        "thread": event.thread_name,
+                        "source": str(event.source) if event.source is not None else None,
+                    }
+                    for event in trace.events
+                ],
+            }
+        )
     return traces

@@ -31,31 +31,33 @@ ALL_NODES = "all nodes (no partition key)"
 @dataclass(frozen=True)
 class ClusterNode:
     """A node as the driver's token map names it."""
-    address: str            # its native transport (rpc) address
-    port: int               # its native transport port
+
+    address: str  # its native transport (rpc) address
+    port: int  # its native transport port
     datacenter: str | None
     rack: str | None
-    replica: bool           # holds a replica of the queried partition(s)
-    coordinator: bool       # the node the query is sent to
+    replica: bool  # holds a replica of the queried partition(s)
+    coordinator: bool  # the node the query is sent to
 
 
 @dataclass(frozen=True)
 class ReplicaSet:
-    nodes: tuple[ClusterNode, ...]   # the coordinator first, then the replicas in the token map's order
+    nodes: tuple[ClusterNode, ...]  # the coordinator first, then the replicas in the token map's order
     keyspace: str | None
-    routing: str                     # TOKEN_MAP, or 'all nodes (...why...)'
-    partitions: int                  # partition keys the token map was asked about (0: all nodes)
+    routing: str  # TOKEN_MAP, or 'all nodes (...why...)'
+    partitions: int  # partition keys the token map was asked about (0: all nodes)
 
 
-def replica_set(cluster: Cluster, coordinator: str, port: int, keyspace: str | None, table: TableMeta | None,
-                statement: str) -> ReplicaSet:
+def replica_set(
+    cluster: Cluster, coordinator: str, port: int, keyspace: str | None, table: TableMeta | None, statement: str
+) -> ReplicaSet:
     """The nodes of a run of `statement` sent to `coordinator` (an address): see the module's docstring.
     `cluster` must have been connected with its token map (NodeSession(token_map=True))."""
     hosts = list(cluster.metadata.all_hosts())
     keys, why = (None, "no table") if table is None or keyspace is None else routing_keys(statement, table)
     replicas: list[object] = []
     if keys is not None and keyspace is not None:
-        cluster.refresh_keyspace_metadata(keyspace)   # the replication strategy of the token map's answer
+        cluster.refresh_keyspace_metadata(keyspace)  # the replication strategy of the token map's answer
         for key in keys:
             replicas.extend(host for host in cluster.metadata.get_replicas(keyspace, key) if host not in replicas)
         if not replicas:
@@ -66,23 +68,35 @@ def replica_set(cluster: Cluster, coordinator: str, port: int, keyspace: str | N
 
     def node(host: object, is_replica: bool) -> ClusterNode:
         endpoint = getattr(host, "endpoint", None)
-        return ClusterNode(address=str(getattr(host, "address", "")), port=getattr(endpoint, "port", None) or port,
-                           datacenter=getattr(host, "datacenter", None), rack=getattr(host, "rack", None),
-                           replica=is_replica, coordinator=str(getattr(host, "address", "")) == coordinator)
+        return ClusterNode(
+            address=str(getattr(host, "address", "")),
+            port=getattr(endpoint, "port", None) or port,
+            datacenter=getattr(host, "datacenter", None),
+            rack=getattr(host, "rack", None),
+            replica=is_replica,
+            coordinator=str(getattr(host, "address", "")) == coordinator,
+        )
 
     nodes = [node(host, True) for host in replicas]
     if not any(n.coordinator for n in nodes):
         known = next((host for host in hosts if str(getattr(host, "address", "")) == coordinator), None)
-        nodes.insert(0, node(known, False) if known is not None else
-                     ClusterNode(coordinator, port, None, None, replica=False, coordinator=True))
+        nodes.insert(
+            0,
+            node(known, False)
+            if known is not None
+            else ClusterNode(coordinator, port, None, None, replica=False, coordinator=True),
+        )
     nodes.sort(key=lambda n: not n.coordinator)
     return ReplicaSet(tuple(nodes), keyspace, routing, len(keys or ()))
 
 
 # -- the partition key's values, from the statement ------------------------------------------------
 _VALUE = r"(?:'(?:[^']|'')*'|\$\$.*?\$\$|[-+\w.:]+)"
-_CONDITION = re.compile(rf"(?P<column>\"(?:[^\"]|\"\")*\"|\w+)\s*(?:=\s*(?P<value>{_VALUE})"
-                        rf"|\bIN\s*\((?P<values>\s*{_VALUE}(?:\s*,\s*{_VALUE})*)\s*\))", re.IGNORECASE | re.S)
+_CONDITION = re.compile(
+    rf"(?P<column>\"(?:[^\"]|\"\")*\"|\w+)\s*(?:=\s*(?P<value>{_VALUE})"
+    rf"|\bIN\s*\((?P<values>\s*{_VALUE}(?:\s*,\s*{_VALUE})*)\s*\))",
+    re.IGNORECASE | re.S,
+)
 
 
 def routing_keys(statement: str, table: TableMeta) -> tuple[list[bytes] | None, str]:
@@ -110,8 +124,9 @@ def routing_keys(statement: str, table: TableMeta) -> tuple[list[bytes] | None, 
             if serialized is None:
                 return None, f"cannot read the {column['type']} value of {column['name']}"
             parts.append(serialized)
-        keys.append(parts[0] if len(parts) == 1 else
-                    b"".join(struct.pack(">H", len(part)) + part + b"\0" for part in parts))
+        keys.append(
+            parts[0] if len(parts) == 1 else b"".join(struct.pack(">H", len(part)) + part + b"\0" for part in parts)
+        )
     return keys, ""
 
 
@@ -151,13 +166,23 @@ def _not_a(kind: str, literal: str) -> bytes:
 
 
 _SERIALIZERS: dict[str, Callable[[str], bytes]] = {
-    "tinyint": _fixed(">b"), "smallint": _fixed(">h"), "int": _fixed(">i"), "bigint": _fixed(">q"),
-    "counter": _fixed(">q"), "timestamp": _fixed(">q"), "float": _fixed(">f"), "double": _fixed(">d"),
+    "tinyint": _fixed(">b"),
+    "smallint": _fixed(">h"),
+    "int": _fixed(">i"),
+    "bigint": _fixed(">q"),
+    "counter": _fixed(">q"),
+    "timestamp": _fixed(">q"),
+    "float": _fixed(">f"),
+    "double": _fixed(">d"),
     "varint": lambda literal: _varint(int(literal)),
     "boolean": lambda literal: {"true": b"\1", "false": b"\0"}[literal.lower()],
-    "uuid": lambda literal: uuid.UUID(literal).bytes, "timeuuid": lambda literal: uuid.UUID(literal).bytes,
-    "blob": lambda literal: bytes.fromhex(literal.removeprefix("0x").removeprefix("0X")) if literal[:2].lower() == "0x"
-    else _not_a("blob", literal),
+    "uuid": lambda literal: uuid.UUID(literal).bytes,
+    "timeuuid": lambda literal: uuid.UUID(literal).bytes,
+    "blob": lambda literal: (
+        bytes.fromhex(literal.removeprefix("0x").removeprefix("0X"))
+        if literal[:2].lower() == "0x"
+        else _not_a("blob", literal)
+    ),
 }
 _STRING_TYPES = {"text", "varchar", "ascii"}
 
@@ -181,4 +206,3 @@ def serialize_literal(column: ColumnMeta, literal: str) -> bytes | None:
         return serializer(literal)
     except (ValueError, KeyError, struct.error, OverflowError):
         return None
-

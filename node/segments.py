@@ -19,8 +19,8 @@ from cassandra.cluster import DefaultConnection
 from cassandra.connection import Connection, CrcMismatchException, ProtocolError, _Frame
 from cassandra.segment import CrcException, SegmentCodec
 
-PROTOCOL_VERSION_MASK = 0x7f
-FRAME_HEADER = struct.Struct(">BhBi")     # flags, stream, opcode, body length: after the version byte
+PROTOCOL_VERSION_MASK = 0x7F
+FRAME_HEADER = struct.Struct(">BhBi")  # flags, stream, opcode, body length: after the version byte
 FRAME_HEADER_LENGTH = 1 + FRAME_HEADER.size
 
 
@@ -69,8 +69,8 @@ class SegmentReassembler:
 
     def __init__(self, codec: SegmentCodec):
         self.codec = codec
-        self._received = ByteQueue()   # raw segment bytes not decoded yet
-        self._payloads = ByteQueue()   # segments' payloads: CQL frames, the last maybe partial
+        self._received = ByteQueue()  # raw segment bytes not decoded yet
+        self._payloads = ByteQueue()  # segments' payloads: CQL frames, the last maybe partial
         self._frame: _Frame | None = None
 
     def feed(self, data: bytes) -> list[tuple[_Frame, bytes]]:
@@ -107,8 +107,7 @@ class SegmentReassembler:
             flags, stream, opcode, body_length = FRAME_HEADER.unpack_from(header, 1)
             if body_length < 0:
                 raise ProtocolError(f"Received negative body length: {body_length!r}")
-            self._frame = _Frame(version, flags, stream, opcode, FRAME_HEADER_LENGTH,
-                                 FRAME_HEADER_LENGTH + body_length)
+            self._frame = _Frame(version, flags, stream, opcode, FRAME_HEADER_LENGTH, FRAME_HEADER_LENGTH + body_length)
         frame = self._frame
         if len(self._payloads) < frame.end_pos:
             return None
@@ -131,7 +130,7 @@ class LinearSegments(Connection):
             return
         if self._reassembler is None:
             self._reassembler = SegmentReassembler(self._segment_codec)
-        received = self._iobuf    # the reactor's read buffer (the driver's name for it)
+        received = self._iobuf  # the reactor's read buffer (the driver's name for it)
         data = received.getvalue()
         received.seek(0)
         received.truncate()

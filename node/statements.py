@@ -19,12 +19,13 @@ from casstrace.errors import CasstraceError
 
 @dataclass(frozen=True)
 class Token:
-    kind: str    # 'word' | 'string' | 'identifier' (quoted) | 'comment' | 'space' | ';' | 'symbol'
+    kind: str  # 'word' | 'string' | 'identifier' (quoted) | 'comment' | 'space' | ';' | 'symbol'
     text: str
 
 
 # Order matters: comments before the '-' and '/' symbols, quoted forms before everything else.
-_LEXEME = re.compile(r"""
+_LEXEME = re.compile(
+    r"""
     (?P<comment>--[^\n]*|//[^\n]*|/\*.*?\*/)
   | (?P<string>'(?:[^']|'')*'|\$\$.*?\$\$)
   | (?P<identifier>"(?:[^"]|"")*")
@@ -32,11 +33,17 @@ _LEXEME = re.compile(r"""
   | (?P<semicolon>;)
   | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<symbol>.)
-""", re.S | re.X)
+""",
+    re.S | re.X,
+)
 
 # Openings whose end never came: the lexer above would otherwise read them as symbols.
-_UNTERMINATED = {"'": "a string literal ('…')", '"': 'a quoted identifier ("…")', "$": "a $$…$$ string",
-                 "/": "a /* comment"}
+_UNTERMINATED = {
+    "'": "a string literal ('…')",
+    '"': 'a quoted identifier ("…")',
+    "$": "a $$…$$ string",
+    "/": "a /* comment",
+}
 
 
 def tokenize(text: str) -> list[Token]:
@@ -48,8 +55,10 @@ def tokenize(text: str) -> list[Token]:
         lexeme = match.group()
         if kind == "symbol" and (lexeme in "'\"" or text.startswith(("$$", "/*"), match.start())):
             opening = _UNTERMINATED[lexeme]
-            raise CasstraceError(f"the CQL text has {opening} that is never closed",
-                                 "close it, or check the shell's quoting of the statement")
+            raise CasstraceError(
+                f"the CQL text has {opening} that is never closed",
+                "close it, or check the shell's quoting of the statement",
+            )
         tokens.append(Token(";" if kind == "semicolon" else kind, lexeme))
     return tokens
 
@@ -91,8 +100,10 @@ def read_only_statement(text: str) -> str:
     otherwise a CasstraceError saying why. Call it before connecting to anything."""
     statements = split_statements(text)
     if len(statements) != 1:
-        raise CasstraceError(f"expected one CQL statement, found {len(statements)}",
-                             'give exactly one statement: casstrace run "SELECT ..."')
+        raise CasstraceError(
+            f"expected one CQL statement, found {len(statements)}",
+            'give exactly one statement: casstrace run "SELECT ..."',
+        )
     statement = statements[0]
     kind = statement_kind(statement)
     if kind != "SELECT":
@@ -105,13 +116,16 @@ def read_only_statement(text: str) -> str:
 
 
 # Literals outside strings (tokenize has already taken strings, quoted identifiers and comments out).
-_LITERAL = re.compile(r"""
+_LITERAL = re.compile(
+    r"""
     \b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b   # uuid
   | \b0[xX][0-9a-fA-F]*\b                                                            # blob
   | (?<![\w.])-?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)(?![\w.])         # number
   | (?<![\w.])-?(?:NaN|Infinity)\b
   | \b(?i:true|false)\b
-""", re.X)
+""",
+    re.X,
+)
 _IN_LIST = re.compile(r"\bIN\s*\(\s*\?(?:\s*,\s*\?)*\s*\)", re.IGNORECASE)
 UNREADABLE_STATEMENT = "<a statement casstrace could not read>"
 
@@ -126,10 +140,10 @@ def normalize(statement: str) -> str:
     """
     try:
         tokens = tokenize(statement)
-    except CasstraceError:   # cut short: nothing of it can be told apart from a value
+    except CasstraceError:  # cut short: nothing of it can be told apart from a value
         return UNREADABLE_STATEMENT
     parts: list[str] = []
-    code: list[str] = []    # the words and symbols since the last string or quoted identifier
+    code: list[str] = []  # the words and symbols since the last string or quoted identifier
 
     def flush() -> None:
         parts.append(re.sub(r"\s+", " ", _LITERAL.sub("?", "".join(code))))

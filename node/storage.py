@@ -21,8 +21,8 @@ from casstrace.traces.meta import SSTableFileMeta
 from casstrace.traces.sstable_names import parse_sstable_path
 from casstrace.traces.storage import ChunkLayout, SSTableStats, SSTableStorage
 
-STATS_COMPONENT = 2                # MetadataType.STATS
-COMPRESSION_HEADER_BYTES = 4096    # CompressionInfo.db's header (class name, options, lengths): not its offsets
+STATS_COMPONENT = 2  # MetadataType.STATS
+COMPRESSION_HEADER_BYTES = 4096  # CompressionInfo.db's header (class name, options, lengths): not its offsets
 # SSTable versions before 4.0's 'na' (3.x 'm*'): CompressionInfo.db without the max compressed length,
 # Statistics.db without the checksum of its table of contents
 _NO_MAX_COMPRESSED_LENGTH = ("m",)
@@ -39,7 +39,7 @@ class _Reader:
 
     def utf(self) -> str:
         (length,) = self.take("H")
-        text = self.data[self.position:self.position + length].decode("utf-8", "replace")
+        text = self.data[self.position : self.position + length].decode("utf-8", "replace")
         self.position += length
         return text
 
@@ -61,14 +61,19 @@ def chunk_layout(data: bytes, file_bytes: int, version: str, data_file_bytes: in
         return None
     if chunk_length <= 0 or chunks < 0 or reader.position + 8 * chunks != file_bytes:
         return None
-    return {"compressor": compressor.rsplit(".", 1)[-1], "chunk_length": chunk_length, "data_length": data_length,
-            "chunks": chunks, "compressed_bytes": data_file_bytes}
+    return {
+        "compressor": compressor.rsplit(".", 1)[-1],
+        "chunk_length": chunk_length,
+        "data_length": data_length,
+        "chunks": chunks,
+        "compressed_bytes": data_file_bytes,
+    }
 
 
 def _histogram(reader: _Reader) -> list[tuple[int, int]]:
     """(upper bound, count) per non-empty bucket; the last bucket (overflow) has its lower bound."""
     (buckets,) = reader.take("i")
-    flat = reader.take(f"{2 * buckets}q")   # one call: thousands of SSTables are read at a run's start
+    flat = reader.take(f"{2 * buckets}q")  # one call: thousands of SSTables are read at a run's start
     lowers, counts = flat[0::2], flat[1::2]
     return [(lowers[i + 1] if i + 1 < buckets else lowers[i], count) for i, count in enumerate(counts) if count]
 
@@ -87,7 +92,7 @@ def sstable_stats(data: bytes, version: str) -> SSTableStats | None:
     try:
         reader = _Reader(data)
         (components,) = reader.take("i")
-        if not version.startswith(_NO_MAX_COMPRESSED_LENGTH):   # 4.0+: the table of contents' checksum
+        if not version.startswith(_NO_MAX_COMPRESSED_LENGTH):  # 4.0+: the table of contents' checksum
             reader.take("i")
         offsets = dict(reader.take("ii") for _ in range(components))
         if STATS_COMPONENT not in offsets:
@@ -98,13 +103,17 @@ def sstable_stats(data: bytes, version: str) -> SSTableStats | None:
         return None
     if not sizes:
         return {"partitions": 0, "cells": 0}
-    return {"partitions": sum(count for _, count in sizes), "cells": sum(upper * count for upper, count in cells),
-            "partition_bytes_p50": _median(sizes), "partition_bytes_max": max(upper for upper, _ in sizes),
-            "cells_p50": _median(cells), "cells_max": max((upper for upper, _ in cells), default=0)}
+    return {
+        "partitions": sum(count for _, count in sizes),
+        "cells": sum(upper * count for upper, count in cells),
+        "partition_bytes_p50": _median(sizes),
+        "partition_bytes_max": max(upper for upper, _ in sizes),
+        "cells_p50": _median(cells),
+        "cells_max": max((upper for upper, _ in cells), default=0),
+    }
 
 
-def _component_bytes(pid: int, components: dict[str, SSTableFileMeta], component: str,
-                     limit: int = -1) -> bytes | None:
+def _component_bytes(pid: int, components: dict[str, SSTableFileMeta], component: str, limit: int = -1) -> bytes | None:
     """The component's first `limit` bytes (-1: all of it), None when it is gone or not listed."""
     meta = components.get(component)
     if meta is None:
@@ -112,7 +121,7 @@ def _component_bytes(pid: int, components: dict[str, SSTableFileMeta], component
     try:
         with open(in_root(pid, meta["path"]), "rb") as opened:
             return opened.read(limit)
-    except OSError:    # compacted away since the listing
+    except OSError:  # compacted away since the listing
         return None
 
 
@@ -131,8 +140,9 @@ def sstable_storage(pid: int, files: list[SSTableFileMeta]) -> list[SSTableStora
             continue
         storage: SSTableStorage = {"data_path": data["path"], "format": name.format, "data_bytes": data["size"]}
         header = _component_bytes(pid, components, "CompressionInfo", COMPRESSION_HEADER_BYTES)
-        if header is not None and (layout := chunk_layout(header, components["CompressionInfo"]["size"],
-                                                          name.version, data["size"])):
+        if header is not None and (
+            layout := chunk_layout(header, components["CompressionInfo"]["size"], name.version, data["size"])
+        ):
             storage["compression"] = layout
         statistics = _component_bytes(pid, components, "Statistics")
         if statistics is not None and (stats := sstable_stats(statistics, name.version)) is not None:

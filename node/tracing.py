@@ -37,9 +37,9 @@ DEFAULT_JMX_PORT = 7199
 NODETOOL_TIMEOUT_S = 120.0
 # Requests that run a statement (others: preparing one, a session's own bookkeeping).
 EXECUTE_REQUESTS = ("Execute CQL3 query", "Execute CQL3 prepared query")
-UUID_EPOCH_100NS = 0x01B21DD213814000   # 1582-10-15 to 1970-01-01 in a version-1 UUID's 100 ns units
+UUID_EPOCH_100NS = 0x01B21DD213814000  # 1582-10-15 to 1970-01-01 in a version-1 UUID's 100 ns units
 MS_NS = 1_000_000
-EVENTS_PER_QUERY = 100                  # sessions per `session_id IN (...)` read of the events
+EVENTS_PER_QUERY = 100  # sessions per `session_id IN (...)` read of the events
 
 
 @dataclass(frozen=True)
@@ -49,17 +49,23 @@ class Nodetool:
     command: tuple[str, ...]
 
     def run(self, *args: str) -> str:
-        return run_tool([*self.command, *args], f"nodetool {' '.join(args)}", NODETOOL_TIMEOUT_S,
-                        cannot_run_fix="give --nodetool with the node's nodetool command",
-                        failed_fix="check that JMX answers on the node (give --nodetool with the node's own command)")
+        return run_tool(
+            [*self.command, *args],
+            f"nodetool {' '.join(args)}",
+            NODETOOL_TIMEOUT_S,
+            cannot_run_fix="give --nodetool with the node's nodetool command",
+            failed_fix="check that JMX answers on the node (give --nodetool with the node's own command)",
+        )
 
     def trace_probability(self) -> float:
         output = self.run("gettraceprobability")
         try:
             return float(output.strip().rsplit(":", 1)[-1])
         except ValueError:
-            raise CasstraceError(f"unexpected nodetool gettraceprobability output: {output.strip()[:80]!r}",
-                                 "give --nodetool with a nodetool for this node's Cassandra version") from None
+            raise CasstraceError(
+                f"unexpected nodetool gettraceprobability output: {output.strip()[:80]!r}",
+                "give --nodetool with a nodetool for this node's Cassandra version",
+            ) from None
 
     def set_trace_probability(self, probability: float) -> None:
         self.run("settraceprobability", format_probability(probability))
@@ -67,8 +73,8 @@ class Nodetool:
     def shown(self, *args: str) -> str:
         """The command line, for a message telling the user what to run."""
         if NODETOOL_CLASS in self.command:
-            return redact_command(("nodetool", *self.command[self.command.index(NODETOOL_CLASS) + 1:], *args))
-        return redact_command((*self.command, *args))   # --nodetool 'nodetool -u R -pw SECRET' is the user's
+            return redact_command(("nodetool", *self.command[self.command.index(NODETOOL_CLASS) + 1 :], *args))
+        return redact_command((*self.command, *args))  # --nodetool 'nodetool -u R -pw SECRET' is the user's
 
 
 def format_probability(probability: float) -> str:
@@ -78,8 +84,9 @@ def format_probability(probability: float) -> str:
 def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodetool:
     """nodetool for the node in `process`: `command` (split on spaces) when given, else the node's own
     classes on its JMX port, with the java on PATH (nodetool needs a full JDK's RMI modules), else the node's."""
-    jmx_port = next((int(port) for name in JMX_PORT_PROPERTIES if (port := process.system_property(name))),
-                    DEFAULT_JMX_PORT)
+    jmx_port = next(
+        (int(port) for name in JMX_PORT_PROPERTIES if (port := process.system_property(name))), DEFAULT_JMX_PORT
+    )
     if command:
         return Nodetool((*command.split(), "-h", "127.0.0.1", "-p", str(jmx_port)))
     classpath = _classpath(process.argv)
@@ -87,12 +94,29 @@ def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodet
     inside = in_node_namespaces(process.pid)
     java = node_java(process.pid) if inside else shutil.which("java") or node_java(process.pid)
     if classpath is None or java is None:
-        raise CasstraceError("cannot run nodetool for this node: no classpath in its command line, or no java",
-                             "give --nodetool with the node's nodetool command (e.g. /usr/bin/nodetool)")
+        raise CasstraceError(
+            "cannot run nodetool for this node: no classpath in its command line, or no java",
+            "give --nodetool with the node's nodetool command (e.g. /usr/bin/nodetool)",
+        )
     # The node's own module flags: its classes need them on Java 11+ whatever tool they run in.
     modules = [arg for arg in process.argv if arg.startswith(("--add-exports", "--add-opens", "--add-modules"))]
-    return Nodetool((*inside, java, "-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, *modules,
-                     NODETOOL_CLASS, "-h", "127.0.0.1", "-p", str(jmx_port)))
+    return Nodetool(
+        (
+            *inside,
+            java,
+            "-Xmx256M",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            classpath,
+            *modules,
+            NODETOOL_CLASS,
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(jmx_port),
+        )
+    )
 
 
 def _classpath(argv: tuple[str, ...]) -> str | None:
@@ -115,7 +139,7 @@ class TraceProbability:
         self.warn = warn
         self.ledger = ledger
         self.previous: float | None = None
-        self.restored: bool | None = None   # None: nothing was changed
+        self.restored: bool | None = None  # None: nothing was changed
 
     def __enter__(self) -> "TraceProbability":
         self.previous = self.nodetool.trace_probability()
@@ -124,7 +148,7 @@ class TraceProbability:
         try:
             self.nodetool.set_trace_probability(self.probability)
         except BaseException:
-            self.restore()   # the set may have reached the node before failing here
+            self.restore()  # the set may have reached the node before failing here
             raise
         return self
 
@@ -140,7 +164,7 @@ class TraceProbability:
         pass
 
     def write(self, writer: TraceWriter) -> None:
-        pass   # the watch writes what the switch did with the rest of its meta
+        pass  # the watch writes what the switch did with the rest of its meta
 
     def stop(self) -> None:
         self.restore()
@@ -155,13 +179,15 @@ class TraceProbability:
                 self.restored = True
                 self.ledger.forget(TRACE_PROBABILITY)
                 return
-            except (CasstraceError, KeyboardInterrupt) as error:   # a second Ctrl-C: try once more
+            except (CasstraceError, KeyboardInterrupt) as error:  # a second Ctrl-C: try once more
                 failure = error
         self.restored = False
         reason = "interrupted" if isinstance(failure, KeyboardInterrupt) else str(failure)
-        self.warn(f"could not put the node's trace probability back to {format_probability(self.previous)} "
-                  f"({reason}); it is still {format_probability(self.probability)}: run "
-                  f"`{self.nodetool.shown('settraceprobability', format_probability(self.previous))}`")
+        self.warn(
+            f"could not put the node's trace probability back to {format_probability(self.previous)} "
+            f"({reason}); it is still {format_probability(self.probability)}: run "
+            f"`{self.nodetool.shown('settraceprobability', format_probability(self.previous))}`"
+        )
 
 
 @dataclass
@@ -179,25 +205,31 @@ class SampledSession:
     """One traced request, as much of it as casstrace keeps (never values, never activity texts)."""
 
     session_id: str
-    statement: str                 # normalized: literals as ?
+    statement: str  # normalized: literals as ?
     consistency: str | None
     client: str | None
-    started_ns: int                # Unix ns, from the events when they allow (sessions keep ms)
+    started_ns: int  # Unix ns, from the events when they allow (sessions keep ms)
     duration_ns: int | None
-    live_rows: int | None          # 'Read N live rows and M tombstone cells', summed over the session
+    live_rows: int | None  # 'Read N live rows and M tombstone cells', summed over the session
     tombstone_cells: int | None
-    sstables_merged: int | None    # most 'Merged data from memtables and N sstables' of one read
+    sstables_merged: int | None  # most 'Merged data from memtables and N sstables' of one read
     spans: list[ThreadSpan] = field(default_factory=list)
 
 
-def read_sessions(session: Any, since_ns: int, until_ns: int, seen: set[str] | None = None,
-                  ignore: Callable[[str], bool] = lambda statement: False) -> list[SampledSession]:
+def read_sessions(
+    session: Any,
+    since_ns: int,
+    until_ns: int,
+    seen: set[str] | None = None,
+    ignore: Callable[[str], bool] = lambda statement: False,
+) -> list[SampledSession]:
     """The statements the node traced that started in [since_ns, until_ns] (Unix ns) and have
     finished, except those in `seen` (ids, updated) and those whose normalized text `ignore` is true of."""
     seen = set() if seen is None else seen
     wanted = []
-    for row in session.execute("SELECT session_id, started_at, duration, request, parameters, client "
-                               "FROM system_traces.sessions"):
+    for row in session.execute(
+        "SELECT session_id, started_at, duration, request, parameters, client FROM system_traces.sessions"
+    ):
         key = str(row.session_id)
         if key in seen or row.started_at is None or row.duration is None or row.request not in EXECUTE_REQUESTS:
             continue
@@ -209,18 +241,30 @@ def read_sessions(session: Any, since_ns: int, until_ns: int, seen: set[str] | N
         seen.add(key)
         if ignore(statement):
             continue
-        wanted.append(SampledSession(
-            session_id=key, statement=statement, consistency=(row.parameters or {}).get("consistency_level"),
-            client=str(row.client) if row.client is not None else None, started_ns=started,
-            duration_ns=row.duration * 1000, live_rows=None, tombstone_cells=None, sstables_merged=None))
+        wanted.append(
+            SampledSession(
+                session_id=key,
+                statement=statement,
+                consistency=(row.parameters or {}).get("consistency_level"),
+                client=str(row.client) if row.client is not None else None,
+                started_ns=started,
+                duration_ns=row.duration * 1000,
+                live_rows=None,
+                tombstone_cells=None,
+                sstables_merged=None,
+            )
+        )
     by_id = {s.session_id: s for s in wanted}
     for batch in _batches(list(by_id), EVENTS_PER_QUERY):
         events: dict[str, list[tuple[int, int, str, str]]] = {key: [] for key in batch}
-        rows = session.execute("SELECT session_id, event_id, source_elapsed, thread, activity FROM system_traces.events"
-                               f" WHERE session_id IN ({', '.join(batch)})")
+        rows = session.execute(
+            "SELECT session_id, event_id, source_elapsed, thread, activity FROM system_traces.events"
+            f" WHERE session_id IN ({', '.join(batch)})"
+        )
         for row in rows:
             events[str(row.session_id)].append(
-                (_uuid_unix_ns(row.event_id), (row.source_elapsed or 0) * 1000, row.thread or "", row.activity or ""))
+                (_uuid_unix_ns(row.event_id), (row.source_elapsed or 0) * 1000, row.thread or "", row.activity or "")
+            )
         for key, session_events in events.items():
             add_events(by_id[key], session_events)
     return wanted
@@ -276,4 +320,4 @@ def _uuid_unix_ns(event_id: uuid.UUID) -> int:
 
 def _batches(items: list[str], size: int) -> Iterable[list[str]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]

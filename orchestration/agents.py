@@ -51,15 +51,16 @@ from casstrace.traces import TraceWriter, merge
 from casstrace.traces.meta import CassandraMeta, TableMeta
 
 PROTOCOL = 1
-READY_TIMEOUT_S = 180.0     # compiling the probes on a loaded machine, or a slow ssh login
-REPLY_TIMEOUT_S = 60.0      # a window switch, a cold eviction
-TRACE_TIMEOUT_S = 300.0     # detaching and writing a long capture
+READY_TIMEOUT_S = 180.0  # compiling the probes on a loaded machine, or a slow ssh login
+REPLY_TIMEOUT_S = 60.0  # a window switch, a cold eviction
+TRACE_TIMEOUT_S = 300.0  # detaching and writing a long capture
 CLOCK_ROUND_TRIPS = 8
 
 
 @dataclass(frozen=True)
 class TableRef:
     """A queried table, as the agent needs it to list the table's files on its node."""
+
     keyspace: str
     table: str
     id: str
@@ -75,7 +76,7 @@ class TableRef:
 
 @dataclass(frozen=True)
 class AgentOptions:
-    address: str                 # the node's native address: its JVM listens there
+    address: str  # the node's native address: its JVM listens there
     port: int
     pid: int | None = None
     backend: str = DEFAULT_BACKEND
@@ -83,9 +84,17 @@ class AgentOptions:
 
     def arguments(self) -> list[str]:
         """The `casstrace agent` arguments that give these options."""
-        return ["agent", "--address", self.address, "--port", str(self.port), "--backend", self.backend,
-                *(["--pid", str(self.pid)] if self.pid is not None else []),
-                *(argument for table in self.tables for argument in ("--table", table.argument()))]
+        return [
+            "agent",
+            "--address",
+            self.address,
+            "--port",
+            str(self.port),
+            "--backend",
+            self.backend,
+            *(["--pid", str(self.pid)] if self.pid is not None else []),
+            *(argument for table in self.tables for argument in ("--table", table.argument())),
+        ]
 
 
 class DriverGone(Exception):
@@ -97,6 +106,7 @@ class NodeDown(CasstraceError):
 
 
 # -- the agent: one node's capture, driven through stdin/stdout ----------------------------------------
+
 
 class _Channel:
     """The agent's end of the protocol."""
@@ -121,17 +131,25 @@ def node_jvm(options: AgentOptions) -> CassandraProcess:
         return find_cassandra(options.pid)
     process = cassandra_at(options.address, options.port)
     if process is None:
-        raise NodeDown(f"no Cassandra JVM on {platform.node()} serves {options.address}:{options.port}",
-                       "start the node, or check the address and port")
+        raise NodeDown(
+            f"no Cassandra JVM on {platform.node()} serves {options.address}:{options.port}",
+            "start the node, or check the address and port",
+        )
     return process
 
 
 def node_tables(process: CassandraProcess, tables: Sequence[TableRef]) -> CassandraMeta:
     """What a node's capture records of itself: where its data lives and the queried tables' files."""
     directories = context.data_directories({}, process)
-    found: list[TableMeta] = [{"keyspace": table.keyspace, "table": table.table, "id": table.id,
-                               "sstables": context.sstable_files(process.pid, directories, table.keyspace,
-                                                                 table.table, table.id)} for table in tables]
+    found: list[TableMeta] = [
+        {
+            "keyspace": table.keyspace,
+            "table": table.table,
+            "id": table.id,
+            "sstables": context.sstable_files(process.pid, directories, table.keyspace, table.table, table.id),
+        }
+        for table in tables
+    ]
     return {"data_file_directories": directories, "tables": found}
 
 
@@ -148,18 +166,30 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
             writer = TraceWriter(Path(directory, "node.trace"))
 
             def body(windows: Windows) -> str | None:
-                channel.send(ready={"pid": process.pid, "hostname": platform.node(),
-                                    "casstrace_version": __version__, "protocol": PROTOCOL})
+                channel.send(
+                    ready={
+                        "pid": process.pid,
+                        "hostname": platform.node(),
+                        "casstrace_version": __version__,
+                        "protocol": PROTOCOL,
+                    }
+                )
                 return _follow(channel, windows, process, cassandra)
 
             def annotate(writer: TraceWriter) -> None:
-                writer.set_meta(node={"address": options.address, "port": options.port, "pid": process.pid},
-                                cassandra=cassandra)
+                writer.set_meta(
+                    node={"address": options.address, "port": options.port, "pid": process.pid}, cassandra=cassandra
+                )
 
             try:
-                path = record(capture, writer, body, annotate=annotate,
-                              sources=[MappedPagesCapture(process.pid, cassandra["data_file_directories"])])
-            except Interrupted as interrupted:   # killed meanwhile: what was captured still goes back
+                path = record(
+                    capture,
+                    writer,
+                    body,
+                    annotate=annotate,
+                    sources=[MappedPagesCapture(process.pid, cassandra["data_file_directories"])],
+                )
+            except Interrupted as interrupted:  # killed meanwhile: what was captured still goes back
                 if interrupted.trace is None:
                     raise
                 path = interrupted.trace
@@ -193,7 +223,7 @@ def _follow(channel: _Channel, windows: Windows, process: CassandraProcess, cass
         elif op == "cold":
             try:
                 channel.send(paged_out=context.make_cold(process.pid, context.table_file_keys(process.pid, cassandra)))
-            except CasstraceError as error:   # that execution is not cold; the capture goes on
+            except CasstraceError as error:  # that execution is not cold; the capture goes on
                 channel.send(cold_error=error.message)
         elif op == "stop":
             return None
@@ -203,12 +233,14 @@ def _follow(channel: _Channel, windows: Windows, process: CassandraProcess, cass
 
 # -- the driver's side -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class AgentTarget:
     """A node to capture, and how to reach the machine its JVM runs on."""
+
     node_id: int
     options: AgentOptions
-    ssh: str | None = None          # the ssh destination; None: this machine
+    ssh: str | None = None  # the ssh destination; None: this machine
     ssh_config: Path | None = None
     remote_casstrace: str = "casstrace"
 
@@ -219,9 +251,20 @@ class AgentTarget:
     def command(self) -> list[str]:
         if self.ssh is None:
             return [sys.executable, "-m", "casstrace", *self.options.arguments()]
-        return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=15",
-                *(["-F", str(self.ssh_config)] if self.ssh_config else []), "-T", self.ssh, "--",
-                shlex.join([*shlex.split(self.remote_casstrace), *self.options.arguments()])]
+        return [
+            "ssh",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=15",
+            "-o",
+            "ServerAliveInterval=15",
+            *(["-F", str(self.ssh_config)] if self.ssh_config else []),
+            "-T",
+            self.ssh,
+            "--",
+            shlex.join([*shlex.split(self.remote_casstrace), *self.options.arguments()]),
+        ]
 
 
 class AgentFailed(CasstraceError):
@@ -240,12 +283,19 @@ class _Link:
         self.partials = partials
         self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stderr: list[str] = []
-        self.process = subprocess.Popen(target.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, start_new_session=True)
+        self.process = subprocess.Popen(
+            target.command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         self.trace: Path | None = None
-        self.ended: dict[str, Any] | None = None   # its trace message, when it stopped before being told to
-        self._threads = [threading.Thread(target=self._read, daemon=True),
-                         threading.Thread(target=self._read_stderr, daemon=True)]
+        self.ended: dict[str, Any] | None = None  # its trace message, when it stopped before being told to
+        self._threads = [
+            threading.Thread(target=self._read, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -265,7 +315,7 @@ class _Link:
                     message["complete"] = len(data) == int(message["trace"])
                 self.messages.put(message)
         finally:
-            self.messages.put(None)   # the agent's output ended
+            self.messages.put(None)  # the agent's output ended
 
     def _read_stderr(self) -> None:
         assert self.process.stderr is not None
@@ -279,7 +329,7 @@ class _Link:
             self.process.stdin.write(json.dumps(command).encode() + b"\n")
             self.process.stdin.flush()
         except OSError:
-            pass   # the agent is gone: receive() says why
+            pass  # the agent is gone: receive() says why
 
     def receive(self, key: str, timeout_s: float) -> dict[str, Any]:
         """The agent's next message, which must carry `key` (any when empty); AgentFailed otherwise."""
@@ -294,7 +344,7 @@ class _Link:
             cls = NodeDownThere if message.get("down") else AgentFailed
             raise cls(f"{self.target.where}: {message['error']}", str(message.get("fix") or ""))
         if "trace" in message and key != "trace":
-            self.ended = message   # stopped on its own machine (a signal there): what it captured came back
+            self.ended = message  # stopped on its own machine (a signal there): what it captured came back
             raise AgentEnded(f"{self.target.where}: its capture was stopped on its machine")
         if key and key not in message:
             raise self.failure(f"it answered {sorted(message)} where {key!r} was due")
@@ -313,15 +363,21 @@ class _Link:
         said = next((line for line in reversed(self.stderr) if line.strip()), "")
         ssh = self.target.ssh is not None
         if ssh and status == 255:
-            return AgentFailed(f"ssh to {self.target.ssh} failed: {said or 'exit 255'}",
-                               f"check that `ssh -o BatchMode=yes {self.target.ssh} true` works (keys or agent, "
-                               "~/.ssh/config, known_hosts)")
+            return AgentFailed(
+                f"ssh to {self.target.ssh} failed: {said or 'exit 255'}",
+                f"check that `ssh -o BatchMode=yes {self.target.ssh} true` works (keys or agent, "
+                "~/.ssh/config, known_hosts)",
+            )
         if ssh and status == 127:
-            return AgentFailed(f"casstrace is not installed on {self.target.ssh}: {said}",
-                               f"install casstrace on {self.target.ssh} (README: Remote replicas), or give "
-                               "--remote-casstrace with its path there")
-        return AgentFailed(f"the capture agent of {self.target.where} failed: {what}" + (f" ({said})" if said else ""),
-                           "run with --debug, or check that casstrace runs as root on that machine")
+            return AgentFailed(
+                f"casstrace is not installed on {self.target.ssh}: {said}",
+                f"install casstrace on {self.target.ssh} (README: Remote replicas), or give "
+                "--remote-casstrace with its path there",
+            )
+        return AgentFailed(
+            f"the capture agent of {self.target.where} failed: {what}" + (f" ({said})" if said else ""),
+            "run with --debug, or check that casstrace runs as root on that machine",
+        )
 
     def clock_samples(self, now_ns: Callable[[], int]) -> list[tuple[int, int, int]]:
         """Round trips (sent, the agent's clock, received) of `clock` commands, for clock_offset()."""
@@ -366,7 +422,7 @@ class CapturedNode:
     pid: int
     clock_shift_ns: int = 0
     round_trip_ns: int | None = None
-    clock_samples: list[tuple[int, int, int]] = field(default_factory=list)   # ssh: at start, and at stop
+    clock_samples: list[tuple[int, int, int]] = field(default_factory=list)  # ssh: at start, and at stop
     trace: Path | None = None
 
     def read_clock(self, link: "_Link", now_ns: Callable[[], int]) -> None:
@@ -379,11 +435,12 @@ class CapturedNode:
 @dataclass
 class AgentsResult:
     """The protocol's CaptureResult of an AgentsCapture: the nodes' partial traces, merged at write()."""
+
     windows: tuple[Window, ...]
     ended_early: str | None
     nodes: list[CapturedNode]
-    primary: int                       # index in nodes of the node whose pid/process the trace names
-    metas: dict[int, dict[str, Any]] = field(default_factory=dict)   # node_id -> its own meta, once written
+    primary: int  # index in nodes of the node whose pid/process the trace names
+    metas: dict[int, dict[str, Any]] = field(default_factory=dict)  # node_id -> its own meta, once written
 
     def write(self, writer: TraceWriter) -> None:
         """The trace's windows, then every node's partial trace merged in (each removed once merged)."""
@@ -392,13 +449,17 @@ class AgentsResult:
         for node in self.nodes:
             assert node.trace is not None
             meta = self.metas[node.target.node_id] = merge.merge_node(
-                writer, node.trace, node.target.node_id, node.clock_shift_ns, self.windows[0].start_ns)
-            if node.round_trip_ns is not None:   # how well its clock shift is known
+                writer, node.trace, node.target.node_id, node.clock_shift_ns, self.windows[0].start_ns
+            )
+            if node.round_trip_ns is not None:  # how well its clock shift is known
                 meta["clock"] = {"offset_ns": -node.clock_shift_ns, "round_trip_ns": node.round_trip_ns}
             node.trace.unlink()
-        writer.set_meta(source="; ".join(f"pid {node.pid} on {node.target.where}" for node in self.nodes),
-                        capture_start_ns=self.windows[0].start_ns, capture_end_ns=self.windows[-1].end_ns,
-                        **merge.combined_meta(list(self.metas.values()), self.primary))
+        writer.set_meta(
+            source="; ".join(f"pid {node.pid} on {node.target.where}" for node in self.nodes),
+            capture_start_ns=self.windows[0].start_ns,
+            capture_end_ns=self.windows[-1].end_ns,
+            **merge.combined_meta(list(self.metas.values()), self.primary),
+        )
         if self.ended_early:
             writer.set_meta(ended_early=self.ended_early)
 
@@ -413,7 +474,7 @@ class AgentsCapture:
         self.targets = tuple(targets)
         self.primary_node_id = primary_node_id
         self.pid = 0
-        self.partials = Path(tempfile.mkdtemp(prefix="casstrace-nodes-"))   # the agents' traces, until merged
+        self.partials = Path(tempfile.mkdtemp(prefix="casstrace-nodes-"))  # the agents' traces, until merged
         self.down: list[tuple[AgentTarget, str]] = []
         self._links: list[_Link] = []
         self._nodes: dict[int, CapturedNode] = {}
@@ -427,7 +488,7 @@ class AgentsCapture:
         return self._ended_early
 
     def now_ns(self) -> int:
-        return time.monotonic_ns()   # the clock of every local capture (bpf_ktime_get_ns)
+        return time.monotonic_ns()  # the clock of every local capture (bpf_ktime_get_ns)
 
     def start(self) -> None:
         if self._links or self._stopped:
@@ -444,16 +505,21 @@ class AgentsCapture:
                     link.close()
                     continue
                 if ready.get("protocol") != PROTOCOL:
-                    raise AgentFailed(f"{link.target.where} runs casstrace {ready.get('casstrace_version')}, "
-                                      f"whose capture agent speaks another protocol",
-                                      f"install casstrace {__version__} there")
+                    raise AgentFailed(
+                        f"{link.target.where} runs casstrace {ready.get('casstrace_version')}, "
+                        f"whose capture agent speaks another protocol",
+                        f"install casstrace {__version__} there",
+                    )
                 node = CapturedNode(link.target, int(ready["pid"]))
                 if link.target.ssh is not None:
                     node.read_clock(link, self.now_ns)
                 self._nodes[link.target.node_id] = node
             if not self._links:
-                raise CasstraceError("no node could be captured: " + "; ".join(
-                    f"{target.options.address} {reason}" for target, reason in self.down), "start the nodes")
+                raise CasstraceError(
+                    "no node could be captured: "
+                    + "; ".join(f"{target.options.address} {reason}" for target, reason in self.down),
+                    "start the nodes",
+                )
         except BaseException:
             self._close_links()
             self._stopped = True
@@ -472,7 +538,7 @@ class AgentsCapture:
         for link in self._capturing():
             try:
                 reply = link.receive("window", REPLY_TIMEOUT_S)
-            except AgentEnded as ended:   # the others go on; the run ends early, its trace incomplete
+            except AgentEnded as ended:  # the others go on; the run ends early, its trace incomplete
                 self._ended_early = self._ended_early or str(ended)
                 continue
             if reply["window"] != window_id:
@@ -488,7 +554,9 @@ class AgentsCapture:
         replies = [(link, link.receive("", REPLY_TIMEOUT_S)) for link in self._capturing()]
         refused = [f"{link.target.where}: {reply['cold_error']}" for link, reply in replies if "cold_error" in reply]
         if refused:
-            raise CasstraceError("; ".join(refused), "run casstrace as root on Linux 5.10 or later, or leave out --cold")
+            raise CasstraceError(
+                "; ".join(refused), "run casstrace as root on Linux 5.10 or later, or leave out --cold"
+            )
         return sum(int(reply["paged_out"]) for _, reply in replies)
 
     def stop(self) -> AgentsResult | None:
@@ -499,7 +567,7 @@ class AgentsCapture:
             return None
         windows = self._windows.close(self.now_ns())
         try:
-            for link in self._capturing():   # the remote clocks again: the shortest round trip of both ends wins
+            for link in self._capturing():  # the remote clocks again: the shortest round trip of both ends wins
                 if link.target.ssh is not None:
                     self._nodes[link.target.node_id].read_clock(link, self.now_ns)
             for link in self._capturing():

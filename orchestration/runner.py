@@ -25,7 +25,6 @@ from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
 from casstrace.node import context
-from casstrace.orchestration.agents import AgentsCapture, AgentsResult, TableRef
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
 from casstrace.node.leftovers import restore_left_behind
@@ -40,12 +39,13 @@ from casstrace.node.query import (
 )
 from casstrace.node.replicas import replica_set
 from casstrace.node.statements import read_only_statement
-from casstrace.orchestration.targets import PlannedNode, RemoteSettings, plan_nodes
 from casstrace.node.tracing import nodetool_for
+from casstrace.orchestration.agents import AgentsCapture, AgentsResult, TableRef
+from casstrace.orchestration.targets import PlannedNode, RemoteSettings, plan_nodes
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
-from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend, backend, backends_with
+from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.jvm.java_stacks import ProfiledWindows
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, Windows, WindowSource
@@ -66,23 +66,23 @@ class RunOptions:
     warmup: int = 1
     cold: bool = False
     consistency: str = "ONE"
-    page_size: int | None = None   # rows per page, 0: one page; None: chosen for page_bytes (node.paging)
+    page_size: int | None = None  # rows per page, 0: one page; None: chosen for page_bytes (node.paging)
     page_bytes: int = DEFAULT_PAGE_BYTES
     backend: str = DEFAULT_BACKEND
     out: Path | None = None
     profile: bool = False
-    force: bool = False        # replace an existing regular file at `out` (casstrace.outputs)
-    targets: RemoteSettings = field(default_factory=RemoteSettings)   # --ssh, --hosts
+    force: bool = False  # replace an existing regular file at `out` (casstrace.outputs)
+    targets: RemoteSettings = field(default_factory=RemoteSettings)  # --ssh, --hosts
 
 
-MEASURED_WINDOW = "execution"   # the label of a measured execution's window
-WINDOW_LABELS = {"warmup": "warmup", "measured": MEASURED_WINDOW, "tracing": "tracing"}   # by execution kind
+MEASURED_WINDOW = "execution"  # the label of a measured execution's window
+WINDOW_LABELS = {"warmup": "warmup", "measured": MEASURED_WINDOW, "tracing": "tracing"}  # by execution kind
 
 
 @dataclass
 class Execution:
     execution: int
-    kind: str                  # 'warmup' | 'measured' | 'tracing'
+    kind: str  # 'warmup' | 'measured' | 'tracing'
     window_id: int
     result: QueryResult | None = None
     error: str | None = None
@@ -109,47 +109,71 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
     `phases` records where the wall time went (casstrace run --timings). `started_backend`: the
     backend options.backend names, when the caller started it already (probes.backends.started)."""
     phases = phases or Phases()
-    query = read_only_statement(options.query)   # before anything connects
+    query = read_only_statement(options.query)  # before anything connects
     if options.repeat < 1 or options.warmup < 0:
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
     # fails on an unknown backend before touching the node
     capture_factory: CaptureFactory = started_backend or backend(options.backend)
     if options.profile and Capability.PROFILE_JOIN not in capture_factory.capabilities:
-        raise CasstraceError(f"--profile joins async-profiler's stacks with a log of each read on the profiler's "
-                             f"clock; the {options.backend} backend keeps no such log",
-                             f"use --profile with --backend {' or '.join(backends_with(Capability.PROFILE_JOIN))}")
+        raise CasstraceError(
+            f"--profile joins async-profiler's stacks with a log of each read on the profiler's "
+            f"clock; the {options.backend} backend keeps no such log",
+            f"use --profile with --backend {' or '.join(backends_with(Capability.PROFILE_JOIN))}",
+        )
 
     with ExitStack() as stack:
         with phases("connect, prepare"):
-            node = stack.enter_context(NodeSession(options.connection, options.keyspace,
-                                                   protocol_handler=MeasuringProtocolHandler, token_map=True))
+            node = stack.enter_context(
+                NodeSession(
+                    options.connection, options.keyspace, protocol_handler=MeasuringProtocolHandler, token_map=True
+                )
+            )
             prepared = prepare(node.session, query)
         with phases("find JVM, read schema"):
             coordinator = node.address()
             serving = serving_jvms()
-            process = (find_cassandra(options.pid) if options.pid is not None else
-                       cassandra_at(coordinator, options.connection.port, serving=serving))
+            process = (
+                find_cassandra(options.pid)
+                if options.pid is not None
+                else cassandra_at(coordinator, options.connection.port, serving=serving)
+            )
             cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
         keyspace = options.keyspace or next((t["keyspace"] for t in cassandra["tables"]), None)
         with phases("find replicas"):
-            replicas = replica_set(node.cluster, coordinator, options.connection.port, keyspace,
-                                   next(iter(cassandra["tables"]), None), query)
-            plan = plan_nodes(replicas, process, options.targets, options.backend,
-                              [TableRef(t["keyspace"], t["table"], t["id"]) for t in cassandra["tables"]], serving)
+            replicas = replica_set(
+                node.cluster,
+                coordinator,
+                options.connection.port,
+                keyspace,
+                next(iter(cassandra["tables"]), None),
+                query,
+            )
+            plan = plan_nodes(
+                replicas,
+                process,
+                options.targets,
+                options.backend,
+                [TableRef(t["keyspace"], t["table"], t["id"]) for t in cassandra["tables"]],
+                serving,
+            )
         targets = [planned.target for planned in plan if planned.target is not None]
-        if not targets:   # no node to capture: say why as for one node
+        if not targets:  # no node to capture: say why as for one node
             find_cassandra(None, native_port=options.connection.port, address=coordinator)
-            raise CasstraceError(f"no JVM of the query's nodes runs on this machine ({plan[0].not_captured})",
-                                 "run casstrace on a replica, or give --ssh")
+            raise CasstraceError(
+                f"no JVM of the query's nodes runs on this machine ({plan[0].not_captured})",
+                "run casstrace on a replica, or give --ssh",
+            )
         several = len(targets) > 1 or targets[0].ssh is not None
         if several and options.profile:
-            raise CasstraceError("--profile loads async-profiler into one JVM; this run captures "
-                                 f"{len(targets)} nodes' JVMs", "leave out --profile, or run on a one-node cluster")
+            raise CasstraceError(
+                f"--profile loads async-profiler into one JVM; this run captures {len(targets)} nodes' JVMs",
+                "leave out --profile, or run on a one-node cluster",
+            )
         cold: Cold | None = None
         agents: AgentsCapture | None = None
         sources: list[WindowSource] = []
         if several:
-            if started_backend is not None:   # each agent compiles its own: none of this one may run beside them
+            if started_backend is not None:  # each agent compiles its own: none of this one may run beside them
                 started_backend.release(wait=True)
             agents = AgentsCapture(targets, primary_node_id=plan[0].node_id)
             stack.callback(agents.discard)
@@ -157,8 +181,11 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             cold = AgentsCold(agents) if options.cold else None
         else:
             assert process is not None or targets[0].options.pid is not None
-            process = process if process is not None and process.pid == targets[0].options.pid else \
-                find_cassandra(targets[0].options.pid)
+            process = (
+                process
+                if process is not None and process.pid == targets[0].options.pid
+                else find_cassandra(targets[0].options.pid)
+            )
             # What a killed casstrace left changed on this node, put back before this one changes anything.
             restore_left_behind(process, lambda: nodetool_for(process))
             if options.cold:
@@ -176,11 +203,13 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 # From before the first measured execution to before the tracing one.
                 sources.append(ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases))
 
-        with phases("choose page size"):   # before the capture: the sample is no execution's
+        with phases("choose page size"):  # before the capture: the sample is no execution's
             pages = paging(node.session, prepared, options.consistency, options.page_size, options.page_bytes)
         if pages.row_over_budget:
-            warn(f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "
-                 f"({options.page_bytes:,} B): no page is within the budget; running one row a page")
+            warn(
+                f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "
+                f"({options.page_bytes:,} B): no page is within the budget; running one row a page"
+            )
         writer = TraceWriter(options.out or default_trace_path(query), force=options.force)
         try:
             if agents is None:
@@ -210,7 +239,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         def annotate(writer: TraceWriter) -> None:
             if cold is not None:
                 writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": cold.paged_out})
-            agents_result = agents.stop() if agents is not None else None   # stopped already: its result
+            agents_result = agents.stop() if agents is not None else None  # stopped already: its result
             _write_nodes(writer, plan, agents, agents_result)
             writer.set_meta(
                 query=query,
@@ -221,9 +250,13 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 node={"host": options.connection.host, "port": options.connection.port, "pid": capture.pid},
                 cassandra=_cassandra_of_coordinator(cassandra, agents_result),
                 query_trace=query_trace,
-                replicas={"keyspace": keyspace, "consistency": options.consistency, "routing": replicas.routing,
-                          "partitions": replicas.partitions,
-                          "ssh": any(t.ssh is not None for t in targets)},
+                replicas={
+                    "keyspace": keyspace,
+                    "consistency": options.consistency,
+                    "routing": replicas.routing,
+                    "partitions": replicas.partitions,
+                    "ssh": any(t.ssh is not None for t in targets),
+                },
             )
             _write_executions(writer, executions, node.client_addresses())
 
@@ -233,7 +266,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
 class Cold(Protocol):
     """--cold: what makes every execution cold, before it, on every node captured."""
 
-    paged_out: int     # address space paged out before the last execution
+    paged_out: int  # address space paged out before the last execution
 
     def before_execution(self) -> None: ...
 
@@ -249,8 +282,9 @@ class AgentsCold:
         self.paged_out = self.agents.make_cold()
 
 
-def _write_nodes(writer: TraceWriter, plan: Sequence[PlannedNode], agents: AgentsCapture | None,
-                 result: AgentsResult | None) -> None:
+def _write_nodes(
+    writer: TraceWriter, plan: Sequence[PlannedNode], agents: AgentsCapture | None, result: AgentsResult | None
+) -> None:
     """The nodes rows: every node of the plan, with what its capture was (format 3)."""
     captured = {node.target.node_id: node for node in result.nodes} if result is not None else {}
     down = {target.node_id: reason for target, reason in agents.down} if agents is not None else {}
@@ -269,12 +303,21 @@ def _write_nodes(writer: TraceWriter, plan: Sequence[PlannedNode], agents: Agent
             pid, shift, meta = node.pid, node.clock_shift_ns, result.metas.get(planned.node_id)
         elif planned.node_id in down:
             not_captured = down[planned.node_id]
-        rows.append({"node_id": planned.node_id, "address": planned.node.address,
-                     "host": planned.target.ssh if planned.target is not None else None,
-                     "datacenter": planned.node.datacenter, "rack": planned.node.rack,
-                     "replica": planned.node.replica, "captured": pid is not None,
-                     "not_captured": None if pid is not None else not_captured, "pid": pid,
-                     "clock_shift_ns": shift, "meta": json.dumps(meta) if meta is not None else None})
+        rows.append(
+            {
+                "node_id": planned.node_id,
+                "address": planned.node.address,
+                "host": planned.target.ssh if planned.target is not None else None,
+                "datacenter": planned.node.datacenter,
+                "rack": planned.node.rack,
+                "replica": planned.node.replica,
+                "captured": pid is not None,
+                "not_captured": None if pid is not None else not_captured,
+                "pid": pid,
+                "clock_shift_ns": shift,
+                "meta": json.dumps(meta) if meta is not None else None,
+            }
+        )
     writer.add_nodes(rows)
 
 
@@ -286,9 +329,14 @@ def _cassandra_of_coordinator(cassandra: CassandraMeta, result: AgentsResult | N
     primary_meta = result.metas.get(result.nodes[result.primary].target.node_id) or {}
     own: CassandraMeta = primary_meta.get("cassandra") or CassandraMeta()
     sstables = {(t["keyspace"], t["table"]): t.get("sstables", []) for t in own.get("tables", [])}
-    return {**cassandra, "data_file_directories": own.get("data_file_directories", []),
-            "tables": [{**table, "sstables": sstables.get((table["keyspace"], table["table"]), [])}
-                       for table in cassandra["tables"]]}
+    return {
+        **cassandra,
+        "data_file_directories": own.get("data_file_directories", []),
+        "tables": [
+            {**table, "sstables": sstables.get((table["keyspace"], table["table"]), [])}
+            for table in cassandra["tables"]
+        ],
+    }
 
 
 @dataclass
@@ -299,14 +347,21 @@ class LocalCold:
 
     pid: int
     files: set[tuple[int, int]]
-    paged_out: int = 0     # address space paged out before the last execution
+    paged_out: int = 0  # address space paged out before the last execution
 
     def before_execution(self) -> None:
         self.paged_out = context.make_cold(self.pid, self.files)
 
 
-def _execute_all(windows: Windows, cold: Cold | None, node: NodeSession, prepared: PreparedStatement,
-                 options: RunOptions, pages: Paging, executions: list[Execution]) -> str | None:
+def _execute_all(
+    windows: Windows,
+    cold: Cold | None,
+    node: NodeSession,
+    prepared: PreparedStatement,
+    options: RunOptions,
+    pages: Paging,
+    executions: list[Execution],
+) -> str | None:
     """Run warmups, measured executions and the tracing execution, each in its own window, adding
     each to `executions` as it starts. Returns why the run stopped early, or None. A failed
     execution is recorded and ends the run; on a signal the one under way is marked interrupted."""
@@ -324,8 +379,9 @@ def _execute_all(windows: Windows, cold: Cold | None, node: NodeSession, prepare
             execution = Execution(number, kind, window_id)
             executions.append(execution)
             try:
-                execution.result = execute(node.session, prepared, options.consistency, pages.page_size,
-                                           trace=(kind == "tracing"))
+                execution.result = execute(
+                    node.session, prepared, options.consistency, pages.page_size, trace=(kind == "tracing")
+                )
             except Exception as error:
                 execution.error = execution_failure(error)
             finally:
@@ -336,16 +392,22 @@ def _execute_all(windows: Windows, cold: Cold | None, node: NodeSession, prepare
         if executions and executions[-1].result is None and executions[-1].error is None:
             executions[-1].error = "interrupted"
         raise
-    if windows.ended_early:   # the process exited during the last execution
+    if windows.ended_early:  # the process exited during the last execution
         return f"the capture ended early: {windows.ended_early}"
     return None
 
 
-def _write_executions(writer: TraceWriter, executions: list[Execution],
-                      client_addresses: set[tuple[str, int]]) -> None:
+def _write_executions(writer: TraceWriter, executions: list[Execution], client_addresses: set[tuple[str, int]]) -> None:
     """executions rows, with the bytes the node wrote to this client's connections in each window."""
-    client_sockets = {file_id for file_id, remote_addr in writer.socket_peers().items()
-                      if parse_address(remote_addr) in client_addresses} if writer.measured("wire") else set()
+    client_sockets = (
+        {
+            file_id
+            for file_id, remote_addr in writer.socket_peers().items()
+            if parse_address(remote_addr) in client_addresses
+        }
+        if writer.measured("wire")
+        else set()
+    )
     for execution in executions:
         wire_bytes = client_file_id = None
         if client_sockets:

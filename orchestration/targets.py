@@ -14,42 +14,49 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
-from casstrace.orchestration.agents import AgentOptions, AgentTarget, TableRef
 from casstrace.node.jvm import CassandraProcess, cassandra_at, serving_jvms
 from casstrace.node.replicas import ClusterNode, ReplicaSet
+from casstrace.orchestration.agents import AgentOptions, AgentTarget, TableRef
 
 NOT_HERE = "no JVM on this machine; give --ssh"
 
 
 @dataclass(frozen=True)
 class RemoteSettings:
-    ssh: bool = False                                       # every node not on this machine over ssh
+    ssh: bool = False  # every node not on this machine over ssh
     hosts: Mapping[str, str] = field(default_factory=dict)  # node address -> ssh destination
-    ssh_config: Path | None = None                          # ssh -F
-    remote_casstrace: str = "casstrace"                     # the command that runs casstrace over there
+    ssh_config: Path | None = None  # ssh -F
+    remote_casstrace: str = "casstrace"  # the command that runs casstrace over there
 
 
 @dataclass(frozen=True)
 class PlannedNode:
     node_id: int
     node: ClusterNode
-    target: AgentTarget | None       # None: not captured
+    target: AgentTarget | None  # None: not captured
     not_captured: str | None = None
 
 
-def plan_nodes(replicas: ReplicaSet, coordinator_process: CassandraProcess | None, remote: RemoteSettings,
-               backend: str, tables: Sequence[TableRef],
-               serving: dict[CassandraProcess, set[tuple[str, int]]] | None = None) -> list[PlannedNode]:
+def plan_nodes(
+    replicas: ReplicaSet,
+    coordinator_process: CassandraProcess | None,
+    remote: RemoteSettings,
+    backend: str,
+    tables: Sequence[TableRef],
+    serving: dict[CassandraProcess, set[tuple[str, int]]] | None = None,
+) -> list[PlannedNode]:
     """One PlannedNode per node of the replica set, numbered from 1 in its order (coordinator first).
     `serving`: this machine's Cassandra JVMs and their sockets (jvm.serving_jvms()), when known."""
     addresses = {node.address for node in replicas.nodes}
     unknown = sorted(set(remote.hosts) - addresses)
     if unknown:
-        raise CasstraceError(f"--hosts names {', '.join(unknown)}, which is no node of this query "
-                             f"(its nodes: {', '.join(sorted(addresses))})",
-                             "give --hosts as NODE_ADDRESS=SSH_DESTINATION for the addresses the cluster uses")
+        raise CasstraceError(
+            f"--hosts names {', '.join(unknown)}, which is no node of this query "
+            f"(its nodes: {', '.join(sorted(addresses))})",
+            "give --hosts as NODE_ADDRESS=SSH_DESTINATION for the addresses the cluster uses",
+        )
     plan = []
-    if serving is None:   # read once, not once per node: a JVM's fds and sockets take a while
+    if serving is None:  # read once, not once per node: a JVM's fds and sockets take a while
         serving = serving_jvms()
     for node_id, node in enumerate(replicas.nodes, start=1):
         options = AgentOptions(node.address, node.port, None, backend, tuple(tables))
@@ -66,15 +73,21 @@ def plan_nodes(replicas: ReplicaSet, coordinator_process: CassandraProcess | Non
         if node.address in remote.hosts:
             plan.append(PlannedNode(node_id, node, over_ssh(remote.hosts[node.address])))
             continue
-        process = (coordinator_process if node.coordinator and coordinator_process is not None else
-                   cassandra_at(node.address, node.port, serving=serving))
+        process = (
+            coordinator_process
+            if node.coordinator and coordinator_process is not None
+            else cassandra_at(node.address, node.port, serving=serving)
+        )
         if process is not None:
             plan.append(PlannedNode(node_id, node, AgentTarget(node_id, replace(options, pid=process.pid))))
         elif remote.ssh:
             plan.append(PlannedNode(node_id, node, over_ssh(node.address)))
         elif is_this_machine(node.address):
-            plan.append(PlannedNode(node_id, node, None,
-                                    f"down: no Cassandra JVM serves {node.address}:{node.port} on this machine"))
+            plan.append(
+                PlannedNode(
+                    node_id, node, None, f"down: no Cassandra JVM serves {node.address}:{node.port} on this machine"
+                )
+            )
         else:
             plan.append(PlannedNode(node_id, node, None, NOT_HERE))
     return plan
@@ -101,8 +114,9 @@ def parse_hosts(entries: Sequence[str]) -> dict[str, str]:
         if not equals:
             address, destination = _address_of(entry), entry
         if not address or not destination:
-            raise CasstraceError(f"--hosts entry {entry!r} is not ADDRESS=DESTINATION",
-                                 "give --hosts 10.0.0.2=admin@db2,10.0.0.3=db3")
+            raise CasstraceError(
+                f"--hosts entry {entry!r} is not ADDRESS=DESTINATION", "give --hosts 10.0.0.2=admin@db2,10.0.0.3=db3"
+            )
         hosts[address.strip()] = destination.strip()
     return hosts
 
@@ -115,5 +129,6 @@ def _address_of(destination: str) -> str:
         try:
             return str(socket.getaddrinfo(host, None)[0][4][0])
         except OSError:
-            raise CasstraceError(f"--hosts {destination!r}: cannot resolve {host!r}",
-                                 "give --hosts NODE_ADDRESS=DESTINATION") from None
+            raise CasstraceError(
+                f"--hosts {destination!r}: cannot resolve {host!r}", "give --hosts NODE_ADDRESS=DESTINATION"
+            ) from None

@@ -28,8 +28,8 @@ from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java
 from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
 from casstrace.paths import default_traces_dir
-from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
+from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.jvm.java_stacks import ProfiledWindows
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCapture, Windows, WindowSource
@@ -39,9 +39,9 @@ from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadI
 from casstrace.traces.schema import THREAD_SLOT_NS
 
 DEFAULT_PROBABILITY = 0.01
-WATCH_WINDOW = "watch"   # the watch's own window (then a gap, GAP_WINDOW, while the probes detach)
+WATCH_WINDOW = "watch"  # the watch's own window (then a gap, GAP_WINDOW, while the probes detach)
 REFRESH_S = 2.0
-SETTLE_S = 1.0          # after tracing stops, for the last sessions' events to reach system_traces
+SETTLE_S = 1.0  # after tracing stops, for the last sessions' events to reach system_traces
 
 
 @dataclass
@@ -63,13 +63,13 @@ class LiveSnapshot:
 class WatchOptions:
     connection: ConnectionSettings
     pid: int | None = None
-    duration_s: float | None = None          # None: until Ctrl-C
+    duration_s: float | None = None  # None: until Ctrl-C
     probability: float = DEFAULT_PROBABILITY
     top: int = 10
     out: Path | None = None
-    force: bool = False                      # replace an existing regular file at `out` (casstrace.outputs)
-    nodetool: str | None = None              # the node's nodetool command, when casstrace cannot build one
-    profile: bool = False                    # async-profiler in the JVM during the watch window
+    force: bool = False  # replace an existing regular file at `out` (casstrace.outputs)
+    nodetool: str | None = None  # the node's nodetool command, when casstrace cannot build one
+    profile: bool = False  # async-profiler in the JVM during the watch window
 
 
 def default_trace_path() -> Path:
@@ -85,16 +85,21 @@ def warn(message: str) -> None:
     print(f"casstrace: warning: {message}", file=sys.stderr)
 
 
-def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = None,
-          started: Callable[[], None] = lambda: None) -> Path:
+def watch(
+    options: WatchOptions,
+    live: Callable[[LiveSnapshot], None] | None = None,
+    started: Callable[[], None] = lambda: None,
+) -> Path:
     """Watch the node; returns the trace's path. `started` is called once the probes are attached and
     the node traces; `live` with the figures so far every REFRESH_S seconds. A signal (Ctrl-C) is how
     a watch without a duration ends: its trace is whole. A watch with a duration cut short by a signal
     keeps its trace, marked incomplete, and raises casstrace.interrupts.Interrupted with it
     (probes.recording.record)."""
     if not 0 < options.probability <= 1:
-        raise CasstraceError(f"--sample must be in (0, 1], got {options.probability}",
-                             "give a share of requests to trace, e.g. --sample 0.01")
+        raise CasstraceError(
+            f"--sample must be in (0, 1], got {options.probability}",
+            "give a share of requests to trace, e.g. --sample 0.01",
+        )
     if options.duration_s is not None and options.duration_s <= 0:
         raise CasstraceError(f"--duration must be positive, got {options.duration_s}", "give seconds > 0")
 
@@ -102,14 +107,15 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
         node = stack.enter_context(NodeSession(options.connection))
         process = find_cassandra(options.pid, native_port=options.connection.port, address=node.address())
         nodetool = nodetool_for(process, options.nodetool)
-        restore_left_behind(process, lambda: nodetool)   # what a killed casstrace left changed on the node
+        restore_left_behind(process, lambda: nodetool)  # what a killed casstrace left changed on the node
         thread_ids = ThreadIds().add(java_thread_ids(process.pid))
         node_settings = context.settings(node.session)
         data_dirs = context.data_directories(node_settings, process)
         # Asked for per-thread counts, a capture is a ThreadIOCapture (the backend refuses otherwise).
         options_asked = CaptureOptions(thread_slot_ns=THREAD_SLOT_NS, source=f"pid {process.pid} (casstrace watch)")
-        capture = cast(ThreadIOCapture, backend(DEFAULT_BACKEND)(process.pid, extra_dirs=tuple(data_dirs),
-                                                                 options=options_asked))
+        capture = cast(
+            ThreadIOCapture, backend(DEFAULT_BACKEND)(process.pid, extra_dirs=tuple(data_dirs), options=options_asked)
+        )
         # On from before the probes attach to after they detach, put back on every way out.
         switch = TraceProbability(nodetool, options.probability, warn, Ledger(process.pid))
         # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to).
@@ -119,7 +125,7 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
             profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
             stack.callback(profiler.cleanup)
         writer = TraceWriter(options.out or default_trace_path(), force=options.force)
-        span: list[int] = []   # the watch's start and end, in Unix ns
+        span: list[int] = []  # the watch's start and end, in Unix ns
         sampled: list[SampledSession] = []
 
         def body(windows: Windows) -> None:
@@ -130,8 +136,8 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
                 _wait(capture, node, span[0], thread_ids, options, live)
             except KeyboardInterrupt:
                 if options.duration_s is not None:
-                    raise   # cut short
-                INTERRUPTS.expected()   # how an open-ended watch ends: its trace is whole
+                    raise  # cut short
+                INTERRUPTS.expected()  # how an open-ended watch ends: its trace is whole
             finally:
                 span.append(time.time_ns())
                 windows.begin_window(GAP_WINDOW)
@@ -141,8 +147,11 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
             threads started during the watch (pools grow on demand), as /proc named them (15
             characters: enough for 'ReadStage-12'), then as the JVM lists them now."""
             if switch.restored:
-                print(f"casstrace: the watch is over, trace probability back to "
-                      f"{format_probability(switch.previous or 0)}; reading the sampled sessions", file=sys.stderr)
+                print(
+                    f"casstrace: the watch is over, trace probability back to "
+                    f"{format_probability(switch.previous or 0)}; reading the sampled sessions",
+                    file=sys.stderr,
+                )
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()}).add(_thread_ids_now(process.pid))
             if len(span) == 2:
                 time.sleep(SETTLE_S)
@@ -153,7 +162,7 @@ def watch(options: WatchOptions, live: Callable[[LiveSnapshot], None] | None = N
             _write(writer, sampled, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
 
         sources: list[WindowSource] = [switch, mapped]
-        if profiler is not None:   # active across the watch window, started in the gap before it
+        if profiler is not None:  # active across the watch window, started in the gap before it
             sources.append(ProfiledWindows(profiler, {WATCH_WINDOW}, warn))
         return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
 
@@ -165,8 +174,14 @@ def restore_left(options: WatchOptions) -> list[str]:
     return restore_left_behind(process, lambda: nodetool_for(process, options.nodetool))
 
 
-def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, options: WatchOptions,
-          live: Callable[[LiveSnapshot], None] | None) -> None:
+def _wait(
+    capture: Any,
+    node: NodeSession,
+    since: int,
+    thread_ids: ThreadIds,
+    options: WatchOptions,
+    live: Callable[[LiveSnapshot], None] | None,
+) -> None:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
     seen: set[str] = set()
     sampled: list[SampledSession] = []
@@ -174,61 +189,105 @@ def _wait(capture: Any, node: NodeSession, since: int, thread_ids: ThreadIds, op
         if capture.ended_early:
             raise CasstraceError(f"the watch ended early: {capture.ended_early}", "check that the node is running")
         time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
-        with INTERRUPTS.deferred():   # read, then deleted from the kernel's map: both or neither
+        with INTERRUPTS.deferred():  # read, then deleted from the kernel's map: both or neither
             capture.drain_thread_io()
         if live is None:
             continue
         try:
-            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})   # workers started since
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})  # workers started since
             sampled += read_sessions(node.session, since, time.time_ns(), seen, ignore=is_own_statement)
             figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
-        except Exception as error:   # the node slow to answer, say: the watch goes on without the live table
+        except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
             warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
             live = None
             continue
         live(figures)
 
 
-def live_figures(capture: Any, sampled: list[SampledSession], thread_ids: ThreadIds, probability: float,
-                 elapsed_s: float) -> LiveSnapshot:
+def live_figures(
+    capture: Any, sampled: list[SampledSession], thread_ids: ThreadIds, probability: float, elapsed_s: float
+) -> LiveSnapshot:
     """What the probes and the node's trace tables hold so far."""
     paths: dict[str, int] = {}
     rows: list[ThreadIORow] = []
     for tid, slot, path, read_bytes, cache_pages in capture.thread_io_so_far():
         if path is None:
             continue
-        rows.append({"tid": tid, "slot": slot, "file_id": paths.setdefault(path, len(paths)), "read_calls": 0,
-                     "read_bytes": read_bytes, "cache_miss_pages": cache_pages})
+        rows.append(
+            {
+                "tid": tid,
+                "slot": slot,
+                "file_id": paths.setdefault(path, len(paths)),
+                "read_calls": 0,
+                "read_bytes": read_bytes,
+                "cache_miss_pages": cache_pages,
+            }
+        )
     sessions, spans = session_rows(sampled, thread_ids, _clock_offset_ns())
-    return LiveSnapshot(sessions=sessions, spans=spans, thread_io=rows,
-                        files={file_id: path for path, file_id in paths.items()}, thread_names=thread_ids.names(),
-                        capture_start_ns=capture.start_ns, slot_ns=THREAD_SLOT_NS, probability=probability,
-                        elapsed_s=elapsed_s)
+    return LiveSnapshot(
+        sessions=sessions,
+        spans=spans,
+        thread_io=rows,
+        files={file_id: path for path, file_id in paths.items()},
+        thread_names=thread_ids.names(),
+        capture_start_ns=capture.start_ns,
+        slot_ns=THREAD_SLOT_NS,
+        probability=probability,
+        elapsed_s=elapsed_s,
+    )
 
 
-def session_rows(sampled: list[SampledSession], thread_ids: ThreadIds,
-                 clock_offset_ns: int) -> tuple[list[StatementSessionRow], list[SessionThreadRow]]:
+def session_rows(
+    sampled: list[SampledSession], thread_ids: ThreadIds, clock_offset_ns: int
+) -> tuple[list[StatementSessionRow], list[SessionThreadRow]]:
     """The sessions as trace rows, numbered from 1, times moved from Unix time to the trace's clock."""
     sessions: list[StatementSessionRow] = []
     spans: list[SessionThreadRow] = []
     for number, s in enumerate(sampled, start=1):
-        sessions.append({"session": number, "session_id": s.session_id, "statement": s.statement,
-                         "consistency": s.consistency, "client": s.client, "started_ns": s.started_ns - clock_offset_ns,
-                         "duration_ns": s.duration_ns, "live_rows": s.live_rows, "tombstone_cells": s.tombstone_cells,
-                         "sstables_merged": s.sstables_merged})
-        spans += [{"session": number, "thread": span.thread, "tid": thread_ids.tid(span.thread),
-                   "first_ns": span.first_ns - clock_offset_ns, "last_ns": span.last_ns - clock_offset_ns,
-                   "events": span.events} for span in s.spans]
+        sessions.append(
+            {
+                "session": number,
+                "session_id": s.session_id,
+                "statement": s.statement,
+                "consistency": s.consistency,
+                "client": s.client,
+                "started_ns": s.started_ns - clock_offset_ns,
+                "duration_ns": s.duration_ns,
+                "live_rows": s.live_rows,
+                "tombstone_cells": s.tombstone_cells,
+                "sstables_merged": s.sstables_merged,
+            }
+        )
+        spans += [
+            {
+                "session": number,
+                "thread": span.thread,
+                "tid": thread_ids.tid(span.thread),
+                "first_ns": span.first_ns - clock_offset_ns,
+                "last_ns": span.last_ns - clock_offset_ns,
+                "events": span.events,
+            }
+            for span in s.spans
+        ]
     return sessions, spans
 
 
-def _write(writer: TraceWriter, sampled: list[SampledSession], thread_ids: ThreadIds,
-           switch: TraceProbability, window: tuple[int, int], options: WatchOptions, process: CassandraProcess,
-           node: NodeSession, node_settings: dict, data_dirs: list[str]) -> None:
+def _write(
+    writer: TraceWriter,
+    sampled: list[SampledSession],
+    thread_ids: ThreadIds,
+    switch: TraceProbability,
+    window: tuple[int, int],
+    options: WatchOptions,
+    process: CassandraProcess,
+    node: NodeSession,
+    node_settings: dict,
+    data_dirs: list[str],
+) -> None:
     """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch."""
     offset = _clock_offset_ns()
     writer.set_meta(clock_offset_ns=offset)
-    writer.add_threads(thread_ids.names())   # full names, where /proc cuts them
+    writer.add_threads(thread_ids.names())  # full names, where /proc cuts them
     sessions, spans = session_rows(sampled, thread_ids, offset)
     writer.add_statement_sessions(sessions)
     writer.add_session_threads(spans)
@@ -242,13 +301,22 @@ def _write(writer: TraceWriter, sampled: list[SampledSession], thread_ids: Threa
             tables.append(schema)
     writer.set_meta(
         node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
-        cassandra={"release_version": local.release_version if local else "unknown",
-                   "disk_access_mode": context.disk_access_mode(node_settings, process),
-                   "data_file_directories": data_dirs, "tables": tables, **context.read_ahead(node_settings)},
-        watch={"sample_probability": options.probability, "previous_probability": switch.previous,
-               "probability_restored": switch.restored, "duration_s": (window[1] - window[0]) / 1e9,
-               "start_ns": window[0] - offset, "end_ns": window[1] - offset,
-               "thread_map": "jcmd"},
+        cassandra={
+            "release_version": local.release_version if local else "unknown",
+            "disk_access_mode": context.disk_access_mode(node_settings, process),
+            "data_file_directories": data_dirs,
+            "tables": tables,
+            **context.read_ahead(node_settings),
+        },
+        watch={
+            "sample_probability": options.probability,
+            "previous_probability": switch.previous,
+            "probability_restored": switch.restored,
+            "duration_s": (window[1] - window[0]) / 1e9,
+            "start_ns": window[0] - offset,
+            "end_ns": window[1] - offset,
+            "thread_map": "jcmd",
+        },
     )
 
 
@@ -257,8 +325,10 @@ def _thread_ids_now(pid: int) -> dict[str, int]:
     try:
         return java_thread_ids(pid)
     except CasstraceError as error:
-        warn(f"the JVM's thread list could not be read again after the watch ({error}): threads it started "
-             "during the watch are matched by /proc names, or not at all")
+        warn(
+            f"the JVM's thread list could not be read again after the watch ({error}): threads it started "
+            "during the watch are matched by /proc names, or not at all"
+        )
         return {}
 
 

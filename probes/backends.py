@@ -37,8 +37,15 @@ class Backend(ABC):
     name: str
     capabilities: frozenset[Capability]
 
-    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (), stream_limit: int | None = None,
-                 options: "CaptureOptions | None" = None, prepared: Preparation | None = None) -> "Capture":
+    def __call__(
+        self,
+        pid: int,
+        *,
+        extra_dirs: Iterable[str | Path] = (),
+        stream_limit: int | None = None,
+        options: "CaptureOptions | None" = None,
+        prepared: Preparation | None = None,
+    ) -> "Capture":
         """A capture of `pid`; `prepared`: what prepare() returned, for a capture with the default options."""
         missing = options.needs() - self.capabilities if options is not None else set()
         if missing:
@@ -46,8 +53,14 @@ class Backend(ABC):
         return self._capture(pid, extra_dirs, stream_limit, options, prepared)
 
     @abstractmethod
-    def _capture(self, pid: int, extra_dirs: Iterable[str | Path], stream_limit: int | None,
-                 options: "CaptureOptions | None", prepared: Preparation | None) -> "Capture": ...
+    def _capture(
+        self,
+        pid: int,
+        extra_dirs: Iterable[str | Path],
+        stream_limit: int | None,
+        options: "CaptureOptions | None",
+        prepared: Preparation | None,
+    ) -> "Capture": ...
 
     def prepare(self) -> Preparation | None:
         """Begin what takes long before the process is known (None: nothing does)."""
@@ -64,8 +77,14 @@ class _Bcc(Backend):
     name = "bcc"
     capabilities = frozenset(Capability)
 
-    def _capture(self, pid: int, extra_dirs: Iterable[str | Path], stream_limit: int | None,
-                 options: "CaptureOptions | None", prepared: Preparation | None) -> "Capture":
+    def _capture(
+        self,
+        pid: int,
+        extra_dirs: Iterable[str | Path],
+        stream_limit: int | None,
+        options: "CaptureOptions | None",
+        prepared: Preparation | None,
+    ) -> "Capture":
         from casstrace.probes.bcc.bcc_capture import BccCapture, ProgramBuild
         from casstrace.probes.protocol import CaptureOptions
 
@@ -73,15 +92,23 @@ class _Bcc(Backend):
         if prepared is not None and not isinstance(prepared, ProgramBuild):
             raise TypeError(f"a bcc capture cannot take {prepared!r}")
         command = options.command
-        return BccCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit, build=prepared,
-                          follow_children=command is not None, until_exit=command is not None,
-                          source=options.source or (f"command {command} and its descendants" if command else None),
-                          process=command, thread_slot_ns=options.thread_slot_ns)
+        return BccCapture(
+            pid,
+            extra_dirs=extra_dirs,
+            stream_limit=stream_limit,
+            build=prepared,
+            follow_children=command is not None,
+            until_exit=command is not None,
+            source=options.source or (f"command {command} and its descendants" if command else None),
+            process=command,
+            thread_slot_ns=options.thread_slot_ns,
+        )
 
     def prepare(self) -> Preparation:
         """Compile the BPF program (seconds of one core, the longest part of `casstrace run`), for the
         default options."""
         from casstrace.probes.bcc.bcc_capture import ProgramBuild
+
         return ProgramBuild()
 
 
@@ -91,11 +118,19 @@ class _Sysdig(Backend):
     name = "sysdig"
     capabilities = frozenset({Capability.PER_CALL_OFFSETS})
 
-    def _capture(self, pid: int, extra_dirs: Iterable[str | Path], stream_limit: int | None,
-                 options: "CaptureOptions | None", prepared: Preparation | None) -> "Capture":
+    def _capture(
+        self,
+        pid: int,
+        extra_dirs: Iterable[str | Path],
+        stream_limit: int | None,
+        options: "CaptureOptions | None",
+        prepared: Preparation | None,
+    ) -> "Capture":
         from casstrace.probes.sysdig.sysdig_capture import SysdigCapture
-        return SysdigCapture(pid, extra_dirs=extra_dirs, stream_limit=stream_limit,
-                             source=options.source if options else None)
+
+        return SysdigCapture(
+            pid, extra_dirs=extra_dirs, stream_limit=stream_limit, source=options.source if options else None
+        )
 
 
 BCC, SYSDIG = _Bcc(), _Sysdig()
@@ -107,8 +142,7 @@ def backend(name: str) -> Backend:
     try:
         return BACKENDS[name]
     except KeyError:
-        raise CasstraceError(f"no capture backend named {name!r}",
-                             f"choose one of: {', '.join(BACKENDS)}") from None
+        raise CasstraceError(f"no capture backend named {name!r}", f"choose one of: {', '.join(BACKENDS)}") from None
 
 
 def backends_with(capability: Capability) -> list[str]:
@@ -125,9 +159,15 @@ class StartedBackend:
         self.capabilities = factory.capabilities
         self._prepared = factory.prepare()
 
-    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (), stream_limit: int | None = None,
-                 options: "CaptureOptions | None" = None) -> "Capture":
-        if self._prepared is None or stream_limit is not None or options is not None:   # prepared for the defaults
+    def __call__(
+        self,
+        pid: int,
+        *,
+        extra_dirs: Iterable[str | Path] = (),
+        stream_limit: int | None = None,
+        options: "CaptureOptions | None" = None,
+    ) -> "Capture":
+        if self._prepared is None or stream_limit is not None or options is not None:  # prepared for the defaults
             return self.factory(pid, extra_dirs=extra_dirs, stream_limit=stream_limit, options=options)
         prepared, self._prepared = self._prepared, None
         return self.factory(pid, extra_dirs=extra_dirs, prepared=prepared)

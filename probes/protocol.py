@@ -25,12 +25,13 @@ from casstrace.traces.writer import TraceWriter
 # Per-call records (reads, lseeks: the calls' log) a capture or an import keeps unless told otherwise
 # (--stream-limit); the calls past it are counted, and every aggregate holds them all.
 DEFAULT_STREAM_LIMIT = 500_000
-FIRST_WINDOW = "capture"   # the whole capture, while it is the only window
-GAP_WINDOW = "between"     # what the first window becomes once a second one begins, and the gaps
+FIRST_WINDOW = "capture"  # the whole capture, while it is the only window
+GAP_WINDOW = "between"  # what the first window becomes once a second one begins, and the gaps
 
 
 class Window(NamedTuple):
     """One window of a capture, on the capture's clock; its window_id is its position + 1."""
+
     label: str
     execution: int | None
     start_ns: int
@@ -73,8 +74,10 @@ class WindowLog:
     def windows(self) -> tuple[Window, ...]:
         """Every window; the open one ends now as far as anyone can tell: at its start."""
         ends = [*self._starts[1:], self._end_ns if self._end_ns is not None else self._starts[-1]]
-        return tuple(Window(label, execution, start, end)
-                     for (label, execution), start, end in zip(self._labels, self._starts, ends))
+        return tuple(
+            Window(label, execution, start, end)
+            for (label, execution), start, end in zip(self._labels, self._starts, ends)
+        )
 
 
 class CaptureResult(Protocol):
@@ -156,8 +159,12 @@ class CaptureOptions(NamedTuple):
     source: str | None = None
 
     def needs(self) -> frozenset[Capability]:
-        return frozenset({*([Capability.FOLLOW_CHILDREN] if self.command is not None else []),
-                          *([Capability.THREAD_IO] if self.thread_slot_ns else [])})
+        return frozenset(
+            {
+                *([Capability.FOLLOW_CHILDREN] if self.command is not None else []),
+                *([Capability.THREAD_IO] if self.thread_slot_ns else []),
+            }
+        )
 
 
 class CaptureFactory(Protocol):
@@ -169,8 +176,14 @@ class CaptureFactory(Protocol):
     @property
     def capabilities(self) -> frozenset[Capability]: ...
 
-    def __call__(self, pid: int, *, extra_dirs: Iterable[str | Path] = (), stream_limit: int | None = None,
-                 options: CaptureOptions | None = None) -> Capture: ...
+    def __call__(
+        self,
+        pid: int,
+        *,
+        extra_dirs: Iterable[str | Path] = (),
+        stream_limit: int | None = None,
+        options: CaptureOptions | None = None,
+    ) -> Capture: ...
 
 
 class WindowSource(Protocol):

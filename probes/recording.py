@@ -33,7 +33,7 @@ class Recording:
     def __init__(self, capture: Capture, sources: Sequence[WindowSource]):
         self.capture = capture
         self.sources = tuple(sources)
-        self._window: int | None = None   # the open window, once the sources were told of it
+        self._window: int | None = None  # the open window, once the sources were told of it
         self._stopped = False
 
     @property
@@ -44,19 +44,19 @@ class Recording:
         return self.capture.now_ns()
 
     def start(self) -> None:
-        for source in self.sources:   # before the backend opens window 1, as before every window
+        for source in self.sources:  # before the backend opens window 1, as before every window
             source.on_window_start(1, FIRST_WINDOW, None)
         self._window = 1
         self.capture.start()
 
     def begin_window(self, label: str, execution: int | None = None) -> int:
-        with INTERRUPTS.deferred():   # the backend and every source switch together, or none does
+        with INTERRUPTS.deferred():  # the backend and every source switch together, or none does
             if self._window is None or self._stopped:
                 raise RuntimeError("begin_window() outside a running capture")
             # Sources act outside the windows they measure: starts before the backend opens the
             # window, ends after it closed it. Their own work (reading /proc, loading an agent) falls
             # in the neighbouring window, usually a gap between executions.
-            ended, new = self._window, self._window + 1   # window ids count up by one (WindowLog)
+            ended, new = self._window, self._window + 1  # window ids count up by one (WindowLog)
             for source in self.sources:
                 source.on_window_start(new, label, execution)
             self._window = self.capture.begin_window(label, execution)
@@ -91,9 +91,16 @@ class Recording:
                 self._stop_sources(index + 1)
 
 
-def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequence[WindowSource] = (),
-           collect: Callable[[bool], None] | None = None, annotate: Callable[[TraceWriter], None] | None = None,
-           phases: Phases | None = None) -> Path:
+def record(
+    capture: Capture,
+    writer: TraceWriter,
+    body: Body,
+    *,
+    sources: Sequence[WindowSource] = (),
+    collect: Callable[[bool], None] | None = None,
+    annotate: Callable[[TraceWriter], None] | None = None,
+    phases: Phases | None = None,
+) -> Path:
     """Capture while `body` runs and write the trace; returns its path (see the module's docstring).
     `writer` is discarded on failure and finished otherwise."""
     phases = phases or Phases()
@@ -107,7 +114,7 @@ def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequen
                 recording.start()
             ended = body(recording)
         except KeyboardInterrupt as error:
-            INTERRUPTS.note(error)   # keep what was captured
+            INTERRUPTS.note(error)  # keep what was captured
         with phases("detach probes"), INTERRUPTS.deferred(raise_after=False):
             result = recording.stop()
         if result is None:
@@ -124,7 +131,7 @@ def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequen
         try:
             collect(INTERRUPTS.received is not None)
         except KeyboardInterrupt as error:
-            INTERRUPTS.note(error)   # an interrupted collection only leaves the trace without what it collects
+            INTERRUPTS.note(error)  # an interrupted collection only leaves the trace without what it collects
         except BaseException:
             writer.discard()
             raise
@@ -145,4 +152,3 @@ def record(capture: Capture, writer: TraceWriter, body: Body, *, sources: Sequen
             signal.trace, signal.trace_complete = path, interrupted is None
             raise signal
     return path
-

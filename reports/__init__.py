@@ -51,10 +51,15 @@ def beside_trace(trace_path: str | os.PathLike[str], format: str) -> Path:
     return beside if beside != trace_path else trace_path.with_suffix(f".report{suffix}")
 
 
-def write(subject: Analysis | Document, format: str, path: str | os.PathLike[str],
-          options: ReportOptions = ReportOptions(), force: bool = False,
-          inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+def write(
+    subject: Analysis | Document,
+    format: str,
+    path: str | os.PathLike[str],
+    options: ReportOptions = ReportOptions(),
+    force: bool = False,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+) -> Path:
     """Write the report to `path` whole or not at all, never destroying a file (casstrace.outputs:
     never over an existing file without force, nor over one of the `inputs` it was made from)."""
-    outputs.check_output(path, force, inputs)   # before rendering: a refusal costs nothing
+    outputs.check_output(path, force, inputs)  # before rendering: a refusal costs nothing
     return outputs.write_text(path, render(subject, format, options), force, inputs)

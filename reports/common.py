@@ -24,8 +24,20 @@ NOT_MEASURED = "not measured"
 
 # The three measures of what was read from a file side by side: read syscalls ("Read"), page-cache
 # misses, mapped pages touched (see casstrace.analyses.amplification for how they add up).
-FILE_COLUMNS = ("File", "Component", "Read", "Requested", "Reads", "Cache misses", "Mapped touched", "lseeks", "Seeks",
-                "Longest run", "Coverage", "Written")
+FILE_COLUMNS = (
+    "File",
+    "Component",
+    "Read",
+    "Requested",
+    "Reads",
+    "Cache misses",
+    "Mapped touched",
+    "lseeks",
+    "Seeks",
+    "Longest run",
+    "Coverage",
+    "Written",
+)
 EXECUTION_COLUMNS = ("#", "Kind", "Latency", "Rows", "Pages", "Payload", "Wire", "Data read", "Amplification")
 LATENCY_COLUMNS = ("Syscall", "On", "Calls", "p50 ≤", "p90 ≤", "p99 ≤", "max ≤")
 
@@ -54,8 +66,13 @@ def file_row(f: FileIO, name: str | None = None) -> tuple[str, ...]:
 def sstable_sections(analysis: Analysis) -> list[tuple[str, list[tuple[str, ...]]]]:
     """(SSTable label, rows of its component files), most bytes first."""
     return [
-        (group.label, [file_row(f, f.on_node(f.sstable.component_file if f.sstable else f.path, len(analysis.nodes) > 1))
-                       for f in group.files])
+        (
+            group.label,
+            [
+                file_row(f, f.on_node(f.sstable.component_file if f.sstable else f.path, len(analysis.nodes) > 1))
+                for f in group.files
+            ],
+        )
         for group in analysis.sstables
     ]
 
@@ -69,8 +86,18 @@ def file_rows(analysis: Analysis, files: Sequence[FileIO]) -> list[tuple[str, ..
     return [file_row(f, f.on_node(f.path, len(analysis.nodes) > 1)) for f in files]
 
 
-NODE_COLUMNS = ("Node", "Role", "Replica", "Data read", "Per execution", "Read (all files)", "Cache misses",
-                "Mapped touched", "To nodes", "To client")
+NODE_COLUMNS = (
+    "Node",
+    "Role",
+    "Replica",
+    "Data read",
+    "Per execution",
+    "Read (all files)",
+    "Cache misses",
+    "Mapped touched",
+    "To nodes",
+    "To client",
+)
 
 
 def node_rows(analysis: Analysis) -> list[tuple[str, ...]]:
@@ -81,8 +108,11 @@ def node_rows(analysis: Analysis) -> list[tuple[str, ...]]:
 def node_notes(analysis: Analysis) -> list[str]:
     """Why each node not captured was not, for a line under the nodes table (a reason in a cell would
     widen its column for every node)."""
-    return [f"{node.address} not captured: {node.not_captured or 'unknown why'}"
-            for node in analysis.nodes if not node.captured]
+    return [
+        f"{node.address} not captured: {node.not_captured or 'unknown why'}"
+        for node in analysis.nodes
+        if not node.captured
+    ]
 
 
 def _node_row(node: NodeIO) -> tuple[str, ...]:
@@ -91,10 +121,19 @@ def _node_row(node: NodeIO) -> tuple[str, ...]:
     if not node.captured:
         return (where, node.role, replica, "not captured", "", "", "", "", "", "")
     amp = node.amplification
-    per_execution = (human_bytes(amp.data_read_bytes / node.executions) if amp and node.executions else "—")
-    return (where, node.role, replica, data_read(amp) if amp else "—", per_execution, human_bytes(node.read_bytes),
-            human_bytes(amp.cache_miss_bytes) if amp else "—", human_bytes(amp.mapped_touched_bytes) if amp else "—",
-            human_bytes(node.wire_to_nodes_bytes), human_bytes(node.wire_to_client_bytes))
+    per_execution = human_bytes(amp.data_read_bytes / node.executions) if amp and node.executions else "—"
+    return (
+        where,
+        node.role,
+        replica,
+        data_read(amp) if amp else "—",
+        per_execution,
+        human_bytes(node.read_bytes),
+        human_bytes(amp.cache_miss_bytes) if amp else "—",
+        human_bytes(amp.mapped_touched_bytes) if amp else "—",
+        human_bytes(node.wire_to_nodes_bytes),
+        human_bytes(node.wire_to_client_bytes),
+    )
 
 
 def nodes_heading(analysis: Analysis) -> str:
@@ -118,8 +157,18 @@ def execution_row(e: Execution) -> tuple[str, ...]:
 
 
 def latency_rows(analysis: Analysis) -> list[tuple[str, ...]]:
-    return [(row.syscall, row.target, f"{row.count:,}", human_ns(row.p50_ns), human_ns(row.p90_ns), human_ns(row.p99_ns),
-             human_ns(row.max_ns)) for row in analysis.latencies]
+    return [
+        (
+            row.syscall,
+            row.target,
+            f"{row.count:,}",
+            human_ns(row.p50_ns),
+            human_ns(row.p90_ns),
+            human_ns(row.p99_ns),
+            human_ns(row.max_ns),
+        )
+        for row in analysis.latencies
+    ]
 
 
 def verdict_notes(verdict: Verdict) -> list[str]:
@@ -159,9 +208,13 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
     ]
     if analysis.warmup is not None:
         w = analysis.warmup
-        items.append(("Warmup (kept apart, not in the figures above)",
-                      f"read {data_read(w)}: syscalls {human_bytes(w.syscall_bytes)}, mapped pages touched "
-                      f"{human_bytes(w.mapped_touched_bytes)}, page-cache misses {human_bytes(w.cache_miss_bytes)}"))
+        items.append(
+            (
+                "Warmup (kept apart, not in the figures above)",
+                f"read {data_read(w)}: syscalls {human_bytes(w.syscall_bytes)}, mapped pages touched "
+                f"{human_bytes(w.mapped_touched_bytes)}, page-cache misses {human_bytes(w.cache_miss_bytes)}",
+            )
+        )
     return items
 
 
@@ -171,9 +224,11 @@ def necessary_read(analysis: Analysis) -> str:
     if necessary is None or analysis.overall.necessary_bytes is None:
         return "no model (no query, table or payload recorded): the verdict is against the basis"
     excess = analysis.read_per_execution - necessary.bytes
-    return (f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}); read "
-            f"{human_bytes(analysis.read_per_execution)} per execution, {human_bytes(max(0.0, excess))} past it "
-            f"(flagged from {human_bytes(analysis.min_excess)} past it)")
+    return (
+        f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}); read "
+        f"{human_bytes(analysis.read_per_execution)} per execution, {human_bytes(max(0.0, excess))} past it "
+        f"(flagged from {human_bytes(analysis.min_excess)} past it)"
+    )
 
 
 def fix_estimate(finding: Finding, analysis_read_per_execution: float) -> str | None:
@@ -181,8 +236,10 @@ def fix_estimate(finding: Finding, analysis_read_per_execution: float) -> str | 
     if finding.read_after_fix_bytes is None:
         return None
     share = f" ({percent(finding.excess_share)} of the excess)" if finding.excess_share is not None else ""
-    return (f"once fixed: about {human_bytes(finding.read_after_fix_bytes)} read per execution instead of "
-            f"{human_bytes(analysis_read_per_execution)}{share}")
+    return (
+        f"once fixed: about {human_bytes(finding.read_after_fix_bytes)} read per execution instead of "
+        f"{human_bytes(analysis_read_per_execution)}{share}"
+    )
 
 
 LATENCY_NOTES_HEADING = "Notes (costs of latency more than bytes; reported flagged or not)"
@@ -190,9 +247,16 @@ LATENCY_NOTES_HEADING = "Notes (costs of latency more than bytes; reported flagg
 
 def access_summary(analysis: Analysis) -> list[tuple[str, ...]]:
     return [
-        (p.file.path, p.source, f"{p.file.seek_jumps:,}", f"{p.file.lseek_calls:,}",
-         human_bytes(p.file.longest_sequential_bytes), percent(p.file.coverage),
-         human_bytes(p.read_size_median) if p.read_size_median is not None else "—", p.source_note)
+        (
+            p.file.path,
+            p.source,
+            f"{p.file.seek_jumps:,}",
+            f"{p.file.lseek_calls:,}",
+            human_bytes(p.file.longest_sequential_bytes),
+            percent(p.file.coverage),
+            human_bytes(p.read_size_median) if p.read_size_median is not None else "—",
+            p.source_note,
+        )
         for p in analysis.access
     ]
 
@@ -232,7 +296,9 @@ def context_items(analysis: Analysis) -> list[tuple[str, str]]:
         key = f"(({', '.join(schema['partition_key'])}){''.join(', ' + k for k in schema['clustering'])})"
         items.append((f"Table {schema['keyspace']}.{schema['table']}", f"{columns}; PRIMARY KEY {key}"))
         items.append(("Compression", ", ".join(f"{k}={v}" for k, v in schema["compression"].items()) or "none"))
-        items.append(("SSTables", ", ".join(f"{s['path']} ({human_bytes(s.get('size'))})" for s in schema["sstables"]) or "—"))
+        items.append(
+            ("SSTables", ", ".join(f"{s['path']} ({human_bytes(s.get('size'))})" for s in schema["sstables"]) or "—")
+        )
     return items
 
 
@@ -243,7 +309,8 @@ def _elapsed(microseconds: int | None) -> str:
 def query_trace_rows(analysis: Analysis) -> list[tuple[str, ...]]:
     return [
         (session["session_id"], _elapsed(event["source_elapsed_us"]), event["thread"], event["activity"])
-        for session in analysis.query_trace for event in session.get("events") or []
+        for session in analysis.query_trace
+        for event in session.get("events") or []
     ]
 
 
@@ -277,14 +344,18 @@ def profile_summary(profile: Profile) -> list[str]:
             f"{(profile.fill_join_ns or 0) / 1e6:g} ms: approximate, a sample near the fault, right for a long scan, "
             "often not for a short read); on stacks with org.apache.cassandra frames: "
             f"{percent(profile.fill_cassandra_share)}; undetermined: {human_bytes(profile.fill_undetermined_bytes)}"
-            + "".join(f"; {human_bytes(size)} {why}" for why, size in profile.fill_undetermined.items()) + ".")
+            + "".join(f"; {human_bytes(size)} {why}" for why, size in profile.fill_undetermined.items())
+            + "."
+        )
         lines.append(f"A stack's bytes: {bytes_measures(profile)} (a cold read counts in both).")
     if not profile.data_read_bytes and not profile.fill_on_stacks_bytes:
-        lines.append("No read syscall and no page-cache fill on the Data files while the profiler was active: no "
-                     "stack to show. A node that maps its Data files (mmap) reads cached pages with no call or fill "
-                     "to record, so which code touched them is undetermined (async-profiler cannot sample page "
-                     "faults on this kernel); run with --cold: the pages then come by faults, each put on the "
-                     "faulting thread's nearest wall-clock sample.")
+        lines.append(
+            "No read syscall and no page-cache fill on the Data files while the profiler was active: no "
+            "stack to show. A node that maps its Data files (mmap) reads cached pages with no call or fill "
+            "to record, so which code touched them is undetermined (async-profiler cannot sample page "
+            "faults on this kernel); run with --cold: the pages then come by faults, each put on the "
+            "faulting thread's nearest wall-clock sample."
+        )
     return lines
 
 
@@ -301,7 +372,7 @@ def profile_stack_rows(stacks: Sequence[WeightedStack], unit: str) -> list[tuple
         if unit == "bytes":
             asking = reading_frame(weighted.stack)
             if asking in frames:
-                frames = frames[:frames.index(asking) + 1]
+                frames = frames[: frames.index(asking) + 1]
             value = human_bytes(weighted.value)
             if isinstance(weighted, StackBytes) and weighted.fill_bytes:
                 value += f" ({human_bytes(weighted.syscall_bytes)} read + {human_bytes(weighted.fill_bytes)} filled)"
@@ -314,17 +385,25 @@ def profile_stack_rows(stacks: Sequence[WeightedStack], unit: str) -> list[tuple
 def profile_data(profile: Profile) -> dict[str, object]:
     """The profile as the JSON reports give it (schema in casstrace.reports.json_report)."""
     return {
-        "profiler": profile.profiler, "read_method": profile.read_method,
-        "cpu_samples": profile.cpu_samples, "threads": profile.threads,
+        "profiler": profile.profiler,
+        "read_method": profile.read_method,
+        "cpu_samples": profile.cpu_samples,
+        "threads": profile.threads,
         "stacks_cpu": [{"stack": list(w.stack), "samples": w.value} for w in profile.stacks_cpu],
         "bytes_measures": bytes_measures(profile),
-        "stacks_bytes": [{"stack": list(w.stack), "bytes": w.value, "syscall_bytes": w.syscall_bytes,
-                          "fill_bytes": w.fill_bytes} for w in profile.stacks_bytes],
-        "data_read_bytes": profile.data_read_bytes, "joined_bytes": profile.joined_bytes,
+        "stacks_bytes": [
+            {"stack": list(w.stack), "bytes": w.value, "syscall_bytes": w.syscall_bytes, "fill_bytes": w.fill_bytes}
+            for w in profile.stacks_bytes
+        ],
+        "data_read_bytes": profile.data_read_bytes,
+        "joined_bytes": profile.joined_bytes,
         "cassandra_bytes": profile.cassandra_bytes,
-        "data_fill_bytes": profile.data_fill_bytes, "fill_call_bytes": profile.fill_call_bytes,
-        "fill_fault_bytes": profile.fill_fault_bytes, "fill_cassandra_bytes": profile.fill_cassandra_bytes,
-        "fill_join_ns": profile.fill_join_ns, "fill_undetermined_bytes": profile.fill_undetermined_bytes,
+        "data_fill_bytes": profile.data_fill_bytes,
+        "fill_call_bytes": profile.fill_call_bytes,
+        "fill_fault_bytes": profile.fill_fault_bytes,
+        "fill_cassandra_bytes": profile.fill_cassandra_bytes,
+        "fill_join_ns": profile.fill_join_ns,
+        "fill_undetermined_bytes": profile.fill_undetermined_bytes,
         "fill_undetermined": [{"why": why, "bytes": size} for why, size in profile.fill_undetermined.items()],
         "top_frames": [{"frame": top.frame, "bytes": top.bytes, "share": top.share} for top in profile.top_frames],
     }

@@ -47,24 +47,36 @@ def document(comparison: Comparison) -> Document:
     blocks: list[Block] = [Paragraph(f"{payload.summary} Compared: {payload.basis}.", PAYLOAD_TONES[payload.status])]
     blocks += [Paragraph(note, "muted") for note in payload.notes]
     blocks.append(Paragraph(comparison.summary))
-    blocks += [Paragraph(f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}",
-                         "good" if gate.passed else "bad") for gate in comparison.gates]
+    blocks += [
+        Paragraph(f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}", "good" if gate.passed else "bad")
+        for gate in comparison.gates
+    ]
     for side in (a, b):
         blocks.append(Heading(f"{side.label}: {side.table or 'query'}"))
         blocks.append(Code(side.query or "(query not recorded)"))
         blocks += [Paragraph(warning, "warning") for warning in side.warnings]
-        blocks.append(Paragraph(f"Verdict: {side.verdict.status.upper()} {side.verdict.summary}",
-                                VERDICT_TONES.get(side.verdict.status, "warning")))
-        blocks.append(Items([("Trace", side.trace_path),
-                             ("Figures per execution over", side.scope)]))
+        blocks.append(
+            Paragraph(
+                f"Verdict: {side.verdict.status.upper()} {side.verdict.summary}",
+                VERDICT_TONES.get(side.verdict.status, "warning"),
+            )
+        )
+        blocks.append(Items([("Trace", side.trace_path), ("Figures per execution over", side.scope)]))
     blocks.append(Heading("Side by side, per execution"))
-    blocks.append(Table(("Measure", a.label, b.label, f"{b.label} ÷ {a.label}", f"{b.label} vs {a.label}"),
-                        [_metric_row(m) for m in comparison.metrics]))
+    blocks.append(
+        Table(
+            ("Measure", a.label, b.label, f"{b.label} ÷ {a.label}", f"{b.label} vs {a.label}"),
+            [_metric_row(m) for m in comparison.metrics],
+        )
+    )
     for side in (a, b):
         blocks.append(Heading(f"Files read by {side.label}, per execution"))
-        blocks.append(Table(("File", "Read syscalls", "Page-cache misses"),
-                            [(f.name, human_bytes(f.read_bytes), human_bytes(f.cache_miss_bytes))
-                             for f in side.files]))
+        blocks.append(
+            Table(
+                ("File", "Read syscalls", "Page-cache misses"),
+                [(f.name, human_bytes(f.read_bytes), human_bytes(f.cache_miss_bytes)) for f in side.files],
+            )
+        )
     return Document(f"casstrace compare: {a.label} vs {b.label}", data(comparison), blocks)
 
 
@@ -81,8 +93,13 @@ def format_value(unit: str, value: float | None) -> str:
 
 
 def _metric_row(metric: Metric) -> tuple[str, ...]:
-    return (metric.name, format_value(metric.unit, metric.first), format_value(metric.unit, metric.second),
-            "—" if metric.ratio is None else f"{metric.ratio:.3g}", metric.change)
+    return (
+        metric.name,
+        format_value(metric.unit, metric.first),
+        format_value(metric.unit, metric.second),
+        "—" if metric.ratio is None else f"{metric.ratio:.3g}",
+        metric.change,
+    )
 
 
 def data(comparison: Comparison) -> dict:
@@ -92,14 +109,27 @@ def data(comparison: Comparison) -> dict:
         "kind": "comparison",
         "summary": comparison.summary,
         "payload": {
-            "status": payload.status, "basis": payload.basis, "summary": payload.summary, "notes": payload.notes,
+            "status": payload.status,
+            "basis": payload.basis,
+            "summary": payload.summary,
+            "notes": payload.notes,
             "first": {"rows": payload.first.rows, "payload_bytes": payload.first.payload_bytes},
             "second": {"rows": payload.second.rows, "payload_bytes": payload.second.payload_bytes},
         },
         "first": side_data(comparison.first),
         "second": side_data(comparison.second),
-        "metrics": [{"key": m.key, "name": m.name.strip(), "unit": m.unit, "first": m.first, "second": m.second,
-                     "ratio": m.ratio, "change": m.change} for m in comparison.metrics],
+        "metrics": [
+            {
+                "key": m.key,
+                "name": m.name.strip(),
+                "unit": m.unit,
+                "first": m.first,
+                "second": m.second,
+                "ratio": m.ratio,
+                "change": m.change,
+            }
+            for m in comparison.metrics
+        ],
         "gates": [{"option": g.option, "passed": g.passed, "reason": g.reason} for g in comparison.gates],
         "passed": not comparison.failed_gates,
     }
@@ -107,16 +137,33 @@ def data(comparison: Comparison) -> dict:
 
 def side_data(side: QuerySummary) -> dict:
     return {
-        "label": side.label, "trace": side.trace_path, "query": side.query, "table": side.table,
-        "complete": side.complete, "warnings": side.warnings, "executions": side.executions, "scope": side.scope,
-        "verdict": side.verdict.status, "verdict_summary": side.verdict.summary,
-        "latency_median_s": side.latency_median_s, "latency_p99_s": side.latency_p99_s,
-        "latency_min_s": side.latency_min_s, "rows": side.rows,
-        "payload_bytes": side.payload_bytes, "data_read_bytes": side.data_read_bytes,
-        "syscall_bytes": side.syscall_bytes, "cache_miss_bytes": side.cache_miss_bytes,
-        "file_read_bytes": side.file_read_bytes, "amplification": side.amplification,
-        "necessary_bytes": side.necessary_bytes, "over_necessary": side.over_necessary, "min_excess": side.min_excess,
-        "consistency": side.consistency, "replicas_read": side.replicas_read, "not_captured": side.not_captured,
-        "files": [{"name": f.name, "read_bytes": f.read_bytes, "cache_miss_bytes": f.cache_miss_bytes}
-                  for f in side.files],
+        "label": side.label,
+        "trace": side.trace_path,
+        "query": side.query,
+        "table": side.table,
+        "complete": side.complete,
+        "warnings": side.warnings,
+        "executions": side.executions,
+        "scope": side.scope,
+        "verdict": side.verdict.status,
+        "verdict_summary": side.verdict.summary,
+        "latency_median_s": side.latency_median_s,
+        "latency_p99_s": side.latency_p99_s,
+        "latency_min_s": side.latency_min_s,
+        "rows": side.rows,
+        "payload_bytes": side.payload_bytes,
+        "data_read_bytes": side.data_read_bytes,
+        "syscall_bytes": side.syscall_bytes,
+        "cache_miss_bytes": side.cache_miss_bytes,
+        "file_read_bytes": side.file_read_bytes,
+        "amplification": side.amplification,
+        "necessary_bytes": side.necessary_bytes,
+        "over_necessary": side.over_necessary,
+        "min_excess": side.min_excess,
+        "consistency": side.consistency,
+        "replicas_read": side.replicas_read,
+        "not_captured": side.not_captured,
+        "files": [
+            {"name": f.name, "read_bytes": f.read_bytes, "cache_miss_bytes": f.cache_miss_bytes} for f in side.files
+        ],
     }

@@ -27,12 +27,12 @@ class Paragraph:
 
 @dataclass
 class Code:
-    text: str               # a query, shown as is
+    text: str  # a query, shown as is
 
 
 @dataclass
 class Items:
-    rows: list[tuple[str, str]]     # label, value
+    rows: list[tuple[str, str]]  # label, value
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Table:
 class Series:
     name: str
     y: list[float | None]
-    colour: str | None = None      # CSS colour, so one thing keeps one colour across charts
+    colour: str | None = None  # CSS colour, so one thing keeps one colour across charts
     dashed: bool = False
 
 
@@ -67,7 +67,7 @@ class FlameGraph:
 
     title: str
     stacks: list[WeightedStack]
-    unit: str                      # 'bytes' | 'samples'
+    unit: str  # 'bytes' | 'samples'
 
 
 Block = Heading | Paragraph | Code | Items | Table | Chart | FlameGraph
@@ -76,5 +76,5 @@ Block = Heading | Paragraph | Code | Items | Table | Chart | FlameGraph
 @dataclass
 class Document:
     title: str
-    data: dict[str, Any]            # JSON-ready, with its schema documented where it is built
+    data: dict[str, Any]  # JSON-ready, with its schema documented where it is built
     blocks: list[Block] = field(default_factory=list)

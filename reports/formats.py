@@ -20,14 +20,14 @@ from casstrace.reports.document import Document
 class ReportOptions:
     """How to render a report. A format that has no use for an option renders the same without it."""
 
-    color: bool = False     # ANSI colours for a terminal (text; the other formats have no terminal form)
-    brief: bool = False     # only the verdict, its numbers and the findings (text, what `run` prints)
+    color: bool = False  # ANSI colours for a terminal (text; the other formats have no terminal form)
+    brief: bool = False  # only the verdict, its numbers and the findings (text, what `run` prints)
 
 
 class ReportFormat(Protocol):
     """One output format: an Analysis (one trace) or a Document (a comparison, a sweep) to its text."""
 
-    SUFFIX: str     # of a report file in this format, e.g. ".html"
+    SUFFIX: str  # of a report file in this format, e.g. ".html"
 
     def render(self, analysis: Analysis, options: ReportOptions) -> str: ...
 
@@ -36,21 +36,25 @@ class ReportFormat(Protocol):
 
 def _text() -> ReportFormat:
     from casstrace.reports import text
+
     return text
 
 
 def _md() -> ReportFormat:
     from casstrace.reports import md
+
     return md
 
 
 def _json() -> ReportFormat:
     from casstrace.reports import json_report
+
     return json_report
 
 
 def _html() -> ReportFormat:
     from casstrace.reports import html_report
+
     return html_report
 
 

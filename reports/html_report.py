@@ -31,7 +31,7 @@ MAX_SPECTROGRAM_ROWS = 600
 # csysdig's spectrogram palette: black (none), greens, yellows, reds, on log10(calls) 0..4
 SPECTRO_COLOURS = [[0.0, "#003300"], [0.25, "#00b000"], [0.5, "#e0e000"], [0.75, "#ff4000"], [1.0, "#ff0000"]]
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
-Figure = dict[str, Any]   # a plotly.js figure: {"data": [traces], "layout": {...}}
+Figure = dict[str, Any]  # a plotly.js figure: {"data": [traces], "layout": {...}}
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; }
@@ -62,8 +62,10 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         f"<h1>casstrace report <span class='muted'>{e(analysis.trace_path)}</span></h1>",
     ]
     parts += [f'<div class="warning">⚠ {e(w)}</div>' for w in analysis.warnings]
-    parts.append(f'<div class="verdict {verdict.status.replace(" ", "-")}"><b>{e(verdict.status.upper())}</b> '
-                 f"{e(verdict.summary)}</div>")
+    parts.append(
+        f'<div class="verdict {verdict.status.replace(" ", "-")}"><b>{e(verdict.status.upper())}</b> '
+        f"{e(verdict.summary)}</div>"
+    )
     if common.verdict_notes(verdict):
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in common.verdict_notes(verdict)) + "</ul>")
     if analysis.query:
@@ -79,9 +81,12 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         estimate = common.fix_estimate(finding, analysis.read_per_execution)
         parts.append(
             f'<div class="finding"><b>{e(finding.title)}</b> <span class="certainty">{e(finding.certainty)}</span>'
-            "<ul>" + (f"<li>{e(estimate)}</li>" if estimate else "")
+            "<ul>"
+            + (f"<li>{e(estimate)}</li>" if estimate else "")
             + "".join(f"<li>Evidence: {e(x)}</li>" for x in finding.evidence)
-            + "".join(f"<li>Try: {e(x)}</li>" for x in finding.suggestion) + "</ul></div>")
+            + "".join(f"<li>Try: {e(x)}</li>" for x in finding.suggestion)
+            + "</ul></div>"
+        )
 
     if analysis.nodes:
         parts.append(f"<h2>{e(common.nodes_heading(analysis))}</h2>")
@@ -118,12 +123,14 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         if profile.stacks_bytes:
             parts.append(_figure(_icicle(common.bytes_flame_title(profile), list(profile.stacks_bytes), "bytes")))
         if profile.stacks_cpu:
-            parts.append(_figure(_icicle("CPU: running samples of the serving threads", profile.stacks_cpu,
-                                         "samples")))
+            parts.append(_figure(_icicle("CPU: running samples of the serving threads", profile.stacks_cpu, "samples")))
 
     parts.append("<h2>Cassandra query trace</h2>")
-    parts.append(_table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis)) if analysis.query_trace
-                 else "<p class='muted'>Not recorded.</p>")
+    parts.append(
+        _table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis))
+        if analysis.query_trace
+        else "<p class='muted'>Not recorded.</p>"
+    )
     parts.append("<h2>Context</h2>")
     parts.append(_table(("", ""), common.context_items(analysis), css_class="context"))
     parts.append("</body></html>")
@@ -132,7 +139,8 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
 
 def _head(title: str) -> list[str]:
     return [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(title)}</title>",
         f"<style>{STYLE}</style>",
         f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>',
@@ -140,8 +148,13 @@ def _head(title: str) -> list[str]:
     ]
 
 
-TONE_CLASSES: dict[Tone, str] = {"good": "verdict not-flagged", "bad": "verdict flagged", "warning": "warning", "muted": "muted",
-                "plain": ""}
+TONE_CLASSES: dict[Tone, str] = {
+    "good": "verdict not-flagged",
+    "bad": "verdict flagged",
+    "warning": "warning",
+    "muted": "muted",
+    "plain": "",
+}
 
 
 def render_document(document: Document, options: ReportOptions) -> str:
@@ -169,13 +182,24 @@ def render_document(document: Document, options: ReportOptions) -> str:
 
 
 def _line_chart(chart: Chart) -> Figure:
-    return _plot([{"type": "scatter", "x": chart.x, "y": series.y, "mode": "lines+markers",
-                   "name": html.escape(series.name),
-                   "line": {"color": series.colour, "dash": "dash" if series.dashed else "solid"}}
-                  for series in chart.series],
-                 title=html.escape(chart.title), height=380, margin={"l": 60, "r": 20, "t": 50, "b": 50},
-                 xaxis={"title": {"text": html.escape(chart.x_title)}},
-                 yaxis={"title": {"text": html.escape(chart.y_title)}, "rangemode": "tozero"})
+    return _plot(
+        [
+            {
+                "type": "scatter",
+                "x": chart.x,
+                "y": series.y,
+                "mode": "lines+markers",
+                "name": html.escape(series.name),
+                "line": {"color": series.colour, "dash": "dash" if series.dashed else "solid"},
+            }
+            for series in chart.series
+        ],
+        title=html.escape(chart.title),
+        height=380,
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        xaxis={"title": {"text": html.escape(chart.x_title)}},
+        yaxis={"title": {"text": html.escape(chart.y_title)}, "rangemode": "tozero"},
+    )
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: str = "") -> str:
@@ -183,9 +207,12 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: 
         return "<p class='muted'>None.</p>"
     head = "" if not any(headers) else "<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"
     body = "".join(
-        "<tr>" + "".join(
+        "<tr>"
+        + "".join(
             f"<td class='n'>{html.escape(c)}</td>" if c[:1].isdigit() else f"<td>{html.escape(c)}</td>"
-            for c in map(str, row)) + "</tr>"
+            for c in map(str, row)
+        )
+        + "</tr>"
         for row in rows
     )
     return f"<table class='{css_class}'>{head}{body}</table>"
@@ -202,11 +229,10 @@ def _figure(figure: Figure) -> str:
     return pio.to_html(figure, full_html=False, include_plotlyjs=False, config=PLOT_CONFIG, validate=False)
 
 
-ICICLE_MIN_SHARE = 0.001   # frames below 0.1 % of the total are left out: unreadable, and they bloat the page
+ICICLE_MIN_SHARE = 0.001  # frames below 0.1 % of the total are left out: unreadable, and they bloat the page
 ICICLE_ROW_PX = 18
-FRAME_COLOURS = (("org.apache.cassandra.", "#4c78a8"), ("java.", "#72b7b2"), ("jdk.", "#72b7b2"),
-                 ("sun.", "#72b7b2"))
-OTHER_JAVA_COLOUR, NATIVE_COLOUR = "#f58518", "#e45756"   # libraries (netty ...); native, JVM and kernel code
+FRAME_COLOURS = (("org.apache.cassandra.", "#4c78a8"), ("java.", "#72b7b2"), ("jdk.", "#72b7b2"), ("sun.", "#72b7b2"))
+OTHER_JAVA_COLOUR, NATIVE_COLOUR = "#f58518", "#e45756"  # libraries (netty ...); native, JVM and kernel code
 
 
 def _frame_colour(frame: str) -> str:
@@ -249,39 +275,62 @@ def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> Figure:
     keep = [i for i, value in enumerate(values) if value >= total * ICICLE_MIN_SHARE]
     depth = max((len(path) for path, i in index.items() if values[i] >= total * ICICLE_MIN_SHARE), default=0) + 1
     shown = {
-        "type": "icicle", "ids": [ids[i] for i in keep], "labels": [labels[i] for i in keep],
-        "parents": [parents[i] for i in keep], "values": [values[i] for i in keep],
-        "customdata": [names[i] for i in keep], "branchvalues": "total",
-        "marker": {"colors": [colours[i] for i in keep]}, "tiling": {"orientation": "v"}, "maxdepth": -1,
-        "textfont": {"size": 10}, "insidetextfont": {"size": 10},
+        "type": "icicle",
+        "ids": [ids[i] for i in keep],
+        "labels": [labels[i] for i in keep],
+        "parents": [parents[i] for i in keep],
+        "values": [values[i] for i in keep],
+        "customdata": [names[i] for i in keep],
+        "branchvalues": "total",
+        "marker": {"colors": [colours[i] for i in keep]},
+        "tiling": {"orientation": "v"},
+        "maxdepth": -1,
+        "textfont": {"size": 10},
+        "insidetextfont": {"size": 10},
         "hovertemplate": f"%{{customdata}}<br>%{{value:,}} {unit} (%{{percentRoot:.1%}})<extra></extra>",
     }
-    return _plot([shown], title=html.escape(title), height=ICICLE_ROW_PX * depth + 60,
-                 margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    return _plot(
+        [shown],
+        title=html.escape(title),
+        height=ICICLE_ROW_PX * depth + 60,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
 
 
 def _offset_map(pattern: AccessPattern) -> Figure:
     traces = []
-    styles = {"read": ("read", "#1f77b4", "circle"), "lseek": ("lseek", "#d62728", "x"),
-              "page_cache": ("page-cache fill", "#2ca02c", "square")}
+    styles = {
+        "read": ("read", "#1f77b4", "circle"),
+        "lseek": ("lseek", "#d62728", "x"),
+        "page_cache": ("page-cache fill", "#2ca02c", "square"),
+    }
     for kind, (label, colour, symbol) in styles.items():
         points = [p for p in pattern.points if p.kind == kind]
         if not points:
             continue
-        traces.append({
-            "type": "scatter",   # SVG: WebGL may be missing where the report is opened
-            "x": [p.time_s for p in points], "y": [p.offset / 2**20 for p in points], "mode": "markers",
-            "name": label,
-            "marker": {"color": colour, "symbol": symbol, "size": 5 if pattern.source == "events" else 8},
-            "customdata": [[human_bytes(p.length), p.calls] for p in points],
-            "hovertemplate": "t=%{x:.3f}s offset=%{y:.2f} MiB<br>%{customdata[0]} in %{customdata[1]} calls"
-                             "<extra></extra>",
-        })
+        traces.append(
+            {
+                "type": "scatter",  # SVG: WebGL may be missing where the report is opened
+                "x": [p.time_s for p in points],
+                "y": [p.offset / 2**20 for p in points],
+                "mode": "markers",
+                "name": label,
+                "marker": {"color": colour, "symbol": symbol, "size": 5 if pattern.source == "events" else 8},
+                "customdata": [[human_bytes(p.length), p.calls] for p in points],
+                "hovertemplate": "t=%{x:.3f}s offset=%{y:.2f} MiB<br>%{customdata[0]} in %{customdata[1]} calls"
+                "<extra></extra>",
+            }
+        )
     size = f" of {human_bytes(pattern.file.size_bytes)}" if pattern.file.size_bytes else ""
-    return _plot(traces, title=html.escape(f"{pattern.file.path}{size} — {pattern.source}: {pattern.source_note}"),
-                 title_size=12, xaxis={"title": {"text": "time since capture start (s)"}},
-                 yaxis={"title": {"text": "file offset (MiB)"}}, height=380,
-                 margin={"l": 60, "r": 20, "t": 60, "b": 50})
+    return _plot(
+        traces,
+        title=html.escape(f"{pattern.file.path}{size} — {pattern.source}: {pattern.source_note}"),
+        title_size=12,
+        xaxis={"title": {"text": "time since capture start (s)"}},
+        yaxis={"title": {"text": "file offset (MiB)"}},
+        height=380,
+        margin={"l": 60, "r": 20, "t": 60, "b": 50},
+    )
 
 
 def _spectrogram(spectrogram: Spectrogram) -> Figure:
@@ -289,7 +338,9 @@ def _spectrogram(spectrogram: Spectrogram) -> Figure:
     counts = [[0] * LAST_BUCKET for _ in range(rows)]
     for (slot, bucket), count in spectrogram.counts.items():
         counts[(slot - first) // per_row][bucket] += count
-    latency_labels = [f"{human_ns(bucket_lower_ns(b))} – {human_ns(bucket_lower_ns(b + 1))}" for b in range(LAST_BUCKET)]
+    latency_labels = [
+        f"{human_ns(bucket_lower_ns(b))} – {human_ns(bucket_lower_ns(b + 1))}" for b in range(LAST_BUCKET)
+    ]
     heatmap = {
         "type": "heatmap",
         "z": [[math.log10(c) if c else None for c in row] for row in counts],
@@ -297,19 +348,30 @@ def _spectrogram(spectrogram: Spectrogram) -> Figure:
         "text": [latency_labels] * rows,
         "x": list(range(LAST_BUCKET)),
         "y": [(first + r * per_row) * spectrogram.slot_s for r in range(rows)],
-        "colorscale": SPECTRO_COLOURS, "zmin": 0, "zmax": 4,
-        "colorbar": {"title": {"text": "calls"}, "tickvals": [0, 1, 2, 3, 4],
-                     "ticktext": ["1", "10", "100", "1k", "10k+"]},
+        "colorscale": SPECTRO_COLOURS,
+        "zmin": 0,
+        "zmax": 4,
+        "colorbar": {
+            "title": {"text": "calls"},
+            "tickvals": [0, 1, 2, 3, 4],
+            "ticktext": ["1", "10", "100", "1k", "10k+"],
+        },
         "hovertemplate": "latency %{text}<br>t=%{y:.1f}s<br>%{customdata} calls<extra></extra>",
     }
-    decades = list(range(0, LAST_BUCKET + 1, 10))   # bucket 10*d starts at 10^d ns
+    decades = list(range(0, LAST_BUCKET + 1, 10))  # bucket 10*d starts at 10^d ns
     return _plot(
         [heatmap],
-        title=html.escape(f"{spectrogram.title}: {spectrogram.total:,} calls, "
-                          f"one row = {spectrogram.slot_s * per_row * 1000:g} ms"),
-        xaxis={"title": {"text": "latency (log scale)"}, "tickvals": [b - 0.5 for b in decades],
-               "ticktext": [human_ns(bucket_lower_ns(b)) for b in decades], "range": [-0.5, LAST_BUCKET - 0.5]},
+        title=html.escape(
+            f"{spectrogram.title}: {spectrogram.total:,} calls, one row = {spectrogram.slot_s * per_row * 1000:g} ms"
+        ),
+        xaxis={
+            "title": {"text": "latency (log scale)"},
+            "tickvals": [b - 0.5 for b in decades],
+            "ticktext": [human_ns(bucket_lower_ns(b)) for b in decades],
+            "range": [-0.5, LAST_BUCKET - 0.5],
+        },
         yaxis={"title": {"text": "time since capture start (s)"}, "autorange": "reversed"},
-        plot_bgcolor="black", height=max(300, min(900, 120 + rows * 6)),
+        plot_bgcolor="black",
+        height=max(300, min(900, 120 + rows * 6)),
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
     )

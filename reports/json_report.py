@@ -161,9 +161,17 @@ def document(analysis: Analysis) -> dict:
         "amplification": dataclasses.asdict(analysis.overall),
         "warmup": dataclasses.asdict(analysis.warmup) if analysis.warmup else None,
         "executions": [
-            {"execution": e.execution, "kind": e.kind, "latency_s": e.latency_s, "rows": e.rows,
-             "payload_bytes": e.payload_bytes, "wire_bytes": e.wire_bytes, "pages": e.pages, "error": e.error,
-             "amplification": dataclasses.asdict(e.amplification) if e.amplification else None}
+            {
+                "execution": e.execution,
+                "kind": e.kind,
+                "latency_s": e.latency_s,
+                "rows": e.rows,
+                "payload_bytes": e.payload_bytes,
+                "wire_bytes": e.wire_bytes,
+                "pages": e.pages,
+                "error": e.error,
+                "amplification": dataclasses.asdict(e.amplification) if e.amplification else None,
+            }
             for e in analysis.executions
         ],
         "files": [_file(f) for f in analysis.files],
@@ -183,13 +191,23 @@ def document(analysis: Analysis) -> dict:
 def _node(node: NodeIO) -> dict:
     amp = node.amplification
     return {
-        "address": node.address, "host": node.host, "datacenter": node.datacenter, "rack": node.rack,
-        "replica": node.replica, "captured": node.captured, "not_captured": node.not_captured, "pid": node.pid,
-        "roles": node.roles, "role": node.role, "executions": node.executions,
-        "data_read_bytes": node.data_read_bytes, "read_bytes": node.read_bytes,
+        "address": node.address,
+        "host": node.host,
+        "datacenter": node.datacenter,
+        "rack": node.rack,
+        "replica": node.replica,
+        "captured": node.captured,
+        "not_captured": node.not_captured,
+        "pid": node.pid,
+        "roles": node.roles,
+        "role": node.role,
+        "executions": node.executions,
+        "data_read_bytes": node.data_read_bytes,
+        "read_bytes": node.read_bytes,
         "cache_miss_bytes": amp.cache_miss_bytes if amp else None,
         "mapped_touched_bytes": amp.mapped_touched_bytes if amp else None,
-        "wire_to_nodes_bytes": node.wire_to_nodes_bytes, "wire_to_client_bytes": node.wire_to_client_bytes,
+        "wire_to_nodes_bytes": node.wire_to_nodes_bytes,
+        "wire_to_client_bytes": node.wire_to_client_bytes,
         "amplification": dataclasses.asdict(amp) if amp else None,
     }
 
@@ -197,16 +215,28 @@ def _node(node: NodeIO) -> dict:
 def _file(f: FileIO) -> dict:
     name = f.sstable
     return {
-        "path": f.path, "kind": f.kind, "size_bytes": f.size_bytes,
-        "keyspace": name.keyspace if name else None, "table": name.table if name else None,
-        "index": name.index if name else None, "generation": name.generation if name else None,
-        "format": name.format if name else None, "version": name.version if name else None,
+        "path": f.path,
+        "kind": f.kind,
+        "size_bytes": f.size_bytes,
+        "keyspace": name.keyspace if name else None,
+        "table": name.table if name else None,
+        "index": name.index if name else None,
+        "generation": name.generation if name else None,
+        "format": name.format if name else None,
+        "version": name.version if name else None,
         "component": name.component if name else None,
-        "read_bytes": f.read_bytes, "read_requested_bytes": f.read_requested_bytes, "read_calls": f.read_calls,
-        "write_bytes": f.write_bytes, "write_calls": f.write_calls, "cache_miss_bytes": f.cache_miss_bytes,
+        "read_bytes": f.read_bytes,
+        "read_requested_bytes": f.read_requested_bytes,
+        "read_calls": f.read_calls,
+        "write_bytes": f.write_bytes,
+        "write_calls": f.write_calls,
+        "cache_miss_bytes": f.cache_miss_bytes,
         "mapped_touched_bytes": f.mapped_touched_bytes,
-        "lseeks": f.lseek_calls, "seeks": f.seek_jumps, "longest_sequential_bytes": f.longest_sequential_bytes,
-        "coverage": f.coverage, "node": f.node,
+        "lseeks": f.lseek_calls,
+        "seeks": f.seek_jumps,
+        "longest_sequential_bytes": f.longest_sequential_bytes,
+        "coverage": f.coverage,
+        "node": f.node,
     }
 
 

@@ -59,9 +59,11 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         lines += ["", "#### Java stacks of the reads, and CPU (run --profile)", ""]
         lines += [_escape(line) + "  " for line in common.profile_summary(analysis.profile)] + [""]
         lines += _table(common.PROFILE_FRAME_COLUMNS, common.profile_frame_rows(analysis.profile)) + [""]
-        lines += _table(common.PROFILE_STACK_COLUMNS,
-                        common.profile_stack_rows(analysis.profile.stacks_bytes, "bytes")
-                        + common.profile_stack_rows(analysis.profile.stacks_cpu, "samples"))
+        lines += _table(
+            common.PROFILE_STACK_COLUMNS,
+            common.profile_stack_rows(analysis.profile.stacks_bytes, "bytes")
+            + common.profile_stack_rows(analysis.profile.stacks_cpu, "samples"),
+        )
 
     lines += ["", "<details><summary>Context</summary>", ""]
     lines += _table(("", ""), common.context_items(analysis))
@@ -72,10 +74,10 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     if not rows:
         return ["_none_"]
-    return ["| " + " | ".join(_escape(str(h)) for h in headers) + " |",
-            "|" + "|".join("---" for _ in headers) + "|"] + [
-        "| " + " | ".join(_escape(str(cell)) for cell in row) + " |" for row in rows
-    ]
+    return [
+        "| " + " | ".join(_escape(str(h)) for h in headers) + " |",
+        "|" + "|".join("---" for _ in headers) + "|",
+    ] + ["| " + " | ".join(_escape(str(cell)) for cell in row) + " |" for row in rows]
 
 
 def _sql(query: str) -> list[str]:

@@ -30,17 +30,27 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MEASURES = ("data", "syscall", "cache_miss")
 
 HELP = {
-    "casstrace_statement_read_bytes_total": ("counter", "SSTable bytes the sampled executions of a statement read, "
-                                             "by table, component and measure"),
-    "casstrace_statement_executions_total": ("counter", "Executions of a statement: sampled by the node's tracing, "
-                                             "and estimated (sampled / sample ratio)"),
-    "casstrace_table_read_bytes_total": ("counter", "SSTable bytes every thread of the node read, by table, component "
-                                         "and measure"),
+    "casstrace_statement_read_bytes_total": (
+        "counter",
+        "SSTable bytes the sampled executions of a statement read, by table, component and measure",
+    ),
+    "casstrace_statement_executions_total": (
+        "counter",
+        "Executions of a statement: sampled by the node's tracing, and estimated (sampled / sample ratio)",
+    ),
+    "casstrace_table_read_bytes_total": (
+        "counter",
+        "SSTable bytes every thread of the node read, by table, component and measure",
+    ),
     "casstrace_sessions_sampled_total": ("counter", "Requests the node traced (its sampled sessions)"),
-    "casstrace_statement_read_bytes_per_execution": ("gauge", "SSTable bytes a statement read per sampled execution, "
-                                                     "over the watch so far"),
-    "casstrace_statement_amplification_ratio": ("gauge", "Data bytes a statement read per execution / the necessary "
-                                                "read of its rows (when casstrace has a model of it)"),
+    "casstrace_statement_read_bytes_per_execution": (
+        "gauge",
+        "SSTable bytes a statement read per sampled execution, over the watch so far",
+    ),
+    "casstrace_statement_amplification_ratio": (
+        "gauge",
+        "Data bytes a statement read per execution / the necessary read of its rows (when casstrace has a model of it)",
+    ),
     "casstrace_watch_sample_ratio": ("gauge", "Share of requests the node traces during the watch"),
     "casstrace_watch_duration_seconds": ("gauge", "Seconds watched so far"),
 }
@@ -53,59 +63,70 @@ class Exposition:
 
     def __init__(self, top: int):
         self.top = top
-        self.labelled: set[str] = set()            # statements with a label of their own, for good
-        self.highest: dict[tuple[str, Labels], float] = {}   # counter series -> the most it has reported
+        self.labelled: set[str] = set()  # statements with a label of their own, for good
+        self.highest: dict[tuple[str, Labels], float] = {}  # counter series -> the most it has reported
 
     def page(self, watch: Watch, tables: list[TableRead]) -> str:
-        for statement in watch.statements[:self.top]:
+        for statement in watch.statements[: self.top]:
             if len(self.labelled) < self.top:
                 self.labelled.add(statement.statement)
         samples: dict[str, list[tuple[Labels, float]]] = {name: [] for name in HELP}
         grouped: dict[str, list[StatementIO]] = {}
         for statement in watch.statements:
-            grouped.setdefault(statement.statement if statement.statement in self.labelled else OTHER,
-                               []).append(statement)
+            grouped.setdefault(statement.statement if statement.statement in self.labelled else OTHER, []).append(
+                statement
+            )
         for label, statements in sorted(grouped.items()):
             self._statement(samples, label, statements)
         for table in tables:
             for measure, value in zip(MEASURES, (table.data_read_bytes, table.syscall_bytes, table.cache_miss_bytes)):
                 samples["casstrace_table_read_bytes_total"].append(
-                    ((("table", table.table), ("component", table.component), ("measure", measure)), value))
+                    ((("table", table.table), ("component", table.component), ("measure", measure)), value)
+                )
         samples["casstrace_sessions_sampled_total"].append(((), sum(s.sampled_executions for s in watch.statements)))
         samples["casstrace_watch_sample_ratio"].append(((), watch.probability))
         samples["casstrace_watch_duration_seconds"].append(((), watch.duration_s))
         return "".join(self._family(name, series) for name, series in samples.items())
 
-    def _statement(self, samples: dict[str, list[tuple[Labels, float]]], label: str,
-                   statements: list[StatementIO]) -> None:
+    def _statement(
+        self, samples: dict[str, list[tuple[Labels, float]]], label: str, statements: list[StatementIO]
+    ) -> None:
         by_component: dict[tuple[str, str], list[float]] = {}
         for statement in statements:
             count = statement.sampled_executions
             for read in statement.components:
                 figures = by_component.setdefault((read.table, read.component), [0.0, 0.0, 0.0])
-                for index, per_execution in enumerate((read.bytes_per_execution, read.syscall_bytes_per_execution,
-                                                       read.cache_miss_bytes_per_execution)):
+                for index, per_execution in enumerate(
+                    (read.bytes_per_execution, read.syscall_bytes_per_execution, read.cache_miss_bytes_per_execution)
+                ):
                     figures[index] += per_execution * count
         for (table, component), figures in sorted(by_component.items()):
             for measure, value in zip(MEASURES, figures):
                 samples["casstrace_statement_read_bytes_total"].append(
-                    ((("statement", label), ("table", table), ("component", component), ("measure", measure)), value))
+                    ((("statement", label), ("table", table), ("component", component), ("measure", measure)), value)
+                )
         sampled = sum(s.sampled_executions for s in statements)
-        for kind, value in (("sampled", float(sampled)), ("estimated", sum(s.estimated_executions for s in statements))):
+        for kind, value in (
+            ("sampled", float(sampled)),
+            ("estimated", sum(s.estimated_executions for s in statements)),
+        ):
             samples["casstrace_statement_executions_total"].append(((("statement", label), ("kind", kind)), value))
         if sampled:
             per_execution = sum(s.sstable_read_bytes_per_execution * s.sampled_executions for s in statements) / sampled
             samples["casstrace_statement_read_bytes_per_execution"].append(((("statement", label),), per_execution))
-        if label != OTHER and statements[0].necessary_bytes_per_execution:   # a label of its own: one statement
+        if label != OTHER and statements[0].necessary_bytes_per_execution:  # a label of its own: one statement
             samples["casstrace_statement_amplification_ratio"].append(
-                ((("statement", label),),
-                 statements[0].data_read_bytes_per_execution / statements[0].necessary_bytes_per_execution))
+                (
+                    (("statement", label),),
+                    statements[0].data_read_bytes_per_execution / statements[0].necessary_bytes_per_execution,
+                )
+            )
 
     def _family(self, name: str, series: list[tuple[Labels, float]]) -> str:
         kind, text = HELP[name]
         lines = [f"# HELP {name} {text}\n", f"# TYPE {name} {kind}\n"]
         for labels, value in series:
-            if kind == "counter":   # never down: a figure recomputed a little lower keeps its highest
+            if kind == "counter":  # never down: a figure recomputed a little lower keeps its highest
                 value = self.highest[(name, labels)] = max(value, self.highest.get((name, labels), 0.0))
             rendered = ",".join(f'{key}="{_escape(text)}"' for key, text in labels)
             lines.append(f"{name}{{{rendered}}} {_number(value)}\n" if labels else f"{name} {_number(value)}\n")

@@ -26,46 +26,94 @@ from casstrace.reports.document import Block, Chart, Document, Heading, Items, P
 VERSION = 1
 SIDES = ("wide", "narrow")
 COLOURS = {"wide": "#d62728", "narrow": "#1f77b4", "payload": "#2ca02c"}
-COLUMNS = ("N", "Wide Data.db", "Wide read", "Wide median", "Wide fastest", "Wide amplification",
-           "Narrow Data.db", "Narrow read", "Narrow median", "Narrow fastest", "Narrow amplification", "Payload")
+COLUMNS = (
+    "N",
+    "Wide Data.db",
+    "Wide read",
+    "Wide median",
+    "Wide fastest",
+    "Wide amplification",
+    "Narrow Data.db",
+    "Narrow read",
+    "Narrow median",
+    "Narrow fastest",
+    "Narrow amplification",
+    "Payload",
+)
 
 
 def document(sweep: Sweep) -> Document:
-    blocks: list[Block] = [Paragraph(f"Reading one column of stream 1 ({sweep.rows:,} rows) in a table of N blob columns of "
-                        f"{human_bytes(sweep.cell_bytes)} each, against its narrow refactor (one row per column). "
-                        "Figures per execution; latency is the client's, all pages fetched.")]
+    blocks: list[Block] = [
+        Paragraph(
+            f"Reading one column of stream 1 ({sweep.rows:,} rows) in a table of N blob columns of "
+            f"{human_bytes(sweep.cell_bytes)} each, against its narrow refactor (one row per column). "
+            "Figures per execution; latency is the client's, all pages fetched."
+        )
+    ]
     blocks += [Paragraph(finding) for finding in sweep.findings]
     blocks += [Paragraph(warning, "warning") for warning in sweep.warnings]
     blocks.append(Heading("Per column count"))
     blocks.append(Table(COLUMNS, [_row(point) for point in sweep.points]))
     xs = [float(p.columns) for p in sweep.points]
     blocks += [
-        Chart("Data bytes read per execution", "N (columns)", "MiB", xs,
-              [Series(side, [getattr(p, side).data_read_bytes / 2**20 for p in sweep.points], COLOURS[side])
-               for side in SIDES]
-              + [Series("payload", [_mib(p.wide.payload_bytes) for p in sweep.points], COLOURS["payload"], True)]),
-        Chart("Latency per execution", "N (columns)", "ms", xs,
-              [Series(f"{side}, {name}", [_ms(getattr(getattr(p, side), attribute)) for p in sweep.points],
-                      COLOURS[side], dashed=name == "median")
-               for side in SIDES for name, attribute in (("fastest", "latency_min_s"), ("median", "latency_median_s"))]),
-        Chart("Amplification (data read ÷ payload)", "N (columns)", "x", xs,
-              [Series(side, [getattr(p, side).amplification for p in sweep.points], COLOURS[side]) for side in SIDES]),
+        Chart(
+            "Data bytes read per execution",
+            "N (columns)",
+            "MiB",
+            xs,
+            [
+                Series(side, [getattr(p, side).data_read_bytes / 2**20 for p in sweep.points], COLOURS[side])
+                for side in SIDES
+            ]
+            + [Series("payload", [_mib(p.wide.payload_bytes) for p in sweep.points], COLOURS["payload"], True)],
+        ),
+        Chart(
+            "Latency per execution",
+            "N (columns)",
+            "ms",
+            xs,
+            [
+                Series(
+                    f"{side}, {name}",
+                    [_ms(getattr(getattr(p, side), attribute)) for p in sweep.points],
+                    COLOURS[side],
+                    dashed=name == "median",
+                )
+                for side in SIDES
+                for name, attribute in (("fastest", "latency_min_s"), ("median", "latency_median_s"))
+            ],
+        ),
+        Chart(
+            "Amplification (data read ÷ payload)",
+            "N (columns)",
+            "x",
+            xs,
+            [Series(side, [getattr(p, side).amplification for p in sweep.points], COLOURS[side]) for side in SIDES],
+        ),
     ]
     if sweep.context:
         blocks.append(Heading("How it was run"))
         blocks.append(Items([(key, str(value)) for key, value in sweep.context.items()]))
     blocks.append(Heading("Traces"))
-    blocks.append(Table(("N", "Wide", "Narrow"),
-                        [(str(p.columns), p.wide.trace_path, p.narrow.trace_path) for p in sweep.points]))
+    blocks.append(
+        Table(("N", "Wide", "Narrow"), [(str(p.columns), p.wide.trace_path, p.narrow.trace_path) for p in sweep.points])
+    )
     return Document("casstrace sweep: one column of N", data(sweep), blocks)
 
 
 def _row(point: SweepPoint) -> tuple[str, ...]:
     cells = [str(point.columns)]
-    for side, data_file_bytes in ((point.wide, point.wide_data_file_bytes), (point.narrow, point.narrow_data_file_bytes)):
-        cells += [human_bytes(data_file_bytes), human_bytes(side.data_read_bytes),
-                  format_value("seconds", side.latency_median_s), format_value("seconds", side.latency_min_s),
-                  ratio(side.amplification, "—")]
+    for side, data_file_bytes in (
+        (point.wide, point.wide_data_file_bytes),
+        (point.narrow, point.narrow_data_file_bytes),
+    ):
+        cells += [
+            human_bytes(data_file_bytes),
+            human_bytes(side.data_read_bytes),
+            format_value("seconds", side.latency_median_s),
+            format_value("seconds", side.latency_min_s),
+            ratio(side.amplification, "—"),
+        ]
     return (*cells, human_bytes(point.wide.payload_bytes))
 
 
@@ -87,7 +135,14 @@ def data(sweep: Sweep) -> dict:
         "warnings": sweep.warnings,
         "context": sweep.context,
         "fits": {name: dataclasses.asdict(fit) for name, fit in sweep.fits.items()},
-        "points": [{"columns": p.columns, "wide_data_file_bytes": p.wide_data_file_bytes,
-                    "narrow_data_file_bytes": p.narrow_data_file_bytes,
-                    "wide": side_data(p.wide), "narrow": side_data(p.narrow)} for p in sweep.points],
+        "points": [
+            {
+                "columns": p.columns,
+                "wide_data_file_bytes": p.wide_data_file_bytes,
+                "narrow_data_file_bytes": p.narrow_data_file_bytes,
+                "wide": side_data(p.wide),
+                "narrow": side_data(p.narrow),
+            }
+            for p in sweep.points
+        ],
     }

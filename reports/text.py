@@ -10,8 +10,8 @@ from casstrace.reports.document import Code, Document, Heading, Items, Paragraph
 from casstrace.reports.formats import ReportOptions
 
 SUFFIX = ".txt"
-BUCKETS_PER_CHAR = 2            # 100 latency buckets -> 50 columns, 5 per decade
-MAX_ROWS = 60                   # longer captures merge time slots
+BUCKETS_PER_CHAR = 2  # 100 latency buckets -> 50 columns, 5 per decade
+MAX_ROWS = 60  # longer captures merge time slots
 DECADE_LABELS = ("1ns", "10ns", "100n", "1us", "10us", "100u", "1ms", "10ms", "100m", "1s", "10s")
 # (lowest count, ANSI 256-colour background) from csysdig's palette idea: shades of green, yellow, red
 COLOUR_STEPS = ((1, 22), (10, 28), (50, 34), (100, 178), (500, 220), (1000, 160), (10000, 196))
@@ -78,7 +78,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         out.table(common.LATENCY_COLUMNS, common.latency_rows(analysis))
     else:
         out.line("  not measured")
-    for spectrogram in analysis.spectrograms[:1]:   # file I/O; the HTML report has all syscalls too
+    for spectrogram in analysis.spectrograms[:1]:  # file I/O; the HTML report has all syscalls too
         out.section(f"Spectrogram: {spectrogram.title}")
         _spectrogram(out, spectrogram)
 
@@ -124,7 +124,9 @@ class Output:
         numeric = [all(_is_numeric(row[i]) for row in cells) for i in range(len(headers))]
 
         def fmt(line: Sequence[str]) -> str:
-            return "  " + "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(line, widths, numeric)).rstrip()
+            return (
+                "  " + "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(line, widths, numeric)).rstrip()
+            )
 
         if header:
             self.line(fmt(headers), bold=True)

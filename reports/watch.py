@@ -47,43 +47,101 @@ VERSION = 1
 
 def document(watch: Watch, top: int | None = None) -> Document:
     """The report; `top` limits the statements detailed (the JSON keeps them all)."""
-    blocks: list = [Paragraph(f"Statements the node served in {watch.duration_s:.0f} s, ranked by the SSTable bytes "
-                              f"they read (Cassandra traced {watch.probability:.3g} of the requests)." +
-                              ("" if watch.complete else " The watch did not finish."))]
+    blocks: list = [
+        Paragraph(
+            f"Statements the node served in {watch.duration_s:.0f} s, ranked by the SSTable bytes "
+            f"they read (Cassandra traced {watch.probability:.3g} of the requests)."
+            + ("" if watch.complete else " The watch did not finish.")
+        )
+    ]
     blocks += [Paragraph(warning, "warning") for warning in watch.warnings]
     shown = watch.statements[:top] if top else watch.statements
     blocks.append(Heading("Statements"))
     if shown:
-        blocks.append(Table(("#", "Statement", "Sampled", "Est. executions", "Read / execution", "Data / execution",
-                             "Rows / execution", "Bytes / row", "p50", "p99"),
-                            [_row(rank, s) for rank, s in enumerate(shown, start=1)]))
+        blocks.append(
+            Table(
+                (
+                    "#",
+                    "Statement",
+                    "Sampled",
+                    "Est. executions",
+                    "Read / execution",
+                    "Data / execution",
+                    "Rows / execution",
+                    "Bytes / row",
+                    "p50",
+                    "p99",
+                ),
+                [_row(rank, s) for rank, s in enumerate(shown, start=1)],
+            )
+        )
     else:
-        blocks.append(Paragraph("No statement was sampled: the node served none, or too few for the sample "
-                                "probability (raise --sample, or watch longer).", "warning"))
+        blocks.append(
+            Paragraph(
+                "No statement was sampled: the node served none, or too few for the sample "
+                "probability (raise --sample, or watch longer).",
+                "warning",
+            )
+        )
     for rank, statement in enumerate(shown, start=1):
         blocks.append(Heading(f"{rank}. {_short(statement.statement)}"))
         blocks.append(Code(statement.statement))
-        blocks.append(Items([
-            ("executions", f"{statement.sampled_executions} sampled, about {statement.estimated_executions:,.0f} in all"),
-            ("read per execution", f"{human_bytes(statement.sstable_read_bytes_per_execution)} from SSTables, of "
-                                   f"which {human_bytes(statement.data_read_bytes_per_execution)} from Data files"),
-            ("verdict", statement.verdict + (f" (the necessary read of its rows: "
-                                             f"{human_bytes(statement.necessary_bytes_per_execution)} per execution)"
-                                             if statement.necessary_bytes_per_execution is not None else
-                                             " (no necessary read: the table's storage or the rows are not known)")),
-            ("rows per execution", _number(statement.rows_per_execution)),
-            ("bytes per row", human_bytes(statement.bytes_per_row) if statement.bytes_per_row is not None else "—"),
-            ("latency (node)", f"p50 {_ms(statement.latency_p50_s)}, p99 {_ms(statement.latency_p99_s)}"),
-            ("consistency", ", ".join(statement.consistency) or "—"),
-        ]))
+        blocks.append(
+            Items(
+                [
+                    (
+                        "executions",
+                        f"{statement.sampled_executions} sampled, about {statement.estimated_executions:,.0f} in all",
+                    ),
+                    (
+                        "read per execution",
+                        f"{human_bytes(statement.sstable_read_bytes_per_execution)} from SSTables, of "
+                        f"which {human_bytes(statement.data_read_bytes_per_execution)} from Data files",
+                    ),
+                    (
+                        "verdict",
+                        statement.verdict
+                        + (
+                            f" (the necessary read of its rows: "
+                            f"{human_bytes(statement.necessary_bytes_per_execution)} per execution)"
+                            if statement.necessary_bytes_per_execution is not None
+                            else " (no necessary read: the table's storage or the rows are not known)"
+                        ),
+                    ),
+                    ("rows per execution", _number(statement.rows_per_execution)),
+                    (
+                        "bytes per row",
+                        human_bytes(statement.bytes_per_row) if statement.bytes_per_row is not None else "—",
+                    ),
+                    ("latency (node)", f"p50 {_ms(statement.latency_p50_s)}, p99 {_ms(statement.latency_p99_s)}"),
+                    ("consistency", ", ".join(statement.consistency) or "—"),
+                ]
+            )
+        )
         if statement.components:
-            blocks.append(Table(("Table", "Component", "Read / execution", "Syscalls", "Page-cache fills"),
-                                [(c.table, c.component, human_bytes(c.bytes_per_execution),
-                                  human_bytes(c.syscall_bytes_per_execution), human_bytes(c.cache_miss_bytes_per_execution))
-                                 for c in statement.components]))
+            blocks.append(
+                Table(
+                    ("Table", "Component", "Read / execution", "Syscalls", "Page-cache fills"),
+                    [
+                        (
+                            c.table,
+                            c.component,
+                            human_bytes(c.bytes_per_execution),
+                            human_bytes(c.syscall_bytes_per_execution),
+                            human_bytes(c.cache_miss_bytes_per_execution),
+                        )
+                        for c in statement.components
+                    ],
+                )
+            )
         if statement.unmatched_threads:
-            blocks.append(Paragraph(f"Events on threads with no known thread id ({', '.join(statement.unmatched_threads)}): "
-                                    "their reads are not counted here.", "warning"))
+            blocks.append(
+                Paragraph(
+                    f"Events on threads with no known thread id ({', '.join(statement.unmatched_threads)}): "
+                    "their reads are not counted here.",
+                    "warning",
+                )
+            )
         for finding in statement.findings:
             blocks.append(Paragraph(f"{finding.title} ({finding.certainty})", "bad"))
             blocks += [Paragraph(line) for line in finding.evidence]
@@ -93,13 +151,25 @@ def document(watch: Watch, top: int | None = None) -> Document:
     blocks.append(Heading("What the sampled sessions do not explain"))
     blocks.append(Paragraph(describe_share(watch)))
     if watch.unexplained:
-        blocks.append(Table(("Threads", "What", "SSTable bytes"),
-                            [(p.pool, p.what, human_bytes(p.sstable_bytes)) for p in watch.unexplained]))
+        blocks.append(
+            Table(
+                ("Threads", "What", "SSTable bytes"),
+                [(p.pool, p.what, human_bytes(p.sstable_bytes)) for p in watch.unexplained],
+            )
+        )
     if watch.mapped_touched:
-        blocks.append(Paragraph("Pages the JVM touched through its memory maps during the watch (no syscall, "
-                                "no page-cache fill: no thread or statement can be charged for them):"))
-        blocks.append(Table(("Table", "Component", "Mapped pages touched"),
-                            [(m.table, m.component, human_bytes(m.touched_bytes)) for m in watch.mapped_touched]))
+        blocks.append(
+            Paragraph(
+                "Pages the JVM touched through its memory maps during the watch (no syscall, "
+                "no page-cache fill: no thread or statement can be charged for them):"
+            )
+        )
+        blocks.append(
+            Table(
+                ("Table", "Component", "Mapped pages touched"),
+                [(m.table, m.component, human_bytes(m.touched_bytes)) for m in watch.mapped_touched],
+            )
+        )
     blocks += [Paragraph(note, "muted") for note in watch.notes]
     if watch.profile is not None:
         blocks += common.profile_blocks(watch.profile)
@@ -120,7 +190,9 @@ def data(watch: Watch) -> dict:
         "explained_bytes": watch.explained_bytes,
         "explained_share": watch.explained_share,
         "unexplained": [dataclasses.asdict(p) for p in watch.unexplained],
-        "mapped_touched": None if watch.mapped_touched is None else [dataclasses.asdict(m) for m in watch.mapped_touched],
+        "mapped_touched": None
+        if watch.mapped_touched is None
+        else [dataclasses.asdict(m) for m in watch.mapped_touched],
         "warnings": watch.warnings,
         "notes": watch.notes,
         "context": watch.context,
@@ -153,14 +225,22 @@ def _statement_data(s: StatementIO) -> dict:
 
 
 def _row(rank: int, s: StatementIO) -> tuple[str, ...]:
-    return (str(rank), _short(s.statement), str(s.sampled_executions), f"{s.estimated_executions:,.0f}",
-            human_bytes(s.sstable_read_bytes_per_execution), human_bytes(s.data_read_bytes_per_execution),
-            _number(s.rows_per_execution), human_bytes(s.bytes_per_row) if s.bytes_per_row is not None else "—",
-            _ms(s.latency_p50_s), _ms(s.latency_p99_s))
+    return (
+        str(rank),
+        _short(s.statement),
+        str(s.sampled_executions),
+        f"{s.estimated_executions:,.0f}",
+        human_bytes(s.sstable_read_bytes_per_execution),
+        human_bytes(s.data_read_bytes_per_execution),
+        _number(s.rows_per_execution),
+        human_bytes(s.bytes_per_row) if s.bytes_per_row is not None else "—",
+        _ms(s.latency_p50_s),
+        _ms(s.latency_p99_s),
+    )
 
 
 def _short(statement: str, width: int = 60) -> str:
-    return statement if len(statement) <= width else statement[:width - 1] + "…"
+    return statement if len(statement) <= width else statement[: width - 1] + "…"
 
 
 def _number(value: float | None) -> str:

@@ -54,7 +54,7 @@ def published_versions(timeout: float = 10.0) -> list[str]:
 def cached_versions() -> list[str]:
     """Versions whose classpath was resolved before, newest first."""
     folder = paths.cache_dir() / "classpaths"
-    found = [p.name[len("cassandra-"):-len(".txt")] for p in folder.glob("cassandra-*.txt")]
+    found = [p.name[len("cassandra-") : -len(".txt")] for p in folder.glob("cassandra-*.txt")]
     return sorted((v for v in found if _RELEASE.match(v)), key=version_key, reverse=True)
 
 
@@ -70,8 +70,7 @@ def newest_release(series: str) -> str:
             raise
         return cached[0]
     if not candidates:
-        raise CasstraceError(f"Maven Central lists no Cassandra {series}.x release",
-                             "pass --version explicitly")
+        raise CasstraceError(f"Maven Central lists no Cassandra {series}.x release", "pass --version explicitly")
     return max(candidates, key=version_key)
 
 
@@ -115,28 +114,41 @@ def _resolve(version: str, listing: Path, progress: Callable[[str], None]) -> No
     known = published_versions()
     if version not in known:
         near = [v for v in known if v.split(".")[0] == version.split(".")[0]][-5:] or known[-5:]
-        raise CasstraceError(f"Cassandra {version} is not published on Maven Central",
-                             f"pick a published version, e.g. {', '.join(near)}")
+        raise CasstraceError(
+            f"Cassandra {version} is not published on Maven Central",
+            f"pick a published version, e.g. {', '.join(near)}",
+        )
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise CasstraceError("Maven (mvn) is not installed; it downloads Cassandra's jars",
-                             "run scripts/install, or apt-get install maven")
-    progress(f"Resolving Cassandra {version} and its dependencies with Maven into {maven_repo()} "
-             "(first start only)...")
+        raise CasstraceError(
+            "Maven (mvn) is not installed; it downloads Cassandra's jars",
+            "run scripts/install, or apt-get install maven",
+        )
+    progress(f"Resolving Cassandra {version} and its dependencies with Maven into {maven_repo()} (first start only)...")
     listing.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="casstrace-mvn-") as work:
         pom = Path(work) / "pom.xml"
         pom.write_bytes(resources.files("casstrace.sandbox").joinpath("pom.xml").read_bytes())
         output = Path(work) / "classpath.txt"
         result = subprocess.run(
-            [mvn, "-B", "-q", "-f", str(pom), f"-Dmaven.repo.local={maven_repo()}",
-             f"-Dcassandra.version={version}", "dependency:build-classpath",
-             "-Dmdep.includeScope=runtime", f"-Dmdep.outputFile={output}"],
-            cwd=work, capture_output=True, text=True,
+            [
+                mvn,
+                "-B",
+                "-q",
+                "-f",
+                str(pom),
+                f"-Dmaven.repo.local={maven_repo()}",
+                f"-Dcassandra.version={version}",
+                "dependency:build-classpath",
+                "-Dmdep.includeScope=runtime",
+                f"-Dmdep.outputFile={output}",
+            ],
+            cwd=work,
+            capture_output=True,
+            text=True,
         )
         if result.returncode != 0 or not output.exists():
-            errors = [line for line in result.stdout.splitlines() + result.stderr.splitlines()
-                      if "ERROR" in line]
+            errors = [line for line in result.stdout.splitlines() + result.stderr.splitlines() if "ERROR" in line]
             raise CasstraceError(
                 f"Maven could not resolve Cassandra {version}: "
                 f"{errors[0] if errors else f'exit status {result.returncode}'}",

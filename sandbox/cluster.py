@@ -55,8 +55,10 @@ class SandboxCluster:
     def node(self, number: int) -> Sandbox:
         """Node `number` (1-based) of this sandbox; raises naming the fix when there is none."""
         if not 1 <= number <= self.size:
-            raise CasstraceError(f"the sandbox in {self.root} has no node {number} (it has {self.size})",
-                                 f"use --node 1 to {self.size}, or start a sandbox with more --nodes")
+            raise CasstraceError(
+                f"the sandbox in {self.root} has no node {number} (it has {self.size})",
+                f"use --node 1 to {self.size}, or start a sandbox with more --nodes",
+            )
         return Sandbox(node_dir(self.root, number))
 
     def statuses(self) -> list[Status]:
@@ -67,9 +69,15 @@ class SandboxCluster:
         return all(node.is_running() for node in self.nodes)
 
     # -- start and stop ---------------------------------------------------------------------
-    def start(self, *, nodes: int | None = None, only: int | None = None,
-              timeout: float = START_TIMEOUT_S, progress: Callable[[str], None] = print,
-              **options: Any) -> list[Status]:
+    def start(
+        self,
+        *,
+        nodes: int | None = None,
+        only: int | None = None,
+        timeout: float = START_TIMEOUT_S,
+        progress: Callable[[str], None] = print,
+        **options: Any,
+    ) -> list[Status]:
         """Starts every node that is not running (or just node `only`), one after another, and
         returns once each answers CQL and is Up/Normal in node 1's view of the ring. `options`
         are Sandbox.start's (version, native_port, jmx_port, ...): node 1 takes them, the other
@@ -78,8 +86,10 @@ class SandboxCluster:
         previous = first.layout.load_settings()
         if only is not None:
             if nodes is not None or any(value is not None for value in options.values()):
-                raise CasstraceError("--node starts one node of a sandbox with the settings it already has",
-                                     "give --node alone, or start the whole sandbox without --node")
+                raise CasstraceError(
+                    "--node starts one node of a sandbox with the settings it already has",
+                    "give --node alone, or start the whole sandbox without --node",
+                )
             node = self.node(only)
             node.refuse_if_running()
             settings = node.settings
@@ -94,19 +104,26 @@ class SandboxCluster:
             raise CasstraceError(
                 f"the sandbox in {self.root} has {previous.nodes} node{'s' * (previous.nodes != 1)}; "
                 f"a node added to its data would own ranges it has no data for",
-                f"start a new sandbox with another --data-dir (or delete {self.root})")
+                f"start a new sandbox with another --data-dir (or delete {self.root})",
+            )
         if previous is None and size > 1:
             options["cluster_name"] = f"{DEFAULT_CLUSTER_NAME} {self.root.name}"
         base = first.resolve_settings(nodes=size, node=1, **options)
-        planned = [(Sandbox(node_dir(self.root, number)),
-                    dataclasses.replace(base, node=number, jmx_port=base.jmx_port + number - 1))
-                   for number in range(1, size + 1)]
+        planned = [
+            (
+                Sandbox(node_dir(self.root, number)),
+                dataclasses.replace(base, node=number, jmx_port=base.jmx_port + number - 1),
+            )
+            for number in range(1, size + 1)
+        ]
         to_start = [(node, settings) for node, settings in planned if not node.is_running()]
         if not to_start:
             if size == 1:
                 first.refuse_if_running()
-            raise CasstraceError(f"every node of the sandbox in {self.root} is already running",
-                                 f"use it as it is, or stop it first: casstrace sandbox stop --data-dir {self.root}")
+            raise CasstraceError(
+                f"every node of the sandbox in {self.root} is already running",
+                f"use it as it is, or stop it first: casstrace sandbox stop --data-dir {self.root}",
+            )
         for node, _ in to_start:
             node.check_writable()
         runtime = find_runtime(base, progress)
@@ -149,6 +166,6 @@ class SandboxCluster:
                 raise CasstraceError(
                     f"node {address} answers CQL but node {via} sees it as "
                     f"{states.get(address, 'absent')} after {RING_TIMEOUT_S} s",
-                    f"see the logs, e.g. {self.node(via).log}")
+                    f"see the logs, e.g. {self.node(via).log}",
+                )
             time.sleep(1)
-

@@ -94,18 +94,25 @@ LOGBACK = """\
 def write_config(layout: Layout, settings: Settings) -> None:
     layout.conf.mkdir(parents=True, exist_ok=True)
     layout.yaml.write_text(cassandra_yaml(layout, settings))
-    layout.logback.write_text(LOGBACK.format(
-        purpose=f"the node logs to stdout, which the sandbox sends to {layout.log}",
-        target="System.out", level="INFO"))
-    layout.tools_logback.write_text(LOGBACK.format(
-        purpose="nodetool's own warnings go to stderr, apart from its output",
-        target="System.err", level="WARN"))
+    layout.logback.write_text(
+        LOGBACK.format(
+            purpose=f"the node logs to stdout, which the sandbox sends to {layout.log}",
+            target="System.out",
+            level="INFO",
+        )
+    )
+    layout.tools_logback.write_text(
+        LOGBACK.format(
+            purpose="nodetool's own warnings go to stderr, apart from its output", target="System.err", level="WARN"
+        )
+    )
 
 
 def _jvm_base(java: str, module_flags: tuple[str, ...], jars: list[Path], layout: Layout) -> list[str]:
     return [
         java,
-        "-cp", ":".join(str(jar) for jar in jars),
+        "-cp",
+        ":".join(str(jar) for jar in jars),
         *module_flags,
         "-Djdk.attach.allowAttachSelf=true",
         "-Djava.net.preferIPv4Stack=true",
@@ -121,8 +128,12 @@ def daemon_command(java: str, jars: list[Path], layout: Layout, settings: Settin
     assert settings.version is not None
     return [
         *_jvm_base(java, series_of(settings.version).module_flags, jars, layout),
-        f"-Xms{settings.heap}", f"-Xmx{settings.heap}", "-Xss256k",
-        "-XX:+UseG1GC", "-XX:+ParallelRefProcEnabled", "-XX:MaxGCPauseMillis=300",
+        f"-Xms{settings.heap}",
+        f"-Xmx{settings.heap}",
+        "-Xss256k",
+        "-XX:+UseG1GC",
+        "-XX:+ParallelRefProcEnabled",
+        "-XX:MaxGCPauseMillis=300",
         # A node out of heap limps on failing reads, which would skew every trace taken of it:
         # better it stops, and `sandbox status` says so.
         "-XX:+ExitOnOutOfMemoryError",
@@ -141,12 +152,18 @@ def daemon_command(java: str, jars: list[Path], layout: Layout, settings: Settin
     ]
 
 
-def nodetool_command(java: str, jars: list[Path], layout: Layout, settings: Settings,
-                     args: list[str]) -> list[str]:
+def nodetool_command(java: str, jars: list[Path], layout: Layout, settings: Settings, args: list[str]) -> list[str]:
     """nodetool's command line; `java` is a Java 17 (java.NODETOOL_JAVA_MAJOR) for every version."""
     return [
         *_jvm_base(java, JAVA17_MODULE_FLAGS, jars, layout),
-        "-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        "-Xmx256M",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
         f"-Dlogback.configurationFile=file://{layout.tools_logback}",
-        NODETOOL_CLASS, "-h", HOST, "-p", str(settings.jmx_port), *args,
+        NODETOOL_CLASS,
+        "-h",
+        HOST,
+        "-p",
+        str(settings.jmx_port),
+        *args,
     ]

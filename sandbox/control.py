@@ -28,7 +28,7 @@ from casstrace.sandbox import artifacts, config, versions
 from casstrace.sandbox.java import NODETOOL_JAVA_MAJOR, find_java
 from casstrace.sandbox.settings import HOST, Layout, Settings
 
-if TYPE_CHECKING:     # the driver loads on first connect: `sandbox status` does without it
+if TYPE_CHECKING:  # the driver loads on first connect: `sandbox status` does without it
     from cassandra.cluster import Session
 
 START_TIMEOUT_S = 300
@@ -95,8 +95,10 @@ class Sandbox:
     def settings(self) -> Settings:
         settings = self.layout.load_settings()
         if settings is None:
-            raise CasstraceError(f"no sandbox has been started in {self.data_dir}",
-                                 f"run: casstrace sandbox start --data-dir {self.data_dir}")
+            raise CasstraceError(
+                f"no sandbox has been started in {self.data_dir}",
+                f"run: casstrace sandbox start --data-dir {self.data_dir}",
+            )
         return settings
 
     @property
@@ -129,21 +131,33 @@ class Sandbox:
 
     def status(self) -> Status:
         pid = self.pid()
-        return Status(pid is not None, self.data_dir, pid, self.layout.load_settings(),
-                      self.layout.log)
+        return Status(pid is not None, self.data_dir, pid, self.layout.load_settings(), self.layout.log)
 
-    def start(self, *, version: str | None = None, native_port: int | None = None,
-              jmx_port: int | None = None, disk_access_mode: str | None = None,
-              sstable_format: str | None = None, heap: str | None = None,
-              timeout: float = START_TIMEOUT_S, progress: Callable[[str], None] = print) -> Status:
+    def start(
+        self,
+        *,
+        version: str | None = None,
+        native_port: int | None = None,
+        jmx_port: int | None = None,
+        disk_access_mode: str | None = None,
+        sstable_format: str | None = None,
+        heap: str | None = None,
+        timeout: float = START_TIMEOUT_S,
+        progress: Callable[[str], None] = print,
+    ) -> Status:
         """Starts the node and returns once it answers CQL. Options left None keep what this
         sandbox used last time (or the defaults for a new one). `version` is a release (4.1.10)
         or a series (4.1, 4.1.x: its newest release)."""
         self.refuse_if_running()
         self.check_writable()
-        settings = self.resolve_settings(version=version, native_port=native_port, jmx_port=jmx_port,
-                                         disk_access_mode=disk_access_mode, sstable_format=sstable_format,
-                                         heap=heap)
+        settings = self.resolve_settings(
+            version=version,
+            native_port=native_port,
+            jmx_port=jmx_port,
+            disk_access_mode=disk_access_mode,
+            sstable_format=sstable_format,
+            heap=heap,
+        )
         runtime = find_runtime(settings, progress)
         check_ports_free(settings)
         return self.launch(settings, runtime, timeout=timeout)
@@ -184,16 +198,25 @@ class Sandbox:
         java, jars = runtime.java, runtime.jars
         self.layout.save_settings(settings)
         config.write_config(self.layout, settings)
-        for directory in (self.layout.data, self.layout.commitlog, self.layout.saved_caches,
-                          self.layout.hints, self.layout.cdc_raw, self.layout.logs):
+        for directory in (
+            self.layout.data,
+            self.layout.commitlog,
+            self.layout.saved_caches,
+            self.layout.hints,
+            self.layout.cdc_raw,
+            self.layout.logs,
+        ):
             directory.mkdir(parents=True, exist_ok=True)
         if self.layout.log.exists():
             self.layout.log.replace(self.layout.log.with_name("system.log.previous"))
         with open(self.layout.log, "ab") as log:
             process = subprocess.Popen(
                 config.daemon_command(java, jars, self.layout, settings),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=self.data_dir, start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.data_dir,
+                start_new_session=True,
             )
         self.layout.pid_file.write_text(f"{process.pid}\n")
         try:
@@ -242,9 +265,9 @@ class Sandbox:
         settings = self.settings
         self._require_running()
         assert settings.version is not None
-        command = config.nodetool_command(find_java(NODETOOL_JAVA_MAJOR),
-                                          artifacts.classpath(settings.version),
-                                          self.layout, settings, list(args))
+        command = config.nodetool_command(
+            find_java(NODETOOL_JAVA_MAJOR), artifacts.classpath(settings.version), self.layout, settings, list(args)
+        )
         result = subprocess.run(command, capture_output=capture, text=True, cwd=self.data_dir)
         if result.returncode != 0:
             detail = (result.stderr or result.stdout or "").strip().splitlines() if capture else []
@@ -265,25 +288,33 @@ class Sandbox:
         self._require_running()
         # Loading 50 KB blobs and compacting can keep a small node busy for a while.
         # Only this node, also in a cluster: `sandbox cql --node K` means node K coordinates.
-        profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([settings.address]),
-                                   request_timeout=120)
-        cluster = Cluster([settings.address], port=settings.native_port, connect_timeout=10,
-                          execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+        profile = ExecutionProfile(
+            load_balancing_policy=WhiteListRoundRobinPolicy([settings.address]), request_timeout=120
+        )
+        cluster = Cluster(
+            [settings.address],
+            port=settings.native_port,
+            connect_timeout=10,
+            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        )
         try:
             try:
                 session = cluster.connect(keyspace)
             except NoHostAvailable as error:
-                raise CasstraceError(f"cannot connect to the sandbox on {settings.address}:"
-                                     f"{settings.native_port} ({error})",
-                                     f"check `casstrace sandbox status --data-dir {self.data_dir}`") from None
+                raise CasstraceError(
+                    f"cannot connect to the sandbox on {settings.address}:{settings.native_port} ({error})",
+                    f"check `casstrace sandbox status --data-dir {self.data_dir}`",
+                ) from None
             yield session
         finally:
             cluster.shutdown()
 
     def _require_running(self) -> None:
         if not self.is_running():
-            raise CasstraceError(f"the sandbox in {self.data_dir} is not running",
-                                 f"run: casstrace sandbox start --data-dir {self.data_dir}")
+            raise CasstraceError(
+                f"the sandbox in {self.data_dir} is not running",
+                f"run: casstrace sandbox start --data-dir {self.data_dir}",
+            )
 
     def check_writable(self) -> None:
         try:
@@ -292,8 +323,7 @@ class Sandbox:
                 pass
         except OSError as error:
             raise CasstraceError(
-                f"cannot write to the sandbox data directory {self.data_dir} "
-                f"({error.strerror or error})",
+                f"cannot write to the sandbox data directory {self.data_dir} ({error.strerror or error})",
                 "choose a writable directory with --data-dir",
             ) from None
 
@@ -301,15 +331,21 @@ class Sandbox:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise StartFailed(f"Cassandra exited during startup with status {process.returncode}",
-                                  f"see the log {self.layout.log}", self.layout.log,
-                                  self._log_tail())
+                raise StartFailed(
+                    f"Cassandra exited during startup with status {process.returncode}",
+                    f"see the log {self.layout.log}",
+                    self.layout.log,
+                    self._log_tail(),
+                )
             if _accepts(settings.address, settings.native_port) and self._answers_cql():
                 return
             time.sleep(0.5)
-        raise StartFailed(f"Cassandra did not accept CQL on {settings.address}:{settings.native_port} "
-                          f"within {timeout:.0f} s", f"see the log {self.layout.log}",
-                          self.layout.log, self._log_tail())
+        raise StartFailed(
+            f"Cassandra did not accept CQL on {settings.address}:{settings.native_port} within {timeout:.0f} s",
+            f"see the log {self.layout.log}",
+            self.layout.log,
+            self._log_tail(),
+        )
 
     def _answers_cql(self) -> bool:
         try:
@@ -330,6 +366,7 @@ class Sandbox:
 @dataclasses.dataclass(frozen=True)
 class Runtime:
     """What runs a node of a version: its Java and the jars of its classpath."""
+
     java: str
     jars: list[Path]
 
@@ -338,8 +375,10 @@ def find_runtime(settings: Settings, progress: Callable[[str], None] = print) ->
     """The Java and jars of the settings' version (resolved with Maven the first time). Found before
     the ports are checked: a missing Java is the first thing a new user must hear about."""
     assert settings.version is not None
-    return Runtime(find_java(versions.series_of(settings.version).java_major, progress=progress),
-                   artifacts.classpath(settings.version, progress=progress))
+    return Runtime(
+        find_java(versions.series_of(settings.version).java_major, progress=progress),
+        artifacts.classpath(settings.version, progress=progress),
+    )
 
 
 def _check_data_compatible(previous: Settings, settings: Settings, data_dir: Path) -> None:
@@ -348,11 +387,17 @@ def _check_data_compatible(previous: Settings, settings: Settings, data_dir: Pat
     assert previous.version is not None and settings.version is not None
     fresh = f"start a new sandbox with another --data-dir, or delete {data_dir}"
     if artifacts.version_key(settings.version)[:2] < artifacts.version_key(previous.version)[:2]:
-        raise CasstraceError(f"the sandbox in {data_dir} holds data of Cassandra {previous.version}, "
-                             f"which {settings.version} cannot read", fresh)
+        raise CasstraceError(
+            f"the sandbox in {data_dir} holds data of Cassandra {previous.version}, "
+            f"which {settings.version} cannot read",
+            fresh,
+        )
     if previous.sstable_format == "bti" and settings.sstable_format != "bti":
-        raise CasstraceError(f"the sandbox in {data_dir} was started with --sstable-format bti, which "
-                             "Cassandra cannot undo (storage_compatibility_mode NONE)", fresh)
+        raise CasstraceError(
+            f"the sandbox in {data_dir} was started with --sstable-format bti, which "
+            "Cassandra cannot undo (storage_compatibility_mode NONE)",
+            fresh,
+        )
 
 
 def _accepts(address: str, port: int) -> bool:
@@ -365,10 +410,14 @@ def check_ports_free(settings: Settings) -> None:
     """Refuses a start whose ports someone already holds: the native and storage ports on the
     node's address, JMX on 127.0.0.1 (where Cassandra binds it for every node)."""
     assert settings.storage_port is not None
-    which = {(settings.address, settings.native_port): ("native (CQL)", "--native-port"),
-             (HOST, settings.jmx_port): ("JMX", "--jmx-port"),
-             (settings.address, settings.storage_port):
-                 ("storage (gossip)", "--jmx-port (the storage port is the JMX port - 199)")}
+    which = {
+        (settings.address, settings.native_port): ("native (CQL)", "--native-port"),
+        (HOST, settings.jmx_port): ("JMX", "--jmx-port"),
+        (settings.address, settings.storage_port): (
+            "storage (gossip)",
+            "--jmx-port (the storage port is the JMX port - 199)",
+        ),
+    }
     for (address, port), (name, option) in which.items():
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -395,7 +444,7 @@ def _exited(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True
-    return len(tasks) <= 1 and stat[stat.rindex(")") + 2] in "ZX"   # the last thread, a zombie
+    return len(tasks) <= 1 and stat[stat.rindex(")") + 2] in "ZX"  # the last thread, a zombie
 
 
 def _reap(pid: int) -> None:

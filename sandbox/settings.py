@@ -29,7 +29,7 @@ DEFAULT_CLUSTER_NAME = "casstrace sandbox"
 # Addresses 127.0.0.1 ... 127.0.0.9: a laptop's worth of JVMs, and an address per node that reads
 # at a glance.
 MAX_NODES = 9
-MURMUR3_RING = 2 ** 64
+MURMUR3_RING = 2**64
 
 
 def node_address(node: int) -> str:
@@ -80,31 +80,38 @@ class Settings:
         if self.storage_port is None:
             self.storage_port = self.jmx_port - 199 if self.jmx_port > 1223 else self.jmx_port + 1
         if self.disk_access_mode is not None and self.disk_access_mode not in DISK_ACCESS_MODES:
-            raise CasstraceError(f"unknown disk access mode {self.disk_access_mode!r}",
-                                 f"use one of {', '.join(DISK_ACCESS_MODES)}")
+            raise CasstraceError(
+                f"unknown disk access mode {self.disk_access_mode!r}", f"use one of {', '.join(DISK_ACCESS_MODES)}"
+            )
         if self.version is not None and self.sstable_format is not None:
             formats = series_of(self.version).sstable_formats
             if self.sstable_format not in formats:
                 raise CasstraceError(
                     f"Cassandra {self.version} cannot write {self.sstable_format!r} SSTables",
                     f"use --sstable-format {' or '.join(formats)}"
-                    + ("" if self.sstable_format not in SSTABLE_FORMATS else ", or --version 5.0"))
+                    + ("" if self.sstable_format not in SSTABLE_FORMATS else ", or --version 5.0"),
+                )
         if not 1 <= self.nodes <= MAX_NODES:
-            raise CasstraceError(f"a sandbox of {self.nodes} nodes is not possible",
-                                 f"use --nodes 1 to {MAX_NODES} (addresses 127.0.0.1 ... 127.0.0.{MAX_NODES})")
+            raise CasstraceError(
+                f"a sandbox of {self.nodes} nodes is not possible",
+                f"use --nodes 1 to {MAX_NODES} (addresses 127.0.0.1 ... 127.0.0.{MAX_NODES})",
+            )
         if not 1 <= self.node <= self.nodes:
-            raise CasstraceError(f"there is no node {self.node} in a sandbox of {self.nodes}",
-                                 f"use --node 1 to {self.nodes}")
+            raise CasstraceError(
+                f"there is no node {self.node} in a sandbox of {self.nodes}", f"use --node 1 to {self.nodes}"
+            )
         if not re.fullmatch(r"\d+[MmGg]", self.heap):
-            raise CasstraceError(f"heap size {self.heap!r} is not like 512M or 1G",
-                                 "pass --heap with a number and M or G")
+            raise CasstraceError(
+                f"heap size {self.heap!r} is not like 512M or 1G", "pass --heap with a number and M or G"
+            )
         ports = {"native": self.native_port, "JMX": self.jmx_port, "storage": self.storage_port}
         for name, port in ports.items():
             if not 1 <= port <= 65535:
                 raise CasstraceError(f"{name} port {port} is out of range", "use 1024-65535")
         if len(set(ports.values())) < len(ports):
-            raise CasstraceError(f"the sandbox's ports must differ, got {ports}",
-                                 "choose distinct --native-port and --jmx-port")
+            raise CasstraceError(
+                f"the sandbox's ports must differ, got {ports}", "choose distinct --native-port and --jmx-port"
+            )
 
 
 def node_dir(root: Path, node: int) -> Path:
@@ -137,8 +144,9 @@ class Layout:
         try:
             return Settings(**json.loads(self.settings.read_text()))
         except (ValueError, TypeError) as error:
-            raise CasstraceError(f"{self.settings} is unreadable ({error})",
-                                 f"delete {self.settings} and start the sandbox again") from None
+            raise CasstraceError(
+                f"{self.settings} is unreadable ({error})", f"delete {self.settings} and start the sandbox again"
+            ) from None
 
     def save_settings(self, settings: Settings) -> None:
         partial = self.settings.with_suffix(".partial")

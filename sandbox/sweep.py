@@ -31,7 +31,7 @@ TRACE_COST_BYTES = 100 * 10**6
 
 @dataclass(frozen=True)
 class SweepPlan:
-    columns: tuple[int, ...]       # the values of N
+    columns: tuple[int, ...]  # the values of N
     rows: int
     cell_bytes: int
     repeat: int = 3
@@ -41,21 +41,30 @@ class SweepPlan:
     keyspace: str = SWEEP_KEYSPACE
 
     def spec(self, columns: int) -> WideTable:
-        return WideTable(keyspace=self.keyspace, table=f"wide_{columns}", narrow_table=f"narrow_{columns}",
-                         rows=self.rows, columns=columns, first_column_bytes=self.cell_bytes,
-                         other_column_bytes=self.cell_bytes)
+        return WideTable(
+            keyspace=self.keyspace,
+            table=f"wide_{columns}",
+            narrow_table=f"narrow_{columns}",
+            rows=self.rows,
+            columns=columns,
+            first_column_bytes=self.cell_bytes,
+            other_column_bytes=self.cell_bytes,
+        )
 
     def check(self, node_heap_bytes: int | None = None) -> None:
         """Refuse what the node cannot take: a row over one write, or tables that would overflow its memtables."""
         if not self.columns or min(self.columns) < 1:
-            raise CasstraceError("the sweep needs at least one column count of 1 or more",
-                                 "give --min-columns 1 or more and --max-columns >= --min-columns")
+            raise CasstraceError(
+                "the sweep needs at least one column count of 1 or more",
+                "give --min-columns 1 or more and --max-columns >= --min-columns",
+            )
         widest = max(self.columns) * self.cell_bytes
         if widest > MAX_ROW_BYTES:
             raise CasstraceError(
                 f"a row of {max(self.columns)} columns of {self.cell_bytes:,} bytes is {widest / 2**20:.1f} MiB, "
                 f"more than Cassandra takes in one write ({MAX_ROW_BYTES / 2**20:.0f} MiB here)",
-                "lower --max-columns or --cell-bytes")
+                "lower --max-columns or --cell-bytes",
+            )
         # Both tables load together into memtables that get a quarter of the heap (memtable_heap_space's
         # default); past that, a 1G node ran out of heap while loading two tables of 190 MiB.
         table_bytes = self.rows * widest
@@ -64,7 +73,8 @@ class SweepPlan:
                 f"the two tables at N={max(self.columns)} hold {2 * table_bytes / 2**20:,.0f} MiB, more than the "
                 f"quarter of the node's {node_heap_bytes / 2**30:g} GiB heap Cassandra gives its memtables: loading "
                 "them could run the node out of memory",
-                "lower --rows, --cell-bytes or --max-columns, or start the sandbox with a larger --heap")
+                "lower --rows, --cell-bytes or --max-columns, or start the sandbox with a larger --heap",
+            )
 
     def cost(self, columns: int) -> int:
         """Progress units of one N: load and compaction of both tables, two traced queries."""
@@ -83,9 +93,11 @@ def heap_bytes(heap: str) -> int:
 def queries(spec: WideTable) -> tuple[str, str]:
     """The wide query and its narrow counterpart: they return the same values."""
     last = spec.columns - 1
-    return (f"SELECT c{last} FROM {spec.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id}",
-            f"SELECT value FROM {spec.keyspace}.{spec.narrow_table} WHERE stream_id = {spec.stream_id} "
-            f"AND column_no = {last}")
+    return (
+        f"SELECT c{last} FROM {spec.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id}",
+        f"SELECT value FROM {spec.keyspace}.{spec.narrow_table} WHERE stream_id = {spec.stream_id} "
+        f"AND column_no = {last}",
+    )
 
 
 @dataclass
@@ -93,7 +105,7 @@ class SweepRun:
     columns: int
     wide_trace: Path
     narrow_trace: Path
-    wide_data_file_bytes: int      # Data.db size on disk
+    wide_data_file_bytes: int  # Data.db size on disk
     narrow_data_file_bytes: int
 
 
@@ -102,9 +114,13 @@ def trace_path(traces_dir: Path, kind: str, columns: int) -> Path:
     return traces_dir / f"{kind}-{columns:03d}.trace"
 
 
-def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
-              progress: Callable[[str, int], None] = lambda label, units: None,
-              force: bool = False) -> Generator[SweepRun, None, None]:
+def run_sweep(
+    sandbox: Sandbox,
+    plan: SweepPlan,
+    traces_dir: Path,
+    progress: Callable[[str, int], None] = lambda label, units: None,
+    force: bool = False,
+) -> Generator[SweepRun, None, None]:
     """Measure each N in turn, yielding as each is done. progress(label, units done since the last
     call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created.
     force: replace the traces of an earlier sweep into the same directory."""
@@ -122,7 +138,7 @@ def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
             label = f"N={n}"
             progress(f"{label}: loading", 0)
             row_bytes = n * plan.cell_bytes
-            created.append(spec)   # from the start: a load cut short leaves tables behind too
+            created.append(spec)  # from the start: a load cut short leaves tables behind too
             data = ensure_loaded(
                 sandbox,
                 spec,  # the progress lambda runs inside this call, in this iteration
@@ -130,13 +146,24 @@ def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
             )
             if not data.loaded_now:
                 created.remove(spec)
-            sizes = data.wide.data_bytes, data.narrow.data_bytes   # before the files go with the tables
+            sizes = data.wide.data_bytes, data.narrow.data_bytes  # before the files go with the tables
             progress(f"{label}: tracing", plan.rows * row_bytes if data.loaded_now else 2 * plan.rows * row_bytes)
             traces: list[Path] = []
             for kind, query in zip(("wide", "narrow"), queries(spec)):
-                traces.append(run(RunOptions(
-                    query=query, connection=connection, pid=sandbox.pid(), repeat=plan.repeat, warmup=plan.warmup,
-                    cold=plan.cold, out=trace_path(traces_dir, kind, n), force=force)))
+                traces.append(
+                    run(
+                        RunOptions(
+                            query=query,
+                            connection=connection,
+                            pid=sandbox.pid(),
+                            repeat=plan.repeat,
+                            warmup=plan.warmup,
+                            cold=plan.cold,
+                            out=trace_path(traces_dir, kind, n),
+                            force=force,
+                        )
+                    )
+                )
                 progress(f"{label}: traced {kind}", TRACE_COST_BYTES)
             if not plan.keep and data.loaded_now:
                 _drop(sandbox, [spec])
@@ -151,8 +178,10 @@ def run_sweep(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path,
 
 
 def _keyspace_exists(session: Session, keyspace: str) -> bool:
-    return session.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
-                           (keyspace,)).one() is not None
+    return (
+        session.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s", (keyspace,)).one()
+        is not None
+    )
 
 
 def _drop(sandbox: Sandbox, specs: list[WideTable]) -> None:

@@ -20,7 +20,7 @@ class Load:
     cql: str
     rate_per_s: float
     values: tuple = ()
-    started_s: list[float] = field(default_factory=list)    # time.monotonic() of each start
+    started_s: list[float] = field(default_factory=list)  # time.monotonic() of each start
     latencies_s: list[float] = field(default_factory=list)
     errors: int = 0
 
@@ -44,8 +44,9 @@ class Workload:
         statements = [self.session.prepare(load.cql) if load.values else load.cql for load in self.loads]
         self.started = time.monotonic()
         for load, statement in zip(self.loads, statements):
-            thread = threading.Thread(target=self._run, args=(load, statement), name=f"workload-{load.name}",
-                                      daemon=True)
+            thread = threading.Thread(
+                target=self._run, args=(load, statement), name=f"workload-{load.name}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
         return self
@@ -77,7 +78,7 @@ class Workload:
             began = time.monotonic()
             try:
                 self.session.execute(statement, load.values or None)
-            except Exception:   # a timeout on a busy machine: counted, the schedule goes on
+            except Exception:  # a timeout on a busy machine: counted, the schedule goes on
                 load.errors += 1
                 continue
             load.started_s.append(began)

@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13   # x86_64
+SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13  # x86_64
 
 
 def program_ids(pid: int | str = "self") -> set[int]:
@@ -46,4 +46,4 @@ def wait_until_attached(command: subprocess.Popen[str], timeout_s: float = 120) 
     while not program_ids(command.pid) and command.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert program_ids(command.pid), "the capture never loaded its programs"
-    time.sleep(0.5)   # the tracepoints attach right after the load
+    time.sleep(0.5)  # the tracepoints attach right after the load

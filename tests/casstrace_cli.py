@@ -8,9 +8,11 @@ from pathlib import Path
 CASSTRACE = [str(Path(sys.executable).parent / "casstrace")]
 
 
-def casstrace(*args: object, timeout: float = 600, env: dict[str, str] | None = None,
-              cwd: str | Path | None = None) -> subprocess.CompletedProcess[str]:
+def casstrace(
+    *args: object, timeout: float = 600, env: dict[str, str] | None = None, cwd: str | Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """`casstrace ARGS` run to its end, its output captured as text. env is the whole environment
     (None: the test's own); timeout only stops a hung command."""
-    return subprocess.run([*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env=env, cwd=cwd)
+    return subprocess.run(
+        [*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+    )

@@ -27,16 +27,16 @@ from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 
-TEST_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_DATA_DIR")
-                     or Path.home() / ".local/share/casstrace/test-sandbox")
+TEST_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_DATA_DIR") or Path.home() / ".local/share/casstrace/test-sandbox")
 TEST_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_NATIVE_PORT", "19042"))
 TEST_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_JMX_PORT", "17199"))
-TEST_CLUSTER_DIR = Path(os.environ.get("CASSTRACE_TEST_CLUSTER_DIR")
-                        or Path.home() / ".local/share/casstrace/test-cluster")
+TEST_CLUSTER_DIR = Path(
+    os.environ.get("CASSTRACE_TEST_CLUSTER_DIR") or Path.home() / ".local/share/casstrace/test-cluster"
+)
 TEST_CLUSTER_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_CLUSTER_NATIVE_PORT", "19044"))
 TEST_CLUSTER_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_CLUSTER_JMX_PORT", "17211"))
 CLUSTER_NODES = 3
-CLUSTER_HEAP = "512M"   # three nodes side by side on a CI machine
+CLUSTER_HEAP = "512M"  # three nodes side by side on a CI machine
 # The demo data on the test cluster: every node a replica (RF 3). 20 rows of 1 MB: a full-row read
 # is 20 MB of Data.db per replica, far above the index and system reads around it, and the load
 # (2 tables x 3 replicas) stays within a minute.
@@ -50,8 +50,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A unit test must not reach the node, not even through another fixture: fail it loudly."""
     uses_node = NODE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
     if uses_node and item.get_closest_marker("integration") is None:
-        pytest.fail(f"{item.nodeid} uses {', '.join(sorted(uses_node))} (the test node) but is not marked "
-                    "integration: set `pytestmark = pytest.mark.integration` in its module", pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} uses {', '.join(sorted(uses_node))} (the test node) but is not marked "
+            "integration: set `pytestmark = pytest.mark.integration` in its module",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -118,8 +121,13 @@ def cluster() -> Iterator[SandboxCluster]:
     cluster = SandboxCluster(TEST_CLUSTER_DIR)
     started_here = not cluster.is_running()
     if started_here:
-        cluster.start(nodes=CLUSTER_NODES, native_port=TEST_CLUSTER_NATIVE_PORT,
-                      jmx_port=TEST_CLUSTER_JMX_PORT, heap=CLUSTER_HEAP, progress=lambda _: None)
+        cluster.start(
+            nodes=CLUSTER_NODES,
+            native_port=TEST_CLUSTER_NATIVE_PORT,
+            jmx_port=TEST_CLUSTER_JMX_PORT,
+            heap=CLUSTER_HEAP,
+            progress=lambda _: None,
+        )
     yield cluster
     if started_here:
         cluster.stop()
@@ -141,9 +149,14 @@ def no_speculative_retry(cluster: SandboxCluster, cluster_demo: DemoData) -> Ite
     replicas then read, and a replica's late read may end after the capture stopped."""
     table = f"{cluster_demo.keyspace}.{cluster_demo.spec.table}"
     with cluster.nodes[0].connect() as session:
-        previous = session.execute(
-            "SELECT speculative_retry FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
-            (cluster_demo.keyspace, cluster_demo.spec.table)).one().speculative_retry
+        previous = (
+            session.execute(
+                "SELECT speculative_retry FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                (cluster_demo.keyspace, cluster_demo.spec.table),
+            )
+            .one()
+            .speculative_retry
+        )
         session.execute(f"ALTER TABLE {table} WITH speculative_retry = 'NEVER'")
     yield
     with cluster.nodes[0].connect() as session:

@@ -31,11 +31,17 @@ def stop_jvm(pid: int) -> None:
 def load_demo(pid: int, data_dir: Path, spec: WideTable, *namespaces: str) -> None:
     """The demo tables loaded into the sandbox node at `data_dir` as the node names it, from inside its
     `namespaces` (nsenter's --mount, --net, --pid ...)."""
-    code = ("import sys; from casstrace.sandbox.control import Sandbox; "
-            "from casstrace.sandbox.demo import WideTable, ensure_loaded; "
-            f"ensure_loaded(Sandbox(sys.argv[1]), WideTable(rows={spec.rows}))")
-    loaded = subprocess.run(["nsenter", f"--target={pid}", *namespaces, "--", sys.executable, "-c", code,
-                             str(data_dir)], capture_output=True, text=True, timeout=600)
+    code = (
+        "import sys; from casstrace.sandbox.control import Sandbox; "
+        "from casstrace.sandbox.demo import WideTable, ensure_loaded; "
+        f"ensure_loaded(Sandbox(sys.argv[1]), WideTable(rows={spec.rows}))"
+    )
+    loaded = subprocess.run(
+        ["nsenter", f"--target={pid}", *namespaces, "--", sys.executable, "-c", code, str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert loaded.returncode == 0, loaded.stderr
 
 

@@ -17,8 +17,9 @@ from casstrace.traces import Trace
 
 def rchar(pid: int) -> int:
     """Bytes the process read by read syscalls so far, as the kernel counts them (/proc/PID/io)."""
-    return int(next(line.split()[1] for line in Path(f"/proc/{pid}/io").read_text().splitlines()
-                    if line.startswith("rchar:")))
+    return int(
+        next(line.split()[1] for line in Path(f"/proc/{pid}/io").read_text().splitlines() if line.startswith("rchar:"))
+    )
 
 
 def data_bytes_per_execution(trace: Trace) -> dict[int, int]:
@@ -27,7 +28,8 @@ def data_bytes_per_execution(trace: Trace) -> dict[int, int]:
     rows = trace.rows(
         "SELECT f.node_id, SUM(io.read_bytes) AS bytes FROM file_io io JOIN files f USING (file_id)"
         " JOIN windows w USING (window_id) WHERE w.label = 'execution' AND f.path LIKE '%-Data.db'"
-        " GROUP BY f.node_id")
+        " GROUP BY f.node_id"
+    )
     return {row["node_id"]: row["bytes"] // executions for row in rows}
 
 
@@ -36,8 +38,11 @@ def agents_of(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid \
-                    and b"agent" in (entry / "cmdline").read_bytes().split(b"\0"):
+            if (
+                entry.name.isdigit()
+                and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid
+                and b"agent" in (entry / "cmdline").read_bytes().split(b"\0")
+            ):
                 found.append(int(entry.name))
         except (OSError, IndexError, ValueError):
             continue
@@ -74,18 +79,27 @@ def test_sshd(directory: Path) -> Iterator[Path]:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {directory}/host_key\n"
         f"AuthorizedKeysFile {directory}/authorized_keys\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n"
-        f"UsePAM no\nStrictModes no\nPidFile {directory}/sshd.pid\nMaxStartups 30\nMaxSessions 30\n")
+        f"UsePAM no\nStrictModes no\nPidFile {directory}/sshd.pid\nMaxStartups 30\nMaxSessions 30\n"
+    )
     (directory / "ssh_config").write_text(
         f"Host node1\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {directory}/client_key\n"
         f"  IdentitiesOnly yes\n  UserKnownHostsFile {directory}/known_hosts\n  StrictHostKeyChecking yes\n"
-        f"Host closed\n  HostName 127.0.0.1\n  Port 1\n  User root\n  IdentityFile {directory}/client_key\n")
-    Path("/run/sshd").mkdir(exist_ok=True)   # sshd's privilege separation directory
-    daemon = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", directory / "sshd_config"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        f"Host closed\n  HostName 127.0.0.1\n  Port 1\n  User root\n  IdentityFile {directory}/client_key\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+    daemon = subprocess.Popen(
+        ["/usr/sbin/sshd", "-D", "-e", "-f", directory / "sshd_config"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 10
-        while subprocess.run(["ssh", "-F", directory / "ssh_config", "-o", "BatchMode=yes", "node1", "true"],
-                             capture_output=True).returncode != 0:
+        while (
+            subprocess.run(
+                ["ssh", "-F", directory / "ssh_config", "-o", "BatchMode=yes", "node1", "true"], capture_output=True
+            ).returncode
+            != 0
+        ):
             if daemon.poll() is not None:
                 raise RuntimeError(f"the test sshd exited: {daemon.stderr.read().decode() if daemon.stderr else ''}")
             if time.monotonic() > deadline:

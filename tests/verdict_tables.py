@@ -14,37 +14,40 @@ from casstrace.orchestration.runner import RunOptions, run
 from casstrace.sandbox.control import Sandbox
 
 KEYSPACE = "casstrace_verdicts"
-LOADED = "casstrace verdict classes, loaded v2"     # the last table's comment once its tables are loaded
+LOADED = "casstrace verdict classes, loaded v2"  # the last table's comment once its tables are loaded
 # A scan must read past a 5.0 range read's 256 KiB read-ahead ten times over to be flagged: the
 # tables scanned hold some MB.
-USERS = 10_000                    # ~400 B rows: 4 MB, ~250 chunks of 16 KiB
-SENSOR_ROWS = 10_000              # one wide partition of ~600 B rows
-SMALL_SENSORS = range(2, 12)      # partitions of SMALL_SENSOR_ROWS rows
+USERS = 10_000  # ~400 B rows: 4 MB, ~250 chunks of 16 KiB
+SENSOR_ROWS = 10_000  # one wide partition of ~600 B rows
+SMALL_SENSORS = range(2, 12)  # partitions of SMALL_SENSOR_ROWS rows
 SMALL_SENSOR_ROWS = 20
-QUEUE_ROWS, QUEUE_LIVE = 2_000, 10   # rows of 1,000 B, all but QUEUE_LIVE deleted after a flush
-FRAGMENT_FLUSHES, FRAGMENT_ROWS = 12, 20   # the same 20 rows of 2,000 B written again before each flush
+QUEUE_ROWS, QUEUE_LIVE = 2_000, 10  # rows of 1,000 B, all but QUEUE_LIVE deleted after a flush
+FRAGMENT_FLUSHES, FRAGMENT_ROWS = 12, 20  # the same 20 rows of 2,000 B written again before each flush
 
 NOT_FLAGGED = {
     "point read by full primary key": f"SELECT email FROM {KEYSPACE}.users WHERE user_id = 1234",
     "point read, uncompressed table": f"SELECT email FROM {KEYSPACE}.users_plain WHERE user_id = 1234",
     "all columns of one row": f"SELECT * FROM {KEYSPACE}.users WHERE user_id = 77",
     "point reads of ten keys (IN)": f"SELECT email FROM {KEYSPACE}.users WHERE user_id IN "
-                                    "(5, 42, 77, 500, 1000, 1234, 1500, 2000, 2500, 2999)",
+    "(5, 42, 77, 500, 1000, 1234, 1500, 2000, 2500, 2999)",
     "time-series slice with LIMIT": f"SELECT ts, value FROM {KEYSPACE}.events WHERE sensor = 1 AND ts < 3000 LIMIT 50",
     "latest rows of a small partition": f"SELECT * FROM {KEYSPACE}.events WHERE sensor = 3 LIMIT 5",
     "first rows of a table (LIMIT, no key)": f"SELECT * FROM {KEYSPACE}.users LIMIT 10",
 }
-FLAGGED = {   # query -> the cause named first
+FLAGGED = {  # query -> the cause named first
     "partition mostly tombstones": (f"SELECT v FROM {KEYSPACE}.queue WHERE pk = 1", "tombstones"),
     "partition across many SSTables": (f"SELECT * FROM {KEYSPACE}.fragments WHERE pk = 1", "many_sstables"),
-    "filtering scan": (f"SELECT user_id FROM {KEYSPACE}.users WHERE email = 'user42@example.com' ALLOW FILTERING",
-                       "whole_partition_scan"),
+    "filtering scan": (
+        f"SELECT user_id FROM {KEYSPACE}.users WHERE email = 'user42@example.com' ALLOW FILTERING",
+        "whole_partition_scan",
+    ),
     # Every row, one small column: what is not needed is the other cells of each row (a clustering
     # restriction without partition key is no such case: Cassandra seeks to the rows in each partition).
     "scan without partition key": (f"SELECT name FROM {KEYSPACE}.users", "full_row_read"),
     "wide partition without clustering restriction": (
         f"SELECT ts, value FROM {KEYSPACE}.events WHERE sensor = 1 AND status = 'alarm' ALLOW FILTERING",
-        "whole_partition_scan"),
+        "whole_partition_scan",
+    ),
 }
 
 
@@ -53,24 +56,37 @@ def load(node: Sandbox, *, pathological: bool = True) -> None:
     a while, unless `pathological`), unless a finished load is there already."""
     last = "fragments" if pathological else "events"
     with node.connect() as session:
-        marked = list(session.execute("SELECT comment FROM system_schema.tables WHERE keyspace_name = %s "
-                                      "AND table_name = %s", (KEYSPACE, last)))
+        marked = list(
+            session.execute(
+                "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                (KEYSPACE, last),
+            )
+        )
         if marked and marked[0].comment == LOADED:
             return
         session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}")
-        session.execute(f"CREATE KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', "
-                        "'replication_factor': 1}")
+        session.execute(
+            f"CREATE KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+        )
         lz4 = "compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 16}"
         no_compaction = "compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'}"
         for table, compression in (("users", lz4), ("users_plain", "compression = {'enabled': 'false'}")):
-            session.execute(f"CREATE TABLE {KEYSPACE}.{table} (user_id int PRIMARY KEY, name text, email text, "
-                            f"bio text) WITH {compression}")
-        session.execute(f"CREATE TABLE {KEYSPACE}.events (sensor int, ts int, status text, value text, "
-                        f"PRIMARY KEY (sensor, ts)) WITH CLUSTERING ORDER BY (ts DESC) AND {lz4}")
-        session.execute(f"CREATE TABLE {KEYSPACE}.queue (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
-                        f"WITH {lz4} AND {no_compaction} AND gc_grace_seconds = 864000")
-        session.execute(f"CREATE TABLE {KEYSPACE}.fragments (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
-                        f"WITH {lz4} AND {no_compaction}")
+            session.execute(
+                f"CREATE TABLE {KEYSPACE}.{table} (user_id int PRIMARY KEY, name text, email text, "
+                f"bio text) WITH {compression}"
+            )
+        session.execute(
+            f"CREATE TABLE {KEYSPACE}.events (sensor int, ts int, status text, value text, "
+            f"PRIMARY KEY (sensor, ts)) WITH CLUSTERING ORDER BY (ts DESC) AND {lz4}"
+        )
+        session.execute(
+            f"CREATE TABLE {KEYSPACE}.queue (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
+            f"WITH {lz4} AND {no_compaction} AND gc_grace_seconds = 864000"
+        )
+        session.execute(
+            f"CREATE TABLE {KEYSPACE}.fragments (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
+            f"WITH {lz4} AND {no_compaction}"
+        )
         values = random.Random(23)
         users = [(i, f"user{i}", f"user{i}@example.com", values.randbytes(170).hex()) for i in range(USERS)]
         for table in ("users", "users_plain"):
@@ -78,37 +94,52 @@ def load(node: Sandbox, *, pathological: bool = True) -> None:
             execute_concurrent_with_args(session, insert, users, concurrency=64, raise_on_first_error=True)
         insert = session.prepare(f"INSERT INTO {KEYSPACE}.events (sensor, ts, status, value) VALUES (?, ?, ?, ?)")
         events = [(1, ts, "alarm" if ts == 1_500 else "ok", values.randbytes(300).hex()) for ts in range(SENSOR_ROWS)]
-        events += [(sensor, ts, "ok", values.randbytes(100).hex())
-                   for sensor in SMALL_SENSORS for ts in range(SMALL_SENSOR_ROWS)]
+        events += [
+            (sensor, ts, "ok", values.randbytes(100).hex())
+            for sensor in SMALL_SENSORS
+            for ts in range(SMALL_SENSOR_ROWS)
+        ]
         execute_concurrent_with_args(session, insert, events, concurrency=64, raise_on_first_error=True)
         if not pathological:
             node.nodetool("flush", KEYSPACE)
             session.execute(f"ALTER TABLE {KEYSPACE}.{last} WITH comment = '{LOADED}'")
             return
         insert = session.prepare(f"INSERT INTO {KEYSPACE}.queue (pk, ck, v) VALUES (1, ?, ?)")
-        execute_concurrent_with_args(session, insert, [(ck, values.randbytes(500).hex()) for ck in range(QUEUE_ROWS)],
-                                     concurrency=64, raise_on_first_error=True)
+        execute_concurrent_with_args(
+            session,
+            insert,
+            [(ck, values.randbytes(500).hex()) for ck in range(QUEUE_ROWS)],
+            concurrency=64,
+            raise_on_first_error=True,
+        )
         node.nodetool("flush", KEYSPACE)
         delete = session.prepare(f"DELETE FROM {KEYSPACE}.queue WHERE pk = 1 AND ck = ?")
-        execute_concurrent_with_args(session, delete, [(ck,) for ck in range(QUEUE_LIVE, QUEUE_ROWS)],
-                                     concurrency=64, raise_on_first_error=True)
+        execute_concurrent_with_args(
+            session, delete, [(ck,) for ck in range(QUEUE_LIVE, QUEUE_ROWS)], concurrency=64, raise_on_first_error=True
+        )
         insert = session.prepare(f"INSERT INTO {KEYSPACE}.fragments (pk, ck, v) VALUES (1, ?, ?)")
         for _ in range(FRAGMENT_FLUSHES):
-            execute_concurrent_with_args(session, insert, [(ck, values.randbytes(1_000).hex())
-                                                           for ck in range(FRAGMENT_ROWS)],
-                                         concurrency=64, raise_on_first_error=True)
+            execute_concurrent_with_args(
+                session,
+                insert,
+                [(ck, values.randbytes(1_000).hex()) for ck in range(FRAGMENT_ROWS)],
+                concurrency=64,
+                raise_on_first_error=True,
+            )
             node.nodetool("flush", KEYSPACE)
         for table in ("events", "fragments"):
             session.execute(f"ALTER TABLE {KEYSPACE}.{table} WITH comment = '{LOADED}'")
 
 
 def traced(node: Sandbox, query: str, out: Path) -> Analysis:
-    return analyse(run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port),
-                                  out=out, repeat=2)))
+    return analyse(
+        run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port), out=out, repeat=2))
+    )
 
 
 def judged(analysis: Analysis) -> str:
     """What a failing assertion shows: the verdict, and the causes with their shares."""
-    causes = [(f.cause, f.certainty, None if f.excess_share is None else round(f.excess_share, 2))
-              for f in analysis.findings]
+    causes = [
+        (f.cause, f.certainty, None if f.excess_share is None else round(f.excess_share, 2)) for f in analysis.findings
+    ]
     return f"{analysis.verdict.status}: {analysis.verdict.summary} causes {causes}"

@@ -14,8 +14,15 @@ MERGED_SSTABLES = re.compile(r"Merged data from memtables and (\d+) sstables", r
 # themselves '<stage>-<worker id>' as they switch, the id staying the thread's own. So
 # 'ReadStage-2' and 'Native-Transport-Requests-2' are one thread. Other pools name their threads
 # '<pool>:<n>' (CompactionExecutor:1) and keep them.
-SHARED_POOL_STAGES = ("ReadStage", "MutationStage", "CounterMutationStage", "ViewMutationStage",
-                      "Native-Transport-Requests", "Native-Transport-Auth-Requests", "RequestResponseStage")
+SHARED_POOL_STAGES = (
+    "ReadStage",
+    "MutationStage",
+    "CounterMutationStage",
+    "ViewMutationStage",
+    "Native-Transport-Requests",
+    "Native-Transport-Auth-Requests",
+    "RequestResponseStage",
+)
 _SHARED_WORKER = re.compile(rf"^(?:{'|'.join(map(re.escape, SHARED_POOL_STAGES))})-(\d+)$")
 
 

@@ -12,12 +12,12 @@ from typing import Any
 
 
 class Capability(enum.Enum):
-    PER_CALL_OFFSETS = "per_call_offsets"   # each read's and lseek's file offset, logged per call
-    PAGE_CACHE_FILLS = "page_cache_fills"   # the pages the page cache filled for the process, per call and per fault
-    EXACT_TOTALS = "exact_totals"           # totals counted where the calls happen: lost per-call records shorten none
-    PROFILE_JOIN = "profile_join"           # that log of each read is on async-profiler's clock: reads join Java stacks
-    FOLLOW_CHILDREN = "follow_children"     # a command captured with every process it starts (capture -- CMD)
-    THREAD_IO = "thread_io"                 # file bytes per thread and time slot (watch joins them with sessions)
+    PER_CALL_OFFSETS = "per_call_offsets"  # each read's and lseek's file offset, logged per call
+    PAGE_CACHE_FILLS = "page_cache_fills"  # the pages the page cache filled for the process, per call and per fault
+    EXACT_TOTALS = "exact_totals"  # totals counted where the calls happen: lost per-call records shorten none
+    PROFILE_JOIN = "profile_join"  # that log of each read is on async-profiler's clock: reads join Java stacks
+    FOLLOW_CHILDREN = "follow_children"  # a command captured with every process it starts (capture -- CMD)
+    THREAD_IO = "thread_io"  # file bytes per thread and time slot (watch joins them with sessions)
 
 
 # What a trace without meta `capabilities` (casstrace before they were recorded) could do, by its backend.

@@ -22,8 +22,22 @@ from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS
 from casstrace.traces.writer import TraceWriter
 
 # Per-node tables, in an order that keeps references whole (files and stacks before their users).
-_COPIED = ("files", "file_io", "read_sizes", "coverage", "heatmap", "latency", "events", "page_cache_fills",
-           "mappings", "threads", "stacks", "profile_samples", "profile_reads", "thread_io")
+_COPIED = (
+    "files",
+    "file_io",
+    "read_sizes",
+    "coverage",
+    "heatmap",
+    "latency",
+    "events",
+    "page_cache_fills",
+    "mappings",
+    "threads",
+    "stacks",
+    "profile_samples",
+    "profile_reads",
+    "thread_io",
+)
 # Columns whose values change on the way: ids renumbered, times shifted, the node named.
 _MOVED = {
     "file_id": "file_id + :files",
@@ -45,27 +59,36 @@ def _partial_meta(path: Path) -> dict[str, Any]:
         raise CasstraceError(
             f"a node's capture came in trace format {meta.get('format_version')!r} (casstrace "
             f"{meta.get('casstrace_version')}), not {FORMAT_VERSION}",
-            "install the same casstrace version on every node")
+            "install the same casstrace version on every node",
+        )
     return meta
 
 
-def merge_node(writer: TraceWriter, partial: Path, node_id: int, clock_shift_ns: int,
-               trace_start_ns: int) -> dict[str, Any]:
+def merge_node(
+    writer: TraceWriter, partial: Path, node_id: int, clock_shift_ns: int, trace_start_ns: int
+) -> dict[str, Any]:
     """Copy the partial trace at `partial` into `writer` as node `node_id` (see the module docstring);
     returns the partial trace's meta. The trace's windows must already be written."""
     meta = _partial_meta(partial)
     db = writer.db
     slots = round((int(meta.get("capture_start_ns", trace_start_ns)) + clock_shift_ns - trace_start_ns) / SLOT_NS)
-    db.commit()   # SQLite attaches outside a transaction only
+    db.commit()  # SQLite attaches outside a transaction only
     db.execute("ATTACH DATABASE ? AS part", (str(partial),))
     try:
         (windows,) = db.execute("SELECT COUNT(*) FROM part.windows").fetchone()
         (own_windows,) = db.execute("SELECT COUNT(*) FROM main.windows").fetchone()
-        if windows > own_windows:   # fewer: its capture ended early (its meta says why)
-            raise CasstraceError(f"node {node_id}'s capture has {windows} windows where the run has {own_windows}",
-                                 "install the same casstrace version on every node")
-        offsets = {"files": _next_id(db, "files", "file_id"), "stacks": _next_id(db, "stacks", "stack_id"),
-                   "shift": clock_shift_ns, "node": node_id, "slots": slots}
+        if windows > own_windows:  # fewer: its capture ended early (its meta says why)
+            raise CasstraceError(
+                f"node {node_id}'s capture has {windows} windows where the run has {own_windows}",
+                "install the same casstrace version on every node",
+            )
+        offsets = {
+            "files": _next_id(db, "files", "file_id"),
+            "stacks": _next_id(db, "stacks", "stack_id"),
+            "shift": clock_shift_ns,
+            "node": node_id,
+            "slots": slots,
+        }
         for table in _COPIED:
             _copy(db, table, offsets)
     finally:
@@ -86,14 +109,15 @@ def _columns(db: sqlite3.Connection, schema: str, table: str) -> list[str]:
 def _copy(db: sqlite3.Connection, table: str, offsets: Mapping[str, int]) -> None:
     columns = _columns(db, "main", table)
     present = set(_columns(db, "part", table))
-    values = [_MOVED.get(column, column) if column in present or column == "node_id" else "NULL"
-              for column in columns]
+    values = [_MOVED.get(column, column) if column in present or column == "node_id" else "NULL" for column in columns]
     summed = _SLOTTED.get(table)
     if summed is None:
         select = f"SELECT {', '.join(values)} FROM part.{table}"
     else:
-        values = [("max(0, slot + :slots)" if column == "slot" else
-                   f"SUM({column})" if column in summed else value) for column, value in zip(columns, values)]
+        values = [
+            ("max(0, slot + :slots)" if column == "slot" else f"SUM({column})" if column in summed else value)
+            for column, value in zip(columns, values)
+        ]
         keys = [value for column, value in zip(columns, values) if column not in summed]
         select = f"SELECT {', '.join(values)} FROM part.{table} GROUP BY {', '.join(keys)}"
     db.execute(f"INSERT INTO main.{table}({', '.join(columns)}) {select}", offsets)
@@ -104,16 +128,19 @@ def combined_meta(metas: Sequence[Mapping[str, Any]], primary: int) -> dict[str,
     every one took, the capabilities every one's backend had, and the rest (pid, process, backend...)
     of metas[primary]."""
     first = metas[primary]
-    combined: dict[str, Any] = {key: first[key] for key in ("backend", "pid", "process", "slot_ns",
-                                                            "heatmap_offset_bytes") if key in first}
+    combined: dict[str, Any] = {
+        key: first[key] for key in ("backend", "pid", "process", "slot_ns", "heatmap_offset_bytes") if key in first
+    }
     for key in SUMMED_META:
         if any(key in meta for meta in metas):
             combined[key] = sum(int(meta.get(key) or 0) for meta in metas)
     # what every node's backend could do
     combined["capabilities"] = recorded(frozenset.intersection(*(capabilities_of(meta) for meta in metas)))
     measures = [meta.get("measures") or {} for meta in metas]
-    combined["measures"] = {name: all(bool(taken.get(name)) for taken in measures)
-                            for name in dict.fromkeys(name for taken in measures for name in taken)}
+    combined["measures"] = {
+        name: all(bool(taken.get(name)) for taken in measures)
+        for name in dict.fromkeys(name for taken in measures for name in taken)
+    }
     unmeasured = next((meta["mapped_unmeasured"] for meta in metas if "mapped_unmeasured" in meta), None)
     if unmeasured is not None:
         combined["mapped_unmeasured"] = unmeasured

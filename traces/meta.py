@@ -21,40 +21,40 @@ from casstrace.traces.storage import SSTableStorage
 
 class ColumnMeta(TypedDict):
     name: str
-    type: str               # CQL type, as system_schema.columns writes it
-    kind: str               # 'partition_key' | 'clustering' | 'static' | 'regular'
+    type: str  # CQL type, as system_schema.columns writes it
+    kind: str  # 'partition_key' | 'clustering' | 'static' | 'regular'
 
 
 class SSTableFileMeta(TypedDict):
     path: str
-    size: int               # bytes on disk when the run started
+    size: int  # bytes on disk when the run started
 
 
 class TableMeta(TypedDict, total=False):
     keyspace: str
     table: str
-    id: str                 # the table id (a UUID), which names its directory
+    id: str  # the table id (a UUID), which names its directory
     columns: list[ColumnMeta]
     partition_key: list[str]
     clustering: list[str]
-    compression: dict[str, str]     # system_schema.tables compression options
+    compression: dict[str, str]  # system_schema.tables compression options
     sstables: list[SSTableFileMeta]
-    storage: list[SSTableStorage]   # per live SSTable: chunks and statistics (traces.storage)
+    storage: list[SSTableStorage]  # per live SSTable: chunks and statistics (traces.storage)
 
 
 class CassandraMeta(TypedDict, total=False):
     release_version: str
-    disk_access_mode: str   # as the node reports it ('standard' for mmap_index_only), or 'unknown'
+    disk_access_mode: str  # as the node reports it ('standard' for mmap_index_only), or 'unknown'
     data_file_directories: list[str]
     tables: list[TableMeta]
-    compressed_read_ahead_bytes: int   # 5.0+: what a range read of compressed SSTables reads at a time
+    compressed_read_ahead_bytes: int  # 5.0+: what a range read of compressed SSTables reads at a time
 
 
 class QueryTraceEvent(TypedDict):
-    activity: str               # what the node did, in its words (work, never values)
+    activity: str  # what the node did, in its words (work, never values)
     source_elapsed_us: int | None
     thread: str
-    source: NotRequired[str | None]   # format 3: the address of the node that recorded it
+    source: NotRequired[str | None]  # format 3: the address of the node that recorded it
 
 
 class QueryTraceSession(TypedDict):
@@ -65,7 +65,7 @@ class QueryTraceSession(TypedDict):
 
 class NodeMeta(TypedDict, total=False):
     host: str
-    address: str            # an agent's own capture meta (casstrace.orchestration.agents)
+    address: str  # an agent's own capture meta (casstrace.orchestration.agents)
     port: int
     pid: int | None
 
@@ -105,16 +105,44 @@ class ProfileMeta(TypedDict, total=False):
 
 
 META_TYPES: dict[str, Any] = {
-    "format_version": int, "casstrace_version": str, "complete": bool, "incomplete_reason": str,
-    "backend": str, "capabilities": list[str], "source": str, "measures": dict[str, bool], "unlogged_fill_pages": int,
-    "mapped_unmeasured": dict[str, str], "cold": dict[str, int | bool], "hostname": str | None, "kernel": str | None,
-    "pid": int | None, "process": str | None, "capture_start_ns": int, "capture_end_ns": int,
-    "clock_offset_ns": int, "slot_ns": int, "heatmap_offset_bytes": int, "lost_events": int,
-    "unstreamed_events": int, "aggregate_overflows": int, "ended_early": str, "notes": list[str],
-    "sysdig_version": str, "query": str, "keyspace": str | None, "consistency": str, "page_size": int | None,
+    "format_version": int,
+    "casstrace_version": str,
+    "complete": bool,
+    "incomplete_reason": str,
+    "backend": str,
+    "capabilities": list[str],
+    "source": str,
+    "measures": dict[str, bool],
+    "unlogged_fill_pages": int,
+    "mapped_unmeasured": dict[str, str],
+    "cold": dict[str, int | bool],
+    "hostname": str | None,
+    "kernel": str | None,
+    "pid": int | None,
+    "process": str | None,
+    "capture_start_ns": int,
+    "capture_end_ns": int,
+    "clock_offset_ns": int,
+    "slot_ns": int,
+    "heatmap_offset_bytes": int,
+    "lost_events": int,
+    "unstreamed_events": int,
+    "aggregate_overflows": int,
+    "ended_early": str,
+    "notes": list[str],
+    "sysdig_version": str,
+    "query": str,
+    "keyspace": str | None,
+    "consistency": str,
+    "page_size": int | None,
     "paging": dict[str, int | bool | str | None],
-    "node": NodeMeta, "cassandra": CassandraMeta, "query_trace": list[QueryTraceSession],
-    "replicas": ReplicasMeta, "thread_slot_ns": int, "watch": WatchMeta, "profile": ProfileMeta,
+    "node": NodeMeta,
+    "cassandra": CassandraMeta,
+    "query_trace": list[QueryTraceSession],
+    "replicas": ReplicasMeta,
+    "thread_slot_ns": int,
+    "watch": WatchMeta,
+    "profile": ProfileMeta,
     "clock": dict[str, int],
 }
 
@@ -146,18 +174,30 @@ def _mismatch(value: Any, kind: Any, where: str) -> str | None:
         if missing:
             return f"{where}: {missing[0]} is missing"
         hints = typing.get_type_hints(kind)
-        return next((wrong for key, item in value.items() if key in hints
-                     for wrong in [_mismatch(item, hints[key], f"{where}.{key}")] if wrong), None)
+        return next(
+            (
+                wrong
+                for key, item in value.items()
+                if key in hints
+                for wrong in [_mismatch(item, hints[key], f"{where}.{key}")]
+                if wrong
+            ),
+            None,
+        )
     if origin is list:
         if not isinstance(value, list):
             return f"{where}: {value!r:.40} is not a list"
-        return next((wrong for at, item in enumerate(value) for wrong in [_mismatch(item, args[0], f"{where}[{at}]")]
-                     if wrong), None)
+        return next(
+            (wrong for at, item in enumerate(value) for wrong in [_mismatch(item, args[0], f"{where}[{at}]")] if wrong),
+            None,
+        )
     if origin is dict:
         if not isinstance(value, dict):
             return f"{where}: {value!r:.40} is not an object"
-        return next((wrong for key, item in value.items() for wrong in [_mismatch(item, args[1], f"{where}.{key}")]
-                     if wrong), None)
+        return next(
+            (wrong for key, item in value.items() for wrong in [_mismatch(item, args[1], f"{where}.{key}")] if wrong),
+            None,
+        )
     # JSON has one number type: an int is a float; a bool is no int (json.loads reads true as True)
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return None

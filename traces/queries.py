@@ -82,6 +82,7 @@ Record = TypeVar("Record")
 
 # -- the records ---------------------------------------------------------------------------------
 
+
 class FilePath(NamedTuple):
     file_id: int
     path: str
@@ -92,7 +93,7 @@ class ExecutionRecord:
     """One execution of the query, as the client saw it (the executions table)."""
 
     execution: int
-    kind: str                     # 'warmup' | 'measured' | 'tracing'
+    kind: str  # 'warmup' | 'measured' | 'tracing'
     window_id: int | None
     latency_s: float | None
     rows: int | None
@@ -101,7 +102,7 @@ class ExecutionRecord:
     client_file_id: int | None
     pages: int | None
     error: str | None
-    coordinator: str | None       # None before format 3
+    coordinator: str | None  # None before format 3
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class NodeRecord:
     not_captured: str | None
     pid: int | None
     clock_shift_ns: int | None
-    meta: dict[str, Any] | None   # that node's own capture meta
+    meta: dict[str, Any] | None  # that node's own capture meta
 
 
 class FileTotals(NamedTuple):
@@ -286,6 +287,7 @@ class ThreadIO(NamedTuple):
 
 # -- how they are read ---------------------------------------------------------------------------
 
+
 def _fetch(trace: Trace, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
     """Plain tuples (not the Trace's sqlite3.Row): the records are built from them."""
     try:
@@ -293,8 +295,10 @@ def _fetch(trace: Trace, sql: str, params: Sequence[object] = ()) -> list[tuple[
         cursor.row_factory = None
         return cursor.execute(sql, params).fetchall()
     except sqlite3.DatabaseError as error:
-        raise CasstraceError(f"{trace.path} is not a whole casstrace trace ({error})",
-                             "the file is damaged or truncated: take the trace again, or copy it whole") from None
+        raise CasstraceError(
+            f"{trace.path} is not a whole casstrace trace ({error})",
+            "the file is damaged or truncated: take the trace again, or copy it whole",
+        ) from None
 
 
 def _records(record: Callable[..., Record], trace: Trace, sql: str, params: Sequence[object] = ()) -> list[Record]:
@@ -326,6 +330,7 @@ def _in(*restrictions: tuple[str, Iterable[object]]) -> tuple[str, list[object]]
 
 # -- files, windows, executions, nodes -----------------------------------------------------------
 
+
 def file_paths(trace: Trace, kind: str = "file") -> list[FilePath]:
     return _records(FilePath, trace, "SELECT file_id, path FROM files WHERE kind = ?", (kind,))
 
@@ -340,19 +345,49 @@ def window_ids(trace: Trace) -> list[int]:
 
 def executions(trace: Trace) -> list[ExecutionRecord]:
     coordinator = _column_or(trace, "executions", "coordinator")
-    return _records(ExecutionRecord, trace,
-                    "SELECT execution, kind, window_id, latency_s, rows, payload_bytes, wire_bytes, client_file_id,"
-                    f" pages, error, {coordinator} FROM executions ORDER BY execution")
+    return _records(
+        ExecutionRecord,
+        trace,
+        "SELECT execution, kind, window_id, latency_s, rows, payload_bytes, wire_bytes, client_file_id,"
+        f" pages, error, {coordinator} FROM executions ORDER BY execution",
+    )
 
 
 def nodes(trace: Trace) -> list[NodeRecord]:
     if not _has_table(trace, "nodes"):
         return []
-    return [NodeRecord(node_id, address, host, datacenter, rack, bool(replica), bool(captured), not_captured, pid,
-                       clock_shift_ns, json.loads(meta) if meta else None)
-            for (node_id, address, host, datacenter, rack, replica, captured, not_captured, pid, clock_shift_ns, meta)
-            in _fetch(trace, "SELECT node_id, address, host, datacenter, rack, replica, captured, not_captured, pid,"
-                             " clock_shift_ns, meta FROM nodes ORDER BY node_id")]
+    return [
+        NodeRecord(
+            node_id,
+            address,
+            host,
+            datacenter,
+            rack,
+            bool(replica),
+            bool(captured),
+            not_captured,
+            pid,
+            clock_shift_ns,
+            json.loads(meta) if meta else None,
+        )
+        for (
+            node_id,
+            address,
+            host,
+            datacenter,
+            rack,
+            replica,
+            captured,
+            not_captured,
+            pid,
+            clock_shift_ns,
+            meta,
+        ) in _fetch(
+            trace,
+            "SELECT node_id, address, host, datacenter, rack, replica, captured, not_captured, pid,"
+            " clock_shift_ns, meta FROM nodes ORDER BY node_id",
+        )
+    ]
 
 
 def file_node_ids(trace: Trace) -> dict[int, int]:
@@ -369,37 +404,50 @@ def file_node_addresses(trace: Trace) -> dict[int, str]:
 
 # -- per-file I/O over windows -------------------------------------------------------------------
 
+
 def file_totals(trace: Trace, window_ids: Sequence[int]) -> list[FileTotals]:
     condition, params = _in(("io.window_id", window_ids))
     mapped = _column_or(trace, "file_io", "mapped_touched_bytes", alias="io.")
-    return _records(FileTotals, trace,
-                    f"""SELECT f.file_id, f.path, f.kind, f.size_bytes,
+    return _records(
+        FileTotals,
+        trace,
+        f"""SELECT f.file_id, f.path, f.kind, f.size_bytes,
                                SUM(read_calls), SUM(read_bytes), SUM(read_requested_bytes), SUM(read_ns),
                                SUM(write_calls), SUM(write_bytes), SUM(lseek_calls), SUM(seek_jumps),
                                MAX(longest_sequential_bytes), SUM(cache_miss_bytes), SUM({mapped})
                         FROM file_io io JOIN files f ON f.file_id = io.file_id
                         WHERE {condition}
-                        GROUP BY f.file_id""", params)
+                        GROUP BY f.file_id""",
+        params,
+    )
 
 
 def file_window_io(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[FileWindowIO]:
     condition, params = _in(("window_id", window_ids), ("file_id", file_ids))
     touched = _column_or(trace, "file_io", "mapped_touched_bytes")
     huge = _column_or(trace, "file_io", "mapped_huge_bytes")
-    return _records(FileWindowIO, trace,
-                    f"SELECT window_id, file_id, read_bytes, cache_miss_bytes, {touched}, {huge}"
-                    f" FROM file_io WHERE {condition}", params)
+    return _records(
+        FileWindowIO,
+        trace,
+        f"SELECT window_id, file_id, read_bytes, cache_miss_bytes, {touched}, {huge} FROM file_io WHERE {condition}",
+        params,
+    )
 
 
 def read_size_counts(trace: Trace, window_ids: Sequence[int]) -> list[ReadSizeCount]:
     condition, params = _in(("window_id", window_ids))
-    return _records(ReadSizeCount, trace,
-                    f"SELECT file_id, log2_bucket, SUM(count) FROM read_sizes WHERE {condition}"
-                    " GROUP BY file_id, log2_bucket ORDER BY log2_bucket", params)
+    return _records(
+        ReadSizeCount,
+        trace,
+        f"SELECT file_id, log2_bucket, SUM(count) FROM read_sizes WHERE {condition}"
+        " GROUP BY file_id, log2_bucket ORDER BY log2_bucket",
+        params,
+    )
 
 
-def coverage_runs(trace: Trace, window_ids: Sequence[int], source: str | None = None,
-                  file_ids: Sequence[int] | None = None) -> list[CoverageRun]:
+def coverage_runs(
+    trace: Trace, window_ids: Sequence[int], source: str | None = None, file_ids: Sequence[int] | None = None
+) -> list[CoverageRun]:
     """For one source ('syscall' | 'page_cache') or both, of every file or of `file_ids` (found
     through the coverage_file index)."""
     restrictions: list[tuple[str, Iterable[object]]] = [("window_id", window_ids)]
@@ -409,16 +457,18 @@ def coverage_runs(trace: Trace, window_ids: Sequence[int], source: str | None = 
     if source is not None:
         condition += " AND source = ?"
         params.append(source)
-    return _records(CoverageRun, trace,
-                    f"SELECT window_id, file_id, first_page, page_count FROM coverage WHERE {condition}", params)
+    return _records(
+        CoverageRun, trace, f"SELECT window_id, file_id, first_page, page_count FROM coverage WHERE {condition}", params
+    )
 
 
 def distinct_coverage(trace: Trace, window_ids: Sequence[int]) -> list[FilePageRun]:
     """DISTINCT lets SQLite drop the runs repeated window after window (every execution of a query
     reads the same pages), so the union costs little however many executions there were."""
     condition, params = _in(("window_id", window_ids))
-    return _records(FilePageRun, trace,
-                    f"SELECT DISTINCT file_id, first_page, page_count FROM coverage WHERE {condition}", params)
+    return _records(
+        FilePageRun, trace, f"SELECT DISTINCT file_id, first_page, page_count FROM coverage WHERE {condition}", params
+    )
 
 
 def syscall_page_bytes(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[WindowFileBytes]:
@@ -426,21 +476,28 @@ def syscall_page_bytes(trace: Trace, window_ids: Sequence[int], file_ids: Sequen
     bitmap), so SQLite sums them itself."""
     condition, params = _in(("c.window_id", window_ids), ("c.file_id", file_ids))
     end = f"(c.first_page + c.page_count) * {PAGE_BYTES}"
-    return _records(WindowFileBytes, trace,
-                    f"SELECT c.window_id, c.file_id,"
-                    f" SUM(MAX(0, MIN({end}, COALESCE(f.size_bytes, {end})) - c.first_page * {PAGE_BYTES}))"
-                    f" FROM coverage c JOIN files f ON f.file_id = c.file_id WHERE c.source = 'syscall'"
-                    f" AND {condition} GROUP BY c.window_id, c.file_id",
-                    params)
+    return _records(
+        WindowFileBytes,
+        trace,
+        f"SELECT c.window_id, c.file_id,"
+        f" SUM(MAX(0, MIN({end}, COALESCE(f.size_bytes, {end})) - c.first_page * {PAGE_BYTES}))"
+        f" FROM coverage c JOIN files f ON f.file_id = c.file_id WHERE c.source = 'syscall'"
+        f" AND {condition} GROUP BY c.window_id, c.file_id",
+        params,
+    )
 
 
 def socket_writes(trace: Trace, window_ids: Sequence[int]) -> list[SocketWrite]:
     condition, params = _in(("io.window_id", window_ids))
     node_id = _column_or(trace, "files", "node_id", alias="f.")
-    return _records(SocketWrite, trace,
-                    f"SELECT {node_id}, f.path, f.local_addr, f.remote_addr, COALESCE(SUM(io.write_bytes), 0)"
-                    f" FROM file_io io JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND {condition}"
-                    " GROUP BY f.file_id", params)
+    return _records(
+        SocketWrite,
+        trace,
+        f"SELECT {node_id}, f.path, f.local_addr, f.remote_addr, COALESCE(SUM(io.write_bytes), 0)"
+        f" FROM file_io io JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND {condition}"
+        " GROUP BY f.file_id",
+        params,
+    )
 
 
 def mapped_bytes(trace: Trace, file_ids: Sequence[int]) -> int:
@@ -450,33 +507,45 @@ def mapped_bytes(trace: Trace, file_ids: Sequence[int]) -> int:
     return int(_scalar(trace, f"SELECT COALESCE(SUM(mapped_bytes), 0) FROM mappings WHERE {condition}", params))
 
 
-def node_executions_reading(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int],
-                            count_mapped: bool) -> list[NodeExecution]:
+def node_executions_reading(
+    trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int], count_mapped: bool
+) -> list[NodeExecution]:
     """Read: bytes read syscalls returned, page-cache fills, and (count_mapped) mapped pages touched."""
     if "node_id" not in trace.columns("files"):
         return []
     condition, params = _in(("io.window_id", window_ids), ("io.file_id", file_ids))
     mapped = " OR COALESCE(io.mapped_touched_bytes, 0) > 0" if count_mapped else ""
-    return _records(NodeExecution, trace,
-                    "SELECT DISTINCT f.node_id, w.execution FROM file_io io JOIN files f ON f.file_id = io.file_id"
-                    " JOIN windows w ON w.window_id = io.window_id WHERE f.node_id IS NOT NULL"
-                    f" AND w.execution IS NOT NULL AND {condition}"
-                    f" AND (io.read_bytes > 0 OR COALESCE(io.cache_miss_bytes, 0) > 0{mapped}) ORDER BY w.execution",
-                    params)
+    return _records(
+        NodeExecution,
+        trace,
+        "SELECT DISTINCT f.node_id, w.execution FROM file_io io JOIN files f ON f.file_id = io.file_id"
+        " JOIN windows w ON w.window_id = io.window_id WHERE f.node_id IS NOT NULL"
+        f" AND w.execution IS NOT NULL AND {condition}"
+        f" AND (io.read_bytes > 0 OR COALESCE(io.cache_miss_bytes, 0) > 0{mapped}) ORDER BY w.execution",
+        params,
+    )
 
 
 def mapped_touched_by_file(trace: Trace, label: str) -> dict[int, int]:
     if "mapped_touched_bytes" not in trace.columns("file_io"):
         return {}
-    return dict(_fetch(trace, "SELECT file_id, SUM(mapped_touched_bytes) FROM file_io JOIN windows USING (window_id)"
-                              " WHERE label = ? AND mapped_touched_bytes IS NOT NULL GROUP BY file_id", (label,)))
+    return dict(
+        _fetch(
+            trace,
+            "SELECT file_id, SUM(mapped_touched_bytes) FROM file_io JOIN windows USING (window_id)"
+            " WHERE label = ? AND mapped_touched_bytes IS NOT NULL GROUP BY file_id",
+            (label,),
+        )
+    )
 
 
 # -- per-call log and heat map -------------------------------------------------------------------
 
+
 def file_call_count(trace: Trace, file_id: int) -> int:
-    return int(_scalar(trace, "SELECT COALESCE(SUM(read_calls + lseek_calls), 0) FROM file_io WHERE file_id = ?",
-                       (file_id,)))
+    return int(
+        _scalar(trace, "SELECT COALESCE(SUM(read_calls + lseek_calls), 0) FROM file_io WHERE file_id = ?", (file_id,))
+    )
 
 
 def streamed_call_count(trace: Trace, file_id: int) -> int:
@@ -484,42 +553,61 @@ def streamed_call_count(trace: Trace, file_id: int) -> int:
 
 
 def offset_events(trace: Trace, file_id: int) -> list[OffsetEvent]:
-    return _records(OffsetEvent, trace, "SELECT ts_ns, syscall, offset, returned FROM events"
-                                        " WHERE file_id = ? AND offset IS NOT NULL ORDER BY ts_ns", (file_id,))
+    return _records(
+        OffsetEvent,
+        trace,
+        "SELECT ts_ns, syscall, offset, returned FROM events WHERE file_id = ? AND offset IS NOT NULL ORDER BY ts_ns",
+        (file_id,),
+    )
 
 
 def heatmap_cells(trace: Trace, file_id: int, source: str) -> list[HeatmapCell]:
-    return _records(HeatmapCell, trace, "SELECT slot, offset_bucket, calls, bytes FROM heatmap"
-                                        " WHERE file_id = ? AND source = ? ORDER BY slot, offset_bucket",
-                    (file_id, source))
+    return _records(
+        HeatmapCell,
+        trace,
+        "SELECT slot, offset_bucket, calls, bytes FROM heatmap"
+        " WHERE file_id = ? AND source = ? ORDER BY slot, offset_bucket",
+        (file_id, source),
+    )
 
 
 def read_calls(trace: Trace) -> list[ReadCall]:
-    return _records(ReadCall, trace, "SELECT tid, ts_ns, file_id, returned FROM events"
-                                     " WHERE syscall != 'lseek' AND returned > 0 AND file_id IS NOT NULL")
+    return _records(
+        ReadCall,
+        trace,
+        "SELECT tid, ts_ns, file_id, returned FROM events"
+        " WHERE syscall != 'lseek' AND returned > 0 AND file_id IS NOT NULL",
+    )
 
 
 # -- latency -------------------------------------------------------------------------------------
 
+
 def latency_by_slot(trace: Trace, file_only: bool) -> list[LatencyCell]:
     """Calls per time slot and latency bucket: of syscalls on regular files (file_only), or all."""
     condition = "target = 'file'" if file_only else "1"
-    return _records(LatencyCell, trace,
-                    f"SELECT slot, bucket, SUM(count) FROM latency WHERE {condition} GROUP BY slot, bucket")
+    return _records(
+        LatencyCell, trace, f"SELECT slot, bucket, SUM(count) FROM latency WHERE {condition} GROUP BY slot, bucket"
+    )
 
 
 def latency_by_syscall(trace: Trace) -> list[SyscallLatencyCell]:
-    return _records(SyscallLatencyCell, trace,
-                    "SELECT syscall, target, bucket, SUM(count) FROM latency GROUP BY syscall, target, bucket")
+    return _records(
+        SyscallLatencyCell,
+        trace,
+        "SELECT syscall, target, bucket, SUM(count) FROM latency GROUP BY syscall, target, bucket",
+    )
 
 
 # -- Java profile --------------------------------------------------------------------------------
 
+
 def stacks(trace: Trace) -> dict[int, tuple[str, ...]]:
     if not _has_table(trace, "stacks"):
         return {}
-    return {stack_id: tuple(json.loads(frames)) for stack_id, frames in
-            _fetch(trace, "SELECT stack_id, frames FROM stacks")}
+    return {
+        stack_id: tuple(json.loads(frames)) for stack_id, frames in _fetch(trace, "SELECT stack_id, frames FROM stacks")
+    }
 
 
 def stack_read_bytes(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[StackReadBytes]:
@@ -529,62 +617,86 @@ def stack_read_bytes(trace: Trace, window_ids: Sequence[int], file_ids: Sequence
     condition, params = _in(("window_id", window_ids), ("file_id", file_ids))
     fill = _column_or(trace, "profile_reads", "fill_bytes")
     fault_fill = _column_or(trace, "profile_reads", "fault_fill_bytes")
-    return _records(StackReadBytes, trace,
-                    f"SELECT stack_id, SUM(bytes), COALESCE(SUM({fill}), 0), COALESCE(SUM({fault_fill}), 0)"
-                    f" FROM profile_reads WHERE {condition} GROUP BY stack_id", params)
+    return _records(
+        StackReadBytes,
+        trace,
+        f"SELECT stack_id, SUM(bytes), COALESCE(SUM({fill}), 0), COALESCE(SUM({fault_fill}), 0)"
+        f" FROM profile_reads WHERE {condition} GROUP BY stack_id",
+        params,
+    )
 
 
 def thread_reads(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[ThreadRead]:
     """One pass over the windows' logged calls on the files (lseeks return no bytes)."""
     condition, params = _in(("w.window_id", window_ids), ("e.file_id", file_ids))
     fill_pages = _column_or(trace, "events", "cache_miss_pages", alias="e.", default="0")
-    return _records(ThreadRead, trace,
-                    "SELECT e.tid, COALESCE(SUM(CASE WHEN e.syscall != 'lseek' THEN MAX(e.returned, 0) ELSE 0 END), 0),"
-                    f" COALESCE(SUM(CASE WHEN e.syscall != 'lseek' THEN {fill_pages} ELSE 0 END), 0)"
-                    " FROM events e JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-                    f" WHERE {condition} GROUP BY e.tid", params)
+    return _records(
+        ThreadRead,
+        trace,
+        "SELECT e.tid, COALESCE(SUM(CASE WHEN e.syscall != 'lseek' THEN MAX(e.returned, 0) ELSE 0 END), 0),"
+        f" COALESCE(SUM(CASE WHEN e.syscall != 'lseek' THEN {fill_pages} ELSE 0 END), 0)"
+        " FROM events e JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
+        f" WHERE {condition} GROUP BY e.tid",
+        params,
+    )
 
 
 def faulting_threads(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> set[int]:
     if not _has_table(trace, "page_cache_fills"):
         return set()
     condition, params = _in(("w.window_id", window_ids), ("p.file_id", file_ids))
-    return {tid for (tid,) in _fetch(
-        trace, "SELECT DISTINCT p.tid FROM page_cache_fills p JOIN windows w ON p.ts_ns >= w.start_ns"
-               f" AND p.ts_ns < w.end_ns WHERE {condition}", params)}
+    return {
+        tid
+        for (tid,) in _fetch(
+            trace,
+            "SELECT DISTINCT p.tid FROM page_cache_fills p JOIN windows w ON p.ts_ns >= w.start_ns"
+            f" AND p.ts_ns < w.end_ns WHERE {condition}",
+            params,
+        )
+    }
 
 
 def fault_fill_pages(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> int:
     if not _has_table(trace, "page_cache_fills"):
         return 0
     condition, params = _in(("w.window_id", window_ids), ("p.file_id", file_ids))
-    return int(_scalar(trace, "SELECT COALESCE(SUM(p.pages), 0) FROM page_cache_fills p JOIN windows w"
-                              f" ON p.ts_ns >= w.start_ns AND p.ts_ns < w.end_ns WHERE {condition}",
-                       params))
+    return int(
+        _scalar(
+            trace,
+            "SELECT COALESCE(SUM(p.pages), 0) FROM page_cache_fills p JOIN windows w"
+            f" ON p.ts_ns >= w.start_ns AND p.ts_ns < w.end_ns WHERE {condition}",
+            params,
+        )
+    )
 
 
 def fill_bytes(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> int:
     condition, params = _in(("window_id", window_ids), ("file_id", file_ids))
-    return int(_scalar(trace, f"SELECT COALESCE(SUM(cache_miss_bytes), 0) FROM file_io WHERE {condition}",
-                       params))
+    return int(_scalar(trace, f"SELECT COALESCE(SUM(cache_miss_bytes), 0) FROM file_io WHERE {condition}", params))
 
 
 def stack_samples(trace: Trace, window_ids: Sequence[int], tids: Sequence[int], state: str) -> list[StackSamples]:
     if not _has_table(trace, "profile_samples"):
         return []
     condition, params = _in(("window_id", window_ids), ("tid", tids))
-    return _records(StackSamples, trace,
-                    f"SELECT stack_id, SUM(samples) FROM profile_samples WHERE {condition} AND state = ?"
-                    " GROUP BY stack_id", params + [state])
+    return _records(
+        StackSamples,
+        trace,
+        f"SELECT stack_id, SUM(samples) FROM profile_samples WHERE {condition} AND state = ? GROUP BY stack_id",
+        params + [state],
+    )
 
 
 def sampled_threads(trace: Trace, window_ids: Sequence[int], tids: Sequence[int], state: str) -> set[int]:
     if not _has_table(trace, "profile_samples"):
         return set()
     condition, params = _in(("window_id", window_ids), ("tid", tids))
-    return {tid for (tid,) in _fetch(
-        trace, f"SELECT DISTINCT tid FROM profile_samples WHERE {condition} AND state = ?",
-        params + [state])}
+    return {
+        tid
+        for (tid,) in _fetch(
+            trace, f"SELECT DISTINCT tid FROM profile_samples WHERE {condition} AND state = ?", params + [state]
+        )
+    }
 
 
 def thread_names(trace: Trace) -> dict[int, str]:
@@ -593,14 +705,18 @@ def thread_names(trace: Trace) -> dict[int, str]:
 
 # -- watch ---------------------------------------------------------------------------------------
 
+
 def has_watch_tables(trace: Trace) -> bool:
     return _has_table(trace, "thread_io")
 
 
 def statement_sessions(trace: Trace) -> list[StatementSession]:
-    return _records(StatementSession, trace,
-                    "SELECT session, session_id, statement, consistency, client, started_ns, duration_ns, live_rows,"
-                    " tombstone_cells, sstables_merged FROM statement_sessions ORDER BY session")
+    return _records(
+        StatementSession,
+        trace,
+        "SELECT session, session_id, statement, consistency, client, started_ns, duration_ns, live_rows,"
+        " tombstone_cells, sstables_merged FROM statement_sessions ORDER BY session",
+    )
 
 
 def session_threads(trace: Trace) -> list[SessionThread]:
@@ -608,5 +724,6 @@ def session_threads(trace: Trace) -> list[SessionThread]:
 
 
 def thread_io(trace: Trace) -> list[ThreadIO]:
-    return _records(ThreadIO, trace,
-                    "SELECT tid, slot, file_id, read_calls, read_bytes, cache_miss_pages FROM thread_io")
+    return _records(
+        ThreadIO, trace, "SELECT tid, slot, file_id, read_calls, read_bytes, cache_miss_pages FROM thread_io"
+    )

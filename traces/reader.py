@@ -28,7 +28,7 @@ class Trace:
             if integrity != "ok":
                 raise sqlite3.DatabaseError(integrity)
             self.meta = {row["key"]: json.loads(row["value"]) for row in self.db.execute("SELECT key, value FROM meta")}
-        except (sqlite3.DatabaseError, ValueError) as error:   # ValueError: a meta value that is not JSON
+        except (sqlite3.DatabaseError, ValueError) as error:  # ValueError: a meta value that is not JSON
             if hasattr(self, "db"):
                 self.db.close()
             raise CasstraceError(
@@ -45,8 +45,10 @@ class Trace:
         wrong = meta_type_error(self.meta)
         if wrong is not None:
             self.db.close()
-            raise CasstraceError(f"{self.path} is not a readable casstrace trace (meta {wrong})",
-                                 "the file was changed since casstrace wrote it: take the trace again")
+            raise CasstraceError(
+                f"{self.path} is not a readable casstrace trace (meta {wrong})",
+                "the file was changed since casstrace wrote it: take the trace again",
+            )
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         """Raw SQL, for the tests and benchmarks that check what a writer stored. The analyses ask

@@ -51,7 +51,7 @@ class CoverageRow(TypedDict):
 
     window_id: int
     file_id: int
-    source: str             # 'syscall' | 'page_cache'
+    source: str  # 'syscall' | 'page_cache'
     first_page: int
     page_count: int
 
@@ -60,7 +60,7 @@ class HeatmapRow(TypedDict):
     """heatmap: reads of one file in one time slot and offset bucket."""
 
     file_id: int
-    source: str             # 'syscall' | 'page_cache'
+    source: str  # 'syscall' | 'page_cache'
     slot: int
     offset_bucket: int
     calls: int
@@ -72,7 +72,7 @@ class LatencyRow(TypedDict):
 
     slot: int
     syscall: str
-    target: str             # 'file' | 'socket' | 'other' | 'none'
+    target: str  # 'file' | 'socket' | 'other' | 'none'
     bucket: int
     count: int
 
@@ -81,7 +81,7 @@ class ExecutionRow(TypedDict):
     """executions: one execution of the query, as the client saw it."""
 
     execution: int
-    kind: str               # 'warmup' | 'measured' | 'tracing'
+    kind: str  # 'warmup' | 'measured' | 'tracing'
     window_id: NotRequired[int | None]
     latency_s: NotRequired[float | None]
     rows: NotRequired[int | None]
@@ -106,7 +106,7 @@ class NodeRow(TypedDict):
     not_captured: NotRequired[str | None]
     pid: NotRequired[int | None]
     clock_shift_ns: NotRequired[int | None]
-    meta: NotRequired[str | None]     # JSON
+    meta: NotRequired[str | None]  # JSON
 
 
 # events: (ts_ns, tid, syscall, fd, file_id, offset, requested, returned, latency_ns, cache_miss_pages)
@@ -120,7 +120,7 @@ class PageCacheFillRow(TypedDict):
     tid: int
     file_id: int
     pages: int
-    syscall: str | None     # the syscall in flight; None: a fault outside any syscall
+    syscall: str | None  # the syscall in flight; None: a fault outside any syscall
 
 
 class ProfileSampleRow(TypedDict):

@@ -153,35 +153,35 @@ import bisect
 import functools
 
 FORMAT_VERSION = 3
-READABLE_FORMAT_VERSIONS = (1, 2, 3)   # every older format stays readable: changes are additive
-THREAD_SLOT_NS = 1_000_000          # thread_io slot: Cassandra's trace events are ~1 ms apart at best
+READABLE_FORMAT_VERSIONS = (1, 2, 3)  # every older format stays readable: changes are additive
+THREAD_SLOT_NS = 1_000_000  # thread_io slot: Cassandra's trace events are ~1 ms apart at best
 
 # Units the format fixes, shared by every backend and the analyses.
-PAGE_BYTES = 4096                 # coverage rows count 4 KiB pages
-HUGE_PAGE_BYTES = 2 << 20         # a PMD mapping: one accessed bit for 2 MiB (mapped_huge_bytes)
-SLOT_NS = 100_000_000             # time slot of the heat map and spectrogram (meta slot_ns records it)
-HEATMAP_OFFSET_BYTES = 1 << 20    # heat-map offset bucket (meta heatmap_offset_bytes records it)
+PAGE_BYTES = 4096  # coverage rows count 4 KiB pages
+HUGE_PAGE_BYTES = 2 << 20  # a PMD mapping: one accessed bit for 2 MiB (mapped_huge_bytes)
+SLOT_NS = 100_000_000  # time slot of the heat map and spectrogram (meta slot_ns records it)
+HEATMAP_OFFSET_BYTES = 1 << 20  # heat-map offset bucket (meta heatmap_offset_bytes records it)
 LATENCY_BUCKETS_PER_DECADE = 10  # latency bucket b holds [10^(b/10), 10^((b+1)/10)) ns
-LATENCY_BUCKETS = 200             # bucket 199 starts near 10^19.9 ns: beyond any 64-bit latency
+LATENCY_BUCKETS = 200  # bucket 199 starts near 10^19.9 ns: beyond any 64-bit latency
 
 
 def _root_ceil(value: int, n: int) -> int:
     """The least integer x with x**n >= value, by integer Newton steps from just above the float
     estimate: exact, and a handful of steps where counting up from the estimate took thousands."""
-    x = int(value ** (1.0 / n) * (1 + 1e-12)) + 1   # never below the true root
+    x = int(value ** (1.0 / n) * (1 + 1e-12)) + 1  # never below the true root
     while True:
         below = ((n - 1) * x + value // x ** (n - 1)) // n
         if below >= x:
             break
         x = below
-    return x if x ** n >= value else x + 1   # x is now the floor of the root
+    return x if x**n >= value else x + 1  # x is now the floor of the root
 
 
 @functools.cache
 def latency_bucket_starts() -> tuple[int, ...]:
     """The first latency (ns) of each bucket: the least ns with ns^10 >= 10^b. Integer arithmetic
     keeps every boundary exact, where floor(10 * log10(ns)) drifts at large values."""
-    return tuple(_root_ceil(10 ** b, LATENCY_BUCKETS_PER_DECADE) for b in range(LATENCY_BUCKETS))
+    return tuple(_root_ceil(10**b, LATENCY_BUCKETS_PER_DECADE) for b in range(LATENCY_BUCKETS))
 
 
 def latency_bucket(ns: int) -> int:

@@ -36,9 +36,7 @@ _LEGACY = re.compile(
     rf"^(?P<keyspace>\w+)-(?P<table>[\w.]+)-{_TEMPORARY}(?P<version>[a-z]+)-(?P<generation>\d+)-(?P<component>[^-]+)$"
 )
 # 0.7 - 1.0: table-[tmp-]version-generation-Component, keyspace from the directory
-_ANCIENT = re.compile(
-    rf"^(?P<table>[\w.]+)-{_TEMPORARY}(?P<version>[a-z]+)-(?P<generation>\d+)-(?P<component>[^-]+)$"
-)
+_ANCIENT = re.compile(rf"^(?P<table>[\w.]+)-{_TEMPORARY}(?P<version>[a-z]+)-(?P<generation>\d+)-(?P<component>[^-]+)$")
 _TABLE_DIRECTORY = re.compile(r"^(?P<table>\w+)-(?P<table_id>[0-9a-f]{32})$")
 
 # Component file names (the part after the last '-') -> component name.
@@ -68,15 +66,15 @@ class SSTableName:
 
     path: str
     keyspace: str
-    table: str                  # the base table; see `index` for a secondary index's own SSTables
-    table_id: str | None        # 32 hex digits from the table directory (2.1+), else None
-    index: str | None           # secondary index name when the SSTable belongs to an index
-    version: str                # 'ka', 'nb', 'oa', 'da', ...
-    format: str                 # 'big' | 'bti' (pre-2.2 names: 'big')
-    generation: int | str       # int for sequence ids, the 28-character string for UUID-based ids
-    component: str              # 'Data', 'Index', 'Partitions', ..., 'TOC'; 'SAI' / 'SASI' for index components
-    component_file: str         # the file's own suffix, e.g. 'Digest.crc32', 'SAI+aa+idx+TermsData.db'
-    temporary: bool = False     # pre-3.0 'tmp-' / 'tmplink-' files of a flush or compaction in progress
+    table: str  # the base table; see `index` for a secondary index's own SSTables
+    table_id: str | None  # 32 hex digits from the table directory (2.1+), else None
+    index: str | None  # secondary index name when the SSTable belongs to an index
+    version: str  # 'ka', 'nb', 'oa', 'da', ...
+    format: str  # 'big' | 'bti' (pre-2.2 names: 'big')
+    generation: int | str  # int for sequence ids, the 28-character string for UUID-based ids
+    component: str  # 'Data', 'Index', 'Partitions', ..., 'TOC'; 'SAI' / 'SASI' for index components
+    component_file: str  # the file's own suffix, e.g. 'Digest.crc32', 'SAI+aa+idx+TermsData.db'
+    temporary: bool = False  # pre-3.0 'tmp-' / 'tmplink-' files of a flush or compaction in progress
     snapshot: str | None = None  # snapshot tag when the file is in snapshots/<tag>/
     backup: bool = False
 
@@ -163,9 +161,9 @@ def parse_sstable_path(path: str) -> SSTableName | None:
 def _component_name(component_file: str) -> str | None:
     if component_file in _COMPONENT_FILES:
         return _COMPONENT_FILES[component_file]
-    if component_file.startswith("SAI+"):   # storage-attached index, 5.0: SAI+aa+<index>+TermsData.db
+    if component_file.startswith("SAI+"):  # storage-attached index, 5.0: SAI+aa+<index>+TermsData.db
         return "SAI"
-    if component_file.startswith("SI_"):    # SASI index, 3.4+: SI_<index>.db
+    if component_file.startswith("SI_"):  # SASI index, 3.4+: SI_<index>.db
         return "SASI"
     # A component this module does not know (a newer release, a custom format): keep its stem.
     stem, dot, extension = component_file.partition(".")
@@ -181,8 +179,7 @@ def _strip_snapshot_or_backup(directories: list[str]) -> tuple[str | None, bool,
     return None, False, directories
 
 
-def _locate_in_directories(
-        directories: list[str]) -> tuple[str, str, str | None, str | None, str | None, bool] | None:
+def _locate_in_directories(directories: list[str]) -> tuple[str, str, str | None, str | None, str | None, bool] | None:
     """(keyspace, table, table_id, index, snapshot, backup) from
     .../<ks>/<table>[-<id>]/[.<index>/][snapshots/<tag>/|backups/]."""
     index = None

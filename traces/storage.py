@@ -12,30 +12,29 @@ from typing import TypedDict
 class ChunkLayout(TypedDict):
     """A compressed SSTable's chunks (CompressionInfo.db)."""
 
-    compressor: str          # the class's simple name ('LZ4Compressor')
-    chunk_length: int        # uncompressed bytes per chunk (chunk_length_in_kb x 1024)
-    data_length: int         # uncompressed bytes of the Data file
+    compressor: str  # the class's simple name ('LZ4Compressor')
+    chunk_length: int  # uncompressed bytes per chunk (chunk_length_in_kb x 1024)
+    data_length: int  # uncompressed bytes of the Data file
     chunks: int
-    compressed_bytes: int    # the Data file's size: every chunk as stored, each with its 4-byte checksum
+    compressed_bytes: int  # the Data file's size: every chunk as stored, each with its 4-byte checksum
 
 
 class SSTableStats(TypedDict, total=False):
     """Statistics.db's histograms (what `nodetool tablehistograms` shows, per SSTable)."""
 
-    partitions: int          # partitions in the SSTable
-    cells: int               # cells, from the cells-per-partition histogram (bucket upper bounds)
-    partition_bytes_p50: int     # partition size histogram's median and largest bucket (upper bounds)
+    partitions: int  # partitions in the SSTable
+    cells: int  # cells, from the cells-per-partition histogram (bucket upper bounds)
+    partition_bytes_p50: int  # partition size histogram's median and largest bucket (upper bounds)
     partition_bytes_max: int
     cells_p50: int
     cells_max: int
 
 
 class SSTableStorage(TypedDict, total=False):
-    data_path: str           # the Data component
-    format: str              # 'big' | 'bti'
-    data_bytes: int          # the Data file's size on disk
-    compression: ChunkLayout     # absent: not compressed (or CompressionInfo.db unreadable)
+    data_path: str  # the Data component
+    format: str  # 'big' | 'bti'
+    data_bytes: int  # the Data file's size on disk
+    compression: ChunkLayout  # absent: not compressed (or CompressionInfo.db unreadable)
     stats: SSTableStats
-    index_bytes: int         # Index.db (big) or Partitions.db (bti) size
-    row_index_bytes: int     # Rows.db (bti) size
-
+    index_bytes: int  # Index.db (big) or Partitions.db (bti) size
+    row_index_bytes: int  # Rows.db (bti) size

@@ -46,8 +46,18 @@ from casstrace.traces.rows import (
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
 COVERAGE_COLUMNS = tuple(CoverageRow.__annotations__)
-EVENT_COLUMNS = ("ts_ns", "tid", "syscall", "fd", "file_id", "offset", "requested", "returned", "latency_ns",
-                 "cache_miss_pages")
+EVENT_COLUMNS = (
+    "ts_ns",
+    "tid",
+    "syscall",
+    "fd",
+    "file_id",
+    "offset",
+    "requested",
+    "returned",
+    "latency_ns",
+    "cache_miss_pages",
+)
 
 
 def _bulk_insert() -> Callable[[str, str, tuple[str, ...], Iterable[Sequence[object]]], None] | None:
@@ -65,8 +75,9 @@ BULK_INSERT = _bulk_insert()
 
 
 class TraceWriter:
-    def __init__(self, path: str | os.PathLike[str], force: bool = False,
-                 inputs: Iterable[str | os.PathLike[str]] = ()):
+    def __init__(
+        self, path: str | os.PathLike[str], force: bool = False, inputs: Iterable[str | os.PathLike[str]] = ()
+    ):
         """Raises CasstraceError when `path` may not be written (see casstrace.outputs: `inputs` are
         the files the command reads, which it never writes over), or while another casstrace writes it."""
         self.inputs = tuple(inputs)
@@ -82,7 +93,7 @@ class TraceWriter:
             # The partial file is thrown away on a crash, so durability per statement buys nothing.
             self.db.execute("PRAGMA journal_mode = OFF")
             self.db.execute("PRAGMA synchronous = OFF")
-            self.db.executescript(f"BEGIN; {SCHEMA} COMMIT;")   # one transaction: a third of the time
+            self.db.executescript(f"BEGIN; {SCHEMA} COMMIT;")  # one transaction: a third of the time
         except (OSError, sqlite3.Error) as error:
             if self._lock is not None:
                 with contextlib.suppress(OSError):
@@ -91,8 +102,9 @@ class TraceWriter:
             if _is_disk_full(error):
                 raise outputs.disk_full(self.path) from None
             reason = error.strerror if isinstance(error, OSError) else str(error)
-            raise CasstraceError(f"cannot write a trace at {self.path} ({reason})",
-                                 "choose a writable --out path") from None
+            raise CasstraceError(
+                f"cannot write a trace at {self.path} ({reason})", "choose a writable --out path"
+            ) from None
         self._file_ids: dict[tuple[str, str, int | None, int | None], int] = {}
         # (dev, inode) -> the first 'file' row with them (file_of_inode): a node of 5,000 SSTables maps
         # 10,000 files, and a query of the files table for each took 2.5 s of writing its trace.
@@ -124,8 +136,17 @@ class TraceWriter:
         self.set_meta(measures={**(json.loads(row[0]) if row else {}), **taken})
 
     # -- files ------------------------------------------------------------------------------
-    def file_id(self, path: str, kind: str, *, size_bytes: int | None = None, dev: int | None = None,
-                inode: int | None = None, local_addr: str | None = None, remote_addr: str | None = None) -> int:
+    def file_id(
+        self,
+        path: str,
+        kind: str,
+        *,
+        size_bytes: int | None = None,
+        dev: int | None = None,
+        inode: int | None = None,
+        local_addr: str | None = None,
+        remote_addr: str | None = None,
+    ) -> int:
         """The id of a file, adding it on first sight. Files are the same when path, kind,
         device and inode agree (a path re-created during the capture is a new file)."""
         key = (path, kind, dev, inode)
@@ -139,7 +160,7 @@ class TraceWriter:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (path, kind, size_bytes, dev, inode, local_addr, remote_addr),
         )
-        assert cursor.lastrowid is not None     # an INSERT of one row
+        assert cursor.lastrowid is not None  # an INSERT of one row
         self._file_ids[key] = cursor.lastrowid
         if kind == "file" and dev is not None and inode is not None:
             self._inode_ids.setdefault((dev, inode), cursor.lastrowid)
@@ -167,7 +188,7 @@ class TraceWriter:
             "INSERT INTO windows(label, execution, start_ns, end_ns) VALUES (?, ?, ?, ?)",
             (label, execution, start_ns, end_ns),
         )
-        assert cursor.lastrowid is not None     # an INSERT of one row
+        assert cursor.lastrowid is not None  # an INSERT of one row
         return cursor.lastrowid
 
     def add_execution(self, **columns: Unpack[ExecutionRow]) -> None:
@@ -227,7 +248,7 @@ class TraceWriter:
         found = self._stack_ids.get(key)
         if found is None:
             cursor = self.db.execute("INSERT INTO stacks(frames) VALUES (?)", (key,))
-            assert cursor.lastrowid is not None     # an INSERT of one row
+            assert cursor.lastrowid is not None  # an INSERT of one row
             found = self._stack_ids[key] = cursor.lastrowid
         return found
 
@@ -267,21 +288,29 @@ class TraceWriter:
     def window_spans(self, window_ids: Iterable[int]) -> list[tuple[int, int, int]]:
         """(start_ns, end_ns, window_id) of the given windows, by start."""
         ids = tuple(window_ids)
-        return sorted((start, end, window_id) for window_id, start, end in self.db.execute(
-            "SELECT window_id, start_ns, end_ns FROM windows"
-            f" WHERE window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
-            ids))
+        return sorted(
+            (start, end, window_id)
+            for window_id, start, end in self.db.execute(
+                "SELECT window_id, start_ns, end_ns FROM windows"
+                f" WHERE window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
+                ids,
+            )
+        )
 
     def logged_reads(self, window_ids: Iterable[int]) -> list[tuple[int, int, int, int, int, int]]:
         """(ts_ns, tid, file_id, bytes returned, window_id, cache_miss_pages) of every logged read on a
         named file inside the given windows (a failed read returned 0 bytes; fills not measured: 0)."""
         ids = tuple(window_ids)
-        return [(ts, tid, file_id, max(returned or 0, 0), window_id, pages or 0)
-                for ts, tid, file_id, returned, window_id, pages in self.db.execute(
-                    "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id, e.cache_miss_pages FROM events e"
-                    " JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
-                    " WHERE e.syscall != 'lseek' AND e.file_id IS NOT NULL"
-                    f" AND w.window_id IN ({', '.join('?' * len(ids)) or 'NULL'})", ids)]
+        return [
+            (ts, tid, file_id, max(returned or 0, 0), window_id, pages or 0)
+            for ts, tid, file_id, returned, window_id, pages in self.db.execute(
+                "SELECT e.ts_ns, e.tid, e.file_id, e.returned, w.window_id, e.cache_miss_pages FROM events e"
+                " JOIN windows w ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns"
+                " WHERE e.syscall != 'lseek' AND e.file_id IS NOT NULL"
+                f" AND w.window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
+                ids,
+            )
+        ]
 
     def logged_fills(self, window_ids: Iterable[int]) -> list[tuple[int, int, int, int, int]]:
         """(ts_ns, tid, file_id, pages, window_id) of every page-cache fill no logged read holds
@@ -290,7 +319,9 @@ class TraceWriter:
         return self.db.execute(
             "SELECT p.ts_ns, p.tid, p.file_id, p.pages, w.window_id FROM page_cache_fills p JOIN windows w"
             " ON p.ts_ns >= w.start_ns AND p.ts_ns < w.end_ns"
-            f" WHERE w.window_id IN ({', '.join('?' * len(ids)) or 'NULL'})", ids).fetchall()
+            f" WHERE w.window_id IN ({', '.join('?' * len(ids)) or 'NULL'})",
+            ids,
+        ).fetchall()
 
     def socket_peers(self) -> dict[int, str | None]:
         """file_id -> remote address ('ip:port', None when unknown) of every socket in the trace."""
@@ -299,10 +330,13 @@ class TraceWriter:
     def write_bytes(self, window_id: int, file_ids: Iterable[int]) -> dict[int, int]:
         """file_id -> bytes written in the window, for those of `file_ids` written to in it."""
         wanted = list(file_ids)
-        return dict(self.db.execute(
-            "SELECT file_id, write_bytes FROM file_io"
-            f" WHERE window_id = ? AND file_id IN ({', '.join('?' * len(wanted))})",
-            (window_id, *wanted)).fetchall())
+        return dict(
+            self.db.execute(
+                "SELECT file_id, write_bytes FROM file_io"
+                f" WHERE window_id = ? AND file_id IN ({', '.join('?' * len(wanted))})",
+                (window_id, *wanted),
+            ).fetchall()
+        )
 
     # -- ending -----------------------------------------------------------------------------
     def finish(self, complete: bool = True, reason: str | None = None) -> Path:
@@ -316,7 +350,7 @@ class TraceWriter:
         try:
             outputs.move_into_place(self.partial_path, self.path, self.force, self.inputs)
         finally:
-            self.partial_path.unlink(missing_ok=True)   # gone when moved; refused: never half a trace
+            self.partial_path.unlink(missing_ok=True)  # gone when moved; refused: never half a trace
             self._release()
         return self.path
 
@@ -348,9 +382,12 @@ class TraceWriter:
 
 def _is_disk_full(error: BaseException) -> bool:
     # sqlite says SQLITE_FULL; traces/bulk_insert.c raises OperationalError with sqlite's message
-    return ((isinstance(error, sqlite3.Error) and (getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-                                                   or "database or disk is full" in str(error)))
-            or (isinstance(error, OSError) and error.errno == errno.ENOSPC))
+    return (
+        isinstance(error, sqlite3.Error)
+        and (
+            getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "database or disk is full" in str(error)
+        )
+    ) or (isinstance(error, OSError) and error.errno == errno.ENOSPC)
 
 
 def _insert_statement(table: str, columns: Sequence[str]) -> str:
@@ -372,10 +409,12 @@ def _claim(partial: Path) -> int:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise CasstraceError(f"another casstrace is writing {outputs.target_of(partial)} now",
-                                 "wait until it is done, or give another --out") from None
-        if _same_file(fd, partial):   # not removed as stale between open and lock
-            os.ftruncate(fd, 0)       # whatever a killed writer left there
+            raise CasstraceError(
+                f"another casstrace is writing {outputs.target_of(partial)} now",
+                "wait until it is done, or give another --out",
+            ) from None
+        if _same_file(fd, partial):  # not removed as stale between open and lock
+            os.ftruncate(fd, 0)  # whatever a killed writer left there
             return fd
         os.close(fd)
 
@@ -397,7 +436,7 @@ def remove_stale_partials(directory: Path, keep: Iterable[str | os.PathLike[str]
                 partial.unlink()
                 removed.append(partial)
         except OSError:
-            continue   # being written, gone meanwhile, or not ours to remove
+            continue  # being written, gone meanwhile, or not ours to remove
         finally:
             os.close(fd)
     return removed

@@ -26,10 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.proc import proc_fds
 from casstrace.probes.bcc import syscalls
 from casstrace.probes.bcc.bcc_trace import EVENT, FILL, FOLLOWED_EVENT, BccCaptured, MapRows
-from casstrace.probes.proc.proc_fds import Descriptor
 from casstrace.probes.bcc.program import (
     GEN_BITS,
     KIND_NAMES,
@@ -44,14 +42,16 @@ from casstrace.probes.bcc.program import (
     c_defines,
     c_structs,
 )
+from casstrace.probes.proc import proc_fds
+from casstrace.probes.proc.proc_fds import Descriptor
 from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
-FILL_CAPACITY = 1 << 17    # fills no logged read holds: 512 MiB of faults in 4 KiB pages, more in folios
+FILL_CAPACITY = 1 << 17  # fills no logged read holds: 512 MiB of faults in 4 KiB pages, more in folios
 MAP_ENTRIES = 1 << 17
-REGION_ENTRIES = 1 << 15   # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
-FOLLOWED_ENTRIES = 1 << 16   # descendants alive at once, when following them
-BATCH_ENTRIES = 4096   # map entries read per bpf() call at stop
+REGION_ENTRIES = 1 << 15  # coverage regions (16 MiB of a file) and heat map rows (16 offset buckets)
+FOLLOWED_ENTRIES = 1 << 16  # descendants alive at once, when following them
+BATCH_ENTRIES = 4096  # map entries read per bpf() call at stop
 # A thread_io slot this far in the past is complete: no read still running adds to it, so it can
 # leave the kernel's map (drain_thread_io) without losing a byte.
 DRAIN_MARGIN_NS = 10_000_000_000
@@ -59,7 +59,7 @@ TRACEFS = Path("/sys/kernel/tracing")
 
 CAP_PERFMON, CAP_BPF = 38, 39
 BPF_NOEXIST = 1
-SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13   # x86_64, as syscalls.check_architecture() requires
+SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13  # x86_64, as syscalls.check_architecture() requires
 
 
 @functools.cache
@@ -71,7 +71,7 @@ def latency_octaves() -> list[tuple[int, list[int]]]:
     octaves = []
     for k in range(64):
         first = latency_bucket(1 << k)
-        limits = [start if start < 1 << (k + 1) else 2**64 - 1 for start in starts[first + 1:first + 5]]
+        limits = [start if start < 1 << (k + 1) else 2**64 - 1 for start in starts[first + 1 : first + 5]]
         octaves.append((first, limits))
     return octaves
 
@@ -137,15 +137,22 @@ def _loaded_program(options: ProgramOptions) -> Any:
     process is captured until control[CONTROL_TGID] is written)."""
     from bcc import BPF  # imported here so `casstrace report` never needs bcc
 
-    source = (c_structs(options.follow_children).encode()
-              + resources.files("casstrace.probes.bcc").joinpath("capture.c").read_bytes())
+    source = (
+        c_structs(options.follow_children).encode()
+        + resources.files("casstrace.probes.bcc").joinpath("capture.c").read_bytes()
+    )
     cflags = [
-        f"-DSLOT_NS={SLOT_NS}ULL", f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
-        f"-DEVENT_CAPACITY={options.stream_limit}", f"-DFILL_CAPACITY={FILL_CAPACITY}",
-        f"-DMAP_ENTRIES={MAP_ENTRIES}", f"-DREGION_ENTRIES={REGION_ENTRIES}",
+        f"-DSLOT_NS={SLOT_NS}ULL",
+        f"-DHEATMAP_BYTES={HEATMAP_OFFSET_BYTES}ULL",
+        f"-DEVENT_CAPACITY={options.stream_limit}",
+        f"-DFILL_CAPACITY={FILL_CAPACITY}",
+        f"-DMAP_ENTRIES={MAP_ENTRIES}",
+        f"-DREGION_ENTRIES={REGION_ENTRIES}",
         f"-DHAS_FOLIO_ORDER={int(_folio_order_field())}",
-        f"-DFOLLOW_CHILDREN={int(options.follow_children)}", f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
-        *syscalls.program_defines(), *c_defines(),
+        f"-DFOLLOW_CHILDREN={int(options.follow_children)}",
+        f"-DFOLLOWED_ENTRIES={FOLLOWED_ENTRIES}",
+        *syscalls.program_defines(),
+        *c_defines(),
         f"-DTHREAD_SLOT_NS={options.thread_slot_ns}ULL",
     ]
     try:
@@ -176,7 +183,7 @@ def _unload(bpf: Any) -> None:
     _wait_until_unloaded(programs)
 
 
-CLONE_FS = 0x200   # <linux/sched.h>: the working directory, root and umask
+CLONE_FS = 0x200  # <linux/sched.h>: the working directory, root and umask
 
 
 def _own_working_directory() -> None:
@@ -262,21 +269,31 @@ class BccCapture:
     its program instead of compiling one.
     """
 
-    def __init__(self, pid: int, *, extra_dirs: Iterable[str | os.PathLike[str]] = (),
-                 stream_limit: int | None = None, source: str | None = None, process: str | None = None,
-                 follow_children: bool = False, until_exit: bool = False, thread_slot_ns: int = 0,
-                 build: ProgramBuild | None = None):
+    def __init__(
+        self,
+        pid: int,
+        *,
+        extra_dirs: Iterable[str | os.PathLike[str]] = (),
+        stream_limit: int | None = None,
+        source: str | None = None,
+        process: str | None = None,
+        follow_children: bool = False,
+        until_exit: bool = False,
+        thread_slot_ns: int = 0,
+        build: ProgramBuild | None = None,
+    ):
         syscalls.check_architecture()
         check_process(pid)
         check_can_load()
-        self.program_options = ProgramOptions(follow_children, max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)),
-                                              thread_slot_ns)
+        self.program_options = ProgramOptions(
+            follow_children, max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)), thread_slot_ns
+        )
         if build is not None and build.options != self.program_options:
             raise ValueError(f"a program built for {build.options} cannot capture with {self.program_options}")
         self._build = build
         self.pid = pid
         self.until_exit = until_exit
-        self.owner = pid if follow_children else 0   # the traced process's owner in fd keys
+        self.owner = pid if follow_children else 0  # the traced process's owner in fd keys
         self.extra_dirs = tuple(str(directory) for directory in extra_dirs)
         self.source = source or f"pid {pid}"
         self.process = process or proc_fds.process_description(pid)
@@ -287,8 +304,8 @@ class BccCapture:
         # (owner, fd, gen) -> what it referred to; gen 0 is what the fd held when the capture began,
         # or, in a descendant, what it inherited from its parent.
         self._descriptors: dict[tuple[int, int, int], Descriptor] = {}
-        self._current_gen: dict[int, dict[int, int]] = {}   # owner -> fd -> latest gen
-        self._descendants: dict[int, int] = {}   # pid -> parent pid, for every process followed
+        self._current_gen: dict[int, dict[int, int]] = {}  # owner -> fd -> latest gen
+        self._descendants: dict[int, int] = {}  # pid -> parent pid, for every process followed
         self._thread_names: dict[int, str] = {}
         self._lock = threading.Lock()
         # thread_io entries moved out of the kernel's map, as the map holds them (key, then value: 48
@@ -329,7 +346,7 @@ class BccCapture:
             return dict(self._thread_names)
 
     def now_ns(self) -> int:
-        return time.monotonic_ns()   # the clock of bpf_ktime_get_ns()
+        return time.monotonic_ns()  # the clock of bpf_ktime_get_ns()
 
     def __enter__(self) -> "BccCapture":
         self.start()
@@ -352,7 +369,7 @@ class BccCapture:
             self._start_polling()
         except BaseException:
             self._release()
-            self._stopped = True   # nothing to stop, nothing to write
+            self._stopped = True  # nothing to stop, nothing to write
             raise
 
     def begin_window(self, label: str, execution: int | None = None) -> int:
@@ -371,7 +388,7 @@ class BccCapture:
         try:
             windows = self._windows.close(self.now_ns())
             self._set_control(epoch=0)
-            self._stop_polling.set()   # the poller ends its last poll while the probes detach
+            self._stop_polling.set()  # the poller ends its last poll while the probes detach
             self._detach()
             if self._poller is not None:
                 self._poller.join()
@@ -381,11 +398,24 @@ class BccCapture:
         finally:
             self._release()
         self.result = BccCaptured(
-            pid=self.pid, source=self.source, process=self.process, follow_children=self.follow_children,
-            extra_dirs=self.extra_dirs, stream_limit=self.stream_limit, windows=windows,
-            ended_early=self.ended_early, counters=counters, tables=tables, events=events, fills=fills,
-            descriptors=self._descriptors, thread_names=self._thread_names, descendants=self._descendants,
-            poller_cpu_seconds=self._poller_cpu_seconds, thread_slot_ns=self.thread_slot_ns)
+            pid=self.pid,
+            source=self.source,
+            process=self.process,
+            follow_children=self.follow_children,
+            extra_dirs=self.extra_dirs,
+            stream_limit=self.stream_limit,
+            windows=windows,
+            ended_early=self.ended_early,
+            counters=counters,
+            tables=tables,
+            events=events,
+            fills=fills,
+            descriptors=self._descriptors,
+            thread_names=self._thread_names,
+            descendants=self._descendants,
+            poller_cpu_seconds=self._poller_cpu_seconds,
+            thread_slot_ns=self.thread_slot_ns,
+        )
         return self.result
 
     # -- loading -----------------------------------------------------------------------------
@@ -414,7 +444,7 @@ class BccCapture:
             state.pos_known = int(descriptor.position is not None)
             state.pos = descriptor.position or 0
             state.next_offset = -1
-            key = fds.Key(self.owner << 32 | fd)   # FD_SLOT in capture.c
+            key = fds.Key(self.owner << 32 | fd)  # FD_SLOT in capture.c
             lib.bpf_update_elem(fds.map_fd, ctypes.byref(key), ctypes.byref(state), BPF_NOEXIST)
             current_gen.setdefault(fd, 0)
         self._name_sockets()
@@ -444,7 +474,9 @@ class BccCapture:
         return bool(readable)
 
     def _on_notice(self, _ctx: Any, data: int, _size: int) -> None:
-        notice = ctypes.cast(data, ctypes.POINTER(FollowedNoticeRecord if self.follow_children else NoticeRecord)).contents
+        notice = ctypes.cast(
+            data, ctypes.POINTER(FollowedNoticeRecord if self.follow_children else NoticeRecord)
+        ).contents
         raw = ctypes.string_at(data + NoticeRecord.text.offset, NOTICE_PATH)
         text = notice.text.decode(errors="replace")
         # owner: the process in fd keys; process: its pid, for /proc
@@ -483,12 +515,16 @@ class BccCapture:
         if text:  # open/openat/openat2/creat: the path the process asked for
             path = text if text.startswith("/") else self._resolve_relative(owner, process, text, notice.aux_fd)
             if now is not None and now.kind == "file" and os.path.basename(now.path) == os.path.basename(path):
-                descriptor = now   # the kernel's canonical path, with dev and inode
+                descriptor = now  # the kernel's canonical path, with dev and inode
             else:
                 descriptor = Descriptor(path=os.path.normpath(path), kind="file")
                 self._stat_into(descriptor, process)
-        elif notice.aux_fd >= 0 and notice.nr in (syscalls.NUMBERS["dup"], syscalls.NUMBERS["dup2"],
-                                                  syscalls.NUMBERS["dup3"], syscalls.NUMBERS["fcntl"]):
+        elif notice.aux_fd >= 0 and notice.nr in (
+            syscalls.NUMBERS["dup"],
+            syscalls.NUMBERS["dup2"],
+            syscalls.NUMBERS["dup3"],
+            syscalls.NUMBERS["fcntl"],
+        ):
             original = self._descriptors.get((owner, notice.aux_fd, notice.aux_gen))
             descriptor = Descriptor(**vars(original)) if original else now
         else:
@@ -500,7 +536,7 @@ class BccCapture:
             self._name_sockets()
 
     def _resolve_relative(self, owner: int, process: int, path: str, dirfd: int) -> str:
-        if dirfd == -100:   # AT_FDCWD
+        if dirfd == -100:  # AT_FDCWD
             base = proc_fds.cwd(process) or "/"
         else:
             directory = self._descriptors.get((owner, dirfd, self._current_gen.get(owner, {}).get(dirfd, 0)))
@@ -522,9 +558,12 @@ class BccCapture:
         self._name_sockets()
 
     def _name_sockets(self) -> None:
-        unnamed = [d for d in self._descriptors.values()
-                   if d.kind == "socket" and d.local_addr is None and d.local_family is None]
-        if unnamed:   # a JVM's unix sockets would otherwise have the TCP tables read at every stop
+        unnamed = [
+            d
+            for d in self._descriptors.values()
+            if d.kind == "socket" and d.local_addr is None and d.local_family is None
+        ]
+        if unnamed:  # a JVM's unix sockets would otherwise have the TCP tables read at every stop
             families = proc_fds.local_socket_families(self.pid)
             for descriptor in unnamed:
                 descriptor.local_family = families.get(descriptor.socket_inode or 0)
@@ -539,14 +578,15 @@ class BccCapture:
         """Detach every probe at once: detaching a perf tracepoint waits for an RCU grace period
         (~80 ms here), and detaches in parallel wait for the same one."""
         bpf = self._bpf
-        detaches = ([functools.partial(bpf.detach_tracepoint, tracepoint) for tracepoint in list(bpf.tracepoint_fds)]
-                    + [functools.partial(bpf.detach_raw_tracepoint, tracepoint) for tracepoint in list(bpf.raw_tracepoint_fds)])
+        detaches = [functools.partial(bpf.detach_tracepoint, tracepoint) for tracepoint in list(bpf.tracepoint_fds)] + [
+            functools.partial(bpf.detach_raw_tracepoint, tracepoint) for tracepoint in list(bpf.raw_tracepoint_fds)
+        ]
         failures: list[BaseException] = []
 
         def detach(one: Callable[[], None]) -> None:
             try:
                 one()
-            except BaseException as error:   # raised again below, in the stopping thread
+            except BaseException as error:  # raised again below, in the stopping thread
                 failures.append(error)
 
         threads = [threading.Thread(target=detach, args=(one,), name="casstrace-detach") for one in detaches]
@@ -577,8 +617,9 @@ class BccCapture:
         tables = {name: _read_hash(bpf[name.encode()]) for name in names}
         if self.thread_slot_ns:
             tables["thread_io"] = self._thread_io_rows()
-        events = _read_log(bpf[b"event_log"], FOLLOWED_EVENT if self.follow_children else EVENT,
-                           values["events_offered"])
+        events = _read_log(
+            bpf[b"event_log"], FOLLOWED_EVENT if self.follow_children else EVENT, values["events_offered"]
+        )
         fills = _read_log(bpf[b"fill_log"], FILL, values["fills_offered"])
         return values, tables, events, fills
 
@@ -595,7 +636,7 @@ class BccCapture:
             return 0
         try:
             table.items_delete_batch((table.Key * len(old))(*(key for key, _ in old)))
-        except Exception:   # kernels without batch deletion on hash maps
+        except Exception:  # kernels without batch deletion on hash maps
             for key, _ in old:
                 table.__delitem__(key)
         with self._lock:
@@ -612,8 +653,10 @@ class BccCapture:
         with self._lock:
             drained = bytes(self._drained)
         rows: dict[bytes, tuple[Any, Any]] = {}
-        entries = ((drained[at:at + key_size], table.Leaf.from_buffer_copy(drained, at + key_size))
-                   for at in range(0, len(drained), entry_size))
+        entries = (
+            (drained[at : at + key_size], table.Leaf.from_buffer_copy(drained, at + key_size))
+            for at in range(0, len(drained), entry_size)
+        )
         for raw, io in itertools.chain(entries, ((bytes(key), io) for key, io in _read_hash(table))):
             kept = rows.get(raw)
             if kept is None:
@@ -634,7 +677,7 @@ class BccCapture:
         rows = []
         for key, io in self._thread_io_rows():
             f = key.file
-            if f.source == Source.SYSCALL:   # (fd, owner << GEN_BITS | gen)
+            if f.source == Source.SYSCALL:  # (fd, owner << GEN_BITS | gen)
                 path = by_fd.get((f.gen_or_inode >> GEN_BITS, f.fd_or_dev, f.gen_or_inode & ((1 << GEN_BITS) - 1)))
             else:
                 path = by_inode.get((proc_fds.user_dev(f.fd_or_dev), f.gen_or_inode))
@@ -646,8 +689,10 @@ class BccCapture:
         /proc/sys/kernel/bpf_stats_enabled is 1 (benchmarks/probe_overhead.py --bpf-stats turns it on)."""
         if self._bpf is None or self._stopped:
             return {}
-        return {name: (int(info.get("run_time_ns", 0)), int(info.get("run_cnt", 0)))
-                for name, info in _program_info(self._bpf).items()}
+        return {
+            name: (int(info.get("run_time_ns", 0)), int(info.get("run_cnt", 0)))
+            for name, info in _program_info(self._bpf).items()
+        }
 
     def _final_snapshot(self) -> None:
         """Name what is still open: sockets connected before their notice was handled, files
@@ -658,7 +703,7 @@ class BccCapture:
                 key = (self.owner, fd, current_gen.get(fd, 0))
                 known = self._descriptors.get(key)
                 if known is not None and known.dev is not None:
-                    continue   # named at start or when opened: nothing /proc says now would add to it
+                    continue  # named at start or when opened: nothing /proc says now would add to it
                 descriptor = proc_fds.describe_fd(self.pid, fd, with_position=False)
                 if descriptor is not None and (known is None or known.kind == descriptor.kind):
                     self._descriptors[key] = descriptor
@@ -704,21 +749,27 @@ def _read_hash(table: Any) -> MapRows:
     from bcc import lib
 
     rows: MapRows = []
-    position, following = ctypes.c_uint32(0), ctypes.c_uint32(0)   # a hash map's batch position: a bucket
+    position, following = ctypes.c_uint32(0), ctypes.c_uint32(0)  # a hash map's batch position: a bucket
     size, started = BATCH_ENTRIES, False
     while True:
         keys, values = (table.Key * size)(), (table.Leaf * size)()
         count = ctypes.c_uint32(size)
-        failed = lib.bpf_lookup_batch(table.map_fd, ctypes.byref(position) if started else None,
-                                      ctypes.byref(following), keys, values, ctypes.byref(count))
+        failed = lib.bpf_lookup_batch(
+            table.map_fd,
+            ctypes.byref(position) if started else None,
+            ctypes.byref(following),
+            keys,
+            values,
+            ctypes.byref(count),
+        )
         error = ctypes.get_errno() if failed else 0
-        if error == errno.ENOSPC and not count.value:   # a bucket holds more than `size` entries
+        if error == errno.ENOSPC and not count.value:  # a bucket holds more than `size` entries
             size *= 2
             continue
-        if failed and error != errno.ENOENT:   # kernels without batch operations on this map type
+        if failed and error != errno.ENOENT:  # kernels without batch operations on this map type
             return [(key, _plain(value)) for key, value in table.items()]
-        rows += zip(keys[:count.value], map(_plain, values[:count.value]))
-        if error == errno.ENOENT:   # that was the last batch
+        rows += zip(keys[: count.value], map(_plain, values[: count.value]))
+        if error == errno.ENOENT:  # that was the last batch
             return rows
         position.value, started = following.value, True
 

@@ -14,10 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from casstrace.probes.proc import proc_fds
-from casstrace.probes.bcc import syscalls
 from casstrace.probes.backends import BCC
-from casstrace.probes.proc.proc_fds import Descriptor
+from casstrace.probes.bcc import syscalls
 from casstrace.probes.bcc.program import (
     GEN_BITS,
     NO_CALL,
@@ -30,6 +28,8 @@ from casstrace.probes.bcc.program import (
     Target,
     record_struct,
 )
+from casstrace.probes.proc import proc_fds
+from casstrace.probes.proc.proc_fds import Descriptor
 from casstrace.probes.protocol import Window
 from casstrace.traces.rows import EventRow, FileIORow, PageCacheFillRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
@@ -42,7 +42,7 @@ READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
 LSEEK = syscalls.NUMBERS["lseek"]
 
 
-MapRows = list[tuple[Any, Any]]   # a BPF map's (key, value) pairs: ctypes structures, or ints
+MapRows = list[tuple[Any, Any]]  # a BPF map's (key, value) pairs: ctypes structures, or ints
 # A logged call: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr, epoch,
 # seek_jump, fill_inode, fill_dev, fill_pages, owner)
 LoggedCall = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int]
@@ -51,23 +51,24 @@ LoggedCall = tuple[int, int, int, int, int, int, int, int, int, int, int, int, i
 @dataclass(frozen=True)
 class BccCaptured:
     """What a BccCapture captured (its stop() returns it): the capture protocol's CaptureResult."""
+
     pid: int
-    source: str                      # what was captured, for meta `source`
-    process: str                     # the process's description, for meta `process`
+    source: str  # what was captured, for meta `source`
+    process: str  # the process's description, for meta `process`
     follow_children: bool
-    extra_dirs: tuple[str, ...]      # where to look for files the page cache filled, by inode
-    stream_limit: int                # per-call records the event log could keep
+    extra_dirs: tuple[str, ...]  # where to look for files the page cache filled, by inode
+    stream_limit: int  # per-call records the event log could keep
     windows: tuple[Window, ...]
     ended_early: str | None
-    counters: dict[str, int]         # program.Counter's names, lower case -> value
-    tables: dict[str, MapRows]       # every aggregate map, by name in capture.c
-    events: memoryview               # the kept part of the event log, where the kernel wrote it
-    fills: memoryview                # the kept part of the fill log (FillRecord), likewise
-    descriptors: dict[tuple[int, int, int], Descriptor]   # (owner, fd, gen) -> what it was
+    counters: dict[str, int]  # program.Counter's names, lower case -> value
+    tables: dict[str, MapRows]  # every aggregate map, by name in capture.c
+    events: memoryview  # the kept part of the event log, where the kernel wrote it
+    fills: memoryview  # the kept part of the fill log (FillRecord), likewise
+    descriptors: dict[tuple[int, int, int], Descriptor]  # (owner, fd, gen) -> what it was
     thread_names: dict[int, str]
-    descendants: dict[int, int]      # pid -> parent pid, for every process followed
-    poller_cpu_seconds: float        # CPU the notice poller used while capturing (for benchmarks)
-    thread_slot_ns: int              # > 0: tables["thread_io"] counts per (thread, slot of this many ns, file)
+    descendants: dict[int, int]  # pid -> parent pid, for every process followed
+    poller_cpu_seconds: float  # CPU the notice poller used while capturing (for benchmarks)
+    thread_slot_ns: int  # > 0: tables["thread_io"] counts per (thread, slot of this many ns, file)
 
     @property
     def start_ns(self) -> int:
@@ -102,8 +103,8 @@ def page_runs(words: dict[int, int]) -> list[tuple[int, int]]:
     for word in sorted(words):
         bits, base = words[word], word * 64
         while bits:
-            low = (bits & -bits).bit_length() - 1          # first set bit
-            length = (~(bits >> low) & ((bits >> low) + 1)).bit_length() - 1   # ones from there
+            low = (bits & -bits).bit_length() - 1  # first set bit
+            length = (~(bits >> low) & ((bits >> low) + 1)).bit_length() - 1  # ones from there
             first = base + low
             if runs and runs[-1][0] + runs[-1][1] == first:
                 runs[-1][1] += length
@@ -133,10 +134,10 @@ class LoggedCalls:
         self.sizes: dict[tuple[int, int, int, int, int], int] = defaultdict(int)
         self.coverage: dict[tuple[int, int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
         self.heat: dict[tuple[int, int, int, int, int], list[int]] = defaultdict(lambda: [0, 0])
-        self.latency: dict[tuple[int, int, int, int], int] = defaultdict(int)   # as latency_key
+        self.latency: dict[tuple[int, int, int, int], int] = defaultdict(int)  # as latency_key
         # Locals, not attribute look-ups, in a loop that runs once per logged call (500,000 by default).
         latencies, all_totals, sizes, coverage, heat = self.latency, self.totals, self.sizes, self.coverage, self.heat
-        on_file = Target.FILE   # a logged call is on a file
+        on_file = Target.FILE  # a logged call is on a file
         for ts, latency, offset, requested, returned, run, _tid, fd, gen, nr, epoch, jump, *_fill, owner in records:
             slot = (ts - start_ns) // SLOT_NS if ts >= start_ns else 0
             latencies[(slot, nr, on_file, latency_bucket(latency))] += 1
@@ -156,7 +157,7 @@ class LoggedCalls:
                 continue
             bitmap = coverage[key]
             first, last = offset // PAGE_BYTES, (offset + returned - 1) // PAGE_BYTES
-            if first >> 6 == last >> 6:   # most reads (a chunk of a few pages) stay in one word
+            if first >> 6 == last >> 6:  # most reads (a chunk of a few pages) stay in one word
                 bitmap[first >> 6] |= ((1 << (last - first + 1)) - 1) << (first & 63)
             else:
                 for word, bits in page_bits(first, last).items():
@@ -177,7 +178,7 @@ class TraceBuilder:
         self._page_file_ids: dict[tuple[int, int], int] = {}
         self._names_by_inode: dict[tuple[int, int], Descriptor] | None = None
         self.logged = LoggedCalls(capture.event_records(), capture.start_ns)
-        self._foreign_fills: list[PageCacheFillRow] = []   # fills of another file inside a logged read
+        self._foreign_fills: list[PageCacheFillRow] = []  # fills of another file inside a logged read
 
     def write(self) -> None:
         self._windows()
@@ -196,7 +197,8 @@ class TraceBuilder:
         key = (owner, fd, gen)
         if key not in self._fd_file_ids:
             descriptor = self.capture.descriptors.get(key) or Descriptor(
-                path=f"fd {fd}" + (f" of pid {owner}" if owner else ""), kind="unknown")
+                path=f"fd {fd}" + (f" of pid {owner}" if owner else ""), kind="unknown"
+            )
             self._fd_file_ids[key] = self._add_file(descriptor)
         return self._fd_file_ids[key]
 
@@ -206,8 +208,9 @@ class TraceBuilder:
             descriptor = self._named_inodes().get(key)
             if descriptor is None:
                 major, minor = os.major(key[0]), os.minor(key[0])
-                descriptor = Descriptor(path=f"<dev {major}:{minor} inode {inode}>", kind="file",
-                                        dev=key[0], inode=inode)
+                descriptor = Descriptor(
+                    path=f"<dev {major}:{minor} inode {inode}>", kind="file", dev=key[0], inode=inode
+                )
             self._page_file_ids[key] = self._add_file(descriptor)
         return self._page_file_ids[key]
 
@@ -217,8 +220,15 @@ class TraceBuilder:
         return proc_fds.root_prefix(self.capture.pid)
 
     def _add_file(self, d: Descriptor) -> int:
-        return self.writer.file_id(d.path, d.kind, size_bytes=proc_fds.size_of(d, self.capture.pid, self._root), dev=d.dev, inode=d.inode,
-                                   local_addr=d.local_addr, remote_addr=d.remote_addr)
+        return self.writer.file_id(
+            d.path,
+            d.kind,
+            size_bytes=proc_fds.size_of(d, self.capture.pid, self._root),
+            dev=d.dev,
+            inode=d.inode,
+            local_addr=d.local_addr,
+            remote_addr=d.remote_addr,
+        )
 
     def _named_inodes(self) -> dict[tuple[int, int], Descriptor]:
         """(dev, inode) -> a descriptor naming it: the process's fds, then its mappings, then files
@@ -254,11 +264,24 @@ class TraceBuilder:
         sizes: dict[tuple[int, int, int], int] = defaultdict(int)
 
         def row(window_id: int, file_id: int) -> dict[str, int]:
-            return rows.setdefault((window_id, file_id), {
-                "window_id": window_id, "file_id": file_id, "read_calls": 0, "read_bytes": 0,
-                "read_requested_bytes": 0, "read_ns": 0, "write_calls": 0, "write_bytes": 0,
-                "lseek_calls": 0, "seek_jumps": 0, "longest_sequential_bytes": 0,
-                "cache_miss_pages": 0, "cache_miss_bytes": 0})
+            return rows.setdefault(
+                (window_id, file_id),
+                {
+                    "window_id": window_id,
+                    "file_id": file_id,
+                    "read_calls": 0,
+                    "read_bytes": 0,
+                    "read_requested_bytes": 0,
+                    "read_ns": 0,
+                    "write_calls": 0,
+                    "write_bytes": 0,
+                    "lseek_calls": 0,
+                    "seek_jumps": 0,
+                    "longest_sequential_bytes": 0,
+                    "cache_miss_pages": 0,
+                    "cache_miss_bytes": 0,
+                },
+            )
 
         def add(totals: dict[str, int], figures: Mapping[str, int]) -> None:
             for name, value in figures.items():
@@ -269,12 +292,20 @@ class TraceBuilder:
 
         for key, stats in self.tables["stats_by_fd"]:
             file_id = self.fd_file(key.owner, key.fd, key.gen)
-            add(row(key.epoch, file_id), {
-                "read_calls": stats.read_calls, "read_bytes": stats.read_bytes,
-                "read_requested_bytes": stats.read_requested, "read_ns": stats.read_ns,
-                "write_calls": stats.write_calls, "write_bytes": stats.write_bytes,
-                "lseek_calls": stats.lseek_calls, "seek_jumps": stats.seek_jumps,
-                "longest_sequential_bytes": stats.longest_run})
+            add(
+                row(key.epoch, file_id),
+                {
+                    "read_calls": stats.read_calls,
+                    "read_bytes": stats.read_bytes,
+                    "read_requested_bytes": stats.read_requested,
+                    "read_ns": stats.read_ns,
+                    "write_calls": stats.write_calls,
+                    "write_bytes": stats.write_bytes,
+                    "lseek_calls": stats.lseek_calls,
+                    "seek_jumps": stats.seek_jumps,
+                    "longest_sequential_bytes": stats.longest_run,
+                },
+            )
             for index, count in enumerate(stats.read_sizes):
                 if count:
                     sizes[(key.epoch, file_id, index - 1)] += count
@@ -288,7 +319,8 @@ class TraceBuilder:
             totals["cache_miss_bytes"] += pages * PAGE_BYTES
         self.writer.add_file_io(cast(FileIORow, row) for row in rows.values())
         self.writer.add_read_sizes(
-            {"window_id": w, "file_id": f, "log2_bucket": b, "count": n} for (w, f, b), n in sizes.items())
+            {"window_id": w, "file_id": f, "log2_bucket": b, "count": n} for (w, f, b), n in sizes.items()
+        )
 
     def _coverage(self) -> None:
         bitmaps: dict[tuple[int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
@@ -316,10 +348,16 @@ class TraceBuilder:
             return found
 
         self.writer.add_coverage(
-            {"window_id": window_id, "file_id": file_id, "source": SOURCE_NAMES[source],
-             "first_page": first, "page_count": count}
+            {
+                "window_id": window_id,
+                "file_id": file_id,
+                "source": SOURCE_NAMES[source],
+                "first_page": first,
+                "page_count": count,
+            }
             for (window_id, file_id, source), chunks in bitmaps.items()
-            for first, count in runs(chunks))
+            for first, count in runs(chunks)
+        )
 
     def _heatmap(self) -> None:
         cells: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
@@ -336,9 +374,9 @@ class TraceBuilder:
             cell[0] += calls
             cell[1] += size
         self.writer.add_heatmap(
-            {"file_id": file_id, "source": source, "slot": slot, "offset_bucket": bucket,
-             "calls": calls, "bytes": size}
-            for (file_id, source, slot, bucket), (calls, size) in cells.items())
+            {"file_id": file_id, "source": source, "slot": slot, "offset_bucket": bucket, "calls": calls, "bytes": size}
+            for (file_id, source, slot, bucket), (calls, size) in cells.items()
+        )
 
     def _latency(self) -> None:
         counts: dict[tuple[int, int, int, int], int] = defaultdict(int)
@@ -347,33 +385,78 @@ class TraceBuilder:
         for key, count in self.logged.latency.items():
             counts[key] += count
         self.writer.add_latency(
-            {"slot": slot, "syscall": syscalls.name(nr), "target": TARGET_NAMES[target], "bucket": bucket,
-             "count": count}
-            for (slot, nr, target, bucket), count in counts.items())
+            {
+                "slot": slot,
+                "syscall": syscalls.name(nr),
+                "target": TARGET_NAMES[target],
+                "bucket": bucket,
+                "count": count,
+            }
+            for (slot, nr, target, bucket), count in counts.items()
+        )
 
     def _events(self) -> None:
         """The logged calls, each read with the pages the page cache filled of its own file while it
         ran; fills of another file (the first one a read filled was not its own) join the other fills."""
+
         def rows() -> Iterator[EventRow]:
-            for (ts, latency, offset, requested, returned, _run, tid, fd, gen, nr, _epoch, _jump, fill_inode,
-                 fill_dev, fill_pages, owner) in self.capture.event_records():
+            for (
+                ts,
+                latency,
+                offset,
+                requested,
+                returned,
+                _run,
+                tid,
+                fd,
+                gen,
+                nr,
+                _epoch,
+                _jump,
+                fill_inode,
+                fill_dev,
+                fill_pages,
+                owner,
+            ) in self.capture.event_records():
                 file_id = self.fd_file(owner, fd, gen)
                 if fill_pages and self.page_file(fill_dev, fill_inode) != file_id:
                     self._foreign_fills.append(
-                        {"ts_ns": ts, "tid": tid, "file_id": self.page_file(fill_dev, fill_inode),
-                         "pages": fill_pages, "syscall": syscalls.name(nr)})
+                        {
+                            "ts_ns": ts,
+                            "tid": tid,
+                            "file_id": self.page_file(fill_dev, fill_inode),
+                            "pages": fill_pages,
+                            "syscall": syscalls.name(nr),
+                        }
+                    )
                     fill_pages = 0
-                yield (ts, tid, syscalls.name(nr), fd, file_id,
-                       None if nr in READ_SYSCALLS and offset < 0 else offset, requested, returned, latency,
-                       fill_pages if nr in READ_SYSCALLS else None)
+                yield (
+                    ts,
+                    tid,
+                    syscalls.name(nr),
+                    fd,
+                    file_id,
+                    None if nr in READ_SYSCALLS and offset < 0 else offset,
+                    requested,
+                    returned,
+                    latency,
+                    fill_pages if nr in READ_SYSCALLS else None,
+                )
+
         self.writer.add_events(rows())
 
     def _page_cache_fills(self) -> None:
         def rows() -> Iterator[PageCacheFillRow]:
             yield from self._foreign_fills
             for ts, inode, dev, pages, tid, nr, _epoch in FILL.iter_unpack(self.capture.fills):
-                yield {"ts_ns": ts, "tid": tid, "file_id": self.page_file(dev, inode), "pages": pages,
-                       "syscall": None if nr == NO_CALL else syscalls.name(nr)}
+                yield {
+                    "ts_ns": ts,
+                    "tid": tid,
+                    "file_id": self.page_file(dev, inode),
+                    "pages": pages,
+                    "syscall": None if nr == NO_CALL else syscalls.name(nr),
+                }
+
         self.writer.add_page_cache_fills(rows())
 
     def _thread_io(self) -> None:
@@ -387,18 +470,36 @@ class TraceBuilder:
             row[1] += io.read_bytes
             row[2] += io.cache_pages
         self.writer.add_thread_io(
-            {"tid": tid, "slot": slot, "file_id": file_id, "read_calls": calls, "read_bytes": size,
-             "cache_miss_pages": pages}
-            for (tid, slot, file_id), (calls, size, pages) in rows.items())
+            {
+                "tid": tid,
+                "slot": slot,
+                "file_id": file_id,
+                "read_calls": calls,
+                "read_bytes": size,
+                "cache_miss_pages": pages,
+            }
+            for (tid, slot, file_id), (calls, size, pages) in rows.items()
+        )
 
     def _meta(self) -> None:
         capture, counters = self.capture, self.capture.counters
         meta = dict(
-            **BCC.meta(), source=capture.source, pid=capture.pid, process=capture.process,
-            measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True,
-                      "call_fills": True},
-            capture_start_ns=capture.start_ns, capture_end_ns=capture.end_ns,
-            slot_ns=SLOT_NS, heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
+            **BCC.meta(),
+            source=capture.source,
+            pid=capture.pid,
+            process=capture.process,
+            measures={
+                "syscalls": True,
+                "offsets": True,
+                "page_cache": True,
+                "latency": True,
+                "wire": True,
+                "call_fills": True,
+            },
+            capture_start_ns=capture.start_ns,
+            capture_end_ns=capture.end_ns,
+            slot_ns=SLOT_NS,
+            heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
             lost_events=counters["notices_lost"],
             unstreamed_events=capture.unstreamed_events,
             aggregate_overflows=counters["aggregate_overflow"],
@@ -412,5 +513,6 @@ class TraceBuilder:
             meta["notes"] = [
                 f"followed the descendants of pid {capture.pid}: {len(capture.descendants)} processes started"
                 " during the capture, with their threads; their fds are named as opened, or as their parent"
-                " held them at the fork (reads through an inherited fd are counted without offsets)"]
+                " held them at the fork (reads through an inherited fd are counted without offsets)"
+            ]
         self.writer.set_meta(**meta)

@@ -34,19 +34,25 @@ from casstrace.errors import CasstraceError
 from casstrace.ledger import PROFILER, Ledger
 
 VERSION = "4.1"
-JAR_SHA1 = "b0fc146dd17ad71d2b3effacd96755ca43a1a28f"   # Maven Central's published checksum of the jar
-JAR_URL = ("https://repo1.maven.org/maven2/tools/profiler/async-profiler/"
-           f"{VERSION}/async-profiler-{VERSION}.jar")
+JAR_SHA1 = "b0fc146dd17ad71d2b3effacd96755ca43a1a28f"  # Maven Central's published checksum of the jar
+JAR_URL = f"https://repo1.maven.org/maven2/tools/profiler/async-profiler/{VERSION}/async-profiler-{VERSION}.jar"
 LIBRARY_DIRS = {"x86_64": "linux-x64", "aarch64": "linux-arm64"}
 WALL_INTERVAL_NS = 1_000_000
 JCMD_TIMEOUT_S = 60.0
-IDLE = "Profiler is not active"   # async-profiler's status when loaded and idle
+IDLE = "Profiler is not active"  # async-profiler's status when loaded and idle
 
 
 def jar_path() -> Path:
     """Where the jar lives: the Maven repository layout of casstrace's cache, beside Cassandra's jars."""
-    return (paths.cache_dir() / "maven" / "tools" / "profiler" / "async-profiler" / VERSION
-            / f"async-profiler-{VERSION}.jar")
+    return (
+        paths.cache_dir()
+        / "maven"
+        / "tools"
+        / "profiler"
+        / "async-profiler"
+        / VERSION
+        / f"async-profiler-{VERSION}.jar"
+    )
 
 
 def _sha1(path: Path) -> str:
@@ -62,12 +68,16 @@ def _download(jar: Path, progress: Callable[[str], None]) -> None:
             partial.write_bytes(response.read())
     except (urllib.error.URLError, OSError) as error:
         partial.unlink(missing_ok=True)
-        raise CasstraceError(f"cannot download async-profiler {VERSION} from Maven Central ({error})",
-                             f"check the network, or put {JAR_URL.rsplit('/', 1)[1]} at {jar}") from None
+        raise CasstraceError(
+            f"cannot download async-profiler {VERSION} from Maven Central ({error})",
+            f"check the network, or put {JAR_URL.rsplit('/', 1)[1]} at {jar}",
+        ) from None
     if _sha1(partial) != JAR_SHA1:
         partial.unlink(missing_ok=True)
-        raise CasstraceError(f"the async-profiler jar downloaded from {JAR_URL} does not match its checksum",
-                             "run again; if it persists, something between this node and Maven Central alters it")
+        raise CasstraceError(
+            f"the async-profiler jar downloaded from {JAR_URL} does not match its checksum",
+            "run again; if it persists, something between this node and Maven Central alters it",
+        )
     partial.replace(jar)
 
 
@@ -76,14 +86,16 @@ def library(progress: Callable[[str], None] = print) -> Path:
     The jar is checked against its checksum on every use; the library is unpacked beside it."""
     machine = platform.machine()
     if machine not in LIBRARY_DIRS:
-        raise CasstraceError(f"async-profiler has no Linux library for {machine}",
-                             "run without --profile on this machine")
+        raise CasstraceError(
+            f"async-profiler has no Linux library for {machine}", "run without --profile on this machine"
+        )
     jar = jar_path()
     if not jar.exists():
         _download(jar, progress)
     if _sha1(jar) != JAR_SHA1:
-        raise CasstraceError(f"the async-profiler jar in the cache is corrupt: {jar}",
-                             f"delete {jar} and run again to re-download it")
+        raise CasstraceError(
+            f"the async-profiler jar in the cache is corrupt: {jar}", f"delete {jar} and run again to re-download it"
+        )
     member = f"{LIBRARY_DIRS[machine]}/libasyncProfiler.so"
     target = jar.parent / member
     if not target.exists():
@@ -116,7 +128,7 @@ def java_major(home: Path | None) -> int | None:
         if line.startswith("JAVA_VERSION="):
             version = line.split("=", 1)[1].strip().strip('"')
             head = version.split(".")[0]
-            if head == "1":                      # 1.8.0_...
+            if head == "1":  # 1.8.0_...
                 head = version.split(".")[1]
             return int(head) if head.isdigit() else None
     return None
@@ -140,8 +152,10 @@ def find_jcmd(home: Path | None) -> Path:
         return Path(found)
     for candidate in sorted(Path("/usr/lib/jvm").glob("*/bin/jcmd"), reverse=True):
         return candidate
-    raise CasstraceError("no jcmd to load async-profiler into the JVM (the JVM's runtime has none, nor has PATH)",
-                         "install a JDK (apt-get install openjdk-17-jdk-headless), or run without --profile")
+    raise CasstraceError(
+        "no jcmd to load async-profiler into the JVM (the JVM's runtime has none, nor has PATH)",
+        "install a JDK (apt-get install openjdk-17-jdk-headless), or run without --profile",
+    )
 
 
 def loaded_library(pid: int) -> str | None:
@@ -164,8 +178,9 @@ class AsyncProfiler:
     (systemd's PrivateTmp, a container): the library and the recording live in the JVM's own /tmp,
     reached from here through /proc/PID/root, at paths the JVM itself can open."""
 
-    def __init__(self, pid: int, *, wall_interval_ns: int = WALL_INTERVAL_NS,
-                 progress: Callable[[str], None] = print) -> None:
+    def __init__(
+        self, pid: int, *, wall_interval_ns: int = WALL_INTERVAL_NS, progress: Callable[[str], None] = print
+    ) -> None:
         self.pid = pid
         self._root = Path(f"/proc/{pid}/root")
         home = java_home(pid)
@@ -176,9 +191,9 @@ class AsyncProfiler:
         # A JVM holds one async-profiler: one loaded before (by an earlier casstrace, or another tool)
         # is the one to talk to, since a second copy would clash with it.
         self.library = loaded_library(pid) or self._install(library(progress))
-        self.active = False      # started and not yet stopped
-        self.recorded = False    # started once: a recording is (being) written
-        self._directory: str | None = None   # the JVM's path of this session's directory
+        self.active = False  # started and not yet stopped
+        self.recorded = False  # started once: a recording is (being) written
+        self._directory: str | None = None  # the JVM's path of this session's directory
         self.ledger = Ledger(pid)
 
     def _install(self, source: Path) -> str:
@@ -191,12 +206,16 @@ class AsyncProfiler:
             directory.mkdir(mode=0o755, exist_ok=True)
             status = directory.stat()
         except OSError as error:
-            raise CasstraceError(f"cannot place async-profiler where JVM {self.pid} can load it: {directory} "
-                                 f"({error.strerror})", "check that casstrace runs as root on the node") from None
+            raise CasstraceError(
+                f"cannot place async-profiler where JVM {self.pid} can load it: {directory} ({error.strerror})",
+                "check that casstrace runs as root on the node",
+            ) from None
         if status.st_uid != os.geteuid() or status.st_mode & 0o022:
-            raise CasstraceError(f"{directory} belongs to another user or is writable by others: casstrace will "
-                                 "not load a library from there into the JVM",
-                                 f"remove {directory} (casstrace re-creates it)")
+            raise CasstraceError(
+                f"{directory} belongs to another user or is writable by others: casstrace will "
+                "not load a library from there into the JVM",
+                f"remove {directory} (casstrace re-creates it)",
+            )
         target = directory / "libasyncProfiler.so"
         if not target.exists() or _sha1(target) != _sha1(source):
             partial = directory / "libasyncProfiler.so.partial"
@@ -237,8 +256,16 @@ class AsyncProfiler:
         self.ledger.record(PROFILER, IDLE, "active")
         # Marked first: a Ctrl-C while jcmd starts it must still lead to a stop.
         self.active = self.recorded = True
-        self._command("start", f"event={self.method}", "interval=1", f"wall={self.wall_interval_ns}ns",
-                      "cstack=vmx", "clock=monotonic", "jfr", f"file={self._jvm('profile.jfr')}")
+        self._command(
+            "start",
+            f"event={self.method}",
+            "interval=1",
+            f"wall={self.wall_interval_ns}ns",
+            "cstack=vmx",
+            "clock=monotonic",
+            "jfr",
+            f"file={self._jvm('profile.jfr')}",
+        )
 
     def stop(self) -> Path:
         """Stop the profiler (it stays loaded, idle) and return the recording it wrote."""
@@ -267,8 +294,10 @@ class AsyncProfiler:
         try:
             self.stop()
         except CasstraceError as error:
-            warn(f"could not stop async-profiler in JVM {self.pid}: {error}; stop it by hand: "
-                 f"jcmd {self.pid} JVMTI.agent_load {self.library} '\"stop\"'")
+            warn(
+                f"could not stop async-profiler in JVM {self.pid}: {error}; stop it by hand: "
+                f"jcmd {self.pid} JVMTI.agent_load {self.library} '\"stop\"'"
+            )
 
     def status(self) -> str:
         """async-profiler's own word on whether it is active (IDLE when idle)."""
@@ -295,20 +324,28 @@ class AsyncProfiler:
         try:
             result = subprocess.run(
                 [str(self.jcmd), str(self.pid), "JVMTI.agent_load", self.library, f'"{arguments}"'],
-                capture_output=True, text=True, timeout=JCMD_TIMEOUT_S,
-                start_new_session=True)   # out of the terminal's process group: Ctrl-C must not kill a stop
+                capture_output=True,
+                text=True,
+                timeout=JCMD_TIMEOUT_S,
+                start_new_session=True,
+            )  # out of the terminal's process group: Ctrl-C must not kill a stop
         except subprocess.TimeoutExpired:
-            raise CasstraceError(f"jcmd did not get an answer from JVM {self.pid} within {JCMD_TIMEOUT_S:.0f} s",
-                                 "check that the JVM is responsive (not stuck in a GC or a safepoint)") from None
+            raise CasstraceError(
+                f"jcmd did not get an answer from JVM {self.pid} within {JCMD_TIMEOUT_S:.0f} s",
+                "check that the JVM is responsive (not stuck in a GC or a safepoint)",
+            ) from None
         output = (result.stdout + result.stderr).strip()
         if result.returncode != 0:
             raise attach_error(self.pid, output)
-        if "was not loaded" in output:   # the JVM could not open the library: jcmd still exits 0
+        if "was not loaded" in output:  # the JVM could not open the library: jcmd still exits 0
             detail = output.splitlines()[-1]
-            raise CasstraceError(f"JVM {self.pid} could not load async-profiler: {detail}",
-                                 "check that the JVM's user can read " + self.library)
-        code = next((line.split(":", 1)[1].strip() for line in output.splitlines()
-                     if line.startswith("return code:")), None)
+            raise CasstraceError(
+                f"JVM {self.pid} could not load async-profiler: {detail}",
+                "check that the JVM's user can read " + self.library,
+            )
+        code = next(
+            (line.split(":", 1)[1].strip() for line in output.splitlines() if line.startswith("return code:")), None
+        )
         if code not in (None, "0"):
             text = log.read_text().strip() if log.exists() else ""
             detail = text.splitlines()[-1] if text else f"agent return code {code}"
@@ -319,19 +356,25 @@ class AsyncProfiler:
 def attach_error(pid: int, output: str) -> CasstraceError:
     """The one-line error for a JVM jcmd could not attach to, with the fix for its cause."""
     if "does not support the attach mechanism" in output:
-        return CasstraceError(f"JVM {pid} refuses attach (it runs with -XX:+DisableAttachMechanism), so "
-                              "async-profiler cannot be loaded into it",
-                              "remove -XX:+DisableAttachMechanism from the JVM options (jvm-server.options) "
-                              "and restart the node, or run without --profile")
+        return CasstraceError(
+            f"JVM {pid} refuses attach (it runs with -XX:+DisableAttachMechanism), so "
+            "async-profiler cannot be loaded into it",
+            "remove -XX:+DisableAttachMechanism from the JVM options (jvm-server.options) "
+            "and restart the node, or run without --profile",
+        )
     if "well-known file" in output or "Permission denied" in output or "not secure" in output:
-        return CasstraceError(f"cannot attach to JVM {pid}: it runs as another user than casstrace",
-                              "run casstrace as the JVM's user (e.g. sudo -u cassandra casstrace ...), "
-                              "or run without --profile")
+        return CasstraceError(
+            f"cannot attach to JVM {pid}: it runs as another user than casstrace",
+            "run casstrace as the JVM's user (e.g. sudo -u cassandra casstrace ...), or run without --profile",
+        )
     if "Unable to open socket file" in output or "AttachNotSupportedException" in output:
-        return CasstraceError(f"cannot attach to JVM {pid}: it did not answer the attach request "
-                              "(another user, another container's /tmp, or a JVM too busy to answer)",
-                              "run casstrace as the JVM's user and in its container (nsenter -t PID -m -p), "
-                              "or run without --profile")
+        return CasstraceError(
+            f"cannot attach to JVM {pid}: it did not answer the attach request "
+            "(another user, another container's /tmp, or a JVM too busy to answer)",
+            "run casstrace as the JVM's user and in its container (nsenter -t PID -m -p), or run without --profile",
+        )
     last = output.splitlines()[-1] if output else "no output"
-    return CasstraceError(f"jcmd could not load async-profiler into JVM {pid}: {last}",
-                          "run without --profile, or check `jcmd PID VM.version` by hand")
+    return CasstraceError(
+        f"jcmd could not load async-profiler into JVM {pid}: {last}",
+        "run without --profile, or check `jcmd PID VM.version` by hand",
+    )

@@ -51,7 +51,7 @@ class LoggedRead:
     file_id: int
     returned: int
     window_id: int = 0
-    fill_pages: int = 0      # pages the page cache filled of the file while the call ran
+    fill_pages: int = 0  # pages the page cache filled of the file while the call ran
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def up_to(stack: tuple[str, ...], method: str) -> tuple[str, ...]:
     stack walk records the instrumentation's call into async-profiler too)."""
     if method not in stack:
         return stack
-    return stack[:len(stack) - stack[::-1].index(method)]
+    return stack[: len(stack) - stack[::-1].index(method)]
 
 
 def _by_thread(samples: Iterable[Sample]) -> tuple[dict[int, list[Sample]], dict[int, list[int]]]:
@@ -88,8 +88,8 @@ def _by_thread(samples: Iterable[Sample]) -> tuple[dict[int, list[Sample]], dict
 def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) -> list[tuple[LoggedRead, Sample | None]]:
     """Each read with the method sample that made it (None when there is none), by thread and time."""
     by_thread, times = _by_thread(method_samples)
-    previous: dict[int, int] = {}          # tid -> ts of its previous read
-    used: dict[int, int] = {}              # tid -> index of the last sample joined
+    previous: dict[int, int] = {}  # tid -> ts of its previous read
+    used: dict[int, int] = {}  # tid -> index of the last sample joined
     joined = []
     for read in sorted(reads, key=lambda r: (r.tid, r.ts_ns)):
         match = None
@@ -105,8 +105,9 @@ def join_reads(reads: Iterable[LoggedRead], method_samples: Iterable[Sample]) ->
     return joined
 
 
-def nearest_samples(fills: Iterable[LoggedFill], samples: Iterable[Sample], before_ns: int = FILL_JOIN_NS,
-                    after_ns: int = FILL_JOIN_NS) -> list[tuple[LoggedFill, Sample | None]]:
+def nearest_samples(
+    fills: Iterable[LoggedFill], samples: Iterable[Sample], before_ns: int = FILL_JOIN_NS, after_ns: int = FILL_JOIN_NS
+) -> list[tuple[LoggedFill, Sample | None]]:
     """Each fill with its thread's sample nearest in time among those from `before_ns` before it to
     `after_ns` after it (None when there is none)."""
     by_thread, times = _by_thread(samples)
@@ -114,15 +115,23 @@ def nearest_samples(fills: Iterable[LoggedFill], samples: Iterable[Sample], befo
     for fill in fills:
         stamps = times.get(fill.tid, [])
         index = bisect.bisect_left(stamps, fill.ts_ns)
-        candidates = [i for i in (index - 1, index) if 0 <= i < len(stamps)
-                      and -before_ns <= stamps[i] - fill.ts_ns <= after_ns]
+        candidates = [
+            i for i in (index - 1, index) if 0 <= i < len(stamps) and -before_ns <= stamps[i] - fill.ts_ns <= after_ns
+        ]
         best = min(candidates, key=lambda i: abs(stamps[i] - fill.ts_ns), default=None)
         joined.append((fill, None if best is None else by_thread[fill.tid][best]))
     return joined
 
 
-def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids: list[int], profiler: str,
-                  read_method: str, wall_interval_ns: int) -> None:
+def write_profile(
+    writer: TraceWriter,
+    samples: Iterable[Sample],
+    *,
+    window_ids: list[int],
+    profiler: str,
+    read_method: str,
+    wall_interval_ns: int,
+) -> None:
     """The stacks, wall-clock samples and joined reads of the profiled windows, and meta `profile`.
     Call after the capture has written its windows, files and per-call log."""
     profiled = set(window_ids)
@@ -176,25 +185,46 @@ def write_profile(writer: TraceWriter, samples: Iterable[Sample], *, window_ids:
 
     writer.add_profile_samples(
         {"window_id": w, "tid": tid, "stack_id": s, "state": state, "samples": n}
-        for (w, tid, s, state), n in wall.items())
+        for (w, tid, s, state), n in wall.items()
+    )
     writer.add_profile_reads(
-        {"window_id": w, "file_id": f, "stack_id": s, "calls": calls, "bytes": size, "fill_bytes": in_calls,
-         "fault_fill_bytes": faults}
-        for (w, f, s), (calls, size, in_calls, faults) in totals.items())
+        {
+            "window_id": w,
+            "file_id": f,
+            "stack_id": s,
+            "calls": calls,
+            "bytes": size,
+            "fill_bytes": in_calls,
+            "fault_fill_bytes": faults,
+        }
+        for (w, f, s), (calls, size, in_calls, faults) in totals.items()
+    )
     writer.add_threads(names)
-    fill_meta = {"fill_join_ns": FILL_JOIN_NS,
-                 "fill_pages": sum(read.fill_pages for read in reads) + sum(fill.pages for fill in fills),
-                 "joined_fill_pages": joined_fill_pages, "sampled_fill_pages": sampled_fill_pages}
-    writer.set_meta(profile={
-        "profiler": profiler, "read_method": read_method, "wall_interval_ns": wall_interval_ns,
-        "window_ids": sorted(profiled), "samples": len(method_samples),
-        "read_calls": len(reads), "read_bytes": sum(read.returned for read in reads),
-        "joined_calls": joined_calls, "joined_bytes": joined_bytes, **(fill_meta if measured_fills else {}),
-    })
+    fill_meta = {
+        "fill_join_ns": FILL_JOIN_NS,
+        "fill_pages": sum(read.fill_pages for read in reads) + sum(fill.pages for fill in fills),
+        "joined_fill_pages": joined_fill_pages,
+        "sampled_fill_pages": sampled_fill_pages,
+    }
+    writer.set_meta(
+        profile={
+            "profiler": profiler,
+            "read_method": read_method,
+            "wall_interval_ns": wall_interval_ns,
+            "window_ids": sorted(profiled),
+            "samples": len(method_samples),
+            "read_calls": len(reads),
+            "read_bytes": sum(read.returned for read in reads),
+            "joined_calls": joined_calls,
+            "joined_bytes": joined_bytes,
+            **(fill_meta if measured_fills else {}),
+        }
+    )
 
 
-def write_recording(writer: TraceWriter, profiler: AsyncProfiler, window_ids: list[int],
-                    warn: Callable[[str], None]) -> None:
+def write_recording(
+    writer: TraceWriter, profiler: AsyncProfiler, window_ids: list[int], warn: Callable[[str], None]
+) -> None:
     """The profiler's recording of the given windows into the trace. A recording that cannot be
     read costs the profile, said as a warning, not the trace."""
     if not profiler.recorded:
@@ -204,8 +234,14 @@ def write_recording(writer: TraceWriter, profiler: AsyncProfiler, window_ids: li
     except CasstraceError as error:
         warn(f"the profile is left out of the trace: {error}")
         return
-    write_profile(writer, samples, window_ids=window_ids, profiler=f"async-profiler {PROFILER_VERSION}",
-                  read_method=profiler.method, wall_interval_ns=profiler.wall_interval_ns)
+    write_profile(
+        writer,
+        samples,
+        window_ids=window_ids,
+        profiler=f"async-profiler {PROFILER_VERSION}",
+        read_method=profiler.method,
+        wall_interval_ns=profiler.wall_interval_ns,
+    )
 
 
 @dataclass
@@ -220,7 +256,7 @@ class ProfiledWindows:
     labels: Collection[str]
     warn: Callable[[str], None]
     phases: Phases = field(default_factory=Phases)
-    window_ids: list[int] = field(default_factory=list)   # the profiled windows
+    window_ids: list[int] = field(default_factory=list)  # the profiled windows
 
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
         if label in self.labels:

@@ -18,7 +18,9 @@ from typing import Any
 from casstrace.errors import CasstraceError
 
 MAGIC = b"FLR\0"
-HEADER = struct.Struct(">4sHHqqqqqqqi")   # magic, major, minor, size, cp, meta, startNanos, duration, startTicks, tps, features
+HEADER = struct.Struct(
+    ">4sHHqqqqqqqi"
+)  # magic, major, minor, size, cp, meta, startNanos, duration, startTicks, tps, features
 COMPRESSED_INTS = 1
 METADATA_EVENT, CONSTANT_POOL_EVENT = 0, 1
 SAMPLE_EVENTS = ("jdk.ExecutionSample", "profiler.WallClockSample")
@@ -28,13 +30,13 @@ CLASSLESS_FRAME_TYPES = {"Native", "C++", "Kernel"}
 
 @dataclass(frozen=True)
 class Sample:
-    event: str                 # 'jdk.ExecutionSample' (the execution event) | 'profiler.WallClockSample'
-    ts_ns: int                 # on the clock the recording used (clock=monotonic: CLOCK_MONOTONIC)
-    tid: int                   # the OS thread id
+    event: str  # 'jdk.ExecutionSample' (the execution event) | 'profiler.WallClockSample'
+    ts_ns: int  # on the clock the recording used (clock=monotonic: CLOCK_MONOTONIC)
+    tid: int  # the OS thread id
     thread: str
-    stack: tuple[str, ...]     # frame names, root first
-    state: str | None          # thread state of a wall-clock sample ('STATE_RUNNABLE', ...)
-    weight: int                # samples this record stands for (wall clock batches idle samples)
+    stack: tuple[str, ...]  # frame names, root first
+    state: str | None  # thread state of a wall-clock sample ('STATE_RUNNABLE', ...)
+    weight: int  # samples this record stands for (wall clock batches idle samples)
 
 
 @dataclass
@@ -79,13 +81,13 @@ class _Buffer:
         if self.compressed:
             value = self.varint()
         else:
-            value = int.from_bytes(self.data[self.position:self.position + size], "big")
+            value = int.from_bytes(self.data[self.position : self.position + size], "big")
             self.position += size
         bits = size * 8
         return value - (1 << bits) if value >= 1 << (bits - 1) else value
 
     def raw(self, size: int) -> bytes:
-        value = self.data[self.position:self.position + size]
+        value = self.data[self.position : self.position + size]
         self.position += size
         return value
 
@@ -95,7 +97,7 @@ class _Buffer:
             return None
         if encoding == 1:
             return ""
-        if encoding == 2:                      # an index into the string constant pool
+        if encoding == 2:  # an index into the string constant pool
             index = self.integer(8)
             return pool[index] if pool is not None and index < len(pool) else None
         length = self.integer(4)
@@ -110,8 +112,19 @@ class _Buffer:
 
 class _Chunk:
     def __init__(self, data: bytes, start: int):
-        (magic, major, _minor, size, cp_offset, meta_offset, _start_nanos, _duration, _start_ticks,
-         self.ticks_per_second, features) = HEADER.unpack_from(data, start)
+        (
+            magic,
+            major,
+            _minor,
+            size,
+            cp_offset,
+            meta_offset,
+            _start_nanos,
+            _duration,
+            _start_ticks,
+            self.ticks_per_second,
+            features,
+        ) = HEADER.unpack_from(data, start)
         if magic != MAGIC or major != 2:
             raise ValueError(f"not a JFR 2.x chunk (magic {magic!r}, version {major})")
         self.data, self.start, self.size = data, start, size
@@ -127,9 +140,9 @@ class _Chunk:
     # -- metadata -----------------------------------------------------------------------------
     def _read_metadata(self, position: int) -> None:
         buffer = self.buffer(position)
-        buffer.integer(4)                                   # size
-        buffer.integer(8)                                   # type (0)
-        for _ in range(3):                                  # start time, duration, metadata id
+        buffer.integer(4)  # size
+        buffer.integer(8)  # type (0)
+        for _ in range(3):  # start time, duration, metadata id
             buffer.integer(8)
         strings = [buffer.string() or "" for _ in range(buffer.integer(4))]
 
@@ -150,9 +163,14 @@ class _Chunk:
                 if class_name != "class":
                     continue
                 fields = [
-                    _Field(field["name"], int(field["class"]), field.get("constantPool") == "true",
-                           field.get("dimension") == "1")
-                    for child_name, field, _ in children if child_name == "field"
+                    _Field(
+                        field["name"],
+                        int(field["class"]),
+                        field.get("constantPool") == "true",
+                        field.get("dimension") == "1",
+                    )
+                    for child_name, field, _ in children
+                    if child_name == "field"
                 ]
                 self.types[int(attributes["id"])] = _Type(attributes["name"], fields)
 
@@ -193,12 +211,12 @@ class _Chunk:
         offset = position - self.start
         while True:
             buffer = self.buffer(self.start + offset)
-            buffer.integer(4)                               # size
-            buffer.integer(8)                               # type (1)
-            buffer.integer(8)                               # start time
-            buffer.integer(8)                               # duration
-            delta = buffer.integer(8)                       # to the previous constant pool event
-            buffer.byte()                                   # flush / checkpoint type
+            buffer.integer(4)  # size
+            buffer.integer(8)  # type (1)
+            buffer.integer(8)  # start time
+            buffer.integer(8)  # duration
+            delta = buffer.integer(8)  # to the previous constant pool event
+            buffer.byte()  # flush / checkpoint type
             for _ in range(buffer.integer(4)):
                 type_id = buffer.integer(8)
                 pool = self.pools.setdefault(type_id, {})
@@ -249,7 +267,7 @@ class _Stacks:
         if key not in self._stacks:
             trace = self.chunk.resolve(reference) or {}
             frames = [self.frame(frame) for frame in trace.get("frames") or []]
-            self._stacks[key] = tuple(reversed(frames))   # JFR lists the leaf first
+            self._stacks[key] = tuple(reversed(frames))  # JFR lists the leaf first
         return self._stacks[key]
 
     def frame(self, frame: dict[str, Any]) -> str:
@@ -284,15 +302,19 @@ def read_samples(path: Path) -> Iterator[Sample]:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise CasstraceError(f"cannot read the profiler's recording {path} ({error.strerror})",
-                             "check that the JVM could write to that directory") from None
+        raise CasstraceError(
+            f"cannot read the profiler's recording {path} ({error.strerror})",
+            "check that the JVM could write to that directory",
+        ) from None
     start = 0
     while start + HEADER.size <= len(data):
         try:
             chunk = _Chunk(data, start)
         except (ValueError, struct.error, IndexError, KeyError) as error:
-            raise CasstraceError(f"the profiler's recording {path} is not a readable JFR file ({error})",
-                                 "run again; if it persists, report the async-profiler version") from None
+            raise CasstraceError(
+                f"the profiler's recording {path} is not a readable JFR file ({error})",
+                "run again; if it persists, report the async-profiler version",
+            ) from None
         if chunk.size <= 0:
             break
         stacks = _Stacks(chunk)

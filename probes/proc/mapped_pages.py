@@ -41,10 +41,10 @@ from casstrace.probes.proc import proc_fds
 from casstrace.probes.protocol import FIRST_WINDOW, GAP_WINDOW
 from casstrace.traces.writer import TraceWriter
 
-SYS_PROCESS_MADVISE = 440     # x86_64 (syscalls.check_architecture() is what the probes require)
+SYS_PROCESS_MADVISE = 440  # x86_64 (syscalls.check_architecture() is what the probes require)
 MADV_PAGEOUT = 21
-IOV_MAX = 1024                # ranges one process_madvise call takes
-SMAPS_KB = 1024               # smaps figures are in kB
+IOV_MAX = 1024  # ranges one process_madvise call takes
+SMAPS_KB = 1024  # smaps figures are in kB
 
 
 class MappedPagesUnavailable(Exception):
@@ -61,11 +61,11 @@ class Mapping:
 
     start: int
     end: int
-    offset: int          # offset in the file of `start`
-    dev: int             # st_dev as userspace sees it (os.makedev)
+    offset: int  # offset in the file of `start`
+    dev: int  # st_dev as userspace sees it (os.makedev)
     inode: int
     path: str
-    perms: str           # as maps shows them: read, write, execute, shared or private
+    perms: str  # as maps shows them: read, write, execute, shared or private
 
     @property
     def size(self) -> int:
@@ -86,10 +86,10 @@ class FileMapped:
     dev: int
     inode: int
     path: str
-    mapped_bytes: int = 0        # address space mapping the file
-    resident_bytes: int = 0      # of which in memory and mapped (Rss)
-    referenced_bytes: int = 0    # of which accessed since the last clear_refs
-    huge_bytes: int = 0          # of which mapped by 2 MiB (PMD) entries: one access marks all 2 MiB
+    mapped_bytes: int = 0  # address space mapping the file
+    resident_bytes: int = 0  # of which in memory and mapped (Rss)
+    referenced_bytes: int = 0  # of which accessed since the last clear_refs
+    huge_bytes: int = 0  # of which mapped by 2 MiB (PMD) entries: one access marks all 2 MiB
 
 
 def _parse_maps_line(line: str) -> Mapping | None:
@@ -136,7 +136,7 @@ def parse_smaps(lines: Iterable[str]) -> dict[tuple[int, int], FileMapped]:
     current: FileMapped | None = None
     for line in lines:
         key, _, rest = line.partition(" ")
-        if "-" in key:                       # "start-end perms offset dev inode path"
+        if "-" in key:  # "start-end perms offset dev inode path"
             current = _file_of_header(files, line)
         elif current is not None:
             if key == "Referenced:":
@@ -172,7 +172,7 @@ def parse_smaps_under(text: bytes, prefixes: tuple[str, ...]) -> dict[tuple[int,
     250,000 lines) of which the data directories' are found by their path, which only a header line
     holds, and the rest is never split into lines (benchmarks/scale.py: 50 ms of parsing -> 5)."""
     files: dict[tuple[int, int], FileMapped] = {}
-    headers_seen: set[int] = set()   # a mapping under two of the prefixes (one inside the other) counts once
+    headers_seen: set[int] = set()  # a mapping under two of the prefixes (one inside the other) counts once
     for prefix in {p.encode() for p in prefixes}:
         found = text.find(prefix)
         while found >= 0:
@@ -180,14 +180,14 @@ def parse_smaps_under(text: bytes, prefixes: tuple[str, ...]) -> dict[tuple[int,
             header_end = text.find(b"\n", found)
             block_end = text.find(_BLOCK_END, header_end)
             # the path column, not a prefix inside another path (it follows the padding spaces)
-            if text[found - 1:found] == b" " and header_end > 0 and block_end > 0 and start not in headers_seen:
+            if text[found - 1 : found] == b" " and header_end > 0 and block_end > 0 and start not in headers_seen:
                 headers_seen.add(start)
                 current = _file_of_header(files, text[start:header_end].decode(errors="surrogateescape"))
                 if current is not None:
                     for name, attribute in _FIELDS:
                         at = text.find(name, header_end, block_end)
                         if at >= 0:
-                            value = int(text[at + len(name):text.find(b"k", at, block_end)])
+                            value = int(text[at + len(name) : text.find(b"k", at, block_end)])
                             setattr(current, attribute, getattr(current, attribute) + value * SMAPS_KB)
             found = text.find(prefix, max(header_end, found + 1))
     return files
@@ -200,8 +200,10 @@ def read_smaps(pid: int, prefixes: tuple[str, ...] = ()) -> dict[tuple[int, int]
         with open(f"/proc/{pid}/smaps", "rb", buffering=0) as smaps:
             text = smaps.readall()
     except OSError as error:
-        raise MappedPagesUnavailable(f"/proc/{pid}/smaps could not be read ({error.strerror})",
-                                     "run casstrace as root, on the node's host, while the node runs") from None
+        raise MappedPagesUnavailable(
+            f"/proc/{pid}/smaps could not be read ({error.strerror})",
+            "run casstrace as root, on the node's host, while the node runs",
+        ) from None
     if prefixes:
         return parse_smaps_under(text, prefixes)
     return parse_smaps(text.decode(errors="surrogateescape").splitlines(keepends=True))
@@ -221,9 +223,10 @@ def clear_referenced(pid: int) -> None:
         with open(f"/proc/{pid}/clear_refs", "w") as clear_refs:
             clear_refs.write("3")
     except OSError as error:
-        raise MappedPagesUnavailable(f"/proc/{pid}/clear_refs refused the clear ({error.strerror})",
-                                     "run casstrace as root on the node's host (it needs to write "
-                                     "/proc/PID/clear_refs of the Cassandra JVM)") from None
+        raise MappedPagesUnavailable(
+            f"/proc/{pid}/clear_refs refused the clear ({error.strerror})",
+            "run casstrace as root on the node's host (it needs to write /proc/PID/clear_refs of the Cassandra JVM)",
+        ) from None
     try:
         with open(f"/proc/{pid}/clear_refs", "w") as clear_refs:
             clear_refs.write("4")
@@ -231,7 +234,8 @@ def clear_referenced(pid: int) -> None:
         raise MappedPagesUnavailable(
             f"/proc/{pid}/clear_refs refused the TLB flush (soft-dirty clear: {error.strerror}), without which "
             "accessed bits miss pages whose translations the CPUs cached",
-            "use a kernel built with CONFIG_MEM_SOFT_DIRTY (Debian's is)") from None
+            "use a kernel built with CONFIG_MEM_SOFT_DIRTY (Debian's is)",
+        ) from None
 
 
 class MappedPages:
@@ -245,11 +249,11 @@ class MappedPages:
 
     def __init__(self, pid: int, prefixes: tuple[str, ...] = ()):
         self.pid = pid
-        self.prefixes = prefixes   # only files under these directories (each ending in '/'); () all
+        self.prefixes = prefixes  # only files under these directories (each ending in '/'); () all
         self.unavailable: MappedPagesUnavailable | None = None
-        self.last: dict[tuple[int, int], FileMapped] = {}   # smaps as the last end() read it
+        self.last: dict[tuple[int, int], FileMapped] = {}  # smaps as the last end() read it
         self._open = False
-        self._cleared = False      # begin() cleared the accessed bits (else nothing was mapped to clear)
+        self._cleared = False  # begin() cleared the accessed bits (else nothing was mapped to clear)
         self._data_mapped = False  # a file under the prefixes was seen mapped: measured from then on
 
     @property
@@ -319,7 +323,7 @@ class MappedPagesCapture:
         self.whole_capture = whole_capture
         self.measure = MappedPages(pid, self.prefixes)
         self.windows: dict[int, dict[tuple[int, int], FileMapped]] = {}
-        self._measuring: int | None = None   # the window whose accessed bits were cleared
+        self._measuring: int | None = None  # the window whose accessed bits were cleared
 
     def before_window(self) -> None:
         self.measure.begin()
@@ -327,8 +331,9 @@ class MappedPagesCapture:
     def after_window(self, window_id: int) -> None:
         touched = self.measure.end()
         if touched is not None:
-            self.windows[window_id] = {key: f for key, f in touched.items()
-                                       if f.referenced_bytes and self._recorded(f.path)}
+            self.windows[window_id] = {
+                key: f for key, f in touched.items() if f.referenced_bytes and self._recorded(f.path)
+            }
 
     # -- as a casstrace.probes.protocol.WindowSource: every window but the gaps is measured -------------
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
@@ -353,27 +358,38 @@ class MappedPagesCapture:
         and .mappings (and mapped_unmeasured when the measure failed)."""
         listed = self.measure.last or _maps_only(self.pid)
         mapped = {key: f for key, f in (listed or {}).items() if self._recorded(f.path)}
-        root = proc_fds.root_prefix(self.pid)   # once: a node of 5,000 SSTables maps 10,000 files
-        file_ids = {key: writer.file_of_inode(f.path, f.dev, f.inode, proc_fds.size_if_same(self.pid, f.path, f.dev, f.inode, root))
-                    for key, f in mapped.items()}
+        root = proc_fds.root_prefix(self.pid)  # once: a node of 5,000 SSTables maps 10,000 files
+        file_ids = {
+            key: writer.file_of_inode(
+                f.path, f.dev, f.inode, proc_fds.size_if_same(self.pid, f.path, f.dev, f.inode, root)
+            )
+            for key, f in mapped.items()
+        }
         writer.add_mappings(
-            {"file_id": file_ids[key], "mapped_bytes": f.mapped_bytes,
-             "resident_bytes": f.resident_bytes if self.measure.last else None}
-            for key, f in mapped.items())
+            {
+                "file_id": file_ids[key],
+                "mapped_bytes": f.mapped_bytes,
+                "resident_bytes": f.resident_bytes if self.measure.last else None,
+            }
+            for key, f in mapped.items()
+        )
         available = self.measure.available and bool(self.windows)
         if available:
             rows = []
             for window_id, touched in self.windows.items():
                 for key, f in touched.items():
-                    file_id = file_ids.get(key) or writer.file_of_inode(f.path, f.dev, f.inode, proc_fds.size_if_same(self.pid, f.path, f.dev, f.inode, root))
+                    file_id = file_ids.get(key) or writer.file_of_inode(
+                        f.path, f.dev, f.inode, proc_fds.size_if_same(self.pid, f.path, f.dev, f.inode, root)
+                    )
                     rows.append((window_id, file_id, f.referenced_bytes, f.huge_bytes))
             writer.add_mapped_touched(rows)
         # mappings: whether the table lists the mapped files. Unknown when neither smaps nor maps
         # could be read, which must not read as "nothing mapped".
         writer.add_measures(mapped=available, mappings=listed is not None)
         if self.measure.unavailable is not None:
-            writer.set_meta(mapped_unmeasured={"reason": str(self.measure.unavailable),
-                                               "fix": self.measure.unavailable.fix})
+            writer.set_meta(
+                mapped_unmeasured={"reason": str(self.measure.unavailable), "fix": self.measure.unavailable.fix}
+            )
 
 
 def _maps_only(pid: int) -> dict[tuple[int, int], FileMapped] | None:
@@ -393,6 +409,7 @@ def _maps_only(pid: int) -> dict[tuple[int, int], FileMapped] | None:
 
 # -- pushing mapped pages out (--cold) ------------------------------------------------------------
 
+
 class PageOutUnavailable(Exception):
     """Mapped pages cannot be pushed out of this process; str() says why."""
 
@@ -403,7 +420,7 @@ class _IOVec(ctypes.Structure):
 
 def _chunks(mappings: list[Mapping], size: int) -> Iterator[list[Mapping]]:
     for first in range(0, len(mappings), size):
-        yield mappings[first:first + size]
+        yield mappings[first : first + size]
 
 
 def page_out(pid: int, mappings: list[Mapping]) -> int:
@@ -437,7 +454,9 @@ def page_out(pid: int, mappings: list[Mapping]) -> int:
 
 
 def _why(code: int, pid: int) -> str:
-    return {errno.ENOSYS: "this kernel has no process_madvise (Linux 5.10 or later has)",
-            errno.EINVAL: "this kernel does not take MADV_PAGEOUT through process_madvise",
-            errno.EPERM: "not permitted (it needs CAP_SYS_NICE and ptrace access to the node)",
-            errno.ESRCH: f"process {pid} is gone"}.get(code, os.strerror(code))
+    return {
+        errno.ENOSYS: "this kernel has no process_madvise (Linux 5.10 or later has)",
+        errno.EINVAL: "this kernel does not take MADV_PAGEOUT through process_madvise",
+        errno.EPERM: "not permitted (it needs CAP_SYS_NICE and ptrace access to the node)",
+        errno.ESRCH: f"process {pid} is gone",
+    }.get(code, os.strerror(code))

@@ -20,19 +20,19 @@ class Descriptor:
     """What one fd referred to: a file (path, dev, inode), a socket or a pipe."""
 
     path: str
-    kind: str                       # 'file' | 'socket' | 'pipe' | 'other' | 'unknown'
-    dev: int | None = None          # st_dev as userspace sees it
+    kind: str  # 'file' | 'socket' | 'pipe' | 'other' | 'unknown'
+    dev: int | None = None  # st_dev as userspace sees it
     inode: int | None = None
-    position: int | None = None     # file position from fdinfo, when it was read
+    position: int | None = None  # file position from fdinfo, when it was read
     local_addr: str | None = None
     remote_addr: str | None = None
     extra: dict = field(default_factory=dict)
-    local_family: str | None = None   # 'unix' | 'netlink': a socket with no TCP address to look for
+    local_family: str | None = None  # 'unix' | 'netlink': a socket with no TCP address to look for
 
     @property
     def socket_inode(self) -> int | None:
         if self.kind == "socket" and self.path.startswith("socket:["):
-            return int(self.path[len("socket:["):-1])
+            return int(self.path[len("socket:[") : -1])
         return self.extra.get("socket_inode")
 
 
@@ -96,7 +96,7 @@ def proc_net_host(hexed: str) -> str:
     """An address as /proc/net/tcp{,6} writes it (32-bit words in host order, little endian here) in
     its usual spelling; an IPv4-mapped IPv6 address as plain IPv4."""
     raw = bytes.fromhex(hexed)
-    address = ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+    address = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
     if isinstance(address, ipaddress.IPv6Address):
         return str(address.ipv4_mapped or address)
     return str(address)
@@ -124,8 +124,9 @@ def net_table_rows(pid: int, tables: Iterable[str], proc: Path = Path("/proc")) 
 
 def tcp_sockets(pid: int) -> dict[int, tuple[str, str]]:
     """socket inode -> (local 'ip:port', remote 'ip:port') for the process's network namespace."""
-    return {int(fields[9]): (_address(fields[1]), _address(fields[2]))
-            for _, fields in net_table_rows(pid, ("tcp", "tcp6"))}
+    return {
+        int(fields[9]): (_address(fields[1]), _address(fields[2])) for _, fields in net_table_rows(pid, ("tcp", "tcp6"))
+    }
 
 
 # The field of a unix and a netlink table row that holds the socket's inode.
@@ -136,18 +137,20 @@ def local_socket_families(pid: int) -> dict[int, str]:
     """socket inode -> 'unix' or 'netlink' for the process's network namespace. These tables read in
     a fraction of a millisecond, where each TCP table takes ~5 ms on a large machine (the kernel
     walks every bucket of its hash): a socket found here need not be looked for there."""
-    return {int(fields[_LOCAL_INODE_FIELD[table]]): table
-            for table, fields in net_table_rows(pid, _LOCAL_INODE_FIELD)
-            if len(fields) > _LOCAL_INODE_FIELD[table]}
+    return {
+        int(fields[_LOCAL_INODE_FIELD[table]]): table
+        for table, fields in net_table_rows(pid, _LOCAL_INODE_FIELD)
+        if len(fields) > _LOCAL_INODE_FIELD[table]
+    }
 
 
 def sockaddr_address(raw: bytes) -> str | None:
     """'ip:port' of a struct sockaddr_in / sockaddr_in6 as the process passed it, else None."""
     family = int.from_bytes(raw[:2], "little")
     port = int.from_bytes(raw[2:4], "big")
-    if family == 2:     # AF_INET
+    if family == 2:  # AF_INET
         return f"{ipaddress.IPv4Address(raw[4:8])}:{port}"
-    if family == 10:    # AF_INET6
+    if family == 10:  # AF_INET6
         address = ipaddress.IPv6Address(raw[8:24])
         if address.ipv4_mapped is not None:
             return f"{address.ipv4_mapped}:{port}"
@@ -163,7 +166,7 @@ def name_socket(descriptor: Descriptor, sockets: dict[int, tuple[str, str]]) -> 
         local, remote = sockets[inode]
         descriptor.extra["socket_inode"] = inode
         descriptor.local_addr = local
-        if remote.endswith(":0"):    # listening, or not connected yet
+        if remote.endswith(":0"):  # listening, or not connected yet
             descriptor.path = f"tcp {local} (not connected)"
             return
         descriptor.remote_addr = remote
@@ -202,7 +205,7 @@ def files_under(pid: int, directories: Iterable[str], wanted: set[tuple[int, int
                     continue
                 key = (stat.st_dev, stat.st_ino)
                 if key in wanted:
-                    found[key] = directory + path[len(walked):]
+                    found[key] = directory + path[len(walked) :]
                     if len(found) == len(wanted):
                         return found
     return found

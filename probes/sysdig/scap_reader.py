@@ -49,14 +49,33 @@ from typing import IO, NamedTuple, cast
 SECTION_HEADER = 0x0A0D0D0A
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 SECTION_HEADER_BYTES = SECTION_HEADER.to_bytes(4, "little")
-PROCESS_LISTS = {0x202: 1, 0x8000ABCD: 1, 0x207: 2, 0x8013ABCD: 2, 0x209: 3, 0x8014ABCD: 3,
-                 0x210: 4, 0x211: 5, 0x212: 6, 0x213: 7, 0x214: 8, 0x215: 9}
+PROCESS_LISTS = {
+    0x202: 1,
+    0x8000ABCD: 1,
+    0x207: 2,
+    0x8013ABCD: 2,
+    0x209: 3,
+    0x8014ABCD: 3,
+    0x210: 4,
+    0x211: 5,
+    0x212: 6,
+    0x213: 7,
+    0x214: 8,
+    0x215: 9,
+}
 FD_LISTS = {0x203: 1, 0x8001ABCD: 1, 0x218: 2}
 # event block type -> (header has nparams, dump flags precede the event)
-EVENT_BLOCKS = {0x204: (False, False), 0x8010ABCD: (False, False), 0x208: (False, True),
-                0x216: (True, False), 0x221: (True, False), 0x217: (True, True), 0x222: (True, True)}
-STATE_ONLY = 1      # dump flag: the event is there to keep the tables right, not to be shown
-LARGE_PAYLOAD = 4   # dump flag: parameter lengths are u32
+EVENT_BLOCKS = {
+    0x204: (False, False),
+    0x8010ABCD: (False, False),
+    0x208: (False, True),
+    0x216: (True, False),
+    0x221: (True, False),
+    0x217: (True, True),
+    0x222: (True, True),
+}
+STATE_ONLY = 1  # dump flag: the event is there to keep the tables right, not to be shown
+LARGE_PAYLOAD = 4  # dump flag: parameter lengths are u32
 CHUNK_BYTES = 4 << 20
 
 BLOCK_HEADER = struct.Struct("<II")
@@ -95,8 +114,15 @@ class Fd:
 
     __slots__ = ("kind", "name", "type_name", "proto", "local", "remote")
 
-    def __init__(self, kind: str, name: str = "", type_name: str = "", proto: str = "",
-                 local: str | None = None, remote: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        name: str = "",
+        type_name: str = "",
+        proto: str = "",
+        local: str | None = None,
+        remote: str | None = None,
+    ) -> None:
         self.kind, self.name, self.type_name, self.proto = kind, name, type_name, proto
         self.local, self.remote = local, remote
 
@@ -108,8 +134,8 @@ class Call(NamedTuple):
     not carry them."""
 
     kind: int
-    syscall: str          # the kernel's name, as the bcc backend records it
-    positioned: bool      # carries its own offset and leaves the fd's position alone
+    syscall: str  # the kernel's name, as the bcc backend records it
+    positioned: bool  # carries its own offset and leaves the fd's position alone
     ts: int
     entry_ts: int | None
     thread: Thread
@@ -122,8 +148,9 @@ class Call(NamedTuple):
 
 
 # What calls() yields: a Call's fields as a plain tuple (the same order).
-CallFields = tuple[int, str, bool, int, "int | None", Thread, "int | None", "Fd | None", int, "int | None",
-                   "int | None", "int | None"]
+CallFields = tuple[
+    int, str, bool, int, "int | None", Thread, "int | None", "Fd | None", int, "int | None", "int | None", "int | None"
+]
 
 
 class ScapError(Exception):
@@ -141,13 +168,12 @@ class _Io(NamedTuple):
     kind: int
     syscall: str
     positioned: bool
-    enter: int                 # the enter event's type
-    enter_params: tuple        # (fd, size, offset, whence) positions on the enter event, or -1
-    exit_params: tuple         # the same on the exit event (newer versions), -1 where absent
+    enter: int  # the enter event's type
+    enter_params: tuple  # (fd, size, offset, whence) positions on the enter event, or -1
+    exit_params: tuple  # the same on the exit event (newer versions), -1 where absent
 
 
-def _io(kind: int, syscall: str, enter: int, enter_params: tuple, exit_params: tuple,
-        positioned: bool = False) -> _Io:
+def _io(kind: int, syscall: str, enter: int, enter_params: tuple, exit_params: tuple, positioned: bool = False) -> _Io:
     return _Io(kind, syscall, positioned, enter, enter_params, exit_params)
 
 
@@ -172,7 +198,7 @@ IO_EVENTS: dict[int, _Io] = {
     5: _io(CLOSE, "close", 4, (0, -1, -1, -1), (1, -1, -1, -1)),
 }
 IO_ENTERS = {spec.enter: exit_type for exit_type, spec in IO_EVENTS.items()}
-SLOT_CODES = ("q", "I", "Q", "B")    # fd, size, offset, whence: how the driver writes each
+SLOT_CODES = ("q", "I", "Q", "B")  # fd, size, offset, whence: how the driver writes each
 
 
 class _Layout(NamedTuple):
@@ -224,36 +250,136 @@ SOCKET_E, SOCKET_X, CONNECT_E, CONNECT_X = 18, 19, 22, 23
 SENDS_WITH_TUPLE = (30, 48)
 ACCEPTS = (27, 57, 247, 249, 389)
 DUP_E, DUP_X = 124, 125
-DUPS = (125, 363, 365, 367)   # res, oldfd (, newfd)
-PIPES = (61, 393)             # res, fd1, fd2
+DUPS = (125, 363, 365, 367)  # res, oldfd (, newfd)
+PIPES = (61, 393)  # res, fd1, fd2
 # clone, fork, vfork, clone3 exits of every version: res, exe, args, tid, pid, ptid, cwd, ...; comm
 # at 13 from version 17 on
 CLONES = (15, 157, 183, 185, 217, 219, 221, 223, 225, 227, 335)
 # execve exits that carry exe (1), pid (4), cwd (6) and comm (13)
 EXECVES = (231, 283, 289, 293, 331)
 
-TRACKED = (set(IO_EVENTS) | set(IO_ENTERS) | set(OPEN_EVENTS) | set(OPEN_ENTERS)
-           | {SOCKET_E, SOCKET_X, CONNECT_E, CONNECT_X, DUP_E} | set(ACCEPTS) | set(DUPS) | set(PIPES) | set(CLONES)
-           | set(EXECVES))
+TRACKED = (
+    set(IO_EVENTS)
+    | set(IO_ENTERS)
+    | set(OPEN_EVENTS)
+    | set(OPEN_ENTERS)
+    | {SOCKET_E, SOCKET_X, CONNECT_E, CONNECT_X, DUP_E}
+    | set(ACCEPTS)
+    | set(DUPS)
+    | set(PIPES)
+    | set(CLONES)
+    | set(EXECVES)
+)
 # the most parameters each tracked type has today: how a v1 block's count is found
-_MAX_PARAMS = {2: 3, 3: 6, 4: 1, 5: 2, 6: 2, 7: 4, 8: 2, 9: 4, 112: 3, 113: 5, 114: 3, 115: 5,
-               116: 1, 117: 4, 118: 2, 119: 4, 120: 2, 121: 5, 122: 3, 123: 5, 86: 3, 87: 4, 88: 3,
-               89: 4, 28: 2, 29: 5, 30: 3, 31: 5, 32: 2, 33: 5, 34: 2, 35: 5, 48: 3, 49: 5, 52: 1,
-               53: 6, 58: 2, 59: 6, 102: 4, 103: 1, 306: 4, 307: 7, 326: 5, 327: 8, 336: 3, 337: 6,
-               18: 3, 19: 5, 22: 2, 23: 4, 27: 3, 57: 3, 247: 5, 249: 5, 389: 6, 124: 1, 125: 2, 363: 3, 365: 4,
-               367: 2, 61: 4, 393: 5, 15: 11, 157: 16, 183: 16, 185: 16, 217: 17, 219: 17, 221: 17,
-               223: 21, 225: 21, 227: 21, 335: 21, 231: 16, 283: 19, 289: 20, 293: 27, 331: 30,
-               16: 0, 186: 5}
+_MAX_PARAMS = {
+    2: 3,
+    3: 6,
+    4: 1,
+    5: 2,
+    6: 2,
+    7: 4,
+    8: 2,
+    9: 4,
+    112: 3,
+    113: 5,
+    114: 3,
+    115: 5,
+    116: 1,
+    117: 4,
+    118: 2,
+    119: 4,
+    120: 2,
+    121: 5,
+    122: 3,
+    123: 5,
+    86: 3,
+    87: 4,
+    88: 3,
+    89: 4,
+    28: 2,
+    29: 5,
+    30: 3,
+    31: 5,
+    32: 2,
+    33: 5,
+    34: 2,
+    35: 5,
+    48: 3,
+    49: 5,
+    52: 1,
+    53: 6,
+    58: 2,
+    59: 6,
+    102: 4,
+    103: 1,
+    306: 4,
+    307: 7,
+    326: 5,
+    327: 8,
+    336: 3,
+    337: 6,
+    18: 3,
+    19: 5,
+    22: 2,
+    23: 4,
+    27: 3,
+    57: 3,
+    247: 5,
+    249: 5,
+    389: 6,
+    124: 1,
+    125: 2,
+    363: 3,
+    365: 4,
+    367: 2,
+    61: 4,
+    393: 5,
+    15: 11,
+    157: 16,
+    183: 16,
+    185: 16,
+    217: 17,
+    219: 17,
+    221: 17,
+    223: 21,
+    225: 21,
+    227: 21,
+    335: 21,
+    231: 16,
+    283: 19,
+    289: 20,
+    293: 27,
+    331: 30,
+    16: 0,
+    186: 5,
+}
 
 # fd list types (scap_fd_type) -> (kind, what to call it)
-FD_TYPES = {1: ("file", ""), 16: ("file", ""), 2: ("directory", "directory"), 3: ("socket", ""),
-            4: ("socket", ""), 5: ("socket", ""), 6: ("socket", ""), 7: ("pipe", "pipe"),
-            8: ("socket", "unix"), 9: ("other", "eventfd"), 10: ("other", "fd"), 11: ("other", "signalfd"),
-            12: ("other", "eventpoll"), 13: ("other", "inotify"), 14: ("other", "timerfd"),
-            15: ("other", "netlink"), 17: ("other", "bpf"), 18: ("other", "userfaultfd"),
-            19: ("other", "io_uring"), 20: ("other", "memfd"), 21: ("other", "pidfd")}
+FD_TYPES = {
+    1: ("file", ""),
+    16: ("file", ""),
+    2: ("directory", "directory"),
+    3: ("socket", ""),
+    4: ("socket", ""),
+    5: ("socket", ""),
+    6: ("socket", ""),
+    7: ("pipe", "pipe"),
+    8: ("socket", "unix"),
+    9: ("other", "eventfd"),
+    10: ("other", "fd"),
+    11: ("other", "signalfd"),
+    12: ("other", "eventpoll"),
+    13: ("other", "inotify"),
+    14: ("other", "timerfd"),
+    15: ("other", "netlink"),
+    17: ("other", "bpf"),
+    18: ("other", "userfaultfd"),
+    19: ("other", "io_uring"),
+    20: ("other", "memfd"),
+    21: ("other", "pidfd"),
+}
 L4_PROTOS = {2: "tcp", 3: "udp", 4: "icmp", 5: "raw"}
-SOCK_TYPES = {1: "tcp", 2: "udp", 3: "raw"}   # socket()'s type, low bits
+SOCK_TYPES = {1: "tcp", 2: "udp", 3: "raw"}  # socket()'s type, low bits
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 
 
@@ -283,8 +409,11 @@ def _ipv6(raw: bytes | memoryview) -> str:
         return dotted if best_length == 5 else "::" + dotted
     if best_at < 0:
         return ":".join(f"{word:x}" for word in words)
-    return (":".join(f"{word:x}" for word in words[:best_at]) + "::"
-            + ":".join(f"{word:x}" for word in words[best_at + best_length:]))
+    return (
+        ":".join(f"{word:x}" for word in words[:best_at])
+        + "::"
+        + ":".join(f"{word:x}" for word in words[best_at + best_length :])
+    )
 
 
 def _text(raw: bytes | memoryview) -> str:
@@ -340,8 +469,8 @@ class ScapReader:
         self.path = os.fspath(path)
         self.unknown_threads_pid = unknown_threads_pid
         self.threads: dict[int, Thread] = {}
-        self.fds: dict[int, dict[int, Fd]] = {}     # pid -> fd -> what it is
-        self.events = 0                              # event blocks read
+        self.fds: dict[int, dict[int, Fd]] = {}  # pid -> fd -> what it is
+        self.events = 0  # event blocks read
         self.skipped_state_only = 0
 
     # -- the byte stream ----------------------------------------------------------------------------
@@ -350,6 +479,7 @@ class ScapReader:
         if raw.read(2) == b"\x1f\x8b":
             raw.close()
             import gzip  # here: only gzipped captures need it
+
             return cast(IO[bytes], gzip.open(self.path, "rb"))
         raw.seek(0)
         return raw
@@ -369,11 +499,11 @@ class ScapReader:
         with stream:
             try:
                 yield from self._batches(stream)
-            except (OSError, EOFError) as error:   # gzip.BadGzipFile is an OSError
+            except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
                 raise ScapError(f"cannot read it: {error}", truncated=isinstance(error, EOFError)) from None
 
     def _batches(self, stream: IO[bytes]) -> Iterator[list[CallFields]]:
-        pending: dict[int, tuple] = {}     # tid -> (enter type, ts, fd, size, offset, whence, name, dirfd)
+        pending: dict[int, tuple] = {}  # tid -> (enter type, ts, fd, size, offset, whence, name, dirfd)
         scan = self._scan if COMPILED_SCAN is None else functools.partial(COMPILED_SCAN, self)
         first = True
         events = 0
@@ -420,7 +550,7 @@ class ScapReader:
         append = out.append
         events = 0
         buffer_size = len(buffer)
-        view = memoryview(buffer)   # for the rare events read field by field
+        view = memoryview(buffer)  # for the rare events read field by field
         # Every block but the last few of a chunk has room for a v2 event header: unpack that
         # at once (the common case), the block header alone otherwise.
         full = buffer_size - 36
@@ -502,9 +632,12 @@ class ScapReader:
                 # Newer exit events carry the arguments themselves.
                 if exit_params[0] < nparams:
                     layout = exit_layouts[etype]
-                    if layout is not None and layout.last < nparams and \
-                            lengths[layout.first:layout.last + 1] == layout.lengths:
-                        found = layout.unpack.unpack_from(buffer, values + sum(lengths[:layout.first])) + (None,)
+                    if (
+                        layout is not None
+                        and layout.last < nparams
+                        and lengths[layout.first : layout.last + 1] == layout.lengths
+                    ):
+                        found = layout.unpack.unpack_from(buffer, values + sum(lengths[: layout.first])) + (None,)
                         index = layout.slots
                         args = (found[index[0]], found[index[1]], found[index[2]], found[index[3]])
                     else:
@@ -530,15 +663,14 @@ class ScapReader:
                     self.skipped_state_only += 1
                     continue
                 # A plain tuple in Call's order: a Call per event would cost a third more.
-                append((kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size,
-                        offset, whence))
+                append((kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size, offset, whence))
                 continue
             layout = enter_layouts.get(etype)
             if layout is not None:
                 if etype in SENDS_WITH_TUPLE and nparams > 2 and lengths[2] > 1:
                     self._name_by_peer(thread, buffer, values, lengths, view)
                 _, last, expected, unpack, index = layout
-                if lengths[:last + 1] == expected:
+                if lengths[: last + 1] == expected:
                     args = unpack.unpack_from(buffer, values) + (None,)
                     pending[tid] = (etype, ts, args[index[0]], args[index[1]], args[index[2]], args[index[3]])
                 else:
@@ -546,19 +678,18 @@ class ScapReader:
                     pending[tid] = (etype, ts, *self._args(buffer, values, lengths, arg_spec))
                 continue
             if etype in open_events:
-                call = self._opened(etype, ts, thread, pending.pop(tid, None), view, values, lengths,
-                                    nparams)
+                call = self._opened(etype, ts, thread, pending.pop(tid, None), view, values, lengths, nparams)
                 if call is not None and not flags & STATE_ONLY:
                     append(call)
             else:
                 if etype in EXECVES and out:
-                    return block_start, events - 1, True   # read again, first thing, by the next call
+                    return block_start, events - 1, True  # read again, first thing, by the next call
                 self._state(etype, ts, thread, pending, buffer, view, values, lengths, nparams, flags)
         return at, events, False
 
     def _block_at(self, block_type: int, buffer: bytes, at: int, end: int) -> None:
         """A block other than an event, at `at` of `buffer` up to `end`."""
-        self._other_block(block_type, memoryview(buffer)[at + 8:end - 4])
+        self._other_block(block_type, memoryview(buffer)[at + 8 : end - 4])
 
     @staticmethod
     def _unknown_fd() -> Fd:
@@ -584,7 +715,7 @@ class ScapReader:
                 out.append(None)
             else:
                 at = values + sum(lengths[:position])
-                out.append(int.from_bytes(buffer[at:at + lengths[position]], "little", signed=signed))
+                out.append(int.from_bytes(buffer[at : at + lengths[position]], "little", signed=signed))
             signed = False
         return tuple(out)
 
@@ -604,7 +735,7 @@ class ScapReader:
         if position < 0 or position >= len(lengths):
             return None
         at = values + sum(lengths[:position])
-        return view[at:at + lengths[position]]
+        return view[at : at + lengths[position]]
 
     def _int_param(self, view: memoryview, values: int, lengths: tuple, position: int) -> int | None:
         raw = self._param(view, values, lengths, position)
@@ -619,14 +750,13 @@ class ScapReader:
             table = self.fds[thread.pid] = {}
         return table
 
-    def _name_by_peer(self, thread: Thread, buffer: bytes, values: int, lengths: tuple,
-                      view: memoryview) -> None:
+    def _name_by_peer(self, thread: Thread, buffer: bytes, values: int, lengths: tuple, view: memoryview) -> None:
         """A send's enter event names its peer: an unconnected (UDP) socket takes that name."""
         fd = I64.unpack_from(buffer, values)[0] if lengths[0] == 8 else -1
         table = self._table(thread)
         old = table.get(fd)
         if old is not None and old.kind == "socket" and not old.name:
-            named = _tuple(view[values + sum(lengths[:2]):values + sum(lengths[:3])], True, old.proto)
+            named = _tuple(view[values + sum(lengths[:2]) : values + sum(lengths[:3])], True, old.proto)
             if named is not None:
                 table[fd] = named
 
@@ -639,8 +769,17 @@ class ScapReader:
             base = directory.name if directory is not None and directory.name else base
         return posixpath.normpath(posixpath.join(base or "/", name))
 
-    def _opened(self, etype: int, ts: int, thread: Thread, enter: tuple | None, view: memoryview,
-                values: int, lengths: tuple, nparams: int) -> Call | None:
+    def _opened(
+        self,
+        etype: int,
+        ts: int,
+        thread: Thread,
+        enter: tuple | None,
+        view: memoryview,
+        values: int,
+        lengths: tuple,
+        nparams: int,
+    ) -> Call | None:
         syscall, enter_type, fd_at, name_at, _enter_name_at, dirfd_at, _enter_dirfd_at = OPEN_EVENTS[etype]
         fd = self._int_param(view, values, lengths, fd_at)
         if fd is None:
@@ -657,23 +796,46 @@ class ScapReader:
         if fd >= 0:
             path = self._path(thread, name, dirfd)
             self._table(thread)[fd] = Fd("file", path) if path else Fd("unknown")
-        return Call(OPEN, syscall, False, ts, entry_ts, thread, fd if fd >= 0 else None,
-                    None, fd, None, None, None)
+        return Call(OPEN, syscall, False, ts, entry_ts, thread, fd if fd >= 0 else None, None, fd, None, None, None)
 
-    def _state(self, etype: int, ts: int, thread: Thread, pending: dict, buffer: bytes, view: memoryview,
-               values: int, lengths: tuple, nparams: int, flags: int) -> None:
+    def _state(
+        self,
+        etype: int,
+        ts: int,
+        thread: Thread,
+        pending: dict,
+        buffer: bytes,
+        view: memoryview,
+        values: int,
+        lengths: tuple,
+        nparams: int,
+        flags: int,
+    ) -> None:
         """Keeps the thread and fd tables: opens' enter events wait for their exit; sockets, accepts,
         dups, pipes, clones, execs and exits change the tables."""
         if etype in OPEN_ENTERS:
             _, _, _, _, name_at, _, dirfd_at = OPEN_EVENTS[OPEN_ENTERS[etype]]
             name = self._param(view, values, lengths, name_at)
-            pending[thread.tid] = (etype, ts, None, None, None, None,
-                                   bytes(name) if name is not None else None,
-                                   self._int_param(view, values, lengths, dirfd_at))
+            pending[thread.tid] = (
+                etype,
+                ts,
+                None,
+                None,
+                None,
+                None,
+                bytes(name) if name is not None else None,
+                self._int_param(view, values, lengths, dirfd_at),
+            )
             return
         if etype == SOCKET_E:
-            pending[thread.tid] = (etype, ts, self._int_param(view, values, lengths, 0),
-                                   self._int_param(view, values, lengths, 1), None, None)
+            pending[thread.tid] = (
+                etype,
+                ts,
+                self._int_param(view, values, lengths, 0),
+                self._int_param(view, values, lengths, 1),
+                None,
+                None,
+            )
             return
         if etype in (DUP_E, CONNECT_E):
             pending[thread.tid] = (etype, ts, self._int_param(view, values, lengths, 0), None, None, None)
@@ -730,8 +892,14 @@ class ScapReader:
                 exe_raw = self._param(view, values, lengths, 1)
                 exe = _text(exe_raw) if exe_raw is not None else ""
                 cwd_raw = self._param(view, values, lengths, 6)
-                child = Thread(tid, pid, comm, exe, parent.exepath if parent else "",
-                               _text(cwd_raw) if cwd_raw is not None else "/")
+                child = Thread(
+                    tid,
+                    pid,
+                    comm,
+                    exe,
+                    parent.exepath if parent else "",
+                    _text(cwd_raw) if cwd_raw is not None else "/",
+                )
                 self.threads[tid] = child
                 if pid == tid and not self.fds.get(pid):
                     # A new process starts with a copy of its parent's fds.
@@ -766,7 +934,7 @@ class ScapReader:
         elif block_type in FD_LISTS:
             self._fd_list(FD_LISTS[block_type], body)
         elif block_type == SECTION_HEADER:
-            pass   # a second section (a capture appended to another): its tables follow
+            pass  # a second section (a capture appended to another): its tables follow
 
     def _process_list(self, version: int, body: memoryview) -> None:
         at, size = 0, len(body)
@@ -774,7 +942,7 @@ class ScapReader:
         def text() -> str:
             nonlocal at
             length = U16.unpack_from(body, at)[0]
-            value = _text(body[at + 2:at + 2 + length])
+            value = _text(body[at + 2 : at + 2 + length])
             at += 2 + length
             return value
 
@@ -784,28 +952,28 @@ class ScapReader:
             tid, pid, _ptid = struct.unpack_from("<QQQ", body, at)
             at += 24
             if version >= 6:
-                at += 8        # sid
+                at += 8  # sid
             if version >= 8:
-                at += 8        # vpgid
+                at += 8  # vpgid
             comm = text()
             exe = text()
             exepath = text() if version >= 7 else ""
-            text()             # args
+            text()  # args
             cwd = text()
             self.threads[tid] = Thread(tid, pid, comm, exe, exepath, cwd)
             if entry_length:
                 at = start + entry_length
                 continue
-            at += 8 + 4 + 4 + 4        # fdlimit, flags, uid, gid
+            at += 8 + 4 + 4 + 4  # fdlimit, flags, uid, gid
             if version >= 2:
-                at += 4 * 3 + 8 * 2    # vm sizes, page faults
+                at += 4 * 3 + 8 * 2  # vm sizes, page faults
                 if version >= 3:
-                    text()             # env
+                    text()  # env
                 if version >= 4:
-                    at += 16           # vtid, vpid
-                    text()             # cgroups
+                    at += 16  # vtid, vpid
+                    text()  # cgroups
                     if version >= 5:
-                        text()         # root
+                        text()  # root
 
     def _fd_list(self, version: int, body: memoryview) -> None:
         tid = U64.unpack_from(body, 0)[0]
@@ -819,11 +987,18 @@ class ScapReader:
             self._fd_entries(version, body, table, connected, listening)
         finally:
             for fd, proto, client, server, server_port in connected:
-                table[fd] = _socket_fd(proto, server, client) if server_port in listening else \
-                    _socket_fd(proto, client, server)
+                table[fd] = (
+                    _socket_fd(proto, server, client) if server_port in listening else _socket_fd(proto, client, server)
+                )
 
-    def _fd_entries(self, version: int, body: memoryview, table: dict[int, Fd],
-                    connected: list[tuple[int, str, str, str, int]], listening: set[int]) -> None:
+    def _fd_entries(
+        self,
+        version: int,
+        body: memoryview,
+        table: dict[int, Fd],
+        connected: list[tuple[int, str, str, str, int]],
+        listening: set[int],
+    ) -> None:
         at, size = 8, len(body)
         while size - at >= 4 + 17:
             start = at
@@ -832,12 +1007,12 @@ class ScapReader:
             fd_type = body[at + 16]
             at += 17
             info: Fd
-            if fd_type in CONNECTED_SOCKETS:   # addresses (client, server), ports, protocol
+            if fd_type in CONNECTED_SOCKETS:  # addresses (client, server), ports, protocol
                 width, address = CONNECTED_SOCKETS[fd_type]
                 ports = at + 2 * width
                 server_port = U16.unpack_from(body, ports + 2)[0]
-                client = f"{address(body[at:at + width])}:{U16.unpack_from(body, ports)[0]}"
-                server = f"{address(body[at + width:ports])}:{server_port}"
+                client = f"{address(body[at : at + width])}:{U16.unpack_from(body, ports)[0]}"
+                server = f"{address(body[at + width : ports])}:{server_port}"
                 connected.append((fd, L4_PROTOS.get(body[ports + 4], ""), client, server, server_port))
                 info = Fd("socket")
                 at = ports + 5
@@ -846,29 +1021,28 @@ class ScapReader:
                 port = U16.unpack_from(body, at + width)[0]
                 proto = L4_PROTOS.get(body[at + width + 2], "")
                 listening.add(port)
-                info = Fd("socket", f"{proto or 'ip'} listening {address(body[at:at + width])}:{port}", proto=proto)
+                info = Fd("socket", f"{proto or 'ip'} listening {address(body[at : at + width])}:{port}", proto=proto)
                 at += width + 3
-            elif fd_type == 8:    # unix socket: two addresses, then the path
+            elif fd_type == 8:  # unix socket: two addresses, then the path
                 at += 16
                 length = U16.unpack_from(body, at)[0]
-                path = _text(body[at + 2:at + 2 + length])
+                path = _text(body[at + 2 : at + 2 + length])
                 info = Fd("socket", f"unix {path}" if path else "")
                 at += 2 + length
             elif fd_type in FD_TYPES or fd_type == 16:
                 if fd_type == 16:
-                    at += 4       # open flags
+                    at += 4  # open flags
                 length = U16.unpack_from(body, at)[0]
-                name = _text(body[at + 2:at + 2 + length])
+                name = _text(body[at + 2 : at + 2 + length])
                 at += 2 + length
                 kind, type_name = FD_TYPES[fd_type]
-                info = Fd(kind, name if kind == "file" or (kind == "directory" and name) else "",
-                          type_name=type_name)
+                info = Fd(kind, name if kind == "file" or (kind == "directory" and name) else "", type_name=type_name)
                 if kind == "directory":
                     info.name = name
             else:
                 info = Fd("other", type_name="fd")
                 if not entry_length:
-                    return       # an unknown type of unknown length: the rest of the list is lost
+                    return  # an unknown type of unknown length: the rest of the list is lost
             if entry_length:
                 at = start + entry_length
             table[fd] = info
@@ -882,11 +1056,21 @@ def _compiled_scan() -> Callable[..., tuple[int, int, bool]] | None:
     except ImportError:
         return None
     _scap_scan.configure(
-        {exit_type: (spec.kind, spec.syscall, spec.positioned, spec.enter, spec.enter_params, spec.exit_params)
-         for exit_type, spec in IO_EVENTS.items()},
+        {
+            exit_type: (spec.kind, spec.syscall, spec.positioned, spec.enter, spec.enter_params, spec.exit_params)
+            for exit_type, spec in IO_EVENTS.items()
+        },
         {spec.enter: spec.enter_params for spec in IO_EVENTS.values() if ENTER_LAYOUTS[spec.enter] is not None},
-        TRACKED, set(OPEN_EVENTS), set(SENDS_WITH_TUPLE), set(EXECVES), EVENT_BLOCKS,
-        CLOSE, STATE_ONLY, LARGE_PAYLOAD, ScapError)
+        TRACKED,
+        set(OPEN_EVENTS),
+        set(SENDS_WITH_TUPLE),
+        set(EXECVES),
+        EVENT_BLOCKS,
+        CLOSE,
+        STATE_ONLY,
+        LARGE_PAYLOAD,
+        ScapError,
+    )
     return _scap_scan.scan
 
 

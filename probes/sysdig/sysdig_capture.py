@@ -48,12 +48,15 @@ def driver_options(sysdig: str, version: str) -> list[str]:
     if "--modern-bpf" in help_text and KERNEL_BTF.exists():
         return ["--modern-bpf"]
     if SCAP_MODULE_DEVICE.exists():
-        return []          # the kernel module is loaded: sysdig's default driver
+        return []  # the kernel module is loaded: sysdig's default driver
     probe = _bpf_probe_path()
     if probe is not None:
         return [f"--bpf={probe}"]
-    modern = ("its modern eBPF driver needs kernel BTF (/sys/kernel/btf/vmlinux is missing)"
-              if "--modern-bpf" in help_text else "it predates the modern eBPF driver (sysdig >= 0.31)")
+    modern = (
+        "its modern eBPF driver needs kernel BTF (/sys/kernel/btf/vmlinux is missing)"
+        if "--modern-bpf" in help_text
+        else "it predates the modern eBPF driver (sysdig >= 0.31)"
+    )
     raise CasstraceError(
         f"sysdig {version} cannot capture on kernel {os.uname().release}: its kernel module is not loaded"
         f" ({SCAP_MODULE_DEVICE} missing), no eBPF probe is installed (SYSDIG_BPF_PROBE unset,"
@@ -66,13 +69,14 @@ def driver_options(sysdig: str, version: str) -> list[str]:
 @dataclass(frozen=True)
 class SysdigCaptured:
     """What a SysdigCapture recorded (its stop() returns it): the capture protocol's CaptureResult."""
+
     scap_path: Path
     pid: int
     windows: tuple[Window, ...]
     ended_early: str | None
     stream_limit: int
-    workdir: tempfile.TemporaryDirectory[str]   # holds scap_path: removed once written
-    source: str                                 # what was captured, for meta `source`
+    workdir: tempfile.TemporaryDirectory[str]  # holds scap_path: removed once written
+    source: str  # what was captured, for meta `source`
 
     def write(self, writer: TraceWriter) -> None:
         try:
@@ -84,8 +88,14 @@ class SysdigCaptured:
 class SysdigCapture:
     """Records `pid` (all its threads) with `sysdig -w` between start() and stop()."""
 
-    def __init__(self, pid: int, *, extra_dirs: Iterable[str | os.PathLike[str]] = (),
-                 stream_limit: int | None = None, source: str | None = None):
+    def __init__(
+        self,
+        pid: int,
+        *,
+        extra_dirs: Iterable[str | os.PathLike[str]] = (),
+        stream_limit: int | None = None,
+        source: str | None = None,
+    ):
         # extra_dirs: the bcc backend names page-cache fills in these; sysdig sees no page cache.
         self.pid = pid
         self.source = source or f"pid {pid}"
@@ -119,7 +129,9 @@ class SysdigCapture:
         self._windows = WindowLog(self.now_ns())
         self._sysdig = subprocess.Popen(
             [sysdig, *options, "-s", "1", "-w", str(self.scap_path), sysdig_filter(pid=self.pid)],
-            stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            start_new_session=True,
         )
         self._wait_until_capturing(str(version))
 
@@ -142,8 +154,9 @@ class SysdigCapture:
         lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
         self._cleanup()
         said = "; ".join(lines[-3:]) if lines else "no message"
-        raise CasstraceError(f"{what}: {said}",
-                             "check that sysdig's driver loads (`sysdig -w /tmp/x.scap -n 10`), or use --backend bcc")
+        raise CasstraceError(
+            f"{what}: {said}", "check that sysdig's driver loads (`sysdig -w /tmp/x.scap -n 10`), or use --backend bcc"
+        )
 
     def stop(self) -> SysdigCaptured | None:
         """Stops sysdig (it closes the file cleanly on SIGINT) and closes the last window. Idempotent."""
@@ -157,8 +170,15 @@ class SysdigCapture:
         assert self._windows is not None and self.scap_path is not None and self._workdir is not None
         assert self._stderr is not None
         self._stderr.close()
-        self.result = SysdigCaptured(self.scap_path, self.pid, self._windows.close(self.now_ns()),
-                                     self.ended_early, self.stream_limit, self._workdir, self.source)
+        self.result = SysdigCaptured(
+            self.scap_path,
+            self.pid,
+            self._windows.close(self.now_ns()),
+            self.ended_early,
+            self.stream_limit,
+            self._workdir,
+            self.source,
+        )
         return self.result
 
     def _end_sysdig(self) -> None:
@@ -192,8 +212,22 @@ class SysdigCapture:
         return self._windows.begin(label, execution, self.now_ns())
 
 
-def write_capture(scap: Path, writer: TraceWriter, pid: int, windows: list[Window],
-                  stream_limit: int = DEFAULT_STREAM_LIMIT, source: str | None = None) -> None:
+def write_capture(
+    scap: Path,
+    writer: TraceWriter,
+    pid: int,
+    windows: list[Window],
+    stream_limit: int = DEFAULT_STREAM_LIMIT,
+    source: str | None = None,
+) -> None:
     """A live capture's trace: the importer, on the capture's windows (`source` None: 'pid PID')."""
-    import_scap(scap, writer, pid=pid, windows=windows, source=source or f"pid {pid}", event_limit=stream_limit,
-                meta={"sysdig_version": str(SysdigVersion(find_sysdig()))}, filtered_to_pid=True)
+    import_scap(
+        scap,
+        writer,
+        pid=pid,
+        windows=windows,
+        source=source or f"pid {pid}",
+        event_limit=stream_limit,
+        meta={"sysdig_version": str(SysdigVersion(find_sysdig()))},
+        filtered_to_pid=True,
+    )

@@ -31,7 +31,18 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 from casstrace.errors import CasstraceError
 from casstrace.probes.backends import SYSDIG
 from casstrace.probes.protocol import Window
-from casstrace.probes.sysdig.scap_reader import CLOSE, OPEN, READ, SEEK, WRITE, CallFields, Fd, ScapError, ScapReader, Thread
+from casstrace.probes.sysdig.scap_reader import (
+    CLOSE,
+    OPEN,
+    READ,
+    SEEK,
+    WRITE,
+    CallFields,
+    Fd,
+    ScapError,
+    ScapReader,
+    Thread,
+)
 from casstrace.traces.rows import CoverageRow, EventRow, FileIORow, ReadSizeRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
@@ -43,19 +54,25 @@ if TYPE_CHECKING:
 SLOT_LAG = 50
 MOVE_EVERY_SLOTS = 100
 # What the trace calls the kinds of fd the reader tells apart.
-TRACE_KINDS = {"file": "file", "socket": "socket", "pipe": "pipe", "directory": "other", "other": "other",
-               "unknown": "unknown"}
+TRACE_KINDS = {
+    "file": "file",
+    "socket": "socket",
+    "pipe": "pipe",
+    "directory": "other",
+    "other": "other",
+    "unknown": "unknown",
+}
 
 
 class ImportSummary(NamedTuple):
     pid: int
     process: str
-    chosen_by: str       # why this process: 'pid', 'name', or 'most file I/O'
-    events: int          # calls of the process that went into the trace
-    file_bytes: int      # bytes read and written on files by the process
+    chosen_by: str  # why this process: 'pid', 'name', or 'most file I/O'
+    events: int  # calls of the process that went into the trace
+    file_bytes: int  # bytes read and written on files by the process
     latency: bool
-    records: int         # per-call records kept (reads and lseeks: the calls' log)
-    unstreamed: int      # per-call records past the event limit: counted, in every aggregate, not logged
+    records: int  # per-call records kept (reads and lseeks: the calls' log)
+    unstreamed: int  # per-call records past the event limit: counted, in every aggregate, not logged
 
 
 def describe_fd(fd: int | None, info: Fd) -> tuple[str, str, str | None, str | None]:
@@ -108,9 +125,20 @@ class _PageRuns:
 class _FileWindow:
     """One file's totals in one window (a row of file_io, plus its read_sizes and coverage)."""
 
-    __slots__ = ("read_calls", "read_bytes", "read_requested_bytes", "read_ns", "write_calls",
-                 "write_bytes", "lseek_calls", "seek_jumps", "longest_sequential_bytes",
-                 "run_bytes", "read_sizes", "pages")
+    __slots__ = (
+        "read_calls",
+        "read_bytes",
+        "read_requested_bytes",
+        "read_ns",
+        "write_calls",
+        "write_bytes",
+        "lseek_calls",
+        "seek_jumps",
+        "longest_sequential_bytes",
+        "run_bytes",
+        "read_sizes",
+        "pages",
+    )
 
     def __init__(self) -> None:
         self.read_calls = self.read_bytes = self.read_requested_bytes = 0
@@ -121,9 +149,22 @@ class _FileWindow:
         self.pages = _PageRuns()
 
     @classmethod
-    def of(cls, read_calls: int, read_bytes: int, read_requested_bytes: int, read_ns: int | None, write_calls: int,
-           write_bytes: int, lseek_calls: int, seek_jumps: int, longest_sequential_bytes: int, run_bytes: int,
-           read_sizes: dict[int, int], starts: list[int], ends: list[int]) -> "_FileWindow":
+    def of(
+        cls,
+        read_calls: int,
+        read_bytes: int,
+        read_requested_bytes: int,
+        read_ns: int | None,
+        write_calls: int,
+        write_bytes: int,
+        lseek_calls: int,
+        seek_jumps: int,
+        longest_sequential_bytes: int,
+        run_bytes: int,
+        read_sizes: dict[int, int],
+        starts: list[int],
+        ends: list[int],
+    ) -> "_FileWindow":
         """A window's totals as the compiled fold hands them over."""
         window = cls()
         window.read_calls, window.read_bytes, window.read_requested_bytes = read_calls, read_bytes, read_requested_bytes
@@ -136,11 +177,21 @@ class _FileWindow:
 
 
 class _File:
-    __slots__ = ("index", "number", "path", "kind", "latency_target", "local_addr", "remote_addr",
-                 "next_read_offset", "windows")
+    __slots__ = (
+        "index",
+        "number",
+        "path",
+        "kind",
+        "latency_target",
+        "local_addr",
+        "remote_addr",
+        "next_read_offset",
+        "windows",
+    )
 
-    def __init__(self, index: int, path: str, kind: str, local_addr: str | None = None,
-                 remote_addr: str | None = None) -> None:
+    def __init__(
+        self, index: int, path: str, kind: str, local_addr: str | None = None, remote_addr: str | None = None
+    ) -> None:
         self.index = index
         # its file_id in a trace that holds no other files (files numbered from 1 in order): what
         # the per-call records carry, so that they go into the trace as they are
@@ -167,19 +218,19 @@ class _Process:
         self.pid = pid
         self.exe = exe
         self.threads: dict[int, str] = {}
-        self.fd_files: dict[Fd, _File] = {}          # what the capture said an fd is -> its file
-        self.files: dict[tuple, _File] = {}          # (path, kind) -> file
+        self.fd_files: dict[Fd, _File] = {}  # what the capture said an fd is -> its file
+        self.files: dict[tuple, _File] = {}  # (path, kind) -> file
         self.file_list: list[_File] = []
-        self.positions: dict[int, int] = {}    # fd -> file position, where the capture shows it
-        self.heatmap: dict[tuple[int, int, int], list[int]] = {}   # (file index, slot, offset bucket) -> [calls, bytes]
-        self.latency: dict[tuple[int, str, str, int], int] = {}    # (slot, syscall, target, bucket) -> count
+        self.positions: dict[int, int] = {}  # fd -> file position, where the capture shows it
+        self.heatmap: dict[tuple[int, int, int], list[int]] = {}  # (file index, slot, offset bucket) -> [calls, bytes]
+        self.latency: dict[tuple[int, str, str, int], int] = {}  # (slot, syscall, target, bucket) -> count
         self.heatmap_cells = _SlotCells(self.heatmap, 1)
         self.latency_cells = _SlotCells(self.latency, 0)
         self.events = 0
-        self.records = 0     # per-call records (the events table)
-        self.staged: list[EventRow] = []   # those in memory (the spool's list for the process)
-        self.paired = 0      # exits matched with their enter event
-        self.blind = 0       # I/O exits with neither an enter event nor an fd of their own
+        self.records = 0  # per-call records (the events table)
+        self.staged: list[EventRow] = []  # those in memory (the spool's list for the process)
+        self.paired = 0  # exits matched with their enter event
+        self.blind = 0  # I/O exits with neither an enter event nor an fd of their own
         self.file_bytes = 0
 
 
@@ -198,6 +249,7 @@ class _Spool:
             return
         if self.file is None:
             import tempfile  # here: only long captures spill, and start-up counts (cli/main.py)
+
             self.file = tempfile.TemporaryFile(prefix="casstrace-import-", dir=self.directory)
         self.file.seek(0, os.SEEK_END)
         # Each batch after its length: marshal.load on a file reads it a field at a time.
@@ -224,7 +276,7 @@ class _EventSpool:
     MEMORY_ROWS = 100_000
 
     def __init__(self, directory: Path | None = None) -> None:
-        self.rows: dict[int, list[EventRow]] = {}    # pid -> its records in memory
+        self.rows: dict[int, list[EventRow]] = {}  # pid -> its records in memory
         self.disk = _Spool(directory)
 
     def of(self, pid: int) -> list[EventRow]:
@@ -300,8 +352,14 @@ class ScapImporter:
     """Folds the reader's calls into per-process aggregates; `write` puts one process in a trace.
     `pid` or `proc` (an executable's name) keep only that process's calls."""
 
-    def __init__(self, windows: list[Window] | None, spool_dir: Path | None = None, event_limit: int | None = None,
-                 pid: int | None = None, proc: str | None = None) -> None:
+    def __init__(
+        self,
+        windows: list[Window] | None,
+        spool_dir: Path | None = None,
+        event_limit: int | None = None,
+        pid: int | None = None,
+        proc: str | None = None,
+    ) -> None:
         self.windows = windows
         self.window_starts = [w.start_ns for w in windows] if windows else None
         self.processes: dict[int, _Process] = {}
@@ -314,17 +372,20 @@ class ScapImporter:
         self.latency_spool = _Spool(spool_dir)
         self.only_pid = pid
         self.only_proc = proc
-        self._others: set[int] = set()    # pids whose calls are not wanted
-        self._move_at = MOVE_EVERY_SLOTS + SLOT_LAG   # the slot past which cells next move to disk
-        self._compiled: Any = None    # the compiled fold's state, made on its first call
+        self._others: set[int] = set()  # pids whose calls are not wanted
+        self._move_at = MOVE_EVERY_SLOTS + SLOT_LAG  # the slot past which cells next move to disk
+        self._compiled: Any = None  # the compiled fold's state, made on its first call
 
     def _wanted(self, thread: Thread) -> bool:
         if self.only_pid is not None:
             return thread.pid == self.only_pid
         if self.only_proc is not None:
             # exe is argv[0]; exepath the binary (as sysdig's proc.exe and proc.exepath).
-            return thread.exe == self.only_proc or os.path.basename(thread.exe) == self.only_proc or \
-                thread.exepath.endswith("/" + self.only_proc)
+            return (
+                thread.exe == self.only_proc
+                or os.path.basename(thread.exe) == self.only_proc
+                or thread.exepath.endswith("/" + self.only_proc)
+            )
         return True
 
     # -- the stream -----------------------------------------------------------------------------
@@ -377,13 +438,12 @@ class ScapImporter:
         processes = self.processes
         window_starts = self.window_starts
         memory_rows = self.spool.MEMORY_ROWS
-        held = 0    # records in memory since the last spill
+        held = 0  # records in memory since the last spill
         event_limit = self.event_limit
         start_ns, last_ns = self.start_ns, self.last_ns
         move_at = self._move_at
         try:
-            for (kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size, offset,
-                 whence) in calls:
+            for kind, syscall, positioned, ts, entry_ts, thread, fd, fd_info, result, size, offset, whence in calls:
                 last_ns = ts
                 if start_ns is None:
                     start_ns = self._started(ts, entry_ts)
@@ -447,7 +507,7 @@ class ScapImporter:
                         stats.read_ns = (stats.read_ns or 0) + latency
                     returned = result
                     if result >= 0:
-                        bucket = returned.bit_length() - 1   # 0 bytes -> -1
+                        bucket = returned.bit_length() - 1  # 0 bytes -> -1
                         stats.read_sizes[bucket] = stats.read_sizes.get(bucket, 0) + 1
                     if positioned:
                         read_offset = offset
@@ -478,7 +538,7 @@ class ScapImporter:
                             cell[0] += 1
                             cell[1] += returned
                     elif returned > 0:
-                        file.next_read_offset = None   # lost track of where the file is being read
+                        file.next_read_offset = None  # lost track of where the file is being read
                     record = (entry_ts, tid, syscall, fd, file.number, read_offset, size, result, latency, None)
                 elif kind == WRITE:
                     stats.write_calls += 1
@@ -497,8 +557,7 @@ class ScapImporter:
                         process.positions.pop(fd, None)
                     if file.kind != "file":
                         continue
-                    record = (entry_ts, tid, syscall, fd, file.number, _signed64(offset), whence, result,
-                              latency, None)
+                    record = (entry_ts, tid, syscall, fd, file.number, _signed64(offset), whence, result, latency, None)
                 # A per-call record of a read or lseek on a file, for the events table; past the
                 # limit only counted (the trace says how many: unstreamed_events).
                 process.records += 1
@@ -518,8 +577,9 @@ class ScapImporter:
             process.heatmap_cells.move(below, process.pid, self.heatmap_spool)
             process.latency_cells.move(below, process.pid, self.latency_spool)
 
-    def _file(self, process: _Process, fd_info: Fd, path: str, kind: str, local: str | None,
-              remote: str | None) -> _File:
+    def _file(
+        self, process: _Process, fd_info: Fd, path: str, kind: str, local: str | None, remote: str | None
+    ) -> _File:
         # An fd reused for a file seen before (reopened) is the same trace file.
         identity = (path, kind)
         file = process.files.get(identity)
@@ -534,13 +594,17 @@ class ScapImporter:
     def choose(self, pid: int | None, proc: str | None) -> tuple[_Process, str]:
         if pid is not None:
             if pid not in self.processes:
-                raise CasstraceError(f"the capture holds no reads, writes, seeks, opens or closes of pid {pid}",
-                                     "check the pid with `sysdig -r FILE -c topprocs_file`, or leave out --pid")
+                raise CasstraceError(
+                    f"the capture holds no reads, writes, seeks, opens or closes of pid {pid}",
+                    "check the pid with `sysdig -r FILE -c topprocs_file`, or leave out --pid",
+                )
             return self.processes[pid], "pid"
         if not self.processes:
             what = f"of a process named {proc!r}" if proc else "of any process"
-            raise CasstraceError(f"the capture holds no reads, writes, seeks, opens or closes {what}",
-                                 "check the capture with `sysdig -r FILE -c topprocs_file`")
+            raise CasstraceError(
+                f"the capture holds no reads, writes, seeks, opens or closes {what}",
+                "check the capture with `sysdig -r FILE -c topprocs_file`",
+            )
         chosen = max(self.processes.values(), key=lambda p: (p.file_bytes, p.events))
         return chosen, ("name, most file I/O" if proc else "most file I/O")
 
@@ -557,7 +621,7 @@ class ScapImporter:
             )
 
     def write(self, writer: "TraceWriter", process: _Process, meta: dict[str, Any]) -> None:
-        assert self.first_ns is not None and self.last_ns is not None   # choose() found calls
+        assert self.first_ns is not None and self.last_ns is not None  # choose() found calls
         windows = self.windows or [Window("capture", None, self.first_ns, self.last_ns)]
         window_ids = [writer.add_window(w.label, w.start_ns, w.end_ns, w.execution) for w in windows]
         file_ids = [
@@ -571,44 +635,58 @@ class ScapImporter:
             file_id = file_ids[file.index]
             for window, stats in file.windows.items():
                 window_id = window_ids[window]
-                file_io.append(FileIORow(
-                    window_id=window_id, file_id=file_id,
-                    read_calls=stats.read_calls, read_bytes=stats.read_bytes,
-                    read_requested_bytes=stats.read_requested_bytes, read_ns=stats.read_ns,
-                    write_calls=stats.write_calls, write_bytes=stats.write_bytes,
-                    lseek_calls=stats.lseek_calls, seek_jumps=stats.seek_jumps,
-                    longest_sequential_bytes=stats.longest_sequential_bytes,
-                    cache_miss_pages=None, cache_miss_bytes=None,
-                ))
+                file_io.append(
+                    FileIORow(
+                        window_id=window_id,
+                        file_id=file_id,
+                        read_calls=stats.read_calls,
+                        read_bytes=stats.read_bytes,
+                        read_requested_bytes=stats.read_requested_bytes,
+                        read_ns=stats.read_ns,
+                        write_calls=stats.write_calls,
+                        write_bytes=stats.write_bytes,
+                        lseek_calls=stats.lseek_calls,
+                        seek_jumps=stats.seek_jumps,
+                        longest_sequential_bytes=stats.longest_sequential_bytes,
+                        cache_miss_pages=None,
+                        cache_miss_bytes=None,
+                    )
+                )
                 read_sizes.extend(
                     ReadSizeRow(window_id=window_id, file_id=file_id, log2_bucket=bucket, count=count)
                     for bucket, count in stats.read_sizes.items()
                 )
                 coverage.extend(
-                    CoverageRow(window_id=window_id, file_id=file_id, source="syscall",
-                                first_page=start, page_count=end - start)
+                    CoverageRow(
+                        window_id=window_id, file_id=file_id, source="syscall", first_page=start, page_count=end - start
+                    )
                     for start, end in stats.pages.runs()
                 )
         writer.add_file_io(file_io)
         writer.add_read_sizes(read_sizes)
         writer.add_coverage(coverage)
         writer.add_heatmap(
-            dict(file_id=file_ids[index], source="syscall", slot=slot, offset_bucket=bucket,
-                 calls=calls, bytes=nbytes)
+            dict(file_id=file_ids[index], source="syscall", slot=slot, offset_bucket=bucket, calls=calls, bytes=nbytes)
             for (index, slot, bucket), (calls, nbytes) in process.heatmap_cells.merged(process.pid, self.heatmap_spool)
         )
         if process.paired:
             writer.add_latency(
                 dict(slot=slot, syscall=syscall, target=target, bucket=bucket, count=count)
-                for (slot, syscall, target, bucket), count in process.latency_cells.merged(process.pid,
-                                                                                            self.latency_spool)
+                for (slot, syscall, target, bucket), count in process.latency_cells.merged(
+                    process.pid, self.latency_spool
+                )
             )
         unstreamed = self._write_events(writer, process, file_ids)
         writer.add_threads(process.threads)
         writer.set_meta(
             **SYSDIG.meta(),
-            measures={"syscalls": True, "offsets": True, "page_cache": False,
-                      "latency": bool(process.paired), "wire": True},
+            measures={
+                "syscalls": True,
+                "offsets": True,
+                "page_cache": False,
+                "latency": bool(process.paired),
+                "wire": True,
+            },
             pid=process.pid,
             process=process.exe,
             capture_start_ns=windows[0].start_ns,
@@ -623,10 +701,12 @@ class ScapImporter:
     def _write_events(self, writer: "TraceWriter", process: _Process, file_ids: list[int]) -> int:
         """Moves the process's records into the trace, up to the event limit; returns how many
         were left out."""
-        rows = self.spool.of_process(process.pid)   # up to the limit: the folds keep no more
-        if file_ids != [file.number for file in process.file_list]:   # the trace held files already
-            rows = ((ts, tid, syscall, fd, file_ids[cast(int, number) - 1], offset, requested, returned, latency, misses)
-                    for ts, tid, syscall, fd, number, offset, requested, returned, latency, misses in rows)
+        rows = self.spool.of_process(process.pid)  # up to the limit: the folds keep no more
+        if file_ids != [file.number for file in process.file_list]:  # the trace held files already
+            rows = (
+                (ts, tid, syscall, fd, file_ids[cast(int, number) - 1], offset, requested, returned, latency, misses)
+                for ts, tid, syscall, fd, number, offset, requested, returned, latency, misses in rows
+            )
         writer.add_events(rows)
         return self.unstreamed(process)
 
@@ -640,19 +720,26 @@ class ScapImporter:
         self.latency_spool.close()
 
 
-
-
 def _capture_error(scap: Path, error: ScapError) -> CasstraceError:
     if error.truncated:
         return CasstraceError(f"{scap} is truncated: {error}", "copy the capture again, whole")
-    return CasstraceError(f"{scap} is not a sysdig capture casstrace can read: {error}",
-                          "give a .scap file written by `sysdig -w`")
+    return CasstraceError(
+        f"{scap} is not a sysdig capture casstrace can read: {error}", "give a .scap file written by `sysdig -w`"
+    )
 
 
-def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | None = None, proc: str | None = None,
-                windows: list[Window] | None = None, source: str | None = None,
-                event_limit: int | None = None, meta: dict[str, Any] | None = None,
-                filtered_to_pid: bool = False) -> ImportSummary:
+def import_scap(
+    scap: str | os.PathLike,
+    writer: "TraceWriter",
+    *,
+    pid: int | None = None,
+    proc: str | None = None,
+    windows: list[Window] | None = None,
+    source: str | None = None,
+    event_limit: int | None = None,
+    meta: dict[str, Any] | None = None,
+    filtered_to_pid: bool = False,
+) -> ImportSummary:
     """Reads a sysdig capture into `writer` (a TraceWriter): one process — `pid`, or the process
     whose executable is `proc`, or else the one with the most file I/O — with `windows` (default:
     one window 'capture' from its first to its last event); `meta` adds to the trace's meta.
@@ -663,8 +750,9 @@ def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | No
     if not scap.is_file():
         raise CasstraceError(f"no capture file at {scap}", "give the path of a .scap file")
     if proc is not None and (not proc or "/" in proc):
-        raise CasstraceError(f"--proc {proc!r} is not a process name",
-                             "give the executable's name, e.g. --proc java, or use --pid")
+        raise CasstraceError(
+            f"--proc {proc!r} is not a process name", "give the executable's name, e.g. --proc java, or use --pid"
+        )
     importer = ScapImporter(windows, None, event_limit, pid=pid, proc=proc)
     # An import allocates millions of small tuples that reference counting frees; the cyclic
     # collector would only walk the live ones again and again (a sixth of the time) and find no
@@ -685,20 +773,36 @@ def import_scap(scap: str | os.PathLike, writer: "TraceWriter", *, pid: int | No
             f"process chosen by {chosen_by}: pid {chosen.pid} ({chosen.exe})",
         ]
         if not chosen.paired:
-            notes.append("the capture holds no enter events (falcosecurity libs >= 0.23 write exit"
-                         " events only): syscall latency is not measured")
+            notes.append(
+                "the capture holds no enter events (falcosecurity libs >= 0.23 write exit"
+                " events only): syscall latency is not measured"
+            )
         elif chosen.blind:
-            notes.append(f"{chosen.blind} I/O calls had no enter event (in flight when the capture"
-                         " began) and name no fd: they are counted as calls, not as file I/O")
-        importer.write(writer, chosen, dict(
-            source=source or f"import of {scap.name}",
-            lost_events=0,
-            notes=notes,
-            **(meta or {}),
-        ))
+            notes.append(
+                f"{chosen.blind} I/O calls had no enter event (in flight when the capture"
+                " began) and name no fd: they are counted as calls, not as file I/O"
+            )
+        importer.write(
+            writer,
+            chosen,
+            dict(
+                source=source or f"import of {scap.name}",
+                lost_events=0,
+                notes=notes,
+                **(meta or {}),
+            ),
+        )
         unstreamed = importer.unstreamed(chosen)
-        return ImportSummary(chosen.pid, chosen.exe, chosen_by, chosen.events, chosen.file_bytes,
-                             bool(chosen.paired), chosen.records - unstreamed, unstreamed)
+        return ImportSummary(
+            chosen.pid,
+            chosen.exe,
+            chosen_by,
+            chosen.events,
+            chosen.file_bytes,
+            bool(chosen.paired),
+            chosen.records - unstreamed,
+            unstreamed,
+        )
     finally:
         importer.close()
         if collecting:
@@ -712,8 +816,20 @@ def _compiled_fold() -> Any:
         from casstrace.probes.sysdig import _scap_fold
     except ImportError:
         return None
-    _scap_fold.configure(OPEN, CLOSE, READ, WRITE, SEEK, SLOT_NS, HEATMAP_OFFSET_BYTES, PAGE_BYTES,
-                         latency_bucket_starts(), "none", "other", "file")
+    _scap_fold.configure(
+        OPEN,
+        CLOSE,
+        READ,
+        WRITE,
+        SEEK,
+        SLOT_NS,
+        HEATMAP_OFFSET_BYTES,
+        PAGE_BYTES,
+        latency_bucket_starts(),
+        "none",
+        "other",
+        "file",
+    )
     return _scap_fold.Fold
 
 

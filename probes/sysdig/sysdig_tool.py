@@ -11,11 +11,43 @@ from casstrace.paths import cache_dir
 
 # The sysdig event types a live capture records: the I/O probes/sysdig/scap_reader.py folds, and what keeps
 # its thread and fd tables right (threads started, programs run, sockets named, fds copied).
-CAPTURED_EVENTS = ("close", "creat", "llseek", "lseek", "open", "openat", "openat2", "pread", "preadv",
-                   "pwrite", "pwritev", "read", "readv", "recv", "recvfrom", "recvmsg", "send",
-                   "sendmsg", "sendto", "write", "writev",
-                   "clone", "clone3", "fork", "vfork", "execve", "socket", "connect", "accept",
-                   "accept4", "dup", "dup2", "dup3", "pipe", "pipe2")
+CAPTURED_EVENTS = (
+    "close",
+    "creat",
+    "llseek",
+    "lseek",
+    "open",
+    "openat",
+    "openat2",
+    "pread",
+    "preadv",
+    "pwrite",
+    "pwritev",
+    "read",
+    "readv",
+    "recv",
+    "recvfrom",
+    "recvmsg",
+    "send",
+    "sendmsg",
+    "sendto",
+    "write",
+    "writev",
+    "clone",
+    "clone3",
+    "fork",
+    "vfork",
+    "execve",
+    "socket",
+    "connect",
+    "accept",
+    "accept4",
+    "dup",
+    "dup2",
+    "dup3",
+    "pipe",
+    "pipe2",
+)
 
 INSTALL_FIX = "install sysdig (Debian/Ubuntu: apt-get install sysdig), or put it on PATH"
 
@@ -35,8 +67,9 @@ def sysdig_filter(pid: int | None = None, proc: str | None = None) -> str:
         conditions.insert(0, f"proc.pid={int(pid)}")
     elif proc is not None:
         if not proc or any(ch in proc for ch in " \t\"'()/\\"):
-            raise CasstraceError(f"--proc {proc!r} is not a process name",
-                                 "give the executable's name, e.g. --proc java, or use --pid")
+            raise CasstraceError(
+                f"--proc {proc!r} is not a process name", "give the executable's name, e.g. --proc java, or use --pid"
+            )
         # proc.exe is argv[0]; proc.exepath the binary. (proc.name names the thread in sysdig
         # 0.29, so it would pick single threads out of a process.)
         conditions.insert(0, f'(proc.exe="{proc}" or proc.exepath endswith "/{proc}")')
@@ -59,14 +92,15 @@ class SysdigVersion:
         self._version = self._remembered()
         if self._version is None:
             try:
-                self.process = subprocess.Popen([sysdig, "--version"], stdout=subprocess.PIPE,
-                                                stderr=subprocess.DEVNULL, text=True)
+                self.process = subprocess.Popen(
+                    [sysdig, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+                )
             except OSError as error:
                 raise CasstraceError(f"cannot run {sysdig}: {error}", INSTALL_FIX) from None
 
     def __str__(self) -> str:
         if self._version is None:
-            assert self.process is not None   # asked in __init__ when not remembered
+            assert self.process is not None  # asked in __init__ when not remembered
             try:
                 words = self.process.communicate(timeout=30)[0].split()
             except subprocess.TimeoutExpired:
@@ -100,4 +134,4 @@ class SysdigVersion:
             aside.write_text(f"{self._identity}\n{self._version}\n")
             os.replace(aside, cache)
         except OSError:
-            aside.unlink(missing_ok=True)   # an unwritable cache only means asking again next time
+            aside.unlink(missing_ok=True)  # an unwritable cache only means asking again next time

@@ -92,8 +92,9 @@ def main():
         child(directory, results, inherited)
         os._exit(0)
     os.waitpid(pid, 0)
-    dd = subprocess.Popen(["dd", f"if={c}", "of=/dev/null", "bs=1000", "count=7", "skip=3"],
-                          stderr=subprocess.PIPE, text=True)
+    dd = subprocess.Popen(
+        ["dd", f"if={c}", "of=/dev/null", "bs=1000", "count=7", "skip=3"], stderr=subprocess.PIPE, text=True
+    )
     _, report = dd.communicate()
     full, partial = map(int, re.search(r"(\d+)\+(\d+) records in", report).groups())
     assert dd.returncode == 0 and partial == 0, report

@@ -23,8 +23,8 @@ import sys
 import threading
 
 A_SIZE, B_SIZE = 1 << 20, 256 << 10
-MMAP_PAGES = (0, 3, 4, 17, 63)     # pages of b.bin touched through the mapping
-SYS_PREADV, SYS_PREADV2 = 295, 327   # x86_64
+MMAP_PAGES = (0, 3, 4, 17, 63)  # pages of b.bin touched through the mapping
+SYS_PREADV, SYS_PREADV2 = 295, 327  # x86_64
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -44,14 +44,14 @@ def raw_vectored_read(number, fd, lengths, offset):
 
 class Reader:
     def __init__(self):
-        self.reads = []       # [syscall, path, fd, offset, requested, returned, tid]
-        self.lseeks = []      # [path, fd, offset, whence, result]
+        self.reads = []  # [syscall, path, fd, offset, requested, returned, tid]
+        self.lseeks = []  # [path, fd, offset, whence, result]
         self.io_fd = os.open("/proc/self/io", os.O_RDONLY)
         self.lock = threading.Lock()
         self.connections = []
 
     def io(self) -> dict:
-        text = os.pread(self.io_fd, 4096, 0).decode()   # one pread: its own bytes are known
+        text = os.pread(self.io_fd, 4096, 0).decode()  # one pread: its own bytes are known
         values = dict(line.split(": ") for line in text.splitlines())
         return {"rchar": int(values["rchar"]), "read_bytes": int(values["read_bytes"]), "length": len(text)}
 
@@ -84,8 +84,13 @@ class Reader:
         a = self.a
         fd = os.open(a, os.O_RDONLY)
         position = 0
-        for offset, whence, length in ((0, os.SEEK_CUR, 1000), (40960, os.SEEK_SET, 4096), (8192, os.SEEK_CUR, 100),
-                                       (-5000, os.SEEK_END, 8192), (123457, os.SEEK_SET, 70000)):
+        for offset, whence, length in (
+            (0, os.SEEK_CUR, 1000),
+            (40960, os.SEEK_SET, 4096),
+            (8192, os.SEEK_CUR, 100),
+            (-5000, os.SEEK_END, 8192),
+            (123457, os.SEEK_SET, 70000),
+        ):
             if (offset, whence) != (0, os.SEEK_CUR):
                 position = self.lseek(a, fd, offset, whence)
             data = os.read(fd, length)
@@ -98,12 +103,12 @@ class Reader:
         got = os.readv(fd, buffers)
         self.record("readv", a, fd, position, 8100, got)
         buffers = [bytearray(4096), bytearray(12288)]
-        got = os.preadv(fd, buffers, 700000)   # glibc issues preadv2 with this offset
+        got = os.preadv(fd, buffers, 700000)  # glibc issues preadv2 with this offset
         self.record("preadv2", a, fd, 700000, 16384, got)
         got = raw_vectored_read(SYS_PREADV, fd, (2048, 2048, 1000), 600000)
         self.record("preadv", a, fd, 600000, 2048 + 2048 + 1000, got)
         position = self.lseek(a, fd, 650000, os.SEEK_SET)
-        got = raw_vectored_read(SYS_PREADV2, fd, (7000,), -1)   # -1: read at (and advance) the position
+        got = raw_vectored_read(SYS_PREADV2, fd, (7000,), -1)  # -1: read at (and advance) the position
         self.record("preadv2", a, fd, position, 7000, got)
 
         def second_thread():

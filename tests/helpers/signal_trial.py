@@ -28,14 +28,24 @@ from casstrace.orchestration import runner
 from casstrace.probes.bcc import bcc_capture, bcc_trace
 from casstrace.traces import writer as trace_writer
 
-TRACE_STEPS = ("add_window", "add_file_io", "add_coverage", "add_heatmap", "add_latency", "add_events",
-               "add_threads", "add_execution", "set_meta", "finish")
+TRACE_STEPS = (
+    "add_window",
+    "add_file_io",
+    "add_coverage",
+    "add_heatmap",
+    "add_latency",
+    "add_events",
+    "add_threads",
+    "add_execution",
+    "set_meta",
+    "finish",
+)
 
 
 def main() -> None:
     moment, signame, seed = sys.argv[1:4]
-    again = "--again" in sys.argv[4:sys.argv.index("--")]
-    argv = sys.argv[sys.argv.index("--") + 1:]
+    again = "--again" in sys.argv[4 : sys.argv.index("--")]
+    argv = sys.argv[sys.argv.index("--") + 1 :]
     chance = random.Random(int(seed))
     signum = signal.Signals[signame]
     fired = threading.Event()
@@ -65,7 +75,7 @@ def main() -> None:
 
         setattr(owner, name, wrapped)
 
-    if moment == "attach":        # the compile takes seconds: land anywhere in it, or as it ends at the latest
+    if moment == "attach":  # the compile takes seconds: land anywhere in it, or as it ends at the latest
         original_load = bcc_capture.BccCapture._load
 
         def load(self: bcc_capture.BccCapture) -> None:
@@ -73,13 +83,13 @@ def main() -> None:
             try:
                 original_load(self)
             finally:
-                fire()   # a quiet machine compiles in ~1.2 s: a later timer would land after the whole run
+                fire()  # a quiet machine compiles in ~1.2 s: a later timer would land after the whole run
 
         bcc_capture.BccCapture._load = load  # type: ignore[method-assign]
     elif moment == "execute":
         nth = chance.randint(1, 3)
         wrap(runner, "execute", lambda n: fire_after(chance.uniform(0, 0.05)) if n == nth else None)
-    elif moment == "detach":      # between two of the tracepoints being detached
+    elif moment == "detach":  # between two of the tracepoints being detached
         nth = chance.randint(1, 8)
         original_detach = bcc_capture.BccCapture._detach
 
@@ -90,17 +100,18 @@ def main() -> None:
 
         bcc_capture.BccCapture._detach = detach  # type: ignore[method-assign]
     elif moment == "maps":
-        nth = chance.randint(1, 5)   # the five aggregate maps
+        nth = chance.randint(1, 5)  # the five aggregate maps
         wrap(bcc_capture, "_read_hash", lambda n: fire() if n == nth else None)
     elif moment == "collect":
         wrap(runner, "query_traces", lambda _n: fire())
-    elif moment == "trace":      # the writer is made before the capture: only its steps after it count
+    elif moment == "trace":  # the writer is made before the capture: only its steps after it count
         step = chance.choice(TRACE_STEPS)
         writing = threading.Event()
         wrap(bcc_trace.TraceBuilder, "write", lambda _n: writing.set())
         wrap(trace_writer.TraceWriter, step, lambda _n: fire() if writing.is_set() else None)
     elif moment == "report":
         from casstrace import analyses, reports
+
         if chance.random() < 0.5:
             wrap(analyses, "analyse", lambda _n: fire())
         else:

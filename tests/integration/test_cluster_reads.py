@@ -24,19 +24,39 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_speculative_r
 REPEAT = 2
 
 
-def run(cluster: SandboxCluster, demo: DemoData, out: Path, consistency: str,
-        *extra: str) -> subprocess.CompletedProcess[str]:
+def run(
+    cluster: SandboxCluster, demo: DemoData, out: Path, consistency: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
     first = cluster.nodes[0]
     return subprocess.run(
-        [sys.executable, "-m", "casstrace", "run", "--host", first.host, "--port", str(first.native_port),
-         "--consistency", consistency, "--repeat", str(REPEAT), "--out", str(out), "--no-html",
-         demo.spec.wide_query, *extra],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "casstrace",
+            "run",
+            "--host",
+            first.host,
+            "--port",
+            str(first.native_port),
+            "--consistency",
+            consistency,
+            "--repeat",
+            str(REPEAT),
+            "--out",
+            str(out),
+            "--no-html",
+            demo.spec.wide_query,
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def traced(cluster: SandboxCluster, demo: DemoData, out: Path, consistency: str) -> Analysis:
     result = run(cluster, demo, out, consistency)
-    assert result.returncode in (0, 1), result.stderr    # 1: flagged
+    assert result.returncode in (0, 1), result.stderr  # 1: flagged
     return analyse(out)
 
 
@@ -58,8 +78,9 @@ def test_one_reads_on_one_node(at_one: Analysis, cluster_demo: DemoData) -> None
     assert [node.address for node in at_one.nodes] == ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
     assert all(node.captured for node in at_one.nodes), [node.not_captured for node in at_one.nodes]
     # The coordinator asks the replica its dynamic snitch likes best: not always itself.
-    assert list(readers_per_execution(at_one.nodes).values()) == [1] * REPEAT, \
-        [(n.address, n.reads_in, n.data_read_bytes) for n in at_one.nodes]
+    assert list(readers_per_execution(at_one.nodes).values()) == [1] * REPEAT, [
+        (n.address, n.reads_in, n.data_read_bytes) for n in at_one.nodes
+    ]
     sizes = _data_db_bytes(cluster_demo)
     for reader in (node for node in at_one.nodes if node.read_data):
         assert reader.data_read_bytes is not None
@@ -69,8 +90,9 @@ def test_one_reads_on_one_node(at_one: Analysis, cluster_demo: DemoData) -> None
 
 def test_quorum_reads_on_two_nodes_each_as_much(at_one: Analysis, at_quorum: Analysis, cluster_demo: DemoData) -> None:
     per_execution = readers_per_execution(at_quorum.nodes)
-    assert len(per_execution) == REPEAT and min(per_execution.values()) >= 2, \
-        [(n.address, n.roles, n.reads_in, n.data_read_bytes) for n in at_quorum.nodes]
+    assert len(per_execution) == REPEAT and min(per_execution.values()) >= 2, [
+        (n.address, n.roles, n.reads_in, n.data_read_bytes) for n in at_quorum.nodes
+    ]
     sizes = _data_db_bytes(cluster_demo)
     for node in (node for node in at_quorum.nodes if node.read_data):
         assert node.data_read_bytes is not None
@@ -83,19 +105,26 @@ def test_quorum_reads_on_two_nodes_each_as_much(at_one: Analysis, at_quorum: Ana
 
 
 def test_roles_are_shown_in_the_report(at_quorum: Analysis, tmp_path: Path) -> None:
-    shown = subprocess.run([sys.executable, "-m", "casstrace", "report", at_quorum.trace_path],
-                           capture_output=True, text=True, timeout=120)
+    shown = subprocess.run(
+        [sys.executable, "-m", "casstrace", "report", at_quorum.trace_path], capture_output=True, text=True, timeout=120
+    )
     assert "== Nodes at QUORUM" in shown.stdout and "digest replica" in shown.stdout, shown.stdout + shown.stderr
-    as_json = subprocess.run([sys.executable, "-m", "casstrace", "report", at_quorum.trace_path, "--format", "json"],
-                             capture_output=True, text=True, timeout=120)
+    as_json = subprocess.run(
+        [sys.executable, "-m", "casstrace", "report", at_quorum.trace_path, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     nodes = json.loads(as_json.stdout)["nodes"]
-    assert {node["address"] for node in nodes if node["data_read_bytes"]} == \
-        {node.address for node in at_quorum.nodes if node.read_data}
+    assert {node["address"] for node in nodes if node["data_read_bytes"]} == {
+        node.address for node in at_quorum.nodes if node.read_data
+    }
     assert all(node["role"] for node in nodes)
 
 
 def test_a_node_down_one_still_works_and_the_missing_replica_is_named(
-        cluster: SandboxCluster, cluster_demo: DemoData, tmp_path: Path) -> None:
+    cluster: SandboxCluster, cluster_demo: DemoData, tmp_path: Path
+) -> None:
     cluster.stop(only=3)
     try:
         out = tmp_path / "down.trace"
@@ -116,10 +145,34 @@ def test_compare_one_with_quorum(cluster: SandboxCluster, cluster_demo: DemoData
     first = cluster.nodes[0]
     query = cluster_demo.spec.wide_query
     result = subprocess.run(
-        [sys.executable, "-m", "casstrace", "compare", "--before", query, "--after", query, "--consistency", "ONE",
-         "--after-consistency", "QUORUM", "--host", first.host, "--port", str(first.native_port),
-         "--repeat", str(REPEAT), "--traces-dir", str(tmp_path), "--format", "json"],
-        capture_output=True, text=True, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "casstrace",
+            "compare",
+            "--before",
+            query,
+            "--after",
+            query,
+            "--consistency",
+            "ONE",
+            "--after-consistency",
+            "QUORUM",
+            "--host",
+            first.host,
+            "--port",
+            str(first.native_port),
+            "--repeat",
+            str(REPEAT),
+            "--traces-dir",
+            str(tmp_path),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     metrics = {metric["key"]: metric for metric in data["metrics"]}

@@ -22,9 +22,25 @@ def wide_then_narrow(tmp_path_factory, node_args, queries):
     """One live compare, wide before narrow, with both gates asked for: (report, (before, after) traces, process)."""
     directory = tmp_path_factory.mktemp("compare")
     report = directory / "compare.json"
-    done = casstrace("compare", "--before", queries[0], "--after", queries[1], *node_args, "--repeat", 3,
-                     "--traces-dir", directory / "traces", "--format", "json", "--output", report,
-                     "--fail-if-worse", "--max-amplification", 10)
+    done = casstrace(
+        "compare",
+        "--before",
+        queries[0],
+        "--after",
+        queries[1],
+        *node_args,
+        "--repeat",
+        3,
+        "--traces-dir",
+        directory / "traces",
+        "--format",
+        "json",
+        "--output",
+        report,
+        "--fail-if-worse",
+        "--max-amplification",
+        10,
+    )
     traces = tuple(next((directory / "traces").glob(f"*-{role}.trace"), None) for role in ("before", "after"))
     return json.loads(report.read_text()) if report.exists() else None, traces, done
 
@@ -35,7 +51,7 @@ def test_wide_and_narrow_return_the_same_payload_for_far_less_io(wide_then_narro
     spec = demo_tables.spec
     payload = report["payload"]
     assert payload["status"] == "same" and "digest" in payload["basis"]
-    for side in ("first", "second"):   # the spec says what c0 holds: 200 values of 100 bytes
+    for side in ("first", "second"):  # the spec says what c0 holds: 200 values of 100 bytes
         assert payload[side] == {"rows": spec.rows, "payload_bytes": spec.rows * spec.first_column_bytes}
         assert report[side]["executions"] == 3
     metrics = {m["key"]: m for m in report["metrics"]}
@@ -66,23 +82,31 @@ def test_the_digest_never_reaches_the_report_or_the_traces(wide_then_narrow, san
 def test_queries_returning_the_same_sizes_but_different_values_are_refused(tmp_path, node_args, demo_tables):
     spec = demo_tables.spec
     table = f"{spec.keyspace}.{spec.table}"
-    half = spec.rows // 2   # two halves of the partition: as many rows, as many bytes, other ts values
-    done = casstrace("compare", *node_args, "--traces-dir", tmp_path / "traces",
-                     "--before", f"SELECT ts FROM {table} WHERE stream_id = {spec.stream_id} AND ts < {half}",
-                     "--after", f"SELECT ts FROM {table} WHERE stream_id = {spec.stream_id} AND ts >= {half}")
+    half = spec.rows // 2  # two halves of the partition: as many rows, as many bytes, other ts values
+    done = casstrace(
+        "compare",
+        *node_args,
+        "--traces-dir",
+        tmp_path / "traces",
+        "--before",
+        f"SELECT ts FROM {table} WHERE stream_id = {spec.stream_id} AND ts < {half}",
+        "--after",
+        f"SELECT ts FROM {table} WHERE stream_id = {spec.stream_id} AND ts >= {half}",
+    )
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("casstrace: error: refusing to compare: the two queries do not return the same data")
     assert "same row count and size, different values" in line and "(fix: " in line
-    assert not (tmp_path / "traces").exists()   # refused before any probe ran or trace was written
+    assert not (tmp_path / "traces").exists()  # refused before any probe ran or trace was written
     assert done.stdout == ""
 
 
 def test_different_row_counts_are_refused(tmp_path, node_args, queries, demo_tables):
     spec = demo_tables.spec
     other_column = queries[1].replace("column_no = 0", "column_no = 1")
-    done = casstrace("compare", *node_args, "--before", queries[1], "--after", other_column,
-                     "--traces-dir", tmp_path / "traces")
+    done = casstrace(
+        "compare", *node_args, "--before", queries[1], "--after", other_column, "--traces-dir", tmp_path / "traces"
+    )
     assert done.returncode == 2
     assert "do not return the same data" in done.stderr
     assert f"the second {spec.rows} rows ({spec.rows * spec.other_column_bytes / 2**20:.1f} MiB)" in done.stderr
@@ -91,15 +115,25 @@ def test_different_row_counts_are_refused(tmp_path, node_args, queries, demo_tab
 def test_stored_traces_of_different_data_are_refused(wide_then_narrow, tmp_path, node_args, queries, demo_tables):
     _, (before, _), _ = wide_then_narrow
     other = tmp_path / "other-column.trace"
-    ran = casstrace("run", queries[1].replace("column_no = 0", "column_no = 1"), *node_args, "--repeat", 1,
-                    "--out", other, "--no-html")
+    ran = casstrace(
+        "run",
+        queries[1].replace("column_no = 0", "column_no = 1"),
+        *node_args,
+        "--repeat",
+        1,
+        "--out",
+        other,
+        "--no-html",
+    )
     assert ran.returncode == 0, ran.stderr
     done = casstrace("compare", before, other)
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
     spec = demo_tables.spec
-    assert line.startswith("casstrace: error: refusing to compare: the two traces do not return the same data. "
-                           f"Different data: the first returned {spec.rows} rows (19.5 KiB), the second {spec.rows} rows")
+    assert line.startswith(
+        "casstrace: error: refusing to compare: the two traces do not return the same data. "
+        f"Different data: the first returned {spec.rows} rows (19.5 KiB), the second {spec.rows} rows"
+    )
 
 
 def test_stored_traces_compare_rows_and_payload_bytes_only(wide_then_narrow, tmp_path):
@@ -118,7 +152,7 @@ def test_fail_if_worse_fails_when_the_second_reads_more(wide_then_narrow, tmp_pa
     (gate,) = report["gates"]
     assert gate["option"] == "--fail-if-worse" and not gate["passed"] and not report["passed"]
     assert "B reads" in gate["reason"] and "x more from its Data files" in gate["reason"]
-    assert casstrace("compare", after, before).returncode == 0   # no gate asked for, no failure
+    assert casstrace("compare", after, before).returncode == 0  # no gate asked for, no failure
 
 
 def test_max_amplification_gates_the_second_query(wide_then_narrow):

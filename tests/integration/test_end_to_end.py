@@ -16,14 +16,13 @@ from casstrace.traces import TraceWriter
 
 pytestmark = pytest.mark.integration
 
-SCAP_DIR = Path(__file__).resolve().parents[1] / "data" / "scap"   # provenance: tests/data/README.md
+SCAP_DIR = Path(__file__).resolve().parents[1] / "data" / "scap"  # provenance: tests/data/README.md
 DEMO = WideTable()
 SELECT_STAR = f"SELECT * FROM {DEMO.keyspace}.{DEMO.table} WHERE stream_id = {DEMO.stream_id}"
 
 
 def traced(node: Sandbox, query: str, out: Path, **options):
-    path = run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port),
-                          out=out, **options))
+    path = run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port), out=out, **options))
     return analyse(path)
 
 
@@ -78,14 +77,20 @@ def test_select_star_reads_what_it_returns(live, demo_tables):
     assert execution.payload_bytes == DEMO.total_bytes + DEMO.rows * 2 * 4
 
 
-@pytest.mark.parametrize("capture, query", [
-    ("fullrow", "SELECT c0 FROM probe.streams_lz4 WHERE stream_id=1"),
-    ("narrow", "SELECT value FROM probe.streams_narrow WHERE stream_id=1 AND column_no=0"),
-    ("select-star", "SELECT * FROM probe.streams_lz4 WHERE stream_id=1"),
-])
+@pytest.mark.parametrize(
+    "capture, query",
+    [
+        ("fullrow", "SELECT c0 FROM probe.streams_lz4 WHERE stream_id=1"),
+        ("narrow", "SELECT value FROM probe.streams_narrow WHERE stream_id=1 AND column_no=0"),
+        ("select-star", "SELECT * FROM probe.streams_lz4 WHERE stream_id=1"),
+    ],
+)
 def test_imported_sysdig_capture_gets_the_live_verdict(live, capture, query, tmp_path):
-    scap = {"fullrow": "cassandra5-fullrow-lz4.scap", "narrow": "cassandra5-narrow-fixed.scap",
-            "select-star": "cassandra5-select-star-lz4.scap"}[capture]
+    scap = {
+        "fullrow": "cassandra5-fullrow-lz4.scap",
+        "narrow": "cassandra5-narrow-fixed.scap",
+        "select-star": "cassandra5-select-star-lz4.scap",
+    }[capture]
     writer = TraceWriter(tmp_path / "imported.trace")
     import_scap(SCAP_DIR / scap, writer, proc="java")
     writer.set_meta(query=query)
@@ -118,8 +123,7 @@ def test_mmap_reads_are_caught_by_the_page_cache_probe(mmap_node, tmp_path):
     # execution after the restart reads cold.
     analysis = traced(node, spec.wide_query, tmp_path / "mmap.trace", repeat=1, warmup=0, cold=True)
     assert analysis.context["disk_access_mode"] == "mmap"
-    data_files = [f for f in analysis.files if f.sstable and f.component == "Data"
-                  and f.sstable.table == spec.table]
+    data_files = [f for f in analysis.files if f.sstable and f.component == "Data" and f.sstable.table == spec.table]
     assert data_files, [(f.path, f.cache_miss_bytes) for f in analysis.files]
     assert all(f.read_calls == 0 for f in data_files)
     filled = sum(f.cache_miss_bytes for f in data_files)
@@ -135,8 +139,12 @@ def test_demo_traces_both_tables_and_shows_them_side_by_side(sandbox, demo_table
     import subprocess
     import sys
 
-    done = subprocess.run([Path(sys.executable).parent / "casstrace", "demo", "--data-dir", str(sandbox.data_dir)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [Path(sys.executable).parent / "casstrace", "demo", "--data-dir", str(sandbox.data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "The demo data was already in place" in done.stdout
     verdicts = re.findall(r"^VERDICT: (FLAGGED|NOT FLAGGED)", done.stdout, re.MULTILINE)

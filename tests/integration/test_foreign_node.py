@@ -39,11 +39,38 @@ def node(tmp_path_factory):
     inside.mkdir()
     native, jmx = free_ports(first_jmx=11199)  # clear of the other modules' scratch nodes
     started = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", START_INSIDE, "sh",
-         str(on_host), str(inside), sys.executable, "-m", "casstrace", "sandbox", "start",
-         "--data-dir", str(inside), "--version", "5.0", "--native-port", str(native),
-         "--jmx-port", str(jmx), "--heap", "512M"],
-        capture_output=True, text=True, timeout=600)
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            START_INSIDE,
+            "sh",
+            str(on_host),
+            str(inside),
+            sys.executable,
+            "-m",
+            "casstrace",
+            "sandbox",
+            "start",
+            "--data-dir",
+            str(inside),
+            "--version",
+            "5.0",
+            "--native-port",
+            str(native),
+            "--jmx-port",
+            str(jmx),
+            "--heap",
+            "512M",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     pid = int((on_host / "cassandra.pid").read_text()) if (on_host / "cassandra.pid").exists() else None
     try:
         assert started.returncode == 0, started.stderr
@@ -70,8 +97,7 @@ def test_run_names_its_files_by_the_nodes_paths_and_flags_the_wide_query(node, f
     pid, native, inside, on_host = node
     trace = tmp_path / "wide.trace"
     chosen = ["--pid", str(pid)] if found_by == "--pid" else []
-    result = casstrace("run", SPEC.wide_query, "--port", native, *chosen, "--repeat", 2,
-                       "--out", trace, "--no-html")
+    result = casstrace("run", SPEC.wide_query, "--port", native, *chosen, "--repeat", 2, "--out", trace, "--no-html")
     assert result.returncode == 0, result.stderr
     analysis = analyse(trace)
 
@@ -88,7 +114,7 @@ def test_run_names_its_files_by_the_nodes_paths_and_flags_the_wide_query(node, f
     assert len(data_files) == 1, [f.path for f in analysis.files]
     data = data_files[0]
     assert data.path.startswith(f"{inside}/data/{SPEC.keyspace}/{SPEC.table}-")
-    assert not Path(data.path).exists()       # the host has nothing there ...
+    assert not Path(data.path).exists()  # the host has nothing there ...
     host_copy = on_host / Path(data.path).relative_to(inside)
     assert data.size_bytes == host_copy.stat().st_size  # ... the size came through /proc/PID/root
     assert data.read_bytes >= 0.3 * host_copy.stat().st_size

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.integration
 
 # Ports apart from the test node's (19042, JMX 17199) and the test cluster's.
 NATIVE_PORT, JMX_PORT = 19342, 17599
-DEMO = WideTable()                                              # 200 rows of 950 KB: 190 MB
-LARGER = WideTable(keyspace="casstrace_large", rows=500)        # 475 MB
+DEMO = WideTable()  # 200 rows of 950 KB: 190 MB
+LARGER = WideTable(keyspace="casstrace_large", rows=500)  # 475 MB
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def fresh_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         yield node
     finally:
         node.stop()
-        shutil.rmtree(node.data_dir)   # 1.3 GB of SSTables: not kept among pytest's last sessions' files
+        shutil.rmtree(node.data_dir)  # 1.3 GB of SSTables: not kept among pytest's last sessions' files
 
 
 def out_of_memory(node: Sandbox) -> list[str]:
@@ -43,14 +43,27 @@ def out_of_memory(node: Sandbox) -> list[str]:
 
 
 @pytest.mark.parametrize("spec", [DEMO, LARGER], ids=["demo-190MB", "larger-475MB"])
-def test_select_star_of_a_large_partition_right_after_loading(fresh_node: Sandbox, spec: WideTable,
-                                                              tmp_path: Path) -> None:
-    ensure_loaded(fresh_node, spec)   # then query at once: the node's heap still holds what the load left
+def test_select_star_of_a_large_partition_right_after_loading(
+    fresh_node: Sandbox, spec: WideTable, tmp_path: Path
+) -> None:
+    ensure_loaded(fresh_node, spec)  # then query at once: the node's heap still holds what the load left
     query = f"SELECT * FROM {spec.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id}"
     out = tmp_path / "large.trace"
     started = time.monotonic()
-    done = casstrace("run", query, "--host", fresh_node.host, "--port", NATIVE_PORT, "--repeat", 5,
-                     "--out", out, "--no-html", timeout=900)
+    done = casstrace(
+        "run",
+        query,
+        "--host",
+        fresh_node.host,
+        "--port",
+        NATIVE_PORT,
+        "--repeat",
+        5,
+        "--out",
+        out,
+        "--no-html",
+        timeout=900,
+    )
     seconds = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     assert fresh_node.is_running() and not out_of_memory(fresh_node)
@@ -69,13 +82,17 @@ def test_select_star_of_a_large_partition_right_after_loading(fresh_node: Sandbo
         # full pages, then the rest (the node ends a result of whole pages with an empty one)
         assert execution["pages"] == spec.rows // paging["page_size"] + 1
     latencies = [e["latency_s"] for e in executions if e["kind"] == "measured"]
-    print(f"{spec.rows} rows, {spec.total_bytes / 1e6:.0f} MB: {paging['page_size']} rows a page, executions "
-          + ", ".join(f"{latency:.2f} s" for latency in latencies) + f"; the whole run {seconds:.0f} s")
+    print(
+        f"{spec.rows} rows, {spec.total_bytes / 1e6:.0f} MB: {paging['page_size']} rows a page, executions "
+        + ", ".join(f"{latency:.2f} s" for latency in latencies)
+        + f"; the whole run {seconds:.0f} s"
+    )
     assert re.search(r"chosen: 8 rows", casstrace("report", out, "--format", "text").stdout)
 
 
-def test_a_row_larger_than_the_budget_is_warned_of_and_paged_alone(node_args: list[str], demo_tables: DemoData,
-                                                                   tmp_path: Path) -> None:
+def test_a_row_larger_than_the_budget_is_warned_of_and_paged_alone(
+    node_args: list[str], demo_tables: DemoData, tmp_path: Path
+) -> None:
     """Rows of 950 KB against a budget of 64 KiB: no page is within it; the run says so before
     running, and runs one row a page."""
     spec = demo_tables.spec
@@ -83,9 +100,10 @@ def test_a_row_larger_than_the_budget_is_warned_of_and_paged_alone(node_args: li
     out = tmp_path / "over.trace"
     done = casstrace("run", query, *node_args, "--repeat", 1, "--page-bytes", 64 * 1024, "--out", out, "--no-html")
     assert done.returncode == 0, done.stderr
-    assert (f"casstrace: warning: a row of this query holds {spec.row_bytes + 8:,} B, more than --page-bytes "
-            f"(65,536 B)") in done.stderr
+    assert (
+        f"casstrace: warning: a row of this query holds {spec.row_bytes + 8:,} B, more than --page-bytes (65,536 B)"
+    ) in done.stderr
     with Trace(out) as trace:
         assert trace.meta["page_size"] == 1 and trace.meta["paging"]["sampled_row_bytes"] == spec.row_bytes + 8
         pages = [row["pages"] for row in trace.rows("SELECT pages FROM executions")]
-    assert pages and all(count >= 3 for count in pages)   # one row a page (and maybe an empty last one)
+    assert pages and all(count >= 3 for count in pages)  # one row a page (and maybe an empty last one)

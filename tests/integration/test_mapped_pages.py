@@ -20,21 +20,22 @@ from casstrace.probes.proc.mapped_pages import MappedPages, MappedPagesCapture
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.schema import HUGE_PAGE_BYTES
 
-pytestmark = pytest.mark.integration   # root: clear_refs of another process, process_madvise
+pytestmark = pytest.mark.integration  # root: clear_refs of another process, process_madvise
 
 if os.geteuid() != 0:
     pytest.skip("clear_refs and process_madvise of another process need root", allow_module_level=True)
 
 HELPER = Path(__file__).resolve().parents[1] / "helpers" / "mapper.py"
 PAGE = mmap.PAGESIZE
-FILE_PAGES = 2048                                 # 8 MiB
-TOUCHED = (0, 1, 2, 100, 101, 513, 1024, 2047)   # pages spread over the file
+FILE_PAGES = 2048  # 8 MiB
+TOUCHED = (0, 1, 2, 100, 101, 513, 1024, 2047)  # pages spread over the file
 
 
 class Mapper:
     def __init__(self, path: Path, small: bool = True):
-        self.process = subprocess.Popen([sys.executable, str(HELPER)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         self.mapped = self.ask(f"map {path}" + (" small" if small else ""))
 
     @property
@@ -153,14 +154,21 @@ def test_parse_smaps_agrees_with_a_plain_reading(warm_mapper, mapped_file):
     key = (mapped_file.stat().st_dev, mapped_file.stat().st_ino)
     plain = smaps_lines_of(warm_mapper.pid, mapped_file)
     directory = (os.path.join(os.path.realpath(mapped_file.parent), ""),)
-    for parsed in (mapped_pages.read_smaps(warm_mapper.pid)[key], mapped_pages.read_smaps(warm_mapper.pid, directory)[key]):
-        assert (parsed.mapped_bytes, parsed.resident_bytes, parsed.referenced_bytes) == \
-            (plain["Size:"] * 1024, plain["Rss:"] * 1024, plain["Referenced:"] * 1024)
-    assert set(mapped_pages.read_smaps(warm_mapper.pid, directory)) == {key}   # only the files under it
+    for parsed in (
+        mapped_pages.read_smaps(warm_mapper.pid)[key],
+        mapped_pages.read_smaps(warm_mapper.pid, directory)[key],
+    ):
+        assert (parsed.mapped_bytes, parsed.resident_bytes, parsed.referenced_bytes) == (
+            plain["Size:"] * 1024,
+            plain["Rss:"] * 1024,
+            plain["Referenced:"] * 1024,
+        )
+    assert set(mapped_pages.read_smaps(warm_mapper.pid, directory)) == {key}  # only the files under it
 
 
-def test_a_process_mapping_nothing_under_the_directories_is_measured_without_clear_or_smaps(mapped_file, tmp_path,
-                                                                                           monkeypatch):
+def test_a_process_mapping_nothing_under_the_directories_is_measured_without_clear_or_smaps(
+    mapped_file, tmp_path, monkeypatch
+):
     """A node reading by pread (disk_access_mode standard) maps no data file: each window measures
     nothing touched, exactly, from /proc/PID/maps, without the clear and the smaps read (150 ms a
     window on an 8 GiB heap). A file mapped during a window was mapped in it: its pages touched are
@@ -173,7 +181,7 @@ def test_a_process_mapping_nothing_under_the_directories_is_measured_without_cle
     for name in ("read_smaps", "clear_referenced"):
         real = getattr(mapped_pages, name)
         monkeypatch.setattr(mapped_pages, name, lambda *args, real=real, name=name: calls.append(name) or real(*args))  # type: ignore[func-returns-value]
-    mapper = Mapper(mapped_file)   # a file outside data/
+    mapper = Mapper(mapped_file)  # a file outside data/
     try:
         measure = MappedPages(mapper.pid, (os.path.join(os.path.realpath(data), ""),))
         measure.begin()
@@ -192,7 +200,7 @@ def test_a_process_mapping_nothing_under_the_directories_is_measured_without_cle
         assert 3 * PAGE <= touched[key].referenced_bytes <= 16 * PAGE
 
         measure.begin()
-        answer = mapper.ask("touch 1 2")   # mapped in the last window: no fault maps neighbours now
+        answer = mapper.ask("touch 1 2")  # mapped in the last window: no fault maps neighbours now
         ended = measure.end()
         assert ended is not None and ended[key].referenced_bytes == answer["touched_bytes"]
         assert calls == ["read_smaps", "clear_referenced", "read_smaps"]
@@ -214,7 +222,7 @@ def test_refused_clear_makes_the_measure_unavailable_for_the_rest_of_the_capture
     assert not measure.available and "clear_refs" in str(measure.unavailable)
     monkeypatch.undo()
     measure.begin()
-    assert measure.end() is None     # never measured again: the totals would mix measured and not
+    assert measure.end() is None  # never measured again: the totals would mix measured and not
 
 
 def test_page_out_pushes_the_mapped_pages_out_of_the_process_and_the_page_cache(warm_mapper, mapped_file):
@@ -249,7 +257,9 @@ def test_an_eviction_is_never_left_half_done_by_ctrl_c(monkeypatch):
         done.append("the call returned")
         return 0x1000
 
-    monkeypatch.setattr(mapped_pages.ctypes, "CDLL", lambda *a, **k: type("Libc", (), {"syscall": staticmethod(advise)}))
+    monkeypatch.setattr(
+        mapped_pages.ctypes, "CDLL", lambda *a, **k: type("Libc", (), {"syscall": staticmethod(advise)})
+    )
     try:
         with pytest.raises(KeyboardInterrupt):
             mapped_pages.page_out(os.getpid(), [mapped_pages.Mapping(0x1000, 0x2000, 0, 0, 1, "/x", "r--s")])

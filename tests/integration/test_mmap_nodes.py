@@ -32,20 +32,23 @@ pytestmark = pytest.mark.integration
 
 DEMO = WideTable()
 SELECT_STAR = f"SELECT * FROM {DEMO.keyspace}.{DEMO.table} WHERE stream_id = {DEMO.stream_id}"
-MMAP_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_MMAP_DATA_DIR")
-                     or Path.home() / ".local/share/casstrace/test-mmap-sandbox")
+MMAP_DATA_DIR = Path(
+    os.environ.get("CASSTRACE_TEST_MMAP_DATA_DIR") or Path.home() / ".local/share/casstrace/test-mmap-sandbox"
+)
 MMAP_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_NATIVE_PORT", "19142"))
 MMAP_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_JMX_PORT", "17299"))
 # A 4.1 node with 4.1's defaults (disk_access_mode auto -> mmap), on Java 11 (sandbox/java.py).
-V41_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_41_DATA_DIR")
-                    or Path.home() / ".local/share/casstrace/test-41-sandbox")
+V41_DATA_DIR = Path(
+    os.environ.get("CASSTRACE_TEST_41_DATA_DIR") or Path.home() / ".local/share/casstrace/test-41-sandbox"
+)
 V41_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_41_NATIVE_PORT", "19143"))
 V41_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_41_JMX_PORT", "17289"))
 
 
 def traced(node: Sandbox, query: str, out: Path, **options) -> Analysis:
-    return analyse(run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port),
-                                  out=out, **options)))
+    return analyse(
+        run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port), out=out, **options))
+    )
 
 
 def data_files(analysis: Analysis):
@@ -57,7 +60,7 @@ def node_of_this_module(data_dir: Path, **start_options: object) -> Iterator[San
     node = Sandbox(data_dir)
     started_here = not node.is_running()
     if started_here:
-        node.start(progress=lambda _: None, **start_options)   # type: ignore[arg-type]
+        node.start(progress=lambda _: None, **start_options)  # type: ignore[arg-type]
     ensure_loaded(node)
     yield node
     if started_here:
@@ -66,14 +69,16 @@ def node_of_this_module(data_dir: Path, **start_options: object) -> Iterator[San
 
 @pytest.fixture(scope="module")
 def mmap_node() -> Iterator[Sandbox]:
-    yield from node_of_this_module(MMAP_DATA_DIR, native_port=MMAP_NATIVE_PORT, jmx_port=MMAP_JMX_PORT,
-                                   disk_access_mode="mmap")
+    yield from node_of_this_module(
+        MMAP_DATA_DIR, native_port=MMAP_NATIVE_PORT, jmx_port=MMAP_JMX_PORT, disk_access_mode="mmap"
+    )
 
 
 @pytest.fixture(scope="module")
 def node_41() -> Iterator[Sandbox]:
-    yield from node_of_this_module(V41_DATA_DIR, version="4.1", native_port=V41_NATIVE_PORT, jmx_port=V41_JMX_PORT,
-                                   heap="512M")
+    yield from node_of_this_module(
+        V41_DATA_DIR, version="4.1", native_port=V41_NATIVE_PORT, jmx_port=V41_JMX_PORT, heap="512M"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,12 +100,12 @@ def test_warm_full_row_read_on_an_mmap_node_is_flagged_by_the_mapped_pages(warm)
     assert warm.context["disk_access_mode"] == "mmap"
     assert warm.measures["mapped"]
     o = warm.overall
-    assert o.syscall_bytes == 0                        # no read syscall on a mapped Data file
+    assert o.syscall_bytes == 0  # no read syscall on a mapped Data file
     assert o.carried_by == "mapped pages touched"
     assert o.read >= 100 and o.read_least >= 100
     assert warm.verdict.status == "flagged"
     assert "full_row_read" in {finding.cause for finding in warm.findings}
-    assert warm.warmup is not None and warm.warmup.mapped_touched_bytes > 0   # reported, apart
+    assert warm.warmup is not None and warm.warmup.mapped_touched_bytes > 0  # reported, apart
 
 
 def test_warm_full_row_read_on_4_1_with_its_defaults_is_flagged(node_41, syscall_node_read, tmp_path):
@@ -115,13 +120,15 @@ def test_warm_full_row_read_on_4_1_with_its_defaults_is_flagged(node_41, syscall
     assert "full_row_read" in {finding.cause for finding in analysis.findings}
     touched = min(e.amplification.mapped_touched_bytes for e in analysis.executions if e.kind == "measured")  # type: ignore[type-var]
     (syscall_data,) = data_files(syscall_node_read)
-    print(f"4.1: mapped touched per execution {touched}, amplification {o.read:.0f}x; 5.0 with pread: "
-          f"{syscall_data.touched_bytes} B of pages")
+    print(
+        f"4.1: mapped touched per execution {touched}, amplification {o.read:.0f}x; 5.0 with pread: "
+        f"{syscall_data.touched_bytes} B of pages"
+    )
     # 4.1 writes the same rows in the same format (nb-big, LZ4 16 KiB): about the same pages
     pages = syscall_data.touched_bytes
     with Trace(analysis.trace_path) as trace:
         (huge,) = trace.rows("SELECT MAX(mapped_huge_bytes) FROM file_io")[0]
-    if huge:   # 2 MiB entries (one run in four here): the figure is a bracket, which must hold the truth
+    if huge:  # 2 MiB entries (one run in four here): the figure is a bracket, which must hold the truth
         assert o.data_read_least_bytes is not None
         least = o.data_read_least_bytes / sum(e.kind == "measured" for e in analysis.executions)
         assert least <= pages * 1.25 and touched >= pages * 0.8
@@ -138,12 +145,14 @@ def test_mapped_bytes_touched_match_what_the_query_reads_with_syscalls(warm, sys
     syscall_pages = syscall_data.touched_bytes
     with Trace(warm.trace_path) as trace:
         (huge,) = trace.rows("SELECT MAX(mapped_huge_bytes) FROM file_io")[0]
-    print(f"mapped touched per execution {per_execution}, syscall bytes per execution {syscall_bytes}, "
-          f"syscall pages per execution {syscall_pages:.0f}, 2 MiB-mapped {huge}")
+    print(
+        f"mapped touched per execution {per_execution}, syscall bytes per execution {syscall_bytes}, "
+        f"syscall pages per execution {syscall_pages:.0f}, 2 MiB-mapped {huge}"
+    )
     # The fewest: touches only ever add up (a page the kernel reclaimed under memory pressure is
     # faulted back with up to 15 cached neighbours mapped as accessed), never go missing.
     touched = min(per_execution)
-    if huge:   # 2 MiB entries: the figure is a bracket, which must hold the truth
+    if huge:  # 2 MiB entries: the figure is a bracket, which must hold the truth
         least = warm.overall.data_read_least_bytes / len(per_execution)
         assert least <= syscall_pages * 1.25 and touched >= syscall_pages * 0.8
     else:
@@ -157,7 +166,7 @@ def test_mapped_bytes_touched_match_the_jvms_smaps_read_independently(mmap_node,
     pid = mmap_node.pid()
     (data,) = data_files(warm)
     Path(f"/proc/{pid}/clear_refs").write_text("1")
-    Path(f"/proc/{pid}/clear_refs").write_text("4")   # flushes the TLB (see mapped_pages.clear_referenced)
+    Path(f"/proc/{pid}/clear_refs").write_text("4")  # flushes the TLB (see mapped_pages.clear_referenced)
     with mmap_node.connect() as session:
         rows = list(session.execute(DEMO.wide_query))
     referenced_kb, inside = 0, False
@@ -177,8 +186,12 @@ def test_capture_of_the_jvm_measures_its_mapped_reads_as_run_does(mmap_node, war
     0 B): three executions of the demo query in it touch the pages one execution of `run` touched,
     the same pages each time."""
     out = tmp_path / "capture.trace"
-    command = subprocess.Popen([*CASSTRACE, "capture", "--pid", str(mmap_node.pid()), "--duration", "10",
-                                "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = subprocess.Popen(
+        [*CASSTRACE, "capture", "--pid", str(mmap_node.pid()), "--duration", "10", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_until_attached(command)
     with mmap_node.connect() as session:
         for _ in range(3):
@@ -193,9 +206,11 @@ def test_capture_of_the_jvm_measures_its_mapped_reads_as_run_does(mmap_node, war
     by_run = [e.amplification.mapped_touched_bytes for e in warm.executions if e.kind == "measured"]
     with Trace(out) as trace, Trace(warm.trace_path) as run_trace:
         huge = max(t.rows("SELECT MAX(mapped_huge_bytes) FROM file_io")[0][0] or 0 for t in (trace, run_trace))
-    print(f"capture: {touched} B of mapped pages touched over 3 executions; run: {by_run} per execution;"
-          f" 2 MiB-mapped {huge}")
-    if huge:   # 2 MiB entries: one access marks 2 MiB, so the two may differ by whole 2 MiB blocks
+    print(
+        f"capture: {touched} B of mapped pages touched over 3 executions; run: {by_run} per execution;"
+        f" 2 MiB-mapped {huge}"
+    )
+    if huge:  # 2 MiB entries: one access marks 2 MiB, so the two may differ by whole 2 MiB blocks
         assert 0.5 <= touched / min(by_run) <= 2
     else:
         assert 0.95 <= touched / min(by_run) <= 1.1
@@ -214,8 +229,9 @@ def test_narrow_refactor_and_select_star_on_an_mmap_node_are_not_flagged(mmap_no
 
 def test_refused_clear_refs_gives_undetermined_not_not_flagged(mmap_node, tmp_path, monkeypatch):
     def refuse(pid: int) -> None:
-        raise mapped_pages.MappedPagesUnavailable(f"/proc/{pid}/clear_refs refused the clear (test hook)",
-                                                  "run casstrace as root on the node's host")
+        raise mapped_pages.MappedPagesUnavailable(
+            f"/proc/{pid}/clear_refs refused the clear (test hook)", "run casstrace as root on the node's host"
+        )
 
     monkeypatch.setattr(mapped_pages, "clear_referenced", refuse)
     analysis = traced(mmap_node, DEMO.narrow_query, tmp_path / "refused.trace", repeat=1)
@@ -236,14 +252,14 @@ def test_cold_pushes_the_mapped_pages_out_without_a_restart(mmap_node, warm, tmp
         assert trace.meta["cold"]["mapped_bytes_paged_out"] > 0
 
 
-
-@pytest.mark.parametrize("label", ["point read by full primary key", "all columns of one row",
-                                   "latest rows of a small partition"])
+@pytest.mark.parametrize(
+    "label", ["point read by full primary key", "all columns of one row", "latest rows of a small partition"]
+)
 def test_everyday_reads_on_a_warm_4_1_mmap_node_are_not_flagged(node_41, label, tmp_path):
     """Everyday reads judged by the mapped pages the JVM touched (4.1 maps its Data files): the
     necessary read holds there too (tests/integration/test_verdict_classes.py has them on 5.0)."""
     load(node_41, pathological=False)
     analysis = verdict_traced(node_41, NOT_FLAGGED[label], tmp_path / "q.trace")
     assert analysis.context["disk_access_mode"] in ("mmap", "auto")
-    assert analysis.overall.mapped_touched_bytes, judged(analysis)    # the read was seen, through the maps
+    assert analysis.overall.mapped_touched_bytes, judged(analysis)  # the read was seen, through the maps
     assert analysis.verdict.status == "not flagged", judged(analysis)

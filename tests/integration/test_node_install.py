@@ -25,16 +25,28 @@ def node_venv(tmp_path_factory) -> Path:
     dist, venv = scratch / "dist", scratch / "venv"
     built = subprocess.run([REPO / "scripts" / "build-wheel", dist], capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr
-    installed = subprocess.run([REPO / "scripts" / "install-node", "--venv", venv, dist], capture_output=True,
-                               text=True, timeout=600, cwd=scratch, env=NODE_ENV)
+    installed = subprocess.run(
+        [REPO / "scripts" / "install-node", "--venv", venv, dist],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=scratch,
+        env=NODE_ENV,
+    )
     assert installed.returncode == 0, installed.stderr
     assert f"remove: rm -r {venv}" in installed.stdout
     return venv
 
 
 def node_casstrace(venv: Path, *args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([venv / "bin" / "casstrace", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, cwd=cwd, env=NODE_ENV)
+    return subprocess.run(
+        [venv / "bin" / "casstrace", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=NODE_ENV,
+    )
 
 
 def test_the_installed_casstrace_is_the_wheels_with_its_compiled_parts_and_bcc(node_venv, tmp_path):
@@ -43,16 +55,23 @@ def test_the_installed_casstrace_is_the_wheels_with_its_compiled_parts_and_bcc(n
     version = node_casstrace(node_venv, "--version", cwd=tmp_path)
     assert version.returncode == 0 and version.stdout.strip().endswith(__version__)
     where = subprocess.run(
-        [node_venv / "bin" / "python", "-c",
-         "import bcc, casstrace; from casstrace.probes.sysdig import scap_reader, sysdig_import; "
-         "from casstrace.traces import writer; "
-         "print(casstrace.__file__, bcc.__file__, scap_reader.COMPILED_SCAN is not None, "
-         "sysdig_import.COMPILED_FOLD is not None, writer.BULK_INSERT is not None)"],
-        capture_output=True, text=True, cwd=tmp_path, env=NODE_ENV)
+        [
+            node_venv / "bin" / "python",
+            "-c",
+            "import bcc, casstrace; from casstrace.probes.sysdig import scap_reader, sysdig_import; "
+            "from casstrace.traces import writer; "
+            "print(casstrace.__file__, bcc.__file__, scap_reader.COMPILED_SCAN is not None, "
+            "sysdig_import.COMPILED_FOLD is not None, writer.BULK_INSERT is not None)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=NODE_ENV,
+    )
     assert where.returncode == 0, where.stderr
     package, bcc, *compiled = where.stdout.split()
     assert package.startswith(f"{node_venv}/lib/") and "site-packages/casstrace/" in package
-    assert os.path.realpath(bcc).startswith("/usr/lib/python3/dist-packages/bcc/")   # Debian's, linked in
+    assert os.path.realpath(bcc).startswith("/usr/lib/python3/dist-packages/bcc/")  # Debian's, linked in
     assert compiled == ["True", "True", "True"]
 
 
@@ -77,8 +96,9 @@ def test_the_installed_casstrace_captures_a_commands_reads_to_the_byte(node_venv
     data = tmp_path / "input.bin"
     data.write_bytes(os.urandom(3_000_000))
     trace = tmp_path / "dd.trace"
-    captured = node_casstrace(node_venv, "capture", "--out", trace, "--",
-                              "dd", f"if={data}", "of=/dev/null", "bs=65536", cwd=tmp_path)
+    captured = node_casstrace(
+        node_venv, "capture", "--out", trace, "--", "dd", f"if={data}", "of=/dev/null", "bs=65536", cwd=tmp_path
+    )
     assert captured.returncode == 0, captured.stderr
     report = node_casstrace(node_venv, "report", trace, "--format", "json", cwd=tmp_path)
     files = {f["path"]: f for f in json.loads(report.stdout)["files"]}

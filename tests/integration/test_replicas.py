@@ -12,8 +12,8 @@ import time
 import pytest
 
 from bpf_programs import program_exists, program_ids
-from casstrace.orchestration.agents import AgentOptions, AgentsCapture, AgentTarget
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
+from casstrace.orchestration.agents import AgentOptions, AgentsCapture, AgentTarget
 from casstrace.probes.protocol import GAP_WINDOW, Windows
 from casstrace.probes.recording import record
 from casstrace.traces import Trace, TraceWriter
@@ -47,12 +47,15 @@ def test_an_agent_captures_its_node_on_the_driver_s_windows(sandbox, demo_tables
     with Trace(path) as trace:
         assert trace.complete and trace.meta["format_version"] == 3
         for window_id, kernel in counted:
-            (seen,) = trace.rows("SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id)"
-                                 " WHERE io.window_id = ? AND f.node_id = 1", (window_id,))[0]
+            (seen,) = trace.rows(
+                "SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id)"
+                " WHERE io.window_id = ? AND f.node_id = 1",
+                (window_id,),
+            )[0]
             assert abs(seen - kernel) <= 0.01 * kernel + 65536, (window_id, seen, kernel)
         per_node = data_bytes_per_execution(trace)
         assert per_node[1] >= demo_tables.spec.rows * demo_tables.spec.other_column_bytes
-    assert not capture.partials.exists()   # the agent's partial trace went into the trace, and is gone
+    assert not capture.partials.exists()  # the agent's partial trace went into the trace, and is gone
 
 
 def test_an_agent_stopped_on_its_machine_ends_the_run_early_and_its_capture_is_kept(sandbox, demo_query, tmp_path):
@@ -84,15 +87,19 @@ def test_an_agent_stopped_on_its_machine_ends_the_run_early_and_its_capture_is_k
 
 
 def test_an_agent_whose_driver_is_gone_detaches_and_exits(sandbox):
-    agent = subprocess.Popen([*CASSTRACE, "agent", "--address", sandbox.host, "--port", str(sandbox.native_port)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    agent = subprocess.Popen(
+        [*CASSTRACE, "agent", "--address", sandbox.host, "--port", str(sandbox.native_port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     ready = json.loads(agent.stdout.readline())
     assert ready["ready"]["pid"] == sandbox.pid()
     programs = program_ids(agent.pid)
     assert programs
-    agent.stdin.close()   # the driver died (or its ssh connection dropped)
+    agent.stdin.close()  # the driver died (or its ssh connection dropped)
     assert agent.wait(timeout=30) == 1
-    assert agent.stdout.read() == b""   # it kept nothing and sent nothing
+    assert agent.stdout.read() == b""  # it kept nothing and sent nothing
     assert not any(program_exists(program) for program in programs)
 
 
@@ -101,11 +108,13 @@ def test_an_agent_for_a_node_with_no_jvm_says_the_node_is_down(sandbox):
     free.bind(("127.0.0.1", 0))
     port = free.getsockname()[1]
     free.close()
-    agent = subprocess.run([*CASSTRACE, "agent", "--address", "127.0.0.9", "--port", str(port)],
-                           input=b"", capture_output=True, timeout=60)
+    agent = subprocess.run(
+        [*CASSTRACE, "agent", "--address", "127.0.0.9", "--port", str(port)], input=b"", capture_output=True, timeout=60
+    )
     message = json.loads(agent.stdout)
     assert agent.returncode == 1 and message["down"] is True
     assert f"serves 127.0.0.9:{port}" in message["error"]
+
 
 # -- over ssh: through the real sshd of the `sshd` fixture (tests/conftest.py) ---------------------
 
@@ -115,8 +124,19 @@ def test_the_ssh_path_gives_the_local_path_s_bytes(sandbox, demo_query, sshd, tm
     common = ["--host", sandbox.host, "--port", sandbox.native_port, "--repeat", 3, "--no-html"]
     done = casstrace("run", demo_query, *common, "--out", local)
     assert done.returncode == 0, done.stderr
-    done = casstrace("run", demo_query, *common, "--out", remote, "--hosts", f"{sandbox.host}=node1",
-                     "--ssh-config", sshd, "--remote-casstrace", remote_casstrace())
+    done = casstrace(
+        "run",
+        demo_query,
+        *common,
+        "--out",
+        remote,
+        "--hosts",
+        f"{sandbox.host}=node1",
+        "--ssh-config",
+        sshd,
+        "--remote-casstrace",
+        remote_casstrace(),
+    )
     assert done.returncode == 0, done.stderr
     with Trace(local) as here, Trace(remote) as there:
         assert there.complete and there.meta["replicas"]["ssh"] is True
@@ -127,14 +147,28 @@ def test_the_ssh_path_gives_the_local_path_s_bytes(sandbox, demo_query, sshd, tm
         assert abs(node["clock_shift_ns"]) <= clock["round_trip_ns"] // 2 + 1_000_000
         local_bytes, ssh_bytes = data_bytes_per_execution(here)[1], data_bytes_per_execution(there)[1]
         assert abs(ssh_bytes - local_bytes) <= 0.05 * local_bytes, (local_bytes, ssh_bytes)
-        assert [row["wire_bytes"] for row in there.rows("SELECT wire_bytes FROM executions WHERE kind = 'measured'")] \
-            == [row["wire_bytes"] for row in here.rows("SELECT wire_bytes FROM executions WHERE kind = 'measured'")]
+        assert [
+            row["wire_bytes"] for row in there.rows("SELECT wire_bytes FROM executions WHERE kind = 'measured'")
+        ] == [row["wire_bytes"] for row in here.rows("SELECT wire_bytes FROM executions WHERE kind = 'measured'")]
 
 
 def test_a_host_ssh_cannot_reach_is_one_line_naming_it(sandbox, demo_query, sshd, tmp_path):
     out = tmp_path / "never.trace"
-    done = casstrace("run", demo_query, "--host", sandbox.host, "--port", sandbox.native_port, "--out", out,
-                     "--hosts", f"{sandbox.host}=closed", "--ssh-config", sshd, "--no-html")
+    done = casstrace(
+        "run",
+        demo_query,
+        "--host",
+        sandbox.host,
+        "--port",
+        sandbox.native_port,
+        "--out",
+        out,
+        "--hosts",
+        f"{sandbox.host}=closed",
+        "--ssh-config",
+        sshd,
+        "--no-html",
+    )
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("casstrace: error: ssh to closed failed"), done.stderr

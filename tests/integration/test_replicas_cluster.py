@@ -21,8 +21,10 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def query(cluster_demo):
-    return (f"SELECT c0 FROM {cluster_demo.keyspace}.{cluster_demo.spec.table} "
-            f"WHERE stream_id = {cluster_demo.spec.stream_id}")
+    return (
+        f"SELECT c0 FROM {cluster_demo.keyspace}.{cluster_demo.spec.table} "
+        f"WHERE stream_id = {cluster_demo.spec.stream_id}"
+    )
 
 
 def node_args(cluster, node: int = 1) -> list[object]:
@@ -32,10 +34,14 @@ def node_args(cluster, node: int = 1) -> list[object]:
 
 def reads_per_execution(trace: Trace) -> list[dict[int, int]]:
     """For each measured execution's window: node_id -> the Data.db bytes its JVM read in it."""
-    windows: dict[int, dict[int, int]] = {row["window_id"]: {} for row in trace.rows(
-        "SELECT window_id FROM windows WHERE label = 'execution' ORDER BY window_id")}
-    for row in trace.rows("SELECT io.window_id, f.node_id, SUM(io.read_bytes) AS bytes FROM file_io io"
-                          " JOIN files f USING (file_id) WHERE f.path LIKE '%-Data.db' GROUP BY 1, 2"):
+    windows: dict[int, dict[int, int]] = {
+        row["window_id"]: {}
+        for row in trace.rows("SELECT window_id FROM windows WHERE label = 'execution' ORDER BY window_id")
+    }
+    for row in trace.rows(
+        "SELECT io.window_id, f.node_id, SUM(io.read_bytes) AS bytes FROM file_io io"
+        " JOIN files f USING (file_id) WHERE f.path LIKE '%-Data.db' GROUP BY 1, 2"
+    ):
         if row["window_id"] in windows:
             windows[row["window_id"]][row["node_id"]] = row["bytes"]
     return list(windows.values())
@@ -50,8 +56,9 @@ def whole_reads(reads: dict[int, int], whole: int) -> int:
 def at_one(cluster, query, tmp_path_factory):
     """Node 1 coordinating at ONE: the Data bytes of each node in each measured execution."""
     out = tmp_path_factory.mktemp("one") / "one.trace"
-    done = casstrace("run", query, *node_args(cluster), "--consistency", "ONE", "--repeat", 3, "--out", out,
-                     "--no-html")
+    done = casstrace(
+        "run", query, *node_args(cluster), "--consistency", "ONE", "--repeat", 3, "--out", out, "--no-html"
+    )
     assert done.returncode == 0, done.stderr
     with Trace(out) as trace:
         assert trace.rows("SELECT COUNT(*) FROM nodes WHERE captured = 1")[0][0] == 3
@@ -78,40 +85,53 @@ def test_every_local_replica_is_captured_with_its_own_bytes(cluster, query, at_o
     pids = {member.host: member.pid() for member in cluster.nodes}
     before = {address: rchar(pid) for address, pid in pids.items()}
     out = tmp_path / "quorum.trace"
-    done = casstrace("run", query, *node_args(cluster), "--consistency", "QUORUM", "--repeat", 3, "--out", out,
-                     "--no-html")
+    done = casstrace(
+        "run", query, *node_args(cluster), "--consistency", "QUORUM", "--repeat", 3, "--out", out, "--no-html"
+    )
     after = {address: rchar(pid) for address, pid in pids.items()}
     assert done.returncode == 0, done.stderr
     with Trace(out) as trace:
         nodes = {row["address"]: row for row in trace.rows("SELECT * FROM nodes")}
         assert set(nodes) == set(pids) and nodes["127.0.0.1"]["node_id"] == 1
-        assert all(row["captured"] and row["replica"] and row["pid"] == pids[address]
-                   for address, row in nodes.items())
+        assert all(row["captured"] and row["replica"] and row["pid"] == pids[address] for address, row in nodes.items())
         assert trace.meta["replicas"]["routing"] == "token map"
         assert {row["coordinator"] for row in trace.rows("SELECT coordinator FROM executions")} == {"127.0.0.1"}
-        assert {event.get("source") for session in trace.meta["query_trace"] for event in session["events"]} - \
-            {"127.0.0.1"}, "no replica's own events"
+        assert {event.get("source") for session in trace.meta["query_trace"] for event in session["events"]} - {
+            "127.0.0.1"
+        }, "no replica's own events"
         quorum = reads_per_execution(trace)
         assert all(whole_reads(reads, whole_read(at_one)) >= 2 for reads in quorum), quorum
         # what each JVM read during the capture is in its node's files: rchar counts a little more (the
         # run's reads before and after the capture), and a little less (recvfrom/recvmsg, which the
         # probes count as socket reads, add nothing to rchar: inter-node messages, a few KiB)
         for address, row in nodes.items():
-            (seen,) = trace.rows("SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id)"
-                                 " WHERE f.node_id = ?", (row["node_id"],))[0]
+            (seen,) = trace.rows(
+                "SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id) WHERE f.node_id = ?",
+                (row["node_id"],),
+            )[0]
             kernel = after[address] - before[address]
             assert 0.95 * kernel - 2_000_000 <= seen <= kernel + 1_000_000, (address, seen, kernel)
         assert {json.loads(row["meta"])["pid"] for row in nodes.values()} == set(pids.values())
 
 
 def test_the_ssh_path_gives_each_node_the_local_path_s_bytes(cluster, cluster_demo, query, sshd, tmp_path):
-    hosts = ",".join(f"{member.host}=node1" for member in cluster.nodes)   # one sshd reaches all three
+    hosts = ",".join(f"{member.host}=node1" for member in cluster.nodes)  # one sshd reaches all three
     local, remote = tmp_path / "local.trace", tmp_path / "ssh.trace"
     common = [query, *node_args(cluster), "--consistency", "ALL", "--repeat", 3, "--no-html"]
     done = casstrace("run", *common, "--out", local)
     assert done.returncode == 0, done.stderr
-    done = casstrace("run", *common, "--out", remote, "--hosts", hosts, "--ssh-config", sshd,
-                     "--remote-casstrace", remote_casstrace())
+    done = casstrace(
+        "run",
+        *common,
+        "--out",
+        remote,
+        "--hosts",
+        hosts,
+        "--ssh-config",
+        sshd,
+        "--remote-casstrace",
+        remote_casstrace(),
+    )
     assert done.returncode == 0, done.stderr
     with Trace(local) as here, Trace(remote) as there:
         assert {row["host"] for row in there.rows("SELECT host FROM nodes")} == {"node1"}
@@ -123,12 +143,16 @@ def test_the_ssh_path_gives_each_node_the_local_path_s_bytes(cluster, cluster_de
 
 def test_ctrl_c_stops_every_agent_and_keeps_their_capture(cluster, query, tmp_path):
     out = tmp_path / "interrupted.trace"
-    run = subprocess.Popen([*CASSTRACE, "run", query, *map(str, node_args(cluster)), "--repeat", "300", "--out",
-                            str(out), "--no-html"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [*CASSTRACE, "run", query, *map(str, node_args(cluster)), "--repeat", "300", "--out", str(out), "--no-html"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     programs: set[int] = set()
     deadline = time.monotonic() + 120
     agents: list[int] = []
-    while time.monotonic() < deadline:   # until every agent has its probes attached
+    while time.monotonic() < deadline:  # until every agent has its probes attached
         agents = agents_of(run.pid)
         held = {agent: program_ids(agent) for agent in agents}
         programs |= {program for ids in held.values() for program in ids}
@@ -136,7 +160,7 @@ def test_ctrl_c_stops_every_agent_and_keeps_their_capture(cluster, query, tmp_pa
             break
         assert run.poll() is None, run.communicate()
         time.sleep(0.1)
-    time.sleep(2)   # executions under way
+    time.sleep(2)  # executions under way
     run.send_signal(signal.SIGINT)
     _stdout, stderr = run.communicate(timeout=120)
     assert run.returncode == 130, stderr
@@ -155,8 +179,9 @@ def test_a_node_down_is_named_and_one_still_works(cluster, query, tmp_path):
     try:
         assert cassandra_at(down.host, down.native_port) is None
         out = tmp_path / "down.trace"
-        done = casstrace("run", query, *node_args(cluster), "--consistency", "ONE", "--repeat", 2, "--out", out,
-                         "--no-html")
+        done = casstrace(
+            "run", query, *node_args(cluster), "--consistency", "ONE", "--repeat", 2, "--out", out, "--no-html"
+        )
         assert done.returncode == 0, done.stderr
         with Trace(out) as trace:
             rows = {row["address"]: row for row in trace.rows("SELECT * FROM nodes")}
@@ -165,4 +190,4 @@ def test_a_node_down_is_named_and_one_still_works(cluster, query, tmp_path):
             assert all(rows[address]["captured"] for address in rows if address != down.host)
             assert not trace.rows("SELECT * FROM executions WHERE error IS NOT NULL")
     finally:
-        cluster.start(only=3)   # the cluster is whole again for the tests after this one
+        cluster.start(only=3)  # the cluster is whole again for the tests after this one

@@ -20,8 +20,9 @@ def demo_trace(tmp_path_factory, node_args, demo_query, cql_session):
     """One run of the demo query: 1 warmup, 2 measured executions, 1 tracing execution."""
     sessions_before = {row.session_id for row in cql_session.execute("SELECT session_id FROM system_traces.sessions")}
     out = tmp_path_factory.mktemp("run") / "demo.trace"
-    done = casstrace("run", demo_query, *node_args, "--repeat", 2, "--warmup", 1, "--page-size", 64, "--out", out,
-                     "--no-html")
+    done = casstrace(
+        "run", demo_query, *node_args, "--repeat", 2, "--warmup", 1, "--page-size", 64, "--out", out, "--no-html"
+    )
     assert done.returncode == 0, done.stderr
     sessions_after = {row.session_id for row in cql_session.execute("SELECT session_id FROM system_traces.sessions")}
     with Trace(out) as trace:
@@ -60,10 +61,16 @@ def test_trace_is_written_and_reads_back(demo_trace, demo_query, demo_tables, sa
 
 def test_executions_have_payload_of_100_bytes_a_row_and_their_own_windows(demo_trace, demo_tables):
     trace, _, _ = demo_trace
-    executions = trace.rows("SELECT executions.*, windows.label, windows.execution AS window_execution, start_ns, end_ns"
-                            " FROM executions JOIN windows USING (window_id) ORDER BY executions.execution")
+    executions = trace.rows(
+        "SELECT executions.*, windows.label, windows.execution AS window_execution, start_ns, end_ns"
+        " FROM executions JOIN windows USING (window_id) ORDER BY executions.execution"
+    )
     assert [(e["kind"], e["label"]) for e in executions] == [
-        ("warmup", "warmup"), ("measured", "execution"), ("measured", "execution"), ("tracing", "tracing")]
+        ("warmup", "warmup"),
+        ("measured", "execution"),
+        ("measured", "execution"),
+        ("tracing", "tracing"),
+    ]
     spec = demo_tables.spec
     for execution in executions:
         assert execution["execution"] == execution["window_execution"] and execution["error"] is None
@@ -105,8 +112,11 @@ def test_no_loaded_value_appears_in_the_trace(demo_trace, demo_tables, cql_sessi
     trace, _, _ = demo_trace
     raw = trace.path.read_bytes()
     spec = demo_tables.spec
-    rows = list(cql_session.execute(
-        f"SELECT c0, c1 FROM {demo_tables.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id} LIMIT 20"))
+    rows = list(
+        cql_session.execute(
+            f"SELECT c0, c1 FROM {demo_tables.keyspace}.{spec.table} WHERE stream_id = {spec.stream_id} LIMIT 20"
+        )
+    )
     assert len(rows) == 20
     for row in rows:
         for value in (row.c0, row.c1[:64], row.c1[-64:]):
@@ -128,7 +138,7 @@ def test_cold_run_from_a_file_drops_the_page_cache(tmp_path, node_args, demo_que
     out = tmp_path / "cold.trace"
     done = casstrace("run", "--file", query_file, *node_args, "--cold", "--repeat", 1, "--warmup", 0, "--out", out)
     assert done.returncode == 0, done.stderr
-    assert "warning" not in done.stderr     # mapped pages are pushed out too: nothing to warn about
+    assert "warning" not in done.stderr  # mapped pages are pushed out too: nothing to warn about
     # The verdict on the terminal, the full report beside the trace.
     assert "VERDICT: FLAGGED" in done.stdout
     assert f"report: {out.with_suffix('.html')}" in done.stdout and out.with_suffix(".html").stat().st_size > 0
@@ -136,22 +146,44 @@ def test_cold_run_from_a_file_drops_the_page_cache(tmp_path, node_args, demo_que
         assert trace.meta["query"] == demo_query
         (execution,) = trace.rows("SELECT window_id FROM executions WHERE kind = 'measured'")
         (misses,) = trace.rows(
-            "SELECT sum(cache_miss_bytes) FROM file_io JOIN files USING (file_id)"
-            " WHERE window_id = ? AND path LIKE ?", (execution["window_id"], f"%/{demo_tables.spec.table}-%-Data.db"))[0]
+            "SELECT sum(cache_miss_bytes) FROM file_io JOIN files USING (file_id) WHERE window_id = ? AND path LIKE ?",
+            (execution["window_id"], f"%/{demo_tables.spec.table}-%-Data.db"),
+        )[0]
         # Dropped before the execution, so its reads came from the device.
         assert misses > 0
 
 
 def test_ctrl_c_keeps_an_incomplete_trace(tmp_path, node_args, demo_query, demo_tables, cql_session):
     def table_reads():
-        return cql_session.execute(
-            "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = %s AND table_name = %s",
-            (demo_tables.keyspace, demo_tables.spec.table)).one().count
+        return (
+            cql_session.execute(
+                "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = %s AND table_name = %s",
+                (demo_tables.keyspace, demo_tables.spec.table),
+            )
+            .one()
+            .count
+        )
 
     out = tmp_path / "interrupted.trace"
     reads_before = table_reads()
-    run = subprocess.Popen([*CASSTRACE, "run", demo_query, *map(str, node_args), "--repeat", "10000", "--page-size", "0",
-                            "--out", str(out), "--no-html"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [
+            *CASSTRACE,
+            "run",
+            demo_query,
+            *map(str, node_args),
+            "--repeat",
+            "10000",
+            "--page-size",
+            "0",
+            "--out",
+            str(out),
+            "--no-html",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # Interrupt once the node has served the warmup and a few measured executions (one read each).
     # The node counts a read before the client has the whole result: wait for one more than asserted.
     deadline = time.monotonic() + 60
@@ -169,6 +201,7 @@ def test_ctrl_c_keeps_an_incomplete_trace(tmp_path, node_args, demo_query, demo_
 
 # -- failures: a clear error, a non-zero exit, no trace left -----------------------------------
 
+
 def assert_failed_cleanly(done, out_dir: Path, *expected):
     assert done.returncode != 0
     last_line = done.stderr.strip().splitlines()[-1]
@@ -183,11 +216,14 @@ def test_bad_cql_gives_the_servers_message(tmp_path, node_args):
     assert_failed_cleanly(done, tmp_path, "no viable alternative at input 'FROMM'")
 
 
-@pytest.mark.parametrize("query, extra, message", [
-    ("SELECT c0 FROM streams", ["--keyspace", "no_such_keyspace"], "Keyspace 'no_such_keyspace' does not exist"),
-    ("SELECT c0 FROM no_such_keyspace.streams", [], "keyspace no_such_keyspace does not exist"),
-    ("SELECT c0 FROM casstrace_demo.no_such_table", [], "table no_such_table does not exist"),
-])
+@pytest.mark.parametrize(
+    "query, extra, message",
+    [
+        ("SELECT c0 FROM streams", ["--keyspace", "no_such_keyspace"], "Keyspace 'no_such_keyspace' does not exist"),
+        ("SELECT c0 FROM no_such_keyspace.streams", [], "keyspace no_such_keyspace does not exist"),
+        ("SELECT c0 FROM casstrace_demo.no_such_table", [], "table no_such_table does not exist"),
+    ],
+)
 def test_unknown_keyspace_or_table(tmp_path, node_args, query, extra, message):
     done = casstrace("run", query, *node_args, *extra, "--out", tmp_path / "t.trace")
     assert_failed_cleanly(done, tmp_path, message)
@@ -195,8 +231,9 @@ def test_unknown_keyspace_or_table(tmp_path, node_args, query, extra, message):
 
 def test_wrong_port_fails_fast(tmp_path, sandbox):
     started = time.monotonic()
-    done = casstrace("run", "SELECT now() FROM system.local", "--host", sandbox.host, "--port", 1,
-                     "--out", tmp_path / "t.trace")
+    done = casstrace(
+        "run", "SELECT now() FROM system.local", "--host", sandbox.host, "--port", 1, "--out", tmp_path / "t.trace"
+    )
     assert_failed_cleanly(done, tmp_path, f"cannot connect to Cassandra at {sandbox.host}:1")
     assert time.monotonic() - started < 10
 
@@ -208,8 +245,16 @@ def test_unresponsive_node_fails_within_the_connect_timeout(tmp_path):
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
         started = time.monotonic()
-        done = casstrace("run", "SELECT now() FROM system.local", "--port", silent.getsockname()[1],
-                         "--connect-timeout", 2, "--out", tmp_path / "t.trace")
+        done = casstrace(
+            "run",
+            "SELECT now() FROM system.local",
+            "--port",
+            silent.getsockname()[1],
+            "--connect-timeout",
+            2,
+            "--out",
+            tmp_path / "t.trace",
+        )
         elapsed = time.monotonic() - started
     assert_failed_cleanly(done, tmp_path, "connection timed out")
     assert 2 <= elapsed < 2 + 6  # the timeout, plus the interpreter and driver start-up
@@ -218,8 +263,16 @@ def test_unresponsive_node_fails_within_the_connect_timeout(tmp_path):
 def test_unreachable_host_is_a_clear_error(tmp_path):
     # 192.0.2.0/24 is TEST-NET-1, never routed: refused at once or unanswered until the timeout.
     started = time.monotonic()
-    done = casstrace("run", "SELECT now() FROM system.local", "--host", "192.0.2.1", "--connect-timeout", 2,
-                     "--out", tmp_path / "t.trace")
+    done = casstrace(
+        "run",
+        "SELECT now() FROM system.local",
+        "--host",
+        "192.0.2.1",
+        "--connect-timeout",
+        2,
+        "--out",
+        tmp_path / "t.trace",
+    )
     assert_failed_cleanly(done, tmp_path, "cannot connect to Cassandra at 192.0.2.1:9042")
     assert time.monotonic() - started < 2 + 6
 
@@ -228,16 +281,29 @@ def test_no_cassandra_jvm_on_this_node(tmp_path, node_args):
     # In a PID namespace of its own (own /proc, same network) the node answers but no Cassandra JVM
     # is visible: exactly the situation of running casstrace on a machine that is not the node.
     done = subprocess.run(
-        ["unshare", "--pid", "--fork", "--mount-proc", *CASSTRACE, "run", "SELECT now() FROM system.local",
-         *map(str, node_args), "--out", str(tmp_path / "t.trace")],
-        capture_output=True, text=True, timeout=120,
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            *CASSTRACE,
+            "run",
+            "SELECT now() FROM system.local",
+            *map(str, node_args),
+            "--out",
+            str(tmp_path / "t.trace"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert_failed_cleanly(done, tmp_path, "no Cassandra JVM runs on this node")
 
 
 def test_pid_of_a_process_that_is_not_cassandra(tmp_path, node_args):
-    done = casstrace("run", "SELECT now() FROM system.local", *node_args, "--pid", os.getpid(),
-                     "--out", tmp_path / "t.trace")
+    done = casstrace(
+        "run", "SELECT now() FROM system.local", *node_args, "--pid", os.getpid(), "--out", tmp_path / "t.trace"
+    )
     assert_failed_cleanly(done, tmp_path, f"process {os.getpid()}", "is not a Cassandra JVM")
 
 
@@ -245,10 +311,22 @@ def test_credentials_from_cqlshrc_never_reach_the_trace(tmp_path, node_args):
     home = tmp_path / "home"
     (home / ".cassandra").mkdir(parents=True)
     (home / ".cassandra" / "cqlshrc").write_text(
-        "[authentication]\nusername = casstrace_rc_user\npassword = Pw-7f3a9c-from-cqlshrc\n")
+        "[authentication]\nusername = casstrace_rc_user\npassword = Pw-7f3a9c-from-cqlshrc\n"
+    )
     out = tmp_path / "traces" / "creds.trace"
-    done = casstrace("run", "SELECT release_version FROM system.local", *node_args, "--repeat", 1, "--warmup", 0,
-                     "--out", out, "--no-html", env={**os.environ, "HOME": str(home)})
+    done = casstrace(
+        "run",
+        "SELECT release_version FROM system.local",
+        *node_args,
+        "--repeat",
+        1,
+        "--warmup",
+        0,
+        "--out",
+        out,
+        "--no-html",
+        env={**os.environ, "HOME": str(home)},
+    )
     assert done.returncode == 0, done.stderr
     raw = out.read_bytes()
     assert b"casstrace_rc_user" not in raw and b"Pw-7f3a9c-from-cqlshrc" not in raw
@@ -257,8 +335,15 @@ def test_credentials_from_cqlshrc_never_reach_the_trace(tmp_path, node_args):
 
 
 def test_a_capture_that_cannot_start_leaves_no_trace(tmp_path, node_args):
-    done = casstrace("run", "SELECT release_version FROM system.local", *node_args, "--backend", "sysdig",
-                     "--out", tmp_path / "t.trace")
+    done = casstrace(
+        "run",
+        "SELECT release_version FROM system.local",
+        *node_args,
+        "--backend",
+        "sysdig",
+        "--out",
+        tmp_path / "t.trace",
+    )
     if done.returncode == 0:
         pytest.skip("sysdig can capture on this machine: nothing fails to start")
     assert_failed_cleanly(done, tmp_path, "sysdig")

@@ -66,8 +66,20 @@ def scratch(tmp_path_factory, cached_version):
     """A node of these tests' own, started through the CLI; yields (Sandbox, start output)."""
     data_dir = tmp_path_factory.mktemp("scratch-sandbox")
     native, jmx = free_ports()
-    result = casstrace("sandbox", "start", "--data-dir", data_dir, "--native-port", native,
-                       "--jmx-port", jmx, "--heap", SCRATCH_HEAP, "--version", cached_version)
+    result = casstrace(
+        "sandbox",
+        "start",
+        "--data-dir",
+        data_dir,
+        "--native-port",
+        native,
+        "--jmx-port",
+        jmx,
+        "--heap",
+        SCRATCH_HEAP,
+        "--version",
+        cached_version,
+    )
     assert result.returncode == 0, result.stderr
     node = Sandbox(data_dir)
     yield node, result.stdout
@@ -94,8 +106,10 @@ def test_cql_round_trip(scratch):
     node, _ = scratch
     payload = os.urandom(1000)
     with node.connect() as session:
-        session.execute("CREATE KEYSPACE IF NOT EXISTS roundtrip WITH replication = "
-                        "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute(
+            "CREATE KEYSPACE IF NOT EXISTS roundtrip WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
         session.execute("CREATE TABLE IF NOT EXISTS roundtrip.t (k int PRIMARY KEY, v blob)")
         session.execute("INSERT INTO roundtrip.t (k, v) VALUES (%s, %s)", (1, payload))
         assert session.execute("SELECT v FROM roundtrip.t WHERE k = 1").one().v == payload
@@ -117,12 +131,17 @@ def test_second_start_is_refused(scratch):
 def test_nodetool_flush_writes_data_db_under_the_data_dir(scratch):
     node, _ = scratch
     with node.connect() as session:
-        session.execute("CREATE KEYSPACE IF NOT EXISTS flushing WITH replication = "
-                        "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute(
+            "CREATE KEYSPACE IF NOT EXISTS flushing WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
         session.execute("CREATE TABLE flushing.t (k int PRIMARY KEY, v text)")
         session.execute("INSERT INTO flushing.t (k, v) VALUES (1, 'in the memtable')")
-        table_id = session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = "
-                                   "'flushing' AND table_name = 't'").one().id
+        table_id = (
+            session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = 'flushing' AND table_name = 't'")
+            .one()
+            .id
+        )
     table_dir = node.data_dir / "data" / "flushing" / f"t-{table_id.hex}"
     assert list(table_dir.glob("*-Data.db")) == []
     result = casstrace("sandbox", "nodetool", "--data-dir", node.data_dir, "flush", "flushing", "t")
@@ -133,23 +152,23 @@ def test_nodetool_flush_writes_data_db_under_the_data_dir(scratch):
 def test_stop_then_restart_keeps_data_and_settings(scratch):
     node, _ = scratch
     with node.connect() as session:
-        session.execute("CREATE KEYSPACE IF NOT EXISTS durable WITH replication = "
-                        "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute(
+            "CREATE KEYSPACE IF NOT EXISTS durable WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
         session.execute("CREATE TABLE IF NOT EXISTS durable.t (k int PRIMARY KEY, v text)")
         session.execute("INSERT INTO durable.t (k, v) VALUES (7, 'survives a restart')")
     pid, native_port = node.pid(), node.native_port
 
     stopped = casstrace("sandbox", "stop", "--data-dir", node.data_dir)
     assert stopped.returncode == 0 and f"stopped pid {pid}" in stopped.stdout
-    assert not Path(f"/proc/{pid}").exists() or b"CassandraDaemon" not in \
-        Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert not Path(f"/proc/{pid}").exists() or b"CassandraDaemon" not in Path(f"/proc/{pid}/cmdline").read_bytes()
     assert not (node.data_dir / "cassandra.pid").exists()
     status = casstrace("sandbox", "status", "--data-dir", node.data_dir)
     assert status.returncode == 3 and status.stdout.startswith("stopped")
 
     # Only the data dir and the one setting that changes: ports, heap and version are remembered.
-    restarted = casstrace("sandbox", "start", "--data-dir", node.data_dir,
-                          "--disk-access-mode", "mmap")
+    restarted = casstrace("sandbox", "start", "--data-dir", node.data_dir, "--disk-access-mode", "mmap")
     assert restarted.returncode == 0, restarted.stderr
     assert node.native_port == native_port and node.pid() not in (None, pid)
     assert "DiskAccessMode is mmap, indexAccessMode is mmap" in node.log.read_text()
@@ -160,11 +179,11 @@ def test_stop_then_restart_keeps_data_and_settings(scratch):
 
 # -- bad input: each a one-line error naming the fix, and no JVM left behind --------------------
 
+
 def test_java_missing(tmp_path, cached_version):
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = str(tmp_path / "no-bin")
-    result = casstrace("sandbox", "start", "--data-dir", tmp_path / "node", "--version",
-                       cached_version, env=env)
+    result = casstrace("sandbox", "start", "--data-dir", tmp_path / "node", "--version", cached_version, env=env)
     assert_one_line_error(result, "Java is not installed", "Java 17")
     env["JAVA_HOME"] = str(tmp_path / "no-jdk")
     result = casstrace("sandbox", "start", "--data-dir", tmp_path / "node", env=env)
@@ -176,8 +195,18 @@ def test_port_in_use(tmp_path, cached_version):
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", native))
         squatter.listen()
-        result = casstrace("sandbox", "start", "--data-dir", tmp_path, "--native-port", native,
-                           "--jmx-port", jmx, "--version", cached_version)
+        result = casstrace(
+            "sandbox",
+            "start",
+            "--data-dir",
+            tmp_path,
+            "--native-port",
+            native,
+            "--jmx-port",
+            jmx,
+            "--version",
+            cached_version,
+        )
     assert_one_line_error(result, f"port {native} is already in use", "--native-port")
     assert not (tmp_path / "cassandra.pid").exists()
 
@@ -197,16 +226,22 @@ def test_corrupt_artifact_cache_is_refused_and_the_fix_works(tmp_path, cached_ve
     listing = f"classpaths/cassandra-{cached_version}.txt"
     (cache / "casstrace" / "classpaths").mkdir()
     (cache / "casstrace" / listing).write_text(
-        (real.parent / listing).read_text().replace(str(real), str(cache / "casstrace" / "maven")))
-    jar = (cache / "casstrace" / "maven" / "org/apache/cassandra/cassandra-all" / cached_version /
-           f"cassandra-all-{cached_version}.jar")
+        (real.parent / listing).read_text().replace(str(real), str(cache / "casstrace" / "maven"))
+    )
+    jar = (
+        cache
+        / "casstrace"
+        / "maven"
+        / "org/apache/cassandra/cassandra-all"
+        / cached_version
+        / f"cassandra-all-{cached_version}.jar"
+    )
     whole = jar.read_bytes()
     jar.unlink()  # a new inode: truncating the hard link would truncate the real cache's jar
     jar.write_bytes(whole[: len(whole) // 2])
 
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-    result = casstrace("sandbox", "start", "--data-dir", tmp_path / "node", "--version",
-                       cached_version, env=env)
+    result = casstrace("sandbox", "start", "--data-dir", tmp_path / "node", "--version", cached_version, env=env)
     assert_one_line_error(result, "artifact cache is corrupt", str(jar), f"delete {jar.parent}")
     assert not (tmp_path / "node" / "cassandra.pid").exists()
 
@@ -220,14 +255,27 @@ def test_corrupt_artifact_cache_is_refused_and_the_fix_works(tmp_path, cached_ve
 def test_data_dir_without_write_permission(read_only_dir, cached_version):
     for data_dir in (read_only_dir, read_only_dir / "sandbox"):
         result = casstrace("sandbox", "start", "--data-dir", data_dir, "--version", cached_version)
-        assert_one_line_error(result, f"cannot write to the sandbox data directory {data_dir}",
-                              "Read-only file system", "--data-dir")
+        assert_one_line_error(
+            result, f"cannot write to the sandbox data directory {data_dir}", "Read-only file system", "--data-dir"
+        )
 
 
 def test_failed_start_shows_the_log_tail(tmp_path, cached_version):
     native, jmx = free_ports()
-    result = casstrace("sandbox", "start", "--data-dir", tmp_path, "--native-port", native,
-                       "--jmx-port", jmx, "--heap", "99999G", "--version", cached_version)
+    result = casstrace(
+        "sandbox",
+        "start",
+        "--data-dir",
+        tmp_path,
+        "--native-port",
+        native,
+        "--jmx-port",
+        jmx,
+        "--heap",
+        "99999G",
+        "--version",
+        cached_version,
+    )
     assert_one_line_error(result, "Cassandra exited during startup", str(tmp_path / "logs/system.log"))
     assert "Could not reserve enough space" in result.stderr  # the JVM's own words, from the log
     assert not (tmp_path / "cassandra.pid").exists()

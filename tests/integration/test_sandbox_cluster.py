@@ -32,8 +32,11 @@ def test_status_shows_every_node(cluster: SandboxCluster) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("running: Cassandra ")
     for number, node in enumerate(cluster.nodes, 1):
-        row = next(line.split() for line in result.stdout.splitlines()
-                   if line.split()[:2] == [str(number), f"127.0.0.{number}"])
+        row = next(
+            line.split()
+            for line in result.stdout.splitlines()
+            if line.split()[:2] == [str(number), f"127.0.0.{number}"]
+        )
         assert row[2:5] == ["running", str(node.pid()), str(cluster.nodes[0].jmx_port + number - 1)]
     assert f"native port {cluster.nodes[0].native_port} and storage port" in result.stdout
 
@@ -52,9 +55,11 @@ def test_each_node_is_its_own_jvm_on_its_own_address(cluster: SandboxCluster) ->
 
 
 def test_nodetool_status_shows_three_UN_nodes_owning_the_demo_keyspace_at_rf_3(
-        cluster: SandboxCluster, cluster_demo: DemoData) -> None:
-    result = casstrace("sandbox", "nodetool", "--data-dir", cluster.data_dir, "--node", "2",
-                       "status", cluster_demo.keyspace)
+    cluster: SandboxCluster, cluster_demo: DemoData
+) -> None:
+    result = casstrace(
+        "sandbox", "nodetool", "--data-dir", cluster.data_dir, "--node", "2", "status", cluster_demo.keyspace
+    )
     assert result.returncode == 0, result.stderr
     assert ring_states(result.stdout) == {f"127.0.0.{k}": "UN" for k in (1, 2, 3)}
     ownership = [line for line in result.stdout.splitlines() if line.startswith("UN ")]
@@ -70,16 +75,22 @@ def test_every_node_holds_the_whole_demo_rows(cluster_demo: DemoData) -> None:
 
 
 def test_cql_on_node_2(cluster: SandboxCluster, cluster_demo: DemoData) -> None:
-    result = casstrace("sandbox", "cql", "--data-dir", cluster.data_dir, "--node", "2",
-                       "SELECT broadcast_address FROM system.local; "
-                       f"SELECT count(*) FROM {cluster_demo.keyspace}.{cluster_demo.spec.table}")
+    result = casstrace(
+        "sandbox",
+        "cql",
+        "--data-dir",
+        cluster.data_dir,
+        "--node",
+        "2",
+        "SELECT broadcast_address FROM system.local; "
+        f"SELECT count(*) FROM {cluster_demo.keyspace}.{cluster_demo.spec.table}",
+    )
     assert result.returncode == 0, result.stderr
     assert "127.0.0.2" in result.stdout
     assert f"\n{cluster_demo.spec.rows}\n" in result.stdout
 
 
-def test_stop_leaves_no_jvm_and_start_brings_the_ring_back(cluster: SandboxCluster,
-                                                          cluster_demo: DemoData) -> None:
+def test_stop_leaves_no_jvm_and_start_brings_the_ring_back(cluster: SandboxCluster, cluster_demo: DemoData) -> None:
     pids = [node.pid() for node in cluster.nodes]
     stopped = casstrace("sandbox", "stop", "--data-dir", cluster.data_dir)
     assert stopped.returncode == 0, stopped.stderr
@@ -99,5 +110,7 @@ def test_stop_leaves_no_jvm_and_start_brings_the_ring_back(cluster: SandboxClust
     assert "(3 nodes) started" in started.stdout
     assert cluster.ring() == {f"127.0.0.{k}": "UN" for k in (1, 2, 3)}
     for node, tables in zip(cluster.nodes, cluster_demo.nodes):
-        assert sorted(node.layout.data.glob(f"{cluster_demo.keyspace}/{cluster_demo.spec.table}-*/*-Data.db")) \
+        assert (
+            sorted(node.layout.data.glob(f"{cluster_demo.keyspace}/{cluster_demo.spec.table}-*/*-Data.db"))
             == tables.wide.data_files
+        )

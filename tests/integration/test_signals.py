@@ -34,20 +34,35 @@ if os.geteuid() != 0:
     pytest.skip("BPF capture needs root", allow_module_level=True)
 
 TRIAL = Path(__file__).resolve().parents[1] / "helpers" / "signal_trial.py"
-STOP_WITHIN_S = 10   # from the signal to the exit, report included, on a busy 2-core machine
-PARALLEL = 2         # trials at once: the suite's signal trials stay within about 3 minutes
+STOP_WITHIN_S = 10  # from the signal to the exit, report included, on a busy 2-core machine
+PARALLEL = 2  # trials at once: the suite's signal trials stay within about 3 minutes
 SENT = re.compile(r"signal-trial: sent (\w+) at (\d+)")
 REASONS = {"SIGINT": "interrupted (Ctrl-C)", "SIGTERM": "terminated (SIGTERM)", "SIGHUP": "hung up (SIGHUP)"}
 
 # (moment, signal, seed): every step of the routine, each signal, several places inside each step
 TRIALS = [
-    ("attach", "SIGINT", 1), ("attach", "SIGTERM", 2), ("attach", "SIGHUP", 3),
-    ("execute", "SIGINT", 4), ("execute", "SIGTERM", 5), ("execute", "SIGHUP", 6), ("execute", "SIGINT", 7),
-    ("detach", "SIGINT", 8), ("detach", "SIGTERM", 9), ("detach", "SIGINT", 10),
-    ("maps", "SIGINT", 11), ("maps", "SIGHUP", 12), ("maps", "SIGTERM", 13),
-    ("collect", "SIGINT", 14), ("collect", "SIGTERM", 15),
-    ("trace", "SIGINT", 16), ("trace", "SIGTERM", 17), ("trace", "SIGHUP", 18), ("trace", "SIGINT", 19),
-    ("report", "SIGINT", 20), ("report", "SIGTERM", 21), ("report", "SIGHUP", 22),
+    ("attach", "SIGINT", 1),
+    ("attach", "SIGTERM", 2),
+    ("attach", "SIGHUP", 3),
+    ("execute", "SIGINT", 4),
+    ("execute", "SIGTERM", 5),
+    ("execute", "SIGHUP", 6),
+    ("execute", "SIGINT", 7),
+    ("detach", "SIGINT", 8),
+    ("detach", "SIGTERM", 9),
+    ("detach", "SIGINT", 10),
+    ("maps", "SIGINT", 11),
+    ("maps", "SIGHUP", 12),
+    ("maps", "SIGTERM", 13),
+    ("collect", "SIGINT", 14),
+    ("collect", "SIGTERM", 15),
+    ("trace", "SIGINT", 16),
+    ("trace", "SIGTERM", 17),
+    ("trace", "SIGHUP", 18),
+    ("trace", "SIGINT", 19),
+    ("report", "SIGINT", 20),
+    ("report", "SIGTERM", 21),
+    ("report", "SIGHUP", 22),
 ]
 DOUBLE = [("execute", 23), ("detach", 24), ("trace", 25)]
 
@@ -77,6 +92,7 @@ class Watched:
 @dataclass
 class Trial:
     """One interrupted `casstrace run`, finished."""
+
     moment: str
     signame: str
     out: Path
@@ -87,11 +103,30 @@ class Trial:
     program_ids: set[int]
 
 
-def run_trial(directory: Path, node_args: list[str], query: str, moment: str, signame: str, seed: int,
-              again: bool = False) -> Trial:
+def run_trial(
+    directory: Path, node_args: list[str], query: str, moment: str, signame: str, seed: int, again: bool = False
+) -> Trial:
     out = directory / "t.trace"
-    watched = Watched([sys.executable, str(TRIAL), moment, signame, str(seed), *(["--again"] if again else []),
-                       "--", "run", query, *node_args, "--repeat", "2", "--warmup", "0", "--out", str(out)])
+    watched = Watched(
+        [
+            sys.executable,
+            str(TRIAL),
+            moment,
+            signame,
+            str(seed),
+            *(["--again"] if again else []),
+            "--",
+            "run",
+            query,
+            *node_args,
+            "--repeat",
+            "2",
+            "--warmup",
+            "0",
+            "--out",
+            str(out),
+        ]
+    )
     status, stdout, stderr, ended = watched.finish()
     return Trial(moment, signame, out, status, stdout, stderr, ended, watched.program_ids)
 
@@ -104,21 +139,23 @@ def check(trial: Trial) -> None:
     assert trial.status == 128 + signal.Signals[signame], context
     assert "Traceback" not in trial.stderr, context
     assert (trial.ended_ns - int(sent.group(2))) / 1e9 < STOP_WITHIN_S, context
-    assert trial.program_ids, context   # the probes were attached ...
-    assert not any(program_exists(i) for i in trial.program_ids), context   # ... and are gone
+    assert trial.program_ids, context  # the probes were attached ...
+    assert not any(program_exists(i) for i in trial.program_ids), context  # ... and are gone
     # The command's last word (a second signal may still be acknowledged after it).
-    said = [line for line in trial.stderr.splitlines() if line.startswith(f"casstrace: {REASONS[signame]}: the trace, ")]
+    said = [
+        line for line in trial.stderr.splitlines() if line.startswith(f"casstrace: {REASONS[signame]}: the trace, ")
+    ]
     assert len(said) == 1 and said[0].endswith(f", is at {out}"), context
     last = said[0]
     with Trace(out) as trace:
         if "marked incomplete" in last:
             assert not trace.complete and trace.meta["incomplete_reason"] == REASONS[signame], context
-        else:   # the signal came once the trace was finished: whole, and said so
+        else:  # the signal came once the trace was finished: whole, and said so
             assert trace.complete and moment in ("trace", "report"), context
         assert trace.rows("SELECT count(*) FROM windows")[0][0] >= 1
         executions = trace.rows("SELECT count(*) FROM executions")[0][0]
         if moment in ("detach", "maps", "collect", "trace", "report"):
-            assert executions == 3, context   # the two measured ones and the tracing one, all kept
+            assert executions == 3, context  # the two measured ones and the tracing one, all kept
     assert f"report: {beside_trace(out, 'html')}" in trial.stdout, context
     assert sorted(p.name for p in out.parent.iterdir()) == sorted([out.name, beside_trace(out, "html").name]), context
 
@@ -129,8 +166,10 @@ def trials(tmp_path_factory, node_args, demo_query) -> dict[tuple[str, str, int,
     plan = [(moment, signame, seed, False) for moment, signame, seed in TRIALS]
     plan += [(moment, "SIGINT", seed, True) for moment, seed in DOUBLE]
     with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
-        futures = {key: pool.submit(run_trial, tmp_path_factory.mktemp(f"{key[0]}-{key[2]}"), node_args, demo_query,
-                                    *key) for key in plan}
+        futures = {
+            key: pool.submit(run_trial, tmp_path_factory.mktemp(f"{key[0]}-{key[2]}"), node_args, demo_query, *key)
+            for key in plan
+        }
         return {key: future.result() for key, future in futures.items()}
 
 
@@ -145,14 +184,46 @@ def test_a_second_sigint_changes_nothing(trials, moment, seed):
 
 
 def test_sigkill_leaves_a_partial_that_the_next_run_removes(tmp_path, node_args, demo_query):
-    killed = Watched([sys.executable, str(TRIAL), "trace", "SIGKILL", "26", "--", "run", demo_query, *node_args,
-                      "--repeat", "2", "--warmup", "0", "--out", str(tmp_path / "killed.trace")])
+    killed = Watched(
+        [
+            sys.executable,
+            str(TRIAL),
+            "trace",
+            "SIGKILL",
+            "26",
+            "--",
+            "run",
+            demo_query,
+            *node_args,
+            "--repeat",
+            "2",
+            "--warmup",
+            "0",
+            "--out",
+            str(tmp_path / "killed.trace"),
+        ]
+    )
     status, _, stderr, _ = killed.finish()
     assert status == -signal.SIGKILL, stderr
     assert killed.program_ids and not any(program_exists(i) for i in killed.program_ids)
     assert [p.name for p in tmp_path.iterdir()] == [".killed.trace.partial"]
-    rerun = subprocess.run([*CASSTRACE, "run", demo_query, *node_args, "--repeat", "1", "--warmup", "0",
-                            "--no-html", "--out", str(tmp_path / "rerun.trace")], capture_output=True, text=True,
-                           timeout=120)
+    rerun = subprocess.run(
+        [
+            *CASSTRACE,
+            "run",
+            demo_query,
+            *node_args,
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--no-html",
+            "--out",
+            str(tmp_path / "rerun.trace"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["rerun.trace"]

@@ -19,8 +19,12 @@ ROWS, CELL_BYTES = 10, 20_000
 
 
 def sweep_tables(session) -> list[str]:
-    return sorted(row.table_name for row in session.execute(
-        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (SWEEP_KEYSPACE,)))
+    return sorted(
+        row.table_name
+        for row in session.execute(
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (SWEEP_KEYSPACE,)
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +32,29 @@ def three_points(tmp_path_factory, sandbox, demo_tables):
     """A sweep over N = 2, 4, 6 (10 rows of 20 KB cells): (JSON report, traces directory, process)."""
     directory = tmp_path_factory.mktemp("sweep")
     report = directory / "sweep.json"
-    done = casstrace("sweep", "--data-dir", sandbox.data_dir, "--min-columns", COLUMNS[0], "--max-columns",
-                     COLUMNS[-1], "--step", COLUMNS[1] - COLUMNS[0], "--rows", ROWS, "--cell-bytes", CELL_BYTES,
-                     "--repeat", 2, "--traces-dir", directory / "traces", "--format", "json", "--output", report)
+    done = casstrace(
+        "sweep",
+        "--data-dir",
+        sandbox.data_dir,
+        "--min-columns",
+        COLUMNS[0],
+        "--max-columns",
+        COLUMNS[-1],
+        "--step",
+        COLUMNS[1] - COLUMNS[0],
+        "--rows",
+        ROWS,
+        "--cell-bytes",
+        CELL_BYTES,
+        "--repeat",
+        2,
+        "--traces-dir",
+        directory / "traces",
+        "--format",
+        "json",
+        "--output",
+        report,
+    )
     return json.loads(report.read_text()) if report.exists() else None, directory / "traces", done
 
 
@@ -42,7 +66,7 @@ def test_three_point_sweep_data_bytes_grow_with_n(three_points):
     for p in points:
         # Random cells do not compress: the wide table's Data.db holds at least every cell once.
         assert p["columns"] * ROWS * CELL_BYTES <= p["wide_data_file_bytes"] < 1.1 * p["columns"] * ROWS * CELL_BYTES
-        for side in ("wide", "narrow"):   # the last column of every row, whatever N
+        for side in ("wide", "narrow"):  # the last column of every row, whatever N
             assert (p[side]["rows"], p[side]["payload_bytes"]) == (ROWS, ROWS * CELL_BYTES)
             assert p[side]["executions"] == 2
     sizes = [p["wide_data_file_bytes"] for p in points]
@@ -50,7 +74,7 @@ def test_three_point_sweep_data_bytes_grow_with_n(three_points):
     narrow_read = [p["narrow"]["data_read_bytes"] for p in points]
     assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
     assert wide_read == sorted(wide_read) and wide_read[-1] > 2 * wide_read[0]
-    assert max(narrow_read) < 1.5 * min(narrow_read)      # the refactor stays flat
+    assert max(narrow_read) < 1.5 * min(narrow_read)  # the refactor stays flat
     assert all(read >= ROWS * CELL_BYTES for read in narrow_read)
     assert report["fits"]["wide_data_read"]["slope"] > 0
     assert any("grows linearly with N" in f for f in report["findings"] if f.startswith("Wide"))
@@ -61,16 +85,27 @@ def test_sweep_drops_what_it_created_and_leaves_the_demo_alone(three_points, cql
     _, _, done = three_points
     assert done.returncode == 0, done.stderr
     assert sweep_tables(cql_session) == []
-    assert cql_session.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
-                               (SWEEP_KEYSPACE,)).one() is None
+    assert (
+        cql_session.execute(
+            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s", (SWEEP_KEYSPACE,)
+        ).one()
+        is None
+    )
     assert is_loaded(cql_session, demo_tables.spec)
 
 
 def test_html_report_draws_the_curves(three_points, sandbox):
     report, traces, _ = three_points
-    measured = [(p["columns"], analyse(traces / f"wide-{p['columns']:03d}.trace"),
-                 analyse(traces / f"narrow-{p['columns']:03d}.trace"), p["wide_data_file_bytes"],
-                 p["narrow_data_file_bytes"]) for p in report["points"]]
+    measured = [
+        (
+            p["columns"],
+            analyse(traces / f"wide-{p['columns']:03d}.trace"),
+            analyse(traces / f"narrow-{p['columns']:03d}.trace"),
+            p["wide_data_file_bytes"],
+            p["narrow_data_file_bytes"],
+        )
+        for p in report["points"]
+    ]
     page = render(document(summarise_sweep(measured, ROWS, CELL_BYTES)), "html")
     assert page.startswith("<!DOCTYPE html>") and page.count('class="plotly-graph-div"') == 3
     for title in ("Data bytes read per execution", "Latency per execution", "Amplification"):
@@ -78,20 +113,42 @@ def test_html_report_draws_the_curves(three_points, sandbox):
 
 
 def test_keep_leaves_the_tables_and_a_second_sweep_reuses_them(tmp_path, sandbox, cql_session):
-    args = ["sweep", "--data-dir", sandbox.data_dir, "--min-columns", 3, "--max-columns", 3, "--rows", 5,
-            "--cell-bytes", 10_000, "--repeat", 1, "--warmup", 0, "--traces-dir", tmp_path, "--format", "json"]
+    args = [
+        "sweep",
+        "--data-dir",
+        sandbox.data_dir,
+        "--min-columns",
+        3,
+        "--max-columns",
+        3,
+        "--rows",
+        5,
+        "--cell-bytes",
+        10_000,
+        "--repeat",
+        1,
+        "--warmup",
+        0,
+        "--traces-dir",
+        tmp_path,
+        "--format",
+        "json",
+    ]
     try:
         first = casstrace(*args, "--keep")
         assert first.returncode == 0, first.stderr
         assert sweep_tables(cql_session) == ["narrow_3", "wide_3"]
-        ids = list(cql_session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s",
-                                       (SWEEP_KEYSPACE,)))
-        refused = casstrace(*args)         # the first sweep's traces are there: not replaced without --force
+        ids = list(
+            cql_session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s", (SWEEP_KEYSPACE,))
+        )
+        refused = casstrace(*args)  # the first sweep's traces are there: not replaced without --force
         assert refused.returncode == 2 and "wide-003.trace: the file exists" in refused.stderr
-        second = casstrace(*args, "--force")   # reuses the kept tables, so it must not drop them
+        second = casstrace(*args, "--force")  # reuses the kept tables, so it must not drop them
         assert second.returncode == 0, second.stderr
-        assert list(cql_session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s",
-                                        (SWEEP_KEYSPACE,))) == ids
+        assert (
+            list(cql_session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s", (SWEEP_KEYSPACE,)))
+            == ids
+        )
         assert json.loads(second.stdout)["points"][0]["wide"]["payload_bytes"] == 5 * 10_000
     finally:
         cql_session.execute(f"DROP KEYSPACE IF EXISTS {SWEEP_KEYSPACE}")
@@ -107,9 +164,12 @@ def test_rows_too_wide_for_one_write_fail_before_touching_the_node(tmp_path):
 def test_tables_too_big_for_the_nodes_memtables_are_refused(sandbox, cql_session):
     done = casstrace("sweep", "--data-dir", sandbox.data_dir, "--rows", 1000, "--max-columns", 100)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith("casstrace: error: the two tables at N=100 hold 1,907 MiB, more than the quarter "
-                                  "of the node's 1 GiB heap")
-    assert "(fix: lower --rows, --cell-bytes or --max-columns, or start the sandbox with a larger --heap)" in done.stderr
+    assert done.stderr.startswith(
+        "casstrace: error: the two tables at N=100 hold 1,907 MiB, more than the quarter of the node's 1 GiB heap"
+    )
+    assert (
+        "(fix: lower --rows, --cell-bytes or --max-columns, or start the sandbox with a larger --heap)" in done.stderr
+    )
     assert sweep_tables(cql_session) == []
 
 

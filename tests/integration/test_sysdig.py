@@ -53,15 +53,20 @@ def traces(tmp_path_factory) -> dict[str, Trace]:
 
 def sysdig_table(scap: Path, chisel: list[str], condition: str) -> dict[str, int]:
     """A table chisel's JSON output, key -> bytes."""
-    out = subprocess.run(["sysdig", "-r", str(scap), "-j", "-c", *chisel, condition],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["sysdig", "-r", str(scap), "-j", "-c", *chisel, condition], capture_output=True, text=True, check=True
+    ).stdout
     return dict(json.loads(out)["data"])
 
 
 def per_path(trace: Trace, column: str) -> dict[str, int]:
-    return {row["path"]: row["total"] for row in trace.rows(
-        f"SELECT f.path, SUM(io.{column}) AS total FROM file_io io JOIN files f USING (file_id)"
-        " WHERE f.kind = 'file' GROUP BY f.path")}
+    return {
+        row["path"]: row["total"]
+        for row in trace.rows(
+            f"SELECT f.path, SUM(io.{column}) AS total FROM file_io io JOIN files f USING (file_id)"
+            " WHERE f.kind = 'file' GROUP BY f.path"
+        )
+    }
 
 
 @pytest.mark.parametrize("scap", CAPTURES, ids=lambda path: path.name)
@@ -88,34 +93,44 @@ def test_cassandra_captures_match_their_readme(name, traces):
     data_bytes, preads, wire_bytes = CASSANDRA[name]
     trace = traces[name]
     assert trace.meta["process"] == "java"
-    (data,) = trace.rows("SELECT f.file_id, io.* FROM file_io io JOIN files f USING (file_id)"
-                         " WHERE f.path LIKE '%-Data.db'")
+    (data,) = trace.rows(
+        "SELECT f.file_id, io.* FROM file_io io JOIN files f USING (file_id) WHERE f.path LIKE '%-Data.db'"
+    )
     assert (data["read_bytes"], data["read_calls"]) == (data_bytes, preads)
     assert data["cache_miss_pages"] is None and data["cache_miss_bytes"] is None
-    counted = trace.rows("SELECT count(*) AS calls, SUM(returned) AS bytes FROM events"
-                         " WHERE file_id = ? AND syscall = 'pread64'", (data["file_id"],))[0]
+    counted = trace.rows(
+        "SELECT count(*) AS calls, SUM(returned) AS bytes FROM events WHERE file_id = ? AND syscall = 'pread64'",
+        (data["file_id"],),
+    )[0]
     assert (counted["bytes"], counted["calls"]) == (data_bytes, preads)
     # Every pread has its offset: the pages they touched cover the bytes read (chunks do not overlap).
-    (pages,) = trace.rows("SELECT SUM(page_count) AS pages FROM coverage WHERE file_id = ? AND source = 'syscall'",
-                          (data["file_id"],))
+    (pages,) = trace.rows(
+        "SELECT SUM(page_count) AS pages FROM coverage WHERE file_id = ? AND source = 'syscall'", (data["file_id"],)
+    )
     assert pages["pages"] * 4096 >= data_bytes
-    (client,) = trace.rows("SELECT f.local_addr, f.remote_addr, io.write_bytes FROM file_io io"
-                           " JOIN files f USING (file_id) WHERE f.kind = 'socket' AND f.local_addr LIKE '%:9042'")
+    (client,) = trace.rows(
+        "SELECT f.local_addr, f.remote_addr, io.write_bytes FROM file_io io"
+        " JOIN files f USING (file_id) WHERE f.kind = 'socket' AND f.local_addr LIKE '%:9042'"
+    )
     assert client["write_bytes"] == wire_bytes
-    assert sysdig_table(SCAP_DIR / name, ["fdbytes_by", "fd.name"],
-                        "fd.sport=9042 and evt.is_io_write=true") == {
-        f"{client['remote_addr']}->{client['local_addr']}": wire_bytes}
+    assert sysdig_table(SCAP_DIR / name, ["fdbytes_by", "fd.name"], "fd.sport=9042 and evt.is_io_write=true") == {
+        f"{client['remote_addr']}->{client['local_addr']}": wire_bytes
+    }
 
 
 @pytest.mark.parametrize("name", CASSANDRA)
 def test_latency_comes_from_enter_exit_pairs_as_sysdig_computes_it(name, traces):
     trace = traces[name]
     assert trace.measured("latency") and not trace.measured("page_cache")
-    out = subprocess.run(["sysdig", "-r", str(SCAP_DIR / name), "-p", "%evt.latency",
-                          "proc.pid=24004 and evt.dir=< and evt.type=pread"],
-                         capture_output=True, text=True, check=True).stdout
-    (row,) = trace.rows("SELECT SUM(read_ns) AS read_ns FROM file_io io JOIN files f USING (file_id)"
-                        " WHERE f.path LIKE '%-Data.db'")
+    out = subprocess.run(
+        ["sysdig", "-r", str(SCAP_DIR / name), "-p", "%evt.latency", "proc.pid=24004 and evt.dir=< and evt.type=pread"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (row,) = trace.rows(
+        "SELECT SUM(read_ns) AS read_ns FROM file_io io JOIN files f USING (file_id) WHERE f.path LIKE '%-Data.db'"
+    )
     assert row["read_ns"] == sum(int(value) for value in out.split())
     (spectrogram,) = trace.rows("SELECT SUM(count) AS calls FROM latency WHERE syscall = 'pread64'")
     assert spectrogram["calls"] == CASSANDRA[name][1]
@@ -126,11 +141,18 @@ def test_meta_of_an_import(traces):
     meta = trace.meta
     assert meta["backend"] == "sysdig" and meta["source"] == "import of cassandra5-fullrow-lz4.scap"
     assert (meta["pid"], meta["clock_offset_ns"], meta["slot_ns"], meta["heatmap_offset_bytes"]) == (
-        24004, 0, 100_000_000, 1 << 20)
+        24004,
+        0,
+        100_000_000,
+        1 << 20,
+    )
     assert meta["lost_events"] == 0 and any("drops" in note for note in meta["notes"])
     (window,) = trace.rows("SELECT * FROM windows")
     assert (window["label"], window["start_ns"], window["end_ns"]) == (
-        "capture", meta["capture_start_ns"], meta["capture_end_ns"])
+        "capture",
+        meta["capture_start_ns"],
+        meta["capture_end_ns"],
+    )
     assert {row["name"] for row in trace.rows("SELECT name FROM threads")} >= {"Native-Transpor", "C1"}
 
 
@@ -148,20 +170,31 @@ def test_windows_of_a_live_capture_split_the_totals_as_sysdig_does(tmp_path):
     scap = SCAP_DIR / "cassandra5-fullrow-lz4.scap"
     start, end = 1795348297834000000, 1795348299401000000
     cuts = [start, 1795348299064000000, 1795348299100000000, end]
-    windows = [Window("between", None, cuts[0], cuts[1]), Window("execution", 1, cuts[1], cuts[2]),
-               Window("between", None, cuts[2], cuts[3])]
+    windows = [
+        Window("between", None, cuts[0], cuts[1]),
+        Window("execution", 1, cuts[1], cuts[2]),
+        Window("between", None, cuts[2], cuts[3]),
+    ]
     writer = TraceWriter(tmp_path / "live.trace")
     write_capture(scap, writer, 24004, windows)
     writer.finish()
     trace = Trace(tmp_path / "live.trace")
     assert [(w["window_id"], w["label"], w["execution"]) for w in trace.rows("SELECT * FROM windows")] == [
-        (1, "between", None), (2, "execution", 1), (3, "between", None)]
+        (1, "between", None),
+        (2, "execution", 1),
+        (3, "between", None),
+    ]
     assert trace.meta["source"] == "pid 24004" and trace.meta["capture_start_ns"] == start
     for window_id, (low, high) in enumerate(itertools.pairwise(cuts), start=1):
         expected = sysdig_table(scap, ["topfiles_bytes"], f"evt.rawtime >= {low} and evt.rawtime < {high}")
-        got = {row["path"]: row["read_bytes"] for row in trace.rows(
-            "SELECT f.path, io.read_bytes FROM file_io io JOIN files f USING (file_id)"
-            " WHERE f.kind = 'file' AND io.window_id = ? AND io.read_bytes > 0", (window_id,))}
+        got = {
+            row["path"]: row["read_bytes"]
+            for row in trace.rows(
+                "SELECT f.path, io.read_bytes FROM file_io io JOIN files f USING (file_id)"
+                " WHERE f.kind = 'file' AND io.window_id = ? AND io.read_bytes > 0",
+                (window_id,),
+            )
+        }
         assert got == expected
 
 
@@ -173,7 +206,8 @@ def test_records_spilled_to_disk_reach_the_trace_in_order(tmp_path, monkeypatch,
     query = "SELECT * FROM events ORDER BY rowid"
     assert len(spilled.rows(query)) > 3 * 500
     assert [tuple(row) for row in spilled.rows(query)] == [
-        tuple(row) for row in traces["cassandra5-fullrow-lz4.scap"].rows(query)]
+        tuple(row) for row in traces["cassandra5-fullrow-lz4.scap"].rows(query)
+    ]
 
 
 def cpu_seconds(command: list[str]) -> float:
@@ -228,8 +262,9 @@ def test_sysdig_version_is_asked_once_per_binary(tmp_path, monkeypatch):
 # -- bad input: one line, non-zero exit, no trace -----------------------------------------------------
 def run_import(tmp_path, *args, env=None):
     out = tmp_path / "out.trace"
-    result = subprocess.run([*CASSTRACE, "import", *map(str, args), "--out", str(out)],
-                            capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [*CASSTRACE, "import", *map(str, args), "--out", str(out)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert result.returncode != 0
     assert result.stderr.startswith("casstrace: error: ") and len(result.stderr.strip().splitlines()) == 1
     assert list(tmp_path.glob("*.trace")) == [] and list(tmp_path.glob(".*partial")) == []
@@ -251,8 +286,13 @@ def test_import_needs_no_sysdig(tmp_path):
     """casstrace reads the file itself: no sysdig on PATH, same trace."""
     env = dict(os.environ, PATH=str(tmp_path / "empty"))
     out = tmp_path / "no-sysdig.trace"
-    subprocess.run([*CASSTRACE, "import", str(SCAP_DIR / "curl_google.scap"), "--out", str(out)],
-                   check=True, capture_output=True, env=env, timeout=120)
+    subprocess.run(
+        [*CASSTRACE, "import", str(SCAP_DIR / "curl_google.scap"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     assert Trace(out).meta["process"] == "curl"
 
 
@@ -266,10 +306,14 @@ def test_old_format_exits_without_their_enter_events_are_refused(tmp_path):
     events name no fd, so without their enter events nothing ties the bytes to a file."""
     source = SCAP_DIR / "cassandra5-narrow-fixed.scap"
     data = bytearray(source.read_bytes())
-    enters = subprocess.run(["sysdig", "-r", str(source), "-p", "%evt.rawtime %thread.tid", "evt.dir=>"],
-                            capture_output=True, text=True, check=True).stdout.split("\n")
+    enters = subprocess.run(
+        ["sysdig", "-r", str(source), "-p", "%evt.rawtime %thread.tid", "evt.dir=>"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     for line in filter(None, enters):
-        header = data.find(struct.pack("<QQ", *map(int, line.split())))   # event header: ts, tid, len, type
+        header = data.find(struct.pack("<QQ", *map(int, line.split())))  # event header: ts, tid, len, type
         struct.pack_into("<H", data, header + 20, 9999)
     blinded = tmp_path / "blinded.scap"
     blinded.write_bytes(data)
@@ -326,15 +370,21 @@ def test_live_capture_whose_driver_fails_is_an_error_not_a_hang(monkeypatch, tmp
 def test_imported_cassandra_captures_get_the_live_verdicts(traces):
     analyses = pytest.importorskip("casstrace.analyses")
     verdicts = {name: analyses.analyse(traces[name]).verdict.status for name in CASSANDRA}
-    assert verdicts == {"cassandra5-fullrow-lz4.scap": "flagged", "cassandra5-narrow-fixed.scap": "not flagged",
-                        "cassandra5-select-star-lz4.scap": "not flagged"}
+    assert verdicts == {
+        "cassandra5-fullrow-lz4.scap": "flagged",
+        "cassandra5-narrow-fixed.scap": "not flagged",
+        "cassandra5-select-star-lz4.scap": "not flagged",
+    }
 
 
-@pytest.mark.parametrize("capture, status, low, high", [
-    ("cassandra5-fullrow-lz4.scap", "flagged", 2_900, 3_100),       # 62,574,072 B read for ~20.9 KB sent
-    ("cassandra5-narrow-fixed.scap", "not flagged", 1.4, 1.7),       # 32,084 B read
-    ("cassandra5-select-star-lz4.scap", "not flagged", 0.99, 1.02),  # 190,897,095 B read, ~190 MB sent
-])
+@pytest.mark.parametrize(
+    "capture, status, low, high",
+    [
+        ("cassandra5-fullrow-lz4.scap", "flagged", 2_900, 3_100),  # 62,574,072 B read for ~20.9 KB sent
+        ("cassandra5-narrow-fixed.scap", "not flagged", 1.4, 1.7),  # 32,084 B read
+        ("cassandra5-select-star-lz4.scap", "not flagged", 0.99, 1.02),  # 190,897,095 B read, ~190 MB sent
+    ],
+)
 def test_real_sysdig_captures(tmp_path, capture, status, low, high):
     writer = TraceWriter(tmp_path / "capture.trace")
     import_scap(SCAP_DIR / capture, writer)
@@ -343,6 +393,12 @@ def test_real_sysdig_captures(tmp_path, capture, status, low, high):
     assert low <= analysis.overall.read <= high
     assert analysis.overall.basis == "wire"
     data = [f for f in analysis.files if f.component == "Data"]
-    assert len(data) == 1 and data[0].read_bytes == {"cassandra5-fullrow-lz4.scap": 62_574_072,
-                                                     "cassandra5-narrow-fixed.scap": 32_084,
-                                                     "cassandra5-select-star-lz4.scap": 190_897_095}[capture]
+    assert (
+        len(data) == 1
+        and data[0].read_bytes
+        == {
+            "cassandra5-fullrow-lz4.scap": 62_574_072,
+            "cassandra5-narrow-fixed.scap": 32_084,
+            "cassandra5-select-star-lz4.scap": 190_897_095,
+        }[capture]
+    )

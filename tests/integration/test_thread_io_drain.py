@@ -39,17 +39,18 @@ def _read(child: subprocess.Popen, chunks: int) -> None:
 
 
 def test_drained_entries_stay_counted_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(bcc_capture, "DRAIN_MARGIN_NS", 500_000_000)   # complete after 0.5 s, not 10
+    monkeypatch.setattr(bcc_capture, "DRAIN_MARGIN_NS", 500_000_000)  # complete after 0.5 s, not 10
     path = tmp_path / "data.bin"
     path.write_bytes(os.urandom(CHUNK))
-    child = subprocess.Popen([sys.executable, "-c", READER, str(path)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", READER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         with BccCapture(child.pid, thread_slot_ns=THREAD_SLOT_NS) as capture:
             _read(child, 50)
             time.sleep(1.0)
             moved = capture.drain_thread_io()
-            assert moved >= 50 / 10   # the reads' slots, now complete, left the kernel's map
+            assert moved >= 50 / 10  # the reads' slots, now complete, left the kernel's map
             assert capture.drain_thread_io() == 0
             so_far = sum(row[3] for row in capture.thread_io_so_far() if row[2] == str(path))
             assert so_far == 50 * CHUNK
@@ -59,7 +60,8 @@ def test_drained_entries_stay_counted_once(tmp_path, monkeypatch):
     writer = TraceWriter(tmp_path / "drained.trace")
     capture.stop().write(writer)
     with Trace(writer.finish()) as trace:
-        (total,) = trace.rows("SELECT sum(t.read_bytes) FROM thread_io t JOIN files f USING (file_id) WHERE f.path = ?",
-                              (str(path),))
+        (total,) = trace.rows(
+            "SELECT sum(t.read_bytes) FROM thread_io t JOIN files f USING (file_id) WHERE f.path = ?", (str(path),)
+        )
         assert total[0] == 80 * CHUNK
         assert trace.meta["aggregate_overflows"] == 0

@@ -23,8 +23,9 @@ from verdict_tables import FLAGGED, NOT_FLAGGED, judged, load, traced
 
 pytestmark = pytest.mark.integration
 
-BTI_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_BTI_DATA_DIR")
-                    or Path.home() / ".local/share/casstrace/test-bti-sandbox")
+BTI_DATA_DIR = Path(
+    os.environ.get("CASSTRACE_TEST_BTI_DATA_DIR") or Path.home() / ".local/share/casstrace/test-bti-sandbox"
+)
 BTI_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_BTI_NATIVE_PORT", "19312"))
 BTI_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_BTI_JMX_PORT", "17312"))
 DEMO = WideTable()
@@ -42,8 +43,14 @@ def bti() -> Iterator[Sandbox]:
     node = Sandbox(BTI_DATA_DIR)
     started_here = not node.is_running()
     if started_here:
-        node.start(version="5.0", native_port=BTI_NATIVE_PORT, jmx_port=BTI_JMX_PORT, sstable_format="bti",
-                   heap="512M", progress=lambda _: None)
+        node.start(
+            version="5.0",
+            native_port=BTI_NATIVE_PORT,
+            jmx_port=BTI_JMX_PORT,
+            sstable_format="bti",
+            heap="512M",
+            progress=lambda _: None,
+        )
     load(node, pathological=False)
     yield node
     if started_here:
@@ -58,8 +65,15 @@ def test_everyday_reads_are_not_flagged_on_big(big, label, tmp_path):
     assert analysis.findings == []
 
 
-@pytest.mark.parametrize("label", ["point read by full primary key", "point read, uncompressed table",
-                                   "all columns of one row", "latest rows of a small partition"])
+@pytest.mark.parametrize(
+    "label",
+    [
+        "point read by full primary key",
+        "point read, uncompressed table",
+        "all columns of one row",
+        "latest rows of a small partition",
+    ],
+)
 def test_everyday_reads_are_not_flagged_on_bti(bti, label, tmp_path):
     analysis = traced(bti, NOT_FLAGGED[label], tmp_path / "q.trace")
     assert analysis.verdict.status == "not flagged", judged(analysis)
@@ -77,7 +91,7 @@ def test_a_point_read_is_judged_against_one_chunk_as_stored(big, tmp_path):
     layout = with_layout[0]["compression"]
     assert necessary.unit_bytes == -(-layout["compressed_bytes"] // layout["chunks"])
     assert analysis.overall.read is not None
-    assert analysis.overall.read > 100        # the payload basis would have flagged it
+    assert analysis.overall.read > 100  # the payload basis would have flagged it
     per_execution = analysis.read_per_execution
     assert 0.5 * necessary.bytes <= per_execution <= 2 * necessary.bytes, judged(analysis)
     # not flagged, and yet a cost of latency: a whole 16 KiB chunk decompressed for one small row

@@ -21,12 +21,12 @@ HEAP = "512M"
 
 @dataclass(frozen=True)
 class Variant:
-    version: str               # what --version is given: a series, for its newest release
+    version: str  # what --version is given: a series, for its newest release
     options: tuple[str, ...]
     java_major: int
-    sstable_version: str       # the version letters in the file names it writes
+    sstable_version: str  # the version letters in the file names it writes
     sstable_format: str
-    disk_access: str           # what `sandbox status` says while it runs with its defaults
+    disk_access: str  # what `sandbox status` says while it runs with its defaults
 
 
 VARIANTS = {
@@ -34,8 +34,9 @@ VARIANTS = {
     "4.1": Variant("4.1", (), 11, "nb", "big", "auto (4.1's default): Data files mmap"),
     # 5.0 in its default storage_compatibility_mode CASSANDRA_4 still writes 4.x's nb-big.
     "5.0 big": Variant("5.0", (), 17, "nb", "big", "mmap_index_only (5.0's default): Data files standard"),
-    "5.0 bti": Variant("5.0", ("--sstable-format", "bti"), 17, "da", "bti",
-                       "mmap_index_only (5.0's default): Data files standard"),
+    "5.0 bti": Variant(
+        "5.0", ("--sstable-format", "bti"), 17, "da", "bti", "mmap_index_only (5.0's default): Data files standard"
+    ),
 }
 
 
@@ -45,8 +46,21 @@ def node(request, tmp_path_factory):
     variant = VARIANTS[request.param]
     data_dir = tmp_path_factory.mktemp("sandbox-" + request.param.replace(" ", "-"))
     native, jmx = free_ports(first_jmx=23199)  # apart from test_sandbox's scratch node
-    result = casstrace("sandbox", "start", "--data-dir", data_dir, "--version", variant.version,
-                       "--native-port", native, "--jmx-port", jmx, "--heap", HEAP, *variant.options)
+    result = casstrace(
+        "sandbox",
+        "start",
+        "--data-dir",
+        data_dir,
+        "--version",
+        variant.version,
+        "--native-port",
+        native,
+        "--jmx-port",
+        jmx,
+        "--heap",
+        HEAP,
+        *variant.options,
+    )
     sandbox = Sandbox(data_dir)
     try:
         assert result.returncode == 0, result.stderr
@@ -77,31 +91,38 @@ def test_cql_round_trip_and_the_sstable_names_it_writes(node):
     variant, sandbox, _ = node
     payload = os.urandom(3000)
     with sandbox.connect() as session:
-        session.execute("CREATE KEYSPACE versions WITH replication = "
-                        "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute(
+            "CREATE KEYSPACE versions WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
         session.execute("CREATE TABLE versions.t (k int PRIMARY KEY, v blob)")
         session.execute("INSERT INTO versions.t (k, v) VALUES (%s, %s)", (1, payload))
         assert session.execute("SELECT v FROM versions.t WHERE k = 1").one().v == payload
-        table_id = session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = "
-                                   "'versions' AND table_name = 't'").one().id
+        table_id = (
+            session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = 'versions' AND table_name = 't'")
+            .one()
+            .id
+        )
     flushed = casstrace("sandbox", "nodetool", "--data-dir", sandbox.data_dir, "flush", "versions", "t")
     assert flushed.returncode == 0, flushed.stderr
 
-    files = [path for path in (sandbox.layout.data / "versions" / f"t-{table_id.hex}").iterdir()
-             if path.is_file()]
+    files = [path for path in (sandbox.layout.data / "versions" / f"t-{table_id.hex}").iterdir() if path.is_file()]
     names = [parse_sstable_path(str(path)) for path in files]
     assert None not in names, files
-    assert {(n.keyspace, n.table, n.table_id, n.version, n.format, n.generation) for n in names} == \
-        {("versions", "t", table_id.hex, variant.sstable_version, variant.sstable_format, 1)}
+    assert {(n.keyspace, n.table, n.table_id, n.version, n.format, n.generation) for n in names} == {
+        ("versions", "t", table_id.hex, variant.sstable_version, variant.sstable_format, 1)
+    }
     components = {n.component for n in names}
     index_components = {"Partitions", "Rows"} if variant.sstable_format == "bti" else {"Index", "Summary"}
     assert {"Data", "Statistics", "TOC"} | index_components <= components
     assert not components & ({"Index", "Summary", "Partitions", "Rows"} - index_components)
     # The node's own table of contents lists exactly the components found.
     toc = next(path for path, name in zip(files, names) if name.component == "TOC").read_text().split()
-    assert {parse_sstable_path(str(files[0].with_name(f"{variant.sstable_version}-1-"
-                                                      f"{variant.sstable_format}-{entry}"))).component
-            for entry in toc} == components
+    assert {
+        parse_sstable_path(
+            str(files[0].with_name(f"{variant.sstable_version}-1-{variant.sstable_format}-{entry}"))
+        ).component
+        for entry in toc
+    } == components
 
 
 def test_stop(node):
@@ -109,6 +130,8 @@ def test_stop(node):
     pid = sandbox.pid()
     stopped = casstrace("sandbox", "stop", "--data-dir", sandbox.data_dir)
     assert stopped.returncode == 0 and f"stopped pid {pid}" in stopped.stdout
-    assert read_argv(pid) is None or "-Dcassandra.config=file://" + str(sandbox.layout.yaml) not in (read_argv(pid) or ())
+    assert read_argv(pid) is None or "-Dcassandra.config=file://" + str(sandbox.layout.yaml) not in (
+        read_argv(pid) or ()
+    )
     status = casstrace("sandbox", "status", "--data-dir", sandbox.data_dir)
     assert status.returncode == 3 and status.stdout.startswith(f"stopped: Cassandra {sandbox.settings.version}")

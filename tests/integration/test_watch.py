@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 WATCH_S = 10
 WORKLOAD_S = 20
 SAMPLE = 0.3
-PREVIOUS = 0.002     # the node's probability before each watch: distinct from 0 and from SAMPLE
+PREVIOUS = 0.002  # the node's probability before each watch: distinct from 0 and from SAMPLE
 STARTED = "probes attached"
 
 
@@ -46,8 +46,21 @@ def previous_probability(nodetool) -> float:
 
 
 def _watch_command(sandbox, out: Path, *extra: str) -> list[str]:
-    return [*CASSTRACE, "watch", "--host", sandbox.host, "--port", str(sandbox.native_port), "--pid",
-            str(sandbox.pid()), "--sample", str(SAMPLE), "--out", str(out), *extra]
+    return [
+        *CASSTRACE,
+        "watch",
+        "--host",
+        sandbox.host,
+        "--port",
+        str(sandbox.native_port),
+        "--pid",
+        str(sandbox.pid()),
+        "--sample",
+        str(SAMPLE),
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def _start_watch(command: list[str]) -> subprocess.Popen:
@@ -63,9 +76,11 @@ def _start_watch(command: list[str]) -> subprocess.Popen:
 
 
 def _loads(spec) -> list[Load]:
-    return [Load("wide", f"SELECT c0 FROM {spec.keyspace}.{spec.table} WHERE stream_id = ?", 3, (spec.stream_id,)),
-            Load("narrow", spec.narrow_query, 15),     # literals in the text: they must not reach the trace
-            Load("local", "SELECT release_version FROM system.local", 30)]
+    return [
+        Load("wide", f"SELECT c0 FROM {spec.keyspace}.{spec.table} WHERE stream_id = ?", 3, (spec.stream_id,)),
+        Load("narrow", spec.narrow_query, 15),  # literals in the text: they must not reach the trace
+        Load("local", "SELECT release_version FROM system.local", 30),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +103,8 @@ def test_the_wide_statement_ranks_first_by_bytes(watched, demo_tables):
     wide = normalize(_loads(demo_tables.spec)[0].cql)
     assert report["statements"][0]["query"] == wide
     assert report["statements"][0]["estimated_sstable_bytes"] > 10 * max(
-        s["estimated_sstable_bytes"] for s in report["statements"][1:])
+        s["estimated_sstable_bytes"] for s in report["statements"][1:]
+    )
 
 
 def test_estimated_executions_follow_what_the_workload_ran(watched, demo_tables):
@@ -110,16 +126,38 @@ def test_wide_data_read_per_execution_matches_casstrace_run(watched, demo_tables
     report, _, _, _ = watched
     wide = report["statements"][0]
     run_trace = tmp_path / "run.trace"
-    subprocess.run([*CASSTRACE, "run", "--host", sandbox.host, "--port", str(sandbox.native_port), "--pid",
-                    str(sandbox.pid()), "--repeat", "3", "--no-html", "--out", str(run_trace),
-                    demo_tables.spec.wide_query], check=True, capture_output=True)
-    run = json.loads(subprocess.run([*CASSTRACE, "report", "--format", "json", str(run_trace)], check=True,
-                                    capture_output=True, text=True).stdout)
+    subprocess.run(
+        [
+            *CASSTRACE,
+            "run",
+            "--host",
+            sandbox.host,
+            "--port",
+            str(sandbox.native_port),
+            "--pid",
+            str(sandbox.pid()),
+            "--repeat",
+            "3",
+            "--no-html",
+            "--out",
+            str(run_trace),
+            demo_tables.spec.wide_query,
+        ],
+        check=True,
+        capture_output=True,
+    )
+    run = json.loads(
+        subprocess.run(
+            [*CASSTRACE, "report", "--format", "json", str(run_trace)], check=True, capture_output=True, text=True
+        ).stdout
+    )
     measured = [e["amplification"]["data_read_bytes"] for e in run["executions"] if e["kind"] == "measured"]
     per_execution = sum(measured) / len(measured)
     ratio = wide["data_read_bytes_per_execution"] / per_execution
-    print(f"watch / run data read per execution: {ratio:.3f} "
-          f"({wide['data_read_bytes_per_execution']:,.0f} / {per_execution:,.0f})")
+    print(
+        f"watch / run data read per execution: {ratio:.3f} "
+        f"({wide['data_read_bytes_per_execution']:,.0f} / {per_execution:,.0f})"
+    )
     assert 0.7 <= ratio <= 1.4
     assert wide["rows_per_execution"] == demo_tables.spec.rows
     assert {f["cause"] for f in wide["findings"]} >= {"full_row_read"}
@@ -132,7 +170,7 @@ def test_wide_data_read_per_execution_matches_casstrace_run(watched, demo_tables
 def test_the_narrow_statement_reads_about_its_rows(watched, demo_tables):
     report, _, _, _ = watched
     narrow = next(s for s in report["statements"] if s["query"] == normalize(demo_tables.spec.narrow_query))
-    row_bytes = demo_tables.spec.value_bytes(0) + 8    # its value, and its two int clustering columns
+    row_bytes = demo_tables.spec.value_bytes(0) + 8  # its value, and its two int clustering columns
     assert narrow["rows_per_execution"] == demo_tables.spec.rows
     assert 0 < narrow["bytes_per_row"] <= 2 * row_bytes
     assert narrow["latency_p50_s"] <= narrow["latency_p99_s"]
@@ -142,8 +180,9 @@ def test_the_narrow_statement_reads_about_its_rows(watched, demo_tables):
 def test_what_is_not_explained_is_shown_by_pool(watched):
     report, _, _, _ = watched
     assert 0 < report["explained_share"] <= 1
-    assert report["explained_bytes"] + sum(p["sstable_bytes"] for p in report["unexplained"]) == \
-        pytest.approx(report["sstable_bytes"], abs=len(report["unexplained"]) + 1)
+    assert report["explained_bytes"] + sum(p["sstable_bytes"] for p in report["unexplained"]) == pytest.approx(
+        report["sstable_bytes"], abs=len(report["unexplained"]) + 1
+    )
 
 
 def test_trace_probability_is_back_after_a_normal_end(watched):
@@ -167,8 +206,11 @@ def test_the_trace_holds_no_bound_or_row_value(watched, demo_tables):
 
 def test_report_reads_the_watch_trace(watched):
     report, trace, _, _ = watched
-    again = json.loads(subprocess.run([*CASSTRACE, "report", "--format", "json", str(trace)], check=True,
-                                      capture_output=True, text=True).stdout)
+    again = json.loads(
+        subprocess.run(
+            [*CASSTRACE, "report", "--format", "json", str(trace)], check=True, capture_output=True, text=True
+        ).stdout
+    )
     assert [s["query"] for s in again["statements"]] == [s["query"] for s in report["statements"]]
     text = subprocess.run([*CASSTRACE, "report", str(trace)], check=True, capture_output=True, text=True).stdout
     assert "What the sampled sessions do not explain" in text
@@ -201,8 +243,9 @@ def test_ctrl_c_is_how_an_open_ended_watch_ends(sandbox, previous_probability, n
     assert json.loads(report)["complete"] is True
 
 
-def test_trace_probability_is_back_after_an_error(sandbox, previous_probability, nodetool, tmp_path, monkeypatch,
-                                                  capsys):
+def test_trace_probability_is_back_after_an_error(
+    sandbox, previous_probability, nodetool, tmp_path, monkeypatch, capsys
+):
     """The watch fails while the node traces (here: as when the JVM's thread list cannot be read
     again, a failure from the node's side): the probability goes back and no trace is left."""
     from casstrace.cli.main import main
@@ -210,13 +253,13 @@ def test_trace_probability_is_back_after_an_error(sandbox, previous_probability,
     from casstrace.orchestration import watcher
 
     def fail(*args, **kwargs):
-        assert nodetool.trace_probability() == SAMPLE   # it failed while the node traced
+        assert nodetool.trace_probability() == SAMPLE  # it failed while the node traced
         raise CasstraceError("the node went away", "start it again")
 
     monkeypatch.setattr(watcher, "_wait", fail)
     out = tmp_path / "failed.trace"
     with pytest.raises(SystemExit) as exit_:
-        main(_watch_command(sandbox, out, "--duration", "5")[len(CASSTRACE):])
+        main(_watch_command(sandbox, out, "--duration", "5")[len(CASSTRACE) :])
     assert exit_.value.code != 0
     assert "the node went away" in capsys.readouterr().err
     assert nodetool.trace_probability() == previous_probability

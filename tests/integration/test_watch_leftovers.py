@@ -25,18 +25,22 @@ def _restore(sandbox) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(sandbox, previous_probability, nodetool, tmp_path,
-                                                                seed):
+def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(
+    sandbox, previous_probability, nodetool, tmp_path, seed
+):
     """Killed anywhere from its start (connecting, reading the probability, setting it, attaching the
     probes, watching): `watch --restore` leaves the node at its own probability, and says so exactly
     when there was something to put back."""
     moment = random.Random(seed).uniform(0.5, 9.0)
-    watcher = subprocess.Popen(_watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher = subprocess.Popen(
+        _watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(moment)
     watcher.kill()
     watcher.wait()
-    left = nodetool.trace_probability()   # the truth: what the killed watch left
+    left = nodetool.trace_probability()  # the truth: what the killed watch left
     assert left in (PREVIOUS, SAMPLE)
     restored = _restore(sandbox)
     assert restored.returncode == 0, restored.stderr
@@ -46,15 +50,15 @@ def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(sandbox, previo
     assert (PUT_BACK in lines[0]) == (left == SAMPLE), (moment, lines)
 
 
-def test_the_next_watch_puts_it_back_and_takes_the_nodes_own_value(sandbox, previous_probability, nodetool,
-                                                                    tmp_path):
+def test_the_next_watch_puts_it_back_and_takes_the_nodes_own_value(sandbox, previous_probability, nodetool, tmp_path):
     killed = _start_watch(_watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"))
     killed.kill()
     killed.wait()
     assert nodetool.trace_probability() == SAMPLE
     out = tmp_path / "next.trace"
-    done = subprocess.run(_watch_command(sandbox, out, "--duration", "2", "--format", "json"), capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        _watch_command(sandbox, out, "--duration", "2", "--format", "json"), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert sum(PUT_BACK in line for line in done.stderr.splitlines()) == 1, done.stderr
     assert json.loads(done.stdout)["context"]["previous_trace_probability"] == PREVIOUS
@@ -62,13 +66,16 @@ def test_the_next_watch_puts_it_back_and_takes_the_nodes_own_value(sandbox, prev
 
 
 @pytest.mark.parametrize("seed", [5, 6, 7])
-def test_ctrl_c_in_the_first_seconds_exits_130_without_error(sandbox, previous_probability, nodetool, tmp_path,
-                                                             seed):
+def test_ctrl_c_in_the_first_seconds_exits_130_without_error(sandbox, previous_probability, nodetool, tmp_path, seed):
     """The first seconds: connecting, finding the JVM, nodetool gettraceprobability (a JVM of its own,
     which a Ctrl-C used to kill, reported as 'nodetool gettraceprobability failed: … io.netty …')."""
     moment = random.Random(seed).uniform(0.3, 3.0)
-    watcher = subprocess.Popen(_watch_command(sandbox, tmp_path / "interrupted.trace", "--duration", "60"),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watcher = subprocess.Popen(
+        _watch_command(sandbox, tmp_path / "interrupted.trace", "--duration", "60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(moment)
     watcher.send_signal(signal.SIGINT)
     _, errors = watcher.communicate(timeout=120)
@@ -82,7 +89,7 @@ def test_a_profiler_left_running_is_stopped(sandbox, previous_probability, nodet
     killed.kill()
     killed.wait()
     profiler = AsyncProfiler(sandbox.pid())
-    assert IDLE not in profiler.status()   # the killed watch left it recording
+    assert IDLE not in profiler.status()  # the killed watch left it recording
     restored = _restore(sandbox)
     assert restored.returncode == 0, restored.stderr
     assert "stopped the async-profiler session" in restored.stderr

@@ -38,8 +38,10 @@ def _free_port() -> int:
 def table(sandbox) -> str:
     """A table whose rows are in an SSTable (flushed): reading one reads the disk, or the page cache."""
     with sandbox.connect() as session:
-        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-                        "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
         session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.kv (k int PRIMARY KEY, v blob)")
         insert = session.prepare(f"INSERT INTO {KEYSPACE}.kv (k, v) VALUES (?, ?)")
         for key in range(ROWS):
@@ -57,10 +59,18 @@ def prometheus(tmp_path_factory):
     target, api = _free_port(), _free_port()
     (folder / "prometheus.yml").write_text(
         f"global: {{scrape_interval: {SCRAPE_S}s, scrape_timeout: {SCRAPE_S}s}}\n"
-        f"scrape_configs:\n  - job_name: casstrace\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n")
-    server = subprocess.Popen(["prometheus", f"--config.file={folder / 'prometheus.yml'}",
-                               f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{api}"],
-                              stdout=subprocess.DEVNULL, stderr=(folder / "prometheus.log").open("w"))
+        f"scrape_configs:\n  - job_name: casstrace\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+    )
+    server = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{api}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(folder / "prometheus.log").open("w"),
+    )
     yield target, f"http://127.0.0.1:{api}"
     server.terminate()
     server.wait(timeout=30)
@@ -73,9 +83,26 @@ def scraped(sandbox, table, prometheus, nodetool, tmp_path_factory):
     port, api = prometheus
     out = tmp_path_factory.mktemp("watch") / "metrics.trace"
     load = Load("kv", f"SELECT v FROM {table} WHERE k = ?", 20, (7,))
-    command = [*CASSTRACE, "watch", "--host", sandbox.host, "--port", str(sandbox.native_port), "--pid",
-               str(sandbox.pid()), "--sample", str(SAMPLE), "--out", str(out), "--duration", str(WATCH_S),
-               "--metrics-port", str(port), "--format", "json"]
+    command = [
+        *CASSTRACE,
+        "watch",
+        "--host",
+        sandbox.host,
+        "--port",
+        str(sandbox.native_port),
+        "--pid",
+        str(sandbox.pid()),
+        "--sample",
+        str(SAMPLE),
+        "--out",
+        str(out),
+        "--duration",
+        str(WATCH_S),
+        "--metrics-port",
+        str(port),
+        "--format",
+        "json",
+    ]
     with sandbox.connect() as session:
         watcher = _start_watch(command)
         workload = Workload(session, [load], WATCH_S - 10).start()
@@ -104,8 +131,10 @@ def test_promtool_accepts_the_page(scraped, tmp_path):
 def test_prometheus_scraped_the_statement_and_table_series(scraped, table):
     _, api, load, report, errors = scraped
     statement = f"SELECT v FROM {table} WHERE k = ?"
-    executions = {series["metric"]["kind"]: float(series["value"][1]) for series in
-                  _query(api, f'max_over_time(casstrace_statement_executions_total{{statement="{statement}"}}[5m])')}
+    executions = {
+        series["metric"]["kind"]: float(series["value"][1])
+        for series in _query(api, f'max_over_time(casstrace_statement_executions_total{{statement="{statement}"}}[5m])')
+    }
     # Sampled: about SAMPLE of what the workload ran (binomial; 3 sigma), and what the final report says.
     ran = load.executions
     sigma = (ran * SAMPLE * (1 - SAMPLE)) ** 0.5
@@ -113,8 +142,11 @@ def test_prometheus_scraped_the_statement_and_table_series(scraped, table):
     assert executions["estimated"] == pytest.approx(executions["sampled"] / SAMPLE)
     (final,) = [s for s in report["statements"] if s["query"] == statement]
     assert executions["sampled"] <= final["sampled_executions"]
-    data = _query(api, f'max_over_time(casstrace_statement_read_bytes_total{{statement="{statement}",'
-                       f'component="Data",measure="data"}}[5m])')
+    data = _query(
+        api,
+        f'max_over_time(casstrace_statement_read_bytes_total{{statement="{statement}",'
+        f'component="Data",measure="data"}}[5m])',
+    )
     assert data and float(data[0]["value"][1]) > 0
     tables = _query(api, f'max_over_time(casstrace_table_read_bytes_total{{table="{table}",measure="data"}}[5m])')
     assert {series["metric"]["component"] for series in tables} >= {"Data"}
@@ -123,9 +155,8 @@ def test_prometheus_scraped_the_statement_and_table_series(scraped, table):
 
 def test_the_statement_label_set_is_bounded(scraped):
     page = scraped[0]
-    labels = {line.split('statement="', 1)[1].split('"', 1)[0] for line in page.splitlines()
-              if 'statement="' in line}
-    assert len(labels - {"other"}) <= 10   # --top's default
+    labels = {line.split('statement="', 1)[1].split('"', 1)[0] for line in page.splitlines() if 'statement="' in line}
+    assert len(labels - {"other"}) <= 10  # --top's default
 
 
 def test_a_busy_port_fails_before_the_node_changes(sandbox, previous_probability, nodetool, tmp_path):
@@ -133,9 +164,25 @@ def test_a_busy_port_fails_before_the_node_changes(sandbox, previous_probability
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run([*CASSTRACE, "watch", "--host", sandbox.host, "--port", str(sandbox.native_port),
-                               "--duration", "5", "--metrics-port", str(port), "--out", str(tmp_path / "w.trace")],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                *CASSTRACE,
+                "watch",
+                "--host",
+                sandbox.host,
+                "--port",
+                str(sandbox.native_port),
+                "--duration",
+                "5",
+                "--metrics-port",
+                str(port),
+                "--out",
+                str(tmp_path / "w.trace"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 2
     assert done.stderr.startswith(f"casstrace: error: cannot serve metrics on 127.0.0.1:{port}"), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

@@ -50,7 +50,7 @@ def test_full_row_read_is_flagged_with_exact_amplification(wide):
 def test_per_execution_amplification_uses_each_window(wide):
     warmup, measured = wide.executions
     assert (warmup.kind, measured.kind) == ("warmup", "measured")
-    assert warmup.amplification.cache_miss_bytes == 15_277 * 4096   # the warmup ran cold
+    assert warmup.amplification.cache_miss_bytes == 15_277 * 4096  # the warmup ran cold
     assert measured.amplification.cache_miss_bytes == 0
     assert measured.amplification.read == 62_574_072 / 20_000
 
@@ -65,7 +65,12 @@ def test_per_file_io_groups_sstable_components(wide):
     assert data.coverage == 15_277 * 4096 / synthetic.DATA_SIZE
     assert data.read_sizes == {13: 3_000, 14: 803}
     [sstable] = wide.sstables
-    assert (sstable.keyspace, sstable.table, sstable.generation, sstable.label) == ("demo", "wide", 13, "demo.wide nb-13-big")
+    assert (sstable.keyspace, sstable.table, sstable.generation, sstable.label) == (
+        "demo",
+        "wide",
+        13,
+        "demo.wide nb-13-big",
+    )
     assert [f.component for f in sstable.files] == ["Data", "Index"]
     others = {f.path: f for f in wide.other_files}
     assert others[synthetic.CLIENT_SOCKET].write_bytes == 26_000
@@ -82,7 +87,13 @@ def test_access_pattern_says_where_the_offset_map_comes_from(wide):
     assert data.read_size_median == 8192
     assert index.source == "events"
     assert [(p.kind, p.offset) for p in index.points] == [
-        ("lseek", 0), ("read", 0), ("read", 200_704), ("lseek", 0), ("read", 0), ("read", 200_704)]
+        ("lseek", 0),
+        ("read", 0),
+        ("read", 200_704),
+        ("lseek", 0),
+        ("read", 0),
+        ("read", 200_704),
+    ]
     assert index.points[0].time_s == pytest.approx(0.11)
 
 
@@ -94,19 +105,29 @@ def test_spectrograms_and_latency_percentiles(wide):
     pread = wide.latencies[0]
     assert (pread.syscall, pread.target, pread.count) == ("pread64", "file", 3_803)
     # p50 lies in bucket 45 [10^4.5, 10^4.6) ns; p90 and max in bucket 50 [10^5, 10^5.1)
-    assert pread.p50_ns == pytest.approx(10 ** 4.6)
-    assert pread.p90_ns == pread.p99_ns == pread.max_ns == pytest.approx(10 ** 5.1)
+    assert pread.p50_ns == pytest.approx(10**4.6)
+    assert pread.p90_ns == pread.p99_ns == pread.max_ns == pytest.approx(10**5.1)
 
 
 def test_select_star_and_narrow_reads_are_not_flagged(tmp_path):
-    star = analyse(synthetic.wide_select_c0(tmp_path / "star.trace", query="SELECT * FROM demo.wide WHERE id = 1",
-                                            payload=190_020_000, data_read=190_897_095))
+    star = analyse(
+        synthetic.wide_select_c0(
+            tmp_path / "star.trace",
+            query="SELECT * FROM demo.wide WHERE id = 1",
+            payload=190_020_000,
+            data_read=190_897_095,
+        )
+    )
     assert star.verdict.status == "not flagged"
     assert star.overall.read == 190_897_095 / 190_020_000
     assert star.findings == []
-    narrow = analyse(synthetic.wide_select_c0(
-        tmp_path / "narrow.trace", query="SELECT value FROM demo.wide WHERE id = 1 AND column_no = 0",
-        data_read=32_084))
+    narrow = analyse(
+        synthetic.wide_select_c0(
+            tmp_path / "narrow.trace",
+            query="SELECT value FROM demo.wide WHERE id = 1 AND column_no = 0",
+            data_read=32_084,
+        )
+    )
     assert narrow.verdict.status == "not flagged"
     assert narrow.overall.read == pytest.approx(1.6042)
 
@@ -121,10 +142,20 @@ def test_threshold_and_min_excess_are_options(tmp_path):
 
 def test_a_read_of_what_the_result_needs_is_not_flagged_however_small_its_payload(tmp_path):
     # A point read: 85 B of payload, one 16 KiB chunk read (869x the payload, as the issue measured)
-    query_trace = [{"session_id": "1", "duration_us": 5, "events": [
-        {"activity": "Read 1 live rows and 0 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
-    analysis = analyse(synthetic.wide_select_c0(tmp_path / "point.trace", payload=85, data_read=16_384, rows=1,
-                                                query_trace=query_trace))
+    query_trace = [
+        {
+            "session_id": "1",
+            "duration_us": 5,
+            "events": [
+                {"activity": "Read 1 live rows and 0 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}
+            ],
+        }
+    ]
+    analysis = analyse(
+        synthetic.wide_select_c0(
+            tmp_path / "point.trace", payload=85, data_read=16_384, rows=1, query_trace=query_trace
+        )
+    )
     assert analysis.overall.read == 16_384 / 85
     assert analysis.verdict.status == "not flagged"
     assert analysis.findings == []
@@ -134,9 +165,9 @@ def test_mmap_reads_count_page_cache_fills_outside_syscall_pages(tmp_path):
     analysis = analyse(synthetic.wide_select_c0_mmap(tmp_path / "mmap.trace"))
     o = analysis.overall
     mapped = synthetic.MMAP_FILLED_PAGES * 4096
-    assert o.syscall_bytes == 40_960                       # only the pread SSTable
+    assert o.syscall_bytes == 40_960  # only the pread SSTable
     assert o.cache_miss_bytes == mapped + 40 * 4096
-    assert o.cache_outside_syscall_bytes == mapped + 30 * 4096   # readahead beyond the 10 pages read
+    assert o.cache_outside_syscall_bytes == mapped + 30 * 4096  # readahead beyond the 10 pages read
     assert o.data_read_bytes == 40_960 + mapped + 30 * 4096
     assert o.read == o.data_read_bytes / 20_000
     assert o.sstables_read == 2
@@ -155,7 +186,7 @@ def test_sysdig_import_compares_with_wire_bytes_and_never_shows_unmeasured_zeros
     o = analysis.overall
     assert analysis.scope.startswith("the whole capture")
     assert (o.basis, o.basis_bytes, o.payload_bytes) == ("wire", synthetic.SYSDIG_CLIENT_WIRE, None)
-    assert o.read == 62_574_072 / 25_000                  # internode socket (port 7000) not counted
+    assert o.read == 62_574_072 / 25_000  # internode socket (port 7000) not counted
     assert (o.cache_miss_bytes, o.cache_outside_syscall_bytes, o.device) == (None, None, None)
     assert all(f.cache_miss_bytes is None for f in analysis.files)
     assert analysis.verdict.status == "flagged"
@@ -173,9 +204,24 @@ def test_mmap_without_page_cache_measure_cannot_clear_a_query(tmp_path):
 
 
 def test_tombstones_and_many_sstables_from_cassandras_query_trace(tmp_path):
-    query_trace = [{"session_id": "1", "duration_us": 5, "events": [
-        {"activity": "Merged data from memtables and 7 sstables", "source_elapsed_us": 1, "thread": "ReadStage-1"},
-        {"activity": "Read 12 live rows and 4500 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
+    query_trace = [
+        {
+            "session_id": "1",
+            "duration_us": 5,
+            "events": [
+                {
+                    "activity": "Merged data from memtables and 7 sstables",
+                    "source_elapsed_us": 1,
+                    "thread": "ReadStage-1",
+                },
+                {
+                    "activity": "Read 12 live rows and 4500 tombstone cells",
+                    "source_elapsed_us": 2,
+                    "thread": "ReadStage-1",
+                },
+            ],
+        }
+    ]
     analysis = analyse(synthetic.wide_select_c0(tmp_path / "t.trace", query_trace=query_trace))
     found = {f.cause: f for f in analysis.findings}
     assert "4,500 tombstone cells" in found["tombstones"].evidence[0]
@@ -184,8 +230,11 @@ def test_tombstones_and_many_sstables_from_cassandras_query_trace(tmp_path):
 
 def test_chunk_overhead_named_only_when_one_chunk_per_row_explains_the_read(tmp_path):
     # 200 rows x 64 KiB chunks = 12.5 MiB against 20 MiB read: chunks explain it
-    analysis = analyse(synthetic.wide_select_c0(
-        tmp_path / "c.trace", table_schema=synthetic.wide_table_schema(chunk_kb="64"), data_read=20 << 20))
+    analysis = analyse(
+        synthetic.wide_select_c0(
+            tmp_path / "c.trace", table_schema=synthetic.wide_table_schema(chunk_kb="64"), data_read=20 << 20
+        )
+    )
     assert "compression_chunk_overhead" in causes(analysis)
     # the wide demo: 3.1 MiB of 16 KiB chunks against 59.7 MiB read: they do not
     assert "compression_chunk_overhead" not in causes(analyse(synthetic.wide_select_c0(tmp_path / "w.trace")))
@@ -193,8 +242,14 @@ def test_chunk_overhead_named_only_when_one_chunk_per_row_explains_the_read(tmp_
 
 def test_incomplete_trace_is_reported_first(tmp_path):
     writer = TraceWriter(tmp_path / "cut.trace")
-    writer.set_meta(backend="bcc", measures={"syscalls": True}, capture_start_ns=0, capture_end_ns=10,
-                    lost_events=12, unstreamed_events=0)
+    writer.set_meta(
+        backend="bcc",
+        measures={"syscalls": True},
+        capture_start_ns=0,
+        capture_end_ns=10,
+        lost_events=12,
+        unstreamed_events=0,
+    )
     writer.add_window("capture", 0, 10)
     analysis = analyse(writer.finish(complete=False, reason="process 1234 exited"))
     assert not analysis.complete
@@ -227,8 +282,10 @@ def test_page_runs():
 
 
 def test_query_parsing_reads_selection_table_and_restrictions():
-    q = parse_select('SELECT writetime(c0) AS w, CAST(c1 AS text), "Mixed" FROM ks."T" '
-                     "WHERE token(a) > 3 AND (b, c) >= (1, 2) AND d IN (1, 2) AND e CONTAINS KEY 'x' LIMIT 3")
+    q = parse_select(
+        'SELECT writetime(c0) AS w, CAST(c1 AS text), "Mixed" FROM ks."T" '
+        "WHERE token(a) > 3 AND (b, c) >= (1, 2) AND d IN (1, 2) AND e CONTAINS KEY 'x' LIMIT 3"
+    )
     assert (q.keyspace, q.table, q.select_all) == ("ks", "T", False)
     assert q.columns == ["c0", "c1", "Mixed"]
     assert q.restrictions == {"b": ">=", "c": ">=", "d": "IN", "e": "CONTAINS KEY"}
@@ -243,12 +300,24 @@ def test_a_capture_with_no_query_and_no_data_reads_is_not_judged(tmp_path):
     from casstrace.traces import TraceWriter
 
     writer = TraceWriter(tmp_path / "other.trace")
-    writer.set_meta(backend="bcc", measures={"syscalls": True, "offsets": True, "page_cache": True,
-                                             "latency": True, "wire": True})
+    writer.set_meta(
+        backend="bcc", measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True}
+    )
     window = writer.add_window("capture", 0, 1_000_000_000)
     libc = writer.file_id("/lib/x86_64-linux-gnu/libc.so.6", "file", size_bytes=2_000_000)
-    writer.add_file_io([{"window_id": window, "file_id": libc, "read_calls": 3, "read_bytes": 2_368,
-                         "read_requested_bytes": 2_368, "cache_miss_pages": 0, "cache_miss_bytes": 0}])
+    writer.add_file_io(
+        [
+            {
+                "window_id": window,
+                "file_id": libc,
+                "read_calls": 3,
+                "read_bytes": 2_368,
+                "read_requested_bytes": 2_368,
+                "cache_miss_pages": 0,
+                "cache_miss_bytes": 0,
+            }
+        ]
+    )
     analysis = analyse(writer.finish())
     assert analysis.verdict.status == "undetermined"
     assert "no query to judge" in analysis.verdict.summary
@@ -263,17 +332,28 @@ def test_a_capture_judges_data_reads_only_against_what_it_saw_sent_to_clients(tm
     from casstrace.traces import TraceWriter
 
     writer = TraceWriter(tmp_path / f"node-{port}.trace")
-    writer.set_meta(backend="bcc", measures={"syscalls": True, "offsets": True, "page_cache": True,
-                                             "latency": True, "wire": True})
+    writer.set_meta(
+        backend="bcc", measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True}
+    )
     window = writer.add_window("capture", 0, 1_000_000_000)
-    data = writer.file_id("/var/lib/cassandra/data/ks/t-1b255f4def2540a6000000000000000a/nb-1-big-Data.db",
-                          "file", size_bytes=100_000_000)
+    data = writer.file_id(
+        "/var/lib/cassandra/data/ks/t-1b255f4def2540a6000000000000000a/nb-1-big-Data.db", "file", size_bytes=100_000_000
+    )
     client = writer.file_id(f"tcp 127.0.0.1:{port}->127.0.0.1:50412", "socket")
-    writer.add_file_io([
-        {"window_id": window, "file_id": data, "read_calls": 1_250, "read_bytes": 20_480_000,
-         "read_requested_bytes": 20_480_000, "cache_miss_pages": 0, "cache_miss_bytes": 0},
-        {"window_id": window, "file_id": client, "write_calls": 3, "write_bytes": 6_144},
-    ])
+    writer.add_file_io(
+        [
+            {
+                "window_id": window,
+                "file_id": data,
+                "read_calls": 1_250,
+                "read_bytes": 20_480_000,
+                "read_requested_bytes": 20_480_000,
+                "cache_miss_pages": 0,
+                "cache_miss_bytes": 0,
+            },
+            {"window_id": window, "file_id": client, "write_calls": 3, "write_bytes": 6_144},
+        ]
+    )
     analysis = analyse(writer.finish())
     if port == 9042:
         assert analysis.overall.wire_bytes == 6_144
@@ -297,7 +377,9 @@ def test_payload_check_by_digest_sees_values_not_sizes():
     assert check_payload(Payload(3, 30, "aa"), Payload(3, 30, "aa")).status == "same"
     stored = check_payload(Payload(3, 30), Payload(3, 30))
     assert stored.status == "same" and "payload bytes only" in stored.basis
-    assert check_payload(Payload(None, None, note="no measured execution recorded"), Payload(3, 30)).status == "unverified"
+    assert (
+        check_payload(Payload(None, None, note="no measured execution recorded"), Payload(3, 30)).status == "unverified"
+    )
 
 
 def test_linear_fit_recovers_a_line():
@@ -314,19 +396,39 @@ def test_a_run_whose_measured_executions_all_failed_is_undetermined(tmp_path):
 
     path = synthetic.wide_select_c0(tmp_path / "failed.trace")
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE executions SET rows = NULL, payload_bytes = NULL, wire_bytes = NULL, latency_s = NULL,"
-                   " error = 'Unavailable: Cannot achieve consistency level THREE'")
+        db.execute(
+            "UPDATE executions SET rows = NULL, payload_bytes = NULL, wire_bytes = NULL, latency_s = NULL,"
+            " error = 'Unavailable: Cannot achieve consistency level THREE'"
+        )
     verdict = analyse(path).verdict
     assert verdict.status == "undetermined"
     assert "Cannot achieve consistency level THREE" in verdict.summary and "--consistency" in (verdict.fix or "")
 
 
 def test_latency_notes_are_reported_below_the_threshold_with_cassandras_counts(tmp_path):
-    query_trace = [{"session_id": "1", "duration_us": 5, "events": [
-        {"activity": "Merged data from memtables and 5 sstables", "source_elapsed_us": 1, "thread": "ReadStage-1"},
-        {"activity": "Read 1 live rows and 1500 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
-    analysis = analyse(synthetic.wide_select_c0(tmp_path / "point.trace", payload=85, data_read=16_384, rows=1,
-                                                query_trace=query_trace))
+    query_trace = [
+        {
+            "session_id": "1",
+            "duration_us": 5,
+            "events": [
+                {
+                    "activity": "Merged data from memtables and 5 sstables",
+                    "source_elapsed_us": 1,
+                    "thread": "ReadStage-1",
+                },
+                {
+                    "activity": "Read 1 live rows and 1500 tombstone cells",
+                    "source_elapsed_us": 2,
+                    "thread": "ReadStage-1",
+                },
+            ],
+        }
+    ]
+    analysis = analyse(
+        synthetic.wide_select_c0(
+            tmp_path / "point.trace", payload=85, data_read=16_384, rows=1, query_trace=query_trace
+        )
+    )
     assert analysis.verdict.status == "not flagged"
     assert analysis.findings == []
     notes = {note.cause: note for note in analysis.latency_notes}
@@ -334,13 +436,21 @@ def test_latency_notes_are_reported_below_the_threshold_with_cassandras_counts(t
     assert set(notes) == {"many_sstables", "tombstones", "compression_chunk_overhead"}
     assert "merged data from up to 5 SSTables" in notes["many_sstables"].evidence[-1]
     assert "1 live rows and 1,500 tombstone cells" in notes["tombstones"].evidence[0]
-    assert all(note.read_after_fix_bytes is None for note in notes.values())   # not weighed: not flagged
+    assert all(note.read_after_fix_bytes is None for note in notes.values())  # not weighed: not flagged
 
 
 def test_a_point_read_of_a_missing_key_that_reads_nothing_is_not_flagged(tmp_path):
-    query_trace = [{"session_id": "1", "duration_us": 5, "events": [
-        {"activity": "Read 0 live rows and 0 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}]}]
-    analysis = analyse(synthetic.wide_select_c0(tmp_path / "missing.trace", payload=0, data_read=0, rows=0,
-                                                query_trace=query_trace))
-    assert analysis.necessary.units == 0 and analysis.necessary.bytes == 4096   # the index lookup alone
+    query_trace = [
+        {
+            "session_id": "1",
+            "duration_us": 5,
+            "events": [
+                {"activity": "Read 0 live rows and 0 tombstone cells", "source_elapsed_us": 2, "thread": "ReadStage-1"}
+            ],
+        }
+    ]
+    analysis = analyse(
+        synthetic.wide_select_c0(tmp_path / "missing.trace", payload=0, data_read=0, rows=0, query_trace=query_trace)
+    )
+    assert analysis.necessary.units == 0 and analysis.necessary.bytes == 4096  # the index lookup alone
     assert analysis.verdict.status == "not flagged", analysis.verdict.summary

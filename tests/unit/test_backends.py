@@ -34,12 +34,16 @@ def test_each_backend_declares_its_capabilities_and_the_default_is_one_of_them()
 def test_no_module_but_the_registry_names_a_backend():
     """'"bcc"' and '"sysdig"' as string constants anywhere else would be a caller going by name."""
     # The files git tracks: the build/ copy that `pip install -e` leaves of every module is not one of them.
-    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=PACKAGE, capture_output=True, text=True,
-                             check=True).stdout.split()
-    named = sorted(name
-             for name in tracked if not name.startswith("tests/") and name not in NAMING_BACKENDS
-             for node in ast.walk(ast.parse((PACKAGE / name).read_text()))
-             if isinstance(node, ast.Constant) and node.value in BACKENDS)
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py"], cwd=PACKAGE, capture_output=True, text=True, check=True
+    ).stdout.split()
+    named = sorted(
+        name
+        for name in tracked
+        if not name.startswith("tests/") and name not in NAMING_BACKENDS
+        for node in ast.walk(ast.parse((PACKAGE / name).read_text()))
+        if isinstance(node, ast.Constant) and node.value in BACKENDS
+    )
     # One place, by file (a reformat moves lines): it runs the sysdig program, not a backend.
     assert named == ["benchmarks/import_streaming.py"]
 
@@ -49,7 +53,7 @@ def test_a_backend_refuses_what_its_capabilities_lack(options):
     backend = BACKENDS["sysdig"]
     assert options.needs() and not options.needs() <= backend.capabilities
     with pytest.raises(ValueError, match="the sysdig backend cannot"):
-        backend(1, options=options)   # refused before anything is looked at: pid 1 is not even checked
+        backend(1, options=options)  # refused before anything is looked at: pid 1 is not even checked
 
 
 def test_an_import_records_its_backends_capabilities(tmp_path):
@@ -60,13 +64,16 @@ def test_an_import_records_its_backends_capabilities(tmp_path):
         assert not trace.captured_with(Capability.EXACT_TOTALS)
 
 
-@pytest.mark.parametrize("meta, expected", [
-    ({"backend": "bcc"}, LEGACY["bcc"]),                       # before meta capabilities: by the backend
-    ({"backend": "sysdig"}, frozenset({Capability.PER_CALL_OFFSETS})),
-    ({"backend": "dtrace"}, frozenset()),
-    ({}, frozenset()),
-    ({"backend": "bcc", "capabilities": ["exact_totals", "teleportation"]}, frozenset({Capability.EXACT_TOTALS})),
-])
+@pytest.mark.parametrize(
+    "meta, expected",
+    [
+        ({"backend": "bcc"}, LEGACY["bcc"]),  # before meta capabilities: by the backend
+        ({"backend": "sysdig"}, frozenset({Capability.PER_CALL_OFFSETS})),
+        ({"backend": "dtrace"}, frozenset()),
+        ({}, frozenset()),
+        ({"backend": "bcc", "capabilities": ["exact_totals", "teleportation"]}, frozenset({Capability.EXACT_TOTALS})),
+    ],
+)
 def test_a_trace_says_what_its_backend_could_do_old_ones_too(meta, expected):
     assert capabilities_of(meta) == expected
 
@@ -74,8 +81,15 @@ def test_a_trace_says_what_its_backend_could_do_old_ones_too(meta, expected):
 @pytest.mark.parametrize("recorded, exact", [(None, True), (["exact_totals"], True), (["per_call_offsets"], False)])
 def test_lost_events_are_said_by_the_capability_not_the_backends_name(tmp_path, recorded, exact):
     writer = TraceWriter(tmp_path / "lost.trace")
-    writer.set_meta(backend="bcc", measures={"syscalls": True}, capture_start_ns=0, capture_end_ns=10,
-                    lost_events=12, unstreamed_events=0, **({"capabilities": recorded} if recorded else {}))
+    writer.set_meta(
+        backend="bcc",
+        measures={"syscalls": True},
+        capture_start_ns=0,
+        capture_end_ns=10,
+        lost_events=12,
+        unstreamed_events=0,
+        **({"capabilities": recorded} if recorded else {}),
+    )
     writer.add_window("capture", 0, 10)
     (lost,) = [warning for warning in analyse(writer.finish()).warnings if "12 events were lost" in warning]
     assert ("totals are exact" in lost) == exact and ("may be short" in lost) == (not exact)

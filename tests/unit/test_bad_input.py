@@ -19,7 +19,7 @@ from casstrace_cli import CASSTRACE
 from synthetic_traces import wide_select_c0
 
 SCAP = Path(__file__).resolve().parents[1] / "data" / "scap" / "curl_google.scap"
-NOWHERE = "/nonexistent/casstrace"       # a sandbox data directory that does not exist
+NOWHERE = "/nonexistent/casstrace"  # a sandbox data directory that does not exist
 # A port nothing listens on: a case that got as far as connecting would fail differently.
 CLOSED_PORT = "1"
 
@@ -50,8 +50,10 @@ CASES = [
     (["run", "SELECT k FROM ks.t", "--warmup", "-1"], "'--warmup'"),
     (["run", "SELECT k FROM ks.t", "--page-size", "-1"], "'--page-size'"),
     (["run", "SELECT k FROM ks.t", "--page-bytes", "0"], "'--page-bytes'"),
-    (["compare", "--before", "SELECT k FROM ks.t", "--after", "SELECT k FROM ks.t", "--page-bytes", "1e6"],
-     "'--page-bytes'"),
+    (
+        ["compare", "--before", "SELECT k FROM ks.t", "--after", "SELECT k FROM ks.t", "--page-bytes", "1e6"],
+        "'--page-bytes'",
+    ),
     (["run", "SELECT k FROM ks.t", "--connect-timeout", "nan"], "'--connect-timeout'"),
     (["run", "SELECT k FROM ks.t", "--request-timeout", "inf"], "'--request-timeout'"),
     (["run", "SELECT k FROM ks.t", "--connect-timeout", "-5"], "'--connect-timeout'"),
@@ -96,10 +98,14 @@ CASES = [
     (["compare"], "give either two traces or both --before and --after"),
     (["compare", "{trace}"], "give either two traces"),
     (["compare", "--before", "SELECT k FROM ks.t"], "give either two traces"),
-    (["compare", "--before", "DROP TABLE ks.t", "--after", "SELECT k FROM ks.t", "--port", CLOSED_PORT],
-     "refusing to run a DROP TABLE"),
-    (["compare", "--before", "SELECT k FROM ks.t", "--after", "BEGIN BATCH APPLY BATCH", "--port", CLOSED_PORT],
-     "BEGIN BATCH"),
+    (
+        ["compare", "--before", "DROP TABLE ks.t", "--after", "SELECT k FROM ks.t", "--port", CLOSED_PORT],
+        "refusing to run a DROP TABLE",
+    ),
+    (
+        ["compare", "--before", "SELECT k FROM ks.t", "--after", "BEGIN BATCH APPLY BATCH", "--port", CLOSED_PORT],
+        "BEGIN BATCH",
+    ),
     (["compare", "{trace}", "{trace}", "--tolerance", "nan"], "'--tolerance'"),
     (["compare", "{trace}", "{trace}", "--max-amplification", "inf"], "'--max-amplification'"),
     (["compare", "{trace}", "{trace}", "--format", "md", "-o", "{trace}", "--force"], "one of this command's inputs"),
@@ -148,8 +154,10 @@ CASES = [
     (["import", "{scap}", "--out", "{scap}", "--force"], "one of this command's inputs"),
     (["run", "--file", "{text}", "--out", "{text}", "--force", "--port", CLOSED_PORT], "one of this command's inputs"),
     (["capture", "--out", "{text}", "--force", "--", "cat", "{text}"], "one of this command's inputs"),
-    (["watch", "--out", "{dir}/w.trace", "--format", "md", "-o", "{dir}/w.trace", "--port", CLOSED_PORT],
-     "one of this command's inputs"),
+    (
+        ["watch", "--out", "{dir}/w.trace", "--format", "md", "-o", "{dir}/w.trace", "--port", CLOSED_PORT],
+        "one of this command's inputs",
+    ),
 ]
 
 
@@ -170,16 +178,22 @@ def files(tmp_path_factory) -> dict[str, str]:
     existing = base / "existing.trace"
     existing.write_text("keep me")
     named = {"trace": trace, "broken": broken, "truncated": truncated, "text": text, "existing": existing}
-    for name, key, value in (("wrong_number", "slot_ns", '"a hundred"'), ("wrong_measure", "measures", '{"offsets": "yes"}'),
-                             ("wrong_nested", "cassandra", '{"release_version": "5.0", "tables": 7}')):
+    for name, key, value in (
+        ("wrong_number", "slot_ns", '"a hundred"'),
+        ("wrong_measure", "measures", '{"offsets": "yes"}'),
+        ("wrong_nested", "cassandra", '{"release_version": "5.0", "tables": 7}'),
+    ):
         named[name] = base / f"{name}.trace"
         wide_select_c0(named[name])
         with sqlite3.connect(named[name]) as db:
             db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
-    for name, content in (("latin1", "SELECT k FROM ks.t -- \xe9t\xe9\n".encode("latin-1")), ("empty", b""),
-                          ("no_section", b"port = 1\n[connection]\n"),
-                          ("no_value", b"[connection]\nport = 1\nhostname\n"),
-                          ("arabic_port", "[connection]\nport = ١٢\n".encode())):
+    for name, content in (
+        ("latin1", "SELECT k FROM ks.t -- \xe9t\xe9\n".encode("latin-1")),
+        ("empty", b""),
+        ("no_section", b"port = 1\n[connection]\n"),
+        ("no_value", b"[connection]\nport = 1\nhostname\n"),
+        ("arabic_port", "[connection]\nport = ١٢\n".encode()),
+    ):
         named[name] = base / name
         named[name].write_bytes(content)
     named["scap"] = base / "x.scap"
@@ -194,7 +208,7 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 @dataclass
 class Outcome:
     done: subprocess.CompletedProcess
-    scratch: Path          # the case's {dir}, and its XDG data home below it
+    scratch: Path  # the case's {dir}, and its XDG data home below it
     data_home: Path
 
 
@@ -210,13 +224,19 @@ def outcomes(files, tmp_path_factory) -> dict[int, Outcome]:
         scratch, data_home = base / "scratch", base / "data"
         scratch.mkdir()
         argv = [word.format(dir=scratch, **files) for word in CASES[number][0]]
-        done = subprocess.run([*CASSTRACE, *argv], capture_output=True, text=True, timeout=120, cwd=scratch,
-                              env={**os.environ, "XDG_DATA_HOME": str(data_home)})
+        done = subprocess.run(
+            [*CASSTRACE, *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=scratch,
+            env={**os.environ, "XDG_DATA_HOME": str(data_home)},
+        )
         return Outcome(done, scratch, data_home)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = dict(enumerate(pool.map(run, range(len(CASES)))))
-    assert snapshot(inputs) == before                             # the inputs are untouched
+    assert snapshot(inputs) == before  # the inputs are untouched
     return results
 
 
@@ -229,7 +249,7 @@ def test_bad_input_is_one_line_with_a_fix(number, outcomes):
     assert len(lines) == 1, outcome.done.stderr
     assert lines[0].startswith("casstrace: error: ") and "(fix: " in lines[0], lines[0]
     assert said in lines[0]
-    assert list(outcome.scratch.iterdir()) == []                  # no trace, no partial, no report
+    assert list(outcome.scratch.iterdir()) == []  # no trace, no partial, no report
     assert not outcome.data_home.exists() or not any(p.is_file() for p in outcome.data_home.rglob("*"))
 
 
@@ -253,10 +273,11 @@ def test_one_unreadable_trace_does_not_break_the_listing(files, tmp_path):
         (listing / f"{name}.trace").write_bytes(Path(files[name if name != "good" else "trace"]).read_bytes())
     done = subprocess.run([*CASSTRACE, "traces", "--dir", listing], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "SELECT c0 FROM demo.wide" in done.stdout                       # the good one is listed ...
-    for name in ("broken.trace", "truncated.trace"):                       # ... and the others say why
-        assert any(line.startswith("?") and name in line and "not a readable" in line
-                   for line in done.stdout.splitlines()), done.stdout
+    assert "SELECT c0 FROM demo.wide" in done.stdout  # the good one is listed ...
+    for name in ("broken.trace", "truncated.trace"):  # ... and the others say why
+        assert any(
+            line.startswith("?") and name in line and "not a readable" in line for line in done.stdout.splitlines()
+        ), done.stdout
 
 
 def one_error_line(done: subprocess.CompletedProcess) -> str:
@@ -271,24 +292,46 @@ def test_a_request_timeout_the_start_up_reads_exceed_is_said_so(node_args, tmp_p
     """1 µs is less than any answer takes, so the first of casstrace's reads of the schema, before the
     query, times out (1 ms does only on a busy node: the executions time out instead, said as theirs)."""
     out = tmp_path / "t.trace"
-    line = one_error_line(subprocess.run([*CASSTRACE, "run", "SELECT * FROM system.local", *node_args, "--out", str(out),
-                                          "--request-timeout", "0.000001", "--repeat", "1", "--warmup", "0"],
-                                         capture_output=True, text=True, timeout=120))
+    line = one_error_line(
+        subprocess.run(
+            [
+                *CASSTRACE,
+                "run",
+                "SELECT * FROM system.local",
+                *node_args,
+                "--out",
+                str(out),
+                "--request-timeout",
+                "0.000001",
+                "--repeat",
+                "1",
+                "--warmup",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    )
     assert "did not answer" in line and "within --request-timeout (1e-06 s)" in line
     assert "give a longer --request-timeout" in line
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("command", [
-    ["run", "SELECT * FROM system.local", "{node}", "--repeat", "1", "--warmup", "0", "--no-html"],
-    ["import", str(SCAP.with_name("cassandra5-select-star-lz4.scap"))],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "SELECT * FROM system.local", "{node}", "--repeat", "1", "--warmup", "0", "--no-html"],
+        ["import", str(SCAP.with_name("cassandra5-select-star-lz4.scap"))],
+    ],
+)
 def test_a_disk_that_fills_up_while_the_trace_is_written(full_disk_dir, node_args, command):
     """sqlite's "database or disk is full", said as a full disk in that directory; no partial file left."""
     argv = [word for arg in command for word in (node_args if arg == "{node}" else [arg])]
     out = full_disk_dir / "t.trace"
-    line = one_error_line(subprocess.run([*CASSTRACE, *argv, "--out", str(out)], capture_output=True, text=True,
-                                         timeout=300))
+    line = one_error_line(
+        subprocess.run([*CASSTRACE, *argv, "--out", str(out)], capture_output=True, text=True, timeout=300)
+    )
     assert f"the disk is full: no room left in {full_disk_dir} to write t.trace" in line
     assert list(full_disk_dir.iterdir()) == []

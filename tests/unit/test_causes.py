@@ -20,14 +20,14 @@ def test_every_cause_has_one_finder():
 
 def test_the_json_schema_doc_lists_every_cause():
     doc = json_report.__doc__ or ""
-    listed = doc[doc.index('"cause":'):doc.index('"title": str')]
+    listed = doc[doc.index('"cause":') : doc.index('"title": str')]
     assert set(re.findall(r'"(\w+)"', listed)) - {"cause"} == set(CAUSES)
 
 
 def test_the_measurement_doc_lists_every_cause():
     doc = (PACKAGE / "docs" / "measurement.md").read_text()
-    listed = doc[doc.index("### Causes"):]
-    listed = listed[:listed.index("Below the threshold")]
+    listed = doc[doc.index("### Causes") :]
+    listed = listed[: listed.index("Below the threshold")]
     assert set(re.findall(r"^\| `(\w+)` \|", listed, re.MULTILINE)) == set(CAUSES)
 
 

@@ -20,8 +20,18 @@ SMALL_CAPTURE = Path(__file__).resolve().parents[1] / "data" / "scap" / "test_ip
 
 # Modules `casstrace --help` and every command's start-up must not pay for: the driver, bcc, the
 # trace database, the analyses and reports load only in the commands that use them.
-HEAVY = ("sqlite3", "cassandra", "bcc", "plotly", "jinja2", "casstrace.traces", "casstrace.probes",
-         "casstrace.analyses", "casstrace.reports", "casstrace.node")
+HEAVY = (
+    "sqlite3",
+    "cassandra",
+    "bcc",
+    "plotly",
+    "jinja2",
+    "casstrace.traces",
+    "casstrace.probes",
+    "casstrace.analyses",
+    "casstrace.reports",
+    "casstrace.node",
+)
 
 
 def fresh(code: str) -> str:
@@ -45,14 +55,33 @@ def test_the_virtualenv_starts_python_without_an_import_hook():
 def test_casstrace_import_starts_without_click_the_analyses_reports_or_drivers(tmp_path):
     """`casstrace import` competes with sysdig's whole run (tests/integration/test_sysdig.py): a whole import,
     then what it loaded."""
-    code = ("import sys; from casstrace.cli.main import main\n"
-            f"try: main(['import', {str(SMALL_CAPTURE)!r}, '--out', {str(tmp_path / 'small.trace')!r}])\n"
-            "except SystemExit: print(' '.join(sys.modules), file=sys.stderr)")
+    code = (
+        "import sys; from casstrace.cli.main import main\n"
+        f"try: main(['import', {str(SMALL_CAPTURE)!r}, '--out', {str(tmp_path / 'small.trace')!r}])\n"
+        "except SystemExit: print(' '.join(sys.modules), file=sys.stderr)"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr.split()
     assert "casstrace.probes.sysdig.sysdig_import" in loaded and (tmp_path / "small.trace").is_file()
-    heavy = sorted(name for name in loaded if name.startswith(
-        ("click", "cassandra", "bcc", "plotly", "jinja2", "casstrace.analyses", "casstrace.reports", "casstrace.node",
-         "tempfile", "platform", "traceback", "socket")))
+    heavy = sorted(
+        name
+        for name in loaded
+        if name.startswith(
+            (
+                "click",
+                "cassandra",
+                "bcc",
+                "plotly",
+                "jinja2",
+                "casstrace.analyses",
+                "casstrace.reports",
+                "casstrace.node",
+                "tempfile",
+                "platform",
+                "traceback",
+                "socket",
+            )
+        )
+    )
     assert heavy == []
 
 
@@ -79,14 +108,26 @@ def test_import_parsed_without_click_as_click_parses_it(args):
     assert import_scap.fast_parse(args) == command.make_context("import", list(args)).params
 
 
-@pytest.mark.parametrize("args", [[], ["--help"], [str(SMALL_CAPTURE), "--pid", "0"], [str(SMALL_CAPTURE), "--pid", "x"],
-                                  [str(SMALL_CAPTURE), "--pid", "1", "--proc", "java"], ["a.scap", "b.scap"],
-                                  [str(SMALL_CAPTURE), "--out"], [str(SMALL_CAPTURE), "--force", "--force"],
-                                  [str(SMALL_CAPTURE), "--out", str(SMALL_CAPTURE.parent)], ["-h"],
-                                  [str(SMALL_CAPTURE), "--unknown"], [str(SMALL_CAPTURE), "--"],
-                                  [str(SMALL_CAPTURE), "--stream-limit", "0"],
-                                  [str(SMALL_CAPTURE), "--stream-limit=100000001"],
-                                  [str(SMALL_CAPTURE), "--stream-limit", "1e6"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--help"],
+        [str(SMALL_CAPTURE), "--pid", "0"],
+        [str(SMALL_CAPTURE), "--pid", "x"],
+        [str(SMALL_CAPTURE), "--pid", "1", "--proc", "java"],
+        ["a.scap", "b.scap"],
+        [str(SMALL_CAPTURE), "--out"],
+        [str(SMALL_CAPTURE), "--force", "--force"],
+        [str(SMALL_CAPTURE), "--out", str(SMALL_CAPTURE.parent)],
+        ["-h"],
+        [str(SMALL_CAPTURE), "--unknown"],
+        [str(SMALL_CAPTURE), "--"],
+        [str(SMALL_CAPTURE), "--stream-limit", "0"],
+        [str(SMALL_CAPTURE), "--stream-limit=100000001"],
+        [str(SMALL_CAPTURE), "--stream-limit", "1e6"],
+    ],
+)
 def test_what_the_fast_parse_does_not_take_goes_to_click(args):
     from casstrace.cli import import_scap
 
@@ -96,8 +137,10 @@ def test_what_the_fast_parse_does_not_take_goes_to_click(args):
 def test_bucketing_a_latency_costs_under_a_millisecond_at_start_up():
     """The first latency_bucket of a process builds the bucket table (it once took 0.62 s): CPU
     time of that first call in a fresh interpreter, best of three."""
-    code = ("import time; from casstrace.traces.schema import latency_bucket;"
-            " t = time.process_time(); latency_bucket(123_456_789); print(time.process_time() - t)")
+    code = (
+        "import time; from casstrace.traces.schema import latency_bucket;"
+        " t = time.process_time(); latency_bucket(123_456_789); print(time.process_time() - t)"
+    )
     assert min(float(fresh(code)) for _ in range(3)) < 1e-3
 
 
@@ -208,21 +251,27 @@ def test_naming_a_mapped_file_by_its_inode_costs_what_adding_it_costs(tmp_path):
 def jvm_smaps(mappings: int, data_dir: str) -> bytes:
     """smaps text as a 4.x JVM of many SSTables has it: each mapping a data file's, with every field
     the kernel writes, and a library's code and heap beside them."""
-    fields = ("Size:               {size} kB\nKernelPageSize:        4 kB\nMMUPageSize:           4 kB\n"
-              "Rss:                 {rss} kB\nPss:                 {rss} kB\nPss_Dirty:             0 kB\n"
-              "Shared_Clean:          0 kB\nShared_Dirty:          0 kB\nPrivate_Clean:       {rss} kB\n"
-              "Private_Dirty:         0 kB\nReferenced:          {ref} kB\nAnonymous:             0 kB\n"
-              "KSM:                   0 kB\nLazyFree:              0 kB\nAnonHugePages:         0 kB\n"
-              "ShmemPmdMapped:        0 kB\nFilePmdMapped:         0 kB\nShared_Hugetlb:        0 kB\n"
-              "Private_Hugetlb:       0 kB\nSwap:                  0 kB\nSwapPss:               0 kB\n"
-              "Locked:                0 kB\nTHPeligible:           0\nVmFlags: rd mr me ms sd\n")
-    blocks = ["600000000-800000000 rw-p 00000000 00:00 0 \n" + fields.format(size=8 << 20, rss=8 << 20, ref=8 << 20),
-              "7f0000000000-7f0000100000 r-xp 00000000 08:01 9 /usr/lib/jvm/lib/server/libjvm.so\n"
-              + fields.format(size=1024, rss=1024, ref=1024)]
+    fields = (
+        "Size:               {size} kB\nKernelPageSize:        4 kB\nMMUPageSize:           4 kB\n"
+        "Rss:                 {rss} kB\nPss:                 {rss} kB\nPss_Dirty:             0 kB\n"
+        "Shared_Clean:          0 kB\nShared_Dirty:          0 kB\nPrivate_Clean:       {rss} kB\n"
+        "Private_Dirty:         0 kB\nReferenced:          {ref} kB\nAnonymous:             0 kB\n"
+        "KSM:                   0 kB\nLazyFree:              0 kB\nAnonHugePages:         0 kB\n"
+        "ShmemPmdMapped:        0 kB\nFilePmdMapped:         0 kB\nShared_Hugetlb:        0 kB\n"
+        "Private_Hugetlb:       0 kB\nSwap:                  0 kB\nSwapPss:               0 kB\n"
+        "Locked:                0 kB\nTHPeligible:           0\nVmFlags: rd mr me ms sd\n"
+    )
+    blocks = [
+        "600000000-800000000 rw-p 00000000 00:00 0 \n" + fields.format(size=8 << 20, rss=8 << 20, ref=8 << 20),
+        "7f0000000000-7f0000100000 r-xp 00000000 08:01 9 /usr/lib/jvm/lib/server/libjvm.so\n"
+        + fields.format(size=1024, rss=1024, ref=1024),
+    ]
     for n in range(mappings):
-        start = 0x7f1000000000 + n * 0x100000
-        blocks.append(f"{start:x}-{start + 0x70000:x} r--s 00000000 08:01 {1000 + n} "
-                      f"{data_dir}ks/t-1/nb-{n}-big-Data.db\n" + fields.format(size=448, rss=448, ref=n % 449))
+        start = 0x7F1000000000 + n * 0x100000
+        blocks.append(
+            f"{start:x}-{start + 0x70000:x} r--s 00000000 08:01 {1000 + n} "
+            f"{data_dir}ks/t-1/nb-{n}-big-Data.db\n" + fields.format(size=448, rss=448, ref=n % 449)
+        )
     return "".join(blocks).encode()
 
 
@@ -233,7 +282,7 @@ def test_the_mapped_pages_measure_parses_only_the_data_directories_mappings_at_b
     from casstrace.probes.proc.mapped_pages import parse_smaps, parse_smaps_under
 
     text, prefix = jvm_smaps(10_000, "/var/lib/cassandra/data/"), "/var/lib/cassandra/data/"
-    every_line = lambda: parse_smaps(text.decode().splitlines(keepends=True))   # noqa: E731
-    under = lambda: parse_smaps_under(text, (prefix,))   # noqa: E731
+    every_line = lambda: parse_smaps(text.decode().splitlines(keepends=True))  # noqa: E731
+    under = lambda: parse_smaps_under(text, (prefix,))  # noqa: E731
     assert under() == {key: f for key, f in every_line().items() if f.path.startswith(prefix)}
     assert cpu_seconds(under) <= 0.85 * cpu_seconds(every_line)

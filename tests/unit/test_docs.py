@@ -7,8 +7,12 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2]
-DOCUMENTS = [PACKAGE / "README.md", PACKAGE / "CONTRIBUTING.md", PACKAGE / "CHANGELOG.md",
-             *sorted((PACKAGE / "docs").glob("*.md"))]
+DOCUMENTS = [
+    PACKAGE / "README.md",
+    PACKAGE / "CONTRIBUTING.md",
+    PACKAGE / "CHANGELOG.md",
+    *sorted((PACKAGE / "docs").glob("*.md")),
+]
 README_MAX_LINES = 200
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -32,8 +36,7 @@ def anchors(document: Path) -> set[str]:
 
 
 def relative_links(document: Path) -> list[str]:
-    return [target for target in LINK.findall(checked_text(document))
-            if not re.match(r"[a-z]+:", target)]
+    return [target for target in LINK.findall(checked_text(document)) if not re.match(r"[a-z]+:", target)]
 
 
 def test_every_relative_link_resolves():
@@ -61,8 +64,10 @@ def test_the_readme_is_a_five_minute_read():
 
 def test_the_link_check_sees_a_broken_link_and_skips_the_forthcoming(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("# Title\n[a](gone.md) [b](#title) [c](https://example.com)\n```\n[d](code.md)\n```\n"
-                    "<!-- forthcoming -->\n[e](later.md)\n<!-- /forthcoming -->\n")
+    page.write_text(
+        "# Title\n[a](gone.md) [b](#title) [c](https://example.com)\n```\n[d](code.md)\n```\n"
+        "<!-- forthcoming -->\n[e](later.md)\n<!-- /forthcoming -->\n"
+    )
     assert relative_links(page) == ["gone.md", "#title"]
     assert anchors(page) == {"title"}
     assert slug("Re-checks with `scripts/bench`") == "re-checks-with-scriptsbench"

@@ -18,11 +18,19 @@ from casstrace.probes.jvm.jfr import Sample
 from casstrace.reports import render
 from casstrace.traces import TraceWriter
 
-READ = ("java.lang.Thread.run", "org.apache.cassandra.db.ReadCommand.executeLocally",
-        "org.apache.cassandra.db.marshal.AbstractType.skipValue", "org.apache.cassandra.io.util.ChannelProxy.read",
-        "sun.nio.ch.FileDispatcherImpl.pread")
-INDEX = ("java.lang.Thread.run", "org.apache.cassandra.io.sstable.format.SSTableReader.getFileDataInput",
-         "org.apache.cassandra.io.util.ChannelProxy.read", "sun.nio.ch.FileDispatcherImpl.pread")
+READ = (
+    "java.lang.Thread.run",
+    "org.apache.cassandra.db.ReadCommand.executeLocally",
+    "org.apache.cassandra.db.marshal.AbstractType.skipValue",
+    "org.apache.cassandra.io.util.ChannelProxy.read",
+    "sun.nio.ch.FileDispatcherImpl.pread",
+)
+INDEX = (
+    "java.lang.Thread.run",
+    "org.apache.cassandra.io.sstable.format.SSTableReader.getFileDataInput",
+    "org.apache.cassandra.io.util.ChannelProxy.read",
+    "sun.nio.ch.FileDispatcherImpl.pread",
+)
 
 
 def method(ts: int, tid: int, stack=READ) -> Sample:
@@ -30,14 +38,18 @@ def method(ts: int, tid: int, stack=READ) -> Sample:
 
 
 def test_a_read_joins_the_latest_call_of_its_thread_since_its_previous_read():
-    reads = [LoggedRead(110, 7, 1, 100), LoggedRead(210, 7, 1, 200), LoggedRead(215, 7, 1, 50),
-             LoggedRead(112, 8, 1, 10)]
+    reads = [
+        LoggedRead(110, 7, 1, 100),
+        LoggedRead(210, 7, 1, 200),
+        LoggedRead(215, 7, 1, 50),
+        LoggedRead(112, 8, 1, 10),
+    ]
     samples = [method(100, 7), method(200, 7, INDEX), method(111, 8), method(300, 8)]
     joined = {(read.tid, read.ts_ns): sample for read, sample in join_reads(reads, samples)}
     assert joined[(7, 110)].ts_ns == 100
     assert joined[(7, 210)].stack == INDEX
-    assert joined[(7, 215)] is None          # its thread made no method call since the previous read
-    assert joined[(8, 112)].ts_ns == 111     # the later call on thread 8 (ts 300) belongs to no logged read
+    assert joined[(7, 215)] is None  # its thread made no method call since the previous read
+    assert joined[(8, 112)].ts_ns == 111  # the later call on thread 8 (ts 300) belongs to no logged read
 
 
 def test_a_read_never_joins_a_call_of_another_thread_or_from_the_future():
@@ -49,40 +61,83 @@ def _trace(path, fills=False):
     """A profiled trace; with fills, one that measured page-cache fills: in read calls, by faults, and
     some that neither log holds."""
     writer = TraceWriter(path)
-    for label, start, end, execution in [("warmup", 0, 1000, 1), ("execution", 1000, 2000, 2),
-                                         ("between", 2000, 2100, None), ("execution", 2100, 3000, 3)]:
+    for label, start, end, execution in [
+        ("warmup", 0, 1000, 1),
+        ("execution", 1000, 2000, 2),
+        ("between", 2000, 2100, None),
+        ("execution", 2100, 3000, 3),
+    ]:
         writer.add_window(label, start, end, execution)
     data = writer.file_id("/data/demo/wide-0805d1e0e73811f19d682fbd3fb6712b/nb-5-big-Data.db", "file")
-    writer.set_meta(query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo", backend="bcc",
-                    measures={"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True,
-                              **({"call_fills": True} if fills else {})},
-                    capture_start_ns=0, capture_end_ns=3000)
+    writer.set_meta(
+        query="SELECT c0 FROM demo.wide WHERE id = 1",
+        keyspace="demo",
+        backend="bcc",
+        measures={
+            "syscalls": True,
+            "offsets": True,
+            "page_cache": True,
+            "latency": True,
+            "wire": True,
+            **({"call_fills": True} if fills else {}),
+        },
+        capture_start_ns=0,
+        capture_end_ns=3000,
+    )
     for window_id, execution in [(1, 1), (2, 2), (4, 3)]:
-        writer.add_execution(execution=execution, kind="warmup" if execution == 1 else "measured",
-                             window_id=window_id, latency_s=0.001, rows=1, payload_bytes=100)
+        writer.add_execution(
+            execution=execution,
+            kind="warmup" if execution == 1 else "measured",
+            window_id=window_id,
+            latency_s=0.001,
+            rows=1,
+            payload_bytes=100,
+        )
     # Warmup read (not profiled), two big reads under skipValue, one small index read, one read with no call.
     reads = [(500, 0, 4096, 0), (1100, 0, 16384, 4), (2200, 16384, 16384, 2), (2300, 0, 1000, 0), (2400, 0, 24, 1)]
-    writer.add_events([(ts, 7, "pread64", 5, data, offset, size, size, 10, pages if fills else None)
-                       for ts, offset, size, pages in reads])
+    writer.add_events(
+        [
+            (ts, 7, "pread64", 5, data, offset, size, size, 10, pages if fills else None)
+            for ts, offset, size, pages in reads
+        ]
+    )
     if fills:
-        writer.add_page_cache_fills([{"ts_ns": 1500, "tid": 7, "file_id": data, "pages": 3, "syscall": None},
-                                     {"ts_ns": 1650, "tid": 7, "file_id": data, "pages": 1, "syscall": None},
-                                     {"ts_ns": 2500, "tid": 11, "file_id": data, "pages": 5, "syscall": None}])
+        writer.add_page_cache_fills(
+            [
+                {"ts_ns": 1500, "tid": 7, "file_id": data, "pages": 3, "syscall": None},
+                {"ts_ns": 1650, "tid": 7, "file_id": data, "pages": 1, "syscall": None},
+                {"ts_ns": 2500, "tid": 11, "file_id": data, "pages": 5, "syscall": None},
+            ]
+        )
         # The kernel's counts: 2 pages of window 4 are in neither log (the fill log was full).
-        writer.add_file_io([{"window_id": 2, "file_id": data, "cache_miss_pages": 8, "cache_miss_bytes": 8 * 4096},
-                            {"window_id": 4, "file_id": data, "cache_miss_pages": 10, "cache_miss_bytes": 10 * 4096}])
-    samples = [method(1090, 7), method(2190, 7), method(2290, 7, INDEX),
-               Sample("profiler.WallClockSample", 1500, 7, "ReadStage-1", READ, "STATE_RUNNABLE", 3),
-               Sample("profiler.WallClockSample", 1600, 9, "CompactionExecutor:1", INDEX, "STATE_RUNNABLE", 1),
-               Sample("profiler.WallClockSample", 1700, 7, "ReadStage-1", INDEX, "STATE_SLEEPING", 5)]
-    write_profile(writer, samples, window_ids=[2, 4], profiler="async-profiler 4.1",
-                  read_method="sun.nio.ch.FileDispatcherImpl.pread", wall_interval_ns=1_000_000)
+        writer.add_file_io(
+            [
+                {"window_id": 2, "file_id": data, "cache_miss_pages": 8, "cache_miss_bytes": 8 * 4096},
+                {"window_id": 4, "file_id": data, "cache_miss_pages": 10, "cache_miss_bytes": 10 * 4096},
+            ]
+        )
+    samples = [
+        method(1090, 7),
+        method(2190, 7),
+        method(2290, 7, INDEX),
+        Sample("profiler.WallClockSample", 1500, 7, "ReadStage-1", READ, "STATE_RUNNABLE", 3),
+        Sample("profiler.WallClockSample", 1600, 9, "CompactionExecutor:1", INDEX, "STATE_RUNNABLE", 1),
+        Sample("profiler.WallClockSample", 1700, 7, "ReadStage-1", INDEX, "STATE_SLEEPING", 5),
+    ]
+    write_profile(
+        writer,
+        samples,
+        window_ids=[2, 4],
+        profiler="async-profiler 4.1",
+        read_method="sun.nio.ch.FileDispatcherImpl.pread",
+        wall_interval_ns=1_000_000,
+    )
     return writer.finish()
 
 
 def test_the_profile_weights_stacks_by_bytes_and_counts_what_has_no_stack(tmp_path):
     profile = analyse(_trace(tmp_path / "t.trace")).profile
-    assert profile.data_read_bytes == 16384 * 2 + 1000 + 24       # the warmup's read is out of scope
+    assert profile.data_read_bytes == 16384 * 2 + 1000 + 24  # the warmup's read is out of scope
     assert profile.joined_bytes == profile.cassandra_bytes == 16384 * 2 + 1000
     assert [(w.stack, w.value) for w in profile.stacks_bytes] == [(READ, 32768), (INDEX, 1000)]
     assert profile.top_frames[0].frame == "org.apache.cassandra.db.marshal.AbstractType.skipValue"
@@ -99,26 +154,38 @@ def test_a_trace_without_a_profile_has_none(tmp_path):
 
 
 def test_a_fault_takes_the_stack_of_its_threads_nearest_wall_sample_within_the_bound():
-    wall = [Sample("profiler.WallClockSample", ts, 7, "ReadStage-1", stack, "STATE_RUNNABLE", 1)
-            for ts, stack in ((1000, READ), (4000, INDEX))]
-    fills = [LoggedFill(2400, 7, 1, 1), LoggedFill(2600, 7, 1, 1), LoggedFill(1000 + FILL_JOIN_NS + 1, 8, 1, 1),
-             LoggedFill(4000 + FILL_JOIN_NS + 1, 7, 1, 1)]
+    wall = [
+        Sample("profiler.WallClockSample", ts, 7, "ReadStage-1", stack, "STATE_RUNNABLE", 1)
+        for ts, stack in ((1000, READ), (4000, INDEX))
+    ]
+    fills = [
+        LoggedFill(2400, 7, 1, 1),
+        LoggedFill(2600, 7, 1, 1),
+        LoggedFill(1000 + FILL_JOIN_NS + 1, 8, 1, 1),
+        LoggedFill(4000 + FILL_JOIN_NS + 1, 7, 1, 1),
+    ]
     joined = [sample.stack if sample else None for _, sample in nearest_samples(fills, wall)]
-    assert joined == [READ, INDEX, None, None]   # another thread's sample, or one too far, lends nothing
+    assert joined == [READ, INDEX, None, None]  # another thread's sample, or one too far, lends nothing
 
 
 def test_fill_bytes_go_on_the_stack_of_their_read_or_of_the_faulting_threads_sample_and_the_rest_is_undetermined(
-        tmp_path):
+    tmp_path,
+):
     profile = analyse(_trace(tmp_path / "t.trace", fills=True)).profile
     page = 4096
     assert profile.data_fill_bytes == 18 * page
-    assert profile.fill_call_bytes == 6 * page      # the reads at 1100 and 2200, on their call's stack
-    assert profile.fill_fault_bytes == 4 * page     # faults at 1500 (sample 1500) and 1650 (sample 1700)
-    assert profile.fill_undetermined == {UNDETERMINED_READS: 1 * page, UNDETERMINED_FAULTS: 5 * page,
-                                         UNDETERMINED_UNLOGGED: 2 * page}
+    assert profile.fill_call_bytes == 6 * page  # the reads at 1100 and 2200, on their call's stack
+    assert profile.fill_fault_bytes == 4 * page  # faults at 1500 (sample 1500) and 1650 (sample 1700)
+    assert profile.fill_undetermined == {
+        UNDETERMINED_READS: 1 * page,
+        UNDETERMINED_FAULTS: 5 * page,
+        UNDETERMINED_UNLOGGED: 2 * page,
+    }
     assert profile.fill_on_stacks_bytes + profile.fill_undetermined_bytes == profile.data_fill_bytes
     assert [(w.stack, w.syscall_bytes, w.fill_bytes, w.value) for w in profile.stacks_bytes] == [
-        (READ, 32768, 9 * page, 32768 + 9 * page), (INDEX, 1000, 1 * page, 1000 + page)]
+        (READ, 32768, 9 * page, 32768 + 9 * page),
+        (INDEX, 1000, 1 * page, 1000 + page),
+    ]
     assert profile.fill_cassandra_bytes == 10 * page
     assert profile.top_frames[0].bytes == 32768 + 9 * page
 
@@ -142,10 +209,15 @@ def test_reports_say_which_measures_a_stacks_bytes_add_up_and_what_stays_undeter
     profile = json.loads(render(analysis, "json"))["profile"]
     assert profile["bytes_measures"] == "bytes read syscalls returned + page-cache fill bytes"
     assert [(s["syscall_bytes"], s["fill_bytes"], s["bytes"]) for s in profile["stacks_bytes"]] == [
-        (32768, 9 * 4096, 32768 + 9 * 4096), (1000, 4096, 1000 + 4096)]
+        (32768, 9 * 4096, 32768 + 9 * 4096),
+        (1000, 4096, 1000 + 4096),
+    ]
     assert profile["data_fill_bytes"] == 18 * 4096 and profile["fill_undetermined_bytes"] == 8 * 4096
     assert {u["why"]: u["bytes"] for u in profile["fill_undetermined"]} == {
-        UNDETERMINED_READS: 4096, UNDETERMINED_FAULTS: 5 * 4096, UNDETERMINED_UNLOGGED: 2 * 4096}
+        UNDETERMINED_READS: 4096,
+        UNDETERMINED_FAULTS: 5 * 4096,
+        UNDETERMINED_UNLOGGED: 2 * 4096,
+    }
     text = render(analysis, "text")
     assert "Page-cache fills of the Data files: 40.0 KiB of 72.0 KiB on a Java stack" in text
     assert "undetermined: 32.0 KiB" in text

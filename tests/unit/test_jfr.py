@@ -9,9 +9,15 @@ from casstrace.errors import CasstraceError
 from casstrace.probes.jvm.jfr import read_samples
 
 RECORDING = Path(__file__).resolve().parents[1] / "data" / "jfr" / "preadloop.jfr"
-READ_PATH = ("PreadLoop.main", "sun.nio.ch.FileChannelImpl.read", "sun.nio.ch.FileChannelImpl.readInternal",
-             "sun.nio.ch.IOUtil.read", "sun.nio.ch.IOUtil.read", "sun.nio.ch.IOUtil.readIntoNativeBuffer",
-             "sun.nio.ch.FileDispatcherImpl.pread")
+READ_PATH = (
+    "PreadLoop.main",
+    "sun.nio.ch.FileChannelImpl.read",
+    "sun.nio.ch.FileChannelImpl.readInternal",
+    "sun.nio.ch.IOUtil.read",
+    "sun.nio.ch.IOUtil.read",
+    "sun.nio.ch.IOUtil.readIntoNativeBuffer",
+    "sun.nio.ch.FileDispatcherImpl.pread",
+)
 
 
 def test_every_sample_of_the_recording_is_read_as_the_jdks_jfr_tool_counts_them():
@@ -26,13 +32,13 @@ def test_method_samples_carry_the_stack_root_first_the_thread_and_the_time():
     assert {s.stack for s in calls} == {READ_PATH}
     assert {s.thread for s in calls} == {"main"} and len({s.tid for s in calls}) == 1
     times = [s.ts_ns for s in calls]
-    assert times == sorted(times) and times[-1] - times[0] < 2_000_000_000   # CLOCK_MONOTONIC ns, one session
+    assert times == sorted(times) and times[-1] - times[0] < 2_000_000_000  # CLOCK_MONOTONIC ns, one session
 
 
 def test_wall_clock_samples_carry_the_thread_state_and_their_weight():
     wall = [s for s in read_samples(RECORDING) if s.event == "profiler.WallClockSample"]
     assert {s.state for s in wall} == {"STATE_RUNNABLE", "STATE_SLEEPING"}
-    assert all(s.weight >= 1 for s in wall) and sum(s.weight for s in wall) > len(wall)   # idle batches
+    assert all(s.weight >= 1 for s in wall) and sum(s.weight for s in wall) > len(wall)  # idle batches
     assert any(s.stack and s.stack[0] == "PreadLoop.main" for s in wall if s.state == "STATE_RUNNABLE")
 
 

@@ -35,8 +35,9 @@ def node():
 
 def _owner(node_pid: int, directory: Path) -> subprocess.Popen:
     """A casstrace that wrote a change down and is still running."""
-    owner = subprocess.Popen([sys.executable, "-c", RECORD, str(node_pid), str(directory)], stdout=subprocess.PIPE,
-                             text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", RECORD, str(node_pid), str(directory)], stdout=subprocess.PIPE, text=True
+    )
     assert owner.stdout is not None and owner.stdout.readline() == "recorded\n"
     return owner
 
@@ -44,14 +45,18 @@ def _owner(node_pid: int, directory: Path) -> subprocess.Popen:
 def test_a_change_whose_owner_was_killed_is_left_behind(node, tmp_path):
     owner = _owner(node.pid, tmp_path)
     ledger = Ledger(node.pid, tmp_path)
-    assert ledger.left_behind() == []            # its owner still runs: it will put it back itself
+    assert ledger.left_behind() == []  # its owner still runs: it will put it back itself
     owner.send_signal(signal.SIGKILL)
     time.sleep(0.2)
-    assert ledger.left_behind() != []            # dead, not yet reaped (a zombie): gone all the same
+    assert ledger.left_behind() != []  # dead, not yet reaped (a zombie): gone all the same
     owner.wait()
     (change,) = ledger.left_behind()
-    assert (change.what, change.original, change.changed_to, change.owner_pid) == \
-           (TRACE_PROBABILITY, 0.002, 0.3, owner.pid)
+    assert (change.what, change.original, change.changed_to, change.owner_pid) == (
+        TRACE_PROBABILITY,
+        0.002,
+        0.3,
+        owner.pid,
+    )
     ledger.forget(TRACE_PROBABILITY)
     assert ledger.left_behind() == []
 
@@ -60,11 +65,11 @@ def test_a_live_owner_holds_its_change_against_another_casstrace(node, tmp_path)
     owner = _owner(node.pid, tmp_path)
     try:
         with pytest.raises(CasstraceError, match=f"another casstrace \\(pid {owner.pid}\\) holds"):
-            Ledger(node.pid, tmp_path).record(TRACE_PROBABILITY, 0.3, 0.5)   # would take 0.3 for the original
+            Ledger(node.pid, tmp_path).record(TRACE_PROBABILITY, 0.3, 0.5)  # would take 0.3 for the original
     finally:
         owner.kill()
         owner.wait()
-    with pytest.raises(CasstraceError, match="watch --restore"):   # left behind: put back first
+    with pytest.raises(CasstraceError, match="watch --restore"):  # left behind: put back first
         Ledger(node.pid, tmp_path).record(TRACE_PROBABILITY, 0.3, 0.5)
 
 
@@ -84,4 +89,4 @@ def test_a_restarted_node_forgot_the_change(tmp_path):
 def test_a_reused_pid_is_not_the_owner(node):
     start = process_start(node.pid)
     assert start is not None and alive(node.pid, start)
-    assert not alive(node.pid, start + 1)   # same pid, another start: another process
+    assert not alive(node.pid, start + 1)  # same pid, another start: another process

@@ -9,7 +9,7 @@ from casstrace.analyses import analyse
 from casstrace.reports import render
 
 MiB = 1 << 20
-FULL_ROW_READ = 62_574_592     # what the full-row read touches, in 4 KiB pages (the 5.0 demo)
+FULL_ROW_READ = 62_574_592  # what the full-row read touches, in 4 KiB pages (the 5.0 demo)
 
 
 def test_a_warm_mmap_read_is_counted_and_flagged(tmp_path):
@@ -93,7 +93,7 @@ def test_a_page_seen_by_a_syscall_and_the_map_counts_once(tmp_path):
 
 def test_format_1_traces_are_read_and_their_mapped_pages_are_not_measured(tmp_path):
     path = synthetic.warm_mmap(tmp_path / "v1.trace", touched=0, measured=False)
-    with sqlite3.connect(path) as db:   # what a format-1 writer made: none of format 2's additions
+    with sqlite3.connect(path) as db:  # what a format-1 writer made: none of format 2's additions
         db.execute("ALTER TABLE file_io DROP COLUMN mapped_touched_bytes")
         db.execute("ALTER TABLE file_io DROP COLUMN mapped_huge_bytes")
         db.execute("DROP TABLE mappings")
@@ -104,7 +104,7 @@ def test_format_1_traces_are_read_and_their_mapped_pages_are_not_measured(tmp_pa
     analysis = analyse(path)
     assert analysis.measures["mapped"] is False
     assert analysis.overall.mapped_touched_bytes is None
-    assert analysis.verdict.status == "undetermined"            # disk_access_mode mmap: reads unseen
+    assert analysis.verdict.status == "undetermined"  # disk_access_mode mmap: reads unseen
     assert "disk_access_mode is 'mmap'" in analysis.verdict.summary
     assert any("mapped pages touched" in warning for warning in analysis.warnings)
 
@@ -115,14 +115,22 @@ def test_an_import_that_saw_no_data_read_on_a_node_of_unknown_mode_is_undetermin
     from casstrace.traces import TraceWriter
 
     writer = TraceWriter(tmp_path / "import.trace")
-    writer.set_meta(backend="sysdig", source="import of mmap-node.scap", query="SELECT c0 FROM demo.wide WHERE id = 1",
-                    keyspace="demo", measures={"syscalls": True, "offsets": True, "page_cache": False,
-                                               "latency": True, "wire": True},
-                    capture_start_ns=0, capture_end_ns=10, lost_events=0, unstreamed_events=0)
+    writer.set_meta(
+        backend="sysdig",
+        source="import of mmap-node.scap",
+        query="SELECT c0 FROM demo.wide WHERE id = 1",
+        keyspace="demo",
+        measures={"syscalls": True, "offsets": True, "page_cache": False, "latency": True, "wire": True},
+        capture_start_ns=0,
+        capture_end_ns=10,
+        lost_events=0,
+        unstreamed_events=0,
+    )
     window = writer.add_window("capture", 0, 10)
     writer.file_id(synthetic.DATA_PATH, "file", size_bytes=synthetic.DATA_SIZE)
-    client = writer.file_id(synthetic.CLIENT_SOCKET, "socket", local_addr="127.0.0.1:9042",
-                            remote_addr="127.0.0.1:50412")
+    client = writer.file_id(
+        synthetic.CLIENT_SOCKET, "socket", local_addr="127.0.0.1:9042", remote_addr="127.0.0.1:50412"
+    )
     writer.add_file_io([{"window_id": window, "file_id": client, "write_calls": 1, "write_bytes": 21_000}])
     analysis = analyse(writer.finish())
     assert analysis.overall.data_read_bytes == 0

@@ -13,7 +13,6 @@ import pytest
 from casstrace.errors import CasstraceError
 from casstrace.node.jvm import DAEMON_CLASS, cassandra_at
 from casstrace.node.namespaces import container_ids, container_jvm
-
 from foreign_jvms import in_container_cgroup
 
 ID = "3f2a9c1be8d4" + "0" * 50 + "ab"
@@ -23,8 +22,9 @@ CGROUPS = {
     "docker, systemd driver": f"0::/system.slice/docker-{ID}.scope\n",
     "podman": f"0::/machine.slice/libpod-{ID}.scope/container\n",
     "containerd under Kubernetes, cgroupfs": f"0::/kubepods/burstable/pod0c6b1d2e-1111-2222-3333-444455556666/{ID}\n",
-    "containerd under Kubernetes, systemd": ("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0c6b"
-                                             f".slice/cri-containerd-{ID}.scope\n"),
+    "containerd under Kubernetes, systemd": (
+        f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0c6b.slice/cri-containerd-{ID}.scope\n"
+    ),
     "CRI-O": f"0::/kubepods.slice/kubepods-pod0c6b.slice/crio-{ID}.scope\n",
 }
 
@@ -62,10 +62,28 @@ def containers():
     podman's containers are: [(pid, address, container id)]."""
     found = []
     with ExitStack() as stack:
-        for address, parent, prefix in (("10.213.0.5", "system.slice", "docker-"),
-                                        ("10.213.0.6", "machine.slice", "libpod-")):
-            process = subprocess.Popen(["unshare", "--net", "--", "sh", "-c", IN_NAMESPACE, "sh", address,
-                                        sys.executable, "-c", LISTENER, DAEMON_CLASS], stdout=subprocess.PIPE, text=True)
+        for address, parent, prefix in (
+            ("10.213.0.5", "system.slice", "docker-"),
+            ("10.213.0.6", "machine.slice", "libpod-"),
+        ):
+            process = subprocess.Popen(
+                [
+                    "unshare",
+                    "--net",
+                    "--",
+                    "sh",
+                    "-c",
+                    IN_NAMESPACE,
+                    "sh",
+                    address,
+                    sys.executable,
+                    "-c",
+                    LISTENER,
+                    DAEMON_CLASS,
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             stack.callback(process.wait)
             stack.callback(process.kill)
             assert process.stdout.readline().strip() == "listening"
@@ -90,14 +108,23 @@ def test_container_jvm_by_id_or_its_prefix(containers):
     assert all(str(pid) in error.value.message for pid, _, _ in containers)
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (("run", "SELECT * FROM ks.t", "--container", "0123456789ab"), "no Cassandra JVM runs in container '0123456789ab'"),
-    (("capture", "--container", "no-such-container", "--duration", "1", "--out", "x.trace"),
-     "no Cassandra JVM runs in container 'no-such-container'"),
-    (("watch", "--pid", "1", "--container", "0123456789ab"), "--pid and --container both name the JVM"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (
+            ("run", "SELECT * FROM ks.t", "--container", "0123456789ab"),
+            "no Cassandra JVM runs in container '0123456789ab'",
+        ),
+        (
+            ("capture", "--container", "no-such-container", "--duration", "1", "--out", "x.trace"),
+            "no Cassandra JVM runs in container 'no-such-container'",
+        ),
+        (("watch", "--pid", "1", "--container", "0123456789ab"), "--pid and --container both name the JVM"),
+    ],
+)
 def test_a_container_that_is_not_there_is_one_line(args, fragment, tmp_path):
     from casstrace_cli import casstrace
+
     result = casstrace(*args, cwd=tmp_path)
     assert result.returncode != 0 and not (tmp_path / "x.trace").exists()
     last = result.stderr.strip().splitlines()[-1]

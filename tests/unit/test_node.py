@@ -28,8 +28,10 @@ LISTENER = textwrap.dedent("""
 @pytest.fixture
 def daemon_lookalikes():
     """Two processes with the Cassandra main class as an argument, each listening on its own port."""
-    processes = [subprocess.Popen([sys.executable, "-c", LISTENER, DAEMON_CLASS], stdout=subprocess.PIPE, text=True)
-                 for _ in range(2)]
+    processes = [
+        subprocess.Popen([sys.executable, "-c", LISTENER, DAEMON_CLASS], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     try:
         yield [(process.pid, int(process.stdout.readline())) for process in processes]
     finally:
@@ -76,20 +78,29 @@ def test_pid_of_a_non_cassandra_process_or_no_process():
         find_cassandra(pid=pid_max + 1)
 
 
-@pytest.mark.integration   # unshare --pid needs root
+@pytest.mark.integration  # unshare --pid needs root
 def test_no_cassandra_jvm_in_a_process_namespace_without_one():
     # A fresh PID namespace with its own /proc sees only its own processes: a real machine
     # state with no Cassandra JVM, without stopping anyone's Cassandra.
     probe = subprocess.run(
-        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
-         "from casstrace.node.jvm import find_cassandra; find_cassandra()"],
-        capture_output=True, text=True,
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            sys.executable,
+            "-c",
+            "from casstrace.node.jvm import find_cassandra; find_cassandra()",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert probe.returncode != 0
     assert "no Cassandra JVM runs on this node" in probe.stderr
 
 
 # -- settings like cqlsh ---------------------------------------------------------------------------
+
 
 def write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,14 +110,17 @@ def write(path, text):
 
 def test_cqlshrc_gives_host_port_and_credentials(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
-    write(tmp_path / ".cassandra" / "cqlshrc", """
+    write(
+        tmp_path / ".cassandra" / "cqlshrc",
+        """
         [connection]
         hostname = 127.0.0.2
         port = 19999
         [authentication]
         username = rc_user
         password = rc%secret
-    """)
+    """,
+    )
     settings = resolve_settings(environ={})
     assert (settings.host, settings.port) == ("127.0.0.2", 19999)
     assert (settings.username, settings.password) == ("rc_user", "rc%secret")
@@ -116,33 +130,52 @@ def test_cqlshrc_gives_host_port_and_credentials(tmp_path, monkeypatch):
 
 def test_precedence_flag_then_environment_then_credentials_file_then_cqlshrc(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
-    credentials = write(tmp_path / "creds", """
+    credentials = write(
+        tmp_path / "creds",
+        """
         [PlainTextAuthProvider]
         username = file_user
         password = file_secret
-    """)
-    write(tmp_path / ".cassandra" / "cqlshrc", f"""
+    """,
+    )
+    write(
+        tmp_path / ".cassandra" / "cqlshrc",
+        f"""
         [connection]
         hostname = 127.0.0.2
         [authentication]
         username = rc_user
         password = rc_secret
         credentials = {credentials}
-    """)
+    """,
+    )
     from_file = resolve_settings(environ={})
     assert (from_file.username, from_file.password) == ("file_user", "file_secret")
-    from_env = resolve_settings(environ={"CASSTRACE_USERNAME": "env_user", "CASSTRACE_PASSWORD": "env_secret",
-                                         "CQLSH_HOST": "127.0.0.3", "CQLSH_PORT": "9043"})
+    from_env = resolve_settings(
+        environ={
+            "CASSTRACE_USERNAME": "env_user",
+            "CASSTRACE_PASSWORD": "env_secret",
+            "CQLSH_HOST": "127.0.0.3",
+            "CQLSH_PORT": "9043",
+        }
+    )
     assert (from_env.host, from_env.port, from_env.username, from_env.password) == (
-        "127.0.0.3", 9043, "env_user", "env_secret")
-    from_flags = resolve_settings(host="127.0.0.4", port=9044, username="flag_user",
-                                  environ={"CQLSH_HOST": "127.0.0.3"})
+        "127.0.0.3",
+        9043,
+        "env_user",
+        "env_secret",
+    )
+    from_flags = resolve_settings(
+        host="127.0.0.4", port=9044, username="flag_user", environ={"CQLSH_HOST": "127.0.0.3"}
+    )
     assert (from_flags.host, from_flags.port, from_flags.username) == ("127.0.0.4", 9044, "flag_user")
 
 
 def test_tls_options_like_cqlsh(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
-    rc = write(tmp_path / "rc", """
+    rc = write(
+        tmp_path / "rc",
+        """
         [connection]
         ssl = true
         [ssl]
@@ -152,10 +185,15 @@ def test_tls_options_like_cqlsh(tmp_path, monkeypatch):
         userkey = ~/client.key
         [certfiles]
         10.0.0.9 = ~/node9.pem
-    """)
+    """,
+    )
     tls = resolve_settings(cqlshrc=rc, environ={}).tls
     assert (tls.certfile, tls.validate, tls.usercert, tls.userkey) == (
-        f"{tmp_path}/ca.pem", False, f"{tmp_path}/client.pem", f"{tmp_path}/client.key")
+        f"{tmp_path}/ca.pem",
+        False,
+        f"{tmp_path}/client.pem",
+        f"{tmp_path}/client.key",
+    )
     assert resolve_settings(host="10.0.0.9", cqlshrc=rc, environ={}).tls.certfile == f"{tmp_path}/node9.pem"
     overridden = resolve_settings(cqlshrc=rc, environ={"SSL_CERTFILE": "/etc/ca.pem", "SSL_VALIDATE": "true"}).tls
     assert (overridden.certfile, overridden.validate) == ("/etc/ca.pem", True)

@@ -14,20 +14,28 @@ def started_with(tmp_path, yaml: str) -> CassandraProcess:
     config = tmp_path / "cassandra.yaml"
     config.write_text(yaml)
     # This process stands for the JVM: it sees our own file tree, so its paths are ours.
-    return CassandraProcess(os.getpid(), ("java", f"-Dcassandra.config=file://{config}",
-                                          "org.apache.cassandra.service.CassandraDaemon"))
+    return CassandraProcess(
+        os.getpid(), ("java", f"-Dcassandra.config=file://{config}", "org.apache.cassandra.service.CassandraDaemon")
+    )
 
 
-@pytest.mark.parametrize("yaml, expected", [
-    ("cluster_name: x\ndata_file_directories:\n  - /var/lib/cassandra/data\ncommitlog_directory: /c\n",
-     ["/var/lib/cassandra/data"]),
-    ("data_file_directories:\n    # two disks\n    - '/disk1/data'   # the first\n\n"
-     "    - \"/disk2/data\"\nx: 1\n",
-     ["/disk1/data", "/disk2/data"]),
-    ("data_file_directories: [/disk1/data, '/disk2/data']  # flow style\n", ["/disk1/data", "/disk2/data"]),
-    ("# data_file_directories:\n#     - /var/lib/cassandra/data\ncluster_name: x\n", []),
-    ("cluster_name: x\n", []),
-])
+@pytest.mark.parametrize(
+    "yaml, expected",
+    [
+        (
+            "cluster_name: x\ndata_file_directories:\n  - /var/lib/cassandra/data\ncommitlog_directory: /c\n",
+            ["/var/lib/cassandra/data"],
+        ),
+        (
+            "data_file_directories:\n    # two disks\n    - '/disk1/data'   # the first\n\n"
+            '    - "/disk2/data"\nx: 1\n',
+            ["/disk1/data", "/disk2/data"],
+        ),
+        ("data_file_directories: [/disk1/data, '/disk2/data']  # flow style\n", ["/disk1/data", "/disk2/data"]),
+        ("# data_file_directories:\n#     - /var/lib/cassandra/data\ncluster_name: x\n", []),
+        ("cluster_name: x\n", []),
+    ],
+)
 def test_data_file_directories_of_the_yaml(tmp_path, yaml, expected):
     assert yaml_data_directories(started_with(tmp_path, yaml)) == expected
 

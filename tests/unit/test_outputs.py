@@ -38,6 +38,7 @@ def fingerprint(path: Path) -> tuple:
 
 # -- the policy itself ----------------------------------------------------------------------------
 
+
 def test_an_existing_file_needs_force(tmp_path):
     target = tmp_path / "r.txt"
     target.write_text("mine")
@@ -49,11 +50,14 @@ def test_an_existing_file_needs_force(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.txt"]
 
 
-@pytest.mark.parametrize("make, kind", [
-    (lambda p: os.mkdir(p), "a directory"),
-    (lambda p: os.mkfifo(p), "a FIFO"),
-    (lambda p: os.symlink(p.parent / "elsewhere", p), "a symbolic link"),
-])
+@pytest.mark.parametrize(
+    "make, kind",
+    [
+        (lambda p: os.mkdir(p), "a directory"),
+        (lambda p: os.mkfifo(p), "a FIFO"),
+        (lambda p: os.symlink(p.parent / "elsewhere", p), "a symbolic link"),
+    ],
+)
 def test_only_regular_files_are_ever_replaced(tmp_path, make, kind):
     (tmp_path / "elsewhere").write_text("the link's target")
     target = tmp_path / "out"
@@ -100,10 +104,10 @@ def test_the_trace_writer_follows_the_policy(tmp_path):
         TraceWriter("/dev/null", force=True)
     writer = TraceWriter(target, force=True)
     os.unlink(target)
-    os.mkfifo(target)                        # appears while the trace is written
+    os.mkfifo(target)  # appears while the trace is written
     with pytest.raises(CasstraceError, match="a FIFO"):
         writer.finish()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.trace"]   # no partial left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.trace"]  # no partial left
 
 
 def test_the_html_beside_a_trace_never_takes_its_name(tmp_path):
@@ -114,6 +118,7 @@ def test_the_html_beside_a_trace_never_takes_its_name(tmp_path):
 
 # -- the commands ---------------------------------------------------------------------------------
 
+
 def test_report_refuses_to_write_over_its_trace_even_with_force(trace, tmp_path):
     before = fingerprint(trace)
     for args in (["-o", trace], ["-o", trace, "--force"], ["-o", tmp_path / "." / "t.trace", "--force"]):
@@ -121,7 +126,9 @@ def test_report_refuses_to_write_over_its_trace_even_with_force(trace, tmp_path)
         assert "it is one of this command's inputs" in line
     link = tmp_path / "link.md"
     os.symlink(trace, link)
-    assert "refusing to write over" in one_error_line(casstrace("report", trace, "--format", "md", "-o", link, "--force"))
+    assert "refusing to write over" in one_error_line(
+        casstrace("report", trace, "--format", "md", "-o", link, "--force")
+    )
     assert fingerprint(trace) == before
 
 
@@ -144,13 +151,16 @@ def test_report_of_a_trace_named_html_writes_beside_it(tmp_path):
     assert fingerprint(trace) == before and (tmp_path / "x.report.html").is_file()
 
 
-@pytest.mark.parametrize("command", [
-    ["report", "{trace}", "--format", "json", "-o", "/dev/full", "--force"],
-    ["compare", "{trace}", "{trace}", "--format", "md", "-o", "/dev/full", "--force"],
-    ["capture", "--out", "/dev/full", "--force", "--", "true"],
-    ["run", "SELECT * FROM ks.t", "--out", "/dev/full", "--force"],
-    ["import", "{trace}", "--out", "/dev/full", "--force"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "{trace}", "--format", "json", "-o", "/dev/full", "--force"],
+        ["compare", "{trace}", "{trace}", "--format", "md", "-o", "/dev/full", "--force"],
+        ["capture", "--out", "/dev/full", "--force", "--", "true"],
+        ["run", "SELECT * FROM ks.t", "--out", "/dev/full", "--force"],
+        ["import", "{trace}", "--out", "/dev/full", "--force"],
+    ],
+)
 def test_no_command_replaces_a_device(command, trace):
     before = fingerprint(Path("/dev/full"))
     line = one_error_line(casstrace(*(word.format(trace=trace) for word in command)))
@@ -196,12 +206,20 @@ INPUT_NAMES = {
 
 
 @pytest.mark.parametrize("name", INPUT_NAMES)
-@pytest.mark.parametrize("command, victim", OVER_AN_INPUT, ids=[" ".join(c[:2]) + f" over {v}" for c, v in OVER_AN_INPUT])
+@pytest.mark.parametrize(
+    "command, victim", OVER_AN_INPUT, ids=[" ".join(c[:2]) + f" over {v}" for c, v in OVER_AN_INPUT]
+)
 def test_no_command_writes_over_one_of_its_inputs(tmp_path, command, victim, name):
     """import X.scap --out X.scap --force once replaced the capture it was importing with its trace."""
-    files = {"scap": tmp_path / "x.scap", "data": tmp_path / "data.bin", "script": tmp_path / "script.sh",
-             "query": tmp_path / "q.cql", "cqlshrc": tmp_path / "cqlshrc", "trace": tmp_path / "a.trace",
-             "other": tmp_path / "b.trace"}
+    files = {
+        "scap": tmp_path / "x.scap",
+        "data": tmp_path / "data.bin",
+        "script": tmp_path / "script.sh",
+        "query": tmp_path / "q.cql",
+        "cqlshrc": tmp_path / "cqlshrc",
+        "trace": tmp_path / "a.trace",
+        "other": tmp_path / "b.trace",
+    }
     files["scap"].write_bytes(SCAP.read_bytes())
     files["data"].write_bytes(os.urandom(4096))
     files["script"].write_text("#!/bin/sh\ntrue\n")

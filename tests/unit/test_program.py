@@ -27,7 +27,7 @@ def test_records_are_the_same_layout_in_c_and_python():
     assert f"    char text[{program.NOTICE_PATH}];\n    u32 tgid;\n    u32 _pad;\n}};" in notice
     unpacker = record_struct(FollowedNoticeRecord)
     assert unpacker.size == ctypes.sizeof(FollowedNoticeRecord)
-    assert unpacker.format.endswith(f"{program.NOTICE_PATH}sI4x")   # padding skipped when unpacking
+    assert unpacker.format.endswith(f"{program.NOTICE_PATH}sI4x")  # padding skipped when unpacking
     assert record_struct(EventRecord).format == "<QQqqqQIiIIIIQII"
 
 

@@ -9,21 +9,39 @@ from casstrace.reports.prometheus import Exposition
 
 
 def _statement(text: str, executions: int, bytes_per_execution: float) -> StatementIO:
-    return StatementIO(statement=text, sampled_executions=executions, estimated_executions=executions * 100,
-                       sstable_bytes=round(executions * bytes_per_execution),
-                       estimated_sstable_bytes=executions * bytes_per_execution * 100,
-                       sstable_read_bytes_per_execution=bytes_per_execution,
-                       data_read_bytes_per_execution=bytes_per_execution,
-                       components=[ComponentRead("ks.t", "Data", bytes_per_execution, bytes_per_execution, 0.0)],
-                       rows_per_execution=1.0, bytes_per_row=bytes_per_execution, latency_p50_s=None,
-                       latency_p99_s=None, consistency=[], unmatched_threads=[],
-                       necessary_bytes_per_execution=bytes_per_execution / 4)
+    return StatementIO(
+        statement=text,
+        sampled_executions=executions,
+        estimated_executions=executions * 100,
+        sstable_bytes=round(executions * bytes_per_execution),
+        estimated_sstable_bytes=executions * bytes_per_execution * 100,
+        sstable_read_bytes_per_execution=bytes_per_execution,
+        data_read_bytes_per_execution=bytes_per_execution,
+        components=[ComponentRead("ks.t", "Data", bytes_per_execution, bytes_per_execution, 0.0)],
+        rows_per_execution=1.0,
+        bytes_per_row=bytes_per_execution,
+        latency_p50_s=None,
+        latency_p99_s=None,
+        consistency=[],
+        unmatched_threads=[],
+        necessary_bytes_per_execution=bytes_per_execution / 4,
+    )
 
 
 def _watch(statements: list[StatementIO]) -> Watch:
-    return Watch(trace_path="", complete=True, warnings=[], notes=[], duration_s=10.0, probability=0.01,
-                 statements=sorted(statements, key=lambda s: -s.estimated_sstable_bytes), sstable_bytes=0,
-                 explained_bytes=0, unexplained=[], context={})
+    return Watch(
+        trace_path="",
+        complete=True,
+        warnings=[],
+        notes=[],
+        duration_s=10.0,
+        probability=0.01,
+        statements=sorted(statements, key=lambda s: -s.estimated_sstable_bytes),
+        sstable_bytes=0,
+        explained_bytes=0,
+        unexplained=[],
+        context={},
+    )
 
 
 def _value(page: str, prefix: str) -> float:
@@ -34,19 +52,28 @@ def _value(page: str, prefix: str) -> float:
 def test_counters_never_go_down_and_labels_stay_bounded():
     exposition = Exposition(top=2)
     tables = [TableRead("ks.t", "Data", 4096, 4096, 0)]
-    first = exposition.page(_watch([_statement("SELECT a FROM ks.t WHERE k = ?", 10, 4096),
-                                    _statement('SELECT "b\\" FROM ks.t', 5, 1024),
-                                    _statement("SELECT c FROM ks.t", 1, 10)]), tables)
+    first = exposition.page(
+        _watch(
+            [
+                _statement("SELECT a FROM ks.t WHERE k = ?", 10, 4096),
+                _statement('SELECT "b\\" FROM ks.t', 5, 1024),
+                _statement("SELECT c FROM ks.t", 1, 10),
+            ]
+        ),
+        tables,
+    )
     sampled = 'casstrace_statement_executions_total{statement="SELECT a FROM ks.t WHERE k = ?",kind="sampled"}'
     assert _value(first, sampled) == 10
     assert _value(first, 'casstrace_statement_executions_total{statement="other",kind="sampled"}') == 1
-    assert 'statement="SELECT \\"b\\\\\\" FROM ks.t"' in first            # escaped as the format says
+    assert 'statement="SELECT \\"b\\\\\\" FROM ks.t"' in first  # escaped as the format says
     assert _value(first, 'casstrace_statement_amplification_ratio{statement="SELECT a FROM ks.t WHERE k = ?"}') == 4
     # Recomputed a little lower (a shared slot shared anew), and a new statement outranking all:
-    second = exposition.page(_watch([_statement("SELECT a FROM ks.t WHERE k = ?", 9, 4096),
-                                     _statement("SELECT d FROM ks.t", 50, 8192)]), tables)
+    second = exposition.page(
+        _watch([_statement("SELECT a FROM ks.t WHERE k = ?", 9, 4096), _statement("SELECT d FROM ks.t", 50, 8192)]),
+        tables,
+    )
     assert _value(second, sampled) == 10
-    assert 'statement="SELECT d FROM ks.t"' not in second               # two labels taken: it is 'other'
+    assert 'statement="SELECT d FROM ks.t"' not in second  # two labels taken: it is 'other'
     assert _value(second, 'casstrace_statement_executions_total{statement="other",kind="sampled"}') == 50
     assert _value(second, "casstrace_sessions_sampled_total") == 59
     checked = subprocess.run(["promtool", "check", "metrics"], input=second, capture_output=True, text=True)

@@ -35,8 +35,9 @@ class FakeResult:
     def write(self, writer: TraceWriter) -> None:
         for window in self.windows:
             writer.add_window(window.label, window.start_ns, window.end_ns, window.execution)
-        writer.set_meta(backend="fake", capture_start_ns=self.windows[0].start_ns,
-                        capture_end_ns=self.windows[-1].end_ns)
+        writer.set_meta(
+            backend="fake", capture_start_ns=self.windows[0].start_ns, capture_end_ns=self.windows[-1].end_ns
+        )
 
 
 class FakeCapture:
@@ -108,9 +109,12 @@ def test_windows_follow_one_set_of_rules():
     assert windows.current == 1
     assert windows.begin("execution", 1, 200) == 2
     assert windows.begin("between", None, 300) == 3
-    assert windows.close(400) == (Window("between", None, 100, 200), Window("execution", 1, 200, 300),
-                                  Window("between", None, 300, 400))
-    assert windows.close(500)[-1].end_ns == 400   # the first close wins
+    assert windows.close(400) == (
+        Window("between", None, 100, 200),
+        Window("execution", 1, 200, 300),
+        Window("between", None, 300, 400),
+    )
+    assert windows.close(500)[-1].end_ns == 400  # the first close wins
     with pytest.raises(RuntimeError):
         windows.begin("execution", 2, 600)
     assert WindowLog(7).close(9) == (Window("capture", None, 7, 9),)
@@ -123,12 +127,28 @@ def test_sources_see_every_boundary_and_write_after_the_backend(tmp_path):
         windows.begin_window("execution", 1)
         windows.begin_window("between")
 
-    path = record(FakeCapture(log), TraceWriter(tmp_path / "t.trace"), body, sources=[FakeSource(log)],
-                  annotate=lambda writer: log.append("annotate"))
-    assert log == ["source start 1 capture", "start",
-                   "source start 2 execution", "backend window 2", "source end 1",
-                   "source start 3 between", "backend window 3", "source end 2",
-                   "stop", "source end 3", "source stop", "source write", "annotate"]
+    path = record(
+        FakeCapture(log),
+        TraceWriter(tmp_path / "t.trace"),
+        body,
+        sources=[FakeSource(log)],
+        annotate=lambda writer: log.append("annotate"),
+    )
+    assert log == [
+        "source start 1 capture",
+        "start",
+        "source start 2 execution",
+        "backend window 2",
+        "source end 1",
+        "source start 3 between",
+        "backend window 3",
+        "source end 2",
+        "stop",
+        "source end 3",
+        "source stop",
+        "source write",
+        "annotate",
+    ]
     with Trace(path) as trace:
         assert trace.complete and trace.meta["source_wrote"]
         assert [row["label"] for row in trace.rows("SELECT label FROM windows")] == ["between", "execution", "between"]
@@ -153,8 +173,12 @@ def test_a_failure_keeps_nothing_and_stops_every_source(tmp_path, fail_in):
 
     sources = [FailingSource(log, "bad")] if fail_in == "source" else [FakeSource(log)]
     with pytest.raises(CasstraceError):
-        record(FakeCapture(log, fail_start=fail_in == "start"), TraceWriter(tmp_path / "t.trace"),
-               body, sources=[*sources, FakeSource(log, "other")])
+        record(
+            FakeCapture(log, fail_start=fail_in == "start"),
+            TraceWriter(tmp_path / "t.trace"),
+            body,
+            sources=[*sources, FakeSource(log, "other")],
+        )
     assert list(tmp_path.iterdir()) == []
     assert log[-2:] == [f"{sources[0].name} stop", "other stop"] and "stop" in log
 
@@ -169,8 +193,13 @@ def test_a_signal_in_the_body_keeps_the_capture_marked_incomplete(tmp_path, sign
         raise AssertionError("the signal did not interrupt the body")
 
     with pytest.raises(Interrupted) as raised:
-        record(FakeCapture(log), TraceWriter(tmp_path / "t.trace"), body, sources=[FakeSource(log)],
-               collect=lambda interrupted: log.append(f"collect {interrupted}"))
+        record(
+            FakeCapture(log),
+            TraceWriter(tmp_path / "t.trace"),
+            body,
+            sources=[FakeSource(log)],
+            collect=lambda interrupted: log.append(f"collect {interrupted}"),
+        )
     assert raised.value.signum == signum and raised.value.exit_code == 128 + signum
     assert raised.value.trace == tmp_path / "t.trace" and not raised.value.trace_complete
     assert "collect True" in log and "source stop" in log and "source write" in log
@@ -186,14 +215,25 @@ def test_a_signal_while_attaching_waits_until_attached_then_detaches(tmp_path):
     class SignalledWhileStarting(FakeCapture):
         def start(self) -> None:
             os.kill(os.getpid(), signal.SIGINT)
-            log.append("still starting")   # not cut: the signal waits
+            log.append("still starting")  # not cut: the signal waits
             super().start()
 
     with pytest.raises(Interrupted) as raised:
-        record(SignalledWhileStarting(log), TraceWriter(tmp_path / "t.trace"),
-               lambda windows: log.append("body"), sources=[FakeSource(log)])
-    assert log == ["source start 1 capture", "still starting", "start", "stop", "source end 1", "source stop",
-                   "source write"]
+        record(
+            SignalledWhileStarting(log),
+            TraceWriter(tmp_path / "t.trace"),
+            lambda windows: log.append("body"),
+            sources=[FakeSource(log)],
+        )
+    assert log == [
+        "source start 1 capture",
+        "still starting",
+        "start",
+        "stop",
+        "source end 1",
+        "source stop",
+        "source write",
+    ]
     assert raised.value.trace is not None and raised.value.trace.exists()
 
 
@@ -213,7 +253,7 @@ def test_a_deferred_step_holds_sigterm_though_nothing_installed_the_handlers():
 def test_signals_while_writing_are_noted_and_raised_once_the_trace_is_whole(tmp_path, capfd):
     def annotate(writer: TraceWriter) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
-        os.kill(os.getpid(), signal.SIGINT)   # a second signal: noted, said, never raised
+        os.kill(os.getpid(), signal.SIGINT)  # a second signal: noted, said, never raised
         writer.set_meta(annotated=True)
 
     with pytest.raises(Interrupted) as raised:
@@ -229,7 +269,7 @@ def test_stale_partials_are_removed_and_live_ones_kept(tmp_path):
     stale = tmp_path / ".old.trace.partial"
     stale.write_bytes(b"half a trace")
     live = TraceWriter(tmp_path / "live.trace")
-    assert not stale.exists()   # the new writer removed what nobody held
+    assert not stale.exists()  # the new writer removed what nobody held
     held = tmp_path / ".held.trace.partial"
     with open(held, "wb") as holder:
         fcntl.flock(holder, fcntl.LOCK_EX)
@@ -251,8 +291,12 @@ def test_a_writer_replaces_its_own_stale_partial(tmp_path):
 
 def test_casstrace_traces_removes_what_a_killed_run_left(tmp_path):
     (tmp_path / ".killed.trace.partial").write_bytes(b"half a trace")
-    listed = subprocess.run([sys.executable, "-m", "casstrace", "traces", "--dir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "casstrace", "traces", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert listed.returncode == 0, listed.stderr
     assert "left by a casstrace that was killed" in listed.stderr
     assert list(tmp_path.iterdir()) == []

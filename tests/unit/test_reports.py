@@ -30,28 +30,47 @@ def hostile(tmp_path):
     """A table and query whose names carry HTML (quoted CQL identifiers may hold anything)."""
     table = f"wide{HOSTILE}"
     schema = synthetic.wide_table_schema(table=table)
-    return analyse(synthetic.wide_select_c0(
-        tmp_path / "hostile.trace", table_schema=schema,
-        query=f'SELECT c0 FROM demo."{table}" WHERE id = 1 -- </script><script>alert(2)</script>',
-        query_trace=[{"session_id": "s", "duration_us": 1, "events": [
-            {"activity": f"Read 1 live rows and 0 tombstone cells {HOSTILE}", "source_elapsed_us": 1, "thread": "t"}]}]))
+    return analyse(
+        synthetic.wide_select_c0(
+            tmp_path / "hostile.trace",
+            table_schema=schema,
+            query=f'SELECT c0 FROM demo."{table}" WHERE id = 1 -- </script><script>alert(2)</script>',
+            query_trace=[
+                {
+                    "session_id": "s",
+                    "duration_us": 1,
+                    "events": [
+                        {
+                            "activity": f"Read 1 live rows and 0 tombstone cells {HOSTILE}",
+                            "source_elapsed_us": 1,
+                            "thread": "t",
+                        }
+                    ],
+                }
+            ],
+        )
+    )
 
 
 def test_text_report_verdict_tables_and_spectrogram(wide):
     text = render(wide, "text")
     assert text.splitlines()[0] == f"casstrace report: {wide.trace_path}"
     assert "!! 7,606 per-call records were not streamed" in text
-    assert ("VERDICT: FLAGGED  Read 59.7 MiB from demo.wide's Data files; the necessary read of its result is 36.0 KiB per "
-            "execution (2 compressed chunks of 16.0 KiB") in text
-    assert "1,697x the necessary read (threshold 10x and 64.0 KiB per execution), 3,129x the 19.5 KiB of payload" in text
+    assert (
+        "VERDICT: FLAGGED  Read 59.7 MiB from demo.wide's Data files; the necessary read of its result is 36.0 KiB per "
+        "execution (2 compressed chunks of 16.0 KiB"
+    ) in text
+    assert (
+        "1,697x the necessary read (threshold 10x and 64.0 KiB per execution), 3,129x the 19.5 KiB of payload" in text
+    )
     assert "once fixed: about 36.0 KiB read per execution instead of 59.7 MiB (100.0% of the excess)" in text
     assert "* [likely] Full-row read" in text
     assert re.search(r"Data\.db\s+Data\s+59\.7 MiB\s+59\.7 MiB\s+3,803\s+0 B", text)
-    assert "not measured" in text            # the socket's page-cache misses
+    assert "not measured" in text  # the socket's page-cache misses
     assert "\033[" not in text
     coloured = render(wide, "text", ReportOptions(color=True))
-    assert "\033[48;5;160m" in coloured      # 3,000 calls in one cell: red, like csysdig
-    assert "\033[48;5;178m" in coloured      # 803 calls: yellow
+    assert "\033[48;5;160m" in coloured  # 3,000 calls in one cell: red, like csysdig
+    assert "\033[48;5;178m" in coloured  # 803 calls: yellow
     brief = render(wide, "text", ReportOptions(brief=True))
     assert "VERDICT: FLAGGED" in brief and "Full-row read" in brief and "== Executions ==" not in brief
 
@@ -79,17 +98,49 @@ def test_json_schema(wide):
     assert document["amplification"]["wire"] == 62_574_072 / 26_000
     measured = document["executions"][1]
     assert {k: measured[k] for k in ("latency_s", "rows", "payload_bytes", "wire_bytes")} == {
-        "latency_s": 0.9, "rows": 200, "payload_bytes": 20_000, "wire_bytes": 26_000}
+        "latency_s": 0.9,
+        "rows": 200,
+        "payload_bytes": 20_000,
+        "wire_bytes": 26_000,
+    }
     data = document["files"][0]
-    assert {k: data[k] for k in ("path", "keyspace", "table", "component", "read_bytes", "write_bytes", "read_calls",
-                                 "cache_miss_bytes", "seeks", "generation")} == {
-        "path": synthetic.DATA_PATH, "keyspace": "demo", "table": "wide", "component": "Data",
-        "read_bytes": 62_574_072, "write_bytes": 0, "read_calls": 3_803, "cache_miss_bytes": 0, "seeks": 1,
-        "generation": 13}
+    assert {
+        k: data[k]
+        for k in (
+            "path",
+            "keyspace",
+            "table",
+            "component",
+            "read_bytes",
+            "write_bytes",
+            "read_calls",
+            "cache_miss_bytes",
+            "seeks",
+            "generation",
+        )
+    } == {
+        "path": synthetic.DATA_PATH,
+        "keyspace": "demo",
+        "table": "wide",
+        "component": "Data",
+        "read_bytes": 62_574_072,
+        "write_bytes": 0,
+        "read_calls": 3_803,
+        "cache_miss_bytes": 0,
+        "seeks": 1,
+        "generation": 13,
+    }
     assert data["coverage"] == pytest.approx(0.3278, abs=1e-4)
     assert [f["cause"] for f in document["findings"]] == ["full_row_read", "whole_partition_scan"]
-    assert set(document["findings"][0]) == {"cause", "title", "certainty", "evidence", "suggestion",
-                                            "read_after_fix_bytes", "excess_share"}
+    assert set(document["findings"][0]) == {
+        "cause",
+        "title",
+        "certainty",
+        "evidence",
+        "suggestion",
+        "read_after_fix_bytes",
+        "excess_share",
+    }
     assert document["findings"][0]["excess_share"] == 1.0 and document["findings"][1]["excess_share"] is None
     assert document["amplification"]["necessary_bytes"] == 36_864
     assert document["amplification"]["over_necessary"] == 62_574_072 / 36_864
@@ -111,7 +162,7 @@ def test_html_escapes_every_name(hostile):
     page = render(hostile, "html")
     assert HOSTILE not in page
     assert "<script>alert(2)</script>" not in page
-    assert html.escape(f"wide{HOSTILE}") in page          # the table, as text
+    assert html.escape(f"wide{HOSTILE}") in page  # the table, as text
     # inside plotly's figure JSON '<' is written \u003c, so no tag can close the script
     assert "\\u003cimg src=x onerror" in page or "&lt;img src=x onerror" in page
 
@@ -120,28 +171,39 @@ def test_html_is_self_contained(wide):
     page = render(wide, "html")
     assert not re.search(r"<script[^>]+src=", page)
     assert not re.search(r"<link[^>]+href=", page)
-    assert page.count("Plotly.newPlot") == 4              # 2 offset maps + 2 spectrograms
+    assert page.count("Plotly.newPlot") == 4  # 2 offset maps + 2 spectrograms
     assert page.index("FLAGGED") < page.index("<h2>Files")  # the verdict first
 
 
-@pytest.mark.integration   # a headless browser
+@pytest.mark.integration  # a headless browser
 @pytest.mark.skipif(not shutil.which("chromium"), reason="chromium is not installed")
 def test_html_renders_offline_in_headless_chromium(tmp_path, wide):
     page = write(wide, "html", tmp_path / "report.html")
     ARTIFACTS.mkdir(exist_ok=True)
     screenshot = ARTIFACTS / "report-wide.png"
     screenshot.unlink(missing_ok=True)
-    chromium = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-                "--proxy-server=127.0.0.1:9",            # any network access fails
-                "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000", "--window-size=1400,4000"]
+    chromium = [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--proxy-server=127.0.0.1:9",  # any network access fails
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=10000",
+        "--window-size=1400,4000",
+    ]
     dom = subprocess.run(chromium + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], console
     assert dom.stdout.count('class="plot-container plotly"') == 4
     assert dom.stdout.count('class="heatmaplayer') == 2
-    shot = subprocess.run(chromium + [f"--screenshot={screenshot}", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+    shot = subprocess.run(
+        chromium + [f"--screenshot={screenshot}", page.as_uri()], capture_output=True, text=True, timeout=120
+    )
     assert [line for line in shot.stderr.splitlines() if ":CONSOLE" in line] == []
     assert screenshot.stat().st_size > 50_000
 
@@ -162,7 +224,9 @@ def test_report_command(tmp_path):
     text = casstrace("report", str(trace))
     assert text.returncode == 0, text.stderr
     assert "VERDICT: FLAGGED" in text.stdout and "\033[" not in text.stdout
-    out = casstrace("report", str(trace), "--format", "json", "--output", str(tmp_path / "r.json"), "--threshold", "5000")
+    out = casstrace(
+        "report", str(trace), "--format", "json", "--output", str(tmp_path / "r.json"), "--threshold", "5000"
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "not flagged"
     assert "report: " in out.stdout
@@ -191,7 +255,17 @@ def test_every_format_implements_the_contract_and_options_are_checked(wide):
 
 
 def test_a_query_trace_event_without_elapsed_time_is_shown_as_unknown(wide):
-    wide.query_trace = [{"session_id": "s", "duration_us": None,
-                         "events": [{"activity": "Merged data from memtables and 2 sstables",
-                                     "source_elapsed_us": None, "thread": "ReadStage-1"}]}]
+    wide.query_trace = [
+        {
+            "session_id": "s",
+            "duration_us": None,
+            "events": [
+                {
+                    "activity": "Merged data from memtables and 2 sstables",
+                    "source_elapsed_us": None,
+                    "thread": "ReadStage-1",
+                }
+            ],
+        }
+    ]
     assert "—" in render(wide, "text").split("Cassandra query trace")[1]

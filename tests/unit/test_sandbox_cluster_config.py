@@ -16,8 +16,15 @@ VERSION = "5.0.9"
 
 
 def test_node_k_listens_on_its_own_address_with_node_1_as_seed(tmp_path: Path) -> None:
-    settings = Settings(VERSION, native_port=31042, jmx_port=31191, storage_port=30991, node=2, nodes=3,
-                        cluster_name="casstrace sandbox c")
+    settings = Settings(
+        VERSION,
+        native_port=31042,
+        jmx_port=31191,
+        storage_port=30991,
+        node=2,
+        nodes=3,
+        cluster_name="casstrace sandbox c",
+    )
     yaml = cassandra_yaml(Layout(tmp_path / "node2"), settings)
     for key in ("listen_address", "rpc_address", "broadcast_address", "broadcast_rpc_address"):
         assert f"\n{key}: 127.0.0.2\n" in yaml
@@ -39,17 +46,20 @@ def test_one_node_keeps_the_configuration_it_always_had(tmp_path: Path) -> None:
 def test_tokens_cut_the_ring_in_equal_parts(nodes: int) -> None:
     tokens = [node_token(k, nodes) for k in range(1, nodes + 1)]
     assert tokens[0] == 0
-    assert all(-2 ** 63 <= token < 2 ** 63 for token in tokens)
+    assert all(-(2**63) <= token < 2**63 for token in tokens)
     ring = sorted(token % MURMUR3_RING for token in tokens)
     gaps = [(b - a) for a, b in zip(ring, ring[1:] + [ring[0] + MURMUR3_RING])]
     assert max(gaps) - min(gaps) <= nodes
 
 
-@pytest.mark.parametrize("options, fragment", [
-    (dict(nodes=10), "use --nodes 1 to 9"),
-    (dict(nodes=0), "use --nodes 1 to 9"),
-    (dict(node=4, nodes=3), "no node 4 in a sandbox of 3"),
-])
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        (dict(nodes=10), "use --nodes 1 to 9"),
+        (dict(nodes=0), "use --nodes 1 to 9"),
+        (dict(node=4, nodes=3), "no node 4 in a sandbox of 3"),
+    ],
+)
 def test_impossible_clusters_are_refused(options: dict[str, int], fragment: str) -> None:
     with pytest.raises(CasstraceError, match=fragment):
         Settings(VERSION, **options)  # type: ignore[arg-type]

@@ -10,17 +10,25 @@ from casstrace.sandbox.settings import Layout, Settings
 from casstrace.sandbox.versions import JAVA11_MODULE_FLAGS, JAVA17_MODULE_FLAGS, parse_version
 
 
-@pytest.mark.parametrize("text, series, release", [
-    ("4.1", "4.1", None), ("4.1.x", "4.1", None), ("4.1.10", "4.1", "4.1.10"),
-    ("4.0.19", "4.0", "4.0.19"), (" 5.0 ", "5.0", None), ("5.0.9", "5.0", "5.0.9"),
-])
+@pytest.mark.parametrize(
+    "text, series, release",
+    [
+        ("4.1", "4.1", None),
+        ("4.1.x", "4.1", None),
+        ("4.1.10", "4.1", "4.1.10"),
+        ("4.0.19", "4.0", "4.0.19"),
+        (" 5.0 ", "5.0", None),
+        ("5.0.9", "5.0", "5.0.9"),
+    ],
+)
 def test_versions_name_a_series_or_a_release(text, series, release):
     parsed_series, parsed_release = parse_version(text)
     assert (parsed_series.name, parsed_release) == (series, release)
 
 
-@pytest.mark.parametrize("text, fragment", [("3.11.17", "does not run Cassandra 3.11"),
-                                            ("5", "is not like"), ("4.1.y", "is not like")])
+@pytest.mark.parametrize(
+    "text, fragment", [("3.11.17", "does not run Cassandra 3.11"), ("5", "is not like"), ("4.1.y", "is not like")]
+)
 def test_unsupported_versions_are_refused_with_the_series_that_work(text, fragment):
     with pytest.raises(CasstraceError) as error:
         parse_version(text)
@@ -37,8 +45,12 @@ def keys(yaml: str) -> set[str]:
 
 def test_4_0_takes_the_old_unit_suffixed_names(tmp_path):
     found = keys(yaml_of(tmp_path, version="4.0.19"))
-    assert {"commitlog_sync_period_in_ms", "key_cache_size_in_mb", "row_cache_size_in_mb",
-            "counter_cache_size_in_mb"} <= found
+    assert {
+        "commitlog_sync_period_in_ms",
+        "key_cache_size_in_mb",
+        "row_cache_size_in_mb",
+        "counter_cache_size_in_mb",
+    } <= found
     assert not found & {"commitlog_sync_period", "key_cache_size", "storage_compatibility_mode"}
 
 
@@ -80,11 +92,17 @@ def test_each_series_runs_on_its_java_with_its_module_flags(tmp_path):
     assert [arg for arg in nodetool if arg.startswith("--add-")] == list(JAVA17_MODULE_FLAGS)
 
 
-@pytest.mark.parametrize("before, after, fragment", [
-    (Settings(version="5.0.9"), Settings(version="4.1.10"), "which 4.1.10 cannot read"),
-    (Settings(version="5.0.9", sstable_format="bti"), Settings(version="5.0.9", sstable_format="big"),
-     "cannot undo"),
-])
+@pytest.mark.parametrize(
+    "before, after, fragment",
+    [
+        (Settings(version="5.0.9"), Settings(version="4.1.10"), "which 4.1.10 cannot read"),
+        (
+            Settings(version="5.0.9", sstable_format="bti"),
+            Settings(version="5.0.9", sstable_format="big"),
+            "cannot undo",
+        ),
+    ],
+)
 def test_starts_the_data_cannot_take_are_refused(tmp_path, before, after, fragment):
     with pytest.raises(CasstraceError) as error:
         _check_data_compatible(before, after, tmp_path)
@@ -96,10 +114,13 @@ def test_upgrades_and_patch_changes_are_allowed(tmp_path):
     _check_data_compatible(Settings(version="4.1.10"), Settings(version="4.1.9"), tmp_path)
 
 
-@pytest.mark.parametrize("settings, shown", [
-    (Settings(version="4.1.10"), "auto (mmap) (4.1's default)"),
-    (Settings(version="5.0.9"), "mmap_index_only (5.0's default)"),
-    (Settings(version="4.1.10", disk_access_mode="standard"), "standard"),
-])
+@pytest.mark.parametrize(
+    "settings, shown",
+    [
+        (Settings(version="4.1.10"), "auto (mmap) (4.1's default)"),
+        (Settings(version="5.0.9"), "mmap_index_only (5.0's default)"),
+        (Settings(version="4.1.10", disk_access_mode="standard"), "standard"),
+    ],
+)
 def test_status_says_which_disk_access_mode_a_stopped_sandbox_uses(tmp_path, settings, shown):
     assert Status(False, tmp_path, None, settings, tmp_path / "system.log").disk_access == shown

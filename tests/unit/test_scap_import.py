@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.sysdig import sysdig_import
 from casstrace.probes.protocol import Window
+from casstrace.probes.sysdig import sysdig_import
 from casstrace.probes.sysdig.scap_reader import OPEN, READ, SEEK, Call, Fd, ScapReader, Thread
 from casstrace.probes.sysdig.sysdig_import import ScapImporter, import_scap
 from casstrace.traces import Trace, TraceWriter
@@ -25,7 +25,7 @@ def fold(request, monkeypatch):
     """The test runs with each fold: the compiled one (where built) and the Python one."""
     if request.param == "python":
         monkeypatch.setattr(sysdig_import, "COMPILED_FOLD", None)
-    elif sysdig_import.COMPILED_FOLD is None:   # a tree installed before it existed, or no compiler
+    elif sysdig_import.COMPILED_FOLD is None:  # a tree installed before it existed, or no compiler
         pytest.skip("probes/sysdig/scap_fold.c is not built: run scripts/install (needs gcc and python3-dev)")
     return request.param
 
@@ -56,15 +56,22 @@ def test_offsets_of_plain_reads_follow_opens_and_lseeks(tmp_path):
     importer.fold(calls)
     trace = written(importer, tmp_path / "synthetic.trace")
     assert not trace.measured("latency") and not trace.rows("SELECT * FROM latency")
-    assert [tuple(row) for row in trace.rows(
-        "SELECT syscall, offset, requested, returned, latency_ns FROM events ORDER BY ts_ns")] == [
-        ("read", 0, 4096, 4096, None), ("lseek", 65536, 0, 65536, None),
-        ("read", 65536, 8192, 100, None), ("pread64", 4096, 10, 10, None)]
+    assert [
+        tuple(row)
+        for row in trace.rows("SELECT syscall, offset, requested, returned, latency_ns FROM events ORDER BY ts_ns")
+    ] == [
+        ("read", 0, 4096, 4096, None),
+        ("lseek", 65536, 0, 65536, None),
+        ("read", 65536, 8192, 100, None),
+        ("pread64", 4096, 10, 10, None),
+    ]
     (io,) = trace.rows("SELECT * FROM file_io")
     assert (io["read_calls"], io["read_bytes"], io["read_requested_bytes"], io["read_ns"]) == (3, 4206, 12298, None)
     assert (io["lseek_calls"], io["seek_jumps"], io["longest_sequential_bytes"]) == (1, 2, 4096)
     assert [tuple(row) for row in trace.rows("SELECT first_page, page_count FROM coverage ORDER BY first_page")] == [
-        (0, 2), (16, 1)]
+        (0, 2),
+        (16, 1),
+    ]
     assert dict(trace.rows("SELECT tid, name FROM threads")) == {7: "db", 8: "w 1"}  # type: ignore[arg-type]
 
 
@@ -81,18 +88,19 @@ def test_cells_of_long_past_slots_move_to_disk_and_late_calls_still_count(tmp_pa
         ts = 1_000 + slot * SLOT_NS
         return Call(READ, "pread64", True, ts + 500, ts, db, 3, data, 4096, 4096, offset, None)
 
-    slots = [0, 1, 5, 9, 14, 20, 30, 1, 0, 31]      # the last three arrive late (slots 1, 0) or on time
+    slots = [0, 1, 5, 9, 14, 20, 30, 1, 0, 31]  # the last three arrive late (slots 1, 0) or on time
     importer = ScapImporter(None, tmp_path)
     importer.fold(pread(slot, 0) for slot in slots)
     process = importer.processes[7]
-    assert {key[1] for key in process.heatmap} == {30, 31, 1, 0}   # 5, 9, 14, 20 left memory
+    assert {key[1] for key in process.heatmap} == {30, 31, 1, 0}  # 5, 9, 14, 20 left memory
     trace = written(importer, tmp_path / "moved.trace")
     counted: dict[int, int] = {}
     for slot in slots:
         counted[slot] = counted.get(slot, 0) + 1
     assert {row["slot"]: row["calls"] for row in trace.rows("SELECT slot, calls FROM heatmap")} == counted
-    assert {row["slot"]: row["count"] for row in trace.rows(
-        "SELECT slot, SUM(count) AS count FROM latency GROUP BY slot")} == counted
+    assert {
+        row["slot"]: row["count"] for row in trace.rows("SELECT slot, SUM(count) AS count FROM latency GROUP BY slot")
+    } == counted
 
 
 def _tables(path: Path) -> dict[str, list]:
@@ -104,8 +112,9 @@ def _tables(path: Path) -> dict[str, list]:
     return {name: table if name == "events" else sorted(table, key=repr) for name, table in rows.items()}
 
 
-def _imported(path: Path, out: Path, windows: list[Window] | None = None, fold: object = None,
-              event_limit: int | None = None) -> dict[str, list]:
+def _imported(
+    path: Path, out: Path, windows: list[Window] | None = None, fold: object = None, event_limit: int | None = None
+) -> dict[str, list]:
     saved = sysdig_import.COMPILED_FOLD
     sysdig_import.COMPILED_FOLD = fold
     try:
@@ -128,15 +137,20 @@ def test_the_compiled_fold_writes_what_the_python_fold_writes(name, tmp_path):
     timestamps = [call[3] for call in ScapReader(source).calls()]
     first, last = min(timestamps), max(timestamps)
     third = (last - first) // 3
-    windows = [Window("warmup", None, first - 1, first + third), Window("execution", 1, first + third, last - third),
-               Window("between", None, last - third, last + 1)]
+    windows = [
+        Window("warmup", None, first - 1, first + third),
+        Window("execution", 1, first + third, last - third),
+        Window("between", None, last - third, last + 1),
+    ]
     for case, windows_of, limit in (("whole", None, None), ("windows", windows, 100)):
-        assert (_imported(source, tmp_path / f"{case}-c.trace", windows_of, compiled, limit)
-                == _imported(source, tmp_path / f"{case}-py.trace", windows_of, None, limit)), case
+        assert _imported(source, tmp_path / f"{case}-c.trace", windows_of, compiled, limit) == _imported(
+            source, tmp_path / f"{case}-py.trace", windows_of, None, limit
+        ), case
     if not source.read_bytes().startswith(b"\x1f\x8b"):
         exit_only(source, tmp_path / "exit-only.scap")
-        assert (_imported(tmp_path / "exit-only.scap", tmp_path / "exit-c.trace", None, compiled)
-                == _imported(tmp_path / "exit-only.scap", tmp_path / "exit-py.trace", None, None))
+        assert _imported(tmp_path / "exit-only.scap", tmp_path / "exit-c.trace", None, compiled) == _imported(
+            tmp_path / "exit-only.scap", tmp_path / "exit-py.trace", None, None
+        )
 
 
 def test_an_import_keeps_the_stream_limit_s_records_and_counts_the_others(tmp_path):
@@ -151,8 +165,9 @@ def test_an_import_keeps_the_stream_limit_s_records_and_counts_the_others(tmp_pa
     records = len(whole["events"])
     assert records > 1000 and capped["events"] == whole["events"][:1000]
     assert f"per-call records: 1000 kept, {records - 1000} not kept" in done.stdout
-    assert {name: rows for name, rows in capped.items() if name not in ("events", "meta")} == \
-        {name: rows for name, rows in whole.items() if name not in ("events", "meta")}
+    assert {name: rows for name, rows in capped.items() if name not in ("events", "meta")} == {
+        name: rows for name, rows in whole.items() if name not in ("events", "meta")
+    }
     with Trace(out) as trace:
         assert trace.meta["unstreamed_events"] == records - 1000
 
@@ -173,7 +188,8 @@ def test_records_name_their_file_in_a_trace_that_held_files_already(tmp_path):
     writer.finish()
     trace = Trace(tmp_path / "held.trace")
     assert [tuple(row) for row in trace.rows("SELECT f.path, e.offset FROM events e JOIN files f USING (file_id)")] == [
-        ("/d/f", 4096)]
+        ("/d/f", 4096)
+    ]
 
 
 def test_the_cyclic_collector_waits_for_the_import_only(tmp_path):
@@ -186,7 +202,7 @@ def test_the_cyclic_collector_waits_for_the_import_only(tmp_path):
     import_scap(SCAP_DIR / "test_ipv6_client.scap", writer)
     writer.finish()
     assert gc.isenabled()
-    with pytest.raises(CasstraceError):   # no calls of pid 1
+    with pytest.raises(CasstraceError):  # no calls of pid 1
         import_scap(SCAP_DIR / "test_ipv6_client.scap", TraceWriter(tmp_path / "two.trace"), pid=1)
     assert gc.isenabled()
     gc.disable()
@@ -207,13 +223,15 @@ def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
 
     if trace_writer.BULK_INSERT is None:
         pytest.skip("traces/bulk_insert.c is not built: run scripts/install (gcc, python3-dev, libsqlite3-dev)")
-    rows = [(1, 2, "pread64", 3, 1, 0, 4096, 4096, 5, None), (2**63 - 1, -1, "lseek", -100, None, -(2**63), 0, -22,
-                                                               None, 7),
-            (3, 4, "ré\u00e9d", None, 1, None, None, None, None, None)]
+    rows = [
+        (1, 2, "pread64", 3, 1, 0, 4096, 4096, 5, None),
+        (2**63 - 1, -1, "lseek", -100, None, -(2**63), 0, -22, None, 7),
+        (3, 4, "ré\u00e9d", None, 1, None, None, None, None, None),
+    ]
     tables = []
     for bulk in (None, trace_writer.BULK_INSERT):
         monkeypatch.setattr(trace_writer, "BULK_INSERT", bulk)
-        for count in (3, 64, 129):   # within one multi-row statement, exactly one, two and a row left over
+        for count in (3, 64, 129):  # within one multi-row statement, exactly one, two and a row left over
             path = tmp_path / f"{bulk is not None}-{count}.trace"
             writer = TraceWriter(path)
             writer.add_events([(ts, *row[1:]) for ts, row in zip(range(count), itertools.cycle(rows))])
@@ -224,7 +242,9 @@ def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
     imported = []
     for bulk in (None, trace_writer.BULK_INSERT):
         monkeypatch.setattr(trace_writer, "BULK_INSERT", bulk)
-        imported.append(_imported(largest, tmp_path / f"import-{bulk is not None}.trace", fold=sysdig_import.COMPILED_FOLD))
+        imported.append(
+            _imported(largest, tmp_path / f"import-{bulk is not None}.trace", fold=sysdig_import.COMPILED_FOLD)
+        )
     assert imported[0] == imported[1]
     writer = TraceWriter(tmp_path / "bad.trace")
     with pytest.raises(TypeError):

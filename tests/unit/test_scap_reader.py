@@ -26,8 +26,11 @@ def calls(path: Path) -> list[tuple]:
 
 @pytest.mark.parametrize("name", DATA_DB)
 def test_the_cassandra_captures_read_as_their_readme_states(name):
-    preads = [call for call in calls(SCAP_DIR / name)
-              if call[1] == "pread64" and call[7] is not None and call[7].name.endswith("-Data.db")]
+    preads = [
+        call
+        for call in calls(SCAP_DIR / name)
+        if call[1] == "pread64" and call[7] is not None and call[7].name.endswith("-Data.db")
+    ]
     assert (sum(call[8] for call in preads), len(preads)) == DATA_DB[name]
     assert all(call[4] is not None and call[10] is not None and call[5].pid == 24004 for call in preads)
 
@@ -35,8 +38,11 @@ def test_the_cassandra_captures_read_as_their_readme_states(name):
 def test_a_gzipped_capture_of_old_v1_blocks():
     """curl_google.scap: gzipped, v1 event blocks (no parameter count), process list v5, fd list
     v1; curl maps its libraries after reading each one's 832-byte ELF header."""
-    libraries = {call[7].name: call[8] for call in calls(SCAP_DIR / "curl_google.scap")
-                 if call[0] == READ and call[7] is not None and ".so" in call[7].name}
+    libraries = {
+        call[7].name: call[8]
+        for call in calls(SCAP_DIR / "curl_google.scap")
+        if call[0] == READ and call[7] is not None and ".so" in call[7].name
+    }
     assert len(libraries) > 20 and set(libraries.values()) == {832}
 
 
@@ -44,8 +50,10 @@ def test_exit_only_gives_the_same_calls_without_their_enter_times(tmp_path):
     source = SCAP_DIR / "cassandra5-fullrow-lz4.scap"
     exit_only(source, tmp_path / "exit-only.scap")
     paired, alone = calls(source), calls(tmp_path / "exit-only.scap")
+
     def what(call: tuple) -> tuple:
         return call[:4] + (call[5].tid, call[6], call[7].name if call[7] else None) + call[8:]
+
     assert [what(call) for call in alone] == [what(call) for call in paired]
     assert all(call[4] is None for call in alone) and all(call[4] is not None for call in paired)
 
@@ -97,11 +105,17 @@ def _read_by(scan, path: Path, pid: int | None = None) -> tuple:
         return (value.tid, value.pid, value.comm, value.exe, value.exepath, value.cwd)
 
     def fd(value: scap_reader.Fd | None) -> tuple | None:
-        return None if value is None else (value.kind, value.name, value.type_name, value.proto, value.local, value.remote)
+        return (
+            None if value is None else (value.kind, value.name, value.type_name, value.proto, value.local, value.remote)
+        )
 
-    return ([call[:5] + (thread(call[5]), call[6], fd(call[7])) + tuple(call[8:]) for call in read],
-            reader.events, reader.skipped_state_only, {tid: thread(each) for tid, each in reader.threads.items()},
-            {pid: {number: fd(each) for number, each in table.items()} for pid, table in reader.fds.items()})
+    return (
+        [call[:5] + (thread(call[5]), call[6], fd(call[7])) + tuple(call[8:]) for call in read],
+        reader.events,
+        reader.skipped_state_only,
+        {tid: thread(each) for tid, each in reader.threads.items()},
+        {pid: {number: fd(each) for number, each in table.items()} for pid, table in reader.fds.items()},
+    )
 
 
 @pytest.mark.parametrize("name", sorted(path.name for path in SCAP_DIR.glob("*.scap")))
@@ -110,7 +124,7 @@ def test_the_compiled_loop_reads_what_the_python_loop_reads(name, tmp_path, monk
     a compiler: every capture whole, exit-only, cut into small chunks, and with a thread it never
     introduced (those two made of the v2 blocks of the captures not gzipped)."""
     compiled = scap_reader.COMPILED_SCAN
-    if compiled is None:   # a tree installed before it existed, or no compiler (scripts/install says so)
+    if compiled is None:  # a tree installed before it existed, or no compiler (scripts/install says so)
         pytest.skip("probes/sysdig/scap_scan.c is not built: run scripts/install (needs gcc and python3-dev)")
     source = SCAP_DIR / name
     variants: list[tuple[Path, int | None]] = [(source, None)]
@@ -138,10 +152,18 @@ def test_ipv6_addresses_are_written_as_inet_ntop_writes_them():
         return address[7:] if address.startswith("::ffff:") and "." in address else address
 
     rng = random.Random(15)
-    cases = [bytes(16), bytes(15) + b"\1", bytes(10) + b"\xff\xff\x0a\0\0\1", bytes(12) + b"\x0a\0\0\1",
-             bytes.fromhex("20010db8000000000000000000000001"), bytes.fromhex("20010db8000100000001000000000001")]
-    cases += [b"".join(rng.choice((0, 0, 0, 0xFFFF, rng.randrange(1 << 16))).to_bytes(2, "big") for _ in range(8))
-              for _ in range(20_000)]
+    cases = [
+        bytes(16),
+        bytes(15) + b"\1",
+        bytes(10) + b"\xff\xff\x0a\0\0\1",
+        bytes(12) + b"\x0a\0\0\1",
+        bytes.fromhex("20010db8000000000000000000000001"),
+        bytes.fromhex("20010db8000100000001000000000001"),
+    ]
+    cases += [
+        b"".join(rng.choice((0, 0, 0, 0xFFFF, rng.randrange(1 << 16))).to_bytes(2, "big") for _ in range(8))
+        for _ in range(20_000)
+    ]
     assert [scap_reader._ipv6(raw) for raw in cases] == [inet_ntop(raw) for raw in cases]
 
 
@@ -156,7 +178,7 @@ def test_calls_before_an_execve_are_handed_on_before_it_renames_their_thread(loo
     source = SCAP_DIR / "cassandra5-narrow-fixed.scap"
     (tid,) = {call[5].tid for call in calls(source) if call[1] == "pread64"}
     before = [call for call in calls(source) if call[5].tid == tid]
-    exec_ts = before[0][3]   # right after the thread's first call returned
+    exec_ts = before[0][3]  # right after the thread's first call returned
     with_execve(source, tmp_path / "exec.scap", tid, exec_ts, b"/usr/bin/other", b"other")
     handed_on = []
     for batch in ScapReader(tmp_path / "exec.scap").batches():

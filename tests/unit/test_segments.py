@@ -33,7 +33,7 @@ def segments_of(frames: list[bytes]) -> bytes:
 def chunks(data: bytes, sizes: list[int]) -> list[bytes]:
     out, position = [], 0
     for size in sizes:
-        out.append(data[position:position + size])
+        out.append(data[position : position + size])
         position += size
     out.append(data[position:])
     return [chunk for chunk in out if chunk]
@@ -51,10 +51,14 @@ class RecordingDriverConnection(Connection):
         self.frames: list[tuple[tuple[int, int, int, int, int, int], bytes]] = []
 
     def process_msg(self, header, body):
-        self.frames.append(((header.version, header.flags, header.stream, header.opcode, header.body_offset,
-                             header.end_pos), bytes(body)))
+        self.frames.append(
+            (
+                (header.version, header.flags, header.stream, header.opcode, header.body_offset, header.end_pos),
+                bytes(body),
+            )
+        )
 
-    def close(self) -> None:   # no socket to close (defunct closes the connection)
+    def close(self) -> None:  # no socket to close (defunct closes the connection)
         self.is_closed = True
 
     def receive(self, data: bytes) -> None:
@@ -78,8 +82,9 @@ def reassembled(received: list[bytes]) -> list[tuple[tuple[int, int, int, int, i
     frames = []
     for data in received:
         for frame, body in reassembler.feed(data):
-            frames.append(((frame.version, frame.flags, frame.stream, frame.opcode, frame.body_offset,
-                            frame.end_pos), body))
+            frames.append(
+                ((frame.version, frame.flags, frame.stream, frame.opcode, frame.body_offset, frame.end_pos), body)
+            )
     return frames
 
 
@@ -89,9 +94,11 @@ def test_same_frames_as_the_driver(body_sizes: list[int], arrival: str) -> None:
     generator = random.Random(26)
     frames = [frame_bytes(stream, generator.randbytes(size)) for stream, size in enumerate(body_sizes, 1)]
     data = segments_of(frames)
-    cuts = {"all at once": [],
-            "4 KiB reads": [4096] * (len(data) // 4096),
-            "random cuts": [generator.randint(1, 20_000) for _ in range(len(data) // 10_000)]}[arrival]
+    cuts = {
+        "all at once": [],
+        "4 KiB reads": [4096] * (len(data) // 4096),
+        "random cuts": [generator.randint(1, 20_000) for _ in range(len(data) // 10_000)],
+    }[arrival]
     received = chunks(data, cuts)
     ours = reassembled(received)
     assert ours == driver_frames(received)
@@ -105,7 +112,7 @@ def test_same_frames_as_the_driver(body_sizes: list[int], arrival: str) -> None:
 
 def test_a_corrupt_segment_defuncts_the_connection() -> None:
     data = bytearray(segments_of([frame_bytes(1, b"x" * 1000)]))
-    data[-1] ^= 0xff   # the payload's CRC32
+    data[-1] ^= 0xFF  # the payload's CRC32
     connection = RecordingLinearConnection()
     connection.receive(bytes(data))
     assert connection.is_defunct and isinstance(connection.last_error, CrcMismatchException)
@@ -126,8 +133,9 @@ def test_time_linear_in_the_result() -> None:
     """A page of 8 MB and one of 32 MB arriving in one read: ours takes about 4 times as long for
     4 times the bytes; the driver's about 16 times or more (its copying grows as the square: 40 s
     for 128 MB on the 2-core development machine, ours 0.3 s)."""
-    small, large = (segments_of([frame_bytes(1, random.Random(size).randbytes(size))])
-                    for size in (8_000_000, 32_000_000))
+    small, large = (
+        segments_of([frame_bytes(1, random.Random(size).randbytes(size))]) for size in (8_000_000, 32_000_000)
+    )
 
     def ours(data: bytes) -> None:
         assert len(SegmentReassembler(SegmentCodec()).feed(data)) == 1
@@ -139,7 +147,9 @@ def test_time_linear_in_the_result() -> None:
 
     our_small, our_large = seconds_to_reassemble(ours, small), seconds_to_reassemble(ours, large)
     driver_small, driver_large = seconds_to_reassemble(drivers, small), seconds_to_reassemble(drivers, large)
-    print(f"8 MB then 32 MB: ours {our_small:.3f} s, {our_large:.3f} s; the driver's {driver_small:.3f} s, "
-          f"{driver_large:.3f} s")
-    assert our_large / our_small < 10          # 4 when linear, 16 when quadratic
-    assert our_large * 3 < driver_large        # the defect the class exists for: if the driver fixes it, drop the class
+    print(
+        f"8 MB then 32 MB: ours {our_small:.3f} s, {our_large:.3f} s; the driver's {driver_small:.3f} s, "
+        f"{driver_large:.3f} s"
+    )
+    assert our_large / our_small < 10  # 4 when linear, 16 when quadratic
+    assert our_large * 3 < driver_large  # the defect the class exists for: if the driver fixes it, drop the class

@@ -31,13 +31,17 @@ Referenced:         1024 kB
 def test_a_files_code_and_private_writable_copies_are_not_its_data():
     files = parse_smaps(SMAPS.splitlines(keepends=True))
     data, jvm, commitlog = (files[(os.makedev(8, 1), inode)] for inode in (101, 202, 303))
-    assert (data.mapped_bytes, data.resident_bytes, data.referenced_bytes, data.huge_bytes) == \
-        (4 << 20, 4 << 20, 3 << 20, 2 << 20)
+    assert (data.mapped_bytes, data.resident_bytes, data.referenced_bytes, data.huge_bytes) == (
+        4 << 20,
+        4 << 20,
+        3 << 20,
+        2 << 20,
+    )
     # libjvm.so's read-only segment only: its code (r-xp) is touched whenever the JVM runs, its data
     # (rw-p) is the JVM's own memory
     assert (jvm.mapped_bytes, jvm.resident_bytes, jvm.referenced_bytes) == (1 << 20, 512 << 10, 64 << 10)
-    assert commitlog.referenced_bytes == 512 << 10    # a shared writable map writes the file: kept
-    assert len(files) == 3                             # the anonymous mapping is no file
+    assert commitlog.referenced_bytes == 512 << 10  # a shared writable map writes the file: kept
+    assert len(files) == 3  # the anonymous mapping is no file
 
 
 def with_vmflags(text: str) -> str:
@@ -60,5 +64,7 @@ def test_the_directories_parse_finds_what_the_full_parse_finds_under_them():
 
 def test_the_directories_parse_takes_a_path_only_where_the_path_column_begins():
     text = with_vmflags(SMAPS.replace("/usr/lib/libjvm.so", "/usr/lib/data/libjvm.so"))
-    assert {f.path for f in parse_smaps_under(text.encode(), ("/data/",)).values()} == \
-        {"/data/ks/t-1/nb-1-big-Data.db", "/data/commitlog/CommitLog-7-1.log"}
+    assert {f.path for f in parse_smaps_under(text.encode(), ("/data/",)).values()} == {
+        "/data/ks/t-1/nb-1-big-Data.db",
+        "/data/commitlog/CommitLog-7-1.log",
+    }

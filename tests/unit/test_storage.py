@@ -16,8 +16,11 @@ def utf(text: str) -> bytes:
 def compression_info(chunks: int, *, max_compressed_length: bool = True) -> bytes:
     header = utf("LZ4Compressor") + struct.pack(">i", 1) + utf("lz4_compressor_type") + utf("fast")
     header += struct.pack(">i", 16_384) + (struct.pack(">i", 2**31 - 1) if max_compressed_length else b"")
-    return header + struct.pack(">qi", chunks * 16_384 - 100, chunks) + b"".join(
-        struct.pack(">q", 15_000 * i) for i in range(chunks))
+    return (
+        header
+        + struct.pack(">qi", chunks * 16_384 - 100, chunks)
+        + b"".join(struct.pack(">q", 15_000 * i) for i in range(chunks))
+    )
 
 
 def histogram(buckets: dict[int, int], offsets: list[int]) -> bytes:
@@ -38,25 +41,35 @@ def statistics(stats: bytes, *, checksum: bool = True) -> bytes:
 
 def test_a_compression_info_gives_its_chunks():
     data = compression_info(3)
-    layout = chunk_layout(data[:80], len(data), "nb", 45_012)   # the header, not the offsets
-    assert layout == {"compressor": "LZ4Compressor", "chunk_length": 16_384, "data_length": 3 * 16_384 - 100,
-                      "chunks": 3, "compressed_bytes": 45_012}
+    layout = chunk_layout(data[:80], len(data), "nb", 45_012)  # the header, not the offsets
+    assert layout == {
+        "compressor": "LZ4Compressor",
+        "chunk_length": 16_384,
+        "data_length": 3 * 16_384 - 100,
+        "chunks": 3,
+        "compressed_bytes": 45_012,
+    }
 
 
 def test_a_3x_compression_info_has_no_max_compressed_length():
     data = compression_info(2, max_compressed_length=False)
     layout = chunk_layout(data, len(data), "md", 30_000)
     assert layout is not None and layout["chunks"] == 2
-    assert chunk_layout(data, len(data), "nb", 30_000) is None     # read as 4.0+: the sizes do not add up
+    assert chunk_layout(data, len(data), "nb", 30_000) is None  # read as 4.0+: the sizes do not add up
 
 
 def test_statistics_give_partitions_and_cells_from_the_histograms():
     offsets = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12]
-    sizes = histogram({9: 30}, [100, 120, 149, 179, 215, 258, 310, 372, 446, 535])   # 30 partitions of 373..446 B
-    cells = histogram({2: 30}, offsets)                                             # 3 cells each
+    sizes = histogram({9: 30}, [100, 120, 149, 179, 215, 258, 310, 372, 446, 535])  # 30 partitions of 373..446 B
+    cells = histogram({2: 30}, offsets)  # 3 cells each
     assert sstable_stats(statistics(sizes + cells), "nb") == {
-        "partitions": 30, "cells": 90, "partition_bytes_p50": 535, "partition_bytes_max": 535,
-        "cells_p50": 3, "cells_max": 3}
+        "partitions": 30,
+        "cells": 90,
+        "partition_bytes_p50": 535,
+        "partition_bytes_max": 535,
+        "cells_p50": 3,
+        "cells_max": 3,
+    }
     stats = sstable_stats(statistics(sizes + cells, checksum=False), "md")
     assert stats is not None and stats["cells"] == 90
 
@@ -67,10 +80,12 @@ def test_storage_of_sstables_as_listed_leaves_out_what_is_not_there(tmp_path):
     (table / "nb-1-big-Data.db").write_bytes(b"\x00" * 45_012)
     (table / "nb-1-big-CompressionInfo.db").write_bytes(compression_info(3))
     (table / "nb-1-big-Index.db").write_bytes(b"\x00" * 300)
-    (table / "da-2-bti-Data.db").write_bytes(b"\x00" * 5_000)           # uncompressed, no statistics
+    (table / "da-2-bti-Data.db").write_bytes(b"\x00" * 5_000)  # uncompressed, no statistics
     (table / "da-2-bti-Partitions.db").write_bytes(b"\x00" * 80)
     (table / "da-2-bti-Rows.db").write_bytes(b"")
-    files: list[SSTableFileMeta] = [{"path": str(path), "size": path.stat().st_size} for path in sorted(table.iterdir())]
+    files: list[SSTableFileMeta] = [
+        {"path": str(path), "size": path.stat().st_size} for path in sorted(table.iterdir())
+    ]
     files.append({"path": str(table / "nb-3-big-Data.db"), "size": 10})  # compacted away since the listing
     files.append({"path": str(table / "nb-3-big-CompressionInfo.db"), "size": 10})
     by_name = {s["data_path"].rsplit("/", 1)[-1]: s for s in sstable_storage(os.getpid(), files)}

@@ -33,33 +33,47 @@ INDEX = "/var/lib/cassandra/data/ks/wide-0123456789abcdef0123456789abcdef/nb-5-b
 NARROW = "/var/lib/cassandra/data/ks/narrow-0123456789abcdef0123456789abcdee/nb-6-big-Data.db"
 
 
-@pytest.mark.parametrize("statement, normalized", [
-    ("SELECT c0 FROM ks.t WHERE id = 42 AND name = 'it''s' ;", "SELECT c0 FROM ks.t WHERE id = ? AND name = ?"),
-    ("SELECT * FROM t WHERE id IN (1, 2,3) LIMIT 10", "SELECT * FROM t WHERE id IN (?) LIMIT ?"),
-    ("select \"c0  1\" from t where u = 123e4567-e89b-12d3-a456-426614174000 and b = 0xCAFE and f = -1.5e3 "
-     "and ok = TRUE -- a comment", 'select "c0  1" from t where u = ? and b = ? and f = ? and ok = ?'),
-    ("INSERT INTO t (a, b) VALUES (?, ?) USING TTL 100", "INSERT INTO t (a, b) VALUES (?, ?) USING TTL ?"),
-    ("SELECT x1, t.c2, $$secret 7$$ FROM t2", "SELECT x1, t.c2, ? FROM t2"),
-    ("SELECT c0 FROM\n  casstrace_demo.streams /* why */ WHERE stream_id = 1",
-     "SELECT c0 FROM casstrace_demo.streams WHERE stream_id = ?"),
-    ("SELECT * FROM t WHERE k = 'cut sho", UNREADABLE_STATEMENT),
-])
+@pytest.mark.parametrize(
+    "statement, normalized",
+    [
+        ("SELECT c0 FROM ks.t WHERE id = 42 AND name = 'it''s' ;", "SELECT c0 FROM ks.t WHERE id = ? AND name = ?"),
+        ("SELECT * FROM t WHERE id IN (1, 2,3) LIMIT 10", "SELECT * FROM t WHERE id IN (?) LIMIT ?"),
+        (
+            'select "c0  1" from t where u = 123e4567-e89b-12d3-a456-426614174000 and b = 0xCAFE and f = -1.5e3 '
+            "and ok = TRUE -- a comment",
+            'select "c0  1" from t where u = ? and b = ? and f = ? and ok = ?',
+        ),
+        ("INSERT INTO t (a, b) VALUES (?, ?) USING TTL 100", "INSERT INTO t (a, b) VALUES (?, ?) USING TTL ?"),
+        ("SELECT x1, t.c2, $$secret 7$$ FROM t2", "SELECT x1, t.c2, ? FROM t2"),
+        (
+            "SELECT c0 FROM\n  casstrace_demo.streams /* why */ WHERE stream_id = 1",
+            "SELECT c0 FROM casstrace_demo.streams WHERE stream_id = ?",
+        ),
+        ("SELECT * FROM t WHERE k = 'cut sho", UNREADABLE_STATEMENT),
+    ],
+)
 def test_normalize_replaces_every_literal(statement, normalized):
     assert normalize(statement) == normalized
 
 
 def test_normalize_groups_executions_with_different_values():
-    assert normalize("SELECT a FROM t WHERE k = 1") == normalize("select a from t where k = 2".replace("select", "SELECT")
-                                                                  .replace("from", "FROM").replace("where", "WHERE"))
+    assert normalize("SELECT a FROM t WHERE k = 1") == normalize(
+        "select a from t where k = 2".replace("select", "SELECT").replace("from", "FROM").replace("where", "WHERE")
+    )
 
 
 def test_thread_print_gives_full_names_and_tids():
-    text = ('"ReadStage-3" #112 daemon prio=5 os_prio=0 cpu=1.2ms elapsed=41.3s tid=0x7f nid=0x2f0b waiting\n'
-            '   java.lang.Thread.State: WAITING (parking)\n'
-            '"Native-Transport-Requests-12" #130 daemon prio=5 tid=0x7e nid=12046 runnable\n'
-            '"a \\"quoted\\" name" #7 prio=5 tid=0x1 nid=0x10 runnable\n')
-    assert parse_thread_print(text) == {"ReadStage-3": 0x2F0B, "Native-Transport-Requests-12": 12046,
-                                        'a "quoted" name': 16}
+    text = (
+        '"ReadStage-3" #112 daemon prio=5 os_prio=0 cpu=1.2ms elapsed=41.3s tid=0x7f nid=0x2f0b waiting\n'
+        "   java.lang.Thread.State: WAITING (parking)\n"
+        '"Native-Transport-Requests-12" #130 daemon prio=5 tid=0x7e nid=12046 runnable\n'
+        '"a \\"quoted\\" name" #7 prio=5 tid=0x1 nid=0x10 runnable\n'
+    )
+    assert parse_thread_print(text) == {
+        "ReadStage-3": 0x2F0B,
+        "Native-Transport-Requests-12": 12046,
+        'a "quoted" name': 16,
+    }
 
 
 class FakeNodetool:
@@ -92,7 +106,7 @@ def test_trace_probability_is_restored_on_the_way_out_whatever_the_way(ledger):
     with pytest.raises(RuntimeError):
         with TraceProbability(node, 0.3, warnings.append, ledger) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
             assert node.probability == 0.3
-            change = ledger.find(TRACE_PROBABILITY)   # written down while it holds
+            change = ledger.find(TRACE_PROBABILITY)  # written down while it holds
             assert change is not None and (change.original, change.changed_to) == (0.002, 0.3)
             raise RuntimeError("the watch failed")
     assert node.probability == 0.002 and switch.restored and not warnings
@@ -111,7 +125,7 @@ def test_a_restore_that_cannot_be_done_is_said_with_the_command(ledger):
     with TraceProbability(node, 0.3, warnings.append, ledger) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
         node.failures = [CasstraceError("JMX refused", "fix"), CasstraceError("JMX refused", "fix")]
     assert switch.restored is False and node.probability == 0.3
-    assert ledger.find(TRACE_PROBABILITY) is not None   # kept for the next casstrace to put back
+    assert ledger.find(TRACE_PROBABILITY) is not None  # kept for the next casstrace to put back
     assert "nodetool settraceprobability 0.002" in warnings[0] and "JMX refused" in warnings[0]
 
 
@@ -142,12 +156,15 @@ def test_session_start_is_found_well_under_a_millisecond():
 def test_sessions_keep_numbers_and_spans_never_activity_texts():
     start = 1_795_436_348_000_000_000
     sampled = SampledSession("id", "SELECT a FROM t WHERE k = ?", "ONE", None, start, 5_000_000, None, None, None)
-    add_events(sampled, [
-        _event(start + 100_000, start, "Native-Transport-Requests-1", "Parsing SELECT a FROM t WHERE k = 42"),
-        _event(start + 1_000_000, start, "ReadStage-2", "Executing single-partition query on t"),
-        _event(start + 2_000_000, start, "ReadStage-2", "Merged data from memtables and 3 sstables"),
-        _event(start + 3_000_000, start, "ReadStage-2", "Read 200 live rows and 7 tombstone cells"),
-    ])
+    add_events(
+        sampled,
+        [
+            _event(start + 100_000, start, "Native-Transport-Requests-1", "Parsing SELECT a FROM t WHERE k = 42"),
+            _event(start + 1_000_000, start, "ReadStage-2", "Executing single-partition query on t"),
+            _event(start + 2_000_000, start, "ReadStage-2", "Merged data from memtables and 3 sstables"),
+            _event(start + 3_000_000, start, "ReadStage-2", "Read 200 live rows and 7 tombstone cells"),
+        ],
+    )
     assert (sampled.live_rows, sampled.tombstone_cells, sampled.sstables_merged) == (200, 7, 3)
     assert [(s.thread, s.events) for s in sampled.spans] == [("Native-Transport-Requests-1", 1), ("ReadStage-2", 3)]
     read_stage = sampled.spans[1]
@@ -156,13 +173,14 @@ def test_sessions_keep_numbers_and_spans_never_activity_texts():
 
 
 def test_shared_pool_threads_resolve_by_worker_id_whatever_they_are_called_now():
-    ids = ThreadIds().add({"ReadStage-2": 12046, "MutationStage-3": 12059, "CompactionExecutor:1": 100,
-                           "epollEventLoopGroup-5-2": 200})
-    ids.add({"Native-Transport-Requests-2": 12046})     # later: worker 2 serves the native transport
+    ids = ThreadIds().add(
+        {"ReadStage-2": 12046, "MutationStage-3": 12059, "CompactionExecutor:1": 100, "epollEventLoopGroup-5-2": 200}
+    )
+    ids.add({"Native-Transport-Requests-2": 12046})  # later: worker 2 serves the native transport
     assert ids.tid("Native-Transport-Requests-3") == ids.tid("ReadStage-3") == 12059
     assert ids.tid("ReadStage-2") == 12046
     assert ids.tid("CompactionExecutor:1") == 100 and ids.tid("ReadStage-9") is None
-    assert ids.tid("Native-Transport-Requests-5") is None    # not epollEventLoopGroup-5-2
+    assert ids.tid("Native-Transport-Requests-5") is None  # not epollEventLoopGroup-5-2
 
 
 def test_uuid_time_conversion():
@@ -173,11 +191,17 @@ def test_uuid_time_conversion():
 def _inputs(sessions, spans, io, probability=0.5, names=None):
     files = {1: DATA, 2: INDEX, 3: NARROW, 4: "/var/log/cassandra/system.log"}
     return WatchInputs(
-        sessions=sessions, spans=spans, thread_io=io,
+        sessions=sessions,
+        spans=spans,
+        thread_io=io,
         sstables={file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))},
-        thread_names=names or {101: "ReadStage-1", 102: "ReadStage-2", 201: "CompactionExecutor:1",
-                               301: "Native-Transport-Requests-1"},
-        capture_start_ns=START, slot_ns=SLOT, probability=probability, duration_s=10.0)
+        thread_names=names
+        or {101: "ReadStage-1", 102: "ReadStage-2", 201: "CompactionExecutor:1", 301: "Native-Transport-Requests-1"},
+        capture_start_ns=START,
+        slot_ns=SLOT,
+        probability=probability,
+        duration_s=10.0,
+    )
 
 
 def _session(number, statement, start_slot, rows=200, duration_ms=20):
@@ -190,15 +214,21 @@ def _span(number, tid, first_slot, last_slot, thread="ReadStage-1"):
 
 def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pools():
     wide, narrow = "SELECT c0 FROM ks.wide WHERE k = ?", "SELECT v FROM ks.narrow WHERE k = ? AND c = ?"
-    io = [SlotIO(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]        # wide, on ReadStage-1
-    io += [SlotIO(101, 15, 2, 4096, 0)]                                        # its index read
-    io += [SlotIO(102, 40, 3, 16_384, 8)]                                      # narrow: a read, its fills
-    io += [SlotIO(101, 60, 1, 5_000_000, 0)]                                   # an unsampled wide read
-    io += [SlotIO(201, slot, 1, 2_000_000, 0) for slot in range(5)]         # compaction
-    io += [SlotIO(101, 12, 4, 999, 0)]                                         # not an SSTable
-    inputs = _inputs([_session(1, wide, 10), _session(2, narrow, 40)],
-                     [_span(1, 101, 10, 18), _span(2, 102, 40, 40, "ReadStage-2"),
-                      _span(2, None, 39, 39, "Native-Transport-Requests-9")], io)
+    io = [SlotIO(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]  # wide, on ReadStage-1
+    io += [SlotIO(101, 15, 2, 4096, 0)]  # its index read
+    io += [SlotIO(102, 40, 3, 16_384, 8)]  # narrow: a read, its fills
+    io += [SlotIO(101, 60, 1, 5_000_000, 0)]  # an unsampled wide read
+    io += [SlotIO(201, slot, 1, 2_000_000, 0) for slot in range(5)]  # compaction
+    io += [SlotIO(101, 12, 4, 999, 0)]  # not an SSTable
+    inputs = _inputs(
+        [_session(1, wide, 10), _session(2, narrow, 40)],
+        [
+            _span(1, 101, 10, 18),
+            _span(2, 102, 40, 40, "ReadStage-2"),
+            _span(2, None, 39, 39, "Native-Transport-Requests-9"),
+        ],
+        io,
+    )
     claimed, unclaimed = attribute(inputs)
     assert sum(f[0] for f in claimed[1].values()) == 10_000_000 + 4096
     assert claimed[2][3] == [8 * PAGE_BYTES, 16_384, 8 * PAGE_BYTES]
@@ -211,21 +241,23 @@ def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pool
     assert first.sstable_read_bytes_per_execution == 10_004_096
     assert first.bytes_per_row == 50_000
     assert {(c.table, c.component) for c in first.components} == {("ks.wide", "Data"), ("ks.wide", "Partitions")}
-    assert second.data_read_bytes_per_execution == 8 * PAGE_BYTES   # a fill beyond the read counts once
+    assert second.data_read_bytes_per_execution == 8 * PAGE_BYTES  # a fill beyond the read counts once
     assert second.unmatched_threads == ["Native-Transport-Requests-9"]
     assert first.run_command == "casstrace run --host 127.0.0.1 --port 9042 'SELECT c0 FROM ks.wide WHERE k = ?'"
     assert watch.sstable_bytes == 10_004_096 + 8 * PAGE_BYTES + 5_000_000 + 10_000_000
     assert watch.explained_bytes == 10_004_096 + 8 * PAGE_BYTES
     assert [(p.pool, p.what, p.sstable_bytes) for p in watch.unexplained] == [
         ("CompactionExecutor", "compaction", 10_000_000),
-        ("SharedPool", POOLS["SharedPool"], 5_000_000)]
+        ("SharedPool", POOLS["SharedPool"], 5_000_000),
+    ]
 
 
 def test_a_slot_two_sessions_claim_is_shared_not_counted_twice():
     statement = "SELECT a FROM ks.wide WHERE k = ?"
     io = [SlotIO(101, 20, 1, 3_000_000, 0)]
-    inputs = _inputs([_session(1, statement, 10), _session(2, statement, 21)],
-                     [_span(1, 101, 10, 19), _span(2, 101, 21, 25)], io)
+    inputs = _inputs(
+        [_session(1, statement, 10), _session(2, statement, 21)], [_span(1, 101, 10, 19), _span(2, 101, 21, 25)], io
+    )
     claimed, unclaimed = attribute(inputs)
     assert claimed[1][1][0] == claimed[2][1][0] == 1_500_000
     assert not unclaimed
@@ -235,8 +267,9 @@ def test_a_slot_two_sessions_claim_is_shared_not_counted_twice():
 def test_a_margin_slot_never_takes_bytes_from_the_next_session_s_core():
     heavy, light = "SELECT a FROM ks.wide WHERE k = ?", "SELECT b FROM ks.narrow WHERE k = ?"
     io = [SlotIO(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)] + [SlotIO(101, 21, 3, 4096, 0)]
-    inputs = _inputs([_session(1, heavy, 10), _session(2, light, 20)],
-                     [_span(1, 101, 10, 19), _span(2, 101, 20, 21)], io)
+    inputs = _inputs(
+        [_session(1, heavy, 10), _session(2, light, 20)], [_span(1, 101, 10, 19), _span(2, 101, 20, 21)], io
+    )
     claimed, _ = attribute(inputs)
     assert claimed[1][1][0] == 10_000_000 and claimed[2][3][0] == 4096 and 1 not in claimed[2]
 
@@ -254,14 +287,14 @@ def test_logged_calls_keep_a_neighbour_s_reads_in_a_shared_millisecond_the_neigh
     """A sampled narrow read, then at once an unsampled one of the same table, in one slot."""
     narrow = "SELECT v FROM ks.narrow WHERE k = ? AND c = ?"
     at = START + 40 * SLOT
-    io = [SlotIO(102, 40, 3, 2 * 16_384, 4)]                       # both reads, and 4 pages filled
+    io = [SlotIO(102, 40, 3, 2 * 16_384, 4)]  # both reads, and 4 pages filled
     inputs = _inputs([_session(1, narrow, 40)], [Span(1, "ReadStage-2", 102, at + 100_000, at + 300_000)], io)
     inputs.calls = [ReadCall(102, at + 200_000, 3, 16_384), ReadCall(102, at + 700_000, 3, 16_384)]
     claimed, unclaimed = attribute(inputs)
-    assert claimed[1][3] == [16_384, 16_384, 4 * PAGE_BYTES]      # no fill beyond the reads: none added
+    assert claimed[1][3] == [16_384, 16_384, 4 * PAGE_BYTES]  # no fill beyond the reads: none added
     assert unclaimed == {102: 16_384}
     without_calls, _ = attribute(_inputs(inputs.sessions, inputs.spans, io))
-    assert without_calls[1][3][0] == 2 * 16_384                    # by slot, it would take both
+    assert without_calls[1][3][0] == 2 * 16_384  # by slot, it would take both
 
 
 def test_statements_rank_by_estimated_bytes_and_latency_percentiles_come_from_durations():
@@ -285,7 +318,7 @@ def test_pool_names():
 
 def test_mapped_pages_touched_are_shown_per_table_never_charged_to_a_statement():
     inputs = _inputs([], [], [SlotIO(101, 3, 1, 1000, 0)])
-    inputs.mapped_touched = {2: 8192, 4: 4096}       # the wide table's Partitions, a log file
+    inputs.mapped_touched = {2: 8192, 4: 4096}  # the wide table's Partitions, a log file
     watch = summarise(inputs, {})
     assert [(m.table, m.component, m.touched_bytes) for m in watch.mapped_touched] == [("ks.wide", "Partitions", 8192)]
     assert watch.sstable_bytes == 1000
@@ -295,47 +328,89 @@ def test_mapped_pages_touched_are_shown_per_table_never_charged_to_a_statement()
 @pytest.mark.parametrize("format_", ["text", "md", "json", "html"])
 def test_the_report_renders_in_every_format(format_):
     wide = "SELECT c0 FROM ks.wide WHERE k = ?"
-    inputs = _inputs([_session(1, wide, 10)], [_span(1, 101, 10, 18)],
-                     [SlotIO(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)]
-                     + [SlotIO(201, 3, 1, 7, 0)])
+    inputs = _inputs(
+        [_session(1, wide, 10)],
+        [_span(1, 101, 10, 18)],
+        [SlotIO(101, slot, 1, 1_000_000, 0) for slot in range(10, 20)] + [SlotIO(201, 3, 1, 7, 0)],
+    )
     watch = summarise(inputs, {"node": {"host": "127.0.0.1", "port": 9042}})
     text = render(document(watch), format_)
     assert "SELECT c0 FROM ks.wide WHERE k = ?" in text or "SELECT c0 FROM ks.wide WHERE k = ?" in json.dumps(text)
     if format_ == "json":
         statement = json.loads(text)["statements"][0]
-        for key in ("query", "sampled_executions", "estimated_executions", "data_read_bytes_per_execution",
-                    "rows_per_execution", "latency_p50_s", "latency_p99_s", "findings"):
+        for key in (
+            "query",
+            "sampled_executions",
+            "estimated_executions",
+            "data_read_bytes_per_execution",
+            "rows_per_execution",
+            "latency_p50_s",
+            "latency_p99_s",
+            "findings",
+        ):
             assert key in statement
         assert statement["data_read_bytes_per_execution"] == 10_000_000
 
 
 def _wide_table_meta(storage):
-    return {"cassandra": {"tables": [{
-        "keyspace": "ks", "table": "wide",
-        "columns": [{"name": "k", "type": "int", "kind": "partition_key"}, {"name": "ts", "type": "int", "kind": "clustering"}]
-        + [{"name": f"c{i}", "type": "blob", "kind": "regular"} for i in range(20)],
-        "partition_key": ["k"], "clustering": ["ts"],
-        "compression": {"class": "org.apache.cassandra.io.compress.LZ4Compressor", "chunk_length_in_kb": "16"},
-        "sstables": [], "storage": storage}]}}
+    return {
+        "cassandra": {
+            "tables": [
+                {
+                    "keyspace": "ks",
+                    "table": "wide",
+                    "columns": [
+                        {"name": "k", "type": "int", "kind": "partition_key"},
+                        {"name": "ts", "type": "int", "kind": "clustering"},
+                    ]
+                    + [{"name": f"c{i}", "type": "blob", "kind": "regular"} for i in range(20)],
+                    "partition_key": ["k"],
+                    "clustering": ["ts"],
+                    "compression": {
+                        "class": "org.apache.cassandra.io.compress.LZ4Compressor",
+                        "chunk_length_in_kb": "16",
+                    },
+                    "sstables": [],
+                    "storage": storage,
+                }
+            ]
+        }
+    }
 
 
 # One SSTable of 200 rows x 20 cells: 190 MB in 11,600 LZ4 chunks of 16 KiB stored as 16,456 B
-WIDE_STORAGE = [{"data_path": DATA, "format": "big", "data_bytes": 11_600 * 16_456,
-                 "compression": {"compressor": "LZ4Compressor", "chunk_length": 16_384, "data_length": 190_020_000,
-                                 "chunks": 11_600, "compressed_bytes": 11_600 * 16_456},
-                 "stats": {"partitions": 1, "cells": 4_000}, "index_bytes": 40}]
+WIDE_STORAGE = [
+    {
+        "data_path": DATA,
+        "format": "big",
+        "data_bytes": 11_600 * 16_456,
+        "compression": {
+            "compressor": "LZ4Compressor",
+            "chunk_length": 16_384,
+            "data_length": 190_020_000,
+            "chunks": 11_600,
+            "compressed_bytes": 11_600 * 16_456,
+        },
+        "stats": {"partitions": 1, "cells": 4_000},
+        "index_bytes": 40,
+    }
+]
 
 
-@pytest.mark.parametrize("rows, data_read, verdict", [
-    (1, 16_456, "not flagged"),            # a point read: one chunk, what its row needs
-    (200, 300_000_000, "flagged"),         # 200 rows read whole: far past 200 rows of the table's mean cell
-    (200, 10_000_000, "undetermined"),     # past the least 200 rows of one blob take, not past the mean cell
-])
+@pytest.mark.parametrize(
+    "rows, data_read, verdict",
+    [
+        (1, 16_456, "not flagged"),  # a point read: one chunk, what its row needs
+        (200, 300_000_000, "flagged"),  # 200 rows read whole: far past 200 rows of the table's mean cell
+        (200, 10_000_000, "undetermined"),  # past the least 200 rows of one blob take, not past the mean cell
+    ],
+)
 def test_a_statement_gets_the_verdict_run_would_give(rows, data_read, verdict):
     statement = "SELECT c0 FROM ks.wide WHERE k = ?"
     io = [SlotIO(101, 11, 1, data_read, 0)]
-    watch = summarise(_inputs([_session(1, statement, 10, rows=rows)], [_span(1, 101, 10, 12)], io),
-                      _wide_table_meta(WIDE_STORAGE))
+    watch = summarise(
+        _inputs([_session(1, statement, 10, rows=rows)], [_span(1, 101, 10, 12)], io), _wide_table_meta(WIDE_STORAGE)
+    )
     [judged] = watch.statements
     assert judged.verdict == verdict
     assert judged.necessary_bytes_per_execution is not None
