@@ -10,6 +10,7 @@ what sysdig's whole run on a capture does, and import is measured against sysdig
 (cli/import_scap.py: fast_call). Anything else about it (--help, a bad value) goes through click.
 """
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -47,6 +48,26 @@ def _run(args: list[str]) -> object:
 
 
 def main(argv: list[str] | None = None) -> None:
+    try:
+        _main(argv)
+    except SystemExit as done:
+        _leave(done)
+
+
+def _leave(done: SystemExit) -> None:
+    """Exit, without the interpreter's teardown while bcc still compiles in its thread: a command that
+    failed early (bad input, no node) leaves LLVM mid-compile, and the C++ destructors that exit() runs
+    under it abort the process ("terminate called without an active exception", exit 134) after the
+    error line. Nothing of the build needs an orderly end: the kernel frees its programs with the process."""
+    bcc = sys.modules.get("casstrace.probes.bcc.bcc_capture")
+    if bcc is None or not bcc.compile_running():
+        raise done
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(done.code if isinstance(done.code, int) else 0 if done.code is None else 1)
+
+
+def _main(argv: list[str] | None) -> None:
     INTERRUPTS.install()  # SIGTERM and SIGHUP unwind like Ctrl-C: every command cleans up on all three
     args = sys.argv[1:] if argv is None else argv
     # Read before parsing, so that a failure to parse the rest still honours it.

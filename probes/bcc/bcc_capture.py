@@ -195,6 +195,14 @@ def _own_working_directory() -> None:
         raise OSError(error, f"unshare(CLONE_FS): {os.strerror(error)}")
 
 
+COMPILE_THREAD = "casstrace-compile"
+
+
+def compile_running() -> bool:
+    """Whether a program build is compiling now, in its thread."""
+    return any(thread.name == COMPILE_THREAD and thread.is_alive() for thread in threading.enumerate())
+
+
 class ProgramBuild:
     """The program compiled and loaded in a thread of its own (seconds of one core) while the
     caller does other things, such as connecting and finding the process: a BccCapture given it
@@ -208,7 +216,7 @@ class ProgramBuild:
         self._error: BaseException | None = None
         self._lock = threading.Lock()
         self._unwanted = False
-        self._thread = threading.Thread(target=self._compile, name="casstrace-compile", daemon=True)
+        self._thread = threading.Thread(target=self._compile, name=COMPILE_THREAD, daemon=True)
         self._thread.start()
 
     def __enter__(self) -> "ProgramBuild":

@@ -413,7 +413,7 @@ def test_interrupt_detaches_every_program_and_keeps_the_capture(tmp_path):
 
 def compile_thread_ended(timeout: float = 120) -> bool:
     deadline = time.monotonic() + timeout
-    while any(thread.name == "casstrace-compile" for thread in threading.enumerate()):
+    while bcc_capture.compile_running():
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
