@@ -145,11 +145,12 @@ def main() -> None:
     parser.add_argument("--duration-s", type=float, default=3600)
     parser.add_argument("--rate", type=float, default=40.0, help="requests/s of each of the four statements")
     parser.add_argument("--every-s", type=float, default=60)
-    parser.add_argument("--metrics-port", type=int, default=19871)
+    parser.add_argument("--metrics-port", type=int, default=19871, help="0: none (memory alone, no live figures)")
     args = parser.parse_args()
 
     cluster, session = connect(args)
-    watcher = start_watch(args, args.duration_s, "--metrics-port", str(args.metrics_port))
+    watcher = start_watch(args, args.duration_s, *(("--metrics-port", str(args.metrics_port)) if args.metrics_port
+                                                   else ()))
     started = time.monotonic()
     workload = Workload(session, loads(args.rate, args.rows), args.duration_s).start()
     print(f"{'minute':>7} {'RSS MB':>8} {'sessions sampled':>17} {'top bytes/exec':>15}", flush=True)
