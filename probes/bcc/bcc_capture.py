@@ -316,9 +316,9 @@ class BccCapture:
         self._descendants: dict[int, int] = {}  # pid -> parent pid, for every process followed
         self._thread_names: dict[int, str] = {}
         self._lock = threading.Lock()
-        # thread_io entries moved out of the kernel's map, as the map holds them (key, then value: 48
-        # bytes an entry; ctypes objects took ~780 bytes each, 400 MB an hour at 170 requests/s)
-        self._drained = bytearray()
+        # Entries of the time-slotted maps moved out of the kernel (drain_thread_io), by map, as the
+        # map holds them (key, then value: 48 bytes a thread_io entry; ctypes objects took ~780)
+        self._drained: dict[str, bytearray] = {}
         self._poller: threading.Thread | None = None
         self._stop_polling = threading.Event()
         self._pidfd: int | None = None
@@ -622,9 +622,11 @@ class BccCapture:
         counters = bpf[b"counters"]
         values = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
         names = ["stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist"]
-        tables = {name: _read_hash(bpf[name.encode()]) for name in names}
-        if self.thread_slot_ns:
-            tables["thread_io"] = self._thread_io_rows()
+        slotted = self._slotted_maps() if self.thread_slot_ns else {}  # drained while capturing
+        tables = {
+            name: self._rows(name) if name in slotted else _read_hash(bpf[name.encode()])
+            for name in names + (["thread_io"] if self.thread_slot_ns else [])
+        }
         events = _read_log(
             bpf[b"event_log"], FOLLOWED_EVENT if self.follow_children else EVENT, values["events_offered"]
         )
@@ -632,46 +634,58 @@ class BccCapture:
         return values, tables, events, fills
 
     def drain_thread_io(self) -> int:
-        """Move the complete slots of the kernel's thread_io map into this process, so the map never
-        fills: a full map refuses updates (counted), and a watch went blind after ~20 minutes at the
-        test load. Returns the entries moved. Not cut by a signal halfway: call it deferred."""
+        """Move the complete slots of the kernel's time-slotted maps (thread_io, and the heat map and
+        latency spectrogram, SLOT_NS slots) into this process, so none fills: a full map refuses
+        updates (counted): a watch's thread_io went blind after ~20 minutes at the test load, its heat
+        map refused 19 million updates in 10 minutes at 170 requests/s. Returns the entries moved. Not
+        cut by a signal halfway: call it deferred."""
         if not self.thread_slot_ns or self._bpf is None or self._stopped:
             return 0
-        table = self._bpf[b"thread_io"]
-        complete = (self.now_ns() - self.start_ns - DRAIN_MARGIN_NS) // self.thread_slot_ns
-        old = [(key, io) for key, io in _read_hash(table) if key.slot < complete]
-        if not old:
-            return 0
-        try:
-            table.items_delete_batch((table.Key * len(old))(*(key for key, _ in old)))
-        except Exception:  # kernels without batch deletion on hash maps
-            for key, _ in old:
-                table.__delitem__(key)
-        with self._lock:
-            for key, io in old:
-                self._drained += bytes(key) + bytes(io)
-        return len(old)
+        moved = 0
+        elapsed = self.now_ns() - self.start_ns - DRAIN_MARGIN_NS
+        for name, slot_ns in self._slotted_maps().items():
+            table = self._bpf[name.encode()]
+            old = [(key, value) for key, value in _read_hash(table) if key.slot < elapsed // slot_ns]
+            if not old:
+                continue
+            try:
+                table.items_delete_batch((table.Key * len(old))(*(key for key, _ in old)))
+            except Exception:  # kernels without batch deletion on hash maps
+                for key, _ in old:
+                    table.__delitem__(key)
+            with self._lock:
+                drained = self._drained.setdefault(name, bytearray())
+                for key, value in old:
+                    drained += bytes(key) + bytes(value if isinstance(value, ctypes.Structure) else table.Leaf(value))
+            moved += len(old)
+        return moved
 
-    def _thread_io_rows(self) -> MapRows:
-        """thread_io's entries: those drained, and those still in the kernel's map (an entry found
-        twice, a slot a late read re-created after it was drained, counts the sum)."""
-        table = self._bpf[b"thread_io"]
+    def _slotted_maps(self) -> dict[str, int]:
+        """The maps keyed by a time slot since start_ns, with the slot's width in ns."""
+        return {"thread_io": self.thread_slot_ns, "heatmap": SLOT_NS, "latency_hist": SLOT_NS}
+
+    def _rows(self, name: str) -> MapRows:
+        """A map's entries: those drained, and those still in the kernel (an entry found twice, a slot
+        a late call re-created after it was drained, counts the sum)."""
+        table = self._bpf[name.encode()]
         key_size = ctypes.sizeof(table.Key)
         entry_size = key_size + ctypes.sizeof(table.Leaf)
         with self._lock:
-            drained = bytes(self._drained)
-        rows: dict[bytes, tuple[Any, Any]] = {}
+            drained = bytes(self._drained.get(name, b""))
+        rows: dict[bytes, list[Any]] = {}
         entries = (
-            (drained[at : at + key_size], table.Leaf.from_buffer_copy(drained, at + key_size))
+            (drained[at : at + key_size], _plain(table.Leaf.from_buffer_copy(drained, at + key_size)))
             for at in range(0, len(drained), entry_size)
         )
-        for raw, io in itertools.chain(entries, ((bytes(key), io) for key, io in _read_hash(table))):
+        for raw, value in itertools.chain(entries, ((bytes(key), value) for key, value in _read_hash(table))):
             kept = rows.get(raw)
             if kept is None:
-                rows[raw] = (table.Key.from_buffer_copy(raw), io)
+                rows[raw] = [table.Key.from_buffer_copy(raw), value]
+            elif isinstance(value, int):
+                kept[1] += value
             else:
-                _add_counts(kept[1], io)
-        return list(rows.values())
+                _add_counts(kept[1], value)
+        return [(key, value) for key, value in rows.values()]
 
     def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
         """The per-thread counts (capture.c thread_io) as they stand now, for a live view while capturing:
@@ -683,7 +697,7 @@ class BccCapture:
             by_fd = {key: d.path for key, d in self._descriptors.items()}
             by_inode = {(d.dev, d.inode): d.path for d in self._descriptors.values() if d.dev is not None}
         rows = []
-        for key, io in self._thread_io_rows():
+        for key, io in self._rows("thread_io"):
             f = key.file
             if f.source == Source.SYSCALL:  # (fd, owner << GEN_BITS | gen)
                 path = by_fd.get((f.gen_or_inode >> GEN_BITS, f.fd_or_dev, f.gen_or_inode & ((1 << GEN_BITS) - 1)))
@@ -783,9 +797,19 @@ def _read_hash(table: Any) -> MapRows:
 
 
 def _add_counts(into: Any, counts: Any) -> None:
-    """Add a ctypes structure of counters to another of the same type."""
+    """Add a ctypes structure of counters (fields, arrays, structures of them) to another of its type."""
     for field, _ in counts._fields_:
-        setattr(into, field, getattr(into, field) + getattr(counts, field))
+        mine, theirs = getattr(into, field), getattr(counts, field)
+        if isinstance(theirs, ctypes.Array):
+            for index, value in enumerate(theirs):
+                if isinstance(value, ctypes.Structure):
+                    _add_counts(mine[index], value)
+                else:
+                    mine[index] += value
+        elif isinstance(theirs, ctypes.Structure):
+            _add_counts(mine, theirs)
+        else:
+            setattr(into, field, mine + theirs)
 
 
 def _plain(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The per-thread map drained while capturing (BccCapture.drain_thread_io, as a watch does every
+"""The time-slotted maps (per-thread bytes, heat map, latency spectrogram) drained while capturing (BccCapture.drain_thread_io, as a watch does every
 refresh): entries leave the kernel's map and no byte is lost or counted twice. Real BPF; the truth
 is what the reader itself read."""
 
@@ -19,6 +19,7 @@ if os.geteuid() != 0:
 
 from casstrace.probes.bcc import bcc_capture  # noqa: E402
 from casstrace.probes.bcc.bcc_capture import BccCapture  # noqa: E402
+from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # noqa: E402
 
 CHUNK = 4096
 READER = """
@@ -38,7 +39,8 @@ def _read(child: subprocess.Popen, chunks: int) -> None:
     assert child.stdout.readline() == "done\n"
 
 
-def test_drained_entries_stay_counted_once(tmp_path, monkeypatch):
+@pytest.mark.parametrize("stream_limit", [1, DEFAULT_STREAM_LIMIT])  # the kernel's aggregates, or the log's
+def test_drained_entries_stay_counted_once(tmp_path, monkeypatch, stream_limit):
     monkeypatch.setattr(bcc_capture, "DRAIN_MARGIN_NS", 500_000_000)  # complete after 0.5 s, not 10
     path = tmp_path / "data.bin"
     path.write_bytes(os.urandom(CHUNK))
@@ -46,7 +48,7 @@ def test_drained_entries_stay_counted_once(tmp_path, monkeypatch):
         [sys.executable, "-c", READER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     try:
-        with BccCapture(child.pid, thread_slot_ns=THREAD_SLOT_NS) as capture:
+        with BccCapture(child.pid, thread_slot_ns=THREAD_SLOT_NS, stream_limit=stream_limit) as capture:
             _read(child, 50)
             time.sleep(1.0)
             moved = capture.drain_thread_io()
@@ -64,4 +66,10 @@ def test_drained_entries_stay_counted_once(tmp_path, monkeypatch):
             "SELECT sum(t.read_bytes) FROM thread_io t JOIN files f USING (file_id) WHERE f.path = ?", (str(path),)
         )
         assert total[0] == 80 * CHUNK
+        (heat,) = trace.rows(
+            "SELECT sum(h.calls) FROM heatmap h JOIN files f USING (file_id) WHERE f.path = ?", (str(path),)
+        )
+        assert heat[0] == 80  # the heat map's 100 ms slots drained too
+        (latency,) = trace.rows("SELECT sum(count) FROM latency WHERE target = 'file' AND syscall = 'pread64'")
+        assert latency[0] == 80
         assert trace.meta["aggregate_overflows"] == 0
