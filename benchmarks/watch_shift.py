@@ -149,8 +149,9 @@ def main() -> None:
     args = parser.parse_args()
 
     cluster, session = connect(args)
-    watcher = start_watch(args, args.duration_s, *(("--metrics-port", str(args.metrics_port)) if args.metrics_port
-                                                   else ()))
+    watcher = start_watch(
+        args, args.duration_s, *(("--metrics-port", str(args.metrics_port)) if args.metrics_port else ())
+    )
     started = time.monotonic()
     workload = Workload(session, loads(args.rate, args.rows), args.duration_s).start()
     print(f"{'minute':>7} {'RSS MB':>8} {'sessions sampled':>17} {'top bytes/exec':>15}", flush=True)

@@ -1,6 +1,6 @@
-"""The time-slotted maps (per-thread bytes, heat map, latency spectrogram) drained while capturing (BccCapture.drain_thread_io, as a watch does every
-refresh): entries leave the kernel's map and no byte is lost or counted twice. Real BPF; the truth
-is what the reader itself read."""
+"""The time-slotted maps (per-thread bytes, heat map, latency spectrogram) drained while capturing
+(BccCapture.drain_thread_io, as a watch does every refresh): entries leave the kernel's maps and no
+byte is lost or counted twice. Real BPF; the truth is what the reader itself read."""
 
 import os
 import subprocess
