@@ -56,11 +56,17 @@ def given(page_size: int) -> Paging:
 
 def choose(session: "Session", prepared: "PreparedStatement", consistency: str, page_bytes: int) -> Paging:
     """Rows per page so that a page of rows as large as the largest sampled stays within page_bytes."""
-    from casstrace.node.query import first_page
+    from casstrace.node.query import execution_failure, first_page
 
-    largest = first_page(session, prepared, consistency, 1).largest_row_bytes
-    if largest * SAMPLE_ROWS <= page_bytes:  # ten such rows are safe to sample
-        largest = max(largest, first_page(session, prepared, consistency, SAMPLE_ROWS).largest_row_bytes)
+    try:
+        largest = first_page(session, prepared, consistency, 1).largest_row_bytes
+        if largest * SAMPLE_ROWS <= page_bytes:  # ten such rows are safe to sample
+            largest = max(largest, first_page(session, prepared, consistency, SAMPLE_ROWS).largest_row_bytes)
+    except Exception as error:  # the node refused or timed out: the executions say so, each as it fails
+        # Nothing is known of the rows, so no page larger than one row is known to be safe.
+        return Paging(
+            1, True, page_bytes, None, f"1 row: the sample of the first rows failed ({execution_failure(error)})"
+        )
     budget = f"the {page_bytes:,} B of a page (--page-bytes)"
     if largest == 0:
         return Paging(
