@@ -3,6 +3,7 @@
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from casstrace.cli.options import (
     Seconds,
     container_option,
     read_statements,
+    verdict_options,
     watched_jvm,
 )
 from casstrace.cli.output import force_option
@@ -141,6 +143,7 @@ if TYPE_CHECKING:
     help="The command that runs casstrace on the nodes reached over ssh (e.g. 'sudo -n casstrace').",
 )
 @click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
+@verdict_options
 @force_option
 @click.option("--timings", is_flag=True, help="Print where the wall time went, phase by phase (to stderr).")
 def command(
@@ -170,6 +173,8 @@ def command(
     ssh_config: Path | None,
     remote_casstrace: str,
     no_html: bool,
+    threshold: float,
+    min_excess: int,
     force: bool,
     timings: bool,
 ) -> None:
@@ -222,25 +227,40 @@ def command(
             force=force,
             targets=RemoteSettings(ssh, parse_hosts(hosts), ssh_config, remote_casstrace),
         )
-        with reporting_interruptions(html=not no_html, force=force):
+        rule = VerdictRule(threshold, min_excess)
+        with reporting_interruptions(html=not no_html, force=force, rule=rule):
             path = run(options, phases, started_backend)
     with phases("analyse, report"):
-        report(path, html=not no_html, force=force)
+        report(path, html=not no_html, force=force, rule=rule)
     if timings:
         click.echo(phases.summary(), err=True)
 
 
-def report(path: Path, html: bool, force: bool = False, after_signal: bool = False) -> None:
+@dataclass(frozen=True)
+class VerdictRule:
+    """--threshold and --min-excess, as the verdict takes them (None: its defaults)."""
+
+    threshold: float | None = None
+    min_excess: int | None = None
+
+
+def report(
+    path: Path, html: bool, force: bool = False, after_signal: bool = False, rule: VerdictRule = VerdictRule()
+) -> None:
     """The verdict in the terminal, and the full HTML report beside the trace. A signal meanwhile
     waits until both are written (and is raised then). Exits non-zero when an execution failed,
     unless a signal ended the run (its exit says so; the execution it cut short is no failure)."""
-    from casstrace.analyses import analyse
+    from casstrace.analyses import DEFAULT_MIN_EXCESS, DEFAULT_THRESHOLD, analyse
     from casstrace.interrupts import INTERRUPTS, Interrupted
     from casstrace.reports import ReportOptions, beside_trace, render, write
 
     try:
         with INTERRUPTS.deferred():
-            analysis = analyse(path)
+            analysis = analyse(
+                path,
+                threshold=DEFAULT_THRESHOLD if rule.threshold is None else rule.threshold,
+                min_excess=DEFAULT_MIN_EXCESS if rule.min_excess is None else rule.min_excess,
+            )
             click.echo(render(analysis, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
             click.echo(f"trace: {path}")
             if html:
@@ -254,7 +274,7 @@ def report(path: Path, html: bool, force: bool = False, after_signal: bool = Fal
 
 
 @contextmanager
-def reporting_interruptions(html: bool, force: bool = False) -> Iterator[None]:
+def reporting_interruptions(html: bool, force: bool = False, rule: VerdictRule = VerdictRule()) -> Iterator[None]:
     """A run cut short by a signal still reports the trace it kept (cli.main says where it is)."""
     from casstrace.interrupts import Interrupted
 
@@ -262,7 +282,7 @@ def reporting_interruptions(html: bool, force: bool = False) -> Iterator[None]:
         yield
     except Interrupted as interrupted:
         if interrupted.trace is not None:
-            report(interrupted.trace, html, force, after_signal=True)
+            report(interrupted.trace, html, force, after_signal=True, rule=rule)
         raise
 
 

@@ -11,7 +11,8 @@ acknowledged) before the execution starts; its result merges the partial traces 
 agent's clock read against the midpoint of the shortest round trip).
 
 The protocol: one JSON object per line each way; the agent's partial trace follows its
-{"trace": N} line as N raw bytes.
+{"trace": N} line as N raw bytes. Its messages are typed in casstrace.orchestration.agent_messages
+(the name of each after the arrow), which alone reads and writes these lines.
     agent -> {"ready": {"pid", "hostname", "casstrace_version", "protocol"}}   once capturing
     {"op": "window", "label", "execution"}  -> {"window": id, "ended_early": str | null}
     {"op": "clock"}                         -> {"now_ns": int}  (the agent's capture clock)
@@ -23,7 +24,6 @@ its capture, undoing everything (probes detached, sources stopped), keeps nothin
 run in their own session, so a Ctrl-C at the terminal reaches only the driver, which stops them.
 """
 
-import json
 import os
 import platform
 import queue
@@ -37,12 +37,31 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from casstrace import __version__
 from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.jvm import CassandraProcess, cassandra_at, find_cassandra
+from casstrace.orchestration.agent_messages import (
+    ClockReading,
+    ColdRefused,
+    Command,
+    Failed,
+    MakeCold,
+    NotAMessage,
+    OpenWindow,
+    PagedOut,
+    ReadClock,
+    Ready,
+    Reply,
+    Stop,
+    TraceFollows,
+    WindowOpened,
+    decode_command,
+    decode_reply,
+    encode,
+)
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import Window, WindowLog, Windows
@@ -55,6 +74,7 @@ READY_TIMEOUT_S = 180.0  # compiling the probes on a loaded machine, or a slow s
 REPLY_TIMEOUT_S = 60.0  # a window switch, a cold eviction
 TRACE_TIMEOUT_S = 300.0  # detaching and writing a long capture
 CLOCK_ROUND_TRIPS = 8
+ReplyT = TypeVar("ReplyT", bound=Reply)
 
 
 @dataclass(frozen=True)
@@ -114,15 +134,18 @@ class _Channel:
     def __init__(self, commands: IO[bytes], replies: IO[bytes]):
         self.commands, self.replies = commands, replies
 
-    def send(self, **message: Any) -> None:
-        self.replies.write(json.dumps(message).encode() + b"\n")
+    def send(self, message: Reply) -> None:
+        self.replies.write(encode(message))
         self.replies.flush()
 
-    def receive(self) -> dict[str, Any]:
+    def receive(self) -> Command:
         line = self.commands.readline()
         if not line:
             raise DriverGone("the agent's driver closed its end")
-        return dict(json.loads(line))
+        try:
+            return decode_command(line)
+        except NotAMessage as error:
+            raise CasstraceError(f"the agent got {error}", "use the same casstrace on every node") from None
 
 
 def node_jvm(options: AgentOptions) -> CassandraProcess:
@@ -166,14 +189,7 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
             writer = TraceWriter(Path(directory, "node.trace"))
 
             def body(windows: Windows) -> str | None:
-                channel.send(
-                    ready={
-                        "pid": process.pid,
-                        "hostname": platform.node(),
-                        "casstrace_version": __version__,
-                        "protocol": PROTOCOL,
-                    }
-                )
+                channel.send(Ready(process.pid, platform.node(), __version__, PROTOCOL))
                 return _follow(channel, windows, process, cassandra)
 
             def annotate(writer: TraceWriter) -> None:
@@ -194,14 +210,14 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
                     raise
                 path = interrupted.trace
             data = path.read_bytes()
-            channel.send(trace=len(data))
+            channel.send(TraceFollows(len(data)))
             replies.write(data)
             replies.flush()
     except DriverGone:
         return 1
     except CasstraceError as error:
         try:
-            channel.send(error=error.message, fix=error.fix, down=isinstance(error, NodeDown))
+            channel.send(Failed(error.message, error.fix or "", isinstance(error, NodeDown)))
         except OSError:
             pass
         return 1
@@ -213,22 +229,21 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
 def _follow(channel: _Channel, windows: Windows, process: CassandraProcess, cassandra: CassandraMeta) -> str | None:
     """Obey the driver's commands until `stop`."""
     while True:
-        command = channel.receive()
-        op = command.get("op")
-        if op == "window":
-            window_id = windows.begin_window(str(command["label"]), command.get("execution"))
-            channel.send(window=window_id, ended_early=windows.ended_early)
-        elif op == "clock":
-            channel.send(now_ns=windows.now_ns())
-        elif op == "cold":
-            try:
-                channel.send(paged_out=context.make_cold(process.pid, context.table_file_keys(process.pid, cassandra)))
-            except CasstraceError as error:  # that execution is not cold; the capture goes on
-                channel.send(cold_error=error.message)
-        elif op == "stop":
-            return None
-        else:
-            raise CasstraceError(f"the agent got an unknown command {op!r}", "use the same casstrace on every node")
+        match channel.receive():
+            case OpenWindow(label, execution):
+                window_id = windows.begin_window(label, execution)
+                channel.send(WindowOpened(window_id, windows.ended_early))
+            case ReadClock():
+                channel.send(ClockReading(windows.now_ns()))
+            case MakeCold():
+                try:
+                    channel.send(
+                        PagedOut(context.make_cold(process.pid, context.table_file_keys(process.pid, cassandra)))
+                    )
+                except CasstraceError as error:  # that execution is not cold; the capture goes on
+                    channel.send(ColdRefused(error.message))
+            case Stop():
+                return None
 
 
 # -- the driver's side -----------------------------------------------------------------------------
@@ -281,7 +296,7 @@ class _Link:
     def __init__(self, target: AgentTarget, partials: Path):
         self.target = target
         self.partials = partials
-        self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.messages: queue.Queue[Reply | None] = queue.Queue()
         self.stderr: list[str] = []
         self.process = subprocess.Popen(
             target.command(),
@@ -291,7 +306,8 @@ class _Link:
             start_new_session=True,
         )
         self.trace: Path | None = None
-        self.ended: dict[str, Any] | None = None  # its trace message, when it stopped before being told to
+        self.trace_complete = False  # all the bytes its TraceFollows announced came
+        self.ended: TraceFollows | None = None  # when it stopped before being told to
         self._threads = [
             threading.Thread(target=self._read, daemon=True),
             threading.Thread(target=self._read_stderr, daemon=True),
@@ -304,15 +320,15 @@ class _Link:
         try:
             for line in iter(self.process.stdout.readline, b""):
                 try:
-                    message = dict(json.loads(line))
-                except ValueError:
+                    message = decode_reply(line)
+                except NotAMessage:  # a stray line on its stdout (a shell's, ssh's): words for failure()
                     self.stderr.append(line.decode(errors="replace").strip())
                     continue
-                if "trace" in message:
-                    data = self.process.stdout.read(int(message["trace"]))
+                if isinstance(message, TraceFollows):
+                    data = self.process.stdout.read(message.trace)
                     self.trace = self.partials / f"node-{self.target.node_id}.trace"
                     self.trace.write_bytes(data)
-                    message["complete"] = len(data) == int(message["trace"])
+                    self.trace_complete = len(data) == message.trace
                 self.messages.put(message)
         finally:
             self.messages.put(None)  # the agent's output ended
@@ -323,16 +339,17 @@ class _Link:
             self.stderr.append(line.decode(errors="replace").rstrip())
             del self.stderr[:-20]
 
-    def send(self, **command: Any) -> None:
+    def send(self, command: Command) -> None:
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write(json.dumps(command).encode() + b"\n")
+            self.process.stdin.write(encode(command))
             self.process.stdin.flush()
         except OSError:
             pass  # the agent is gone: receive() says why
 
-    def receive(self, key: str, timeout_s: float) -> dict[str, Any]:
-        """The agent's next message, which must carry `key` (any when empty); AgentFailed otherwise."""
+    def receive_any(self, timeout_s: float) -> Reply:
+        """The agent's next reply; AgentFailed when it failed, said nothing in time or exited, and
+        AgentEnded when it sent its trace untold (its capture was stopped on its machine)."""
         try:
             message = self.messages.get(timeout=timeout_s)
         except queue.Empty:
@@ -340,14 +357,19 @@ class _Link:
         if message is None:
             self.messages.put(None)
             raise self.failure("it exited", ended=True)
-        if "error" in message:
-            cls = NodeDownThere if message.get("down") else AgentFailed
-            raise cls(f"{self.target.where}: {message['error']}", str(message.get("fix") or ""))
-        if "trace" in message and key != "trace":
+        if isinstance(message, Failed):
+            cls = NodeDownThere if message.down else AgentFailed
+            raise cls(f"{self.target.where}: {message.error}", message.fix)
+        return message
+
+    def receive(self, expected: type[ReplyT], timeout_s: float) -> ReplyT:
+        """The agent's next reply, which must be an `expected` (receive_any says what else happens)."""
+        message = self.receive_any(timeout_s)
+        if isinstance(message, TraceFollows) and expected is not TraceFollows:
             self.ended = message  # stopped on its own machine (a signal there): what it captured came back
             raise AgentEnded(f"{self.target.where}: its capture was stopped on its machine")
-        if key and key not in message:
-            raise self.failure(f"it answered {sorted(message)} where {key!r} was due")
+        if not isinstance(message, expected):
+            raise self.failure(f"it answered {type(message).__name__} where {expected.__name__} was due")
         return message
 
     def failure(self, what: str, ended: bool = False) -> AgentFailed:
@@ -384,8 +406,8 @@ class _Link:
         samples = []
         for _ in range(CLOCK_ROUND_TRIPS):
             sent = now_ns()
-            self.send(op="clock")
-            remote = int(self.receive("now_ns", REPLY_TIMEOUT_S)["now_ns"])
+            self.send(ReadClock())
+            remote = self.receive(ClockReading, REPLY_TIMEOUT_S).now_ns
             samples.append((sent, remote, now_ns()))
         return samples
 
@@ -498,19 +520,19 @@ class AgentsCapture:
             self._links = [_Link(target, self.partials) for target in self.targets]
             for link in list(self._links):
                 try:
-                    ready = link.receive("ready", READY_TIMEOUT_S)["ready"]
+                    ready = link.receive(Ready, READY_TIMEOUT_S)
                 except NodeDownThere as down:
                     self.down.append((link.target, f"down: {down.message.split(': ', 1)[-1]}"))
                     self._links.remove(link)
                     link.close()
                     continue
-                if ready.get("protocol") != PROTOCOL:
+                if ready.protocol != PROTOCOL:
                     raise AgentFailed(
-                        f"{link.target.where} runs casstrace {ready.get('casstrace_version')}, "
+                        f"{link.target.where} runs casstrace {ready.casstrace_version}, "
                         f"whose capture agent speaks another protocol",
                         f"install casstrace {__version__} there",
                     )
-                node = CapturedNode(link.target, int(ready["pid"]))
+                node = CapturedNode(link.target, ready.pid)
                 if link.target.ssh is not None:
                     node.read_clock(link, self.now_ns)
                 self._nodes[link.target.node_id] = node
@@ -533,31 +555,38 @@ class AgentsCapture:
             raise RuntimeError("begin_window() outside a running capture")
         now = self.now_ns()
         for link in self._capturing():
-            link.send(op="window", label=label, execution=execution)
+            link.send(OpenWindow(label, execution))
         window_id = self._windows.begin(label, execution, now)
         for link in self._capturing():
             try:
-                reply = link.receive("window", REPLY_TIMEOUT_S)
+                reply = link.receive(WindowOpened, REPLY_TIMEOUT_S)
             except AgentEnded as ended:  # the others go on; the run ends early, its trace incomplete
                 self._ended_early = self._ended_early or str(ended)
                 continue
-            if reply["window"] != window_id:
-                raise link.failure(f"it opened window {reply['window']} where the run opened {window_id}")
-            if reply.get("ended_early") and self._ended_early is None:
-                self._ended_early = f"{link.target.where}: {reply['ended_early']}"
+            if reply.window != window_id:
+                raise link.failure(f"it opened window {reply.window} where the run opened {window_id}")
+            if reply.ended_early and self._ended_early is None:
+                self._ended_early = f"{link.target.where}: {reply.ended_early}"
         return window_id
 
     def make_cold(self) -> int:
         """--cold on every node before an execution; the address space paged out, summed."""
         for link in self._capturing():
-            link.send(op="cold")
-        replies = [(link, link.receive("", REPLY_TIMEOUT_S)) for link in self._capturing()]
-        refused = [f"{link.target.where}: {reply['cold_error']}" for link, reply in replies if "cold_error" in reply]
+            link.send(MakeCold())
+        paged_out, refused = 0, []
+        for link in self._capturing():
+            match link.receive_any(REPLY_TIMEOUT_S):
+                case PagedOut(paged):
+                    paged_out += paged
+                case ColdRefused(why):
+                    refused.append(f"{link.target.where}: {why}")
+                case other:
+                    raise link.failure(f"it answered {type(other).__name__} where PagedOut was due")
         if refused:
             raise CasstraceError(
                 "; ".join(refused), "run casstrace as root on Linux 5.10 or later, or leave out --cold"
             )
-        return sum(int(reply["paged_out"]) for _, reply in replies)
+        return paged_out
 
     def stop(self) -> AgentsResult | None:
         if self._stopped:
@@ -571,10 +600,11 @@ class AgentsCapture:
                 if link.target.ssh is not None:
                     self._nodes[link.target.node_id].read_clock(link, self.now_ns)
             for link in self._capturing():
-                link.send(op="stop")
+                link.send(Stop())
             for link in self._links:
-                message = link.ended or link.receive("trace", TRACE_TIMEOUT_S)
-                if not message.get("complete") or link.trace is None:
+                if link.ended is None:
+                    link.receive(TraceFollows, TRACE_TIMEOUT_S)
+                if not link.trace_complete or link.trace is None:
                     raise link.failure("its trace came cut short")
                 self._nodes[link.target.node_id].trace = link.trace
         finally:
