@@ -352,9 +352,12 @@ def test_a_capture_that_cannot_start_leaves_no_trace(tmp_path, node_args):
 def test_the_verdicts_rule_is_run_s_to_set_as_report_s(tmp_path, node_args, demo_query, demo_tables):
     """--min-excess and --threshold reach run's verdict: the demo's full-row read (hundreds of MiB past
     its necessary read, thousands of times it) is not flagged under a floor or a threshold above that."""
-    for rule in (["--min-excess", 1 << 40], ["--threshold", 1e9]):
-        out = tmp_path / f"rule-{rule[0].strip('-')}.trace"
-        done = casstrace("run", demo_query, *node_args, "--repeat", 1, "--warmup", 0, "--no-html", "--out", out, *rule)
+    rules: list[tuple[str, object]] = [("--min-excess", 1 << 40), ("--threshold", 1e9)]
+    for option, value in rules:
+        out = tmp_path / f"rule{option}.trace"
+        done = casstrace(
+            "run", demo_query, *node_args, "--repeat", 1, "--warmup", 0, "--no-html", "--out", out, option, value
+        )
         assert done.returncode == 0, done.stderr
         assert "VERDICT: NOT FLAGGED" in done.stdout, done.stdout
         done = casstrace("report", out, "--format", "json")
