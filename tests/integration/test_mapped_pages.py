@@ -195,9 +195,11 @@ def test_a_process_mapping_nothing_under_the_directories_is_measured_without_cle
         assert calls == ["read_smaps"]
         key = (late.stat().st_dev, late.stat().st_ino)
         assert touched is not None and set(touched) == {key}
-        # the pages touched, and the cached neighbours a fault maps with them (fault-around: the
-        # 64 KiB-aligned 16 pages around each): what a cleared window counts too
-        assert 3 * PAGE <= touched[key].referenced_bytes <= 16 * PAGE
+        # the pages touched, and the cached neighbours a fault maps with them: what a cleared window
+        # counts too. Fault-around maps the 64 KiB-aligned 16 pages around each, but a fault on a page
+        # of a large folio maps the whole folio (6.x kernels), and the write that made the file may
+        # have left it as one 256 KiB folio: 1 in 3 runs here. At most the file, never less than the three.
+        assert 3 * PAGE <= touched[key].referenced_bytes <= late.stat().st_size
 
         measure.begin()
         answer = mapper.ask("touch 1 2")  # mapped in the last window: no fault maps neighbours now
