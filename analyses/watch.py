@@ -21,7 +21,7 @@ import bisect
 import os
 import re
 import shlex
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,7 +33,7 @@ from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.findings import CassandraCounts, FindingContext
 from casstrace.analyses.model import Finding, NecessaryRead, Profile
 from casstrace.analyses.necessary import necessary_read
-from casstrace.analyses.percentiles import percentile
+from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
 from casstrace.analyses.units import human_bytes
@@ -223,6 +223,8 @@ class Watch:
     # (None: not measured). In no figure above: no syscall, no page-cache fill, no thread.
     mapped_touched: list[MappedTouch] | None = None
     profile: Profile | None = None  # Java stacks of every thread's Data reads, and CPU (--profile)
+    # the figures as they add up: a watch cut into intervals sums its intervals' (WatchTally.add)
+    tally: "WatchTally | None" = field(default=None, repr=False, compare=False)
 
     @property
     def explained_share(self) -> float | None:
@@ -345,126 +347,241 @@ def _attribute_calls(
             figures[1] += share
 
 
-def summarise(
-    inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete: bool = True, warnings: list[str] | None = None
-) -> Watch:
+@dataclass
+class StatementTally:
+    """One statement's sampled executions as figures that add up: the tallies of two stretches of a
+    watch, added, are the tally of both (a watch cut into intervals, the live figures of a long one).
+    Held per statement, not per execution, so a shift's tally stays the size of an interval's."""
+
+    executions: int = 0
+    # (table, component) -> [data read, syscall, cache-miss] bytes claimed by its executions
+    components: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    # the distinct counts of SSTables whose Data file one execution read (the findings use the most)
+    data_sstables_read: set[int] = field(default_factory=set)
+    rows: int = 0  # live rows returned, over the executions whose trace said
+    rows_known: int = 0
+    durations_ns: Counter[int] = field(default_factory=Counter)  # exact: the node's durations are whole µs
+    cassandra: Counter[CassandraCounts] = field(default_factory=Counter)
+    consistency: set[str] = field(default_factory=set)
+    unmatched_threads: set[str] = field(default_factory=set)  # threads of its events with no known tid
+
+    def add(self, other: "StatementTally") -> None:
+        self.executions += other.executions
+        _add_figures(self.components, other.components)
+        self.data_sstables_read |= other.data_sstables_read
+        self.rows += other.rows
+        self.rows_known += other.rows_known
+        self.durations_ns.update(other.durations_ns)
+        self.cassandra.update(other.cassandra)
+        self.consistency |= other.consistency
+        self.unmatched_threads |= other.unmatched_threads
+
+
+@dataclass
+class WatchTally:
+    """A watch's join, as figures that add up (StatementTally); summarise_tally makes a Watch of it.
+    `meta` is the trace meta the verdicts read (the node, its tables' schemas): added, the newer
+    one's, with the tables of both."""
+
+    probability: float
+    meta: dict = field(default_factory=dict)
+    duration_s: float = 0.0
+    statements: dict[str, StatementTally] = field(default_factory=dict)
+    sstable_bytes: int = 0  # every thread's SSTable bytes
+    explained_bytes: float = 0.0  # claimed by sampled sessions
+    unexplained: dict[str, float] = field(default_factory=dict)  # pool -> SSTable bytes nobody claimed
+    # (table, component) -> [data read, syscall, cache-miss] bytes of every thread (watch_tables)
+    tables: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    mapped_touched: dict[tuple[str, str], int] | None = None  # (table, component) -> bytes; None: not measured
+
+    def add(self, other: "WatchTally") -> None:
+        self.meta = _newer_meta(self.meta, other.meta)
+        self.duration_s += other.duration_s
+        for text, statement in other.statements.items():
+            self.statements.setdefault(text, StatementTally()).add(statement)
+        self.sstable_bytes += other.sstable_bytes
+        self.explained_bytes += other.explained_bytes
+        for pool, size in other.unexplained.items():
+            self.unexplained[pool] = self.unexplained.get(pool, 0.0) + size
+        _add_figures(self.tables, other.tables)
+        if other.mapped_touched is not None:
+            mapped = self.mapped_touched if self.mapped_touched is not None else {}
+            for key, size in other.mapped_touched.items():
+                mapped[key] = mapped.get(key, 0) + size
+            self.mapped_touched = mapped
+
+
+def _add_figures(into: dict[tuple[str, str], list[float]], figures: dict[tuple[str, str], list[float]]) -> None:
+    for key, values in figures.items():
+        _add(into, key, values)
+
+
+def _add(into: dict[tuple[str, str], list[float]], key: tuple[str, str], values: list[float]) -> None:
+    totals = into.setdefault(key, [0.0] * len(values))
+    for index, value in enumerate(values):
+        totals[index] += value
+
+
+def _newer_meta(older: dict, newer: dict) -> dict:
+    """The newer trace meta, its node's tables those of both (the verdicts find a statement's there)."""
+    if not older or not newer:
+        return newer or older
+    tables = {(t.get("keyspace"), t.get("table")): t for t in (older.get("cassandra") or {}).get("tables") or []}
+    tables.update({(t.get("keyspace"), t.get("table")): t for t in (newer.get("cassandra") or {}).get("tables") or []})
+    return {**newer, "cassandra": {**(newer.get("cassandra") or {}), "tables": list(tables.values())}}
+
+
+def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
+    """The join of a watch's (or a stretch of it's) rows, as figures that add up."""
     claimed, unclaimed = attribute(inputs)
-    by_statement: dict[str, list[Session]] = defaultdict(list)
-    for session in inputs.sessions:
-        by_statement[session.statement].append(session)
     unmatched: dict[int, list[str]] = defaultdict(list)
     for span in inputs.spans:
         if span.tid is None:
             unmatched[span.session].append(span.thread)
-    statements = [
-        _statement(text, sessions, claimed, unmatched, inputs, meta) for text, sessions in by_statement.items()
-    ]
-    statements.sort(key=lambda s: (-s.estimated_sstable_bytes, -s.sampled_executions, s.statement))
-    total = sum(row.data_read_bytes for row in inputs.thread_io if row.file_id in inputs.sstables)
-    explained = round(sum(sum(f[0] for f in files.values()) for files in claimed.values()))
+    statements: dict[str, StatementTally] = {}
+    for session in inputs.sessions:
+        statement = statements.setdefault(session.statement, StatementTally())
+        statement.executions += 1
+        files = claimed.get(session.session, {})
+        for file_id, figures in files.items():
+            name = inputs.sstables[file_id]
+            _add(statement.components, (name.owner, name.component), figures)
+        statement.data_sstables_read.add(
+            len({inputs.sstables[f].sstable for f in files if inputs.sstables[f].component == "Data"})
+        )
+        if session.live_rows is not None:
+            statement.rows += session.live_rows
+            statement.rows_known += 1
+        if session.duration_ns is not None:
+            statement.durations_ns[session.duration_ns] += 1
+        statement.cassandra[CassandraCounts(session.live_rows, session.tombstone_cells, session.sstables_merged)] += 1
+        if session.consistency:
+            statement.consistency.add(session.consistency)
+        statement.unmatched_threads.update(unmatched.get(session.session, ()))
+    tables: dict[tuple[str, str], list[float]] = {}
+    for row in inputs.thread_io:
+        if (component := inputs.sstables.get(row.file_id)) is not None:
+            _add(
+                tables,
+                (component.owner, component.component),
+                [row.data_read_bytes, row.read_bytes, row.cache_miss_pages * PAGE_BYTES],
+            )
     pools: dict[str, float] = defaultdict(float)
     for tid, size in unclaimed.items():
-        pools[pool_of(inputs.thread_names.get(tid, f"thread {tid}"))] += size
+        if size:
+            pools[pool_of(inputs.thread_names.get(tid, f"thread {tid}"))] += size
+    return WatchTally(
+        probability=inputs.probability,
+        meta=meta,
+        duration_s=inputs.duration_s,
+        statements=statements,
+        sstable_bytes=round(sum(figures[0] for figures in tables.values())),
+        explained_bytes=sum(f[0] for files in claimed.values() for f in files.values()),
+        unexplained=dict(pools),
+        tables=tables,
+        mapped_touched=_mapped(inputs),
+    )
+
+
+def summarise(
+    inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete: bool = True, warnings: list[str] | None = None
+) -> Watch:
+    return summarise_tally(tally(inputs, meta), trace_path=trace_path, complete=complete, warnings=warnings)
+
+
+def summarise_tally(
+    tallied: WatchTally, *, trace_path: str = "", complete: bool = True, warnings: list[str] | None = None
+) -> Watch:
+    meta = tallied.meta
+    statements = [
+        _statement(text, statement, tallied.probability, meta) for text, statement in tallied.statements.items()
+    ]
+    statements.sort(key=lambda s: (-s.estimated_sstable_bytes, -s.sampled_executions, s.statement))
     unexplained = sorted(
-        (PoolIO(pool, POOLS.get(pool, pool), round(size)) for pool, size in pools.items() if size),
+        (PoolIO(pool, POOLS.get(pool, pool), round(size)) for pool, size in tallied.unexplained.items() if size),
         key=lambda p: -p.sstable_bytes,
     )
     return Watch(
         trace_path=trace_path,
         complete=complete,
         warnings=list(warnings or []),
-        notes=_notes(meta, inputs),
-        duration_s=inputs.duration_s,
-        probability=inputs.probability,
+        notes=_notes(meta, tallied),
+        duration_s=tallied.duration_s,
+        probability=tallied.probability,
         statements=statements,
-        sstable_bytes=total,
-        explained_bytes=explained,
+        sstable_bytes=tallied.sstable_bytes,
+        explained_bytes=round(tallied.explained_bytes),
         unexplained=unexplained,
         context=_context(meta),
-        mapped_touched=_mapped(inputs),
+        mapped_touched=None
+        if tallied.mapped_touched is None
+        else sorted(
+            (
+                MappedTouch(table, component, size)
+                for (table, component), size in tallied.mapped_touched.items()
+                if size
+            ),
+            key=lambda m: -m.touched_bytes,
+        ),
+        tally=tallied,
     )
 
 
-def _mapped(inputs: WatchInputs) -> list[MappedTouch] | None:
+def _mapped(inputs: WatchInputs) -> dict[tuple[str, str], int] | None:
     if inputs.mapped_touched is None:
         return None
     touched: dict[tuple[str, str], int] = defaultdict(int)
     for file_id, size in inputs.mapped_touched.items():
         if (name := inputs.sstables.get(file_id)) is not None:
             touched[(name.owner, name.component)] += size
-    return sorted(
-        (MappedTouch(table, component, size) for (table, component), size in touched.items() if size),
-        key=lambda m: -m.touched_bytes,
-    )
+    return dict(touched)
 
 
-def _statement(
-    text: str,
-    sessions: list[Session],
-    claimed: dict[int, dict[int, list[float]]],
-    unmatched: dict[int, list[str]],
-    inputs: WatchInputs,
-    meta: dict,
-) -> StatementIO:
-    count = len(sessions)
-    per_component: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    sstables_read = []
-    for session in sessions:
-        files = claimed.get(session.session, {})
-        for file_id, figures in files.items():
-            name = inputs.sstables[file_id]
-            totals = per_component[(name.owner, name.component)]
-            for index, value in enumerate(figures):
-                totals[index] += value
-        sstables_read.append(len({inputs.sstables[f].sstable for f in files if inputs.sstables[f].component == "Data"}))
+def _statement(text: str, tallied: StatementTally, probability: float, meta: dict) -> StatementIO:
+    count = tallied.executions
     components = sorted(
         (
             ComponentRead(table, component, data / count, syscall / count, cache / count)
-            for (table, component), (data, syscall, cache) in per_component.items()
+            for (table, component), (data, syscall, cache) in tallied.components.items()
         ),
         key=lambda c: -c.bytes_per_execution,
     )
     sstable_bytes = sum(c.bytes_per_execution for c in components) * count
     data_bytes = sum(c.bytes_per_execution for c in components if c.component == "Data")
-    rows = [s.live_rows for s in sessions if s.live_rows is not None]
-    rows_per_execution = sum(rows) / len(rows) if rows else None
-    durations = [s.duration_ns / 1e9 for s in sessions if s.duration_ns is not None]
+    rows_per_execution = tallied.rows / tallied.rows_known if tallied.rows_known else None
     statement = StatementIO(
         statement=text,
         sampled_executions=count,
-        estimated_executions=count / inputs.probability if inputs.probability else float(count),
+        estimated_executions=count / probability if probability else float(count),
         sstable_bytes=round(sstable_bytes),
-        estimated_sstable_bytes=sstable_bytes / inputs.probability if inputs.probability else sstable_bytes,
+        estimated_sstable_bytes=sstable_bytes / probability if probability else sstable_bytes,
         sstable_read_bytes_per_execution=sstable_bytes / count,
         data_read_bytes_per_execution=data_bytes,
         components=components,
         rows_per_execution=rows_per_execution,
         bytes_per_row=data_bytes / rows_per_execution if rows_per_execution else None,
-        latency_p50_s=percentile(durations, 0.5),
-        latency_p99_s=percentile(durations, 0.99),
-        consistency=sorted({s.consistency for s in sessions if s.consistency}),
-        unmatched_threads=sorted({thread for s in sessions for thread in unmatched.get(s.session, [])}),
+        latency_p50_s=_seconds(histogram_percentile(tallied.durations_ns, 0.5)),
+        latency_p99_s=_seconds(histogram_percentile(tallied.durations_ns, 0.99)),
+        consistency=sorted(tallied.consistency),
+        unmatched_threads=sorted(tallied.unmatched_threads),
     )
-    _judge(statement, per_component, sessions, sstables_read, meta)
+    _judge(statement, tallied, meta)
     statement.run_command = run_command(statement, meta)
     return statement
 
 
-def _judge(
-    statement: StatementIO,
-    per_component: dict[tuple[str, str], list[float]],
-    sessions: list[Session],
-    sstables_read: list[int],
-    meta: dict,
-) -> None:
+def _seconds(ns: int | None) -> float | None:
+    return ns / 1e9 if ns is not None else None
+
+
+def _judge(statement: StatementIO, tallied: StatementTally, meta: dict) -> None:
     """The verdict and causes `casstrace run` gives, on the sampled executions: the Data bytes each
     read against the necessary read of the rows Cassandra says it returned (no payload is seen here:
     the stored bytes per cell stand in for the values, analyses.necessary)."""
     select = parse_select(statement.statement)
     schema = find_table(meta, select.keyspace, select.table) if select else None
     count = statement.sampled_executions
-    data = [figures for (_, component), figures in per_component.items() if component == "Data"]
-    counts = [CassandraCounts(s.live_rows, s.tombstone_cells, s.sstables_merged) for s in sessions]
+    data = [figures for (_, component), figures in tallied.components.items() if component == "Data"]
     rows = statement.rows_per_execution
     aggregated = round(rows) if rows is not None else None
     read_ahead = (meta.get("cassandra") or {}).get("compressed_read_ahead_bytes")
@@ -519,8 +636,8 @@ def _judge(
             necessary=necessary,
             select=select,
             schema=schema,
-            sstables_read=sstables_read,
-            cassandra=counts,
+            sstables_read=sorted(tallied.data_sstables_read),
+            cassandra=list(tallied.cassandra.elements()),
             cassandra_executions=count,
             disk_access_mode=(meta.get("cassandra") or {}).get("disk_access_mode"),
         )
@@ -543,10 +660,10 @@ def run_command(statement: StatementIO, meta: dict) -> str:
     return " ".join(parts) + " " + shlex.quote(statement.statement)
 
 
-def _notes(meta: dict, inputs: WatchInputs) -> list[str]:
+def _notes(meta: dict, tallied: "WatchTally") -> list[str]:
     mode = ((meta.get("cassandra") or {}).get("disk_access_mode") or "unknown").lower()
     notes = [
-        f"Cassandra traced {inputs.probability:.3g} of the requests it coordinated; estimated executions are "
+        f"Cassandra traced {tallied.probability:.3g} of the requests it coordinated; estimated executions are "
         "the sampled ones ÷ that share, so a statement seen a few times is estimated roughly."
     ]
     what = (
@@ -558,7 +675,11 @@ def _notes(meta: dict, inputs: WatchInputs) -> list[str]:
         f"disk_access_mode is '{mode}': the node reads {what} through memory maps. A mapped page already in "
         "the page cache is read with no syscall and no page-cache fill, so no thread can be charged for it: "
         "such reads are in no statement's figure (per thread they cannot be attributed)"
-        + ("; the pages touched are shown per table for the whole watch." if inputs.mapped_touched is not None else ".")
+        + (
+            "; the pages touched are shown per table for the whole watch."
+            if tallied.mapped_touched is not None
+            else "."
+        )
     )
     return notes
 
@@ -617,6 +738,9 @@ def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
             f"The watch did not finish: {trace.meta.get('incomplete_reason', 'interrupted')}. "
             "The figures cover what was captured."
         )
+    lost = trace.meta.get("lost_events") or 0
+    if lost:
+        warnings.append(f"{lost:,} probe notices were lost (the ring buffer was full): some files may be unnamed.")
     overflows = trace.meta.get("aggregate_overflows") or 0
     if overflows:
         warnings.append(f"{overflows:,} kernel map updates were refused (a map was full): some bytes are missing.")

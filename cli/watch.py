@@ -12,7 +12,7 @@ from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.outputs import check_output
 
 if TYPE_CHECKING:
-    from casstrace.analyses.watch import Watch
+    from casstrace.analyses.watch import Watch, WatchTally
     from casstrace.node.metrics_endpoint import MetricsEndpoint
     from casstrace.orchestration.watcher import LiveSnapshot
     from casstrace.reports.prometheus import Exposition
@@ -29,6 +29,13 @@ DEFAULT_TOP = 10
 @click.option("--pid", type=PID, help="PID of the Cassandra JVM (default: the one listening on --port).")
 @container_option
 @click.option("--duration", type=Seconds(), help="Seconds to watch (default: until Ctrl-C).")
+@click.option(
+    "--interval",
+    type=Seconds(),
+    help="Cut the watch into intervals of this many seconds (at least 10): a trace and a report each, "
+    "NAME-0001.trace ... beside --out's NAME, and the whole watch's summary at the end. Memory stays "
+    "that of one interval: for watches of hours.",
+)
 @click.option(
     "--sample",
     type=FiniteFloat(min=0, max=1, min_open=True),
@@ -86,6 +93,7 @@ def command(
     pid: int | None,
     container: str | None,
     duration: float | None,
+    interval: float | None,
     sample: float,
     top: int,
     out: Path | None,
@@ -106,7 +114,7 @@ def command(
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
     from casstrace.analyses.watch import analyse_watch
     from casstrace.node.connection import configuration_files, resolve_settings
-    from casstrace.orchestration.watcher import WatchOptions, restore_left, watch
+    from casstrace.orchestration.watcher import WatchOptions, default_trace_path, restore_left, watch
     from casstrace.reports import beside_trace
     from casstrace.reports.watch import document
 
@@ -133,29 +141,36 @@ def command(
     pid = watched_jvm(pid, container)
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     table = LiveTable(top) if sys.stderr.isatty() else None
-    live = Live(table, metrics) if table is not None or metrics is not None else None
+    live = Live(table, metrics)
+    trace_path = out or default_trace_path()
+    intervals = IntervalReports(format_, top, force, live) if interval is not None else None
 
     def started() -> None:
         click.echo(
             f"casstrace: watching {settings.host}:{settings.port}"
             + (f" for {duration:g} s" if duration else " until Ctrl-C")
+            + (f", a trace and a report every {interval:g} s" if interval else "")
             + f": probes attached, the node traces {sample:g} of its requests",
             err=True,
         )
 
     def report(path: Path) -> None:
         with INTERRUPTS.deferred():  # a signal meanwhile waits until the report is written
-            result = analyse_watch(path)
+            if intervals is None:
+                result, inputs_read = analyse_watch(path), [path]
+            else:  # the last interval's report, then the whole watch's
+                intervals(path)
+                result, inputs_read = intervals.summary(), intervals.traces
             deliver(
                 document(result, top),
                 format_,
-                beside_trace(path, "html") if output is None and format_ == "html" else output,
+                beside_trace(trace_path, "html") if output is None and format_ == "html" else output,
                 color,
-                [f"{len(result.statements)} statements sampled; trace: {path}"],
+                [f"{len(result.statements)} statements sampled; trace: {result.trace_path}"],
                 force,
-                inputs=[path],
+                inputs=inputs_read,
             )
-            click.echo(f"trace: {path}", err=True)
+            click.echo(f"trace: {result.trace_path}", err=True)
 
     try:
         path = watch(
@@ -165,13 +180,15 @@ def command(
                 duration_s=duration,
                 probability=sample,
                 top=top,
-                out=out,
+                out=trace_path,
                 force=force,
                 nodetool=nodetool_command,
                 profile=profile,
+                interval_s=interval,
             ),
-            live,
+            live if table is not None or metrics is not None else None,
             started,
+            intervals or (lambda path: None),
         )
     except Interrupted as interrupted:  # a --duration watch cut short (an open-ended one ends on Ctrl-C)
         if interrupted.trace is not None:
@@ -185,14 +202,16 @@ def command(
 
 class Live:
     """Each refresh of a watch: the figures so far summarised once, for the terminal's table and the
-    metrics endpoint."""
+    metrics endpoint. With --interval, the watcher's figures are the current interval's: the
+    intervals done are added to them (`done`)."""
 
     def __init__(self, table: "LiveTable | None", metrics: "tuple[MetricsEndpoint, Exposition] | None"):
         self.table = table
         self.metrics = metrics
+        self.done: WatchTally | None = None
 
     def __call__(self, snapshot: "LiveSnapshot") -> None:
-        from casstrace.analyses.watch import WatchInputs, summarise
+        from casstrace.analyses.watch import WatchInputs, WatchTally, summarise_tally, tally
         from casstrace.analyses.watch_tables import table_reads
         from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
 
@@ -207,12 +226,72 @@ class Live:
             probability=snapshot.probability,
             duration_s=snapshot.elapsed_s,
         )
-        watched = summarise(inputs, {})
+        so_far = WatchTally(snapshot.probability)
+        for part in (self.done, tally(inputs, {})):
+            if part is not None:
+                so_far.add(part)
+        watched = summarise_tally(so_far)
         if self.metrics is not None:
             endpoint, exposition = self.metrics
-            endpoint.publish(exposition.page(watched, table_reads(inputs)))
+            endpoint.publish(exposition.page(watched, table_reads(so_far)))
         if self.table is not None:
             self.table(watched)
+
+
+class IntervalReports:
+    """`watch --interval`: each interval's report beside its trace, as its trace is written, and the
+    intervals' figures added up for the summary at the end (and the live figures meanwhile)."""
+
+    def __init__(self, format_: str, top: int, force: bool, live: Live):
+        self.format = format_
+        self.top = top
+        self.force = force
+        self.live = live
+        self.traces: list[Path] = []
+        self.warnings: list[str] = []
+        self.complete = True
+
+    def __call__(self, path: Path) -> None:
+        from casstrace.analyses.units import human_bytes
+        from casstrace.analyses.watch import WatchTally, analyse_watch
+        from casstrace.reports import ReportOptions, beside_trace, write
+        from casstrace.reports.watch import document
+
+        watched = analyse_watch(path)
+        report = write(
+            document(watched, self.top),
+            self.format,
+            beside_trace(path, self.format),
+            ReportOptions(color=False),
+            force=self.force,
+            inputs=[path],
+        )
+        self.traces.append(path)
+        number = len(self.traces)
+        self.warnings += [f"Interval {number}: {warning}" for warning in watched.warnings]
+        self.complete = self.complete and watched.complete
+        assert watched.tally is not None  # analyse_watch's Watch has its tally
+        if self.live.done is None:
+            self.live.done = WatchTally(watched.probability)
+        self.live.done.add(watched.tally)
+        click.echo(
+            f"casstrace: interval {number} ({watched.duration_s:.0f} s): {len(watched.statements)} statements "
+            f"sampled, {human_bytes(watched.sstable_bytes)} of SSTable bytes; trace: {path}; report: {report}",
+            err=True,
+        )
+
+    def summary(self) -> "Watch":
+        """The whole watch: every interval's figures added up."""
+        from casstrace.analyses.watch import summarise_tally
+
+        assert self.live.done is not None, "the last interval is always reported"
+        first, last = self.traces[0], self.traces[-1]
+        return summarise_tally(
+            self.live.done,
+            trace_path=f"{first} … {last.name} ({len(self.traces)} intervals)" if first != last else str(first),
+            complete=self.complete,
+            warnings=self.warnings,
+        )
 
 
 class LiveTable:

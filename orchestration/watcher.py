@@ -9,24 +9,31 @@ The probes and the switch share one capture → trace routine (probes.recording)
 the probes detach and the trace probability goes back to what it was (node.tracing.TraceProbability).
 The sampled sessions are read from system_traces afterwards (statements normalized, never a value),
 with the JVM's thread names mapped to thread ids, and all of it goes into one trace that `casstrace report` reads.
+
+A watch of hours is cut into intervals (--interval): each interval's slots are taken out of the
+capture once complete (ThreadIOCapture.take_slots) and written with its sessions as a trace of its
+own, NAME-0001.trace, NAME-0002.trace, ...; the last one is the capture's own trace, renamed. So the
+watch holds one interval's rows at a time, whatever its length.
 """
 
+import os
 import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from casstrace.errors import CasstraceError
-from casstrace.interrupts import INTERRUPTS
+from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.ledger import Ledger
 from casstrace.node import context, storage
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
+from casstrace.outputs import check_output
 from casstrace.paths import default_traces_dir
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
@@ -36,12 +43,13 @@ from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCaptur
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
-from casstrace.traces.schema import THREAD_SLOT_NS
+from casstrace.traces.schema import SLOT_NS, THREAD_SLOT_NS
 
 DEFAULT_PROBABILITY = 0.01
 WATCH_WINDOW = "watch"  # the watch's own window (then a gap, GAP_WINDOW, while the probes detach)
 REFRESH_S = 2.0
 SETTLE_S = 1.0  # after tracing stops, for the last sessions' events to reach system_traces
+MIN_INTERVAL_S = 10.0  # an interval's slots are complete ~10 s after its end: shorter ones would pile up
 
 
 @dataclass
@@ -70,10 +78,16 @@ class WatchOptions:
     force: bool = False  # replace an existing regular file at `out` (casstrace.outputs)
     nodetool: str | None = None  # the node's nodetool command, when casstrace cannot build one
     profile: bool = False  # async-profiler in the JVM during the watch window
+    interval_s: float | None = None  # a trace per interval of this many seconds (None: one trace)
 
 
 def default_trace_path() -> Path:
     return default_traces_dir() / f"{time.strftime('%Y%m%d-%H%M%S')}-watch.trace"
+
+
+def interval_trace_path(path: Path, number: int) -> Path:
+    """The trace of a watch's interval `number` (from 1): NAME-0001.trace beside NAME.trace."""
+    return path.with_name(f"{path.stem}-{number:04d}{path.suffix}")
 
 
 def is_own_statement(statement: str) -> bool:
@@ -89,12 +103,14 @@ def watch(
     options: WatchOptions,
     live: Callable[[LiveSnapshot], None] | None = None,
     started: Callable[[], None] = lambda: None,
+    interval_done: Callable[[Path], None] = lambda path: None,
 ) -> Path:
-    """Watch the node; returns the trace's path. `started` is called once the probes are attached and
-    the node traces; `live` with the figures so far every REFRESH_S seconds. A signal (Ctrl-C) is how
-    a watch without a duration ends: its trace is whole. A watch with a duration cut short by a signal
-    keeps its trace, marked incomplete, and raises casstrace.interrupts.Interrupted with it
-    (probes.recording.record)."""
+    """Watch the node; returns the trace's path (with --interval, the last interval's). `started` is
+    called once the probes are attached and the node traces; `live` with the figures so far (of the
+    interval so far, with --interval) every REFRESH_S seconds; `interval_done` with each interval's
+    trace but the last once written. A signal (Ctrl-C) is how a watch without a duration ends: its
+    trace is whole. A watch with a duration cut short by a signal keeps its trace, marked
+    incomplete, and raises casstrace.interrupts.Interrupted with it (probes.recording.record)."""
     if not 0 < options.probability <= 1:
         raise CasstraceError(
             f"--sample must be in (0, 1], got {options.probability}",
@@ -102,6 +118,17 @@ def watch(
         )
     if options.duration_s is not None and options.duration_s <= 0:
         raise CasstraceError(f"--duration must be positive, got {options.duration_s}", "give seconds > 0")
+    if options.interval_s is not None and options.interval_s < MIN_INTERVAL_S:
+        raise CasstraceError(
+            f"--interval must be at least {MIN_INTERVAL_S:g} s, got {options.interval_s:g}",
+            f"give --interval {MIN_INTERVAL_S:g} or more (a trace and a report per interval)",
+        )
+    if options.interval_s is not None and options.profile:
+        raise CasstraceError(
+            "--profile cannot be given with --interval (the profiler's samples cover the whole watch)",
+            "profile a watch of its own, without --interval",
+        )
+    out = options.out or default_trace_path()
 
     with ExitStack() as stack:
         node = stack.enter_context(NodeSession(options.connection))
@@ -114,26 +141,61 @@ def watch(
         # Asked for per-thread counts, a capture is a ThreadIOCapture (the backend refuses otherwise).
         options_asked = CaptureOptions(thread_slot_ns=THREAD_SLOT_NS, source=f"pid {process.pid} (casstrace watch)")
         capture = cast(
-            ThreadIOCapture, backend(DEFAULT_BACKEND)(process.pid, extra_dirs=tuple(data_dirs), options=options_asked)
+            ThreadIOCapture,
+            backend(DEFAULT_BACKEND)(
+                process.pid,
+                extra_dirs=tuple(data_dirs),
+                # Per call, a shift's first calls would be logged and its intervals' go by slot; by slot, all.
+                stream_limit=1 if options.interval_s is not None else None,
+                options=options_asked,
+            ),
         )
         # On from before the probes attach to after they detach, put back on every way out.
         switch = TraceProbability(nodetool, options.probability, warn, Ledger(process.pid))
-        # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to).
-        mapped = MappedPagesCapture(process.pid, data_dirs)
+        # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to),
+        # so not per interval.
+        mapped = MappedPagesCapture(process.pid, data_dirs) if options.interval_s is None else None
         profiler = None
         if options.profile:
             profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
             stack.callback(profiler.cleanup)
-        writer = TraceWriter(options.out or default_trace_path(), force=options.force)
+        if options.interval_s is not None:
+            check_output(interval_trace_path(out, 1), options.force)  # the rest are checked as they come
+        writer = TraceWriter(out, force=options.force)
         span: list[int] = []  # the watch's start and end, in Unix ns
         sampled: list[SampledSession] = []
+        intervals = Intervals(interval_done)  # what --interval wrote so far
+
+        def write_interval(until_ns: int) -> None:
+            """The interval that ends at `until_ns` (the capture's clock), as a trace of its own."""
+            offset = _clock_offset_ns()
+            since, until = intervals.since_ns or span[0], until_ns + offset
+            stretch = capture.take_slots(until_ns, WATCH_WINDOW)
+            sessions = read_sessions(node.session, since, until - 1, intervals.seen, ignore=is_own_statement)
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})
+            interval = TraceWriter(interval_trace_path(out, intervals.count + 1), force=options.force)
+            with interval.writing():
+                stretch.write(interval)
+                _write(
+                    interval,
+                    sessions,
+                    thread_ids,
+                    switch,
+                    (since, until),
+                    options,
+                    process,
+                    node,
+                    node_settings,
+                    data_dirs,
+                )
+                intervals.done(interval.finish(), until, {s.session_id for s in sessions})
 
         def body(windows: Windows) -> None:
             windows.begin_window(WATCH_WINDOW)
             span.append(time.time_ns())
             started()
             try:
-                _wait(capture, node, span[0], thread_ids, options, live)
+                _wait(capture, node, span[0], thread_ids, options, live, write_interval)
             except KeyboardInterrupt:
                 if options.duration_s is not None:
                     raise  # cut short
@@ -155,16 +217,46 @@ def watch(
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()}).add(_thread_ids_now(process.pid))
             if len(span) == 2:
                 time.sleep(SETTLE_S)
-                sampled.extend(read_sessions(node.session, span[0], span[1], ignore=is_own_statement))
+                since = intervals.since_ns or span[0]
+                sampled.extend(read_sessions(node.session, since, span[1], intervals.seen, ignore=is_own_statement))
 
         def annotate(writer: TraceWriter) -> None:
-            window = (span[0], span[-1]) if span else (time.time_ns(),) * 2
+            window = (intervals.since_ns or span[0], span[-1]) if span else (time.time_ns(),) * 2
             _write(writer, sampled, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
 
-        sources: list[WindowSource] = [switch, mapped]
+        sources: list[WindowSource] = [switch, *([mapped] if mapped is not None else [])]
         if profiler is not None:  # active across the watch window, started in the gap before it
             sources.append(ProfiledWindows(profiler, {WATCH_WINDOW}, warn))
-        return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
+        if options.interval_s is None:
+            return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
+        try:  # the capture's own trace holds the last interval: numbered like the others
+            path = record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
+        except Interrupted as interrupted:
+            if interrupted.trace is not None:
+                interrupted.trace = intervals.last(interrupted.trace, options.force)
+            raise
+        return intervals.last(path, options.force)
+
+
+class Intervals:
+    """The intervals of a watch written so far (--interval), for the next one to start where they end."""
+
+    def __init__(self, done: Callable[[Path], None]):
+        self.count = 0
+        self.since_ns: int | None = None  # Unix ns the next interval starts at (None: the watch's start)
+        self.seen: set[str] = set()  # the last interval's sessions: a session on a boundary is read once
+        self._done = done
+
+    def done(self, path: Path, until_ns: int, sessions: set[str]) -> None:
+        self.count += 1
+        self.since_ns, self.seen = until_ns, sessions
+        self._done(path)
+
+    def last(self, path: Path, force: bool) -> Path:
+        """The capture's own trace, renamed as the last interval."""
+        numbered = check_output(interval_trace_path(path, self.count + 1), force)
+        os.replace(path, numbered)
+        return numbered
 
 
 def restore_left(options: WatchOptions) -> list[str]:
@@ -175,22 +267,33 @@ def restore_left(options: WatchOptions) -> list[str]:
 
 
 def _wait(
-    capture: Any,
+    capture: ThreadIOCapture,
     node: NodeSession,
     since: int,
     thread_ids: ThreadIds,
     options: WatchOptions,
     live: Callable[[LiveSnapshot], None] | None,
+    write_interval: Callable[[int], None],
 ) -> None:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
     seen: set[str] = set()
     sampled: list[SampledSession] = []
+    # Intervals end on whole heat-map slots of the capture's clock (the per-thread slots divide them).
+    interval_ns = None if options.interval_s is None else round(options.interval_s * 1e9 / SLOT_NS) * SLOT_NS
+    next_end = None if interval_ns is None else capture.start_ns + interval_ns
     while deadline is None or time.monotonic() < deadline:
         if capture.ended_early:
             raise CasstraceError(f"the watch ended early: {capture.ended_early}", "check that the node is running")
         time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
         with INTERRUPTS.deferred():  # read, then deleted from the kernel's map: both or neither
             capture.drain_thread_io()
+        while next_end is not None and interval_ns is not None and next_end <= capture.complete_until_ns():
+            with INTERRUPTS.deferred():  # taken from the capture and written: both or neither
+                write_interval(next_end)
+            unix_end = next_end + _clock_offset_ns()  # the live figures go on with the next interval's
+            sampled = [s for s in sampled if s.started_ns >= unix_end]
+            seen = {s.session_id for s in sampled}
+            next_end += interval_ns
         if live is None:
             continue
         try:
@@ -205,7 +308,7 @@ def _wait(
 
 
 def live_figures(
-    capture: Any, sampled: list[SampledSession], thread_ids: ThreadIds, probability: float, elapsed_s: float
+    capture: ThreadIOCapture, sampled: list[SampledSession], thread_ids: ThreadIds, probability: float, elapsed_s: float
 ) -> LiveSnapshot:
     """What the probes and the node's trace tables hold so far."""
     paths: dict[str, int] = {}

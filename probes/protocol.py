@@ -145,6 +145,16 @@ class ThreadIOCapture(Capture, Protocol):
         """Move the complete slots out of the kernel's map (a full map refuses updates); the entries moved."""
         ...
 
+    def complete_until_ns(self) -> int:
+        """Slots that end by this time (now_ns()'s clock) are complete: no read still running adds to them."""
+        ...
+
+    def take_slots(self, until_ns: int, label: str) -> CaptureResult:
+        """The per-thread counts (and the other per-slot figures) of slots ending by `until_ns` that no
+        earlier call took, moved out of the capture as a result of their own (one window, `label`):
+        one stretch of a long watch, written as its own trace. The capture's final result holds the rest."""
+        ...
+
 
 class CaptureOptions(NamedTuple):
     """What a capture may be asked beyond watching one process: each needs a capability. (A NamedTuple:

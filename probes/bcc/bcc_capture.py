@@ -19,7 +19,7 @@ import select
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -44,7 +44,7 @@ from casstrace.probes.bcc.program import (
 )
 from casstrace.probes.proc import proc_fds
 from casstrace.probes.proc.proc_fds import Descriptor
-from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, WindowLog
+from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, GAP_WINDOW, Window, WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 FILL_CAPACITY = 1 << 17  # fills no logged read holds: 512 MiB of faults in 4 KiB pages, more in folios
@@ -55,6 +55,8 @@ BATCH_ENTRIES = 4096  # map entries read per bpf() call at stop
 # A thread_io slot this far in the past is complete: no read still running adds to it, so it can
 # leave the kernel's map (drain_thread_io) without losing a byte.
 DRAIN_MARGIN_NS = 10_000_000_000
+# What the program could not record, per stretch a long watch takes (take_slots) and in the rest.
+LOSS_COUNTERS = ("notices_lost", "aggregate_overflow", "iov_truncated", "coverage_truncated", "fill_pages_unlogged")
 TRACEFS = Path("/sys/kernel/tracing")
 
 CAP_PERFMON, CAP_BPF = 38, 39
@@ -319,6 +321,10 @@ class BccCapture:
         # Entries of the time-slotted maps moved out of the kernel (drain_thread_io), by map, as the
         # map holds them (key, then value: 48 bytes a thread_io entry; ctypes objects took ~780)
         self._drained: dict[str, bytearray] = {}
+        # What take_slots() already handed out: its end (capture clock), and the loss counters then.
+        self._taken_until_ns: int | None = None
+        self._losses_taken: dict[str, int] = {}
+        self._offered_taken = 0
         self._poller: threading.Thread | None = None
         self._stop_polling = threading.Event()
         self._pidfd: int | None = None
@@ -619,8 +625,9 @@ class BccCapture:
     def _read_tables(self) -> tuple[dict[str, int], dict[str, MapRows], memoryview, memoryview]:
         """The counters, every aggregate map, and the kept parts of the event log and the fill log."""
         bpf = self._bpf
-        counters = bpf[b"counters"]
-        values = {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
+        values = self._counters()
+        for name, taken in self._losses_taken.items():  # the stretches take_slots() handed out hold theirs
+            values[name] -= taken
         names = ["stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist"]
         slotted = self._slotted_maps() if self.thread_slot_ns else {}  # drained while capturing
         tables = {
@@ -667,25 +674,78 @@ class BccCapture:
     def _rows(self, name: str) -> MapRows:
         """A map's entries: those drained, and those still in the kernel (an entry found twice, a slot
         a late call re-created after it was drained, counts the sum)."""
-        table = self._bpf[name.encode()]
-        key_size = ctypes.sizeof(table.Key)
-        entry_size = key_size + ctypes.sizeof(table.Leaf)
         with self._lock:
             drained = bytes(self._drained.get(name, b""))
-        rows: dict[bytes, list[Any]] = {}
-        entries = (
-            (drained[at : at + key_size], _plain(table.Leaf.from_buffer_copy(drained, at + key_size)))
-            for at in range(0, len(drained), entry_size)
+        table = self._bpf[name.encode()]
+        return _summed(table, itertools.chain(_entries(table, drained), ((bytes(k), v) for k, v in _read_hash(table))))
+
+    def complete_until_ns(self) -> int:
+        """Slots that end by this time (now_ns()'s clock) are complete: no read still running adds to them."""
+        return self.now_ns() - DRAIN_MARGIN_NS
+
+    def take_slots(self, until_ns: int, label: str) -> BccCaptured:
+        """The time-slotted maps' slots that end by `until_ns` (complete: see complete_until_ns) and
+        that no earlier call took, moved out of this capture: one stretch of a long watch, written as
+        a trace of its own (window `label`), so that a watch of hours holds one stretch at a time.
+        The stretch's loss counters are its own; the capture's final result holds the rest. Its
+        other tables (per-file totals, the per-call log) stay whole in that final result."""
+        if until_ns > self.complete_until_ns():
+            raise ValueError(f"slots up to {until_ns} are not complete yet")
+        self.drain_thread_io()
+        start = self.start_ns if self._taken_until_ns is None else self._taken_until_ns
+        tables: dict[str, MapRows] = {"stats_by_fd": [], "page_cache_pages": [], "coverage": []}
+        for name, slot_ns in self._slotted_maps().items():
+            table = self._bpf[name.encode()]
+            entry_size = ctypes.sizeof(table.Key) + ctypes.sizeof(table.Leaf)
+            last = (until_ns - self.start_ns) // slot_ns  # slots before it end by until_ns
+            slot = table.Key.slot  # the key's slot field: where it sits in each stored entry
+            taken, kept = bytearray(), bytearray()
+            with self._lock:
+                drained = self._drained.get(name, bytearray())
+                for at in range(0, len(drained), entry_size):
+                    entry_slot = int.from_bytes(drained[at + slot.offset : at + slot.offset + slot.size], "little")
+                    (taken if entry_slot < last else kept).extend(drained[at : at + entry_size])
+                self._drained[name] = kept
+            tables[name] = _summed(table, _entries(table, bytes(taken)))
+        counters = self._counters()
+        for name in LOSS_COUNTERS:
+            counters[name], self._losses_taken[name] = (
+                counters[name] - self._losses_taken.get(name, 0),
+                counters[name],
+            )
+        # Calls go by slot in a stretch (meta unstreamed_events: every call it saw): the per-call log
+        # is read once, at the capture's end.
+        counters["events_offered"] = counters["events_offered"] - self._offered_taken
+        self._offered_taken += counters["events_offered"]
+        self._taken_until_ns = until_ns
+        with self._lock:
+            descriptors, thread_names = dict(self._descriptors), dict(self._thread_names)
+        windows = [Window(label, None, start, until_ns)]
+        if start > self.start_ns:  # the capture's start stays the trace's (its slots count from it)
+            windows.insert(0, Window(GAP_WINDOW, None, self.start_ns, start))
+        return BccCaptured(
+            pid=self.pid,
+            source=self.source,
+            process=self.process,
+            follow_children=self.follow_children,
+            extra_dirs=self.extra_dirs,
+            stream_limit=0,
+            windows=tuple(windows),
+            ended_early=None,
+            counters=counters,
+            tables=tables,
+            events=memoryview(b""),
+            fills=memoryview(b""),
+            descriptors=descriptors,
+            thread_names=thread_names,
+            descendants={},
+            poller_cpu_seconds=0.0,
+            thread_slot_ns=self.thread_slot_ns,
         )
-        for raw, value in itertools.chain(entries, ((bytes(key), value) for key, value in _read_hash(table))):
-            kept = rows.get(raw)
-            if kept is None:
-                rows[raw] = [table.Key.from_buffer_copy(raw), value]
-            elif isinstance(value, int):
-                kept[1] += value
-            else:
-                _add_counts(kept[1], value)
-        return [(key, value) for key, value in rows.values()]
+
+    def _counters(self) -> dict[str, int]:
+        counters = self._bpf[b"counters"]
+        return {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
 
     def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
         """The per-thread counts (capture.c thread_io) as they stand now, for a live view while capturing:
@@ -794,6 +854,28 @@ def _read_hash(table: Any) -> MapRows:
         if error == errno.ENOENT:  # that was the last batch
             return rows
         position.value, started = following.value, True
+
+
+def _entries(table: Any, raw: bytes) -> Iterator[tuple[bytes, Any]]:
+    """(key bytes, value) of entries stored as the map holds them (drain_thread_io)."""
+    key_size = ctypes.sizeof(table.Key)
+    entry_size = key_size + ctypes.sizeof(table.Leaf)
+    for at in range(0, len(raw), entry_size):
+        yield raw[at : at + key_size], _plain(table.Leaf.from_buffer_copy(raw, at + key_size))
+
+
+def _summed(table: Any, entries: Iterable[tuple[bytes, Any]]) -> MapRows:
+    """(key, value) rows of a map, an entry found twice counted once with the sum of its values."""
+    rows: dict[bytes, list[Any]] = {}
+    for raw, value in entries:
+        kept = rows.get(raw)
+        if kept is None:
+            rows[raw] = [table.Key.from_buffer_copy(raw), value]
+        elif isinstance(value, int):
+            kept[1] += value
+        else:
+            _add_counts(kept[1], value)
+    return [(key, value) for key, value in rows.values()]
 
 
 def _add_counts(into: Any, counts: Any) -> None:

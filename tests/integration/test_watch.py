@@ -7,6 +7,7 @@ size, what the workload achieved in the watch window (counted by the workload it
 trace probability read back through nodetool, and the bytes of the demo's rows.
 """
 
+import contextlib
 import json
 import signal
 import sqlite3
@@ -214,6 +215,83 @@ def test_report_reads_the_watch_trace(watched):
     assert [s["query"] for s in again["statements"]] == [s["query"] for s in report["statements"]]
     text = subprocess.run([*CASSTRACE, "report", str(trace)], check=True, capture_output=True, text=True).stdout
     assert "What the sampled sessions do not explain" in text
+
+
+INTERVAL_S = 10
+INTERVAL_WATCH_S = 35  # intervals end at 10, 20 and 30 s; the last one is complete ~10 s after its end
+
+
+def _meta(trace: Path) -> dict:
+    with sqlite3.connect(trace) as db:
+        return {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
+
+
+def _data_bytes(trace: Path, table: str) -> dict[str, int]:
+    """Bytes read syscalls returned, per Data file: by thread and slot (thread_io) or per file (file_io)."""
+    with sqlite3.connect(trace) as db:
+        return dict(
+            db.execute(
+                f"SELECT path, SUM(t.read_bytes) FROM {table} t JOIN files USING (file_id) "
+                "WHERE path LIKE '%-Data.db' GROUP BY path HAVING SUM(t.read_bytes) > 0"
+            )
+        )
+
+
+def test_an_interval_watch_writes_a_trace_and_report_per_interval_and_sums_them(
+    sandbox, demo_tables, nodetool, previous_probability, tmp_path
+):
+    """--interval: a trace and a JSON report per interval, and the summary. The truths: the kernel's
+    per-file totals of the whole watch (a map of their own, in the capture's last trace) equal the
+    intervals' per-thread bytes summed, to the byte; the summary is the sum of the intervals; no
+    sampled session is in two intervals; estimated executions follow what the workload ran."""
+    out = tmp_path / "shift.trace"
+    loads = _loads(demo_tables.spec)
+    with sandbox.connect() as session:
+        command = _watch_command(sandbox, out, "--duration", str(INTERVAL_WATCH_S), "--interval", str(INTERVAL_S))
+        watcher = _start_watch([*command, "--format", "json"])
+        workload = Workload(session, loads, INTERVAL_WATCH_S + 5).start()
+        summary_text, errors = watcher.communicate(timeout=300)
+        workload.join()
+    assert watcher.returncode == 0, errors
+    traces = [tmp_path / f"shift-{number:04d}.trace" for number in (1, 2, 3)]
+    assert sorted(tmp_path.glob("*.trace")) == traces  # shift.trace itself became the last interval
+    reports = [json.loads(trace.with_suffix(".json").read_text()) for trace in traces]
+    summary = json.loads(summary_text)
+    assert errors.count("casstrace: interval ") == 3
+    assert nodetool.trace_probability() == previous_probability
+
+    metas = [_meta(trace) for trace in traces]
+    assert [round(m["watch"]["duration_s"]) for m in metas[:2]] == [INTERVAL_S, INTERVAL_S]
+    assert summary["duration_s"] == pytest.approx(sum(m["watch"]["duration_s"] for m in metas))
+    assert sum(m.get("aggregate_overflows", 0) + m.get("lost_events", 0) for m in metas) == 0
+    by_file: dict[str, int] = {}
+    for trace in traces:
+        for path, size in _data_bytes(trace, "thread_io").items():
+            by_file[path] = by_file.get(path, 0) + size
+    assert by_file and by_file == _data_bytes(traces[-1], "file_io")
+
+    with contextlib.ExitStack() as stack:
+        sessions = [
+            {
+                row[0]
+                for row in stack.enter_context(sqlite3.connect(trace)).execute(
+                    "SELECT session_id FROM statement_sessions"
+                )
+            }
+            for trace in traces
+        ]
+    assert sum(map(len, sessions)) == len(set().union(*sessions))  # none in two intervals
+    assert summary["sstable_bytes"] == sum(r["sstable_bytes"] for r in reports)
+    for statement in summary["statements"]:
+        parts = [s for r in reports for s in r["statements"] if s["query"] == statement["query"]]
+        assert statement["sampled_executions"] == sum(s["sampled_executions"] for s in parts)
+        assert statement["estimated_sstable_bytes"] == pytest.approx(sum(s["estimated_sstable_bytes"] for s in parts))
+    assert sum(s["sampled_executions"] for s in summary["statements"]) == sum(map(len, sessions))
+    start_s, end_s = metas[0]["watch"]["start_ns"] / 1e9, metas[-1]["watch"]["end_ns"] / 1e9
+    by_query = {s["query"]: s for s in summary["statements"]}
+    for load in workload.loads:
+        ran = Workload.executions_between(load, start_s, end_s)
+        assert 0.5 * ran <= by_query[normalize(load.cql)]["estimated_executions"] <= 1.5 * ran, load.name
 
 
 def _ctrl_c(command: list[str]) -> tuple[int, str, str]:

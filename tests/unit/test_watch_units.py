@@ -1,13 +1,27 @@
 """casstrace watch without a node: statement normalization, the session clock, the jcmd thread list,
 the attribution join on synthetic inputs, and the report in every format."""
 
+import dataclasses
 import json
 import os
 import uuid
 
 import pytest
 
-from casstrace.analyses.watch import POOLS, Session, SlotIO, Span, WatchInputs, attribute, pool_of, summarise
+from casstrace.analyses.watch import (
+    POOLS,
+    Session,
+    SlotIO,
+    Span,
+    WatchInputs,
+    WatchTally,
+    attribute,
+    pool_of,
+    summarise,
+    summarise_tally,
+    tally,
+)
+from casstrace.analyses.watch_tables import table_reads
 from casstrace.errors import CasstraceError
 from casstrace.ledger import TRACE_PROBABILITY, Ledger
 from casstrace.node.jvm import ThreadIds, parse_thread_print
@@ -308,6 +322,54 @@ def test_statements_rank_by_estimated_bytes_and_latency_percentiles_come_from_du
     assert watch.statements[1].estimated_executions == pytest.approx(100)
     assert watch.statements[1].latency_p50_s == pytest.approx(0.006)
     assert watch.statements[1].latency_p99_s == pytest.approx(0.011)
+
+
+def test_a_watch_cut_into_stretches_adds_up_to_the_whole_watch():
+    """--interval: the stretches' tallies added are the tally of the whole watch: the same figures,
+    verdicts and causes, as the summary at its end shows."""
+    heavy, light = "SELECT a FROM ks.wide WHERE k = ?", "SELECT b FROM ks.narrow WHERE k = ?"
+    sessions = [_session(n, heavy, 10 * n, duration_ms=30 + n) for n in range(1, 6)]
+    sessions += [_session(n, light, 10 * (n - 5) + 3, rows=n, duration_ms=n) for n in range(6, 12)]
+    spans = [
+        _span(s.session, 101 if s.statement == heavy else 102, *(2 * [(s.started_ns - START) // SLOT]))
+        for s in sessions
+    ]
+    io = [SlotIO(101, 10 * n, 1, 100_000 * n, n) for n in range(1, 6)] + [
+        SlotIO(101, 10 * n, 2, 4096, 0) for n in range(1, 6)
+    ]
+    io += [SlotIO(102, 10 * (n - 5) + 3, 3, 1000 * n, 0) for n in range(6, 12)] + [
+        SlotIO(201, s, 1, 7, 1) for s in range(60)
+    ]
+    inputs = _inputs(sessions, spans, io, probability=0.1)
+    inputs.mapped_touched = {2: 8192}
+    meta = {"node": {"host": "127.0.0.1", "port": 9042}}
+    whole = summarise(inputs, meta)
+
+    cut = 35  # a slot between two sessions' reads: stretch one before it, stretch two from it
+    stretches = [
+        _inputs(
+            [s for s in sessions if keep((s.started_ns - START) // SLOT)],
+            spans,
+            [row for row in io if keep(row.slot)],
+            probability=0.1,
+        )
+        for keep in (lambda slot: slot < cut, lambda slot: slot >= cut)
+    ]
+    stretches[0].mapped_touched, stretches[1].mapped_touched = {2: 4096}, {2: 4096}
+    added = WatchTally(0.1)
+    for stretch in stretches:
+        added.add(tally(stretch, meta))
+    summed = summarise_tally(added)
+    assert summed.duration_s == 2 * whole.duration_s == 20.0  # each stretch's own duration
+    assert (summed.sstable_bytes, summed.explained_bytes) == (whole.sstable_bytes, whole.explained_bytes)
+    assert summed.unexplained == whole.unexplained and summed.mapped_touched == whole.mapped_touched
+    for mine, theirs in zip(summed.statements, whole.statements, strict=True):
+        assert dataclasses.replace(mine, components=[]) == dataclasses.replace(theirs, components=[])
+        assert [(c.table, c.component) for c in mine.components] == [(c.table, c.component) for c in theirs.components]
+        for a, b in zip(mine.components, theirs.components):
+            assert a.bytes_per_execution == pytest.approx(b.bytes_per_execution)
+    assert table_reads(added) == table_reads(tally(inputs, meta))
+    assert whole.statements[0].latency_p99_s == pytest.approx(0.035)  # exact, from the durations
 
 
 def test_pool_names():
