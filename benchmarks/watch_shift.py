@@ -1,22 +1,22 @@
 """A long `casstrace watch` under load: is it flat? (prints figures; not a test)
 
-    .venv/bin/python benchmarks/watch_shift.py --port 9042 [--duration-s 3600] [--rate 40] [--every-s 60]
+    .venv/bin/python benchmarks/watch_shift.py --port 9042 [--duration-s 3600] [--interval-s 300] [--rate 40]
 
 A table of its own (casstrace_watch_shift.kv: --rows rows of 4 KiB, flushed) is read by prepared
 statements with bound values (four shapes, --rate requests/s each, plus system.local) for the whole
-watch; `casstrace watch --sample P --metrics-port` runs meanwhile in a fresh process. Every --every-s
-seconds: the watch's resident memory (VmRSS), and from its /metrics page the sessions sampled and the
-first statement's SSTable bytes per execution. At the end: the trace's lost events and refused map
-updates (aggregate_overflows), and the report's per-statement figures against what the load ran.
+watch; `casstrace watch --sample P --interval S --metrics-port` runs meanwhile in a fresh process.
+Every --every-s seconds: the watch's resident memory (VmRSS) and CPU seconds, and from its /metrics
+page the sessions sampled and the point statement's SSTable bytes per execution. At the end: the
+intervals' lost events and refused map updates, each interval's figures for the point statement,
+and the summary's per-statement figures against what the load ran.
 
-What flat means: memory within a few MB after the first minutes, no refused update, the bytes per
-execution steady. (The live figures are recomputed from the whole watch at each refresh: the cost of
-a refresh grows with the sessions sampled; memory grows by the (thread, ms, file) entries drained
-from the kernel, ~100 bytes each.)
+What flat means: memory within a few MB from one interval to the next, no lost event or refused
+update, the bytes per execution steady from interval to interval.
 """
 
 import argparse
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -127,6 +127,12 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU the process used so far (/proc/PID/stat utime + stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def scrape(port: int) -> str:
     try:
         return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
@@ -145,16 +151,20 @@ def main() -> None:
     parser.add_argument("--duration-s", type=float, default=3600)
     parser.add_argument("--rate", type=float, default=40.0, help="requests/s of each of the four statements")
     parser.add_argument("--every-s", type=float, default=60)
+    parser.add_argument("--interval-s", type=float, default=300, help="0: one trace (memory grows with the watch)")
     parser.add_argument("--metrics-port", type=int, default=19871, help="0: none (memory alone, no live figures)")
     args = parser.parse_args()
 
     cluster, session = connect(args)
     watcher = start_watch(
-        args, args.duration_s, *(("--metrics-port", str(args.metrics_port)) if args.metrics_port else ())
+        args,
+        args.duration_s,
+        *(("--metrics-port", str(args.metrics_port)) if args.metrics_port else ()),
+        *(("--interval", str(args.interval_s)) if args.interval_s else ()),
     )
     started = time.monotonic()
     workload = Workload(session, loads(args.rate, args.rows), args.duration_s).start()
-    print(f"{'minute':>7} {'RSS MB':>8} {'sessions sampled':>17} {'top bytes/exec':>15}", flush=True)
+    print(f"{'minute':>7} {'RSS MB':>8} {'CPU s':>7} {'sessions sampled':>17} {'point bytes/exec':>17}", flush=True)
     samples = []
     while watcher.poll() is None and time.monotonic() - started < args.duration_s - 1:
         time.sleep(args.every_s)
@@ -167,10 +177,10 @@ def main() -> None:
             + r'\.kv WHERE k = \? AND c = \?"\}',
         )
         memory = rss_mb(watcher.pid)
-        samples.append(memory)
+        samples.append((time.monotonic() - started, memory))
         print(
-            f"{(time.monotonic() - started) / 60:>7.1f} {memory:>8.1f} {sampled or 0:>17.0f} "
-            f"{per_execution or 0:>15.0f}",
+            f"{(time.monotonic() - started) / 60:>7.1f} {memory:>8.1f} {cpu_seconds(watcher.pid):>7.1f} "
+            f"{sampled or 0:>17.0f} {per_execution or 0:>17.0f}",
             flush=True,
         )
     workload.join()
@@ -178,9 +188,24 @@ def main() -> None:
     if watcher.returncode:
         raise SystemExit(f"casstrace watch failed (exit {watcher.returncode}): {errors[-2000:]}")
     result = json.loads(output)
-    with sqlite3.connect(args.out) as db:
-        meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('lost_events', 'aggregate_overflows')"))
-    print(f"\nlost events {meta.get('lost_events')}, refused map updates {meta.get('aggregate_overflows')}")
+    out = Path(args.out)
+    traces = sorted(out.parent.glob(f"{out.stem}-[0-9][0-9][0-9][0-9]{out.suffix}")) if args.interval_s else [out]
+    lost = refused = 0
+    point = f"SELECT v FROM {KEYSPACE}.kv WHERE k = ? AND c = ?"
+    print(f"\n{'interval':>8} {'lost':>5} {'refused':>8} {'point sampled':>14} {'point bytes/exec':>17}")
+    for number, trace in enumerate(traces, start=1):
+        with sqlite3.connect(trace) as db:
+            meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
+        lost, refused = lost + (meta.get("lost_events") or 0), refused + (meta.get("aggregate_overflows") or 0)
+        interval = trace.with_suffix(".json")
+        statements = json.loads(interval.read_text())["statements"] if interval.exists() else result["statements"]
+        mine = next((s for s in statements if s["query"] == point), None)
+        print(
+            f"{number:>8} {meta.get('lost_events') or 0:>5} {meta.get('aggregate_overflows') or 0:>8} "
+            f"{mine['sampled_executions'] if mine else 0:>14} "
+            f"{mine['sstable_read_bytes_per_execution'] if mine else 0:>17,.0f}"
+        )
+    print(f"lost events {lost}, refused map updates {refused}")
     ran = {load.name: load.executions for load in workload.loads}
     print(f"{'statement':<60} {'ran':>8} {'est. executions':>16} {'bytes/exec':>11}")
     for statement in result["statements"][:6]:
@@ -189,8 +214,11 @@ def main() -> None:
             f"{statement['sstable_read_bytes_per_execution']:>11,.0f}"
         )
     print("ran by the load: " + ", ".join(f"{name} {count}" for name, count in ran.items()))
-    if len(samples) >= 2:
-        report("watch_shift_rss_growth_mb", samples[-1] - samples[min(1, len(samples) - 1)])
+    # Growth once the first intervals have set the allocator's high-water mark (or after a minute).
+    settled = [memory for at, memory in samples if at >= 2 * (args.interval_s or 30)]
+    if len(settled) >= 2:
+        report("watch_shift_rss_settled_mb", settled[0])
+        report("watch_shift_rss_growth_mb", samples[-1][1] - settled[0])
     cluster.shutdown()
 
 

@@ -49,6 +49,7 @@ DEFAULT_PROBABILITY = 0.01
 WATCH_WINDOW = "watch"  # the watch's own window (then a gap, GAP_WINDOW, while the probes detach)
 REFRESH_S = 2.0
 SETTLE_S = 1.0  # after tracing stops, for the last sessions' events to reach system_traces
+LIVE_SHARE = 0.1  # of a core, at most, for the live figures (the table, the metrics page)
 MIN_INTERVAL_S = 10.0  # an interval's slots are complete ~10 s after its end: shorter ones would pile up
 
 
@@ -281,6 +282,7 @@ def _wait(
     # Intervals end on whole heat-map slots of the capture's clock (the per-thread slots divide them).
     interval_ns = None if options.interval_s is None else round(options.interval_s * 1e9 / SLOT_NS) * SLOT_NS
     next_end = None if interval_ns is None else capture.start_ns + interval_ns
+    next_live = 0.0  # monotonic time of the next live refresh
     while deadline is None or time.monotonic() < deadline:
         if capture.ended_early:
             raise CasstraceError(f"the watch ended early: {capture.ended_early}", "check that the node is running")
@@ -290,12 +292,15 @@ def _wait(
         while next_end is not None and interval_ns is not None and next_end <= capture.complete_until_ns():
             with INTERRUPTS.deferred():  # taken from the capture and written: both or neither
                 write_interval(next_end)
-            unix_end = next_end + _clock_offset_ns()  # the live figures go on with the next interval's
-            sampled = [s for s in sampled if s.started_ns >= unix_end]
+            # The live figures go on with the next interval's sessions (those read are known: a
+            # session on the boundary is not read twice).
+            since = next_end + _clock_offset_ns()
             seen = {s.session_id for s in sampled}
+            sampled = [s for s in sampled if s.started_ns >= since]
             next_end += interval_ns
-        if live is None:
+        if live is None or time.monotonic() < next_live:
             continue
+        began = time.monotonic()
         try:
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()})  # workers started since
             sampled += read_sessions(node.session, since, time.time_ns(), seen, ignore=is_own_statement)
@@ -305,6 +310,8 @@ def _wait(
             live = None
             continue
         live(figures)
+        # A refresh that takes long (a long interval's rows) comes less often: at most LIVE_SHARE of a core.
+        next_live = time.monotonic() + (time.monotonic() - began) * (1 / LIVE_SHARE - 1)
 
 
 def live_figures(

@@ -9,7 +9,10 @@ Conventions
   meta `clock_offset_ns` converts them to Unix time (0 for imports).
 - A *window* is a stretch of the capture: the whole capture ('capture'), or one execution of
   the query ('warmup', 'execution', 'tracing'), or the gaps between them ('between'); in a
-  `casstrace watch` trace, 'watch' is while the node traced (format 2).
+  `casstrace watch` trace, 'watch' is while the node traced (format 2). `watch --interval` writes a
+  trace per interval: 'watch' is the interval, after a 'between' from the capture's start (its slots
+  count from it); thread_io, the heat map and the spectrogram hold the interval's slots, the
+  per-window aggregates are empty but in the last interval's trace (the capture's own: its whole).
   Every row of the per-window aggregates (file_io, read_sizes, coverage) belongs to exactly one
   window, and the windows of one trace never overlap, so summing over windows gives the capture's
   totals. The heat map and the latency spectrogram are kept by time slot instead (meta slot_ns).

@@ -13,67 +13,19 @@ import signal
 import sqlite3
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from casstrace.node.jvm import find_cassandra
 from casstrace.node.statements import normalize
-from casstrace.node.tracing import Nodetool, nodetool_for
 from casstrace.sandbox.workload import Load, Workload
 from casstrace_cli import CASSTRACE
+from watching import PREVIOUS, SAMPLE, nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 
 WATCH_S = 10
 WORKLOAD_S = 20
-SAMPLE = 0.3
-PREVIOUS = 0.002  # the node's probability before each watch: distinct from 0 and from SAMPLE
-STARTED = "probes attached"
-
-
-@pytest.fixture(scope="module")
-def nodetool(sandbox) -> Iterator[Nodetool]:
-    tool = nodetool_for(find_cassandra(sandbox.pid()))
-    yield tool
-    tool.set_trace_probability(0)
-
-
-@pytest.fixture
-def previous_probability(nodetool) -> float:
-    nodetool.set_trace_probability(PREVIOUS)
-    return PREVIOUS
-
-
-def _watch_command(sandbox, out: Path, *extra: str) -> list[str]:
-    return [
-        *CASSTRACE,
-        "watch",
-        "--host",
-        sandbox.host,
-        "--port",
-        str(sandbox.native_port),
-        "--pid",
-        str(sandbox.pid()),
-        "--sample",
-        str(SAMPLE),
-        "--out",
-        str(out),
-        *extra,
-    ]
-
-
-def _start_watch(command: list[str]) -> subprocess.Popen:
-    """Start the watch and return once it watches (its stderr says so)."""
-    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = []
-    for line in watcher.stderr:
-        lines.append(line)
-        if STARTED in line:
-            return watcher
-    watcher.wait()
-    raise AssertionError(f"the watch never started (exit {watcher.returncode}): {''.join(lines)}")
 
 
 def _loads(spec) -> list[Load]:
@@ -91,7 +43,7 @@ def watched(sandbox, demo_tables, nodetool, tmp_path_factory):
     out = tmp_path_factory.mktemp("watch") / "watch.trace"
     loads = _loads(demo_tables.spec)
     with sandbox.connect() as session:
-        watcher = _start_watch(_watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", "json"))
+        watcher = start_watch(watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", "json"))
         workload = Workload(session, loads, WORKLOAD_S).start()
         report, errors = watcher.communicate(timeout=300)
         workload.join()
@@ -247,8 +199,8 @@ def test_an_interval_watch_writes_a_trace_and_report_per_interval_and_sums_them(
     out = tmp_path / "shift.trace"
     loads = _loads(demo_tables.spec)
     with sandbox.connect() as session:
-        command = _watch_command(sandbox, out, "--duration", str(INTERVAL_WATCH_S), "--interval", str(INTERVAL_S))
-        watcher = _start_watch([*command, "--format", "json"])
+        command = watch_command(sandbox, out, "--duration", str(INTERVAL_WATCH_S), "--interval", str(INTERVAL_S))
+        watcher = start_watch([*command, "--format", "json"])
         workload = Workload(session, loads, INTERVAL_WATCH_S + 5).start()
         summary_text, errors = watcher.communicate(timeout=300)
         workload.join()
@@ -296,7 +248,7 @@ def test_an_interval_watch_writes_a_trace_and_report_per_interval_and_sums_them(
 
 def _ctrl_c(command: list[str]) -> tuple[int, str, str]:
     """Start the watch, press Ctrl-C a second into it: (exit status, stdout, stderr)."""
-    watcher = _start_watch(command)
+    watcher = start_watch(command)
     time.sleep(1)
     watcher.send_signal(signal.SIGINT)
     report, errors = watcher.communicate(timeout=300)
@@ -305,7 +257,7 @@ def _ctrl_c(command: list[str]) -> tuple[int, str, str]:
 
 def test_trace_probability_is_back_after_ctrl_c(sandbox, previous_probability, nodetool, tmp_path):
     out = tmp_path / "interrupted.trace"
-    status, _, errors = _ctrl_c(_watch_command(sandbox, out, "--duration", "120"))
+    status, _, errors = _ctrl_c(watch_command(sandbox, out, "--duration", "120"))
     assert status == 130, errors
     assert nodetool.trace_probability() == previous_probability
     with sqlite3.connect(out) as db:
@@ -315,7 +267,7 @@ def test_trace_probability_is_back_after_ctrl_c(sandbox, previous_probability, n
 
 def test_ctrl_c_is_how_an_open_ended_watch_ends(sandbox, previous_probability, nodetool, tmp_path):
     """Without --duration, Ctrl-C ends the watch as it should end: a whole trace, the report, exit 0."""
-    status, report, errors = _ctrl_c(_watch_command(sandbox, tmp_path / "open.trace", "--format", "json"))
+    status, report, errors = _ctrl_c(watch_command(sandbox, tmp_path / "open.trace", "--format", "json"))
     assert status == 0, errors
     assert nodetool.trace_probability() == previous_probability
     assert json.loads(report)["complete"] is True
@@ -337,7 +289,7 @@ def test_trace_probability_is_back_after_an_error(
     monkeypatch.setattr(watcher, "_wait", fail)
     out = tmp_path / "failed.trace"
     with pytest.raises(SystemExit) as exit_:
-        main(_watch_command(sandbox, out, "--duration", "5")[len(CASSTRACE) :])
+        main(watch_command(sandbox, out, "--duration", "5")[len(CASSTRACE) :])
     assert exit_.value.code != 0
     assert "the node went away" in capsys.readouterr().err
     assert nodetool.trace_probability() == previous_probability

@@ -13,7 +13,7 @@ import pytest
 
 from casstrace.probes.jvm.async_profiler import IDLE, AsyncProfiler
 from casstrace_cli import casstrace
-from test_watch import PREVIOUS, SAMPLE, _start_watch, _watch_command, nodetool, previous_probability  # noqa: F401
+from watching import PREVIOUS, SAMPLE, nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +33,7 @@ def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(
     when there was something to put back."""
     moment = random.Random(seed).uniform(0.5, 9.0)
     watcher = subprocess.Popen(
-        _watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"),
+        watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -51,13 +51,13 @@ def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(
 
 
 def test_the_next_watch_puts_it_back_and_takes_the_nodes_own_value(sandbox, previous_probability, nodetool, tmp_path):
-    killed = _start_watch(_watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"))
+    killed = start_watch(watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"))
     killed.kill()
     killed.wait()
     assert nodetool.trace_probability() == SAMPLE
     out = tmp_path / "next.trace"
     done = subprocess.run(
-        _watch_command(sandbox, out, "--duration", "2", "--format", "json"), capture_output=True, text=True, timeout=300
+        watch_command(sandbox, out, "--duration", "2", "--format", "json"), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
     assert sum(PUT_BACK in line for line in done.stderr.splitlines()) == 1, done.stderr
@@ -71,7 +71,7 @@ def test_ctrl_c_in_the_first_seconds_exits_130_without_error(sandbox, previous_p
     which a Ctrl-C used to kill, reported as 'nodetool gettraceprobability failed: … io.netty …')."""
     moment = random.Random(seed).uniform(0.3, 3.0)
     watcher = subprocess.Popen(
-        _watch_command(sandbox, tmp_path / "interrupted.trace", "--duration", "60"),
+        watch_command(sandbox, tmp_path / "interrupted.trace", "--duration", "60"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -85,7 +85,7 @@ def test_ctrl_c_in_the_first_seconds_exits_130_without_error(sandbox, previous_p
 
 
 def test_a_profiler_left_running_is_stopped(sandbox, previous_probability, nodetool, tmp_path):
-    killed = _start_watch(_watch_command(sandbox, tmp_path / "profiled.trace", "--duration", "60", "--profile"))
+    killed = start_watch(watch_command(sandbox, tmp_path / "profiled.trace", "--duration", "60", "--profile"))
     killed.kill()
     killed.wait()
     profiler = AsyncProfiler(sandbox.pid())

@@ -16,7 +16,7 @@ from casstrace.node.jvm import find_cassandra
 from casstrace.node.tracing import nodetool_for
 from casstrace.sandbox.workload import Load, Workload
 from casstrace_cli import CASSTRACE
-from test_watch import _start_watch, nodetool, previous_probability  # noqa: F401
+from watching import nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 
@@ -83,28 +83,19 @@ def scraped(sandbox, table, prometheus, nodetool, tmp_path_factory):
     port, api = prometheus
     out = tmp_path_factory.mktemp("watch") / "metrics.trace"
     load = Load("kv", f"SELECT v FROM {table} WHERE k = ?", 20, (7,))
-    command = [
-        *CASSTRACE,
-        "watch",
-        "--host",
-        sandbox.host,
-        "--port",
-        str(sandbox.native_port),
-        "--pid",
-        str(sandbox.pid()),
-        "--sample",
-        str(SAMPLE),
-        "--out",
-        str(out),
+    command = watch_command(
+        sandbox,
+        out,
         "--duration",
         str(WATCH_S),
         "--metrics-port",
         str(port),
         "--format",
         "json",
-    ]
+        sample=SAMPLE,
+    )
     with sandbox.connect() as session:
-        watcher = _start_watch(command)
+        watcher = start_watch(command)
         workload = Workload(session, [load], WATCH_S - 10).start()
         workload.join()
         time.sleep(3 * SCRAPE_S)

@@ -130,6 +130,8 @@ CASES = [
     (["watch", "--sample", "nan"], "'--sample'"),
     (["watch", "--out", "/dev/full", "--force"], "it is a device"),
     (["watch", "--out", "{existing}"], "the file exists"),
+    (["watch", "--interval", "5", "--port", CLOSED_PORT], "--interval must be at least 10 s, got 5"),
+    (["watch", "--interval", "60", "--profile", "--port", CLOSED_PORT], "--profile cannot be given with --interval"),
     # files that are not what they should be: not UTF-8, malformed, empty, a trace's meta of the wrong type
     (["run", "--file", "{latin1}", "--port", CLOSED_PORT], "is not UTF-8 text (byte 0xe9 at offset 22)"),
     (["run", "--file", "{empty}", "--port", CLOSED_PORT], "found 0"),
