@@ -693,7 +693,7 @@ class BccCapture:
             raise ValueError(f"slots up to {until_ns} are not complete yet")
         self.drain_thread_io()
         start = self.start_ns if self._taken_until_ns is None else self._taken_until_ns
-        tables: dict[str, MapRows] = {"stats_by_fd": [], "page_cache_pages": [], "coverage": []}
+        tables: dict[str, Iterable[tuple[Any, Any]]] = {"stats_by_fd": [], "page_cache_pages": [], "coverage": []}
         for name, slot_ns in self._slotted_maps().items():
             table = self._bpf[name.encode()]
             entry_size = ctypes.sizeof(table.Key) + ctypes.sizeof(table.Leaf)
@@ -706,7 +706,7 @@ class BccCapture:
                     entry_slot = int.from_bytes(drained[at + slot.offset : at + slot.offset + slot.size], "little")
                     (taken if entry_slot < last else kept).extend(drained[at : at + entry_size])
                 self._drained[name] = kept
-            tables[name] = _summed(table, _entries(table, bytes(taken)))
+            tables[name] = StoredEntries(table, bytes(taken))
         counters = self._counters()
         for name in LOSS_COUNTERS:
             counters[name], self._losses_taken[name] = (
@@ -862,6 +862,21 @@ def _entries(table: Any, raw: bytes) -> Iterator[tuple[bytes, Any]]:
     entry_size = key_size + ctypes.sizeof(table.Leaf)
     for at in range(0, len(raw), entry_size):
         yield raw[at : at + key_size], _plain(table.Leaf.from_buffer_copy(raw, at + key_size))
+
+
+class StoredEntries:
+    """A map's entries as drain_thread_io stores them, read as (key, value) rows each time they are
+    iterated: an interval of a long watch is held in the map's own 16-48 bytes an entry (a
+    ctypes key object for each took ~200 more). An entry found twice (a slot a late call re-created
+    after it was drained) is two rows: the trace builder sums rows of one key."""
+
+    def __init__(self, table: Any, stored: bytes):
+        self.table = table
+        self.stored = stored
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        for raw, value in _entries(self.table, self.stored):
+            yield self.table.Key.from_buffer_copy(raw), value
 
 
 def _summed(table: Any, entries: Iterable[tuple[bytes, Any]]) -> MapRows:

@@ -61,7 +61,8 @@ class BccCaptured:
     windows: tuple[Window, ...]
     ended_early: str | None
     counters: dict[str, int]  # program.Counter's names, lower case -> value
-    tables: dict[str, MapRows]  # every aggregate map, by name in capture.c
+    # every aggregate map, by name in capture.c: iterated, never indexed (an interval's are read from bytes)
+    tables: Mapping[str, Iterable[tuple[Any, Any]]]
     events: memoryview  # the kept part of the event log, where the kernel wrote it
     fills: memoryview  # the kept part of the fill log (FillRecord), likewise
     descriptors: dict[tuple[int, int, int], Descriptor]  # (owner, fd, gen) -> what it was
