@@ -20,7 +20,16 @@ import pytest
 from casstrace.node.statements import normalize
 from casstrace.sandbox.workload import Load, Workload
 from casstrace_cli import CASSTRACE
-from watching import PREVIOUS, SAMPLE, nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
+from watching import (  # noqa: F401 (fixtures)
+    PREVIOUS,
+    SAMPLE,
+    free_port,
+    nodetool,
+    previous_probability,
+    scrape_sessions_sampled,
+    start_watch,
+    watch_command,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -196,12 +205,17 @@ def test_an_interval_watch_writes_a_trace_and_report_per_interval_and_sums_them(
     per-file totals of the whole watch (a map of their own, in the capture's last trace) equal the
     intervals' per-thread bytes summed, to the byte; the summary is the sum of the intervals; no
     sampled session is in two intervals; estimated executions follow what the workload ran."""
-    out = tmp_path / "shift.trace"
+    out, port = tmp_path / "shift.trace", free_port()
     loads = _loads(demo_tables.spec)
     with sandbox.connect() as session:
         command = watch_command(sandbox, out, "--duration", str(INTERVAL_WATCH_S), "--interval", str(INTERVAL_S))
-        watcher = start_watch([*command, "--format", "json"])
+        watcher = start_watch([*command, "--format", "json", "--metrics-port", str(port)])
         workload = Workload(session, loads, INTERVAL_WATCH_S + 5).start()
+        scraped = []  # the sessions sampled so far, as the metrics page says every half second
+        while watcher.poll() is None:
+            if (sampled := scrape_sessions_sampled(port)) is not None:
+                scraped.append(sampled)
+            time.sleep(0.5)
         summary_text, errors = watcher.communicate(timeout=300)
         workload.join()
     assert watcher.returncode == 0, errors
@@ -239,6 +253,9 @@ def test_an_interval_watch_writes_a_trace_and_report_per_interval_and_sums_them(
         assert statement["sampled_executions"] == sum(s["sampled_executions"] for s in parts)
         assert statement["estimated_sstable_bytes"] == pytest.approx(sum(s["estimated_sstable_bytes"] for s in parts))
     assert sum(s["sampled_executions"] for s in summary["statements"]) == sum(map(len, sessions))
+    # The live figures add the intervals done to the one so far: a counter that never went down
+    # across the cuts, and held the first two intervals' sessions by the end.
+    assert scraped == sorted(scraped) and scraped[-1] >= len(sessions[0]) + len(sessions[1]), scraped
     start_s, end_s = metas[0]["watch"]["start_ns"] / 1e9, metas[-1]["watch"]["end_ns"] / 1e9
     by_query = {s["query"]: s for s in summary["statements"]}
     for load in workload.loads:

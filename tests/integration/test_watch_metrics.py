@@ -16,7 +16,7 @@ from casstrace.node.jvm import find_cassandra
 from casstrace.node.tracing import nodetool_for
 from casstrace.sandbox.workload import Load, Workload
 from casstrace_cli import CASSTRACE
-from watching import nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
+from watching import free_port, nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 
@@ -26,12 +26,6 @@ VALUE_BYTES = 4096
 SAMPLE = 0.5
 WATCH_S = 40
 SCRAPE_S = 2
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +50,7 @@ def prometheus(tmp_path_factory):
     if shutil.which("prometheus") is None:
         pytest.fail("prometheus is not installed (scripts/install --test installs it)")
     folder = tmp_path_factory.mktemp("prometheus")
-    target, api = _free_port(), _free_port()
+    target, api = free_port(), free_port()
     (folder / "prometheus.yml").write_text(
         f"global: {{scrape_interval: {SCRAPE_S}s, scrape_timeout: {SCRAPE_S}s}}\n"
         f"scrape_configs:\n  - job_name: casstrace\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"

@@ -1,7 +1,10 @@
 """What the watch tests share: the command that watches the test sandbox, started as a user starts
 it, and the node's trace probability (fixtures: set before a watch, put back after the module)."""
 
+import re
+import socket
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,3 +61,19 @@ def start_watch(command: list[str]) -> subprocess.Popen:
             return watcher
     watcher.wait()
     raise AssertionError(f"the watch never started (exit {watcher.returncode}): {''.join(lines)}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def scrape_sessions_sampled(port: int) -> float | None:
+    """casstrace_sessions_sampled_total on the watch's metrics page (None: no page, or not on it yet)."""
+    try:
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    except OSError:
+        return None
+    found = re.search(r"^casstrace_sessions_sampled_total ([0-9.e+]+)$", page, re.M)
+    return float(found.group(1)) if found else None
