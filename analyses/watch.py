@@ -24,6 +24,7 @@ import shlex
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from casstrace.analyses import causes
@@ -428,7 +429,10 @@ def _newer_meta(older: dict, newer: dict) -> dict:
         return newer or older
     tables = {(t.get("keyspace"), t.get("table")): t for t in (older.get("cassandra") or {}).get("tables") or []}
     tables.update({(t.get("keyspace"), t.get("table")): t for t in (newer.get("cassandra") or {}).get("tables") or []})
-    return {**newer, "cassandra": {**(newer.get("cassandra") or {}), "tables": list(tables.values())}}
+    merged = {**newer, "cassandra": {**(newer.get("cassandra") or {}), "tables": list(tables.values())}}
+    if "start_ns" in (older.get("watch") or {}) and "watch" in newer:  # one watch: one clock
+        merged["watch"] = {**newer["watch"], "start_ns": older["watch"]["start_ns"]}
+    return merged
 
 
 def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
@@ -694,6 +698,7 @@ def _context(meta: dict) -> dict:
             "pid": meta.get("pid"),
             "release_version": cassandra.get("release_version"),
             "disk_access_mode": cassandra.get("disk_access_mode"),
+            "watched": _watched_span(meta),
             "kernel": meta.get("kernel"),
             "hostname": meta.get("hostname"),
             "previous_trace_probability": watch.get("previous_probability"),
@@ -702,6 +707,17 @@ def _context(meta: dict) -> dict:
         }.items()
         if value is not None
     }
+
+
+def _watched_span(meta: dict) -> str | None:
+    """When the node traced, in UTC: for a ticket, and to line an interval up with other graphs."""
+    watch, offset = meta.get("watch") or {}, meta.get("clock_offset_ns")
+    if offset is None or watch.get("start_ns") is None or watch.get("end_ns") is None:
+        return None
+    start, end = (datetime.fromtimestamp((watch[key] + offset) / 1e9, UTC) for key in ("start_ns", "end_ns"))
+    return f"{start:%Y-%m-%d %H:%M:%S} – {end:%H:%M:%S} UTC" + (
+        "" if start.date() == end.date() else f" ({end:%Y-%m-%d})"
+    )
 
 
 def load(trace: Trace) -> WatchInputs:

@@ -372,6 +372,22 @@ def test_a_watch_cut_into_stretches_adds_up_to_the_whole_watch():
     assert whole.statements[0].latency_p99_s == pytest.approx(0.035)  # exact, from the durations
 
 
+def test_the_summary_of_intervals_spans_them_all_and_knows_every_interval_s_tables():
+    def meta(start_s: int, table: str) -> dict:
+        return {
+            "clock_offset_ns": 1_795_000_000 * 10**9,
+            "watch": {"start_ns": start_s * 10**9, "end_ns": (start_s + 600) * 10**9},
+            "cassandra": {"tables": [{"keyspace": "ks", "table": table}]},
+        }
+
+    added = WatchTally(0.01)
+    for start_s, table in ((0, "a"), (600, "b")):
+        added.add(tally(_inputs([], [], []), meta(start_s, table)))
+    summary = summarise_tally(added)
+    assert summary.context["watched"] == "2026-11-18 11:06:40 – 11:26:40 UTC"  # from the first to the last
+    assert [t["table"] for t in added.meta["cassandra"]["tables"]] == ["a", "b"]
+
+
 def test_pool_names():
     assert pool_of("ReadStage-12") == pool_of("Native-Transport-Requests-3") == "SharedPool"
     assert pool_of("CompactionExecutor:3") == "CompactionExecutor"
