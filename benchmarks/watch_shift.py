@@ -18,12 +18,14 @@ import argparse
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,23 +92,40 @@ def start_watch(args: argparse.Namespace, duration_s: float, *extra: str) -> sub
         "--force",
         *extra,
     ]
-    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert watcher.stderr is not None
-    for line in watcher.stderr:
+    return attached(command)
+
+
+def attached(command: list[str], what: str = "casstrace watch") -> subprocess.Popen:
+    """`command` (`what`: casstrace watch, or watch_busy.py's probes alone) in a fresh process,
+    returned once it says on stderr that its probes are attached."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    for line in process.stderr:
         if STARTED in line:
-            return watcher
-    watcher.wait()
-    raise SystemExit(f"casstrace watch did not start (exit {watcher.returncode})")
+            return process
+    process.wait()
+    raise SystemExit(f"{what} did not start (exit {process.returncode})")
+
+
+@contextmanager
+def until_done(process: subprocess.Popen, what: str = "casstrace watch") -> Iterator[subprocess.Popen]:
+    """`process` (from attached(), `what` runs in it) inside; after, its end awaited (its duration is up). Left by an
+    error, it is stopped with SIGINT: it detaches its probes and puts back what it changed on the node."""
+    try:
+        yield process
+    except BaseException:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=900)
+        raise
+    process.communicate(timeout=900)
+    if process.returncode:
+        raise SystemExit(f"{what} failed (exit {process.returncode})")
 
 
 def while_watched(args: argparse.Namespace, duration_s: float, work: Callable[[], T]) -> T:
     """work()'s result, run while `casstrace watch` watches (started first, its end awaited after)."""
-    watcher = start_watch(args, duration_s)
-    result = work()
-    watcher.communicate(timeout=900)
-    if watcher.returncode:
-        raise SystemExit(f"casstrace watch failed (exit {watcher.returncode})")
-    return result
+    with until_done(start_watch(args, duration_s)):
+        return work()
 
 
 def loads(rate: float, rows: int) -> list[Load]:

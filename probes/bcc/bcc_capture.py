@@ -477,6 +477,7 @@ class BccCapture:
         began = time.thread_time()
         while not self._stop_polling.is_set():
             self._bpf.ring_buffer_poll(timeout=50)
+            self._bpf.ring_buffer_consume()  # the renames, which wake no one (capture.c notify)
             if self.ended_early is None and not self.until_exit and self._process_exited():
                 self.ended_early = f"process {self.pid} exited"
         self._poller_cpu_seconds = time.thread_time() - began

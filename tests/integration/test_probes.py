@@ -229,6 +229,47 @@ def test_all_threads_captured_and_named(captured):
     assert tids <= named
 
 
+RENAMING_THREAD = r"""
+import sys, threading
+def work():
+    tid = threading.get_native_id()
+    print(tid, flush=True)
+    sys.stdin.readline()
+    for number in range(int(sys.argv[1])):
+        with open(f"/proc/self/task/{tid}/comm", "w") as comm:
+            comm.write(f"worker-{number % 7}" if number < int(sys.argv[1]) - 1 else "final-name")
+    print("renamed", flush=True)
+    sys.stdin.readline()
+threading.Thread(target=work).start()
+"""
+
+
+def test_a_thread_renamed_again_and_again_is_named_by_its_last_name_while_capturing():
+    """Renames wake no poller (capture.c notify): the poller still takes each at its next poll, so a
+    thread's name during the capture is the one it gave itself last, as /proc says, none lost."""
+    renames = 500  # a shared-pool worker's second's worth at ~250 requests/s; the ring holds ~840
+    child = subprocess.Popen(
+        [sys.executable, "-c", RENAMING_THREAD, str(renames)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        tid = int(child.stdout.readline())
+        with BccCapture(child.pid) as capture:
+            child.stdin.write("rename\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "renamed"
+            time.sleep(0.2)  # four polls of the poller
+            named = capture.thread_names.get(tid)
+            truth = Path(f"/proc/{child.pid}/task/{tid}/comm").read_text().strip()
+        result = capture.stop()
+        assert result is not None
+        assert truth == "final-name" and named == truth
+        assert result.counters["notices_lost"] == 0
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_client_connection_identified_with_bytes_at_the_wire(captured):
     trace, answers, windows, _setup = captured
     answer = answers["connect"]
