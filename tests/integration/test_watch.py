@@ -84,7 +84,7 @@ def test_estimated_executions_follow_what_the_workload_ran(watched, demo_tables)
         assert ran / 3 <= statement["estimated_executions"] <= ran * 3, (load.name, ran, statement)
 
 
-def test_wide_data_read_per_execution_matches_casstrace_run(watched, demo_tables, sandbox, tmp_path):
+def test_wide_data_read_per_execution_matches_casstrace_run(watched, demo_tables, sandbox, node_args, tmp_path):
     report, _, _, _ = watched
     wide = report["statements"][0]
     run_trace = tmp_path / "run.trace"
@@ -92,10 +92,7 @@ def test_wide_data_read_per_execution_matches_casstrace_run(watched, demo_tables
         [
             *CASSTRACE,
             "run",
-            "--host",
-            sandbox.host,
-            "--port",
-            str(sandbox.native_port),
+            *node_args,
             "--pid",
             str(sandbox.pid()),
             "--repeat",
