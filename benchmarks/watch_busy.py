@@ -18,9 +18,9 @@ sampled tracing alone (`nodetool settraceprobability P`, put back as the watch p
 block with the watch's probes alone (the same capture, per-thread slots and all, drained every
 REFRESH_S as the watch drains it, in a process of its own as the watch's are: --hold-probes).
 Per block, beside the client's figures: the CPU seconds casstrace's process used during the block,
-the node's JVM's (the BPF programs run in its threads: included), the client's own, the rest of
-the machine's busy time (others: other processes, on a shared machine), and the share of the
-machine's CPU that was busy. With --bpf-stats, also the time in casstrace's BPF programs
+the node's JVM's (the BPF programs run in its threads: included) and the client's own, and the
+load average (the machine's busy share from /proc/stat is not printed: this VM's /proc/stat counts
+less busy time than these processes used). With --bpf-stats, also the time in casstrace's BPF programs
 (/proc/sys/kernel/bpf_stats_enabled on meanwhile: two clock reads more a run, so the blocks cost a
 little more than without).
 """
@@ -110,15 +110,7 @@ class Block:
     bpf_s: float | None  # in casstrace's BPF programs (None: not counted, no --bpf-stats)
     node_cpu_s: float  # the node's JVM, the BPF programs run in its threads included
     client_cpu_s: float  # this process: the load's driver
-    busy: float  # share of the machine's CPU time (all cores) not idle
-    others_cpu_s: float  # the machine's busy time not in the three above: other processes, the kernel's own
     load: float  # 1-minute load average at the block's end
-
-
-def machine_ticks() -> tuple[int, int]:
-    """(busy, all) clock ticks of every CPU since boot (/proc/stat: user .. steal; idle and iowait are idle)."""
-    ticks = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 def bpf_run_ns(pid: int) -> int:
@@ -145,11 +137,10 @@ def measured(load: Callable[[], tuple[float, float]], node_pid: int, casstrace_p
             process_cpu_ns(os.getpid()),
         )
 
-    before, ticks_before = cpu_ns(), machine_ticks()
+    before = cpu_ns()
     rate, p99 = load()
-    after, ticks_after = cpu_ns(), machine_ticks()
+    after = cpu_ns()
     casstrace_s, bpf_s, node_s, client_s = ((end - start) / 1e9 for start, end in zip(before, after, strict=True))
-    busy, ticks = ticks_after[0] - ticks_before[0], ticks_after[1] - ticks_before[1]
     return Block(
         rate=rate,
         p99_s=p99,
@@ -157,8 +148,6 @@ def measured(load: Callable[[], tuple[float, float]], node_pid: int, casstrace_p
         bpf_s=bpf_s if casstrace_pid and bpf else None,
         node_cpu_s=node_s,
         client_cpu_s=client_s,
-        busy=busy / ticks if ticks else 0.0,
-        others_cpu_s=busy / os.sysconf("SC_CLK_TCK") - casstrace_s - node_s - client_s,
         load=os.getloadavg()[0],
     )
 
@@ -221,7 +210,7 @@ def line(name: str, block: Block) -> str:
     return (
         f"{name:<8} {block.rate:>7,.0f} req/s  p99 {block.p99_s * 1000:6.2f} ms  "
         f"casstrace CPU {block.casstrace_cpu_s:5.2f} s{bpf}  node CPU {block.node_cpu_s:5.1f} s  "
-        f"client CPU {block.client_cpu_s:5.1f} s  others {block.others_cpu_s:5.1f} s  machine busy {block.busy:4.0%}  "
+        f"client CPU {block.client_cpu_s:5.1f} s  "
         f"load {block.load:.1f}"
     )
 
@@ -273,9 +262,7 @@ def main() -> None:
             f"{name:<8} {rate:>7,.0f} req/s ({rate / alone_rate:.3f})  p99 {p99 * 1000:6.2f} ms "
             f"({p99 / alone_p99:.3f})  casstrace CPU {statistics.median(b.casstrace_cpu_s for b in kept):5.2f} s"
             + (f" (BPF {statistics.median(bpf):.2f})" if bpf else "")
-            + f"  node CPU {statistics.median(b.node_cpu_s for b in kept):5.1f} s  "
-            f"others {statistics.median(b.others_cpu_s for b in kept):5.1f} s  "
-            f"machine busy {statistics.median(b.busy for b in kept):4.0%}"
+            + f"  node CPU {statistics.median(b.node_cpu_s for b in kept):5.1f} s"
         )
     watched_blocks = blocks["watched"]
     report("watch_busy_throughput_ratio", statistics.median(b.rate for b in watched_blocks) / alone_rate)
