@@ -50,7 +50,10 @@ WATCH_WINDOW = "watch"  # the watch's own window (then a gap, GAP_WINDOW, while 
 REFRESH_S = 2.0
 SETTLE_S = 1.0  # after tracing stops, for the last sessions' events to reach system_traces
 LIVE_SHARE = 0.1  # of a core, at most, for the live figures (the table, the metrics page)
-MIN_INTERVAL_S = 10.0  # an interval's slots are complete ~10 s after its end: shorter ones would pile up
+MIN_INTERVAL_S = 10.0  # an interval is written SETTLE_INTERVAL_NS after its end: shorter ones would pile up
+# An interval is written once its slots are complete and its sessions have ended and reached
+# system_traces: sessions are read only once finished, and one still running would belong to none.
+SETTLE_INTERVAL_NS = 10_000_000_000
 
 
 @dataclass
@@ -289,7 +292,11 @@ def _wait(
         time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
         with INTERRUPTS.deferred():  # read, then deleted from the kernel's map: both or neither
             capture.drain_thread_io()
-        while next_end is not None and interval_ns is not None and next_end <= capture.complete_until_ns():
+        while (
+            next_end is not None
+            and interval_ns is not None
+            and next_end + SETTLE_INTERVAL_NS <= capture.complete_until_ns()
+        ):
             with INTERRUPTS.deferred():  # taken from the capture and written: both or neither
                 write_interval(next_end)
             # The live figures go on with the next interval's sessions (those read are known: a
