@@ -141,9 +141,9 @@ def command(
     pid = watched_jvm(pid, container)
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     table = LiveTable(top) if sys.stderr.isatty() else None
-    live = Live(table, metrics)
     trace_path = out or default_trace_path()
-    intervals = IntervalReports(format_, top, force, live) if interval is not None else None
+    intervals = IntervalReports(format_, top, force) if interval is not None else None
+    live = Live(table, metrics, intervals)
 
     def started() -> None:
         click.echo(
@@ -203,12 +203,17 @@ def command(
 class Live:
     """Each refresh of a watch: the figures so far summarised once, for the terminal's table and the
     metrics endpoint. With --interval, the watcher's figures are the current interval's: the
-    intervals done are added to them (`done`)."""
+    intervals done are added to them."""
 
-    def __init__(self, table: "LiveTable | None", metrics: "tuple[MetricsEndpoint, Exposition] | None"):
+    def __init__(
+        self,
+        table: "LiveTable | None",
+        metrics: "tuple[MetricsEndpoint, Exposition] | None",
+        intervals: "IntervalReports | None",
+    ):
         self.table = table
         self.metrics = metrics
-        self.done: WatchTally | None = None
+        self.intervals = intervals
 
     def __call__(self, snapshot: "LiveSnapshot") -> None:
         from casstrace.analyses.watch import WatchInputs, WatchTally, summarise_tally, tally
@@ -227,7 +232,7 @@ class Live:
             duration_s=snapshot.elapsed_s,
         )
         so_far = WatchTally(snapshot.probability)
-        for part in (self.done, tally(inputs, {})):
+        for part in (self.intervals.done if self.intervals else None, tally(inputs, {})):
             if part is not None:
                 so_far.add(part)
         watched = summarise_tally(so_far)
@@ -242,11 +247,11 @@ class IntervalReports:
     """`watch --interval`: each interval's report beside its trace, as its trace is written, and the
     intervals' figures added up for the summary at the end (and the live figures meanwhile)."""
 
-    def __init__(self, format_: str, top: int, force: bool, live: Live):
+    def __init__(self, format_: str, top: int, force: bool):
         self.format = format_
         self.top = top
         self.force = force
-        self.live = live
+        self.done: WatchTally | None = None  # the intervals reported so far, added up
         self.traces: list[Path] = []
         self.warnings: list[str] = []
         self.complete = True
@@ -271,9 +276,9 @@ class IntervalReports:
         self.warnings += [f"Interval {number}: {warning}" for warning in watched.warnings]
         self.complete = self.complete and watched.complete
         assert watched.tally is not None  # analyse_watch's Watch has its tally
-        if self.live.done is None:
-            self.live.done = WatchTally(watched.probability)
-        self.live.done.add(watched.tally)
+        if self.done is None:
+            self.done = WatchTally(watched.probability)
+        self.done.add(watched.tally)
         click.echo(
             f"casstrace: interval {number} ({watched.duration_s:.0f} s): {len(watched.statements)} statements "
             f"sampled, {human_bytes(watched.sstable_bytes)} of SSTable bytes; trace: {path}; report: {report}",
@@ -284,10 +289,10 @@ class IntervalReports:
         """The whole watch: every interval's figures added up."""
         from casstrace.analyses.watch import summarise_tally
 
-        assert self.live.done is not None, "the last interval is always reported"
+        assert self.done is not None, "the last interval is always reported"
         first, last = self.traces[0], self.traces[-1]
         return summarise_tally(
-            self.live.done,
+            self.done,
             trace_path=f"{first} … {last.name} ({len(self.traces)} intervals)" if first != last else str(first),
             complete=self.complete,
             warnings=self.warnings,

@@ -170,8 +170,9 @@ def watch(
         sampled: list[SampledSession] = []
         intervals = Intervals(interval_done)  # what --interval wrote so far
 
-        def write_interval(until_ns: int) -> None:
-            """The interval that ends at `until_ns` (the capture's clock), as a trace of its own."""
+        def write_interval(until_ns: int) -> int:
+            """The interval that ends at `until_ns` (the capture's clock), as a trace of its own; returns
+            its end in Unix ns, where the next one starts."""
             offset = _clock_offset_ns()
             since, until = intervals.since_ns or span[0], until_ns + offset
             stretch = capture.take_slots(until_ns, WATCH_WINDOW)
@@ -192,7 +193,9 @@ def watch(
                     node_settings,
                     data_dirs,
                 )
-                intervals.done(interval.finish(), until, {s.session_id for s in sessions})
+                path = interval.finish()
+            intervals.done(path, until, {s.session_id for s in sessions})
+            return until
 
         def body(windows: Windows) -> None:
             windows.begin_window(WATCH_WINDOW)
@@ -277,7 +280,7 @@ def _wait(
     thread_ids: ThreadIds,
     options: WatchOptions,
     live: Callable[[LiveSnapshot], None] | None,
-    write_interval: Callable[[int], None],
+    write_interval: Callable[[int], int],
 ) -> None:
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
     seen: set[str] = set()
@@ -298,10 +301,9 @@ def _wait(
             and next_end + SETTLE_INTERVAL_NS <= capture.complete_until_ns()
         ):
             with INTERRUPTS.deferred():  # taken from the capture and written: both or neither
-                write_interval(next_end)
-            # The live figures go on with the next interval's sessions (those read are known: a
-            # session on the boundary is not read twice).
-            since = next_end + _clock_offset_ns()
+                # The live figures go on with the next interval's sessions (those read are known:
+                # a session on the boundary is not read twice).
+                since = write_interval(next_end)
             seen = {s.session_id for s in sampled}
             sampled = [s for s in sampled if s.started_ns >= since]
             next_end += interval_ns
