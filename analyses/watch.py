@@ -1,11 +1,9 @@
 """Which statements a live node's SSTable bytes went to (`casstrace watch`), and what nobody asked for.
 
-The join: Cassandra traced a random share P of the requests (statement_sessions), and said on which
-threads each one worked, from when to when (session_threads); the probes counted every thread's
-file bytes per 1 ms slot (thread_io). A sampled session's I/O is what its threads read from each
-file in the slots its events span on each thread (a slot either side, for the events' sub-ms
-uncertainty). A slot two sessions claim on one thread (one ends, the next starts) is shared equally,
-so no byte is counted twice and the explained bytes never exceed the node's.
+The join (analyses.attribution, the same `casstrace run` uses): Cassandra traced a random share P
+of the requests (statement_sessions), and said on which threads each one worked, from when to when
+(session_threads); the probes counted every thread's file bytes per 1 ms slot (thread_io). A sampled
+session's I/O is what its threads read from its table's files in the slots its events span.
 
 Per statement, per sampled execution: the bytes by table and component; "data read" as `casstrace run`
 counts it (Data files: what read syscalls returned, plus page-cache fills beyond that, e.g. readahead
@@ -17,7 +15,6 @@ Pure: the trace's rows in (WatchInputs.from_rows: a trace's, or a watch's so far
 a Watch out (summarise); `analyse_watch` reads a trace file.
 """
 
-import bisect
 import os
 import re
 import shlex
@@ -30,6 +27,7 @@ from pathlib import Path
 from casstrace.analyses import causes
 from casstrace.analyses.amplification import data_files
 from casstrace.analyses.analysis import DEFAULT_THRESHOLD
+from casstrace.analyses.attribution import SlotIO, Span, attribute
 from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.findings import CassandraCounts, FindingContext
 from casstrace.analyses.model import Finding, NecessaryRead, Profile
@@ -45,10 +43,6 @@ from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, 
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
-SLACK_SLOTS = 1  # slots claimed either side of a session's events on a thread
-# A logged read this close outside a session's events may be its own: the events' times are known
-# to ~0.2 ms (measured: a sampled narrow read's own calls fell up to 214 µs outside its events).
-CALL_MARGIN_NS = 250_000
 SHARED_POOL = "SharedPool"  # Cassandra's request stages' workers (traces.activities.SHARED_POOL_STAGES)
 POOLS = {  # thread pool -> what its reads are, in words
     SHARED_POOL: "requests not sampled (the request stages' shared workers: ReadStage, Native-Transport-Requests, ...)",
@@ -75,29 +69,6 @@ class Session:
     live_rows: int | None
     tombstone_cells: int | None
     sstables_merged: int | None
-
-
-@dataclass(frozen=True)
-class Span:
-    session: int
-    thread: str
-    tid: int | None
-    first_ns: int
-    last_ns: int
-
-
-@dataclass(frozen=True)
-class SlotIO:
-    tid: int
-    slot: int
-    file_id: int
-    read_bytes: int
-    cache_miss_pages: int
-
-    @property
-    def data_read_bytes(self) -> int:
-        """What was read syscalls returned, plus the page-cache fills beyond it (readahead, mapped pages)."""
-        return self.read_bytes + max(0, self.cache_miss_pages * PAGE_BYTES - self.read_bytes)
 
 
 @dataclass
@@ -238,114 +209,6 @@ def pool_of(thread: str) -> str:
     if shared_pool_worker(thread) is not None:
         return SHARED_POOL
     return _POOL_SUFFIX.sub("", thread)
-
-
-def reads_table(statement: str) -> tuple[str | None, str] | None:
-    """(keyspace or None, table) a SELECT reads; None when the text names no one table to hold it to."""
-    select = parse_select(statement)
-    return (select.keyspace, select.table) if select and select.table else None
-
-
-def _may_read(table: tuple[str | None, str] | None, name: SSTableName) -> bool:
-    return table is None or (table[1] == name.table and table[0] in (None, name.keyspace))
-
-
-def attribute(inputs: WatchInputs) -> tuple[dict[int, dict[int, list[float]]], dict[int, float]]:
-    """(session -> file_id -> [data read, syscall bytes, cache-miss bytes]) claimed by each session,
-    and tid -> SSTable bytes nobody claimed.
-
-    A session claims, on each of its threads, the slots from its first to its last event there
-    (its core), and one slot either side (its margin, for the events' sub-ms uncertainty), and in
-    them only the files of the table its statement reads (any file when the text does not say):
-    a thread that goes straight on to another request, sampled or not, reads other tables at
-    rates that would swamp a small statement's bytes. A file's bytes in a slot go to the cores
-    that may have read them, else to such margins; several alike share them equally.
-
-    When the per-call log kept every read syscall (inputs.calls), syscall bytes go by call instead:
-    a read belongs to the sessions whose events on its thread surround it (else come within
-    CALL_MARGIN_NS of it), so a neighbour's reads in a shared millisecond stay the neighbour's.
-    The slots then carry only the page-cache fills beyond what the reads returned."""
-    core: dict[tuple[int, int], list[int]] = defaultdict(list)
-    margin: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for span in inputs.spans:
-        if span.tid is None:
-            continue
-        first = (span.first_ns - inputs.capture_start_ns) // inputs.slot_ns
-        last = (span.last_ns - inputs.capture_start_ns) // inputs.slot_ns
-        for slot in range(max(0, first - SLACK_SLOTS), last + SLACK_SLOTS + 1):
-            claimants = (core if first <= slot <= last else margin)[(span.tid, slot)]
-            if span.session not in claimants:
-                claimants.append(span.session)
-    tables = {session.session: reads_table(session.statement) for session in inputs.sessions}
-    claimed: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
-    unclaimed: dict[int, float] = defaultdict(float)
-    by_call = inputs.calls is not None
-    for row in inputs.thread_io:
-        name = inputs.sstables.get(row.file_id)
-        if name is None:
-            continue
-        # By call, the slot keeps only the fills beyond the reads (their bytes go by call below).
-        size = row.data_read_bytes - row.read_bytes if by_call else row.data_read_bytes
-        syscall = 0 if by_call else row.read_bytes
-        key = (row.tid, row.slot)
-        slot_claimants = [s for s in core.get(key, ()) if _may_read(tables.get(s), name)] or [
-            s for s in margin.get(key, ()) if _may_read(tables.get(s), name)
-        ]
-        if not slot_claimants:
-            unclaimed[row.tid] += size
-            continue
-        share = 1 / len(slot_claimants)
-        for session in slot_claimants:
-            figures = claimed[session][row.file_id]
-            figures[0] += size * share
-            figures[1] += syscall * share
-            figures[2] += row.cache_miss_pages * PAGE_BYTES * share
-    if inputs.calls is not None:
-        _attribute_calls(inputs, tables, claimed, unclaimed)
-    return claimed, unclaimed
-
-
-def _attribute_calls(
-    inputs: WatchInputs,
-    tables: dict[int, tuple[str | None, str] | None],
-    claimed: dict[int, dict[int, list[float]]],
-    unclaimed: dict[int, float],
-) -> None:
-    spans_by_tid: dict[int, list[Span]] = defaultdict(list)
-    for span in inputs.spans:
-        if span.tid is not None:
-            spans_by_tid[span.tid].append(span)
-    for spans in spans_by_tid.values():
-        spans.sort(key=lambda span: span.first_ns)
-    starts = {tid: [span.first_ns - CALL_MARGIN_NS for span in spans] for tid, spans in spans_by_tid.items()}
-    for call in inputs.calls or ():
-        name = inputs.sstables[call.file_id]
-        spans = spans_by_tid.get(call.tid, [])
-        # The spans that start (with their margin) before the call; a thread runs one request at a
-        # time, so only the last few can still be open.
-        nearby = spans[
-            max(0, bisect.bisect_right(starts.get(call.tid, []), call.ts_ns) - 4) : bisect.bisect_right(
-                starts.get(call.tid, []), call.ts_ns
-            )
-        ]
-        inside = [
-            s.session
-            for s in nearby
-            if s.first_ns <= call.ts_ns <= s.last_ns and _may_read(tables.get(s.session), name)
-        ]
-        around = inside or [
-            s.session
-            for s in nearby
-            if call.ts_ns <= s.last_ns + CALL_MARGIN_NS and _may_read(tables.get(s.session), name)
-        ]
-        if not around:
-            unclaimed[call.tid] += call.bytes
-            continue
-        share = call.bytes / len(set(around))
-        for session in set(around):
-            figures = claimed[session][call.file_id]
-            figures[0] += share
-            figures[1] += share
 
 
 @dataclass

@@ -64,6 +64,7 @@ dataclasses. Every function takes the open Trace first; `window_ids` / `file_ids
   statement_sessions()            list[StatementSession]  by session
   session_threads()               list[SessionThread]
   thread_io()                     list[ThreadIO]
+  execution_sessions()            dict[session, execution]  a run's traced executions ({} otherwise)
 """
 
 import json
@@ -103,6 +104,7 @@ class ExecutionRecord:
     pages: int | None
     error: str | None
     coordinator: str | None  # None before format 3
+    other_requests: int | None  # None: not measured (or before the column)
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,7 @@ class StatementSession(NamedTuple):
     live_rows: int | None
     tombstone_cells: int | None
     sstables_merged: int | None
+    execution: int | None = None  # the run's execution it traced (None: a watch's session)
 
 
 class SessionThread(NamedTuple):
@@ -345,11 +348,12 @@ def window_ids(trace: Trace) -> list[int]:
 
 def executions(trace: Trace) -> list[ExecutionRecord]:
     coordinator = _column_or(trace, "executions", "coordinator")
+    other_requests = _column_or(trace, "executions", "other_requests")
     return _records(
         ExecutionRecord,
         trace,
         "SELECT execution, kind, window_id, latency_s, rows, payload_bytes, wire_bytes, client_file_id,"
-        f" pages, error, {coordinator} FROM executions ORDER BY execution",
+        f" pages, error, {coordinator}, {other_requests} FROM executions ORDER BY execution",
     )
 
 
@@ -717,6 +721,13 @@ def statement_sessions(trace: Trace) -> list[StatementSession]:
         "SELECT session, session_id, statement, consistency, client, started_ns, duration_ns, live_rows,"
         " tombstone_cells, sstables_merged FROM statement_sessions ORDER BY session",
     )
+
+
+def execution_sessions(trace: Trace) -> dict[int, int]:
+    """session -> the run's execution it traced ({} in a watch, or a trace without the column)."""
+    if "execution" not in trace.columns("statement_sessions"):
+        return {}
+    return dict(_fetch(trace, "SELECT session, execution FROM statement_sessions WHERE execution IS NOT NULL"))
 
 
 def session_threads(trace: Trace) -> list[SessionThread]:

@@ -91,6 +91,7 @@ class ExecutionRow(TypedDict):
     pages: NotRequired[int | None]
     error: NotRequired[str | None]
     coordinator: NotRequired[str | None]
+    other_requests: NotRequired[int | None]
 
 
 class NodeRow(TypedDict):
@@ -169,6 +170,7 @@ class StatementSessionRow(TypedDict):
     live_rows: int | None
     tombstone_cells: int | None
     sstables_merged: int | None
+    execution: NotRequired[int | None]  # a run's execution the session traced (None: a watch's)
 
 
 class SessionThreadRow(TypedDict):

@@ -87,7 +87,8 @@ Meta keys (values are JSON)
                       "all nodes (...why the partition could not be told...)",
                       "partitions": int (partition keys the token map was asked about; 0 for all nodes),
                       "ssh": bool (remote replicas were captured over ssh)}
-  thread_slot_ns     int: width of a thread_io time slot (slot 0 starts at capture_start_ns); watch only
+  thread_slot_ns     int: width of a thread_io time slot (slot 0 starts at capture_start_ns); watch, and
+                     run when its backend counts per thread (later in format 3)
   watch              (casstrace watch) {"sample_probability": float, "previous_probability": float | null,
                       "probability_restored": bool | null, "duration_s": float,
                       "start_ns", "end_ns": int (when the node traced, on the trace's clock),
@@ -150,6 +151,10 @@ Format history
      meta cassandra.tables[].storage (the SSTables' chunks and statistics, for the
      necessary read) and cassandra.compressed_read_ahead_bytes; a trace without them takes a
      compressed chunk at its full length, and no read-ahead.
+     Later in format 3: a run traces each measured execution (statement_sessions.execution,
+     session_threads, threads) and counts thread_io, so each execution is charged its own threads'
+     reads (analyses.attribution); executions.other_requests. A trace without them charges an
+     execution every read of its window.
 """
 
 import bisect
@@ -396,8 +401,11 @@ CREATE TABLE executions (
     client_file_id INTEGER,             -- files.file_id of the node's side of the client connection
     pages         INTEGER,
     error         TEXT,
-    coordinator   TEXT                  -- format 3: address of the node that coordinated it (the driver's
+    coordinator   TEXT,                 -- format 3: address of the node that coordinated it (the driver's
                                         -- response future), NULL when unknown (format < 3, failed early)
+    other_requests INTEGER              -- later in format 3: requests of the node's other client connections
+                                        -- around its window (system_views.clients request_count, read
+                                        -- before and after it); NULL: not measured
 );
 
 -- File bytes per thread and time slot (meta thread_slot_ns), counted in the kernel: syscall reads
@@ -413,8 +421,8 @@ CREATE TABLE thread_io (
     PRIMARY KEY (tid, slot, file_id)
 );
 
--- Requests Cassandra traced during a watch (its probabilistic tracing): the statement normalized
--- (every literal as ?), never its values. Times on the trace's clock.
+-- Requests Cassandra traced during a watch (its probabilistic tracing), or a run's measured executions
+-- (each traced): the statement normalized (every literal as ?), never its values. Times on the trace's clock.
 CREATE TABLE statement_sessions (
     session         INTEGER PRIMARY KEY,
     session_id      TEXT NOT NULL,     -- system_traces.sessions.session_id (expires with the node's TTL)
@@ -425,7 +433,9 @@ CREATE TABLE statement_sessions (
     duration_ns     INTEGER,
     live_rows       INTEGER,           -- from the events: 'Read N live rows and M tombstone cells' (NULL: none)
     tombstone_cells INTEGER,
-    sstables_merged INTEGER            -- 'Merged data from memtables and N sstables', the most of one read
+    sstables_merged INTEGER,           -- 'Merged data from memtables and N sstables', the most of one read
+    execution       INTEGER            -- later in format 3: the run's execution it traced (one session a page);
+                                       -- NULL in a watch
 );
 
 -- Where each session's events ran: one row per (session, thread), first to last event.

@@ -1,0 +1,220 @@
+"""Which thread read what, for whom: the join of per-thread I/O with Cassandra's traced sessions.
+
+The probes count every thread's file bytes per 1 ms slot (thread_io, in the kernel) and, as far as
+the per-call log keeps them, every read call with its thread and time. Cassandra's tracing says on
+which threads a traced request (a session) worked, from when to when (its events). A session is
+charged what its own threads read while its events span them: one implementation for
+`casstrace watch` (sampled sessions of a live node's clients) and `casstrace run` (each measured
+execution traced), so neither charges a statement what other requests read meanwhile.
+
+`serving_threads(trace)` gives, per execution of a run, the threads that served it and when: the
+seam for any per-execution measure taken per thread (I/O here; CPU, say).
+"""
+
+import bisect
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from casstrace.analyses.query import parse_select
+from casstrace.traces import Trace, queries
+from casstrace.traces.queries import ReadCall
+from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.sstable_names import SSTableName
+
+SLACK_SLOTS = 1  # slots claimed either side of a session's events on a thread
+# A logged read this close outside a session's events may be its own: the events' times are known
+# to ~0.2 ms (measured: a sampled narrow read's own calls fell up to 214 µs outside its events).
+CALL_MARGIN_NS = 250_000
+
+
+@dataclass(frozen=True)
+class Span:
+    """A session's events on one thread, first to last (the trace's clock); tid None: no thread of
+    that name was found."""
+
+    session: int
+    thread: str
+    tid: int | None
+    first_ns: int
+    last_ns: int
+
+
+@dataclass(frozen=True)
+class SlotIO:
+    tid: int
+    slot: int
+    file_id: int
+    read_bytes: int
+    cache_miss_pages: int
+
+    @property
+    def data_read_bytes(self) -> int:
+        """What was read syscalls returned, plus the page-cache fills beyond it (readahead, mapped pages)."""
+        return self.read_bytes + max(0, self.cache_miss_pages * PAGE_BYTES - self.read_bytes)
+
+
+class TracedStatement(Protocol):
+    """A traced session as the join needs it: its number and its statement's text."""
+
+    @property
+    def session(self) -> int: ...
+
+    @property
+    def statement(self) -> str: ...
+
+
+class JoinInputs(Protocol):
+    """What the join reads: the sessions, their spans, every thread's slots, the SSTable files
+    (file_id -> component), the slots' clock, and every read call when the per-call log kept all."""
+
+    @property
+    def sessions(self) -> Sequence[TracedStatement]: ...
+
+    @property
+    def spans(self) -> Sequence[Span]: ...
+
+    @property
+    def thread_io(self) -> Sequence[SlotIO]: ...
+
+    @property
+    def sstables(self) -> dict[int, SSTableName]: ...
+
+    @property
+    def capture_start_ns(self) -> int: ...
+
+    @property
+    def slot_ns(self) -> int: ...
+
+    @property
+    def calls(self) -> Sequence[ReadCall] | None: ...
+
+
+def reads_table(statement: str) -> tuple[str | None, str] | None:
+    """(keyspace or None, table) a SELECT reads; None when the text names no one table to hold it to."""
+    select = parse_select(statement)
+    return (select.keyspace, select.table) if select and select.table else None
+
+
+def _may_read(table: tuple[str | None, str] | None, name: SSTableName) -> bool:
+    return table is None or (table[1] == name.table and table[0] in (None, name.keyspace))
+
+
+def attribute(inputs: JoinInputs) -> tuple[dict[int, dict[int, list[float]]], dict[int, float]]:
+    """(session -> file_id -> [data read, syscall bytes, cache-miss bytes]) claimed by each session,
+    and tid -> SSTable bytes nobody claimed.
+
+    A session claims, on each of its threads, the slots from its first to its last event there
+    (its core), and one slot either side (its margin, for the events' sub-ms uncertainty), and in
+    them only the files of the table its statement reads (any file when the text does not say):
+    a thread that goes straight on to another request, sampled or not, reads other tables at
+    rates that would swamp a small statement's bytes. A file's bytes in a slot go to the cores
+    that may have read them, else to such margins; several alike share them equally.
+
+    When the per-call log kept every read syscall (inputs.calls), syscall bytes go by call instead:
+    a read belongs to the sessions whose events on its thread surround it (else come within
+    CALL_MARGIN_NS of it), so a neighbour's reads in a shared millisecond stay the neighbour's.
+    The slots then carry only the page-cache fills beyond what the reads returned."""
+    core: dict[tuple[int, int], list[int]] = defaultdict(list)
+    margin: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for span in inputs.spans:
+        if span.tid is None:
+            continue
+        first = (span.first_ns - inputs.capture_start_ns) // inputs.slot_ns
+        last = (span.last_ns - inputs.capture_start_ns) // inputs.slot_ns
+        for slot in range(max(0, first - SLACK_SLOTS), last + SLACK_SLOTS + 1):
+            claimants = (core if first <= slot <= last else margin)[(span.tid, slot)]
+            if span.session not in claimants:
+                claimants.append(span.session)
+    tables = {session.session: reads_table(session.statement) for session in inputs.sessions}
+    claimed: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
+    unclaimed: dict[int, float] = defaultdict(float)
+    by_call = inputs.calls is not None
+    for row in inputs.thread_io:
+        name = inputs.sstables.get(row.file_id)
+        if name is None:
+            continue
+        # By call, the slot keeps only the fills beyond the reads (their bytes go by call below).
+        size = row.data_read_bytes - row.read_bytes if by_call else row.data_read_bytes
+        syscall = 0 if by_call else row.read_bytes
+        key = (row.tid, row.slot)
+        slot_claimants = [s for s in core.get(key, ()) if _may_read(tables.get(s), name)] or [
+            s for s in margin.get(key, ()) if _may_read(tables.get(s), name)
+        ]
+        if not slot_claimants:
+            unclaimed[row.tid] += size
+            continue
+        share = 1 / len(slot_claimants)
+        for session in slot_claimants:
+            figures = claimed[session][row.file_id]
+            figures[0] += size * share
+            figures[1] += syscall * share
+            figures[2] += row.cache_miss_pages * PAGE_BYTES * share
+    if inputs.calls is not None:
+        _attribute_calls(inputs, tables, claimed, unclaimed)
+    return claimed, unclaimed
+
+
+def _attribute_calls(
+    inputs: JoinInputs,
+    tables: dict[int, tuple[str | None, str] | None],
+    claimed: dict[int, dict[int, list[float]]],
+    unclaimed: dict[int, float],
+) -> None:
+    spans_by_tid: dict[int, list[Span]] = defaultdict(list)
+    for span in inputs.spans:
+        if span.tid is not None:
+            spans_by_tid[span.tid].append(span)
+    for spans in spans_by_tid.values():
+        spans.sort(key=lambda span: span.first_ns)
+    starts = {tid: [span.first_ns - CALL_MARGIN_NS for span in spans] for tid, spans in spans_by_tid.items()}
+    for call in inputs.calls or ():
+        name = inputs.sstables[call.file_id]
+        spans = spans_by_tid.get(call.tid, [])
+        # The spans that start (with their margin) before the call; a thread runs one request at a
+        # time, so only the last few can still be open.
+        nearby = spans[
+            max(0, bisect.bisect_right(starts.get(call.tid, []), call.ts_ns) - 4) : bisect.bisect_right(
+                starts.get(call.tid, []), call.ts_ns
+            )
+        ]
+        inside = [
+            s.session
+            for s in nearby
+            if s.first_ns <= call.ts_ns <= s.last_ns and _may_read(tables.get(s.session), name)
+        ]
+        around = inside or [
+            s.session
+            for s in nearby
+            if call.ts_ns <= s.last_ns + CALL_MARGIN_NS and _may_read(tables.get(s.session), name)
+        ]
+        if not around:
+            unclaimed[call.tid] += call.bytes
+            continue
+        share = call.bytes / len(set(around))
+        for session in set(around):
+            figures = claimed[session][call.file_id]
+            figures[0] += share
+            figures[1] += share
+
+
+def slot_spans(trace: Trace) -> list[Span]:
+    """Every session's spans in a trace (session_threads)."""
+    return [Span(r.session, r.thread, r.tid, r.first_ns, r.last_ns) for r in queries.session_threads(trace)]
+
+
+def slot_io(trace: Trace) -> list[SlotIO]:
+    """Every thread's slots in a trace (thread_io)."""
+    return [SlotIO(r.tid, r.slot, r.file_id, r.read_bytes, r.cache_miss_pages) for r in queries.thread_io(trace)]
+
+
+def serving_threads(trace: Trace) -> dict[int, list[Span]]:
+    """execution -> the threads that served it and when (the spans of its traced sessions, one per
+    page), for a `casstrace run` trace whose measured executions were traced; {} otherwise."""
+    sessions = queries.execution_sessions(trace)
+    served: dict[int, list[Span]] = defaultdict(list)
+    for span in slot_spans(trace):
+        if span.session in sessions:
+            served[sessions[span.session]].append(span)
+    return {execution: sorted(spans, key=lambda s: s.first_ns) for execution, spans in served.items()}
