@@ -11,10 +11,20 @@ is gone left its change behind, and the command restores it (node.leftovers), sa
 
 A node is its JVM (pid and start time): a restarted node has forgotten both changes (neither
 persists), so a file about a JVM that is gone is simply removed.
+
+A file is written aside, synced and renamed: it is whole or absent, whatever kills the writer. One
+that cannot be read all the same (truncated or edited by hand, another version's, not a regular file)
+is an Unreadable record, named with its reason: never a crash, never "nothing to put back" (the
+node's value is then compared with what casstrace could have set: node.leftovers). Only regular
+files are opened, without blocking (a FIFO at the path must not hang a command) and without
+following a link.
 """
 
+import dataclasses
+import errno
 import json
 import os
+import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,6 +35,7 @@ from casstrace.errors import CasstraceError
 TRACE_PROBABILITY = "trace_probability"  # nodetool settraceprobability
 PROFILER = "async_profiler"  # async-profiler started in the JVM
 VERSION = 1
+MAX_RECORD_BYTES = 64 * 1024  # a record is ~300 B: anything larger is not one, and is not read whole
 
 
 def process_start(pid: int) -> int | None:
@@ -64,6 +75,20 @@ class Change:
         return self.owner_pid == os.getpid() and self.owner_alive
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A record that cannot be read as a Change: what it is about (from its file's name), and why.
+    Who made it and what the value was before cannot be known."""
+
+    what: str
+    node_pid: int
+    path: Path
+    reason: str
+
+
+Record = Change | Unreadable
+
+
 class Ledger:
     """The changes recorded for one node (the JVM `node_pid`)."""
 
@@ -72,13 +97,25 @@ class Ledger:
         self.node_start = process_start(node_pid)
         self.directory = directory or paths.state_dir() / "changes"
 
-    def _path(self, what: str) -> Path:
+    def path(self, what: str) -> Path:
+        """The file of the record of `what`."""
         return self.directory / f"{self.node_pid}-{self.node_start}-{what}.json"
+
+    @property
+    def node_alive(self) -> bool:
+        """The JVM is the one the ledger was opened for, and still runs."""
+        return self.node_start is not None and alive(self.node_pid, self.node_start)
 
     def record(self, what: str, original: float | str, changed_to: float | str) -> None:
         """Write the change down (durably) before it is made. Refused when a live casstrace holds the
         same change on this node: its original value would be read as ours, and put back twice."""
-        held = self.find(what)
+        held = self.read(what)
+        if isinstance(held, Unreadable):  # its original unknown: the node's value now may be casstrace's
+            raise CasstraceError(
+                f"the ledger's record of the node's {_words(what)}, {held.path}, cannot be read ({held.reason}): "
+                "the node's value now may be one a killed casstrace left, not its own",
+                "run `casstrace watch --restore`: it says what to check and how to put it back",
+            )
         if held is not None and held.owner_alive and not held.is_own():
             raise CasstraceError(
                 f"another casstrace (pid {held.owner_pid}) holds the node's {_words(what)} at "
@@ -104,52 +141,177 @@ class Ledger:
         )
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            partial = self._path(what).with_suffix(".partial")
-            with open(partial, "w") as file:
+            partial = self.path(what).with_suffix(".partial")
+            partial.unlink(missing_ok=True)  # what a killed writer left: created anew, never opened
+            descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with open(descriptor, "w") as file:
                 json.dump({"version": VERSION, **asdict(change)}, file)
                 file.flush()
                 os.fsync(file.fileno())
-            partial.replace(self._path(what))
+            partial.replace(self.path(what))
+            _sync_directory(self.directory)  # the rename itself survives a crash of the machine
         except OSError as error:
             raise CasstraceError(
                 f"cannot write down the change to the node's {_words(what)} in {self.directory} ({error.strerror})",
                 "check that the directory is writable (XDG_STATE_HOME moves it)",
             ) from None
 
-    def find(self, what: str) -> Change | None:
-        try:
-            data = json.loads(self._path(what).read_text())
-        except (OSError, ValueError):
-            return None
-        data.pop("version", None)
-        try:
-            return Change(**data)
-        except TypeError:  # another version's file: nothing this version can restore
-            return None
+    def read(self, what: str) -> Record | None:
+        """This node's record of `what`: the change, or why its file cannot be read; None when there is none."""
+        return read_record(self.path(what), what, self.node_pid)
 
     def forget(self, what: str) -> None:
         """The change was put back (or never made)."""
-        self._path(what).unlink(missing_ok=True)
+        self.path(what).unlink(missing_ok=True)
 
-    def left_behind(self) -> list[Change]:
-        """This node's changes whose owner is gone without putting them back. Files of JVMs that are
-        gone (restarted nodes: they forgot the changes) are removed on the way."""
+    def records(self) -> list[Record]:
+        """This node's records. Files of JVMs that are gone (restarted nodes: they forgot the changes)
+        are removed on the way."""
         if not self.directory.is_dir():
             return []
-        left = []
-        for path in sorted(self.directory.glob("*.json")):
+        found: list[Record] = []
+        for path in sorted(self.directory.iterdir()):
             try:
-                node_pid, node_start, _ = path.name.split("-", 2)
+                node_pid, node_start, what = path.stem.split("-", 2)
                 gone = not alive(int(node_pid), int(node_start))
             except ValueError:
                 continue
+            if path.suffix not in (".json", ".partial"):
+                continue
             if gone:
                 path.unlink(missing_ok=True)
-            elif int(node_pid) == self.node_pid:
-                change = self.find(path.name.split("-", 2)[2].removesuffix(".json"))
-                if change is not None and not change.owner_alive:
-                    left.append(change)
-        return left
+            elif int(node_pid) == self.node_pid and path.suffix == ".json":
+                record = read_record(path, what, self.node_pid)
+                if record is not None:
+                    found.append(record)
+        return found
+
+    def left_behind(self) -> list[Record]:
+        """This node's changes whose owner is gone without putting them back, and its records that
+        cannot be read (whose owner cannot be known)."""
+        return [record for record in self.records() if isinstance(record, Unreadable) or not record.owner_alive]
+
+
+def read_record(path: Path, what: str, node_pid: int) -> Record | None:
+    """The record at `path`: a Change, an Unreadable saying why not, None when there is no file."""
+    try:
+        data = _read_json(path)
+    except FileNotFoundError:
+        return None
+    except _NotARecord as error:
+        return Unreadable(what, node_pid, path, str(error))
+    reason = _wrong_shape(data, what, node_pid)
+    if reason is not None:
+        return Unreadable(what, node_pid, path, reason)
+    assert isinstance(data, dict)
+    return Change(**{name: data[name] for name in _FIELDS})
+
+
+class _NotARecord(Exception):
+    """Why a file cannot be read as a record."""
+
+
+def _read_json(path: Path) -> object:
+    """The JSON in the regular file at `path`, opened without blocking or following a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:  # no record
+        raise
+    except OSError as error:
+        raise _NotARecord(error.strerror) from None
+    if not stat.S_ISREG(mode):
+        raise _NotARecord(f"not a regular file but {_kind(mode)}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # replaced since the lstat: by a link (ELOOP), say
+        raise _NotARecord("a symbolic link" if error.errno == errno.ELOOP else error.strerror) from None
+    with open(descriptor, "rb") as file:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotARecord(f"not a regular file but {_kind(mode)}")
+        try:
+            raw = file.read(MAX_RECORD_BYTES + 1)
+        except OSError as error:
+            raise _NotARecord(error.strerror) from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise _NotARecord(f"larger than {MAX_RECORD_BYTES // 1024} KiB")
+    if not raw.strip():
+        raise _NotARecord("empty")
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise _NotARecord("not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise _NotARecord(f"not whole JSON, truncated or damaged: {error.msg} at byte {error.pos}") from None
+
+
+_FIELDS = {field.name: field.type for field in dataclasses.fields(Change)}
+_NUMBERS = {"node_pid", "node_start", "owner_pid", "owner_start"}
+
+
+def _wrong_shape(data: object, what: str, node_pid: int) -> str | None:
+    """Why `data` is not a record of `what` on node `node_pid` (None: it is one)."""
+    if not isinstance(data, dict):
+        return f"holds {_json_kind(data)}, not a record"
+    if data.get("version") != VERSION:
+        return f"format version {json.dumps(data.get('version'))[:20]}, where this casstrace writes {VERSION}"
+    missing = [name for name in _FIELDS if name not in data]
+    if missing:
+        return f"no {', '.join(missing)}"
+    for name in _NUMBERS:
+        if not _is_int(data[name]):
+            return f"its {name} is {_json_kind(data[name])}, not a whole number"
+    if not isinstance(data["recorded_at"], str):
+        return f"its recorded_at is {_json_kind(data['recorded_at'])}, not a time"
+    if data["what"] != what or data["node_pid"] != node_pid:
+        return f"it is about {json.dumps(data['what'])[:40]} of pid {data['node_pid']}, not what its name says"
+    for name in ("original", "changed_to"):
+        value = data[name]
+        if what == TRACE_PROBABILITY and not (_is_number(value) and 0 <= value <= 1):
+            return f"its {name} is {_json_kind(value)}, not a probability"
+        if what == PROFILER and not isinstance(value, str):
+            return f"its {name} is {_json_kind(value)}, not a profiler state"
+    return None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {json.dumps(value)}"
+    if isinstance(value, int | float | str):
+        return json.dumps(value)[:40]
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "not a file")
+
+
+def _sync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _words(what: str) -> str:

@@ -121,8 +121,7 @@ def command(
     if restore:
         pid = watched_jvm(pid, container)
         settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
-        if not restore_left(WatchOptions(connection=settings, pid=pid, nodetool=nodetool_command)):
-            click.echo("casstrace: nothing was left changed on the node", err=True)
+        restore_left(WatchOptions(connection=settings, pid=pid, nodetool=nodetool_command))  # says what it did
         return
     # Refused before anything attaches; the default names are always new. The report is made from the trace.
     inputs = configuration_files(cqlshrc)

@@ -3,13 +3,20 @@
 Every command that touches a node calls restore_left_behind first: a change whose owner is gone is
 put back, and said on one line. The trace probability is put back only if it still holds the value
 casstrace set: a value someone set since is theirs, and left alone (said too).
+
+A record that cannot be read (casstrace.ledger.Unreadable) has lost the value to put back, so the
+node's value is the evidence: at 0 (Cassandra's default, and a value casstrace never sets) nothing of
+casstrace's is in effect and the record is removed; at any other value it cannot be told whether that
+value is the node's own or a killed watch's. Then the commands that would change it or vouch for it
+(watch, watch --restore) stop with the command that checks and the one that fixes, and never take
+that value for the node's own; run, which changes no probability, warns and goes on.
 """
 
 import sys
 from collections.abc import Callable
 
 from casstrace.errors import CasstraceError
-from casstrace.ledger import PROFILER, TRACE_PROBABILITY, Change, Ledger
+from casstrace.ledger import PROFILER, TRACE_PROBABILITY, Change, Ledger, Record, Unreadable
 from casstrace.node.jvm import CassandraProcess
 from casstrace.node.tracing import Nodetool, format_probability
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
@@ -20,18 +27,23 @@ def say(line: str) -> None:
 
 
 def restore_left_behind(
-    process: CassandraProcess, nodetool: Callable[[], Nodetool], tell: Callable[[str], None] = say
+    process: CassandraProcess,
+    nodetool: Callable[[], Nodetool],
+    tell: Callable[[str], None] = say,
+    *,
+    strict: bool = True,
 ) -> list[str]:
     """Put back this node's changes whose casstrace is gone; `nodetool` is called only when one is the
-    trace probability. Returns the lines told (one per change). A change that cannot be put back
-    raises CasstraceError, and stays written down for the next try."""
+    trace probability. Returns the lines told (one per record). A change that cannot be put back
+    raises CasstraceError, and stays written down for the next try. An unreadable record on a node
+    that traces: CasstraceError when `strict`, else a warning told (the record is kept)."""
     told = []
-    for change in Ledger(process.pid).left_behind():
+    for record in Ledger(process.pid).left_behind():
         line = (
-            _restore_trace_probability(change, nodetool())
-            if change.what == TRACE_PROBABILITY
-            else _stop_profiler(change, process.pid)
-            if change.what == PROFILER
+            _restore_trace_probability(record, nodetool(), strict)
+            if record.what == TRACE_PROBABILITY
+            else _stop_profiler(record, process.pid)
+            if record.what == PROFILER
             else None
         )
         if line is not None:
@@ -40,35 +52,79 @@ def restore_left_behind(
     return told
 
 
+def unchanged_evidence(process: CassandraProcess, nodetool: Nodetool) -> str:
+    """What `watch --restore` says when it put nothing back: the node's trace probability now, read
+    from the node, against what the ledger holds (a live casstrace's change, or none)."""
+    held = Ledger(process.pid).read(TRACE_PROBABILITY)
+    if isinstance(held, Change) and held.owner_alive:
+        return (
+            f"casstrace pid {held.owner_pid} (still running) holds the node's trace probability at "
+            f"{format_probability(float(held.changed_to))} since {held.recorded_at}; it puts "
+            f"{format_probability(float(held.original))} back when it ends"
+        )
+    now = nodetool.trace_probability()
+    if now == 0:
+        return "nothing was left changed on the node: it traces 0 of its requests, and no change is recorded"
+    return (
+        f"no change of casstrace's is recorded for the node; it traces {format_probability(now)} of its requests: "
+        f"if that is not its own setting, put it back with `{nodetool.shown('settraceprobability', '0')}`"
+    )
+
+
 def _left_by(change: Change) -> str:
     return f"casstrace pid {change.owner_pid} (gone since {change.recorded_at} without putting it back)"
 
 
-def _restore_trace_probability(change: Change, nodetool: Nodetool) -> str | None:
-    original, set_to = float(change.original), float(change.changed_to)
+def _restore_trace_probability(record: Record, nodetool: Nodetool, strict: bool) -> str | None:
+    if isinstance(record, Unreadable):
+        return _unreadable_trace_probability(record, nodetool, strict)
+    original, set_to = float(record.original), float(record.changed_to)
     now = nodetool.trace_probability()
     if now == set_to and now != original:
         nodetool.set_trace_probability(original)
         line = (
             f"put the node's trace probability back to {format_probability(original)}: "
-            f"{_left_by(change)} had set it to {format_probability(set_to)}"
+            f"{_left_by(record)} had set it to {format_probability(set_to)}"
         )
     elif now == original:
         line = None  # killed before it changed it, or after it put it back
     else:
         line = (
-            f"left the node's trace probability at {format_probability(now)}: {_left_by(change)} had set it "
+            f"left the node's trace probability at {format_probability(now)}: {_left_by(record)} had set it "
             f"from {format_probability(original)} to {format_probability(set_to)}, and someone changed it since"
         )
-    Ledger(change.node_pid).forget(TRACE_PROBABILITY)
+    Ledger(record.node_pid).forget(TRACE_PROBABILITY)
     return line
 
 
-def _stop_profiler(change: Change, pid: int) -> str | None:
+def _unreadable_trace_probability(record: Unreadable, nodetool: Nodetool, strict: bool) -> str:
+    now = nodetool.trace_probability()
+    if now == 0:  # no probability casstrace sets (it sets more than 0) is in effect
+        Ledger(record.node_pid).forget(TRACE_PROBABILITY)
+        return (
+            f"warning: removed the ledger's record {record.path}, which cannot be read ({record.reason}): "
+            "the node traces 0 of its requests, so no trace probability casstrace sets is in effect"
+        )
+    shown = format_probability(now)
+    cannot_tell = CasstraceError(
+        f"cannot tell whether the node's trace probability, {shown}, is its own or left by a casstrace that "
+        f"was killed: the ledger's record of it, {record.path}, cannot be read ({record.reason})",
+        f"check with `{nodetool.shown('gettraceprobability')}`; if {shown} is not the node's own value, put it "
+        f"back with `{nodetool.shown('settraceprobability', '0')}` (0 unless it was set on purpose); if it is, "
+        f"remove {record.path}",
+    )
+    if strict:
+        raise cannot_tell
+    return f"warning: {cannot_tell}"
+
+
+def _stop_profiler(record: Record, pid: int) -> str | None:
+    """The JVM's profiler is asked whether it runs: the evidence, whether the record could be read or not."""
+    by = _left_by(record) if isinstance(record, Change) else f"a casstrace (its record {record.path} unreadable)"
     try:
         stopped = AsyncProfiler(pid, progress=say).stop_left_behind()
     except CasstraceError as error:
         raise CasstraceError(
-            f"cannot stop the async-profiler session {_left_by(change)} left in JVM {pid}: {error.message}", error.fix
+            f"cannot stop the async-profiler session {by} left in JVM {pid}: {error.message}", error.fix
         ) from None
-    return f"stopped the async-profiler session {_left_by(change)} left in JVM {pid}" if stopped else None
+    return f"stopped the async-profiler session {by} left in JVM {pid}" if stopped else None

@@ -31,8 +31,15 @@ from casstrace.ledger import Ledger
 from casstrace.node import context, storage
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
-from casstrace.node.leftovers import restore_left_behind
-from casstrace.node.tracing import SampledSession, TraceProbability, format_probability, nodetool_for, read_sessions
+from casstrace.node.leftovers import restore_left_behind, say, unchanged_evidence
+from casstrace.node.tracing import (
+    Nodetool,
+    SampledSession,
+    TraceProbability,
+    format_probability,
+    nodetool_for,
+    read_sessions,
+)
 from casstrace.outputs import check_output
 from casstrace.paths import default_traces_dir
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
@@ -268,9 +275,22 @@ class Intervals:
 
 def restore_left(options: WatchOptions) -> list[str]:
     """`watch --restore`: put back what a killed casstrace left changed on the node (node.leftovers),
-    without connecting to it (a node too busy for CQL still answers JMX). Returns the lines told."""
+    without connecting to it (a node too busy for CQL still answers JMX). Returns the lines told:
+    what was put back, else the evidence that nothing was left changed (the node's value, read), each
+    said on standard error."""
     process = find_cassandra(options.pid, native_port=options.connection.port)
-    return restore_left_behind(process, lambda: nodetool_for(process, options.nodetool))
+    nodetool: list[Nodetool] = []  # built once, when a record or the evidence needs it
+
+    def tool() -> Nodetool:
+        if not nodetool:
+            nodetool.append(nodetool_for(process, options.nodetool))
+        return nodetool[0]
+
+    told = restore_left_behind(process, tool)
+    if not told:
+        told.append(unchanged_evidence(process, tool()))
+        say(told[0])
+    return told
 
 
 def _wait(

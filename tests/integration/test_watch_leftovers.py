@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from casstrace.ledger import TRACE_PROBABILITY, Change, Ledger
 from casstrace.probes.jvm.async_profiler import IDLE, AsyncProfiler
 from casstrace_cli import casstrace
 from watching import PREVIOUS, SAMPLE, nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
@@ -96,3 +97,39 @@ def test_a_profiler_left_running_is_stopped(sandbox, previous_probability, nodet
     assert PUT_BACK in restored.stderr
     assert profiler.status() == IDLE
     assert nodetool.trace_probability() == PREVIOUS
+
+
+def test_a_truncated_record_with_the_node_left_tracing_cannot_tell(sandbox, previous_probability, nodetool, tmp_path):
+    """A watch SIGKILLed with the node at 0.25, its record then cut short (what a crash of the machine
+    or a full disk leaves): `watch --restore` cannot tell, and says how to check and fix, never
+    "nothing was left changed"; the next watch refuses rather than take 0.25 for the node's own value."""
+    killed = start_watch(watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60", sample=0.25))
+    killed.kill()
+    killed.wait()
+    assert nodetool.trace_probability() == 0.25
+    record = Ledger(sandbox.pid()).read(TRACE_PROBABILITY)
+    assert isinstance(record, Change) and record.original == PREVIOUS
+    path = Ledger(sandbox.pid()).path(TRACE_PROBABILITY)
+    whole = path.read_text()
+    path.write_text(whole[: len(whole) // 2])
+    try:
+        restored = _restore(sandbox)
+        assert restored.returncode == 2, restored.stderr
+        assert "cannot tell" in restored.stderr and str(path) in restored.stderr, restored.stderr
+        assert "gettraceprobability" in restored.stderr and "settraceprobability 0" in restored.stderr
+        assert "nothing was left changed" not in restored.stderr
+        refused = subprocess.run(
+            watch_command(sandbox, tmp_path / "next.trace", "--duration", "2"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert refused.returncode == 2 and "cannot tell" in refused.stderr, refused.stderr
+        assert not (tmp_path / "next.trace").exists()
+        assert nodetool.trace_probability() == 0.25  # untouched: never taken for, nor put back as, the original
+        nodetool.set_trace_probability(0)  # the fix the error gave: the node at its own value, 0
+        cleared = _restore(sandbox)
+        assert cleared.returncode == 0, cleared.stderr
+        assert "removed the ledger's record" in cleared.stderr and not path.exists()
+    finally:
+        path.unlink(missing_ok=True)

@@ -120,11 +120,11 @@ def test_trace_probability_is_restored_on_the_way_out_whatever_the_way(ledger):
     with pytest.raises(RuntimeError):
         with TraceProbability(node, 0.3, warnings.append, ledger) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
             assert node.probability == 0.3
-            change = ledger.find(TRACE_PROBABILITY)  # written down while it holds
+            change = ledger.read(TRACE_PROBABILITY)  # written down while it holds
             assert change is not None and (change.original, change.changed_to) == (0.002, 0.3)
             raise RuntimeError("the watch failed")
     assert node.probability == 0.002 and switch.restored and not warnings
-    assert ledger.find(TRACE_PROBABILITY) is None
+    assert ledger.read(TRACE_PROBABILITY) is None
 
 
 def test_a_second_ctrl_c_during_the_restore_is_retried(ledger):
@@ -139,7 +139,7 @@ def test_a_restore_that_cannot_be_done_is_said_with_the_command(ledger):
     with TraceProbability(node, 0.3, warnings.append, ledger) as switch:  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
         node.failures = [CasstraceError("JMX refused", "fix"), CasstraceError("JMX refused", "fix")]
     assert switch.restored is False and node.probability == 0.3
-    assert ledger.find(TRACE_PROBABILITY) is not None  # kept for the next casstrace to put back
+    assert ledger.read(TRACE_PROBABILITY) is not None  # kept for the next casstrace to put back
     assert "nodetool settraceprobability 0.002" in warnings[0] and "JMX refused" in warnings[0]
 
 
@@ -152,7 +152,7 @@ def test_nothing_changes_when_the_previous_value_cannot_be_read(ledger):
     with pytest.raises(CasstraceError):
         with TraceProbability(node, 0.3, print, ledger):  # type: ignore[arg-type]  # a FakeNodetool for the Nodetool
             pass
-    assert node.probability == 0.0 and ledger.find(TRACE_PROBABILITY) is None
+    assert node.probability == 0.0 and ledger.read(TRACE_PROBABILITY) is None
 
 
 def _event(true_ns: int, start_ns: int, thread: str = "ReadStage-1", activity: str = "") -> tuple[int, int, str, str]:
