@@ -8,13 +8,15 @@ reports render (model.py, units.py).
 May import: casstrace.traces (to read a trace), errors. Never probes, node, sandbox, reports or cli.
 
 Public API:
-    analyse(trace_or_path, threshold=10.0, min_excess=64 KiB) -> Analysis   every analysis of one trace
+    analyse(trace_or_path, rule=VerdictRule()) -> Analysis   every analysis of one trace
+    VerdictRule(threshold=10.0, min_excess=64 KiB)            --threshold and --min-excess: the one rule of
+                                                              every verdict (run, compare, sweep, watch)
+    judge(rule, data_read, necessary, executions, ...)        its status: flagged | not flagged | undetermined
     Analysis and its parts (FileIO, SSTableIO, AccessPattern, Spectrogram, Amplification, Execution,
     Finding, Verdict) in casstrace.analyses.model; casstrace.reports renders them.
 """
 
-from casstrace.analyses.analysis import DEFAULT_THRESHOLD, analyse
-from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
+from casstrace.analyses.analysis import analyse
 from casstrace.analyses.model import (
     AccessPattern,
     Amplification,
@@ -26,11 +28,12 @@ from casstrace.analyses.model import (
     SSTableIO,
     Verdict,
 )
+from casstrace.analyses.verdict_rule import VerdictRule, judge
 
 __all__ = [
     "analyse",
-    "DEFAULT_THRESHOLD",
-    "DEFAULT_MIN_EXCESS",
+    "VerdictRule",
+    "judge",
     "Analysis",
     "AccessPattern",
     "Amplification",

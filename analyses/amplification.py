@@ -7,11 +7,8 @@ Three measures see the bytes a query read from a Data file, each a part the othe
   M  mapped pages touched: pages of the JVM's memory maps of the file it accessed (smaps
      Referenced, after clearing the accessed bits): a warm mmap read, which makes no syscall and
      no fill.
-Bytes read = S + max(M - pages(S), F - pages(S)), per window and file. The rule counts no page twice:
-Referenced also counts mapped pages a read syscall returned (the kernel marks them accessed), hence
-M - pages(S); F - pages(S) are the fills no syscall returned, which are mapped pages faulted in or
-readahead, and overlap M in ways neither shows (a cold mmap read is in both), hence the larger, not
-the sum. At worst it misses pages touched both through a map and a syscall in one window.
+Bytes read = S + max(M - pages(S), F - pages(S)), per window and file (`data_read`, the one formula
+of `run` and `watch`; docs/verdicts.md says why it counts no page twice).
 
 Where part of a mapping is 2 MiB (PMD) entries, one access marks 2 MiB referenced: M is then an upper
 bound, and `data_read_least_bytes` the least the same accessed bits allow (4 KiB per 2 MiB entry).
@@ -42,6 +39,13 @@ SYSTEM_KEYSPACES = {
     "system_cluster_metadata",
 }
 DEFAULT_NATIVE_PORT = 9042
+
+
+def data_read(syscall_bytes: int, fills_outside_syscall_bytes: int, mapped_outside_syscall_bytes: int = 0) -> int:
+    """The bytes read from a file in one window (or, in a watch, one thread's 1 ms slot): what read
+    syscalls returned, plus the larger of the page-cache fills and the mapped pages touched outside
+    the pages those syscalls returned. Larger, not summed: a cold mapped read is in both."""
+    return syscall_bytes + max(fills_outside_syscall_bytes, mapped_outside_syscall_bytes)
 
 
 def data_files(trace: Trace, keyspace: str | None, table: str | None) -> dict[int, SSTableName]:
@@ -106,7 +110,7 @@ def amplification(
     mapped_measured = trace.measured("mapped")
     rows = queries.file_window_io(trace, window_ids, sorted(data))
 
-    syscall_bytes = cache_miss = outside = mapped = mapped_only = extra = extra_least = 0
+    syscall_bytes = cache_miss = outside = mapped = mapped_only = data_read_bytes = data_read_least = 0
     touched = set()
     for row in rows:
         key = (row.window_id, row.file_id)
@@ -118,16 +122,13 @@ def amplification(
         # Referenced counts the pages of a mapped file that a read syscall returned too: once is enough.
         syscall_page_bytes = read.syscall_bytes.get(key, 0)
         window_mapped_only = max(0, touched_bytes - syscall_page_bytes)
-        # A fill outside the syscall pages is a mapped page faulted in, or readahead around one; how it
-        # overlaps the mapped pages touched no measure shows, so the larger of the two counts.
-        extra += max(window_mapped_only, fills)
-        extra_least += max(max(0, least - syscall_page_bytes), fills)
+        data_read_bytes += data_read(row.read_bytes or 0, fills, window_mapped_only)
+        data_read_least += data_read(row.read_bytes or 0, fills, max(0, least - syscall_page_bytes))
         outside += fills
         mapped += touched_bytes
         mapped_only += window_mapped_only
         if row.read_bytes or row.cache_miss_bytes or touched_bytes:
             touched.add(row.file_id)
-    data_read, data_read_least = syscall_bytes + extra, syscall_bytes + extra_least
 
     basis: str | None
     basis_bytes: int | None
@@ -152,14 +153,14 @@ def amplification(
         cache_outside_syscall_bytes=outside if page_cache_measured else None,
         mapped_touched_bytes=mapped if mapped_measured else None,
         mapped_outside_syscall_bytes=mapped_only if mapped_measured else None,
-        data_read_bytes=data_read,
+        data_read_bytes=data_read_bytes,
         data_read_least_bytes=data_read_least,
-        read=over(data_read, basis_bytes),
+        read=over(data_read_bytes, basis_bytes),
         read_least=over(data_read_least, basis_bytes),
         syscall=over(syscall_bytes, basis_bytes),
         device=over(cache_miss if page_cache_measured else None, basis_bytes),
-        wire=over(data_read, wire_bytes),
-        carried_by=max(shares, key=lambda name: shares[name]) if data_read else None,
+        wire=over(data_read_bytes, wire_bytes),
+        carried_by=max(shares, key=lambda name: shares[name]) if data_read_bytes else None,
         data_files=len(touched),
         sstables_read=len({data[file_id].sstable for file_id in touched}),
     )

@@ -7,7 +7,6 @@ from casstrace.analyses import amplification as amp
 from casstrace.analyses import causes
 from casstrace.analyses import nodes as cluster_nodes
 from casstrace.analyses.access import access_patterns
-from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.file_io import file_io, group_by_sstable
 from casstrace.analyses.findings import FindingContext, live_rows, trace_counts
 from casstrace.analyses.model import Analysis, Execution, NecessaryRead
@@ -16,6 +15,7 @@ from casstrace.analyses.profile import evidence as profile_evidence
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
+from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
 from casstrace.traces import Trace
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta
@@ -28,21 +28,18 @@ MEASURE_NAMES = {
     "latency": "syscall latency",
     "wire": "bytes sent to the client",
 }
-DEFAULT_THRESHOLD = 10.0
 
 
-def analyse(
-    trace: Trace | str | os.PathLike[str], threshold: float = DEFAULT_THRESHOLD, min_excess: int = DEFAULT_MIN_EXCESS
-) -> Analysis:
+def analyse(trace: Trace | str | os.PathLike[str], rule: VerdictRule = DEFAULT_RULE) -> Analysis:
     """Analyse an open Trace, or the trace file at a path (CasstraceError when it is not a whole trace).
-    The verdict: flagged at `threshold` x the necessary read and `min_excess` bytes per execution past it."""
+    The verdict: `rule` (--threshold and --min-excess)."""
     if not isinstance(trace, Trace):
         with Trace(trace) as opened:
-            return analyse(opened, threshold, min_excess)
-    return _analyse(trace, threshold, min_excess)
+            return analyse(opened, rule)
+    return _analyse(trace, rule)
 
 
-def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
+def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     meta = trace.meta
     select = parse_select(meta.get("query"))
     keyspace = (select.keyspace if select and select.keyspace else None) or meta.get("keyspace")
@@ -109,8 +106,7 @@ def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
     overall = against_necessary(overall, necessary, runs)
     verdict = causes.verdict(
         overall,
-        threshold,
-        min_excess=min_excess,
+        rule,
         executions=runs,
         necessary=necessary,
         data_label=data_label,
@@ -126,7 +122,7 @@ def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
     found = causes.findings(
         FindingContext(
             flagged=verdict.status == "flagged",
-            threshold=threshold,
+            threshold=rule.threshold,
             executions=runs,
             data_read_bytes=overall.data_read_bytes,
             syscall_bytes=overall.syscall_bytes,
@@ -161,7 +157,7 @@ def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
         keyspace=keyspace,
         table=table,
         scope=scope,
-        threshold=threshold,
+        threshold=rule.threshold,
         executions=executions,
         overall=overall,
         warmup=warmup,
@@ -178,7 +174,7 @@ def _analyse(trace: Trace, threshold: float, min_excess: int) -> Analysis:
         nodes=nodes,
         consistency=consistency,
         necessary=necessary,
-        min_excess=min_excess,
+        min_excess=rule.min_excess,
         latency_notes=found.notes,
     )
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from casstrace.analyses.amplification import data_read
 from casstrace.analyses.query import parse_select
 from casstrace.traces import Trace, queries
 from casstrace.traces.queries import ReadCall
@@ -51,8 +52,10 @@ class SlotIO:
 
     @property
     def data_read_bytes(self) -> int:
-        """What was read syscalls returned, plus the page-cache fills beyond it (readahead, mapped pages)."""
-        return self.read_bytes + max(0, self.cache_miss_pages * PAGE_BYTES - self.read_bytes)
+        """`casstrace run`'s data read (amplification.data_read) of one thread's slot: no pages are kept
+        per slot, so the fills outside the syscalls' pages are estimated as the fills past the bytes they
+        returned, and no mapped page touched is any thread's (the watch shows them per table)."""
+        return data_read(self.read_bytes, max(0, self.cache_miss_pages * PAGE_BYTES - self.read_bytes))
 
 
 class TracedStatement(Protocol):

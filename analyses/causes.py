@@ -17,19 +17,16 @@ from casstrace.analyses.model import (
 from casstrace.analyses.necessary import describe, stored_rows
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.units import human_bytes, ratio
+from casstrace.analyses.verdict_rule import VerdictRule, judge
 
 MANY_SSTABLES = 4
 TOMBSTONE_WARN = 1000  # Cassandra's default tombstone_warn_threshold
 
 
-DEFAULT_MIN_EXCESS = 64 * 1024  # bytes per execution past the necessary read below which nothing is flagged
-
-
 def verdict(
     overall: Amplification,
-    threshold: float,
+    rule: VerdictRule,
     *,
-    min_excess: int,
     executions: int,
     necessary: NecessaryRead | None,
     data_label: str,
@@ -39,8 +36,8 @@ def verdict(
     unseen: Unseen | None,
     lower_bound: bool = False,
 ) -> Verdict:
-    """The verdict: flagged when the Data bytes read are at least `threshold` x the necessary read
-    (analyses.necessary) and exceed it by at least `min_excess` per execution, so a query that reads
+    """The verdict: flagged when the Data bytes read are at least `rule.threshold` x the necessary read
+    (analyses.necessary) and exceed it by at least `rule.min_excess` per execution, so a query that reads
     what its result needs is never flagged, however small its payload. Without a necessary read (no
     query or table known) the payload, or the wire bytes, stand in for it.
     `unseen`: why some reads of the table's Data files may be in no measure (mapped files nothing
@@ -83,12 +80,8 @@ def verdict(
             notes,
         )
     base = overall.necessary_bytes if overall.necessary_bytes is not None else overall.basis_bytes or 0
-
-    def flagged(data_read: int) -> bool:
-        return exceeds(data_read, base, threshold=threshold, min_excess=min_excess, executions=executions)
-
     per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
-    rule = f"threshold {threshold:g}x and {human_bytes(min_excess)} per execution"
+    stated = rule.describe()
     against_payload = (
         ""
         if payload is None
@@ -100,34 +93,35 @@ def verdict(
         summary = (
             f"Read {read}{per} from {data_label}; the necessary read of its result is "
             f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}): "
-            f"{ratio(overall.over_necessary)} the necessary read ({rule})" + against_payload + f"{carried}."
+            f"{ratio(overall.over_necessary)} the necessary read ({stated})" + against_payload + f"{carried}."
         )
     elif base == 0:
-        summary = f"Read {read}{per} from {data_label} to return nothing ({payload}; {rule}){carried}."
+        summary = f"Read {read}{per} from {data_label} to return nothing ({payload}; {stated}){carried}."
     else:
-        summary = f"Read {read}{per} from {data_label} for {payload}: {ratio(overall.read)} ({rule}){carried}."
-    if flagged(overall.data_read_bytes):
-        if overall.data_read_least_bytes is not None and not flagged(overall.data_read_least_bytes):
-            return Verdict(
-                "undetermined",
-                summary + " But the JVM maps parts of these files with 2 MiB entries, "
-                "whose one accessed bit marks 2 MiB however little was read: the query read between "
-                f"{human_bytes(overall.data_read_least_bytes)} and {read}.",
-                notes,
-                fix=HUGE_MAPPINGS_FIX,
-            )
-        return Verdict("flagged", summary, notes)
-    if unseen is not None:
+        summary = f"Read {read}{per} from {data_label} for {payload}: {ratio(overall.read)} ({stated}){carried}."
+    status = judge(
+        rule,
+        overall.data_read_bytes,
+        base,
+        executions,
+        data_read_least=overall.data_read_least_bytes,
+        unseen=unseen is not None,
+    )
+    if status != "undetermined":
+        return Verdict(status, summary, notes)
+    if rule.exceeds(overall.data_read_bytes, base, executions):  # flagged on the upper bound only
         return Verdict(
-            "undetermined", f"{summary} {unseen.reason}, so the figure cannot clear the query.", notes, fix=unseen.fix
+            "undetermined",
+            summary + " But the JVM maps parts of these files with 2 MiB entries, "
+            "whose one accessed bit marks 2 MiB however little was read: the query read between "
+            f"{human_bytes(overall.data_read_least_bytes or 0)} and {read}.",
+            notes,
+            fix=HUGE_MAPPINGS_FIX,
         )
-    return Verdict("not flagged", summary, notes)
-
-
-def exceeds(data_read: float, necessary: float, *, threshold: float, min_excess: float, executions: int) -> bool:
-    """The rule of every verdict (run, watch, compare's gate): over `executions` executions, the read
-    is at least `threshold` x the necessary one, and past it by at least `min_excess` per execution."""
-    return (data_read - necessary) / executions >= min_excess and data_read >= threshold * necessary
+    assert unseen is not None  # judge's one other reason
+    return Verdict(
+        "undetermined", f"{summary} {unseen.reason}, so the figure cannot clear the query.", notes, fix=unseen.fix
+    )
 
 
 def failed_run(executions: list[Execution], notes: list[str]) -> Verdict | None:

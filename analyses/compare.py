@@ -23,17 +23,17 @@ Gates, for pipelines:
     side is not counted, and the gate says so.
   max amplification (--max-amplification X): the verdict's rule with X for its threshold: the second
     query fails when it reads at least X x its necessary read and at least --min-excess per execution
-    past it (causes.exceeds; the payload stands in for the necessary read where there is none); an
+    past it (VerdictRule.exceeds; the payload stands in for the necessary read where there is none); an
     undetermined figure fails the gate (it cannot be shown to pass).
 """
 
 from dataclasses import dataclass, field
 
-from casstrace.analyses.causes import exceeds
 from casstrace.analyses.model import Analysis, FileIO, Verdict
 from casstrace.analyses.nodes import readers_per_execution
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.units import human_bytes, human_ms, ratio
+from casstrace.analyses.verdict_rule import VerdictRule
 
 LATENCY_FLOOR_S = 0.001
 DEFAULT_TOLERANCE = 0.10
@@ -427,7 +427,7 @@ def amplification_gate(summary: QuerySummary, limit: float) -> Gate:
             f"{summary.label}'s amplification is undetermined (no necessary read or payload to "
             "divide by), so it cannot be shown to be within the limit.",
         )
-    failed = exceeds(summary.data_read_bytes, base, threshold=limit, min_excess=summary.min_excess, executions=1)
+    failed = VerdictRule(limit, summary.min_excess).exceeds(summary.data_read_bytes, base, executions=1)
     return Gate(
         option,
         not failed,

@@ -5,9 +5,9 @@ of the requests (statement_sessions), and said on which threads each one worked,
 (session_threads); the probes counted every thread's file bytes per 1 ms slot (thread_io). A sampled
 session's I/O is what its threads read from its table's files in the slots its events span.
 
-Per statement, per sampled execution: the bytes by table and component; "data read" as `casstrace run`
-counts it (Data files: what read syscalls returned, plus page-cache fills beyond that, e.g. readahead
-or faults on mapped files); rows from the trace events, latency from the session durations.
+Per statement, per sampled execution: the bytes by table and component; "data read" by `casstrace run`'s
+formula (amplification.data_read, docs/verdicts.md: what read syscalls returned, plus page-cache fills
+beyond that, e.g. readahead or faults on mapped files); rows from the trace events, latency from the session durations.
 Estimated executions are sampled ÷ P. What sampled sessions do not explain is shown by thread pool
 (compaction, memtable flush, requests that were not sampled, ...).
 
@@ -26,9 +26,7 @@ from pathlib import Path
 
 from casstrace.analyses import causes
 from casstrace.analyses.amplification import data_files
-from casstrace.analyses.analysis import DEFAULT_THRESHOLD
 from casstrace.analyses.attribution import SlotIO, Span, attribute
-from casstrace.analyses.causes import DEFAULT_MIN_EXCESS
 from casstrace.analyses.findings import CassandraCounts, FindingContext
 from casstrace.analyses.model import Finding, NecessaryRead, Profile
 from casstrace.analyses.necessary import necessary_read
@@ -36,6 +34,7 @@ from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
 from casstrace.analyses.units import human_bytes
+from casstrace.analyses.verdict_rule import DEFAULT_RULE, Status, VerdictRule, judge
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import shared_pool_worker
@@ -160,7 +159,7 @@ class StatementIO:
     unmatched_threads: list[str]  # threads of its events with no known tid
     findings: list[Finding] = field(default_factory=list)  # the causes of a flagged read first, then notes
     run_command: str = ""
-    verdict: str = "undetermined"  # as `casstrace run` judges: flagged | not flagged | undetermined
+    verdict: Status = "undetermined"  # as `casstrace run` judges: flagged | not flagged | undetermined
     necessary_bytes_per_execution: float | None = None  # the necessary read of its rows (None: no model)
 
 
@@ -351,17 +350,29 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
 
 
 def summarise(
-    inputs: WatchInputs, meta: dict, *, trace_path: str = "", complete: bool = True, warnings: list[str] | None = None
+    inputs: WatchInputs,
+    meta: dict,
+    *,
+    trace_path: str = "",
+    complete: bool = True,
+    warnings: list[str] | None = None,
+    rule: VerdictRule = DEFAULT_RULE,
 ) -> Watch:
-    return summarise_tally(tally(inputs, meta), trace_path=trace_path, complete=complete, warnings=warnings)
+    return summarise_tally(tally(inputs, meta), trace_path=trace_path, complete=complete, warnings=warnings, rule=rule)
 
 
 def summarise_tally(
-    tallied: WatchTally, *, trace_path: str = "", complete: bool = True, warnings: list[str] | None = None
+    tallied: WatchTally,
+    *,
+    trace_path: str = "",
+    complete: bool = True,
+    warnings: list[str] | None = None,
+    rule: VerdictRule = DEFAULT_RULE,
 ) -> Watch:
+    """The Watch of a tally; each statement judged by `rule` (--threshold and --min-excess)."""
     meta = tallied.meta
     statements = [
-        _statement(text, statement, tallied.probability, meta) for text, statement in tallied.statements.items()
+        _statement(text, statement, tallied.probability, meta, rule) for text, statement in tallied.statements.items()
     ]
     statements.sort(key=lambda s: (-s.estimated_sstable_bytes, -s.sampled_executions, s.statement))
     unexplained = sorted(
@@ -404,7 +415,7 @@ def _mapped(inputs: WatchInputs) -> dict[tuple[str, str], int] | None:
     return dict(touched)
 
 
-def _statement(text: str, tallied: StatementTally, probability: float, meta: dict) -> StatementIO:
+def _statement(text: str, tallied: StatementTally, probability: float, meta: dict, rule: VerdictRule) -> StatementIO:
     count = tallied.executions
     components = sorted(
         (
@@ -432,7 +443,7 @@ def _statement(text: str, tallied: StatementTally, probability: float, meta: dic
         consistency=sorted(tallied.consistency),
         unmatched_threads=sorted(tallied.unmatched_threads),
     )
-    _judge(statement, tallied, meta)
+    _judge(statement, tallied, meta, rule)
     statement.run_command = run_command(statement, meta)
     return statement
 
@@ -441,7 +452,7 @@ def _seconds(ns: int | None) -> float | None:
     return ns / 1e9 if ns is not None else None
 
 
-def _judge(statement: StatementIO, tallied: StatementTally, meta: dict) -> None:
+def _judge(statement: StatementIO, tallied: StatementTally, meta: dict, rule: VerdictRule) -> None:
     """The verdict and causes `casstrace run` gives, on the sampled executions: the Data bytes each
     read against the necessary read of the rows Cassandra says it returned (no payload is seen here:
     the stored bytes per cell stand in for the values, analyses.necessary)."""
@@ -466,34 +477,20 @@ def _judge(statement: StatementIO, tallied: StatementTally, meta: dict) -> None:
     )
     read = statement.data_read_bytes_per_execution
 
-    def exceeded(model: NecessaryRead | None) -> bool:
-        return model is not None and causes.exceeds(
-            read * count,
-            model.bytes * count,
-            threshold=DEFAULT_THRESHOLD,
-            min_excess=DEFAULT_MIN_EXCESS,
-            executions=count,
-        )
+    def total(model: NecessaryRead | None) -> float | None:
+        return None if model is None else model.bytes * count
 
     # The payload is not seen here: flagged against the table's mean cell, undetermined when only
     # the least the selected cells take says so (`casstrace run` measures the payload).
-    statement.verdict = (
-        "flagged"
-        if exceeded(necessary)
-        else "undetermined"
-        if exceeded(least)
-        else "not flagged"
-        if necessary is not None
-        else "undetermined"
-    )
-    if statement.verdict == "undetermined" and exceeded(least):
+    statement.verdict = judge(rule, read * count, total(necessary), count, necessary_least=total(least))
+    if statement.verdict == "undetermined" and least and rule.exceeds(read * count, least.bytes * count, count):
         necessary = least
     statement.necessary_bytes_per_execution = necessary.bytes if necessary else None
     syscall = round(sum(f[1] for f in data))
     found = causes.findings(
         FindingContext(
-            flagged=exceeded(necessary),
-            threshold=DEFAULT_THRESHOLD,
+            flagged=necessary is not None and rule.exceeds(read * count, necessary.bytes * count, count),
+            threshold=rule.threshold,
             executions=count,
             data_read_bytes=round(read * count),
             syscall_bytes=syscall,
@@ -607,10 +604,11 @@ def load(trace: Trace) -> WatchInputs:
     )
 
 
-def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
+def analyse_watch(trace: Trace | str | os.PathLike, rule: VerdictRule = DEFAULT_RULE) -> Watch:
+    """The Watch of a watch trace; each statement judged by `rule` (--threshold and --min-excess)."""
     if not isinstance(trace, Trace):
         with Trace(Path(trace)) as opened:
-            return analyse_watch(opened)
+            return analyse_watch(opened, rule)
     warnings = []
     if not trace.complete:
         warnings.append(
@@ -629,7 +627,9 @@ def analyse_watch(trace: Trace | str | os.PathLike) -> Watch:
             "The node's trace probability could not be put back after the watch: "
             f"set it to {watch.get('previous_probability')} (nodetool settraceprobability)."
         )
-    watched = summarise(load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete, warnings=warnings)
+    watched = summarise(
+        load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete, warnings=warnings, rule=rule
+    )
     windows = queries.window_ids(trace)
     watched.profile = java_profile(trace, windows, sorted(data_files(trace, None, None)))
     return watched

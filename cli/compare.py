@@ -109,6 +109,7 @@ def command(
     """
     from casstrace.analyses import analyse
     from casstrace.analyses.compare import compare
+    from casstrace.analyses.verdict_rule import VerdictRule
     from casstrace.reports.comparison import document
 
     live = before is not None or after is not None
@@ -128,7 +129,7 @@ def command(
         labels = ("before", "after")
     else:
         payload, labels = None, ("A", "B")
-    first, second = (analyse(path, threshold=threshold, min_excess=min_excess) for path in traces)
+    first, second = (analyse(path, VerdictRule(threshold, min_excess)) for path in traces)
     if live:
         for analysis, path in zip((first, second), traces):
             run_cli.require_success(analysis, path)

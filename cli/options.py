@@ -122,8 +122,9 @@ def watched_jvm(pid: int | None, container: str | None) -> int | None:
 
 
 def verdict_options(function: Callable[..., Any]) -> Callable[..., Any]:
-    """--threshold and --min-excess: the verdict's rule (analyses.causes.verdict), as report and compare take it."""
-    from casstrace.analyses import DEFAULT_MIN_EXCESS, DEFAULT_THRESHOLD
+    """--threshold and --min-excess: the verdict's rule (analyses.verdict_rule.VerdictRule), as run, report
+    and compare take it."""
+    from casstrace.analyses.verdict_rule import DEFAULT_MIN_EXCESS, DEFAULT_THRESHOLD
 
     function = click.option(
         "--min-excess",

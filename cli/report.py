@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from casstrace.analyses import analyse
+from casstrace.analyses.verdict_rule import VerdictRule
 from casstrace.analyses.watch import analyse_watch, describe_share, is_watch_trace
 from casstrace.cli.options import verdict_options
 from casstrace.cli.output import deliver, report_options
@@ -24,17 +25,19 @@ def command(
     """Analyse TRACE (written by `casstrace run`, `watch` or `import`) and report what its I/O says.
 
     Formats: text (terminal tables and spectrogram), md (a ticket comment), json (the documented
-    schema in casstrace.reports.json_report), html (one self-contained file that opens offline)."""
+    schema in casstrace.reports.json_report), html (one self-contained file that opens offline).
+    --threshold and --min-excess judge every kind of trace: a run's query, each statement of a watch."""
+    rule = VerdictRule(threshold, min_excess)
     if output is None and format_ == "html":
         output = beside_trace(trace, "html")
     if output is not None:
         check_output(output, force, inputs=[trace])  # before the analysis: a refusal costs nothing
     with Trace(trace) as opened:
         if is_watch_trace(opened):
-            watch = analyse_watch(opened)
+            watch = analyse_watch(opened, rule)
             deliver(document(watch), format_, output, color, [describe_share(watch)], force, inputs=[trace])
             return
-        analysis = analyse(opened, threshold=threshold, min_excess=min_excess)
+        analysis = analyse(opened, rule)
     deliver(
         analysis,
         format_,

@@ -3,12 +3,12 @@
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
 from casstrace.cli.options import (
     EXECUTIONS,
     PAGE_BYTES,
@@ -236,31 +236,19 @@ def command(
         click.echo(phases.summary(), err=True)
 
 
-@dataclass(frozen=True)
-class VerdictRule:
-    """--threshold and --min-excess, as the verdict takes them (None: its defaults)."""
-
-    threshold: float | None = None
-    min_excess: int | None = None
-
-
 def report(
-    path: Path, html: bool, force: bool = False, after_signal: bool = False, rule: VerdictRule = VerdictRule()
+    path: Path, html: bool, force: bool = False, after_signal: bool = False, rule: VerdictRule = DEFAULT_RULE
 ) -> None:
     """The verdict in the terminal, and the full HTML report beside the trace. A signal meanwhile
     waits until both are written (and is raised then). Exits non-zero when an execution failed,
     unless a signal ended the run (its exit says so; the execution it cut short is no failure)."""
-    from casstrace.analyses import DEFAULT_MIN_EXCESS, DEFAULT_THRESHOLD, analyse
+    from casstrace.analyses import analyse
     from casstrace.interrupts import INTERRUPTS, Interrupted
     from casstrace.reports import ReportOptions, beside_trace, render, write
 
     try:
         with INTERRUPTS.deferred():
-            analysis = analyse(
-                path,
-                threshold=DEFAULT_THRESHOLD if rule.threshold is None else rule.threshold,
-                min_excess=DEFAULT_MIN_EXCESS if rule.min_excess is None else rule.min_excess,
-            )
+            analysis = analyse(path, rule)
             click.echo(render(analysis, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
             click.echo(f"trace: {path}")
             if html:
@@ -274,7 +262,7 @@ def report(
 
 
 @contextmanager
-def reporting_interruptions(html: bool, force: bool = False, rule: VerdictRule = VerdictRule()) -> Iterator[None]:
+def reporting_interruptions(html: bool, force: bool = False, rule: VerdictRule = DEFAULT_RULE) -> Iterator[None]:
     """A run cut short by a signal still reports the trace it kept (cli.main says where it is)."""
     from casstrace.interrupts import Interrupted
 

@@ -552,3 +552,75 @@ def replica_reads(path, *, consistency="QUORUM", third="captured", extra_events=
             ]
         )
     return writer.finish()
+
+
+WATCH_TABLE_DIR = "/var/lib/cassandra/data/ks/wide-0123456789abcdef0123456789abcdef"
+WATCH_DATA_PATH = f"{WATCH_TABLE_DIR}/nb-5-big-Data.db"
+WATCH_SLOT_NS = 1_000_000
+# One SSTable of 200 rows x 20 cells: 190 MB in 11,600 LZ4 chunks of 16 KiB stored as 16,456 B
+WATCH_STORAGE = {
+    "data_path": WATCH_DATA_PATH,
+    "format": "big",
+    "data_bytes": 11_600 * 16_456,
+    "compression": {
+        "compressor": "LZ4Compressor",
+        "chunk_length": 16_384,
+        "data_length": 190_020_000,
+        "chunks": 11_600,
+        "compressed_bytes": 11_600 * 16_456,
+    },
+    "stats": {"partitions": 1, "cells": 4_000},
+    "index_bytes": 40,
+}
+
+
+def watch(path, *, data_read: int, rows: int = 1, statement="SELECT c0 FROM ks.wide WHERE k = ?"):
+    """A `casstrace watch` trace of one sampled execution of `statement` on ks.wide (the table of
+    WATCH_STORAGE) that read `data_read` bytes of its Data file by syscall and returned `rows` rows;
+    P = 0.5."""
+    writer = TraceWriter(path)
+    schema = wide_table_schema("wide") | {"keyspace": "ks", "sstables": [], "storage": [WATCH_STORAGE]}
+    schema["columns"][0]["name"] = schema["partition_key"][0] = "k"
+    _base_meta(
+        writer,
+        node={"host": "127.0.0.1", "port": 9042, "pid": 4242},
+        cassandra={"disk_access_mode": "standard", "tables": [schema]},
+        thread_slot_ns=WATCH_SLOT_NS,
+        watch={"sample_probability": 0.5, "duration_s": 1.5, "start_ns": START_NS, "end_ns": START_NS + 1_500_000_000},
+        unstreamed_events=1,  # no per-call log: the slots carry the syscall bytes
+    )
+    data = writer.file_id(WATCH_DATA_PATH, "file", size_bytes=11_600 * 16_456)
+    started = START_NS + 10 * WATCH_SLOT_NS
+    writer.add_statement_sessions(
+        [
+            {
+                "session": 1,
+                "session_id": "00000000-0000-0000-0000-000000000001",
+                "statement": statement,
+                "consistency": "LOCAL_ONE",
+                "client": None,
+                "started_ns": started,
+                "duration_ns": 2 * WATCH_SLOT_NS,
+                "live_rows": rows,
+                "tombstone_cells": 0,
+                "sstables_merged": 1,
+            }
+        ]
+    )
+    writer.add_session_threads(
+        [
+            {
+                "session": 1,
+                "thread": "ReadStage-1",
+                "tid": 101,
+                "first_ns": started,
+                "last_ns": started + 300_000,
+                "events": 4,
+            }
+        ]
+    )
+    writer.add_thread_io(
+        [{"tid": 101, "slot": 10, "file_id": data, "read_calls": 1, "read_bytes": data_read, "cache_miss_pages": 0}]
+    )
+    writer.add_threads({101: "ReadStage-1"})
+    return writer.finish()

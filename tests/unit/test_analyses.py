@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 import synthetic_traces as synthetic
-from casstrace.analyses import analyse, pages
+from casstrace.analyses import VerdictRule, analyse, pages
 from casstrace.analyses.compare import Payload, check_payload, percentile
 from casstrace.analyses.query import parse_select
 from casstrace.analyses.sweep import linear_fit
@@ -135,9 +135,9 @@ def test_select_star_and_narrow_reads_are_not_flagged(tmp_path):
 def test_threshold_and_min_excess_are_options(tmp_path):
     # 300 KiB read where the result needs 36 KiB: 8.5x the necessary read, 264 KiB past it
     path = synthetic.wide_select_c0(tmp_path / "narrow.trace", data_read=300 << 10)
-    assert analyse(path, threshold=8).verdict.status == "flagged"
-    assert analyse(path, threshold=10).verdict.status == "not flagged"
-    assert analyse(path, threshold=8, min_excess=300 << 10).verdict.status == "not flagged"
+    assert analyse(path, VerdictRule(threshold=8)).verdict.status == "flagged"
+    assert analyse(path, VerdictRule(threshold=10)).verdict.status == "not flagged"
+    assert analyse(path, VerdictRule(threshold=8, min_excess=300 << 10)).verdict.status == "not flagged"
 
 
 def test_a_read_of_what_the_result_needs_is_not_flagged_however_small_its_payload(tmp_path):
@@ -198,7 +198,7 @@ def test_sysdig_import_compares_with_wire_bytes_and_never_shows_unmeasured_zeros
 def test_mmap_without_page_cache_measure_cannot_clear_a_query(tmp_path):
     path = synthetic.sysdig_import(tmp_path / "sysdig.trace", cassandra={"disk_access_mode": "mmap"})
     with Trace(path) as trace:
-        analysis = analyse(trace, threshold=5000)
+        analysis = analyse(trace, VerdictRule(threshold=5000))
     assert analysis.verdict.status == "undetermined"
     assert any("lower bound" in note for note in analysis.verdict.notes)
 

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+import synthetic_traces as synthetic
 from casstrace.analyses.watch import (
     POOLS,
     Session,
@@ -456,23 +457,7 @@ def _wide_table_meta(storage):
     }
 
 
-# One SSTable of 200 rows x 20 cells: 190 MB in 11,600 LZ4 chunks of 16 KiB stored as 16,456 B
-WIDE_STORAGE = [
-    {
-        "data_path": DATA,
-        "format": "big",
-        "data_bytes": 11_600 * 16_456,
-        "compression": {
-            "compressor": "LZ4Compressor",
-            "chunk_length": 16_384,
-            "data_length": 190_020_000,
-            "chunks": 11_600,
-            "compressed_bytes": 11_600 * 16_456,
-        },
-        "stats": {"partitions": 1, "cells": 4_000},
-        "index_bytes": 40,
-    }
-]
+WIDE_STORAGE = [synthetic.WATCH_STORAGE]  # one SSTable of 200 rows x 20 cells
 
 
 @pytest.mark.parametrize(
