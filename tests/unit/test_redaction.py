@@ -3,10 +3,11 @@
 
 import subprocess
 import sys
+import time
 
 import pytest
 
-from casstrace.redaction import redact_command
+from casstrace.redaction import REDACTED, SCANNED_CHARACTERS, redact_command
 from casstrace_cli import CASSTRACE
 
 
@@ -79,6 +80,63 @@ CASES = [
 @pytest.mark.parametrize("argv, shown", CASES)
 def test_redaction_table(argv, shown):
     assert redact_command(argv) == shown
+
+
+# Words crafted against the old patterns (each took seconds at 8 KB), and plain long words.
+CRAFTED = [
+    "pass" * 1024,
+    "-" + "pw." * 1365,
+    "a.a." * 1024,
+    "pw='" * 1024,
+    "a://x:" + "y" * 4090,
+    "x:" * 2048,
+    "a=a:" * 1024,
+    " --password" * 372,
+    "a" * 4096,
+]
+
+
+def _seconds(argv: list[str]) -> float:
+    """The least of three timings of redacting `argv` (the least is the one the machine disturbed least)."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.perf_counter()
+        redact_command(argv)
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
+def test_a_megabyte_of_argv_is_redacted_in_linear_time():
+    """1 MB of crafted arguments against 64 KB of them: linear time is 16 times as long, the old
+    patterns' was thousands of times (and minutes); 1 MB in one argument is read up to the bound."""
+    megabyte = [word for _ in range(256 // len(CRAFTED) + 1) for word in CRAFTED][:256]
+    assert sum(map(len, megabyte)) >= 1_000_000
+    small, large = _seconds(megabyte[:16]), _seconds(megabyte)
+    assert large < 10  # seconds, on a busy machine; a few hundred ms on a quiet one
+    assert large < 64 * max(small, 0.001)
+    one_word = _seconds(["x", "pw='" * 250_000])
+    assert one_word < 1
+
+
+def test_a_long_argument_is_cut_where_a_token_starts():
+    shown = redact_command(["sh", "-c", "echo " + "a" * 5000 + " --password hunter2"])
+    assert shown == f"sh -c echo <{5000 + 1 + len('--password hunter2'):,} characters not shown>"
+    shown = redact_command(["echo", "https://u:" + "p" * SCANNED_CHARACTERS + "@host"])
+    assert "pppp" not in shown and shown.startswith("echo <")  # a secret straddling the bound is not half-shown
+    assert redact_command(["tool", "--password" + "x" * 5000, "hunter2"]).endswith(REDACTED)
+
+
+@pytest.mark.integration
+def test_capture_of_a_command_with_a_huge_argument_ends_promptly(tmp_path):
+    out = tmp_path / "echo.trace"
+    done = subprocess.run(
+        [*CASSTRACE, "capture", "--out", str(out), "--", "/bin/echo", "x" * 120_000],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"120,000 characters not shown" in out.read_bytes()
 
 
 @pytest.mark.integration
