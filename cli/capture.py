@@ -32,6 +32,7 @@ from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import Interrupted
 from casstrace.redaction import redact_command
+from casstrace.terminal import printable
 
 # Waits for the tracer's go (one byte on the given fd), then becomes the command (same pid).
 GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.execvp(sys.argv[2], sys.argv[2:])"
@@ -231,13 +232,13 @@ def _give_back_terminal(group: int | None) -> None:
 
 def _summarise(path: Path, meta: dict[str, Any], held: HeldCommand | None, interrupted: Interrupted | None) -> None:
     """What was captured, from the trace's meta (the same words for every backend)."""
-    click.echo(f"casstrace: wrote {path}")
+    click.echo(printable(f"casstrace: wrote {path}"))
     if interrupted is not None and not interrupted.trace_complete:
-        click.echo(f"casstrace: {interrupted.reason}: the trace is marked incomplete")
+        click.echo(printable(f"casstrace: {interrupted.reason}: the trace is marked incomplete"))
     elif held is not None:
-        click.echo(f"casstrace: command {held.describe()}")
+        click.echo(printable(f"casstrace: command {held.describe()}"))
     elif meta.get("ended_early"):
-        click.echo(f"casstrace: capture ended early: {meta['ended_early']}")
+        click.echo(printable(f"casstrace: capture ended early: {meta['ended_early']}"))
     click.echo(
         f"casstrace: per-call records: {meta.get('unstreamed_events', 0):,} not kept (over --stream-limit), "
         f"{meta.get('lost_events', 0):,} lost; aggregates: {meta.get('aggregate_overflows', 0):,} updates "

@@ -15,6 +15,7 @@ from casstrace.node.consistency import CONSISTENCY_LEVELS
 if TYPE_CHECKING:
     from casstrace.analyses.compare import PayloadCheck
 from casstrace.outputs import check_output
+from casstrace.terminal import printable
 
 # The options `compare --before/--after` shares with `casstrace run`, taken from it: same flags, defaults, help.
 RUN_OPTIONS = (
@@ -231,7 +232,7 @@ def run_both(
                     started_backend=started_backend,
                 )
             )
-            click.echo(f"trace ({role}): {paths[-1]}", err=True)
+            click.echo(printable(f"trace ({role}): {paths[-1]}"), err=True)
     return check, paths
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import click
 
 from casstrace.cli.ranges import PID_RANGE, STREAM_LIMIT_RANGE
+from casstrace.terminal import printable
 
 # option -> (parameter, range of a number; None for text, `True` for a flag)
 FAST_OPTIONS: dict[str, tuple[str, tuple[int, int] | bool | None]] = {
@@ -54,7 +55,7 @@ def run_import(
         path = writer.finish()
     latency = "with" if summary.latency else "without (the capture has no enter events)"
     print(
-        f"imported pid {summary.pid} ({summary.process}), chosen by {summary.chosen_by}:"
+        f"imported pid {summary.pid} ({printable(summary.process)}), chosen by {summary.chosen_by}:"
         f" {summary.events} syscalls, {summary.file_bytes} bytes of file I/O, {latency} latency",
         flush=True,
     )
@@ -64,7 +65,7 @@ def run_import(
             " every figure counts them all",
             flush=True,
         )
-    print(f"trace: {path}", flush=True)
+    print(printable(f"trace: {path}"), flush=True)
 
 
 def _plain_path(value: str) -> bool:

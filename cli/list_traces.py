@@ -7,6 +7,7 @@ import click
 
 from casstrace.errors import CasstraceError
 from casstrace.paths import default_traces_dir
+from casstrace.terminal import printable
 
 
 def trace_summary(path: Path) -> dict:
@@ -67,10 +68,10 @@ def command(directory: Path | None) -> None:
     directory = directory or default_traces_dir()
     if directory.is_dir():
         for partial in remove_stale_partials(directory):
-            click.echo(f"removed {partial}: half a trace, left by a casstrace that was killed", err=True)
+            click.echo(printable(f"removed {partial}: half a trace, left by a casstrace that was killed"), err=True)
     paths = [path for path in directory.iterdir() if _is_sqlite(path)] if directory.is_dir() else []
     if not paths:
-        click.echo(f"no traces in {directory}")
+        click.echo(printable(f"no traces in {directory}"))
         return
     summaries = sorted(
         (trace_summary(path) for path in paths), key=lambda s: s.get("date") or datetime.min, reverse=True
@@ -78,13 +79,15 @@ def command(directory: Path | None) -> None:
     click.echo(f"{'DATE':<19}  {'NODE':<21}  {'EXEC':>4}  {'AMPLIF.':>8}  QUERY")
     for summary in summaries:
         if "problem" in summary:
-            click.echo(f"{'?':<19}  {'':<21}  {'':>4}  {'':>8}  {summary['path'].name}: {summary['problem']}")
+            click.echo(
+                f"{'?':<19}  {'':<21}  {'':>4}  {'':>8}  " + printable(f"{summary['path'].name}: {summary['problem']}")
+            )
             continue
         flag = "" if summary["complete"] else " [incomplete]"
         amplification = summary["amplification"]
         shown = f"{amplification:,.0f}x" if amplification is not None else "-"
         click.echo(
-            f"{summary['date']:%Y-%m-%d %H:%M:%S}  {_shorten(summary['node'], 21):<21}  "
-            f"{summary['executions']:>4}  {shown:>8}  {_shorten(summary['query'], 70)}{flag}"
+            f"{summary['date']:%Y-%m-%d %H:%M:%S}  {_shorten(printable(summary['node']), 21):<21}  "
+            f"{summary['executions']:>4}  {shown:>8}  {_shorten(printable(summary['query']), 70)}{flag}"
         )
-        click.echo(f"{'':<19}  {summary['path']}")
+        click.echo(f"{'':<19}  " + printable(str(summary["path"])))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS, interrupted_by
+from casstrace.terminal import printable
 
 
 def _fail(message: str, exit_code: int, debug: bool) -> None:
@@ -23,7 +24,7 @@ def _fail(message: str, exit_code: int, debug: bool) -> None:
         import traceback  # here: only --debug prints one
 
         traceback.print_exc()
-    print(f"casstrace: error: {message}", file=sys.stderr)
+    print(f"casstrace: error: {printable(message)}", file=sys.stderr)
     sys.exit(exit_code)
 
 
@@ -85,7 +86,7 @@ def _main(argv: list[str] | None) -> None:
 
 def _interrupted(error: BaseException) -> None:
     interrupted = interrupted_by(error)
-    print(f"casstrace: {interrupted or 'interrupted'}", file=sys.stderr)
+    print(f"casstrace: {printable(str(interrupted or 'interrupted'))}", file=sys.stderr)
     sys.exit(interrupted.exit_code if interrupted else 130)
 
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from casstrace.terminal import printable
+
 if TYPE_CHECKING:  # only for annotations: commands that take just --force (import, capture) start
     # without the reports and the analyses they load
     from casstrace.analyses.model import Analysis
@@ -75,5 +77,5 @@ def deliver(
         return
     path = write(subject, format_, output, ReportOptions(color=bool(color)), force=force, inputs=inputs)
     for line in summary:
-        click.echo(line)
-    click.echo(f"report: {path}")
+        click.echo(printable(line))
+    click.echo(printable(f"report: {path}"))

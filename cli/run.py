@@ -28,6 +28,7 @@ from casstrace.node.consistency import CONSISTENCY_LEVELS
 from casstrace.node.paging import DEFAULT_PAGE_BYTES, MAX_PAGE_ROWS
 from casstrace.outputs import check_output
 from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND, started
+from casstrace.terminal import printable
 
 if TYPE_CHECKING:
     from casstrace.analyses.model import Analysis
@@ -250,7 +251,7 @@ def report(
         with INTERRUPTS.deferred():
             analysis = analyse(path, rule)
             click.echo(render(analysis, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
-            click.echo(f"trace: {path}")
+            click.echo(printable(f"trace: {path}"))
             if html:
                 click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")
     except Interrupted as interrupted:

@@ -10,6 +10,7 @@ from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds, con
 from casstrace.cli.output import deliver, report_options
 from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.outputs import check_output
+from casstrace.terminal import printable
 
 if TYPE_CHECKING:
     from casstrace.analyses.watch import Watch, WatchTally
@@ -169,7 +170,7 @@ def command(
                 force,
                 inputs=inputs_read,
             )
-            click.echo(f"trace: {result.trace_path}", err=True)
+            click.echo(printable(f"trace: {result.trace_path}"), err=True)
 
     try:
         path = watch(
@@ -279,8 +280,10 @@ class IntervalReports:
             self.done = WatchTally(watched.probability)
         self.done.add(watched.tally)
         click.echo(
-            f"casstrace: interval {number} ({watched.duration_s:.0f} s): {len(watched.statements)} statements "
-            f"sampled, {human_bytes(watched.sstable_bytes)} of SSTable bytes; trace: {path}; report: {report}",
+            printable(
+                f"casstrace: interval {number} ({watched.duration_s:.0f} s): {len(watched.statements)} statements "
+                f"sampled, {human_bytes(watched.sstable_bytes)} of SSTable bytes; trace: {path}; report: {report}"
+            ),
             err=True,
         )
 
@@ -317,7 +320,7 @@ class LiveTable:
             p50 = f"{statement.latency_p50_s * 1000:.1f}" if statement.latency_p50_s is not None else "—"
             rows.append(
                 f"{human_bytes(statement.sstable_read_bytes_per_execution):>10} "
-                f"{statement.estimated_executions:>10,.0f} {p50:>8}  {statement.statement[:90]}"
+                f"{statement.estimated_executions:>10,.0f} {p50:>8}  {printable(statement.statement)[:90]}"
             )
         erase = f"\x1b[{self.lines}F\x1b[J" if self.lines else ""
         sys.stderr.write(erase + "\n".join(rows) + "\n")

@@ -20,10 +20,11 @@ from casstrace.ledger import PROFILER, TRACE_PROBABILITY, Change, Ledger, Record
 from casstrace.node.jvm import CassandraProcess
 from casstrace.node.tracing import Nodetool, format_probability
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
+from casstrace.terminal import printable
 
 
 def say(line: str) -> None:
-    print(f"casstrace: {line}", file=sys.stderr)
+    print(f"casstrace: {printable(line)}", file=sys.stderr)
 
 
 def restore_left_behind(

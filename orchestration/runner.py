@@ -50,6 +50,7 @@ from casstrace.probes.jvm.java_stacks import ProfiledWindows
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, Windows, WindowSource
 from casstrace.probes.recording import record
+from casstrace.terminal import printable
 from casstrace.traces import TraceWriter
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta, QueryTraceSession
@@ -89,7 +90,7 @@ class Execution:
 
 
 def warn(message: str) -> None:
-    print(f"casstrace: warning: {message}", file=sys.stderr)
+    print(f"casstrace: warning: {printable(message)}", file=sys.stderr)
 
 
 def default_trace_path(query: str, now: datetime | None = None) -> Path:

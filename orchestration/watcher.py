@@ -48,6 +48,7 @@ from casstrace.probes.jvm.java_stacks import ProfiledWindows
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCapture, Windows, WindowSource
 from casstrace.probes.recording import record
+from casstrace.terminal import printable
 from casstrace.traces import TraceWriter
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import SLOT_NS, THREAD_SLOT_NS
@@ -107,7 +108,7 @@ def is_own_statement(statement: str) -> bool:
 
 
 def warn(message: str) -> None:
-    print(f"casstrace: warning: {message}", file=sys.stderr)
+    print(f"casstrace: warning: {printable(message)}", file=sys.stderr)
 
 
 def watch(

@@ -132,6 +132,7 @@ from casstrace.analyses.model import Analysis, FileIO, NodeIO
 from casstrace.reports import common
 from casstrace.reports.document import Document
 from casstrace.reports.formats import ReportOptions
+from casstrace.terminal import json_printable
 
 SUFFIX = ".json"
 VERSION = 2
@@ -247,4 +248,4 @@ def render_document(report: Document, options: ReportOptions) -> str:
 
 
 def _dump(data: dict) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json_printable(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"

@@ -6,6 +6,7 @@ from casstrace.analyses.model import Analysis
 from casstrace.reports import common
 from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table, Tone
 from casstrace.reports.formats import ReportOptions
+from casstrace.terminal import printable
 
 SUFFIX = ".md"
 TOP_FILES = 10
@@ -81,14 +82,15 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str
 
 
 def _sql(query: str) -> list[str]:
-    return ["```sql", query.replace("```", "`\u200b``"), "```", ""]
+    return ["```sql", printable(query).replace("```", "`\u200b``"), "```", ""]
 
 
 def _escape(text: str) -> str:
-    """Keep names (which may hold anything) from becoming Markdown or HTML in a ticket."""
+    """Keep names (which may hold anything) from becoming Markdown or HTML in a ticket, or control
+    characters on a terminal (a newline would end a table's row)."""
     for char in "\\`*_[]<>|#":
         text = text.replace(char, "\\" + char)
-    return text.replace("\n", " ")
+    return printable(text)
 
 
 TONE_ICONS: dict[Tone, str] = {"good": "🟢 ", "bad": "🔴 ", "warning": "⚠️ ", "muted": "", "plain": ""}

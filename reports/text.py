@@ -8,6 +8,7 @@ from casstrace.analyses.spectrogram import LAST_BUCKET
 from casstrace.reports import common
 from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table, Tone
 from casstrace.reports.formats import ReportOptions
+from casstrace.terminal import printable
 
 SUFFIX = ".txt"
 BUCKETS_PER_CHAR = 2  # 100 latency buckets -> 50 columns, 5 per decade
@@ -106,6 +107,7 @@ class Output:
         self.lines: list[str] = []
 
     def line(self, text: str, colour: int | None = None, bold: bool = False) -> None:
+        text = printable(text)  # whatever a node or a user named is shown, never obeyed
         if self.color and (colour or bold):
             codes = ";".join(str(c) for c in ((1,) if bold else ()) + ((colour,) if colour else ()))
             text = f"\033[{codes}m{text}{RESET}"
@@ -116,7 +118,7 @@ class Output:
         self.line(f"== {title} ==", bold=True)
 
     def table(self, headers: Sequence[str], rows: Iterable[Sequence[object]], header: bool = True) -> None:
-        cells = [tuple(str(cell) for cell in row) for row in rows]
+        cells = [tuple(printable(str(cell)) for cell in row) for row in rows]
         if not cells:
             self.line("  none")
             return

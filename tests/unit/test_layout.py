@@ -11,9 +11,9 @@ from casstrace.traces.schema import SCHEMA
 
 PACKAGE = Path(__file__).resolve().parents[2]
 # What each area may import of casstrace, as CONTRIBUTING.md's layout table and each package's docstring say.
-# The top-level modules (errors, paths, phases, outputs, redaction, interrupts, ledger) any area may use, and
+# The top-level modules (errors, paths, phases, outputs, redaction, interrupts, ledger, terminal) any area may use, and
 # the package's __version__.
-BASE = {"__version__", "errors", "paths", "phases", "outputs", "redaction", "interrupts", "ledger"}
+BASE = {"__version__", "errors", "paths", "phases", "outputs", "redaction", "interrupts", "ledger", "terminal"}
 ALLOWED = {
     "traces": BASE,
     "probes": BASE | {"traces"},
