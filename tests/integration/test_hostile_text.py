@@ -45,7 +45,7 @@ def _drain(descriptor: int, into: bytearray, started: threading.Event) -> None:
 
 
 @pytest.mark.parametrize("format_", ["text", "md"])
-def test_a_watch_shows_hostile_aliases_escaped(sandbox, demo_tables, nodetool, tmp_path, format_):  # noqa: F811
+def test_a_watch_shows_hostile_aliases_escaped(sandbox, demo_tables, nodetool, tmp_path, format_):
     nodetool.set_trace_probability(PREVIOUS)
     spec = demo_tables.spec
     aliases = [OSC52, C1, FORGED]
@@ -90,7 +90,7 @@ def test_a_watch_shows_hostile_aliases_escaped(sandbox, demo_tables, nodetool, t
     assert not any(line.lstrip().startswith(b"1  SELECT * FROM forged") for line in live.splitlines())
 
 
-def test_a_watch_json_report_keeps_hostile_aliases_whole(sandbox, demo_tables, nodetool, tmp_path):  # noqa: F811
+def test_a_watch_json_report_keeps_hostile_aliases_whole(sandbox, demo_tables, nodetool, tmp_path):
     nodetool.set_trace_probability(PREVIOUS)
     spec = demo_tables.spec
     cql = f'SELECT c0 AS "{OSC52}{C1}" FROM {spec.keyspace}.{spec.table} WHERE stream_id = ?'
