@@ -76,7 +76,7 @@ DEFAULT_TOP = 10
     "--metrics-address",
     default="127.0.0.1",
     show_default=True,
-    help="Address the metrics are served on (0.0.0.0: every interface).",
+    help="Address the metrics are served on: IPv4 or IPv6 (::1; 0.0.0.0 or :: for every interface).",
 )
 @click.option(
     "--restore",
@@ -150,7 +150,8 @@ def command(
             f"casstrace: watching {settings.host}:{settings.port}"
             + (f" for {duration:g} s" if duration else " until Ctrl-C")
             + (f", a trace and a report every {interval:g} s" if interval else "")
-            + f": probes attached, the node traces {sample:g} of its requests",
+            + f": probes attached, the node traces {sample:g} of its requests"
+            + (f"; metrics served at {metrics[0].describe()}" if metrics is not None else ""),
             err=True,
         )
 

@@ -169,7 +169,35 @@ def test_a_busy_port_fails_before_the_node_changes(sandbox, previous_probability
             timeout=120,
         )
     assert done.returncode == 2
-    assert done.stderr.startswith(f"casstrace: error: cannot serve metrics on 127.0.0.1:{port}"), done.stderr
+    assert done.stderr.startswith(f"casstrace: error: cannot serve metrics on http://127.0.0.1:{port}/"), done.stderr
+    assert "(fix: give another --metrics-port)" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert nodetool.trace_probability() == previous_probability
     assert not (tmp_path / "w.trace").exists()
+
+
+def test_metrics_are_served_on_ipv6_loopback(sandbox, previous_probability, nodetool, tmp_path):
+    """--metrics-address ::1: served over IPv6, at the URL the watch names (brackets and all)."""
+    with socket.socket(socket.AF_INET6) as probe:
+        probe.bind(("::1", 0))
+        port = probe.getsockname()[1]
+    command = watch_command(
+        sandbox, tmp_path / "w.trace", "--duration", "15", "--metrics-port", str(port), "--metrics-address", "::1"
+    )
+    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert watcher.stderr is not None
+    started = watcher.stderr.readline()
+    url = f"http://[::1]:{port}/metrics"
+    assert f"metrics served at {url}" in started, started
+    page = ""
+    deadline = time.monotonic() + 30
+    while "casstrace_watch_sample_ratio" not in page and time.monotonic() < deadline:
+        time.sleep(1)
+        try:
+            page = urllib.request.urlopen(url, timeout=5).read().decode()
+        except OSError:
+            pass
+    _, errors = watcher.communicate(timeout=300)
+    assert watcher.returncode == 0, started + errors
+    ratio = [line for line in page.splitlines() if line.startswith("casstrace_watch_sample_ratio ")]
+    assert ratio and float(ratio[0].split()[1]) == pytest.approx(0.3), page

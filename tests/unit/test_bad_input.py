@@ -132,6 +132,12 @@ CASES = [
     (["watch", "--out", "{existing}"], "the file exists"),
     (["watch", "--interval", "5", "--port", CLOSED_PORT], "--interval must be at least 10 s, got 5"),
     (["watch", "--interval", "60", "--profile", "--port", CLOSED_PORT], "--profile cannot be given with --interval"),
+    (["watch", "--metrics-port", "9", "--metrics-address", "", "--port", CLOSED_PORT], "--metrics-address is empty"),
+    (
+        ["watch", "--metrics-port", "9", "--metrics-address", "not an address", "--port", CLOSED_PORT],
+        "'not an address'",
+    ),
+    (["watch", "--metrics-port", "9", "--metrics-address", "::ffff:10.9.9.9", "--port", CLOSED_PORT], "metrics on"),
     # files that are not what they should be: not UTF-8, malformed, empty, a trace's meta of the wrong type
     (["run", "--file", "{latin1}", "--port", CLOSED_PORT], "is not UTF-8 text (byte 0xe9 at offset 22)"),
     (["run", "--file", "{empty}", "--port", CLOSED_PORT], "found 0"),

@@ -2,9 +2,14 @@
 down, a statement keeps its label, the label set stays bounded, and promtool accepts the page."""
 
 import subprocess
+import urllib.request
+
+import pytest
 
 from casstrace.analyses.watch import ComponentRead, StatementIO, Watch
 from casstrace.analyses.watch_tables import TableRead
+from casstrace.errors import CasstraceError
+from casstrace.node.metrics_endpoint import MetricsEndpoint, bind_address
 from casstrace.reports.prometheus import Exposition
 
 
@@ -78,3 +83,36 @@ def test_counters_never_go_down_and_labels_stay_bounded():
     assert _value(second, "casstrace_sessions_sampled_total") == 59
     checked = subprocess.run(["promtool", "check", "metrics"], input=second, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize(
+    "address, url",
+    [
+        ("::1", "http://[::1]:{port}/metrics"),
+        ("[::1]", "http://[::1]:{port}/metrics"),
+        ("127.0.0.1", "http://127.0.0.1:{port}/metrics"),
+    ],
+)
+def test_the_endpoint_serves_on_ipv6_and_says_where(address, url):
+    endpoint = MetricsEndpoint(0, address).start()
+    try:
+        endpoint.publish("casstrace_watch_sample_ratio 0.5\n")
+        assert endpoint.describe() == url.format(port=endpoint.port)
+        assert urllib.request.urlopen(endpoint.describe(), timeout=10).read() == b"casstrace_watch_sample_ratio 0.5\n"
+    finally:
+        endpoint.close()
+
+
+def test_every_interface_is_said_so():
+    endpoint = MetricsEndpoint(0, "::")
+    try:
+        assert endpoint.describe().startswith("http://[::]:") and endpoint.describe().endswith("(every interface)")
+    finally:
+        endpoint.close()
+
+
+@pytest.mark.parametrize("address", ["", "  ", "[]", "1.2.3.4.5", "no such host.invalid", "a\x00b"])
+def test_an_address_that_is_none_is_refused_naming_the_option(address):
+    with pytest.raises(CasstraceError) as refused:
+        bind_address(address)
+    assert "--metrics-address" in refused.value.fix
