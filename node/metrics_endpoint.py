@@ -16,7 +16,7 @@ import threading
 from casstrace.errors import CasstraceError
 
 DEFAULT_ADDRESS = "127.0.0.1"  # the node's own machine only, unless --metrics-address says otherwise
-ADDRESS_FIX = "give --metrics-address one of this machine's IP addresses: 127.0.0.1 or ::1, 0.0.0.0 or :: (every interface)"
+ADDRESS_FIX = "give --metrics-address an address of this machine: 127.0.0.1 or ::1, 0.0.0.0 or :: (every interface)"
 EVERY_INTERFACE = ("0.0.0.0", "::")
 
 

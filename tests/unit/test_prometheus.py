@@ -115,4 +115,4 @@ def test_every_interface_is_said_so():
 def test_an_address_that_is_none_is_refused_naming_the_option(address):
     with pytest.raises(CasstraceError) as refused:
         bind_address(address)
-    assert "--metrics-address" in refused.value.fix
+    assert "--metrics-address" in (refused.value.fix or "")
