@@ -20,7 +20,7 @@ from figures import expected, parse, worse
 
 HERE = Path(__file__).resolve().parent
 # Scripts in benchmarks/ that are not benchmarks: this runner, its figures, a capture generator, the
-# lesser programs probe_overhead.py and tests/unit/test_costs.py measure the probes against.
+# lesser programs probe_overhead.py and probe_call_cost.py measure the probes against.
 NOT_BENCHMARKS = {"bench.py", "figures.py", "make_large_scap.py", "bpf_floor.py"}
 
 

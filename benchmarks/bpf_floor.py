@@ -1,5 +1,5 @@
 """The least a syscall capture can cost, to measure casstrace's probes against (probe_overhead.py
---floor, tests/unit/test_costs.py): two lesser raw_syscalls pairs, and the kernel's own accounting of
+--floor, probe_call_cost.py): two lesser raw_syscalls pairs, and the kernel's own accounting of
 the time BPF programs run.
 
 - EMPTY_PAIR: each program returns at once. What any capture that times calls from entry to exit

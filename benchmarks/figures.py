@@ -7,6 +7,7 @@ place docs/performance.md cites. `scripts/bench` runs the benchmarks and compare
 
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,16 @@ def process_cpu_ns(pid: int) -> int:
     as clock_getcpuclockid(3) makes it). BPF programs run in the context of the syscalls they
     watch, so this includes them."""
     return time.clock_gettime_ns((~pid << 3) | 2)  # CPUCLOCK_SCHED of the whole process
+
+
+def cpu_seconds(action: Callable[[], object], repeat: int = 3) -> float:
+    """The least CPU time of `repeat` calls of action (this process's: another process's load does not count)."""
+    spent = []
+    for _ in range(repeat):
+        began = time.process_time()
+        action()
+        spent.append(time.process_time() - began)
+    return min(spent)
 
 
 def report(name: str, value: float) -> None:

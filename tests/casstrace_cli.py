@@ -16,3 +16,11 @@ def casstrace(
     return subprocess.run(
         [*CASSTRACE, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
     )
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line a failed command says: `casstrace: error: WHAT (fix: HOW)`, and a non-zero exit."""
+    assert done.returncode != 0
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("casstrace: error: ") and "(fix: " in lines[0], done.stderr
+    return lines[0]

@@ -4,6 +4,7 @@ the ssh path against the local path, Ctrl-C, and a node down."""
 
 import json
 import signal
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -66,8 +67,10 @@ def at_one(cluster, query, tmp_path_factory):
 
 
 def whole_read(at_one: list[dict[int, int]]) -> int:
-    """The Data bytes of one replica's read of the partition: the most any node read in an execution."""
-    return max(read for reads in at_one for read in reads.values())
+    """The Data bytes of one replica's read of the partition: the median over the executions of the
+    most a node read in each. Not the most of all: a replica may read a page or a chunk more in one
+    execution (measured: 6,349,669 B once, 6,285,394 B in the others), which is still the whole rows."""
+    return statistics.median_low(max(reads.values()) for reads in at_one)
 
 
 def test_one_reads_the_rows_once_per_execution_on_some_replica(at_one):

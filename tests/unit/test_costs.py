@@ -4,12 +4,8 @@ of a fresh interpreter, so that a busy machine does not make them fail (wall tim
 The figures docs/performance.md states are checked by `scripts/bench` against benchmarks/figures.toml.
 """
 
-import contextlib
-import functools
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -162,77 +158,12 @@ def test_the_stated_figures_are_complete_and_flag_what_is_worse():
     assert figures.parse("noise\nFIGURE a_b 1.5\nFIGURE c 2e-3\n") == {"a_b": 1.5, "c": 0.002}
 
 
-PREAD_STORM = """
-import os, random, sys
-fd, calls = os.open(sys.argv[1], os.O_RDONLY), int(sys.argv[2])
-pages = os.fstat(fd).st_size // 4096
-offsets = [random.randrange(pages) * 4096 for _ in range(calls)]
-sys.stdin.read(1)
-for offset in offsets:
-    os.pread(fd, 4096, offset)
-"""
-
-
-@pytest.mark.integration
-def test_the_probes_cost_a_call_at_most_2_2_times_what_timing_it_costs(tmp_path):
-    """capture.c's work per syscall against the least any capture that times each call does (the
-    benchmarks' timing pair), both as the kernel accounts the time its programs run, over the same
-    storm of cached preads: half logged one by one, half counted in the kernel's maps. A ratio of
-    two programs' time on one machine in one run, which a machine's speed moves alike: 1.83-1.90
-    here in 3 runs (450-472 ns a call against 246-249, the kernel's own two clock reads a run
-    included in both). A regression of the per-call work by more than ~15 % fails it: one took the
-    stated storm figure from 1.31x to 1.37x before, with nothing noticing."""
-    from bpf_floor import TIMED_PAIR, bpf_stats, pair_attached, programs_run_time_ns
-    from casstrace.probes.bcc.bcc_capture import BccCapture
-
-    calls = 200_000
-    data = tmp_path / "cached.bin"
-    data.write_bytes(os.urandom(16 << 20))
-
-    def storm_run_time_ns(tracer) -> float:
-        """ns the tracing programs ran per call of one storm (the calls of every process included:
-        the tracer's own are few while it waits)."""
-        storm = subprocess.Popen([sys.executable, "-c", PREAD_STORM, str(data), str(calls)], stdin=subprocess.PIPE)
-        with tracer(storm.pid):
-            before = programs_run_time_ns()
-            storm.communicate(b"g")
-            ran = programs_run_time_ns() - before
-        assert storm.returncode == 0
-        return ran / calls
-
-    @contextlib.contextmanager
-    def captured(pid: int):
-        capture = BccCapture(pid, stream_limit=calls // 2)
-        capture.start()
-        try:
-            yield
-        finally:
-            counters = capture.stop().counters
-            assert counters["events_offered"] >= calls and counters["aggregate_overflow"] == 0
-
-    with bpf_stats():
-        timed = min(storm_run_time_ns(functools.partial(pair_attached, TIMED_PAIR)) for _ in range(2))
-        probes = min(storm_run_time_ns(captured) for _ in range(2))
-    assert timed > 0
-    assert probes / timed <= 2.2, f"capture.c: {probes:.0f} ns a call; timing alone: {timed:.0f} ns"
-
-
-def cpu_seconds(action, repeat: int = 3) -> float:
-    """The least CPU time of `repeat` calls of action (this process's, so another process's load
-    does not count)."""
-    spent = []
-    for _ in range(repeat):
-        began = time.process_time()
-        action()
-        spent.append(time.process_time() - began)
-    return min(spent)
-
-
 def test_naming_a_mapped_file_by_its_inode_costs_what_adding_it_costs(tmp_path):
     """A run on a node of 5,000 SSTables names 10,000 mapped files by (dev, inode) (MappedPagesCapture.write):
     a query of the files table for each took 2.5 s there (quadratic). file_of_inode of every file
     against file_id of every file, in one run: 1.02-1.03 here; 93 with the query."""
     from casstrace.traces import TraceWriter
+    from figures import cpu_seconds
 
     files = 10_000
 
@@ -246,43 +177,3 @@ def test_naming_a_mapped_file_by_its_inode_costs_what_adding_it_costs(tmp_path):
         writer.finish().unlink()
 
     assert cpu_seconds(lambda: add(True)) <= 2 * cpu_seconds(lambda: add(False))
-
-
-def jvm_smaps(mappings: int, data_dir: str) -> bytes:
-    """smaps text as a 4.x JVM of many SSTables has it: each mapping a data file's, with every field
-    the kernel writes, and a library's code and heap beside them."""
-    fields = (
-        "Size:               {size} kB\nKernelPageSize:        4 kB\nMMUPageSize:           4 kB\n"
-        "Rss:                 {rss} kB\nPss:                 {rss} kB\nPss_Dirty:             0 kB\n"
-        "Shared_Clean:          0 kB\nShared_Dirty:          0 kB\nPrivate_Clean:       {rss} kB\n"
-        "Private_Dirty:         0 kB\nReferenced:          {ref} kB\nAnonymous:             0 kB\n"
-        "KSM:                   0 kB\nLazyFree:              0 kB\nAnonHugePages:         0 kB\n"
-        "ShmemPmdMapped:        0 kB\nFilePmdMapped:         0 kB\nShared_Hugetlb:        0 kB\n"
-        "Private_Hugetlb:       0 kB\nSwap:                  0 kB\nSwapPss:               0 kB\n"
-        "Locked:                0 kB\nTHPeligible:           0\nVmFlags: rd mr me ms sd\n"
-    )
-    blocks = [
-        "600000000-800000000 rw-p 00000000 00:00 0 \n" + fields.format(size=8 << 20, rss=8 << 20, ref=8 << 20),
-        "7f0000000000-7f0000100000 r-xp 00000000 08:01 9 /usr/lib/jvm/lib/server/libjvm.so\n"
-        + fields.format(size=1024, rss=1024, ref=1024),
-    ]
-    for n in range(mappings):
-        start = 0x7F1000000000 + n * 0x100000
-        blocks.append(
-            f"{start:x}-{start + 0x70000:x} r--s 00000000 08:01 {1000 + n} "
-            f"{data_dir}ks/t-1/nb-{n}-big-Data.db\n" + fields.format(size=448, rss=448, ref=n % 449)
-        )
-    return "".join(blocks).encode()
-
-
-def test_the_mapped_pages_measure_parses_only_the_data_directories_mappings_at_byte_search_speed():
-    """The measure's smaps read after every window, on 10,000 data-file mappings (a node of 5,000
-    SSTables): parse_smaps_under against the line-by-line parse_smaps of the same text, same
-    result, in one run: 0.68-0.70 here."""
-    from casstrace.probes.proc.mapped_pages import parse_smaps, parse_smaps_under
-
-    text, prefix = jvm_smaps(10_000, "/var/lib/cassandra/data/"), "/var/lib/cassandra/data/"
-    every_line = lambda: parse_smaps(text.decode().splitlines(keepends=True))  # noqa: E731
-    under = lambda: parse_smaps_under(text, (prefix,))  # noqa: E731
-    assert under() == {key: f for key, f in every_line().items() if f.path.startswith(prefix)}
-    assert cpu_seconds(under) <= 0.85 * cpu_seconds(every_line)

@@ -11,7 +11,7 @@ from casstrace import outputs
 from casstrace.errors import CasstraceError
 from casstrace.reports import beside_trace
 from casstrace.traces import TraceWriter
-from casstrace_cli import casstrace
+from casstrace_cli import casstrace, one_error_line
 from synthetic_traces import wide_select_c0
 
 
@@ -20,13 +20,6 @@ def trace(tmp_path) -> Path:
     path = tmp_path / "t.trace"
     wide_select_c0(path)
     return path
-
-
-def one_error_line(done) -> str:
-    assert done.returncode != 0
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("casstrace: error: ") and "(fix: " in lines[0], done.stderr
-    return lines[0]
 
 
 def fingerprint(path: Path) -> tuple:

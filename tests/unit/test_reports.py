@@ -1,11 +1,9 @@
-"""Reports: the same analysis as text, Markdown, JSON and HTML; names escaped; the HTML opened offline
-in headless Chromium; `casstrace report` on the command line."""
+"""Reports: the same analysis as text, Markdown, JSON and HTML; names escaped; `casstrace report` on
+the command line. The HTML opened offline in headless Chromium: tests/integration/test_html_in_a_browser.py."""
 
 import html
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -173,39 +171,6 @@ def test_html_is_self_contained(wide):
     assert not re.search(r"<link[^>]+href=", page)
     assert page.count("Plotly.newPlot") == 4  # 2 offset maps + 2 spectrograms
     assert page.index("FLAGGED") < page.index("<h2>Files")  # the verdict first
-
-
-@pytest.mark.integration  # a headless browser
-@pytest.mark.skipif(not shutil.which("chromium"), reason="chromium is not installed")
-def test_html_renders_offline_in_headless_chromium(tmp_path, wide):
-    page = write(wide, "html", tmp_path / "report.html")
-    ARTIFACTS.mkdir(exist_ok=True)
-    screenshot = ARTIFACTS / "report-wide.png"
-    screenshot.unlink(missing_ok=True)
-    chromium = [
-        "chromium",
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--proxy-server=127.0.0.1:9",  # any network access fails
-        "--enable-logging=stderr",
-        "--v=0",
-        "--virtual-time-budget=10000",
-        "--window-size=1400,4000",
-    ]
-    dom = subprocess.run(chromium + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
-    assert console == [], console
-    assert dom.stdout.count('class="plot-container plotly"') == 4
-    assert dom.stdout.count('class="heatmaplayer') == 2
-    shot = subprocess.run(
-        chromium + [f"--screenshot={screenshot}", page.as_uri()], capture_output=True, text=True, timeout=120
-    )
-    assert [line for line in shot.stderr.splitlines() if ":CONSOLE" in line] == []
-    assert screenshot.stat().st_size > 50_000
 
 
 def test_write_is_whole_or_nothing(tmp_path, wide):
