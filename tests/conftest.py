@@ -1,6 +1,6 @@
 """Session fixtures every test shares: the test sandbox node, a driver session to it, the options
 that point a command at it, the demo data and its query; a 3-node test cluster and the demo data on
-it at replication factor 3.
+it at replication factor 3; the analyses of synthetic traces the analyses' and reports' tests share.
 
 The test sandbox is the one scripts/test starts (CASSTRACE_TEST_DATA_DIR, CASSTRACE_TEST_NATIVE_PORT,
 CASSTRACE_TEST_JMX_PORT). When it is not running, the first test that needs it starts it, and the
@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+import synthetic_traces as synthetic
+from casstrace.analyses import Analysis, analyse
 from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
@@ -198,3 +200,18 @@ def sshd(tmp_path_factory) -> Iterator[Path]:
 
     with test_sshd(tmp_path_factory.mktemp("sshd")) as config:
         yield config
+
+
+# -- analyses of synthetic traces (tests/synthetic_traces.py), for the analyses' and reports' tests --
+
+
+@pytest.fixture
+def wide(tmp_path: Path) -> Analysis:
+    """The full-row read (synthetic_traces.wide_select_c0), analysed."""
+    return analyse(synthetic.wide_select_c0(tmp_path / "wide.trace"))
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Analysis:
+    """A table and query whose names carry HTML (synthetic_traces.hostile_names), analysed."""
+    return analyse(synthetic.hostile_names(tmp_path / "hostile.trace"))

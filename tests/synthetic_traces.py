@@ -624,3 +624,30 @@ def watch(path, *, data_read: int, rows: int = 1, statement="SELECT c0 FROM ks.w
     )
     writer.add_threads({101: "ReadStage-1"})
     return writer.finish()
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def hostile_names(path):
+    """The full-row read of a table and a query whose names carry HTML (quoted CQL identifiers may
+    hold anything), and a query-trace event that does too."""
+    table = f"wide{HOSTILE}"
+    return wide_select_c0(
+        path,
+        table_schema=wide_table_schema(table=table),
+        query=f'SELECT c0 FROM demo."{table}" WHERE id = 1 -- </script><script>alert(2)</script>',
+        query_trace=[
+            {
+                "session_id": "s",
+                "duration_us": 1,
+                "events": [
+                    {
+                        "activity": f"Read 1 live rows and 0 tombstone cells {HOSTILE}",
+                        "source_elapsed_us": 1,
+                        "thread": "t",
+                    }
+                ],
+            }
+        ],
+    )

@@ -6,16 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import synthetic_traces as synthetic
-from casstrace.analyses import analyse
 from casstrace.reports import write
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-@pytest.fixture
-def wide(tmp_path):
-    return analyse(synthetic.wide_select_c0(tmp_path / "wide.trace"))
 
 
 pytestmark = pytest.mark.integration

@@ -42,3 +42,41 @@ def test_compare_s_amplification_gate_is_the_verdict_s_rule(tmp_path):
     assert passed.passed, passed.reason
     [failed] = compare(narrow, wide, max_amplification=1_000).gates
     assert not failed.passed and "1,697x its necessary read" in failed.reason
+
+
+def test_tombstones_and_many_sstables_from_cassandras_query_trace(tmp_path):
+    query_trace = [
+        {
+            "session_id": "1",
+            "duration_us": 5,
+            "events": [
+                {
+                    "activity": "Merged data from memtables and 7 sstables",
+                    "source_elapsed_us": 1,
+                    "thread": "ReadStage-1",
+                },
+                {
+                    "activity": "Read 12 live rows and 4500 tombstone cells",
+                    "source_elapsed_us": 2,
+                    "thread": "ReadStage-1",
+                },
+            ],
+        }
+    ]
+    analysis = analyse(synthetic.wide_select_c0(tmp_path / "t.trace", query_trace=query_trace))
+    found = {f.cause: f for f in analysis.findings}
+    assert "4,500 tombstone cells" in found["tombstones"].evidence[0]
+    assert "up to 7 SSTables" in found["many_sstables"].evidence[-1]
+
+
+def test_chunk_overhead_named_only_when_one_chunk_per_row_explains_the_read(tmp_path):
+    # 200 rows x 64 KiB chunks = 12.5 MiB against 20 MiB read: chunks explain it
+    analysis = analyse(
+        synthetic.wide_select_c0(
+            tmp_path / "c.trace", table_schema=synthetic.wide_table_schema(chunk_kb="64"), data_read=20 << 20
+        )
+    )
+    assert "compression_chunk_overhead" in [finding.cause for finding in analysis.findings]
+    # the wide demo: 3.1 MiB of 16 KiB chunks against 59.7 MiB read: they do not
+    wide = analyse(synthetic.wide_select_c0(tmp_path / "w.trace"))
+    assert "compression_chunk_overhead" not in [finding.cause for finding in wide.findings]

@@ -1,5 +1,5 @@
-"""analyses/verdict_rule.py: the one rule of every verdict, and the one data-read formula
-(analyses/amplification.py: data_read) that `run` and `watch` both count by."""
+"""analyses/verdict_rule.py: the one rule of every verdict (`run`, `report`, `compare`, `sweep`, `watch`).
+The one data-read formula both count by: tests/unit/test_amplification.py."""
 
 import json
 
@@ -7,10 +7,7 @@ import pytest
 
 import synthetic_traces as synthetic
 from casstrace.analyses import VerdictRule, judge
-from casstrace.analyses.amplification import data_read
-from casstrace.analyses.attribution import SlotIO
 from casstrace.analyses.watch import analyse_watch
-from casstrace.traces.schema import PAGE_BYTES
 from casstrace_cli import casstrace
 
 KiB = 1024
@@ -62,23 +59,3 @@ def test_report_threshold_applies_to_a_watch_trace(tmp_path):
         assert done.returncode == 0, done.stderr
         verdicts[options] = json.loads(done.stdout)["statements"][0]["verdict"]
     assert list(verdicts.values()) == ["undetermined", "flagged", "not flagged"]
-
-
-@pytest.mark.parametrize(
-    "syscall, fills_outside, mapped_outside, read",
-    [
-        (16_384, 0, 0, 16_384),  # warm preads: what they returned
-        (16_384, 112 * KiB, 0, 16_384 + 112 * KiB),  # readahead past the pages read
-        (0, 8 * KiB, 60 * KiB, 60 * KiB),  # a cold mapped read is in both: the larger, not the sum
-        (4_096, 0, 12 * KiB, 16 * KiB),  # a warm mapped read beside a syscall's page
-    ],
-)
-def test_data_read_counts_no_page_twice(syscall, fills_outside, mapped_outside, read):
-    assert data_read(syscall, fills_outside, mapped_outside) == read
-
-
-def test_watch_counts_a_slot_by_the_run_formula():
-    """A slot keeps no pages: the fills outside the syscalls' pages are those past their bytes."""
-    assert SlotIO(1, 1, 1, read_bytes=16_384, cache_miss_pages=32).data_read_bytes == 32 * PAGE_BYTES
-    assert SlotIO(1, 1, 1, read_bytes=16_384, cache_miss_pages=0).data_read_bytes == 16_384
-    assert SlotIO(1, 1, 1, read_bytes=16_384, cache_miss_pages=2).data_read_bytes == 16_384
