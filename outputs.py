@@ -15,6 +15,7 @@ paths up front with check_output, so that a refusal comes before any work.
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -93,6 +94,48 @@ def check_output(path: str | os.PathLike, force: bool, inputs: Iterable[str | os
         raise CasstraceError(f"refusing to write over {path}: the file exists", FORCE_FIX)
     _check_writable(path)
     return path
+
+
+def numbered(path: Path, number: int) -> Path:
+    """Output `number` (from 1) of the series named after `path`: NAME-0001.SUFFIX beside NAME.SUFFIX."""
+    return path.with_name(f"{path.stem}-{number:04d}{path.suffix}")
+
+
+def in_series(series: Path, path: str | os.PathLike) -> bool:
+    """Whether `path` is, or may become, one of the numbered outputs of `series` (NAME-0002.trace,
+    NAME-0002.json, NAME-0002.report.html: any number, any suffix), in the same directory."""
+    path = Path(path)
+    same_directory = path.parent.resolve() == series.parent.resolve()
+    return same_directory and re.fullmatch(rf"{re.escape(series.stem)}-\d{{4,}}(?:\..*)?", path.name) is not None
+
+
+def check_series(series: Path, force: bool) -> None:
+    """Refuse (CasstraceError) to start a series of outputs NAME-0001.*, NAME-0002.* ... beside `series`
+    when any of them is there already: what is not a regular file always, an existing file without
+    --force. Checked before any work, so that no later output of the series is refused halfway."""
+    try:
+        names = [entry.name for entry in os.scandir(series.parent)]
+    except FileNotFoundError:
+        return  # the writer makes the directory: nothing in it yet
+    except OSError as error:
+        raise CasstraceError(f"cannot write in {series.parent} ({error.strerror})", "choose a writable path") from None
+    for name in sorted(names):
+        path = series.with_name(name)
+        if not in_series(series, path):
+            continue
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise CasstraceError(
+                f"refusing to start: {path} is {_kind(mode)}, where this command writes its numbered outputs "
+                f"({numbered(series, 1).name} ...)",
+                "remove it, or choose another --out",
+            )
+        if not force:
+            raise CasstraceError(
+                f"refusing to start: {path} exists, where this command writes its numbered outputs "
+                f"({numbered(series, 1).name} ...)",
+                "add --force to replace them, or choose another --out",
+            )
 
 
 def _check_writable(path: Path) -> None:

@@ -8,8 +8,9 @@ import click
 
 from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds, container_option, watched_jvm
 from casstrace.cli.output import deliver, report_options
+from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS, Interrupted
-from casstrace.outputs import check_output
+from casstrace.outputs import check_output, check_series, in_series, numbered
 from casstrace.terminal import printable
 
 if TYPE_CHECKING:
@@ -126,10 +127,21 @@ def command(
         return
     # Refused before anything attaches; the default names are always new. The report is made from the trace.
     inputs = configuration_files(cqlshrc)
+    trace_path = out or default_trace_path()
     if out is not None:
         check_output(out, force, inputs)
     if output is not None:
         check_output(output, force, [*inputs, *([out] if out else [])])
+    elif format_ == "html":  # the summary's own place
+        check_output(beside_trace(trace_path, "html"), force, inputs)
+    if interval is not None:  # every interval's trace and report, and a summary that is none of them
+        check_series(trace_path, force)
+        if output is not None and in_series(trace_path, output):
+            raise CasstraceError(
+                f"refusing to write the summary to {output}: this watch writes its intervals' traces and "
+                f"reports under that name ({numbered(trace_path, 1).name}, ...), --force or not",
+                "give --output another name",
+            )
     metrics = None
     if metrics_port is not None:  # bound now: a port in use fails before anything changes on the node
         from casstrace.node.metrics_endpoint import MetricsEndpoint
@@ -141,7 +153,6 @@ def command(
     pid = watched_jvm(pid, container)
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     table = LiveTable(top) if sys.stderr.isatty() else None
-    trace_path = out or default_trace_path()
     intervals = IntervalReports(format_, top, force) if interval is not None else None
     live = Live(table, metrics, intervals)
 

@@ -40,7 +40,7 @@ from casstrace.node.tracing import (
     nodetool_for,
     read_sessions,
 )
-from casstrace.outputs import check_output
+from casstrace.outputs import check_output, numbered
 from casstrace.paths import default_traces_dir
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
@@ -99,7 +99,7 @@ def default_trace_path() -> Path:
 
 def interval_trace_path(path: Path, number: int) -> Path:
     """The trace of a watch's interval `number` (from 1): NAME-0001.trace beside NAME.trace."""
-    return path.with_name(f"{path.stem}-{number:04d}{path.suffix}")
+    return numbered(path, number)
 
 
 def is_own_statement(statement: str) -> bool:
@@ -171,8 +171,6 @@ def watch(
         if options.profile:
             profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
             stack.callback(profiler.cleanup)
-        if options.interval_s is not None:
-            check_output(interval_trace_path(out, 1), options.force)  # the rest are checked as they come
         writer = TraceWriter(out, force=options.force)
         span: list[int] = []  # the watch's start and end, in Unix ns
         sampled: list[SampledSession] = []
@@ -269,9 +267,9 @@ class Intervals:
 
     def last(self, path: Path, force: bool) -> Path:
         """The capture's own trace, renamed as the last interval."""
-        numbered = check_output(interval_trace_path(path, self.count + 1), force)
-        os.replace(path, numbered)
-        return numbered
+        renamed = check_output(interval_trace_path(path, self.count + 1), force)
+        os.replace(path, renamed)
+        return renamed
 
 
 def restore_left(options: WatchOptions) -> list[str]:

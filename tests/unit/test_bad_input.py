@@ -132,6 +132,25 @@ CASES = [
     (["watch", "--out", "{existing}"], "the file exists"),
     (["watch", "--interval", "5", "--port", CLOSED_PORT], "--interval must be at least 10 s, got 5"),
     (["watch", "--interval", "60", "--profile", "--port", CLOSED_PORT], "--profile cannot be given with --interval"),
+    # a watch's every output checked before it starts; none of its own outputs replaced, --force or not
+    (["watch", "--interval", "60", "--out", "{series}", "--port", CLOSED_PORT], "series-0002.json exists"),
+    (["watch", "--interval", "60", "--out", "{linked}", "--force", "--port", CLOSED_PORT], "is a symbolic link"),
+    (
+        [
+            "watch",
+            "--interval",
+            "60",
+            "--out",
+            "{dir}/w.trace",
+            "-o",
+            "{dir}/w-0002.txt",
+            "--force",
+            "--port",
+            CLOSED_PORT,
+        ],
+        "--force or not",
+    ),
+    (["watch", "--out", "{paged}", "--format", "html", "--port", CLOSED_PORT], "page.html: the file exists"),
     (["watch", "--metrics-port", "9", "--metrics-address", "", "--port", CLOSED_PORT], "--metrics-address is empty"),
     (
         ["watch", "--metrics-port", "9", "--metrics-address", "not an address", "--port", CLOSED_PORT],
@@ -204,6 +223,10 @@ def files(tmp_path_factory) -> dict[str, str]:
     ):
         named[name] = base / name
         named[name].write_bytes(content)
+    (base / "series-0002.json").write_text("an earlier watch's interval report")
+    (base / "linked-0001.trace").symlink_to(text)
+    (base / "page.html").write_text("a report")
+    named |= {"series": base / "series.trace", "linked": base / "linked.trace", "paged": base / "page.trace"}
     named["scap"] = base / "x.scap"
     named["scap"].write_bytes(SCAP.read_bytes())
     return {name: str(path) for name, path in named.items()}

@@ -244,3 +244,31 @@ def test_a_partial_file_an_input_is_never_removed_nor_written_through(tmp_path):
     done = casstrace("import", partial, "--out", tmp_path / "u.trace")
     assert done.returncode == 0, done.stderr
     assert partial.read_bytes() == SCAP.read_bytes()
+
+
+def test_a_series_is_refused_when_any_of_its_outputs_is_there(tmp_path):
+    """A watch --interval writes NAME-0001.trace, NAME-0001.txt, NAME-0002.trace ...: any one of them
+    there already (a report, a later interval, a link) is refused before it starts."""
+    series = tmp_path / "w.trace"
+    outputs.check_series(series, force=False)  # nothing there
+    (tmp_path / "w.txt").write_text("not in the series")
+    (tmp_path / "w-extra.trace").write_text("nor this")
+    outputs.check_series(series, force=False)
+    for name in ("w-0001.json", "w-0002.trace", "w-0013.report.html", "w-12345.txt"):
+        (tmp_path / name).write_text("an earlier watch's")
+        with pytest.raises(CasstraceError, match=f"{name} exists"):
+            outputs.check_series(series, force=False)
+        outputs.check_series(series, force=True)
+        (tmp_path / name).unlink()
+    (tmp_path / "w-0002.trace").symlink_to(tmp_path / "w.txt")
+    with pytest.raises(CasstraceError, match="symbolic link"):
+        outputs.check_series(series, force=True)  # --force replaces regular files only
+
+
+def test_in_series_names_the_outputs_of_a_series(tmp_path):
+    series = tmp_path / "w.trace"
+    assert outputs.in_series(series, tmp_path / "w-0002.txt") and outputs.in_series(series, tmp_path / "w-0001.trace")
+    assert outputs.in_series(series, tmp_path / "sub" / ".." / "w-0002.report.html")
+    assert not outputs.in_series(series, tmp_path / "sub" / "w-0002.txt")
+    assert not outputs.in_series(series, tmp_path / "w.txt") and not outputs.in_series(series, tmp_path / "w-2.txt")
+    assert outputs.numbered(series, 2) == tmp_path / "w-0002.trace"
