@@ -14,6 +14,8 @@ HTML (html.escape) and the Prometheus exposition keep their own escaping. JSON e
 `json_printable` escapes the rest (`\\u009b`), which JSON allows raw but a terminal would obey.
 """
 
+import sys
+
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)
 _UNSAFE = (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, *_BIDI)
@@ -43,3 +45,8 @@ def json_printable(document: str) -> str:
     """A JSON document (json.dumps's output) with the control characters JSON allows raw escaped:
     the same data, safe on a terminal."""
     return document.translate(_JSON_TABLE)
+
+
+def warn(message: str) -> None:
+    """One warning line on standard error, `casstrace: warning: ...`, escaped for the terminal."""
+    print(f"casstrace: warning: {printable(message)}", file=sys.stderr)

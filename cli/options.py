@@ -37,7 +37,7 @@ PID = IntRange(*PID_RANGE)
 EXECUTIONS = IntRange(1, 10_000)  # measured executions of one query: 10,000 is hours already
 WARMUPS = IntRange(0, 1_000)
 PAGE_SIZE = IntRange(0, 1_000_000)
-PAGE_BYTES = IntRange(1024, 1 << 40)
+CQL_PAGE_BYTES = IntRange(1024, 1 << 40)  # --page-bytes: the byte budget of one CQL page
 STREAM_LIMIT = IntRange(*STREAM_LIMIT_RANGE)
 
 # Tables the sandbox commands build (demo, sweep): bounded by what a sandbox node can hold.

@@ -10,8 +10,8 @@ import click
 
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
 from casstrace.cli.options import (
+    CQL_PAGE_BYTES,
     EXECUTIONS,
-    PAGE_BYTES,
     PAGE_SIZE,
     PID,
     PORT,
@@ -25,7 +25,7 @@ from casstrace.cli.options import (
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.node.consistency import CONSISTENCY_LEVELS
-from casstrace.node.paging import DEFAULT_PAGE_BYTES, MAX_PAGE_ROWS
+from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, MAX_PAGE_ROWS
 from casstrace.outputs import check_output
 from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND, started
 from casstrace.terminal import printable
@@ -98,8 +98,8 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--page-bytes",
-    type=PAGE_BYTES,
-    default=DEFAULT_PAGE_BYTES,
+    type=CQL_PAGE_BYTES,
+    default=DEFAULT_CQL_PAGE_BYTES,
     show_default=True,
     metavar="BYTES",
     help="The byte budget of a page when casstrace chooses the page size: a page of 190 MB can take "

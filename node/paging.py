@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the CLI reads the defaults below before it loads the driver
     from cassandra.cluster import Session
     from cassandra.query import PreparedStatement
 
-DEFAULT_PAGE_BYTES = 8 * 1024 * 1024  # --page-bytes: the byte budget of one page
+DEFAULT_CQL_PAGE_BYTES = 8 * 1024 * 1024  # --page-bytes: the byte budget of one CQL page
 MAX_PAGE_ROWS = 5000  # the driver's default fetch size: pages of small rows stay as they were
 SAMPLE_ROWS = 10
 

@@ -28,7 +28,7 @@ from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
 from casstrace.node.leftovers import restore_left_behind
-from casstrace.node.paging import DEFAULT_PAGE_BYTES, Paging, paging
+from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, Paging, paging
 from casstrace.node.query import (
     MeasuringProtocolHandler,
     QueryResult,
@@ -50,7 +50,7 @@ from casstrace.probes.jvm.java_stacks import ProfiledWindows
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, Windows, WindowSource
 from casstrace.probes.recording import record
-from casstrace.terminal import printable
+from casstrace.terminal import warn
 from casstrace.traces import TraceWriter
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta, QueryTraceSession
@@ -68,7 +68,7 @@ class RunOptions:
     cold: bool = False
     consistency: str = "ONE"
     page_size: int | None = None  # rows per page, 0: one page; None: chosen for page_bytes (node.paging)
-    page_bytes: int = DEFAULT_PAGE_BYTES
+    page_bytes: int = DEFAULT_CQL_PAGE_BYTES
     backend: str = DEFAULT_BACKEND
     out: Path | None = None
     profile: bool = False
@@ -87,10 +87,6 @@ class Execution:
     window_id: int
     result: QueryResult | None = None
     error: str | None = None
-
-
-def warn(message: str) -> None:
-    print(f"casstrace: warning: {printable(message)}", file=sys.stderr)
 
 
 def default_trace_path(query: str, now: datetime | None = None) -> Path:

@@ -48,7 +48,7 @@ from casstrace.probes.jvm.java_stacks import ProfiledWindows
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCapture, Windows, WindowSource
 from casstrace.probes.recording import record
-from casstrace.terminal import printable
+from casstrace.terminal import warn
 from casstrace.traces import TraceWriter
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import SLOT_NS, THREAD_SLOT_NS
@@ -105,10 +105,6 @@ def interval_trace_path(path: Path, number: int) -> Path:
 def is_own_statement(statement: str) -> bool:
     """casstrace's own reads of the node's trace tables, traced at P like any request."""
     return "system_traces." in statement.lower()
-
-
-def warn(message: str) -> None:
-    print(f"casstrace: warning: {printable(message)}", file=sys.stderr)
 
 
 def watch(

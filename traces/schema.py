@@ -165,7 +165,7 @@ READABLE_FORMAT_VERSIONS = (1, 2, 3)  # every older format stays readable: chang
 THREAD_SLOT_NS = 1_000_000  # thread_io slot: Cassandra's trace events are ~1 ms apart at best
 
 # Units the format fixes, shared by every backend and the analyses.
-PAGE_BYTES = 4096  # coverage rows count 4 KiB pages
+PAGE_BYTES = 4096  # a memory page (page cache, maps): coverage rows count them (a CQL page: node/paging.py)
 HUGE_PAGE_BYTES = 2 << 20  # a PMD mapping: one accessed bit for 2 MiB (mapped_huge_bytes)
 SLOT_NS = 100_000_000  # time slot of the heat map and spectrogram (meta slot_ns records it)
 HEATMAP_OFFSET_BYTES = 1 << 20  # heat-map offset bucket (meta heatmap_offset_bytes records it)

@@ -55,8 +55,7 @@ BATCH_ENTRIES = 4096  # map entries read per bpf() call at stop
 # A thread_io slot this far in the past is complete: no read still running adds to it, so it can
 # leave the kernel's map (drain_thread_io) without losing a byte (a read longer than this re-creates
 # its slot's entry, which is summed with the one drained). Short, because every drain scans what the
-# map holds: with 10 s of entries (33,000 at 1,200 requests/s) the scans raised the node's p99 by
-# ~0.4 ms (1.81 ms against 1.42 with 2 s, medians of 3 interleaved 30 s blocks, 2026-11-27).
+# map holds, and on a busy node 10 s of entries made those scans raise its p99 (docs/watch-service.md).
 DRAIN_MARGIN_NS = 2_000_000_000
 # What the program could not record, per stretch a long watch takes (take_slots) and in the rest.
 LOSS_COUNTERS = ("notices_lost", "aggregate_overflow", "iov_truncated", "coverage_truncated", "fill_pages_unlogged")

@@ -27,20 +27,16 @@ from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.jvm.jfr import Sample, read_samples
 from casstrace.probes.protocol import FIRST_WINDOW, GAP_WINDOW
 from casstrace.traces import TraceWriter
+from casstrace.traces.schema import PAGE_BYTES
 
 METHOD_EVENT = "jdk.ExecutionSample"
 WALL_EVENT = "profiler.WallClockSample"
-PAGE_BYTES = 4096
 # How near a wall-clock sample of the faulting thread must be to lend a fault its stack. A thread
 # blocked in a fault takes its profiling signal only when the fault returns, and a fault that reads
-# ahead megabytes blocks for milliseconds: on a 4.1 node with --cold (busy machine), 68-98 % of the
-# fault bytes had a sample of their thread within 2 ms, 89-99 % within 10 ms, 94-100 % within 20 ms
-# (the lower figures before cstack=vmx made sampling cheaper); on pread fills, where the call's own
-# stack is the truth, the nearest sample named the same asking Cassandra frame for 99.0-99.4 % of the
-# bytes from 2 ms to 20 ms alike (88-90 % for a sample 50 ms away: one frame asks for most bytes) on
-# the wide query's scan, but for only 7-20 % of the narrow point query's few short reads (0.9 MiB): a
-# thread that reads briefly is sampled doing something else. Right in aggregate for sustained reading,
-# not fill by fill. benchmarks/fault_join_accuracy.py measures it.
+# ahead megabytes blocks for milliseconds: 10 ms catches most fault bytes' samples, and a sample that
+# near names the same asking frame as the call's own stack for a sustained read, not for a brief one
+# (a thread that reads briefly is sampled doing something else). Right in aggregate, not fill by fill.
+# The figures: docs/profiling.md (benchmarks/fault_join_accuracy.py measures them).
 FILL_JOIN_NS = 10_000_000
 
 

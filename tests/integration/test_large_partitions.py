@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from casstrace.node.paging import DEFAULT_PAGE_BYTES
+from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 from casstrace.traces import Trace
@@ -74,7 +74,7 @@ def test_select_star_of_a_large_partition_right_after_loading(
     # the page size: the budget over a row's bytes as the node sent them: the blobs and the two int keys
     row_bytes = spec.row_bytes + 2 * 4
     assert paging["chosen"] and paging["sampled_row_bytes"] == row_bytes
-    assert paging["page_size"] == DEFAULT_PAGE_BYTES // row_bytes == 8
+    assert paging["page_size"] == DEFAULT_CQL_PAGE_BYTES // row_bytes == 8
     assert [e["kind"] for e in executions] == ["warmup"] + ["measured"] * 5 + ["tracing"]
     for execution in executions:
         assert execution["error"] is None
