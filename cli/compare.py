@@ -111,6 +111,7 @@ def command(
     from casstrace.analyses import analyse
     from casstrace.analyses.compare import compare
     from casstrace.analyses.verdict_rule import VerdictRule
+    from casstrace.reports import default_output, report_format
     from casstrace.reports.comparison import document
 
     live = before is not None or after is not None
@@ -146,8 +147,8 @@ def command(
     if comparison.payload.status == "different":
         raise refusal(comparison.payload.summary, live)
 
-    if output is None and format_ == "html":
-        output = Path(traces[1]).with_suffix(".compare.html")
+    if output is None:
+        output = default_output(format_, Path(traces[1]).with_suffix(f".compare{report_format(format_).SUFFIX}"))
     deliver(
         document(comparison),
         format_,

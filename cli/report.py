@@ -10,7 +10,7 @@ from casstrace.analyses.watch import analyse_watch, describe_share, is_watch_tra
 from casstrace.cli.options import verdict_options
 from casstrace.cli.output import deliver, report_options
 from casstrace.outputs import check_output
-from casstrace.reports import beside_trace
+from casstrace.reports import beside_trace, default_output
 from casstrace.reports.watch import document
 from casstrace.traces import Trace
 
@@ -28,8 +28,8 @@ def command(
     schema in casstrace.reports.json_report), html (one self-contained file that opens offline).
     --threshold and --min-excess judge every kind of trace: a run's query, each statement of a watch."""
     rule = VerdictRule(threshold, min_excess)
-    if output is None and format_ == "html":
-        output = beside_trace(trace, "html")
+    if output is None:
+        output = default_output(format_, beside_trace(trace, format_))
     if output is not None:
         check_output(output, force, inputs=[trace])  # before the analysis: a refusal costs nothing
     with Trace(trace) as opened:

@@ -178,6 +178,7 @@ def report(
 ) -> None:
     from casstrace.analyses import analyse
     from casstrace.analyses.sweep import summarise_sweep
+    from casstrace.reports import default_output, report_format
     from casstrace.reports.sweep import document
 
     measured = [
@@ -202,8 +203,8 @@ def report(
     sweep = summarise_sweep(measured, plan.rows, plan.cell_bytes, context)
     incomplete = [f"INCOMPLETE SWEEP: {stopped}."] if stopped else []
     sweep.warnings[:0] = incomplete
-    if output is None and format_ == "html":
-        output = traces_dir / "sweep.html"
+    if output is None:
+        output = default_output(format_, traces_dir / f"sweep{report_format(format_).SUFFIX}")
     deliver(
         document(sweep),
         format_,

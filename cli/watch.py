@@ -117,7 +117,7 @@ def command(
     from casstrace.analyses.watch import analyse_watch
     from casstrace.node.connection import configuration_files, resolve_settings
     from casstrace.orchestration.watcher import WatchOptions, default_trace_path, restore_left, watch
-    from casstrace.reports import beside_trace
+    from casstrace.reports import beside_trace, default_output
     from casstrace.reports.watch import document
 
     if restore:
@@ -130,10 +130,9 @@ def command(
     trace_path = out or default_trace_path()
     if out is not None:
         check_output(out, force, inputs)
-    if output is not None:
-        check_output(output, force, [*inputs, *([out] if out else [])])
-    elif format_ == "html":  # the summary's own place
-        check_output(beside_trace(trace_path, "html"), force, inputs)
+    summary_output = output or default_output(format_, beside_trace(trace_path, format_))  # None: stdout
+    if summary_output is not None:
+        check_output(summary_output, force, [*inputs, *([out] if out else [])])
     if interval is not None:  # every interval's trace and report, and a summary that is none of them
         check_series(trace_path, force)
         if output is not None and in_series(trace_path, output):
@@ -176,7 +175,7 @@ def command(
             deliver(
                 document(result, top),
                 format_,
-                beside_trace(trace_path, "html") if output is None and format_ == "html" else output,
+                summary_output,
                 color,
                 [f"{len(result.statements)} statements sampled; trace: {result.trace_path}"],
                 force,

@@ -13,6 +13,8 @@ Public API:
                                                  a file without force, nor over one of `inputs` (outputs.py)
     beside_trace(trace_path, format) -> Path     the default report path: TRACE with the format's suffix
                                                  (never the trace's own name)
+    default_output(format, beside) -> Path|None  where a format writes without --output: `beside` for a
+                                                 format that writes a file (html), else standard output
     FORMATS                                      the format names, in --format order
     ReportOptions(color=False, brief=False)      an option that does not exist is a TypeError
 
@@ -32,7 +34,16 @@ from casstrace.analyses.model import Analysis
 from casstrace.reports.document import Document
 from casstrace.reports.formats import FORMATS, ReportFormat, ReportOptions, report_format
 
-__all__ = ["FORMATS", "ReportFormat", "ReportOptions", "beside_trace", "render", "report_format", "write"]
+__all__ = [
+    "FORMATS",
+    "ReportFormat",
+    "ReportOptions",
+    "beside_trace",
+    "default_output",
+    "render",
+    "report_format",
+    "write",
+]
 
 
 def render(subject: Analysis | Document, format: str = "text", options: ReportOptions = ReportOptions()) -> str:
@@ -49,6 +60,13 @@ def beside_trace(trace_path: str | os.PathLike[str], format: str) -> Path:
     suffix = report_format(format).SUFFIX
     beside = trace_path.with_suffix(suffix)
     return beside if beside != trace_path else trace_path.with_suffix(f".report{suffix}")
+
+
+def default_output(format: str, beside: Path) -> Path | None:
+    """Where a report in `format` goes without --output: `beside` (the path the command names beside its
+    input, e.g. beside_trace(trace, format)) for a format that writes a file (html), None (standard
+    output) for the others."""
+    return beside if report_format(format).WRITES_A_FILE else None
 
 
 def write(

@@ -1,7 +1,8 @@
 """The report-format contract, its options, and the one registry of formats.
 
 A format is a module of casstrace.reports that implements ReportFormat (checked by mypy where the
-registry returns it): SUFFIX, render(analysis, options) and render_document(document, options).
+registry returns it): SUFFIX, WRITES_A_FILE (where it goes without --output), render(analysis, options)
+and render_document(document, options).
 Every format takes the same ReportOptions; an option that does not exist is a TypeError where the
 options are built (and a mypy error before that), never silently ignored.
 
@@ -28,6 +29,7 @@ class ReportFormat(Protocol):
     """One output format: an Analysis (one trace) or a Document (a comparison, a sweep) to its text."""
 
     SUFFIX: str  # of a report file in this format, e.g. ".html"
+    WRITES_A_FILE: bool  # without --output: a file beside the command's input (True) or standard output
 
     def render(self, analysis: Analysis, options: ReportOptions) -> str: ...
 

@@ -27,6 +27,7 @@ from casstrace.reports.document import Chart, Code, Document, FlameGraph, Headin
 from casstrace.reports.formats import ReportOptions
 
 SUFFIX = ".html"
+WRITES_A_FILE = True  # a page to open, never standard output: without --output it goes beside its input
 MAX_SPECTROGRAM_ROWS = 600
 # csysdig's spectrogram palette: black (none), greens, yellows, reds, on log10(calls) 0..4
 SPECTRO_COLOURS = [[0.0, "#003300"], [0.25, "#00b000"], [0.5, "#e0e000"], [0.75, "#ff4000"], [1.0, "#ff0000"]]

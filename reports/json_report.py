@@ -135,6 +135,7 @@ from casstrace.reports.formats import ReportOptions
 from casstrace.terminal import json_printable
 
 SUFFIX = ".json"
+WRITES_A_FILE = False  # standard output without --output
 VERSION = 2
 
 

@@ -9,6 +9,7 @@ from casstrace.reports.formats import ReportOptions
 from casstrace.terminal import printable
 
 SUFFIX = ".md"
+WRITES_A_FILE = False  # standard output without --output
 TOP_FILES = 10
 
 

@@ -11,6 +11,7 @@ from casstrace.reports.formats import ReportOptions
 from casstrace.terminal import printable
 
 SUFFIX = ".txt"
+WRITES_A_FILE = False  # standard output without --output
 BUCKETS_PER_CHAR = 2  # 100 latency buckets -> 50 columns, 5 per decade
 MAX_ROWS = 60  # longer captures merge time slots
 DECADE_LABELS = ("1ns", "10ns", "100n", "1us", "10us", "100u", "1ms", "10ms", "100m", "1s", "10s")

@@ -3,11 +3,12 @@
 test_json_report.py, test_html_report.py)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 import synthetic_traces as synthetic
-from casstrace.reports import FORMATS, ReportOptions, beside_trace, render, report_format, write
+from casstrace.reports import FORMATS, ReportOptions, beside_trace, default_output, render, report_format, write
 from casstrace_cli import casstrace
 
 
@@ -53,5 +54,12 @@ def test_every_format_implements_the_contract_and_options_are_checked(wide):
         chosen = report_format(name)
         assert chosen.SUFFIX.startswith(".") and beside_trace("t.trace", name).suffix == chosen.SUFFIX
         assert callable(chosen.render) and callable(chosen.render_document)
+    # where each writes without --output is the format's: html a file beside the input, the rest stdout
+    assert {name: default_output(name, Path(f"t{report_format(name).SUFFIX}")) for name in FORMATS} == {
+        "text": None,
+        "md": None,
+        "json": None,
+        "html": Path("t.html"),
+    }
     with pytest.raises(TypeError, match="colour"):
         ReportOptions(colour=True)  # type: ignore[call-arg]  # the misspelling under test
