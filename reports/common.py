@@ -242,6 +242,18 @@ def fix_estimate(finding: Finding, analysis_read_per_execution: float) -> str | 
     )
 
 
+def finding_blocks(finding: Finding, read_per_execution: float) -> list[Block]:
+    """A finding as a Document's blocks (a watch's statement, whatever a Document reports): its title and
+    certainty, what its fix would save (fix_estimate), its evidence and its suggestions."""
+    estimate = fix_estimate(finding, read_per_execution)
+    return [
+        Paragraph(f"{finding.title} ({finding.certainty})", "bad"),
+        *([Paragraph(estimate)] if estimate else []),
+        *(Paragraph(line) for line in finding.evidence),
+        *(Paragraph(f"Suggestion: {line}", "muted") for line in finding.suggestion),
+    ]
+
+
 LATENCY_NOTES_HEADING = "Notes (costs of latency more than bytes; reported flagged or not)"
 
 

@@ -143,9 +143,7 @@ def document(watch: Watch, top: int | None = None) -> Document:
                 )
             )
         for finding in statement.findings:
-            blocks.append(Paragraph(f"{finding.title} ({finding.certainty})", "bad"))
-            blocks += [Paragraph(line) for line in finding.evidence]
-            blocks += [Paragraph(f"Suggestion: {line}", "muted") for line in finding.suggestion]
+            blocks += common.finding_blocks(finding, statement.data_read_bytes_per_execution)
         blocks.append(Paragraph("Measure it alone, precisely (fill in the ? values):", "muted"))
         blocks.append(Code(statement.run_command))
     blocks.append(Heading("What the sampled sessions do not explain"))

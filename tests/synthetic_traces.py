@@ -574,10 +574,12 @@ WATCH_STORAGE = {
 }
 
 
-def watch(path, *, data_read: int, rows: int = 1, statement="SELECT c0 FROM ks.wide WHERE k = ?"):
+def watch(
+    path, *, data_read: int, rows: int = 1, tombstone_cells: int = 0, statement="SELECT c0 FROM ks.wide WHERE k = ?"
+):
     """A `casstrace watch` trace of one sampled execution of `statement` on ks.wide (the table of
-    WATCH_STORAGE) that read `data_read` bytes of its Data file by syscall and returned `rows` rows;
-    P = 0.5."""
+    WATCH_STORAGE) that read `data_read` bytes of its Data file by syscall and returned `rows` rows,
+    past `tombstone_cells` tombstones; P = 0.5."""
     writer = TraceWriter(path)
     schema = wide_table_schema("wide") | {"keyspace": "ks", "sstables": [], "storage": [WATCH_STORAGE]}
     schema["columns"][0]["name"] = schema["partition_key"][0] = "k"
@@ -602,7 +604,7 @@ def watch(path, *, data_read: int, rows: int = 1, statement="SELECT c0 FROM ks.w
                 "started_ns": started,
                 "duration_ns": 2 * WATCH_SLOT_NS,
                 "live_rows": rows,
-                "tombstone_cells": 0,
+                "tombstone_cells": tombstone_cells,
                 "sstables_merged": 1,
             }
         ]
