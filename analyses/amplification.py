@@ -17,13 +17,14 @@ The figure is divided by the payload the client received (the serialized values)
 is no payload (a sysdig import), by the bytes the node wrote to the client connection.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from casstrace.analyses import pages
 from casstrace.analyses.file_io import page_runs
 from casstrace.analyses.model import Amplification, Execution, Unseen
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace, queries
+from casstrace.traces.queries import ExecutionRecord
 from casstrace.traces.schema import HUGE_PAGE_BYTES, PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
@@ -214,37 +215,34 @@ def unseen_reads(
 # -- which windows, which executions -------------------------------------------------------------
 
 
-def executions(trace: Trace) -> list[dict]:
-    return [asdict(row) for row in queries.executions(trace)]
-
-
-def scope(trace: Trace, rows: list[dict]) -> tuple[list[int], str]:
+def scope(trace: Trace, rows: list[ExecutionRecord]) -> tuple[list[int], str]:
     """The windows the totals cover: the measured executions', else the whole capture."""
-    measured = [row for row in rows if row["kind"] == "measured" and row["window_id"] is not None]
+    measured = [row.window_id for row in rows if row.kind == "measured" and row.window_id is not None]
     if measured:
         count = len(measured)
-        return [row["window_id"] for row in measured], f"{count} measured execution{'s' * (count != 1)}"
+        return measured, f"{count} measured execution{'s' * (count != 1)}"
     all_windows = queries.window_ids(trace)
     return all_windows, "the whole capture (no measured execution windows recorded)"
 
 
-def warmup(trace: Trace, rows: list[dict], data: dict[int, SSTableName], read: ReadPages) -> Amplification | None:
+def warmup(
+    trace: Trace, rows: list[ExecutionRecord], data: dict[int, SSTableName], read: ReadPages
+) -> Amplification | None:
     """What the warmup executions read, kept apart from the measured ones (None: no warmup ran).
     `read`: the ReadPages of (at least) their windows."""
-    warmups = [row for row in rows if row["kind"] == "warmup" and row["window_id"] is not None]
+    warmups = [row for row in rows if row.kind == "warmup" and row.window_id is not None]
     if not warmups:
         return None
 
-    def total(column: str) -> int | None:
-        values = [row[column] for row in warmups]
-        return None if any(value is None for value in values) else sum(values)
+    def total(values: list[int | None]) -> int | None:
+        return None if any(value is None for value in values) else sum(value or 0 for value in values)
 
     return amplification(
         trace,
-        [row["window_id"] for row in warmups],
+        [row.window_id for row in warmups if row.window_id is not None],
         data,
-        payload_bytes=total("payload_bytes"),
-        wire_bytes=total("wire_bytes"),
+        payload_bytes=total([row.payload_bytes for row in warmups]),
+        wire_bytes=total([row.wire_bytes for row in warmups]),
         read=read,
     )
 
@@ -291,30 +289,32 @@ def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
     return sum(clients)
 
 
-def execution_results(trace: Trace, rows: list[dict], data: dict[int, SSTableName], read: ReadPages) -> list[Execution]:
+def execution_results(
+    trace: Trace, rows: list[ExecutionRecord], data: dict[int, SSTableName], read: ReadPages
+) -> list[Execution]:
     """Each execution's amplification. `read`: the ReadPages of (at least) their windows."""
     results = []
     for row in rows:
         amp = None
-        if row["window_id"] is not None:
+        if row.window_id is not None:
             amp = amplification(
                 trace,
-                [row["window_id"]],
+                [row.window_id],
                 data,
-                payload_bytes=row["payload_bytes"],
-                wire_bytes=row["wire_bytes"],
+                payload_bytes=row.payload_bytes,
+                wire_bytes=row.wire_bytes,
                 read=read,
             )
         results.append(
             Execution(
-                execution=row["execution"],
-                kind=row["kind"],
-                latency_s=row["latency_s"],
-                rows=row["rows"],
-                payload_bytes=row["payload_bytes"],
-                wire_bytes=row["wire_bytes"],
-                pages=row["pages"],
-                error=row["error"],
+                execution=row.execution,
+                kind=row.kind,
+                latency_s=row.latency_s,
+                rows=row.rows,
+                payload_bytes=row.payload_bytes,
+                wire_bytes=row.wire_bytes,
+                pages=row.pages,
+                error=row.error,
                 amplification=amp,
             )
         )

@@ -16,7 +16,7 @@ from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
-from casstrace.traces import Trace
+from casstrace.traces import Trace, queries
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta
 
@@ -46,14 +46,14 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     table = select.table if select else None
     schema = find_table(meta, keyspace, table) if table else None
 
-    execution_rows = amp.executions(trace)
+    execution_rows = queries.executions(trace)
     window_ids, scope = amp.scope(trace, execution_rows)
     files = file_io(trace, window_ids)
     data = amp.data_files(trace, keyspace, table)
     # The coverage of every window any amplification below looks at, read once.
     read = amp.read_pages(
         trace,
-        sorted(set(window_ids) | {row["window_id"] for row in execution_rows if row["window_id"] is not None}),
+        sorted(set(window_ids) | {row.window_id for row in execution_rows if row.window_id is not None}),
         data,
     )
     executions = amp.execution_results(trace, execution_rows, data, read)
@@ -81,7 +81,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         payload_bytes=payload,
         read=read,
         query_trace=meta.get("query_trace") or [],
-        coordinators=sorted({row["coordinator"] for row in execution_rows if row.get("coordinator")}),
+        coordinators=sorted({row.coordinator for row in execution_rows if row.coordinator}),
     )
     counts = trace_counts(meta.get("query_trace") or [])
 
