@@ -34,6 +34,7 @@ RUN_OPTIONS = (
     "consistency",
     "page_size",
     "page_bytes",
+    "allow_large_rows",
     "backend",
 )
 GATE_FAILED = 1  # exit status when --fail-if-worse or --max-amplification fails (errors exit 2)
@@ -178,7 +179,7 @@ def run_both(
     payload check, the two trace paths)."""
     from casstrace.analyses.compare import Payload, check_payload
     from casstrace.node.connection import NodeSession, resolve_settings
-    from casstrace.node.paging import paging
+    from casstrace.node.paging import paging, query_shape
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
     from casstrace.node.statements import read_only_statement
     from casstrace.orchestration.runner import RunOptions, default_trace_path, run
@@ -202,9 +203,17 @@ def run_both(
                     node.session,
                     statement,
                     consistency,
-                    paging(node.session, statement, consistency, page_size, page_bytes).page_size,
+                    paging(
+                        node.session,
+                        statement,
+                        consistency,
+                        page_size,
+                        page_bytes,
+                        query_shape(node.session, statement, query, None, None),
+                        run_options["allow_large_rows"],
+                    ).page_size,
                 )
-                for statement, consistency in zip(prepared, consistencies)
+                for statement, query, consistency in zip(prepared, queries, consistencies)
             ]
         check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest) for r in results))
         if check.status == "different":
@@ -227,6 +236,7 @@ def run_both(
                         consistency=consistency,
                         page_size=page_size,
                         page_bytes=page_bytes,
+                        allow_large_rows=run_options["allow_large_rows"],
                         backend=run_options["backend"],
                         out=out,
                     ),

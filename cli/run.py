@@ -106,6 +106,12 @@ if TYPE_CHECKING:
     "a node with a small heap down.",
 )
 @click.option(
+    "--allow-large-rows",
+    is_flag=True,
+    help="Run the query even when its table's SSTables say it may fetch a row larger than the node's "
+    "heap pages safely (1/16 of it); casstrace refuses such a query otherwise.",
+)
+@click.option(
     "--backend",
     type=click.Choice(list(BACKENDS)),
     default=DEFAULT_BACKEND,
@@ -167,6 +173,7 @@ def command(
     consistency: str,
     page_size: int | None,
     page_bytes: int,
+    allow_large_rows: bool,
     backend: str,
     profile: bool,
     ssh: bool,
@@ -222,6 +229,7 @@ def command(
             consistency=consistency.upper(),
             page_size=page_size,
             page_bytes=page_bytes,
+            allow_large_rows=allow_large_rows,
             backend=backend,
             out=out,
             profile=profile,

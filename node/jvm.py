@@ -25,6 +25,8 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
 TCP_LISTEN = "0A"  # st column of /proc/net/tcp for a listening socket
+_MAX_HEAP = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)")
+_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,16 @@ class CassandraProcess:
             if arg.startswith(prefix):
                 return arg[len(prefix) :]
         return None
+
+    @property
+    def max_heap_bytes(self) -> int:
+        """The heap the JVM may grow to: its last -Xmx (or -XX:MaxHeapSize), else the JVM's default,
+        a quarter of the machine's memory."""
+        heap = None
+        for arg in self.argv:
+            if match := _MAX_HEAP.fullmatch(arg):
+                heap = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+        return heap if heap is not None else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
 
 
 def read_argv(pid: int, proc: Path = Path("/proc")) -> tuple[str, ...] | None:

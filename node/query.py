@@ -139,20 +139,29 @@ def prepare(session: Session, query: str) -> PreparedStatement:
 
 
 def _first_page(
-    session: Session, prepared: PreparedStatement, consistency: str, page_size: int | None, trace: bool = False
+    session: Session,
+    prepared: PreparedStatement,
+    consistency: str,
+    page_size: int | None,
+    trace: bool = False,
+    timeout_s: float | None = None,
 ) -> tuple[ResultSet, Any]:
-    """The result set at its first page, and the future that fetched it."""
+    """The result set at its first page, and the future that fetched it (within `timeout_s`, when
+    given, else the session's request timeout)."""
     statement = BoundStatement(
         prepared, consistency_level=ConsistencyLevel.name_to_value[consistency], fetch_size=page_size or None
     )
-    future = session.execute_async(statement, trace=trace)
+    timeout = {"timeout": timeout_s} if timeout_s is not None else {}
+    future = session.execute_async(statement, trace=trace, **timeout)
     future.row_factory = keep_page
     return future.result(), future
 
 
-def first_page(session: Session, prepared: PreparedStatement, consistency: str, page_size: int) -> MeasuredRows:
-    """The query's first page of `page_size` rows, measured; the rest is not fetched."""
-    rows: MeasuredRows = _first_page(session, prepared, consistency, page_size)[0].current_rows
+def first_page(
+    session: Session, prepared: PreparedStatement, consistency: str, page_size: int, timeout_s: float
+) -> MeasuredRows:
+    """The query's first page of `page_size` rows, measured, within `timeout_s`; the rest is not fetched."""
+    rows: MeasuredRows = _first_page(session, prepared, consistency, page_size, timeout_s=timeout_s)[0].current_rows
     return rows
 
 

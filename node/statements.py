@@ -11,6 +11,7 @@ or DELETE) — is refused before any connection is made.
 This module imports no driver, so a refusal costs nothing and works on any machine.
 """
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -163,3 +164,54 @@ def normalize(statement: str) -> str:
     while text.endswith(";"):
         text = text[:-1].rstrip()
     return _IN_LIST.sub("IN (?)", text)
+
+
+# CQL's native aggregate functions. (The analyses' parse of a trace's query has its own list:
+# analyses/query.py, which may not import node/.)
+NATIVE_AGGREGATES = frozenset({"count", "sum", "avg", "min", "max"})
+
+
+@dataclass(frozen=True)
+class SelectShape:
+    """What of a SELECT decides how it may be paged: whether Cassandra aggregates its rows (and pages
+    the rows it aggregates internally, at the request's page size), and its LIMIT."""
+
+    calls: frozenset[str]  # the functions its selection calls, lower case, without their keyspace
+    group_by: bool
+    limit: int | None  # LIMIT n (not PER PARTITION LIMIT); None: none, or a bind marker
+
+    def aggregate(self, user_aggregates: frozenset[str] = frozenset()) -> bool:
+        """Whether the result is aggregated: a native or user-defined aggregate, or GROUP BY."""
+        return self.group_by or bool(self.calls & (NATIVE_AGGREGATES | user_aggregates))
+
+
+def select_shape(statement: str) -> SelectShape:
+    """The shape of one SELECT statement, read from its tokens (strings, quoted names and comments
+    cannot be mistaken for a keyword)."""
+    tokens = [t for t in tokenize(statement) if t.kind not in ("space", "comment")]
+    words = [t.text.lower() if t.kind == "word" else None for t in tokens]
+    names = [  # what a token names: a word lower case, a quoted identifier as written
+        word if word is not None else t.text[1:-1].replace('""', '"') if t.kind == "identifier" else None
+        for word, t in zip(words, tokens)
+    ]
+    calls: set[str] = set()
+    group_by = False
+    limit: int | None = None
+    depth, in_selection = 0, True
+    for index, token in enumerate(tokens):
+        word = words[index]
+        following = tokens[index + 1].text if index + 1 < len(tokens) else ""
+        if token.kind == "symbol" and token.text in "([{":
+            depth += 1
+        elif token.kind == "symbol" and token.text in ")]}":
+            depth -= 1
+        elif word == "from" and depth == 0:
+            in_selection = False
+        elif in_selection and (name := names[index]) is not None and following == "(":
+            calls.add(name)
+        elif depth == 0 and word == "group" and index + 1 < len(tokens) and words[index + 1] == "by":
+            group_by = True
+        elif depth == 0 and word == "limit" and (index == 0 or words[index - 1] != "partition"):
+            digits = "".join(t.text for t in itertools.takewhile(lambda t: t.text.isdigit(), tokens[index + 1 :]))
+            limit = int(digits) if digits else None
+    return SelectShape(frozenset(calls), group_by, limit)

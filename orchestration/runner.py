@@ -28,7 +28,7 @@ from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
 from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
 from casstrace.node.leftovers import restore_left_behind
-from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, Paging, paging
+from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, Paging, paging, query_shape
 from casstrace.node.query import (
     MeasuringProtocolHandler,
     QueryResult,
@@ -69,6 +69,7 @@ class RunOptions:
     consistency: str = "ONE"
     page_size: int | None = None  # rows per page, 0: one page; None: chosen for page_bytes (node.paging)
     page_bytes: int = DEFAULT_CQL_PAGE_BYTES
+    allow_large_rows: bool = False  # run a query whose rows the node's heap may not page (node.paging)
     backend: str = DEFAULT_BACKEND
     out: Path | None = None
     profile: bool = False
@@ -202,7 +203,22 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 sources.append(ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases))
 
         with phases("choose page size"):  # before the capture: the sample is no execution's
-            pages = paging(node.session, prepared, options.consistency, options.page_size, options.page_bytes)
+            shape = query_shape(
+                node.session,
+                prepared,
+                query,
+                next(iter(cassandra["tables"]), None),
+                process.max_heap_bytes if process is not None else None,
+            )
+            pages = paging(
+                node.session,
+                prepared,
+                options.consistency,
+                options.page_size,
+                options.page_bytes,
+                shape,
+                options.allow_large_rows,
+            )
         if pages.row_over_budget:
             warn(
                 f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "

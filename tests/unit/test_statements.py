@@ -3,7 +3,7 @@
 import pytest
 
 from casstrace.errors import CasstraceError
-from casstrace.node.statements import read_only_statement, split_statements, statement_kind
+from casstrace.node.statements import read_only_statement, select_shape, split_statements, statement_kind
 
 ACCEPTED = [
     # (text as given, the statement casstrace runs)
@@ -92,3 +92,29 @@ def test_split_statements_keeps_quoted_semicolons_and_drops_comments():
 def test_statement_kind_names_what_the_user_wrote():
     assert statement_kind("  begin  batch ...") == "BEGIN BATCH"
     assert statement_kind("Select 1") == "SELECT"
+
+
+@pytest.mark.parametrize(
+    "statement, aggregate, limit",
+    [
+        ("SELECT count(*) FROM ks.t WHERE k = 1", True, None),
+        ("SELECT COUNT(1) AS n FROM t", True, None),
+        ('SELECT "max"(v) FROM t', True, None),
+        ("SELECT sum(v), avg(v) FROM t WHERE k = 1 LIMIT 3", True, 3),
+        ("SELECT k, v FROM t WHERE k = 1 GROUP BY k, c", True, None),
+        ("SELECT v FROM t PER PARTITION LIMIT 2 LIMIT 120", False, 120),
+        ("SELECT v FROM t WHERE s = 'count(*)' LIMIT 10", False, 10),
+        ('SELECT "count" FROM t /* max(v) */ -- sum(v)', False, None),
+        ("SELECT writetime(v), token(k) FROM t LIMIT ?", False, None),
+        ("SELECT v FROM t WHERE k IN (1, 2) AND c = max_of_something", False, None),
+    ],
+)
+def test_the_shape_of_a_select_is_read_from_its_tokens(statement: str, aggregate: bool, limit: int | None) -> None:
+    shape = select_shape(statement)
+    assert (shape.aggregate(), shape.limit) == (aggregate, limit)
+
+
+def test_a_user_defined_aggregate_makes_an_aggregate() -> None:
+    shape = select_shape("SELECT ks.my_avg(v) FROM ks.t WHERE k = 1")
+    assert shape.calls == {"my_avg"}
+    assert not shape.aggregate() and shape.aggregate(frozenset({"my_avg"}))
