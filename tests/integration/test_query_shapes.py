@@ -6,17 +6,28 @@ internally at the request's page size; at 1 row a page each internal page re-rea
 partition, which made the node read 139 MiB for a partition of a few hundred KB and time out. The
 truth: the count returned equals the rows loaded, the run completes NOT FLAGGED, and the node's
 data read is within 2x of the necessary read (the partition's chunks).
+
+Rows too large: a fresh 1 GiB-heap node holding a row of 200 MB, the row that killed such a node's
+JVM with OutOfMemoryError; `run` must refuse it with one error line naming its size, and the node
+stays up (its log has no OutOfMemoryError, it answers).
 """
 
+import os
+import re
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cassandra import WriteTimeout
 from cassandra.concurrent import execute_concurrent_with_args
 
 from casstrace.analyses.findings import live_rows, trace_counts
 from casstrace.node.paging import MAX_PAGE_ROWS
 from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace
+from casstrace_cli import casstrace
+from test_large_partitions import out_of_memory
 from verdict_tables import judged, traced
 
 pytestmark = pytest.mark.integration
@@ -75,3 +86,66 @@ def test_count_of_a_partition_completes_within_twice_the_necessary_read(
     assert over is not None and over <= 2.0, judged(analysis)
     # Cassandra's own count of the rows it read for the aggregate (its trace): the partition, once
     assert live_rows(trace_counts(analysis.query_trace)) == COUNTED[pk], judged(analysis)
+
+
+# A node of this module with a 1 GiB heap, on ports of its own (env: parallel runs don't collide).
+LARGE_ROW_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_LARGE_ROW_NATIVE_PORT", "23052"))
+LARGE_ROW_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_LARGE_ROW_JMX_PORT", "24052"))
+LARGE_CELLS, LARGE_CELL_BYTES = 20, 10 * 10**6  # one row of 200 MB
+
+
+@pytest.fixture(scope="module")
+def large_row_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """A fresh 1 GiB-heap node holding one row of 20 cells of 10 MB at k = 3 (written a cell at a
+    time: a mutation may be at most half a commit log segment), compacted into one SSTable."""
+    node = Sandbox(tmp_path_factory.mktemp("large-row-1g-node"))
+    node.start(native_port=LARGE_ROW_NATIVE_PORT, jmx_port=LARGE_ROW_JMX_PORT, heap="1G", progress=lambda _: None)
+    try:
+        columns = ", ".join(f"c{i} blob" for i in range(LARGE_CELLS))
+        with node.connect() as session:
+            session.execute(
+                f"CREATE KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+            )
+            session.execute(f"CREATE TABLE {KEYSPACE}.large (k int PRIMARY KEY, {columns})")
+            for k in (1, 2):
+                session.execute(f"INSERT INTO {KEYSPACE}.large (k, c0) VALUES ({k}, 0x00)")
+            for i in range(LARGE_CELLS):  # bound: a 10 MB blob as hex text is past the 16 MiB message limit
+                update = session.prepare(f"UPDATE {KEYSPACE}.large SET c{i} = ? WHERE k = 3")
+                value = os.urandom(LARGE_CELL_BYTES)
+                for attempt in range(3):  # a busy machine times writes of 10 MB out; the UPDATE is idempotent
+                    try:
+                        session.execute(update, (value,), timeout=60)
+                        break
+                    except WriteTimeout:
+                        if attempt == 2:
+                            raise
+        node.nodetool("flush", KEYSPACE)
+        node.nodetool("compact", KEYSPACE)
+        yield node
+    finally:
+        node.stop()
+        shutil.rmtree(node.data_dir)
+
+
+def test_a_row_larger_than_the_node_can_page_is_refused_and_the_node_stays_up(
+    large_row_node: Sandbox, tmp_path: Path
+) -> None:
+    out = tmp_path / "large.trace"
+    args = ["--host", large_row_node.host, "--port", LARGE_ROW_NATIVE_PORT, "--out", out, "--no-html"]
+    refused = casstrace("run", f"SELECT * FROM {KEYSPACE}.large WHERE k = 3", *args, timeout=300)
+    assert refused.returncode != 0
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("casstrace: error: a row of casstrace_shapes.large may be ")
+    size = int(re.search(r"\(([\d,]+) B of the selected columns", lines[0]).group(1).replace(",", ""))  # type: ignore[union-attr]
+    # the histogram's bucket holding the row: within 25 % above it (buckets grow by 1.2x)
+    assert LARGE_CELLS * LARGE_CELL_BYTES <= size <= 1.25 * LARGE_CELLS * LARGE_CELL_BYTES, lines[0]
+    assert "--allow-large-rows" in lines[0] and not out.exists()
+    # the node never read the row: it is up, and answers
+    assert large_row_node.is_running() and not out_of_memory(large_row_node)
+    with large_row_node.connect() as session:
+        assert session.execute(f"SELECT k FROM {KEYSPACE}.large WHERE k = 1").one().k == 1
+    # A small row of the same table is fetched as any other once the user insists
+    small = casstrace(
+        "run", f"SELECT k, c0 FROM {KEYSPACE}.large WHERE k = 1", *args, "--allow-large-rows", "--repeat", 1, "--force"
+    )
+    assert small.returncode == 0, small.stderr
