@@ -136,7 +136,7 @@ def test_a_row_larger_than_the_node_can_page_is_refused_and_the_node_stays_up(
     assert refused.returncode != 0
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("casstrace: error: a row of casstrace_shapes.large may be ")
-    size = int(re.search(r"\(([\d,]+) B of the selected columns", lines[0]).group(1).replace(",", ""))  # type: ignore[union-attr]
+    size = int(re.search(r"\(([\d,]+) B of the selected columns", lines[0]).group(1).replace(",", ""))
     # the histogram's bucket holding the row: within 25 % above it (buckets grow by 1.2x)
     assert LARGE_CELLS * LARGE_CELL_BYTES <= size <= 1.25 * LARGE_CELLS * LARGE_CELL_BYTES, lines[0]
     assert "--allow-large-rows" in lines[0] and not out.exists()
