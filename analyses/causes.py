@@ -14,7 +14,7 @@ from casstrace.analyses.model import (
     Unseen,
     Verdict,
 )
-from casstrace.analyses.necessary import describe, stored_rows
+from casstrace.analyses.necessary import describe, filtering_scan, stored_data_bytes, stored_rows
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.units import human_bytes, ratio
 from casstrace.analyses.verdict_rule import VerdictRule, judge
@@ -251,9 +251,46 @@ def _rows_not_returned(context: FindingContext) -> float | None:
     return context.read_per_execution * rows / read_rows
 
 
+def _filtering_scan(context: FindingContext) -> Finding | None:
+    """A filter without the partition key: the read grows with the table, the result does not."""
+    select, schema = context.select, context.schema
+    if not context.flagged or select is None or schema is None or not filtering_scan(select, schema):
+        return None
+    filtered = [c for c in select.restrictions if c not in schema.partition_key] or list(select.restrictions)
+    read, rows, stored = context.read_per_execution, context.rows_per_execution, stored_data_bytes(schema)
+    scope = "every partition of the token range" if select.token_restricted else "every partition of the table"
+    returned = f" to return {rows:,.0f} row{'s' * (rows != 1)}" if rows is not None else ""
+    growth = (
+        f"The read grows with the table, the result does not: about {human_bytes(read * 10)} per execution "
+        f"at 10x the table, {human_bytes(read * 100)} at 100x"
+        + (f" (its Data files hold {human_bytes(stored)} now)." if stored else ".")
+    )
+    key = filtered[0]
+    return Finding(
+        cause="filtering_scan",
+        title="A filtering scan: every partition is read for a result that does not grow with the table",
+        certainty="measured",
+        evidence=[
+            f"WHERE filters on {_names(filtered)} (ALLOW FILTERING), not on the whole partition key "
+            f"({_names(schema.partition_key)}): Cassandra reads {scope}{returned}"
+            + (" and stops at the LIMIT." if select.has_limit else "."),
+            growth,
+        ],
+        suggestion=[
+            f"A table keyed by {key} (PRIMARY KEY ({key}, ...)), written beside this one, reads only the "
+            "partition that matches.",
+            f"Or an index on {key} (5.0: CREATE INDEX ON {schema.keyspace}.{schema.table} ({key}) USING 'sai'), "
+            "which reads the index, then the rows it names.",
+        ],
+        read_after_fix_bytes=context.necessary.bytes if context.necessary is not None else None,
+    )
+
+
 def _whole_partition_scan(context: FindingContext) -> Finding | None:
     select, schema = context.select, context.schema
     if not context.flagged or select is None or schema is None or select.token_restricted:
+        return None
+    if filtering_scan(select, schema):  # the filtering scan's own finding
         return None
     restricted = set(select.restrictions)
     read_rows = context.live_rows_read
@@ -598,6 +635,7 @@ def _replica_reads(context: FindingContext) -> Finding | None:
 
 # Every cause, by the name it is known by (model.Cause): the seam asks each in turn.
 CAUSE_FINDERS: dict[Cause, Finder] = {
+    "filtering_scan": _filtering_scan,  # first: it names the scan before what else the rows cost
     "full_row_read": _full_row_read,
     "whole_partition_scan": _whole_partition_scan,
     "compression_chunk_overhead": _chunk_overhead,

@@ -190,6 +190,7 @@ class Execution:
 # The causes a finding can name (casstrace.analyses.causes has a finder for each): stable identifiers,
 # listed in the JSON schema (reports/json_report.py) and the README, which a test holds to this list.
 Cause = Literal[
+    "filtering_scan",
     "full_row_read",
     "whole_partition_scan",
     "compression_chunk_overhead",

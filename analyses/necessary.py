@@ -21,7 +21,11 @@ The model
              apart, in token order). A range read (no partition key, or a token range) of a
              5.0 node's compressed SSTables reads compressed_read_ahead_buffer_size at a time
              (256 KiB by default; the node's setting, recorded at run time): at least that much, or
-             the table's Data files if smaller.
+             the table's Data files if smaller; but only where the result itself needs a range (a
+             LIMIT N scan without a filter). A filtering scan (ALLOW FILTERING, not every partition
+             key column restricted: every partition of the table or token range read to keep the
+             rows that match) gets no such floor: its result does not grow with the table, and what
+             it needs is the rows it returns.
   index      the partition-index lookups the SSTable format needs, one SSTable: BIG reads its
              Index.db entry (one page; the Summary is held in memory, and no read is counted for
              it); BTI walks the Partitions.db trie (one page at least) and, for a partition with a
@@ -94,8 +98,14 @@ def necessary_read(
     found = max(1, min(partitions, math.ceil(rows))) if rows is not None else partitions
     units = max(found, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
     data_bytes = units * unit
-    stored = sum(sstable.get("data_bytes", 0) for sstable in schema.storage)
-    if read_ahead and chunk_length and stored and not schema.reads_partitions(select):
+    stored = stored_data_bytes(schema)
+    if (
+        read_ahead
+        and chunk_length
+        and stored
+        and not schema.reads_partitions(select)
+        and not filtering_scan(select, schema)
+    ):
         # A range read reads compressed SSTables a read-ahead buffer at a time (5.0+)
         data_bytes = max(data_bytes, min(read_ahead, stored))
         basis += f", a range read ({read_ahead // 1024:,} KiB read-ahead)"
@@ -112,6 +122,18 @@ def necessary_read(
         chunk_length=chunk_length,
         sstable_format=sstable_format,
     )
+
+
+def filtering_scan(select: Select, schema: TableSchema) -> bool:
+    """A scan whose result does not grow with the table: every partition (of the table, or of a token
+    range) read to keep the rows a filter matches, where a table keyed by the filtered column would
+    read those rows alone."""
+    return select.allow_filtering and bool(select.restrictions) and not schema.reads_partitions(select)
+
+
+def stored_data_bytes(schema: TableSchema) -> int:
+    """The table's Data files on disk (its SSTables' as recorded), what a scan of it reads at most."""
+    return sum(sstable.get("data_bytes", 0) for sstable in schema.storage)
 
 
 def stored_cell_bytes(schema: TableSchema) -> float | None:

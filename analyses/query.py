@@ -52,7 +52,7 @@ class Select:
     token_restricted: bool = False  # WHERE token(pk) ...
     has_limit: bool = False
     in_values: dict[str, int] = field(default_factory=dict)  # column -> values of its IN (...) list
-    aggregate: bool = False  # the selection aggregates rows (count, sum, avg, min, max)
+    aggregate: bool = False  # the selection aggregates rows (count, sum, avg, min, max), or GROUP BY groups them
     allow_filtering: bool = False
 
 
@@ -109,7 +109,8 @@ def parse_select(text: str | None) -> Select | None:
         _read_restrictions(where, result)
     result.has_limit = any(t.is_word("limit") for t in tokens[position:])
     result.allow_filtering = any(t.is_word("filtering") for t in tokens[position:])
-    result.aggregate = any(
+    grouped = any(t.is_word("group") and n.is_word("by") for t, n in zip(tokens[position:], tokens[position + 1 :]))
+    result.aggregate = grouped or any(
         token.is_word(*AGGREGATES) and index + 1 < len(selection) and selection[index + 1].text == "("
         for index, token in enumerate(selection)
     )

@@ -39,7 +39,7 @@ FLAGGED = {  # query -> the cause named first
     "partition across many SSTables": (f"SELECT * FROM {KEYSPACE}.fragments WHERE pk = 1", "many_sstables"),
     "filtering scan": (
         f"SELECT user_id FROM {KEYSPACE}.users WHERE email = 'user42@example.com' ALLOW FILTERING",
-        "whole_partition_scan",
+        "filtering_scan",
     ),
     # Every row, one small column: what is not needed is the other cells of each row (a clustering
     # restriction without partition key is no such case: Cassandra seeks to the rows in each partition).

@@ -34,15 +34,18 @@ pytestmark = pytest.mark.integration
 
 KEYSPACE = "casstrace_shapes"
 LOADED = "casstrace query shapes, loaded v1"
+SMALL = 20_000  # partitions of the small table
 COUNTED = {1: 10_000, 2: 200_000}  # partition -> its rows (an int clustering key, a 20 B text value)
 
 
-def load_counted(node: Sandbox) -> None:
+def load(node: Sandbox, table: str, columns: str, rows: list[tuple]) -> None:
+    """KEYSPACE.table (columns: its definition) holding `rows` (in column order), flushed; unless a
+    finished load of it is there already."""
     with node.connect() as session:
         marked = list(
             session.execute(
-                "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'counted'",
-                (KEYSPACE,),
+                "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                (KEYSPACE, table),
             )
         )
         if marked and marked[0].comment == LOADED:
@@ -51,20 +54,21 @@ def load_counted(node: Sandbox) -> None:
             f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} "
             "WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
         )
-        session.execute(f"DROP TABLE IF EXISTS {KEYSPACE}.counted")
-        session.execute(f"CREATE TABLE {KEYSPACE}.counted (pk int, ck int, v text, PRIMARY KEY (pk, ck))")
-        insert = session.prepare(f"INSERT INTO {KEYSPACE}.counted (pk, ck, v) VALUES (?, ?, ?)")
-        for pk, rows in COUNTED.items():
-            execute_concurrent_with_args(
-                session, insert, [(pk, ck, f"value {ck:014d}") for ck in range(rows)], concurrency=64
-            )
-        node.nodetool("flush", KEYSPACE, "counted")
-        session.execute(f"ALTER TABLE {KEYSPACE}.counted WITH comment = '{LOADED}'")
+        session.execute(f"DROP TABLE IF EXISTS {KEYSPACE}.{table}")
+        session.execute(f"CREATE TABLE {KEYSPACE}.{table} ({columns})")
+        names = [column.split()[0] for column in columns.split(", ") if not column.startswith("PRIMARY")]
+        insert = session.prepare(
+            f"INSERT INTO {KEYSPACE}.{table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+        )
+        execute_concurrent_with_args(session, insert, rows, concurrency=64, raise_on_first_error=True)
+        node.nodetool("flush", KEYSPACE, table)
+        session.execute(f"ALTER TABLE {KEYSPACE}.{table} WITH comment = '{LOADED}'")
 
 
 @pytest.fixture(scope="module")
 def counted(sandbox: Sandbox) -> Sandbox:
-    load_counted(sandbox)
+    rows = [(pk, ck, f"value {ck:014d}") for pk, count in COUNTED.items() for ck in range(count)]
+    load(sandbox, "counted", "pk int, ck int, v text, PRIMARY KEY (pk, ck)", rows)
     return sandbox
 
 
@@ -86,6 +90,33 @@ def test_count_of_a_partition_completes_within_twice_the_necessary_read(
     assert over is not None and over <= 2.0, judged(analysis)
     # Cassandra's own count of the rows it read for the aggregate (its trace): the partition, once
     assert live_rows(trace_counts(analysis.query_trace)) == COUNTED[pk], judged(analysis)
+
+
+@pytest.fixture(scope="module")
+def small(sandbox: Sandbox) -> Sandbox:
+    """20,000 small partitions (~450 KB of Data files): a scan is under a 5.0 range read's 256 KiB
+    read-ahead ten times over, and yet reads every partition for one row."""
+    load(sandbox, "small", "k int PRIMARY KEY, a int, b text", [(k, k, f"b{k:08d}") for k in range(SMALL)])
+    return sandbox
+
+
+def test_a_filtering_scan_of_a_small_table_is_flagged_with_the_scan_first(small: Sandbox, tmp_path: Path) -> None:
+    analysis = traced(small, f"SELECT a FROM {KEYSPACE}.small WHERE a = 777 ALLOW FILTERING", tmp_path / "f.trace")
+    assert analysis.verdict.status == "flagged", judged(analysis)
+    assert analysis.findings[0].cause == "filtering_scan", judged(analysis)
+    assert analysis.findings[0].excess_share is not None and analysis.findings[0].excess_share > 0.9
+    # the truth: the table's Data files (as listed at run time) read whole, for the one row returned
+    assert [e.rows for e in analysis.executions if e.kind == "measured"] == [1, 1]
+    data_files = sum(s.get("data_bytes", 0) for s in analysis.context["table_schema"]["storage"])
+    assert 0.9 * data_files <= analysis.read_per_execution <= 1.5 * data_files, judged(analysis)
+    necessary = analysis.necessary
+    assert necessary is not None and "read-ahead" not in necessary.basis, necessary.basis
+    assert any("at 10x the table" in line for line in analysis.findings[0].evidence)
+
+
+def test_the_first_rows_of_a_small_table_are_not_flagged(small: Sandbox, tmp_path: Path) -> None:
+    analysis = traced(small, f"SELECT * FROM {KEYSPACE}.small LIMIT 10", tmp_path / "l.trace")
+    assert analysis.verdict.status == "not flagged", judged(analysis)
 
 
 # A node of this module with a 1 GiB heap, on ports of its own (env: parallel runs don't collide).
