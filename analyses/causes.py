@@ -54,12 +54,14 @@ def verdict(
                 " payload nor the bytes sent to the client: there is no query to judge"
                 " in this capture.",
                 notes,
+                reason="no_query",
             )
         return Verdict(
             "undetermined",
             f"Read {read} from {data_label}, but the trace records "
             "neither the payload nor the bytes sent to the client to compare it with.",
             notes,
+            reason="no_basis",
         )
     payload = None
     if overall.basis is not None:
@@ -78,6 +80,7 @@ def verdict(
             f"Nothing was read from {data_label} and nothing was returned "
             f"({payload}): there is no query to judge in this capture.",
             notes,
+            reason="no_query",
         )
     base = overall.necessary_bytes if overall.necessary_bytes is not None else overall.basis_bytes or 0
     per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
@@ -117,10 +120,15 @@ def verdict(
             f"{human_bytes(overall.data_read_least_bytes or 0)} and {read}.",
             notes,
             fix=HUGE_MAPPINGS_FIX,
+            reason="upper_bound_only",
         )
     assert unseen is not None  # judge's one other reason
     return Verdict(
-        "undetermined", f"{summary} {unseen.reason}, so the figure cannot clear the query.", notes, fix=unseen.fix
+        "undetermined",
+        f"{summary} {unseen.reason}, so the figure cannot clear the query.",
+        notes,
+        fix=unseen.fix,
+        reason="unseen_reads",
     )
 
 
@@ -136,6 +144,7 @@ def failed_run(executions: list[Execution], notes: list[str]) -> Verdict | None:
         f"{failed.execution} failed: {failed.error}): there is no query to judge.",
         notes,
         fix="check the node and the query's --consistency: the node's error says why",
+        reason="failed_run",
     )
 
 
@@ -563,7 +572,7 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
     summary = f"{verdict.summary} {sentence}"
     notes = verdict.notes + _speculative_reads_note(nodes)
     if not missing:
-        return Verdict(verdict.status, summary, notes, verdict.fix)
+        return Verdict(verdict.status, summary, notes, verdict.fix, verdict.reason)
     named = "; ".join(f"{node.address} ({node.role}): {node.not_captured or 'not captured'}" for node in missing)
     summary += (
         f" Not captured: {named}. Every figure over the cluster is therefore a lower bound: the query "
@@ -578,8 +587,9 @@ def cluster_verdict(verdict: Verdict, nodes: list[NodeIO], consistency: str | No
             summary,
             notes,
             fix="start the missing node, or capture it (--ssh or --hosts when it runs elsewhere)",
+            reason="node_not_captured",
         )
-    return Verdict(verdict.status, summary, notes, verdict.fix)
+    return Verdict(verdict.status, summary, notes, verdict.fix, verdict.reason)
 
 
 def _speculative_reads_note(nodes: list[NodeIO]) -> list[str]:

@@ -224,6 +224,18 @@ class Verdict:
     summary: str  # one sentence with the figure and what it is against
     notes: list[str] = field(default_factory=list)  # what the figure cannot see
     fix: str | None = None  # how to get a verdict, when it is undetermined for a reason the user can act on
+    # why it is undetermined, as a code (None: it is not): the summary says it in words
+    reason: "UndeterminedReason | None" = None
+
+
+UndeterminedReason = Literal[
+    "no_basis",  # no necessary read, payload or wire bytes to judge the read against
+    "no_query",  # nothing read and nothing returned: no query in the capture
+    "upper_bound_only",  # flagged only on an upper bound (2 MiB mappings)
+    "unseen_reads",  # below the rule, but reads no measure saw could lift it (mapped files)
+    "failed_run",  # no measured execution succeeded
+    "node_not_captured",  # below the rule, but a node of the query was not captured
+]
 
 
 @dataclass(frozen=True)

@@ -153,8 +153,7 @@ def test_a_capture_with_no_query_and_no_data_reads_is_not_judged(tmp_path):
         ]
     )
     analysis = analyse(writer.finish())
-    assert analysis.verdict.status == "undetermined"
-    assert "no query to judge" in analysis.verdict.summary
+    assert (analysis.verdict.status, analysis.verdict.reason) == ("undetermined", "no_query")
     assert [f.read_bytes for f in analysis.files] == [2_368]
 
 
@@ -170,8 +169,9 @@ def test_a_run_whose_measured_executions_all_failed_is_undetermined(tmp_path):
             " error = 'Unavailable: Cannot achieve consistency level THREE'"
         )
     verdict = analyse(path).verdict
-    assert verdict.status == "undetermined"
-    assert "Cannot achieve consistency level THREE" in verdict.summary and "--consistency" in (verdict.fix or "")
+    assert (verdict.status, verdict.reason) == ("undetermined", "failed_run")
+    assert "Cannot achieve consistency level THREE" in verdict.summary  # the node's own error
+    assert "--consistency" in (verdict.fix or "")
 
 
 def test_latency_notes_are_reported_below_the_threshold_with_cassandras_counts(tmp_path):
