@@ -349,6 +349,49 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
     )
 
 
+class RunningFigures:
+    """A watch's figures as it runs: the intervals done (`watch --interval`), added up, and the stretch
+    in progress. The live table, the metrics endpoint and the summary at the end all read them here;
+    the command only renders what they give."""
+
+    def __init__(self) -> None:
+        self.done: WatchTally | None = None  # the intervals finished so far, added up
+        self.traces: list[Path] = []
+        self.warnings: list[str] = []
+        self.complete = True
+
+    def add_interval(self, watched: Watch, trace: Path) -> int:
+        """Count a finished interval (its Watch, from analyse_watch); its number, from 1."""
+        self.traces.append(trace)
+        number = len(self.traces)
+        self.warnings += [f"Interval {number}: {warning}" for warning in watched.warnings]
+        self.complete = self.complete and watched.complete
+        assert watched.tally is not None  # analyse_watch's Watch has its tally
+        if self.done is None:
+            self.done = WatchTally(watched.probability)
+        self.done.add(watched.tally)
+        return number
+
+    def so_far(self, current: WatchInputs) -> WatchTally:
+        """The intervals done and the stretch in progress (its rows as `current`), added up."""
+        figures = WatchTally(current.probability)
+        for part in (self.done, tally(current, {})):
+            if part is not None:
+                figures.add(part)
+        return figures
+
+    def summary(self) -> Watch:
+        """The whole watch: every interval's figures added up."""
+        assert self.done is not None, "the last interval is always counted"
+        first, last = self.traces[0], self.traces[-1]
+        return summarise_tally(
+            self.done,
+            trace_path=f"{first} … {last.name} ({len(self.traces)} intervals)" if first != last else str(first),
+            complete=self.complete,
+            warnings=self.warnings,
+        )
+
+
 def summarise(
     inputs: WatchInputs,
     meta: dict,

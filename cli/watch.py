@@ -14,7 +14,7 @@ from casstrace.outputs import check_output, check_series, in_series, numbered
 from casstrace.terminal import printable
 
 if TYPE_CHECKING:
-    from casstrace.analyses.watch import Watch, WatchTally
+    from casstrace.analyses.watch import Watch
     from casstrace.node.metrics_endpoint import MetricsEndpoint
     from casstrace.orchestration.watcher import LiveSnapshot
     from casstrace.reports.prometheus import Exposition
@@ -171,7 +171,7 @@ def command(
                 result, inputs_read = analyse_watch(path), [path]
             else:  # the last interval's report, then the whole watch's
                 intervals(path)
-                result, inputs_read = intervals.summary(), intervals.traces
+                result, inputs_read = intervals.figures.summary(), intervals.figures.traces
             deliver(
                 document(result, top),
                 format_,
@@ -227,7 +227,7 @@ class Live:
         self.intervals = intervals
 
     def __call__(self, snapshot: "LiveSnapshot") -> None:
-        from casstrace.analyses.watch import WatchInputs, WatchTally, summarise_tally, tally
+        from casstrace.analyses.watch import RunningFigures, WatchInputs, summarise_tally
         from casstrace.analyses.watch_tables import table_reads
         from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
 
@@ -242,10 +242,7 @@ class Live:
             probability=snapshot.probability,
             duration_s=snapshot.elapsed_s,
         )
-        so_far = WatchTally(snapshot.probability)
-        for part in (self.intervals.done if self.intervals else None, tally(inputs, {})):
-            if part is not None:
-                so_far.add(part)
+        so_far = (self.intervals.figures if self.intervals else RunningFigures()).so_far(inputs)
         watched = summarise_tally(so_far)
         if self.metrics is not None:
             endpoint, exposition = self.metrics
@@ -255,21 +252,21 @@ class Live:
 
 
 class IntervalReports:
-    """`watch --interval`: each interval's report beside its trace, as its trace is written, and the
-    intervals' figures added up for the summary at the end (and the live figures meanwhile)."""
+    """`watch --interval`: each interval's report beside its trace, as its trace is written; the
+    intervals' figures are counted in the watch's RunningFigures (analyses.watch), which the summary at
+    the end and the live figures meanwhile read."""
 
     def __init__(self, format_: str, top: int, force: bool):
+        from casstrace.analyses.watch import RunningFigures
+
         self.format = format_
         self.top = top
         self.force = force
-        self.done: WatchTally | None = None  # the intervals reported so far, added up
-        self.traces: list[Path] = []
-        self.warnings: list[str] = []
-        self.complete = True
+        self.figures = RunningFigures()
 
     def __call__(self, path: Path) -> None:
         from casstrace.analyses.units import human_bytes
-        from casstrace.analyses.watch import WatchTally, analyse_watch
+        from casstrace.analyses.watch import analyse_watch
         from casstrace.reports import ReportOptions, beside_trace, write
         from casstrace.reports.watch import document
 
@@ -282,33 +279,13 @@ class IntervalReports:
             force=self.force,
             inputs=[path],
         )
-        self.traces.append(path)
-        number = len(self.traces)
-        self.warnings += [f"Interval {number}: {warning}" for warning in watched.warnings]
-        self.complete = self.complete and watched.complete
-        assert watched.tally is not None  # analyse_watch's Watch has its tally
-        if self.done is None:
-            self.done = WatchTally(watched.probability)
-        self.done.add(watched.tally)
+        number = self.figures.add_interval(watched, path)
         click.echo(
             printable(
                 f"casstrace: interval {number} ({watched.duration_s:.0f} s): {len(watched.statements)} statements "
                 f"sampled, {human_bytes(watched.sstable_bytes)} of SSTable bytes; trace: {path}; report: {report}"
             ),
             err=True,
-        )
-
-    def summary(self) -> "Watch":
-        """The whole watch: every interval's figures added up."""
-        from casstrace.analyses.watch import summarise_tally
-
-        assert self.done is not None, "the last interval is always reported"
-        first, last = self.traces[0], self.traces[-1]
-        return summarise_tally(
-            self.done,
-            trace_path=f"{first} … {last.name} ({len(self.traces)} intervals)" if first != last else str(first),
-            complete=self.complete,
-            warnings=self.warnings,
         )
 
 

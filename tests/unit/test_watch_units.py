@@ -482,3 +482,20 @@ def test_a_statement_gets_the_verdict_run_would_give(rows, data_read, verdict):
     else:
         # no payload in a watch: nothing to estimate the read after the fix with, so "possible"
         assert (judged.findings[0].cause, judged.findings[0].certainty) == ("full_row_read", "possible")
+
+
+def test_running_figures_add_the_intervals_done_and_the_stretch_in_progress(tmp_path):
+    """What the live table, the metrics endpoint and the summary read (analyses.watch.RunningFigures)."""
+    from casstrace.analyses.watch import RunningFigures, analyse_watch, load
+    from casstrace.traces import Trace
+
+    paths = [synthetic.watch(tmp_path / f"i{n}.trace", data_read=100_000 * n) for n in (1, 2, 3)]
+    figures = RunningFigures()
+    assert [figures.add_interval(analyse_watch(path), path) for path in paths[:2]] == [1, 2]
+    with Trace(paths[2]) as current:
+        so_far = figures.so_far(load(current))
+    (statement,) = so_far.statements.values()
+    assert statement.executions == 3 and so_far.sstable_bytes == 600_000
+    summary = figures.summary()
+    assert summary.sstable_bytes == 300_000 and summary.statements[0].sampled_executions == 2
+    assert summary.trace_path == f"{paths[0]} … i2.trace (2 intervals)" and summary.complete
