@@ -13,20 +13,30 @@ of `run` and `watch`; docs/verdicts.md says why it counts no page twice).
 Where part of a mapping is 2 MiB (PMD) entries, one access marks 2 MiB referenced: M is then an upper
 bound, and `data_read_least_bytes` the least the same accessed bits allow (4 KiB per 2 MiB entry).
 
+On a node that serves other requests, their reads fall in the same windows: an execution whose
+session was traced is charged only what its own threads read (analyses.attribution), and what
+others read meanwhile is kept beside it (Busy), never added. Mapped pages touched are per process:
+in a window where other requests touched the node they cannot be charged to anyone, and are left out
+(the verdict says what that leaves undetermined).
+
 The figure is divided by the payload the client received (the serialized values), or, when there
 is no payload (a sysdig import), by the bytes the node wrote to the client connection.
 """
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from casstrace.analyses import pages
 from casstrace.analyses.file_io import page_runs
-from casstrace.analyses.model import Amplification, Execution, Unseen
+from casstrace.analyses.model import Amplification, Busy, Execution, Unseen
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace, queries
 from casstrace.traces.queries import ExecutionRecord
 from casstrace.traces.schema import HUGE_PAGE_BYTES, PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
+
+if TYPE_CHECKING:  # attribution counts by this module's data_read
+    from casstrace.analyses.attribution import ExecutionShare
 
 MMAP_DATA_MODES = {"mmap", "auto", "legacy"}  # disk_access_modes that read Data files through memory maps
 SYSTEM_KEYSPACES = {
@@ -105,16 +115,26 @@ def amplification(
     payload_bytes: int | None,
     wire_bytes: int | None,
     read: ReadPages,
+    shares: "dict[int, ExecutionShare] | None" = None,
 ) -> Amplification:
-    """`read`: the ReadPages of (at least) these windows (read_pages), read once by the caller for all."""
+    """`read`: the ReadPages of (at least) these windows (read_pages), read once by the caller for all.
+    `shares`: window_id -> its execution's share by thread (attribution.execution_shares); a window
+    where other requests touched the node counts its execution's share, not the window's reads."""
     page_cache_measured = trace.measured("page_cache")
     mapped_measured = trace.measured("mapped")
     rows = queries.file_window_io(trace, window_ids, sorted(data))
+    covered = [shares[window] for window in window_ids if shares and window in shares]
+    busy_windows = {share.window_id for share in covered if share.busy}
 
     syscall_bytes = cache_miss = outside = mapped = mapped_only = data_read_bytes = data_read_least = 0
+    unattributed_mapped = 0
     touched = set()
     for row in rows:
         key = (row.window_id, row.file_id)
+        if row.window_id in busy_windows:
+            if mapped_measured:  # per process: no thread to charge it to
+                unattributed_mapped += max(0, (row.mapped_touched_bytes or 0) - read.syscall_bytes.get(key, 0))
+            continue
         syscall_bytes += row.read_bytes or 0
         cache_miss += row.cache_miss_bytes or 0
         fills = read.fills_outside_syscall_bytes.get(key, 0)
@@ -130,6 +150,14 @@ def amplification(
         mapped_only += window_mapped_only
         if row.read_bytes or row.cache_miss_bytes or touched_bytes:
             touched.add(row.file_id)
+    for share in covered:
+        if share.window_id in busy_windows:
+            syscall_bytes += share.syscall_bytes
+            cache_miss += share.cache_miss_bytes
+            outside += share.fill_outside_syscall_bytes
+            data_read_bytes += share.data_read_bytes
+            data_read_least += share.data_read_bytes
+            touched |= share.files
 
     basis: str | None
     basis_bytes: int | None
@@ -143,7 +171,7 @@ def amplification(
     def over(value: float | None, denominator: float | None) -> float | None:
         return value / denominator if value is not None and denominator else None
 
-    shares = {"read syscalls": syscall_bytes, "page-cache fills": outside, "mapped pages touched": mapped_only}
+    by_measure = {"read syscalls": syscall_bytes, "page-cache fills": outside, "mapped pages touched": mapped_only}
     return Amplification(
         basis=basis,
         basis_bytes=basis_bytes,
@@ -161,9 +189,27 @@ def amplification(
         syscall=over(syscall_bytes, basis_bytes),
         device=over(cache_miss if page_cache_measured else None, basis_bytes),
         wire=over(data_read_bytes, wire_bytes),
-        carried_by=max(shares, key=lambda name: shares[name]) if data_read_bytes else None,
+        carried_by=max(by_measure, key=lambda name: by_measure[name]) if data_read_bytes else None,
         data_files=len(touched),
         sstables_read=len({data[file_id].sstable for file_id in touched}),
+        busy=busy(covered, len(busy_windows), unattributed_mapped if mapped_measured else None),
+    )
+
+
+def busy(covered: "list[ExecutionShare]", busy_executions: int, mapped_unattributed: int | None) -> Busy | None:
+    """What other requests read in the windows of `covered` (None: no execution was charged by thread)."""
+    if not covered:
+        return None
+    table_bytes = sum(share.table_bytes for share in covered)
+    requests = [share.other_requests for share in covered if share.other_requests is not None]
+    return Busy(
+        executions=len(covered),
+        busy_executions=busy_executions,
+        other_requests=sum(requests) if requests else None,
+        table_bytes_by_others=sum(share.others_table_bytes for share in covered),
+        other_tables_bytes=sum(share.other_tables_bytes for share in covered),
+        attributed_share=min(1.0, sum(s.data_read_bytes for s in covered) / table_bytes) if table_bytes else None,
+        mapped_unattributed_bytes=mapped_unattributed,
     )
 
 
@@ -180,7 +226,7 @@ def unseen_reads(
     """Why reads of these Data files may be in no measure of the trace, or None when every way the
     JVM reads them was measured (or they are known not to be mapped)."""
     if trace.measured("mapped"):
-        return None
+        return unattributed_mapped(overall, data_label)
     unmeasured = trace.meta.get("mapped_unmeasured") or {}
     fix = unmeasured.get("fix") or (
         "trace the query with `casstrace run` on the node (bcc backend, as root): "
@@ -210,6 +256,21 @@ def unseen_reads(
             fix,
         )
     return None
+
+
+def unattributed_mapped(overall: Amplification, data_label: str) -> Unseen | None:
+    """The mapped pages of the Data files touched while other requests touched the node: per process,
+    no thread to charge, so in no figure (None: there were none)."""
+    busy_node = overall.busy
+    if busy_node is None or not busy_node.mapped_unattributed_bytes:
+        return None
+    return Unseen(
+        f"Other requests touched the node during {busy_node.busy_executions} of the {busy_node.executions} "
+        f"executions, and {human_bytes(busy_node.mapped_unattributed_bytes)} of mapped pages of {data_label} "
+        "were touched then: the accessed bits are per process, so those reads cannot be charged to the query "
+        "or to the others, and are in no figure here",
+        "run again when the node serves fewer requests, or on a replica taken out of the clients' load",
+    )
 
 
 # -- which windows, which executions -------------------------------------------------------------
@@ -290,9 +351,14 @@ def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
 
 
 def execution_results(
-    trace: Trace, rows: list[ExecutionRecord], data: dict[int, SSTableName], read: ReadPages
+    trace: Trace,
+    rows: list[ExecutionRecord],
+    data: dict[int, SSTableName],
+    read: ReadPages,
+    shares: "dict[int, ExecutionShare] | None" = None,
 ) -> list[Execution]:
-    """Each execution's amplification. `read`: the ReadPages of (at least) their windows."""
+    """Each execution's amplification. `read`: the ReadPages of (at least) their windows; `shares`:
+    the measured executions' by thread (attribution.execution_shares)."""
     results = []
     for row in rows:
         amp = None
@@ -304,6 +370,7 @@ def execution_results(
                 payload_bytes=row.payload_bytes,
                 wire_bytes=row.wire_bytes,
                 read=read,
+                shares=shares,
             )
         results.append(
             Execution(

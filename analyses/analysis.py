@@ -7,14 +7,16 @@ from casstrace.analyses import amplification as amp
 from casstrace.analyses import causes
 from casstrace.analyses import nodes as cluster_nodes
 from casstrace.analyses.access import access_patterns
+from casstrace.analyses.attribution import execution_shares
 from casstrace.analyses.file_io import file_io, group_by_sstable
 from casstrace.analyses.findings import FindingContext, live_rows, trace_counts
-from casstrace.analyses.model import Analysis, Execution, NecessaryRead
+from casstrace.analyses.model import Amplification, Analysis, Execution, NecessaryRead
 from casstrace.analyses.necessary import against_necessary, necessary_read
 from casstrace.analyses.profile import evidence as profile_evidence
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
+from casstrace.analyses.units import human_bytes
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
 from casstrace.traces import Trace, queries
 from casstrace.traces.capabilities import Capability
@@ -56,7 +58,8 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         sorted(set(window_ids) | {row.window_id for row in execution_rows if row.window_id is not None}),
         data,
     )
-    executions = amp.execution_results(trace, execution_rows, data, read)
+    shares = execution_shares(trace, data)  # each traced execution's own threads' reads
+    executions = amp.execution_results(trace, execution_rows, data, read, shares)
     measured = [e for e in executions if e.kind == "measured"]
     warmup = amp.warmup(trace, execution_rows, data, read)
 
@@ -64,7 +67,9 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     wire = _sum_or_none([e.wire_bytes for e in measured]) if measured else None
     if wire is None:
         wire = amp.client_wire_bytes(trace, window_ids)
-    overall = amp.amplification(trace, window_ids, data, payload_bytes=payload, wire_bytes=wire, read=read)
+    overall = amp.amplification(
+        trace, window_ids, data, payload_bytes=payload, wire_bytes=wire, read=read, shares=shares
+    )
 
     cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
     disk_access_mode = cassandra.get("disk_access_mode")
@@ -151,7 +156,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     return Analysis(
         trace_path=str(trace.path),
         complete=trace.complete,
-        warnings=_warnings(trace, executions),
+        warnings=_warnings(trace, executions) + busy_warning(overall, data_label),
         measures={name: trace.measured(name) for name in MEASURE_NAMES},
         query=meta.get("query"),
         keyspace=keyspace,
@@ -177,6 +182,20 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         min_excess=rule.min_excess,
         latency_notes=found.notes,
     )
+
+
+def busy_warning(overall: Amplification, data_label: str) -> list[str]:
+    """One line when other requests touched the node while the query ran."""
+    busy = overall.busy
+    if busy is None or not busy.busy_executions:
+        return []
+    requests = f"{busy.other_requests:,} requests of other clients, " if busy.other_requests else ""
+    return [
+        f"BUSY NODE: other requests touched the node during {busy.busy_executions} of {busy.executions} "
+        f"executions ({requests}{human_bytes(busy.table_bytes_by_others)} of {data_label} read by other "
+        f"requests meanwhile, {human_bytes(busy.other_tables_bytes)} of other tables): each execution is "
+        "charged only its own threads' reads."
+    ]
 
 
 def _sum_or_none(values: list[int | None]) -> int | None:

@@ -22,7 +22,7 @@ from casstrace.analyses.query import parse_select
 from casstrace.traces import Trace, queries
 from casstrace.traces.queries import ReadCall
 from casstrace.traces.schema import PAGE_BYTES
-from casstrace.traces.sstable_names import SSTableName
+from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
 SLACK_SLOTS = 1  # slots claimed either side of a session's events on a thread
 # A logged read this close outside a session's events may be its own: the events' times are known
@@ -56,6 +56,12 @@ class SlotIO:
         per slot, so the fills outside the syscalls' pages are estimated as the fills past the bytes they
         returned, and no mapped page touched is any thread's (the watch shows them per table)."""
         return data_read(self.read_bytes, max(0, self.cache_miss_pages * PAGE_BYTES - self.read_bytes))
+
+
+@dataclass(frozen=True)
+class _Statement:
+    session: int
+    statement: str
 
 
 class TracedStatement(Protocol):
@@ -221,3 +227,123 @@ def serving_threads(trace: Trace) -> dict[int, list[Span]]:
         if span.session in sessions:
             served[sessions[span.session]].append(span)
     return {execution: sorted(spans, key=lambda s: s.first_ns) for execution, spans in served.items()}
+
+
+@dataclass(frozen=True)
+class ExecutionShare:
+    """One measured execution of a run, charged by thread: what the threads that served it read of
+    the queried table's Data files while they served it, and what the node read meanwhile in its
+    window for other requests (never added to the execution's figures)."""
+
+    execution: int
+    window_id: int
+    syscall_bytes: int  # what its threads' read syscalls returned
+    fill_outside_syscall_bytes: int  # page-cache fills of its threads beyond what their reads returned
+    cache_miss_bytes: int  # every page-cache fill of its threads
+    files: frozenset[int]  # the Data files its threads read
+    table_bytes: int  # the queried table's Data bytes every thread read in the window
+    other_tables_bytes: int  # other tables' SSTable bytes read in the window (by any thread)
+    other_requests: int | None  # the node's other clients' requests around the window (None: not measured)
+    sessions: int  # its traced sessions found (one a page)
+
+    @property
+    def data_read_bytes(self) -> int:
+        return data_read(self.syscall_bytes, self.fill_outside_syscall_bytes)
+
+    @property
+    def others_table_bytes(self) -> int:
+        """The queried table's Data bytes read in the window by threads not serving it."""
+        return max(0, self.table_bytes - self.data_read_bytes)
+
+    @property
+    def busy(self) -> bool:
+        """Other requests touched the node in the window: by its own count, or by what other threads read."""
+        return bool(self.others_table_bytes or self.other_tables_bytes or self.other_requests)
+
+
+@dataclass
+class _RunJoin:
+    sessions: list[_Statement]
+    spans: list[Span]
+    thread_io: list[SlotIO]
+    sstables: dict[int, SSTableName]
+    capture_start_ns: int
+    slot_ns: int
+    calls: list[ReadCall] | None
+
+
+def execution_shares(trace: Trace, data: dict[int, SSTableName]) -> dict[int, ExecutionShare]:
+    """window_id -> each measured execution's share of the reads of `data` (the queried table's Data
+    files) in its window, for a run trace whose executions were traced and whose probes counted per
+    thread; {} for any other trace (its executions are charged by window)."""
+    sessions = queries.execution_sessions(trace)
+    slot_ns = trace.meta.get("thread_slot_ns")
+    if not sessions or not slot_ns:
+        return {}
+    sstables = {
+        file_id: name for file_id, path in queries.file_paths(trace, "file") if (name := parse_sstable_path(path))
+    }
+    statements = {r.session: r.statement for r in queries.statement_sessions(trace) if r.session in sessions}
+    logged_all = not trace.meta.get("unstreamed_events") and not trace.meta.get("lost_events")
+    join = _RunJoin(
+        sessions=[_Statement(session, statement) for session, statement in statements.items()],
+        spans=[span for span in slot_spans(trace) if span.session in sessions],
+        thread_io=slot_io(trace),
+        sstables=sstables,
+        capture_start_ns=trace.meta["capture_start_ns"],
+        slot_ns=slot_ns,
+        calls=[call for call in queries.read_calls(trace) if call.file_id in sstables] if logged_all else None,
+    )
+    claimed, _ = attribute(join)
+    bounds = queries.window_bounds(trace)
+    windows = {
+        row.execution: row for row in queries.executions(trace) if row.kind == "measured" and row.window_id in bounds
+    }
+    # Each slot in the window it starts in: the windows of a run are milliseconds apart at least.
+    starts = sorted((bounds[row.window_id][0], row.window_id) for row in windows.values() if row.window_id is not None)
+    in_window: dict[int, list[SlotIO]] = defaultdict(list)
+    for slot_row in join.thread_io:
+        at = join.capture_start_ns + slot_row.slot * slot_ns
+        index = bisect.bisect_right(starts, (at, float("inf"))) - 1
+        if index >= 0 and at < bounds[starts[index][1]][1]:
+            in_window[starts[index][1]].append(slot_row)
+    claims: dict[int, list[dict[int, list[float]]]] = defaultdict(list)
+    found: dict[int, int] = defaultdict(int)
+    for session, execution in sessions.items():
+        claims[execution].append(claimed.get(session, {}))
+        found[execution] += 1
+    shares = {}
+    for execution, row in windows.items():
+        assert row.window_id is not None
+        figures = [0.0, 0.0, 0.0]
+        files = set()
+        for claim in claims.get(execution, []):
+            for file_id, (data_read, syscall, cache) in claim.items():
+                if file_id in data:
+                    figures = [figures[0] + data_read, figures[1] + syscall, figures[2] + cache]
+                    files.add(file_id)
+        slots = in_window.get(row.window_id, [])
+        shares[row.window_id] = ExecutionShare(
+            execution=execution,
+            window_id=row.window_id,
+            syscall_bytes=round(figures[1]),
+            fill_outside_syscall_bytes=round(figures[0] - figures[1]),
+            cache_miss_bytes=round(figures[2]),
+            files=frozenset(files),
+            table_bytes=sum(slot.data_read_bytes for slot in slots if slot.file_id in data),
+            other_tables_bytes=sum(
+                slot.data_read_bytes
+                for slot in slots
+                if slot.file_id in sstables
+                and slot.file_id not in data
+                and not _same_table(sstables[slot.file_id], data)
+            ),
+            other_requests=row.other_requests,
+            sessions=found.get(execution, 0),
+        )
+    return shares
+
+
+def _same_table(name: SSTableName, data: dict[int, SSTableName]) -> bool:
+    """A component of the queried table (its Data, its index files): not another table's."""
+    return any(name.keyspace == d.keyspace and name.table == d.table for d in data.values())

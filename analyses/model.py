@@ -120,6 +120,22 @@ class SyscallLatency:
 
 
 @dataclass
+class Busy:
+    """What else the node read while the executions an amplification covers ran, for a run whose
+    executions were charged by thread (analyses.attribution): never part of the query's figures."""
+
+    executions: int  # executions charged by thread
+    busy_executions: int  # of which other requests touched the node in the window
+    other_requests: int | None  # requests of the node's other clients around the windows (None: not measured)
+    table_bytes_by_others: int  # the queried table's Data bytes other threads read in the windows
+    other_tables_bytes: int  # other tables' SSTable bytes read in the windows
+    attributed_share: float | None  # of the queried table's Data bytes read in the windows, the query's threads' share
+    # mapped pages of the Data files touched in busy windows: per process, no thread to charge, so in no
+    # figure (None: mapped pages not measured)
+    mapped_unattributed_bytes: int | None
+
+
+@dataclass
 class Amplification:
     """Bytes read from the queried table's data files against the bytes the query returned."""
 
@@ -150,6 +166,7 @@ class Amplification:
     # (None: no model of the result's read: no query or table, no payload or rows)
     necessary_bytes: int | None = None
     over_necessary: float | None = None  # data_read_bytes / necessary_bytes: the verdict's figure
+    busy: Busy | None = None  # what other requests read meanwhile (None: the windows' reads were charged whole)
 
 
 @dataclass(frozen=True)

@@ -285,6 +285,20 @@ class NodeSession:
             addresses.add((normalize_ip(ip), port))
         return addresses
 
+    def other_clients_requests(self, own: set[tuple[str, int]]) -> int | None:
+        """Requests the node's client connections other than `own` (this client's: client_addresses)
+        have made so far, by the node's own count (system_views.clients, Cassandra 4.0+; a virtual
+        table, read on the node this session talks to). None where the node cannot say."""
+        pool = next(iter(self.session.get_pools()), None)
+        try:
+            rows = self.session.execute(
+                "SELECT address, port, request_count FROM system_views.clients",
+                host=pool.host if pool is not None else None,
+            )
+        except Exception:  # no such table (3.x), no permission on it: not measured, not 0
+            return None
+        return sum(row.request_count or 0 for row in rows if (normalize_ip(str(row.address)), row.port) not in own)
+
     def close(self) -> None:
         self.cluster.shutdown()
 

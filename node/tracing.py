@@ -18,6 +18,7 @@ is given (a packaged node's `nodetool`, perhaps with credentials in its own conf
 import calendar
 import shutil
 import statistics
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ EXECUTE_REQUESTS = ("Execute CQL3 query", "Execute CQL3 prepared query")
 UUID_EPOCH_100NS = 0x01B21DD213814000  # 1582-10-15 to 1970-01-01 in a version-1 UUID's 100 ns units
 MS_NS = 1_000_000
 EVENTS_PER_QUERY = 100  # sessions per `session_id IN (...)` read of the events
+TRACE_WAIT_S = 5.0  # for the node to finish writing a session casstrace traced
+TRACE_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -254,7 +257,12 @@ def read_sessions(
                 sstables_merged=None,
             )
         )
-    by_id = {s.session_id: s for s in wanted}
+    _read_events(session, {s.session_id: s for s in wanted})
+    return wanted
+
+
+def _read_events(session: Any, by_id: dict[str, SampledSession]) -> None:
+    """Each session's events from system_traces.events (EVENTS_PER_QUERY sessions a read)."""
     for batch in _batches(list(by_id), EVENTS_PER_QUERY):
         events: dict[str, list[tuple[int, int, str, str]]] = {key: [] for key in batch}
         rows = session.execute(
@@ -267,7 +275,41 @@ def read_sessions(
             )
         for key, session_events in events.items():
             add_events(by_id[key], session_events)
-    return wanted
+
+
+def traced_sessions(
+    session: Any, session_ids: list[str], statement: str, wait_s: float = TRACE_WAIT_S
+) -> list[SampledSession]:
+    """The sessions of requests casstrace itself traced (its run's executions), by id, with their
+    events: `statement` is what casstrace ran (normalized). The node writes a session's records after
+    answering: a session not finished yet is waited for up to `wait_s`, then left out."""
+    found: dict[str, SampledSession] = {}
+    deadline = time.monotonic() + wait_s
+    while True:
+        missing = [key for key in session_ids if key not in found]
+        for batch in _batches(missing, EVENTS_PER_QUERY):
+            for row in session.execute(
+                "SELECT session_id, started_at, duration, parameters, client FROM system_traces.sessions"
+                f" WHERE session_id IN ({', '.join(batch)})"
+            ):
+                if row.started_at is None or row.duration is None:
+                    continue
+                found[str(row.session_id)] = SampledSession(
+                    session_id=str(row.session_id),
+                    statement=statement,
+                    consistency=(row.parameters or {}).get("consistency_level"),
+                    client=str(row.client) if row.client is not None else None,
+                    started_ns=_unix_ns(row.started_at),
+                    duration_ns=row.duration * 1000,
+                    live_rows=None,
+                    tombstone_cells=None,
+                    sstables_merged=None,
+                )
+        if len(found) == len(session_ids) or time.monotonic() >= deadline:
+            break
+        time.sleep(TRACE_POLL_S)
+    _read_events(session, found)
+    return [found[key] for key in session_ids if key in found]
 
 
 def add_events(sampled: SampledSession, events: list[tuple[int, int, str, str]]) -> None:

@@ -8,6 +8,13 @@ own capture window, so every byte the probes see is attributed to one execution 
 between them. The driver's query tracing makes the node write to system_traces, so it runs once
 more after the measured executions, in a 'tracing' window of its own, and its system_traces
 records are fetched after the capture stops.
+
+A node may serve other clients meanwhile: their reads fall in the same windows. So each measured
+execution is traced too (its session's events say which threads served it, and when), the probes
+count every thread's file bytes per 1 ms slot, and the analysis charges an execution only its own
+threads' reads (analyses.attribution, the join `casstrace watch` uses). The node's own count of its
+other clients' requests (system_views.clients) is read before and after each measured window.
+The tracing's writes to system_traces are writes of another table: no read of the queried one.
 """
 
 import itertools
@@ -26,7 +33,7 @@ from cassandra.query import PreparedStatement
 from casstrace.errors import CasstraceError
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
-from casstrace.node.jvm import cassandra_at, find_cassandra, serving_jvms
+from casstrace.node.jvm import ThreadIds, cassandra_at, find_cassandra, java_thread_ids, serving_jvms
 from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, Paging, paging, query_shape
 from casstrace.node.query import (
@@ -38,17 +45,18 @@ from casstrace.node.query import (
     query_traces,
 )
 from casstrace.node.replicas import replica_set
-from casstrace.node.statements import read_only_statement
-from casstrace.node.tracing import nodetool_for
+from casstrace.node.statements import normalize, read_only_statement
+from casstrace.node.tracing import SampledSession, nodetool_for, traced_sessions
 from casstrace.orchestration.agents import AgentsCapture, AgentsResult, TableRef
 from casstrace.orchestration.targets import PlannedNode, RemoteSettings, plan_nodes
+from casstrace.orchestration.watcher import clock_offset_ns, session_rows
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
-from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend, backend, backends_with
+from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend, backend, backends_with, run_thread_slot_ns
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.jvm.java_stacks import ProfiledWindows
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
-from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, Windows, WindowSource
+from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, CaptureOptions, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.terminal import warn
 from casstrace.traces import TraceWriter
@@ -88,6 +96,8 @@ class Execution:
     window_id: int
     result: QueryResult | None = None
     error: str | None = None
+    # requests of the node's other clients around its window (measured executions; None: not measured)
+    other_requests: int | None = None
 
 
 def default_trace_path(query: str, now: datetime | None = None) -> Path:
@@ -228,16 +238,24 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         try:
             if agents is None:
                 assert process is not None
-                capture = capture_factory(process.pid, extra_dirs=cassandra["data_file_directories"])
+                thread_slot_ns = run_thread_slot_ns(capture_factory.capabilities)
+                capture = capture_factory(
+                    process.pid,
+                    extra_dirs=cassandra["data_file_directories"],
+                    options=CaptureOptions(thread_slot_ns=thread_slot_ns) if thread_slot_ns else None,
+                )
         except BaseException:
             writer.discard()
             raise
         executions: list[Execution] = []
         query_trace: list[QueryTraceSession] = []
+        served: list[tuple[int, SampledSession]] = []  # (execution, its traced session), one a page
+        thread_ids = ThreadIds()
+        own_connections = node.client_addresses()
 
         def body(windows: Windows) -> str | None:
             with phases("run the query"):
-                return _execute_all(windows, cold, node, prepared, options, pages, executions)
+                return _execute_all(windows, cold, node, prepared, options, pages, executions, own_connections)
 
         def collect(interrupted: bool) -> None:
             """Cassandra's own trace of the tracing execution, once the probes are off the node (not
@@ -249,6 +267,14 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                         query_trace.extend(query_traces(tracing.result))
                 except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
                     warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
+            if agents is None and process is not None and not interrupted:
+                try:
+                    with phases("read the executions' threads"):
+                        served.extend(_serving_sessions(node, executions, query))
+                        thread_ids.add(java_thread_ids(process.pid))
+                except Exception as error:  # the reads stay charged by window: said in the report
+                    warn(f"the threads that served each execution could not be read ({error})")
+                    served.clear()
 
         def annotate(writer: TraceWriter) -> None:
             if cold is not None:
@@ -273,6 +299,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 },
             )
             _write_executions(writer, executions, node.client_addresses())
+            if served:
+                _write_serving(writer, served, thread_ids)
 
         return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate, phases=phases)
 
@@ -375,6 +403,7 @@ def _execute_all(
     options: RunOptions,
     pages: Paging,
     executions: list[Execution],
+    own_connections: set[tuple[str, int]],
 ) -> str | None:
     """Run warmups, measured executions and the tracing execution, each in its own window, adding
     each to `executions` as it starts. Returns why the run stopped early, or None. A failed
@@ -389,17 +418,24 @@ def _execute_all(
                     cold.before_execution()
                 except CasstraceError as error:
                     return f"execution {number} could not be made cold: {error}"
+            # The node's count of its other clients' requests, read in the gaps either side (a measured
+            # execution's only: what it is charged depends on whether the node was busy).
+            before = node.other_clients_requests(own_connections) if kind == "measured" else None
             window_id = windows.begin_window(WINDOW_LABELS[kind], execution=number)
             execution = Execution(number, kind, window_id)
             executions.append(execution)
             try:
+                # Traced: its session's events say which threads served it (a tracing window's, the node's story).
                 execution.result = execute(
-                    node.session, prepared, options.consistency, pages.page_size, trace=(kind == "tracing")
+                    node.session, prepared, options.consistency, pages.page_size, trace=kind != "warmup"
                 )
             except Exception as error:
                 execution.error = execution_failure(error)
             finally:
                 windows.begin_window(GAP_WINDOW)
+            after = node.other_clients_requests(own_connections) if before is not None else None
+            if before is not None and after is not None:
+                execution.other_requests = max(0, after - before)  # a connection closed meanwhile: its count gone
             if execution.error:
                 return f"execution {number} failed: {execution.error}"
     except KeyboardInterrupt:
@@ -442,4 +478,26 @@ def _write_executions(writer: TraceWriter, executions: list[Execution], client_a
             pages=result.pages if result else None,
             error=execution.error,
             coordinator=result.coordinator if result else None,
+            other_requests=execution.other_requests,
         )
+
+
+def _serving_sessions(node: NodeSession, executions: list[Execution], query: str) -> list[tuple[int, SampledSession]]:
+    """Each measured execution's traced sessions (one a page), with the threads that served it."""
+    ids: list[tuple[int, str]] = []
+    for execution in executions:
+        if execution.kind == "measured" and execution.result is not None and execution.result.result_set is not None:
+            future = execution.result.result_set.response_future
+            ids += [(execution.execution, str(trace_id)) for trace_id in future.get_query_trace_ids()]
+    found = {s.session_id: s for s in traced_sessions(node.session, [key for _, key in ids], normalize(query))}
+    return [(execution, found[key]) for execution, key in ids if key in found]
+
+
+def _write_serving(writer: TraceWriter, served: list[tuple[int, SampledSession]], thread_ids: ThreadIds) -> None:
+    """The executions' traced sessions, each linked to its execution, and where they ran."""
+    sessions, spans = session_rows([session for _, session in served], thread_ids, clock_offset_ns())
+    for row, (execution, _) in zip(sessions, served, strict=True):
+        row["execution"] = execution
+    writer.add_statement_sessions(sessions)
+    writer.add_session_threads(spans)
+    writer.add_threads(thread_ids.names())

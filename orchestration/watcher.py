@@ -175,7 +175,7 @@ def watch(
         def write_interval(until_ns: int) -> int:
             """The interval that ends at `until_ns` (the capture's clock), as a trace of its own; returns
             its end in Unix ns, where the next one starts."""
-            offset = _clock_offset_ns()
+            offset = clock_offset_ns()
             since, until = intervals.since_ns or span[0], until_ns + offset
             stretch = capture.take_slots(until_ns, WATCH_WINDOW)
             sessions = read_sessions(node.session, since, until - 1, intervals.seen, ignore=is_own_statement)
@@ -357,7 +357,7 @@ def live_figures(
                 "cache_miss_pages": cache_pages,
             }
         )
-    sessions, spans = session_rows(sampled, thread_ids, _clock_offset_ns())
+    sessions, spans = session_rows(sampled, thread_ids, clock_offset_ns())
     return LiveSnapshot(
         sessions=sessions,
         spans=spans,
@@ -419,7 +419,7 @@ def _write(
     data_dirs: list[str],
 ) -> None:
     """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch."""
-    offset = _clock_offset_ns()
+    offset = clock_offset_ns()
     writer.set_meta(clock_offset_ns=offset)
     writer.add_threads(thread_ids.names())  # full names, where /proc cuts them
     sessions, spans = session_rows(sampled, thread_ids, offset)
@@ -466,5 +466,5 @@ def _thread_ids_now(pid: int) -> dict[str, int]:
         return {}
 
 
-def _clock_offset_ns() -> int:
+def clock_offset_ns() -> int:
     return time.time_ns() - time.monotonic_ns()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from casstrace.errors import CasstraceError
 from casstrace.traces.capabilities import Capability, recorded
+from casstrace.traces.schema import THREAD_SLOT_NS
 
 if TYPE_CHECKING:
     from casstrace.probes.protocol import Capture, CaptureOptions
@@ -46,7 +47,8 @@ class Backend(ABC):
         options: "CaptureOptions | None" = None,
         prepared: Preparation | None = None,
     ) -> "Capture":
-        """A capture of `pid`; `prepared`: what prepare() returned, for a capture with the default options."""
+        """A capture of `pid`; `prepared`: what prepare() returned, for a capture with the options it
+        was prepared for."""
         missing = options.needs() - self.capabilities if options is not None else set()
         if missing:
             raise ValueError(f"the {self.name} backend cannot {', '.join(sorted(c.value for c in missing))}")
@@ -62,8 +64,9 @@ class Backend(ABC):
         prepared: Preparation | None,
     ) -> "Capture": ...
 
-    def prepare(self) -> Preparation | None:
-        """Begin what takes long before the process is known (None: nothing does)."""
+    def prepare(self, thread_slot_ns: int = 0) -> Preparation | None:
+        """Begin what takes long before the process is known, for a capture asking only `thread_slot_ns`
+        of CaptureOptions (None: nothing takes long)."""
         return None
 
     def meta(self) -> dict[str, Any]:
@@ -104,12 +107,11 @@ class _Bcc(Backend):
             thread_slot_ns=options.thread_slot_ns,
         )
 
-    def prepare(self) -> Preparation:
-        """Compile the BPF program (seconds of one core, the longest part of `casstrace run`), for the
-        default options."""
-        from casstrace.probes.bcc.bcc_capture import ProgramBuild
+    def prepare(self, thread_slot_ns: int = 0) -> Preparation:
+        """Compile the BPF program (seconds of one core, the longest part of `casstrace run`)."""
+        from casstrace.probes.bcc.bcc_capture import ProgramBuild, ProgramOptions
 
-        return ProgramBuild()
+        return ProgramBuild(ProgramOptions(thread_slot_ns=thread_slot_ns))
 
 
 class _Sysdig(Backend):
@@ -145,6 +147,12 @@ def backend(name: str) -> Backend:
         raise CasstraceError(f"no capture backend named {name!r}", f"choose one of: {', '.join(BACKENDS)}") from None
 
 
+def run_thread_slot_ns(capabilities: frozenset[Capability]) -> int:
+    """The per-thread slot `casstrace run` asks of a backend (CaptureOptions.thread_slot_ns), so each
+    execution is charged only its own threads' reads (analyses.attribution); 0 where it cannot count."""
+    return THREAD_SLOT_NS if Capability.THREAD_IO in capabilities else 0
+
+
 def backends_with(capability: Capability) -> list[str]:
     """The names of the backends that have `capability` (for a refusal's fix)."""
     return [name for name, found in BACKENDS.items() if capability in found.capabilities]
@@ -157,7 +165,8 @@ class StartedBackend:
     def __init__(self, factory: Backend):
         self.factory = factory
         self.capabilities = factory.capabilities
-        self._prepared = factory.prepare()
+        self.thread_slot_ns = run_thread_slot_ns(factory.capabilities)  # prepared for what `run` asks
+        self._prepared = factory.prepare(self.thread_slot_ns)
 
     def __call__(
         self,
@@ -167,10 +176,11 @@ class StartedBackend:
         stream_limit: int | None = None,
         options: "CaptureOptions | None" = None,
     ) -> "Capture":
-        if self._prepared is None or stream_limit is not None or options is not None:  # prepared for the defaults
+        asked = (options.command, options.thread_slot_ns) if options is not None else (None, 0)
+        if self._prepared is None or stream_limit is not None or asked != (None, self.thread_slot_ns):
             return self.factory(pid, extra_dirs=extra_dirs, stream_limit=stream_limit, options=options)
         prepared, self._prepared = self._prepared, None
-        return self.factory(pid, extra_dirs=extra_dirs, prepared=prepared)
+        return self.factory(pid, extra_dirs=extra_dirs, options=options, prepared=prepared)
 
     def release(self, wait: bool = False) -> None:
         """Give up the preparation if no capture took it; `wait`: until none of it runs any more (a run

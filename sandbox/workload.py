@@ -1,4 +1,4 @@
-"""A bounded background workload on a sandbox node: statements at fixed rates, ending by itself.
+"""Bounded background workloads on a sandbox node: statements at fixed rates, ending by themselves.
 
 For `casstrace watch` to have something to find (its tests, its overhead benchmark): each statement
 runs on its own thread, one request at a time, started on a fixed schedule (a late start does not
@@ -6,8 +6,10 @@ make the next ones come faster), until the duration is over. Each records what i
 many ran, how long each took as the client saw it, how many failed.
 """
 
+import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,3 +87,143 @@ class Workload:
             load.latencies_s.append(time.monotonic() - began)
             # Late beyond the next start: skip the starts already missed rather than burst.
             number = max(number, int((time.monotonic() - self.started) / interval))
+
+
+class BackgroundReads:
+    """Another client's reads of many keys at a fixed rate, asynchronously (the driver's execute_async,
+    at most `in_flight` at a time), ending by itself after `duration_s` or at stop(): the traffic of a
+    node that serves other clients while casstrace measures one query. Give it a session of its own
+    (a Cluster of its own): the node then counts its requests as another client's."""
+
+    def __init__(
+        self,
+        session: Any,
+        cql: str,
+        keys: list[tuple],
+        rate_per_s: float,
+        duration_s: float,
+        in_flight: int = 32,
+    ):
+        if rate_per_s <= 0 or not keys:
+            raise ValueError("a background load needs a positive rate and keys to read")
+        self.session = session
+        self.cql = cql
+        self.keys = keys
+        self.rate_per_s = rate_per_s
+        self.duration_s = duration_s
+        self.in_flight = in_flight
+        self.completed = 0
+        self.errors = 0
+        self.skipped = 0  # starts due while `in_flight` requests were still out
+        self.started: float | None = None
+        self.ended: float | None = None
+        self._outstanding = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "BackgroundReads":
+        statement = self.session.prepare(self.cql)
+        self.started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, args=(statement,), name="background-reads", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> "BackgroundReads":
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        deadline = time.monotonic() + 5.0
+        while self._outstanding and time.monotonic() < deadline:  # the last requests' answers
+            time.sleep(0.01)
+        self.ended = time.monotonic()
+        return self
+
+    def __enter__(self) -> "BackgroundReads":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def achieved_rate(self) -> float:
+        """Requests answered per second, over the load's life so far."""
+        if self.started is None:
+            return 0.0
+        return self.completed / max(1e-9, (self.ended or time.monotonic()) - self.started)
+
+    def _done(self, _: object) -> None:
+        with self._lock:
+            self._outstanding -= 1
+            self.completed += 1
+
+    def _failed(self, _: object) -> None:
+        with self._lock:
+            self._outstanding -= 1
+            self.errors += 1
+
+    def _run(self, statement: Any) -> None:
+        assert self.started is not None
+        interval = 1 / self.rate_per_s
+        number = 0
+        while not self._stop.is_set():
+            due = self.started + number * interval
+            if due - self.started >= self.duration_s:
+                return
+            now = time.monotonic()
+            if due > now:
+                self._stop.wait(due - now)
+                continue
+            with self._lock:
+                room = self._outstanding < self.in_flight
+                if room:
+                    self._outstanding += 1
+            if room:
+                future = self.session.execute_async(statement, self.keys[number % len(self.keys)])
+                future.add_callbacks(self._done, self._failed)
+            else:
+                self.skipped += 1
+            number += 1
+
+
+@dataclass(frozen=True)
+class PointTable:
+    """A table of `rows` rows of `value_bytes` random bytes by key, LZ4 in 16 KiB chunks, flushed to
+    one SSTable: a point read of it needs one chunk and the index (issue 32's table, smaller)."""
+
+    keyspace: str
+    table: str = "kv"
+    rows: int = 5_000
+    value_bytes: int = 2_000
+
+    @property
+    def name(self) -> str:
+        return f"{self.keyspace}.{self.table}"
+
+    def point_query(self, key: int) -> str:
+        return f"SELECT v FROM {self.name} WHERE pk = {key}"
+
+    def keys_except(self, key: int) -> list[tuple]:
+        """Every other key, as bound values for `SELECT v FROM {name} WHERE pk = ?`."""
+        return [(other,) for other in range(self.rows) if other != key]
+
+    def ensure(self, session: Any, flush: Callable[[str, str], None]) -> None:
+        """Create and fill it unless it holds its rows already; `flush(keyspace, table)` (nodetool)."""
+        from cassandra.concurrent import execute_concurrent_with_args
+
+        session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace}"
+            " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
+        session.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.name} (pk int PRIMARY KEY, v blob)"
+            " WITH compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 16}"
+        )
+        if session.execute(f"SELECT pk FROM {self.name} WHERE pk = {self.rows - 1}").one() is not None:
+            return
+        generator = random.Random(32)
+        insert = session.prepare(f"INSERT INTO {self.name} (pk, v) VALUES (?, ?)")
+        execute_concurrent_with_args(
+            session, insert, [(key, generator.randbytes(self.value_bytes)) for key in range(self.rows)], concurrency=32
+        )
+        flush(self.keyspace, self.table)

@@ -14,6 +14,7 @@ dataclasses. Every function takes the open Trace first; `window_ids` / `file_ids
   file_paths(kind)                list[FilePath]        (file_id, path) of the files of that kind
   file_sizes()                    dict[file_id, size_bytes | None]
   window_ids()                    list[int]             every window, in order
+  window_bounds()                 dict[window_id, (start_ns, end_ns)]
   executions()                    list[ExecutionRecord] the executions table, in order (coordinator
                                                         None before format 3)
   nodes()                         list[NodeRecord]      format-3 nodes rows ([] before, or none)
@@ -340,6 +341,14 @@ def file_paths(trace: Trace, kind: str = "file") -> list[FilePath]:
 
 def file_sizes(trace: Trace) -> dict[int, int | None]:
     return dict(_fetch(trace, "SELECT file_id, size_bytes FROM files"))
+
+
+def window_bounds(trace: Trace) -> dict[int, tuple[int, int]]:
+    """window_id -> (start_ns, end_ns)."""
+    return {
+        window_id: (start, end)
+        for window_id, start, end in _fetch(trace, "SELECT window_id, start_ns, end_ns FROM windows")
+    }
 
 
 def window_ids(trace: Trace) -> list[int]:

@@ -1,0 +1,96 @@
+"""`casstrace run` on a node that serves other clients: bytes per execution and verdict of a point
+read as the background rate grows, and what charging each execution by thread costs the run
+(prints figures; not a test).
+
+    .venv/bin/python benchmarks/run_busy_node.py --port 9042 [--rates 0,100,300,1000] [--repeat 20]
+
+The table: casstrace_busy.kv (sandbox.workload.PointTable: 5,000 rows of 2,000 B by key, LZ4 in
+16 KiB chunks, one SSTable). The background: another client (a Cluster of its own) reading every
+other key of the table at each rate with the driver's async API (sandbox.workload.BackgroundReads),
+started a second before the run and stopped after it; its achieved rate is printed. Per rate: run's
+Data bytes per execution, its verdict, the bytes read by other requests meanwhile, the share of the
+windows' reads of the table charged to the query, run's turnaround (its call, probes compiled
+included) and the node JVM's CPU seconds during it. The 1-minute load average is printed beside:
+on a shared machine, say so with the figures.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from casstrace.analyses.analysis import analyse
+from casstrace.node.connection import ConnectionSettings
+from casstrace.node.jvm import find_cassandra
+from casstrace.node.tracing import nodetool_for
+from casstrace.orchestration.runner import RunOptions, run
+from casstrace.sandbox.workload import BackgroundReads, PointTable
+from figures import process_cpu_ns, report
+
+TABLE = PointTable("casstrace_busy")
+KEY = 4242
+LEAD_S = 1.0  # the background runs this long before the run starts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9042)
+    parser.add_argument("--rates", default="0,100,300,1000")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--out", default="/tmp/casstrace-run-busy")
+    args = parser.parse_args()
+    from cassandra.cluster import Cluster
+
+    process = find_cassandra(None, native_port=args.port)
+    nodetool = nodetool_for(process)
+    cluster = Cluster([args.host], port=args.port)
+    session = cluster.connect()
+    TABLE.ensure(session, lambda keyspace, table: nodetool.run("flush", keyspace, table) and None)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    print(f"load average (1, 5, 15 min): {os.getloadavg()}", flush=True)
+    for rate in (float(r) for r in args.rates.split(",")):
+        load = BackgroundReads(
+            session, f"SELECT v FROM {TABLE.name} WHERE pk = ?", TABLE.keys_except(KEY), rate or 1, 3600
+        )
+        if rate:
+            load.start()
+            time.sleep(LEAD_S)
+        node_cpu, began = process_cpu_ns(process.pid), time.monotonic()
+        path = run(
+            RunOptions(
+                query=TABLE.point_query(KEY),
+                connection=ConnectionSettings(host=args.host, port=args.port),
+                repeat=args.repeat,
+                out=Path(args.out) / f"rate-{int(rate)}.trace",
+                force=True,
+            )
+        )
+        turnaround, node_cpu_s = time.monotonic() - began, (process_cpu_ns(process.pid) - node_cpu) / 1e9
+        if rate:
+            load.stop()
+        analysis = analyse(path)
+        executions = max(1, len([e for e in analysis.executions if e.kind == "measured"]))
+        busy = analysis.overall.busy
+        per_execution = analysis.overall.data_read_bytes / executions
+        name = f"run_busy_{int(rate)}"
+        print(
+            f"rate {rate:g}/s (achieved {load.achieved_rate if rate else 0:.0f}/s, {load.errors} errors): "
+            f"{per_execution / 1024:.1f} KiB per execution, {analysis.verdict.status}; "
+            f"others read {busy.table_bytes_by_others / 1024 if busy else float('nan'):.0f} KiB of the table, "
+            f"share {busy.attributed_share if busy and busy.attributed_share is not None else float('nan'):.2f}, "
+            f"other requests {busy.other_requests if busy else None}; "
+            f"turnaround {turnaround:.2f} s, node CPU {node_cpu_s:.2f} s; load {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
+        report(f"{name}_kib_per_execution", per_execution / 1024)
+        report(f"{name}_achieved_rate", load.achieved_rate if rate else 0)
+        report(f"{name}_turnaround_s", turnaround)
+        report(f"{name}_node_cpu_s", node_cpu_s)
+    cluster.shutdown()
+    print(f"load average (1, 5, 15 min): {os.getloadavg()}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
