@@ -47,7 +47,7 @@ def main() -> None:
     nodetool = nodetool_for(process)
     cluster = Cluster([args.host], port=args.port)
     session = cluster.connect()
-    TABLE.ensure(session, lambda keyspace, table: nodetool.run("flush", keyspace, table) and None)
+    TABLE.ensure(session, lambda keyspace, table: nodetool.run("flush", keyspace, table))
     Path(args.out).mkdir(parents=True, exist_ok=True)
     print(f"load average (1, 5, 15 min): {os.getloadavg()}", flush=True)
     for rate in (float(r) for r in args.rates.split(",")):

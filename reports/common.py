@@ -38,7 +38,19 @@ FILE_COLUMNS = (
     "Coverage",
     "Written",
 )
-EXECUTION_COLUMNS = ("#", "Kind", "Latency", "Rows", "Pages", "Payload", "Wire", "Data read", "Amplification")
+EXECUTION_COLUMNS = (
+    "#",
+    "Kind",
+    "Latency",
+    "Rows",
+    "Pages",
+    "Payload",
+    "Wire",
+    "Data read",
+    "Amplification",
+    "Others read",  # the table's Data bytes other requests read in its window (not in Data read)
+    "Other requests",
+)
 LATENCY_COLUMNS = ("Syscall", "On", "Calls", "p50 ≤", "p90 ≤", "p99 ≤", "max ≤")
 
 
@@ -153,6 +165,8 @@ def execution_row(e: Execution) -> tuple[str, ...]:
         human_bytes(e.wire_bytes) if e.wire_bytes is not None else "—",
         human_bytes(amp.data_read_bytes) if amp else "—",
         ratio(amp.read, "—") if amp else "—",
+        human_bytes(amp.busy.table_bytes_by_others) if amp and amp.busy else "—",
+        f"{amp.busy.other_requests:,}" if amp and amp.busy and amp.busy.other_requests is not None else "—",
     )
 
 
@@ -206,6 +220,7 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
         ("Wire bytes to the client", human_bytes(o.wire_bytes)),
         ("SSTables read", f"{o.sstables_read} ({o.data_files} Data files)"),
     ]
+    items += busy_items(o)
     if analysis.warmup is not None:
         w = analysis.warmup
         items.append(
@@ -216,6 +231,25 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
             )
         )
     return items
+
+
+def busy_items(o: Amplification) -> list[tuple[str, str]]:
+    """How busy the node was (a run whose executions were charged by thread): none otherwise."""
+    busy = o.busy
+    if busy is None:
+        return []
+    share = f"{busy.attributed_share:.0%}" if busy.attributed_share is not None else "— (nothing read)"
+    return [
+        ("Executions charged by thread", f"{busy.executions} ({busy.busy_executions} while other requests ran)"),
+        (
+            "  requests of other clients meanwhile",
+            f"{busy.other_requests:,}" if busy.other_requests is not None else "not measured",
+        ),
+        ("  read by other requests meanwhile (not in the figures)", human_bytes(busy.table_bytes_by_others)),
+        ("  other tables read meanwhile", human_bytes(busy.other_tables_bytes)),
+        ("  share of the table's reads charged to the query", share),
+        ("  mapped pages touched then (no thread to charge)", human_bytes(busy.mapped_unattributed_bytes)),
+    ]
 
 
 def necessary_read(analysis: Analysis) -> str:

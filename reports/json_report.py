@@ -7,6 +7,7 @@ data_read_least_bytes/read_least, carried_by, "fix", "warmup"; measures.mapped.
 Later in version 2: "nodes", "consistency" and files[].node (traces of several nodes, format 3).
 Later in version 2: the necessary read ("necessary", "min_excess", amplification.necessary_bytes and
 .over_necessary: the verdict is against it), findings[].read_after_fix_bytes and .excess_share, "latency_notes".
+Later in version 2: amplification.busy (BUSY, below): how busy the node was while the query ran.
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
@@ -120,7 +121,24 @@ AMPLIFICATION = {
   "carried_by": "read syscalls" | "page-cache fills" | "mapped pages touched" | null,  the measure that saw most
   "data_files": int, "sstables_read": int,
   "necessary_bytes": int | null, the necessary read over the same executions (null: no model)
-  "over_necessary": float | null data_read_bytes / necessary_bytes: the verdict's figure
+  "over_necessary": float | null data_read_bytes / necessary_bytes: the verdict's figure,
+  "busy": BUSY | null            what other requests read meanwhile (null: each window's reads were charged whole:
+                                 a trace without per-thread counts or traced executions)
+}
+
+BUSY = {                         a run on a node that served other requests: each execution traced and charged only
+                                 its own threads' reads (the figures above); what the rest of the node read meanwhile
+  "executions": int,             executions charged by thread
+  "busy_executions": int,        of which other requests touched the node in the window (its count, or other threads' reads)
+  "other_requests": int | null,  requests of the node's other clients around the windows (system_views.clients; null:
+                                 not measured)
+  "table_bytes_by_others": int,  the queried table's Data bytes read by threads that did not serve the query: never in
+                                 the figures above
+  "other_tables_bytes": int,     other tables' SSTable bytes read in the windows
+  "attributed_share": float | null, of the queried table's Data bytes read in the windows, the share the query's own
+                                 threads read (1.0 on an idle node)
+  "mapped_unattributed_bytes": int | null   mapped pages of the Data files touched in busy windows: per process, no
+                                 thread to charge, in no figure; the verdict is undetermined when they could decide it
 }
 A ratio is null when its denominator is 0 or unknown.
 """

@@ -203,11 +203,16 @@ class PointTable:
     def point_query(self, key: int) -> str:
         return f"SELECT v FROM {self.name} WHERE pk = {key}"
 
+    @property
+    def by_key(self) -> str:
+        """The point read with its key bound."""
+        return f"SELECT v FROM {self.name} WHERE pk = ?"
+
     def keys_except(self, key: int) -> list[tuple]:
-        """Every other key, as bound values for `SELECT v FROM {name} WHERE pk = ?`."""
+        """Every other key, as bound values for by_key."""
         return [(other,) for other in range(self.rows) if other != key]
 
-    def ensure(self, session: Any, flush: Callable[[str, str], None]) -> None:
+    def ensure(self, session: Any, flush: Callable[[str, str], object]) -> None:
         """Create and fill it unless it holds its rows already; `flush(keyspace, table)` (nodetool)."""
         from cassandra.concurrent import execute_concurrent_with_args
 

@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -102,9 +103,15 @@ def test_tracing_runs_apart_from_measured_executions(demo_trace):
     measured_end = trace.rows("SELECT max(end_ns) FROM windows WHERE label IN ('warmup', 'execution')")[0][0]
     assert measured_end <= tracing["start_ns"]
     query_trace = trace.meta["query_trace"]
-    # The node recorded trace sessions for the tracing execution's pages and for nothing else.
-    assert {s["session_id"] for s in query_trace} == {str(s) for s in new_sessions}
+    # The node recorded trace sessions for the tracing execution's pages, and each measured
+    # execution's (their threads: analyses.attribution), and for nothing else.
+    measured = trace.rows("SELECT session_id, execution FROM statement_sessions WHERE execution IS NOT NULL")
+    assert {s["session_id"] for s in query_trace} | {s["session_id"] for s in measured} == {
+        str(s) for s in new_sessions
+    }
     assert len(query_trace) == tracing["pages"]
+    pages = {e["execution"]: e["pages"] for e in trace.rows("SELECT * FROM executions WHERE kind = 'measured'")}
+    assert Counter(s["execution"] for s in measured) == pages
     activities = [event["activity"] for session in query_trace for event in session["events"]]
     assert any("sstable" in activity.lower() for activity in activities)
 

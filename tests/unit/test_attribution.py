@@ -1,0 +1,135 @@
+"""run's executions charged by thread (analyses.attribution): a synthetic run trace where another
+thread reads the queried table's Data file in the execution's window, as another client's requests do."""
+
+from casstrace.analyses import analyse
+from casstrace.analyses.attribution import Span, serving_threads
+from casstrace.traces import TraceWriter
+from synthetic_traces import DATA_PATH, DATA_SIZE, START_NS, _base_meta, wide_table_schema
+
+SLOT = 1_000_000
+OWN, OTHERS, OTHER_TABLE = 64 * 1024, 3 * 64 * 1024, 100_000
+OTHER_TABLE_PATH = "/var/lib/cassandra/data/shop/orders-2b81fdb0e66811f19555a79a9024071e/nb-3-big-Data.db"
+
+
+def busy_run(path, *, mapped_touched=None, other_requests=12):
+    """One measured execution (window 2): its thread 101 reads OWN from Data.db in slots 600-603, its
+    session's events there; thread 102 (another client's request) reads OTHERS in slots 600-611 and
+    thread 103 OTHER_TABLE from another table; the window's file_io holds them all."""
+    writer = TraceWriter(path)
+    measures = {"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True}
+    if mapped_touched is not None:
+        measures["mapped"] = True
+    _base_meta(
+        writer,
+        measures=measures,
+        query="SELECT c0 FROM demo.wide WHERE id = 1",
+        keyspace="demo",
+        consistency="ONE",
+        node={"host": "127.0.0.1", "port": 9042, "pid": 4242},
+        cassandra={"release_version": "5.0.9", "disk_access_mode": "mmap", "tables": [wide_table_schema()]},
+        thread_slot_ns=SLOT,
+        unstreamed_events=16,  # the calls go by slot
+    )
+    data = writer.file_id(DATA_PATH, "file", size_bytes=DATA_SIZE, dev=2049, inode=11)
+    other = writer.file_id(OTHER_TABLE_PATH, "file", size_bytes=10 << 20, dev=2049, inode=13)
+    window = writer.add_window("execution", START_NS + 500_000_000, START_NS + 1_500_000_000, execution=1)
+    writer.add_execution(
+        execution=1,
+        kind="measured",
+        window_id=window,
+        rows=1,
+        payload_bytes=100,
+        pages=1,
+        other_requests=other_requests,
+    )
+    writer.add_file_io(
+        [
+            {
+                "window_id": window,
+                "file_id": data,
+                "read_calls": 16,
+                "read_bytes": OWN + OTHERS,
+                "read_requested_bytes": OWN + OTHERS,
+                "cache_miss_pages": 0,
+                "cache_miss_bytes": 0,
+                **({"mapped_touched_bytes": mapped_touched, "mapped_huge_bytes": 0} if mapped_touched else {}),
+            },
+            {"window_id": window, "file_id": other, "read_calls": 1, "read_bytes": OTHER_TABLE},
+        ]
+    )
+    writer.add_coverage(
+        [{"window_id": window, "file_id": data, "source": "syscall", "first_page": 0, "page_count": 64}]
+    )
+    rows = [(101, slot, data, OWN // 4) for slot in range(600, 604)]
+    rows += [(102, slot, data, OTHERS // 12) for slot in range(600, 612)]
+    rows += [(103, 700, other, OTHER_TABLE)]
+    writer.add_thread_io(
+        [
+            {"tid": tid, "slot": slot, "file_id": f, "read_calls": 1, "read_bytes": size, "cache_miss_pages": 0}
+            for tid, slot, f, size in rows
+        ]
+    )
+    writer.add_statement_sessions(
+        [
+            {
+                "session": 1,
+                "session_id": "5a1e",
+                "statement": "SELECT c0 FROM demo.wide WHERE id = ?",
+                "consistency": "ONE",
+                "client": "127.0.0.1",
+                "started_ns": START_NS + 599_000_000,
+                "duration_ns": 6_000_000,
+                "live_rows": 1,
+                "tombstone_cells": 0,
+                "sstables_merged": 1,
+                "execution": 1,
+            }
+        ]
+    )
+    writer.add_session_threads(
+        [
+            {
+                "session": 1,
+                "thread": "ReadStage-1",
+                "tid": 101,
+                "first_ns": START_NS + 600_100_000,
+                "last_ns": START_NS + 603_500_000,
+                "events": 4,
+            }
+        ]
+    )
+    writer.add_threads({101: "ReadStage-1", 102: "ReadStage-2", 103: "ReadStage-3"})
+    return writer.finish()
+
+
+def test_an_execution_is_charged_only_its_own_threads_reads(tmp_path):
+    analysis = analyse(busy_run(tmp_path / "busy.trace"))
+    overall = analysis.overall
+    assert overall.syscall_bytes == overall.data_read_bytes == OWN
+    busy = overall.busy
+    assert busy is not None and (busy.executions, busy.busy_executions) == (1, 1)
+    assert busy.table_bytes_by_others == OTHERS and busy.other_tables_bytes == OTHER_TABLE
+    assert busy.other_requests == 12
+    assert busy.attributed_share == OWN / (OWN + OTHERS)
+    (execution,) = [e for e in analysis.executions if e.kind == "measured"]
+    assert execution.amplification is not None and execution.amplification.data_read_bytes == OWN
+    assert any(warning.startswith("BUSY NODE") for warning in analysis.warnings)
+
+
+def test_the_serving_threads_of_each_execution(tmp_path):
+    from casstrace.traces import Trace
+
+    with Trace(busy_run(tmp_path / "busy.trace")) as trace:
+        assert serving_threads(trace) == {
+            1: [Span(1, "ReadStage-1", 101, START_NS + 600_100_000, START_NS + 603_500_000)]
+        }
+
+
+def test_mapped_pages_touched_while_others_ran_leave_the_verdict_undetermined(tmp_path):
+    # A warm mmap read: the pages touched are per process, so whose they were no measure says.
+    analysis = analyse(busy_run(tmp_path / "busy.trace", mapped_touched=4 << 20))
+    assert analysis.overall.data_read_bytes == OWN  # none of the mapped pages charged
+    assert (
+        analysis.overall.busy is not None and analysis.overall.busy.mapped_unattributed_bytes == (4 << 20) - 64 * 4096
+    )  # beyond the syscall pages
+    assert analysis.verdict.status == "undetermined"
