@@ -52,11 +52,12 @@ def busy_run(path, *, mapped_touched=None, other_requests=12):
                 "read_requested_bytes": OWN + OTHERS,
                 "cache_miss_pages": 0,
                 "cache_miss_bytes": 0,
-                **({"mapped_touched_bytes": mapped_touched, "mapped_huge_bytes": 0} if mapped_touched else {}),
             },
             {"window_id": window, "file_id": other, "read_calls": 1, "read_bytes": OTHER_TABLE},
         ]
     )
+    if mapped_touched is not None:
+        writer.add_mapped_touched([(window, data, mapped_touched, 0)])
     writer.add_coverage(
         [{"window_id": window, "file_id": data, "source": "syscall", "first_page": 0, "page_count": 64}]
     )
