@@ -318,9 +318,9 @@ def execution_shares(trace: Trace, data: dict[int, SSTableName]) -> dict[int, Ex
         figures = [0.0, 0.0, 0.0]
         files = set()
         for claim in claims.get(execution, []):
-            for file_id, (data_read, syscall, cache) in claim.items():
+            for file_id, (read_bytes, syscall, cache) in claim.items():
                 if file_id in data:
-                    figures = [figures[0] + data_read, figures[1] + syscall, figures[2] + cache]
+                    figures = [figures[0] + read_bytes, figures[1] + syscall, figures[2] + cache]
                     files.add(file_id)
         slots = in_window.get(row.window_id, [])
         shares[row.window_id] = ExecutionShare(
