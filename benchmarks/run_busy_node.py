@@ -10,8 +10,9 @@ other key of the table at each rate with the driver's async API (sandbox.workloa
 started a second before the run and stopped after it; its achieved rate is printed. Per rate: run's
 Data bytes per execution, its verdict, the bytes read by other requests meanwhile, the share of the
 windows' reads of the table charged to the query, run's turnaround (its call, probes compiled
-included) and the node JVM's CPU seconds during it. The 1-minute load average is printed beside:
-on a shared machine, say so with the figures.
+included), of which reading the executions' sessions and the JVM's thread names (the join's cost to
+the run), the analysis's time (the join itself), and the node JVM's CPU seconds during the run.
+The 1-minute load average is printed beside: on a shared machine, say so with the figures.
 """
 
 import argparse
@@ -25,12 +26,14 @@ from casstrace.node.connection import ConnectionSettings
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.tracing import nodetool_for
 from casstrace.orchestration.runner import RunOptions, run
+from casstrace.phases import Phases
 from casstrace.sandbox.workload import BackgroundReads, PointTable
 from figures import process_cpu_ns, report
 
 TABLE = PointTable("casstrace_busy")
 KEY = 4242
 LEAD_S = 1.0  # the background runs this long before the run starts
+THREADS_PHASE = "read the executions' threads"  # orchestration.runner's phase: the join's cost to run
 
 
 def main() -> None:
@@ -57,7 +60,7 @@ def main() -> None:
         if rate:
             load.start()
             time.sleep(LEAD_S)
-        node_cpu, began = process_cpu_ns(process.pid), time.monotonic()
+        node_cpu, began, phases = process_cpu_ns(process.pid), time.monotonic(), Phases()
         path = run(
             RunOptions(
                 query=TABLE.point_query(KEY),
@@ -65,12 +68,16 @@ def main() -> None:
                 repeat=args.repeat,
                 out=Path(args.out) / f"rate-{int(rate)}.trace",
                 force=True,
-            )
+            ),
+            phases,
         )
         turnaround, node_cpu_s = time.monotonic() - began, (process_cpu_ns(process.pid) - node_cpu) / 1e9
         if rate:
             load.stop()
+        analysed = time.monotonic()
         analysis = analyse(path)
+        analysis_s = time.monotonic() - analysed
+        threads_s = sum(wall for name, wall, _ in phases.spans if name == THREADS_PHASE)
         executions = max(1, len([e for e in analysis.executions if e.kind == "measured"]))
         busy = analysis.overall.busy
         per_execution = analysis.overall.data_read_bytes / executions
@@ -81,13 +88,16 @@ def main() -> None:
             f"others read {busy.table_bytes_by_others / 1024 if busy else float('nan'):.0f} KiB of the table, "
             f"share {busy.attributed_share if busy and busy.attributed_share is not None else float('nan'):.2f}, "
             f"other requests {busy.other_requests if busy else None}; "
-            f"turnaround {turnaround:.2f} s, node CPU {node_cpu_s:.2f} s; load {os.getloadavg()[0]:.2f}",
+            f"turnaround {turnaround:.2f} s (reading the executions' threads {threads_s:.2f} s), analysis "
+            f"{analysis_s:.2f} s, node CPU {node_cpu_s:.2f} s; load {os.getloadavg()[0]:.2f}",
             flush=True,
         )
         report(f"{name}_kib_per_execution", per_execution / 1024)
         report(f"{name}_achieved_rate", load.achieved_rate if rate else 0)
         report(f"{name}_turnaround_s", turnaround)
         report(f"{name}_node_cpu_s", node_cpu_s)
+        report(f"{name}_threads_s", threads_s)
+        report(f"{name}_analysis_s", analysis_s)
     cluster.shutdown()
     print(f"load average (1, 5, 15 min): {os.getloadavg()}", file=sys.stderr)
 
