@@ -80,3 +80,17 @@ def test_chunk_overhead_named_only_when_one_chunk_per_row_explains_the_read(tmp_
     # the wide demo: 3.1 MiB of 16 KiB chunks against 59.7 MiB read: they do not
     wide = analyse(synthetic.wide_select_c0(tmp_path / "w.trace"))
     assert "compression_chunk_overhead" not in [finding.cause for finding in wide.findings]
+
+
+def test_a_filtering_scan_is_a_filter_without_the_whole_partition_key():
+    """What is judged as a scan that grows with the table (no --threshold, no read-ahead floor)."""
+    from casstrace.analyses.necessary import filtering_scan
+    from casstrace.analyses.query import TableSchema, parse_select
+
+    schema = TableSchema("ks", "t", {}, ["k"], [], {}, [])
+    scan = parse_select("SELECT a FROM ks.t WHERE a = 777 ALLOW FILTERING")
+    first_rows = parse_select("SELECT * FROM ks.t LIMIT 10")
+    by_key = parse_select("SELECT a FROM ks.t WHERE k = 1 AND a = 7 ALLOW FILTERING")
+    assert scan is not None and first_rows is not None and by_key is not None
+    assert filtering_scan(scan, schema)
+    assert not filtering_scan(first_rows, schema) and not filtering_scan(by_key, schema)
