@@ -3,8 +3,8 @@
 Pure: Analysis objects (and what the client saw of the payload) in, a Comparison out.
 
 Every figure is per measured execution (the trace's totals divided by its measured executions),
-so traces taken with different --repeat compare fairly. A trace without measured executions (an
-import) counts as one execution covering the whole capture.
+so traces taken with different --repeat compare fairly. `casstrace compare` refuses a trace without
+measured executions (a watch, capture or import: it has no per-execution figure).
 
 Latency is the client's wall time per execution, all pages fetched: the median, p99 by the
 nearest-rank method (with fewer than 100 executions, p99 is the slowest one), and the fastest (the

@@ -76,6 +76,13 @@ def command(
 
     program = shutil.which(command[0]) if command else None
     if command and program is None:
+        if os.sep in command[0] and os.path.exists(command[0]):  # a path shutil.which refused: not runnable
+            if os.path.isdir(command[0]):
+                raise CasstraceError(f"cannot run {command[0]}: it is a directory", "give the program to run")
+            raise CasstraceError(
+                f"cannot run {command[0]}: it is not executable",
+                f"chmod +x {command[0]}, or give the program that runs it",
+            )
         raise CasstraceError(f"command not found: {command[0]}", "give a program on PATH or its full path")
     held = HeldCommand(command) if command else None
     if held is not None:

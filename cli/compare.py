@@ -133,6 +133,13 @@ def command(
     else:
         payload, labels = None, ("A", "B")
     first, second = (analyse(path, VerdictRule(threshold, min_excess)) for path in traces)
+    for analysis, path, label in zip((first, second), traces, labels):
+        if not any(execution.kind == "measured" for execution in analysis.executions):
+            raise CasstraceError(
+                f"{path} ({label}) has no measured executions: it is a watch, capture or import trace, and a "
+                "comparison is per execution of one query",
+                "compare two traces of `casstrace run`, or give --before and --after",
+            )
     if live:
         for analysis, path in zip((first, second), traces):
             run_cli.require_success(analysis, path)

@@ -68,7 +68,33 @@ def _leave(done: SystemExit) -> None:
     os._exit(done.code if isinstance(done.code, int) else 0 if done.code is None else 1)
 
 
+def _closed_standard_streams() -> list[int]:
+    """Standard streams closed by the caller (`>&-`) now open /dev/null, so that no file casstrace opens
+    takes their number (a trace opened as fd 1 would receive the report); returns those closed."""
+    closed = []
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            closed.append(descriptor)
+    for descriptor in closed:  # the lowest free number: each in turn
+        if os.open(os.devnull, os.O_RDWR) != descriptor:
+            raise RuntimeError("standard streams reopened out of order")
+    if 1 in closed:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+    if 2 in closed:
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
+    return closed
+
+
 def _main(argv: list[str] | None) -> None:
+    if 1 in _closed_standard_streams():
+        _fail(
+            "standard output is closed: what casstrace prints would be lost "
+            "(fix: run it with standard output open, e.g. > FILE, or 2>&1 | less)",
+            CasstraceError.exit_code,
+            debug=False,
+        )
     INTERRUPTS.install()  # SIGTERM and SIGHUP unwind like Ctrl-C: every command cleans up on all three
     args = sys.argv[1:] if argv is None else argv
     # Read before parsing, so that a failure to parse the rest still honours it.

@@ -3,6 +3,8 @@ by click, so that a bad one is refused as one line before anything runs (never w
 an overflow, never a run that cannot end)."""
 
 import math
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,9 +96,26 @@ class FiniteFloat(click.FloatRange):
 
 
 def read_statements(path: Path) -> str:
-    """The CQL in a file the user named (--file)."""
+    """The CQL in a file the user named (--file): a regular file (never a device or a FIFO, which may
+    never end), no longer than a statement may be."""
+    from casstrace.node.statements import STATEMENT_LIMIT_BYTES
+
+    fix = "give a regular file of CQL text"
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as file:
+            mode = os.fstat(file.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise CasstraceError(f"{path} is not a regular file: casstrace reads CQL from regular files only", fix)
+            data = file.read(STATEMENT_LIMIT_BYTES + 1)
+    except OSError as error:
+        raise CasstraceError(f"cannot read {path} ({error.strerror})", fix) from None
+    if len(data) > STATEMENT_LIMIT_BYTES:
+        raise CasstraceError(
+            f"{path} is larger than {STATEMENT_LIMIT_BYTES // 2**20} MiB, the most a node accepts in one message",
+            fix + " holding one statement",
+        )
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise CasstraceError(f"{path} is {not_utf8(error)}", f"save {path} as UTF-8, the encoding of CQL") from None
 

@@ -17,6 +17,13 @@ from dataclasses import dataclass
 
 from casstrace.errors import CasstraceError
 
+# The most a statement can be: Cassandra's native_transport_max_frame_size (16 MiB by default since
+# 4.0), the largest message a client may send; a longer text the node would refuse anyway.
+STATEMENT_LIMIT_BYTES = 16 * 2**20
+# The most a name (a column, an alias) can be: the native protocol's [string] has a 2-byte length, and
+# the result's metadata carries each column's name so.
+NAME_LIMIT_BYTES = 65535
+
 
 @dataclass(frozen=True)
 class Token:
@@ -64,9 +71,24 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+def _require_utf8(text: str) -> None:
+    """A text from the command line holds what the shell gave: bytes that are not UTF-8 arrive as
+    lone surrogates (Python's surrogateescape), which no driver can send."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        char = ord(text[error.start])
+        byte = f"byte 0x{char - 0xDC00:02x}" if 0xDC80 <= char <= 0xDCFF else f"character U+{char:04X}"
+        raise CasstraceError(
+            f"the CQL text is not UTF-8 ({byte} at character {error.start})",
+            "give the statement in UTF-8, the encoding of CQL (check the shell's locale and quoting)",
+        ) from None
+
+
 def split_statements(text: str) -> list[str]:
     """The statements of a CQL text, without comments, blank statements or their final ';'.
     A comment becomes one space, so that it never joins the words around it."""
+    _require_utf8(text)
     statements: list[str] = []
     current: list[str] = []
     for token in tokenize(text):
@@ -113,6 +135,14 @@ def read_only_statement(text: str) -> str:
             "casstrace only runs reads, and never changes data",
             "give one SELECT statement (SELECT JSON and SELECT DISTINCT are fine)",
         )
+    for token in tokenize(statement):
+        name = token.text[1:-1].replace('""', '"') if token.kind == "identifier" else token.text
+        if token.kind in ("identifier", "word") and len(name.encode()) > NAME_LIMIT_BYTES:
+            raise CasstraceError(
+                f"a name in the statement is {len(name.encode()):,} bytes long: the native protocol carries "
+                f"a column's name in at most {NAME_LIMIT_BYTES:,} bytes, so no driver could read the result",
+                "give the column or alias a shorter name",
+            )
     return statement
 
 

@@ -8,9 +8,19 @@ from pathlib import Path
 from typing import Self
 
 from casstrace.errors import CasstraceError
+from casstrace.outputs import PARTIAL_SUFFIX, target_of
 from casstrace.traces.capabilities import Capability, capabilities_of
 from casstrace.traces.meta import meta_type_error
 from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
+
+
+def _not_whole(path: Path) -> CasstraceError:
+    """A trace a casstrace is still writing (outputs.partial_path), or left half-written when killed."""
+    whole = target_of(path) if path.name.endswith(PARTIAL_SUFFIX) else path
+    return CasstraceError(
+        f"{path} is not a whole trace yet: a casstrace is still writing it (or was killed meanwhile)",
+        f"report {whole} once the command that writes it has ended, or take the trace again",
+    )
 
 
 class Trace:
@@ -21,6 +31,8 @@ class Trace:
         self._columns: dict[str, frozenset[str]] = {}
         if not self.path.is_file():
             raise CasstraceError(f"no trace file at {self.path}", "give the path that `casstrace run` printed")
+        if self.path.name.startswith(".") and self.path.name.endswith(PARTIAL_SUFFIX):
+            raise _not_whole(self.path)
         try:
             self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
             self.db.row_factory = sqlite3.Row
@@ -36,6 +48,9 @@ class Trace:
                 "the file is damaged or truncated: take the trace again, or copy it whole",
             ) from None
         version = self.meta.get("format_version")
+        if version is None:  # its first meta not written yet
+            self.db.close()
+            raise _not_whole(self.path)
         if version not in READABLE_FORMAT_VERSIONS:
             raise CasstraceError(
                 f"{self.path} has trace format {version!r}; this casstrace reads formats "

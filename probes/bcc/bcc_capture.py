@@ -318,6 +318,9 @@ class BccCapture:
         self._descriptors: dict[tuple[int, int, int], Descriptor] = {}
         self._current_gen: dict[int, dict[int, int]] = {}  # owner -> fd -> latest gen
         self._descendants: dict[int, int] = {}  # pid -> parent pid, for every process followed
+        # pid -> its working directory when last read: a process that exited before its relative
+        # opens were read has its parent's (inherited at the fork) rather than none
+        self._cwds: dict[int, str] = {}
         self._thread_names: dict[int, str] = {}
         self._lock = threading.Lock()
         # Entries of the time-slotted maps moved out of the kernel (drain_thread_io), by map, as the
@@ -382,6 +385,8 @@ class BccCapture:
             self._windows = WindowLog(start_ns)
             self._seed_descriptors()
             self._thread_names.update(proc_fds.thread_names(self.pid))
+            if (directory := proc_fds.cwd(self.pid)) is not None:
+                self._cwds[self.pid] = directory
             self._start_polling()
         except BaseException:
             self._release()
@@ -516,6 +521,8 @@ class BccCapture:
         one are everything the parent opened until then. The kernel has no state for the child's fds
         yet, so it counts their calls under gen 0, which names them here."""
         self._descendants[child] = parent
+        if parent in self._cwds:
+            self._cwds.setdefault(child, self._cwds[parent])
         inherited = self._current_gen[child] = {}
         for fd, gen in self._current_gen.get(parent, {}).items():
             descriptor = self._descriptors.get((parent, fd, gen))
@@ -554,7 +561,12 @@ class BccCapture:
 
     def _resolve_relative(self, owner: int, process: int, path: str, dirfd: int) -> str:
         if dirfd == -100:  # AT_FDCWD
-            base = proc_fds.cwd(process) or "/"
+            working = proc_fds.cwd(process)
+            if working is not None:
+                self._cwds[process] = working
+            # Gone already (a short command): where it last was, else where it was born; else the
+            # path stays relative rather than taken as from /.
+            base = working or self._cwds.get(process) or self._cwds.get(self._descendants.get(process, -1), "")
         else:
             directory = self._descriptors.get((owner, dirfd, self._current_gen.get(owner, {}).get(dirfd, 0)))
             base = directory.path if directory else f"/proc/{process}/fd/{dirfd}"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from casstrace_cli import CASSTRACE
-from synthetic_traces import wide_select_c0
+from synthetic_traces import sysdig_import, wide_select_c0
 
 SCAP = Path(__file__).resolve().parents[1] / "data" / "scap" / "curl_google.scap"
 NOWHERE = "/nonexistent/casstrace"  # a sandbox data directory that does not exist
@@ -132,6 +132,21 @@ CASES = [
     (["watch", "--out", "{existing}"], "the file exists"),
     (["watch", "--interval", "5", "--port", CLOSED_PORT], "--interval must be at least 10 s, got 5"),
     (["watch", "--interval", "60", "--profile", "--port", CLOSED_PORT], "--profile cannot be given with --interval"),
+    # wrong or internal errors, each now one line with the right diagnosis
+    (["capture", "--out", "{dir}/c.trace", "--", "{noexec}"], "it is not executable"),
+    (["capture", "--out", "{dir}/c.trace", "--", "{odd}"], "it is a directory"),
+    (["report", "{partial}"], "not a whole trace yet"),
+    (["report", "{unformatted}"], "not a whole trace yet"),
+    (["run", "SELECT \udcff FROM ks.t", "--port", CLOSED_PORT], "not UTF-8 (byte 0xff at character 7)"),
+    (
+        ["compare", "--before", "SELECT \udcff FROM ks.t", "--after", "SELECT k FROM ks.t", "--port", CLOSED_PORT],
+        "not UTF-8 (byte 0xff",
+    ),
+    (["run", 'SELECT k AS "' + "a" * 70_000 + '" FROM ks.t', "--port", CLOSED_PORT], "at most 65,535 bytes"),
+    (["run", "--file", "/dev/zero", "--port", CLOSED_PORT], "not a regular file"),
+    (["run", "--file", "{fifo}", "--port", CLOSED_PORT], "not a regular file"),
+    (["run", "--file", "{huge}", "--port", CLOSED_PORT], "larger than 16 MiB"),
+    (["compare", "{trace}", "{imported}", "--fail-if-worse"], "has no measured executions"),
     # a watch's every output checked before it starts; none of its own outputs replaced, --force or not
     (["watch", "--interval", "60", "--out", "{series}", "--port", CLOSED_PORT], "series-0002.json exists"),
     (["watch", "--interval", "60", "--out", "{linked}", "--force", "--port", CLOSED_PORT], "is a symbolic link"),
@@ -227,6 +242,22 @@ def files(tmp_path_factory) -> dict[str, str]:
     (base / "linked-0001.trace").symlink_to(text)
     (base / "page.html").write_text("a report")
     named |= {"series": base / "series.trace", "linked": base / "linked.trace", "paged": base / "page.trace"}
+    named["noexec"] = base / "script.sh"
+    named["noexec"].write_text("echo never run\n")  # mode 0644: not executable
+    named["unformatted"] = base / "unformatted.trace"
+    wide_select_c0(named["unformatted"])
+    with sqlite3.connect(named["unformatted"]) as db:
+        db.execute("DELETE FROM meta WHERE key = 'format_version'")
+    named["imported"] = base / "imported.trace"
+    sysdig_import(named["imported"])
+    special = tmp_path_factory.mktemp("special")  # not read by the snapshot of the inputs: a FIFO would block
+    named["fifo"], named["huge"], named["odd"] = special / "fifo", special / "huge.cql", special / "dir"
+    os.mkfifo(named["fifo"])
+    with open(named["huge"], "wb") as huge:
+        huge.truncate(17 * 2**20)  # sparse: larger than a node accepts, nothing on disk
+    named["odd"].mkdir()
+    named["partial"] = special / ".half.trace.partial"  # what a casstrace writing half.trace holds (a
+    named["partial"].write_bytes(trace.read_bytes())  # TraceWriter removes it as stale in its directory)
     named["scap"] = base / "x.scap"
     named["scap"].write_bytes(SCAP.read_bytes())
     return {name: str(path) for name, path in named.items()}
@@ -271,7 +302,11 @@ def outcomes(files, tmp_path_factory) -> dict[int, Outcome]:
     return results
 
 
-@pytest.mark.parametrize("number", range(len(CASES)), ids=[" ".join(args)[:60] for args, _ in CASES])
+@pytest.mark.parametrize(
+    "number",
+    range(len(CASES)),
+    ids=[" ".join(args)[:60].encode("ascii", "backslashreplace").decode() for args, _ in CASES],
+)
 def test_bad_input_is_one_line_with_a_fix(number, outcomes):
     said = CASES[number][1]
     outcome = outcomes[number]
