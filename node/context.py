@@ -6,7 +6,7 @@ part of the capture.
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -207,14 +207,27 @@ def gather(
     """meta 'cassandra' of a run trace. Without the node's process (its JVM runs elsewhere) the data
     directories are what the node's settings say, and its SSTables are not listed."""
     node_settings = settings(session)
-    local = _rows(session, "SELECT release_version FROM system.local WHERE key = 'local'")
     data_dirs = (
         data_directories(node_settings, process)
         if process is not None
         else _parse_list_setting(node_settings.get("data_file_directories", ""))
     )
+    return cassandra_meta(session, process, node_settings, data_dirs, tables_touched(prepared, query, keyspace))
+
+
+def cassandra_meta(
+    session: Session,
+    process: CassandraProcess | None,
+    node_settings: dict[str, str],
+    data_dirs: list[str],
+    tables_read: Iterable[tuple[str, str]],
+) -> CassandraMeta:
+    """meta 'cassandra', for a run and a watch alike: the node's release, disk access mode, data
+    directories and read-ahead, and each table read's schema, with its SSTables and their storage when
+    the node's process is here (None: its JVM runs elsewhere)."""
+    local = _rows(session, "SELECT release_version FROM system.local WHERE key = 'local'")
     tables: list[TableMeta] = []
-    for table_keyspace, table in tables_touched(prepared, query, keyspace):
+    for table_keyspace, table in tables_read:
         schema = table_schema(session, table_keyspace, table)
         if schema is not None:
             schema["sstables"] = (

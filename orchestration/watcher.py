@@ -28,7 +28,7 @@ from typing import cast
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.ledger import Ledger
-from casstrace.node import context, storage
+from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.leftovers import restore_left_behind, say, unchanged_evidence
@@ -425,23 +425,10 @@ def _write(
     sessions, spans = session_rows(sampled, thread_ids, offset)
     writer.add_statement_sessions(sessions)
     writer.add_session_threads(spans)
-    local = node.session.execute("SELECT release_version FROM system.local WHERE key = 'local'").one()
-    tables = []
-    for keyspace, table in sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)}):
-        schema = context.table_schema(node.session, keyspace, table)
-        if schema is not None:
-            schema["sstables"] = context.sstable_files(process.pid, data_dirs, keyspace, table, schema["id"])
-            schema["storage"] = storage.sstable_storage(process.pid, schema["sstables"])
-            tables.append(schema)
+    tables_read = sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)})
     writer.set_meta(
         node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
-        cassandra={
-            "release_version": local.release_version if local else "unknown",
-            "disk_access_mode": context.disk_access_mode(node_settings, process),
-            "data_file_directories": data_dirs,
-            "tables": tables,
-            **context.read_ahead(node_settings),
-        },
+        cassandra=context.cassandra_meta(node.session, process, node_settings, data_dirs, tables_read),
         watch={
             "sample_probability": options.probability,
             "previous_probability": switch.previous,
