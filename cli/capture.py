@@ -27,7 +27,15 @@ from typing import Any
 
 import click
 
-from casstrace.cli.options import PID, Seconds, container_option, stream_limit_option, watched_jvm
+from casstrace.cli.options import (
+    PID,
+    SPECTROGRAMS,
+    Seconds,
+    container_option,
+    spectrogram_option,
+    stream_limit_option,
+    watched_jvm,
+)
 from casstrace.cli.output import force_option
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import Interrupted
@@ -47,6 +55,7 @@ FORWARD_GRACE_S = 10.0
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Trace file to write.")
 @force_option
 @stream_limit_option()
+@spectrogram_option()
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(
     pid: int | None,
@@ -55,6 +64,7 @@ def command(
     out: Path,
     force: bool,
     stream_limit: int | None,
+    spectrogram: str,
     command: tuple[str, ...],
 ) -> None:
     """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
@@ -109,7 +119,11 @@ def command(
     try:
         # A command's capture follows what it starts, and ends when it exits: not an early end.
         capture = backend(DEFAULT_BACKEND)(
-            pid, stream_limit=stream_limit, options=CaptureOptions(command=redact_command(command)) if command else None
+            pid,
+            stream_limit=stream_limit,
+            options=CaptureOptions(
+                command=redact_command(command) if command else None, all_syscalls=spectrogram != SPECTROGRAMS[0]
+            ),
         )
         # A process's reads through memory maps (a Cassandra 4.x node's Data files) make no syscall:
         # --pid measures them over the whole capture. A command's processes have exited by the end,

@@ -51,6 +51,23 @@ DAY_S = 86_400.0
 MIN_EXCESS = click.IntRange(0, 1 << 40)
 
 
+SPECTROGRAMS = ("captured", "all")  # --spectrogram's choices: the first is the default
+
+
+def spectrogram_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--spectrogram, as the commands that capture with the bcc probes take it."""
+    return click.option(
+        "--spectrogram",
+        type=click.Choice(SPECTROGRAMS),
+        default=SPECTROGRAMS[0],
+        show_default=True,
+        help="The syscalls whose latency the spectrogram shows. 'captured': those the probes handle "
+        "(reads, writes, seeks, opens, closes, socket and mapping calls). 'all': every call of the "
+        "process (futex and epoll waits too); the probes then run at every syscall of every process on "
+        "the machine, which costs the node's other calls and its neighbours (docs/performance.md).",
+    )
+
+
 def stream_limit_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--stream-limit, as the commands that capture or import take it (None: the protocol's default)."""
     from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # here: only those commands load the probes

@@ -15,10 +15,12 @@ from casstrace.cli.options import (
     PAGE_SIZE,
     PID,
     PORT,
+    SPECTROGRAMS,
     WARMUPS,
     Seconds,
     container_option,
     read_statements,
+    spectrogram_option,
     verdict_options,
     watched_jvm,
 )
@@ -118,6 +120,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="What captures the JVM's I/O.",
 )
+@spectrogram_option()
 @click.option(
     "--profile",
     is_flag=True,
@@ -175,6 +178,7 @@ def command(
     page_bytes: int,
     allow_large_rows: bool,
     backend: str,
+    spectrogram: str,
     profile: bool,
     ssh: bool,
     hosts: tuple[str, ...],
@@ -231,6 +235,7 @@ def command(
             page_bytes=page_bytes,
             allow_large_rows=allow_large_rows,
             backend=backend,
+            all_syscalls=spectrogram != SPECTROGRAMS[0],
             out=out,
             profile=profile,
             force=force,

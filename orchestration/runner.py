@@ -79,6 +79,7 @@ class RunOptions:
     page_bytes: int = DEFAULT_CQL_PAGE_BYTES
     allow_large_rows: bool = False  # run a query whose rows the node's heap may not page (node.paging)
     backend: str = DEFAULT_BACKEND
+    all_syscalls: bool = False  # the spectrogram of every syscall (--spectrogram all: probes.protocol.CaptureOptions)
     out: Path | None = None
     profile: bool = False
     force: bool = False  # replace an existing regular file at `out` (casstrace.outputs)
@@ -177,6 +178,11 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 f"--profile loads async-profiler into one JVM; this run captures {len(targets)} nodes' JVMs",
                 "leave out --profile, or run on a one-node cluster",
             )
+        if several and options.all_syscalls:
+            raise CasstraceError(
+                f"--spectrogram all is taken by a capture on this machine; this run captures {len(targets)} nodes",
+                "leave out --spectrogram all, or run on a one-node cluster",
+            )
         cold: Cold | None = None
         agents: AgentsCapture | None = None
         sources: list[WindowSource] = []
@@ -239,10 +245,11 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             if agents is None:
                 assert process is not None
                 thread_slot_ns = run_thread_slot_ns(capture_factory.capabilities)
+                asked = CaptureOptions(thread_slot_ns=thread_slot_ns, all_syscalls=options.all_syscalls)
                 capture = capture_factory(
                     process.pid,
                     extra_dirs=cassandra["data_file_directories"],
-                    options=CaptureOptions(thread_slot_ns=thread_slot_ns) if thread_slot_ns else None,
+                    options=asked if asked != CaptureOptions() else None,
                 )
         except BaseException:
             writer.discard()

@@ -105,6 +105,7 @@ class _Bcc(Backend):
             source=options.source or (f"command {command} and its descendants" if command else None),
             process=command,
             thread_slot_ns=options.thread_slot_ns,
+            all_syscalls=options.all_syscalls,
         )
 
     def prepare(self, thread_slot_ns: int = 0) -> Preparation:

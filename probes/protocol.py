@@ -167,6 +167,9 @@ class CaptureOptions(NamedTuple):
     thread_slot_ns: int = 0
     # What the trace says was captured (meta source; None: 'pid PID', or the command's).
     source: str | None = None
+    # The latency spectrogram of every syscall the process makes, not only of the calls captured
+    # (a program at every syscall of every process on the machine: `--spectrogram all`).
+    all_syscalls: bool = False
 
     def needs(self) -> frozenset[Capability]:
         return frozenset(

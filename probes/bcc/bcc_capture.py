@@ -102,7 +102,7 @@ def check_kernel_headers(modules_dir: Path | None = None) -> None:
 
 
 def check_tracefs() -> None:
-    if not (TRACEFS / "events" / "raw_syscalls").is_dir():
+    if not (TRACEFS / "events" / "syscalls").is_dir():
         raise CasstraceError(
             f"no tracepoints under {TRACEFS}/events (tracefs not mounted, or a kernel without tracepoints)",
             "mount it: mount -t tracefs nodev /sys/kernel/tracing (scripts/install does)",
@@ -134,6 +134,9 @@ class ProgramOptions:
     follow_children: bool = False
     stream_limit: int = DEFAULT_STREAM_LIMIT
     thread_slot_ns: int = 0
+    # Every syscall of the process timed into the spectrogram (raw_syscalls, run at every syscall of
+    # every process on the machine); False: only the calls the program handles (syscalls.CAPTURED).
+    all_syscalls: bool = False
 
 
 def _loaded_program(options: ProgramOptions) -> Any:
@@ -158,6 +161,7 @@ def _loaded_program(options: ProgramOptions) -> Any:
         *syscalls.program_defines(),
         *c_defines(),
         f"-DTHREAD_SLOT_NS={options.thread_slot_ns}ULL",
+        f"-DALL_SYSCALLS={int(options.all_syscalls)}",
     ]
     try:
         bpf = BPF(text=source, cflags=cflags)
@@ -170,6 +174,8 @@ def _loaded_program(options: ProgramOptions) -> Any:
     for nr, value in enumerate(syscalls.flag_table(flags.max_entries)):
         if value:
             flags[ctypes.c_int(nr)] = ctypes.c_uint8(value)
+    if not options.all_syscalls:
+        _attach_captured_syscalls(bpf)
     octaves = bpf[b"octaves"]
     for k, (first, limits) in enumerate(latency_octaves()):
         leaf = octaves.Leaf()
@@ -178,6 +184,28 @@ def _loaded_program(options: ProgramOptions) -> Any:
             leaf.limits[i] = limit
         octaves[ctypes.c_int(k)] = leaf
     return bpf
+
+
+ENTRY_ARGUMENTS_READ = 4  # what struct call keeps of a call's arguments (capture.c syscall_enter_N)
+
+
+def _attach_captured_syscalls(bpf: Any) -> None:
+    """The program's entry and exit attached to the tracepoints of each call it handles (a call this
+    kernel has no tracepoint for cannot be made here either), the entry as the program that reads as
+    many arguments as the call's record holds."""
+    for syscall in syscalls.CAPTURED:
+        tracepoint = syscalls.tracepoint_name(syscall)
+        events = TRACEFS / "events/syscalls"
+        try:
+            record = (events / f"sys_enter_{tracepoint}" / "format").read_text()
+        except FileNotFoundError:
+            continue
+        # Fields after the 4 common ones and __syscall_nr are the call's arguments.
+        arguments = min(record.count("field:") - 5, ENTRY_ARGUMENTS_READ)
+        bpf.attach_tracepoint(
+            tp=f"syscalls:sys_enter_{tracepoint}".encode(), fn_name=f"syscall_enter_{arguments}".encode()
+        )
+        bpf.attach_tracepoint(tp=f"syscalls:sys_exit_{tracepoint}".encode(), fn_name=b"syscall_exit")
 
 
 def _unload(bpf: Any) -> None:
@@ -292,13 +320,14 @@ class BccCapture:
         follow_children: bool = False,
         until_exit: bool = False,
         thread_slot_ns: int = 0,
+        all_syscalls: bool = False,
         build: ProgramBuild | None = None,
     ):
         syscalls.check_architecture()
         check_process(pid)
         check_can_load()
         self.program_options = ProgramOptions(
-            follow_children, max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)), thread_slot_ns
+            follow_children, max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)), thread_slot_ns, all_syscalls
         )
         if build is not None and build.options != self.program_options:
             raise ValueError(f"a program built for {build.options} cannot capture with {self.program_options}")

@@ -1,11 +1,13 @@
 // casstrace capture program (bcc). Watches every thread of one process (TGID) through
-// tracepoints only (raw_syscalls' pair attached raw, the others through perf), and never reads a
+// tracepoints only (the syscalls it handles through their own tracepoints, or raw_syscalls' pair
+// attached raw with ALL_SYSCALLS; the others through perf), and never reads a
 // kernel-internal struct: everything comes from tracepoint fields and arguments, from the
 // registers a system call was made with (the x86-64 syscall ABI, as ptrace shows them) and from
 // the syscall arguments in the process's own memory.
 //
 // Userspace (bcc_capture.py) passes these macros: SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
-// FILL_CAPACITY, MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, THREAD_SLOT_NS, NR_<syscall>
+// FILL_CAPACITY, MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, THREAD_SLOT_NS, ALL_SYSCALLS,
+// NR_<syscall>
 // numbers, and the codes and records of program.py. The process is not among them: its TGID is
 // written into control[CONTROL_TGID] when the capture starts, so that the program (seconds of
 // compiling) can be built while casstrace still connects and looks for the process.
@@ -622,20 +624,8 @@ static __always_inline void notify(u32 type, u32 tgid, u32 tid, s32 fd, u32 gen,
     notices.ringbuf_submit(n, type == NOTICE_RENAME ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 }
 
-// The registers the kernel saved when the call was made (struct pt_regs, laid out as ptrace's
-// user_regs_struct, a user ABI), r10 to di: the x86-64 syscall ABI passes arguments in di, si, dx,
-// r10, r8, r9. One read of these 64 bytes costs less than the perf record a tracepoint program is
-// handed (sys_enter attached through perf cost ~60 ns a call more on the storm).
-struct syscall_regs {
-    u64 r10, r9, r8, ax, cx, dx, si, di;
-};
-#define PT_REGS_R10_OFFSET 56
-
-// Raw: its arguments are a pt_regs pointer and the syscall number.
-RAW_TRACEPOINT_PROBE(sys_enter) {
-    u64 pid_tgid = bpf_get_current_pid_tgid();
-    if (!watched(pid_tgid >> 32))
-        return 0;
+// A watched thread's call enters, with its number and first four arguments.
+static __always_inline int enter_call(u32 nr, u64 arg0, u64 arg1, u64 arg2, u64 arg3) {
     u32 epoch = current_epoch();
     if (!epoch)
         return 0;
@@ -643,24 +633,20 @@ RAW_TRACEPOINT_PROBE(sys_enter) {
                                             BPF_LOCAL_STORAGE_GET_F_CREATE);
     if (!c)
         return 0;
-    struct syscall_regs regs;
-    if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *)ctx->args[0] + PT_REGS_R10_OFFSET))
-        return 0;
-    c->nr = ctx->args[1];
+    c->nr = nr;
     c->epoch = epoch;
-    c->args[0] = regs.di;
-    c->args[1] = regs.si;
-    c->args[2] = regs.dx;
-    c->args[3] = regs.r10;
+    c->args[0] = arg0;
+    c->args[1] = arg1;
+    c->args[2] = arg2;
+    c->args[3] = arg3;
     c->fill_pages = 0;
     c->ts = bpf_ktime_get_ns();
     return 0;
 }
 
-// Raw as well: its arguments are a pt_regs pointer, not read here, and the return value; the
-// syscall number and arguments are those sys_enter saw (c->ts is cleared at every exit, so a call is
-// never matched with another's entry).
-RAW_TRACEPOINT_PROBE(sys_exit) {
+// A call's exit: the number and arguments are those its entry saw (c->ts is cleared at every exit,
+// so a call is never matched with another's entry).
+static __always_inline int exit_call(s64 ret) {
     u64 pid_tgid = bpf_get_current_pid_tgid();
     if (!watched(pid_tgid >> 32))
         return 0;
@@ -672,7 +658,6 @@ RAW_TRACEPOINT_PROBE(sys_exit) {
     u32 tid = (u32)pid_tgid;
     u32 tgid = pid_tgid >> 32;
     u32 nr = c->nr;
-    s64 ret = ctx->args[1];
 
     u32 flag_index = nr;
     u8 *flag = syscall_flags.lookup(&flag_index);
@@ -726,6 +711,74 @@ RAW_TRACEPOINT_PROBE(sys_exit) {
     c->ts = 0;
     return 0;
 }
+
+#if ALL_SYSCALLS
+// `--spectrogram all`: the raw_syscalls pair, which runs on every syscall of every process on the
+// machine (the check of the process included), so that the latency spectrogram has every call the
+// process makes (futex, epoll waits, ...).
+
+// The registers the kernel saved when the call was made (struct pt_regs, laid out as ptrace's
+// user_regs_struct, a user ABI), r10 to di: the x86-64 syscall ABI passes arguments in di, si, dx,
+// r10, r8, r9. One read of these 64 bytes costs less than the perf record a tracepoint program is
+// handed.
+struct syscall_regs {
+    u64 r10, r9, r8, ax, cx, dx, si, di;
+};
+#define PT_REGS_R10_OFFSET 56
+
+// Raw: its arguments are a pt_regs pointer and the syscall number.
+RAW_TRACEPOINT_PROBE(sys_enter) {
+    if (!watched(bpf_get_current_pid_tgid() >> 32))
+        return 0;
+    struct syscall_regs regs;
+    if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *)ctx->args[0] + PT_REGS_R10_OFFSET))
+        return 0;
+    return enter_call(ctx->args[1], regs.di, regs.si, regs.dx, regs.r10);
+}
+
+// Raw as well: its arguments are a pt_regs pointer, not read here, and the return value.
+RAW_TRACEPOINT_PROBE(sys_exit) {
+    return exit_call(ctx->args[1]);
+}
+#else
+// The default: one program pair attached (by bcc_capture.py) to the syscalls:sys_enter_NAME and
+// sys_exit_NAME tracepoints of the calls this program handles (syscalls.CAPTURED) and no other, so
+// that the process's futex and epoll waits, and every other process's calls, run no program: they pay
+// only the kernel's check, at each syscall, of whether that call's tracepoint is enabled. The layouts
+// are those every syscall tracepoint shares (events/syscalls/*/format).
+struct syscall_enter_args {
+    u64 common;
+    s32 nr;
+    u32 pad;
+    u64 args[6];
+};
+struct syscall_exit_args {
+    u64 common;
+    s32 nr;
+    u32 pad;
+    s64 ret;
+};
+
+// The kernel refuses a program that reads past a tracepoint's record (its ctx offsets are checked at
+// attach), and the record has only the call's own arguments: one entry program per number of
+// arguments read, syscall_enter_N for calls of N arguments (4 for calls of more).
+#define SYSCALL_ENTER(n, arg0, arg1, arg2, arg3)                                  \
+    int syscall_enter_##n(struct syscall_enter_args *args) {                      \
+        if (!watched(bpf_get_current_pid_tgid() >> 32))                           \
+            return 0;                                                             \
+        return enter_call(args->nr, arg0, arg1, arg2, arg3);                      \
+    }
+SYSCALL_ENTER(0, 0, 0, 0, 0)
+SYSCALL_ENTER(1, args->args[0], 0, 0, 0)
+SYSCALL_ENTER(2, args->args[0], args->args[1], 0, 0)
+SYSCALL_ENTER(3, args->args[0], args->args[1], args->args[2], 0)
+SYSCALL_ENTER(4, args->args[0], args->args[1], args->args[2], args->args[3])
+
+int syscall_exit(struct syscall_exit_args *args) {
+    return exit_call(args->ret);
+}
+#endif
+
 
 // Pages the page cache fills for this process: syscall reads and their readahead, and faults on
 // mmapped files, which syscall tracing cannot see. Pages added inside a write call are about to

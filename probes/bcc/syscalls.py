@@ -1,9 +1,9 @@
 """x86_64 system call numbers and the roles casstrace gives them in the capture program.
 
 The numbers come from the kernel's uapi header (arch/x86/entry/syscalls/syscall_64.tbl, as
-installed in asm/unistd_64.h) up to Linux 6.17. raw_syscalls tracepoints report only the number,
+installed in asm/unistd_64.h) up to Linux 6.17. The syscall tracepoints report only the number,
 so this table names the rows of the latency spectrogram and tells the BPF program which calls
-read, write, seek or create descriptors.
+read, write, seek or create descriptors; CAPTURED says which calls it is attached to.
 """
 
 import platform
@@ -518,6 +518,50 @@ NAMED_IN_PROGRAM = (
     "accept",
     "accept4",
 )
+
+
+# Calls that may fill the page cache though they read no fd's bytes: their fills are labelled with
+# the call (page_cache_fills.syscall), not taken for faults on mapped files.
+FILLING = (
+    "mmap",  # MAP_POPULATE
+    "madvise",  # MADV_WILLNEED, MADV_POPULATE_READ
+    "mremap",
+    "remap_file_pages",
+    "mlock",
+    "mlock2",
+    "mlockall",
+    "readahead",
+    "fadvise64",
+    "sendfile",
+    "splice",
+    "copy_file_range",
+    "io_uring_enter",
+    "execve",
+    "execveat",
+)
+
+# The calls the program is attached to by default, each through its own syscalls:sys_enter_NAME and
+# sys_exit_NAME tracepoints: what the per-file totals, the per-call log, the descriptors' names and
+# kinds, the client's bytes and the fills' labels need. Every other call (the node's futex and epoll
+# waits above all) runs no program; `--spectrogram all` attaches raw_syscalls instead, for every call.
+CAPTURED = tuple(
+    dict.fromkeys(
+        READS
+        + WRITES
+        + ("lseek", "close", "dup", "dup2", "dup3", "fcntl", "pipe", "pipe2", "socketpair", "connect")
+        + tuple(NEW_FD_KIND)
+        + FILLING
+    )
+)
+
+
+# Calls whose tracepoints the kernel names otherwise (SYSCALL_DEFINE's name, not the uapi one).
+_TRACEPOINT_NAMES = {"sendfile": "sendfile64"}
+
+
+def tracepoint_name(syscall: str) -> str:
+    """NAME of the call's syscalls:sys_enter_NAME and sys_exit_NAME tracepoints."""
+    return _TRACEPOINT_NAMES.get(syscall, syscall)
 
 
 def name(nr: int) -> str:

@@ -874,3 +874,44 @@ def test_select_star_reads_the_whole_data_file(sandbox, demo_tables, tmp_path):
         offsets = trace.rows("SELECT DISTINCT syscall FROM events WHERE file_id = ?", (row["file_id"],))
         assert {r["syscall"] for r in offsets} == {"pread64"}
         assert trace.meta["aggregate_overflows"] == 0
+
+
+@pytest.mark.parametrize("spectrogram", ["captured", "all"])
+def test_the_spectrogram_holds_the_calls_captured_or_every_call(tmp_path, spectrogram):
+    """By default the probes run only on the calls they handle (their own syscall tracepoints): the
+    spectrogram has the file reads and not the rest (getppid here, futex and epoll waits on a node);
+    `--spectrogram all` attaches raw_syscalls and times every call. The reads are exact either way."""
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(1 << 20))
+    script = (
+        "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+        "for i in range(256): os.pread(fd, 4096, i * 4096); os.getppid()\n"
+    )
+    out = tmp_path / "calls.trace"
+    result = subprocess.run(
+        [
+            *CASSTRACE,
+            "capture",
+            "--spectrogram",
+            spectrogram,
+            "--out",
+            str(out),
+            "--",
+            sys.executable,
+            "-c",
+            script,
+            str(data),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    with Trace(out) as trace:
+        calls = dict(trace.rows("SELECT syscall, sum(count) FROM latency GROUP BY syscall"))
+        (read,) = trace.rows(
+            "SELECT sum(read_calls), sum(read_bytes) FROM file_io WHERE file_id = ?", (file_id(trace, str(data)),)
+        )
+    assert tuple(read) == (256, 1 << 20)
+    assert calls["pread64"] >= 256
+    assert (calls.get("getppid", 0) >= 256) == (spectrogram == "all")
