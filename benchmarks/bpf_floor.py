@@ -1,11 +1,16 @@
 """The least a syscall capture can cost, to measure casstrace's probes against (probe_overhead.py
---floor, probe_call_cost.py): two lesser raw_syscalls pairs, and the kernel's own accounting of
-the time BPF programs run.
+--floor, probe_call_cost.py): two lesser raw_syscalls pairs, an empty program on the syscall
+tracepoints capture.c uses, and the kernel's own accounting of the time BPF programs run.
 
 - EMPTY_PAIR: each program returns at once. What any capture that times calls from entry to exit
   costs before it does any work: the syscall tracepoints' slow path and two program runs a call.
 - TIMED_PAIR: the least such a capture does, as capture.c does it: the process's TGID in an array,
   the entry time in the thread's task storage, the latency added up at exit.
+- empty_programs_attached(calls): EMPTY_PROGRAM on the syscalls:sys_enter_/sys_exit_ tracepoints of
+  `calls`. With casstrace's own calls (syscalls.CAPTURED): what its default capture costs before it
+  does any work. With a call no one makes (UNMADE_CALL): the kernel's floor for an enabled syscall
+  tracepoint, which every syscall of every process pays (the slow syscall path, the check of whether
+  the call's tracepoint has a program), and which no per-syscall capture can go below.
 """
 
 import contextlib
@@ -64,6 +69,33 @@ def pair_attached(text: str, pid: int) -> Iterator[None]:
         yield
     finally:
         pair.cleanup()
+
+
+EMPTY_PROGRAM = """
+BPF_ARRAY(traced, u64, 1);
+int empty(void *ctx) { return 0; }
+"""
+UNMADE_CALL = "vhangup"  # a call no process here makes: its tracepoints enabled, its program never runs
+
+
+@contextlib.contextmanager
+def empty_programs_attached(calls: tuple[str, ...], pid: int) -> Iterator[None]:
+    """EMPTY_PROGRAM attached to the entry and exit tracepoints of each of `calls` (pid: unused, so
+    that every floor is attached alike)."""
+    from bcc import BPF
+
+    from casstrace.probes.bcc.syscalls import tracepoint_name
+
+    programs = BPF(text=EMPTY_PROGRAM.encode())
+    try:
+        for call in calls:
+            name = tracepoint_name(call)
+            if Path(f"/sys/kernel/tracing/events/syscalls/sys_enter_{name}").is_dir():
+                for side in ("enter", "exit"):
+                    programs.attach_tracepoint(tp=f"syscalls:sys_{side}_{name}".encode(), fn_name=b"empty")
+        yield
+    finally:
+        programs.cleanup()
 
 
 @contextlib.contextmanager

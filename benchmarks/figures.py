@@ -5,6 +5,7 @@ expected value of each, its noise and which way is better live in benchmarks/fig
 place docs/performance.md cites. `scripts/bench` runs the benchmarks and compares.
 """
 
+import functools
 import time
 import tomllib
 from collections.abc import Callable
@@ -33,8 +34,13 @@ def cpu_seconds(action: Callable[[], object], repeat: int = 3) -> float:
 
 
 def report(name: str, value: float) -> None:
-    """Prints one figure for scripts/bench (and for a reader: the line says what it is)."""
-    print(f"{PREFIX}{name} {value:.6g}", flush=True)
+    """Prints one figure for scripts/bench (and for a reader: the line says what it is), with its goal
+    beside it when figures.toml states one (`goal`), so that a re-run on a quiet machine reads at once."""
+    goal = expected().get(name, {}).get("goal")
+    beside = ""
+    if goal is not None:
+        beside = f" (goal {'<=' if expected()[name]['better'] == 'lower' else '>='} {goal:g})"
+    print(f"{PREFIX}{name} {value:.6g}{beside}", flush=True)
 
 
 def parse(output: str) -> dict[str, float]:
@@ -42,13 +48,14 @@ def parse(output: str) -> dict[str, float]:
     figures = {}
     for line in output.splitlines():
         if line.startswith(PREFIX):
-            name, value = line[len(PREFIX) :].split()
+            name, value = line[len(PREFIX) :].split()[:2]
             figures[name] = float(value)
     return figures
 
 
+@functools.cache
 def expected() -> dict[str, dict[str, Any]]:
-    """figures.toml: figure name -> {benchmark, args, value, noise, better, unit, readme}."""
+    """figures.toml: figure name -> {benchmark, args, value, noise, better, unit, readme, goal}."""
     with open(FIGURES_TOML, "rb") as source:
         return tomllib.load(source)["figure"]
 

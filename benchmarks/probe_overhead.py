@@ -49,9 +49,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from bpf_floor import EMPTY_PAIR, TIMED_PAIR, bpf_stats, pair_attached
+from bpf_floor import EMPTY_PAIR, TIMED_PAIR, UNMADE_CALL, bpf_stats, empty_programs_attached, pair_attached
 from casstrace.node.jvm import find_cassandra
 from casstrace.probes.bcc.bcc_capture import BccCapture
+from casstrace.probes.bcc.syscalls import CAPTURED
 from casstrace.traces import Trace, TraceWriter
 from figures import process_cpu_ns, report
 
@@ -171,10 +172,28 @@ def ratio_line(
         report(figure, t / u)
 
 
-# --floor: the lesser pairs the workloads also run under, (what it is, its program, figure suffix).
-FLOOR_PAIRS = [
-    ("an empty raw_syscalls pair (the floor of any enter/exit capture)", EMPTY_PAIR, "floor"),
-    ("a timing pair (entry time in task storage, latency added up at exit)", TIMED_PAIR, "timed_floor"),
+# --floor: the lesser programs the workloads also run under, (what it is, attach(pid), figure suffix).
+FLOOR_PAIRS: list[tuple[str, Callable[[int], AbstractContextManager[None]], str]] = [
+    (
+        "an enabled syscall tracepoint, no program run (the kernel's floor)",
+        functools.partial(empty_programs_attached, (UNMADE_CALL,)),
+        "tracepoint_floor",
+    ),
+    (
+        "an empty program on each call capture.c handles",
+        functools.partial(empty_programs_attached, CAPTURED),
+        "captured_floor",
+    ),
+    (
+        "an empty raw_syscalls pair (the floor of an every-call capture)",
+        functools.partial(pair_attached, EMPTY_PAIR),
+        "floor",
+    ),
+    (
+        "a timing pair (entry time in task storage, latency added up at exit)",
+        functools.partial(pair_attached, TIMED_PAIR),
+        "timed_floor",
+    ),
 ]
 
 
@@ -208,8 +227,8 @@ def query_overhead(runs: int, block: int, floor: bool, host: str, port: int) -> 
         pairs.append(statistics.median(during) / statistics.median(before))
         untraced_cpu.append(before_cpu)
         traced_cpu.append(during_cpu)
-        for _, program, suffix in FLOOR_PAIRS if floor else ():
-            with pair_attached(program, pid):
+        for _, attach, suffix in FLOOR_PAIRS if floor else ():
+            with attach(pid):
                 lesser = execute(block)[0]
             floors[suffix][0].extend(lesser)
             floors[suffix][1].append(statistics.median(lesser) / statistics.median(before))
@@ -278,13 +297,15 @@ def storm_overhead(rounds: int, floor: bool) -> None:
         storm = Storm(work)
         data = storm.data
 
-        def run(traced: bool, cost: TracerCost, pair: str | None = None):
-            """((wall s, CPU s), the capture when traced) of one storm, traced by casstrace or by `pair`."""
+        def run(
+            traced: bool, cost: TracerCost, floor_attached: Callable[[int], AbstractContextManager[None]] | None = None
+        ):
+            """((wall s, CPU s), the capture when traced) of one storm, traced by casstrace or under a floor."""
             process = storm.start()
             go = functools.partial(storm.go, process)
 
-            if pair is not None:
-                with pair_attached(pair, process.pid):
+            if floor_attached is not None:
+                with floor_attached(process.pid):
                     return go(), None
             if not traced:
                 return go(), None
@@ -298,8 +319,8 @@ def storm_overhead(rounds: int, floor: bool) -> None:
             untraced.append(run(False, cost)[0])
             seconds, capture = run(True, cost)
             traced.append(seconds)
-            for _, program, suffix in FLOOR_PAIRS if floor else ():
-                floors[suffix].append(run(False, cost, program)[0])
+            for _, attach, suffix in FLOOR_PAIRS if floor else ():
+                floors[suffix].append(run(False, cost, attach)[0])
         untraced_wall, untraced_cpu = zip(*untraced)
         traced_wall, traced_cpu = zip(*traced)
         writer = TraceWriter(work / "storm.trace")
@@ -358,7 +379,9 @@ def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
         try:
             attached: dict[str, Callable[[], AbstractContextManager[object]]] = {
                 "alone": contextlib.nullcontext,
-                "empty pair": lambda: pair_attached(EMPTY_PAIR, target),
+                "an enabled syscall tracepoint": lambda: empty_programs_attached((UNMADE_CALL,), target),
+                "empty programs on capture.c's calls": lambda: empty_programs_attached(CAPTURED, target),
+                "empty raw_syscalls pair": lambda: pair_attached(EMPTY_PAIR, target),
                 "capture": lambda: captured(target),
             }
             walls: dict[str, list[float]] = {name: [] for name in attached}
@@ -377,7 +400,12 @@ def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
             f"neighbour (c): the storm not traced, beside pid {target} "
             f"({'a sleep' if other is not None else 'given'}) captured"
         )
-        for name, figure in (("empty pair", "probe_overhead_neighbour_floor"), ("capture", "probe_overhead_neighbour")):
+        for name, figure in (
+            ("an enabled syscall tracepoint", "probe_overhead_neighbour_tracepoint_floor"),
+            ("empty programs on capture.c's calls", "probe_overhead_neighbour_captured_floor"),
+            ("empty raw_syscalls pair", "probe_overhead_neighbour_floor"),
+            ("capture", "probe_overhead_neighbour"),
+        ):
             ratio_line(
                 f"  storm wall with {name} attached",
                 alone,
@@ -387,8 +415,9 @@ def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
                 [t / u for u, t in zip(alone, walls[name])],
                 figure=figure,
             )
-        capture, empty = statistics.median(walls["capture"]), statistics.median(walls["empty pair"])
-        print(f"  capture / empty pair: {capture / empty:.3f} (goal: no more than the empty pair)")
+        capture = statistics.median(walls["capture"])
+        empty = statistics.median(walls["empty programs on capture.c's calls"])
+        print(f"  capture / empty programs on its calls: {capture / empty:.3f} (the floor it cannot go below)")
 
 
 @contextlib.contextmanager
