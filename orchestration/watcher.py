@@ -102,6 +102,11 @@ def interval_trace_path(path: Path, number: int) -> Path:
     return numbered(path, number)
 
 
+# A live refresh reads again the sessions that started this long before the last one: those that had
+# not finished then (the live table leaves out a session that runs longer; the traces do not).
+LATE_SESSION_NS = 10_000_000_000
+
+
 def is_own_statement(statement: str) -> bool:
     """casstrace's own reads of the node's trace tables, traced at P like any request."""
     return "system_traces." in statement.lower()
@@ -304,6 +309,7 @@ def _wait(
     interval_ns = None if options.interval_s is None else round(options.interval_s * 1e9 / SLOT_NS) * SLOT_NS
     next_end = None if interval_ns is None else capture.start_ns + interval_ns
     next_live = 0.0  # monotonic time of the next live refresh
+    last_read_ns = 0  # Unix ns of the last live read of the sessions
     while deadline is None or time.monotonic() < deadline:
         if capture.ended_early:
             raise CasstraceError(f"the watch ended early: {capture.ended_early}", "check that the node is running")
@@ -327,7 +333,12 @@ def _wait(
         began = time.monotonic()
         try:
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()})  # workers started since
-            sampled += read_sessions(node.session, since, time.time_ns(), seen, ignore=is_own_statement)
+            # Each refresh reads the sessions that started since the last, and those of the last
+            # LATE_SESSION_NS again (a session's row is written as it starts, its duration as it ends).
+            now_ns = time.time_ns()
+            read_from = max(since, last_read_ns - LATE_SESSION_NS)
+            sampled += read_sessions(node.session, read_from, now_ns, seen, ignore=is_own_statement)
+            last_read_ns = now_ns
             figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
         except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
             warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
