@@ -155,7 +155,8 @@ def test_the_stated_figures_are_complete_and_flag_what_is_worse():
     assert not figures.worse(lower, 2.19) and figures.worse(lower, 2.21)
     higher = {"value": 50, "noise": 0.2, "better": "higher"}
     assert not figures.worse(higher, 40.5) and figures.worse(higher, 39.5)
-    assert figures.parse("noise\nFIGURE a_b 1.5\nFIGURE c 2e-3\n") == {"a_b": 1.5, "c": 0.002}
+    assert figures.parse("noise\nFIGURE a_b 1.5\nFIGURE c 2e-3 (goal <= 1.05)\n") == {"a_b": 1.5, "c": 0.002}
+    assert all(isinstance(figure.get("goal", 0), (int, float)) for figure in stated.values())
 
 
 def test_naming_a_mapped_file_by_its_inode_costs_what_adding_it_costs(tmp_path):
