@@ -908,7 +908,9 @@ def test_the_spectrogram_holds_the_calls_captured_or_every_call(tmp_path, spectr
     )
     assert result.returncode == 0, result.stderr
     with Trace(out) as trace:
-        calls = dict(trace.rows("SELECT syscall, sum(count) FROM latency GROUP BY syscall"))
+        calls = {
+            str(row[0]): int(row[1]) for row in trace.rows("SELECT syscall, sum(count) FROM latency GROUP BY syscall")
+        }
         (read,) = trace.rows(
             "SELECT sum(read_calls), sum(read_bytes) FROM file_io WHERE file_id = ?", (file_id(trace, str(data)),)
         )
