@@ -16,6 +16,7 @@ is given (a packaged node's `nodetool`, perhaps with credentials in its own conf
 """
 
 import calendar
+import itertools
 import shutil
 import statistics
 import time
@@ -43,12 +44,25 @@ MS_NS = 1_000_000
 EVENTS_PER_QUERY = 100  # sessions per `session_id IN (...)` read of the events
 TRACE_WAIT_S = 5.0  # for the node to finish writing a session casstrace traced
 TRACE_POLL_S = 0.1
-# The sessions that started in a span (Unix ms, both ends in): filtered on the node, so that only their
-# rows come back (sessions is keyed by session_id alone: the node reads every row to filter them).
+# The sessions that started in a span (Unix ms, both ends in) of one slice of the token ring: filtered
+# on the node, so that only their rows come back (sessions is keyed by session_id alone: the node reads
+# every row to filter them). The ring is read in TOKEN_SLICES slices, each a request of its own: a
+# filtered read of the whole ring is one request, which a node holding 220,000 sessions could not
+# finish within its read timeout on a loaded machine (a failure after 5 s, where 128 slices took 12 s).
 SESSIONS_IN_SPAN = (
     "SELECT session_id, started_at, duration, request, parameters, client FROM system_traces.sessions"
-    " WHERE started_at >= %s AND started_at <= %s ALLOW FILTERING"
+    " WHERE token(session_id) > %s AND token(session_id) <= %s AND started_at >= %s AND started_at <= %s"
+    " ALLOW FILTERING"
 )
+TOKEN_SLICES = 128
+MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1  # Murmur3Partitioner's ring (no key has MIN_TOKEN)
+
+
+def token_slices(count: int = TOKEN_SLICES) -> list[tuple[int, int]]:
+    """The ring as `count` slices (exclusive start, inclusive end), together exactly the whole ring."""
+    step = (MAX_TOKEN - MIN_TOKEN) // count
+    edges = [MIN_TOKEN + index * step for index in range(count)] + [MAX_TOKEN]
+    return list(itertools.pairwise(edges))
 
 
 @dataclass(frozen=True)
@@ -239,10 +253,13 @@ def read_sessions(
     and what casstrace parses depend on the span, not on the day of sessions the table keeps (a row
     lives a day: 864,000 at 0.01 of 1,000 requests/s). The node still looks at every row to filter
     them: the table is keyed by session id alone, with no index by time, so no read can find the new
-    sessions without looking at the old (docs/watch-service.md states what that costs)."""
+    sessions without looking at the old (docs/watch-service.md states what that costs); it does so
+    slice by slice of the token ring, each slice a request of its own (TOKEN_SLICES)."""
     seen = set() if seen is None else seen
     wanted = []
-    for row in session.execute(SESSIONS_IN_SPAN, ((since_ns - MS_NS) // MS_NS, until_ns // MS_NS + 1)):
+    span_ms = ((since_ns - MS_NS) // MS_NS, until_ns // MS_NS + 1)
+    rows = (row for ring in token_slices() for row in session.execute(SESSIONS_IN_SPAN, (*ring, *span_ms)))
+    for row in rows:
         key = str(row.session_id)
         if key in seen or row.started_at is None or row.duration is None or row.request not in EXECUTE_REQUESTS:
             continue
