@@ -6,6 +6,7 @@ from typing import Any
 
 from casstrace.analyses import amplification as amp
 from casstrace.analyses import causes
+from casstrace.analyses import measures as window_measures
 from casstrace.analyses import nodes as cluster_nodes
 from casstrace.analyses.access import access_patterns
 from casstrace.analyses.attribution import execution_shares
@@ -61,6 +62,9 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     )
     shares = execution_shares(trace, data)  # each traced execution's own threads' reads
     executions = amp.execution_results(trace, execution_rows, data, read, shares)
+    figures = window_measures.by_window(trace)
+    for execution, row in zip(executions, execution_rows):
+        execution.measures = figures.get(row.window_id, {}) if row.window_id is not None else {}
     measured = [e for e in executions if e.kind == "measured"]
     warmup = amp.warmup(trace, execution_rows, data, read)
 
@@ -185,6 +189,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         necessary=necessary,
         min_excess=rule.min_excess,
         latency_notes=found.notes,
+        measure_summaries=window_measures.summaries([e.measures for e in measured]),
     )
 
 

@@ -202,6 +202,22 @@ class Execution:
     pages: int | None
     error: str | None
     amplification: Amplification | None
+    # per-window measures of its window (casstrace.analyses.measures): name -> value in its unit
+    measures: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MeasureSummary:
+    """A registered per-window measure (casstrace.traces.measures) over the measured executions."""
+
+    name: str
+    label: str
+    unit: str  # 'ns' | 'bytes' | 'count'
+    whose: str  # 'node' | 'client'
+    executions: int  # measured executions with a value
+    median: float
+    p99: float
+    total: float
 
 
 # The causes a finding can name (casstrace.analyses.causes has a finder for each): stable identifiers,
@@ -405,6 +421,8 @@ class Analysis:
     # What costs latency more than bytes (SSTables per read, tombstones, cold cache, chunk overhead),
     # and what was found below the threshold: reported whether the read is flagged or not
     latency_notes: list[Finding] = field(default_factory=list)
+    # the per-window measures the trace took, over the measured executions (each execution's: .measures)
+    measure_summaries: list[MeasureSummary] = field(default_factory=list)
 
     @property
     def read_per_execution(self) -> float:

@@ -34,3 +34,14 @@ def ratio(value: float | None, unmeasured: str = "not measured") -> str:
     if value is None:
         return unmeasured
     return f"{value:,.0f}x" if value >= 100 else f"{value:.1f}x" if value >= 10 else f"{value:.2f}x"
+
+
+def human_measure(value: float | None, unit: str) -> str:
+    """A per-window measure's value in words, by its unit ('ns' | 'bytes' | 'count')."""
+    if value is None:
+        return "not measured"
+    if unit == "ns":
+        return human_ns(value)
+    if unit == "bytes":
+        return human_bytes(value)
+    return f"{value:,.0f}"

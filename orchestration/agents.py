@@ -62,8 +62,8 @@ from casstrace.orchestration.agent_messages import (
     decode_reply,
     encode,
 )
+from casstrace.orchestration.sources import node_sources
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
-from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import Window, WindowLog, Windows
 from casstrace.probes.recording import record
 from casstrace.traces import TraceWriter, merge
@@ -203,7 +203,7 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
                     writer,
                     body,
                     annotate=annotate,
-                    sources=[MappedPagesCapture(process.pid, cassandra["data_file_directories"])],
+                    sources=node_sources(process.pid, cassandra["data_file_directories"]),
                 )
             except Interrupted as interrupted:  # killed meanwhile: what was captured still goes back
                 if interrupted.trace is None:

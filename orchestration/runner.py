@@ -48,6 +48,7 @@ from casstrace.node.replicas import replica_set
 from casstrace.node.statements import normalize, read_only_statement
 from casstrace.node.tracing import SampledSession, nodetool_for, traced_sessions
 from casstrace.orchestration.agents import AgentsCapture, AgentsResult, TableRef
+from casstrace.orchestration.sources import node_sources
 from casstrace.orchestration.targets import PlannedNode, RemoteSettings, plan_nodes
 from casstrace.orchestration.watcher import clock_offset_ns, session_rows
 from casstrace.paths import default_traces_dir
@@ -55,7 +56,6 @@ from casstrace.phases import Phases
 from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend, backend, backends_with, run_thread_slot_ns
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.jvm.java_stacks import ProfiledWindows
-from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, CaptureOptions, Windows, WindowSource
 from casstrace.probes.recording import record
 from casstrace.terminal import warn
@@ -209,8 +209,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 local_cold = LocalCold(process.pid, context.table_file_keys(process.pid, cassandra))
                 local_cold.before_execution()
                 cold = local_cold
-            # The mapped pages each execution touched, measured around its window (outside it).
-            sources.append(MappedPagesCapture(process.pid, cassandra["data_file_directories"]))
+            # The mapped pages and CPU time of each execution, measured around its window (outside it).
+            sources += node_sources(process.pid, cassandra["data_file_directories"])
             if options.profile:
                 with phases("fetch profiler"):
                     profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))

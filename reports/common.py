@@ -1,5 +1,6 @@
 """Pieces every report format shares: the same tables, in the same words, whatever the markup."""
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ from casstrace.analyses.model import (
     Execution,
     FileIO,
     Finding,
+    MeasureSummary,
     NodeIO,
     Profile,
     StackBytes,
@@ -17,7 +19,7 @@ from casstrace.analyses.model import (
 )
 from casstrace.analyses.necessary import describe
 from casstrace.analyses.profile import bytes_measures, reading_frame
-from casstrace.analyses.units import human_bytes, human_ms, human_ns, ratio
+from casstrace.analyses.units import human_bytes, human_measure, human_ms, human_ns, ratio
 from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
 
 NOT_MEASURED = "not measured"
@@ -153,6 +155,41 @@ def nodes_heading(analysis: Analysis) -> str:
     return f"Nodes{level} ({analysis.scope})"
 
 
+def execution_columns(analysis: Analysis) -> tuple[str, ...]:
+    """The executions table's headings: the fixed ones, then a column per per-window measure the trace took."""
+    return EXECUTION_COLUMNS + tuple(measure_label(summary) for summary in analysis.measure_summaries)
+
+
+def execution_rows(analysis: Analysis) -> list[tuple[str, ...]]:
+    return [
+        execution_row(e)
+        + tuple(human_measure(e.measures.get(summary.name), summary.unit) for summary in analysis.measure_summaries)
+        for e in analysis.executions
+    ]
+
+
+def measure_label(summary: MeasureSummary) -> str:
+    """A measure's label, saying whose it is when it is not the node's."""
+    return summary.label if summary.whose == "node" else f"{summary.label} ({summary.whose})"
+
+
+def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
+    """(label, value) of each per-window measure the trace took, over the measured executions."""
+    return [
+        (
+            f"{measure_label(summary)} per execution",
+            f"median {human_measure(summary.median, summary.unit)}, p99 {human_measure(summary.p99, summary.unit)}"
+            f" ({summary.executions} execution{'s' * (summary.executions != 1)})",
+        )
+        for summary in analysis.measure_summaries
+    ]
+
+
+def measures_data(analysis: Analysis) -> list[dict[str, object]]:
+    """The per-window measures' summaries as the JSON report gives them (schema in casstrace.reports.json_report)."""
+    return [dataclasses.asdict(summary) for summary in analysis.measure_summaries]
+
+
 def execution_row(e: Execution) -> tuple[str, ...]:
     amp = e.amplification
     return (
@@ -219,6 +256,7 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
         ("Payload", human_bytes(o.payload_bytes) if o.payload_bytes is not None else "none recorded"),
         ("Wire bytes to the client", human_bytes(o.wire_bytes)),
         ("SSTables read", f"{o.sstables_read} ({o.data_files} Data files)"),
+        *measure_items(analysis),
     ]
     items += busy_items(o)
     if analysis.warmup is not None:

@@ -95,7 +95,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         parts.extend(f"<p>{e(note)}</p>" for note in common.node_notes(analysis))
     if analysis.executions:
         parts.append("<h2>Executions</h2>")
-        parts.append(_table(common.EXECUTION_COLUMNS, [common.execution_row(x) for x in analysis.executions]))
+        parts.append(_table(common.execution_columns(analysis), common.execution_rows(analysis)))
 
     parts.append(f"<h2>Files <span class='muted'>({e(analysis.scope)})</span></h2>")
     for label, rows in common.sstable_sections(analysis):

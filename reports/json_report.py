@@ -8,6 +8,9 @@ Later in version 2: "nodes", "consistency" and files[].node (traces of several n
 Later in version 2: the necessary read ("necessary", "min_excess", amplification.necessary_bytes and
 .over_necessary: the verdict is against it), findings[].read_after_fix_bytes and .excess_share, "latency_notes".
 Later in version 2: amplification.busy (BUSY, below): how busy the node was while the query ran.
+Later in version 2: per-window measures (trace format 4): executions[].measures and "measures_per_execution";
+MEASURE is a name of casstrace.traces.measures.MEASURES: "request_cpu_ns" (on-CPU time of the node's threads
+that serve CQL requests), "jvm_cpu_ns" (of all its threads).
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
@@ -28,7 +31,15 @@ A measure the backend did not take is null, never 0; `measures` says which were 
   "warmup": AMPLIFICATION | null,  what the warmup executions read, kept apart (null: no warmup)
   "executions": [{"execution": int, "kind": "warmup" | "measured" | "tracing", "latency_s": float | null,
                   "rows": int | null, "payload_bytes": int | null, "wire_bytes": int | null,
-                  "pages": int | null (pages fetched), "error": str | null, "amplification": AMPLIFICATION | null}],
+                  "pages": int | null (pages fetched), "error": str | null, "amplification": AMPLIFICATION | null,
+                  "measures": {MEASURE: float}   the per-window measures of its window, each in its unit
+                                 (a measure not taken is absent, never 0)}],
+  "measures_per_execution": [{   each per-window measure the trace took, over the measured executions
+    "name": MEASURE, "label": str, "unit": "ns" | "bytes" | "count",
+    "whose": "node" | "client",  taken on the node, or by casstrace's client (its own decoding)
+    "executions": int,           measured executions with a value
+    "median": float, "p99": float, "total": float
+  }],
   "files": [{"path", "kind", "size_bytes", "keyspace", "table", "index", "generation" (int | str), "format",
              "version", "component" (null for non-SSTable files), "read_bytes", "read_requested_bytes",
              "read_calls", "write_bytes", "write_calls", "cache_miss_bytes" (null: not measured),
@@ -191,6 +202,7 @@ def document(analysis: Analysis) -> dict:
                 "pages": e.pages,
                 "error": e.error,
                 "amplification": dataclasses.asdict(e.amplification) if e.amplification else None,
+                "measures": e.measures,
             }
             for e in analysis.executions
         ],
@@ -205,6 +217,7 @@ def document(analysis: Analysis) -> dict:
         "profile": common.profile_data(analysis.profile) if analysis.profile is not None else None,
         "consistency": analysis.consistency,
         "nodes": [_node(node) for node in analysis.nodes],
+        "measures_per_execution": common.measures_data(analysis),
     }
 
 

@@ -50,7 +50,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
             lines += ["", *(f"- {_escape(note)}" for note in notes)]
     if analysis.executions:
         lines += ["", "#### Executions", ""]
-        lines += _table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])
+        lines += _table(common.execution_columns(analysis), common.execution_rows(analysis))
 
     lines += ["", f"#### Top files ({_escape(analysis.scope)})", ""]
     lines += _table(common.FILE_COLUMNS, common.file_rows(analysis, analysis.files[:TOP_FILES]))

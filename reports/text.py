@@ -59,7 +59,7 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
             out.line(f"  {note}")
     if analysis.executions:
         out.section("Executions")
-        out.table(common.EXECUTION_COLUMNS, [common.execution_row(e) for e in analysis.executions])
+        out.table(common.execution_columns(analysis), common.execution_rows(analysis))
 
     out.section("SSTable files")
     sections = common.sstable_sections(analysis)

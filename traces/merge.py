@@ -37,7 +37,12 @@ _COPIED = (
     "profile_samples",
     "profile_reads",
     "thread_io",
+    "window_measures",
 )
+# Tables that are the whole trace's, never a node's: written once by the run itself. Every table of
+# the schema is in one of the two lists (tests/unit/test_measures.py): a table in neither would be
+# dropped from multi-node traces without a word.
+NOT_COPIED = ("meta", "nodes", "windows", "executions", "statement_sessions", "session_threads")
 # Columns whose values change on the way: ids renumbered, times shifted, the node named.
 _MOVED = {
     "file_id": "file_id + :files",

@@ -60,6 +60,8 @@ dataclasses. Every function takes the open Trace first; `window_ids` / `file_ids
   stack_samples(window_ids, tids, state)  list[StackSamples]  wall-clock samples per stack
   sampled_threads(window_ids, tids, state)  set[tid]    the threads with such samples
   thread_names()                  dict[tid, name]
+  -- per-window measures (format 4; empty before)
+  window_measures()               list[WindowMeasure]   (node_id, window_id, measure, value) rows
   -- watch (format 2)
   has_watch_tables()              bool                  the trace has the tables a watch writes
   statement_sessions()            list[StatementSession]  by session
@@ -287,6 +289,16 @@ class ThreadIO(NamedTuple):
     read_calls: int
     read_bytes: int
     cache_miss_pages: int
+
+
+class WindowMeasure(NamedTuple):
+    """One registered measure's value in one window (casstrace.traces.measures); node_id None: the one
+    process, or the client."""
+
+    node_id: int | None
+    window_id: int
+    measure: str
+    value: float
 
 
 # -- how they are read ---------------------------------------------------------------------------
@@ -714,6 +726,17 @@ def sampled_threads(trace: Trace, window_ids: Sequence[int], tids: Sequence[int]
 
 def thread_names(trace: Trace) -> dict[int, str]:
     return dict(_fetch(trace, "SELECT tid, name FROM threads"))
+
+
+# -- per-window measures ---------------------------------------------------------------------------
+
+
+def window_measures(trace: Trace) -> list[WindowMeasure]:
+    if not _has_table(trace, "window_measures"):
+        return []
+    return _records(
+        WindowMeasure, trace, "SELECT node_id, window_id, measure, value FROM window_measures ORDER BY window_id"
+    )
 
 
 # -- watch ---------------------------------------------------------------------------------------

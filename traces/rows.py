@@ -94,6 +94,14 @@ class ExecutionRow(TypedDict):
     other_requests: NotRequired[int | None]
 
 
+class WindowMeasureRow(TypedDict):
+    """window_measures (format 4): one registered measure's value in one window (casstrace.traces.measures)."""
+
+    window_id: int
+    measure: str
+    value: float
+
+
 class NodeRow(TypedDict):
     """nodes (format 3): a node a run trace is about, captured or not."""
 

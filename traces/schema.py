@@ -112,8 +112,8 @@ Several nodes (format 3)
   why). One node's JVM captured is the usual case; with several, every captured JVM had the same
   windows (the trace's windows table), and `files.node_id` says whose file each is: every per-file
   table (file_io, read_sizes, coverage, heatmap, events, page_cache_fills, mappings, profile_reads)
-  is thereby per node. latency, threads, events and profile_samples carry node_id themselves in a
-  trace of several captured nodes (NULL when one was captured: the trace's one process). Imports
+  is thereby per node. latency, threads, events, profile_samples and (format 4) window_measures carry node_id
+  themselves in a trace of several captured nodes (NULL when one was captured: the trace's one process). Imports
   and `capture` traces have no nodes rows, and files.node_id is NULL there.
 - Clocks: every timestamp is on the trace's clock (that of the machine that ran `casstrace run`);
   a node's own timestamps were shifted by nodes.clock_shift_ns (0 on this machine; for a node
@@ -155,13 +155,16 @@ Format history
      session_threads, threads) and counts thread_io, so each execution is charged its own threads'
      reads (analyses.attribution); executions.other_requests. A trace without them charges an
      execution every read of its window.
+  4  additive: table window_measures, one number per node, window and registered measure (the node's
+     CPU time in an execution, ...; casstrace.traces.measures lists them). A format-3 trace reads as
+     one that took none of them.
 """
 
 import bisect
 import functools
 
-FORMAT_VERSION = 3
-READABLE_FORMAT_VERSIONS = (1, 2, 3)  # every older format stays readable: changes are additive
+FORMAT_VERSION = 4
+READABLE_FORMAT_VERSIONS = (1, 2, 3, 4)  # every older format stays readable: changes are additive
 THREAD_SLOT_NS = 1_000_000  # thread_io slot: Cassandra's trace events are ~1 ms apart at best
 
 # Units the format fixes, shared by every backend and the analyses.
@@ -419,6 +422,16 @@ CREATE TABLE thread_io (
     read_bytes       INTEGER NOT NULL,
     cache_miss_pages INTEGER NOT NULL,
     PRIMARY KEY (tid, slot, file_id)
+);
+
+-- format 4: per-window measures taken beside the backend by window sources, one number per node,
+-- window and measure; casstrace.traces.measures registers each measure with its unit, its merge rule
+-- (how several rows of one window combine) and its label. A measure not taken has no rows, never 0.
+CREATE TABLE window_measures (
+    node_id   INTEGER,                  -- the node in a trace of several (NULL: the one process, or the client)
+    window_id INTEGER NOT NULL REFERENCES windows(window_id),
+    measure   TEXT NOT NULL,            -- a name of casstrace.traces.measures.MEASURES
+    value     NUMERIC NOT NULL          -- in the measure's unit ('ns', 'bytes', 'count')
 );
 
 -- Requests Cassandra traced during a watch (its probabilistic tracing), or a run's measured executions

@@ -26,6 +26,7 @@ from typing import Any, Unpack
 
 from casstrace import __version__, outputs
 from casstrace.errors import CasstraceError
+from casstrace.traces.measures import measure
 from casstrace.traces.rows import (
     CoverageRow,
     EventRow,
@@ -42,6 +43,7 @@ from casstrace.traces.rows import (
     SessionThreadRow,
     StatementSessionRow,
     ThreadIORow,
+    WindowMeasureRow,
 )
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 
@@ -267,6 +269,14 @@ class TraceWriter:
 
     def add_session_threads(self, rows: Iterable[SessionThreadRow]) -> None:
         self._insert("session_threads", rows)
+
+    def add_window_measures(self, rows: Iterable[WindowMeasureRow]) -> None:
+        """Values of registered measures (casstrace.traces.measures): ValueError for a measure with no
+        entry, before anything is written."""
+        checked = list(rows)
+        for row in checked:
+            measure(row["measure"])
+        self._insert("window_measures", checked)
 
     def add_threads(self, names: dict[int, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO threads(tid, name) VALUES (?, ?)", names.items())

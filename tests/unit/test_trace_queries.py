@@ -23,6 +23,7 @@ LATER_TABLES = (
     "session_threads",
     "mappings",
     "page_cache_fills",
+    "window_measures",
 )
 LATER_COLUMNS = {
     "files": ("node_id",),

@@ -1,0 +1,25 @@
+"""The window sources every `casstrace run` capture of a node's JVM takes beside its backend: the one
+place a per-window measure's source is wired (CONTRIBUTING.md, "A per-execution measure").
+
+`casstrace run` on this machine's JVM and each node's agent (casstrace.orchestration.agents) call
+node_sources(), so a source added here is taken on every captured node of every run, and its rows
+reach the trace through casstrace.traces.merge for several nodes.
+"""
+
+import sys
+from collections.abc import Sequence
+
+from casstrace.probes.bcc.oncpu import OnCpuTime
+from casstrace.probes.proc.mapped_pages import MappedPagesCapture
+from casstrace.probes.protocol import WindowSource
+from casstrace.terminal import printable
+
+
+def warn(message: str) -> None:
+    print(f"casstrace: warning: {printable(message)}", file=sys.stderr)
+
+
+def node_sources(pid: int, data_file_directories: Sequence[str]) -> list[WindowSource]:
+    """The mapped pages each window touched, and the node's CPU time per window (made now, before
+    the capture: their set-up lands in no window)."""
+    return [MappedPagesCapture(pid, data_file_directories), OnCpuTime(pid, warn)]

@@ -1,0 +1,104 @@
+"""The per-window measures seam (casstrace.traces.measures): every registered measure, once recorded by a
+node's window source, survives the merge of several nodes' traces, reaches the analysis and is rendered
+in every report format; and no table of the schema is forgotten by the merge."""
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+import synthetic_traces as synthetic
+from casstrace.analyses import analyse
+from casstrace.reports import render
+from casstrace.reports.formats import FORMATS
+from casstrace.traces import Trace, TraceWriter, queries
+from casstrace.traces import merge as trace_merge
+from casstrace.traces.measures import MEASURES
+from casstrace.traces.schema import SCHEMA
+
+MEASURED_WINDOW = 3  # synthetic._run_windows: warmup (1), between (2), the measured execution (3)
+NODE_VALUES = (3_000_000, 5_000_000)  # each node's value of a measure in the measured execution
+
+
+def partial(path, values):
+    """One node's trace as its agent writes it: the run's three windows and `values` (measure -> value
+    in the measured window, 1 in the warmup's)."""
+    writer = TraceWriter(path)
+    synthetic._base_meta(writer)
+    for label, execution in (("warmup", 1), ("between", None), ("execution", 2)):
+        writer.add_window(label, synthetic.START_NS, synthetic.START_NS, execution)
+    writer.add_window_measures(
+        [{"window_id": MEASURED_WINDOW, "measure": name, "value": value} for name, value in values.items()]
+        + [{"window_id": 1, "measure": name, "value": 1} for name in values]
+    )
+    return writer.finish()
+
+
+@pytest.fixture(scope="module")
+def merged(tmp_path_factory):
+    """Two nodes' traces, each with every registered measure, merged into one run trace."""
+    directory = tmp_path_factory.mktemp("measures")
+    parts = [
+        partial(directory / f"{node}.trace", {name: value for name in MEASURES})
+        for node, value in enumerate(NODE_VALUES, start=1)
+    ]
+    writer = TraceWriter(directory / "merged.trace")
+    synthetic._base_meta(writer, query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo")
+    synthetic._run_windows(writer, {"latency_s": 0.01, "rows": 20, "payload_bytes": 2000})
+    for node, part in enumerate(parts, start=1):
+        trace_merge.merge_node(writer, part, node, 0, synthetic.START_NS)
+    return writer.finish()
+
+
+def test_every_table_of_the_schema_is_merged_or_the_whole_traces():
+    tables = set(re.findall(r"CREATE TABLE (\w+)", SCHEMA))
+    copied, whole = set(trace_merge._COPIED), set(trace_merge.NOT_COPIED)
+    assert not copied & whole
+    assert tables == copied | whole, "a table in neither list is dropped from multi-node traces"
+
+
+@pytest.mark.parametrize("name", list(MEASURES))
+def test_a_registered_measure_is_merged_analysed_and_rendered(merged, name):
+    entry = MEASURES[name]
+    with Trace(merged) as trace:
+        rows = [row for row in queries.window_measures(trace) if row.measure == name]
+        assert sorted((row.node_id, row.window_id, row.value) for row in rows if row.window_id == MEASURED_WINDOW) == [
+            (1, MEASURED_WINDOW, NODE_VALUES[0]),
+            (2, MEASURED_WINDOW, NODE_VALUES[1]),
+        ]
+        analysis = analyse(trace)
+    expected = entry.combine(list(NODE_VALUES))
+    measured = [e for e in analysis.executions if e.kind == "measured"]
+    assert [e.measures[name] for e in measured] == [expected]
+    assert [e.measures[name] for e in analysis.executions if e.kind == "warmup"] == [entry.combine([1, 1])]
+    (summary,) = [s for s in analysis.measure_summaries if s.name == name]
+    assert (summary.executions, summary.median, summary.p99, summary.total) == (1, expected, expected, expected)
+    for fmt in FORMATS:
+        text = render(analysis, fmt)
+        if fmt == "json":
+            report = json.loads(text)
+            (execution,) = [e for e in report["executions"] if e["kind"] == "measured"]
+            assert execution["measures"][name] == expected
+            assert {m["name"]: m["p99"] for m in report["measures_per_execution"]}[name] == expected
+        else:
+            assert text.count(entry.label.replace("'", "&#x27;" if fmt == "html" else "'")) >= 2, fmt  # item + column
+
+
+def test_a_trace_without_the_table_took_no_measure(tmp_path):
+    path = synthetic.wide_select_c0(tmp_path / "c0.trace")
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE window_measures")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'format_version'")
+    with Trace(path) as trace:
+        assert queries.window_measures(trace) == []
+        analysis = analyse(trace)
+    assert analysis.measure_summaries == [] and all(e.measures == {} for e in analysis.executions)
+
+
+def test_the_writer_refuses_a_measure_with_no_entry(tmp_path):
+    writer = TraceWriter(tmp_path / "t.trace")
+    writer.add_window("capture", 0, 1)
+    with pytest.raises(ValueError, match="not a registered measure"):
+        writer.add_window_measures([{"window_id": 1, "measure": "cpu_time_typo", "value": 1}])
+    writer.discard()

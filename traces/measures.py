@@ -1,0 +1,56 @@
+"""The registry of per-window measures: the one list of what the `window_measures` table may hold.
+
+A per-window measure is one number per node and window (the node's CPU time in an execution, say),
+taken by a window source (casstrace.probes.protocol.WindowSource) beside the capture backend and
+written as window_measures rows (casstrace.traces.schema). Its entry here says what the number is:
+
+- `unit`: 'ns' (a duration), 'bytes' or 'count': how every report prints it;
+- `merge`: how the values of one window combine when several rows hold it (several captured nodes
+  of one run, merged by casstrace.traces.merge, or one node's rows of one window): 'sum' (work that
+  adds up: CPU time, pauses) or 'max' (a span the slowest one sets);
+- `label`: the column heading and item label every report gives it;
+- `whose`: 'node' (taken on the node: the analyses' figures are the node's unless they say
+  otherwise) or 'client' (taken by casstrace's client, e.g. its own decoding).
+
+Adding a measure is a window source and an entry here (CONTRIBUTING.md, "A per-execution
+measure"); the writer refuses a row of a measure that has no entry, and tests/unit/test_measures.py
+checks every entry is merged, analysed and rendered in every format.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+Unit = Literal["ns", "bytes", "count"]
+Merge = Literal["sum", "max"]
+Whose = Literal["node", "client"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str  # the window_measures.measure value, and the JSON key
+    unit: Unit
+    merge: Merge
+    label: str
+    whose: Whose = "node"
+
+    def combine(self, values: list[float]) -> float:
+        """The values of one window as one figure, by the merge rule."""
+        return sum(values) if self.merge == "sum" else max(values)
+
+
+# In the order reports list them.
+MEASURES: dict[str, Measure] = {
+    measure.name: measure
+    for measure in (
+        Measure("request_cpu_ns", "ns", "sum", "Request threads' CPU"),
+        Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)"),
+    )
+}
+
+
+def measure(name: str) -> Measure:
+    """The registered measure `name` (ValueError for one without an entry: a row nobody could read)."""
+    try:
+        return MEASURES[name]
+    except KeyError:
+        raise ValueError(f"{name!r} is not a registered measure (casstrace.traces.measures.MEASURES)") from None
