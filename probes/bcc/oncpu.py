@@ -11,11 +11,13 @@ and event-loop threads and the read stage; their other work, on a busy node, cou
 
 import ctypes
 import os
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD
 from casstrace.traces.rows import WindowMeasureRow
 from casstrace.traces.writer import TraceWriter
 
@@ -42,6 +44,10 @@ class OnCpuTime:
         try:
             from bcc import BPF  # imported here so `casstrace report` never needs bcc
 
+            # bcc's compiler is not to be run from two threads at once (a crash): after the backend's.
+            for thread in threading.enumerate():
+                if thread.name == COMPILE_THREAD:
+                    thread.join()
             source = resources.files("casstrace.probes.bcc").joinpath("oncpu.c").read_bytes()
             self._bpf = BPF(text=source, cflags=[f"-DTGID={pid}", f"-DONCPU_ENTRIES={ONCPU_ENTRIES}"])
         except Exception as error:  # no bcc, no privilege: the measure is not taken, and the run goes on
