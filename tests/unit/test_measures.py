@@ -40,7 +40,7 @@ def merged(tmp_path_factory):
     """Two nodes' traces, each with every registered measure, merged into one run trace."""
     directory = tmp_path_factory.mktemp("measures")
     parts = [
-        partial(directory / f"{node}.trace", {name: value for name in MEASURES})
+        partial(directory / f"{node}.trace", dict.fromkeys(MEASURES, value))
         for node, value in enumerate(NODE_VALUES, start=1)
     ]
     writer = TraceWriter(directory / "merged.trace")
