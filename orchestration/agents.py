@@ -203,7 +203,7 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
                     writer,
                     body,
                     annotate=annotate,
-                    sources=node_sources(process.pid, cassandra["data_file_directories"]),
+                    sources=node_sources(process.pid, cassandra["data_file_directories"], options.port),
                 )
             except Interrupted as interrupted:  # killed meanwhile: what was captured still goes back
                 if interrupted.trace is None:

@@ -210,7 +210,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 local_cold.before_execution()
                 cold = local_cold
             # The mapped pages and CPU time of each execution, measured around its window (outside it).
-            sources += node_sources(process.pid, cassandra["data_file_directories"])
+            sources += node_sources(process.pid, cassandra["data_file_directories"], options.connection.port)
             if options.profile:
                 with phases("fetch profiler"):
                     profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))

@@ -9,7 +9,7 @@ reach the trace through casstrace.traces.merge for several nodes.
 import sys
 from collections.abc import Sequence
 
-from casstrace.probes.bcc.oncpu import OnCpuTime
+from casstrace.probes.bcc.node_time import NodeTime
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import WindowSource
 from casstrace.terminal import printable
@@ -19,7 +19,7 @@ def warn(message: str) -> None:
     print(f"casstrace: warning: {printable(message)}", file=sys.stderr)
 
 
-def node_sources(pid: int, data_file_directories: Sequence[str]) -> list[WindowSource]:
-    """The mapped pages each window touched, and the node's CPU time per window (made now, before
-    the capture: their set-up lands in no window)."""
-    return [MappedPagesCapture(pid, data_file_directories), OnCpuTime(pid, warn)]
+def node_sources(pid: int, data_file_directories: Sequence[str], native_port: int) -> list[WindowSource]:
+    """The mapped pages each window touched, and the node's time and CPU time per window (made now,
+    before the capture: their set-up lands in no window)."""
+    return [MappedPagesCapture(pid, data_file_directories), NodeTime(pid, native_port, warn)]

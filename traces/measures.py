@@ -42,6 +42,8 @@ class Measure:
 MEASURES: dict[str, Measure] = {
     measure.name: measure
     for measure in (
+        Measure("node_ns", "ns", "max", "Node time"),
+        Measure("node_requests", "count", "sum", "Requests answered"),
         Measure("request_cpu_ns", "ns", "sum", "Request threads' CPU"),
         Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)"),
     )

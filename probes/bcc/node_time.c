@@ -1,0 +1,150 @@
+// Where one process's time went, per capture window: the on-CPU time of its threads, from the
+// scheduler's switches, and the time it took to answer its clients, from its socket calls.
+//
+// CPU: at each switch the task leaving the CPU is the current one, and it has run since the previous
+// switch on this CPU, so one per-CPU timestamp gives every slice, with no per-thread start to keep.
+// A slice of the captured process (TGID) is added to (window, tid) in the kernel.
+//
+// The node's time: on the client connections' descriptors (client_fds, filled by userspace), a
+// request begins at the entry of the read that takes its first bytes, and lasts until the exit of the
+// last write of its answer; each answering write adds the time since the request began (or since
+// the previous write of its answer) to the window's total. A read after an answer begins the next
+// request. Requests on one connection are taken one at a time (casstrace's client sends the next
+// page's request after the previous answer).
+//
+// The window is the one userspace set last (window[0]): a slice or a write counts in the window it
+// ended in. Nothing is lost but what the full maps refuse (overflows[0], counted).
+
+struct slice_key {
+    u32 window;
+    u32 tid;
+};
+
+struct call {
+    u64 enter_ns;
+    u32 fd;
+    u32 reading;
+};
+
+struct request {
+    u64 start_ns;
+    u64 answered_ns; // exit of the last write of its answer so far (0: none yet)
+};
+
+BPF_PERCPU_ARRAY(switched_in, u64, 1);
+BPF_ARRAY(window, u32, 1);
+BPF_ARRAY(overflows, u64, 1);
+BPF_HASH(oncpu, struct slice_key, u64, ONCPU_ENTRIES);
+BPF_HASH(client_fds, u32, u8, CLIENT_FDS);
+BPF_HASH(in_call, u32, struct call, CALLS);
+BPF_HASH(requests, u32, struct request, CLIENT_FDS);
+BPF_HASH(answering_ns, u32, u64, WINDOWS);
+BPF_HASH(answered, u32, u64, WINDOWS);
+
+static inline void count_overflow(void) {
+    int zero = 0;
+    u64 *lost = overflows.lookup(&zero);
+    if (lost)
+        __sync_fetch_and_add(lost, 1);
+}
+
+static inline u32 current_window(void) {
+    int zero = 0;
+    u32 *current = window.lookup(&zero);
+    return current ? *current : 0;
+}
+
+
+TRACEPOINT_PROBE(sched, sched_switch) {
+    int zero = 0;
+    u64 now = bpf_ktime_get_ns();
+    u64 *last = switched_in.lookup(&zero);
+    if (!last)
+        return 0;
+    u64 started = *last;
+    *last = now;
+    u64 pid_tgid = bpf_get_current_pid_tgid();
+    if ((pid_tgid >> 32) != TGID || started == 0)
+        return 0;
+    struct slice_key key = {.window = current_window(), .tid = (u32)pid_tgid};
+    u64 ran = now - started;
+    u64 *total = oncpu.lookup(&key);
+    if (total)
+        __sync_fetch_and_add(total, ran);
+    else if (oncpu.insert(&key, &ran) != 0)
+        count_overflow();
+    return 0;
+}
+
+static inline int enter(u64 fd, u32 reading) {
+    u64 pid_tgid = bpf_get_current_pid_tgid();
+    if ((pid_tgid >> 32) != TGID)
+        return 0;
+    u32 key = fd;
+    if (!client_fds.lookup(&key))
+        return 0;
+    u32 tid = pid_tgid;
+    struct call made = {.enter_ns = bpf_ktime_get_ns(), .fd = key, .reading = reading};
+    if (in_call.update(&tid, &made) != 0)
+        count_overflow();
+    return 0;
+}
+
+static inline int leave(long ret) {
+    u64 pid_tgid = bpf_get_current_pid_tgid();
+    if ((pid_tgid >> 32) != TGID)
+        return 0;
+    u32 tid = pid_tgid;
+    struct call *found = in_call.lookup(&tid);
+    if (!found)
+        return 0;
+    struct call made = *found;
+    in_call.delete(&tid);
+    if (ret <= 0)
+        return 0;
+    u32 fd = made.fd;
+    struct request *open = requests.lookup(&fd);
+    if (made.reading) {
+        if (!open || open->answered_ns) {
+            struct request fresh = {.start_ns = made.enter_ns, .answered_ns = 0};
+            if (requests.update(&fd, &fresh) != 0)
+                count_overflow();
+        }
+        return 0;
+    }
+    if (!open)
+        return 0; // a write no request read asked for (an event the node pushes)
+    u64 now = bpf_ktime_get_ns();
+    u64 from = open->answered_ns ? open->answered_ns : open->start_ns;
+    open->answered_ns = now;
+    u32 window_id = current_window();
+    u64 zero = 0;
+    u64 *total = answering_ns.lookup_or_try_init(&window_id, &zero);
+    if (total)
+        __sync_fetch_and_add(total, now - from);
+    else
+        count_overflow();
+    if (from == open->start_ns) { // the answer's first write: one request answered
+        u64 *count = answered.lookup_or_try_init(&window_id, &zero);
+        if (count)
+            __sync_fetch_and_add(count, 1);
+    }
+    return 0;
+}
+
+TRACEPOINT_PROBE(syscalls, sys_enter_read) { return enter(args->fd, 1); }
+TRACEPOINT_PROBE(syscalls, sys_exit_read) { return leave(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_readv) { return enter(args->fd, 1); }
+TRACEPOINT_PROBE(syscalls, sys_exit_readv) { return leave(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_recvfrom) { return enter(args->fd, 1); }
+TRACEPOINT_PROBE(syscalls, sys_exit_recvfrom) { return leave(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_recvmsg) { return enter(args->fd, 1); }
+TRACEPOINT_PROBE(syscalls, sys_exit_recvmsg) { return leave(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_write) { return enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_exit_write) { return leave(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_writev) { return enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_exit_writev) { return leave(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_sendto) { return enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_exit_sendto) { return leave(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_sendmsg) { return enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_exit_sendmsg) { return leave(args->ret); }

@@ -1,0 +1,146 @@
+"""Where the node's time went per window (node_time.c): the per-window measures `node_ns` (the time the
+node took to answer casstrace's requests), `node_requests`, `request_cpu_ns` and `jvm_cpu_ns`
+(casstrace.traces.measures).
+
+A window source (casstrace.probes.protocol.WindowSource) beside the capture backend. One small BPF
+program: on sched_switch it adds each slice a thread of the JVM ran to (window, thread); on the
+socket calls of the JVM's client connections (those on its native-transport port, open when the
+source is made: the run's driver connected before) it times each request from the read that takes
+it to the last write of its answer. on_window_start tells it the window. At the end the maps are read
+once and each window's figures written: the node's time answering, the requests answered, every
+thread's CPU time (`jvm_cpu_ns`) and that of the threads that serve CQL requests, by their pool's
+name (`request_cpu_ns`: the native transport's request and event-loop threads and the read stage;
+on a busy node their work for other clients counts too).
+"""
+
+import ctypes
+import os
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD
+from casstrace.probes.proc import proc_fds
+from casstrace.traces.rows import WindowMeasureRow
+from casstrace.traces.writer import TraceWriter
+
+ONCPU_ENTRIES = 1 << 16  # (window, thread) pairs: 600 threads over 100 windows
+CLIENT_FDS = 1024  # client connections of the node
+CALLS = 4096  # threads in a socket call at once
+WINDOWS = 4096
+# Thread names (comm: 15 characters) of the pools that serve a CQL read, as Cassandra 4.0-5.0 name them.
+REQUEST_THREAD_PREFIXES = ("Native-Transpor", "ReadStage", "epollEventLoopG", "nioEventLoopGro")
+
+
+def serves_requests(thread_name: str) -> bool:
+    return thread_name.startswith(REQUEST_THREAD_PREFIXES)
+
+
+def client_fds(pid: int, native_port: int) -> list[int]:
+    """The process's descriptors of TCP connections on its native-transport port (its CQL clients')."""
+    clients = {
+        inode for inode, (local, _) in proc_fds.tcp_sockets(pid).items() if local.rsplit(":", 1)[1] == str(native_port)
+    }
+    found = []
+    for fd in proc_fds.open_fds(pid):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and int(link[len("socket:[") : -1]) in clients:
+            found.append(fd)
+    return found
+
+
+class NodeTime:
+    """The node's time and CPU per window, for the process `pid` serving CQL on `native_port`. Made before
+    the capture: the program is compiled and attached then (a second or two of one core), idle until
+    the first window."""
+
+    def __init__(self, pid: int, native_port: int, warn: Callable[[str], None]):
+        self.pid = pid
+        self._bpf: Any = None
+        # what the kernel counted, and the threads' names, taken when the source stops (before write)
+        self._cpu: dict[tuple[int, int], int] = {}
+        self._answering: dict[str, dict[int, int]] = {}
+        self._names: dict[int, str] = {}
+        self._overflows = 0
+        try:
+            from bcc import BPF  # imported here so `casstrace report` never needs bcc
+
+            # bcc's compiler is not to be run from two threads at once (a crash): after the backend's.
+            for thread in threading.enumerate():
+                if thread.name == COMPILE_THREAD:
+                    thread.join()
+            source = resources.files("casstrace.probes.bcc").joinpath("node_time.c").read_bytes()
+            cflags = [f"-D{name}={value}" for name, value in self._defines().items()]
+            self._bpf = BPF(text=source, cflags=cflags)
+            fds = self._bpf[b"client_fds"]
+            for fd in client_fds(pid, native_port):
+                fds[ctypes.c_uint32(fd)] = ctypes.c_uint8(1)
+        except Exception as error:  # no bcc, no privilege: the measures are not taken, and the run goes on
+            warn(f"the node's time and CPU per execution are not measured: {error}")
+            self.stop()
+
+    def _defines(self) -> dict[str, int]:
+        return {
+            "TGID": self.pid,
+            "ONCPU_ENTRIES": ONCPU_ENTRIES,
+            "CLIENT_FDS": CLIENT_FDS,
+            "CALLS": CALLS,
+            "WINDOWS": WINDOWS,
+        }
+
+    def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
+        if self._bpf is not None:
+            self._bpf[b"window"][ctypes.c_int(0)] = ctypes.c_uint32(window_id)
+
+    def on_window_end(self, window_id: int) -> None:
+        pass
+
+    def thread_ns(self) -> dict[tuple[int, int], int]:
+        """(window_id, tid) -> on-CPU ns (window 0: before the first window): so far, or as the source
+        stopped."""
+        if self._bpf is None:
+            return self._cpu
+        return {(key.window, key.tid): value.value for key, value in self._bpf[b"oncpu"].items()}
+
+    def write(self, writer: TraceWriter) -> None:
+        totals: dict[str, dict[int, int]] = {
+            **self._answering,
+            "request_cpu_ns": defaultdict(int),
+            "jvm_cpu_ns": defaultdict(int),
+        }
+        for (window_id, tid), ns in self._cpu.items():
+            totals["jvm_cpu_ns"][window_id] += ns
+            if serves_requests(self._names.get(tid, "")):
+                totals["request_cpu_ns"][window_id] += ns
+        rows: list[WindowMeasureRow] = [
+            {"window_id": window_id, "measure": name, "value": value}
+            for name, per_window in totals.items()
+            for window_id, value in sorted(per_window.items())
+            if window_id != 0  # before the first window
+        ]
+        writer.add_window_measures(rows)
+        if self._overflows:  # what the full maps refused: counted where every aggregate's refusals are
+            meta = writer.meta()
+            writer.set_meta(aggregate_overflows=int(meta.get("aggregate_overflows") or 0) + self._overflows)
+
+    def stop(self) -> None:
+        """Take what the kernel counted, then detach (idempotent)."""
+        if self._bpf is None:
+            return
+        bpf = self._bpf
+        try:
+            self._cpu = self.thread_ns()
+            self._answering = {
+                name: {key.value: value.value for key, value in bpf[table].items()}
+                for name, table in (("node_ns", b"answering_ns"), ("node_requests", b"answered"))
+            }
+            self._names = proc_fds.thread_names(self.pid)
+            self._overflows = bpf[b"overflows"][ctypes.c_int(0)].value
+        finally:
+            self._bpf = None
+            bpf.cleanup()
