@@ -34,6 +34,7 @@ from casstrace.errors import CasstraceError
 
 TRACE_PROBABILITY = "trace_probability"  # nodetool settraceprobability
 PROFILER = "async_profiler"  # async-profiler started in the JVM
+GC_LOG = "gc_log"  # a VM.log output of GC and safepoint pauses added to the JVM (run); changed_to: its file
 VERSION = 1
 MAX_RECORD_BYTES = 64 * 1024  # a record is ~300 B: anything larger is not one, and is not read whole
 

@@ -222,7 +222,7 @@ def java_thread_ids(pid: int, jcmd: str | None = None, timeout_s: float = 30.0) 
     """The JVM's thread names (full, as Cassandra's trace events name them) -> Linux thread ids, from
     the JVM's own thread list (`jcmd PID Thread.print`: nid is the TID). /proc/PID/task/TID/comm
     would cut the names at 15 characters ('Native-Transpor'). CasstraceError when jcmd cannot run."""
-    command = [jcmd, str(pid)] if jcmd else _jcmd(pid)
+    command = [jcmd, str(pid)] if jcmd else jcmd_command(pid)
     output = run_tool(
         [*command, "Thread.print"],
         f"jcmd {pid} Thread.print",
@@ -316,7 +316,7 @@ class ThreadIds:
         return {tid: name for name, tid in self.by_name.items()}
 
 
-def _jcmd(pid: int) -> list[str]:
+def jcmd_command(pid: int) -> list[str]:
     """jcmd and the pid it attaches to: the one beside the node's own java (the same JDK attaches most
     surely), run where the node runs (in_node_namespaces), else PATH's, which attaches from here."""
     java = node_java(pid)

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable
 
 from casstrace.errors import CasstraceError
-from casstrace.ledger import PROFILER, TRACE_PROBABILITY, Change, Ledger, Record, Unreadable
-from casstrace.node.jvm import CassandraProcess
+from casstrace.ledger import GC_LOG, PROFILER, TRACE_PROBABILITY, Change, Ledger, Record, Unreadable
+from casstrace.node.jvm import CassandraProcess, jcmd_command, run_tool
 from casstrace.node.tracing import Nodetool, format_probability
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.terminal import printable
@@ -45,6 +45,8 @@ def restore_left_behind(
             if record.what == TRACE_PROBABILITY
             else _stop_profiler(record, process.pid)
             if record.what == PROFILER
+            else _stop_gc_log(record, process.pid)
+            if record.what == GC_LOG
             else None
         )
         if line is not None:
@@ -129,3 +131,19 @@ def _stop_profiler(record: Record, pid: int) -> str | None:
             f"cannot stop the async-profiler session {by} left in JVM {pid}: {error.message}", error.fix
         ) from None
     return f"stopped the async-profiler session {by} left in JVM {pid}" if stopped else None
+
+
+def _stop_gc_log(record: Record, pid: int) -> str:
+    """Turn off the pause log output a killed `casstrace run` added (casstrace.node.gc_pauses); an
+    unreadable record does not say which output: said, and removed (the output only logs pauses)."""
+    Ledger(record.node_pid).forget(GC_LOG)
+    if not isinstance(record, Change):
+        return f"warning: removed the ledger's record {record.path}, which cannot be read ({record.reason})"
+    run_tool(
+        [*jcmd_command(pid), "VM.log", f"output=file={record.changed_to}", "what=all=off"],
+        f"jcmd {pid} VM.log",
+        30.0,
+        cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
+        failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java",
+    )
+    return f"turned off the GC log output {_left_by(record)} added to JVM {pid}"

@@ -9,6 +9,7 @@ reach the trace through casstrace.traces.merge for several nodes.
 import sys
 from collections.abc import Sequence
 
+from casstrace.node.gc_pauses import GcPauses
 from casstrace.probes.bcc.node_time import NodeTime
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import WindowSource
@@ -20,6 +21,6 @@ def warn(message: str) -> None:
 
 
 def node_sources(pid: int, data_file_directories: Sequence[str], native_port: int) -> list[WindowSource]:
-    """The mapped pages each window touched, and the node's time and CPU time per window (made now,
-    before the capture: their set-up lands in no window)."""
-    return [MappedPagesCapture(pid, data_file_directories), NodeTime(pid, native_port, warn)]
+    """The mapped pages each window touched, the node's time and CPU time, and the JVM's pauses per
+    window (made now, before the capture: their set-up lands in no window)."""
+    return [MappedPagesCapture(pid, data_file_directories), NodeTime(pid, native_port, warn), GcPauses(pid, warn)]

@@ -46,6 +46,8 @@ MEASURES: dict[str, Measure] = {
         Measure("node_requests", "count", "sum", "Requests answered"),
         Measure("request_cpu_ns", "ns", "sum", "Request threads' CPU"),
         Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)"),
+        Measure("gc_pause_ns", "ns", "max", "GC pauses"),
+        Measure("safepoint_ns", "ns", "max", "Safepoints"),
     )
 }
 
