@@ -136,8 +136,8 @@ def _stop_profiler(record: Record, pid: int) -> str | None:
 def _stop_gc_log(record: Record, pid: int) -> str:
     """Turn off the pause log output a killed `casstrace run` added (casstrace.node.gc_pauses); an
     unreadable record does not say which output: said, and removed (the output only logs pauses)."""
-    Ledger(record.node_pid).forget(GC_LOG)
     if not isinstance(record, Change):
+        Ledger(record.node_pid).forget(GC_LOG)
         return f"warning: removed the ledger's record {record.path}, which cannot be read ({record.reason})"
     run_tool(
         [*jcmd_command(pid), "VM.log", f"output=file={record.changed_to}", "what=all=off"],
@@ -146,4 +146,5 @@ def _stop_gc_log(record: Record, pid: int) -> str:
         cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
         failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java",
     )
+    Ledger(record.node_pid).forget(GC_LOG)
     return f"turned off the GC log output {_left_by(record)} added to JVM {pid}"
