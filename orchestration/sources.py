@@ -6,18 +6,13 @@ node_sources(), so a source added here is taken on every captured node of every 
 reach the trace through casstrace.traces.merge for several nodes.
 """
 
-import sys
 from collections.abc import Sequence
 
 from casstrace.node.gc_pauses import GcPauses
 from casstrace.probes.bcc.node_time import NodeTime
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
 from casstrace.probes.protocol import WindowSource
-from casstrace.terminal import printable
-
-
-def warn(message: str) -> None:
-    print(f"casstrace: warning: {printable(message)}", file=sys.stderr)
+from casstrace.terminal import warn
 
 
 def node_sources(pid: int, data_file_directories: Sequence[str], native_port: int) -> list[WindowSource]:
