@@ -29,7 +29,7 @@ Gates, for pipelines:
 
 from dataclasses import dataclass, field
 
-from casstrace.analyses.model import Analysis, FileIO, Verdict
+from casstrace.analyses.model import Analysis, FileIO, MeasureSummary, Verdict
 from casstrace.analyses.nodes import readers_per_execution
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.units import human_bytes, human_ms, ratio
@@ -97,6 +97,8 @@ class QuerySummary:
     necessary_bytes: float | None = None  # the necessary read per execution (None: no model)
     over_necessary: float | None = None  # data read ÷ necessary read: the verdict's figure
     min_excess: int = 0  # the verdict's floor, per execution
+    latency_of: str = "client"  # whose the latency_* figures are: 'node' (its time answering) or 'client' (round trip)
+    measures: dict[str, MeasureSummary] = field(default_factory=dict)  # the per-window measures, by name
 
 
 @dataclass
@@ -224,6 +226,22 @@ def _difference(first: Payload, second: Payload) -> str:
     )
 
 
+def measure_metrics(a: QuerySummary, b: QuerySummary) -> list[Metric]:
+    """The per-window measures both sides took, their medians per execution side by side (a duration in
+    seconds, as the latencies)."""
+    metrics = []
+    for name, first in a.measures.items():
+        second = b.measures.get(name)
+        if second is None:
+            continue
+        scale, unit = (1e-9, "seconds") if first.unit == "ns" else (1.0, first.unit)
+        label = first.label if first.whose == "node" else f"{first.label} ({first.whose})"
+        metrics.append(
+            Metric(name, f"{label} per execution, median", unit, first.median * scale, second.median * scale)
+        )
+    return metrics
+
+
 def _rows(rows: int | None) -> str:
     return "unknown rows" if rows is None else f"{rows:,} row{'s' * (rows != 1)}"
 
@@ -234,7 +252,9 @@ def _rows(rows: int | None) -> str:
 def summarise(analysis: Analysis, label: str) -> QuerySummary:
     measured = [e for e in analysis.executions if e.kind == "measured"]
     executions = len(measured) or 1
-    latencies = [e.latency_s for e in measured if e.latency_s is not None]
+    node_times = [e.measures["node_ns"] / 1e9 for e in measured if "node_ns" in e.measures]
+    latency_of = "node" if measured and len(node_times) == len(measured) else "client"
+    latencies = node_times if latency_of == "node" else [e.latency_s for e in measured if e.latency_s is not None]
     overall = analysis.overall
     payload = stored_payload(analysis)
 
@@ -255,6 +275,8 @@ def summarise(analysis: Analysis, label: str) -> QuerySummary:
         latency_median_s=percentile(latencies, 0.5),
         latency_p99_s=percentile(latencies, 0.99),
         latency_min_s=min(latencies, default=None),
+        latency_of=latency_of,
+        measures={summary.name: summary for summary in analysis.measure_summaries},
         rows=payload.rows,
         payload_bytes=payload.payload_bytes,
         data_read_bytes=overall.data_read_bytes / executions,
@@ -312,10 +334,13 @@ def compare(
             for summary, checked in ((a, payload.first), (b, payload.second))
             if (summary.rows, summary.payload_bytes) != (checked.rows, checked.payload_bytes)
         ]
+    # The node's time when both traces measured it; else the client's round trip, said so.
+    latency = "Node time" if a.latency_of == b.latency_of == "node" else "Latency (client round trip)"
     metrics = [
-        Metric("latency_median_s", "Latency, median", "seconds", a.latency_median_s, b.latency_median_s),
-        Metric("latency_p99_s", "Latency, p99", "seconds", a.latency_p99_s, b.latency_p99_s),
-        Metric("latency_min_s", "Latency, fastest", "seconds", a.latency_min_s, b.latency_min_s),
+        Metric("latency_median_s", f"{latency}, median", "seconds", a.latency_median_s, b.latency_median_s),
+        Metric("latency_p99_s", f"{latency}, p99", "seconds", a.latency_p99_s, b.latency_p99_s),
+        Metric("latency_min_s", f"{latency}, fastest", "seconds", a.latency_min_s, b.latency_min_s),
+        *measure_metrics(a, b),
         Metric("rows", "Rows returned", "count", a.rows, b.rows),
         Metric("payload_bytes", "Payload", "bytes", a.payload_bytes, b.payload_bytes),
         Metric(

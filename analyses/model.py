@@ -219,6 +219,11 @@ class MeasureSummary:
     p99: float
     total: float
 
+    @property
+    def heading(self) -> str:
+        """Its label, saying whose it is when it is not the node's."""
+        return self.label if self.whose == "node" else f"{self.label} ({self.whose})"
+
 
 # The causes a finding can name (casstrace.analyses.causes has a finder for each): stable identifiers,
 # listed in the JSON schema (reports/json_report.py) and the README, which a test holds to this list.

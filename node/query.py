@@ -38,6 +38,7 @@ class MeasuredRows(list):
     payload_bytes = 0
     digest_sum = 0
     largest_row_bytes = 0
+    decode_ns = 0  # casstrace's own reading, measuring and decoding of the page, in pure Python
 
 
 class MeasuringResultMessage(ResultMessage):
@@ -47,10 +48,12 @@ class MeasuringResultMessage(ResultMessage):
     parsed_rows: list[list[bytes | None]]
 
     def recv_results_rows(self, f: BinaryIO, *args: Any) -> None:
+        started = time.perf_counter_ns()
         self._measured = MeasuredRows()
         super().recv_results_rows(f, *args)
         self._measured.extend(self.parsed_rows)
         self.parsed_rows = self._measured
+        self._measured.decode_ns = time.perf_counter_ns() - started
 
     def recv_row(
         self, f: BinaryIO, colcount: int
@@ -97,6 +100,7 @@ class QueryResult:
     digest: str = field(repr=False)  # hex; memory only
     result_set: ResultSet | None = field(default=None, repr=False)
     coordinator: str | None = None  # the address of the node that answered (its first page)
+    decode_ns: int = 0  # of latency_s, casstrace's own decoding of the pages (MeasuringResultMessage)
 
 
 def server_message(error: Exception) -> str:
@@ -178,13 +182,14 @@ def execute(
     result, future = _first_page(session, prepared, consistency, page_size, trace)
     coordinator = getattr(future.coordinator_host, "address", None)
     # Each page is measured and let go as the next one comes: the result is held one page at a time.
-    rows = payload_bytes = digest_sum = 0
+    rows = payload_bytes = digest_sum = decode_ns = 0
     pages = 0
     while True:
         page = result.current_rows
         pages += 1
         rows += len(page)
         payload_bytes += getattr(page, "payload_bytes", 0)
+        decode_ns += getattr(page, "decode_ns", 0)
         digest_sum = (digest_sum + getattr(page, "digest_sum", 0)) % DIGEST_MODULUS
         del page
         if not result.has_more_pages:
@@ -199,6 +204,7 @@ def execute(
         digest=f"{digest_sum:064x}",
         result_set=result,
         coordinator=str(coordinator) if coordinator is not None else None,
+        decode_ns=decode_ns,
     )
 
 

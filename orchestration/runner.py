@@ -487,6 +487,14 @@ def _write_executions(writer: TraceWriter, executions: list[Execution], client_a
             coordinator=result.coordinator if result else None,
             other_requests=execution.other_requests,
         )
+    # casstrace's own decoding, measured by the client: the client's per-window measure (node_id NULL)
+    writer.add_window_measures(
+        [
+            {"window_id": execution.window_id, "measure": "client_decode_ns", "value": execution.result.decode_ns}
+            for execution in executions
+            if execution.result is not None
+        ]
+    )
 
 
 def _serving_sessions(node: NodeSession, executions: list[Execution], query: str) -> list[tuple[int, SampledSession]]:

@@ -10,7 +10,6 @@ from casstrace.analyses.model import (
     Execution,
     FileIO,
     Finding,
-    MeasureSummary,
     NodeIO,
     Profile,
     StackBytes,
@@ -43,7 +42,7 @@ FILE_COLUMNS = (
 EXECUTION_COLUMNS = (
     "#",
     "Kind",
-    "Latency",
+    "Round trip (client)",
     "Rows",
     "Pages",
     "Payload",
@@ -157,7 +156,7 @@ def nodes_heading(analysis: Analysis) -> str:
 
 def execution_columns(analysis: Analysis) -> tuple[str, ...]:
     """The executions table's headings: the fixed ones, then a column per per-window measure the trace took."""
-    return EXECUTION_COLUMNS + tuple(measure_label(summary) for summary in analysis.measure_summaries)
+    return EXECUTION_COLUMNS + tuple(summary.heading for summary in analysis.measure_summaries)
 
 
 def execution_rows(analysis: Analysis) -> list[tuple[str, ...]]:
@@ -168,16 +167,11 @@ def execution_rows(analysis: Analysis) -> list[tuple[str, ...]]:
     ]
 
 
-def measure_label(summary: MeasureSummary) -> str:
-    """A measure's label, saying whose it is when it is not the node's."""
-    return summary.label if summary.whose == "node" else f"{summary.label} ({summary.whose})"
-
-
 def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
     """(label, value) of each per-window measure the trace took, over the measured executions."""
     return [
         (
-            f"{measure_label(summary)} per execution",
+            f"{summary.heading} per execution",
             f"median {human_measure(summary.median, summary.unit)}, p99 {human_measure(summary.p99, summary.unit)}"
             f" ({summary.executions} execution{'s' * (summary.executions != 1)})",
         )

@@ -13,7 +13,8 @@ are per measured execution; a measure that was not taken is null, never 0.
   "metrics": [{"key": "latency_median_s" | "latency_p99_s" | "latency_min_s" | "rows" | "payload_bytes" | "data_read_bytes" |
                       "syscall_bytes" | "cache_miss_bytes" | "file_read_bytes" | "necessary_bytes" |
                       "over_necessary" | "amplification" |
-                      "replicas_read" (traces of several nodes only),
+                      "replicas_read" (traces of several nodes only) |
+                      MEASURE (a per-window measure both traces took: its median per execution; a duration in seconds),
                "name": str, "unit": "seconds" | "bytes" | "count" | "ratio",
                "first": float | null, "second": float | null,
                "ratio": float | null,    second ÷ first
@@ -23,7 +24,8 @@ are per measured execution; a measure that was not taken is null, never 0.
 }
 SIDE = {"label", "trace", "query", "table", "complete", "warnings", "executions", "scope",
         "verdict": "flagged" | "not flagged" | "undetermined", "verdict_summary",
-        "latency_median_s", "latency_p99_s", "latency_min_s", "rows", "payload_bytes", "data_read_bytes", "syscall_bytes",
+        "latency_median_s", "latency_p99_s", "latency_min_s" (the node's time answering, "latency_of": "node",
+        when the trace measured it for every execution; else the client's round trip, "latency_of": "client"), "rows", "payload_bytes", "data_read_bytes", "syscall_bytes",
         "cache_miss_bytes", "file_read_bytes", "amplification",
         "necessary_bytes": float | null (per execution), "over_necessary": float | null (the verdict's figure),
         "min_excess": int,
@@ -150,6 +152,7 @@ def side_data(side: QuerySummary) -> dict:
         "latency_median_s": side.latency_median_s,
         "latency_p99_s": side.latency_p99_s,
         "latency_min_s": side.latency_min_s,
+        "latency_of": side.latency_of,
         "rows": side.rows,
         "payload_bytes": side.payload_bytes,
         "data_read_bytes": side.data_read_bytes,

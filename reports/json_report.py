@@ -9,8 +9,12 @@ Later in version 2: the necessary read ("necessary", "min_excess", amplification
 .over_necessary: the verdict is against it), findings[].read_after_fix_bytes and .excess_share, "latency_notes".
 Later in version 2: amplification.busy (BUSY, below): how busy the node was while the query ran.
 Later in version 2: per-window measures (trace format 4): executions[].measures and "measures_per_execution";
-MEASURE is a name of casstrace.traces.measures.MEASURES: "request_cpu_ns" (on-CPU time of the node's threads
-that serve CQL requests), "jvm_cpu_ns" (of all its threads).
+MEASURE is a name of casstrace.traces.measures.MEASURES: "node_ns" (the node's time answering the execution's
+requests: from the read that took each request to the last write of its answer, on its client connections),
+"node_requests", "request_cpu_ns" (on-CPU time of the node's threads that serve CQL requests), "jvm_cpu_ns" (of
+all its threads), "gc_pause_ns" and "safepoint_ns" (the JVM's pauses overlapping the execution),
+"client_decode_ns" (casstrace's own decoding of the result, in the client). executions[].latency_s is the
+client's round trip.
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {

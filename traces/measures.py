@@ -47,6 +47,7 @@ MEASURES: dict[str, Measure] = {
         Measure("request_cpu_ns", "ns", "sum", "Request threads' CPU"),
         Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)"),
         Measure("gc_pause_ns", "ns", "max", "GC pauses"),
+        Measure("client_decode_ns", "ns", "sum", "Decoding", whose="client"),
         Measure("safepoint_ns", "ns", "max", "Safepoints"),
     )
 }
