@@ -152,6 +152,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
             disk_access_mode=disk_access_mode,
             nodes=nodes,
             consistency=consistency,
+            measures=[e.measures for e in measured],
         )
     )
     if nodes:

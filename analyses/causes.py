@@ -16,7 +16,8 @@ from casstrace.analyses.model import (
 )
 from casstrace.analyses.necessary import describe, filtering_scan, stored_data_bytes, stored_rows
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
-from casstrace.analyses.units import human_bytes, ratio
+from casstrace.analyses.percentiles import percentile
+from casstrace.analyses.units import human_bytes, human_ns, ratio
 from casstrace.analyses.verdict_rule import VerdictRule, judge
 
 MANY_SSTABLES = 4
@@ -643,6 +644,80 @@ def _replica_reads(context: FindingContext) -> Finding | None:
     )
 
 
+MANY_CELLS = 20  # cells per row from which their count, more than their bytes, drives a read's CPU
+# The JVM reads a frozen UDT's fields as one cell: a row of N plain columns costs about N cells' work.
+FROZEN_CELLS = 1
+
+
+def _median(values: list[float]) -> float | None:
+    return percentile(values, 0.5) if values else None
+
+
+def _many_cells_per_row(context: FindingContext) -> Finding | None:
+    """Node CPU grows with the cells a read returns, not with their bytes (the many-columns study):
+    a row of many small plain columns costs a cell's work each, where one frozen UDT (or a blob, for
+    rows written once) of the same fields is one cell."""
+    select, schema, rows = context.select, context.schema, context.rows_per_execution
+    cpu = _median([m["request_cpu_ns"] for m in context.measures if "request_cpu_ns" in m])
+    if select is None or schema is None or not rows or cpu is None:
+        return None
+    returned = schema.regular_columns if select.select_all else [c for c in select.columns if c in schema.columns]
+    plain = [c for c in returned if not str(schema.columns[c].get("type") or "").startswith("frozen")]
+    if len(plain) < MANY_CELLS:
+        return None
+    cells = rows * len(returned)
+    per_cell = cpu / cells
+    saves = per_cell * rows * (len(plain) - FROZEN_CELLS)
+    return Finding(
+        cause="many_cells_per_row",
+        title=f"Many cells per row: {len(plain)} plain columns returned per row, and the node's CPU grows with cells",
+        certainty="likely",
+        evidence=[
+            f"{rows:,.0f} rows x {len(returned)} columns = {cells:,.0f} cells per execution "
+            f"({_names(plain)} are plain columns of {schema.keyspace}.{schema.table}).",
+            f"The request threads' CPU: {human_ns(cpu)} per execution (median), {human_ns(cpu / rows)} per row, "
+            f"{human_ns(per_cell)} per cell.",
+        ],
+        suggestion=[
+            f"Columns written together and read together can share one frozen UDT: a row of {len(plain)} cells "
+            f"becomes {FROZEN_CELLS}; about {human_ns(saves)} of node CPU per execution less at this CPU per cell.",
+            "Rows written once and read whole can be one blob (serialized by the client).",
+            "Select only the columns the caller uses.",
+        ],
+        saves_ns=saves,
+    )
+
+
+def _gc_pauses(context: FindingContext) -> Finding | None:
+    """The JVM's GC pauses overlapped the executions: time the node stood still whatever the query read."""
+    paused = [m["gc_pause_ns"] for m in context.measures if m.get("gc_pause_ns")]
+    if not paused:
+        return None
+    executions = len(context.measures)
+    nodes = [m["node_ns"] for m in context.measures if "node_ns" in m]
+    calm = [m["node_ns"] for m in context.measures if "node_ns" in m and not m.get("gc_pause_ns")]
+    evidence = [
+        f"{len(paused)} of {executions} executions overlapped a GC pause: {human_ns(sum(paused))} paused in all, "
+        f"up to {human_ns(max(paused))} in one."
+    ]
+    if nodes and calm:
+        evidence.append(
+            f"The node's time, p99: {human_ns(percentile(nodes, 0.99))} over every execution, "
+            f"{human_ns(percentile(calm, 0.99))} over those no pause overlapped."
+        )
+    return Finding(
+        cause="gc_pauses",
+        title="GC pauses during the executions",
+        certainty="measured",
+        evidence=evidence,
+        suggestion=[
+            "Look at what fills the heap (large partitions, many tables' memtables, big batches) before tuning "
+            "the collector; the JVM's GC log (jcmd PID VM.log) shows each pause's cause.",
+        ],
+        saves_ns=sum(paused) / executions,
+    )
+
+
 # Every cause, by the name it is known by (model.Cause): the seam asks each in turn.
 CAUSE_FINDERS: dict[Cause, Finder] = {
     "filtering_scan": _filtering_scan,  # first: it names the scan before what else the rows cost
@@ -654,6 +729,8 @@ CAUSE_FINDERS: dict[Cause, Finder] = {
     "tombstones": _tombstones,
     "cold_cache": _cold_cache,
     "replica_reads": _replica_reads,
+    "many_cells_per_row": _many_cells_per_row,
+    "gc_pauses": _gc_pauses,
 }
 
 

@@ -61,6 +61,8 @@ class FindingContext:
     disk_access_mode: str | None = None
     nodes: list[NodeIO] = field(default_factory=list)  # a multi-node run trace's nodes
     consistency: str | None = None
+    # the per-window measures of each measured execution (name -> value: casstrace.analyses.measures)
+    measures: list[dict[str, float]] = field(default_factory=list)
 
     @property
     def read_per_execution(self) -> float:
@@ -105,9 +107,12 @@ def find(context: FindingContext, finders: tuple[Finder, ...]) -> Found:
     found = [finding for finder in finders if (finding := finder(context)) is not None]
     weighed = [_weigh(finding, context) for finding in found]
     if not context.flagged:
+        # Notes about time by the time their fix saves, the most first; the others as found.
+        weighed.sort(key=lambda f: -(f.saves_ns or 0.0))
         return Found([], weighed)
-    # The largest share first; those the seam could not weigh (no estimate) after every weighed one.
-    weighed.sort(key=lambda f: (f.excess_share is None, -(f.excess_share or 0.0)))
+    # The largest share first; those the seam could not weigh (no estimate) after every weighed one,
+    # the findings about time among them by the time their fix saves.
+    weighed.sort(key=lambda f: (f.excess_share is None, -(f.excess_share or 0.0), -(f.saves_ns or 0.0)))
     return Found(weighed, [])
 
 

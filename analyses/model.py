@@ -237,6 +237,8 @@ Cause = Literal[
     "tombstones",
     "cold_cache",
     "replica_reads",
+    "many_cells_per_row",
+    "gc_pauses",
 ]
 CAUSES: tuple[Cause, ...] = get_args(Cause)
 Certainty = Literal["measured", "likely", "possible"]
@@ -254,6 +256,9 @@ class Finding:
     # necessary read that this removes (None: not weighed).
     read_after_fix_bytes: float | None = None
     excess_share: float | None = None
+    # The node's time per execution its fix would save (None: not a finding about time); findings about
+    # time are weighed by it, the most first.
+    saves_ns: float | None = None
 
 
 @dataclass

@@ -111,11 +111,13 @@ A measure the backend did not take is null, never 0; `measures` says which were 
 
 FINDING = {
   "cause": "filtering_scan" | "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" |
-           "readahead_inflation" | "many_sstables" | "tombstones" | "cold_cache" | "replica_reads",
+           "readahead_inflation" | "many_sstables" | "tombstones" | "cold_cache" | "replica_reads" |
+           "many_cells_per_row" | "gc_pauses",
   "title": str, "certainty": "measured" | "likely" | "possible",
   "evidence": [str], "suggestion": [str],
   "read_after_fix_bytes": float | null,   the Data bytes per execution estimated once its fix is made (null: none)
-  "excess_share": float | null   the share of the excess over the necessary read that fix removes (0..1)
+  "excess_share": float | null,  the share of the excess over the necessary read that fix removes (0..1)
+  "saves_ns": float | null       a finding about time: the node's time per execution its fix would save
 }
 
 AMPLIFICATION = {

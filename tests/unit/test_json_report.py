@@ -60,6 +60,7 @@ def test_json_schema(wide):
         "suggestion",
         "read_after_fix_bytes",
         "excess_share",
+        "saves_ns",
     }
     assert document["findings"][0]["excess_share"] == 1.0 and document["findings"][1]["excess_share"] is None
     assert document["amplification"]["necessary_bytes"] == 36_864
