@@ -1,0 +1,209 @@
+"""Where the node's time goes, on a real node: the same time series as 100 text columns and as one frozen
+UDT of the same 100 fields (the many-columns study), read `SELECT * ... WHERE pk = ? LIMIT 20`; and a GC
+pause forced during the executions.
+
+Truths: the layout of the data (2,000 cells a row-slice against 20 cells, same bytes); the kernel's own
+per-thread CPU accounting (/proc/PID/task/TID/schedstat) against the BPF program's; the moments the
+test asked the JVM for a full GC (`jcmd PID GC.run`, whose pause lies inside the call) against the
+executions the pause is charged to.
+"""
+
+import random
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from cassandra.concurrent import execute_concurrent_with_args
+
+from casstrace.analyses import analyse
+from casstrace.analyses.model import Analysis
+from casstrace.node.connection import resolve_settings
+from casstrace.orchestration.runner import RunOptions, run
+from casstrace.sandbox.control import Sandbox
+from casstrace.traces import Trace, queries
+
+pytestmark = pytest.mark.integration
+
+KEYSPACE = "where_time_goes"
+FIELDS = [f"c{i}" for i in range(100)]
+ROWS = 200  # per partition: a LIMIT 20 slice of a time series
+PARTITIONS = 3
+LOADED = "loaded v1"
+QUERY = "SELECT * FROM {ks}.{table} WHERE pk = 1 LIMIT 20"
+
+
+def load(node: Sandbox) -> None:
+    with node.connect() as session:
+        marked = list(
+            session.execute(
+                "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'udt'", (KEYSPACE,)
+            )
+        )
+        if marked and marked[0].comment == LOADED:
+            return
+        session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}")
+        session.execute(
+            f"CREATE KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+        )
+        session.execute(f"CREATE TYPE {KEYSPACE}.fields ({', '.join(f'{name} text' for name in FIELDS)})")
+        session.execute(
+            f"CREATE TABLE {KEYSPACE}.columns (pk int, ts int, {', '.join(f'{name} text' for name in FIELDS)},"
+            " PRIMARY KEY (pk, ts))"
+        )
+        session.execute(f"CREATE TABLE {KEYSPACE}.udt (pk int, ts int, v frozen<fields>, PRIMARY KEY (pk, ts))")
+        values = random.Random(34)
+        rows = [
+            (pk, ts, [values.randbytes(values.randint(5, 10)).hex() for _ in FIELDS])
+            for pk in range(PARTITIONS)
+            for ts in range(ROWS)
+        ]
+        columns = session.prepare(
+            f"INSERT INTO {KEYSPACE}.columns (pk, ts, {', '.join(FIELDS)}) VALUES (?, ?{', ?' * len(FIELDS)})"
+        )
+        execute_concurrent_with_args(
+            session, columns, [(pk, ts, *cells) for pk, ts, cells in rows], concurrency=16, raise_on_first_error=True
+        )
+        udt = session.prepare(
+            f"INSERT INTO {KEYSPACE}.udt (pk, ts, v) VALUES (?, ?, {{{', '.join(f'{name}: ?' for name in FIELDS)}}})"
+        )
+        execute_concurrent_with_args(
+            session, udt, [(pk, ts, *cells) for pk, ts, cells in rows], concurrency=16, raise_on_first_error=True
+        )
+        node.nodetool("flush", KEYSPACE)
+        session.execute(f"ALTER TABLE {KEYSPACE}.udt WITH comment = '{LOADED}'")
+
+
+@pytest.fixture(scope="module")
+def layouts(sandbox: Sandbox) -> Sandbox:
+    load(sandbox)
+    return sandbox
+
+
+def traced(node: Sandbox, table: str, out: Path, repeat: int = 15) -> Analysis:
+    options = RunOptions(
+        query=QUERY.format(ks=KEYSPACE, table=table),
+        connection=resolve_settings(node.host, node.native_port),
+        out=out,
+        repeat=repeat,
+    )
+    return analyse(run(options))
+
+
+def median(analysis: Analysis, name: str) -> float:
+    (summary,) = [s for s in analysis.measure_summaries if s.name == name]
+    return summary.median
+
+
+@pytest.fixture(scope="module")
+def both(layouts: Sandbox, tmp_path_factory) -> dict[str, Analysis]:
+    directory = tmp_path_factory.mktemp("layouts")
+    return {table: traced(layouts, table, directory / f"{table}.trace") for table in ("columns", "udt")}
+
+
+def test_the_columns_cost_the_node_more_cpu_than_the_frozen_udt(both):
+    columns, udt = both["columns"], both["udt"]
+    assert all(e.rows == 20 for e in columns.executions + udt.executions if e.kind == "measured")
+    assert median(columns, "request_cpu_ns") > median(udt, "request_cpu_ns"), (
+        columns.measure_summaries,
+        udt.measure_summaries,
+    )
+    # every execution has the node's time and its CPU; the request threads' CPU is within the JVM's
+    for e in columns.executions + udt.executions:
+        assert e.measures["node_ns"] > 0 and e.measures["node_requests"] >= 1
+        assert 0 < e.measures["request_cpu_ns"] <= e.measures["jvm_cpu_ns"]
+
+
+def test_the_cells_per_row_finding_names_the_columns_only(both):
+    found = {name: [f.cause for f in a.findings + a.latency_notes] for name, a in both.items()}
+    assert "many_cells_per_row" in found["columns"], found
+    assert "many_cells_per_row" not in found["udt"], found
+    (finding,) = [
+        f for f in both["columns"].findings + both["columns"].latency_notes if f.cause == "many_cells_per_row"
+    ]
+    assert finding.saves_ns is not None and 0 < finding.saves_ns <= median(both["columns"], "request_cpu_ns")
+
+
+def test_the_node_time_is_within_the_clients_round_trip(both):
+    for analysis in both.values():
+        for e in analysis.executions:
+            assert e.latency_s is not None
+            assert e.measures["node_ns"] <= e.latency_s * 1e9
+            assert e.measures["client_decode_ns"] <= e.latency_s * 1e9
+
+
+def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts, tmp_path):
+    """A background thread asks the JVM for full GCs while the executions run; each call's span (the
+    pause lies inside it) is the truth the executions are checked against."""
+    pid = layouts.pid()
+    spans: list[tuple[int, int]] = []
+    stop = threading.Event()
+
+    def collect() -> None:
+        time.sleep(6)  # past the run's start-up, into its executions
+        while not stop.is_set() and len(spans) < 3:
+            before = time.monotonic_ns()
+            subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120)
+            spans.append((before, time.monotonic_ns()))
+            stop.wait(0.5)
+
+    thread = threading.Thread(target=collect, daemon=True)
+    thread.start()
+    try:
+        path = run(
+            RunOptions(
+                query=QUERY.format(ks=KEYSPACE, table="udt"),
+                connection=resolve_settings(layouts.host, layouts.native_port),
+                out=tmp_path / "gc.trace",
+                repeat=200,
+            )
+        )
+    finally:
+        stop.set()
+        thread.join()
+    with Trace(path) as trace:
+        pauses = trace.meta.get("gc_pauses") or []
+        window_of = {record.execution: record.window_id for record in queries.executions(trace)}
+        analysis = analyse(trace)
+    forced = [p for p in pauses if "Diagnostic Command" in p["collector"]]
+    assert forced, (pauses, spans)  # at least one forced pause fell in an execution
+    for pause in forced:  # each lies inside one of the test's GC.run calls, on the same clock
+        assert any(
+            before <= pause["end_ns"] - pause["pause_ns"] and pause["end_ns"] <= after for before, after in spans
+        )
+        assert 0 < pause["overlap_ns"] <= pause["pause_ns"]
+        assert pause["heap_after_bytes"] <= pause["heap_before_bytes"] <= pause["heap_bytes"]
+    paused = {e.execution for e in analysis.executions if e.measures.get("gc_pause_ns")}
+    charged = {execution for execution, window in window_of.items() if any(p["window_id"] == window for p in pauses)}
+    assert paused == charged
+    assert any(f.cause == "gc_pauses" for f in analysis.findings + analysis.latency_notes)
+
+
+def schedstat_ns(pid: int) -> int:
+    """The kernel's own on-CPU time of every thread of the process (field 1 of each task's schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def test_the_jvms_cpu_time_is_within_the_kernels_own_count(layouts, tmp_path):
+    pid = layouts.pid()
+    before = schedstat_ns(pid)
+    path = run(
+        RunOptions(
+            query=QUERY.format(ks=KEYSPACE, table="columns"),
+            connection=resolve_settings(layouts.host, layouts.native_port),
+            out=tmp_path / "cpu.trace",
+            repeat=20,
+        )
+    )
+    after = schedstat_ns(pid)
+    with Trace(path) as trace:
+        counted = sum(row.value for row in queries.window_measures(trace) if row.measure == "jvm_cpu_ns")
+    # the windows cover the capture, which the kernel's count spans with the run's set-up around it
+    assert 0.3 * (after - before) <= counted <= (after - before) * 1.02, (counted, after - before)
