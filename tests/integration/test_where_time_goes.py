@@ -141,12 +141,10 @@ def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts
     stop = threading.Event()
 
     def collect() -> None:
-        time.sleep(6)  # past the run's start-up, into its executions
-        while not stop.is_set() and len(spans) < 3:
+        while not stop.wait(1.0):  # through the run's start-up and into its executions, until it ends
             before = time.monotonic_ns()
             subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120)
             spans.append((before, time.monotonic_ns()))
-            stop.wait(0.5)
 
     thread = threading.Thread(target=collect, daemon=True)
     thread.start()
@@ -156,7 +154,7 @@ def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts
                 query=QUERY.format(ks=KEYSPACE, table="udt"),
                 connection=resolve_settings(layouts.host, layouts.native_port),
                 out=tmp_path / "gc.trace",
-                repeat=200,
+                repeat=300,
             )
         )
     finally:
