@@ -48,6 +48,7 @@ class Payload:
     payload_bytes: int | None
     digest: str | None = field(default=None, repr=False)  # live runs only; memory only
     note: str | None = None  # why rows/bytes are unknown
+    leaf_digest: str | None = field(default=None, repr=False)  # the leaf values per row key (node.leaves); memory only
 
 
 @dataclass
@@ -177,6 +178,16 @@ def check_payload(first: Payload, second: Payload) -> PayloadCheck:
     if first.digest is not None and second.digest is not None:
         basis = "row count and digest of the returned values, computed on the client and never stored"
         same = first.rows == second.rows and first.digest == second.digest
+        if not same and first.leaf_digest is not None and first.leaf_digest == second.leaf_digest:
+            return PayloadCheck(
+                "same",
+                "the leaf values per row key (columns, a frozen UDT's fields, clustering rows of (name, value)), "
+                "computed on the client and never stored",
+                first,
+                second,
+                f"Same data in another shape: the same leaf values per row key ({_rows(first.rows)} "
+                f"{human_bytes(first.payload_bytes)} and {_rows(second.rows)} {human_bytes(second.payload_bytes)}).",
+            )
         if same:
             summary = f"Same payload: {first.rows:,} rows, {human_bytes(first.payload_bytes)}, identical values."
         else:

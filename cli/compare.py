@@ -14,6 +14,7 @@ from casstrace.node.consistency import CONSISTENCY_LEVELS
 
 if TYPE_CHECKING:
     from casstrace.analyses.compare import PayloadCheck
+    from casstrace.node.leaves import RowShape
 from casstrace.outputs import check_output
 from casstrace.terminal import printable
 
@@ -219,10 +220,11 @@ def run_both(
                         query_shape(node.session, statement, query, None, None),
                         run_options["allow_large_rows"],
                     ).page_size,
+                    shape=_shape(node, statement),
                 )
                 for statement, query, consistency in zip(prepared, queries, consistencies)
             ]
-        check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest) for r in results))
+        check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest, leaf_digest=r.leaf_digest) for r in results))
         if check.status == "different":
             raise refusal(check.summary, live=True)
 
@@ -256,3 +258,14 @@ def run_both(
 
 _run_params = {param.name: param for param in run_cli.command.params}
 command.params += [_run_params[name] for name in RUN_OPTIONS]
+
+
+def _shape(node: Any, statement: Any) -> "RowShape | None":
+    """The row shape of the table a prepared SELECT reads (from its result's metadata), for the leaf check."""
+    from casstrace.node.leaves import row_shape
+
+    columns = statement.result_metadata or []
+    if not columns:
+        return None
+    keyspace, table = columns[0][0], columns[0][1]
+    return row_shape(node.cluster, keyspace, table)

@@ -27,9 +27,8 @@ from cassandra.query import BoundStatement, PreparedStatement
 
 from casstrace.errors import CasstraceError
 from casstrace.node.connection import answered_in_time
+from casstrace.node.leaves import DIGEST_MODULUS, LeafDigest, RowShape
 from casstrace.traces.meta import QueryTraceSession
-
-DIGEST_MODULUS = 2**256
 
 
 class MeasuredRows(list):
@@ -39,6 +38,7 @@ class MeasuredRows(list):
     digest_sum = 0
     largest_row_bytes = 0
     decode_ns = 0  # casstrace's own reading, measuring and decoding of the page, in pure Python
+    column_names: list[str] = []  # noqa: RUF012 (set per page)
 
 
 class MeasuringResultMessage(ResultMessage):
@@ -53,6 +53,7 @@ class MeasuringResultMessage(ResultMessage):
         super().recv_results_rows(f, *args)
         self._measured.extend(self.parsed_rows)
         self.parsed_rows = self._measured
+        self._measured.column_names = list(self.column_names or [])
         self._measured.decode_ns = time.perf_counter_ns() - started
 
     def recv_row(
@@ -101,6 +102,7 @@ class QueryResult:
     result_set: ResultSet | None = field(default=None, repr=False)
     coordinator: str | None = None  # the address of the node that answered (its first page)
     decode_ns: int = 0  # of latency_s, casstrace's own decoding of the pages (MeasuringResultMessage)
+    leaf_digest: str | None = field(default=None, repr=False)  # node.leaves, when asked for; memory only
 
 
 def server_message(error: Exception) -> str:
@@ -175,9 +177,12 @@ def execute(
     consistency: str = "ONE",
     page_size: int | None = 5000,
     trace: bool = False,
+    shape: RowShape | None = None,
 ) -> QueryResult:
     """Run the prepared query once and fetch every page. The session must use
-    MeasuringProtocolHandler. page_size None or 0: the node returns everything in one page."""
+    MeasuringProtocolHandler. page_size None or 0: the node returns everything in one page. `shape`:
+    also the digest of the result's leaf values per row key (node.leaves), for a refactor's check."""
+    by_leaf = LeafDigest(shape) if shape is not None else None
     started = time.perf_counter()
     result, future = _first_page(session, prepared, consistency, page_size, trace)
     coordinator = getattr(future.coordinator_host, "address", None)
@@ -190,6 +195,8 @@ def execute(
         rows += len(page)
         payload_bytes += getattr(page, "payload_bytes", 0)
         decode_ns += getattr(page, "decode_ns", 0)
+        if by_leaf is not None:
+            by_leaf.add(getattr(page, "column_names", []), page)
         digest_sum = (digest_sum + getattr(page, "digest_sum", 0)) % DIGEST_MODULUS
         del page
         if not result.has_more_pages:
@@ -205,6 +212,7 @@ def execute(
         result_set=result,
         coordinator=str(coordinator) if coordinator is not None else None,
         decode_ns=decode_ns,
+        leaf_digest=by_leaf.digest() if by_leaf is not None else None,
     )
 
 

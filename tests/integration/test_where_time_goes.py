@@ -8,6 +8,7 @@ test asked the JVM for a full GC (`jcmd PID GC.run`, whose pause lies inside the
 executions the pause is charged to.
 """
 
+import json
 import random
 import subprocess
 import threading
@@ -23,6 +24,7 @@ from casstrace.node.connection import resolve_settings
 from casstrace.orchestration.runner import RunOptions, run
 from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace, queries
+from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 
@@ -205,3 +207,49 @@ def test_the_jvms_cpu_time_is_within_the_kernels_own_count(layouts, tmp_path):
         counted = sum(row.value for row in queries.window_measures(trace) if row.measure == "jvm_cpu_ns")
     # the windows cover the capture, which the kernel's count spans with the run's set-up around it
     assert 0.3 * (after - before) <= counted <= (after - before) * 1.02, (counted, after - before)
+
+
+def test_compare_accepts_the_refactor_to_a_frozen_udt_and_shows_the_difference(layouts, node_args, tmp_path):
+    """Columns and the frozen UDT return other cells (other payload digests) of the same data: compare checks
+    the leaf values per row key, accepts, and sets the node's time and CPU side by side."""
+    report = tmp_path / "compare.json"
+    queries = [QUERY.format(ks=KEYSPACE, table=table) for table in ("columns", "udt")]
+    done = casstrace(
+        "compare",
+        "--before",
+        queries[0],
+        "--after",
+        queries[1],
+        *node_args,
+        "--repeat",
+        10,
+        "--traces-dir",
+        tmp_path / "traces",
+        "--format",
+        "json",
+        "--output",
+        report,
+    )
+    assert done.returncode == 0, done.stderr
+    compared = json.loads(report.read_text())
+    assert compared["payload"]["status"] == "same"
+    assert "leaf values" in compared["payload"]["basis"]
+    metrics = {metric["key"]: metric for metric in compared["metrics"]}
+    assert compared["first"]["latency_of"] == compared["second"]["latency_of"] == "node"
+    assert metrics["request_cpu_ns"]["first"] > metrics["request_cpu_ns"]["second"], metrics["request_cpu_ns"]
+    assert metrics["rows"]["first"] == metrics["rows"]["second"] == 20
+
+
+def test_compare_still_refuses_other_data_in_another_shape(layouts, node_args, tmp_path):
+    done = casstrace(
+        "compare",
+        "--before",
+        QUERY.format(ks=KEYSPACE, table="columns"),
+        "--after",
+        f"SELECT * FROM {KEYSPACE}.udt WHERE pk = 2 LIMIT 20",
+        *node_args,
+        "--traces-dir",
+        tmp_path / "traces",
+    )
+    assert done.returncode == 2
+    assert "do not return the same data" in done.stderr
