@@ -6,7 +6,7 @@ from collections import namedtuple
 from casstrace.node.leaves import LeafDigest, RowShape
 
 FIELDS = ("a", "b", "c")
-Fields = namedtuple("Fields", FIELDS)  # as the driver decodes a frozen UDT
+Fields = namedtuple("Fields", ["a", "b", "c"])  # as the driver decodes a frozen UDT
 DATA = {(1, ts): (f"x{ts}", f"y{ts}", f"z{ts}") for ts in range(4)}
 
 
