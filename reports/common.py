@@ -179,6 +179,52 @@ def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
     ]
 
 
+FIRST_SCREEN_COLUMNS = (
+    "Data read",
+    "Necessary read",
+    "Payload",
+    "Node time",
+    "Node CPU",
+    "I/O wait",
+    "GC pauses",
+    "The rest",
+)
+
+
+def time_split_ns(analysis: Analysis) -> dict[str, float] | None:
+    """The node's time per execution (median) split into its CPU (the request threads'), I/O wait (the
+    Data files' read syscalls' time), GC pauses and the rest; None when the node's time was not measured."""
+    medians = {summary.name: summary.median for summary in analysis.measure_summaries}
+    if "node_ns" not in medians:
+        return None
+    executions = max(1, sum(e.kind == "measured" for e in analysis.executions))
+    data = [f for f in analysis.files if f.component == "Data"]
+    io_known = [f.read_ns for f in data if f.read_ns is not None]
+    parts = {
+        "Node CPU": medians.get("request_cpu_ns", 0.0),
+        "I/O wait": sum(io_known) / executions if io_known else 0.0,
+        "GC pauses": medians.get("gc_pause_ns", 0.0),
+    }
+    return {**parts, "The rest": max(0.0, medians["node_ns"] - sum(parts.values())), "Node time": medians["node_ns"]}
+
+
+def first_screen_row(analysis: Analysis) -> tuple[str, ...]:
+    """Per execution: the data read against the necessary read and the payload, and the node's time split."""
+    split = time_split_ns(analysis)
+    payload = analysis.overall.payload_bytes
+    executions = max(1, sum(e.kind == "measured" for e in analysis.executions))
+    necessary = analysis.necessary.bytes if analysis.necessary is not None else None
+    return (
+        human_bytes(analysis.read_per_execution),
+        human_bytes(necessary) if necessary is not None else "no model",
+        human_bytes(payload / executions) if payload is not None else "—",
+        *(
+            human_ns(split[name]) if split is not None else NOT_MEASURED
+            for name in ("Node time", "Node CPU", "I/O wait", "GC pauses", "The rest")
+        ),
+    )
+
+
 def measures_data(analysis: Analysis) -> list[dict[str, object]]:
     """The per-window measures' summaries as the JSON report gives them (schema in casstrace.reports.json_report)."""
     return [dataclasses.asdict(summary) for summary in analysis.measure_summaries]

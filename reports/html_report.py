@@ -71,6 +71,8 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in common.verdict_notes(verdict)) + "</ul>")
     if analysis.query:
         parts.append(f"<p>Query: <code>{e(analysis.query)}</code> — totals cover {e(analysis.scope)}.</p>")
+    parts.append(_figure(_first_screen(analysis)))
+    parts.append(_table(common.FIRST_SCREEN_COLUMNS, [common.first_screen_row(analysis)]))
     parts.append(_table(("", ""), common.amplification_items(analysis)))
 
     parts.append("<h2>Findings</h2>")
@@ -224,6 +226,61 @@ def _plot(data: list[dict[str, Any]], *, title: str, title_size: int | None = No
     title starts at the left, as plotly's default template put it: a long path is cut at its end."""
     font = {"font": {"size": title_size}} if title_size else {}
     return {"data": data, "layout": {"title": {"text": title, "x": 0.05, **font}, **layout}}
+
+
+def _first_screen(analysis: Analysis) -> Figure:
+    """Per execution: the data read against the necessary read and the payload (top), and the node's time
+    split into CPU, I/O wait, GC and the rest (bottom): one chart, two bars."""
+    executions = max(1, sum(x.kind == "measured" for x in analysis.executions))
+    payload = analysis.overall.payload_bytes
+    sizes = {
+        "data read": analysis.read_per_execution,
+        "necessary read": analysis.necessary.bytes if analysis.necessary is not None else None,
+        "payload": payload / executions if payload is not None else None,
+    }
+    shown = {name: value for name, value in sizes.items() if value is not None}
+    data: list[dict[str, Any]] = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "x": [value / 1024 for value in shown.values()],
+            "y": [html.escape(name) for name in shown],
+            "xaxis": "x",
+            "yaxis": "y",
+            "name": "KiB per execution",
+            "marker": {"color": "#4c78a8"},
+            "showlegend": False,
+        }
+    ]
+    split = common.time_split_ns(analysis)
+    colours = {"Node CPU": "#e45756", "I/O wait": "#f58518", "GC pauses": "#b279a2", "The rest": "#bab0ac"}
+    for name, colour in colours.items():
+        if split is not None:
+            data.append(
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "x": [split[name] / 1e6],
+                    "y": ["node time"],
+                    "xaxis": "x2",
+                    "yaxis": "y2",
+                    "name": name,
+                    "marker": {"color": colour},
+                }
+            )
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": "Per execution (median): bytes read, and where the node's time went"},
+            "barmode": "stack",
+            "height": 320,
+            "grid": {"rows": 2, "columns": 1},
+            "xaxis": {"title": {"text": "KiB"}, "domain": [0, 1], "anchor": "y"},
+            "yaxis": {"domain": [0.6, 1], "anchor": "x"},
+            "xaxis2": {"title": {"text": "ms (node's time: not measured)" if split is None else "ms"}, "anchor": "y2"},
+            "yaxis2": {"domain": [0, 0.35], "anchor": "x2"},
+        },
+    }
 
 
 def _figure(figure: Figure) -> str:

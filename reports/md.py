@@ -30,6 +30,8 @@ def render(analysis: Analysis, options: ReportOptions) -> str:
         lines += _sql(analysis.query)
     lines.append(f"Totals cover {_escape(analysis.scope)}.")
     lines.append("")
+    lines += _table(common.FIRST_SCREEN_COLUMNS, [common.first_screen_row(analysis)])
+    lines.append("")
     lines += _table(("Measure", "Value"), common.amplification_items(analysis))
 
     for heading, found in (("Findings", analysis.findings), (common.LATENCY_NOTES_HEADING, analysis.latency_notes)):

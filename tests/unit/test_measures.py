@@ -10,7 +10,7 @@ import pytest
 
 import synthetic_traces as synthetic
 from casstrace.analyses import analyse
-from casstrace.reports import render
+from casstrace.reports import common, render
 from casstrace.reports.formats import FORMATS
 from casstrace.traces import Trace, TraceWriter, queries
 from casstrace.traces import merge as trace_merge
@@ -102,3 +102,19 @@ def test_the_writer_refuses_a_measure_with_no_entry(tmp_path):
     with pytest.raises(ValueError, match="not a registered measure"):
         writer.add_window_measures([{"window_id": 1, "measure": "cpu_time_typo", "value": 1}])
     writer.discard()
+
+
+def test_the_first_screen_splits_the_nodes_time_in_md_and_html(merged):
+    analysis = analyse(merged)
+    split = common.time_split_ns(analysis)
+    assert split is not None
+    # the parts add up to the node's time (the rest is what no measure names)
+    parts = sum(value for name, value in split.items() if name != "Node time")
+    assert parts == pytest.approx(max(split["Node time"], parts - split["The rest"]))
+    row = common.first_screen_row(analysis)
+    for fmt in ("md", "html"):
+        text = render(analysis, fmt)
+        assert all(column in text for column in common.FIRST_SCREEN_COLUMNS), fmt
+        assert row[3] in text  # the node's time
+        first_table = text.index(common.FIRST_SCREEN_COLUMNS[0])
+        assert first_table < text.index("Findings" if fmt == "html" else "| Measure |"), fmt  # above the tables
