@@ -268,4 +268,4 @@ def _shape(node: Any, statement: Any) -> "RowShape | None":
     if not columns:
         return None
     keyspace, table = columns[0][0], columns[0][1]
-    return row_shape(node.cluster, keyspace, table)
+    return row_shape(node.session, keyspace, table)

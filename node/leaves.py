@@ -28,15 +28,23 @@ class RowShape:
     name: str | None = None
 
 
-def row_shape(cluster: Any, keyspace: str, table: str) -> RowShape | None:
-    """The shape of `keyspace.table` from the driver's schema metadata (None: not known to it)."""
-    try:
-        meta = cluster.metadata.keyspaces[keyspace].tables[table]
-    except (KeyError, AttributeError):
+def row_shape(session: Any, keyspace: str, table: str) -> RowShape | None:
+    """The shape of `keyspace.table`, from the node's schema tables (None: no such table)."""
+    columns = list(
+        session.execute(
+            "SELECT column_name, kind, position FROM system_schema.columns"
+            " WHERE keyspace_name = %s AND table_name = %s",
+            (keyspace, table),
+        )
+    )
+    if not columns:
         return None
-    partition = [column.name for column in meta.partition_key]
-    clustering = [column.name for column in meta.clustering_key]
-    regular = [name for name in meta.columns if name not in partition and name not in clustering]
+
+    def key(kind: str) -> list[str]:
+        return [c.column_name for c in sorted((c for c in columns if c.kind == kind), key=lambda c: c.position)]
+
+    partition, clustering = key("partition_key"), key("clustering")
+    regular = [c.column_name for c in columns if c.kind in ("regular", "static")]
     if len(regular) == 1 and len(clustering) >= 2:
         return RowShape(tuple(partition + clustering[:-1]), clustering[-1])
     return RowShape(tuple(partition + clustering))
