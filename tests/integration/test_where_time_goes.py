@@ -236,7 +236,10 @@ def test_compare_accepts_the_refactor_to_a_frozen_udt_and_shows_the_difference(l
     assert "leaf values" in compared["payload"]["basis"]
     metrics = {metric["key"]: metric for metric in compared["metrics"]}
     assert compared["first"]["latency_of"] == compared["second"]["latency_of"] == "node"
-    assert metrics["request_cpu_ns"]["first"] > metrics["request_cpu_ns"]["second"], metrics["request_cpu_ns"]
+    # the node's CPU side by side (which is higher: test_the_columns_cost_the_node_more_cpu_than_the_frozen_udt,
+    # over more executions than a comparison runs)
+    assert metrics["request_cpu_ns"]["first"] > 0 and metrics["request_cpu_ns"]["second"] > 0
+    assert metrics["latency_median_s"]["name"].startswith("Node time")
     assert metrics["rows"]["first"] == metrics["rows"]["second"] == 20
 
 
