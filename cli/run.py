@@ -277,14 +277,19 @@ def report(
 
 @contextmanager
 def reporting_interruptions(html: bool, force: bool = False, rule: VerdictRule = DEFAULT_RULE) -> Iterator[None]:
-    """A run cut short by a signal still reports the trace it kept (cli.main says where it is)."""
+    """A run cut short by a signal, or by its node going away, still reports the trace it kept (cli.main
+    says where it is, and why the run ended)."""
     from casstrace.interrupts import Interrupted
+    from casstrace.node.gone import NodeWentAway
 
     try:
         yield
     except Interrupted as interrupted:
         if interrupted.trace is not None:
             report(interrupted.trace, html, force, after_signal=True, rule=rule)
+        raise
+    except NodeWentAway as went_away:  # its failed execution is the node's end, not the query's
+        report(went_away.trace, html, force, after_signal=True, rule=rule)
         raise
 
 

@@ -116,6 +116,7 @@ def command(
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
     from casstrace.analyses.watch import analyse_watch
     from casstrace.node.connection import configuration_files, resolve_settings
+    from casstrace.node.gone import NodeWentAway
     from casstrace.orchestration.watcher import WatchOptions, default_trace_path, restore_left, watch
     from casstrace.reports import beside_trace, default_output
     from casstrace.reports.watch import document
@@ -205,6 +206,9 @@ def command(
         if interrupted.trace is not None:
             report(interrupted.trace)
         raise  # cli.main says where the trace is, and exits 128 + the signal
+    except NodeWentAway as went_away:  # what was captured is reported, then why the watch ended
+        report(went_away.trace)
+        raise
     finally:
         if metrics is not None:
             metrics[0].close()

@@ -162,7 +162,8 @@ class TraceProbability:
         self.warn = warn
         self.ledger = ledger
         self.previous: float | None = None
-        self.restored: bool | None = None  # None: nothing was changed
+        self.restored: bool | None = None  # None: nothing was changed, or nothing is left to put back (node_gone)
+        self.node_gone = False  # the JVM ended before the value could be put back: nothing to put back
 
     def __enter__(self) -> "TraceProbability":
         self.previous = self.nodetool.trace_probability()
@@ -193,7 +194,7 @@ class TraceProbability:
         self.restore()
 
     def restore(self) -> None:
-        if self.previous is None or self.restored:
+        if self.previous is None or self.restored or self.node_gone or self._node_went_away():
             return
         failure = None
         for _ in range(2):
@@ -204,6 +205,8 @@ class TraceProbability:
                 return
             except (CasstraceError, KeyboardInterrupt) as error:  # a second Ctrl-C: try once more
                 failure = error
+        if self._node_went_away():  # JMX refused because the JVM was on its way out
+            return
         self.restored = False
         reason = "interrupted" if isinstance(failure, KeyboardInterrupt) else str(failure)
         self.warn(
@@ -211,6 +214,20 @@ class TraceProbability:
             f"({reason}); it is still {format_probability(self.probability)}: run "
             f"`{self.nodetool.shown('settraceprobability', format_probability(self.previous))}`"
         )
+
+    def _node_went_away(self) -> bool:
+        """The JVM is gone, and its trace probability with it (it does not persist): nothing to put
+        back, no command to give, and the ledger's record is cleared."""
+        if self.ledger.node_alive:
+            return False
+        self.ledger.forget(TRACE_PROBABILITY)
+        self.node_gone = True
+        self.warn(
+            f"the node's JVM (pid {self.ledger.node_pid}) is gone, and the trace probability casstrace set "
+            "with it: nothing to put back (a restarted node starts with its configured probability, 0: "
+            "nodetool's setting does not persist)"
+        )
+        return True
 
 
 @dataclass

@@ -31,8 +31,10 @@ from typing import Protocol
 from cassandra.query import PreparedStatement
 
 from casstrace.errors import CasstraceError
+from casstrace.ledger import process_start
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
+from casstrace.node.gone import NodeWentAway, going_away, gone_message
 from casstrace.node.jvm import ThreadIds, cassandra_at, find_cassandra, java_thread_ids, serving_jvms
 from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, Paging, paging, query_shape
@@ -185,6 +187,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             )
         cold: Cold | None = None
         agents: AgentsCapture | None = None
+        node_start: int | None = None
         sources: list[WindowSource] = []
         if several:
             if started_backend is not None:  # each agent compiles its own: none of this one may run beside them
@@ -200,6 +203,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 if process is not None and process.pid == targets[0].options.pid
                 else find_cassandra(targets[0].options.pid)
             )
+            node_start = process_start(process.pid)  # the JVM, not just its pid: for a node that goes away
             # What a killed casstrace left changed on this node, put back before this one changes anything.
             # A record it cannot read is warned of: run changes no trace probability.
             restore_left_behind(process, lambda: nodetool_for(process), strict=False)
@@ -260,9 +264,16 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         thread_ids = ThreadIds()
         own_connections = node.client_addresses()
 
+        went_away: list[str] = []  # why, once the node went away during the run
+
         def body(windows: Windows) -> str | None:
             with phases("run the query"):
-                return _execute_all(windows, cold, node, prepared, options, pages, executions, own_connections)
+                ended = _execute_all(windows, cold, node, prepared, options, pages, executions, own_connections)
+            local = process if agents is None else None  # this machine's one JVM of a single-node run
+            if ended is not None and local is not None and going_away(local.pid, node_start, options.connection.port):
+                went_away.append(gone_message(local))
+                return went_away[0]
+            return ended
 
         def collect(interrupted: bool) -> None:
             """Cassandra's own trace of the tracing execution, once the probes are off the node (not
@@ -274,7 +285,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                         query_trace.extend(query_traces(tracing.result))
                 except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
                     warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
-            if agents is None and process is not None and not interrupted:
+            if agents is None and process is not None and not interrupted and not went_away:  # the node's to say
                 try:
                     with phases("read the executions' threads"):
                         served.extend(_serving_sessions(node, executions, query))
@@ -309,7 +320,10 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             if served:
                 _write_serving(writer, served, thread_ids)
 
-        return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate, phases=phases)
+        path = record(capture, writer, body, sources=sources, collect=collect, annotate=annotate, phases=phases)
+        if went_away:
+            raise NodeWentAway(went_away[0], path)
+        return path
 
 
 class Cold(Protocol):

@@ -14,6 +14,12 @@ A watch of hours is cut into intervals (--interval): each interval's slots are t
 capture once complete (ThreadIOCapture.take_slots) and written with its sessions as a trace of its
 own, NAME-0001.trace, NAME-0002.trace, ...; the last one is the capture's own trace, renamed. So the
 watch holds one interval's rows at a time, whatever its length.
+
+A node that stops or dies during the watch ends it early, keeping what was captured: the intervals
+that ended before it went are written whole, the rest as the capture's trace marked incomplete; its
+sampled sessions, which lived in its tables, are read while it answers and not after. The watch then
+raises node.gone.NodeWentAway, which names the trace and says why the node went (its pid gone, its
+log's last word), and gives no advice about a JVM that no longer exists (node.tracing).
 """
 
 import os
@@ -27,9 +33,10 @@ from typing import cast
 
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS, Interrupted
-from casstrace.ledger import Ledger
+from casstrace.ledger import Ledger, process_start
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
+from casstrace.node.gone import NodeWentAway, gone_message, node_gone
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.leftovers import restore_left_behind, say, unchanged_evidence
 from casstrace.node.tracing import (
@@ -50,6 +57,7 @@ from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCaptur
 from casstrace.probes.recording import record
 from casstrace.terminal import warn
 from casstrace.traces import TraceWriter
+from casstrace.traces.meta import CassandraMeta
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import SLOT_NS, THREAD_SLOT_NS
 
@@ -123,7 +131,8 @@ def watch(
     interval so far, with --interval) every REFRESH_S seconds; `interval_done` with each interval's
     trace but the last once written. A signal (Ctrl-C) is how a watch without a duration ends: its
     trace is whole. A watch with a duration cut short by a signal keeps its trace, marked
-    incomplete, and raises casstrace.interrupts.Interrupted with it (probes.recording.record)."""
+    incomplete, and raises casstrace.interrupts.Interrupted with it (probes.recording.record); one
+    whose node went away keeps it so too, and raises NodeWentAway with it."""
     if not 0 < options.probability <= 1:
         raise CasstraceError(
             f"--sample must be in (0, 1], got {options.probability}",
@@ -149,8 +158,11 @@ def watch(
         nodetool = nodetool_for(process, options.nodetool)
         restore_left_behind(process, lambda: nodetool)  # what a killed casstrace left changed on the node
         thread_ids = ThreadIds().add(java_thread_ids(process.pid))
+        node_start = process_start(process.pid)
         node_settings = context.settings(node.session)
         data_dirs = context.data_directories(node_settings, process)
+        # Read now: a node that goes away takes its tables along.
+        node_meta = context.cassandra_meta(node.session, process, node_settings, data_dirs, ())
         # Asked for per-thread counts, a capture is a ThreadIOCapture (the backend refuses otherwise).
         options_asked = CaptureOptions(thread_slot_ns=THREAD_SLOT_NS, source=f"pid {process.pid} (casstrace watch)")
         capture = cast(
@@ -176,6 +188,31 @@ def watch(
         span: list[int] = []  # the watch's start and end, in Unix ns
         sampled: list[SampledSession] = []
         intervals = Intervals(interval_done)  # what --interval wrote so far
+        went_away: list[str] = []  # why, once the node went away during the watch
+
+        def gone() -> str | None:
+            """Why the watch cannot go on: the node's JVM ended (None while it runs)."""
+            if not went_away and node_gone(process.pid, node_start):
+                went_away.append(gone_message(process))
+            return went_away[0] if went_away else None
+
+        def sessions_between(since: int, until: int, seen: set[str], what: str) -> list[SampledSession]:
+            """The sampled sessions, or none with a warning when the node cannot give them: a trace
+            with the probes' figures alone is worth keeping."""
+            if gone() is not None:
+                warn(
+                    f"the sampled sessions of {what} cannot be read: the node went away; "
+                    "its trace holds the probes' figures only"
+                )
+                return []
+            try:
+                return read_sessions(node.session, since, until, seen, ignore=is_own_statement)
+            except Exception as error:  # a node stopping (its CQL closed first), or too slow to answer
+                warn(
+                    f"the sampled sessions of {what} could not be read ({type(error).__name__}: {error}); "
+                    "its trace holds the probes' figures only"
+                )
+                return []
 
         def write_interval(until_ns: int) -> int:
             """The interval that ends at `until_ns` (the capture's clock), as a trace of its own; returns
@@ -183,7 +220,7 @@ def watch(
             offset = clock_offset_ns()
             since, until = intervals.since_ns or span[0], until_ns + offset
             stretch = capture.take_slots(until_ns, WATCH_WINDOW)
-            sessions = read_sessions(node.session, since, until - 1, intervals.seen, ignore=is_own_statement)
+            sessions = sessions_between(since, until - 1, intervals.seen, f"interval {intervals.count + 1}")
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()})
             interval = TraceWriter(interval_trace_path(out, intervals.count + 1), force=options.force)
             with interval.writing():
@@ -197,23 +234,23 @@ def watch(
                     options,
                     process,
                     node,
-                    node_settings,
-                    data_dirs,
+                    (node_settings, data_dirs, node_meta),
                 )
                 path = interval.finish()
             intervals.done(path, until, {s.session_id for s in sessions})
             return until
 
-        def body(windows: Windows) -> None:
+        def body(windows: Windows) -> str | None:
             windows.begin_window(WATCH_WINDOW)
             span.append(time.time_ns())
             started()
             try:
-                _wait(capture, node, span[0], thread_ids, options, live, write_interval)
+                return _wait(capture, node, span[0], thread_ids, options, live, write_interval, gone)
             except KeyboardInterrupt:
                 if options.duration_s is not None:
                     raise  # cut short
                 INTERRUPTS.expected()  # how an open-ended watch ends: its trace is whole
+                return None
             finally:
                 span.append(time.time_ns())
                 windows.begin_window(GAP_WINDOW)
@@ -228,28 +265,43 @@ def watch(
                     f"{format_probability(switch.previous or 0)}; reading the sampled sessions",
                     file=sys.stderr,
                 )
-            thread_ids.add({name: tid for tid, name in capture.thread_names.items()}).add(_thread_ids_now(process.pid))
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})
+            if gone() is None:
+                thread_ids.add(_thread_ids_now(process.pid))
             if len(span) == 2:
-                time.sleep(SETTLE_S)
-                since = intervals.since_ns or span[0]
-                sampled.extend(read_sessions(node.session, since, span[1], intervals.seen, ignore=is_own_statement))
+                if gone() is None:
+                    time.sleep(SETTLE_S)
+                last = "the watch" if options.interval_s is None else f"interval {intervals.count + 1}"
+                sampled.extend(sessions_between(intervals.since_ns or span[0], span[1], intervals.seen, last))
 
         def annotate(writer: TraceWriter) -> None:
             window = (intervals.since_ns or span[0], span[-1]) if span else (time.time_ns(),) * 2
-            _write(writer, sampled, thread_ids, switch, window, options, process, node, node_settings, data_dirs)
+            _write(
+                writer,
+                sampled,
+                thread_ids,
+                switch,
+                window,
+                options,
+                process,
+                node,
+                (node_settings, data_dirs, node_meta),
+            )
 
         sources: list[WindowSource] = [switch, *([mapped] if mapped is not None else [])]
         if profiler is not None:  # active across the watch window, started in the gap before it
             sources.append(ProfiledWindows(profiler, {WATCH_WINDOW}, warn))
-        if options.interval_s is None:
-            return record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
-        try:  # the capture's own trace holds the last interval: numbered like the others
+        try:
             path = record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
         except Interrupted as interrupted:
-            if interrupted.trace is not None:
+            if interrupted.trace is not None and options.interval_s is not None:
                 interrupted.trace = intervals.last(interrupted.trace, options.force)
             raise
-        return intervals.last(path, options.force)
+        if options.interval_s is not None:  # the capture's own trace holds the last interval: numbered like the others
+            path = intervals.last(path, options.force)
+        if went_away:
+            raise NodeWentAway(went_away[0], path)
+        return path
 
 
 class Intervals:
@@ -301,7 +353,10 @@ def _wait(
     options: WatchOptions,
     live: Callable[[LiveSnapshot], None] | None,
     write_interval: Callable[[int], int],
-) -> None:
+    gone: Callable[[], str | None],
+) -> str | None:
+    """Watch until the deadline (or a signal), writing each interval once complete; returns why the
+    watch ended early (the node went away: the intervals that ended before it went are written), or None."""
     deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
     seen: set[str] = set()
     sampled: list[SampledSession] = []
@@ -312,7 +367,15 @@ def _wait(
     last_read_ns = 0  # Unix ns of the last live read of the sessions
     while deadline is None or time.monotonic() < deadline:
         if capture.ended_early:
-            raise CasstraceError(f"the watch ended early: {capture.ended_early}", "check that the node is running")
+            ended = gone() or f"the capture ended early: {capture.ended_early}"
+            went_ns = capture.now_ns()
+            while next_end is not None and interval_ns is not None and next_end <= went_ns:
+                while capture.complete_until_ns() < next_end:  # the last reads' slots, a drain margin later
+                    time.sleep(0.1)
+                with INTERRUPTS.deferred():
+                    write_interval(next_end)
+                next_end += interval_ns
+            return ended
         time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
         with INTERRUPTS.deferred():  # read, then deleted from the kernel's map: both or neither
             capture.drain_thread_io()
@@ -328,7 +391,7 @@ def _wait(
             seen = {s.session_id for s in sampled}
             sampled = [s for s in sampled if s.started_ns >= since]
             next_end += interval_ns
-        if live is None or time.monotonic() < next_live:
+        if live is None or time.monotonic() < next_live or capture.ended_early:
             continue
         began = time.monotonic()
         try:
@@ -341,12 +404,14 @@ def _wait(
             last_read_ns = now_ns
             figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
         except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
-            warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
+            if gone() is None:  # else the watch ends, and says why
+                warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
             live = None
             continue
         live(figures)
         # A refresh that takes long (a long interval's rows) comes less often: at most LIVE_SHARE of a core.
         next_live = time.monotonic() + (time.monotonic() - began) * (1 / LIVE_SHARE - 1)
+    return None
 
 
 def live_figures(
@@ -426,10 +491,12 @@ def _write(
     options: WatchOptions,
     process: CassandraProcess,
     node: NodeSession,
-    node_settings: dict,
-    data_dirs: list[str],
+    read_before: tuple[dict, list[str], CassandraMeta],
 ) -> None:
-    """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch."""
+    """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch.
+    `read_before`: the node's settings, data directories and meta 'cassandra' without tables, read
+    before the watch (all a node that went away leaves: its sessions were not read either)."""
+    node_settings, data_dirs, node_meta = read_before
     offset = clock_offset_ns()
     writer.set_meta(clock_offset_ns=offset)
     writer.add_threads(thread_ids.names())  # full names, where /proc cuts them
@@ -439,11 +506,13 @@ def _write(
     tables_read = sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)})
     writer.set_meta(
         node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
-        cassandra=context.cassandra_meta(node.session, process, node_settings, data_dirs, tables_read),
+        cassandra=context.cassandra_meta(node.session, process, node_settings, data_dirs, tables_read)
+        if tables_read
+        else node_meta,
         watch={
             "sample_probability": options.probability,
             "previous_probability": switch.previous,
-            "probability_restored": switch.restored,
+            "probability_restored": switch.restored,  # None too when the JVM went away with it
             "duration_s": (window[1] - window[0]) / 1e9,
             "start_ns": window[0] - offset,
             "end_ns": window[1] - offset,

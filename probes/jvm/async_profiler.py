@@ -294,6 +294,9 @@ class AsyncProfiler:
         try:
             self.stop()
         except CasstraceError as error:
+            if not self.ledger.node_alive:  # the JVM went away, and its profiler with it: nothing to stop
+                self.ledger.forget(PROFILER)
+                return
             warn(
                 f"could not stop async-profiler in JVM {self.pid}: {error}; stop it by hand: "
                 f"jcmd {self.pid} JVMTI.agent_load {self.library} '\"stop\"'"
