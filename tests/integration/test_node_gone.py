@@ -186,27 +186,9 @@ def test_a_node_killed_during_a_run_leaves_its_capture(node, tmp_path):
     assert pid is not None
     out = tmp_path / "killed.trace"
     query = f"SELECT * FROM {KEYSPACE}.t"
+    options = f"--host {node.host} --port {node.native_port} --pid {pid} --repeat 1000 --page-size 20 --warmup 0"
     runner = subprocess.Popen(
-        [
-            *CASSTRACE,
-            "run",
-            query,
-            "--host",
-            node.host,
-            "--port",
-            str(node.native_port),
-            "--pid",
-            str(pid),
-            "--repeat",
-            "1000",
-            "--page-size",
-            "20",
-            "--warmup",
-            "0",
-            "--out",
-            str(out),
-            "--no-html",
-        ],
+        [*CASSTRACE, "run", query, *options.split(), "--no-html", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
