@@ -83,14 +83,19 @@ def layouts(sandbox: Sandbox) -> Sandbox:
     return sandbox
 
 
-def traced(node: Sandbox, table: str, out: Path, repeat: int = 15) -> Analysis:
+def ran(node: Sandbox, table: str, out: Path, repeat: int) -> Path:
+    """`casstrace run` of the LIMIT 20 slice of `table`; the trace's path."""
     options = RunOptions(
         query=QUERY.format(ks=KEYSPACE, table=table),
         connection=resolve_settings(node.host, node.native_port),
         out=out,
         repeat=repeat,
     )
-    return analyse(run(options))
+    return run(options)
+
+
+def traced(node: Sandbox, table: str, out: Path, repeat: int = 15) -> Analysis:
+    return analyse(ran(node, table, out, repeat))
 
 
 def median(analysis: Analysis, name: str) -> float:
@@ -151,14 +156,7 @@ def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts
     thread = threading.Thread(target=collect, daemon=True)
     thread.start()
     try:
-        path = run(
-            RunOptions(
-                query=QUERY.format(ks=KEYSPACE, table="udt"),
-                connection=resolve_settings(layouts.host, layouts.native_port),
-                out=tmp_path / "gc.trace",
-                repeat=300,
-            )
-        )
+        path = ran(layouts, "udt", tmp_path / "gc.trace", repeat=300)
     finally:
         stop.set()
         thread.join()
@@ -194,14 +192,7 @@ def schedstat_ns(pid: int) -> int:
 def test_the_jvms_cpu_time_is_within_the_kernels_own_count(layouts, tmp_path):
     pid = layouts.pid()
     before = schedstat_ns(pid)
-    path = run(
-        RunOptions(
-            query=QUERY.format(ks=KEYSPACE, table="columns"),
-            connection=resolve_settings(layouts.host, layouts.native_port),
-            out=tmp_path / "cpu.trace",
-            repeat=20,
-        )
-    )
+    path = ran(layouts, "columns", tmp_path / "cpu.trace", repeat=20)
     after = schedstat_ns(pid)
     with Trace(path) as trace:
         counted = sum(row.value for row in queries.window_measures(trace) if row.measure == "jvm_cpu_ns")
