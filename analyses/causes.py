@@ -239,7 +239,9 @@ def _read_with_selected_cells_only(context: FindingContext) -> float | None:
         return None
     read_rows = max(rows, context.live_rows_read or 0)
     returned = rows / read_rows
-    return (1 - returned) * context.read_per_execution + returned * necessary.reading(payload)
+    # An element or field selected needs its whole cell: the necessary read's cells, not the payload.
+    needed = necessary.result_bytes if context.select and context.select.elements else payload
+    return (1 - returned) * context.read_per_execution + returned * necessary.reading(needed)
 
 
 def _rows_not_returned(context: FindingContext) -> float | None:
@@ -477,8 +479,10 @@ def _sstable_histograms(context: FindingContext) -> str | None:
     )
 
 
-def _tombstones(context: FindingContext) -> Finding | None:
-    """(live rows, tombstone cells) of each read, as Cassandra's trace counts them."""
+def _dead_cells(context: FindingContext) -> tuple[int, int] | None:
+    """(live rows, tombstone cells) of the read, as Cassandra's trace counts them, when the dead cells
+    are many: past its tombstone warning, or more than the live rows. Its count holds deleted and
+    expired cells alike (a cell past its TTL reads as a tombstone until compaction purges it)."""
     counts = [(c.live_rows or 0, c.tombstone_cells) for c in context.cassandra if c.tombstone_cells is not None]
     if not counts:
         return None
@@ -486,19 +490,64 @@ def _tombstones(context: FindingContext) -> Finding | None:
     tombstones = max(c[1] for c in counts)
     if tombstones < TOMBSTONE_WARN and tombstones <= live:
         return None
+    return live, tombstones
+
+
+def _longest_ttl(context: FindingContext) -> int:
+    """The longest TTL of the table's cells, in seconds, as its SSTables' Statistics.db record it (0: none)."""
+    storage = context.schema.storage if context.schema else []
+    return max((s.get("stats", {}).get("ttl_max", 0) for s in storage), default=0)
+
+
+def _read_without_dead_cells(context: FindingContext, live: int, dead: int) -> float | None:
+    """Purged, the read keeps the live part (cells and rows counted alike: an estimate)."""
+    return context.read_per_execution * live / (live + dead) if context.flagged and live + dead else None
+
+
+def _tombstones(context: FindingContext) -> Finding | None:
+    """Deleted cells read: Cassandra's count of tombstone cells, where the table's cells have no TTL
+    (with one, they are taken to be expired cells: _expired_cells)."""
+    dead = _dead_cells(context)
+    if dead is None or _longest_ttl(context):
+        return None
+    live, tombstones = dead
     return Finding(
         cause="tombstones",
         title="Tombstones read",
         certainty="measured",
         evidence=[f"Cassandra's query trace: read {live:,} live rows and {tombstones:,} tombstone cells."],
         suggestion=[
-            "Find what deletes or expires these cells; after gc_grace_seconds compaction drops them. "
+            "Find what deletes these cells; after gc_grace_seconds compaction drops them. "
             "Avoid reading ranges that are mostly deleted (e.g. queue-like models)."
         ],
-        # Purged, the read keeps the live part (cells and rows counted alike: an estimate).
-        read_after_fix_bytes=(
-            context.read_per_execution * live / (live + tombstones) if context.flagged and live + tombstones else None
-        ),
+        read_after_fix_bytes=_read_without_dead_cells(context, live, tombstones),
+    )
+
+
+def _expired_cells(context: FindingContext) -> Finding | None:
+    """Cells past their TTL read: Cassandra's count of tombstone cells, where the table's SSTables
+    hold cells with a TTL (their Statistics.db's longest TTL). A table with TTLs and deletions both
+    has its dead cells named as expired: the trace does not tell them apart."""
+    dead, ttl = _dead_cells(context), _longest_ttl(context)
+    if dead is None or not ttl:
+        return None
+    live, expired = dead
+    return Finding(
+        cause="expired_cells",
+        title="Expired cells read: rows past their TTL are still read until compaction purges them",
+        certainty="likely",
+        evidence=[
+            f"Cassandra's query trace: read {live:,} live rows and {expired:,} tombstone cells.",
+            f"The table's SSTables hold cells written with a TTL (up to {ttl:,} s, their Statistics.db): "
+            "a cell past its TTL reads as a tombstone until a compaction after gc_grace_seconds drops it.",
+        ],
+        suggestion=[
+            "Restrict the read to the rows still alive (e.g. a clustering range on the write time), so "
+            "the expired ones are not read.",
+            "For data that only ever expires: TimeWindowCompactionStrategy with windows aligned to the TTL "
+            "drops whole expired SSTables; a lower gc_grace_seconds lets compaction purge them sooner.",
+        ],
+        read_after_fix_bytes=_read_without_dead_cells(context, live, expired),
     )
 
 
@@ -727,6 +776,7 @@ CAUSE_FINDERS: dict[Cause, Finder] = {
     "readahead_inflation": _readahead_or_mmap,
     "many_sstables": _many_sstables,
     "tombstones": _tombstones,
+    "expired_cells": _expired_cells,
     "cold_cache": _cold_cache,
     "replica_reads": _replica_reads,
     "many_cells_per_row": _many_cells_per_row,

@@ -235,6 +235,7 @@ Cause = Literal[
     "readahead_inflation",
     "many_sstables",
     "tombstones",
+    "expired_cells",
     "cold_cache",
     "replica_reads",
     "many_cells_per_row",

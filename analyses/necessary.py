@@ -31,6 +31,16 @@ The model
              it); BTI walks the Partitions.db trie (one page at least) and, for a partition with a
              row index, the Rows.db trie (one page); one lookup per partition found.
 
+Shapes (docs/verdicts.md has each with its limits)
+  index      through a secondary index (legacy or SAI): a chunk and a partition lookup per partition
+             found (a row returned each, up to the table's partitions), no read-ahead (rows are read by
+             key), and the index's own lookup in the index part (_secondary_index_bytes).
+  DISTINCT   without partition key: the head of each partition returned, a chunk at least, and on 5.0
+             the partition whole when smaller than the read-ahead buffer (the mean stored partition).
+  IN         on a clustering column: a chunk per row named (they lie apart), up to the rows returned.
+  element    one element of a collection or field of a frozen UDT: the whole cell is read; its size is
+             not recorded, so the rows' stored size (Statistics.db) stands for it, at least the payload.
+
 Its inputs are recorded at run time (meta cassandra.tables[].storage: casstrace.node.storage); a
 trace without them (older traces, a node whose files casstrace could not read) takes a compressed
 chunk at its full length: a chunk compresses to no less than 0 B, but data that would shrink much
@@ -49,6 +59,7 @@ import math
 from casstrace.analyses.model import Amplification, NecessaryRead
 from casstrace.analyses.query import Select, TableSchema
 from casstrace.analyses.units import human_bytes
+from casstrace.traces.meta import IndexMeta
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
 
@@ -93,10 +104,13 @@ def necessary_read(
         return None
     result_bytes, basis = result
     chunk_length, unit = _unit(schema)
-    # Partitions named by an IN list lie apart (in token order): each found costs a chunk and a lookup.
-    partitions = schema.partitions_read(select)
-    found = max(1, min(partitions, math.ceil(rows))) if rows is not None else partitions
-    units = max(found, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
+    index_used = schema.index_used(select)
+    found = _partitions_found(select, schema, rows, index_used is not None)
+    # Rows an IN list on a clustering column names lie apart in their partition: a chunk each.
+    apart = found * math.prod(select.in_values.get(column, 1) for column in schema.clustering)
+    if rows is not None:
+        apart = max(found, min(apart, math.ceil(rows)))
+    units = max(apart, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
     data_bytes = units * unit
     stored = stored_data_bytes(schema)
     if (
@@ -105,12 +119,22 @@ def necessary_read(
         and stored
         and not schema.reads_partitions(select)
         and not filtering_scan(select, schema)
+        and index_used is None
     ):
-        # A range read reads compressed SSTables a read-ahead buffer at a time (5.0+)
+        # A range read reads compressed SSTables a read-ahead buffer at a time (5.0+); through an
+        # index, each row found is read by its key.
         data_bytes = max(data_bytes, min(read_ahead, stored))
         basis += f", a range read ({read_ahead // 1024:,} KiB read-ahead)"
+        if select.distinct and rows:
+            # The head of each partition returned; a partition smaller than the buffer is read whole.
+            heads = found * min(read_ahead, max(unit, math.ceil(stored / (schema.stored_partitions or found))))
+            data_bytes = max(data_bytes, min(heads, stored))
+            basis += ", the head of each partition"
     sstable_format = _format(schema)
     index = _index_bytes(schema, sstable_format) * found
+    if index_used is not None:
+        index += _secondary_index_bytes(index_used, schema, unit)
+        basis += f", through the {index_used['kind']} index {index_used['name']}"
     return NecessaryRead(
         bytes=data_bytes + index,
         data_bytes=data_bytes,
@@ -128,12 +152,38 @@ def filtering_scan(select: Select, schema: TableSchema) -> bool:
     """A scan whose result does not grow with the table: every partition (of the table, or of a token
     range) read to keep the rows a filter matches, where a table keyed by the filtered column would
     read those rows alone."""
-    return select.allow_filtering and bool(select.restrictions) and not schema.reads_partitions(select)
+    return (
+        select.allow_filtering
+        and bool(select.restrictions)
+        and not schema.reads_partitions(select)
+        and schema.index_used(select) is None
+    )
 
 
 def stored_data_bytes(schema: TableSchema) -> int:
     """The table's Data files on disk (its SSTables' as recorded), what a scan of it reads at most."""
     return sum(sstable.get("data_bytes", 0) for sstable in schema.storage)
+
+
+def _partitions_found(select: Select, schema: TableSchema, rows: float | None, indexed: bool) -> int:
+    """Partitions the result's rows lie in, each costing a chunk and a partition-index lookup: those
+    an IN list on the partition key names (they lie apart, in token order) that were found; through a
+    secondary index, or for DISTINCT without partition key, one a row returned (up to the table's)."""
+    if indexed or (select.distinct and not schema.reads_partitions(select)):
+        returned = math.ceil(rows) if rows else 1
+        return max(1, min(returned, schema.stored_partitions or returned))
+    partitions = schema.partitions_read(select)
+    return max(1, min(partitions, math.ceil(rows))) if rows is not None else partitions
+
+
+def _secondary_index_bytes(index: IndexMeta, schema: TableSchema, unit: int) -> int:
+    """The lookup of the secondary index itself, each SSTable: a legacy index reads the value's
+    partition of its hidden table (an index page and a chunk); SAI walks its terms trie and reads the
+    postings (a page each, its own components), then maps row ids to keys (a page)."""
+    sstables = max(1, len(schema.storage))
+    if index["kind"] == "legacy":
+        return PAGE_BYTES + unit
+    return sstables * 3 * PAGE_BYTES
 
 
 def stored_cell_bytes(schema: TableSchema) -> float | None:
@@ -147,6 +197,17 @@ def stored_cell_bytes(schema: TableSchema) -> float | None:
             data += size
             cells += stats["cells"]
     return data / cells if cells else None
+
+
+def stored_row_bytes(schema: TableSchema) -> float | None:
+    """Uncompressed bytes per row over the table's SSTables, None when not recorded: a partition
+    each without clustering columns, else their cells ÷ the regular columns (stored_rows)."""
+    length = sum(
+        layout["data_length"] if (layout := sstable.get("compression")) else sstable.get("data_bytes", 0)
+        for sstable in schema.storage
+    )
+    rows = stored_rows(schema) if schema.clustering else schema.stored_partitions
+    return length / rows if rows and length else None
 
 
 def stored_rows(schema: TableSchema) -> int | None:
@@ -174,6 +235,10 @@ def _result_bytes(
             f"the {rows_aggregated:,} rows aggregated (Cassandra's count) x {cell * regular:,.0f} B stored per row",
         )
     if payload_bytes is not None:
+        whole = stored_row_bytes(schema) if select.elements else None
+        if whole is not None and rows and rows * whole > payload_bytes:
+            # One element or field is returned, the whole cell is read: the row stands for it.
+            return rows * whole, f"{rows:,.0f} whole rows of {whole:,.0f} B stored (an element's whole cell)"
         return payload_bytes, "the payload returned"
     if rows is None:
         return None

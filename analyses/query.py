@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from casstrace.traces.meta import CassandraMeta, ColumnMeta, SSTableFileMeta
+from casstrace.traces.meta import CassandraMeta, ColumnMeta, IndexMeta, SSTableFileMeta
 from casstrace.traces.storage import SSTableStorage
 
 _TOKEN = re.compile(
@@ -54,6 +54,10 @@ class Select:
     in_values: dict[str, int] = field(default_factory=dict)  # column -> values of its IN (...) list
     aggregate: bool = False  # the selection aggregates rows (count, sum, avg, min, max), or GROUP BY groups them
     allow_filtering: bool = False
+    distinct: bool = False  # SELECT DISTINCT: partition keys (and static columns), one row a partition
+    # columns of which the selection takes one element or field (attrs['k'], addr.city): the whole
+    # cell is read all the same (a frozen value is one cell; a collection's elements lie together)
+    elements: list[str] = field(default_factory=list)
 
 
 def tokenize(text: str) -> list[Token]:
@@ -87,8 +91,9 @@ def parse_select(text: str | None) -> Select | None:
     tokens = tokenize(text)
     if not tokens or not tokens[0].is_word("select"):
         return None
-    position = 1
+    position, distinct = 1, False
     while position < len(tokens) and tokens[position].is_word("json", "distinct"):
+        distinct = distinct or tokens[position].is_word("distinct")
         position += 1
     selection, position = _until(tokens, position, lambda t: t.is_word("from"))
     if position >= len(tokens):
@@ -103,6 +108,8 @@ def parse_select(text: str | None) -> Select | None:
         table=table,
         select_all=select_all,
         columns=[] if select_all else _selected_columns(selection),
+        distinct=distinct,
+        elements=[] if select_all else _element_columns(selection),
     )
     if position < len(tokens) and tokens[position].is_word("where"):
         where, position = _until(tokens, position + 1, lambda t: t.is_word(*_CLAUSE_ENDS) or t.text == ";")
@@ -169,9 +176,20 @@ def _selected_columns(selection: list[Token]) -> list[str]:
                 skip_next = True  # CAST(x AS type): the type is not a column
                 continue
             followed_by_call = index + 1 < len(item) and item[index + 1].text == "("
-            if token.kind == "ident" and not followed_by_call and token.text not in columns:
+            a_field = index > 0 and item[index - 1].text == "." and item[index - 1].kind == "op"
+            if token.kind == "ident" and not followed_by_call and not a_field and token.text not in columns:
                 columns.append(token.text)
     return columns
+
+
+def _element_columns(selection: list[Token]) -> list[str]:
+    """Columns the selection takes an element (`attrs['k']`, `attrs['a'..'c']`) or a field (`addr.city`) of."""
+    elements: list[str] = []
+    for index, token in enumerate(selection[:-1]):
+        after = selection[index + 1]
+        if token.kind == "ident" and after.kind == "op" and after.text in ("[", ".") and token.text not in elements:
+            elements.append(token.text)
+    return elements
 
 
 def _read_restrictions(where: list[Token], select: Select) -> None:
@@ -209,6 +227,24 @@ class TableSchema:
     compression: dict[str, str]
     sstables: list[SSTableFileMeta]
     storage: list[SSTableStorage] = field(default_factory=list)  # chunks and statistics, when recorded
+    indexes: list[IndexMeta] = field(default_factory=list)  # its secondary indexes
+    base_table: str | None = None  # a materialized view's table (the view is read from its own SSTables)
+
+    def index_used(self, select: Select) -> IndexMeta | None:
+        """The secondary index a SELECT reads through: one on a column its WHERE restricts, when the
+        partition key is not all restricted (else the partition is read by key and filtered)."""
+        if self.reads_partitions(select):
+            return None
+        for index in self.indexes:
+            if indexed_column(index["target"]) in select.restrictions:
+                return index
+        return None
+
+    @property
+    def stored_partitions(self) -> int | None:
+        """Partitions in the table's SSTables (Statistics.db), None when not recorded."""
+        counts = [s["stats"]["partitions"] for s in self.storage if "partitions" in (s.get("stats") or {})]
+        return sum(counts) if counts else None
 
     def reads_partitions(self, select: Select) -> bool:
         """Whether the SELECT reads partitions by key (every partition key column restricted, no token
@@ -248,6 +284,12 @@ class TableSchema:
         return name.rsplit(".", 1)[-1] if name and self.chunk_bytes else None
 
 
+def indexed_column(target: str) -> str:
+    """The column an index's target names: 'city', 'values(tags)', 'keys(attrs)', 'full(addr)', '"Name"'."""
+    inner = target.split("(", 1)[1].rstrip(")") if target.endswith(")") and "(" in target else target
+    return inner[1:-1].replace('""', '"') if inner.startswith('"') else inner
+
+
 def find_table(meta: dict[str, Any], keyspace: str | None, table: str | None) -> TableSchema | None:
     cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
     for entry in cassandra.get("tables") or []:
@@ -261,5 +303,7 @@ def find_table(meta: dict[str, Any], keyspace: str | None, table: str | None) ->
                 compression=dict(entry.get("compression") or {}),
                 sstables=list(entry.get("sstables") or []),
                 storage=list(entry.get("storage") or []),
+                indexes=list(entry.get("indexes") or []),
+                base_table=entry.get("base_table"),
             )
     return None

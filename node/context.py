@@ -20,7 +20,7 @@ from casstrace.node.connection import answered_in_time
 from casstrace.node.jvm import CassandraProcess, fd_targets
 from casstrace.probes.proc import mapped_pages
 from casstrace.probes.proc.proc_fds import in_root, stat_in_root
-from casstrace.traces.meta import CassandraMeta, SSTableFileMeta, TableMeta
+from casstrace.traces.meta import CassandraMeta, IndexMeta, SSTableFileMeta, TableMeta
 
 # "DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap" (3.x, 4.x),
 # "DiskAccessMode is standard, indexAccessMode is mmap" (5.0)
@@ -147,14 +147,24 @@ def tables_touched(prepared: PreparedStatement | None, query: str, keyspace: str
 
 
 def table_schema(session: Session, keyspace: str, table: str) -> TableMeta | None:
-    """Columns, primary key and compression from system_schema; None when there is no such table
-    (a view or a virtual table, say)."""
+    """Columns, primary key, compression and secondary indexes from system_schema; a materialized
+    view's likewise (a table of its own on disk); None when there is no such table (a virtual table)."""
     rows = _rows(
         session,
         "SELECT id, compression FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
         (keyspace, table),
     )
-    if not rows:
+    view = (
+        []
+        if rows
+        else _rows(
+            session,
+            "SELECT id, compression, base_table_name FROM system_schema.views"
+            " WHERE keyspace_name = %s AND view_name = %s",
+            (keyspace, table),
+        )
+    )
+    if not rows and not view:
         return None
     columns = sorted(
         _rows(
@@ -165,15 +175,38 @@ def table_schema(session: Session, keyspace: str, table: str) -> TableMeta | Non
         ),
         key=lambda c: ({"partition_key": 0, "clustering": 1, "static": 2}.get(c.kind, 3), c.position, c.column_name),
     )
-    return {
+    found = (rows or view)[0]
+    schema: TableMeta = {
         "keyspace": keyspace,
         "table": table,
-        "id": str(rows[0].id),
+        "id": str(found.id),
         "columns": [{"name": c.column_name, "type": c.type, "kind": c.kind} for c in columns],
         "partition_key": [c.column_name for c in columns if c.kind == "partition_key"],
         "clustering": [c.column_name for c in columns if c.kind == "clustering"],
-        "compression": dict(rows[0].compression or {}),
+        "compression": dict(found.compression or {}),
+        "indexes": [] if view else _indexes(session, keyspace, table),
     }
+    if view:
+        schema["base_table"] = view[0].base_table_name
+    return schema
+
+
+def _indexes(session: Session, keyspace: str, table: str) -> list[IndexMeta]:
+    """The table's secondary indexes: 5.0's storage-attached ones (SAI), the legacy ones (a hidden
+    table each), and any other class by its name."""
+    indexes: list[IndexMeta] = []
+    for row in _rows(
+        session,
+        "SELECT index_name, kind, options FROM system_schema.indexes WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, table),
+    ):
+        options = dict(row.options or {})
+        index_class = options.get("class_name", "")
+        kind = (
+            "legacy" if row.kind != "CUSTOM" else "sai" if index_class.endswith("StorageAttachedIndex") else index_class
+        )
+        indexes.append({"name": row.index_name, "target": options.get("target", ""), "kind": kind})
+    return indexes
 
 
 def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str, table_id: str) -> list[SSTableFileMeta]:

@@ -11,7 +11,9 @@ data length, int chunk count, then one long offset per chunk into the Data file.
 Statistics.db: int component count, int checksum of that table of contents (4.0+), then (int type,
 int offset) per component; the STATS component (type 2) starts with two EstimatedHistograms,
 partition sizes in bytes and cells per partition, each an int bucket count then (long lower bound,
-long count) per bucket: a bucket counts values above its lower bound up to the next bucket's.
+long count) per bucket: a bucket counts values above its lower bound up to the next bucket's; then
+the commit log upper bound (long, int), the min and max timestamps (long each), the min and max
+local deletion times (int each), and the min and max TTL (int each: seconds, 0 without a TTL).
 """
 
 import struct
@@ -103,7 +105,7 @@ def sstable_stats(data: bytes, version: str) -> SSTableStats | None:
         return None
     if not sizes:
         return {"partitions": 0, "cells": 0}
-    return {
+    stats: SSTableStats = {
         "partitions": sum(count for _, count in sizes),
         "cells": sum(upper * count for upper, count in cells),
         "partition_bytes_p50": _median(sizes),
@@ -111,6 +113,12 @@ def sstable_stats(data: bytes, version: str) -> SSTableStats | None:
         "cells_p50": _median(cells),
         "cells_max": max((upper for upper, _ in cells), default=0),
     }
+    try:  # past the commit log upper bound (long, int), the timestamps and the local deletion times
+        reader.take("qiqqii")
+        stats["ttl_max"] = reader.take("ii")[1]
+    except struct.error:  # not recorded
+        pass
+    return stats
 
 
 def _component_bytes(pid: int, components: dict[str, SSTableFileMeta], component: str, limit: int = -1) -> bytes | None:

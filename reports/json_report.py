@@ -111,8 +111,8 @@ A measure the backend did not take is null, never 0; `measures` says which were 
 
 FINDING = {
   "cause": "filtering_scan" | "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" |
-           "readahead_inflation" | "many_sstables" | "tombstones" | "cold_cache" | "replica_reads" |
-           "many_cells_per_row" | "gc_pauses",
+           "readahead_inflation" | "many_sstables" | "tombstones" | "expired_cells" | "cold_cache" |
+           "replica_reads" | "many_cells_per_row" | "gc_pauses",
   "title": str, "certainty": "measured" | "likely" | "possible",
   "evidence": [str], "suggestion": [str],
   "read_after_fix_bytes": float | null,   the Data bytes per execution estimated once its fix is made (null: none)

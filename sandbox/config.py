@@ -25,7 +25,10 @@ key_cache_size: 0MiB
 row_cache_size: 0MiB
 counter_cache_size: 0MiB
 """
-    lines = [sizes.rstrip("\n")]
+    # Materialized views are off by default since 4.0 (experimental); the sandbox is where their
+    # reads are studied, so a view can be created.
+    views = "enable_materialized_views: true" if series.unit_suffixed_yaml else "materialized_views_enabled: true"
+    lines = [sizes.rstrip("\n"), views]
     if settings.disk_access_mode is not None:  # else the version's default, as on a stock node
         lines.append(f"disk_access_mode: {settings.disk_access_mode}")
     if settings.sstable_format == "bti":

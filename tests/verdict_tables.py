@@ -3,6 +3,7 @@ mmap node of tests/integration/test_mmap_nodes.py): what each query reads is kno
 out, loaded once per node and kept (a table comment marks a finished load)."""
 
 import random
+import time
 from pathlib import Path
 
 from cassandra.concurrent import execute_concurrent_with_args
@@ -143,3 +144,112 @@ def judged(analysis: Analysis) -> str:
         (f.cause, f.certainty, None if f.excess_share is None else round(f.excess_share, 2)) for f in analysis.findings
     ]
     return f"{analysis.verdict.status}: {analysis.verdict.summary} causes {causes}"
+
+
+# CQL's other read shapes (issue 33), each judged with its own model: a keyspace of its own, small
+# tables (a few MB in all), loaded once per node and kept like the tables above.
+SHAPES = "casstrace_shapes"
+SHAPES_LOADED = "casstrace read shapes, loaded v1"  # the sessions table's comment once its tables are loaded
+PEOPLE, CITIES = 5_000, 500  # ~400 B rows, ten a city (and a team): ten rows, ten partitions per lookup
+SENSORS, READINGS = 30, 200  # partitions of 200 rows of ~300 B (~60 KB each, no row index) and a static
+PROFILES = 40  # rows of a 300-element map (~35 KB) and a frozen UDT of ~40 KB
+SESSION_ROWS, SESSION_LIVE = 2_000, 10  # rows of ~1,000 B, all but SESSION_LIVE written with a 1 s TTL
+
+SHAPES_NOT_FLAGGED = {
+    "through a secondary index": f"SELECT name FROM {SHAPES}.people WHERE city = 'city17'",
+    "through an SAI index": f"SELECT name FROM {SHAPES}.people WHERE team = 'team17'",
+    "from a materialized view": f"SELECT name FROM {SHAPES}.people_by_city WHERE city = 'city17'",
+    "distinct partition keys": f"SELECT DISTINCT sensor FROM {SHAPES}.readings",
+    "a static column": f"SELECT DISTINCT sensor, location FROM {SHAPES}.readings WHERE sensor = 7",
+    "a static column beside rows": f"SELECT location, value FROM {SHAPES}.readings WHERE sensor = 7 AND ts < 5",
+    "IN on a clustering column": f"SELECT value FROM {SHAPES}.readings WHERE sensor = 7 AND ts IN (1, 70, 150)",
+    "token range with LIMIT": f"SELECT sensor, ts FROM {SHAPES}.readings WHERE token(sensor) > 0 LIMIT 10",
+    "a counter": f"SELECT views FROM {SHAPES}.hits WHERE page = 42",
+    # the whole cell is necessary (a collection's elements lie together; a frozen UDT is one cell)
+    "an element of a large map": f"SELECT attrs['k1'] FROM {SHAPES}.profiles WHERE id = 7",
+    "a field of a large frozen UDT": f"SELECT addr.city FROM {SHAPES}.profiles WHERE id = 7",
+}
+SHAPES_FLAGGED = {  # query -> the cause named first
+    "rows past their TTL": (f"SELECT v FROM {SHAPES}.sessions WHERE pk = 1", "expired_cells"),
+}
+SAI_SHAPES = {"through an SAI index"}  # 5.0 only
+
+
+def load_shapes(node: Sandbox) -> None:
+    """The read shapes' tables on `node` (SAI on 5.0 only), unless a finished load is there already."""
+    with node.connect() as session:
+        session.default_timeout = 120
+        marked = list(
+            session.execute(
+                "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'sessions'",
+                (SHAPES,),
+            )
+        )
+        if marked and marked[0].comment == SHAPES_LOADED:
+            return
+        session.execute(f"DROP KEYSPACE IF EXISTS {SHAPES}")
+        session.execute(
+            f"CREATE KEYSPACE {SHAPES} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+        )
+        lz4 = "compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 16}"
+        session.execute(
+            f"CREATE TABLE {SHAPES}.people (id int PRIMARY KEY, city text, team text, name text, bio text) WITH {lz4}"
+        )
+        session.execute(f"CREATE INDEX people_city ON {SHAPES}.people (city)")
+        release = session.execute("SELECT release_version FROM system.local").one().release_version
+        if int(release.split(".")[0]) >= 5:
+            session.execute(f"CREATE INDEX people_team ON {SHAPES}.people (team) USING 'sai'")
+        session.execute(
+            f"CREATE MATERIALIZED VIEW {SHAPES}.people_by_city AS SELECT * FROM {SHAPES}.people "
+            f"WHERE city IS NOT NULL AND id IS NOT NULL PRIMARY KEY (city, id) WITH {lz4}"
+        )
+        session.execute(
+            f"CREATE TABLE {SHAPES}.readings (sensor int, ts int, value text, location text static, "
+            f"PRIMARY KEY (sensor, ts)) WITH {lz4}"
+        )
+        session.execute(f"CREATE TABLE {SHAPES}.hits (page int PRIMARY KEY, views counter) WITH {lz4}")
+        session.execute(f"CREATE TYPE {SHAPES}.address (street text, city text, notes text)")
+        session.execute(
+            f"CREATE TABLE {SHAPES}.profiles (id int PRIMARY KEY, attrs map<text, text>, addr frozen<address>) "
+            f"WITH {lz4}"
+        )
+        session.execute(
+            f"CREATE TABLE {SHAPES}.sessions (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
+            f"WITH {lz4} AND gc_grace_seconds = 864000"
+        )
+        values = random.Random(33)
+
+        def insert(cql: str, rows: list[tuple]) -> None:
+            execute_concurrent_with_args(session, session.prepare(cql), rows, concurrency=32, raise_on_first_error=True)
+
+        insert(
+            f"INSERT INTO {SHAPES}.people (id, city, team, name, bio) VALUES (?, ?, ?, ?, ?)",
+            [
+                (i, f"city{i % CITIES}", f"team{i % CITIES}", f"name{i}", values.randbytes(170).hex())
+                for i in range(PEOPLE)
+            ],
+        )
+        insert(
+            f"INSERT INTO {SHAPES}.readings (sensor, ts, value) VALUES (?, ?, ?)",
+            [(sensor, ts, values.randbytes(150).hex()) for sensor in range(SENSORS) for ts in range(READINGS)],
+        )
+        insert(f"UPDATE {SHAPES}.readings SET location = ? WHERE sensor = ?", [(f"site{s}", s) for s in range(SENSORS)])
+        insert(f"UPDATE {SHAPES}.hits SET views = views + ? WHERE page = ?", [(i, i) for i in range(PEOPLE)])
+        insert(
+            f"INSERT INTO {SHAPES}.profiles (id, attrs, addr) VALUES (?, ?, ?)",
+            [
+                (
+                    i,
+                    {f"k{j}": values.randbytes(50).hex() for j in range(300)},
+                    ("street", "city", values.randbytes(20_000).hex()),
+                )
+                for i in range(PROFILES)
+            ],
+        )
+        insert(
+            f"INSERT INTO {SHAPES}.sessions (pk, ck, v) VALUES (1, ?, ?) USING TTL ?",
+            [(ck, values.randbytes(500).hex(), 86_400 if ck < SESSION_LIVE else 1) for ck in range(SESSION_ROWS)],
+        )
+        time.sleep(2)  # past the TTL: expired cells, kept until gc_grace_seconds
+        node.nodetool("flush", SHAPES)
+        session.execute(f"ALTER TABLE {SHAPES}.sessions WITH comment = '{SHAPES_LOADED}'")

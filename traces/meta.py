@@ -30,6 +30,14 @@ class SSTableFileMeta(TypedDict):
     size: int  # bytes on disk when the run started
 
 
+class IndexMeta(TypedDict):
+    """A secondary index of the table (system_schema.indexes)."""
+
+    name: str
+    target: str  # the indexed column (as the index's options name it: 'values(tags)' for a collection's)
+    kind: str  # 'sai' (5.0's storage-attached index), 'legacy' (a hidden table per index), or the class
+
+
 class TableMeta(TypedDict, total=False):
     keyspace: str
     table: str
@@ -40,6 +48,8 @@ class TableMeta(TypedDict, total=False):
     compression: dict[str, str]  # system_schema.tables compression options
     sstables: list[SSTableFileMeta]
     storage: list[SSTableStorage]  # per live SSTable: chunks and statistics (traces.storage)
+    indexes: list[IndexMeta]  # its secondary indexes
+    base_table: str  # a materialized view's: the table it is a view of (its own SSTables are read)
 
 
 class CassandraMeta(TypedDict, total=False):

@@ -70,12 +70,15 @@ Meta keys (values are JSON)
                       "tables": [{"keyspace", "table", "id", "columns": [{"name","type","kind"}],
                                   "partition_key": [str], "clustering": [str],
                                   "compression": {...}, "sstables": [{"path","size"}],
-                                  "storage": [SSTableStorage]}]}
+                                  "storage": [SSTableStorage],
+                                  "indexes": [{"name", "target", "kind": "sai" | "legacy" | class}],
+                                  "base_table": str (a materialized view's table)}]}
                      storage (casstrace.traces.storage; run and watch, read from each live SSTable's
                      CompressionInfo.db and Statistics.db at the start): per SSTable {"data_path",
                      "format", "data_bytes", "compression": {"compressor", "chunk_length", "data_length",
                      "chunks", "compressed_bytes"} (absent: not compressed), "stats": {"partitions",
-                     "cells", "partition_bytes_p50", "partition_bytes_max", "cells_p50", "cells_max"},
+                     "cells", "partition_bytes_p50", "partition_bytes_max", "cells_p50", "cells_max",
+                     "ttl_max" (seconds)},
                      "index_bytes" (Index.db or Partitions.db), "row_index_bytes" (Rows.db)}: sizes and
                      counts only; any key may be missing (not recorded)
   query_trace        [{"session_id", "duration_us", "events": [{"activity","source_elapsed_us","thread","source"}]}]
@@ -158,6 +161,8 @@ Format history
   4  additive: table window_measures, one number per node, window and registered measure (the node's
      CPU time in an execution, ...; casstrace.traces.measures lists them). A format-3 trace reads as
      one that took none of them.
+     Later in format 4: cassandra.tables[].indexes and .base_table, and storage stats.ttl_max; a
+     trace without them models no index and no TTL.
 """
 
 import bisect

@@ -28,6 +28,7 @@ class SSTableStats(TypedDict, total=False):
     partition_bytes_max: int
     cells_p50: int
     cells_max: int
+    ttl_max: int  # the longest TTL of its cells, in seconds (0: no cell has a TTL)
 
 
 class SSTableStorage(TypedDict, total=False):

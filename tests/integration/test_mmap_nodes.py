@@ -25,7 +25,7 @@ from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded
 from casstrace.traces import Trace
 from casstrace_cli import CASSTRACE
-from verdict_tables import NOT_FLAGGED, judged, load
+from verdict_tables import NOT_FLAGGED, SAI_SHAPES, SHAPES_FLAGGED, SHAPES_NOT_FLAGGED, judged, load, load_shapes
 from verdict_tables import traced as verdict_traced
 
 pytestmark = pytest.mark.integration
@@ -263,3 +263,22 @@ def test_everyday_reads_on_a_warm_4_1_mmap_node_are_not_flagged(node_41, label, 
     assert analysis.context["disk_access_mode"] in ("mmap", "auto")
     assert analysis.overall.mapped_touched_bytes, judged(analysis)  # the read was seen, through the maps
     assert analysis.verdict.status == "not flagged", judged(analysis)
+
+
+@pytest.mark.parametrize("label", [label for label in SHAPES_NOT_FLAGGED if label not in SAI_SHAPES])
+def test_everyday_read_shapes_on_a_warm_4_1_mmap_node_are_not_flagged(node_41, label, tmp_path):
+    """CQL's other read shapes (indexes, a view, DISTINCT, statics, IN on clustering, token ranges,
+    counters, an element of a collection) on 4.1's mapped Data files: no read-ahead there (4.1 has
+    no compressed_read_ahead_buffer_size), each judged with its own model all the same. 4.1 has no SAI."""
+    load_shapes(node_41)
+    analysis = verdict_traced(node_41, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+    assert analysis.context["disk_access_mode"] in ("mmap", "auto")
+    assert analysis.verdict.status == "not flagged", judged(analysis)
+
+
+def test_rows_past_their_ttl_on_a_warm_4_1_mmap_node_are_flagged_as_expired_cells(node_41, tmp_path):
+    load_shapes(node_41)
+    query, cause = SHAPES_FLAGGED["rows past their TTL"]
+    analysis = verdict_traced(node_41, query, tmp_path / "q.trace")
+    assert analysis.verdict.status == "flagged", judged(analysis)
+    assert analysis.findings[0].cause == cause, judged(analysis)

@@ -19,7 +19,21 @@ import pytest
 from casstrace.analyses.model import Analysis
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
-from verdict_tables import FLAGGED, NOT_FLAGGED, judged, load, traced
+from verdict_tables import (
+    CITIES,
+    FLAGGED,
+    NOT_FLAGGED,
+    PEOPLE,
+    SAI_SHAPES,
+    SESSION_LIVE,
+    SESSION_ROWS,
+    SHAPES_FLAGGED,
+    SHAPES_NOT_FLAGGED,
+    judged,
+    load,
+    load_shapes,
+    traced,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +69,18 @@ def bti() -> Iterator[Sandbox]:
     yield node
     if started_here:
         node.stop()
+
+
+@pytest.fixture(scope="module")
+def big_shapes(big: Sandbox) -> Sandbox:
+    load_shapes(big)
+    return big
+
+
+@pytest.fixture(scope="module")
+def bti_shapes(bti: Sandbox) -> Sandbox:
+    load_shapes(bti)
+    return bti
 
 
 @pytest.mark.parametrize("label", NOT_FLAGGED)
@@ -118,3 +144,73 @@ def test_full_row_read_of_wide_rows_is_flagged_with_its_cause_first(big, demo_ta
     analysis = traced(big, DEMO.wide_query, tmp_path / "wide.trace")
     assert analysis.verdict.status == "flagged", judged(analysis)
     assert [f.cause for f in analysis.findings][:2] == ["full_row_read", "whole_partition_scan"], judged(analysis)
+
+
+@pytest.mark.parametrize("label", SHAPES_NOT_FLAGGED)
+def test_everyday_read_shapes_are_not_flagged_on_big(big_shapes, label, tmp_path):
+    """Indexes, views, DISTINCT, statics, IN on clustering, token ranges, counters, an element of a
+    collection: each judged with its own model, none flagged and none with a cause."""
+    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+    assert analysis.verdict.status == "not flagged", judged(analysis)
+    assert analysis.necessary is not None and analysis.necessary.sstable_format == "big", judged(analysis)
+    assert analysis.findings == []
+
+
+@pytest.mark.parametrize("label", SHAPES_NOT_FLAGGED)
+def test_everyday_read_shapes_are_not_flagged_on_bti(bti_shapes, label, tmp_path):
+    analysis = traced(bti_shapes, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+    assert analysis.verdict.status == "not flagged", judged(analysis)
+    assert analysis.necessary is not None and analysis.necessary.sstable_format == "bti", judged(analysis)
+
+
+@pytest.mark.parametrize("label", ["through a secondary index", "through an SAI index"])
+def test_an_index_read_needs_a_chunk_and_a_lookup_per_partition_found(big_shapes, label, tmp_path):
+    """Ten people a city (a team), ten partitions apart: ten chunks and ten partition-index lookups,
+    no range read's read-ahead, and the index's own lookup in the index part."""
+    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+    necessary = analysis.necessary
+    assert [e.rows for e in analysis.executions if e.kind == "measured"] == [PEOPLE // CITIES] * 2
+    assert necessary.units == PEOPLE // CITIES, judged(analysis)
+    assert necessary.data_bytes == necessary.units * necessary.unit_bytes  # no 256 KiB read-ahead
+    assert necessary.index_bytes > PEOPLE // CITIES * 4_096  # each partition's lookup, and the index's
+    kind = "sai" if label in SAI_SHAPES else "legacy"
+    assert f"through the {kind} index" in necessary.basis
+    # what the node read is the chunks of those ten rows (hex text compresses little): 0.5x to 2x
+    assert 0.5 * necessary.data_bytes <= analysis.read_per_execution <= 2 * necessary.data_bytes, judged(analysis)
+
+
+def test_a_materialized_view_is_judged_by_its_own_table(big_shapes, tmp_path):
+    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED["from a materialized view"], tmp_path / "q.trace")
+    assert analysis.context["table_schema"]["table"] == "people_by_city"
+    # the ten people of a city are one partition of the view: one chunk, one lookup
+    assert analysis.necessary is not None and analysis.necessary.units == 1, judged(analysis)
+    assert {f.sstable.table for f in analysis.files if f.component == "Data" and f.read_bytes} >= {"people_by_city"}
+
+
+def test_an_element_of_a_collection_needs_its_whole_cell(big_shapes, tmp_path):
+    """One element of a 300-element map: the node reads the whole cell, which is the necessary read's
+    result (the row stands for it), not the element's few bytes."""
+    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED["an element of a large map"], tmp_path / "q.trace")
+    necessary = analysis.necessary
+    assert necessary.result_bytes > 30_000 > (analysis.overall.basis_bytes or 0) / 2, judged(analysis)
+    assert "whole rows" in necessary.basis
+
+
+@pytest.mark.parametrize("label", SHAPES_FLAGGED)
+def test_pathological_read_shapes_are_flagged_with_the_right_cause_first(big_shapes, label, tmp_path):
+    query, cause = SHAPES_FLAGGED[label]
+    analysis = traced(big_shapes, query, tmp_path / "q.trace")
+    assert analysis.verdict.status == "flagged", judged(analysis)
+    assert analysis.findings[0].cause == cause, judged(analysis)
+    assert (analysis.findings[0].excess_share or 0) >= 0.5, judged(analysis)
+
+
+def test_rows_past_their_ttl_are_counted_as_cassandra_counts_them(big_shapes, tmp_path):
+    """1,990 of the 2,000 rows written with a 1 s TTL: Cassandra's trace counts their cells as
+    tombstones; the SSTable's Statistics.db records the longest TTL written (one day)."""
+    query, _ = SHAPES_FLAGGED["rows past their TTL"]
+    analysis = traced(big_shapes, query, tmp_path / "q.trace")
+    [expired] = [f for f in analysis.findings if f.cause == "expired_cells"]
+    assert f"{SESSION_LIVE:,} live rows and {SESSION_ROWS - SESSION_LIVE:,} tombstone cells" in expired.evidence[0]
+    assert "86,400 s" in expired.evidence[1]
+    assert "tombstones" not in [f.cause for f in analysis.findings]

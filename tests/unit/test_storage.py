@@ -74,6 +74,15 @@ def test_statistics_give_partitions_and_cells_from_the_histograms():
     assert stats is not None and stats["cells"] == 90
 
 
+def test_statistics_give_the_longest_ttl_of_the_cells():
+    """StatsMetadata after its histograms: the commit log upper bound, the min and max timestamps,
+    the min and max local deletion times, then the min and max TTL."""
+    histograms = histogram({9: 30}, [100, 120, 149, 179, 215, 258, 310, 372, 446, 535]) + histogram({2: 30}, [1, 2, 3])
+    after = struct.pack(">qiqqiiii", 7, 30, 1, 2, 100, 200, 1, 86_400)
+    stats = sstable_stats(statistics(histograms + after), "nb")
+    assert stats is not None and stats["ttl_max"] == 86_400
+
+
 def test_storage_of_sstables_as_listed_leaves_out_what_is_not_there(tmp_path):
     table = tmp_path / "ks" / "t-0123456789abcdef0123456789abcdef"
     table.mkdir(parents=True)
