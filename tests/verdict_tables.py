@@ -178,7 +178,6 @@ SAI_SHAPES = {"through an SAI index"}  # 5.0 only
 def load_shapes(node: Sandbox) -> None:
     """The read shapes' tables on `node` (SAI on 5.0 only), unless a finished load is there already."""
     with node.connect() as session:
-        session.default_timeout = 120
         marked = list(
             session.execute(
                 "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'sessions'",
@@ -187,33 +186,33 @@ def load_shapes(node: Sandbox) -> None:
         )
         if marked and marked[0].comment == SHAPES_LOADED:
             return
-        session.execute(f"DROP KEYSPACE IF EXISTS {SHAPES}")
-        session.execute(
-            f"CREATE KEYSPACE {SHAPES} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
-        )
+
+        def ddl(cql: str) -> None:  # a schema change waits for the node's agreement: on a busy machine, long
+            session.execute(cql, timeout=120)
+
+        ddl(f"DROP KEYSPACE IF EXISTS {SHAPES}")
+        ddl(f"CREATE KEYSPACE {SHAPES} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
         lz4 = "compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 16}"
-        session.execute(
-            f"CREATE TABLE {SHAPES}.people (id int PRIMARY KEY, city text, team text, name text, bio text) WITH {lz4}"
-        )
-        session.execute(f"CREATE INDEX people_city ON {SHAPES}.people (city)")
+        ddl(f"CREATE TABLE {SHAPES}.people (id int PRIMARY KEY, city text, team text, name text, bio text) WITH {lz4}")
+        ddl(f"CREATE INDEX people_city ON {SHAPES}.people (city)")
         release = session.execute("SELECT release_version FROM system.local").one().release_version
         if int(release.split(".")[0]) >= 5:
-            session.execute(f"CREATE INDEX people_team ON {SHAPES}.people (team) USING 'sai'")
-        session.execute(
+            ddl(f"CREATE INDEX people_team ON {SHAPES}.people (team) USING 'sai'")
+        ddl(
             f"CREATE MATERIALIZED VIEW {SHAPES}.people_by_city AS SELECT * FROM {SHAPES}.people "
             f"WHERE city IS NOT NULL AND id IS NOT NULL PRIMARY KEY (city, id) WITH {lz4}"
         )
-        session.execute(
+        ddl(
             f"CREATE TABLE {SHAPES}.readings (sensor int, ts int, value text, location text static, "
             f"PRIMARY KEY (sensor, ts)) WITH {lz4}"
         )
-        session.execute(f"CREATE TABLE {SHAPES}.hits (page int PRIMARY KEY, views counter) WITH {lz4}")
-        session.execute(f"CREATE TYPE {SHAPES}.address (street text, city text, notes text)")
-        session.execute(
+        ddl(f"CREATE TABLE {SHAPES}.hits (page int PRIMARY KEY, views counter) WITH {lz4}")
+        ddl(f"CREATE TYPE {SHAPES}.address (street text, city text, notes text)")
+        ddl(
             f"CREATE TABLE {SHAPES}.profiles (id int PRIMARY KEY, attrs map<text, text>, addr frozen<address>) "
             f"WITH {lz4}"
         )
-        session.execute(
+        ddl(
             f"CREATE TABLE {SHAPES}.sessions (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
             f"WITH {lz4} AND gc_grace_seconds = 864000"
         )
@@ -252,4 +251,4 @@ def load_shapes(node: Sandbox) -> None:
         )
         time.sleep(2)  # past the TTL: expired cells, kept until gc_grace_seconds
         node.nodetool("flush", SHAPES)
-        session.execute(f"ALTER TABLE {SHAPES}.sessions WITH comment = '{SHAPES_LOADED}'")
+        ddl(f"ALTER TABLE {SHAPES}.sessions WITH comment = '{SHAPES_LOADED}'")
