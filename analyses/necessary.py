@@ -110,9 +110,12 @@ def necessary_read(
     apart = found * math.prod(select.in_values.get(column, 1) for column in schema.clustering)
     if rows is not None:
         apart = max(found, min(apart, math.ceil(rows)))
+    stored = stored_data_bytes(schema)
+    if select.distinct and not schema.reads_partitions(select) and stored and schema.stored_partitions:
+        # DISTINCT's partitions follow one another in token order: small ones share their chunks.
+        apart = min(apart, max(1, math.ceil(found * stored / schema.stored_partitions / unit)))
     units = max(apart, math.ceil(result_bytes / (chunk_length or PAGE_BYTES))) if result_bytes > 0 else 0
     data_bytes = units * unit
-    stored = stored_data_bytes(schema)
     if (
         read_ahead
         and chunk_length
@@ -126,8 +129,9 @@ def necessary_read(
         data_bytes = max(data_bytes, min(read_ahead, stored))
         basis += f", a range read ({read_ahead // 1024:,} KiB read-ahead)"
         if select.distinct and rows:
-            # The head of each partition returned; a partition smaller than the buffer is read whole.
-            heads = found * min(read_ahead, max(unit, math.ceil(stored / (schema.stored_partitions or found))))
+            # The head of each partition returned, in token order: a partition smaller than the buffer
+            # is read whole (small ones share their chunks), a larger one a buffer.
+            heads = found * min(read_ahead, math.ceil(stored / (schema.stored_partitions or found)))
             data_bytes = max(data_bytes, min(heads, stored))
             basis += ", the head of each partition"
     sstable_format = _format(schema)

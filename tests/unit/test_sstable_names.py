@@ -262,6 +262,30 @@ REAL_PATHS = [
         6,
         "SAI",
     ),
+    # 5.0 BTI (the test's BTI node): an SAI component of the SSTable (every index shares it), and a
+    # legacy secondary index's own SSTable in its hidden table's '.<index>' directory
+    (
+        "/root/.local/share/casstrace/test-bti-sandbox/data/casstrace_shapes/people-0d493010ea8b11f19b6ea7edf2753d3b/da-1-bti-SAI+aa+PartitionKeyBlocks.db",
+        "casstrace_shapes",
+        "people",
+        "0d493010ea8b11f19b6ea7edf2753d3b",
+        None,
+        "da",
+        "bti",
+        1,
+        "SAI",
+    ),
+    (
+        "/root/.local/share/casstrace/test-bti-sandbox/data/casstrace_shapes/people-0d493010ea8b11f19b6ea7edf2753d3b/.people_city/da-1-bti-Data.db",
+        "casstrace_shapes",
+        "people",
+        "0d493010ea8b11f19b6ea7edf2753d3b",
+        "people_city",
+        "da",
+        "bti",
+        1,
+        "Data",
+    ),
 ]
 
 
