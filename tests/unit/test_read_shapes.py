@@ -3,7 +3,7 @@ on tables described as a run records them (their real nodes: tests/integration/t
 
 from casstrace.analyses.causes import CAUSE_FINDERS
 from casstrace.analyses.findings import CassandraCounts, FindingContext
-from casstrace.analyses.necessary import necessary_read
+from casstrace.analyses.necessary import filtering_scan, necessary_read
 from casstrace.analyses.query import TableSchema, indexed_column, parse_select
 
 CHUNK, STORED_CHUNK = 16_384, 15_000
@@ -74,9 +74,11 @@ def test_an_index_read_costs_a_chunk_and_a_lookup_per_partition_found_and_no_rea
     assert legacy.units == sai.units == 10 and legacy.data_bytes == 10 * STORED_CHUNK
     assert legacy.index_bytes == 10 * 4_096 + 4_096 + STORED_CHUNK  # and the hidden table's partition
     assert sai.index_bytes == 10 * 4_096 + 3 * 4_096  # terms, postings, row ids to keys
-    # without the index, the same filter is a range read: the read-ahead buffer
-    scan = necessary("SELECT name FROM ks.t WHERE name = 'n' ALLOW FILTERING", schema, payload=100, rows=10)
-    assert scan is not None and scan.data_bytes == READ_AHEAD
+    # an indexed column filtered is no filtering scan; another column is
+    indexed = parse_select("SELECT name FROM ks.t WHERE city = 'c' AND name = 'n' ALLOW FILTERING")
+    scan = parse_select("SELECT name FROM ks.t WHERE name = 'n' ALLOW FILTERING")
+    assert indexed is not None and scan is not None
+    assert not filtering_scan(indexed, schema) and filtering_scan(scan, schema)
 
 
 def test_distinct_reads_the_head_of_each_partition():
