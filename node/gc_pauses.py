@@ -159,7 +159,8 @@ class GcPauses:
             return
         self._directory = directory
         try:
-            self._configure("all=off")
+            if self._ledger.node_alive:  # a JVM that went away took its log output with it
+                self._configure("all=off")
             self._ledger.forget(GC_LOG)
         finally:
             try:
