@@ -37,7 +37,9 @@ def test_html_renders_offline_in_headless_chromium(tmp_path, wide):
     dom = subprocess.run(chromium + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], console
-    assert dom.stdout.count('class="plot-container plotly"') == 4
+    # The first screen's chart (read against necessary read and payload; the node's time split), then
+    # the per-file, offset and two spectrogram plots.
+    assert dom.stdout.count('class="plot-container plotly"') == 5
     assert dom.stdout.count('class="heatmaplayer') == 2
     shot = subprocess.run(
         chromium + [f"--screenshot={screenshot}", page.as_uri()], capture_output=True, text=True, timeout=120
