@@ -32,7 +32,7 @@ from verdict_tables import judged, traced
 
 pytestmark = pytest.mark.integration
 
-KEYSPACE = "casstrace_shapes"
+KEYSPACE = "casstrace_paging"  # not verdict_tables.SHAPES: its load drops that keyspace whole
 LOADED = "casstrace query shapes, loaded v1"
 SMALL = 20_000  # partitions of the small table
 COUNTED = {1: 10_000, 2: 200_000}  # partition -> its rows (an int clustering key, a 20 B text value)
@@ -56,11 +56,19 @@ def load(node: Sandbox, table: str, columns: str, rows: list[tuple]) -> None:
         )
         session.execute(f"DROP TABLE IF EXISTS {KEYSPACE}.{table}")
         session.execute(f"CREATE TABLE {KEYSPACE}.{table} ({columns})")
-        names = [column.split()[0] for column in columns.split(", ") if not column.startswith("PRIMARY")]
+        names = [column.split()[0] for column in columns.split(", PRIMARY KEY")[0].split(", ")]
         insert = session.prepare(
             f"INSERT INTO {KEYSPACE}.{table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
         )
-        execute_concurrent_with_args(session, insert, rows, concurrency=64, raise_on_first_error=True)
+        # 200,000 rows into one partition time out now and then on a loaded 2-core node (the bare-clone
+        # rehearsal lost the load so): the rows not written are written again, a few times at most.
+        pending = rows
+        for _ in range(5):
+            results = execute_concurrent_with_args(session, insert, pending, concurrency=32, raise_on_first_error=False)
+            pending = [row for row, (written, _) in zip(pending, results) if not written]
+            if not pending:
+                break
+        assert not pending, f"{len(pending)} rows of {KEYSPACE}.{table} could not be written"
         node.nodetool("flush", KEYSPACE, table)
         session.execute(f"ALTER TABLE {KEYSPACE}.{table} WITH comment = '{LOADED}'")
 
