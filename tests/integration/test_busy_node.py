@@ -121,7 +121,10 @@ def test_a_point_read_is_charged_its_own_reads_under_load(sandbox, point_table, 
     # Busy: the other client's reads were in the windows, and none of them is the query's.
     assert busy.overall.busy is not None and busy.overall.busy.busy_executions == busy.overall.busy.executions
     assert busy.overall.busy.other_requests and busy.overall.busy.other_requests >= LEAD_S * MIN_RATE
-    assert busy.overall.busy.table_bytes_by_others > 2 * busy.overall.data_read_bytes
+    # The other client read more of the table in the query's own windows than the query did, so charging
+    # by window would at least double the query's figure. (How much more depends on how long the windows
+    # are: 1.5x on a quiet machine, where an execution takes a few ms, over 2x on a loaded one.)
+    assert busy.overall.busy.table_bytes_by_others > busy.overall.data_read_bytes
     assert window_totals(busy) > 2 * busy.overall.syscall_bytes
     assert 1 / WITHIN <= per_execution(busy) / per_execution(idle) <= WITHIN
     assert busy.verdict.status == idle.verdict.status == "not flagged"
