@@ -393,7 +393,7 @@ def _wait(
             next_end += interval_ns
         if live is None or time.monotonic() < next_live or capture.ended_early:
             continue
-        began = time.monotonic()
+        began, began_cpu = time.monotonic(), time.thread_time()
         try:
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()})  # workers started since
             # Each refresh reads the sessions that started since the last, and those of the last
@@ -409,8 +409,12 @@ def _wait(
             live = None
             continue
         live(figures)
-        # A refresh that takes long (a long interval's rows) comes less often: at most LIVE_SHARE of a core.
-        next_live = time.monotonic() + (time.monotonic() - began) * (1 / LIVE_SHARE - 1)
+        # A refresh that takes long comes less often: casstrace's own work (a long interval's rows) at most
+        # LIVE_SHARE of a core, and the node's reads of its sessions (which scan its table, slice by slice)
+        # at most half the time. Throttling by the whole wall time made a slow node's 4 s reads stop the
+        # live figures for 36 s, longer than the interval watch of the tests.
+        cpu_s, wall_s = time.thread_time() - began_cpu, time.monotonic() - began
+        next_live = time.monotonic() + max(cpu_s * (1 / LIVE_SHARE - 1), wall_s)
     return None
 
 
