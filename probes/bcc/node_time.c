@@ -3,7 +3,11 @@
 //
 // CPU: at each switch the task leaving the CPU is the current one, and it has run since the previous
 // switch on this CPU, so one per-CPU timestamp gives every slice, with no per-thread start to keep.
-// A slice of the captured process (TGID) is added to (window, tid) in the kernel.
+// A slice of the captured process (TGID) is added to (window, tid) in the kernel, and to the window's
+// request threads' total when the thread's name as it ran (prev_comm) is a request pool's
+// (SERVES_REQUESTS, made from the prefixes by node_time.py): Cassandra's shared-pool workers rename
+// themselves as they move from pool to pool, so a name read once at the end is not the one they
+// had while they served.
 //
 // The node's time: on the client connections' descriptors (client_fds, filled by userspace), a
 // request begins at the entry of the read that takes its first bytes, and lasts until the exit of the
@@ -40,6 +44,7 @@ BPF_HASH(in_call, u32, struct call, CALLS);
 BPF_HASH(requests, u32, struct request, CLIENT_FDS);
 BPF_HASH(answering_ns, u32, u64, WINDOWS);
 BPF_HASH(answered, u32, u64, WINDOWS);
+BPF_HASH(request_oncpu, u32, u64, WINDOWS);
 
 static inline void count_overflow(void) {
     int zero = 0;
@@ -72,6 +77,16 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     if (total)
         __sync_fetch_and_add(total, ran);
     else if (oncpu.insert(&key, &ran) != 0)
+        count_overflow();
+    char comm[sizeof(args->prev_comm)];
+    __builtin_memcpy(comm, args->prev_comm, sizeof(comm));
+    if (!SERVES_REQUESTS(comm))
+        return 0;
+    u64 none = 0;
+    u64 *requests_total = request_oncpu.lookup_or_try_init(&key.window, &none);
+    if (requests_total)
+        __sync_fetch_and_add(requests_total, ran);
+    else
         count_overflow();
     return 0;
 }

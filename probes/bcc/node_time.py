@@ -8,9 +8,9 @@ socket calls of the JVM's client connections (those on its native-transport port
 source is made: the run's driver connected before) it times each request from the read that takes
 it to the last write of its answer. on_window_start tells it the window. At the end the maps are read
 once and each window's figures written: the node's time answering, the requests answered, every
-thread's CPU time (`jvm_cpu_ns`) and that of the threads that serve CQL requests, by their pool's
-name (`request_cpu_ns`: the native transport's request and event-loop threads and the read stage;
-on a busy node their work for other clients counts too).
+thread's CPU time (`jvm_cpu_ns`) and that of the threads that serve CQL requests, by the name of their
+pool as they ran (`request_cpu_ns`: the native transport's request and event-loop threads and the read
+stage, told apart in the kernel; on a busy node their work for other clients counts too).
 """
 
 import ctypes
@@ -34,8 +34,11 @@ WINDOWS = 4096
 REQUEST_THREAD_PREFIXES = ("Native-Transpor", "ReadStage", "epollEventLoopG", "nioEventLoopGro")
 
 
-def serves_requests(thread_name: str) -> bool:
-    return thread_name.startswith(REQUEST_THREAD_PREFIXES)
+def serves_requests_c(prefixes: tuple[str, ...] = REQUEST_THREAD_PREFIXES) -> str:
+    """node_time.c's SERVES_REQUESTS(comm): whether a thread's name (a char array) starts with one of the
+    prefixes, unrolled (a BPF program has no string functions)."""
+    tests = (" && ".join(f"(c)[{i}] == {ord(letter)}" for i, letter in enumerate(prefix)) for prefix in prefixes)
+    return "(" + " || ".join(f"({test})" for test in tests) + ")"
 
 
 def client_fds(pid: int, native_port: int) -> list[int]:
@@ -65,7 +68,6 @@ class NodeTime:
         # what the kernel counted, and the threads' names, taken when the source stops (before write)
         self._cpu: dict[tuple[int, int], int] = {}
         self._answering: dict[str, dict[int, int]] = {}
-        self._names: dict[int, str] = {}
         self._overflows = 0
         try:
             from bcc import BPF  # imported here so `casstrace report` never needs bcc
@@ -76,6 +78,7 @@ class NodeTime:
                     thread.join()
             source = resources.files("casstrace.probes.bcc").joinpath("node_time.c").read_bytes()
             cflags = [f"-D{name}={value}" for name, value in self._defines().items()]
+            cflags.append(f"-DSERVES_REQUESTS(c)={serves_requests_c()}")
             self._bpf = BPF(text=source, cflags=cflags)
             fds = self._bpf[b"client_fds"]
             for fd in client_fds(pid, native_port):
@@ -110,13 +113,10 @@ class NodeTime:
     def write(self, writer: TraceWriter) -> None:
         totals: dict[str, dict[int, int]] = {
             **self._answering,
-            "request_cpu_ns": defaultdict(int),
             "jvm_cpu_ns": defaultdict(int),
         }
-        for (window_id, tid), ns in self._cpu.items():
+        for (window_id, _), ns in self._cpu.items():
             totals["jvm_cpu_ns"][window_id] += ns
-            if serves_requests(self._names.get(tid, "")):
-                totals["request_cpu_ns"][window_id] += ns
         rows: list[WindowMeasureRow] = [
             {"window_id": window_id, "measure": name, "value": value}
             for name, per_window in totals.items()
@@ -137,9 +137,12 @@ class NodeTime:
             self._cpu = self.thread_ns()
             self._answering = {
                 name: {key.value: value.value for key, value in bpf[table].items()}
-                for name, table in (("node_ns", b"answering_ns"), ("node_requests", b"answered"))
+                for name, table in (
+                    ("node_ns", b"answering_ns"),
+                    ("node_requests", b"answered"),
+                    ("request_cpu_ns", b"request_oncpu"),
+                )
             }
-            self._names = proc_fds.thread_names(self.pid)
             self._overflows = bpf[b"overflows"][ctypes.c_int(0)].value
         finally:
             self._bpf = None

@@ -174,7 +174,7 @@ def test_a_row_larger_than_the_node_can_page_is_refused_and_the_node_stays_up(
     refused = casstrace("run", f"SELECT * FROM {KEYSPACE}.large WHERE k = 3", *args, timeout=300)
     assert refused.returncode != 0
     lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("casstrace: error: a row of casstrace_shapes.large may be ")
+    assert len(lines) == 1 and lines[0].startswith(f"casstrace: error: a row of {KEYSPACE}.large may be ")
     size = int(re.search(r"\(([\d,]+) B of the selected columns", lines[0]).group(1).replace(",", ""))
     # the histogram's bucket holding the row: within 25 % above it (buckets grow by 1.2x)
     assert LARGE_CELLS * LARGE_CELL_BYTES <= size <= 1.25 * LARGE_CELLS * LARGE_CELL_BYTES, lines[0]
