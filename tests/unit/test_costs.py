@@ -75,6 +75,8 @@ def test_casstrace_import_starts_without_click_the_analyses_reports_or_drivers(t
                 "platform",
                 "traceback",
                 "socket",
+                "dataclasses",  # loads inspect, ast, dis and tokenize: ~10 ms (NamedTuple on this path)
+                "inspect",
             )
         )
     )
