@@ -226,7 +226,7 @@ class MeasureSummary:
 
 
 # The causes a finding can name (casstrace.analyses.causes has a finder for each): stable identifiers,
-# listed in the JSON schema (reports/json_report.py) and the README, which a test holds to this list.
+# listed in the JSON schema (reports/run.py) and the README, which a test holds to this list.
 Cause = Literal[
     "filtering_scan",
     "full_row_read",

@@ -157,7 +157,7 @@ def command(
         raise refusal(comparison.payload.summary, live)
 
     if output is None:
-        output = default_output(format_, Path(traces[1]).with_suffix(f".compare{report_format(format_).SUFFIX}"))
+        output = default_output(format_, Path(traces[1]).with_suffix(f".compare{report_format(format_).suffix}"))
     deliver(
         document(comparison),
         format_,

@@ -25,7 +25,7 @@ def command(
     """Analyse TRACE (written by `casstrace run`, `watch` or `import`) and report what its I/O says.
 
     Formats: text (terminal tables and spectrogram), md (a ticket comment), json (the documented
-    schema in casstrace.reports.json_report), html (one self-contained file that opens offline).
+    schema in casstrace.reports.run), html (one self-contained file that opens offline).
     --threshold and --min-excess judge every kind of trace: a run's query, each statement of a watch."""
     rule = VerdictRule(threshold, min_excess)
     if output is None:

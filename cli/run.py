@@ -258,15 +258,16 @@ def report(
     unless a signal ended the run (its exit says so; the execution it cut short is no failure)."""
     from casstrace.analyses import analyse
     from casstrace.interrupts import INTERRUPTS, Interrupted
-    from casstrace.reports import ReportOptions, beside_trace, render, write
+    from casstrace.reports import ReportOptions, beside_trace, document, render, write
 
     try:
         with INTERRUPTS.deferred():
             analysis = analyse(path, rule)
-            click.echo(render(analysis, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
+            report = document(analysis)  # once, for both formats
+            click.echo(render(report, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
             click.echo(printable(f"trace: {path}"))
             if html:
-                click.echo(f"report: {write(analysis, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")
+                click.echo(f"report: {write(report, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")
     except Interrupted as interrupted:
         if interrupted.trace is None:  # the signal came once the trace was written: it is this one
             interrupted.trace, interrupted.trace_complete = path, analysis.complete

@@ -204,7 +204,7 @@ def report(
     incomplete = [f"INCOMPLETE SWEEP: {stopped}."] if stopped else []
     sweep.warnings[:0] = incomplete
     if output is None:
-        output = default_output(format_, traces_dir / f"sweep{report_format(format_).SUFFIX}")
+        output = default_output(format_, traces_dir / f"sweep{report_format(format_).suffix}")
     deliver(
         document(sweep),
         format_,

@@ -1,13 +1,15 @@
-"""Reports: one module per output format, each turning an Analysis (or a Document) into a string.
+"""Reports: every report built once as a Document, and one module per output format laying it out.
 
-Holds: the formats (text, md, json_report, html_report), the contract they implement and their one
-registry (formats.py: ReportFormat, ReportOptions, FORMATS), the shared table rows (common.py), and
-the reports that are not one trace's (document.py, built by comparison.py, sweep.py and watch.py).
+Holds: the outline every report is built as (document.py: Document, its sections and blocks), the
+reports (run.py: one trace's Analysis; comparison.py, sweep.py, watch.py), the rows and words they share
+(common.py), the formats (text, md, json_report, html_report: each a Renderer of Documents), their
+contract and their one registry (formats.py: Renderer, ReportOptions, FORMATS).
 May import: casstrace.analyses (its model and units) and plotly (html only). Never SQL, the trace
 file, probes, node or cli: a report renders what the analyses found.
 
 Public API:
     render(subject, format="text", options=ReportOptions()) -> str    format: one of FORMATS
+    document(subject) -> Document                the subject's outline, built once for every format
     write(subject, format, path, options=ReportOptions(), force=False, inputs=()) -> Path
                                                  render into a file, whole or not at all, and never over
                                                  a file without force, nor over one of `inputs` (outputs.py)
@@ -21,8 +23,8 @@ Public API:
 `casstrace run` prints render(analysis, "text", ReportOptions(brief=True, color=...)) (verdict,
 numbers, findings) and writes write(analysis, "html", beside_trace(trace, "html")).
 
-The subject is one trace's Analysis, or a Document (casstrace.reports.document): the report of
-`casstrace compare` or `casstrace sweep`, built by casstrace.reports.comparison / .sweep.
+The subject is a Document (casstrace.reports.document), or one trace's Analysis, whose Document
+casstrace.reports.run builds.
 """
 
 import os
@@ -32,14 +34,15 @@ from pathlib import Path
 from casstrace import outputs
 from casstrace.analyses.model import Analysis
 from casstrace.reports.document import Document
-from casstrace.reports.formats import FORMATS, ReportFormat, ReportOptions, report_format
+from casstrace.reports.formats import FORMATS, Renderer, ReportOptions, report_format
 
 __all__ = [
     "FORMATS",
-    "ReportFormat",
+    "Renderer",
     "ReportOptions",
     "beside_trace",
     "default_output",
+    "document",
     "render",
     "report_format",
     "write",
@@ -47,17 +50,23 @@ __all__ = [
 
 
 def render(subject: Analysis | Document, format: str = "text", options: ReportOptions = ReportOptions()) -> str:
-    chosen = report_format(format)
+    return report_format(format).render(document(subject), options)
+
+
+def document(subject: Analysis | Document) -> Document:
+    """The subject's Document: an Analysis's is the run report (casstrace.reports.run)."""
     if isinstance(subject, Document):
-        return chosen.render_document(subject, options)
-    return chosen.render(subject, options)
+        return subject
+    from casstrace.reports import run  # here: `casstrace compare` never needs the run report's outline
+
+    return run.document(subject)
 
 
 def beside_trace(trace_path: str | os.PathLike[str], format: str) -> Path:
     """TRACE with the format's suffix; a trace that already has that suffix (`run --out x.html`)
     gets x.report.html, so that its report never takes its name."""
     trace_path = Path(trace_path)
-    suffix = report_format(format).SUFFIX
+    suffix = report_format(format).suffix
     beside = trace_path.with_suffix(suffix)
     return beside if beside != trace_path else trace_path.with_suffix(f".report{suffix}")
 
@@ -66,7 +75,7 @@ def default_output(format: str, beside: Path) -> Path | None:
     """Where a report in `format` goes without --output: `beside` (the path the command names beside its
     input, e.g. beside_trace(trace, format)) for a format that writes a file (html), None (standard
     output) for the others."""
-    return beside if report_format(format).WRITES_A_FILE else None
+    return beside if report_format(format).writes_a_file else None
 
 
 def write(

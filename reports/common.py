@@ -19,7 +19,16 @@ from casstrace.analyses.model import (
 from casstrace.analyses.necessary import describe
 from casstrace.analyses.profile import bytes_measures, reading_frame
 from casstrace.analyses.units import human_bytes, human_measure, human_ms, human_ns, ratio
-from casstrace.reports.document import Block, FlameGraph, Heading, Paragraph, Table
+from casstrace.reports.document import (
+    NOT_BRIEF,
+    FindingItem,
+    Findings,
+    FlameGraph,
+    Paragraph,
+    Section,
+    Subheading,
+    Table,
+)
 
 NOT_MEASURED = "not measured"
 
@@ -197,7 +206,7 @@ def time_split_ns(analysis: Analysis) -> dict[str, float] | None:
     medians = {summary.name: summary.median for summary in analysis.measure_summaries}
     if "node_ns" not in medians:
         return None
-    executions = max(1, sum(e.kind == "measured" for e in analysis.executions))
+    executions = measured_executions(analysis)
     data = [f for f in analysis.files if f.component == "Data"]
     io_known = [f.read_ns for f in data if f.read_ns is not None]
     parts = {
@@ -208,16 +217,31 @@ def time_split_ns(analysis: Analysis) -> dict[str, float] | None:
     return {**parts, "The rest": max(0.0, medians["node_ns"] - sum(parts.values())), "Node time": medians["node_ns"]}
 
 
+def measured_executions(analysis: Analysis) -> int:
+    """The measured executions the per-execution figures divide by (at least 1)."""
+    return max(1, sum(e.kind == "measured" for e in analysis.executions))
+
+
+def bytes_per_execution(analysis: Analysis) -> dict[str, float]:
+    """The data read, the necessary read and the payload per execution, those known."""
+    payload = analysis.overall.payload_bytes
+    sizes = {
+        "data read": analysis.read_per_execution,
+        "necessary read": analysis.necessary.bytes if analysis.necessary is not None else None,
+        "payload": payload / measured_executions(analysis) if payload is not None else None,
+    }
+    return {name: value for name, value in sizes.items() if value is not None}
+
+
 def first_screen_row(analysis: Analysis) -> tuple[str, ...]:
     """Per execution: the data read against the necessary read and the payload, and the node's time split."""
     split = time_split_ns(analysis)
     payload = analysis.overall.payload_bytes
-    executions = max(1, sum(e.kind == "measured" for e in analysis.executions))
     necessary = analysis.necessary.bytes if analysis.necessary is not None else None
     return (
         human_bytes(analysis.read_per_execution),
         human_bytes(necessary) if necessary is not None else "no model",
-        human_bytes(payload / executions) if payload is not None else "—",
+        human_bytes(payload / measured_executions(analysis)) if payload is not None else "—",
         *(
             human_ns(split[name]) if split is not None else NOT_MEASURED
             for name in ("Node time", "Node CPU", "I/O wait", "GC pauses", "The rest")
@@ -226,7 +250,7 @@ def first_screen_row(analysis: Analysis) -> tuple[str, ...]:
 
 
 def measures_data(analysis: Analysis) -> list[dict[str, object]]:
-    """The per-window measures' summaries as the JSON report gives them (schema in casstrace.reports.json_report)."""
+    """The per-window measures' summaries as the JSON report gives them (schema in casstrace.reports.run)."""
     return [dataclasses.asdict(summary) for summary in analysis.measure_summaries]
 
 
@@ -356,16 +380,24 @@ def fix_estimate(finding: Finding, analysis_read_per_execution: float) -> str | 
     )
 
 
-def finding_blocks(finding: Finding, read_per_execution: float) -> list[Block]:
-    """A finding as a Document's blocks (a watch's statement, whatever a Document reports): its title and
-    certainty, what its fix would save (fix_estimate), its evidence and its suggestions."""
-    estimate = fix_estimate(finding, read_per_execution)
-    return [
-        Paragraph(f"{finding.title} ({finding.certainty})", "bad"),
-        *([Paragraph(estimate)] if estimate else []),
-        *(Paragraph(line) for line in finding.evidence),
-        *(Paragraph(f"Suggestion: {line}", "muted") for line in finding.suggestion),
-    ]
+def findings_block(
+    heading: str | None, findings: Sequence[Finding], read_per_execution: float, empty: str | None = None
+) -> Findings:
+    """Findings as every report shows them: each with what its fix would save (fix_estimate)."""
+    return Findings(
+        heading,
+        [
+            FindingItem(
+                finding.title,
+                finding.certainty,
+                fix_estimate(finding, read_per_execution),
+                list(finding.evidence),
+                list(finding.suggestion),
+            )
+            for finding in findings
+        ],
+        empty,
+    )
 
 
 LATENCY_NOTES_HEADING = "Notes (costs of latency more than bytes; reported flagged or not)"
@@ -509,7 +541,7 @@ def profile_stack_rows(stacks: Sequence[WeightedStack], unit: str) -> list[tuple
 
 
 def profile_data(profile: Profile) -> dict[str, object]:
-    """The profile as the JSON reports give it (schema in casstrace.reports.json_report)."""
+    """The profile as the JSON reports give it (schema in casstrace.reports.run)."""
     return {
         "profiler": profile.profiler,
         "read_method": profile.read_method,
@@ -539,13 +571,20 @@ def bytes_flame_title(profile: Profile) -> str:
     return f"Data bytes by Java stack: {bytes_measures(profile)}"
 
 
-def profile_blocks(profile: Profile) -> list[Block]:
-    """The profile as a Document's blocks (a report that is not one run's: casstrace watch)."""
-    blocks: list[Block] = [Heading("Which code read the bytes, and CPU (--profile)")]
-    blocks += [Paragraph(line) for line in profile_summary(profile)]
-    blocks.append(Table(PROFILE_FRAME_COLUMNS, profile_frame_rows(profile)))
-    blocks.append(Table(PROFILE_STACK_COLUMNS, profile_stack_rows(profile.stacks_bytes, "bytes")))
-    blocks.append(FlameGraph(bytes_flame_title(profile), list(profile.stacks_bytes), "bytes"))
-    blocks.append(Table(PROFILE_STACK_COLUMNS, profile_stack_rows(profile.stacks_cpu, "samples")))
-    blocks.append(FlameGraph("CPU: running samples of the threads that read", profile.stacks_cpu, "samples"))
-    return blocks
+def profile_section(profile: Profile, option: str) -> Section:
+    """The profile (`option`: run --profile, watch --profile): what it covers, the frames that asked for the
+    bytes, and the heaviest stacks by bytes and by CPU samples, each beside its flame graph."""
+    return Section(
+        f"Java stacks of the reads, and CPU ({option})",
+        [
+            *(Paragraph(line) for line in profile_summary(profile)),
+            Table(PROFILE_FRAME_COLUMNS, profile_frame_rows(profile)),
+            Subheading("Stacks that read most bytes:"),
+            Table(PROFILE_STACK_COLUMNS, profile_stack_rows(profile.stacks_bytes, "bytes")),
+            FlameGraph(bytes_flame_title(profile), list(profile.stacks_bytes), "bytes"),
+            Subheading("Stacks with most CPU samples:"),
+            Table(PROFILE_STACK_COLUMNS, profile_stack_rows(profile.stacks_cpu, "samples")),
+            FlameGraph("CPU: running samples of the serving threads", profile.stacks_cpu, "samples"),
+        ],
+        NOT_BRIEF,
+    )

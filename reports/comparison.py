@@ -36,7 +36,7 @@ SIDE = {"label", "trace", "query", "table", "complete", "warnings", "executions"
 
 from casstrace.analyses.compare import Comparison, Metric, QuerySummary
 from casstrace.analyses.units import human_bytes, human_ms, ratio
-from casstrace.reports.document import Block, Code, Document, Heading, Items, Paragraph, Table, Tone
+from casstrace.reports.document import Block, Code, Document, Items, Paragraph, Section, Table, Tone
 
 VERSION = 1
 PAYLOAD_TONES: dict[str, Tone] = {"same": "good", "different": "bad", "unverified": "warning"}
@@ -46,16 +46,16 @@ VERDICT_TONES: dict[str, Tone] = {"flagged": "bad", "not flagged": "good"}
 def document(comparison: Comparison) -> Document:
     a, b = comparison.first, comparison.second
     payload = comparison.payload
-    blocks: list[Block] = [Paragraph(f"{payload.summary} Compared: {payload.basis}.", PAYLOAD_TONES[payload.status])]
-    blocks += [Paragraph(note, "muted") for note in payload.notes]
-    blocks.append(Paragraph(comparison.summary))
-    blocks += [
+    head: list[Block] = [Paragraph(f"{payload.summary} Compared: {payload.basis}.", PAYLOAD_TONES[payload.status])]
+    head += [Paragraph(note, "muted") for note in payload.notes]
+    head.append(Paragraph(comparison.summary))
+    head += [
         Paragraph(f"{'PASS' if gate.passed else 'FAIL'} {gate.option}: {gate.reason}", "good" if gate.passed else "bad")
         for gate in comparison.gates
     ]
+    sections = [Section(None, head)]
     for side in (a, b):
-        blocks.append(Heading(f"{side.label}: {side.table or 'query'}"))
-        blocks.append(Code(side.query or "(query not recorded)"))
+        blocks: list[Block] = [Code(side.query or "(query not recorded)")]
         blocks += [Paragraph(warning, "warning") for warning in side.warnings]
         blocks.append(
             Paragraph(
@@ -64,22 +64,31 @@ def document(comparison: Comparison) -> Document:
             )
         )
         blocks.append(Items([("Trace", side.trace_path), ("Figures per execution over", side.scope)]))
-    blocks.append(Heading("Side by side, per execution"))
-    blocks.append(
-        Table(
-            ("Measure", a.label, b.label, f"{b.label} ÷ {a.label}", f"{b.label} vs {a.label}"),
-            [_metric_row(m) for m in comparison.metrics],
+        sections.append(Section(f"{side.label}: {side.table or 'query'}", blocks))
+    sections.append(
+        Section(
+            "Side by side, per execution",
+            [
+                Table(
+                    ("Measure", a.label, b.label, f"{b.label} ÷ {a.label}", f"{b.label} vs {a.label}"),
+                    [_metric_row(m) for m in comparison.metrics],
+                )
+            ],
         )
     )
-    for side in (a, b):
-        blocks.append(Heading(f"Files read by {side.label}, per execution"))
-        blocks.append(
-            Table(
-                ("File", "Read syscalls", "Page-cache misses"),
-                [(f.name, human_bytes(f.read_bytes), human_bytes(f.cache_miss_bytes)) for f in side.files],
-            )
+    sections += [
+        Section(
+            f"Files read by {side.label}, per execution",
+            [
+                Table(
+                    ("File", "Read syscalls", "Page-cache misses"),
+                    [(f.name, human_bytes(f.read_bytes), human_bytes(f.cache_miss_bytes)) for f in side.files],
+                )
+            ],
         )
-    return Document(f"casstrace compare: {a.label} vs {b.label}", data(comparison), blocks)
+        for side in (a, b)
+    ]
+    return Document(f"casstrace compare: {a.label} vs {b.label}", data(comparison), sections)
 
 
 def format_value(unit: str, value: float | None) -> str:

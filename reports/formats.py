@@ -1,8 +1,8 @@
 """The report-format contract, its options, and the one registry of formats.
 
-A format is a module of casstrace.reports that implements ReportFormat (checked by mypy where the
-registry returns it): SUFFIX, WRITES_A_FILE (where it goes without --output), render(analysis, options)
-and render_document(document, options).
+A format is a Renderer (checked by mypy where the registry returns it): its file suffix, where it
+writes without --output, and render(document, options), the one way it lays out every report (a
+Document: casstrace.reports.document). A format module holds its renderer as RENDERER.
 Every format takes the same ReportOptions; an option that does not exist is a TypeError where the
 options are built (and a mypy error before that), never silently ignored.
 
@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from casstrace.analyses.model import Analysis
 from casstrace.reports.document import Document
 
 
@@ -22,50 +21,51 @@ class ReportOptions:
     """How to render a report. A format that has no use for an option renders the same without it."""
 
     color: bool = False  # ANSI colours for a terminal (text; the other formats have no terminal form)
-    brief: bool = False  # only the verdict, its numbers and the findings (text, what `run` prints)
+    brief: bool = False  # the brief view: the verdict, its numbers and the findings (text: what `run` prints)
 
 
-class ReportFormat(Protocol):
-    """One output format: an Analysis (one trace) or a Document (a comparison, a sweep) to its text."""
+class Renderer(Protocol):
+    """One output format: a Document (any report) to its text."""
 
-    SUFFIX: str  # of a report file in this format, e.g. ".html"
-    WRITES_A_FILE: bool  # without --output: a file beside the command's input (True) or standard output
+    @property
+    def suffix(self) -> str: ...  # of a report file in this format, e.g. ".html"
 
-    def render(self, analysis: Analysis, options: ReportOptions) -> str: ...
+    @property
+    def writes_a_file(self) -> bool: ...  # without --output: a file beside the command's input (True), or stdout
 
-    def render_document(self, document: Document, options: ReportOptions) -> str: ...
+    def render(self, document: Document, options: ReportOptions) -> str: ...
 
 
-def _text() -> ReportFormat:
+def _text() -> Renderer:
     from casstrace.reports import text
 
-    return text
+    return text.RENDERER
 
 
-def _md() -> ReportFormat:
+def _md() -> Renderer:
     from casstrace.reports import md
 
-    return md
+    return md.RENDERER
 
 
-def _json() -> ReportFormat:
+def _json() -> Renderer:
     from casstrace.reports import json_report
 
-    return json_report
+    return json_report.RENDERER
 
 
-def _html() -> ReportFormat:
+def _html() -> Renderer:
     from casstrace.reports import html_report
 
-    return html_report
+    return html_report.RENDERER
 
 
 # --format name -> the format's loader, in --format order
-_REGISTRY: dict[str, Callable[[], ReportFormat]] = {"text": _text, "md": _md, "json": _json, "html": _html}
+_REGISTRY: dict[str, Callable[[], Renderer]] = {"text": _text, "md": _md, "json": _json, "html": _html}
 FORMATS = tuple(_REGISTRY)
 
 
-def report_format(name: str) -> ReportFormat:
+def report_format(name: str) -> Renderer:
     try:
         load = _REGISTRY[name]
     except KeyError:

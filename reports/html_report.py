@@ -19,15 +19,28 @@ from typing import Any
 import plotly.io as pio
 import plotly.offline
 
-from casstrace.analyses.model import AccessPattern, Analysis, Spectrogram, WeightedStack
+from casstrace.analyses.model import AccessPattern, Spectrogram, WeightedStack
 from casstrace.analyses.spectrogram import LAST_BUCKET, bucket_lower_ns
 from casstrace.analyses.units import human_bytes, human_ns
-from casstrace.reports import common
-from casstrace.reports.document import Chart, Code, Document, FlameGraph, Heading, Items, Paragraph, Table, Tone
+from casstrace.reports.document import (
+    Block,
+    Chart,
+    Code,
+    Document,
+    ExecutionBars,
+    Findings,
+    FlameGraph,
+    Items,
+    Notes,
+    OffsetMap,
+    Paragraph,
+    Query,
+    Subheading,
+    Table,
+    Tone,
+)
 from casstrace.reports.formats import ReportOptions
 
-SUFFIX = ".html"
-WRITES_A_FILE = True  # a page to open, never standard output: without --output it goes beside its input
 MAX_SPECTROGRAM_ROWS = 600
 # csysdig's spectrogram palette: black (none), greens, yellows, reds, on log10(calls) 0..4
 SPECTRO_COLOURS = [[0.0, "#003300"], [0.25, "#00b000"], [0.5, "#e0e000"], [0.75, "#ff4000"], [1.0, "#ff0000"]]
@@ -56,90 +69,6 @@ code, pre { background: #f4f4f4; padding: .1em .3em; white-space: pre-wrap; }
 """
 
 
-def render(analysis: Analysis, options: ReportOptions) -> str:
-    e = html.escape
-    verdict = analysis.verdict
-    parts = _head(f"casstrace: {verdict.status} {analysis.query or analysis.trace_path}") + [
-        f"<h1>casstrace report <span class='muted'>{e(analysis.trace_path)}</span></h1>",
-    ]
-    parts += [f'<div class="warning">⚠ {e(w)}</div>' for w in analysis.warnings]
-    parts.append(
-        f'<div class="verdict {verdict.status.replace(" ", "-")}"><b>{e(verdict.status.upper())}</b> '
-        f"{e(verdict.summary)}</div>"
-    )
-    if common.verdict_notes(verdict):
-        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in common.verdict_notes(verdict)) + "</ul>")
-    if analysis.query:
-        parts.append(f"<p>Query: <code>{e(analysis.query)}</code> — totals cover {e(analysis.scope)}.</p>")
-    parts.append(_figure(_first_screen(analysis)))
-    parts.append(_table(common.FIRST_SCREEN_COLUMNS, [common.first_screen_row(analysis)]))
-    parts.append(_table(("", ""), common.amplification_items(analysis)))
-
-    parts.append("<h2>Findings</h2>")
-    if not analysis.findings:
-        parts.append("<p class='muted'>No cause named: the trace gives no evidence for one.</p>")
-    for index, finding in enumerate(analysis.findings + analysis.latency_notes):
-        if index == len(analysis.findings):
-            parts.append(f"<h2>{e(common.LATENCY_NOTES_HEADING)}</h2>")
-        estimate = common.fix_estimate(finding, analysis.read_per_execution)
-        parts.append(
-            f'<div class="finding"><b>{e(finding.title)}</b> <span class="certainty">{e(finding.certainty)}</span>'
-            "<ul>"
-            + (f"<li>{e(estimate)}</li>" if estimate else "")
-            + "".join(f"<li>Evidence: {e(x)}</li>" for x in finding.evidence)
-            + "".join(f"<li>Try: {e(x)}</li>" for x in finding.suggestion)
-            + "</ul></div>"
-        )
-
-    if analysis.nodes:
-        parts.append(f"<h2>{e(common.nodes_heading(analysis))}</h2>")
-        parts.append(_table(common.NODE_COLUMNS, common.node_rows(analysis)))
-        parts.extend(f"<p>{e(note)}</p>" for note in common.node_notes(analysis))
-    if analysis.executions:
-        parts.append("<h2>Executions</h2>")
-        parts.append(_table(common.execution_columns(analysis), common.execution_rows(analysis)))
-
-    parts.append(f"<h2>Files <span class='muted'>({e(analysis.scope)})</span></h2>")
-    for label, rows in common.sstable_sections(analysis):
-        parts.append(f"<h3>SSTable {e(label)}</h3>")
-        parts.append(_table(common.FILE_COLUMNS, rows))
-    parts.append("<h3>Other files and sockets</h3>")
-    parts.append(_table(common.FILE_COLUMNS, common.other_file_rows(analysis)))
-
-    parts.append("<h2>Offset maps</h2>")
-    if analysis.access:
-        parts.append(_table(common.ACCESS_COLUMNS, common.access_summary(analysis)))
-    parts += [_figure(_offset_map(pattern)) for pattern in analysis.access]
-
-    parts.append("<h2>Spectrograms</h2>")
-    if not analysis.spectrograms:
-        parts.append("<p>Syscall latency: not measured.</p>")
-    parts += [_figure(_spectrogram(s)) for s in analysis.spectrograms if s.counts]
-    if analysis.latencies:
-        parts.append(_table(common.LATENCY_COLUMNS, common.latency_rows(analysis)))
-
-    if analysis.profile is not None:
-        profile = analysis.profile
-        parts.append("<h2>Which code read the bytes, and CPU <span class='muted'>(run --profile)</span></h2>")
-        parts += [f"<p>{e(line)}</p>" for line in common.profile_summary(profile)]
-        parts.append(_table(common.PROFILE_FRAME_COLUMNS, common.profile_frame_rows(profile)))
-        if profile.stacks_bytes:
-            parts.append(_figure(_icicle(common.bytes_flame_title(profile), list(profile.stacks_bytes), "bytes")))
-        if profile.stacks_cpu:
-            parts.append(_figure(_icicle("CPU: running samples of the serving threads", profile.stacks_cpu, "samples")))
-
-    parts.append("<h2>Cassandra query trace</h2>")
-    parts.append(
-        _table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis))
-        if analysis.query_trace
-        else "<p class='muted'>Not recorded.</p>"
-    )
-    parts.append("<h2>Context</h2>")
-    parts.append(_table(("", ""), common.context_items(analysis), css_class="context"))
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
 def _head(title: str) -> list[str]:
     return [
         "<!DOCTYPE html>",
@@ -160,27 +89,81 @@ TONE_CLASSES: dict[Tone, str] = {
 }
 
 
-def render_document(document: Document, options: ReportOptions) -> str:
-    """A comparison or sweep report (casstrace.reports.document), its charts drawn by plotly."""
+class Html:
+    suffix = ".html"
+    writes_a_file = True  # a page to open, never standard output: without --output it goes beside its input
+
+    def render(self, document: Document, options: ReportOptions) -> str:
+        e = html.escape
+        verdict = document.verdict
+        page_title = f"casstrace: {verdict.status} {verdict.about}" if verdict is not None else document.title
+        subject = f" <span class='muted'>{e(document.subject)}</span>" if document.subject else ""
+        parts = _head(page_title) + [f"<h1>{e(document.title)}{subject}</h1>"]
+        parts += [f'<div class="warning">⚠ {e(w)}</div>' for w in document.warnings]
+        if verdict is not None:
+            parts.append(
+                f'<div class="verdict {verdict.status.replace(" ", "-")}"><b>{e(verdict.status.upper())}</b> '
+                f"{e(verdict.summary)}</div>"
+            )
+            if verdict.notes:
+                parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in verdict.notes) + "</ul>")
+        for section in document.shown("full"):
+            if section.heading is not None:
+                parts.append(f"<h2>{e(section.heading)}</h2>")
+            parts += [part for block in section.blocks if (part := _block(block))]
+        parts.append("</body></html>")
+        return "\n".join(parts)
+
+
+RENDERER = Html()
+
+
+def _block(block: Block) -> str:
     e = html.escape
-    parts = _head(document.title) + [f"<h1>{e(document.title)}</h1>"]
-    for block in document.blocks:
-        if isinstance(block, Heading):
-            parts.append(f"<h2>{e(block.text)}</h2>")
-        elif isinstance(block, Paragraph):
-            tag = "div" if block.tone in ("good", "bad", "warning") else "p"
-            parts.append(f'<{tag} class="{TONE_CLASSES[block.tone]}">{e(block.text)}</{tag}>')
-        elif isinstance(block, Code):
-            parts.append(f"<pre>{e(block.text)}</pre>")
-        elif isinstance(block, Items):
-            parts.append(_table(("", ""), block.rows))
-        elif isinstance(block, Table):
-            parts.append(_table(block.headers, block.rows))
-        elif isinstance(block, Chart):
-            parts.append(_figure(_line_chart(block)))
-        elif isinstance(block, FlameGraph) and block.stacks:
-            parts.append(_figure(_icicle(block.title, block.stacks, block.unit)))
-    parts.append("</body></html>")
+    if isinstance(block, Subheading):
+        return f"<h3>{e(block.text)}</h3>"
+    if isinstance(block, Paragraph):
+        tag = "div" if block.tone in ("good", "bad", "warning") else "p"
+        return f'<{tag} class="{TONE_CLASSES[block.tone]}">{e(block.text)}</{tag}>'
+    if isinstance(block, Notes):
+        return "\n".join(f"<p>{e(line)}</p>" for line in block.lines)
+    if isinstance(block, Code):
+        return f"<pre>{e(block.text)}</pre>"
+    if isinstance(block, Query):
+        return f"<p>Query: <code>{e(block.text)}</code> — totals cover {e(block.scope)}.</p>" if block.text else ""
+    if isinstance(block, Items):
+        return _table(("", ""), block.rows, css_class="context")
+    if isinstance(block, Table):
+        return _table(block.headers, block.rows)
+    if isinstance(block, Findings):
+        return _findings(block)
+    if isinstance(block, Chart):
+        return _figure(_line_chart(block))
+    if isinstance(block, ExecutionBars):
+        return _figure(_execution_bars(block))
+    if isinstance(block, FlameGraph):
+        return _figure(_icicle(block.title, block.stacks, block.unit)) if block.stacks else ""
+    if isinstance(block, OffsetMap):
+        return _figure(_offset_map(block.pattern))
+    return _figure(_spectrogram(block.spectrogram)) if block.spectrogram.counts else ""
+
+
+def _findings(block: Findings) -> str:
+    e = html.escape
+    if not block.items and block.empty is None:
+        return ""
+    parts = [f"<h2>{e(block.heading)}</h2>"] if block.heading is not None else []
+    if not block.items:
+        parts.append(f"<p class='muted'>{e(block.empty or '')}</p>")
+    parts += [
+        f'<div class="finding"><b>{e(finding.title)}</b> <span class="certainty">{e(finding.certainty)}</span>'
+        "<ul>"
+        + (f"<li>{e(finding.estimate)}</li>" if finding.estimate else "")
+        + "".join(f"<li>Evidence: {e(x)}</li>" for x in finding.evidence)
+        + "".join(f"<li>Try: {e(x)}</li>" for x in finding.suggestions)
+        + "</ul></div>"
+        for finding in block.items
+    ]
     return "\n".join(parts)
 
 
@@ -228,17 +211,10 @@ def _plot(data: list[dict[str, Any]], *, title: str, title_size: int | None = No
     return {"data": data, "layout": {"title": {"text": title, "x": 0.05, **font}, **layout}}
 
 
-def _first_screen(analysis: Analysis) -> Figure:
+def _execution_bars(bars: ExecutionBars) -> Figure:
     """Per execution: the data read against the necessary read and the payload (top), and the node's time
     split into CPU, I/O wait, GC and the rest (bottom): one chart, two bars."""
-    executions = max(1, sum(x.kind == "measured" for x in analysis.executions))
-    payload = analysis.overall.payload_bytes
-    sizes = {
-        "data read": analysis.read_per_execution,
-        "necessary read": analysis.necessary.bytes if analysis.necessary is not None else None,
-        "payload": payload / executions if payload is not None else None,
-    }
-    shown = {name: value for name, value in sizes.items() if value is not None}
+    shown = bars.bytes_per_execution
     data: list[dict[str, Any]] = [
         {
             "type": "bar",
@@ -252,7 +228,7 @@ def _first_screen(analysis: Analysis) -> Figure:
             "showlegend": False,
         }
     ]
-    split = common.time_split_ns(analysis)
+    split = bars.time_split_ns
     colours = {"Node CPU": "#e45756", "I/O wait": "#f58518", "GC pauses": "#b279a2", "The rest": "#bab0ac"}
     for name, colour in colours.items():
         if split is not None:

@@ -1,78 +1,87 @@
-"""The Markdown report: a ticket comment with the verdict, the key numbers, the top files and the findings."""
+"""The Markdown report: a ticket comment, the summary view (the verdict, the key numbers, the findings,
+the top files)."""
 
 from collections.abc import Sequence
 
-from casstrace.analyses.model import Analysis
-from casstrace.reports import common
-from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table, Tone
+from casstrace.reports.document import (
+    Block,
+    Code,
+    Document,
+    Findings,
+    Items,
+    Notes,
+    Paragraph,
+    Query,
+    Subheading,
+    Table,
+    Tone,
+)
 from casstrace.reports.formats import ReportOptions
 from casstrace.terminal import printable
 
-SUFFIX = ".md"
-WRITES_A_FILE = False  # standard output without --output
-TOP_FILES = 10
+TONE_ICONS: dict[Tone, str] = {"good": "🟢 ", "bad": "🔴 ", "warning": "⚠️ ", "muted": "", "plain": ""}
+VERDICT_ICONS = {"flagged": "🔴", "not flagged": "🟢"}
 
 
-def render(analysis: Analysis, options: ReportOptions) -> str:
-    lines: list[str] = []
-    icon = {"flagged": "🔴", "not flagged": "🟢"}.get(analysis.verdict.status, "🟡")
-    lines.append(f"### {icon} casstrace: {analysis.verdict.status}")
-    lines.append("")
-    for warning in analysis.warnings:
-        lines.append(f"> ⚠️ **{_escape(warning)}**")
-    if analysis.warnings:
-        lines.append("")
-    lines.append(_escape(analysis.verdict.summary))
-    for note in common.verdict_notes(analysis.verdict):
-        lines.append(f"- _{_escape(note)}_")
-    lines.append("")
-    if analysis.query:
-        lines += _sql(analysis.query)
-    lines.append(f"Totals cover {_escape(analysis.scope)}.")
-    lines.append("")
-    lines += _table(common.FIRST_SCREEN_COLUMNS, [common.first_screen_row(analysis)])
-    lines.append("")
-    lines += _table(("Measure", "Value"), common.amplification_items(analysis))
+class Markdown:
+    suffix = ".md"
+    writes_a_file = False  # standard output without --output
 
-    for heading, found in (("Findings", analysis.findings), (common.LATENCY_NOTES_HEADING, analysis.latency_notes)):
-        if found:
-            lines += ["", f"#### {_escape(heading)}"]
-        for finding in found:
+    def render(self, document: Document, options: ReportOptions) -> str:
+        if document.verdict is None:
+            lines = [f"### {_escape(document.title)}", ""]
+        else:
+            verdict = document.verdict
+            lines = [f"### {VERDICT_ICONS.get(verdict.status, '🟡')} casstrace: {verdict.status}", ""]
+        lines += [f"> ⚠️ **{_escape(warning)}**" for warning in document.warnings]
+        if document.warnings:
+            lines.append("")
+        if document.verdict is not None:
+            lines.append(_escape(document.verdict.summary))
+            lines += [f"- _{_escape(note)}_" for note in document.verdict.notes]
+            lines.append("")
+        for section in document.shown("summary"):
+            if section.collapsed:
+                lines += [f"<details><summary>{_escape(section.heading or '')}</summary>", ""]
+            elif section.heading is not None:
+                lines += [f"#### {_escape(section.heading)}", ""]
+            for block in section.blocks:
+                lines += _block(block)
+            if section.collapsed:
+                lines += ["</details>", ""]
+        return "\n".join(lines)
+
+
+RENDERER = Markdown()
+
+
+def _block(block: Block) -> list[str]:
+    """The block's lines, a blank line after it."""
+    if isinstance(block, Subheading):
+        return [f"##### {_escape(block.text)}", ""]
+    if isinstance(block, Paragraph):
+        text = _escape(block.text)
+        return [f"_{text}_" if block.tone == "muted" else f"{TONE_ICONS[block.tone]}{text}", ""]
+    if isinstance(block, Notes):
+        return [*(f"- {_escape(line)}" for line in block.lines), ""]
+    if isinstance(block, Code):
+        return _sql(block.text)
+    if isinstance(block, Query):
+        return [*(_sql(block.text) if block.text else []), f"Totals cover {_escape(block.scope)}.", ""]
+    if isinstance(block, Items):
+        return _table(block.headers, block.rows) + [""]
+    if isinstance(block, Table):
+        return _table(block.headers, block.rows) + [""]
+    if isinstance(block, Findings) and block.items:
+        lines = [f"#### {_escape(block.heading)}"] if block.heading is not None else []
+        for finding in block.items:
             lines.append(f"- **{_escape(finding.title)}** ({finding.certainty})")
-            if estimate := common.fix_estimate(finding, analysis.read_per_execution):
-                lines.append(f"  - {_escape(estimate)}")
+            if finding.estimate:
+                lines.append(f"  - {_escape(finding.estimate)}")
             lines += [f"  - evidence: {_escape(e)}" for e in finding.evidence]
-            lines += [f"  - try: {_escape(s)}" for s in finding.suggestion]
-
-    if analysis.nodes:
-        lines += ["", f"#### {_escape(common.nodes_heading(analysis))}", ""]
-        lines += _table(common.NODE_COLUMNS, common.node_rows(analysis))
-        notes = common.node_notes(analysis)
-        if notes:
-            lines += ["", *(f"- {_escape(note)}" for note in notes)]
-    if analysis.executions:
-        lines += ["", "#### Executions", ""]
-        lines += _table(common.execution_columns(analysis), common.execution_rows(analysis))
-
-    lines += ["", f"#### Top files ({_escape(analysis.scope)})", ""]
-    lines += _table(common.FILE_COLUMNS, common.file_rows(analysis, analysis.files[:TOP_FILES]))
-    if len(analysis.files) > TOP_FILES:
-        lines.append(f"\n_{len(analysis.files) - TOP_FILES} more files in the full report._")
-
-    if analysis.profile is not None:
-        lines += ["", "#### Java stacks of the reads, and CPU (run --profile)", ""]
-        lines += [_escape(line) + "  " for line in common.profile_summary(analysis.profile)] + [""]
-        lines += _table(common.PROFILE_FRAME_COLUMNS, common.profile_frame_rows(analysis.profile)) + [""]
-        lines += _table(
-            common.PROFILE_STACK_COLUMNS,
-            common.profile_stack_rows(analysis.profile.stacks_bytes, "bytes")
-            + common.profile_stack_rows(analysis.profile.stacks_cpu, "samples"),
-        )
-
-    lines += ["", "<details><summary>Context</summary>", ""]
-    lines += _table(("", ""), common.context_items(analysis))
-    lines += ["", "</details>", ""]
-    return "\n".join(lines)
+            lines += [f"  - try: {_escape(s)}" for s in finding.suggestions]
+        return lines + [""]
+    return []  # drawings: html's
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
@@ -94,24 +103,3 @@ def _escape(text: str) -> str:
     for char in "\\`*_[]<>|#":
         text = text.replace(char, "\\" + char)
     return printable(text)
-
-
-TONE_ICONS: dict[Tone, str] = {"good": "🟢 ", "bad": "🔴 ", "warning": "⚠️ ", "muted": "", "plain": ""}
-
-
-def render_document(document: Document, options: ReportOptions) -> str:
-    """A comparison or sweep report (casstrace.reports.document); charts are left to the html format."""
-    lines = [f"### {_escape(document.title)}", ""]
-    for block in document.blocks:
-        if isinstance(block, Heading):
-            lines += [f"#### {_escape(block.text)}", ""]
-        elif isinstance(block, Paragraph):
-            text = _escape(block.text)
-            lines += [f"_{text}_" if block.tone == "muted" else f"{TONE_ICONS[block.tone]}{text}", ""]
-        elif isinstance(block, Code):
-            lines += _sql(block.text)
-        elif isinstance(block, Items):
-            lines += _table(("", ""), block.rows) + [""]
-        elif isinstance(block, Table):
-            lines += _table(block.headers, block.rows) + [""]
-    return "\n".join(lines)

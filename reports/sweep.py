@@ -21,7 +21,7 @@ import dataclasses
 from casstrace.analyses.sweep import Sweep, SweepPoint
 from casstrace.analyses.units import human_bytes, ratio
 from casstrace.reports.comparison import format_value, side_data
-from casstrace.reports.document import Block, Chart, Document, Heading, Items, Paragraph, Series, Table
+from casstrace.reports.document import Block, Chart, Document, Items, Paragraph, Section, Series, Table
 
 VERSION = 1
 SIDES = ("wide", "narrow")
@@ -52,10 +52,9 @@ def document(sweep: Sweep) -> Document:
     ]
     blocks += [Paragraph(finding) for finding in sweep.findings]
     blocks += [Paragraph(warning, "warning") for warning in sweep.warnings]
-    blocks.append(Heading("Per column count"))
-    blocks.append(Table(COLUMNS, [_row(point) for point in sweep.points]))
     xs = [float(p.columns) for p in sweep.points]
-    blocks += [
+    per_column_count: list[Block] = [
+        Table(COLUMNS, [_row(point) for point in sweep.points]),
         Chart(
             "Data bytes read per execution",
             "N (columns)",
@@ -91,14 +90,12 @@ def document(sweep: Sweep) -> Document:
             [Series(side, [getattr(p, side).amplification for p in sweep.points], COLOURS[side]) for side in SIDES],
         ),
     ]
+    sections = [Section(None, blocks), Section("Per column count", per_column_count)]
     if sweep.context:
-        blocks.append(Heading("How it was run"))
-        blocks.append(Items([(key, str(value)) for key, value in sweep.context.items()]))
-    blocks.append(Heading("Traces"))
-    blocks.append(
-        Table(("N", "Wide", "Narrow"), [(str(p.columns), p.wide.trace_path, p.narrow.trace_path) for p in sweep.points])
-    )
-    return Document("casstrace sweep: one column of N", data(sweep), blocks)
+        sections.append(Section("How it was run", [Items([(key, str(value)) for key, value in sweep.context.items()])]))
+    traces: list[tuple[str, ...]] = [(str(p.columns), p.wide.trace_path, p.narrow.trace_path) for p in sweep.points]
+    sections.append(Section("Traces", [Table(("N", "Wide", "Narrow"), traces)]))
+    return Document("casstrace sweep: one column of N", data(sweep), sections)
 
 
 def _row(point: SweepPoint) -> tuple[str, ...]:

@@ -3,15 +3,26 @@
 
 from collections.abc import Iterable, Sequence
 
-from casstrace.analyses.model import Analysis, Spectrogram
+from casstrace.analyses.model import Spectrogram
 from casstrace.analyses.spectrogram import LAST_BUCKET
 from casstrace.reports import common
-from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table, Tone
+from casstrace.reports.document import (
+    Block,
+    Code,
+    Document,
+    Findings,
+    Heatmap,
+    Items,
+    Notes,
+    Paragraph,
+    Query,
+    Subheading,
+    Table,
+    Tone,
+)
 from casstrace.reports.formats import ReportOptions
 from casstrace.terminal import printable
 
-SUFFIX = ".txt"
-WRITES_A_FILE = False  # standard output without --output
 BUCKETS_PER_CHAR = 2  # 100 latency buckets -> 50 columns, 5 per decade
 MAX_ROWS = 60  # longer captures merge time slots
 DECADE_LABELS = ("1ns", "10ns", "100n", "1us", "10us", "100u", "1ms", "10ms", "100m", "1s", "10s")
@@ -21,85 +32,37 @@ PLAIN_STEPS = ((1, "."), (10, ":"), (100, "+"), (1000, "#"), (10000, "@"))
 RESET = "\033[0m"
 
 
-def render(analysis: Analysis, options: ReportOptions) -> str:
-    """The report; options.brief stops after the verdict, its numbers and the findings (what `run` prints)."""
-    out = Output(options.color)
-    out.line(f"casstrace report: {analysis.trace_path}", bold=True)
-    for warning in analysis.warnings:
-        out.line(f"!! {warning}", colour=31 if "INCOMPLETE" in warning or "lost" in warning else 33)
-    verdict = analysis.verdict
-    colour = {"flagged": 31, "not flagged": 32}.get(verdict.status, 33)
-    out.line("")
-    out.line(f"VERDICT: {verdict.status.upper()}  {verdict.summary}", colour=colour, bold=True)
-    for note in common.verdict_notes(verdict):
-        out.line(f"  note: {note}", colour=33)
-    out.line("")
-    out.line(f"Query: {analysis.query or '(not recorded)'}")
-    out.line(f"Totals cover {analysis.scope}.")
-    out.table(("", ""), common.amplification_items(analysis), header=False)
+class Text:
+    """The terminal's tables; the spectrogram drawn in colour. `brief`: the brief view (what `run` prints)."""
 
-    for heading, found in (("Findings", analysis.findings), (common.LATENCY_NOTES_HEADING, analysis.latency_notes)):
-        if found:
-            out.section(heading)
-        for finding in found:
-            out.line(f"* [{finding.certainty}] {finding.title}", bold=True)
-            if estimate := common.fix_estimate(finding, analysis.read_per_execution):
-                out.line(f"    {estimate}")
-            for evidence in finding.evidence:
-                out.line(f"    evidence: {evidence}")
-            for suggestion in finding.suggestion:
-                out.line(f"    try: {suggestion}")
-    if options.brief:
+    suffix = ".txt"
+    writes_a_file = False  # standard output without --output
+
+    def render(self, document: Document, options: ReportOptions) -> str:
+        out = Output(options.color)
+        out.line(f"{document.title}: {document.subject}" if document.subject else document.title, bold=True)
+        for warning in document.warnings:
+            out.line(f"!! {warning}", colour=31 if "INCOMPLETE" in warning or "lost" in warning else 33)
+        if document.verdict is not None:
+            verdict = document.verdict
+            out.line("")
+            out.line(
+                f"VERDICT: {verdict.status.upper()}  {verdict.summary}",
+                colour={"flagged": 31, "not flagged": 32}.get(verdict.status, 33),
+                bold=True,
+            )
+            for note in verdict.notes:
+                out.line(f"  note: {note}", colour=33)
+            out.line("")
+        for section in document.shown("brief" if options.brief else "full"):
+            if section.heading is not None:
+                out.section(section.heading)
+            for block in section.blocks:
+                _block(out, block)
         return out.text()
 
-    if analysis.nodes:
-        out.section(common.nodes_heading(analysis))
-        out.table(common.NODE_COLUMNS, common.node_rows(analysis))
-        for note in common.node_notes(analysis):
-            out.line(f"  {note}")
-    if analysis.executions:
-        out.section("Executions")
-        out.table(common.execution_columns(analysis), common.execution_rows(analysis))
 
-    out.section("SSTable files")
-    sections = common.sstable_sections(analysis)
-    if not sections:
-        out.line("  none read")
-    for label, rows in sections:
-        out.line(label, bold=True)
-        out.table(common.FILE_COLUMNS, rows)
-    out.section("Other files and sockets")
-    out.table(common.FILE_COLUMNS, common.other_file_rows(analysis))
-
-    if analysis.access:
-        out.section("Access patterns")
-        out.table(common.ACCESS_COLUMNS, common.access_summary(analysis))
-
-    out.section("Syscall latency")
-    if analysis.latencies:
-        out.table(common.LATENCY_COLUMNS, common.latency_rows(analysis))
-    else:
-        out.line("  not measured")
-    for spectrogram in analysis.spectrograms[:1]:  # file I/O; the HTML report has all syscalls too
-        out.section(f"Spectrogram: {spectrogram.title}")
-        _spectrogram(out, spectrogram)
-
-    if analysis.profile is not None:
-        out.section("Java stacks of the reads, and CPU (run --profile)")
-        for line in common.profile_summary(analysis.profile):
-            out.line(line)
-        out.table(common.PROFILE_FRAME_COLUMNS, common.profile_frame_rows(analysis.profile))
-        out.line("Stacks that read most bytes:", bold=True)
-        out.table(common.PROFILE_STACK_COLUMNS, common.profile_stack_rows(analysis.profile.stacks_bytes, "bytes"))
-        out.line("Stacks with most CPU samples:", bold=True)
-        out.table(common.PROFILE_STACK_COLUMNS, common.profile_stack_rows(analysis.profile.stacks_cpu, "samples"))
-
-    if analysis.query_trace:
-        out.section("Cassandra query trace")
-        out.table(common.QUERY_TRACE_COLUMNS, common.query_trace_rows(analysis))
-    out.section("Context")
-    out.table(("", ""), common.context_items(analysis), header=False)
-    return out.text()
+RENDERER = Text()
 
 
 class Output:
@@ -182,19 +145,35 @@ def _cell(count: int, color: bool) -> str:
 TONE_COLOURS: dict[Tone, int | None] = {"good": 32, "bad": 31, "warning": 33, "muted": None, "plain": None}
 
 
-def render_document(document: Document, options: ReportOptions) -> str:
-    """A comparison or sweep report (casstrace.reports.document); charts are left to the html format."""
-    out = Output(options.color)
-    out.line(document.title, bold=True)
-    for block in document.blocks:
-        if isinstance(block, Heading):
-            out.section(block.text)
-        elif isinstance(block, Paragraph):
-            out.line(block.text, colour=TONE_COLOURS[block.tone], bold=block.tone in ("good", "bad"))
-        elif isinstance(block, Code):
-            out.line(f"  {block.text}")
-        elif isinstance(block, Items):
-            out.table(("", ""), block.rows, header=False)
-        elif isinstance(block, Table):
-            out.table(block.headers, block.rows)
-    return out.text()
+def _block(out: Output, block: Block) -> None:
+    if isinstance(block, Subheading):
+        out.line(block.text, bold=True)
+    elif isinstance(block, Paragraph):
+        out.line(block.text, colour=TONE_COLOURS[block.tone], bold=block.tone in ("good", "bad"))
+    elif isinstance(block, Notes):
+        for line in block.lines:
+            out.line(f"  {line}")
+    elif isinstance(block, Code):
+        out.line(f"  {block.text}")
+    elif isinstance(block, Query):
+        out.line(f"Query: {block.text or '(not recorded)'}")
+        out.line(f"Totals cover {block.scope}.")
+    elif isinstance(block, Items):
+        out.table(("", ""), block.rows, header=False)
+    elif isinstance(block, Table):
+        out.table(block.headers, block.rows)
+    elif isinstance(block, Findings) and block.items:
+        if block.heading is not None:
+            out.section(block.heading)
+        for finding in block.items:
+            out.line(f"* [{finding.certainty}] {finding.title}", bold=True)
+            if finding.estimate:
+                out.line(f"    {finding.estimate}")
+            for evidence in finding.evidence:
+                out.line(f"    evidence: {evidence}")
+            for suggestion in finding.suggestions:
+                out.line(f"    try: {suggestion}")
+    elif isinstance(block, Heatmap) and block.terminal:
+        out.line(block.spectrogram.title, bold=True)
+        _spectrogram(out, block.spectrogram)
+    # charts, flame graphs and offset maps are drawn by html; their tables are beside them

@@ -21,7 +21,7 @@ was not measured is null, never 0.
      "verdict": "flagged" | "not flagged" | "undetermined",   as `casstrace run` judges: data read against
                                         the necessary read of its rows (casstrace.analyses.necessary)
      "necessary_bytes_per_execution": float | null,   null: no model (the table's storage or rows unknown)
-     "findings": [FINDING],             as in the run report (casstrace.reports.json_report): the causes
+     "findings": [FINDING],             as in the run report (casstrace.reports.run): the causes
                                         of a flagged statement first, then notes
      "run_command": str}],
   "sstable_bytes": int, "explained_bytes": int, "explained_share": float | null,
@@ -30,7 +30,7 @@ was not measured is null, never 0.
                                         SSTable pages touched through memory maps during the watch,
                                         attributable to no thread or statement (null: not measured)
   "warnings": [str], "notes": [str], "context": {...},
-  "profile": null | {...}        watch --profile: as in the run report (casstrace.reports.json_report),
+  "profile": null | {...}        watch --profile: as in the run report (casstrace.reports.run),
                                  over every thread's reads of user tables' Data files during the watch
 }
 """
@@ -40,52 +40,48 @@ import dataclasses
 from casstrace.analyses.units import human_bytes, human_ms
 from casstrace.analyses.watch import StatementIO, Watch, describe_share
 from casstrace.reports import common
-from casstrace.reports.document import Code, Document, Heading, Items, Paragraph, Table
+from casstrace.reports.document import Block, Code, Document, Items, Paragraph, Section, Table
 
 VERSION = 1
 
 
 def document(watch: Watch, top: int | None = None) -> Document:
     """The report; `top` limits the statements detailed (the JSON keeps them all)."""
-    blocks: list = [
+    head: list[Block] = [
         Paragraph(
             f"Statements the node served in {watch.duration_s:.0f} s, ranked by the SSTable bytes "
             f"they read (Cassandra traced {watch.probability:.3g} of the requests)."
             + ("" if watch.complete else " The watch did not finish.")
         )
     ]
-    blocks += [Paragraph(warning, "warning") for warning in watch.warnings]
+    head += [Paragraph(warning, "warning") for warning in watch.warnings]
     shown = watch.statements[:top] if top else watch.statements
-    blocks.append(Heading("Statements"))
+    sections = [Section(None, head)]
     if shown:
-        blocks.append(
-            Table(
-                (
-                    "#",
-                    "Statement",
-                    "Sampled",
-                    "Est. executions",
-                    "Read / execution",
-                    "Data / execution",
-                    "Rows / execution",
-                    "Bytes / row",
-                    "p50",
-                    "p99",
-                ),
-                [_row(rank, s) for rank, s in enumerate(shown, start=1)],
-            )
+        ranking: Block = Table(
+            (
+                "#",
+                "Statement",
+                "Sampled",
+                "Est. executions",
+                "Read / execution",
+                "Data / execution",
+                "Rows / execution",
+                "Bytes / row",
+                "p50",
+                "p99",
+            ),
+            [_row(rank, s) for rank, s in enumerate(shown, start=1)],
         )
     else:
-        blocks.append(
-            Paragraph(
-                "No statement was sampled: the node served none, or too few for the sample "
-                "probability (raise --sample, or watch longer).",
-                "warning",
-            )
+        ranking = Paragraph(
+            "No statement was sampled: the node served none, or too few for the sample "
+            "probability (raise --sample, or watch longer).",
+            "warning",
         )
+    sections.append(Section("Statements", [ranking]))
     for rank, statement in enumerate(shown, start=1):
-        blocks.append(Heading(f"{rank}. {_short(statement.statement)}"))
-        blocks.append(Code(statement.statement))
+        blocks: list[Block] = [Code(statement.statement)]
         blocks.append(
             Items(
                 [
@@ -142,12 +138,11 @@ def document(watch: Watch, top: int | None = None) -> Document:
                     "warning",
                 )
             )
-        for finding in statement.findings:
-            blocks += common.finding_blocks(finding, statement.data_read_bytes_per_execution)
+        blocks.append(common.findings_block(None, statement.findings, statement.data_read_bytes_per_execution))
         blocks.append(Paragraph("Measure it alone, precisely (fill in the ? values):", "muted"))
         blocks.append(Code(statement.run_command))
-    blocks.append(Heading("What the sampled sessions do not explain"))
-    blocks.append(Paragraph(describe_share(watch)))
+        sections.append(Section(f"{rank}. {_short(statement.statement)}", blocks))
+    blocks = [Paragraph(describe_share(watch))]
     if watch.unexplained:
         blocks.append(
             Table(
@@ -169,12 +164,12 @@ def document(watch: Watch, top: int | None = None) -> Document:
             )
         )
     blocks += [Paragraph(note, "muted") for note in watch.notes]
+    sections.append(Section("What the sampled sessions do not explain", blocks))
     if watch.profile is not None:
-        blocks += common.profile_blocks(watch.profile)
+        sections.append(common.profile_section(watch.profile, "watch --profile"))
     if watch.context:
-        blocks.append(Heading("Context"))
-        blocks.append(Items([(key, str(value)) for key, value in watch.context.items()]))
-    return Document("casstrace watch: the statements behind the node's reads", data(watch), blocks)
+        sections.append(Section("Context", [Items([(key, str(value)) for key, value in watch.context.items()])]))
+    return Document("casstrace watch: the statements behind the node's reads", data(watch), sections)
 
 
 def data(watch: Watch) -> dict:

@@ -9,7 +9,7 @@ from casstrace.analyses import analyse
 from casstrace.analyses.causes import CAUSE_FINDERS
 from casstrace.analyses.compare import compare
 from casstrace.analyses.model import CAUSES
-from casstrace.reports import json_report
+from casstrace.reports import run as run_report
 
 PACKAGE = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ def test_every_cause_has_one_finder():
 
 
 def test_the_json_schema_doc_lists_every_cause():
-    doc = json_report.__doc__ or ""
+    doc = run_report.__doc__ or ""
     listed = doc[doc.index('"cause":') : doc.index('"title": str')]
     assert set(re.findall(r'"(\w+)"', listed)) - {"cause"} == set(CAUSES)
 

@@ -22,4 +22,4 @@ def test_html_is_self_contained(wide):
     assert not re.search(r"<script[^>]+src=", page)
     assert not re.search(r"<link[^>]+href=", page)
     assert page.count("Plotly.newPlot") == 5  # the first screen + 2 offset maps + 2 spectrograms
-    assert page.index("FLAGGED") < page.index("<h2>Files")  # the verdict first
+    assert page.index("FLAGGED") < page.index("<h2>SSTable files")  # the verdict first

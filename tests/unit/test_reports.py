@@ -52,10 +52,10 @@ def test_report_command_on_a_bad_trace(tmp_path):
 def test_every_format_implements_the_contract_and_options_are_checked(wide):
     for name in FORMATS:
         chosen = report_format(name)
-        assert chosen.SUFFIX.startswith(".") and beside_trace("t.trace", name).suffix == chosen.SUFFIX
-        assert callable(chosen.render) and callable(chosen.render_document)
+        assert chosen.suffix.startswith(".") and beside_trace("t.trace", name).suffix == chosen.suffix
+        assert callable(chosen.render)
     # where each writes without --output is the format's: html a file beside the input, the rest stdout
-    assert {name: default_output(name, Path(f"t{report_format(name).SUFFIX}")) for name in FORMATS} == {
+    assert {name: default_output(name, Path(f"t{report_format(name).suffix}")) for name in FORMATS} == {
         "text": None,
         "md": None,
         "json": None,
