@@ -24,6 +24,7 @@ from casstrace.traces.activities import shared_pool_worker
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
+NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
 TCP_LISTEN = "0A"  # st column of /proc/net/tcp for a listening socket
 _MAX_HEAP = re.compile(r"(?:-Xmx|-XX:MaxHeapSize=)(\d+)([kKmMgGtT]?)")
 _SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}

@@ -23,19 +23,20 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from casstrace.errors import CasstraceError
 from casstrace.ledger import TRACE_PROBABILITY, Ledger
-from casstrace.node.jvm import CassandraProcess, in_node_namespaces, node_java, run_tool
+from casstrace.node.jvm import NODETOOL_CLASS, CassandraProcess, in_node_namespaces, node_java, run_tool
 from casstrace.node.statements import normalize
 from casstrace.redaction import redact_command
 from casstrace.traces import TraceWriter
 from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
 
-NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
 JMX_PORT_PROPERTIES = ("cassandra.jmx.local.port", "cassandra.jmx.remote.port", "com.sun.management.jmxremote.port")
 DEFAULT_JMX_PORT = 7199
+TOOLS_LOGBACK = "tools-logback.xml"  # beside this module: a Cassandra tool's warnings to stderr, no file
 NODETOOL_TIMEOUT_S = 120.0
 # Requests that run a statement (others: preparing one, a session's own bookkeeping).
 EXECUTE_REQUESTS = ("Execute CQL3 query", "Execute CQL3 prepared query")
@@ -130,6 +131,7 @@ def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodet
             "-Xmx256M",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
+            *tool_logging(inside_node=bool(inside)),
             "-cp",
             classpath,
             *modules,
@@ -140,6 +142,19 @@ def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodet
             str(jmx_port),
         )
     )
+
+
+def tool_logging(inside_node: bool) -> tuple[str, ...]:
+    """How a Cassandra tool run on the node's classpath logs: to stderr, never to a file. A packaged
+    node's classpath holds its conf directory, whose logback.xml writes to ${cassandra.logdir}: a tool
+    started without that property wrote `cassandra.logdir_IS_UNDEFINED/system.log` into the user's
+    working directory. As Cassandra's own nodetool script does, the tool gets a tools configuration:
+    casstrace's, or on a node in another mount namespace (where casstrace's files are not) the
+    distribution's logback-tools.xml from the conf directory on its classpath (where there is none,
+    logback logs to the console: a configuration file named is never replaced by logback.xml)."""
+    if inside_node:
+        return ("-Dlogback.configurationFile=logback-tools.xml",)
+    return (f"-Dlogback.configurationFile=file://{resources.files('casstrace.node').joinpath(TOOLS_LOGBACK)}",)
 
 
 def _classpath(argv: tuple[str, ...]) -> str | None:

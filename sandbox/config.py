@@ -2,11 +2,9 @@
 
 from pathlib import Path
 
-from casstrace.node.jvm import DAEMON_CLASS
+from casstrace.node.jvm import DAEMON_CLASS, NODETOOL_CLASS
 from casstrace.sandbox.settings import HOST, Layout, Settings
 from casstrace.sandbox.versions import JAVA17_MODULE_FLAGS, Series, series_of
-
-NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
 
 
 def _version_specific_yaml(series: Series, settings: Settings) -> str:
