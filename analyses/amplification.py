@@ -23,7 +23,8 @@ The figure is divided by the payload the client received (the serialized values)
 is no payload (a sysdig import), by the bytes the node wrote to the client connection.
 """
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from casstrace.analyses import pages
@@ -31,6 +32,7 @@ from casstrace.analyses.file_io import page_runs
 from casstrace.analyses.model import Amplification, Busy, Execution, Unseen
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace, queries
+from casstrace.traces.addresses import parse_address
 from casstrace.traces.queries import ExecutionRecord
 from casstrace.traces.schema import HUGE_PAGE_BYTES, PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
@@ -306,6 +308,25 @@ def warmup(
         wire_bytes=total([row.wire_bytes for row in warmups]),
         read=read,
     )
+
+
+def with_client_wire(trace: Trace, rows: list[ExecutionRecord]) -> list[ExecutionRecord]:
+    """The executions, each with the bytes the node wrote to this client's connections in its window: the
+    node's sockets whose remote address is one of meta client_addresses (a run's, later in format 4). An
+    older trace's executions keep the wire bytes stored with them; a trace with no such socket, or that
+    did not measure socket writes, has none (None, never 0)."""
+    addresses = trace.meta.get("client_addresses")
+    if addresses is None or not trace.measured("wire"):
+        return rows
+    clients = {parse_address(address) for address in addresses} - {None}
+    sockets = [file_id for file_id, remote in queries.socket_remotes(trace).items() if parse_address(remote) in clients]
+    if not sockets:
+        return rows
+    windows = [row.window_id for row in rows if row.window_id is not None]
+    written: Counter[int] = Counter()
+    for write in queries.window_writes(trace, windows, sockets):
+        written[write.window_id] += write.written
+    return [row if row.window_id is None else replace(row, wire_bytes=written[row.window_id]) for row in rows]
 
 
 def native_port(trace: Trace) -> str:

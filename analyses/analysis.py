@@ -50,7 +50,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     table = select.table if select else None
     schema = find_table(meta, keyspace, table) if table else None
 
-    execution_rows = queries.executions(trace)
+    execution_rows = amp.with_client_wire(trace, queries.executions(trace))
     window_ids, scope = amp.scope(trace, execution_rows)
     files = file_io(trace, window_ids)
     data = amp.data_files(trace, keyspace, table)

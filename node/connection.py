@@ -32,6 +32,7 @@ from cassandra.protocol import _ProtocolHandler
 from casstrace.errors import CasstraceError, not_utf8
 from casstrace.node.jvm import listening_address
 from casstrace.node.segments import LinearSegmentsConnection
+from casstrace.traces.addresses import normalize_ip
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9042
@@ -307,25 +308,6 @@ class NodeSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def normalize_ip(ip: str) -> str:
-    """One spelling per address: no brackets, IPv4-mapped IPv6 as plain IPv4."""
-    ip = ip.strip("[]")
-    if ip.lower().startswith("::ffff:") and "." in ip:
-        return ip[len("::ffff:") :]
-    return ip
-
-
-def parse_address(address: str | None) -> tuple[str, int] | None:
-    """'ip:port' or '[ipv6]:port' -> (ip, port), None when it is not one."""
-    if not address or ":" not in address:
-        return None
-    ip, _, port = address.rpartition(":")
-    try:
-        return normalize_ip(ip), int(port)
-    except ValueError:
-        return None
 
 
 def _first_reason(error: NoHostAvailable) -> str:

@@ -33,7 +33,7 @@ from cassandra.query import PreparedStatement
 from casstrace.errors import CasstraceError
 from casstrace.ledger import process_start
 from casstrace.node import context
-from casstrace.node.connection import ConnectionSettings, NodeSession, parse_address
+from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.gone import NodeWentAway, going_away, gone_message
 from casstrace.node.jvm import ThreadIds, cassandra_at, find_cassandra, java_thread_ids, serving_jvms
 from casstrace.node.leftovers import restore_left_behind
@@ -316,7 +316,9 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                     "ssh": any(t.ssh is not None for t in targets),
                 },
             )
-            _write_executions(writer, executions, node.client_addresses())
+            # the analyses find the sockets that carried each execution's results by these (not stored: derived)
+            writer.set_meta(client_addresses=sorted(f"{ip}:{port}" for ip, port in node.client_addresses()))
+            _write_executions(writer, executions)
             if served:
                 _write_serving(writer, served, thread_ids)
 
@@ -468,24 +470,9 @@ def _execute_all(
     return None
 
 
-def _write_executions(writer: TraceWriter, executions: list[Execution], client_addresses: set[tuple[str, int]]) -> None:
-    """executions rows, with the bytes the node wrote to this client's connections in each window."""
-    client_sockets = (
-        {
-            file_id
-            for file_id, remote_addr in writer.socket_peers().items()
-            if parse_address(remote_addr) in client_addresses
-        }
-        if writer.measured("wire")
-        else set()
-    )
+def _write_executions(writer: TraceWriter, executions: list[Execution]) -> None:
+    """executions rows, as the client saw them."""
     for execution in executions:
-        wire_bytes = client_file_id = None
-        if client_sockets:
-            written = writer.write_bytes(execution.window_id, client_sockets)
-            wire_bytes = sum(written.values())
-            if written:
-                client_file_id = max(written, key=lambda file_id: written[file_id])
         result = execution.result
         writer.add_execution(
             execution=execution.execution,
@@ -494,8 +481,6 @@ def _write_executions(writer: TraceWriter, executions: list[Execution], client_a
             latency_s=result.latency_s if result else None,
             rows=result.rows if result else None,
             payload_bytes=result.payload_bytes if result else None,
-            wire_bytes=wire_bytes,
-            client_file_id=client_file_id,
             pages=result.pages if result else None,
             error=execution.error,
             coordinator=result.coordinator if result else None,

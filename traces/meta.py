@@ -147,6 +147,7 @@ META_TYPES: dict[str, Any] = {
     "page_size": int | None,
     "paging": dict[str, int | bool | str | None],
     "node": NodeMeta,
+    "client_addresses": list[str],
     "cassandra": CassandraMeta,
     "query_trace": list[QueryTraceSession],
     "replicas": ReplicasMeta,

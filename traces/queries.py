@@ -33,6 +33,8 @@ dataclasses. Every function takes the open Trace first; `window_ids` / `file_ids
                                                         returned, per window and file, within the
                                                         file's size
   socket_writes(window_ids)       list[SocketWrite]     bytes written per socket, with its ends
+  socket_remotes()                dict[file_id, remote_addr | None]  every socket's remote address
+  window_writes(window_ids, file_ids)  list[WindowFileWrite]  bytes written per window and file
   mapped_bytes(file_ids)          int                   address space the process maps of them
                                                         (mappings; 0 without the table)
   node_executions_reading(window_ids, file_ids, count_mapped)  list[NodeExecution]  (node_id,
@@ -521,6 +523,26 @@ def socket_writes(trace: Trace, window_ids: Sequence[int]) -> list[SocketWrite]:
         f"SELECT {node_id}, f.path, f.local_addr, f.remote_addr, COALESCE(SUM(io.write_bytes), 0)"
         f" FROM file_io io JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND {condition}"
         " GROUP BY f.file_id",
+        params,
+    )
+
+
+def socket_remotes(trace: Trace) -> dict[int, str | None]:
+    return dict(_fetch(trace, "SELECT file_id, remote_addr FROM files WHERE kind = 'socket'"))
+
+
+class WindowFileWrite(NamedTuple):
+    window_id: int
+    file_id: int
+    written: int
+
+
+def window_writes(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[WindowFileWrite]:
+    condition, params = _in(("window_id", window_ids), ("file_id", file_ids))
+    return _records(
+        WindowFileWrite,
+        trace,
+        f"SELECT window_id, file_id, COALESCE(write_bytes, 0) FROM file_io WHERE {condition}",
         params,
     )
 

@@ -64,6 +64,9 @@ Meta keys (values are JSON)
                       (the budget it was chosen for), "sampled_row_bytes": int | null (the largest row of the
                       sample taken before the capture), "reason": str} (run only; casstrace.node.paging)
   node               {"host": str, "port": int, "pid": int}
+  client_addresses   ["ip:port"] (run, later in format 4): this client's ends of its connections to the node;
+                     the node's sockets with these remote addresses carry the query's results (the wire bytes
+                     of each execution are derived from them by the analyses, not stored)
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
                       "compressed_read_ahead_bytes": int (5.0+'s compressed_read_ahead_buffer_size: a range
                       read of compressed SSTables reads this much at a time; absent: no such setting),
@@ -405,8 +408,10 @@ CREATE TABLE executions (
     latency_s     REAL,                 -- wall time seen by the client, all pages fetched
     rows          INTEGER,
     payload_bytes INTEGER,              -- serialized size of the returned values
-    wire_bytes    INTEGER,              -- bytes the node wrote to the client connection (probes)
-    client_file_id INTEGER,             -- files.file_id of the node's side of the client connection
+    wire_bytes    INTEGER,              -- before meta client_addresses: bytes the node wrote to the client
+                                        -- connection in its window (NULL since: derived, not stored)
+    client_file_id INTEGER,             -- before meta client_addresses: files.file_id of the node's side of
+                                        -- the client connection (NULL since)
     pages         INTEGER,
     error         TEXT,
     coordinator   TEXT,                 -- format 3: address of the node that coordinated it (the driver's

@@ -333,21 +333,6 @@ class TraceWriter:
             ids,
         ).fetchall()
 
-    def socket_peers(self) -> dict[int, str | None]:
-        """file_id -> remote address ('ip:port', None when unknown) of every socket in the trace."""
-        return dict(self.db.execute("SELECT file_id, remote_addr FROM files WHERE kind = 'socket'").fetchall())
-
-    def write_bytes(self, window_id: int, file_ids: Iterable[int]) -> dict[int, int]:
-        """file_id -> bytes written in the window, for those of `file_ids` written to in it."""
-        wanted = list(file_ids)
-        return dict(
-            self.db.execute(
-                "SELECT file_id, write_bytes FROM file_io"
-                f" WHERE window_id = ? AND file_id IN ({', '.join('?' * len(wanted))})",
-                (window_id, *wanted),
-            ).fetchall()
-        )
-
     # -- ending -----------------------------------------------------------------------------
     def finish(self, complete: bool = True, reason: str | None = None) -> Path:
         """Mark the trace complete or not, and move it into place. Returns its path."""

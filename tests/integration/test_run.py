@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from casstrace.analyses import analyse
 from casstrace.traces import Trace
+from casstrace.traces.addresses import parse_address
 from casstrace_cli import CASSTRACE, casstrace
 
 pytestmark = pytest.mark.integration
@@ -89,12 +91,17 @@ def test_executions_have_payload_of_100_bytes_a_row_and_their_own_windows(demo_t
 def test_wire_bytes_are_what_the_node_sent_this_client(demo_trace):
     trace, _, _ = demo_trace
     port = trace.meta["node"]["port"]
-    for execution in trace.rows("SELECT * FROM executions"):
+    # the trace records this client's ends of its connections, not wire bytes (derived by the analyses)
+    clients = {parse_address(address) for address in trace.meta["client_addresses"]}
+    socket_rows = trace.rows("SELECT * FROM files WHERE kind = 'socket'")
+    sockets = [row for row in socket_rows if parse_address(row["remote_addr"]) in clients]
+    assert sockets and all(socket["local_addr"].endswith(f":{port}") for socket in sockets)
+    assert {row["wire_bytes"] for row in trace.rows("SELECT wire_bytes FROM executions")} == {None}
+    for execution in analyse(trace).executions:
         # The values plus per-row length prefixes, result metadata and frame headers: more than
         # the payload, but not much more for 100-byte values.
-        assert execution["payload_bytes"] < execution["wire_bytes"] < 2 * execution["payload_bytes"] + 64 * 1024
-        (socket,) = trace.rows("SELECT * FROM files WHERE file_id = ?", (execution["client_file_id"],))
-        assert socket["kind"] == "socket" and socket["local_addr"].endswith(f":{port}")
+        assert execution.payload_bytes is not None and execution.wire_bytes is not None
+        assert execution.payload_bytes < execution.wire_bytes < 2 * execution.payload_bytes + 64 * 1024
 
 
 def test_tracing_runs_apart_from_measured_executions(demo_trace):

@@ -1,6 +1,9 @@
 """analyses/amplification.py: the data read of each execution and of the whole run, from every measure
 (syscalls, page-cache fills, mapped pages touched), and what it is divided by (payload or wire bytes)."""
 
+import json
+import sqlite3
+
 import pytest
 
 import synthetic_traces as synthetic
@@ -116,3 +119,23 @@ def test_watch_counts_a_slot_by_the_run_formula():
     assert SlotIO(1, 1, 1, read_bytes=16_384, cache_miss_pages=32).data_read_bytes == 32 * PAGE_BYTES
     assert SlotIO(1, 1, 1, read_bytes=16_384, cache_miss_pages=0).data_read_bytes == 16_384
     assert SlotIO(1, 1, 1, read_bytes=16_384, cache_miss_pages=2).data_read_bytes == 16_384
+
+
+def test_wire_bytes_are_derived_from_the_client_addresses_in_meta(tmp_path):
+    """A run records its client's addresses, not its executions' wire bytes: the analyses sum what the
+    node wrote, in each window, to its sockets with one of them at the remote end."""
+    trace = synthetic.wide_select_c0(tmp_path / "wide.trace")
+
+    def with_clients(addresses):
+        with sqlite3.connect(trace) as db:
+            db.execute("UPDATE executions SET wire_bytes = NULL, client_file_id = NULL")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('client_addresses', ?)", (json.dumps(addresses),))
+        db.close()
+        return analyse(trace)
+
+    # one spelling per address: the IPv4-mapped form of the socket's remote end is the same client
+    analysis = with_clients(["[::ffff:127.0.0.1]:50412", "127.0.0.1:50999"])
+    assert [e.wire_bytes for e in analysis.executions] == [synthetic.WIDE_WIRE, synthetic.WIDE_WIRE]
+    assert analysis.overall.wire_bytes == synthetic.WIDE_WIRE
+    # no socket of this client: no wire bytes per execution (None, never 0)
+    assert [e.wire_bytes for e in with_clients(["127.0.0.1:1"]).executions] == [None, None]

@@ -10,8 +10,9 @@ import textwrap
 import pytest
 
 from casstrace.errors import CasstraceError
-from casstrace.node.connection import parse_address, resolve_settings
+from casstrace.node.connection import resolve_settings
 from casstrace.node.jvm import DAEMON_CLASS, cassandra_processes, find_cassandra, listening_ports
+from casstrace.traces.addresses import parse_address
 
 # A stand-in process whose command line looks like a Cassandra JVM's: it listens on a port and
 # prints it, then sleeps. Its argv ends with the daemon class, as `java ... CassandraDaemon` does.
