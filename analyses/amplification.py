@@ -377,9 +377,11 @@ def execution_results(
     data: dict[int, SSTableName],
     read: ReadPages,
     shares: "dict[int, ExecutionShare] | None" = None,
+    measures: dict[int, dict[str, float]] | None = None,
 ) -> list[Execution]:
-    """Each execution's amplification. `read`: the ReadPages of (at least) their windows; `shares`:
-    the measured executions' by thread (attribution.execution_shares)."""
+    """Each execution with its amplification and its window's measures. `read`: the ReadPages of (at
+    least) their windows; `shares`: the measured executions' by thread (attribution.execution_shares);
+    `measures`: per window (casstrace.analyses.measures.by_window)."""
     results = []
     for row in rows:
         amp = None
@@ -393,17 +395,6 @@ def execution_results(
                 read=read,
                 shares=shares,
             )
-        results.append(
-            Execution(
-                execution=row.execution,
-                kind=row.kind,
-                latency_s=row.latency_s,
-                rows=row.rows,
-                payload_bytes=row.payload_bytes,
-                wire_bytes=row.wire_bytes,
-                pages=row.pages,
-                error=row.error,
-                amplification=amp,
-            )
-        )
+        figures = (measures or {}).get(row.window_id, {}) if row.window_id is not None else {}
+        results.append(Execution.of(row, amp, figures))
     return results

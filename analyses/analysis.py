@@ -61,10 +61,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         data,
     )
     shares = execution_shares(trace, data)  # each traced execution's own threads' reads
-    executions = amp.execution_results(trace, execution_rows, data, read, shares)
-    figures = window_measures.by_window(trace)
-    for execution, row in zip(executions, execution_rows):
-        execution.measures = figures.get(row.window_id, {}) if row.window_id is not None else {}
+    executions = amp.execution_results(trace, execution_rows, data, read, shares, window_measures.by_window(trace))
     measured = [e for e in executions if e.kind == "measured"]
     warmup = amp.warmup(trace, execution_rows, data, read)
 
@@ -105,11 +102,15 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
             read_ahead=cassandra.get("compressed_read_ahead_bytes"),
         )
 
-    for execution in executions:
-        if execution.amplification is not None:
-            execution.amplification = against_necessary(
-                execution.amplification, necessary_of(execution.payload_bytes, execution.rows), 1
-            )
+    executions = [
+        e
+        if e.amplification is None
+        else dataclasses.replace(
+            e, amplification=against_necessary(e.amplification, necessary_of(e.payload_bytes, e.rows), 1)
+        )
+        for e in executions
+    ]
+    measured = [e for e in executions if e.kind == "measured"]
     runs = max(1, len(measured))
     rows = _sum_or_none([e.rows for e in measured]) if measured else None
     necessary = necessary_of(payload / runs if payload is not None else None, rows / runs if rows is not None else None)

@@ -1,10 +1,11 @@
 """What the analyses find, as plain data the reports render. None always means "not measured", never 0."""
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal, get_args
 
 from casstrace.traces.meta import QueryTraceSession
+from casstrace.traces.queries import ExecutionRecord
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName
 
@@ -191,19 +192,24 @@ class NecessaryRead:
         return units * self.unit_bytes + self.index_bytes
 
 
-@dataclass
-class Execution:
-    execution: int
-    kind: str
-    latency_s: float | None
-    rows: int | None
-    payload_bytes: int | None
-    wire_bytes: int | None
-    pages: int | None
-    error: str | None
-    amplification: Amplification | None
+@dataclass(frozen=True)
+class Execution(ExecutionRecord):
+    """One execution of the query: its record in the trace (traces.queries.ExecutionRecord, the one
+    declaration of its fields, from the trace API to the reports) and what the analyses found of it."""
+
+    amplification: Amplification | None = None
     # per-window measures of its window (casstrace.analyses.measures): name -> value in its unit
     measures: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, record: ExecutionRecord, amplification: Amplification | None, measures: dict[str, float]
+    ) -> "Execution":
+        return cls(
+            **{f.name: getattr(record, f.name) for f in fields(ExecutionRecord)},
+            amplification=amplification,
+            measures=measures,
+        )
 
 
 @dataclass(frozen=True)
