@@ -22,7 +22,7 @@ from casstrace.analyses.units import human_bytes
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
 from casstrace.traces import Trace, queries
 from casstrace.traces.capabilities import Capability
-from casstrace.traces.meta import CassandraMeta
+from casstrace.traces.meta import CassandraMeta, TraceMeta
 
 MEASURE_NAMES = {
     "syscalls": "read/write/lseek syscalls",
@@ -48,7 +48,8 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     select = parse_select(meta.get("query"))
     keyspace = (select.keyspace if select and select.keyspace else None) or meta.get("keyspace")
     table = select.table if select else None
-    schema = find_table(meta, keyspace, table) if table else None
+    cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
+    schema = find_table(cassandra, keyspace, table) if table else None
 
     execution_rows = amp.with_client_wire(trace, queries.executions(trace))
     window_ids, scope = amp.scope(trace, execution_rows)
@@ -73,7 +74,6 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         trace, window_ids, data, payload_bytes=payload, wire_bytes=wire, read=read, shares=shares
     )
 
-    cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
     disk_access_mode = cassandra.get("disk_access_mode")
     owner = f"{keyspace}.{table}" if keyspace and table else table
     data_label = f"{owner}'s Data files" if owner else "all user tables' Data files"
@@ -248,10 +248,10 @@ def _warnings(trace: Trace, executions: list[Execution]) -> list[str]:
     return warnings
 
 
-def _context(meta: dict[str, Any], schema: TableSchema | None) -> dict[str, Any]:
+def _context(meta: TraceMeta, schema: TableSchema | None) -> dict[str, Any]:
     cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
     start, end = meta.get("capture_start_ns"), meta.get("capture_end_ns")
-    context = {
+    context: dict[str, Any] = {
         "backend": meta.get("backend"),
         "source": meta.get("source"),
         "hostname": meta.get("hostname"),

@@ -9,7 +9,6 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from casstrace.traces.meta import CassandraMeta, ColumnMeta, IndexMeta, SSTableFileMeta
 from casstrace.traces.storage import SSTableStorage
@@ -290,8 +289,8 @@ def indexed_column(target: str) -> str:
     return inner[1:-1].replace('""', '"') if inner.startswith('"') else inner
 
 
-def find_table(meta: dict[str, Any], keyspace: str | None, table: str | None) -> TableSchema | None:
-    cassandra: CassandraMeta = meta.get("cassandra") or CassandraMeta()
+def find_table(cassandra: CassandraMeta, keyspace: str | None, table: str | None) -> TableSchema | None:
+    """The table's schema from meta `cassandra`'s tables (None: not recorded)."""
     for entry in cassandra.get("tables") or []:
         if entry.get("table") == table and (keyspace is None or entry.get("keyspace") == keyspace):
             return TableSchema(

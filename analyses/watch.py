@@ -38,6 +38,7 @@ from casstrace.analyses.verdict_rule import DEFAULT_RULE, Status, VerdictRule, j
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import shared_pool_worker
+from casstrace.traces.meta import CassandraMeta
 from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
@@ -500,7 +501,7 @@ def _judge(statement: StatementIO, tallied: StatementTally, meta: dict, rule: Ve
     read against the necessary read of the rows Cassandra says it returned (no payload is seen here:
     the stored bytes per cell stand in for the values, analyses.necessary)."""
     select = parse_select(statement.statement)
-    schema = find_table(meta, select.keyspace, select.table) if select else None
+    schema = find_table(meta.get("cassandra") or CassandraMeta(), select.keyspace, select.table) if select else None
     count = statement.sampled_executions
     data = [figures for (_, component), figures in tallied.components.items() if component == "Data"]
     rows = statement.rows_per_execution
@@ -671,7 +672,7 @@ def analyse_watch(trace: Trace | str | os.PathLike, rule: VerdictRule = DEFAULT_
             f"set it to {watch.get('previous_probability')} (nodetool settraceprobability)."
         )
     watched = summarise(
-        load(trace), trace.meta, trace_path=str(trace.path), complete=trace.complete, warnings=warnings, rule=rule
+        load(trace), dict(trace.meta), trace_path=str(trace.path), complete=trace.complete, warnings=warnings, rule=rule
     )
     windows = queries.window_ids(trace)
     watched.profile = java_profile(trace, windows, sorted(data_files(trace, None, None)))

@@ -14,6 +14,7 @@ be missing from a trace, and a missing key means "not recorded", never an empty 
 
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict, Union
 
 from casstrace.traces.storage import SSTableStorage
@@ -114,51 +115,71 @@ class ProfileMeta(TypedDict, total=False):
     sampled_fill_pages: int
 
 
-META_TYPES: dict[str, Any] = {
-    "format_version": int,
-    "casstrace_version": str,
-    "complete": bool,
-    "incomplete_reason": str,
-    "backend": str,
-    "capabilities": list[str],
-    "source": str,
-    "measures": dict[str, bool],
-    "unlogged_fill_pages": int,
-    "mapped_unmeasured": dict[str, str],
-    "cold": dict[str, int | bool],
-    "hostname": str | None,
-    "kernel": str | None,
-    "pid": int | None,
-    "process": str | None,
-    "capture_start_ns": int,
-    "capture_end_ns": int,
-    "clock_offset_ns": int,
-    "slot_ns": int,
-    "heatmap_offset_bytes": int,
-    "lost_events": int,
-    "unstreamed_events": int,
-    "aggregate_overflows": int,
-    "ended_early": str,
-    "notes": list[str],
-    "sysdig_version": str,
-    "query": str,
-    "keyspace": str | None,
-    "consistency": str,
-    "page_size": int | None,
-    "paging": dict[str, int | bool | str | None],
-    "node": NodeMeta,
-    "client_addresses": list[str],
-    "cassandra": CassandraMeta,
-    "query_trace": list[QueryTraceSession],
-    "replicas": ReplicasMeta,
-    "thread_slot_ns": int,
-    "watch": WatchMeta,
-    "profile": ProfileMeta,
-    "clock": dict[str, int],
-}
+class GcPauseMeta(TypedDict):
+    """A GC pause that overlapped an execution's window (casstrace.node.gc_pauses)."""
+
+    window_id: int
+    collector: str
+    pause_ns: int
+    overlap_ns: int
+    end_ns: int
+    heap_before_bytes: int | None
+    heap_after_bytes: int | None
+    heap_bytes: int | None
 
 
-def meta_type_error(meta: dict[str, Any]) -> str | None:
+class TraceMeta(TypedDict, total=False):
+    """A trace's meta table, key by key (traces/schema.py documents each): what Trace.meta is, so that
+    mypy checks every read of it. Every key may be missing (a trace of another kind, an older format)."""
+
+    format_version: int
+    casstrace_version: str
+    complete: bool
+    incomplete_reason: str
+    backend: str
+    capabilities: list[str]
+    source: str
+    measures: dict[str, bool]
+    unlogged_fill_pages: int
+    mapped_unmeasured: dict[str, str]
+    cold: dict[str, int | bool]
+    hostname: str | None
+    kernel: str | None
+    pid: int | None
+    process: str | None
+    capture_start_ns: int
+    capture_end_ns: int
+    clock_offset_ns: int
+    slot_ns: int
+    heatmap_offset_bytes: int
+    lost_events: int
+    unstreamed_events: int
+    aggregate_overflows: int
+    ended_early: str
+    notes: list[str]
+    sysdig_version: str
+    query: str
+    keyspace: str | None
+    consistency: str
+    page_size: int | None
+    paging: dict[str, int | bool | str | None]
+    node: NodeMeta
+    client_addresses: list[str]
+    cassandra: CassandraMeta
+    query_trace: list[QueryTraceSession]
+    replicas: ReplicasMeta
+    thread_slot_ns: int
+    watch: WatchMeta
+    profile: ProfileMeta
+    clock: dict[str, int]
+    gc_pauses: list[GcPauseMeta]
+
+
+# The type of every meta value, checked when a trace is opened (traces/reader.py)
+META_TYPES: dict[str, Any] = dict(TraceMeta.__annotations__)
+
+
+def meta_type_error(meta: Mapping[str, object]) -> str | None:
     """Where `meta` holds a value not of its META_TYPES type ('measures.offsets: "yes" is not a bool'),
     or None. Keys it does not know, and keys a TypedDict says may be missing, are left alone."""
     for key, value in meta.items():

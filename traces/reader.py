@@ -5,12 +5,12 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
+from typing import Self, cast
 
 from casstrace.errors import CasstraceError
 from casstrace.outputs import PARTIAL_SUFFIX, target_of
 from casstrace.traces.capabilities import Capability, capabilities_of
-from casstrace.traces.meta import meta_type_error
+from casstrace.traces.meta import TraceMeta, meta_type_error
 from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
 
 
@@ -39,7 +39,8 @@ class Trace:
             (integrity,) = self.db.execute("PRAGMA quick_check").fetchone()
             if integrity != "ok":
                 raise sqlite3.DatabaseError(integrity)
-            self.meta = {row["key"]: json.loads(row["value"]) for row in self.db.execute("SELECT key, value FROM meta")}
+            meta = {row["key"]: json.loads(row["value"]) for row in self.db.execute("SELECT key, value FROM meta")}
+            self.meta = cast(TraceMeta, meta)  # its values' types are checked below (meta_type_error)
         except (sqlite3.DatabaseError, ValueError) as error:  # ValueError: a meta value that is not JSON
             if hasattr(self, "db"):
                 self.db.close()

@@ -172,7 +172,9 @@ def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts
             before <= pause["end_ns"] - pause["pause_ns"] and pause["end_ns"] <= after for before, after in spans
         )
         assert 0 < pause["overlap_ns"] <= pause["pause_ns"]
-        assert pause["heap_after_bytes"] <= pause["heap_before_bytes"] <= pause["heap_bytes"]
+        after, before, heap = pause["heap_after_bytes"], pause["heap_before_bytes"], pause["heap_bytes"]
+        assert after is not None and before is not None and heap is not None
+        assert after <= before <= heap
     paused = {e.execution for e in analysis.executions if e.measures.get("gc_pause_ns")}
     charged = {execution for execution, window in window_of.items() if any(p["window_id"] == window for p in pauses)}
     assert paused == charged
