@@ -35,7 +35,7 @@ from casstrace.ledger import process_start
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.gone import NodeWentAway, going_away, gone_message
-from casstrace.node.jvm import ThreadIds, cassandra_at, find_cassandra, java_thread_ids, serving_jvms
+from casstrace.node.jvm import CassandraProcess, ThreadIds, cassandra_at, find_cassandra, java_thread_ids, serving_jvms
 from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, Paging, paging, query_shape
 from casstrace.node.query import (
@@ -46,10 +46,10 @@ from casstrace.node.query import (
     prepare,
     query_traces,
 )
-from casstrace.node.replicas import replica_set
+from casstrace.node.replicas import ReplicaSet, replica_set
 from casstrace.node.statements import normalize, read_only_statement
 from casstrace.node.tracing import SampledSession, nodetool_for, traced_sessions
-from casstrace.orchestration.agents import AgentsCapture, AgentsResult, TableRef
+from casstrace.orchestration.agents import AgentsCapture, AgentsResult, AgentTarget, TableRef
 from casstrace.orchestration.sources import node_sources
 from casstrace.orchestration.targets import PlannedNode, RemoteSettings, plan_nodes
 from casstrace.orchestration.watcher import clock_offset_ns, session_rows
@@ -114,23 +114,110 @@ def default_trace_path(query: str, now: datetime | None = None) -> Path:
     return next(path for path in (default_traces_dir() / c for c in candidates) if not path.exists())
 
 
+def check_options(options: RunOptions) -> str:
+    """The run's options, before anything connects: the read-only statement to run, or CasstraceError."""
+    query = read_only_statement(options.query)
+    if options.repeat < 1 or options.warmup < 0:
+        raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
+    return query
+
+
+def check_backend(options: RunOptions, capabilities: frozenset[Capability]) -> None:
+    """What the options ask of the capture backend it cannot do (CasstraceError)."""
+    if options.profile and Capability.PROFILE_JOIN not in capabilities:
+        raise CasstraceError(
+            f"--profile joins async-profiler's stacks with a log of each read on the profiler's "
+            f"clock; the {options.backend} backend keeps no such log",
+            f"use --profile with --backend {' or '.join(backends_with(Capability.PROFILE_JOIN))}",
+        )
+
+
+@dataclass
+class RunPlan:
+    """What a run will capture, decided before any probe attaches or any trace file exists: the node's
+    JVM here (None: none of this machine's), its schema and settings, the query's replicas and, per
+    node, whether and how it is captured (an agent here or over ssh)."""
+
+    keyspace: str | None
+    coordinator: str
+    process: CassandraProcess | None
+    cassandra: CassandraMeta
+    replicas: ReplicaSet
+    nodes: list[PlannedNode]
+
+    @property
+    def targets(self) -> list[AgentTarget]:
+        return [planned.target for planned in self.nodes if planned.target is not None]
+
+    @property
+    def several(self) -> bool:
+        """Captured by agents: more than one node, or one over ssh."""
+        targets = self.targets
+        return len(targets) > 1 or (len(targets) == 1 and targets[0].ssh is not None)
+
+    def check(self, options: RunOptions) -> None:
+        """Refuse what this plan cannot do with these options (CasstraceError), before any capture."""
+        targets = self.targets
+        if not targets:  # no node to capture: say why as for one node
+            find_cassandra(None, native_port=options.connection.port, address=self.coordinator)
+            raise CasstraceError(
+                f"no JVM of the query's nodes runs on this machine ({self.nodes[0].not_captured})",
+                "run casstrace on a replica, or give --ssh",
+            )
+        if self.several and options.profile:
+            raise CasstraceError(
+                f"--profile loads async-profiler into one JVM; this run captures {len(targets)} nodes' JVMs",
+                "leave out --profile, or run on a one-node cluster",
+            )
+        if self.several and options.all_syscalls:
+            raise CasstraceError(
+                f"--spectrogram all is taken by a capture on this machine; this run captures {len(targets)} nodes",
+                "leave out --spectrogram all, or run on a one-node cluster",
+            )
+
+
+def plan_run(
+    node: NodeSession, prepared: PreparedStatement, query: str, options: RunOptions, phases: Phases
+) -> RunPlan:
+    """Discovery: the coordinator's JVM, the schema and settings the query reads, its replicas and how
+    each is captured; checked against the options (RunPlan.check)."""
+    with phases("find JVM, read schema"):
+        coordinator = node.address()
+        serving = serving_jvms()
+        process = (
+            find_cassandra(options.pid)
+            if options.pid is not None
+            else cassandra_at(coordinator, options.connection.port, serving=serving)
+        )
+        cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
+    keyspace = options.keyspace or next((t["keyspace"] for t in cassandra["tables"]), None)
+    with phases("find replicas"):
+        replicas = replica_set(
+            node.cluster, coordinator, options.connection.port, keyspace, next(iter(cassandra["tables"]), None), query
+        )
+        nodes = plan_nodes(
+            replicas,
+            process,
+            options.targets,
+            options.backend,
+            [TableRef(t["keyspace"], t["table"], t["id"]) for t in cassandra["tables"]],
+            serving,
+        )
+    plan = RunPlan(keyspace, coordinator, process, cassandra, replicas, nodes)
+    plan.check(options)
+    return plan
+
+
 def run(options: RunOptions, phases: Phases | None = None, started_backend: StartedBackend | None = None) -> Path:
     """Run the query under the probes and return the path of the trace written. On a signal, the
     trace so far is kept, marked incomplete, and casstrace.interrupts.Interrupted raised with it.
     `phases` records where the wall time went (casstrace run --timings). `started_backend`: the
     backend options.backend names, when the caller started it already (probes.backends.started)."""
     phases = phases or Phases()
-    query = read_only_statement(options.query)  # before anything connects
-    if options.repeat < 1 or options.warmup < 0:
-        raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
+    query = check_options(options)  # before anything connects
     # fails on an unknown backend before touching the node
     capture_factory: CaptureFactory = started_backend or backend(options.backend)
-    if options.profile and Capability.PROFILE_JOIN not in capture_factory.capabilities:
-        raise CasstraceError(
-            f"--profile joins async-profiler's stacks with a log of each read on the profiler's "
-            f"clock; the {options.backend} backend keeps no such log",
-            f"use --profile with --backend {' or '.join(backends_with(Capability.PROFILE_JOIN))}",
-        )
+    check_backend(options, capture_factory.capabilities)
 
     with ExitStack() as stack:
         with phases("connect, prepare"):
@@ -140,59 +227,16 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 )
             )
             prepared = prepare(node.session, query)
-        with phases("find JVM, read schema"):
-            coordinator = node.address()
-            serving = serving_jvms()
-            process = (
-                find_cassandra(options.pid)
-                if options.pid is not None
-                else cassandra_at(coordinator, options.connection.port, serving=serving)
-            )
-            cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
-        keyspace = options.keyspace or next((t["keyspace"] for t in cassandra["tables"]), None)
-        with phases("find replicas"):
-            replicas = replica_set(
-                node.cluster,
-                coordinator,
-                options.connection.port,
-                keyspace,
-                next(iter(cassandra["tables"]), None),
-                query,
-            )
-            plan = plan_nodes(
-                replicas,
-                process,
-                options.targets,
-                options.backend,
-                [TableRef(t["keyspace"], t["table"], t["id"]) for t in cassandra["tables"]],
-                serving,
-            )
-        targets = [planned.target for planned in plan if planned.target is not None]
-        if not targets:  # no node to capture: say why as for one node
-            find_cassandra(None, native_port=options.connection.port, address=coordinator)
-            raise CasstraceError(
-                f"no JVM of the query's nodes runs on this machine ({plan[0].not_captured})",
-                "run casstrace on a replica, or give --ssh",
-            )
-        several = len(targets) > 1 or targets[0].ssh is not None
-        if several and options.profile:
-            raise CasstraceError(
-                f"--profile loads async-profiler into one JVM; this run captures {len(targets)} nodes' JVMs",
-                "leave out --profile, or run on a one-node cluster",
-            )
-        if several and options.all_syscalls:
-            raise CasstraceError(
-                f"--spectrogram all is taken by a capture on this machine; this run captures {len(targets)} nodes",
-                "leave out --spectrogram all, or run on a one-node cluster",
-            )
+        plan = plan_run(node, prepared, query, options, phases)
+        process, cassandra, keyspace, targets = plan.process, plan.cassandra, plan.keyspace, plan.targets
         cold: Cold | None = None
         agents: AgentsCapture | None = None
         node_start: int | None = None
         sources: list[WindowSource] = []
-        if several:
+        if plan.several:
             if started_backend is not None:  # each agent compiles its own: none of this one may run beside them
                 started_backend.release(wait=True)
-            agents = AgentsCapture(targets, primary_node_id=plan[0].node_id)
+            agents = AgentsCapture(targets, primary_node_id=plan.nodes[0].node_id)
             stack.callback(agents.discard)
             capture: Capture = agents
             cold = AgentsCold(agents) if options.cold else None
@@ -298,7 +342,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             if cold is not None:
                 writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": cold.paged_out})
             agents_result = agents.stop() if agents is not None else None  # stopped already: its result
-            _write_nodes(writer, plan, agents, agents_result)
+            _write_nodes(writer, plan.nodes, agents, agents_result)
             writer.set_meta(
                 query=query,
                 keyspace=keyspace,
@@ -311,8 +355,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 replicas={
                     "keyspace": keyspace,
                     "consistency": options.consistency,
-                    "routing": replicas.routing,
-                    "partitions": replicas.partitions,
+                    "routing": plan.replicas.routing,
+                    "partitions": plan.replicas.partitions,
                     "ssh": any(t.ssh is not None for t in targets),
                 },
             )
