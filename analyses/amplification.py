@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from casstrace.analyses import pages
 from casstrace.analyses.file_io import page_runs
-from casstrace.analyses.model import Amplification, Busy, Execution, Unseen
+from casstrace.analyses.model import Amplification, Busy, Execution, IndexPart, IndexRead, Unseen
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace, queries
 from casstrace.traces.addresses import parse_address
@@ -78,6 +78,54 @@ def data_files(trace: Trace, keyspace: str | None, table: str | None) -> dict[in
     return chosen
 
 
+# What a read goes through besides the Data file: the partition index (BIG's Index.db and Summary,
+# BTI's Partitions.db and Rows.db tries) and 5.0's storage-attached indexes. A legacy index's hidden
+# table is read whole (its Data too).
+INDEX_COMPONENTS = frozenset({"Index", "Summary", "Partitions", "Rows", "SAI", "SASI"})
+
+
+def index_files(trace: Trace, keyspace: str | None, table: str | None) -> dict[int, SSTableName]:
+    """The index part of the queried table's files, by file_id: its SSTables' index components and
+    every read component of its legacy secondary indexes' SSTables. Empty without a known table."""
+    chosen: dict[int, SSTableName] = {}
+    if table is None:
+        return chosen
+    for file_id, path in queries.file_paths(trace, "file"):
+        name = parse_sstable_path(path)
+        if name is None or name.table != table or (keyspace is not None and name.keyspace != keyspace):
+            continue
+        if name.component in INDEX_COMPONENTS or (name.index is not None and name.component == "Data"):
+            chosen[file_id] = name
+    return chosen
+
+
+def index_read(
+    trace: Trace, window_ids: list[int], files: dict[int, SSTableName], shares: "dict[int, ExecutionShare] | None"
+) -> IndexRead | None:
+    """What the windows' executions read from the index part (index_files), by part, by the one
+    data_read formula: the windows where other requests touched the node are left out (no thread's
+    share of these files is kept). None when the table has no index file or no window is left."""
+    windows = [window for window in window_ids if not (shares and window in shares and shares[window].busy)]
+    if not files or not windows:
+        return None
+    read = read_pages(trace, windows, files)
+    mapped_measured = trace.measured("mapped")
+    parts: dict[str, int] = {}
+    for row in queries.file_window_io(trace, windows, sorted(files)):
+        touched = (row.mapped_touched_bytes or 0) if mapped_measured else 0
+        bytes_read = read.data_read(row.window_id, row.file_id, row.read_bytes or 0, touched)
+        part = files[row.file_id].part
+        parts[part] = parts.get(part, 0) + bytes_read
+    sizes = queries.file_sizes(trace)
+    on_disk: dict[str, int] = {}
+    for file_id, name in files.items():
+        on_disk[name.part] = on_disk.get(name.part, 0) + (sizes.get(file_id) or 0)
+    return IndexRead(
+        executions=len(windows),
+        parts=[IndexPart(part, parts.get(part, 0), size) for part, size in sorted(on_disk.items())],
+    )
+
+
 @dataclass(frozen=True)
 class ReadPages:
     """What the coverage table says of the queried Data files, per (window_id, file_id): the bytes
@@ -87,6 +135,13 @@ class ReadPages:
 
     syscall_bytes: dict[tuple[int, int], int]
     fills_outside_syscall_bytes: dict[tuple[int, int], int]
+
+    def data_read(self, window_id: int, file_id: int, syscall_bytes: int, mapped_touched_bytes: int) -> int:
+        """`data_read` of one window and file: its syscall bytes, and the larger of its fills and its
+        mapped pages touched outside the pages those syscalls returned."""
+        key = (window_id, file_id)
+        mapped_only = max(0, mapped_touched_bytes - self.syscall_bytes.get(key, 0))
+        return data_read(syscall_bytes, self.fills_outside_syscall_bytes.get(key, 0), mapped_only)
 
 
 def read_pages(trace: Trace, window_ids: list[int], data: dict[int, SSTableName]) -> ReadPages:

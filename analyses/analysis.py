@@ -62,6 +62,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         data,
     )
     shares = execution_shares(trace, data)  # each traced execution's own threads' reads
+    index_part = amp.index_read(trace, window_ids, amp.index_files(trace, keyspace, table), shares)
     executions = amp.execution_results(trace, execution_rows, data, read, shares, window_measures.by_window(trace))
     measured = [e for e in executions if e.kind == "measured"]
     warmup = amp.warmup(trace, execution_rows, data, read)
@@ -100,6 +101,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
             rows=rows,
             rows_aggregated=live_rows(counts),
             read_ahead=cassandra.get("compressed_read_ahead_bytes"),
+            whole_cells=meta.get("whole_cells"),
         )
 
     executions = [
@@ -189,6 +191,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         nodes=nodes,
         consistency=consistency,
         necessary=necessary,
+        index_read=index_part,
         min_excess=rule.min_excess,
         latency_notes=found.notes,
         measure_summaries=window_measures.summaries([e.measures for e in measured]),

@@ -14,9 +14,10 @@ from casstrace.analyses.model import (
     Unseen,
     Verdict,
 )
-from casstrace.analyses.necessary import describe, filtering_scan, stored_data_bytes, stored_rows
+from casstrace.analyses.necessary import describe, filtering_scan, stored_data_bytes, stored_rows, table_units
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.percentiles import percentile
+from casstrace.analyses.query import indexed_column
 from casstrace.analyses.units import human_bytes, human_ns, ratio
 from casstrace.analyses.verdict_rule import VerdictRule, judge
 
@@ -767,6 +768,41 @@ def _gc_pauses(context: FindingContext) -> Finding | None:
     )
 
 
+def _low_cardinality_index(context: FindingContext) -> Finding | None:
+    """Rows found through an index in more partitions than the table has chunks: each is read by its
+    key, its chunk decompressed again for every row it holds, where reading the rows together reads
+    each chunk once (the necessary read is capped at the table's chunks: analyses.necessary)."""
+    select, schema, necessary, rows = context.select, context.schema, context.necessary, context.rows_per_execution
+    if not context.flagged or select is None or schema is None or necessary is None or not rows:
+        return None
+    index, chunks = schema.index_used(select), table_units(schema)
+    if index is None or chunks is None or rows <= chunks:
+        return None
+    column = indexed_column(index["target"])
+    read = context.read_per_execution
+    return Finding(
+        cause="low_cardinality_index",
+        title=f"The index {index['name']} matches rows in more partitions than the table has chunks: "
+        "each is read by its own key",
+        certainty="measured",
+        evidence=[
+            f"{rows:,.0f} rows per execution through the {index['kind']} index {index['name']} on {column}, each "
+            f"in its own partition, read by its key: {human_bytes(read)} read, "
+            f"about {read / necessary.unit_bytes:,.0f} chunks of {human_bytes(necessary.unit_bytes)}, "
+            f"for a table of {chunks:,} chunks "
+            f"({human_bytes(stored_data_bytes(schema))} of Data files): each chunk read again for each row it holds.",
+            f"An index on a column of few values ({column}) grows a value's rows with the table: the read grows "
+            "with it, a chunk a row.",
+        ],
+        suggestion=[
+            f"A table keyed by {column} (PRIMARY KEY (({column}, bucket), ...)), written beside this one, keeps "
+            "a value's rows together: each chunk read once.",
+            "Or, when most rows match, read the table in token ranges and filter on the client (each chunk once).",
+        ],
+        read_after_fix_bytes=necessary.bytes,
+    )
+
+
 # Every cause, by the name it is known by (model.Cause): the seam asks each in turn.
 CAUSE_FINDERS: dict[Cause, Finder] = {
     "filtering_scan": _filtering_scan,  # first: it names the scan before what else the rows cost
@@ -777,6 +813,7 @@ CAUSE_FINDERS: dict[Cause, Finder] = {
     "many_sstables": _many_sstables,
     "tombstones": _tombstones,
     "expired_cells": _expired_cells,
+    "low_cardinality_index": _low_cardinality_index,
     "cold_cache": _cold_cache,
     "replica_reads": _replica_reads,
     "many_cells_per_row": _many_cells_per_row,

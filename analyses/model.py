@@ -171,6 +171,32 @@ class Amplification:
 
 
 @dataclass(frozen=True)
+class IndexPart:
+    """One part of a table's index files (SSTableName.part: 'Index', 'SAI people_team TermsData',
+    'people_city Data' of a legacy index's hidden table), as the executions read it."""
+
+    part: str
+    read_bytes: int  # over the executions counted, by the one data_read formula
+    file_bytes: int  # its files' size on disk, as the trace recorded them
+
+
+@dataclass(frozen=True)
+class IndexRead:
+    """The index part of the read, measured: what the executions read from the queried table's index
+    files (analyses.amplification.index_read), beside the Data read the verdict counts."""
+
+    executions: int  # measured executions counted (those no other request overlapped)
+    parts: list[IndexPart]  # every index part of the table, by name
+
+    @property
+    def read_bytes(self) -> int:
+        return sum(part.read_bytes for part in self.parts)
+
+    def per_execution(self, part: IndexPart | None = None) -> float:
+        return (part.read_bytes if part is not None else self.read_bytes) / max(1, self.executions)
+
+
+@dataclass(frozen=True)
 class NecessaryRead:
     """The least the storage engine must read, per execution, to return the result with the table's
     settings (casstrace.analyses.necessary has the model and its limits)."""
@@ -242,6 +268,7 @@ Cause = Literal[
     "many_sstables",
     "tombstones",
     "expired_cells",
+    "low_cardinality_index",
     "cold_cache",
     "replica_reads",
     "many_cells_per_row",
@@ -434,6 +461,7 @@ class Analysis:
     nodes: list[NodeIO] = field(default_factory=list)  # a multi-node (format 3) run trace's nodes; [] otherwise
     consistency: str | None = None  # the run's consistency level (meta replicas/consistency)
     necessary: NecessaryRead | None = None  # per execution (None: no model of the result's read)
+    index_read: IndexRead | None = None  # the index part of the read, measured (None: no index file)
     min_excess: int = 0  # bytes per execution past the necessary read below which nothing is flagged
     # What costs latency more than bytes (SSTables per read, tombstones, cold cache, chunk overhead),
     # and what was found below the threshold: reported whether the read is flagged or not

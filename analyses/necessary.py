@@ -38,8 +38,10 @@ Shapes (docs/verdicts.md has each with its limits)
   DISTINCT   without partition key: the head of each partition returned, a chunk at least, and on 5.0
              the partition whole when smaller than the read-ahead buffer (the mean stored partition).
   IN         on a clustering column: a chunk per row named (they lie apart), up to the rows returned.
-  element    one element of a collection or field of a frozen UDT: the whole cell is read; its size is
-             not recorded, so the rows' stored size (Statistics.db) stands for it, at least the payload.
+  element    one element of a collection or field of a frozen UDT: the whole cell is read. Its size is
+             sampled at run time (node.cells: the query's first rows with those columns whole, as the
+             node sent them), the mean sampled standing for every row; without the sample (a watch, a
+             failed sample, an older trace) the rows' stored size (Statistics.db); at least the payload.
 
 Its inputs are recorded at run time (meta cassandra.tables[].storage: casstrace.node.storage); a
 trace without them (older traces, a node whose files casstrace could not read) takes a compressed
@@ -59,7 +61,7 @@ import math
 from casstrace.analyses.model import Amplification, NecessaryRead
 from casstrace.analyses.query import Select, TableSchema
 from casstrace.analyses.units import human_bytes
-from casstrace.traces.meta import IndexMeta
+from casstrace.traces.meta import IndexMeta, WholeCellsMeta
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
 
@@ -91,15 +93,17 @@ def necessary_read(
     rows_aggregated: int | None,
     read_ahead: int | None = None,
     least: bool = False,
+    whole_cells: WholeCellsMeta | None = None,
 ) -> NecessaryRead | None:
     """Per execution: `payload_bytes` and `rows` returned by one execution (None: not known),
     `rows_aggregated` the live rows Cassandra read for it. None when the result cannot be modelled.
     `read_ahead`: the node's compressed_read_ahead_bytes (meta cassandra), what a range read of
     compressed SSTables reads at a time. `least`, without a payload: the selected cells at the least
-    their types take (a text or blob cell 1 B), instead of the table's mean cell."""
+    their types take (a text or blob cell 1 B), instead of the table's mean cell. `whole_cells`: the
+    sample of the query's first rows with its elements and fields whole (meta whole_cells)."""
     if schema is None or select is None:
         return None
-    result = _result_bytes(select, schema, payload_bytes, rows, rows_aggregated, least)
+    result = _result_bytes(select, schema, payload_bytes, rows, rows_aggregated, least, whole_cells)
     if result is None:
         return None
     result_bytes, basis = result
@@ -137,6 +141,13 @@ def necessary_read(
     sstable_format = _format(schema)
     index = _index_bytes(schema, sstable_format) * found
     if index_used is not None:
+        chunks = table_units(schema)
+        if chunks is not None and units > chunks:
+            # Rows found through an index lie in the table's chunks: read together (by a table keyed by
+            # the indexed column, or a scan), each chunk once, however many rows it holds.
+            units, data_bytes = chunks, chunks * unit
+            index = min(index, _partition_index_size(schema) or index)
+            basis += f", at most the table's {chunks:,} chunks"
         index += _secondary_index_bytes(index_used, schema, unit)
         basis += f", through the {index_used['kind']} index {index_used['name']}"
     return NecessaryRead(
@@ -181,13 +192,46 @@ def _partitions_found(select: Select, schema: TableSchema, rows: float | None, i
 
 
 def _secondary_index_bytes(index: IndexMeta, schema: TableSchema, unit: int) -> int:
-    """The lookup of the secondary index itself, each SSTable: a legacy index reads the value's
-    partition of its hidden table (an index page and a chunk); SAI walks its terms trie and reads the
-    postings (a page each, its own components), then maps row ids to keys (a page)."""
-    sstables = max(1, len(schema.storage))
+    """The lookup of the secondary index itself: a legacy index reads the value's partition of its
+    hidden table (an index page and a chunk), each SSTable of it; SAI, each SSTable of the table,
+    walks its terms trie and reads the postings (a page each of its TermsData and PostingLists), then
+    maps row ids to keys (a page of the SSTable's own SAI components). Each at most its files' size
+    on disk as recorded at run time (the SSTables' listing), else a page."""
+    files = [(name, f.get("size", 0)) for f in schema.sstables if (name := parse_sstable_path(f["path"]))]
     if index["kind"] == "legacy":
-        return PAGE_BYTES + unit
-    return sstables * 3 * PAGE_BYTES
+        own: dict[tuple, int] = {}
+        for name, size in files:
+            if name.index == index["name"] and name.component in ("Data", "Index", "Partitions", "Rows"):
+                own[name.sstable] = own.get(name.sstable, 0) + size
+        return sum(min(PAGE_BYTES + unit, size) for size in own.values()) if own else PAGE_BYTES + unit
+    sstables: dict[tuple, dict[str, int]] = {}
+    for name, size in files:
+        if name.component == "SAI" and name.attached_index in (index["name"], None):
+            parts = sstables.setdefault(name.sstable, {})
+            key = name.part.rsplit(" ", 1)[-1] if name.attached_index else "keys"
+            parts[key] = parts.get(key, 0) + size
+    if not sstables:
+        return max(1, len(schema.storage)) * 3 * PAGE_BYTES
+    return sum(
+        min(PAGE_BYTES, parts.get(part, PAGE_BYTES))
+        for parts in sstables.values()
+        for part in ("TermsData", "PostingLists", "keys")
+    )
+
+
+def table_units(schema: TableSchema) -> int | None:
+    """The chunks of the table's SSTables (4 KiB pages uncompressed), None when not recorded."""
+    layouts = [s["compression"] for s in schema.storage if s.get("compression")]
+    if layouts:
+        return sum(layout["chunks"] for layout in layouts)
+    stored = stored_data_bytes(schema)
+    return math.ceil(stored / PAGE_BYTES) if stored else None
+
+
+def _partition_index_size(schema: TableSchema) -> int:
+    """The table's partition index files on disk (Index.db, or Partitions.db and Rows.db): what
+    partition lookups read at most, however many (0: not recorded)."""
+    return sum(s.get("index_bytes", 0) + s.get("row_index_bytes", 0) for s in schema.storage)
 
 
 def stored_cell_bytes(schema: TableSchema) -> float | None:
@@ -228,6 +272,7 @@ def _result_bytes(
     rows: float | None,
     rows_aggregated: int | None,
     least: bool,
+    whole_cells: WholeCellsMeta | None = None,
 ) -> tuple[float, str] | None:
     cell = stored_cell_bytes(schema)
     regular = max(1, len(schema.regular_columns))
@@ -239,10 +284,10 @@ def _result_bytes(
             f"the {rows_aggregated:,} rows aggregated (Cassandra's count) x {cell * regular:,.0f} B stored per row",
         )
     if payload_bytes is not None:
-        whole = stored_row_bytes(schema) if select.elements else None
-        if whole is not None and rows and rows * whole > payload_bytes:
-            # One element or field is returned, the whole cell is read: the row stands for it.
-            return rows * whole, f"{rows:,.0f} whole rows of {whole:,.0f} B stored (an element's whole cell)"
+        if select.elements and rows and (element := _whole_cell_bytes(schema, whole_cells)) is not None:
+            whole, source = element
+            if rows * whole > payload_bytes:  # one element or field is returned, the whole cell is read
+                return rows * whole, f"{rows:,.0f} rows of {whole:,.0f} B {source}"
         return payload_bytes, "the payload returned"
     if rows is None:
         return None
@@ -255,6 +300,18 @@ def _result_bytes(
         return None
     selected = max(1, len(columns))
     return rows * selected * cell, f"{rows:,.0f} rows x {selected} cells x {cell:,.0f} B stored per cell"
+
+
+def _whole_cell_bytes(schema: TableSchema, whole_cells: WholeCellsMeta | None) -> tuple[float, str] | None:
+    """(bytes a row's selected cells take whole, where that comes from): the sample of the query's
+    first rows with its elements and fields whole, else the table's stored row (Statistics.db)."""
+    if whole_cells and whole_cells.get("rows"):
+        sampled = whole_cells["rows"]
+        return whole_cells.get("payload_bytes", 0) / sampled, (
+            f"with the whole cells (their size sampled on the first {sampled:,} row{'s' * (sampled != 1)})"
+        )
+    stored = stored_row_bytes(schema)
+    return (stored, "stored, whole rows (the cells' own size not sampled)") if stored is not None else None
 
 
 def _unit(schema: TableSchema) -> tuple[int | None, int]:

@@ -211,27 +211,40 @@ def _indexes(session: Session, keyspace: str, table: str) -> list[IndexMeta]:
 
 def sstable_files(pid: int, data_dirs: list[str], keyspace: str, table: str, table_id: str) -> list[SSTableFileMeta]:
     """The files of a table's live SSTables, with sizes, as they are on disk now
-    (DIR/keyspace/table-<id without dashes>/; snapshots and backups are left out). Paths are the
+    (DIR/keyspace/table-<id without dashes>/), then those of its legacy secondary indexes' hidden
+    tables (its `.<index>/` subdirectories); snapshots and backups are left out. Paths are the
     node's own, read through its root when it runs in another mount namespace (a container)."""
     directory_name = f"{table}-{table_id.replace('-', '')}"
     files: list[SSTableFileMeta] = []
     for data_dir in data_dirs:
-        table_dir = Path(data_dir, keyspace, directory_name)
-        sizes = []
-        try:
-            # scandir: a table of 5,000 SSTables has 40,000 files, which pathlib took 1.1 s to list
-            with os.scandir(in_root(pid, str(table_dir))) as entries:
-                for entry in entries:
-                    try:
-                        if entry.is_file():
-                            sizes.append((entry.name, entry.stat().st_size))
-                    except FileNotFoundError:  # compacted away meanwhile
-                        continue
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        directory = str(table_dir)
-        files += ({"path": os.path.join(directory, name), "size": size} for name, size in sorted(sizes))
+        table_dir = str(Path(data_dir, keyspace, directory_name))
+        found, subdirectories = _listed(pid, table_dir)
+        files += found
+        for subdirectory in subdirectories:
+            if subdirectory.startswith("."):  # a legacy index's SSTables
+                files += _listed(pid, os.path.join(table_dir, subdirectory))[0]
     return files
+
+
+def _listed(pid: int, directory: str) -> tuple[list[SSTableFileMeta], list[str]]:
+    """(the files of a directory with their sizes, its subdirectories), both sorted by name."""
+    sizes, subdirectories = [], []
+    try:
+        # scandir: a table of 5,000 SSTables has 40,000 files, which pathlib took 1.1 s to list
+        with os.scandir(in_root(pid, directory)) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_file():
+                        sizes.append((entry.name, entry.stat().st_size))
+                    elif entry.is_dir():
+                        subdirectories.append(entry.name)
+                except FileNotFoundError:  # compacted away meanwhile
+                    continue
+    except (FileNotFoundError, NotADirectoryError):
+        return [], []
+    return [{"path": os.path.join(directory, name), "size": size} for name, size in sorted(sizes)], sorted(
+        subdirectories
+    )
 
 
 def gather(

@@ -245,3 +245,59 @@ def select_shape(statement: str) -> SelectShape:
             digits = "".join(t.text for t in itertools.takewhile(lambda t: t.text.isdigit(), tokens[index + 1 :]))
             limit = int(digits) if digits else None
     return SelectShape(frozenset(calls), group_by, limit)
+
+
+def whole_cell_statement(statement: str) -> str | None:
+    """The SELECT with each element of a collection or field of a UDT it selects (`attrs['k']`,
+    `tags[1..3]`, `addr.city`) replaced by the whole column, the rest as written; None when it selects
+    none. The node reads the whole cell for either (casstrace.node.cells samples its size)."""
+    tokens = tokenize(statement)
+    significant = [i for i, t in enumerate(tokens) if t.kind not in ("space", "comment")]
+    dropped: list[range] = []  # the tokens of each element or field selector
+    depth = at = 0
+    while at < len(significant):
+        token = tokens[significant[at]]
+        if depth == 0 and token.kind == "word" and token.text.lower() == "from":
+            break
+        past = _past_selectors(tokens, significant, at + 1) if token.kind in ("word", "identifier") else at + 1
+        if past > at + 1:
+            dropped.append(range(significant[at] + 1, significant[past - 1] + 1))
+            at = past
+            continue
+        if token.kind == "symbol" and token.text in "([{":
+            depth += 1
+        elif token.kind == "symbol" and token.text in ")]}":
+            depth -= 1
+        at += 1
+    if not dropped:
+        return None
+    gone = {index for selector in dropped for index in selector}
+    return "".join(token.text for index, token in enumerate(tokens) if index not in gone)
+
+
+def _past_selectors(tokens: list[Token], significant: list[int], at: int) -> int:
+    """Where the element and field selectors that start at significant token `at` end (`at` itself when
+    none does): `[...]` (brackets balanced), `.field` (not `ks.fn(`, a keyspace-qualified function)."""
+
+    def text(position: int) -> str:
+        return tokens[significant[position]].text if position < len(significant) else ""
+
+    while at < len(significant):
+        if text(at) == "[":
+            depth, position = 1, at + 1
+            while position < len(significant) and depth:
+                depth += (text(position) == "[") - (text(position) == "]")
+                position += 1
+            if depth:
+                return at
+            at = position
+        elif (
+            text(at) == "."
+            and at + 1 < len(significant)
+            and tokens[significant[at + 1]].kind in ("word", "identifier")
+            and text(at + 2) != "("
+        ):
+            at += 2
+        else:
+            break
+    return at

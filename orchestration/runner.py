@@ -33,6 +33,7 @@ from cassandra.query import PreparedStatement
 from casstrace.errors import CasstraceError
 from casstrace.ledger import process_start
 from casstrace.node import context
+from casstrace.node.cells import whole_cells
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.gone import NodeWentAway, going_away, gone_message
 from casstrace.node.jvm import CassandraProcess, ThreadIds, cassandra_at, find_cassandra, java_thread_ids, serving_jvms
@@ -283,6 +284,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 shape,
                 options.allow_large_rows,
             )
+        with phases("sample whole cells"):  # an element or a field: what the node reads is the whole cell
+            cells = whole_cells(node.session, query, options.consistency, options.page_bytes, shape)
         if pages.row_over_budget:
             warn(
                 f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "
@@ -349,6 +352,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 consistency=options.consistency,
                 page_size=pages.page_size,
                 paging=pages.meta(),
+                **({"whole_cells": cells} if cells is not None else {}),
                 node={"host": options.connection.host, "port": options.connection.port, "pid": capture.pid},
                 cassandra=_cassandra_of_coordinator(cassandra, agents_result),
                 query_trace=query_trace,

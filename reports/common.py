@@ -71,7 +71,7 @@ def percent(fraction: float | None) -> str:
 def file_row(f: FileIO, name: str | None = None) -> tuple[str, ...]:
     return (
         name or f.path,
-        f.component or f.kind,
+        f.sstable.part if f.sstable else f.kind,  # 'Data', 'SAI people_team TermsData', 'people_city Index'
         human_bytes(f.read_bytes),
         human_bytes(f.read_requested_bytes),
         f"{f.read_calls:,}",
@@ -320,6 +320,7 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
         ("Payload", human_bytes(o.payload_bytes) if o.payload_bytes is not None else "none recorded"),
         ("Wire bytes to the client", human_bytes(o.wire_bytes)),
         ("SSTables read", f"{o.sstables_read} ({o.data_files} Data files)"),
+        *index_read_items(analysis),
         *measure_items(analysis),
     ]
     items += busy_items(o)
@@ -333,6 +334,25 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
             )
         )
     return items
+
+
+def index_read_items(analysis: Analysis) -> list[tuple[str, str]]:
+    """The index part of the read per execution, by part (none: the table has no index file read)."""
+    index = analysis.index_read
+    if index is None:
+        return []
+    counted = sum(e.kind == "measured" for e in analysis.executions)
+    over = (
+        f" (over the {index.executions} executions no other request overlapped)" if index.executions < counted else ""
+    )
+    return [
+        ("Index read (the table's index files, not in the data read)", human_bytes(index.per_execution()) + over),
+        *(
+            (f"  {part.part}", f"{human_bytes(index.per_execution(part))} ({human_bytes(part.file_bytes)} on disk)")
+            for part in sorted(index.parts, key=lambda part: -part.read_bytes)
+            if part.read_bytes
+        ),
+    ]
 
 
 def busy_items(o: Amplification) -> list[tuple[str, str]]:

@@ -17,6 +17,7 @@ requests: from the read that took each request to the last write of its answer, 
 all its threads), "gc_pause_ns" and "safepoint_ns" (the JVM's pauses overlapping the execution),
 "client_decode_ns" (casstrace's own decoding of the result, in the client). executions[].latency_s is the
 client's round trip.
+Later in version 2: "index_read", the index part of the read by part of the table's index files.
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
@@ -83,6 +84,14 @@ A measure the backend did not take is null, never 0; `measures` says which were 
     "sstable_format": "big" | "bti" | null
   },
   "min_excess": int,             bytes per execution past the necessary read below which nothing is flagged
+  "index_read": null | {         the index part of the read, measured (null: no index file of the table in the trace)
+    "executions": int,           measured executions counted (those no other request overlapped)
+    "parts": [{"part": str, "read_bytes": int, "file_bytes": int}]   each part of the table's index files
+                                 ("Index", "Partitions", "SAI <index> TermsData", "SAI RowToPartition",
+                                 "<index> Data" of a legacy index's table): bytes read over those executions
+                                 (syscalls + the larger of fills and mapped pages touched outside them), and
+                                 its files' size on disk
+  },
   "latency": [{"syscall", "target", "count", "p50_ns", "p90_ns", "p99_ns", "max_ns"}],
   "query_trace": [...],          Cassandra's own trace, as recorded
   "context": {...},              Cassandra version, disk_access_mode, backend, node, table schema, ...
@@ -113,7 +122,8 @@ A measure the backend did not take is null, never 0; `measures` says which were 
 
 FINDING = {
   "cause": "filtering_scan" | "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" |
-           "readahead_inflation" | "many_sstables" | "tombstones" | "expired_cells" | "cold_cache" |
+           "readahead_inflation" | "many_sstables" | "tombstones" | "expired_cells" | "low_cardinality_index" |
+           "cold_cache" |
            "replica_reads" | "many_cells_per_row" | "gc_pauses",
   "title": str, "certainty": "measured" | "likely" | "possible",
   "evidence": [str], "suggestion": [str],
@@ -329,6 +339,7 @@ def data(analysis: Analysis) -> dict:
         "latency_notes": [dataclasses.asdict(finding) for finding in analysis.latency_notes],
         "necessary": dataclasses.asdict(analysis.necessary) if analysis.necessary else None,
         "min_excess": analysis.min_excess,
+        "index_read": dataclasses.asdict(analysis.index_read) if analysis.index_read else None,
         "latency": [dataclasses.asdict(latency) for latency in analysis.latencies],
         "query_trace": analysis.query_trace,
         "context": analysis.context,

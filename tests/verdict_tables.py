@@ -178,17 +178,11 @@ SAI_SHAPES = {"through an SAI index"}  # 5.0 only
 def load_shapes(node: Sandbox) -> None:
     """The read shapes' tables on `node` (SAI on 5.0 only), unless a finished load is there already."""
     with node.connect() as session:
-        marked = list(
-            session.execute(
-                "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'sessions'",
-                (SHAPES,),
-            )
-        )
-        if marked and marked[0].comment == SHAPES_LOADED:
+        if _loaded(session, "sessions", SHAPES_LOADED):
             return
 
-        def ddl(cql: str) -> None:  # a schema change waits for the node's agreement: on a busy machine, long
-            session.execute(cql, timeout=120)
+        def ddl(cql: str) -> None:
+            _schema_change(session, cql)
 
         ddl(f"DROP KEYSPACE IF EXISTS {SHAPES}")
         ddl(f"CREATE KEYSPACE {SHAPES} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
@@ -252,3 +246,57 @@ def load_shapes(node: Sandbox) -> None:
         time.sleep(2)  # past the TTL: expired cells, kept until gc_grace_seconds
         node.nodetool("flush", SHAPES)
         ddl(f"ALTER TABLE {SHAPES}.sessions WITH comment = '{SHAPES_LOADED}'")
+
+
+# A low-cardinality index (issue 33): MEMBERS rows of ~400 B, one a partition, half of them of each
+# value of `parity` (legacy index) and of `grade` (SAI, 5.0): a value's rows lie in every chunk of the
+# table, and the node reads each by its key, its chunk again for each.
+MEMBERS = 2_000
+MEMBERS_LOADED = "casstrace low-cardinality index, loaded v2"
+LOW_CARDINALITY = {  # query -> the index kind it reads through
+    "through a low-cardinality index": (f"SELECT * FROM {SHAPES}.members WHERE parity = 1", "legacy"),
+    "through a low-cardinality SAI index": (f"SELECT * FROM {SHAPES}.members WHERE grade = 'b'", "sai"),
+}
+
+
+def load_low_cardinality(node: Sandbox) -> None:
+    """The members table on `node` (after load_shapes: its keyspace), unless loaded already."""
+    with node.connect() as session:
+        if _loaded(session, "members", MEMBERS_LOADED):
+            return
+
+        _schema_change(session, f"DROP TABLE IF EXISTS {SHAPES}.members")
+        _schema_change(
+            session,
+            f"CREATE TABLE {SHAPES}.members (id int PRIMARY KEY, parity int, grade text, name text, bio text) "
+            "WITH compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': 16}",
+        )
+        _schema_change(session, f"CREATE INDEX members_parity ON {SHAPES}.members (parity)")
+        release = session.execute("SELECT release_version FROM system.local").one().release_version
+        if int(release.split(".")[0]) >= 5:
+            _schema_change(session, f"CREATE INDEX members_grade ON {SHAPES}.members (grade) USING 'sai'")
+        values = random.Random(34)
+        execute_concurrent_with_args(
+            session,
+            session.prepare(f"INSERT INTO {SHAPES}.members (id, parity, grade, name, bio) VALUES (?, ?, ?, ?, ?)"),
+            [(i, i % 2, "ab"[i % 2], f"name{i}", values.randbytes(170).hex()) for i in range(MEMBERS)],
+            concurrency=32,
+            raise_on_first_error=True,
+        )
+        node.nodetool("flush", SHAPES)
+        _schema_change(session, f"ALTER TABLE {SHAPES}.members WITH comment = '{MEMBERS_LOADED}'")
+
+
+def _loaded(session, table: str, marker: str) -> bool:
+    """Whether the shapes keyspace's `table` carries `marker` as its comment: its load finished."""
+    marked = list(
+        session.execute(
+            "SELECT comment FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s", (SHAPES, table)
+        )
+    )
+    return bool(marked) and marked[0].comment == marker
+
+
+def _schema_change(session, cql: str) -> None:
+    """A schema change waits for the node's agreement: on a busy machine, long."""
+    session.execute(cql, timeout=120)

@@ -39,6 +39,15 @@ class IndexMeta(TypedDict):
     kind: str  # 'sai' (5.0's storage-attached index), 'legacy' (a hidden table per index), or the class
 
 
+class WholeCellsMeta(TypedDict, total=False):
+    """The first rows of a query that selects an element of a collection or a field of a UDT, with those
+    columns whole (casstrace.node.cells): what the node reads for them. Sizes only, never a value."""
+
+    rows: int  # rows sampled (0: none came back, or the sample failed)
+    payload_bytes: int  # their bytes as the node sent them (the whole cells, and any other column selected)
+    failed: str  # why the sample failed, when it did
+
+
 class TableMeta(TypedDict, total=False):
     keyspace: str
     table: str
@@ -163,6 +172,7 @@ class TraceMeta(TypedDict, total=False):
     consistency: str
     page_size: int | None
     paging: dict[str, int | bool | str | None]
+    whole_cells: WholeCellsMeta
     node: NodeMeta
     client_addresses: list[str]
     cassandra: CassandraMeta

@@ -63,6 +63,9 @@ Meta keys (values are JSON)
   paging             {"page_size": int, "chosen": bool (by casstrace, not --page-size), "page_bytes": int | null
                       (the budget it was chosen for), "sampled_row_bytes": int | null (the largest row of the
                       sample taken before the capture), "reason": str} (run only; casstrace.node.paging)
+  whole_cells        {"rows": int, "payload_bytes": int, "failed": str (when it did)}: a query selecting an element
+                      of a collection or a field of a UDT, its first rows with those columns whole, sampled before
+                      the capture (run only; casstrace.node.cells; absent for other queries)
   node               {"host": str, "port": int, "pid": int}
   client_addresses   ["ip:port"] (run, later in format 4): this client's ends of its connections to the node;
                      the node's sockets with these remote addresses carry the query's results (the wire bytes

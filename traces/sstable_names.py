@@ -100,6 +100,25 @@ class SSTableName:
         return f"{self.keyspace}.{self.table}" + (f".{self.index}" if self.index else "")
 
     @property
+    def attached_index(self) -> str | None:
+        """The index an SAI component belongs to ('SAI+aa+<index>+TermsData.db'); None for the
+        SSTable's own SAI components ('SAI+aa+RowToPartition.db', shared by its indexes) and others."""
+        if self.component != "SAI":
+            return None
+        fields = self.component_file.split("+")
+        return fields[2] if len(fields) == 4 else None
+
+    @property
+    def part(self) -> str:
+        """What the file is to a read of its table, by component: 'Data', 'Index', 'SAI people_team
+        TermsData', 'SAI RowToPartition' (the SSTable's own), 'people_city Data' (a legacy index's
+        hidden table)."""
+        if self.component == "SAI":
+            fields = self.component_file.removesuffix(".db").split("+")
+            return " ".join(["SAI", *fields[2:]])
+        return f"{self.index} {self.component}" if self.index else self.component
+
+    @property
     def label(self) -> str:
         """Short human name: 'ks.table gen 13 Data'."""
         return f"{self.owner} gen {self.generation} {self.component}"

@@ -19,9 +19,14 @@ import pytest
 from casstrace.analyses.model import Analysis
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
+from casstrace.traces import Trace
+from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.sstable_names import parse_sstable_path
 from verdict_tables import (
     CITIES,
     FLAGGED,
+    LOW_CARDINALITY,
+    MEMBERS,
     NOT_FLAGGED,
     PEOPLE,
     SAI_SHAPES,
@@ -31,6 +36,7 @@ from verdict_tables import (
     SHAPES_NOT_FLAGGED,
     judged,
     load,
+    load_low_cardinality,
     load_shapes,
     traced,
 )
@@ -183,6 +189,59 @@ def test_an_index_read_needs_a_chunk_and_a_lookup_per_partition_found(big_shapes
     assert 0.5 * necessary.data_bytes <= analysis.read_per_execution <= 2 * necessary.data_bytes, judged(analysis)
 
 
+@pytest.mark.parametrize(
+    "label, index_files",
+    [
+        ("through a secondary index", ".people_city/*-Data.db"),
+        ("through an SAI index", "*-SAI+aa+people_team+*.db"),
+    ],
+)
+def test_an_index_read_is_counted_by_part_against_its_files_on_disk(big_shapes, label, index_files, tmp_path):
+    """The index part of the read, measured by part: the index's own files (a legacy index's hidden
+    table, the SAI index's components) read, each part at most its files on disk (their sizes read
+    here, in whole pages) per execution, and not in the data read the verdict counts."""
+    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+    assert analysis.verdict.status == "not flagged", judged(analysis)
+    index = analysis.index_read
+    assert index is not None and index.executions == 2
+    directories = {Path(f["path"]).parent for f in analysis.context["table_schema"]["sstables"]}
+    [table_dir] = [directory for directory in directories if not directory.name.startswith(".")]
+    on_disk: dict[str, int] = {}  # part -> its files' size, as the node's directory lists them now
+    for path in table_dir.glob(index_files):
+        name = parse_sstable_path(str(path))
+        assert name is not None, path
+        on_disk[name.part] = on_disk.get(name.part, 0) + path.stat().st_size
+    read = [part for part in index.parts if part.part in on_disk and part.read_bytes]
+    assert read, (index.parts, on_disk)
+    for part in read:  # at most the part's files, in whole pages, each execution
+        assert part.file_bytes == on_disk[part.part], (part, on_disk)
+        assert part.read_bytes <= index.executions * -(-part.file_bytes // PAGE_BYTES) * PAGE_BYTES, part
+
+
+@pytest.mark.parametrize("label", LOW_CARDINALITY)
+def test_a_low_cardinality_index_is_flagged_reading_a_chunk_a_row(big_shapes, label, tmp_path):
+    """Half of 2,000 one-row partitions through an index of two values: the node reads each row by its
+    key, a chunk a row, many times the table's chunks; the necessary read is those chunks once."""
+    load_low_cardinality(big_shapes)
+    query, kind = LOW_CARDINALITY[label]
+    analysis = flagged_with_cause_first(big_shapes, query, "low_cardinality_index", tmp_path)
+    necessary = analysis.necessary
+    chunks = sum(s["compression"]["chunks"] for s in _storage(analysis))
+    assert [e.rows for e in analysis.executions if e.kind == "measured"] == [MEMBERS // 2] * 2
+    assert necessary is not None and necessary.units == chunks < MEMBERS // 2, judged(analysis)
+    assert f"through the {kind} index" in necessary.basis
+    # a chunk a row, at least half of them read again: far past the table's Data files per execution
+    assert analysis.read_per_execution >= MEMBERS // 4 * necessary.unit_bytes, judged(analysis)
+
+
+def test_a_low_cardinality_index_is_flagged_on_bti(bti_shapes, tmp_path):
+    """The same through SAI on a node writing BTI (its partition index a trie, the same chunks)."""
+    load_low_cardinality(bti_shapes)
+    query, _ = LOW_CARDINALITY["through a low-cardinality SAI index"]
+    analysis = flagged_with_cause_first(bti_shapes, query, "low_cardinality_index", tmp_path)
+    assert analysis.necessary is not None and analysis.necessary.sstable_format == "bti"
+
+
 def test_a_materialized_view_is_judged_by_its_own_table(big_shapes, tmp_path):
     analysis = traced(big_shapes, SHAPES_NOT_FLAGGED["from a materialized view"], tmp_path / "q.trace")
     assert analysis.context["table_schema"]["table"] == "people_by_city"
@@ -191,13 +250,27 @@ def test_a_materialized_view_is_judged_by_its_own_table(big_shapes, tmp_path):
     assert {f.sstable.table for f in analysis.files if f.component == "Data" and f.read_bytes} >= {"people_by_city"}
 
 
-def test_an_element_of_a_collection_needs_its_whole_cell(big_shapes, tmp_path):
-    """One element of a 300-element map: the node reads the whole cell, which is the necessary read's
-    result (the row stands for it), not the element's few bytes."""
-    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED["an element of a large map"], tmp_path / "q.trace")
+@pytest.mark.parametrize(
+    "label, cell_bytes",
+    [
+        # 300 entries: a count, then each key ('k0'..'k299': 1,090 B) and 100-character value with its length
+        ("an element of a large map", 4 + 300 * (4 + 4 + 100) + 1_090),
+        # the fields 'street', 'city' and 40,000 hex characters, each with its length
+        ("a field of a large frozen UDT", 4 + 6 + 4 + 4 + 4 + 40_000),
+    ],
+)
+def test_an_element_or_field_needs_its_whole_cell_as_sampled(big_shapes, label, cell_bytes, tmp_path):
+    """One element of a 300-element map, one field of a 40 KB frozen UDT: the node reads the whole cell,
+    the necessary read's result is that cell as sampled before the capture (the size the data loaded
+    gives, exactly), not the element's few bytes nor the whole row; not flagged."""
+    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+    with Trace(tmp_path / "q.trace") as trace:
+        assert trace.meta["whole_cells"] == {"rows": 1, "payload_bytes": cell_bytes}
     necessary = analysis.necessary
-    assert necessary.result_bytes > 30_000 > (analysis.overall.basis_bytes or 0) / 2, judged(analysis)
-    assert "whole rows" in necessary.basis
+    assert necessary is not None and necessary.result_bytes == cell_bytes, judged(analysis)
+    assert (analysis.overall.basis_bytes or 0) / 2 < 200  # the element or field returned, per execution
+    assert "sampled on the first 1 row" in necessary.basis
+    assert analysis.verdict.status == "not flagged", judged(analysis)
 
 
 @pytest.mark.parametrize("label", SHAPES_FLAGGED)

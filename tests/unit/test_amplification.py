@@ -10,6 +10,8 @@ import synthetic_traces as synthetic
 from casstrace.analyses import analyse
 from casstrace.analyses.amplification import data_read
 from casstrace.analyses.attribution import SlotIO
+from casstrace.analyses.model import IndexPart
+from casstrace.reports import common
 from casstrace.traces.schema import PAGE_BYTES
 
 KiB = 1024
@@ -139,3 +141,14 @@ def test_wire_bytes_are_derived_from_the_client_addresses_in_meta(tmp_path):
     assert analysis.overall.wire_bytes == synthetic.WIDE_WIRE
     # no socket of this client: no wire bytes per execution (None, never 0)
     assert [e.wire_bytes for e in with_clients(["127.0.0.1:1"]).executions] == [None, None]
+
+
+def test_the_index_part_is_measured_by_part_beside_the_data_read(wide):
+    """The wide trace's measured execution read 8 KiB of the SSTable's Index.db (two preads): the
+    index part, by the data_read formula, with the file's size on disk; not in the data read."""
+    index = wide.index_read
+    assert index is not None and index.executions == 1
+    assert index.parts == [IndexPart("Index", 8_192, 409_600)]
+    assert wide.overall.data_read_bytes == synthetic.WIDE_DATA_READ
+    items = dict(common.index_read_items(wide))
+    assert items["  Index"] == "8.0 KiB (400.0 KiB on disk)"

@@ -1,6 +1,8 @@
 """The necessary read of each of CQL's read shapes (analyses.necessary), and the expired-cells cause,
 on tables described as a run records them (their real nodes: tests/integration/test_verdict_classes.py)."""
 
+import dataclasses
+
 from casstrace.analyses.causes import CAUSE_FINDERS
 from casstrace.analyses.findings import CassandraCounts, FindingContext
 from casstrace.analyses.necessary import filtering_scan, necessary_read
@@ -10,7 +12,9 @@ CHUNK, STORED_CHUNK = 16_384, 15_000
 READ_AHEAD = 256 * 1024
 
 
-def table(*, clustering: list[str] | None = None, partitions: int = 5_000, chunks: int = 150, **extra) -> TableSchema:
+def table(
+    *, clustering: list[str] | None = None, partitions: int = 5_000, chunks: int = 150, sstables=(), **extra
+) -> TableSchema:
     """A table of one compressed SSTable (LZ4, 16 KiB chunks) of `partitions` partitions."""
     columns = {"id": {"name": "id", "kind": "partition_key"}} | {
         name: {"name": name, "kind": "clustering"} for name in clustering or []
@@ -23,7 +27,7 @@ def table(*, clustering: list[str] | None = None, partitions: int = 5_000, chunk
         partition_key=["id"],
         clustering=clustering or [],
         compression={"class": "LZ4Compressor", "chunk_length_in_kb": "16"},
-        sstables=[],
+        sstables=list(sstables),
         storage=[
             {
                 "format": "big",
@@ -108,7 +112,7 @@ def test_an_element_needs_its_whole_cell_the_row_standing_for_it():
     assert whole is not None and whole.units == 1
 
 
-def context(schema: TableSchema, ttl_max: int) -> FindingContext:
+def context(schema: TableSchema, ttl_max: int = 0) -> FindingContext:
     schema.storage[0]["stats"]["ttl_max"] = ttl_max
     return FindingContext(
         flagged=True,
@@ -135,3 +139,75 @@ def test_dead_cells_are_expired_where_the_sstables_hold_ttls_else_tombstones():
     assert finding.read_after_fix_bytes == 2_000_000 * 10 / 2_000
     assert CAUSE_FINDERS["expired_cells"](deleted) is None
     assert CAUSE_FINDERS["tombstones"](deleted) is not None
+
+
+def test_an_index_lookup_costs_at_most_its_files_on_disk():
+    """The index's own lookup from the SSTables' listing: a legacy index's hidden table of 2 KiB is
+    read whole, at most; SAI a page of its terms, of its postings and of the SSTable's key map, each at
+    most its files (a terms file of 1 KiB)."""
+    directory = "/d/ks/t-0d493010ea8b11f19b6ea7edf2753d3b"
+    sstables = [
+        {"path": f"{directory}/.t_city/nb-1-big-Data.db", "size": 1_500},
+        {"path": f"{directory}/.t_city/nb-1-big-Index.db", "size": 548},
+        {"path": f"{directory}/nb-1-big-SAI+aa+t_team+TermsData.db", "size": 1_024},
+        {"path": f"{directory}/nb-1-big-SAI+aa+t_team+PostingLists.db", "size": 90_000},
+        {"path": f"{directory}/nb-1-big-SAI+aa+RowToPartition.db", "size": 20_000},
+        {"path": f"{directory}/nb-1-big-SAI+aa+other_idx+TermsData.db", "size": 50_000},
+    ]
+    indexes = [
+        {"name": "t_city", "target": "city", "kind": "legacy"},
+        {"name": "t_team", "target": "team", "kind": "sai"},
+    ]
+    schema = table(indexes=indexes, sstables=sstables)
+    legacy = necessary("SELECT name FROM ks.t WHERE city = 'c'", schema, payload=100, rows=10)
+    sai = necessary("SELECT name FROM ks.t WHERE team = 't'", schema, payload=100, rows=10)
+    assert legacy is not None and legacy.index_bytes == 10 * 4_096 + 2_048
+    assert sai is not None and sai.index_bytes == 10 * 4_096 + 1_024 + 4_096 + 4_096
+
+
+def test_rows_found_through_an_index_need_at_most_the_tables_chunks():
+    """3,000 rows in 3,000 partitions of a table of 150 chunks: the rows lie in those chunks, each read
+    once at the least; the node reads a chunk a row, and low_cardinality_index names it."""
+    schema = table(indexes=[{"name": "t_city", "target": "city", "kind": "legacy"}])
+    found = necessary("SELECT * FROM ks.t WHERE city = 'c'", schema, payload=1_200_000, rows=3_000)
+    assert found is not None and found.units == 150 and found.data_bytes == 150 * STORED_CHUNK
+    assert found.index_bytes == 100_000 + 4_096 + STORED_CHUNK  # the whole Index.db at most
+    low = dataclasses.replace(
+        context(schema),
+        data_read_bytes=3_000 * STORED_CHUNK,
+        payload_bytes=1_200_000,
+        rows=3_000,
+        necessary=found,
+        select=parse_select("SELECT * FROM ks.t WHERE city = 'c'"),
+    )
+    finding = CAUSE_FINDERS["low_cardinality_index"](low)
+    assert finding is not None and finding.read_after_fix_bytes == found.bytes
+    assert "3,000 chunks" in finding.evidence[0] and "150 chunks" in finding.evidence[0]
+    few = dataclasses.replace(low, rows=10, data_read_bytes=10 * STORED_CHUNK)
+    assert CAUSE_FINDERS["low_cardinality_index"](few) is None
+
+
+def test_an_element_needs_its_whole_cell_as_sampled():
+    """The sample of the first rows with the cell whole (node.cells) gives the cell's own size: a 35 KB
+    map in a row of 80 KiB, 3 chunks, not 5; a failed sample leaves the stored row."""
+    schema = table(partitions=40, chunks=200)
+    query = "SELECT attrs['k1'] FROM ks.t WHERE id = 7"
+    sampled = necessary_read(
+        parse_select(query),
+        schema,
+        payload_bytes=100,
+        rows=1,
+        rows_aggregated=None,
+        whole_cells={"rows": 2, "payload_bytes": 70_000},
+    )
+    assert sampled is not None and sampled.result_bytes == 35_000 and sampled.units == 3
+    assert "sampled on the first 2 rows" in sampled.basis
+    failed = necessary_read(
+        parse_select(query),
+        schema,
+        payload_bytes=100,
+        rows=1,
+        rows_aggregated=None,
+        whole_cells={"rows": 0, "payload_bytes": 0, "failed": "ReadTimeout: ..."},
+    )
+    assert failed is not None and failed.result_bytes == 200 * CHUNK // 40

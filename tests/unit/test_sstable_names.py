@@ -381,3 +381,18 @@ def test_deleted_files_keep_their_identity():
         "/var/lib/cassandra/data/ks/t-3e2d0c602b0311ee80bfa378d3cf1972/nb-7-big-Data.db (deleted)"
     )
     assert (name.keyspace, name.generation, name.component) == ("ks", 7, "Data")
+
+
+def test_each_file_names_its_part_of_a_read():
+    """SAI components name their index (or none: the SSTable's own, shared by its indexes); a legacy
+    index's hidden table names its index."""
+    table = "/d/ks/people-0d493010ea8b11f19b6ea7edf2753d3b"
+    parts = {
+        f"{table}/nb-1-big-SAI+aa+people_team+TermsData.db": ("SAI people_team TermsData", "people_team"),
+        f"{table}/nb-1-big-SAI+aa+RowToPartition.db": ("SAI RowToPartition", None),
+        f"{table}/.people_city/nb-1-big-Data.db": ("people_city Data", None),
+        f"{table}/da-2-bti-Partitions.db": ("Partitions", None),
+    }
+    for path, (part, attached) in parts.items():
+        name = parse_sstable_path(path)
+        assert name is not None and (name.part, name.attached_index) == (part, attached), path

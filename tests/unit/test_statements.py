@@ -3,7 +3,13 @@
 import pytest
 
 from casstrace.errors import CasstraceError
-from casstrace.node.statements import read_only_statement, select_shape, split_statements, statement_kind
+from casstrace.node.statements import (
+    read_only_statement,
+    select_shape,
+    split_statements,
+    statement_kind,
+    whole_cell_statement,
+)
 
 ACCEPTED = [
     # (text as given, the statement casstrace runs)
@@ -118,3 +124,18 @@ def test_a_user_defined_aggregate_makes_an_aggregate() -> None:
     shape = select_shape("SELECT ks.my_avg(v) FROM ks.t WHERE k = 1")
     assert shape.calls == {"my_avg"}
     assert not shape.aggregate() and shape.aggregate(frozenset({"my_avg"}))
+
+
+@pytest.mark.parametrize(
+    "statement, whole",
+    [
+        ("SELECT attrs['k1'] FROM ks.p WHERE id = 7", "SELECT attrs FROM ks.p WHERE id = 7"),
+        ("SELECT id, addr . city AS c, tags[1..3] FROM ks.p", "SELECT id, addr AS c, tags FROM ks.p"),
+        ("SELECT m['a]']['b'], \"Addr\".\"City\", a.b.c FROM t", 'SELECT m, "Addr", a FROM t'),
+        ("SELECT writetime(m['k']) FROM t /* m['k'] */", "SELECT writetime(m) FROM t /* m['k'] */"),
+        ("SELECT ks.fn(x) FROM ks.t", None),  # a keyspace-qualified function, no field
+        ("SELECT a FROM ks.t WHERE m['x'] = 1 ALLOW FILTERING", None),  # an element in WHERE only
+    ],
+)
+def test_an_element_or_field_selected_is_replaced_by_its_whole_column(statement, whole):
+    assert whole_cell_statement(statement) == whole
