@@ -9,7 +9,7 @@ from casstrace.analyses import causes
 from casstrace.analyses import measures as window_measures
 from casstrace.analyses import nodes as cluster_nodes
 from casstrace.analyses.access import access_patterns
-from casstrace.analyses.attribution import execution_shares
+from casstrace.analyses.attribution import execution_shares, serving_cpu_ns
 from casstrace.analyses.file_io import file_io, group_by_sstable
 from casstrace.analyses.findings import FindingContext, live_rows, trace_counts
 from casstrace.analyses.model import Amplification, Analysis, Execution, NecessaryRead
@@ -63,7 +63,9 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     )
     shares = execution_shares(trace, data)  # each traced execution's own threads' reads
     index_part = amp.index_read(trace, window_ids, amp.index_files(trace, keyspace, table), shares)
-    executions = amp.execution_results(trace, execution_rows, data, read, shares, window_measures.by_window(trace))
+    executions = amp.execution_results(
+        trace, execution_rows, data, read, shares, window_measures.with_derived(trace, execution_rows, serving_cpu_ns)
+    )
     measured = [e for e in executions if e.kind == "measured"]
     warmup = amp.warmup(trace, execution_rows, data, read)
 
@@ -195,6 +197,9 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         min_excess=rule.min_excess,
         latency_notes=found.notes,
         measure_summaries=window_measures.summaries([e.measures for e in measured]),
+        cpu_per_result=window_measures.cpu_per_result(
+            measured, len(schema.returned_cells(select)) if schema is not None and select is not None else None
+        ),
     )
 
 

@@ -8,7 +8,7 @@ charged what its own threads read while its events span them: one implementation
 execution traced), so neither charges a statement what other requests read meanwhile.
 
 `serving_threads(trace)` gives, per execution of a run, the threads that served it and when: the
-seam for any per-execution measure taken per thread (I/O here; CPU, say).
+seam for any per-execution measure taken per thread (I/O here; CPU in `serving_cpu_ns`).
 """
 
 import bisect
@@ -20,7 +20,7 @@ from typing import Protocol
 from casstrace.analyses.amplification import data_read
 from casstrace.analyses.query import parse_select
 from casstrace.traces import Trace, queries
-from casstrace.traces.queries import ReadCall
+from casstrace.traces.queries import ReadCall, ThreadCpu
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
@@ -227,6 +227,35 @@ def serving_threads(trace: Trace) -> dict[int, list[Span]]:
         if span.session in sessions:
             served[sessions[span.session]].append(span)
     return {execution: sorted(spans, key=lambda s: s.first_ns) for execution, spans in served.items()}
+
+
+def serving_cpu_ns(trace: Trace) -> dict[int, float]:
+    """execution -> the on-CPU time of the threads that served it, while they served it: of each thread
+    of its traced sessions, its CPU time (thread_cpu) in the slots that meet its events there, widened
+    by CALL_MARGIN_NS either side (the events' times are known that well), each slot once. {} for a trace
+    without thread_cpu rows or traced executions; an execution none of whose threads was found has none."""
+    slots: dict[int, list[ThreadCpu]] = defaultdict(list)
+    for row in queries.thread_cpu(trace):
+        slots[row.tid].append(row)  # by time
+    served = serving_threads(trace) if slots else {}
+    starts = {tid: [row.ts_ns for row in rows] for tid, rows in slots.items()}
+    widest = max((row.slot_ns for rows in slots.values() for row in rows), default=0)
+    found: dict[int, float] = {}
+    for execution, spans in served.items():
+        taken: set[tuple[int, int]] = set()
+        for span in spans:
+            if span.tid is None:
+                continue
+            first, last = span.first_ns - CALL_MARGIN_NS, span.last_ns + CALL_MARGIN_NS
+            rows = slots.get(span.tid, [])
+            at = bisect.bisect_right(starts.get(span.tid, []), first - widest)
+            while at < len(rows) and rows[at].ts_ns <= last:
+                if rows[at].ts_ns + rows[at].slot_ns > first:
+                    taken.add((span.tid, at))
+                at += 1
+        if any(span.tid is not None for span in spans):
+            found[execution] = float(sum(slots[tid][at].oncpu_ns for tid, at in taken))
+    return found
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ and said no more surely than that evidence allows ('measured', 'likely', 'possib
 
 from casstrace.analyses.amplification import MMAP_DATA_MODES
 from casstrace.analyses.findings import Finder, FindingContext, Found, find
+from casstrace.analyses.measures import cpu_measure
 from casstrace.analyses.model import (
     Amplification,
     Cause,
@@ -20,6 +21,7 @@ from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.query import indexed_column
 from casstrace.analyses.units import human_bytes, human_ns, ratio
 from casstrace.analyses.verdict_rule import VerdictRule, judge
+from casstrace.traces.measures import MEASURES
 
 MANY_SSTABLES = 4
 TOMBSTONE_WARN = 1000  # Cassandra's default tombstone_warn_threshold
@@ -699,19 +701,16 @@ MANY_CELLS = 20  # cells per row from which their count, more than their bytes, 
 FROZEN_CELLS = 1
 
 
-def _median(values: list[float]) -> float | None:
-    return percentile(values, 0.5) if values else None
-
-
 def _many_cells_per_row(context: FindingContext) -> Finding | None:
     """Node CPU grows with the cells a read returns, not with their bytes (the many-columns study):
     a row of many small plain columns costs a cell's work each, where one frozen UDT (or a blob, for
     rows written once) of the same fields is one cell."""
     select, schema, rows = context.select, context.schema, context.rows_per_execution
-    cpu = _median([m["request_cpu_ns"] for m in context.measures if "request_cpu_ns" in m])
-    if select is None or schema is None or not rows or cpu is None:
+    name = cpu_measure(context.measures)
+    if select is None or schema is None or not rows or name is None:
         return None
-    returned = schema.regular_columns if select.select_all else [c for c in select.columns if c in schema.columns]
+    cpu = percentile([m[name] for m in context.measures], 0.5) or 0.0
+    returned = schema.returned_cells(select)
     plain = [c for c in returned if not str(schema.columns[c].get("type") or "").startswith("frozen")]
     if len(plain) < MANY_CELLS:
         return None
@@ -725,7 +724,7 @@ def _many_cells_per_row(context: FindingContext) -> Finding | None:
         evidence=[
             f"{rows:,.0f} rows x {len(returned)} columns = {cells:,.0f} cells per execution "
             f"({_names(plain)} are plain columns of {schema.keyspace}.{schema.table}).",
-            f"The request threads' CPU: {human_ns(cpu)} per execution (median), {human_ns(cpu / rows)} per row, "
+            f"{MEASURES[name].label}: {human_ns(cpu)} per execution (median), {human_ns(cpu / rows)} per row, "
             f"{human_ns(per_cell)} per cell.",
         ],
         suggestion=[

@@ -7,11 +7,18 @@ summary and no figure, never 0.
 """
 
 from collections import defaultdict
+from collections.abc import Callable
 
-from casstrace.analyses.model import MeasureSummary
+from casstrace.analyses.model import CpuPerResult, Execution, MeasureSummary
 from casstrace.analyses.percentiles import percentile
 from casstrace.traces import Trace, queries
 from casstrace.traces.measures import MEASURES, measure
+from casstrace.traces.queries import ExecutionRecord
+
+# An execution's own CPU time on the node, best first: the threads that served it while they served it
+# (analyses.attribution.serving_cpu_ns), else every request pool's thread in its window (which, on a busy
+# node, counts the other clients' requests too).
+CPU_MEASURES = ("serving_cpu_ns", "request_cpu_ns")
 
 
 def by_window(trace: Trace) -> dict[int, dict[str, float]]:
@@ -23,6 +30,21 @@ def by_window(trace: Trace) -> dict[int, dict[str, float]]:
         window_id: {name: measure(name).combine(listed) for name, listed in named.items()}
         for window_id, named in values.items()
     }
+
+
+def with_derived(
+    trace: Trace, rows: list[ExecutionRecord], serving_cpu: Callable[[Trace], dict[int, float]]
+) -> dict[int, dict[str, float]]:
+    """by_window, with each measured execution's derived measures (traces.measures: Measure.derived) added
+    to its window's: the serving threads' CPU (`serving_cpu`: analyses.attribution.serving_cpu_ns) and
+    Cassandra's traced time."""
+    figures = by_window(trace)
+    derived = {"serving_cpu_ns": serving_cpu(trace), "traced_ns": traced_ns(trace)}
+    for row in rows:
+        if row.kind == "measured" and row.window_id is not None:
+            extra = {name: values[row.execution] for name, values in derived.items() if row.execution in values}
+            figures[row.window_id] = {**figures.get(row.window_id, {}), **extra}
+    return figures
 
 
 def summaries(per_execution: list[dict[str, float]]) -> list[MeasureSummary]:
@@ -44,3 +66,48 @@ def summaries(per_execution: list[dict[str, float]]) -> list[MeasureSummary]:
                 )
             )
     return found
+
+
+def cpu_measure(per_execution: list[dict[str, float]]) -> str | None:
+    """The best CPU measure (CPU_MEASURES) every one of the executions has; None when none has one."""
+    for name in CPU_MEASURES:
+        if per_execution and all(name in figures for figures in per_execution):
+            return name
+    return None
+
+
+def cpu_per_result(measured: list[Execution], cells_per_row: int | None) -> CpuPerResult | None:
+    """The node's CPU per execution, per row and per cell returned (cells_per_row: the columns each row
+    returns), over the measured executions that returned rows; None without a CPU measure or rows."""
+    returning = [e for e in measured if e.rows]
+    name = cpu_measure([e.measures for e in returning])
+    if name is None:
+        return None
+    cpu = [e.measures[name] for e in returning]
+    per_row = [e.measures[name] / (e.rows or 1) for e in returning]
+    return CpuPerResult(
+        measure=name,
+        label=MEASURES[name].label,
+        executions=len(returning),
+        per_execution_ns=percentile(cpu, 0.5) or 0.0,
+        rows=percentile([float(e.rows or 0) for e in returning], 0.5) or 0.0,
+        cells_per_row=cells_per_row,
+        per_row_ns=percentile(per_row, 0.5) or 0.0,
+        per_cell_ns=(percentile(per_row, 0.5) or 0.0) / cells_per_row if cells_per_row else None,
+    )
+
+
+def traced_ns(trace: Trace) -> dict[int, float]:
+    """execution -> the time Cassandra's own tracing gives it: its sessions' durations (one a page), as the
+    coordinator counted them (its request's start to its response ready). An execution a session of which
+    has no duration has none."""
+    sessions = queries.execution_sessions(trace)
+    durations: dict[int, list[int | None]] = defaultdict(list)
+    for row in queries.statement_sessions(trace) if sessions else ():
+        if row.session in sessions:
+            durations[sessions[row.session]].append(row.duration_ns)
+    return {
+        execution: float(sum(d for d in listed if d is not None))
+        for execution, listed in durations.items()
+        if None not in listed
+    }

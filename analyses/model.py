@@ -257,6 +257,21 @@ class MeasureSummary:
         return self.label if self.whose == "node" else f"{self.label} ({self.whose})"
 
 
+@dataclass(frozen=True)
+class CpuPerResult:
+    """The node's CPU time of an execution over what it returned: medians over the measured executions
+    that returned rows."""
+
+    measure: str  # the CPU figure divided: 'serving_cpu_ns' (the threads that served it), else 'request_cpu_ns'
+    label: str  # that measure's label
+    executions: int
+    per_execution_ns: float
+    rows: float  # rows returned per execution
+    cells_per_row: int | None  # cells each row returned (None: the table's columns are not known)
+    per_row_ns: float
+    per_cell_ns: float | None
+
+
 # The causes a finding can name (casstrace.analyses.causes has a finder for each): stable identifiers,
 # listed in the JSON schema (reports/run.py) and the README, which a test holds to this list.
 Cause = Literal[
@@ -468,6 +483,7 @@ class Analysis:
     latency_notes: list[Finding] = field(default_factory=list)
     # the per-window measures the trace took, over the measured executions (each execution's: .measures)
     measure_summaries: list[MeasureSummary] = field(default_factory=list)
+    cpu_per_result: CpuPerResult | None = None  # the node's CPU per row and per cell returned
 
     @property
     def read_per_execution(self) -> float:

@@ -265,6 +265,10 @@ class TableSchema:
     def regular_columns(self) -> list[str]:
         return [name for name, column in self.columns.items() if column.get("kind") in ("regular", "static")]
 
+    def returned_cells(self, select: Select) -> list[str]:
+        """The columns whose cells a SELECT returns per row (its regular and static ones for `*`)."""
+        return self.regular_columns if select.select_all else [c for c in select.columns if c in self.columns]
+
     @property
     def chunk_bytes(self) -> int | None:
         """Compression chunk length in bytes; None when the table is not compressed."""

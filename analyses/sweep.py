@@ -8,14 +8,19 @@ the least-squares line through them: flat when the line rises by at most FLAT_RI
 over the whole range of N (or falls); else linear when r² >= LINEAR_R2, growing (noisily) when r² >= NOISY_R2.
 Bytes read are exact. Latency is judged on the fastest execution at each N: on a busy machine other
 processes add time to some executions, never take it away.
+
+The many-columns study (`sweep --layout`, summarise_layouts): the same time series in N columns, a
+frozen UDT of N fields or N clustering rows per time point, at a constant row size; per layout and N,
+the node's p99, its CPU per execution and the Data bytes read, and the shape of each as N grows.
 """
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from casstrace.analyses.compare import QuerySummary, summarise
+from casstrace.analyses.measures import CPU_MEASURES
 from casstrace.analyses.model import Analysis
-from casstrace.analyses.units import human_bytes, human_ms
+from casstrace.analyses.units import human_bytes, human_ms, human_ns
 
 FLAT_RISE = 0.5
 LINEAR_R2 = 0.9
@@ -141,10 +146,99 @@ def _shape(fit: LinearFit | None, xs: list[int], measured: list[float | None], s
     mean = sum(values) / len(values)
     r2 = "n/a" if fit.r2 is None else f"{fit.r2:.3f}"
     if rise <= FLAT_RISE * mean:  # a falling line is noise too: it does not grow with N
-        return f"flat ({text_range}; the fitted line moves {show(rise)} from N={min(xs)} to N={max(xs)})"
+        moves = show(rise) if rise >= 0 else f"-{show(-rise)}"
+        return f"flat ({text_range}; the fitted line moves {moves} from N={min(xs)} to N={max(xs)})"
     growth = f"{show(fit.slope)} more per column, r² {r2}; {text_range}"
     if rise > 0 and fit.r2 is not None and fit.r2 >= LINEAR_R2:
         return f"grows linearly with N ({growth})"
     if rise > 0 and fit.r2 is not None and fit.r2 >= NOISY_R2:
         return f"grows with N, noisily ({growth})"
     return f"neither flat nor growing steadily with N ({text_range}, r² {r2})"
+
+
+@dataclass
+class LayoutPoint:
+    """One layout at one N: its query's per-execution figures."""
+
+    layout: str  # 'columns' | 'udt' | 'rows'
+    columns: int  # N: columns, UDT fields or clustering rows per time point
+    summary: QuerySummary
+
+    @property
+    def cpu_ns(self) -> float | None:
+        """The node's CPU per execution (median): the serving threads', else the request pools'."""
+        found = next((self.summary.measures[name] for name in CPU_MEASURES if name in self.summary.measures), None)
+        return None if found is None else found.median
+
+    @property
+    def node_p99_s(self) -> float | None:
+        """The p99 of the node's time per execution (None: not measured; never the client's)."""
+        return self.summary.latency_p99_s if self.summary.latency_of == "node" else None
+
+
+@dataclass
+class LayoutSweep:
+    """The many-columns study: the same time series in each layout, per N, at a constant row size."""
+
+    points: list[LayoutPoint]  # by layout, then N
+    rows: int  # time points per partition
+    row_bytes: int  # characters of one time point's fields, at every N
+    findings: list[str]
+    warnings: list[str] = field(default_factory=list)
+    context: dict = field(default_factory=dict)
+
+    @property
+    def layouts(self) -> list[str]:
+        return list(dict.fromkeys(p.layout for p in self.points))
+
+    def series(self, layout: str) -> list[LayoutPoint]:
+        return [p for p in self.points if p.layout == layout]
+
+
+LAYOUT_FIGURES: dict[str, tuple[str, Callable[[LayoutPoint], float | None], Callable[[float], str]]] = {
+    "node_p99": ("node time p99", lambda p: p.node_p99_s, human_ms),
+    "cpu": ("node CPU per execution", lambda p: p.cpu_ns, human_ns),
+    "data_read": ("Data bytes read per execution", lambda p: p.summary.data_read_bytes, human_bytes),
+}
+
+
+def summarise_layouts(
+    measured: list[tuple[str, int, Analysis]], rows: int, row_bytes: int, context: dict | None = None
+) -> LayoutSweep:
+    """measured: (layout, N, the analysis of its query)."""
+    points = sorted(
+        (LayoutPoint(layout, n, summarise(analysis, f"{layout} N={n}")) for layout, n, analysis in measured),
+        key=lambda p: (p.layout, p.columns),
+    )
+    sweep = LayoutSweep(points, rows, row_bytes, findings=[], context=context or {})
+    sweep.warnings = [f"{p.summary.label}: {warning}" for p in points for warning in p.summary.warnings]
+    for layout in sweep.layouts:
+        series = sweep.series(layout)
+        if len(series) < 2:
+            continue
+        xs = [p.columns for p in series]
+        shapes = []
+        for label, figure, show in LAYOUT_FIGURES.values():
+            values = [figure(p) for p in series]
+            known = _every_one_known(values)
+            shapes.append(f"{label}: {_shape(linear_fit(xs, known) if known else None, xs, values, show)}")
+        sweep.findings.append(f"The {layout} layout, as N grows: " + "; ".join(shapes) + ".")
+    sweep.findings += _against_each_other(sweep)
+    return sweep
+
+
+def _against_each_other(sweep: LayoutSweep) -> list[str]:
+    """At the largest N every layout reached: each one's node CPU and p99 against the cheapest's."""
+    largest = min((max(p.columns for p in sweep.series(layout)) for layout in sweep.layouts), default=None)
+    at = {p.layout: p for p in sweep.points if p.columns == largest}
+    cpu = {layout: p.cpu_ns for layout, p in at.items() if p.cpu_ns}
+    if len(cpu) < 2:
+        return []
+    cheapest = min(cpu, key=lambda layout: cpu[layout])
+    return [
+        f"At N={largest}, the node's CPU per execution: "
+        + ", ".join(
+            f"{layout} {human_ns(value)} ({value / cpu[cheapest]:.1f}x {cheapest})" for layout, value in cpu.items()
+        )
+        + "."
+    ]

@@ -38,7 +38,7 @@ from casstrace.analyses.verdict_rule import DEFAULT_RULE, Status, VerdictRule, j
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import shared_pool_worker
-from casstrace.traces.meta import CassandraMeta
+from casstrace.traces.meta import CassandraMeta, JvmPause
 from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
@@ -85,6 +85,8 @@ class WatchInputs:
     calls: list[ReadCall] | None = None  # every read syscall on an SSTable, when the per-call log kept them all
     # mapped pages touched during the watch, by file_id (None: not measured): no thread to charge
     mapped_touched: dict[int, int] | None = None
+    # the JVM's GC and safepoint pauses, (start_ns, end_ns) on the sessions' clock (None: not measured)
+    pauses: list[tuple[int, int]] | None = None
 
     @classmethod
     def from_rows(
@@ -101,10 +103,12 @@ class WatchInputs:
         duration_s: float,
         calls: Iterable[ReadCall] | None = None,
         mapped_touched: dict[int, int] | None = None,
+        pauses: Iterable[JvmPause] | None = None,
     ) -> "WatchInputs":
         """From the records of a watch trace's tables (casstrace.traces.queries), or those a watch in
         progress would write; `files`: file_id -> path; `calls`: every read syscall, when the log
-        kept every one; `mapped_touched`: file_id -> mapped pages touched in the watch, when measured."""
+        kept every one; `mapped_touched`: file_id -> mapped pages touched in the watch, when measured;
+        `pauses`: the JVM's pauses in the watch (meta jvm_pauses), when measured."""
         sstables = {file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))}
         return cls(
             sessions=[
@@ -130,6 +134,7 @@ class WatchInputs:
             duration_s=duration_s,
             calls=None if calls is None else [call for call in calls if call.file_id in sstables],
             mapped_touched=mapped_touched,
+            pauses=None if pauses is None else [(p["start_ns"], p["end_ns"]) for p in pauses],
         )
 
 
@@ -162,6 +167,10 @@ class StatementIO:
     run_command: str = ""
     verdict: Status = "undetermined"  # as `casstrace run` judges: flagged | not flagged | undetermined
     necessary_bytes_per_execution: float | None = None  # the necessary read of its rows (None: no model)
+    # the p99 over the executions no GC or safepoint pause of the JVM overlapped, and how many one did
+    # (None: the pauses were not measured)
+    latency_p99_without_pauses_s: float | None = None
+    paused_executions: int | None = None
 
 
 @dataclass
@@ -176,6 +185,30 @@ class PoolIO:
     pool: str  # the thread pool ('CompactionExecutor') or thread name
     what: str  # in words ('compaction')
     sstable_bytes: int
+
+
+# Over this many tables, their cost shows (cassandra-many-tables.md: "over 200 tables, the impact gets
+# massive"); each costs about TABLE_HEAP_BYTES of heap for its metadata, used or not.
+MANY_TABLES = 200
+TABLE_HEAP_BYTES = 1 << 20
+# A flush of fewer writes than this makes a small SSTable, for compaction to rewrite rounds later.
+FEW_WRITES_PER_FLUSH = 1_000
+
+
+@dataclass(frozen=True)
+class TableCost:
+    """A table that flushed or served requests during the watch (casstrace.node.tablestats)."""
+
+    table: str
+    flushes: int
+    reads: int
+    writes: int
+    memtable_bytes: int
+
+    @property
+    def little_traffic(self) -> bool:
+        """It flushed for few writes: its memtable held little, yet cost a flush (and an SSTable)."""
+        return self.flushes > 0 and self.writes / self.flushes < FEW_WRITES_PER_FLUSH
 
 
 @dataclass
@@ -195,6 +228,8 @@ class Watch:
     # (None: not measured). In no figure above: no syscall, no page-cache fill, no thread.
     mapped_touched: list[MappedTouch] | None = None
     profile: Profile | None = None  # Java stacks of every thread's Data reads, and CPU (--profile)
+    tables: int | None = None  # the schema's table count (None: not read)
+    table_costs: list[TableCost] | None = None  # the tables that flushed or served requests (None: not read)
     # the figures as they add up: a watch cut into intervals sums its intervals' (WatchTally.add)
     tally: "WatchTally | None" = field(default=None, repr=False, compare=False)
 
@@ -225,6 +260,7 @@ class StatementTally:
     rows: int = 0  # live rows returned, over the executions whose trace said
     rows_known: int = 0
     durations_ns: Counter[int] = field(default_factory=Counter)  # exact: the node's durations are whole µs
+    paused_durations_ns: Counter[int] = field(default_factory=Counter)  # of those a JVM pause overlapped
     cassandra: Counter[CassandraCounts] = field(default_factory=Counter)
     consistency: set[str] = field(default_factory=set)
     unmatched_threads: set[str] = field(default_factory=set)  # threads of its events with no known tid
@@ -236,6 +272,7 @@ class StatementTally:
         self.rows += other.rows
         self.rows_known += other.rows_known
         self.durations_ns.update(other.durations_ns)
+        self.paused_durations_ns.update(other.paused_durations_ns)
         self.cassandra.update(other.cassandra)
         self.consistency |= other.consistency
         self.unmatched_threads |= other.unmatched_threads
@@ -257,6 +294,7 @@ class WatchTally:
     # (table, component) -> [data read, syscall, cache-miss] bytes of every thread (watch_tables)
     tables: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     mapped_touched: dict[tuple[str, str], int] | None = None  # (table, component) -> bytes; None: not measured
+    pauses_measured: bool = True  # the JVM's pauses were measured in every stretch added
 
     def add(self, other: "WatchTally") -> None:
         self.meta = _newer_meta(self.meta, other.meta)
@@ -265,6 +303,7 @@ class WatchTally:
             self.statements.setdefault(text, StatementTally()).add(statement)
         self.sstable_bytes += other.sstable_bytes
         self.explained_bytes += other.explained_bytes
+        self.pauses_measured = self.pauses_measured and other.pauses_measured
         for pool, size in other.unexplained.items():
             self.unexplained[pool] = self.unexplained.get(pool, 0.0) + size
         _add_figures(self.tables, other.tables)
@@ -321,6 +360,9 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
             statement.rows_known += 1
         if session.duration_ns is not None:
             statement.durations_ns[session.duration_ns] += 1
+            end = session.started_ns + session.duration_ns
+            if any(start < end and session.started_ns < stop for start, stop in inputs.pauses or ()):
+                statement.paused_durations_ns[session.duration_ns] += 1
         statement.cassandra[CassandraCounts(session.live_rows, session.tombstone_cells, session.sstables_merged)] += 1
         if session.consistency:
             statement.consistency.add(session.consistency)
@@ -347,6 +389,7 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
         unexplained=dict(pools),
         tables=tables,
         mapped_touched=_mapped(inputs),
+        pauses_measured=inputs.pauses is not None,
     )
 
 
@@ -416,7 +459,8 @@ def summarise_tally(
     """The Watch of a tally; each statement judged by `rule` (--threshold and --min-excess)."""
     meta = tallied.meta
     statements = [
-        _statement(text, statement, tallied.probability, meta, rule) for text, statement in tallied.statements.items()
+        _statement(text, statement, tallied.probability, meta, rule, tallied.pauses_measured)
+        for text, statement in tallied.statements.items()
     ]
     statements.sort(key=lambda s: (-s.estimated_sstable_bytes, -s.sampled_executions, s.statement))
     unexplained = sorted(
@@ -435,6 +479,10 @@ def summarise_tally(
         explained_bytes=round(tallied.explained_bytes),
         unexplained=unexplained,
         context=_context(meta),
+        tables=(meta.get("table_activity") or {}).get("tables"),
+        table_costs=None
+        if "table_activity" not in meta
+        else [TableCost(**active) for active in meta["table_activity"]["active"]],
         mapped_touched=None
         if tallied.mapped_touched is None
         else sorted(
@@ -459,7 +507,9 @@ def _mapped(inputs: WatchInputs) -> dict[tuple[str, str], int] | None:
     return dict(touched)
 
 
-def _statement(text: str, tallied: StatementTally, probability: float, meta: dict, rule: VerdictRule) -> StatementIO:
+def _statement(
+    text: str, tallied: StatementTally, probability: float, meta: dict, rule: VerdictRule, pauses_measured: bool
+) -> StatementIO:
     count = tallied.executions
     components = sorted(
         (
@@ -484,6 +534,12 @@ def _statement(text: str, tallied: StatementTally, probability: float, meta: dic
         bytes_per_row=data_bytes / rows_per_execution if rows_per_execution else None,
         latency_p50_s=_seconds(histogram_percentile(tallied.durations_ns, 0.5)),
         latency_p99_s=_seconds(histogram_percentile(tallied.durations_ns, 0.99)),
+        latency_p99_without_pauses_s=_seconds(
+            histogram_percentile(tallied.durations_ns - tallied.paused_durations_ns, 0.99)
+        )
+        if pauses_measured
+        else None,
+        paused_executions=tallied.paused_durations_ns.total() if pauses_measured else None,
         consistency=sorted(tallied.consistency),
         unmatched_threads=sorted(tallied.unmatched_threads),
     )
@@ -570,7 +626,8 @@ def run_command(statement: StatementIO, meta: dict) -> str:
 
 def _notes(meta: dict, tallied: "WatchTally") -> list[str]:
     mode = ((meta.get("cassandra") or {}).get("disk_access_mode") or "unknown").lower()
-    notes = [
+    notes = _table_notes(meta.get("table_activity"))
+    notes += [
         f"Cassandra traced {tallied.probability:.3g} of the requests it coordinated; estimated executions are "
         "the sampled ones ÷ that share, so a statement seen a few times is estimated roughly."
     ]
@@ -589,6 +646,31 @@ def _notes(meta: dict, tallied: "WatchTally") -> list[str]:
             else "."
         )
     )
+    return notes
+
+
+def _table_notes(activity: dict | None) -> list[str]:
+    """What the schema's tables cost the node beside their traffic: heap for many tables, flushes for
+    little traffic."""
+    if activity is None:
+        return []
+    notes = []
+    tables = activity["tables"]
+    if tables > MANY_TABLES:
+        notes.append(
+            f"MANY TABLES: the schema has {tables} tables, about {human_bytes(tables * TABLE_HEAP_BYTES)} of heap "
+            "for their metadata whether used or not, a memtable each and their flushes and compactions: tables "
+            "of the same columns can share one (a partition key column telling them apart)."
+        )
+    small = [TableCost(**active) for active in activity["active"]]
+    small = [table for table in small if table.little_traffic]
+    if small:
+        notes.append(
+            f"{len(small)} table(s) flushed their memtable during the watch for fewer than {FEW_WRITES_PER_FLUSH:,} "
+            "writes a flush ("
+            + ", ".join(f"{t.table}: {t.flushes} flush(es), {t.writes:,} writes" for t in small[:5])
+            + "): each flush writes a small SSTable that compaction rewrites later, for little traffic."
+        )
     return notes
 
 
@@ -645,6 +727,7 @@ def load(trace: Trace) -> WatchInputs:
         duration_s=float(watch["duration_s"]),
         calls=None if meta.get("unstreamed_events") else queries.read_calls(trace),
         mapped_touched=queries.mapped_touched_by_file(trace, "watch") if trace.measured("mapped") else None,
+        pauses=meta.get("jvm_pauses"),
     )
 
 

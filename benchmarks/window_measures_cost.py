@@ -5,7 +5,8 @@
 As root, on a node of this machine: the set-up and tear-down of each source casstrace.orchestration.sources
 adds to every run (the node-time program's compile and attach; the GC log output added and removed by
 jcmd), and what they cost the node: the client's median and p99 latency of a point read, in blocks of
-`--queries` executions with the sources attached and without, interleaved, as a ratio.
+`--queries` executions with the sources attached and without, interleaved, as a ratio; and the rows of
+thread_cpu (a thread's CPU per 1 ms slot) a second of measured window writes.
 """
 
 import argparse
@@ -51,7 +52,7 @@ def main():
         block(node.session, prepared, args.queries)  # warm
         alone: list[float] = []
         measured: list[float] = []
-        setup, gc_setup, gc_teardown = [], [], []
+        setup, gc_setup, gc_teardown, slot_rates = [], [], [], []
         for _ in range(args.blocks):
             alone += block(node.session, prepared, args.queries)
             node_time, seconds = timed(lambda: NodeTime(process.pid, args.port, lambda m: sys.exit(m)))
@@ -60,8 +61,10 @@ def main():
             gc_setup.append(seconds)
             node_time.on_window_start(1, "execution", 1)
             gc.on_window_start(1, "execution", 1)
-            measured += block(node.session, prepared, args.queries)
+            latencies, seconds = timed(lambda: block(node.session, prepared, args.queries))
+            measured += latencies
             node_time.stop()
+            slot_rates.append(len(node_time.thread_slots()) / seconds)
             gc_teardown.append(timed(gc.stop)[1])
     p50 = statistics.median(measured) / statistics.median(alone)
     p99 = statistics.quantiles(measured, n=100)[98] / statistics.quantiles(alone, n=100)[98]
@@ -69,10 +72,12 @@ def main():
     added, removed = statistics.median(gc_setup), statistics.median(gc_teardown)
     print(f"  GC log output added / removed (jcmd): {added:.2f} s / {removed:.2f} s")
     print(f"  point read with the sources / without: median {p50:.3f}x, p99 {p99:.3f}x")
+    print(f"  thread_cpu rows per second of measured window: {statistics.median(slot_rates):,.0f}")
     report("node_time_setup_s", statistics.median(setup))
     report("gc_log_setup_s", statistics.median(gc_setup))
     report("window_measures_p50_ratio", p50)
     report("window_measures_p99_ratio", p99)
+    report("thread_cpu_rows_per_s", statistics.median(slot_rates))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""casstrace sweep: the reference write-up's column-count study, reproduced on the sandbox."""
+"""casstrace sweep: the reference write-ups' column-count studies, reproduced on the sandbox: one column of
+N (CASSANDRA-6586), and with --layout the many-columns study (a time series in N columns, a frozen UDT of
+N fields or N rows)."""
 
 import contextlib
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
 # write-up's ~100 rows of 100 KB cells (1 GB at N = 100) become 100 rows of 10 KB (100 MB at N = 100).
 DEFAULT_ROWS = 100
 DEFAULT_CELL_BYTES = 10_000
+# The many-columns study's rows: 10 columns of 100-200 characters, 50 of 20-40, 100 of 10-20.
+DEFAULT_ROW_BYTES = 1_500
 
 
 @click.command("sweep")
@@ -50,6 +55,21 @@ DEFAULT_CELL_BYTES = 10_000
     show_default=True,
     help="Rows of the partition read (the write-up had about 100).",
 )
+@click.option(
+    "--layout",
+    "layouts",
+    type=click.Choice(["columns", "udt", "rows"]),
+    multiple=True,
+    help="The many-columns study instead: the same time series in N text columns (columns), one frozen UDT of "
+    "N fields (udt) or N clustering rows per point (rows), read LIMIT 20 points; repeat to compare layouts.",
+)
+@click.option(
+    "--row-bytes",
+    type=CELL_BYTES,
+    default=DEFAULT_ROW_BYTES,
+    show_default=True,
+    help="With --layout: characters of one time point's fields together, at every N (the row size kept constant).",
+)
 @click.option("--repeat", type=EXECUTIONS, default=5, show_default=True, help="Measured executions of each query.")
 @click.option("--warmup", type=WARMUPS, default=1, show_default=True, help="Executions before the measured ones.")
 @click.option("--cold", is_flag=True, help="Drop the page cache before each execution (root).")
@@ -67,6 +87,8 @@ def command(
     step: int,
     cell_bytes: int,
     rows: int,
+    layouts: tuple[str, ...],
+    row_bytes: int,
     repeat: int,
     warmup: int,
     cold: bool,
@@ -98,13 +120,24 @@ def command(
     6x less steep. Both tables of the largest N must fit in a quarter of the
     node's heap (its memtables): a larger sweep needs a larger --heap.
     """
-    from casstrace.sandbox.control import Sandbox
     from casstrace.sandbox.sweep import SweepPlan, heap_bytes, queries, run_sweep, trace_path
 
     if max_columns < min_columns:
         raise CasstraceError(
             f"--max-columns {max_columns} is below --min-columns {min_columns}", "give --max-columns >= --min-columns"
         )
+    if layouts:
+        sweep_layouts(
+            data_dir,
+            tuple(range(min_columns, max_columns + 1, step)),
+            layouts,
+            rows,
+            row_bytes,
+            (repeat, warmup, keep),
+            traces_dir,
+            (format_, output, force, color),
+        )
+        return
     plan = SweepPlan(
         columns=tuple(range(min_columns, max_columns + 1, step)),
         rows=rows,
@@ -115,22 +148,14 @@ def command(
         keep=keep,
     )
     plan.check()
-    if output is not None:
-        check_output(output, force)  # before the sweep's minutes of work
-    sandbox = Sandbox(data_dir)
-    if not sandbox.is_running():
-        raise CasstraceError(
-            f"the sandbox in {sandbox.data_dir} is not running",
-            f"start it: casstrace sandbox start --data-dir {sandbox.data_dir}",
-        )
+    sandbox, traces_dir, _ = prepared(
+        data_dir,
+        traces_dir,
+        lambda directory: [trace_path(directory, kind, n) for n in plan.columns for kind in ("wide", "narrow")],
+        output,
+        force,
+    )
     plan.check(heap_bytes(sandbox.settings.heap))
-    traces_dir = traces_dir or paths.default_traces_dir() / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
-    traces = [trace_path(traces_dir, kind, columns) for columns in plan.columns for kind in ("wide", "narrow")]
-    for trace in traces:  # an earlier sweep's traces, refused now rather than after minutes
-        check_output(trace, force)
-    if output is not None:  # the report is made from the traces
-        check_output(output, force, traces)
-    traces_dir.mkdir(parents=True, exist_ok=True)
 
     started = time.monotonic()
     runs: list[SweepRun] = []
@@ -214,3 +239,105 @@ def report(
         force,
         inputs=[trace for run in runs for trace in (run.wide_trace, run.narrow_trace)],
     )
+
+
+def prepared(
+    data_dir: Path,
+    traces_dir: Path | None,
+    traces_in: Callable[[Path], list[Path]],
+    output: Path | None,
+    force: bool,
+) -> tuple["Sandbox", Path, list[Path]]:
+    """The running sandbox in `data_dir`, the traces directory (made) and the traces the sweep will write
+    there (`traces_in`), each output refused now rather than after the sweep's minutes of work."""
+    from casstrace.sandbox.control import Sandbox
+
+    if output is not None:
+        check_output(output, force)
+    sandbox = Sandbox(data_dir)
+    if not sandbox.is_running():
+        raise CasstraceError(
+            f"the sandbox in {sandbox.data_dir} is not running",
+            f"start it: casstrace sandbox start --data-dir {sandbox.data_dir}",
+        )
+    traces_dir = traces_dir or paths.default_traces_dir() / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
+    traces = traces_in(traces_dir)
+    for trace in traces:  # an earlier sweep's traces
+        check_output(trace, force)
+    if output is not None:  # the report is made from the traces
+        check_output(output, force, traces)
+    traces_dir.mkdir(parents=True, exist_ok=True)
+    return sandbox, traces_dir, traces
+
+
+def sweep_layouts(
+    data_dir: Path,
+    columns: tuple[int, ...],
+    layouts: tuple[str, ...],
+    rows: int,
+    row_bytes: int,
+    runs_asked: tuple[int, int, bool],
+    traces_dir: Path | None,
+    delivery: tuple[str, Path | None, bool, bool | None],
+) -> None:
+    """`sweep --layout`: the many-columns study, each layout at each N, in a keyspace of its own."""
+    from casstrace.analyses import analyse
+    from casstrace.analyses.sweep import summarise_layouts
+    from casstrace.reports import default_output, report_format
+    from casstrace.reports.sweep import layout_document
+    from casstrace.sandbox.layouts import LAYOUTS, LayoutPlan, LayoutRun, run_layouts, trace_path
+
+    repeat, warmup, keep = runs_asked
+    format_, output, force, color = delivery
+    plan = LayoutPlan(
+        layouts=tuple(layout for layout in LAYOUTS if layout in layouts),
+        columns=columns,
+        rows=rows,
+        row_bytes=row_bytes,
+        repeat=repeat,
+        warmup=warmup,
+        keep=keep,
+    )
+    plan.check()
+    sandbox, traces_dir, traces = prepared(
+        data_dir,
+        traces_dir,
+        lambda directory: [trace_path(directory, layout, n) for n in plan.columns for layout in plan.layouts],
+        output,
+        force,
+    )
+    click.echo(
+        f"casstrace: the sweep creates its tables in the keyspace {plan.keyspace} of {sandbox.host}:"
+        f"{sandbox.native_port}" + (" and keeps them (--keep)" if keep else ", dropped once traced"),
+        err=True,
+    )
+    started = time.monotonic()
+    done: list[LayoutRun] = []
+    stopped = None
+    with click.progressbar(
+        length=len(traces), label="Sweep", file=sys.stderr, show_pos=True, item_show_func=lambda label: label
+    ) as bar:
+        with contextlib.closing(
+            run_layouts(sandbox, plan, traces_dir, progress=lambda label: bar.update(0, label), force=force)
+        ) as points:
+            try:
+                for point in points:
+                    done.append(point)
+                    bar.update(1)
+            except KeyboardInterrupt:
+                stopped = f"interrupted after {len(done)} of {len(traces)} traces"
+    if not done:
+        raise click.exceptions.Abort()
+    context = {
+        "Node": f"{sandbox.host}:{sandbox.native_port} ({sandbox.data_dir})",
+        "Keyspace": f"{plan.keyspace}: " + ("kept" if keep else "each table dropped once traced, the keyspace after"),
+        "Executions per query": f"{warmup} warmup + {repeat} measured",
+        "Duration": f"{time.monotonic() - started:,.0f} s for {len(done)} traces",
+        "Traces": str(traces_dir),
+    }
+    sweep = summarise_layouts([(r.layout, r.columns, analyse(r.trace)) for r in done], rows, row_bytes, context)
+    incomplete = [f"INCOMPLETE SWEEP: {stopped}."] if stopped else []
+    sweep.warnings[:0] = incomplete
+    if output is None:
+        output = default_output(format_, traces_dir / f"sweep{report_format(format_).suffix}")
+    deliver(layout_document(sweep), format_, output, color, incomplete + sweep.findings, force, inputs=traces)

@@ -245,6 +245,7 @@ class Live:
             slot_ns=snapshot.slot_ns,
             probability=snapshot.probability,
             duration_s=snapshot.elapsed_s,
+            pauses=snapshot.pauses,
         )
         so_far = (self.intervals.figures if self.intervals else RunningFigures()).so_far(inputs)
         watched = summarise_tally(so_far)

@@ -1,6 +1,7 @@
 """GC and safepoint pauses per window, from the JVM's own unified logging: the per-window measures
 `gc_pause_ns` and `safepoint_ns` (casstrace.traces.measures), and meta `gc_pauses` (each pause that
-overlapped an execution: its collector, length and heap before and after).
+overlapped an execution: its collector, length and heap before and after). A watch takes every pause
+of its stretch as meta `jvm_pauses` (pause_meta), to tell the requests a pause overlapped.
 
 A window source (casstrace.probes.protocol.WindowSource). No restart: before the capture,
 `jcmd PID VM.log` adds a log output of its own to a file casstrace owns, with the `gc` and
@@ -19,11 +20,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from casstrace.errors import CasstraceError
 from casstrace.ledger import GC_LOG, Ledger
 from casstrace.node.jvm import jcmd_command, run_tool
 from casstrace.probes.proc.proc_fds import root_prefix
+from casstrace.traces.meta import JvmPause
 from casstrace.traces.rows import WindowMeasureRow
 from casstrace.traces.writer import TraceWriter
 
@@ -40,7 +43,7 @@ SAFEPOINT = re.compile(r'^\[(?P<end>\d+)ns\] Safepoint "(?P<operation>[^"]+)".*\
 
 @dataclass(frozen=True)
 class Pause:
-    kind: str  # 'gc' | 'safepoint'
+    kind: Literal["gc", "safepoint"]
     what: str  # the collector's pause ('Pause Young (Normal) (G1 Evacuation Pause)') or the VM operation
     start_ns: int
     end_ns: int
@@ -76,11 +79,21 @@ def overlap(pause: Pause, start_ns: int, end_ns: int) -> int:
     return max(0, min(pause.end_ns, end_ns) - max(pause.start_ns, start_ns))
 
 
+def pause_meta(pauses: list[Pause], start_ns: int, end_ns: int) -> list[JvmPause]:
+    """The pauses that overlap [start_ns, end_ns], as meta `jvm_pauses` holds them."""
+    return [
+        {"kind": p.kind, "what": p.what, "start_ns": p.start_ns, "end_ns": p.end_ns}
+        for p in pauses
+        if overlap(p, start_ns, end_ns)
+    ]
+
+
 class GcPauses:
     """The JVM `pid`'s pauses per window. Made before the capture: the log output is added then."""
 
     def __init__(self, pid: int, warn: Callable[[str], None]):
         self.pid = pid
+        self.measured = False  # the JVM logs its pauses for us
         self._directory: Path | None = None
         self._text = ""
         self._windows: set[int] = set()
@@ -94,10 +107,15 @@ class GcPauses:
             self._directory = directory
             self._ledger.record(GC_LOG, "off", str(self.log))
             self._configure("gc=info,safepoint=info", decorators="timenanos")
+            self.measured = True
         except (CasstraceError, OSError) as error:
             warn(f"GC and safepoint pauses are not measured: {getattr(error, 'message', error)}")
             with contextlib.suppress(CasstraceError, OSError):
                 self.stop()
+        except BaseException:  # a Ctrl-C while jcmd ran: the output it may have added goes too
+            with contextlib.suppress(CasstraceError, OSError):
+                self.stop()
+            raise
 
     @property
     def log(self) -> Path:
@@ -113,6 +131,15 @@ class GcPauses:
             cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
             failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java",
         )
+
+    def pauses(self) -> list[Pause]:
+        """Every pause the JVM logged so far (all of them, once stopped)."""
+        if self._directory is None:
+            return parse_log(self._text)
+        try:
+            return parse_log(self.log.read_text(errors="replace"))
+        except OSError:
+            return []
 
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
         self._windows.add(window_id)

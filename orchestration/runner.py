@@ -59,7 +59,15 @@ from casstrace.phases import Phases
 from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend, backend, backends_with, run_thread_slot_ns
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.jvm.java_stacks import ProfiledWindows
-from casstrace.probes.protocol import GAP_WINDOW, Capture, CaptureFactory, CaptureOptions, Windows, WindowSource
+from casstrace.probes.protocol import (
+    GAP_WINDOW,
+    MEASURED_WINDOW,
+    Capture,
+    CaptureFactory,
+    CaptureOptions,
+    Windows,
+    WindowSource,
+)
 from casstrace.probes.recording import record
 from casstrace.terminal import warn
 from casstrace.traces import TraceWriter
@@ -89,7 +97,6 @@ class RunOptions:
     targets: RemoteSettings = field(default_factory=RemoteSettings)  # --ssh, --hosts
 
 
-MEASURED_WINDOW = "execution"  # the label of a measured execution's window
 WINDOW_LABELS = {"warmup": "warmup", "measured": MEASURED_WINDOW, "tracing": "tracing"}  # by execution kind
 
 

@@ -36,9 +36,11 @@ from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.ledger import Ledger, process_start
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
+from casstrace.node.gc_pauses import GcPauses, pause_meta
 from casstrace.node.gone import NodeWentAway, gone_message, node_gone
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.leftovers import restore_left_behind, say, unchanged_evidence
+from casstrace.node.tablestats import TableStats, activity, table_stats
 from casstrace.node.tracing import (
     Nodetool,
     SampledSession,
@@ -57,7 +59,7 @@ from casstrace.probes.protocol import GAP_WINDOW, CaptureOptions, ThreadIOCaptur
 from casstrace.probes.recording import record
 from casstrace.terminal import warn
 from casstrace.traces import TraceWriter
-from casstrace.traces.meta import CassandraMeta
+from casstrace.traces.meta import CassandraMeta, JvmPause
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import SLOT_NS, THREAD_SLOT_NS
 
@@ -85,6 +87,7 @@ class LiveSnapshot:
     slot_ns: int
     probability: float
     elapsed_s: float
+    pauses: list[JvmPause] | None = None  # the JVM's pauses so far (None: not measured)
 
 
 @dataclass
@@ -180,6 +183,12 @@ def watch(
         # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to),
         # so not per interval.
         mapped = MappedPagesCapture(process.pid, data_dirs) if options.interval_s is None else None
+        # The JVM's GC and safepoint pauses (its own log, turned off on every way out): each interval's
+        # trace holds those of its stretch, to tell the sessions a pause overlapped.
+        pauses = GcPauses(process.pid, warn)
+        # What the schema's tables cost beside their traffic: their flushes and requests over the watch.
+        table_readings = [read_table_stats(nodetool)]
+        stack.callback(pauses.stop)  # also when the watch fails before its capture (stop is idempotent)
         profiler = None
         if options.profile:
             profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
@@ -235,6 +244,7 @@ def watch(
                     process,
                     node,
                     (node_settings, data_dirs, node_meta),
+                    pauses,
                 )
                 path = interval.finish()
             intervals.done(path, until, {s.session_id for s in sessions})
@@ -245,7 +255,7 @@ def watch(
             span.append(time.time_ns())
             started()
             try:
-                return _wait(capture, node, span[0], thread_ids, options, live, write_interval, gone)
+                return _wait(capture, node, span[0], thread_ids, options, live, write_interval, gone, pauses)
             except KeyboardInterrupt:
                 if options.duration_s is not None:
                     raise  # cut short
@@ -268,6 +278,7 @@ def watch(
             thread_ids.add({name: tid for tid, name in capture.thread_names.items()})
             if gone() is None:
                 thread_ids.add(_thread_ids_now(process.pid))
+                table_readings.append(read_table_stats(nodetool))
             if len(span) == 2:
                 if gone() is None:
                     time.sleep(SETTLE_S)
@@ -275,6 +286,9 @@ def watch(
                 sampled.extend(sessions_between(intervals.since_ns or span[0], span[1], intervals.seen, last))
 
         def annotate(writer: TraceWriter) -> None:
+            before, after = (table_readings + [None])[:2]
+            if before is not None and after is not None:  # the whole watch's
+                writer.set_meta(table_activity={"tables": after.tables, "active": activity(before, after)})
             window = (intervals.since_ns or span[0], span[-1]) if span else (time.time_ns(),) * 2
             _write(
                 writer,
@@ -286,9 +300,10 @@ def watch(
                 process,
                 node,
                 (node_settings, data_dirs, node_meta),
+                pauses,
             )
 
-        sources: list[WindowSource] = [switch, *([mapped] if mapped is not None else [])]
+        sources: list[WindowSource] = [switch, pauses, *([mapped] if mapped is not None else [])]
         if profiler is not None:  # active across the watch window, started in the gap before it
             sources.append(ProfiledWindows(profiler, {WATCH_WINDOW}, warn))
         try:
@@ -354,6 +369,7 @@ def _wait(
     live: Callable[[LiveSnapshot], None] | None,
     write_interval: Callable[[int], int],
     gone: Callable[[], str | None],
+    pauses: GcPauses,
 ) -> str | None:
     """Watch until the deadline (or a signal), writing each interval once complete; returns why the
     watch ended early (the node went away: the intervals that ended before it went are written), or None."""
@@ -403,6 +419,8 @@ def _wait(
             sampled += read_sessions(node.session, read_from, now_ns, seen, ignore=is_own_statement)
             last_read_ns = now_ns
             figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
+            if pauses.measured:  # every pause so far: the sessions tell which they overlapped
+                figures.pauses = pause_meta(pauses.pauses(), 0, time.monotonic_ns())
         except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
             if gone() is None:  # else the watch ends, and says why
                 warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
@@ -496,10 +514,12 @@ def _write(
     process: CassandraProcess,
     node: NodeSession,
     read_before: tuple[dict, list[str], CassandraMeta],
+    pauses: GcPauses,
 ) -> None:
-    """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch.
-    `read_before`: the node's settings, data directories and meta 'cassandra' without tables, read
-    before the watch (all a node that went away leaves: its sessions were not read either)."""
+    """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch,
+    the JVM's pauses in the window. `read_before`: the node's settings, data directories and meta
+    'cassandra' without tables, read before the watch (all a node that went away leaves: its sessions
+    were not read either)."""
     node_settings, data_dirs, node_meta = read_before
     offset = clock_offset_ns()
     writer.set_meta(clock_offset_ns=offset)
@@ -523,6 +543,17 @@ def _write(
             "thread_map": "jcmd",
         },
     )
+    if pauses.measured:
+        writer.set_meta(jvm_pauses=pause_meta(pauses.pauses(), window[0] - offset, window[1] - offset))
+
+
+def read_table_stats(nodetool: Nodetool) -> TableStats | None:
+    """nodetool tablestats, or None with a warning: the watch goes on without the tables' flushes."""
+    try:
+        return table_stats(nodetool)
+    except CasstraceError as error:
+        warn(f"the tables' flushes and requests are not measured: {error}")
+        return None
 
 
 def _thread_ids_now(pid: int) -> dict[str, int]:

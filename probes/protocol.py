@@ -27,6 +27,7 @@ from casstrace.traces.writer import TraceWriter
 DEFAULT_STREAM_LIMIT = 500_000
 FIRST_WINDOW = "capture"  # the whole capture, while it is the only window
 GAP_WINDOW = "between"  # what the first window becomes once a second one begins, and the gaps
+MEASURED_WINDOW = "execution"  # the label of a run's measured execution's window
 
 
 class Window(NamedTuple):

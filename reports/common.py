@@ -4,6 +4,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from casstrace.analyses.measures import CPU_MEASURES
 from casstrace.analyses.model import (
     Amplification,
     Analysis,
@@ -177,8 +178,9 @@ def execution_rows(analysis: Analysis) -> list[tuple[str, ...]]:
 
 
 def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
-    """(label, value) of each per-window measure the trace took, over the measured executions."""
-    return [
+    """(label, value) of each per-window measure the trace took, over the measured executions, and the
+    node's CPU per row and per cell returned."""
+    items = [
         (
             f"{summary.heading} per execution",
             f"median {human_measure(summary.median, summary.unit)}, p99 {human_measure(summary.p99, summary.unit)}"
@@ -186,6 +188,13 @@ def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
         )
         for summary in analysis.measure_summaries
     ]
+    cpu = analysis.cpu_per_result
+    if cpu is not None:
+        per_cell = (
+            f", {human_ns(cpu.per_cell_ns)} per cell ({cpu.cells_per_row} a row)" if cpu.per_cell_ns is not None else ""
+        )
+        items.append((f"{cpu.label} per row returned", f"median {human_ns(cpu.per_row_ns)} per row{per_cell}"))
+    return items
 
 
 FIRST_SCREEN_COLUMNS = (
@@ -201,16 +210,18 @@ FIRST_SCREEN_COLUMNS = (
 
 
 def time_split_ns(analysis: Analysis) -> dict[str, float] | None:
-    """The node's time per execution (median) split into its CPU (the request threads'), I/O wait (the
-    Data files' read syscalls' time), GC pauses and the rest; None when the node's time was not measured."""
+    """The node's time per execution (median) split into its CPU (the serving threads', else the request
+    pools'), I/O wait (the Data files' read syscalls' time), GC pauses and the rest; None when the node's
+    time was not measured."""
     medians = {summary.name: summary.median for summary in analysis.measure_summaries}
     if "node_ns" not in medians:
         return None
     executions = measured_executions(analysis)
     data = [f for f in analysis.files if f.component == "Data"]
     io_known = [f.read_ns for f in data if f.read_ns is not None]
+    cpu = next((name for name in CPU_MEASURES if name in medians), None)
     parts = {
-        "Node CPU": medians.get("request_cpu_ns", 0.0),
+        "Node CPU": medians[cpu] if cpu else 0.0,
         "I/O wait": sum(io_known) / executions if io_known else 0.0,
         "GC pauses": medians.get("gc_pause_ns", 0.0),
     }

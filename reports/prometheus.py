@@ -13,7 +13,10 @@ on counters. Counters (what the watch has seen so far):
 
 Gauges (over the watch so far): casstrace_statement_read_bytes_per_execution{statement} (every
 component), casstrace_statement_amplification_ratio{statement} (Data read ÷ the necessary read of the
-rows, when casstrace has a model of it), casstrace_watch_sample_ratio, casstrace_watch_duration_seconds.
+rows, when casstrace has a model of it), casstrace_statement_latency_p99_seconds{statement, pauses}
+(the node's p99 over the sampled executions, pauses="included", and over those no GC or safepoint pause
+of the JVM overlapped, pauses="excluded"; a statement with a label of its own), casstrace_watch_sample_ratio,
+casstrace_watch_duration_seconds.
 
 Bounded label sets: a statement is its normalized text (literals as ?); the first `top` statements to
 rank among the top by estimated bytes keep a label of their own for the whole watch, every other is
@@ -50,6 +53,10 @@ HELP = {
     "casstrace_statement_amplification_ratio": (
         "gauge",
         "Data bytes a statement read per execution / the necessary read of its rows (when casstrace has a model of it)",
+    ),
+    "casstrace_statement_latency_p99_seconds": (
+        "gauge",
+        "A statement's p99 latency on the node, with the executions a JVM pause overlapped included or excluded",
     ),
     "casstrace_watch_sample_ratio": ("gauge", "Share of requests the node traces during the watch"),
     "casstrace_watch_duration_seconds": ("gauge", "Seconds watched so far"),
@@ -114,6 +121,19 @@ class Exposition:
         if sampled:
             per_execution = sum(s.sstable_read_bytes_per_execution * s.sampled_executions for s in statements) / sampled
             samples["casstrace_statement_read_bytes_per_execution"].append(((("statement", label),), per_execution))
+        if label != OTHER:  # a label of its own: one statement
+            (statement,) = statements
+            for pauses, p99 in (
+                ("included", statement.latency_p99_s),
+                (
+                    "excluded",
+                    statement.latency_p99_without_pauses_s if statement.paused_executions is not None else None,
+                ),
+            ):
+                if p99 is not None:
+                    samples["casstrace_statement_latency_p99_seconds"].append(
+                        ((("statement", label), ("pauses", pauses)), p99)
+                    )
         if label != OTHER and statements[0].necessary_bytes_per_execution:  # a label of its own: one statement
             samples["casstrace_statement_amplification_ratio"].append(
                 (

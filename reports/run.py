@@ -13,10 +13,15 @@ Later in version 2: amplification.busy (BUSY, below): how busy the node was whil
 Later in version 2: per-window measures (trace format 4): executions[].measures and "measures_per_execution";
 MEASURE is a name of casstrace.traces.measures.MEASURES: "node_ns" (the node's time answering the execution's
 requests: from the read that took each request to the last write of its answer, on its client connections),
-"node_requests", "request_cpu_ns" (on-CPU time of the node's threads that serve CQL requests), "jvm_cpu_ns" (of
-all its threads), "gc_pause_ns" and "safepoint_ns" (the JVM's pauses overlapping the execution),
-"client_decode_ns" (casstrace's own decoding of the result, in the client). executions[].latency_s is the
-client's round trip.
+"node_requests", "traced_ns" (the execution's sessions' durations in Cassandra's own trace: derived by the
+analyses), "serving_cpu_ns" (on-CPU time of the threads that served the execution, while they served it: its
+traced sessions' threads, from the scheduler's switches per 1 ms slot; derived by the analyses),
+"request_cpu_ns" (on-CPU time of every thread of the node's request pools in the execution's window: on a busy
+node, other clients' requests too), "jvm_cpu_ns" (of all its threads), "gc_pause_ns" and "safepoint_ns" (the
+JVM's pauses overlapping the execution), "client_decode_ns" (casstrace's own decoding of the result, in the
+client). executions[].latency_s is the client's round trip.
+Later in version 2: MEASUREs "serving_cpu_ns" and "traced_ns"; "cpu_per_result" (the node's CPU per row and
+per cell returned).
 Later in version 2: "index_read", the index part of the read by part of the table's index files.
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
@@ -47,6 +52,11 @@ A measure the backend did not take is null, never 0; `measures` says which were 
     "executions": int,           measured executions with a value
     "median": float, "p99": float, "total": float
   }],
+  "cpu_per_result": {            the node's CPU over what the executions returned (null: no CPU measure, or no rows)
+    "measure": "serving_cpu_ns" | "request_cpu_ns", "label": str, "executions": int,
+    "per_execution_ns": float, "rows": float (per execution), "cells_per_row": int | null (null: columns unknown),
+    "per_row_ns": float, "per_cell_ns": float | null   medians over the measured executions that returned rows
+  } | null,
   "files": [{"path", "kind", "size_bytes", "keyspace", "table", "index", "generation" (int | str), "format",
              "version", "component" (null for non-SSTable files), "read_bytes", "read_requested_bytes",
              "read_calls", "write_bytes", "write_calls", "cache_miss_bytes" (null: not measured),
@@ -347,6 +357,7 @@ def data(analysis: Analysis) -> dict:
         "consistency": analysis.consistency,
         "nodes": [_node(node) for node in analysis.nodes],
         "measures_per_execution": common.measures_data(analysis),
+        "cpu_per_result": dataclasses.asdict(analysis.cpu_per_result) if analysis.cpu_per_result else None,
     }
 
 

@@ -14,12 +14,25 @@ per measured execution; a measure that was not taken is null, never 0.
   "points": [{"columns": int, "wide_data_file_bytes": int, "narrow_data_file_bytes": int,
               "wide": SIDE, "narrow": SIDE}]       SIDE as in casstrace.reports.comparison
 }
+
+`sweep --layout` (the many-columns study), version 1 too:
+{
+  "version": 1, "kind": "layout sweep",
+  "rows": int, "row_bytes": int,   time points per partition; characters of one point's fields, at every N
+  "findings": [str], "warnings": [str], "context": {...},
+  "points": [{"layout": "columns" | "udt" | "rows", "columns": int (N),
+              "node_p99_s": float | null (the node's time, p99; null: not measured),
+              "cpu_ns": float | null (the node's CPU per execution, median: the serving threads', else the
+                                      request pools'; null: not measured),
+              "query": SIDE}]
+}
 """
 
 import dataclasses
+from collections.abc import Callable
 
-from casstrace.analyses.sweep import Sweep, SweepPoint
-from casstrace.analyses.units import human_bytes, ratio
+from casstrace.analyses.sweep import LayoutPoint, LayoutSweep, Sweep, SweepPoint
+from casstrace.analyses.units import human_bytes, human_ns, ratio
 from casstrace.reports.comparison import format_value, side_data
 from casstrace.reports.document import Block, Chart, Document, Items, Paragraph, Section, Series, Table
 
@@ -42,16 +55,25 @@ COLUMNS = (
 )
 
 
+def _sections(
+    intro: str,
+    swept: Sweep | LayoutSweep,
+    heading: str,
+    per_point: list[Block],
+    traces: Table,
+) -> list[Section]:
+    """A sweep report's sections: what was swept, what it found and its warnings; its table and charts per
+    point; how it was run; its traces."""
+    head: list[Block] = [Paragraph(intro)]
+    head += [Paragraph(finding) for finding in swept.findings]
+    head += [Paragraph(warning, "warning") for warning in swept.warnings]
+    sections = [Section(None, head), Section(heading, per_point)]
+    if swept.context:
+        sections.append(Section("How it was run", [Items([(key, str(value)) for key, value in swept.context.items()])]))
+    return [*sections, Section("Traces", [traces])]
+
+
 def document(sweep: Sweep) -> Document:
-    blocks: list[Block] = [
-        Paragraph(
-            f"Reading one column of stream 1 ({sweep.rows:,} rows) in a table of N blob columns of "
-            f"{human_bytes(sweep.cell_bytes)} each, against its narrow refactor (one row per column). "
-            "Figures per execution; latency is the client's, all pages fetched."
-        )
-    ]
-    blocks += [Paragraph(finding) for finding in sweep.findings]
-    blocks += [Paragraph(warning, "warning") for warning in sweep.warnings]
     xs = [float(p.columns) for p in sweep.points]
     per_column_count: list[Block] = [
         Table(COLUMNS, [_row(point) for point in sweep.points]),
@@ -90,11 +112,16 @@ def document(sweep: Sweep) -> Document:
             [Series(side, [getattr(p, side).amplification for p in sweep.points], COLOURS[side]) for side in SIDES],
         ),
     ]
-    sections = [Section(None, blocks), Section("Per column count", per_column_count)]
-    if sweep.context:
-        sections.append(Section("How it was run", [Items([(key, str(value)) for key, value in sweep.context.items()])]))
     traces: list[tuple[str, ...]] = [(str(p.columns), p.wide.trace_path, p.narrow.trace_path) for p in sweep.points]
-    sections.append(Section("Traces", [Table(("N", "Wide", "Narrow"), traces)]))
+    sections = _sections(
+        f"Reading one column of stream 1 ({sweep.rows:,} rows) in a table of N blob columns of "
+        f"{human_bytes(sweep.cell_bytes)} each, against its narrow refactor (one row per column). "
+        "Figures per execution; latency is the client's, all pages fetched.",
+        sweep,
+        "Per column count",
+        per_column_count,
+        Table(("N", "Wide", "Narrow"), traces),
+    )
     return Document("casstrace sweep: one column of N", data(sweep), sections)
 
 
@@ -139,6 +166,91 @@ def data(sweep: Sweep) -> dict:
                 "narrow_data_file_bytes": p.narrow_data_file_bytes,
                 "wide": side_data(p.wide),
                 "narrow": side_data(p.narrow),
+            }
+            for p in sweep.points
+        ],
+    }
+
+
+LAYOUT_COLOURS = {"columns": "#d62728", "udt": "#1f77b4", "rows": "#ff7f0e"}
+LAYOUT_COLUMNS = ("Layout", "N", "Rows", "Payload", "Data read", "Node p99", "Node CPU", "CPU per value")
+
+
+def layout_document(sweep: LayoutSweep) -> Document:
+    """The many-columns study (`sweep --layout`): per layout and N, the node's p99, CPU and bytes."""
+    xs = sorted({float(p.columns) for p in sweep.points})
+    per_point: list[Block] = [Table(LAYOUT_COLUMNS, [_layout_row(point) for point in sweep.points])]
+    for title, unit, figure in (
+        ("Node time p99", "ms", lambda p: _ms(p.node_p99_s)),
+        ("Node CPU per execution", "ms", lambda p: None if p.cpu_ns is None else p.cpu_ns / 1e6),
+        ("Data bytes read per execution", "KiB", lambda p: p.summary.data_read_bytes / 1024),
+    ):
+        per_point.append(
+            Chart(
+                title,
+                "N (columns, fields or rows per point)",
+                unit,
+                xs,
+                [
+                    Series(layout, [_at(sweep, layout, x, figure) for x in xs], LAYOUT_COLOURS.get(layout))
+                    for layout in sweep.layouts
+                ],
+            )
+        )
+    traces: list[tuple[str, ...]] = [(p.layout, str(p.columns), p.summary.trace_path) for p in sweep.points]
+    sections = _sections(
+        f"The same time series ({sweep.rows:,} points per partition, {sweep.row_bytes:,} characters of fields per "
+        f"point at every N) stored as {', '.join(LAYOUT_MEANINGS[layout] for layout in sweep.layouts)}, read "
+        "LIMIT 20 points at a time. Figures per execution; the latency is the node's.",
+        sweep,
+        "Per layout and N",
+        per_point,
+        Table(("Layout", "N", "Trace"), traces),
+    )
+    return Document("casstrace sweep: one time series in N columns, fields or rows", layout_data(sweep), sections)
+
+
+LAYOUT_MEANINGS = {
+    "columns": "N text columns",
+    "udt": "one frozen UDT of N text fields",
+    "rows": "N clustering rows per point",
+}
+
+
+def _at(sweep: LayoutSweep, layout: str, x: float, figure: Callable[[LayoutPoint], float | None]) -> float | None:
+    return next((figure(p) for p in sweep.series(layout) if p.columns == x), None)
+
+
+def _layout_row(p: LayoutPoint) -> tuple[str, ...]:
+    values = (p.summary.rows or 0) * (1 if p.layout == "rows" else p.columns)  # the fields returned
+    return (
+        p.layout,
+        str(p.columns),
+        "—" if p.summary.rows is None else f"{p.summary.rows:,}",
+        human_bytes(p.summary.payload_bytes),
+        human_bytes(p.summary.data_read_bytes),
+        format_value("seconds", p.node_p99_s),
+        "not measured" if p.cpu_ns is None else human_ns(p.cpu_ns),
+        "—" if p.cpu_ns is None or not values else human_ns(p.cpu_ns / values),
+    )
+
+
+def layout_data(sweep: LayoutSweep) -> dict:
+    return {
+        "version": VERSION,
+        "kind": "layout sweep",
+        "rows": sweep.rows,
+        "row_bytes": sweep.row_bytes,
+        "findings": sweep.findings,
+        "warnings": sweep.warnings,
+        "context": sweep.context,
+        "points": [
+            {
+                "layout": p.layout,
+                "columns": p.columns,
+                "node_p99_s": p.node_p99_s,
+                "cpu_ns": p.cpu_ns,
+                "query": side_data(p.summary),
             }
             for p in sweep.points
         ],

@@ -17,6 +17,9 @@ was not measured is null, never 0.
                             "syscall_bytes_per_execution": float, "cache_miss_bytes_per_execution": float}],
      "rows_per_execution": float | null, "bytes_per_row": float | null,
      "latency_p50_s": float | null, "latency_p99_s": float | null,   session durations (the node's)
+     "latency_p99_without_pauses_s": float | null,   the p99 over the executions no GC or safepoint pause of
+                                        the JVM overlapped (null: pauses not measured, or every one overlapped)
+     "paused_executions": int | null,   sampled executions a pause overlapped (null: pauses not measured)
      "consistency": [str], "unmatched_threads": [str],
      "verdict": "flagged" | "not flagged" | "undetermined",   as `casstrace run` judges: data read against
                                         the necessary read of its rows (casstrace.analyses.necessary)
@@ -32,6 +35,10 @@ was not measured is null, never 0.
   "warnings": [str], "notes": [str], "context": {...},
   "profile": null | {...}        watch --profile: as in the run report (casstrace.reports.run),
                                  over every thread's reads of user tables' Data files during the watch
+  "tables": null | {             what the schema's tables cost beside their traffic (null: not read)
+    "count": int,                the schema's table count
+    "active": [{"table": str, "flushes": int, "writes": int, "reads": int (during the watch),
+                "memtable_bytes": int (at its end), "little_traffic": bool (flushed for few writes a flush)}]}
 }
 """
 
@@ -70,6 +77,7 @@ def document(watch: Watch, top: int | None = None) -> Document:
                 "Bytes / row",
                 "p50",
                 "p99",
+                "p99 without pauses",
             ),
             [_row(rank, s) for rank, s in enumerate(shown, start=1)],
         )
@@ -110,6 +118,7 @@ def document(watch: Watch, top: int | None = None) -> Document:
                         human_bytes(statement.bytes_per_row) if statement.bytes_per_row is not None else "—",
                     ),
                     ("latency (node)", f"p50 {_ms(statement.latency_p50_s)}, p99 {_ms(statement.latency_p99_s)}"),
+                    ("latency without the JVM's pauses", _without_pauses(statement)),
                     ("consistency", ", ".join(statement.consistency) or "—"),
                 ]
             )
@@ -165,6 +174,8 @@ def document(watch: Watch, top: int | None = None) -> Document:
         )
     blocks += [Paragraph(note, "muted") for note in watch.notes]
     sections.append(Section("What the sampled sessions do not explain", blocks))
+    if watch.table_costs is not None:
+        sections.append(Section("Tables: flushes and requests during the watch", _tables(watch)))
     if watch.profile is not None:
         sections.append(common.profile_section(watch.profile, "watch --profile"))
     if watch.context:
@@ -192,6 +203,12 @@ def data(watch: Watch) -> dict:
         "trace": watch.trace_path,
         "complete": watch.complete,
         "profile": common.profile_data(watch.profile) if watch.profile is not None else None,
+        "tables": None
+        if watch.table_costs is None
+        else {
+            "count": watch.tables,
+            "active": [dataclasses.asdict(t) | {"little_traffic": t.little_traffic} for t in watch.table_costs],
+        },
     }
 
 
@@ -208,6 +225,8 @@ def _statement_data(s: StatementIO) -> dict:
         "bytes_per_row": s.bytes_per_row,
         "latency_p50_s": s.latency_p50_s,
         "latency_p99_s": s.latency_p99_s,
+        "latency_p99_without_pauses_s": s.latency_p99_without_pauses_s,
+        "paused_executions": s.paused_executions,
         "consistency": s.consistency,
         "unmatched_threads": s.unmatched_threads,
         "verdict": s.verdict,
@@ -229,7 +248,41 @@ def _row(rank: int, s: StatementIO) -> tuple[str, ...]:
         human_bytes(s.bytes_per_row) if s.bytes_per_row is not None else "—",
         _ms(s.latency_p50_s),
         _ms(s.latency_p99_s),
+        _ms(s.latency_p99_without_pauses_s) if s.paused_executions is not None else common.NOT_MEASURED,
     )
+
+
+def _without_pauses(s: StatementIO) -> str:
+    """The p99 over the executions no GC or safepoint pause overlapped, and how many one did."""
+    if s.paused_executions is None:
+        return "GC and safepoint pauses not measured"
+    return (
+        f"p99 {_ms(s.latency_p99_without_pauses_s)} over the {s.sampled_executions - s.paused_executions} "
+        f"sampled executions no GC or safepoint pause overlapped ({s.paused_executions} overlapped one)"
+    )
+
+
+def _tables(watch: Watch) -> list[Block]:
+    """The schema's table count, and the tables that flushed or served requests during the watch."""
+    blocks: list[Block] = [Paragraph(f"{watch.tables} tables in the schema.")]
+    if watch.table_costs:
+        blocks.append(
+            Table(
+                ("Table", "Flushes", "Writes", "Reads", "Memtable", "Little traffic"),
+                [
+                    (
+                        t.table,
+                        f"{t.flushes:,}",
+                        f"{t.writes:,}",
+                        f"{t.reads:,}",
+                        human_bytes(t.memtable_bytes),
+                        "yes" if t.little_traffic else "",
+                    )
+                    for t in watch.table_costs
+                ],
+            )
+        )
+    return blocks
 
 
 def _short(statement: str, width: int = 60) -> str:

@@ -10,7 +10,10 @@ written as window_measures rows (casstrace.traces.schema). Its entry here says w
   adds up: CPU time, pauses) or 'max' (a span the slowest one sets);
 - `label`: the column heading and item label every report gives it;
 - `whose`: 'node' (taken on the node: the analyses' figures are the node's unless they say
-  otherwise) or 'client' (taken by casstrace's client, e.g. its own decoding).
+  otherwise) or 'client' (taken by casstrace's client, e.g. its own decoding);
+- `derived`: the analyses compute it per execution from other tables (the serving threads' CPU, from
+  thread_cpu and the executions' traced sessions; Cassandra's own traced time, from its sessions'
+  durations): no window_measures row ever holds it.
 
 Adding a measure is a window source and an entry here (CONTRIBUTING.md, "A per-execution
 measure"); the writer refuses a row of a measure that has no entry, and tests/unit/test_measures.py
@@ -33,6 +36,7 @@ class Measure(NamedTuple):
     merge: Merge
     label: str
     whose: Whose = "node"
+    derived: bool = False
 
     def combine(self, values: list[float]) -> float:
         """The values of one window as one figure, by the merge rule."""
@@ -45,7 +49,9 @@ MEASURES: dict[str, Measure] = {
     for measure in (
         Measure("node_ns", "ns", "max", "Node time"),
         Measure("node_requests", "count", "sum", "Requests answered"),
-        Measure("request_cpu_ns", "ns", "sum", "Request threads' CPU"),
+        Measure("traced_ns", "ns", "sum", "Cassandra's traced time", derived=True),
+        Measure("serving_cpu_ns", "ns", "sum", "Serving threads' CPU", derived=True),
+        Measure("request_cpu_ns", "ns", "sum", "Request pools' CPU"),
         Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)"),
         Measure("gc_pause_ns", "ns", "max", "GC pauses"),
         Measure("client_decode_ns", "ns", "sum", "Decoding", whose="client"),
@@ -60,3 +66,12 @@ def measure(name: str) -> Measure:
         return MEASURES[name]
     except KeyError:
         raise ValueError(f"{name!r} is not a registered measure (casstrace.traces.measures.MEASURES)") from None
+
+
+def recorded(name: str) -> Measure:
+    """The registered measure `name` that a window source may record (ValueError for one without an
+    entry, or one the analyses derive)."""
+    entry = measure(name)
+    if entry.derived:
+        raise ValueError(f"{name!r} is derived by the analyses, never recorded (casstrace.traces.measures)")
+    return entry

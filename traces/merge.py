@@ -38,6 +38,7 @@ _COPIED = (
     "profile_reads",
     "thread_io",
     "window_measures",
+    "thread_cpu",
 )
 # Tables that are the whole trace's, never a node's: written once by the run itself. Every table of
 # the schema is in one of the two lists (tests/unit/test_measures.py): a table in neither would be

@@ -137,6 +137,31 @@ class GcPauseMeta(TypedDict):
     heap_bytes: int | None
 
 
+class JvmPause(TypedDict):
+    """A pause of the JVM (casstrace.node.gc_pauses): a GC's or a safepoint's, on the trace's clock."""
+
+    kind: Literal["gc", "safepoint"]
+    what: str  # the collector's pause ('Pause Young (Normal) (G1 Evacuation Pause)') or the VM operation
+    start_ns: int
+    end_ns: int
+
+
+class TableActivity(TypedDict):
+    """A table's memtable flushes, local reads and writes over a watch, and its memtable's size at the end
+    (casstrace.node.tablestats)."""
+
+    table: str  # 'ks.table'
+    flushes: int
+    reads: int
+    writes: int
+    memtable_bytes: int
+
+
+class TableActivityMeta(TypedDict):
+    tables: int  # the schema's table count
+    active: list[TableActivity]  # the tables that flushed or served a request during the watch
+
+
 class TraceMeta(TypedDict, total=False):
     """A trace's meta table, key by key (traces/schema.py documents each): what Trace.meta is, so that
     mypy checks every read of it. Every key may be missing (a trace of another kind, an older format)."""
@@ -183,6 +208,8 @@ class TraceMeta(TypedDict, total=False):
     profile: ProfileMeta
     clock: dict[str, int]
     gc_pauses: list[GcPauseMeta]
+    jvm_pauses: list[JvmPause]
+    table_activity: TableActivityMeta
 
 
 # The type of every meta value, checked when a trace is opened (traces/reader.py)

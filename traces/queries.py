@@ -64,6 +64,7 @@ dataclasses. Every function takes the open Trace first; `window_ids` / `file_ids
   thread_names()                  dict[tid, name]
   -- per-window measures (format 4; empty before)
   window_measures()               list[WindowMeasure]   (node_id, window_id, measure, value) rows
+  thread_cpu()                    list[ThreadCpu]       a thread's on-CPU ns per time slot (measured windows)
   -- watch (format 2)
   has_watch_tables()              bool                  the trace has the tables a watch writes
   statement_sessions()            list[StatementSession]  by session
@@ -301,6 +302,16 @@ class WindowMeasure(NamedTuple):
     window_id: int
     measure: str
     value: float
+
+
+class ThreadCpu(NamedTuple):
+    """One thread's on-CPU time within one time slot [ts_ns, ts_ns + slot_ns) (thread_cpu)."""
+
+    node_id: int | None
+    tid: int
+    ts_ns: int
+    slot_ns: int
+    oncpu_ns: int
 
 
 # -- how they are read ---------------------------------------------------------------------------
@@ -758,6 +769,15 @@ def window_measures(trace: Trace) -> list[WindowMeasure]:
         return []
     return _records(
         WindowMeasure, trace, "SELECT node_id, window_id, measure, value FROM window_measures ORDER BY window_id"
+    )
+
+
+def thread_cpu(trace: Trace) -> list[ThreadCpu]:
+    """Every thread's on-CPU time per slot, by thread and time ([] for a trace without the table)."""
+    if not _has_table(trace, "thread_cpu"):
+        return []
+    return _records(
+        ThreadCpu, trace, "SELECT node_id, tid, ts_ns, slot_ns, oncpu_ns FROM thread_cpu ORDER BY tid, ts_ns"
     )
 
 

@@ -154,6 +154,15 @@ class ProfileReadRow(TypedDict):
     fault_fill_bytes: NotRequired[int | None]
 
 
+class ThreadCpuRow(TypedDict):
+    """thread_cpu: one thread's on-CPU time within one time slot."""
+
+    tid: int
+    ts_ns: int
+    slot_ns: int
+    oncpu_ns: int
+
+
 class ThreadIORow(TypedDict):
     """thread_io: one thread's bytes from one file in one thread_slot_ns slot (casstrace watch)."""
 

@@ -102,6 +102,14 @@ Meta keys (values are JSON)
                       "probability_restored": bool | null, "duration_s": float,
                       "start_ns", "end_ns": int (when the node traced, on the trace's clock),
                       "thread_map": "jcmd" (thread names matched to tids by the JVM's own list)}
+  gc_pauses          (run, format 4) [{"window_id", "collector", "pause_ns", "overlap_ns", "end_ns",
+                      "heap_before_bytes", "heap_after_bytes", "heap_bytes"}]: each GC pause that overlapped a
+                     window (casstrace.node.gc_pauses)
+  jvm_pauses         (watch, format 4) [{"kind": "gc" | "safepoint", "what", "start_ns", "end_ns"}]: the JVM's GC
+                     and safepoint pauses during the watch (or the interval), from its own log; absent: not measured
+  table_activity     (watch, format 4) {"tables": int (the schema's table count), "active": [{"table", "flushes",
+                      "reads", "writes", "memtable_bytes"}]}: per table, its memtable flushes and local requests
+                     during the watch (nodetool tablestats before and after); absent: not measured
   profile            present when the run was profiled (run --profile; format 2):
                      {"profiler": str ('async-profiler 4.1'), "read_method": str (the Java method whose every
                       call was recorded with its stack), "wall_interval_ns": int, "window_ids": [int] (the
@@ -169,6 +177,9 @@ Format history
      one that took none of them.
      Later in format 4: cassandra.tables[].indexes and .base_table, and storage stats.ttl_max; a
      trace without them models no index and no TTL.
+     Later in format 4: table thread_cpu (the JVM's threads' on-CPU time per 1 ms slot in the measured
+     executions' windows), from which the analyses take the CPU of the threads that served each
+     execution; a trace without it has no such figure.
 """
 
 import bisect
@@ -445,6 +456,17 @@ CREATE TABLE window_measures (
     window_id INTEGER NOT NULL REFERENCES windows(window_id),
     measure   TEXT NOT NULL,            -- a name of casstrace.traces.measures.MEASURES
     value     NUMERIC NOT NULL          -- in the measure's unit ('ns', 'bytes', 'count')
+);
+
+-- later in format 4: on-CPU time of each thread of the captured JVM per time slot, in the measured
+-- executions' windows only, from the scheduler's switches (each slice cut at the slots' edges): what the
+-- threads that served an execution (session_threads) ran while they served it (casstrace.analyses.attribution).
+CREATE TABLE thread_cpu (
+    node_id  INTEGER,                   -- the node in a trace of several (NULL: the one process)
+    tid      INTEGER NOT NULL,
+    ts_ns    INTEGER NOT NULL,          -- the slot's start, on the trace's clock
+    slot_ns  INTEGER NOT NULL,          -- the slot's width
+    oncpu_ns INTEGER NOT NULL           -- the thread's time on a CPU within the slot
 );
 
 -- Requests Cassandra traced during a watch (its probabilistic tracing), or a run's measured executions

@@ -26,7 +26,7 @@ from typing import Any, Unpack
 
 from casstrace import __version__, outputs
 from casstrace.errors import CasstraceError
-from casstrace.traces.measures import measure
+from casstrace.traces.measures import recorded
 from casstrace.traces.rows import (
     CoverageRow,
     EventRow,
@@ -42,6 +42,7 @@ from casstrace.traces.rows import (
     ReadSizeRow,
     SessionThreadRow,
     StatementSessionRow,
+    ThreadCpuRow,
     ThreadIORow,
     WindowMeasureRow,
 )
@@ -263,6 +264,9 @@ class TraceWriter:
     def add_thread_io(self, rows: Iterable[ThreadIORow]) -> None:
         self._insert("thread_io", rows)
 
+    def add_thread_cpu(self, rows: Iterable[ThreadCpuRow]) -> None:
+        self._insert("thread_cpu", rows)
+
     def add_statement_sessions(self, rows: Iterable[StatementSessionRow]) -> None:
         """Statements normalized (every literal as ?) only: a trace never holds a value."""
         self._insert("statement_sessions", rows)
@@ -272,10 +276,10 @@ class TraceWriter:
 
     def add_window_measures(self, rows: Iterable[WindowMeasureRow]) -> None:
         """Values of registered measures (casstrace.traces.measures): ValueError for a measure with no
-        entry, before anything is written."""
+        entry, or one the analyses derive, before anything is written."""
         checked = list(rows)
         for row in checked:
-            measure(row["measure"])
+            recorded(row["measure"])
         self._insert("window_measures", checked)
 
     def add_threads(self, names: dict[int, str]) -> None:

@@ -16,12 +16,23 @@
 // request. Requests on one connection are taken one at a time (casstrace's client sends the next
 // page's request after the previous answer).
 //
+// Per thread and time slot: while userspace says so (per_thread[0], set in the measured executions'
+// windows), each slice is also added to (tid, slot) for the THREAD_SLOT_NS-wide slots of the
+// monotonic clock it spans, split at their edges, so that the analyses can take, of the threads that
+// served an execution, only the time they ran while they served it.
+//
 // The window is the one userspace set last (window[0]): a slice or a write counts in the window it
 // ended in. Nothing is lost but what the full maps refuse (overflows[0], counted).
 
 struct slice_key {
     u32 window;
     u32 tid;
+};
+
+struct thread_slot {
+    u32 tid;
+    u32 unused;
+    u64 slot; // bpf_ktime_get_ns() / THREAD_SLOT_NS
 };
 
 struct call {
@@ -39,6 +50,8 @@ BPF_PERCPU_ARRAY(switched_in, u64, 1);
 BPF_ARRAY(window, u32, 1);
 BPF_ARRAY(overflows, u64, 1);
 BPF_HASH(oncpu, struct slice_key, u64, ONCPU_ENTRIES);
+BPF_ARRAY(per_thread, u32, 1);
+BPF_F_TABLE("hash", struct thread_slot, u64, thread_slots, THREAD_SLOTS, BPF_F_NO_PREALLOC);
 BPF_HASH(client_fds, u32, u8, CLIENT_FDS);
 BPF_HASH(in_call, u32, struct call, CALLS);
 BPF_HASH(requests, u32, struct request, CLIENT_FDS);
@@ -59,6 +72,30 @@ static inline u32 current_window(void) {
     return current ? *current : 0;
 }
 
+static inline void add_ns(struct thread_slot *key, u64 ns) {
+    u64 *total = thread_slots.lookup(key);
+    if (total)
+        __sync_fetch_and_add(total, ns);
+    else if (thread_slots.insert(key, &ns) != 0)
+        count_overflow();
+}
+
+// The slice [from, to) of thread `tid`, cut at the slots' edges (a slice longer than
+// SLICE_SLOTS slots puts its rest in the last one).
+static inline void add_slots(u32 tid, u64 from, u64 to) {
+    struct thread_slot key = {.tid = tid, .unused = 0, .slot = from / THREAD_SLOT_NS};
+#pragma unroll
+    for (int i = 0; i < SLICE_SLOTS; i++) {
+        u64 edge = (key.slot + 1) * THREAD_SLOT_NS;
+        if (to <= edge || i == SLICE_SLOTS - 1) {
+            add_ns(&key, to - from);
+            return;
+        }
+        add_ns(&key, edge - from);
+        from = edge;
+        key.slot++;
+    }
+}
 
 TRACEPOINT_PROBE(sched, sched_switch) {
     int zero = 0;
@@ -78,6 +115,9 @@ TRACEPOINT_PROBE(sched, sched_switch) {
         __sync_fetch_and_add(total, ran);
     else if (oncpu.insert(&key, &ran) != 0)
         count_overflow();
+    u32 *slotted = per_thread.lookup(&zero);
+    if (slotted && *slotted)
+        add_slots(key.tid, started, now);
     char comm[sizeof(args->prev_comm)];
     __builtin_memcpy(comm, args->prev_comm, sizeof(comm));
     if (!SERVES_REQUESTS(comm))

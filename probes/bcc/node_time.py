@@ -10,7 +10,9 @@ it to the last write of its answer. on_window_start tells it the window. At the 
 once and each window's figures written: the node's time answering, the requests answered, every
 thread's CPU time (`jvm_cpu_ns`) and that of the threads that serve CQL requests, by the name of their
 pool as they ran (`request_cpu_ns`: the native transport's request and event-loop threads and the read
-stage, told apart in the kernel; on a busy node their work for other clients counts too).
+stage, told apart in the kernel; on a busy node their work for other clients counts too). In the
+measured executions' windows it also keeps every thread's CPU per 1 ms slot (the thread_cpu table), from
+which the analyses take the CPU of the threads that served each execution, while they served it.
 """
 
 import ctypes
@@ -23,13 +25,18 @@ from typing import Any
 
 from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD
 from casstrace.probes.proc import proc_fds
-from casstrace.traces.rows import WindowMeasureRow
+from casstrace.probes.protocol import MEASURED_WINDOW
+from casstrace.traces.rows import ThreadCpuRow, WindowMeasureRow
+from casstrace.traces.schema import THREAD_SLOT_NS
 from casstrace.traces.writer import TraceWriter
 
 ONCPU_ENTRIES = 1 << 16  # (window, thread) pairs: 600 threads over 100 windows
 CLIENT_FDS = 1024  # client connections of the node
 CALLS = 4096  # threads in a socket call at once
 WINDOWS = 4096
+# (thread, 1 ms slot) pairs in the measured windows, allocated as they come: 10 threads busy for 13 s
+THREAD_SLOTS = 1 << 17
+SLICE_SLOTS = 8  # slots one slice is cut into at most (a longer slice's rest goes to the last)
 # Thread names (comm: 15 characters) of the pools that serve a CQL read, as Cassandra 4.0-5.0 name them.
 REQUEST_THREAD_PREFIXES = ("Native-Transpor", "ReadStage", "epollEventLoopG", "nioEventLoopGro")
 
@@ -62,11 +69,19 @@ class NodeTime:
     the capture: the program is compiled and attached then (a second or two of one core), idle until
     the first window."""
 
-    def __init__(self, pid: int, native_port: int, warn: Callable[[str], None]):
+    def __init__(
+        self,
+        pid: int,
+        native_port: int,
+        warn: Callable[[str], None],
+        per_thread_labels: frozenset[str] = frozenset({MEASURED_WINDOW}),
+    ):
         self.pid = pid
         self._bpf: Any = None
-        # what the kernel counted, and the threads' names, taken when the source stops (before write)
+        self._per_thread_labels = per_thread_labels  # the windows whose CPU is kept per thread and slot
+        # what the kernel counted, taken when the source stops (before write)
         self._cpu: dict[tuple[int, int], int] = {}
+        self._thread_slots: dict[tuple[int, int], int] = {}
         self._answering: dict[str, dict[int, int]] = {}
         self._overflows = 0
         try:
@@ -94,11 +109,15 @@ class NodeTime:
             "CLIENT_FDS": CLIENT_FDS,
             "CALLS": CALLS,
             "WINDOWS": WINDOWS,
+            "THREAD_SLOTS": THREAD_SLOTS,
+            "THREAD_SLOT_NS": THREAD_SLOT_NS,
+            "SLICE_SLOTS": SLICE_SLOTS,
         }
 
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
         if self._bpf is not None:
             self._bpf[b"window"][ctypes.c_int(0)] = ctypes.c_uint32(window_id)
+            self._bpf[b"per_thread"][ctypes.c_int(0)] = ctypes.c_uint32(label in self._per_thread_labels)
 
     def on_window_end(self, window_id: int) -> None:
         pass
@@ -109,6 +128,13 @@ class NodeTime:
         if self._bpf is None:
             return self._cpu
         return {(key.window, key.tid): value.value for key, value in self._bpf[b"oncpu"].items()}
+
+    def thread_slots(self) -> dict[tuple[int, int], int]:
+        """(tid, slot of THREAD_SLOT_NS on the monotonic clock) -> on-CPU ns, in the windows kept per
+        thread: so far, or as the source stopped."""
+        if self._bpf is None:
+            return self._thread_slots
+        return {(key.tid, key.slot): value.value for key, value in self._bpf[b"thread_slots"].items()}
 
     def write(self, writer: TraceWriter) -> None:
         totals: dict[str, dict[int, int]] = {
@@ -124,6 +150,12 @@ class NodeTime:
             if window_id != 0  # before the first window
         ]
         writer.add_window_measures(rows)
+        # bpf_ktime_get_ns() is CLOCK_MONOTONIC: a live capture's clock (the trace writer's).
+        slots: list[ThreadCpuRow] = [
+            {"tid": tid, "ts_ns": slot * THREAD_SLOT_NS, "slot_ns": THREAD_SLOT_NS, "oncpu_ns": ns}
+            for (tid, slot), ns in sorted(self._thread_slots.items())
+        ]
+        writer.add_thread_cpu(slots)
         if self._overflows:  # what the full maps refused: counted where every aggregate's refusals are
             meta = writer.meta()
             writer.set_meta(aggregate_overflows=int(meta.get("aggregate_overflows") or 0) + self._overflows)
@@ -135,6 +167,7 @@ class NodeTime:
         bpf = self._bpf
         try:
             self._cpu = self.thread_ns()
+            self._thread_slots = self.thread_slots()
             self._answering = {
                 name: {key.value: value.value for key, value in bpf[table].items()}
                 for name, table in (

@@ -23,6 +23,7 @@ from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
 from casstrace.orchestration.runner import RunOptions, run
+from casstrace.reports import common
 from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace, queries
 from casstrace_cli import casstrace
@@ -117,10 +118,14 @@ def test_the_columns_cost_the_node_more_cpu_than_the_frozen_udt(both):
         columns.measure_summaries,
         udt.measure_summaries,
     )
-    # every execution has the node's time and its CPU; the request threads' CPU is within the JVM's
+    assert median(columns, "serving_cpu_ns") > median(udt, "serving_cpu_ns")
+    # every execution has the node's time and its CPU: the serving threads' within the request pools',
+    # within the JVM's
     for e in columns.executions + udt.executions:
         assert e.measures["node_ns"] > 0 and e.measures["node_requests"] >= 1
         assert 0 < e.measures["request_cpu_ns"] <= e.measures["jvm_cpu_ns"]
+        if e.kind == "measured":  # the traced ones
+            assert 0 < e.measures["serving_cpu_ns"] <= e.measures["request_cpu_ns"]
 
 
 def test_the_cells_per_row_finding_names_the_columns_only(both):
@@ -139,6 +144,22 @@ def test_the_node_time_is_within_the_clients_round_trip(both):
             assert e.latency_s is not None
             assert e.measures["node_ns"] <= e.latency_s * 1e9
             assert e.measures["client_decode_ns"] <= e.latency_s * 1e9
+
+
+def test_the_breakdown_adds_up_to_the_nodes_time_which_holds_cassandras_own(both):
+    """The first screen splits the node's time (median per execution) into the serving threads' CPU, I/O
+    wait, GC pauses and the rest, which add up to it, the measured parts never past it; and the node's
+    time holds an independent truth, Cassandra's own trace of each execution (its sessions' durations,
+    from the request's start on the coordinator to its response ready: inside the socket-to-socket time)."""
+    for analysis in both.values():
+        split = common.time_split_ns(analysis)
+        assert split is not None
+        parts = split["Node CPU"] + split["I/O wait"] + split["GC pauses"]
+        assert parts <= split["Node time"], split
+        assert parts + split["The rest"] == pytest.approx(split["Node time"])
+        for e in analysis.executions:
+            if e.kind == "measured":  # Cassandra's clock is in whole µs
+                assert 0 < e.measures["traced_ns"] <= e.measures["node_ns"] + 1_000, e.measures
 
 
 def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts, tmp_path):

@@ -1,9 +1,14 @@
 """run's executions charged by thread (analyses.attribution): a synthetic run trace where another
 thread reads the queried table's Data file in the execution's window, as another client's requests do."""
 
+import json
+
 from casstrace.analyses import analyse
 from casstrace.analyses.attribution import Span, serving_threads
+from casstrace.reports import render
+from casstrace.reports.formats import FORMATS
 from casstrace.traces import TraceWriter
+from casstrace.traces.measures import MEASURES
 from synthetic_traces import DATA_PATH, DATA_SIZE, START_NS, _base_meta, wide_table_schema
 
 SLOT = 1_000_000
@@ -11,10 +16,11 @@ OWN, OTHERS, OTHER_TABLE = 64 * 1024, 3 * 64 * 1024, 100_000
 OTHER_TABLE_PATH = "/var/lib/cassandra/data/shop/orders-2b81fdb0e66811f19555a79a9024071e/nb-3-big-Data.db"
 
 
-def busy_run(path, *, mapped_touched=None, other_requests=12):
+def busy_run(path, *, mapped_touched=None, other_requests=12, thread_cpu=()):
     """One measured execution (window 2): its thread 101 reads OWN from Data.db in slots 600-603, its
     session's events there; thread 102 (another client's request) reads OTHERS in slots 600-611 and
-    thread 103 OTHER_TABLE from another table; the window's file_io holds them all."""
+    thread 103 OTHER_TABLE from another table; the window's file_io holds them all. thread_cpu: (tid,
+    slot, ns) on-CPU time per slot."""
     writer = TraceWriter(path)
     measures = {"syscalls": True, "offsets": True, "page_cache": True, "latency": True, "wire": True}
     if mapped_touched is not None:
@@ -100,6 +106,9 @@ def busy_run(path, *, mapped_touched=None, other_requests=12):
         ]
     )
     writer.add_threads({101: "ReadStage-1", 102: "ReadStage-2", 103: "ReadStage-3"})
+    writer.add_thread_cpu(
+        [{"tid": tid, "ts_ns": START_NS + slot * SLOT, "slot_ns": SLOT, "oncpu_ns": ns} for tid, slot, ns in thread_cpu]
+    )
     return writer.finish()
 
 
@@ -134,3 +143,31 @@ def test_mapped_pages_touched_while_others_ran_leave_the_verdict_undetermined(tm
         analysis.overall.busy is not None and analysis.overall.busy.mapped_unattributed_bytes == (4 << 20) - 64 * 4096
     )  # beyond the syscall pages
     assert analysis.verdict.status == "undetermined"
+
+
+def test_the_serving_threads_cpu_is_theirs_while_they_served(tmp_path):
+    """Thread 101's events span 600.1-603.5 ms: its slots 599-603 meet them widened by CALL_MARGIN_NS (0.25
+    ms), 598 and 604 do not; thread 102 (another client's) ran all along and is no serving thread's."""
+    ran = [(101, slot, 200_000) for slot in range(598, 605)] + [(102, slot, 900_000) for slot in range(600, 612)]
+    analysis = analyse(busy_run(tmp_path / "busy.trace", thread_cpu=ran))
+    (execution,) = [e for e in analysis.executions if e.kind == "measured"]
+    assert execution.measures["serving_cpu_ns"] == 5 * 200_000
+    assert execution.measures["traced_ns"] == 6_000_000  # its session's duration, as Cassandra traced it
+    cpu = analysis.cpu_per_result
+    assert cpu is not None and cpu.measure == "serving_cpu_ns"
+    # one row of one cell (SELECT c0)
+    assert (cpu.per_execution_ns, cpu.per_row_ns, cpu.per_cell_ns, cpu.cells_per_row) == (1e6, 1e6, 1e6, 1)
+    for fmt in FORMATS:  # a column of the executions table, an item of the headline numbers, per row
+        text = render(analysis, fmt)
+        if fmt == "json":
+            report = json.loads(text)
+            assert report["cpu_per_result"]["per_cell_ns"] == 1e6
+            assert {m["name"] for m in report["measures_per_execution"]} >= {"serving_cpu_ns"}
+        else:
+            assert text.count(MEASURES["serving_cpu_ns"].label.replace("'", "&#x27;" if fmt == "html" else "'")) >= 3
+
+
+def test_no_thread_cpu_no_serving_cpu(tmp_path):
+    analysis = analyse(busy_run(tmp_path / "busy.trace"))
+    assert all("serving_cpu_ns" not in e.measures for e in analysis.executions)
+    assert analysis.cpu_per_result is None

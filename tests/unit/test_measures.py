@@ -17,6 +17,7 @@ from casstrace.traces import merge as trace_merge
 from casstrace.traces.measures import MEASURES
 from casstrace.traces.schema import SCHEMA
 
+RECORDED = [name for name, entry in MEASURES.items() if not entry.derived]  # by a window source
 MEASURED_WINDOW = 3  # synthetic._run_windows: warmup (1), between (2), the measured execution (3)
 NODE_VALUES = (3_000_000, 5_000_000)  # each node's value of a measure in the measured execution
 
@@ -40,7 +41,7 @@ def merged(tmp_path_factory):
     """Two nodes' traces, each with every registered measure, merged into one run trace."""
     directory = tmp_path_factory.mktemp("measures")
     parts = [
-        partial(directory / f"{node}.trace", dict.fromkeys(MEASURES, value))
+        partial(directory / f"{node}.trace", dict.fromkeys(RECORDED, value))
         for node, value in enumerate(NODE_VALUES, start=1)
     ]
     writer = TraceWriter(directory / "merged.trace")
@@ -58,7 +59,7 @@ def test_every_table_of_the_schema_is_merged_or_the_whole_traces():
     assert tables == copied | whole, "a table in neither list is dropped from multi-node traces"
 
 
-@pytest.mark.parametrize("name", list(MEASURES))
+@pytest.mark.parametrize("name", RECORDED)
 def test_a_registered_measure_is_merged_analysed_and_rendered(merged, name):
     entry = MEASURES[name]
     with Trace(merged) as trace:
@@ -101,6 +102,15 @@ def test_the_writer_refuses_a_measure_with_no_entry(tmp_path):
     writer.add_window("capture", 0, 1)
     with pytest.raises(ValueError, match="not a registered measure"):
         writer.add_window_measures([{"window_id": 1, "measure": "cpu_time_typo", "value": 1}])
+    writer.discard()
+
+
+def test_the_writer_refuses_a_derived_measure(tmp_path):
+    (derived, *_) = [name for name, entry in MEASURES.items() if entry.derived]
+    writer = TraceWriter(tmp_path / "t.trace")
+    writer.add_window("capture", 0, 1)
+    with pytest.raises(ValueError, match="derived"):
+        writer.add_window_measures([{"window_id": 1, "measure": derived, "value": 1}])
     writer.discard()
 
 

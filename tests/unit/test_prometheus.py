@@ -1,6 +1,7 @@
 """The Prometheus page of a watch (reports.prometheus), from figures made by hand: counters never go
 down, a statement keeps its label, the label set stays bounded, and promtool accepts the page."""
 
+import dataclasses
 import subprocess
 import urllib.request
 
@@ -116,3 +117,18 @@ def test_an_address_that_is_none_is_refused_naming_the_option(address):
     with pytest.raises(CasstraceError) as refused:
         bind_address(address)
     assert "--metrics-address" in (refused.value.fix or "")
+
+
+def test_a_statements_p99_with_and_without_the_jvms_pauses():
+    paused = dataclasses.replace(
+        _statement("SELECT v FROM ks.t WHERE k = ?", 100, 4096),
+        latency_p99_s=0.2,
+        latency_p99_without_pauses_s=0.002,
+        paused_executions=3,
+    )
+    unmeasured = dataclasses.replace(_statement("SELECT w FROM ks.t WHERE k = ?", 10, 4096), latency_p99_s=0.01)
+    page = Exposition(top=2).page(_watch([paused, unmeasured]), [])
+    p99 = 'casstrace_statement_latency_p99_seconds{statement="SELECT v FROM ks.t WHERE k = ?",pauses='
+    assert _value(page, p99 + '"included"}') == 0.2
+    assert _value(page, p99 + '"excluded"}') == 0.002
+    assert 'statement="SELECT w FROM ks.t WHERE k = ?",pauses="excluded"' not in page  # pauses not measured

@@ -499,3 +499,27 @@ def test_running_figures_add_the_intervals_done_and_the_stretch_in_progress(tmp_
     summary = figures.summary()
     assert summary.sstable_bytes == 300_000 and summary.statements[0].sampled_executions == 2
     assert summary.trace_path == f"{paths[0]} … i2.trace (2 intervals)" and summary.complete
+
+
+def test_the_p99_without_the_executions_a_jvm_pause_overlapped():
+    """100 executions of 2 ms a second apart, but the 3 a long GC pause overlapped (50-52 s): the p99 is
+    theirs with them, 2 ms without; a pause that ends as an execution starts overlaps none."""
+    point = "SELECT v FROM ks.narrow WHERE k = ? AND c = ?"
+    second = 1000 * SLOT
+    sessions = [
+        _session(n, point, n * 1000, rows=1, duration_ms=202 if n in (50, 51, 52) else 2) for n in range(1, 101)
+    ]
+    pause = (START + 50 * second - MS_NS, START + 52 * second + MS_NS)
+    before = (START + 20 * second - 5 * MS_NS, START + 20 * second)  # ends as execution 20 starts
+    inputs = dataclasses.replace(_inputs(sessions, [], []), pauses=[pause, before])
+    (statement,) = summarise(inputs, {}).statements
+    assert statement.paused_executions == 3
+    assert statement.latency_p99_s == pytest.approx(0.202)
+    assert statement.latency_p99_without_pauses_s == pytest.approx(0.002)
+    for fmt in ("text", "md", "html"):
+        assert "p99 without pauses" in render(document(summarise(inputs, {})), fmt)
+    data = json.loads(render(document(summarise(inputs, {})), "json"))["statements"][0]
+    assert (data["paused_executions"], data["latency_p99_without_pauses_s"]) == (3, pytest.approx(0.002))
+    # not measured: no figure, never 0
+    (unmeasured,) = summarise(_inputs(sessions, [], []), {}).statements
+    assert unmeasured.paused_executions is None and unmeasured.latency_p99_without_pauses_s is None

@@ -1,0 +1,58 @@
+"""The CPU of the threads that served an execution (analyses.attribution.serving_cpu_ns), on a real node:
+within the request pools' CPU of its window, itself within the JVM's; and, while another client keeps the
+node busy, a point read's serving CPU stays near the idle node's while the pools' CPU grows with the other
+client's requests.
+
+The other client is real (sandbox.workload.BackgroundReads, as in test_busy_node), its achieved rate
+asserted. The independent truths: the idle node's figures for the same query, and the kernel's own
+accounting of the request pools and the whole JVM in each window (node_time.c, by thread name as each
+slice ran), which the serving threads' slots are a part of.
+"""
+
+import statistics
+
+import pytest
+
+from casstrace.analyses.model import Analysis
+from test_busy_node import KEY, other_client, point_table, reached, traced  # noqa: F401 (point_table: a fixture)
+
+pytestmark = pytest.mark.integration
+
+REPEAT = 15
+# A busy node's serving threads' CPU against the idle node's, median over the executions: a serving
+# thread may run another client's request in the same 1 ms slot as its own (the slots are what it is
+# charged by), so some growth is allowed; the pools' CPU grows with every request in the window.
+WITHIN = 2.0
+
+
+def measured(analysis: Analysis, name: str) -> list[float]:
+    return [e.measures[name] for e in analysis.executions if e.kind == "measured"]
+
+
+def median(analysis: Analysis, name: str) -> float:
+    return statistics.median(measured(analysis, name))
+
+
+def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, tmp_path):
+    idle = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle.trace", repeat=REPEAT)
+    with other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as load:
+        busy = traced(sandbox, point_table.point_query(KEY), tmp_path / "busy.trace", repeat=REPEAT)
+    reached(load)
+
+    for analysis in (idle, busy):
+        for e in analysis.executions:
+            if e.kind == "measured":
+                figures = e.measures
+                assert 0 < figures["serving_cpu_ns"] <= figures["request_cpu_ns"] <= figures["jvm_cpu_ns"], figures
+        cpu = analysis.cpu_per_result
+        assert cpu is not None and cpu.measure == "serving_cpu_ns" and cpu.rows == 1
+        assert cpu.per_row_ns == pytest.approx(median(analysis, "serving_cpu_ns"))
+
+    assert median(busy, "serving_cpu_ns") <= WITHIN * median(idle, "serving_cpu_ns"), (
+        measured(idle, "serving_cpu_ns"),
+        measured(busy, "serving_cpu_ns"),
+    )
+    # the pools served the other client meanwhile: their CPU grew more than the serving threads'
+    grew_pool = median(busy, "request_cpu_ns") / median(idle, "request_cpu_ns")
+    grew_serving = median(busy, "serving_cpu_ns") / median(idle, "serving_cpu_ns")
+    assert grew_pool > 1.5 and grew_pool > grew_serving, (grew_pool, grew_serving)
