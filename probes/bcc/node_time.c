@@ -84,7 +84,6 @@ static inline void add_ns(struct thread_slot *key, u64 ns) {
 // SLICE_SLOTS slots puts its rest in the last one).
 static inline void add_slots(u32 tid, u64 from, u64 to) {
     struct thread_slot key = {.tid = tid, .unused = 0, .slot = from / THREAD_SLOT_NS};
-#pragma unroll
     for (int i = 0; i < SLICE_SLOTS; i++) {
         u64 edge = (key.slot + 1) * THREAD_SLOT_NS;
         if (to <= edge || i == SLICE_SLOTS - 1) {
