@@ -9,7 +9,7 @@ from casstrace.analyses import causes
 from casstrace.analyses import measures as window_measures
 from casstrace.analyses import nodes as cluster_nodes
 from casstrace.analyses.access import access_patterns
-from casstrace.analyses.attribution import execution_shares, serving_cpu_ns
+from casstrace.analyses.attribution import run_attribution, serving_cpu_ns
 from casstrace.analyses.file_io import file_io, group_by_sstable
 from casstrace.analyses.findings import FindingContext, live_rows, trace_counts
 from casstrace.analyses.model import Amplification, Analysis, Execution, NecessaryRead
@@ -61,7 +61,8 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         sorted(set(window_ids) | {row.window_id for row in execution_rows if row.window_id is not None}),
         data,
     )
-    shares = execution_shares(trace, data)  # each traced execution's own threads' reads
+    attributed = run_attribution(trace)  # each traced execution's own threads' reads
+    shares = attributed.shares(data) if attributed is not None else {}
     index_part = amp.index_read(trace, window_ids, amp.index_files(trace, keyspace, table), shares)
     executions = amp.execution_results(
         trace, execution_rows, data, read, shares, window_measures.with_derived(trace, execution_rows, serving_cpu_ns)
@@ -92,6 +93,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         read=read,
         query_trace=meta.get("query_trace") or [],
         coordinators=sorted({row.coordinator for row in execution_rows if row.coordinator}),
+        attributed=attributed,
     )
     counts = trace_counts(meta.get("query_trace") or [])
 

@@ -32,14 +32,20 @@ CALL_MARGIN_NS = 250_000
 
 @dataclass(frozen=True)
 class Span:
-    """A session's events on one thread, first to last (the trace's clock); tid None: no thread of
-    that name was found."""
+    """A session's events on one thread of one node, first to last (the trace's clock); tid None: no
+    thread of that name was found, or the events are of a node not captured. node_id: the node in a
+    trace of several (None: the one process)."""
 
     session: int
     thread: str
     tid: int | None
     first_ns: int
     last_ns: int
+    node_id: int | None = None
+
+    @classmethod
+    def of(cls, row: queries.SessionThread) -> "Span":
+        return cls(row.session, row.thread, row.tid, row.first_ns, row.last_ns, row.node_id)
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,11 @@ class SlotIO:
     file_id: int
     read_bytes: int
     cache_miss_pages: int
+    node_id: int | None = None  # the node in a trace of several (None: the one process)
+
+    @classmethod
+    def of(cls, row: queries.ThreadIO) -> "SlotIO":
+        return cls(row.tid, row.slot, row.file_id, row.read_bytes, row.cache_miss_pages, row.node_id)
 
     @property
     def data_read_bytes(self) -> int:
@@ -110,9 +121,11 @@ def _may_read(table: tuple[str | None, str] | None, name: SSTableName) -> bool:
     return table is None or (table[1] == name.table and table[0] in (None, name.keyspace))
 
 
-def attribute(inputs: JoinInputs) -> tuple[dict[int, dict[int, list[float]]], dict[int, float]]:
+def attribute(
+    inputs: JoinInputs,
+) -> tuple[dict[int, dict[int, list[float]]], dict[tuple[int | None, int], float]]:
     """(session -> file_id -> [data read, syscall bytes, cache-miss bytes]) claimed by each session,
-    and tid -> SSTable bytes nobody claimed.
+    and (node_id, tid) -> SSTable bytes nobody claimed. A thread is one node's (its tid and node_id).
 
     A session claims, on each of its threads, the slots from its first to its last event there
     (its core), and one slot either side (its margin, for the events' sub-ms uncertainty), and in
@@ -125,20 +138,21 @@ def attribute(inputs: JoinInputs) -> tuple[dict[int, dict[int, list[float]]], di
     a read belongs to the sessions whose events on its thread surround it (else come within
     CALL_MARGIN_NS of it), so a neighbour's reads in a shared millisecond stay the neighbour's.
     The slots then carry only the page-cache fills beyond what the reads returned."""
-    core: dict[tuple[int, int], list[int]] = defaultdict(list)
-    margin: dict[tuple[int, int], list[int]] = defaultdict(list)
+    # keyed by (node, thread, slot): every node has its own thread ids
+    core: dict[tuple[int | None, int, int], list[int]] = defaultdict(list)
+    margin: dict[tuple[int | None, int, int], list[int]] = defaultdict(list)
     for span in inputs.spans:
         if span.tid is None:
             continue
         first = (span.first_ns - inputs.capture_start_ns) // inputs.slot_ns
         last = (span.last_ns - inputs.capture_start_ns) // inputs.slot_ns
         for slot in range(max(0, first - SLACK_SLOTS), last + SLACK_SLOTS + 1):
-            claimants = (core if first <= slot <= last else margin)[(span.tid, slot)]
+            claimants = (core if first <= slot <= last else margin)[(span.node_id, span.tid, slot)]
             if span.session not in claimants:
                 claimants.append(span.session)
     tables = {session.session: reads_table(session.statement) for session in inputs.sessions}
     claimed: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
-    unclaimed: dict[int, float] = defaultdict(float)
+    unclaimed: dict[tuple[int | None, int], float] = defaultdict(float)
     by_call = inputs.calls is not None
     for row in inputs.thread_io:
         name = inputs.sstables.get(row.file_id)
@@ -147,12 +161,12 @@ def attribute(inputs: JoinInputs) -> tuple[dict[int, dict[int, list[float]]], di
         # By call, the slot keeps only the fills beyond the reads (their bytes go by call below).
         size = row.data_read_bytes - row.read_bytes if by_call else row.data_read_bytes
         syscall = 0 if by_call else row.read_bytes
-        key = (row.tid, row.slot)
+        key = (row.node_id, row.tid, row.slot)
         slot_claimants = [s for s in core.get(key, ()) if _may_read(tables.get(s), name)] or [
             s for s in margin.get(key, ()) if _may_read(tables.get(s), name)
         ]
         if not slot_claimants:
-            unclaimed[row.tid] += size
+            unclaimed[row.node_id, row.tid] += size
             continue
         share = 1 / len(slot_claimants)
         for session in slot_claimants:
@@ -169,25 +183,23 @@ def _attribute_calls(
     inputs: JoinInputs,
     tables: dict[int, tuple[str | None, str] | None],
     claimed: dict[int, dict[int, list[float]]],
-    unclaimed: dict[int, float],
+    unclaimed: dict[tuple[int | None, int], float],
 ) -> None:
-    spans_by_tid: dict[int, list[Span]] = defaultdict(list)
+    spans_by_tid: dict[tuple[int | None, int], list[Span]] = defaultdict(list)
     for span in inputs.spans:
         if span.tid is not None:
-            spans_by_tid[span.tid].append(span)
+            spans_by_tid[span.node_id, span.tid].append(span)
     for spans in spans_by_tid.values():
         spans.sort(key=lambda span: span.first_ns)
     starts = {tid: [span.first_ns - CALL_MARGIN_NS for span in spans] for tid, spans in spans_by_tid.items()}
     for call in inputs.calls or ():
         name = inputs.sstables[call.file_id]
-        spans = spans_by_tid.get(call.tid, [])
+        thread = (call.node_id, call.tid)
+        spans = spans_by_tid.get(thread, [])
         # The spans that start (with their margin) before the call; a thread runs one request at a
         # time, so only the last few can still be open.
-        nearby = spans[
-            max(0, bisect.bisect_right(starts.get(call.tid, []), call.ts_ns) - 4) : bisect.bisect_right(
-                starts.get(call.tid, []), call.ts_ns
-            )
-        ]
+        before = bisect.bisect_right(starts.get(thread, []), call.ts_ns)
+        nearby = spans[max(0, before - 4) : before]
         inside = [
             s.session
             for s in nearby
@@ -199,7 +211,7 @@ def _attribute_calls(
             if call.ts_ns <= s.last_ns + CALL_MARGIN_NS and _may_read(tables.get(s.session), name)
         ]
         if not around:
-            unclaimed[call.tid] += call.bytes
+            unclaimed[thread] += call.bytes
             continue
         share = call.bytes / len(set(around))
         for session in set(around):
@@ -210,12 +222,12 @@ def _attribute_calls(
 
 def slot_spans(trace: Trace) -> list[Span]:
     """Every session's spans in a trace (session_threads)."""
-    return [Span(r.session, r.thread, r.tid, r.first_ns, r.last_ns) for r in queries.session_threads(trace)]
+    return [Span.of(row) for row in queries.session_threads(trace)]
 
 
 def slot_io(trace: Trace) -> list[SlotIO]:
     """Every thread's slots in a trace (thread_io)."""
-    return [SlotIO(r.tid, r.slot, r.file_id, r.read_bytes, r.cache_miss_pages) for r in queries.thread_io(trace)]
+    return [SlotIO.of(row) for row in queries.thread_io(trace)]
 
 
 def serving_threads(trace: Trace) -> dict[int, list[Span]]:
@@ -301,14 +313,62 @@ class _RunJoin:
     calls: list[ReadCall] | None
 
 
-def execution_shares(trace: Trace, data: dict[int, SSTableName]) -> dict[int, ExecutionShare]:
-    """window_id -> each measured execution's share of the reads of `data` (the queried table's Data
-    files) in its window, for a run trace whose executions were traced and whose probes counted per
-    thread; {} for any other trace (its executions are charged by window)."""
+@dataclass
+class RunAttribution:
+    """A run's join, done once (run_attribution): what each measured execution's sessions claimed, by
+    file, and every thread slot in each measured window; shares() of any set of Data files from it
+    (the whole table, or one node's part of it)."""
+
+    windows: dict[int, queries.ExecutionRecord]  # execution -> its row (measured, with a window)
+    claims: dict[int, list[dict[int, list[float]]]]  # execution -> each of its sessions' claims by file
+    in_window: dict[int, list[SlotIO]]  # window_id -> the thread slots that start in it
+    sstables: dict[int, SSTableName]
+    file_nodes: dict[int, int]  # file_id -> its node (run traces: every file has one)
+
+    def shares(self, data: dict[int, SSTableName]) -> dict[int, ExecutionShare]:
+        """window_id -> each measured execution's share of the reads of `data` (Data files) in its window;
+        the reads of other tables in it are those of the nodes `data` is on."""
+        nodes = {self.file_nodes.get(file_id) for file_id in data}
+        shares = {}
+        for execution, row in self.windows.items():
+            assert row.window_id is not None
+            figures = [0.0, 0.0, 0.0]
+            files = set()
+            for claim in self.claims.get(execution, []):
+                for file_id, (read_bytes, syscall, cache) in claim.items():
+                    if file_id in data:
+                        figures = [figures[0] + read_bytes, figures[1] + syscall, figures[2] + cache]
+                        files.add(file_id)
+            slots = self.in_window.get(row.window_id, [])
+            shares[row.window_id] = ExecutionShare(
+                execution=execution,
+                window_id=row.window_id,
+                syscall_bytes=round(figures[1]),
+                fill_outside_syscall_bytes=round(figures[0] - figures[1]),
+                cache_miss_bytes=round(figures[2]),
+                files=frozenset(files),
+                table_bytes=sum(slot.data_read_bytes for slot in slots if slot.file_id in data),
+                other_tables_bytes=sum(
+                    slot.data_read_bytes
+                    for slot in slots
+                    if (name := self.sstables.get(slot.file_id)) is not None
+                    and slot.file_id not in data
+                    and self.file_nodes.get(slot.file_id) in nodes
+                    and not _same_table(name, data)
+                ),
+                other_requests=row.other_requests,
+                sessions=len(self.claims.get(execution, [])),
+            )
+        return shares
+
+
+def run_attribution(trace: Trace) -> RunAttribution | None:
+    """The join of a run trace whose executions were traced and whose probes counted per thread (on
+    every node captured); None for any other trace (its executions are charged by window)."""
     sessions = queries.execution_sessions(trace)
     slot_ns = trace.meta.get("thread_slot_ns")
     if not sessions or not slot_ns:
-        return {}
+        return None
     sstables = {
         file_id: name for file_id, path in queries.file_paths(trace, "file") if (name := parse_sstable_path(path))
     }
@@ -337,40 +397,9 @@ def execution_shares(trace: Trace, data: dict[int, SSTableName]) -> dict[int, Ex
         if index >= 0 and at < bounds[starts[index][1]][1]:
             in_window[starts[index][1]].append(slot_row)
     claims: dict[int, list[dict[int, list[float]]]] = defaultdict(list)
-    found: dict[int, int] = defaultdict(int)
     for session, execution in sessions.items():
         claims[execution].append(claimed.get(session, {}))
-        found[execution] += 1
-    shares = {}
-    for execution, row in windows.items():
-        assert row.window_id is not None
-        figures = [0.0, 0.0, 0.0]
-        files = set()
-        for claim in claims.get(execution, []):
-            for file_id, (read_bytes, syscall, cache) in claim.items():
-                if file_id in data:
-                    figures = [figures[0] + read_bytes, figures[1] + syscall, figures[2] + cache]
-                    files.add(file_id)
-        slots = in_window.get(row.window_id, [])
-        shares[row.window_id] = ExecutionShare(
-            execution=execution,
-            window_id=row.window_id,
-            syscall_bytes=round(figures[1]),
-            fill_outside_syscall_bytes=round(figures[0] - figures[1]),
-            cache_miss_bytes=round(figures[2]),
-            files=frozenset(files),
-            table_bytes=sum(slot.data_read_bytes for slot in slots if slot.file_id in data),
-            other_tables_bytes=sum(
-                slot.data_read_bytes
-                for slot in slots
-                if slot.file_id in sstables
-                and slot.file_id not in data
-                and not _same_table(sstables[slot.file_id], data)
-            ),
-            other_requests=row.other_requests,
-            sessions=found.get(execution, 0),
-        )
-    return shares
+    return RunAttribution(windows, dict(claims), dict(in_window), sstables, queries.file_node_ids(trace))
 
 
 def _same_table(name: SSTableName, data: dict[int, SSTableName]) -> bool:

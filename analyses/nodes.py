@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from casstrace.analyses import amplification as amp
+from casstrace.analyses.attribution import RunAttribution
 from casstrace.analyses.model import Amplification, FileIO, NodeIO
 from casstrace.traces import Trace, queries
 from casstrace.traces.meta import QueryTraceSession
@@ -88,9 +89,12 @@ def nodes(
     read: amp.ReadPages,
     query_trace: list[QueryTraceSession],
     coordinators: list[str],
+    attributed: RunAttribution | None = None,
 ) -> list[NodeIO]:
     """Every node of the trace with its roles and figures over `window_ids` (the measured executions',
-    `executions` of them; `files`: their file_io); [] for a trace without nodes rows."""
+    `executions` of them; `files`: their file_io); [] for a trace without nodes rows. `attributed`:
+    the run's join by thread, when it has one: each node is charged its own threads' part of each
+    execution where other requests touched it."""
     node_rows = queries.nodes(trace)  # none in imports and captures
     if not node_rows:
         return []
@@ -108,7 +112,15 @@ def nodes(
         figures: Amplification | None = None
         if captured:
             own = {file_id: name for file_id, name in data.items() if file_nodes.get(file_id) == node_id}
-            figures = amp.amplification(trace, window_ids, own, payload_bytes=payload_bytes, wire_bytes=None, read=read)
+            figures = amp.amplification(
+                trace,
+                window_ids,
+                own,
+                payload_bytes=payload_bytes,
+                wire_bytes=None,
+                read=read,
+                shares=attributed.shares(own) if attributed is not None else None,
+            )
         to_nodes, to_client = wire.get(node_id, (0, 0))
         found.append(
             NodeIO(

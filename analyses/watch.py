@@ -124,8 +124,8 @@ class WatchInputs:
                 )
                 for r in sessions
             ],
-            spans=[Span(r.session, r.thread, r.tid, r.first_ns, r.last_ns) for r in spans],
-            thread_io=[SlotIO(r.tid, r.slot, r.file_id, r.read_bytes, r.cache_miss_pages) for r in thread_io],
+            spans=[Span.of(row) for row in spans],
+            thread_io=[SlotIO.of(row) for row in thread_io],
             sstables=sstables,
             thread_names=thread_names,
             capture_start_ns=capture_start_ns,
@@ -376,7 +376,7 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
                 [row.data_read_bytes, row.read_bytes, row.cache_miss_pages * PAGE_BYTES],
             )
     pools: dict[str, float] = defaultdict(float)
-    for tid, size in unclaimed.items():
+    for (_, tid), size in unclaimed.items():  # one node's threads in a watch
         if size:
             pools[pool_of(inputs.thread_names.get(tid, f"thread {tid}"))] += size
     return WatchTally(

@@ -268,6 +268,20 @@ class NodeSession:
             return normalize_ip(str(pool.host.address))
         return normalize_ip(str(socket.getaddrinfo(self.settings.host, self.settings.port)[0][4][0]))
 
+    def own_addresses(self) -> set[str]:
+        """Every address of the node the session talks to: its native one and those system.local gives
+        (broadcast, listen, rpc). Its trace events name it by its broadcast address (events.source)."""
+        found = {self.address()}
+        pool = next(iter(self.session.get_pools()), None)
+        try:
+            row = self.session.execute(
+                "SELECT broadcast_address, listen_address, rpc_address FROM system.local",
+                host=pool.host if pool is not None else None,
+            ).one()
+        except Exception:  # a node that cannot say: its native address names it
+            return found
+        return found | {normalize_ip(str(address)) for address in row or () if address is not None}
+
     def client_addresses(self) -> set[tuple[str, int]]:
         """(ip, port) of this client's end of each of its connections to the node: the node's
         sockets to us have these as their remote address."""

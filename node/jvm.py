@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -289,16 +290,23 @@ def parse_thread_print(text: str) -> dict[str, int]:
 
 
 class ThreadIds:
-    """Thread names, as Cassandra's trace events give them, to Linux thread ids.
+    """Thread names, as Cassandra's trace events give them, to Linux thread ids, of one node's JVM.
 
     A shared-pool thread renames itself as it moves between stages ('ReadStage-2' now,
     'Native-Transport-Requests-2' later: traces.activities.shared_pool_worker); its worker id is
     what stays, so those names resolve by worker id, whatever the thread was called when listed.
-    Other names resolve as listed. add() the lists taken at different times: a later one wins."""
+    Other names resolve as listed. add() the lists taken at different times: a later one wins.
 
-    def __init__(self) -> None:
+    Every node names its threads alike: `addresses` are those its trace events name it by (their
+    source), so that another node's events in the same session find none of its threads (none
+    given: every event is taken as its own); `node_id` is its node in a trace of several captured
+    ones (None: the trace's one process)."""
+
+    def __init__(self, addresses: Iterable[str] = (), node_id: int | None = None) -> None:
         self.by_name: dict[str, int] = {}
         self.by_worker: dict[int, int] = {}
+        self.addresses = frozenset(addresses)
+        self.node_id = node_id
 
     def add(self, names: dict[str, int]) -> "ThreadIds":
         for name, tid in names.items():
@@ -315,6 +323,10 @@ class ThreadIds:
     def names(self) -> dict[int, str]:
         """tid -> the name it was last listed under."""
         return {tid: name for name, tid in self.by_name.items()}
+
+    def serves(self, source: str | None) -> bool:
+        """Whether events recorded by the node at `source` (None: not recorded) are this node's."""
+        return source is None or not self.addresses or source in self.addresses
 
 
 def jcmd_command(pid: int) -> list[str]:

@@ -38,6 +38,11 @@ class ClusterNode:
     rack: str | None
     replica: bool  # holds a replica of the queried partition(s)
     coordinator: bool  # the node the query is sent to
+    broadcast_address: str | None = None  # the address other nodes know it by (its trace events' source)
+
+    def addresses(self) -> set[str]:
+        """Every address the cluster names it by."""
+        return {self.address} | ({self.broadcast_address} if self.broadcast_address else set())
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ def replica_set(
             rack=getattr(host, "rack", None),
             replica=is_replica,
             coordinator=str(getattr(host, "address", "")) == coordinator,
+            broadcast_address=str(broadcast) if (broadcast := getattr(host, "broadcast_address", None)) else None,
         )
 
     nodes = [node(host, True) for host in replicas]

@@ -24,10 +24,11 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from casstrace.errors import CasstraceError
 from casstrace.ledger import TRACE_PROBABILITY, Ledger
+from casstrace.node.connection import normalize_ip
 from casstrace.node.jvm import NODETOOL_CLASS, CassandraProcess, in_node_namespaces, node_java, run_tool
 from casstrace.node.statements import normalize
 from casstrace.redaction import redact_command
@@ -245,14 +246,27 @@ class TraceProbability:
         return True
 
 
+class TraceEvent(NamedTuple):
+    """One row of system_traces.events as casstrace reads it: the id's time (the event's millisecond,
+    plus a counter), the µs since the session's start (exact), the thread, the activity (never kept)
+    and the address of the node that recorded it (a replica's events are in its coordinator's session)."""
+
+    event_ns: int
+    elapsed_ns: int
+    thread: str
+    activity: str
+    source: str | None = None
+
+
 @dataclass
 class ThreadSpan:
-    """A session's events on one thread: from its first to its last (Unix ns)."""
+    """A session's events on one thread of one node: from its first to its last (Unix ns)."""
 
     thread: str
     first_ns: int
     last_ns: int
     events: int
+    source: str | None = None  # the node's address (system_traces.events.source)
 
 
 @dataclass
@@ -323,14 +337,20 @@ def read_sessions(
 def _read_events(session: Any, by_id: dict[str, SampledSession]) -> None:
     """Each session's events from system_traces.events (EVENTS_PER_QUERY sessions a read)."""
     for batch in _batches(list(by_id), EVENTS_PER_QUERY):
-        events: dict[str, list[tuple[int, int, str, str]]] = {key: [] for key in batch}
+        events: dict[str, list[TraceEvent]] = {key: [] for key in batch}
         rows = session.execute(
-            "SELECT session_id, event_id, source_elapsed, thread, activity FROM system_traces.events"
+            "SELECT session_id, event_id, source_elapsed, thread, activity, source FROM system_traces.events"
             f" WHERE session_id IN ({', '.join(batch)})"
         )
         for row in rows:
             events[str(row.session_id)].append(
-                (_uuid_unix_ns(row.event_id), (row.source_elapsed or 0) * 1000, row.thread or "", row.activity or "")
+                TraceEvent(
+                    _uuid_unix_ns(row.event_id),
+                    (row.source_elapsed or 0) * 1000,
+                    row.thread or "",
+                    row.activity or "",
+                    normalize_ip(str(row.source)) if row.source is not None else None,
+                )
             )
         for key, session_events in events.items():
             add_events(by_id[key], session_events)
@@ -371,17 +391,25 @@ def traced_sessions(
     return [found[key] for key in session_ids if key in found]
 
 
-def add_events(sampled: SampledSession, events: list[tuple[int, int, str, str]]) -> None:
-    """Spans per thread and the numbers the activities give; the activity texts go no further."""
+def add_events(sampled: SampledSession, events: list[TraceEvent]) -> None:
+    """Spans per thread of each node and the numbers the activities give; the activity texts go no
+    further. Every node names its threads alike ('ReadStage-1'): a span is one node's thread. A
+    replica's events count their elapsed time from when it got the request, not from the session's
+    start: each node's events are timed from that node's own start (session_start_ns of its events;
+    the session starts with the earliest, its coordinator's)."""
     if not events:
         return
-    sampled.started_ns = session_start_ns(events, sampled.started_ns)
-    spans: dict[str, ThreadSpan] = {}
-    for _, elapsed_ns, thread, activity in events:
-        at = sampled.started_ns + elapsed_ns
-        span = spans.get(thread)
+    by_source: dict[str | None, list[TraceEvent]] = {}
+    for event in events:
+        by_source.setdefault(event.source, []).append(event)
+    starts = {source: session_start_ns(own, sampled.started_ns) for source, own in by_source.items()}
+    sampled.started_ns = min(starts.values())
+    spans: dict[tuple[str | None, str], ThreadSpan] = {}
+    for _, elapsed_ns, thread, activity, source in events:
+        at = starts[source] + elapsed_ns
+        span = spans.get((source, thread))
         if span is None:
-            spans[thread] = ThreadSpan(thread, at, at, 1)
+            spans[source, thread] = ThreadSpan(thread, at, at, 1, source)
         else:
             span.first_ns, span.last_ns, span.events = min(span.first_ns, at), max(span.last_ns, at), span.events + 1
         if match := LIVE_AND_TOMBSTONES.search(activity):
@@ -392,14 +420,14 @@ def add_events(sampled: SampledSession, events: list[tuple[int, int, str, str]])
     sampled.spans = sorted(spans.values(), key=lambda s: s.first_ns)
 
 
-def session_start_ns(events: Iterable[tuple[int, int, str, str]], fallback_ns: int) -> int:
+def session_start_ns(events: Iterable[TraceEvent], fallback_ns: int) -> int:
     """When the session started (Unix ns), to well under a millisecond: each event's id carries its
     time to the millisecond (then a counter) and its source_elapsed the µs since the start, so each
     bounds the start to a 1 ms interval; their intersection is far narrower. Its middle, or the median
     estimate when clocks disagree (then the session's own ms start when there is nothing)."""
     lows, highs = [], []
-    for event_ns, elapsed_ns, _, _ in events:
-        low = event_ns // MS_NS * MS_NS - elapsed_ns
+    for event in events:
+        low = event.event_ns // MS_NS * MS_NS - event.elapsed_ns
         lows.append(low)
         highs.append(low + MS_NS)
     if not lows:

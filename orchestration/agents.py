@@ -42,7 +42,7 @@ from typing import IO, Any, TypeVar
 from casstrace import __version__
 from casstrace.errors import CasstraceError
 from casstrace.node import context
-from casstrace.node.jvm import CassandraProcess, cassandra_at, find_cassandra
+from casstrace.node.jvm import CassandraProcess, cassandra_at, find_cassandra, java_thread_ids
 from casstrace.orchestration.agent_messages import (
     ClockReading,
     ColdRefused,
@@ -63,9 +63,10 @@ from casstrace.orchestration.agent_messages import (
     encode,
 )
 from casstrace.orchestration.sources import node_sources
-from casstrace.probes.backends import DEFAULT_BACKEND, backend
-from casstrace.probes.protocol import Window, WindowLog, Windows
+from casstrace.probes.backends import DEFAULT_BACKEND, backend, run_thread_slot_ns
+from casstrace.probes.protocol import CaptureOptions, Window, WindowLog, Windows
 from casstrace.probes.recording import record
+from casstrace.terminal import warn
 from casstrace.traces import TraceWriter, merge
 from casstrace.traces.meta import CassandraMeta, TableMeta
 
@@ -184,7 +185,14 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
     try:
         process = node_jvm(options)
         cassandra = node_tables(process, options.tables)
-        capture = backend(options.backend)(process.pid, extra_dirs=cassandra["data_file_directories"])
+        factory = backend(options.backend)
+        # Per-thread slots as a single node's run counts them: each replica is charged its own threads' reads.
+        slots = CaptureOptions(thread_slot_ns=run_thread_slot_ns(factory.capabilities))
+        capture = factory(
+            process.pid,
+            extra_dirs=cassandra["data_file_directories"],
+            options=slots if slots != CaptureOptions() else None,
+        )
         with tempfile.TemporaryDirectory(prefix="casstrace-agent-") as directory:
             writer = TraceWriter(Path(directory, "node.trace"))
 
@@ -196,6 +204,10 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
                 writer.set_meta(
                     node={"address": options.address, "port": options.port, "pid": process.pid}, cassandra=cassandra
                 )
+                try:  # the JVM's own thread names (its trace events' names), where /proc cuts them
+                    writer.add_threads({tid: name for name, tid in java_thread_ids(process.pid).items()})
+                except CasstraceError as error:  # this node's reads stay charged by window
+                    warn(f"the JVM's threads could not be listed ({error})")
 
             try:
                 path = record(

@@ -315,7 +315,9 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         executions: list[Execution] = []
         query_trace: list[QueryTraceSession] = []
         served: list[tuple[int, SampledSession]] = []  # (execution, its traced session), one a page
-        thread_ids = ThreadIds()
+        # the one JVM's threads (a single node's run), named by every address its node goes by
+        one = next(planned for planned in plan if planned.target is not None).node
+        thread_ids = ThreadIds(one.addresses() | (node.own_addresses() if one.coordinator else set()))
         own_connections = node.client_addresses()
 
         went_away: list[str] = []  # why, once the node went away during the run
@@ -339,11 +341,12 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                         query_trace.extend(query_traces(tracing.result))
                 except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
                     warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
-            if agents is None and process is not None and not interrupted and not went_away:  # the node's to say
+            if not interrupted and not went_away:  # the node's to say
                 try:
                     with phases("read the executions' threads"):
                         served.extend(_serving_sessions(node, executions, query))
-                        thread_ids.add(java_thread_ids(process.pid))
+                        if agents is None and process is not None:  # each agent lists its own JVM's
+                            thread_ids.add(java_thread_ids(process.pid))
                 except Exception as error:  # the reads stay charged by window: said in the report
                     warn(f"the threads that served each execution could not be read ({error})")
                     served.clear()
@@ -375,7 +378,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             writer.set_meta(client_addresses=sorted(f"{ip}:{port}" for ip, port in node.client_addresses()))
             _write_executions(writer, executions)
             if served:
-                _write_serving(writer, served, thread_ids)
+                _write_serving(writer, served, [thread_ids] if agents is None else _agents_threads(writer, plan))
 
         path = record(capture, writer, body, sources=sources, collect=collect, annotate=annotate, phases=phases)
         if went_away:
@@ -562,11 +565,25 @@ def _serving_sessions(node: NodeSession, executions: list[Execution], query: str
     return [(execution, found[key]) for execution, key in ids if key in found]
 
 
-def _write_serving(writer: TraceWriter, served: list[tuple[int, SampledSession]], thread_ids: ThreadIds) -> None:
-    """The executions' traced sessions, each linked to its execution, and where they ran."""
-    sessions, spans = session_rows([session for _, session in served], thread_ids, clock_offset_ns())
+def _agents_threads(writer: TraceWriter, plan: Sequence[PlannedNode]) -> list[ThreadIds]:
+    """Each captured node's threads, as its agent listed them (the JVM's own names: the threads rows
+    of its partial trace, merged under its node_id), named by the addresses the driver knows it by."""
+    listed = writer.thread_names()
+    return [
+        ThreadIds(planned.node.addresses(), planned.node_id).add(listed[planned.node_id])
+        for planned in plan
+        if planned.node_id in listed
+    ]
+
+
+def _write_serving(writer: TraceWriter, served: list[tuple[int, SampledSession]], nodes: list[ThreadIds]) -> None:
+    """The executions' traced sessions, each linked to its execution, and where they ran on the
+    captured nodes. A single node's full thread names go into the threads rows (each agent's did)."""
+    sessions, spans = session_rows([session for _, session in served], nodes, clock_offset_ns())
     for row, (execution, _) in zip(sessions, served, strict=True):
         row["execution"] = execution
     writer.add_statement_sessions(sessions)
     writer.add_session_threads(spans)
-    writer.add_threads(thread_ids.names())
+    for ids in nodes:
+        if ids.node_id is None:
+            writer.add_threads(ids.names())

@@ -25,7 +25,7 @@ log's last word), and gives no advice about a JVM that no longer exists (node.tr
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,7 +160,7 @@ def watch(
         process = find_cassandra(options.pid, native_port=options.connection.port, address=node.address())
         nodetool = nodetool_for(process, options.nodetool)
         restore_left_behind(process, lambda: nodetool)  # what a killed casstrace left changed on the node
-        thread_ids = ThreadIds().add(java_thread_ids(process.pid))
+        thread_ids = ThreadIds(node.own_addresses()).add(java_thread_ids(process.pid))
         node_start = process_start(process.pid)
         node_settings = context.settings(node.session)
         data_dirs = context.data_directories(node_settings, process)
@@ -455,7 +455,7 @@ def live_figures(
                 "cache_miss_pages": cache_pages,
             }
         )
-    sessions, spans = session_rows(sampled, thread_ids, clock_offset_ns())
+    sessions, spans = session_rows(sampled, [thread_ids], clock_offset_ns())
     return LiveSnapshot(
         sessions=sessions,
         spans=spans,
@@ -470,9 +470,13 @@ def live_figures(
 
 
 def session_rows(
-    sampled: list[SampledSession], thread_ids: ThreadIds, clock_offset_ns: int
+    sampled: list[SampledSession], nodes: Sequence[ThreadIds], clock_offset_ns: int
 ) -> tuple[list[StatementSessionRow], list[SessionThreadRow]]:
-    """The sessions as trace rows, numbered from 1, times moved from Unix time to the trace's clock."""
+    """The sessions as trace rows, numbered from 1, times moved from Unix time to the trace's clock;
+    each span on the thread of the captured node (of `nodes`) whose events it holds (the spans of
+    nodes not captured are left out: no thread of this capture served them). A node
+    reached over ssh has the same Unix time as this machine to within its clock's sync (NTP): its
+    events' times are taken as they are."""
     sessions: list[StatementSessionRow] = []
     spans: list[SessionThreadRow] = []
     for number, s in enumerate(sampled, start=1):
@@ -490,17 +494,22 @@ def session_rows(
                 "sstables_merged": s.sstables_merged,
             }
         )
-        spans += [
-            {
-                "session": number,
-                "thread": span.thread,
-                "tid": thread_ids.tid(span.thread),
-                "first_ns": span.first_ns - clock_offset_ns,
-                "last_ns": span.last_ns - clock_offset_ns,
-                "events": span.events,
-            }
-            for span in s.spans
-        ]
+        for span in s.spans:
+            owner = next((ids for ids in nodes if ids.serves(span.source)), None)
+            if owner is None:
+                continue
+            spans.append(
+                {
+                    "session": number,
+                    "thread": span.thread,
+                    "tid": owner.tid(span.thread),
+                    "first_ns": span.first_ns - clock_offset_ns,
+                    "last_ns": span.last_ns - clock_offset_ns,
+                    "events": span.events,
+                    "source": span.source,
+                    "node_id": owner.node_id,
+                }
+            )
     return sessions, spans
 
 
@@ -524,7 +533,7 @@ def _write(
     offset = clock_offset_ns()
     writer.set_meta(clock_offset_ns=offset)
     writer.add_threads(thread_ids.names())  # full names, where /proc cuts them
-    sessions, spans = session_rows(sampled, thread_ids, offset)
+    sessions, spans = session_rows(sampled, [thread_ids], offset)
     writer.add_statement_sessions(sessions)
     writer.add_session_threads(spans)
     tables_read = sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)})

@@ -18,7 +18,7 @@ from typing import Any
 
 from casstrace.errors import CasstraceError
 from casstrace.traces.capabilities import capabilities_of, recorded
-from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS
+from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS, THREAD_SLOT_NS
 from casstrace.traces.writer import TraceWriter
 
 # Per-node tables, in an order that keeps references whole (files and stacks before their users).
@@ -51,8 +51,13 @@ _MOVED = {
     "ts_ns": "ts_ns + :shift",
     "node_id": ":node",
 }
-# Tables keyed by time slot: moved by whole slots, rows meeting in one slot added up.
-_SLOTTED = {"heatmap": ("calls", "bytes"), "latency": ("count",)}
+# Tables keyed by time slot: moved by whole slots (the offset named first: slot_ns's, or thread_slot_ns's),
+# rows meeting in one slot added up.
+_SLOTTED = {
+    "heatmap": ("slots", ("calls", "bytes")),
+    "latency": ("slots", ("count",)),
+    "thread_io": ("thread_slots", ("read_calls", "read_bytes", "cache_miss_pages")),
+}
 # Whole-trace meta that adds up over nodes (the rest is the primary node's or in nodes.meta).
 SUMMED_META = ("lost_events", "unstreamed_events", "aggregate_overflows", "unlogged_fill_pages")
 
@@ -77,7 +82,10 @@ def merge_node(
     returns the partial trace's meta. The trace's windows must already be written."""
     meta = _partial_meta(partial)
     db = writer.db
-    slots = round((int(meta.get("capture_start_ns", trace_start_ns)) + clock_shift_ns - trace_start_ns) / SLOT_NS)
+    late_ns = int(meta.get("capture_start_ns", trace_start_ns)) + clock_shift_ns - trace_start_ns
+    slots = round(late_ns / SLOT_NS)
+    # a node's thread slots count from its own capture's start: onto the trace's, within half a slot
+    thread_slots = round(late_ns / int(meta.get("thread_slot_ns") or THREAD_SLOT_NS))
     db.commit()  # SQLite attaches outside a transaction only
     db.execute("ATTACH DATABASE ? AS part", (str(partial),))
     try:
@@ -94,6 +102,7 @@ def merge_node(
             "shift": clock_shift_ns,
             "node": node_id,
             "slots": slots,
+            "thread_slots": thread_slots,
         }
         for table in _COPIED:
             _copy(db, table, offsets)
@@ -116,12 +125,13 @@ def _copy(db: sqlite3.Connection, table: str, offsets: Mapping[str, int]) -> Non
     columns = _columns(db, "main", table)
     present = set(_columns(db, "part", table))
     values = [_MOVED.get(column, column) if column in present or column == "node_id" else "NULL" for column in columns]
-    summed = _SLOTTED.get(table)
-    if summed is None:
+    slotted = _SLOTTED.get(table)
+    if slotted is None:
         select = f"SELECT {', '.join(values)} FROM part.{table}"
     else:
+        offset, summed = slotted
         values = [
-            ("max(0, slot + :slots)" if column == "slot" else f"SUM({column})" if column in summed else value)
+            (f"max(0, slot + :{offset})" if column == "slot" else f"SUM({column})" if column in summed else value)
             for column, value in zip(columns, values)
         ]
         keys = [value for column, value in zip(columns, values) if column not in summed]
@@ -147,6 +157,10 @@ def combined_meta(metas: Sequence[Mapping[str, Any]], primary: int) -> dict[str,
         name: all(bool(taken.get(name)) for taken in measures)
         for name in dict.fromkeys(name for taken in measures for name in taken)
     }
+    # Counted per thread on every node (at one width), or the executions are charged by window.
+    widths = {meta.get("thread_slot_ns") for meta in metas}
+    if len(widths) == 1 and None not in widths:
+        combined["thread_slot_ns"] = widths.pop()
     unmeasured = next((meta["mapped_unmeasured"] for meta in metas if "mapped_unmeasured" in meta), None)
     if unmeasured is not None:
         combined["mapped_unmeasured"] = unmeasured

@@ -223,6 +223,7 @@ class ReadCall(NamedTuple):
     ts_ns: int
     file_id: int
     bytes: int
+    node_id: int | None = None  # the node in a trace of several (None: the one process)
 
 
 class LatencyCell(NamedTuple):
@@ -281,6 +282,8 @@ class SessionThread(NamedTuple):
     first_ns: int
     last_ns: int
     events: int
+    source: str | None = None  # the address of the node whose events these are (None: not recorded)
+    node_id: int | None = None  # that node in a trace of several captured ones (None: the one process)
 
 
 class ThreadIO(NamedTuple):
@@ -292,6 +295,7 @@ class ThreadIO(NamedTuple):
     read_calls: int
     read_bytes: int
     cache_miss_pages: int
+    node_id: int | None = None  # the node in a trace of several (None: the one process)
 
 
 class WindowMeasure(NamedTuple):
@@ -633,7 +637,7 @@ def read_calls(trace: Trace) -> list[ReadCall]:
     return _records(
         ReadCall,
         trace,
-        "SELECT tid, ts_ns, file_id, returned FROM events"
+        f"SELECT tid, ts_ns, file_id, returned, {_column_or(trace, 'events', 'node_id')} FROM events"
         " WHERE syscall != 'lseek' AND returned > 0 AND file_id IS NOT NULL",
     )
 
@@ -805,10 +809,16 @@ def execution_sessions(trace: Trace) -> dict[int, int]:
 
 
 def session_threads(trace: Trace) -> list[SessionThread]:
-    return _records(SessionThread, trace, "SELECT session, thread, tid, first_ns, last_ns, events FROM session_threads")
+    node = ", ".join(_column_or(trace, "session_threads", column) for column in ("source", "node_id"))
+    return _records(
+        SessionThread, trace, f"SELECT session, thread, tid, first_ns, last_ns, events, {node} FROM session_threads"
+    )
 
 
 def thread_io(trace: Trace) -> list[ThreadIO]:
     return _records(
-        ThreadIO, trace, "SELECT tid, slot, file_id, read_calls, read_bytes, cache_miss_pages FROM thread_io"
+        ThreadIO,
+        trace,
+        "SELECT tid, slot, file_id, read_calls, read_bytes, cache_miss_pages,"
+        f" {_column_or(trace, 'thread_io', 'node_id')} FROM thread_io",
     )

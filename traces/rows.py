@@ -172,6 +172,7 @@ class ThreadIORow(TypedDict):
     read_calls: int
     read_bytes: int
     cache_miss_pages: int
+    node_id: NotRequired[int | None]  # the node in a trace of several (merged in; None: the one process)
 
 
 class StatementSessionRow(TypedDict):
@@ -199,3 +200,5 @@ class SessionThreadRow(TypedDict):
     first_ns: int
     last_ns: int
     events: int
+    source: NotRequired[str | None]  # the address of the node whose events these are (None: not recorded)
+    node_id: NotRequired[int | None]  # that node's id in a trace of several captured ones (None: the one process)

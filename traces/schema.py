@@ -129,7 +129,7 @@ Several nodes (format 3)
   why). One node's JVM captured is the usual case; with several, every captured JVM had the same
   windows (the trace's windows table), and `files.node_id` says whose file each is: every per-file
   table (file_io, read_sizes, coverage, heatmap, events, page_cache_fills, mappings, profile_reads)
-  is thereby per node. latency, threads, events, profile_samples and (format 4) window_measures carry node_id
+  is thereby per node. latency, threads, events, profile_samples and (format 4) window_measures and thread_io carry node_id
   themselves in a trace of several captured nodes (NULL when one was captured: the trace's one process). Imports
   and `capture` traces have no nodes rows, and files.node_id is NULL there.
 - Clocks: every timestamp is on the trace's clock (that of the machine that ran `casstrace run`);
@@ -137,7 +137,7 @@ Several nodes (format 3)
   reached over ssh, minus its clock's offset, measured by round trips as NTP does: the remote clock
   read against the midpoint of the shortest round trip). Latency and heat-map slots count from the
   trace's capture_start_ns; a node whose capture started at another moment has its slots moved by
-  the nearest whole number of slots (within half a slot of the truth).
+  the nearest whole number of slots (within half a slot of the truth), thread_io's by whole thread slots.
 - nodes.meta is that node's own capture meta, with the keys above (backend, source, pid, process,
   measures, hostname, kernel, lost_events, unstreamed_events, aggregate_overflows, ended_early,
   mapped_unmeasured, capture_start_ns / capture_end_ns and clock_offset_ns on its own clock, ...);
@@ -180,6 +180,10 @@ Format history
      Later in format 4: table thread_cpu (the JVM's threads' on-CPU time per 1 ms slot in the measured
      executions' windows), from which the analyses take the CPU of the threads that served each
      execution; a trace without it has no such figure.
+     Later in format 4: thread_io.node_id, session_threads.source and .node_id: a run of several nodes
+     traces each execution and counts every node's threads, so each replica is charged only its own
+     threads' reads while they served it; a span of another node's events is no local thread's. A
+     trace without them has one node's threads.
 """
 
 import bisect
@@ -445,6 +449,7 @@ CREATE TABLE thread_io (
     read_calls       INTEGER NOT NULL,
     read_bytes       INTEGER NOT NULL,
     cache_miss_pages INTEGER NOT NULL,
+    node_id          INTEGER,           -- later in format 4: the node in a trace of several (NULL: the one process)
     PRIMARY KEY (tid, slot, file_id)
 );
 
@@ -486,14 +491,19 @@ CREATE TABLE statement_sessions (
                                        -- NULL in a watch
 );
 
--- Where each session's events ran: one row per (session, thread), first to last event.
+-- Where each session's events ran: one row per (session, thread) of each captured node, first to last event
+-- (a replica not captured has none).
 CREATE TABLE session_threads (
     session  INTEGER NOT NULL REFERENCES statement_sessions(session),
     thread   TEXT NOT NULL,            -- the JVM's thread name, as the events give it
     tid      INTEGER,                  -- its Linux thread id, NULL when no thread of that name was found
     first_ns INTEGER NOT NULL,
     last_ns  INTEGER NOT NULL,
-    events   INTEGER NOT NULL
+    events   INTEGER NOT NULL,
+    source   TEXT,                     -- later in format 4: the address of the node whose thread it is
+                                       -- (system_traces.events.source); NULL: not recorded
+    node_id  INTEGER                   -- later in format 4: the captured node of that address in a trace of
+                                       -- several (NULL: the one process)
 );
 """
 

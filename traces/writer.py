@@ -337,6 +337,13 @@ class TraceWriter:
             ids,
         ).fetchall()
 
+    def thread_names(self) -> dict[int | None, dict[str, int]]:
+        """node_id (None: the one process) -> its threads' names -> tids, as the capture listed them."""
+        found: dict[int | None, dict[str, int]] = {}
+        for node_id, tid, name in self.db.execute("SELECT node_id, tid, name FROM threads"):
+            found.setdefault(node_id, {})[name] = tid
+        return found
+
     # -- ending -----------------------------------------------------------------------------
     def finish(self, complete: bool = True, reason: str | None = None) -> Path:
         """Mark the trace complete or not, and move it into place. Returns its path."""

@@ -18,7 +18,7 @@ from casstrace.orchestration.targets import RemoteSettings, parse_hosts, plan_no
 from casstrace.probes.proc.proc_fds import proc_net_host
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.merge import combined_meta, merge_node
-from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS
+from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS, THREAD_SLOT_NS
 
 PROTOCOL_VERSION = 5
 
@@ -142,6 +142,7 @@ def partial(path, *, start_ns, data_path, read_bytes, lost=0, mapped=True, tid=7
         unstreamed_events=1,
         measures={"syscalls": True, "mapped": mapped},
         cassandra={"data_file_directories": ["/d"]},
+        thread_slot_ns=THREAD_SLOT_NS,
     )
     for label, execution in (("between", None), ("execution", 1), ("between", None)):
         writer.add_window(label, start_ns, start_ns, execution)
@@ -165,6 +166,9 @@ def partial(path, *, start_ns, data_path, read_bytes, lost=0, mapped=True, tid=7
         [{"file_id": data_id, "source": "syscall", "slot": 0, "offset_bucket": 0, "calls": 1, "bytes": read_bytes}]
     )
     writer.add_threads({tid: "ReadStage-1"})
+    writer.add_thread_io(
+        [{"tid": tid, "slot": 2, "file_id": data_id, "read_calls": 1, "read_bytes": read_bytes, "cache_miss_pages": 0}]
+    )
     return writer.finish()
 
 
@@ -211,6 +215,10 @@ def test_partial_traces_merge_into_one_per_node(tmp_path):
         latency = {(row["node_id"], row["slot"]): row["count"] for row in trace.rows("SELECT * FROM latency")}
         assert latency == {(1, 3): 2, (1, 4): 3, (2, 7): 2, (2, 8): 3}
         assert {(row["node_id"], row["tid"]) for row in trace.rows("SELECT * FROM threads")} == {(1, 77), (2, 77)}
+        # thread slots (1 ms) too, each node's from its own capture's start: 300 + 2; 1433.3 - 700 + 2
+        thread_io = {(row["node_id"], row["tid"], row["slot"]) for row in trace.rows("SELECT * FROM thread_io")}
+        assert thread_io == {(1, 77, 302), (2, 77, 735)}
+        assert trace.meta["thread_slot_ns"] == THREAD_SLOT_NS
         assert trace.meta["lost_events"] == 7 and trace.meta["unstreamed_events"] == 2
         assert trace.meta["measures"] == {"syscalls": True, "mapped": False}
 

@@ -31,10 +31,12 @@ from casstrace.node.tracing import (
     MS_NS,
     UUID_EPOCH_100NS,
     SampledSession,
+    TraceEvent,
     TraceProbability,
     add_events,
     session_start_ns,
 )
+from casstrace.orchestration.watcher import session_rows
 from casstrace.reports import render
 from casstrace.reports.watch import document
 from casstrace.traces.queries import ReadCall
@@ -156,10 +158,13 @@ def test_nothing_changes_when_the_previous_value_cannot_be_read(ledger):
     assert node.probability == 0.0 and ledger.read(TRACE_PROBABILITY) is None
 
 
-def _event(true_ns: int, start_ns: int, thread: str = "ReadStage-1", activity: str = "") -> tuple[int, int, str, str]:
-    """(event id time, elapsed, thread, activity) as Cassandra writes them: the id's time is the
-    millisecond of the event plus a counter, the elapsed time is exact to the µs."""
-    return (true_ns // MS_NS * MS_NS + 100, (true_ns - start_ns) // 1000 * 1000, thread, activity)
+def _event(
+    true_ns: int, start_ns: int, thread: str = "ReadStage-1", activity: str = "", source: str | None = None
+) -> TraceEvent:
+    """(event id time, elapsed, thread, activity, source) as Cassandra writes them: the id's time is the
+    millisecond of the event plus a counter, the elapsed time is exact to the µs (from when the node
+    that recorded it started: a replica, when it got the request)."""
+    return TraceEvent(true_ns // MS_NS * MS_NS + 100, (true_ns - start_ns) // 1000 * 1000, thread, activity, source)
 
 
 def test_session_start_is_found_well_under_a_millisecond():
@@ -247,7 +252,7 @@ def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pool
     claimed, unclaimed = attribute(inputs)
     assert sum(f[0] for f in claimed[1].values()) == 10_000_000 + 4096
     assert claimed[2][3] == [8 * PAGE_BYTES, 16_384, 8 * PAGE_BYTES]
-    assert unclaimed == {101: 5_000_000, 201: 10_000_000}
+    assert unclaimed == {(None, 101): 5_000_000, (None, 201): 10_000_000}
 
     watch = summarise(inputs, {"node": {"host": "127.0.0.1", "port": 9042}})
     first, second = watch.statements
@@ -295,7 +300,7 @@ def test_a_session_takes_only_the_files_of_the_table_it_reads():
     io = [SlotIO(102, 40, 3, 16_384, 0), SlotIO(102, 40, 1, 3_000_000, 0), SlotIO(102, 41, 1, 3_000_000, 0)]
     claimed, unclaimed = attribute(_inputs([_session(1, narrow, 40)], [_span(1, 102, 40, 40, "ReadStage-2")], io))
     assert dict(claimed[1]) == {3: [16_384, 16_384, 0]}
-    assert unclaimed == {102: 6_000_000}
+    assert unclaimed == {(None, 102): 6_000_000}
 
 
 def test_logged_calls_keep_a_neighbour_s_reads_in_a_shared_millisecond_the_neighbour_s():
@@ -307,7 +312,7 @@ def test_logged_calls_keep_a_neighbour_s_reads_in_a_shared_millisecond_the_neigh
     inputs.calls = [ReadCall(102, at + 200_000, 3, 16_384), ReadCall(102, at + 700_000, 3, 16_384)]
     claimed, unclaimed = attribute(inputs)
     assert claimed[1][3] == [16_384, 16_384, 4 * PAGE_BYTES]  # no fill beyond the reads: none added
-    assert unclaimed == {102: 16_384}
+    assert unclaimed == {(None, 102): 16_384}
     without_calls, _ = attribute(_inputs(inputs.sessions, inputs.spans, io))
     assert without_calls[1][3][0] == 2 * 16_384  # by slot, it would take both
 
@@ -523,3 +528,54 @@ def test_the_p99_without_the_executions_a_jvm_pause_overlapped():
     # not measured: no figure, never 0
     (unmeasured,) = summarise(_inputs(sessions, [], []), {}).statements
     assert unmeasured.paused_executions is None and unmeasured.latency_p99_without_pauses_s is None
+
+
+def test_a_replica_s_events_are_timed_from_its_own_start_and_kept_apart():
+    """A QUORUM read: the coordinator (127.0.0.1) and a replica (127.0.0.2) both trace on a 'ReadStage-1';
+    the replica counts its elapsed time from when it got the request, 2 ms after the session began."""
+    start = 1_795_436_348_000_000_000
+    sampled = SampledSession("id", "SELECT a FROM t WHERE k = ?", "QUORUM", None, start, 5_000_000, None, None, None)
+    replica_start = start + 2_000_000
+    add_events(
+        sampled,
+        [
+            _event(start + 100_000, start, "Native-Transport-Requests-2", source="127.0.0.1"),
+            _event(start + 500_000, start, "ReadStage-1", source="127.0.0.1"),
+            _event(start + 900_000, start, "ReadStage-1", source="127.0.0.1"),
+            _event(replica_start + 300_000, replica_start, "ReadStage-1", source="127.0.0.2"),
+            _event(replica_start + 1_300_000, replica_start, "ReadStage-1", source="127.0.0.2"),
+        ],
+    )
+    spans = {(s.source, s.thread): s for s in sampled.spans}
+    assert set(spans) == {
+        ("127.0.0.1", "Native-Transport-Requests-2"),
+        ("127.0.0.1", "ReadStage-1"),
+        ("127.0.0.2", "ReadStage-1"),
+    }
+    replica = spans["127.0.0.2", "ReadStage-1"]
+    assert abs(replica.first_ns - (replica_start + 300_000)) < 1_000_000 and replica.events == 2
+    assert abs(sampled.started_ns - start) < 1_000_000
+
+    coordinator = ThreadIds({"127.0.0.1"}, node_id=1).add({"ReadStage-1": 11, "Native-Transport-Requests-2": 12})
+    other = ThreadIds({"127.0.0.2"}, node_id=2).add({"ReadStage-1": 21})
+    _, rows = session_rows([sampled], [coordinator, other], 0)
+    assert {(row["source"], row["thread"], row["node_id"], row["tid"]) for row in rows} == {
+        ("127.0.0.1", "Native-Transport-Requests-2", 1, 12),
+        ("127.0.0.1", "ReadStage-1", 1, 11),
+        ("127.0.0.2", "ReadStage-1", 2, 21),
+    }
+    # A run of the coordinator alone: the replica's events are no thread of its own.
+    _, alone = session_rows([sampled], [ThreadIds({"127.0.0.1"}).add({"ReadStage-1": 11})], 0)
+    assert {(row["source"], row["node_id"], row["tid"]) for row in alone if row["thread"] == "ReadStage-1"} == {
+        ("127.0.0.1", None, 11)
+    }
+
+
+def test_each_node_s_threads_claim_only_that_node_s_slots():
+    """The same tid on two nodes (two machines): the session's span on node 1 claims node 1's reads only."""
+    narrow = "SELECT v FROM ks.narrow WHERE k = ? AND c = ?"
+    io = [SlotIO(102, 40, 3, 16_384, 0, node_id=1), SlotIO(102, 40, 3, 65_536, 0, node_id=2)]
+    span = Span(1, "ReadStage-2", 102, START + 40 * SLOT + 100_000, START + 40 * SLOT + 300_000, node_id=1)
+    claimed, unclaimed = attribute(_inputs([_session(1, narrow, 40)], [span], io))
+    assert dict(claimed[1]) == {3: [16_384, 16_384, 0]}
+    assert unclaimed == {(2, 102): 65_536}
