@@ -22,12 +22,10 @@ from casstrace.analyses.query import parse_select
 from casstrace.traces import Trace, queries
 from casstrace.traces.queries import ReadCall, ThreadCpu
 from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.serving import CALL_MARGIN_NS
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
 SLACK_SLOTS = 1  # slots claimed either side of a session's events on a thread
-# A logged read this close outside a session's events may be its own: the events' times are known
-# to ~0.2 ms (measured: a sampled narrow read's own calls fell up to 214 µs outside its events).
-CALL_MARGIN_NS = 250_000
 
 
 @dataclass(frozen=True)

@@ -361,6 +361,15 @@ class FrameShare:
     share: float  # of the bytes on known stacks
 
 
+@dataclass(frozen=True)
+class OtherThreads:
+    """What a profile of the serving threads left out: other threads' samples and reads in its windows."""
+
+    samples: int  # wall-clock samples
+    read_calls: int  # logged read calls (any file)
+    read_bytes: int
+
+
 @dataclass
 class Profile:
     profiler: str
@@ -382,6 +391,9 @@ class Profile:
     # The fill bytes on no stack, by why: reads with no Java stack, faults with no sample that near,
     # fills neither log held (the kernel counted them, nothing says who)
     fill_undetermined: dict[str, int] = field(default_factory=dict)
+    # run --profile with each execution traced: only the threads serving them were kept; what of
+    # other threads' was left out in the profiled windows (None: every thread's kept)
+    other_threads: OtherThreads | None = None
 
     @property
     def cassandra_share(self) -> float | None:

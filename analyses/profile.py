@@ -14,9 +14,10 @@ Two views of the measured executions:
 from collections import defaultdict
 from typing import Any
 
-from casstrace.analyses.model import FrameShare, Profile, StackBytes, WeightedStack
+from casstrace.analyses.model import FrameShare, OtherThreads, Profile, StackBytes, WeightedStack
 from casstrace.traces import Trace, queries
 from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.serving import ServingSpans
 
 CASSANDRA_PACKAGE = "org.apache.cassandra."
 RUNNING_STATE = "STATE_RUNNABLE"
@@ -69,7 +70,12 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     joined = sum(w.syscall_bytes for w in stacks_bytes)
     cassandra = sum(w.syscall_bytes for w in stacks_bytes if has_cassandra_frame(w.stack))
     # One pass over the windows' calls on the files: what they read, by thread (the readers below).
-    read_by_thread = queries.thread_reads(trace, window_ids, data_file_ids)
+    left_out = meta.get("other_threads")
+    read_by_thread = (
+        queries.thread_reads(trace, window_ids, data_file_ids)
+        if left_out is None
+        else _served_reads(trace, window_ids, data_file_ids)
+    )
     data_read = sum(thread.read_bytes for thread in read_by_thread)
     call_fill_pages = sum(thread.fill_pages for thread in read_by_thread)
     fills = (
@@ -111,8 +117,21 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
         joined_bytes=joined,
         cassandra_bytes=cassandra,
         top_frames=top_frames,
+        other_threads=OtherThreads(**left_out) if left_out is not None else None,
         **fills,
     )
+
+
+def _served_reads(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> list[queries.ThreadRead]:
+    """By thread, the windows' calls on the files that the threads serving the executions made while
+    they served them: what a profile of the serving threads kept (java_stacks.write_profile's rule)."""
+    served = ServingSpans((span.tid, span.first_ns, span.last_ns) for span in queries.session_threads(trace))
+    by_thread: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for call in queries.window_calls(trace, window_ids, data_file_ids):
+        if served.holds(call.tid, call.ts_ns):
+            by_thread[call.tid][0] += call.returned
+            by_thread[call.tid][1] += call.fill_pages
+    return [queries.ThreadRead(tid, read, pages) for tid, (read, pages) in by_thread.items()]
 
 
 def _fills(

@@ -74,6 +74,7 @@ from casstrace.traces import TraceWriter
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta, QueryTraceSession
 from casstrace.traces.rows import NodeRow
+from casstrace.traces.serving import ServingSpans
 
 
 @dataclass
@@ -238,6 +239,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         plan = plan_run(node, prepared, query, options, phases)
         process, cassandra, keyspace, targets = plan.process, plan.cassandra, plan.keyspace, plan.targets
         cold: Cold | None = None
+        profiled: ProfiledWindows | None = None
         agents: AgentsCapture | None = None
         node_start: int | None = None
         sources: list[WindowSource] = []
@@ -272,7 +274,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                     profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
                 stack.callback(profiler.cleanup)
                 # From before the first measured execution to before the tracing one.
-                sources.append(ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases))
+                profiled = ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases)
+                sources.append(profiled)
 
         with phases("choose page size"):  # before the capture: the sample is no execution's
             shape = query_shape(
@@ -347,6 +350,9 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                         served.extend(_serving_sessions(node, executions, query))
                         if agents is None and process is not None:  # each agent lists its own JVM's
                             thread_ids.add(java_thread_ids(process.pid))
+                        if profiled is not None and served:  # the profile keeps the serving threads' only
+                            _, spans = session_rows([session for _, session in served], [thread_ids], clock_offset_ns())
+                            profiled.serving = ServingSpans((s["tid"], s["first_ns"], s["last_ns"]) for s in spans)
                 except Exception as error:  # the reads stay charged by window: said in the report
                     warn(f"the threads that served each execution could not be read ({error})")
                     served.clear()

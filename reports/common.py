@@ -537,6 +537,13 @@ def profile_summary(profile: Profile) -> list[str]:
             + "."
         )
         lines.append(f"A stack's bytes: {bytes_measures(profile)} (a cold read counts in both).")
+    if profile.other_threads is not None:
+        other = profile.other_threads
+        lines.append(
+            f"Only the threads that served the executions, while they did (their traced sessions): left out, "
+            f"{other.samples:,} wall-clock samples and {other.read_calls:,} read calls "
+            f"({human_bytes(other.read_bytes)}) of other threads in the profiled windows."
+        )
     if not profile.data_read_bytes and not profile.fill_on_stacks_bytes:
         lines.append(
             "No read syscall and no page-cache fill on the Data files while the profiler was active: no "
@@ -595,6 +602,7 @@ def profile_data(profile: Profile) -> dict[str, object]:
         "fill_undetermined_bytes": profile.fill_undetermined_bytes,
         "fill_undetermined": [{"why": why, "bytes": size} for why, size in profile.fill_undetermined.items()],
         "top_frames": [{"frame": top.frame, "bytes": top.bytes, "share": top.share} for top in profile.top_frames],
+        "other_threads": dataclasses.asdict(profile.other_threads) if profile.other_threads is not None else None,
     }
 
 

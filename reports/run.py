@@ -126,7 +126,10 @@ A measure the backend did not take is null, never 0; `measures` says which were 
     "fill_cassandra_bytes": int, of those on stacks with org.apache.cassandra frames
     "fill_join_ns": int | null,
     "fill_undetermined_bytes": int,   data_fill_bytes on no stack: fill_undetermined [{"why": str, "bytes": int}]
-    "top_frames": [{"frame": str, "bytes": int, "share": float}]   the Cassandra frame that asked for the bytes
+    "top_frames": [{"frame": str, "bytes": int, "share": float}],  the Cassandra frame that asked for the bytes
+    "other_threads": null | {"samples": int, "read_calls": int, "read_bytes": int}   run --profile with its
+                                 executions traced keeps only the threads that served them, while they did: what
+                                 other threads had in the profiled windows, left out (null: every thread kept)
   }
 }
 

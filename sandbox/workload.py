@@ -103,6 +103,7 @@ class BackgroundReads:
         rate_per_s: float,
         duration_s: float,
         in_flight: int = 32,
+        consistency: str | None = None,  # a ConsistencyLevel's name (None: the session's)
     ):
         if rate_per_s <= 0 or not keys:
             raise ValueError("a background load needs a positive rate and keys to read")
@@ -112,6 +113,7 @@ class BackgroundReads:
         self.rate_per_s = rate_per_s
         self.duration_s = duration_s
         self.in_flight = in_flight
+        self.consistency = consistency
         self.completed = 0
         self.errors = 0
         self.skipped = 0  # starts due while `in_flight` requests were still out
@@ -123,7 +125,11 @@ class BackgroundReads:
         self._thread: threading.Thread | None = None
 
     def start(self) -> "BackgroundReads":
+        from cassandra import ConsistencyLevel
+
         statement = self.session.prepare(self.cql)
+        if self.consistency is not None:
+            statement.consistency_level = ConsistencyLevel.name_to_value[self.consistency]
         self.started = time.monotonic()
         self._thread = threading.Thread(target=self._run, args=(statement,), name="background-reads", daemon=True)
         self._thread.start()
@@ -195,6 +201,7 @@ class PointTable:
     table: str = "kv"
     rows: int = 5_000
     value_bytes: int = 2_000
+    replication_factor: int = 1  # on a cluster: every node holds every row at 3
 
     @property
     def name(self) -> str:
@@ -218,7 +225,7 @@ class PointTable:
 
         session.execute(
             f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace}"
-            " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+            f" WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {self.replication_factor}}}"
         )
         session.execute(
             f"CREATE TABLE IF NOT EXISTS {self.name} (pk int PRIMARY KEY, v blob)"

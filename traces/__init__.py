@@ -4,8 +4,8 @@ Holds: the schema (documented and versioned), TraceWriter (a trace is either abs
 Trace (the reader and the only place that opens a trace file), the typed read API the analyses
 query a trace with (queries.py), the typed rows a capture hands the
 writer (rows.py) and the structured meta values (meta.py), SSTable file names (sstable_names.py),
-what a watch trace adds (activities.py), what the backend could do (capabilities.py), and several
-nodes' traces merged into one (merge.py).
+what a watch trace adds (activities.py), what the backend could do (capabilities.py), several
+nodes' traces merged into one (merge.py), and when a thread served a traced request (serving.py).
 May import: casstrace's errors, outputs (how a file is replaced) and __version__ only: every other
 layer builds on this one.
 """

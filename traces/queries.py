@@ -703,6 +703,26 @@ def thread_reads(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int
     )
 
 
+class WindowCall(NamedTuple):
+    tid: int
+    ts_ns: int
+    returned: int
+    fill_pages: int
+
+
+def window_calls(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> list[WindowCall]:
+    """The windows' logged calls on the files that returned bytes, one by one (thread_reads sums them)."""
+    condition, params = _in(("w.window_id", window_ids), ("e.file_id", file_ids))
+    fill_pages = _column_or(trace, "events", "cache_miss_pages", alias="e.", default="0")
+    return _records(
+        WindowCall,
+        trace,
+        f"SELECT e.tid, e.ts_ns, MAX(e.returned, 0), {fill_pages} FROM events e JOIN windows w"
+        f" ON e.ts_ns >= w.start_ns AND e.ts_ns < w.end_ns WHERE e.syscall != 'lseek' AND {condition}",
+        params,
+    )
+
+
 def faulting_threads(trace: Trace, window_ids: Sequence[int], file_ids: Sequence[int]) -> set[int]:
     if not _has_table(trace, "page_cache_fills"):
         return set()

@@ -28,6 +28,7 @@ from casstrace.probes.jvm.jfr import Sample, read_samples
 from casstrace.probes.protocol import FIRST_WINDOW, GAP_WINDOW
 from casstrace.traces import TraceWriter
 from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.serving import ServingSpans
 
 METHOD_EVENT = "jdk.ExecutionSample"
 WALL_EVENT = "profiler.WallClockSample"
@@ -127,9 +128,13 @@ def write_profile(
     profiler: str,
     read_method: str,
     wall_interval_ns: int,
+    serving: ServingSpans | None = None,
 ) -> None:
     """The stacks, wall-clock samples and joined reads of the profiled windows, and meta `profile`.
-    Call after the capture has written its windows, files and per-call log."""
+    Call after the capture has written its windows, files and per-call log. `serving`: the threads
+    that served the measured executions and when (their traced sessions): only their samples, reads
+    and fills then go into the profile, and meta profile.other_threads counts what was left out
+    (another request's work on a busy node, the node's own background threads)."""
     profiled = set(window_ids)
     # The profiled windows never overlap (the trace format's rule): a time is in one of them at most.
     windows = writer.window_spans(profiled)
@@ -141,13 +146,20 @@ def write_profile(
             return windows[index][2]
         return None
 
+    def served(tid: int, ts_ns: int) -> bool:
+        return serving is None or serving.holds(tid, ts_ns)
+
     method_samples: list[Sample] = []
     wall_samples: list[Sample] = []
     wall: dict[tuple[int, int, int, str | None], int] = defaultdict(int)
     names: dict[int, str] = {}
+    other_samples = 0  # wall-clock samples in the profiled windows of threads not serving then
     for sample in samples:
         if sample.thread:
             names[sample.tid] = sample.thread
+        if not served(sample.tid, sample.ts_ns):
+            other_samples += sample.weight if sample.event == WALL_EVENT and window_of(sample.ts_ns) is not None else 0
+            continue
         if sample.event == METHOD_EVENT:
             method_samples.append(replace(sample, stack=up_to(sample.stack, read_method)))
         elif sample.event == WALL_EVENT:
@@ -156,7 +168,8 @@ def write_profile(
             if window_id in profiled:
                 wall[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
 
-    reads = [LoggedRead(*read) for read in writer.logged_reads(profiled)]
+    logged = [LoggedRead(*read) for read in writer.logged_reads(profiled)]
+    reads = [read for read in logged if served(read.tid, read.ts_ns)]
 
     # (window, file, stack) -> [calls, bytes, fill bytes in those calls, fill bytes of faults]
     totals: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
@@ -173,6 +186,7 @@ def write_profile(
         cell[2] += read.fill_pages * PAGE_BYTES
     measured_fills = writer.measured("call_fills")
     fills = [LoggedFill(*fill) for fill in writer.logged_fills(profiled)] if measured_fills else []
+    fills = [fill for fill in fills if served(fill.tid, fill.ts_ns)]
     sampled_fill_pages = 0
     for fill, nearest in nearest_samples(fills, wall_samples):
         if nearest is not None:
@@ -214,12 +228,27 @@ def write_profile(
             "joined_calls": joined_calls,
             "joined_bytes": joined_bytes,
             **(fill_meta if measured_fills else {}),
+            **(
+                {
+                    "other_threads": {
+                        "samples": other_samples,
+                        "read_calls": len(logged) - len(reads),
+                        "read_bytes": sum(read.returned for read in logged) - sum(read.returned for read in reads),
+                    }
+                }
+                if serving is not None
+                else {}
+            ),
         }
     )
 
 
 def write_recording(
-    writer: TraceWriter, profiler: AsyncProfiler, window_ids: list[int], warn: Callable[[str], None]
+    writer: TraceWriter,
+    profiler: AsyncProfiler,
+    window_ids: list[int],
+    warn: Callable[[str], None],
+    serving: ServingSpans | None = None,
 ) -> None:
     """The profiler's recording of the given windows into the trace. A recording that cannot be
     read costs the profile, said as a warning, not the trace."""
@@ -237,6 +266,7 @@ def write_recording(
         profiler=f"async-profiler {PROFILER_VERSION}",
         read_method=profiler.method,
         wall_interval_ns=profiler.wall_interval_ns,
+        serving=serving,
     )
 
 
@@ -253,6 +283,8 @@ class ProfiledWindows:
     warn: Callable[[str], None]
     phases: Phases = field(default_factory=Phases)
     window_ids: list[int] = field(default_factory=list)  # the profiled windows
+    # the threads that served the profiled executions and when, once known (run: their traced sessions)
+    serving: ServingSpans | None = None
 
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
         if label in self.labels:
@@ -272,4 +304,4 @@ class ProfiledWindows:
                 self.profiler.stop_or_warn(self.warn)
 
     def write(self, writer: TraceWriter) -> None:
-        write_recording(writer, self.profiler, self.window_ids, self.warn)
+        write_recording(writer, self.profiler, self.window_ids, self.warn, self.serving)

@@ -16,7 +16,8 @@ from casstrace.probes.jvm.java_stacks import (
 )
 from casstrace.probes.jvm.jfr import Sample
 from casstrace.reports import render
-from casstrace.traces import TraceWriter
+from casstrace.traces import Trace, TraceWriter
+from casstrace.traces.serving import ServingSpans
 
 READ = (
     "java.lang.Thread.run",
@@ -57,7 +58,7 @@ def test_a_read_never_joins_a_call_of_another_thread_or_from_the_future():
     assert joined[0][1] is None
 
 
-def _trace(path, fills=False):
+def _trace(path, fills=False, serving=None):
     """A profiled trace; with fills, one that measured page-cache fills: in read calls, by faults, and
     some that neither log holds."""
     writer = TraceWriter(path)
@@ -131,6 +132,7 @@ def _trace(path, fills=False):
         profiler="async-profiler 4.1",
         read_method="sun.nio.ch.FileDispatcherImpl.pread",
         wall_interval_ns=1_000_000,
+        serving=serving,
     )
     return writer.finish()
 
@@ -223,3 +225,22 @@ def test_reports_say_which_measures_a_stacks_bytes_add_up_and_what_stays_undeter
     assert "undetermined: 32.0 KiB" in text
     assert "68.0 KiB (32.0 KiB read + 36.0 KiB filled)" in text
     assert "Data bytes by Java stack: bytes read syscalls returned + page-cache fill bytes" in render(analysis, "html")
+
+
+def test_serving_spans_hold_a_thread_while_it_served_within_the_margin():
+    spans = ServingSpans(
+        [(7, 1_000_000, 2_000_000), (7, 2_300_000, 2_400_000), (8, 5_000_000, 5_000_000), (None, 0, 9)]
+    )
+    assert spans.holds(7, 750_000) and spans.holds(7, 2_100_000)  # merged: 2,000,000 + 250 µs meets 2,300,000 - 250 µs
+    assert not spans.holds(7, 749_999) and not spans.holds(7, 2_650_001) and not spans.holds(9, 1_500_000)
+    assert spans.holds(8, 5_250_000) and not spans.holds(8, 5_250_001)
+
+
+def test_a_profile_of_the_serving_threads_leaves_the_others_out_and_counts_them(tmp_path):
+    """Thread 7 served the executions from 1050 to 2250: thread 9's sample, and 7's reads after, are left out."""
+    path = _trace(tmp_path / "t.trace", serving=ServingSpans([(7, 1050, 2250)], margin_ns=0))
+    with Trace(path) as trace:
+        profile = trace.meta["profile"]
+        assert profile["other_threads"] == {"samples": 1, "read_calls": 2, "read_bytes": 1024}
+        assert (profile["read_calls"], profile["read_bytes"]) == (2, 2 * 16384)
+        assert {row["tid"] for row in trace.rows("SELECT tid FROM profile_samples")} == {7}
