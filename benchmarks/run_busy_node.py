@@ -11,7 +11,9 @@ started a second before the run and stopped after it; its achieved rate is print
 Data bytes per execution, its verdict, the bytes read by other requests meanwhile, the share of the
 windows' reads of the table charged to the query, run's turnaround (its call, probes compiled
 included), of which reading the executions' sessions and the JVM's thread names (the join's cost to
-the run), the analysis's time (the join itself), and the node JVM's CPU seconds during the run.
+the run), the join itself (analyses.attribution.run_attribution) and the whole analysis's time, and
+the node JVM's CPU seconds during the run. FIGURE lines: each rate's bytes per execution, whether it
+was flagged (1) or not (0), the achieved rate and those costs.
 The 1-minute load average is printed beside: on a shared machine, say so with the figures.
 """
 
@@ -22,17 +24,20 @@ import time
 from pathlib import Path
 
 from casstrace.analyses.analysis import analyse
+from casstrace.analyses.attribution import run_attribution
 from casstrace.node.connection import ConnectionSettings
 from casstrace.node.jvm import find_cassandra
 from casstrace.node.tracing import nodetool_for
 from casstrace.orchestration.runner import RunOptions, run
 from casstrace.phases import Phases
 from casstrace.sandbox.workload import BackgroundReads, PointTable
+from casstrace.traces import Trace
 from figures import process_cpu_ns, report
 
 TABLE = PointTable("casstrace_busy")
 KEY = 4242
 LEAD_S = 1.0  # the background runs this long before the run starts
+IN_FLIGHT = 128  # the background's requests out at once (as tests/integration/test_busy_node.py)
 THREADS_PHASE = "read the executions' threads"  # orchestration.runner's phase: the join's cost to run
 
 
@@ -54,9 +59,7 @@ def main() -> None:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     print(f"load average (1, 5, 15 min): {os.getloadavg()}", flush=True)
     for rate in (float(r) for r in args.rates.split(",")):
-        load = BackgroundReads(
-            session, f"SELECT v FROM {TABLE.name} WHERE pk = ?", TABLE.keys_except(KEY), rate or 1, 3600
-        )
+        load = BackgroundReads(session, TABLE.by_key, TABLE.keys_except(KEY), rate or 1, 3600, in_flight=IN_FLIGHT)
         if rate:
             load.start()
             time.sleep(LEAD_S)
@@ -77,6 +80,10 @@ def main() -> None:
         analysed = time.monotonic()
         analysis = analyse(path)
         analysis_s = time.monotonic() - analysed
+        with Trace(path) as trace:
+            joined = time.monotonic()
+            run_attribution(trace)
+            join_s = time.monotonic() - joined
         threads_s = sum(wall for name, wall, _ in phases.spans if name == THREADS_PHASE)
         executions = max(1, len([e for e in analysis.executions if e.kind == "measured"]))
         busy = analysis.overall.busy
@@ -88,11 +95,13 @@ def main() -> None:
             f"others read {busy.table_bytes_by_others / 1024 if busy else float('nan'):.0f} KiB of the table, "
             f"share {busy.attributed_share if busy and busy.attributed_share is not None else float('nan'):.2f}, "
             f"other requests {busy.other_requests if busy else None}; "
-            f"turnaround {turnaround:.2f} s (reading the executions' threads {threads_s:.2f} s), analysis "
-            f"{analysis_s:.2f} s, node CPU {node_cpu_s:.2f} s; load {os.getloadavg()[0]:.2f}",
+            f"turnaround {turnaround:.2f} s (reading the executions' threads {threads_s:.2f} s), join "
+            f"{join_s:.2f} s, analysis {analysis_s:.2f} s, node CPU {node_cpu_s:.2f} s; load {os.getloadavg()[0]:.2f}",
             flush=True,
         )
         report(f"{name}_kib_per_execution", per_execution / 1024)
+        report(f"{name}_flagged", float(analysis.verdict.status == "flagged"))
+        report(f"{name}_join_s", join_s)
         report(f"{name}_achieved_rate", load.achieved_rate if rate else 0)
         report(f"{name}_turnaround_s", turnaround)
         report(f"{name}_node_cpu_s", node_cpu_s)
