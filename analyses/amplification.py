@@ -175,7 +175,7 @@ def amplification(
     shares: "dict[int, ExecutionShare] | None" = None,
 ) -> Amplification:
     """`read`: the ReadPages of (at least) these windows (read_pages), read once by the caller for all.
-    `shares`: window_id -> its execution's share by thread (attribution.execution_shares); a window
+    `shares`: window_id -> its execution's share by thread (attribution.run_attribution().shares); a window
     where other requests touched the node counts its execution's share, not the window's reads."""
     page_cache_measured = trace.measured("page_cache")
     mapped_measured = trace.measured("mapped")
@@ -435,7 +435,7 @@ def execution_results(
     measures: dict[int, dict[str, float]] | None = None,
 ) -> list[Execution]:
     """Each execution with its amplification and its window's measures. `read`: the ReadPages of (at
-    least) their windows; `shares`: the measured executions' by thread (attribution.execution_shares);
+    least) their windows; `shares`: the measured executions' by thread (attribution.run_attribution().shares);
     `measures`: per window (casstrace.analyses.measures.by_window)."""
     results = []
     for row in rows:
