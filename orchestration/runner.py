@@ -319,7 +319,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         query_trace: list[QueryTraceSession] = []
         served: list[tuple[int, SampledSession]] = []  # (execution, its traced session), one a page
         # the one JVM's threads (a single node's run), named by every address its node goes by
-        one = next(planned for planned in plan if planned.target is not None).node
+        one = next(planned for planned in plan.nodes if planned.target is not None).node
         thread_ids = ThreadIds(one.addresses() | (node.own_addresses() if one.coordinator else set()))
         own_connections = node.client_addresses()
 
@@ -384,7 +384,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             writer.set_meta(client_addresses=sorted(f"{ip}:{port}" for ip, port in node.client_addresses()))
             _write_executions(writer, executions)
             if served:
-                _write_serving(writer, served, [thread_ids] if agents is None else _agents_threads(writer, plan))
+                _write_serving(writer, served, [thread_ids] if agents is None else _agents_threads(writer, plan.nodes))
 
         path = record(capture, writer, body, sources=sources, collect=collect, annotate=annotate, phases=phases)
         if went_away:

@@ -122,6 +122,16 @@ class ProfileMeta(TypedDict, total=False):
     fill_pages: int
     joined_fill_pages: int
     sampled_fill_pages: int
+    other_threads: "OtherThreadsMeta"  # a profile of the serving threads: what it left out
+
+
+class OtherThreadsMeta(TypedDict):
+    """Other threads' wall-clock samples and read calls in the profiled windows, left out of a profile
+    of the threads that served the executions."""
+
+    samples: int
+    read_calls: int
+    read_bytes: int
 
 
 class GcPauseMeta(TypedDict):
