@@ -176,34 +176,3 @@ def test_a_warm_mmap_node_under_load_is_never_flagged_for_others_reads(node_41, 
     if busy.overall.busy.mapped_unattributed_bytes:  # others' mapped reads: nobody's, and said so
         assert busy.verdict.status == "undetermined"
     reached(load)
-
-
-def test_a_profile_under_load_keeps_only_the_threads_that_served_the_executions(
-    sandbox, demo_tables, point_table, tmp_path
-):
-    """run --profile of the wide query while the other client's point reads run: the profile keeps the
-    samples and reads of the threads that served the executions while they did, and counts the others'."""
-    spec = demo_tables.spec
-    options = RunOptions(
-        query=spec.wide_query,
-        connection=resolve_settings(sandbox.host, sandbox.native_port),
-        out=tmp_path / "profiled.trace",
-        repeat=2,
-        profile=True,
-    )
-    with other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as load:
-        analysis = analyse(run(options))
-
-    profile = analysis.profile
-    assert profile is not None and profile.other_threads is not None
-    # The other client's requests ran on the node's request threads meanwhile: their samples are left out.
-    assert profile.other_threads.samples > 0
-    with Trace(analysis.trace_path) as trace:
-        serving = {row["tid"] for row in trace.rows("SELECT tid FROM session_threads WHERE tid IS NOT NULL")}
-        sampled = {row["tid"] for row in trace.rows("SELECT DISTINCT tid FROM profile_samples")}
-    assert sampled and sampled <= serving
-    # What the profile puts on stacks is what the executions were charged (their own threads' reads) ...
-    assert profile.data_read_bytes == pytest.approx(analysis.overall.syscall_bytes, rel=0.05)
-    # ... and those are the wide rows' cells, read by Cassandra's code.
-    assert profile.cassandra_bytes >= 0.9 * profile.data_read_bytes
-    reached(load)
