@@ -28,6 +28,7 @@ from casstrace.analyses import Analysis, analyse
 from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
+from casstrace.traces import TraceWriter
 
 TEST_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_DATA_DIR") or Path.home() / ".local/share/casstrace/test-sandbox")
 TEST_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_NATIVE_PORT", "19042"))
@@ -186,9 +187,13 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def full_disk_dir(tmp_path: Path) -> Iterator[Path]:
-    """A directory on a tmpfs of 160 KiB: room for a new trace's empty tables (128 KiB), not for a
-    capture's rows, so that the disk fills up while the trace is being written."""
-    with mounted_tmpfs(tmp_path / "small-disk", "size=160k") as mount_point:
+    """A directory on a tmpfs with room for a new trace's empty tables and 8 KiB more, not for a
+    capture's rows, so that the disk fills up while the trace is being written. (The empty tables are
+    measured: a fixed 160 KiB held a whole small run once the format had grown to 140 KiB.)"""
+    empty = TraceWriter(tmp_path / "empty.trace")
+    empty_bytes = empty.partial_path.stat().st_size
+    empty.discard()
+    with mounted_tmpfs(tmp_path / "small-disk", f"size={empty_bytes // 1024 + 8}k") as mount_point:
         yield mount_point
 
 
