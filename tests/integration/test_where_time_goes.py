@@ -124,8 +124,8 @@ def test_the_columns_cost_the_node_more_cpu_than_the_frozen_udt(both):
     for e in columns.executions + udt.executions:
         assert e.measures["node_ns"] > 0 and e.measures["node_requests"] >= 1
         assert 0 < e.measures["request_cpu_ns"] <= e.measures["jvm_cpu_ns"]
-        if e.kind == "measured":  # the traced ones
-            assert 0 < e.measures["serving_cpu_ns"] <= e.measures["request_cpu_ns"]
+        if e.kind == "measured":  # the traced ones (their bound: test_serving_cpu.py)
+            assert e.measures["serving_cpu_ns"] > 0
 
 
 def test_the_cells_per_row_finding_names_the_columns_only(both):
