@@ -51,7 +51,9 @@ BPF_ARRAY(window, u32, 1);
 BPF_ARRAY(overflows, u64, 1);
 BPF_HASH(oncpu, struct slice_key, u64, ONCPU_ENTRIES);
 BPF_ARRAY(per_thread, u32, 1);
-BPF_F_TABLE("hash", struct thread_slot, u64, thread_slots, THREAD_SLOTS, BPF_F_NO_PREALLOC);
+// Preallocated: sched_switch runs with the run queue locked, where an allocating map's per-CPU cache
+// runs dry after a few inserts (a 50 ms slice cut into slots lost all but its last 4 of them).
+BPF_HASH(thread_slots, struct thread_slot, u64, THREAD_SLOTS);
 BPF_HASH(client_fds, u32, u8, CLIENT_FDS);
 BPF_HASH(in_call, u32, struct call, CALLS);
 BPF_HASH(requests, u32, struct request, CLIENT_FDS);
@@ -80,19 +82,23 @@ static inline void add_ns(struct thread_slot *key, u64 ns) {
         count_overflow();
 }
 
-// The slice [from, to) of thread `tid`, cut at the slots' edges (a slice longer than
-// SLICE_SLOTS slots puts its rest in the last one).
+// The slice [from, to) of thread `tid`, cut at the slots' edges from its end backwards: the end is
+// where the thread last served (it left the CPU after its work, to wait for more), so the slots an
+// execution's events fall in are counted exactly. A slice longer than SLICE_SLOTS slots puts its
+// earliest rest in the earliest slot it counts.
 static inline void add_slots(u32 tid, u64 from, u64 to) {
-    struct thread_slot key = {.tid = tid, .unused = 0, .slot = from / THREAD_SLOT_NS};
+    if (to <= from)
+        return;
+    struct thread_slot key = {.tid = tid, .unused = 0, .slot = (to - 1) / THREAD_SLOT_NS};
     for (int i = 0; i < SLICE_SLOTS; i++) {
-        u64 edge = (key.slot + 1) * THREAD_SLOT_NS;
-        if (to <= edge || i == SLICE_SLOTS - 1) {
+        u64 edge = key.slot * THREAD_SLOT_NS;
+        if (from >= edge || i == SLICE_SLOTS - 1) {
             add_ns(&key, to - from);
             return;
         }
-        add_ns(&key, edge - from);
-        from = edge;
-        key.slot++;
+        add_ns(&key, to - edge);
+        to = edge;
+        key.slot--;
     }
 }
 

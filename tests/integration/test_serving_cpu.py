@@ -39,6 +39,10 @@ def median(analysis: Analysis, name: str) -> float:
     return statistics.median(measured(analysis, name))
 
 
+def total(analysis: Analysis, name: str) -> float:
+    return sum(measured(analysis, name))
+
+
 def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, tmp_path):
     idle = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle.trace", repeat=REPEAT)
     with other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as load:
@@ -51,9 +55,7 @@ def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, t
                 figures = e.measures
                 assert 0 < figures["request_cpu_ns"] <= figures["jvm_cpu_ns"], figures
                 assert figures["serving_cpu_ns"] <= figures["request_cpu_ns"] + SLOT_SLACK_NS, figures
-        # a slice over SLICE_SLOTS slots long has its rest counted in its 8th slot: a thread that ran
-        # through a whole execution without a switch may show 0 for it (test_where_time_goes.py)
-        assert sum(cpu > 0 for cpu in measured(analysis, "serving_cpu_ns")) >= 0.9 * REPEAT
+        assert all(cpu > 0 for cpu in measured(analysis, "serving_cpu_ns")), measured(analysis, "serving_cpu_ns")
         cpu = analysis.cpu_per_result
         assert cpu is not None and cpu.measure == "serving_cpu_ns" and cpu.rows == 1
         assert cpu.per_row_ns == pytest.approx(median(analysis, "serving_cpu_ns"))
@@ -62,9 +64,10 @@ def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, t
         measured(idle, "serving_cpu_ns"),
         measured(busy, "serving_cpu_ns"),
     )
-    # the pools served the other client meanwhile: their CPU grew more than the serving threads'
-    grew_pool = median(busy, "request_cpu_ns") / median(idle, "request_cpu_ns")
-    grew_serving = median(busy, "serving_cpu_ns") / median(idle, "serving_cpu_ns")
-    # (a quiet node's pools grew 1.45x at 200 requests/s, a loaded one's more: the ratio to the serving
-    # threads' growth is what tells the two apart)
+    # the pools served the other client meanwhile: their CPU grew more than the serving threads'. A
+    # window of a point read is a millisecond or two: at 200 requests/s most hold none of the other
+    # client's, so the growth is of the total over the executions, not of a median.
+    grew_pool = total(busy, "request_cpu_ns") / total(idle, "request_cpu_ns")
+    grew_serving = total(busy, "serving_cpu_ns") / total(idle, "serving_cpu_ns")
+    print(f"pools grew {grew_pool:.2f}x, serving threads {grew_serving:.2f}x")
     assert grew_pool > 1.2 and grew_pool > 1.5 * grew_serving, (grew_pool, grew_serving)
