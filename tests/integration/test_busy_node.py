@@ -29,10 +29,11 @@ from test_mmap_nodes import V41_DATA_DIR, V41_JMX_PORT, V41_NATIVE_PORT
 pytestmark = pytest.mark.integration
 
 RATE = 500  # requests/s asked of the other client (at 1,000, 256 in flight, the run's own connect timed out)
-# What it must achieve for the test to mean anything. Issue 32 asks 300; on the shared 2-core test
-# machine (load average 25-35) the node answered 230-350/s of them, so the floor is below that.
-MIN_RATE = 200
+# What it must achieve for the test to mean anything (issue 32 asks 300): the 2-core test machine,
+# otherwise idle, answered 492-493/s of them (2026-11-28); loaded by other suites (load 25-35), 230-350.
+MIN_RATE = 300
 IN_FLIGHT = 128  # a loaded 2-core machine answered ~350/s at 128 in flight, ~260/s at 32
+PROFILED_RATE, PROFILED_IN_FLIGHT = 100, 8  # the other client's, beside a profiled run
 LEAD_S = 1.0  # the other client runs this long before the measured run starts
 # Each of the other client's reads of a wide row reads the whole 1 MB row (CASSANDRA-6586): at
 # 1,000/s the node (on a loaded 2-core machine) stopped answering new connections; at 300/s, 16 in
@@ -81,6 +82,7 @@ def other_client(
 def reached(load: BackgroundReads, least: float = MIN_RATE) -> None:
     """The other client made the node busy: no failure, at least `least` requests/s answered."""
     assert load.errors == 0
+    print(f"the other client: {load.achieved_rate:.0f} requests/s answered")
     assert load.achieved_rate >= least, f"the other client reached {load.achieved_rate:.0f} requests/s"
 
 
@@ -176,3 +178,39 @@ def test_a_warm_mmap_node_under_load_is_never_flagged_for_others_reads(node_41, 
     if busy.overall.busy.mapped_unattributed_bytes:  # others' mapped reads: nobody's, and said so
         assert busy.verdict.status == "undetermined"
     reached(load)
+
+
+def test_a_profile_under_load_keeps_only_the_threads_that_served_the_executions(
+    sandbox, demo_tables, point_table, tmp_path
+):
+    """run --profile of the wide query while the other client's point reads run: the profile keeps the
+    samples and reads of the threads that served the executions while they did, and counts the others'."""
+    spec = demo_tables.spec
+    options = RunOptions(
+        query=spec.wide_query,
+        connection=resolve_settings(sandbox.host, sandbox.native_port),
+        out=tmp_path / "profiled.trace",
+        repeat=2,
+        profile=True,
+    )
+    # (at RATE, the profiled 2-core node let one wide read in 4 runs pass its read timeout, at 128 or 32
+    # requests in flight: the profile's subject is which threads it keeps, not the rate)
+    with other_client(
+        sandbox, point_table.by_key, point_table.keys_except(KEY), rate=PROFILED_RATE, in_flight=PROFILED_IN_FLIGHT
+    ) as load:
+        analysis = analyse(run(options))
+
+    assert analysis.complete, analysis.warnings
+    profile = analysis.profile
+    assert profile is not None and profile.other_threads is not None
+    # The other client's requests ran on the node's request threads meanwhile: their samples are left out.
+    assert profile.other_threads.samples > 0
+    with Trace(analysis.trace_path) as trace:
+        serving = {row["tid"] for row in trace.rows("SELECT tid FROM session_threads WHERE tid IS NOT NULL")}
+        sampled = {row["tid"] for row in trace.rows("SELECT DISTINCT tid FROM profile_samples")}
+    assert sampled and sampled <= serving
+    # What the profile puts on stacks is what the executions were charged (their own threads' reads) ...
+    assert profile.data_read_bytes == pytest.approx(analysis.overall.syscall_bytes, rel=0.05)
+    # ... and those are the wide rows' cells, read by Cassandra's code.
+    assert profile.cassandra_bytes >= 0.9 * profile.data_read_bytes
+    reached(load, 0.9 * PROFILED_RATE)

@@ -34,9 +34,9 @@ pytestmark = pytest.mark.integration
 # every replica serves them. (One client at QUORUM through node 1 reached 96/s of 450 asked on the shared
 # 2-core machine, and timed out; nor does it make the third replica read.)
 RATE = 450
-# What they must achieve together. Issue 32 asks 300: on the shared 2-core test machine (load average
-# 40-57, four suites) the three nodes answered 238/s of them, so the floor is below that.
-MIN_RATE = 200
+# What they must achieve together (issue 32 asks 300): the three nodes on the 2-core test machine,
+# otherwise idle, answered 399/s of them (2026-11-28); loaded by four suites (load 40-57), 238/s.
+MIN_RATE = 300
 MAX_ERRORS = 0.05  # of the other clients' requests: timeouts of an overloaded machine, not the test's subject
 REPEAT = 5
 
@@ -157,4 +157,5 @@ def test_a_quorum_read_charges_each_replica_only_its_own_part_under_load(cluster
     assert busy.overall.busy is not None and busy.overall.busy.busy_executions == REPEAT
     assert busy.verdict.status == idle.verdict.status == "not flagged"
     assert sum(load.errors for load in loads) <= MAX_ERRORS * sum(load.completed for load in loads)
+    print(f"the other clients: {achieved:.0f} requests/s answered")
     assert achieved >= MIN_RATE, f"the other clients reached {achieved:.0f} requests/s"
