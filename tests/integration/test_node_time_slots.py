@@ -3,7 +3,8 @@ schedstat: a thread that spins 50 ms without leaving the CPU has the last SLICE_
 of its slice counted slot by slot where its own clock says it ran, the earlier rest in the earliest
 slot, and the slots add up to the CPU the kernel counted for it.
 
-The spinner runs at a real-time priority so that it spins in one slice, and reads CLOCK_MONOTONIC (time.monotonic_ns), the clock bpf_ktime_get_ns() reads too.
+The spinner runs at a real-time priority so that it spins in one slice, and reads CLOCK_MONOTONIC
+(time.monotonic_ns), the clock bpf_ktime_get_ns() reads too.
 """
 
 import os
