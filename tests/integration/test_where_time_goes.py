@@ -128,6 +128,7 @@ def test_the_columns_cost_the_node_more_cpu_than_the_frozen_udt(both):
     serving = [e.measures["serving_cpu_ns"] for e in columns.executions + udt.executions if e.kind == "measured"]
     assert all(cpu > 0 for cpu in serving), serving
 
+
 def test_the_cells_per_row_finding_names_the_columns_only(both):
     found = {name: [f.cause for f in a.findings + a.latency_notes] for name, a in both.items()}
     assert "many_cells_per_row" in found["columns"], found
