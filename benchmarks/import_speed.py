@@ -15,7 +15,7 @@ Prints, for the capture:
 - `python -c pass` and Python loading what `casstrace import` loads (the fixed costs: starting
   Python in the virtualenv, then casstrace's modules; a plain import starts without click),
 - `casstrace import FILE` (the whole import: casstrace reads the file itself, trace written),
-and the ratio import / topfiles_bytes (goal: <= 1.0), wall and CPU. --all adds both ends for every
+and the ratio import / topfiles_bytes (goal: <= 1.5, issue 36), wall and CPU. --all adds both ends for every
 shared capture.
 """
 
@@ -127,7 +127,7 @@ def main() -> None:
             print(f"  {name:28s} {describe(timings)}")
         baseline = median_wall(samples["sysdig -c topfiles_bytes"])
         whole = median_wall(samples["casstrace import"])
-        print(f"ratio import / topfiles_bytes: {whole / baseline:.2f} (goal <= 1.0)")
+        print(f"ratio import / topfiles_bytes: {whole / baseline:.2f} (goal <= 1.5)")
         cpu_ratio = statistics.median(cpu for _, cpu in samples["casstrace import"]) / statistics.median(
             cpu for _, cpu in samples["sysdig -c topfiles_bytes"]
         )
