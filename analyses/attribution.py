@@ -244,27 +244,29 @@ def serving_cpu_ns(trace: Trace) -> dict[int, float]:
     of its traced sessions, its CPU time (thread_cpu) in the slots that meet its events there, widened
     by CALL_MARGIN_NS either side (the events' times are known that well), each slot once. {} for a trace
     without thread_cpu rows or traced executions; an execution none of whose threads was found has none."""
-    slots: dict[int, list[ThreadCpu]] = defaultdict(list)
+    # by thread of each node: two machines' threads may share a tid
+    slots: dict[tuple[int | None, int], list[ThreadCpu]] = defaultdict(list)
     for row in queries.thread_cpu(trace):
-        slots[row.tid].append(row)  # by time
+        slots[(row.node_id, row.tid)].append(row)  # by time
     served = serving_threads(trace) if slots else {}
-    starts = {tid: [row.ts_ns for row in rows] for tid, rows in slots.items()}
+    starts = {thread: [row.ts_ns for row in rows] for thread, rows in slots.items()}
     widest = max((row.slot_ns for rows in slots.values() for row in rows), default=0)
     found: dict[int, float] = {}
     for execution, spans in served.items():
-        taken: set[tuple[int, int]] = set()
+        taken: set[tuple[tuple[int | None, int], int]] = set()
         for span in spans:
             if span.tid is None:
                 continue
+            thread = (span.node_id, span.tid)
             first, last = span.first_ns - CALL_MARGIN_NS, span.last_ns + CALL_MARGIN_NS
-            rows = slots.get(span.tid, [])
-            at = bisect.bisect_right(starts.get(span.tid, []), first - widest)
+            rows = slots.get(thread, [])
+            at = bisect.bisect_right(starts.get(thread, []), first - widest)
             while at < len(rows) and rows[at].ts_ns <= last:
                 if rows[at].ts_ns + rows[at].slot_ns > first:
-                    taken.add((span.tid, at))
+                    taken.add((thread, at))
                 at += 1
         if any(span.tid is not None for span in spans):
-            found[execution] = float(sum(slots[tid][at].oncpu_ns for tid, at in taken))
+            found[execution] = float(sum(slots[thread][at].oncpu_ns for thread, at in taken))
     return found
 
 

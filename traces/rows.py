@@ -161,6 +161,7 @@ class ThreadCpuRow(TypedDict):
     ts_ns: int
     slot_ns: int
     oncpu_ns: int
+    node_id: NotRequired[int | None]  # the node in a trace of several (merged in; None: the one process)
 
 
 class ThreadIORow(TypedDict):

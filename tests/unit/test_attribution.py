@@ -107,7 +107,16 @@ def busy_run(path, *, mapped_touched=None, other_requests=12, thread_cpu=()):
     )
     writer.add_threads({101: "ReadStage-1", 102: "ReadStage-2", 103: "ReadStage-3"})
     writer.add_thread_cpu(
-        [{"tid": tid, "ts_ns": START_NS + slot * SLOT, "slot_ns": SLOT, "oncpu_ns": ns} for tid, slot, ns in thread_cpu]
+        [
+            {
+                "tid": tid,
+                "ts_ns": START_NS + slot * SLOT,
+                "slot_ns": SLOT,
+                "oncpu_ns": ns,
+                "node_id": node[0] if node else None,
+            }
+            for tid, slot, ns, *node in thread_cpu
+        ]
     )
     return writer.finish()
 
@@ -165,6 +174,15 @@ def test_the_serving_threads_cpu_is_theirs_while_they_served(tmp_path):
             assert {m["name"] for m in report["measures_per_execution"]} >= {"serving_cpu_ns"}
         else:
             assert text.count(MEASURES["serving_cpu_ns"].label.replace("'", "&#x27;" if fmt == "html" else "'")) >= 3
+
+
+def test_another_nodes_thread_of_the_same_tid_is_not_the_serving_threads(tmp_path):
+    """Two machines' threads may share a tid: thread 101 of node 2 ran in the same slots as the serving
+    thread 101 of the one process, and is not counted."""
+    ran = [(101, slot, 200_000) for slot in range(599, 604)] + [(101, slot, 700_000, 2) for slot in range(599, 604)]
+    analysis = analyse(busy_run(tmp_path / "busy.trace", thread_cpu=ran))
+    (execution,) = [e for e in analysis.executions if e.kind == "measured"]
+    assert execution.measures["serving_cpu_ns"] == 5 * 200_000
 
 
 def test_no_thread_cpu_no_serving_cpu(tmp_path):
