@@ -31,6 +31,7 @@ from casstrace.traces.rows import WindowMeasureRow
 from casstrace.traces.writer import TraceWriter
 
 JCMD_TIMEOUT_S = 30.0
+LOG_DIRECTORY_PREFIX = "casstrace-gc-"  # the log's own temporary directory (removed with the output)
 UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # "[1672364269096ns] GC(11) Pause Full (Diagnostic Command) 418M->57M(1024M) 1110.588ms"
 GC_PAUSE = re.compile(
@@ -102,7 +103,7 @@ class GcPauses:
             if root_prefix(pid):
                 raise CasstraceError("the JVM runs in a container of its own", "")
             self._command = jcmd_command(pid)
-            directory = Path(tempfile.mkdtemp(prefix="casstrace-gc-"))
+            directory = Path(tempfile.mkdtemp(prefix=LOG_DIRECTORY_PREFIX))
             os.chown(directory, os.stat(f"/proc/{pid}").st_uid, -1)  # the JVM's user writes the log
             self._directory = directory
             self._ledger.record(GC_LOG, "off", str(self.log))

@@ -12,11 +12,14 @@ value is the node's own or a killed watch's. Then the commands that would change
 that value for the node's own; run, which changes no probability, warns and goes on.
 """
 
+import shutil
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from casstrace.errors import CasstraceError
 from casstrace.ledger import GC_LOG, PROFILER, TRACE_PROBABILITY, Change, Ledger, Record, Unreadable
+from casstrace.node.gc_pauses import LOG_DIRECTORY_PREFIX
 from casstrace.node.jvm import CassandraProcess, jcmd_command, run_tool
 from casstrace.node.tracing import Nodetool, format_probability
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
@@ -147,4 +150,7 @@ def _stop_gc_log(record: Record, pid: int) -> str:
         failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java",
     )
     Ledger(record.node_pid).forget(GC_LOG)
+    directory = Path(str(record.changed_to)).parent
+    if directory.name.startswith(LOG_DIRECTORY_PREFIX):  # what the killed casstrace made for the log
+        shutil.rmtree(directory, ignore_errors=True)
     return f"turned off the GC log output {_left_by(record)} added to JVM {pid}"

@@ -269,6 +269,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 cold = local_cold
             # The mapped pages and CPU time of each execution, measured around its window (outside it).
             sources += node_sources(process.pid, cassandra["data_file_directories"], options.connection.port)
+            for source in sources:  # stopped by the recording too; this covers a refusal before it starts
+                stack.callback(source.stop)
             if options.profile:
                 with phases("fetch profiler"):
                     profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))

@@ -15,6 +15,7 @@ stays up (its log has no OutOfMemoryError, it answers).
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from cassandra import WriteTimeout
 from cassandra.concurrent import execute_concurrent_with_args
 
 from casstrace.analyses.findings import live_rows, trace_counts
+from casstrace.node.jvm import jcmd_command
 from casstrace.node.paging import MAX_PAGE_ROWS
 from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace
@@ -181,6 +183,12 @@ def test_a_row_larger_than_the_node_can_page_is_refused_and_the_node_stays_up(
     assert "--allow-large-rows" in lines[0] and not out.exists()
     # the node never read the row: it is up, and answers
     assert large_row_node.is_running() and not out_of_memory(large_row_node)
+    # and the JVM logs its pauses nowhere of casstrace's: the refusal came after the pauses' log output
+    # was added (the window sources are made before the query's shape is read), and took it off again
+    pid = large_row_node.pid()
+    assert pid is not None
+    outputs = subprocess.run([*jcmd_command(pid), "VM.log", "list"], capture_output=True, text=True, check=True).stdout
+    assert "casstrace-gc-" not in outputs, outputs
     with large_row_node.connect() as session:
         assert session.execute(f"SELECT k FROM {KEYSPACE}.large WHERE k = 1").one().k == 1
     # A small row of the same table is fetched as any other once the user insists

@@ -4,6 +4,7 @@ no misleading error). Real node (the test sandbox), real probes, the node's trac
 back through nodetool as the truth."""
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 import pytest
 
 from casstrace.ledger import TRACE_PROBABILITY, Change, Ledger
+from casstrace.node.gc_pauses import LOG_DIRECTORY_PREFIX
 from casstrace.probes.jvm.async_profiler import IDLE, AsyncProfiler
 from casstrace_cli import casstrace
 from watching import PREVIOUS, SAMPLE, nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
@@ -33,8 +35,11 @@ def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(
     probes, watching): `watch --restore` leaves the node at its own probability (and the JVM without the
     watch's pause log output), and says so exactly when there was something to put back."""
     moment = random.Random(seed).uniform(0.5, 9.0)
+    temporary = tmp_path / "tmp"  # the watch's own: where its pause log's directory goes
+    temporary.mkdir()
     watcher = subprocess.Popen(
         watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"),
+        env={**os.environ, "TMPDIR": str(temporary)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -52,6 +57,8 @@ def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(
     others = [line for line in lines if line not in gc_log]
     assert len(gc_log) <= 1 and len(others) == (0 if gc_log and left != SAMPLE else 1), restored.stderr
     assert any(PUT_BACK in line for line in others) == (left == SAMPLE), (moment, lines)
+    # and the log's file is gone with its output
+    assert not list(temporary.glob(f"{LOG_DIRECTORY_PREFIX}*"))
 
 
 def test_the_next_watch_puts_it_back_and_takes_the_nodes_own_value(sandbox, previous_probability, nodetool, tmp_path):
