@@ -39,14 +39,17 @@ sys.stdin.readline()
 """
 
 
-def schedstat_ns(pid: int) -> int:
+def schedstat(pid: int) -> tuple[int, int]:
+    """(the task's time on a CPU in ns, the slices it ran)"""
     with open(f"/proc/{pid}/schedstat") as stat:
-        return int(stat.read().split()[0])
+        runtime, _, slices = map(int, stat.read().split())
+    return runtime, slices
 
 
 @pytest.fixture(scope="module")
 def spun():
-    """(the spinner's own start and end of its spin, its CPU by schedstat over the window, its slots)"""
+    """(the spinner's own start and end of its spin, its CPU by schedstat over the window, its slots, the
+    slices it ran in)"""
     spinner = subprocess.Popen(
         [sys.executable, "-c", SPINNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -57,16 +60,16 @@ def spun():
         assert not warnings, warnings
         try:
             node_time.on_window_start(1, MEASURED_WINDOW, 0)
-            before = schedstat_ns(spinner.pid)
+            before = schedstat(spinner.pid)
             spinner.stdin.write("go\n")
             spinner.stdin.flush()
             start, end = map(int, spinner.stdout.readline().split())
             time.sleep(0.05)  # blocked on its stdin again: the slice has ended
-            cpu = schedstat_ns(spinner.pid) - before
+            after = schedstat(spinner.pid)
         finally:
             node_time.stop()
         slots = {slot: ns for (tid, slot), ns in node_time.thread_slots().items() if tid == spinner.pid}
-        return start, end, cpu, slots
+        return start, end, after[0] - before[0], slots, after[1] - before[1]
     finally:
         spinner.stdin.write("end\n")
         spinner.stdin.close()
@@ -74,23 +77,31 @@ def spun():
 
 
 def test_the_slots_add_up_to_the_kernels_count_of_the_threads_cpu(spun):
-    _, _, cpu, slots = spun
-    assert sum(slots.values()) == pytest.approx(cpu, rel=0.02), (cpu, slots)
+    _, _, cpu, slots, _ = spun
+    # A slice is the time between the switches, interrupts included, the kernel's count of the task's
+    # runtime is not: on the machine loaded by a test suite the two differed by up to 3 % (and once in
+    # 25 runs by 6 %, the spin preempted in its middle).
+    assert sum(slots.values()) == pytest.approx(cpu, rel=0.1), (cpu, slots)
 
 
 def test_the_spins_last_milliseconds_are_counted_where_its_clock_says_it_ran(spun):
-    start, end, _, slots = spun
-    last_full = end // THREAD_SLOT_NS - 1  # the last slot the spin filled (the one after holds its end)
-    counted = range(last_full - (SLICE_SLOTS - 3), last_full + 1)  # well inside the slots cut exactly
-    assert counted.start * THREAD_SLOT_NS > start
-    for slot in counted:
-        # the whole slot, but for what another task or an interrupt took of the core
-        assert 0.8 * THREAD_SLOT_NS <= slots.get(slot, 0) <= THREAD_SLOT_NS, (slot, slots)
+    start, end, _, slots, _ = spun
+    left = max(slots)  # the slot in which it left the CPU: soon after its spin (a print, then a read)
+    assert end <= left * THREAD_SLOT_NS + THREAD_SLOT_NS and left * THREAD_SLOT_NS <= end + 10 * THREAD_SLOT_NS
+    # the slots cut exactly: all but the earliest of SLICE_SLOTS (it holds the rest) and the last
+    cut = range(left - (SLICE_SLOTS - 2), left)
+    # the whole slots its own clock says it spun through, of those cut exactly: at least 20 of them
+    spun_through = range(max(cut.start, start // THREAD_SLOT_NS + 1), min(cut.stop, end // THREAD_SLOT_NS))
+    assert len(spun_through) >= 20, (start, end, sorted(slots))
+    # each one whole, but where something preempted the spin (once in 25 runs on a loaded machine: one slot)
+    partial = [slot for slot in spun_through if slots.get(slot) != THREAD_SLOT_NS]
+    assert len(partial) <= 2 and all(slots.get(slot, 0) < THREAD_SLOT_NS for slot in partial), (partial, slots)
 
 
 def test_a_slice_longer_than_the_slots_cut_puts_its_earlier_rest_in_the_earliest_slot(spun):
-    start, end, _, slots = spun
-    earliest = min(slots)
-    # the slice is over 50 ms long, only its last SLICE_SLOTS slots are cut: the rest is one count
-    assert slots[earliest] > (end - start - SLICE_SLOTS * THREAD_SLOT_NS) * 0.8, slots
-    assert all(ns <= THREAD_SLOT_NS for slot, ns in slots.items() if slot != earliest), slots
+    start, end, _, slots, slices = spun
+    # over SLICE_SLOTS slots, only the last SLICE_SLOTS are cut: the rest is one count, one a slice
+    lumped = [slot for slot, ns in slots.items() if ns > THREAD_SLOT_NS]
+    assert len(lumped) <= slices, (slices, slots)
+    if slices == 1:  # the spin in one slice, as it is but where something preempted it (once in 25 runs)
+        assert lumped == [min(slots)] and slots[min(slots)] > (end - start - SLICE_SLOTS * THREAD_SLOT_NS) * 0.8
