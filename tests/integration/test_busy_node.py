@@ -122,7 +122,9 @@ def test_a_point_read_is_charged_its_own_reads_under_load(sandbox, point_table, 
     assert idle.overall.busy.attributed_share is not None and idle.overall.busy.attributed_share >= 0.9
     # Busy: the other client's reads were in the windows, and none of them is the query's.
     assert busy.overall.busy is not None and busy.overall.busy.busy_executions == busy.overall.busy.executions
-    assert busy.overall.busy.other_requests and busy.overall.busy.other_requests >= LEAD_S * MIN_RATE
+    # (the node's count over the measured executions' span, about half a second: 227 at 490 requests/s;
+    # the rate itself is reached()'s to check)
+    assert busy.overall.busy.other_requests and busy.overall.busy.other_requests >= MIN_RATE / 6
     # The other client read more of the table in the query's own windows than the query did, so charging
     # by window would at least double the query's figure. (How much more depends on how long the windows
     # are: 1.5x on a quiet machine, where an execution takes a few ms, over 2x on a loaded one.)
