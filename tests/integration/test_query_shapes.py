@@ -24,6 +24,7 @@ from cassandra import WriteTimeout
 from cassandra.concurrent import execute_concurrent_with_args
 
 from casstrace.analyses.findings import live_rows, trace_counts
+from casstrace.node.gc_pauses import LOG_DIRECTORY_PREFIX
 from casstrace.node.jvm import jcmd_command
 from casstrace.node.paging import MAX_PAGE_ROWS
 from casstrace.sandbox.control import Sandbox
@@ -188,7 +189,7 @@ def test_a_row_larger_than_the_node_can_page_is_refused_and_the_node_stays_up(
     pid = large_row_node.pid()
     assert pid is not None
     outputs = subprocess.run([*jcmd_command(pid), "VM.log", "list"], capture_output=True, text=True, check=True).stdout
-    assert "casstrace-gc-" not in outputs, outputs
+    assert LOG_DIRECTORY_PREFIX not in outputs, outputs
     with large_row_node.connect() as session:
         assert session.execute(f"SELECT k FROM {KEYSPACE}.large WHERE k = 1").one().k == 1
     # A small row of the same table is fetched as any other once the user insists
