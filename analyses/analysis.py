@@ -202,6 +202,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         cpu_per_result=window_measures.cpu_per_result(
             measured, len(schema.returned_cells(select)) if schema is not None and select is not None else None
         ),
+        time_split=window_measures.time_split(measured),
     )
 
 

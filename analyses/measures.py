@@ -9,7 +9,7 @@ summary and no figure, never 0.
 from collections import defaultdict
 from collections.abc import Callable
 
-from casstrace.analyses.model import CpuPerResult, Execution, MeasureSummary
+from casstrace.analyses.model import REST, CpuPerResult, Execution, MeasureSummary, TimeSplit
 from casstrace.analyses.percentiles import percentile
 from casstrace.traces import Trace, queries
 from casstrace.traces.measures import MEASURES, measure
@@ -94,6 +94,34 @@ def cpu_per_result(measured: list[Execution], cells_per_row: int | None) -> CpuP
         cells_per_row=cells_per_row,
         per_row_ns=percentile(per_row, 0.5) or 0.0,
         per_cell_ns=(percentile(per_row, 0.5) or 0.0) / cells_per_row if cells_per_row else None,
+    )
+
+
+# The node's time's parts a window source measures (casstrace.probes.bcc.request_states), in the order
+# they are taken; the GC pauses are taken out of what is left, and the rest is what remains.
+SPLIT_MEASURES = ("io_wait_ns", "running_ns", "cpu_wait_ns")
+GC_LABEL = MEASURES["gc_pause_ns"].label
+SPLIT_LABELS = (*(MEASURES[name].label for name in SPLIT_MEASURES), GC_LABEL, REST)  # TimeSplit.parts_ns's
+
+
+def time_split(measured: list[Execution]) -> TimeSplit | None:
+    """The node's time per execution split into its request threads' I/O wait, running and waiting for a
+    CPU, the GC pauses within the rest (each execution's overlapping pauses, up to that rest) and the
+    rest: the mean over the measured executions that have all of it (means add up, medians do not); None
+    when none has."""
+    split = [e.measures for e in measured if all(name in e.measures for name in ("node_ns", *SPLIT_MEASURES))]
+    if not split:
+        return None
+    parts: dict[str, float] = dict.fromkeys(SPLIT_LABELS, 0.0)
+    for figures in split:
+        for name in SPLIT_MEASURES:
+            parts[MEASURES[name].label] += figures[name] / len(split)
+        left = max(0.0, figures["node_ns"] - sum(figures[name] for name in SPLIT_MEASURES))
+        paused = min(left, figures.get("gc_pause_ns", 0.0))
+        parts[GC_LABEL] += paused / len(split)
+        parts[REST] += (left - paused) / len(split)
+    return TimeSplit(
+        executions=len(split), parts_ns=parts, node_ns=sum(figures["node_ns"] for figures in split) / len(split)
     )
 
 

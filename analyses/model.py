@@ -258,6 +258,24 @@ class MeasureSummary:
 
 
 @dataclass(frozen=True)
+class TimeSplit:
+    """The node's time per measured execution (the mean: its parts add up) split by what its request
+    threads were doing (casstrace.probes.bcc.request_states): the parts, in order, and their sum."""
+
+    executions: int  # measured executions with the node's time and its split
+    parts_ns: dict[str, float]  # label -> mean ns: I/O wait, Running, Waiting for a CPU, GC pauses, The rest
+    node_ns: float  # the mean node's time: the parts' sum (the measured parts never pass an execution's)
+
+    @property
+    def measured_share(self) -> float:
+        """The share of the node's time the parts other than the rest explain."""
+        return 1 - self.parts_ns[REST] / self.node_ns if self.node_ns else 0.0
+
+
+REST = "The rest"  # the node's time none of the split's measures explains
+
+
+@dataclass(frozen=True)
 class CpuPerResult:
     """The node's CPU time of an execution over what it returned: medians over the measured executions
     that returned rows."""
@@ -496,6 +514,7 @@ class Analysis:
     # the per-window measures the trace took, over the measured executions (each execution's: .measures)
     measure_summaries: list[MeasureSummary] = field(default_factory=list)
     cpu_per_result: CpuPerResult | None = None  # the node's CPU per row and per cell returned
+    time_split: TimeSplit | None = None  # None: the node's time or its split was not measured
 
     @property
     def read_per_execution(self) -> float:

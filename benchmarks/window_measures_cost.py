@@ -6,7 +6,8 @@ As root, on a node of this machine: the set-up and tear-down of each source cass
 adds to every run (the node-time program's compile and attach; the GC log output added and removed by
 jcmd), and what they cost the node: the client's median and p99 latency of a point read, in blocks of
 `--queries` executions with the sources attached and without, interleaved, as a ratio; and the rows of
-thread_cpu (a thread's CPU per 1 ms slot) a second of measured window writes.
+thread_cpu (a thread's CPU per 1 ms slot) a second of measured window writes, and the request threads'
+transitions (switches and wake-ups, request_states.py) it sends through the ring.
 """
 
 import argparse
@@ -52,7 +53,7 @@ def main():
         block(node.session, prepared, args.queries)  # warm
         alone: list[float] = []
         measured: list[float] = []
-        setup, gc_setup, gc_teardown, slot_rates = [], [], [], []
+        setup, gc_setup, gc_teardown, slot_rates, transition_rates = [], [], [], [], []
         for _ in range(args.blocks):
             alone += block(node.session, prepared, args.queries)
             node_time, seconds = timed(lambda: NodeTime(process.pid, args.port, lambda m: sys.exit(m)))
@@ -65,6 +66,7 @@ def main():
             measured += latencies
             node_time.stop()
             slot_rates.append(len(node_time.thread_slots()) / seconds)
+            transition_rates.append(len(node_time.transitions()) / seconds)
             gc_teardown.append(timed(gc.stop)[1])
     p50 = statistics.median(measured) / statistics.median(alone)
     p99 = statistics.quantiles(measured, n=100)[98] / statistics.quantiles(alone, n=100)[98]
@@ -77,7 +79,9 @@ def main():
     report("gc_log_setup_s", statistics.median(gc_setup))
     report("window_measures_p50_ratio", p50)
     report("window_measures_p99_ratio", p99)
+    print(f"  request threads' transitions per second of measured window: {statistics.median(transition_rates):,.0f}")
     report("thread_cpu_rows_per_s", statistics.median(slot_rates))
+    report("request_transitions_per_s", statistics.median(transition_rates))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from casstrace.analyses.measures import CPU_MEASURES
+from casstrace.analyses.measures import SPLIT_LABELS
 from casstrace.analyses.model import (
     Amplification,
     Analysis,
@@ -197,35 +197,7 @@ def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
     return items
 
 
-FIRST_SCREEN_COLUMNS = (
-    "Data read",
-    "Necessary read",
-    "Payload",
-    "Node time",
-    "Node CPU",
-    "I/O wait",
-    "GC pauses",
-    "The rest",
-)
-
-
-def time_split_ns(analysis: Analysis) -> dict[str, float] | None:
-    """The node's time per execution (median) split into its CPU (the serving threads', else the request
-    pools'), I/O wait (the Data files' read syscalls' time), GC pauses and the rest; None when the node's
-    time was not measured."""
-    medians = {summary.name: summary.median for summary in analysis.measure_summaries}
-    if "node_ns" not in medians:
-        return None
-    executions = measured_executions(analysis)
-    data = [f for f in analysis.files if f.component == "Data"]
-    io_known = [f.read_ns for f in data if f.read_ns is not None]
-    cpu = next((name for name in CPU_MEASURES if name in medians), None)
-    parts = {
-        "Node CPU": medians[cpu] if cpu else 0.0,
-        "I/O wait": sum(io_known) / executions if io_known else 0.0,
-        "GC pauses": medians.get("gc_pause_ns", 0.0),
-    }
-    return {**parts, "The rest": max(0.0, medians["node_ns"] - sum(parts.values())), "Node time": medians["node_ns"]}
+FIRST_SCREEN_COLUMNS = ("Data read", "Necessary read", "Payload", "Node time", *SPLIT_LABELS)
 
 
 def measured_executions(analysis: Analysis) -> int:
@@ -246,17 +218,15 @@ def bytes_per_execution(analysis: Analysis) -> dict[str, float]:
 
 def first_screen_row(analysis: Analysis) -> tuple[str, ...]:
     """Per execution: the data read against the necessary read and the payload, and the node's time split."""
-    split = time_split_ns(analysis)
+    split = analysis.time_split
     payload = analysis.overall.payload_bytes
     necessary = analysis.necessary.bytes if analysis.necessary is not None else None
     return (
         human_bytes(analysis.read_per_execution),
         human_bytes(necessary) if necessary is not None else "no model",
         human_bytes(payload / measured_executions(analysis)) if payload is not None else "—",
-        *(
-            human_ns(split[name]) if split is not None else NOT_MEASURED
-            for name in ("Node time", "Node CPU", "I/O wait", "GC pauses", "The rest")
-        ),
+        human_ns(split.node_ns) if split is not None else NOT_MEASURED,
+        *(human_ns(split.parts_ns[label]) if split is not None else NOT_MEASURED for label in SPLIT_LABELS),
     )
 
 

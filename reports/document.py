@@ -16,7 +16,7 @@ table beside them, or nothing.
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from casstrace.analyses.model import AccessPattern, Spectrogram, WeightedStack
+from casstrace.analyses.model import AccessPattern, Spectrogram, TimeSplit, WeightedStack
 
 Tone = Literal["plain", "good", "bad", "warning", "muted"]
 View = Literal["brief", "summary", "full"]
@@ -110,7 +110,7 @@ class ExecutionBars:
     by the html format only (the others show the table beside it)."""
 
     bytes_per_execution: dict[str, float]  # label -> bytes, the known ones
-    time_split_ns: dict[str, float] | None  # label -> ns; None: the node's time was not measured
+    time_split: TimeSplit | None  # None: the node's time or its split was not measured
 
 
 @dataclass

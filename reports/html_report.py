@@ -19,6 +19,7 @@ from typing import Any
 import plotly.io as pio
 import plotly.offline
 
+from casstrace.analyses.measures import SPLIT_LABELS
 from casstrace.analyses.model import AccessPattern, Spectrogram, WeightedStack
 from casstrace.analyses.spectrogram import LAST_BUCKET, bucket_lower_ns
 from casstrace.analyses.units import human_bytes, human_ns
@@ -45,6 +46,7 @@ MAX_SPECTROGRAM_ROWS = 600
 # csysdig's spectrogram palette: black (none), greens, yellows, reds, on log10(calls) 0..4
 SPECTRO_COLOURS = [[0.0, "#003300"], [0.25, "#00b000"], [0.5, "#e0e000"], [0.75, "#ff4000"], [1.0, "#ff0000"]]
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+SPLIT_COLOURS = ("#f58518", "#e45756", "#ff9da6", "#b279a2", "#bab0ac")  # the time split's parts (SPLIT_LABELS)
 Figure = dict[str, Any]  # a plotly.js figure: {"data": [traces], "layout": {...}}
 
 STYLE = """
@@ -228,15 +230,14 @@ def _execution_bars(bars: ExecutionBars) -> Figure:
             "showlegend": False,
         }
     ]
-    split = bars.time_split_ns
-    colours = {"Node CPU": "#e45756", "I/O wait": "#f58518", "GC pauses": "#b279a2", "The rest": "#bab0ac"}
-    for name, colour in colours.items():
+    split = bars.time_split
+    for name, colour in zip(SPLIT_LABELS, SPLIT_COLOURS, strict=True):
         if split is not None:
             data.append(
                 {
                     "type": "bar",
                     "orientation": "h",
-                    "x": [split[name] / 1e6],
+                    "x": [split.parts_ns[name] / 1e6],
                     "y": ["node time"],
                     "xaxis": "x2",
                     "yaxis": "y2",
@@ -247,7 +248,7 @@ def _execution_bars(bars: ExecutionBars) -> Figure:
     return {
         "data": data,
         "layout": {
-            "title": {"text": "Per execution (median): bytes read, and where the node's time went"},
+            "title": {"text": "Per execution: bytes read, and where the node's time went"},
             "barmode": "stack",
             "height": 320,
             "grid": {"rows": 2, "columns": 1},

@@ -23,6 +23,9 @@ client). executions[].latency_s is the client's round trip.
 Later in version 2: MEASUREs "serving_cpu_ns" and "traced_ns"; "cpu_per_result" (the node's CPU per row and
 per cell returned).
 Later in version 2: "index_read", the index part of the read by part of the table's index files.
+Later in version 2: MEASUREs "running_ns", "cpu_wait_ns", "io_wait_ns" (the node's time of the execution during
+which one of its request threads ran, none ran but one waited for a CPU, one slept uninterruptibly on the disk or
+a mapped page: casstrace.probes.bcc.request_states); "time_split", the node's time split.
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
@@ -56,6 +59,13 @@ A measure the backend did not take is null, never 0; `measures` says which were 
     "measure": "serving_cpu_ns" | "request_cpu_ns", "label": str, "executions": int,
     "per_execution_ns": float, "rows": float (per execution), "cells_per_row": int | null (null: columns unknown),
     "per_row_ns": float, "per_cell_ns": float | null   medians over the measured executions that returned rows
+  } | null,
+  "time_split": {                the node's time per execution, split (null: not measured); the means over the
+                                 measured executions, so the parts add up to node_ns
+    "executions": int, "node_ns": float,
+    "parts_ns": {"I/O wait", "Running", "Waiting for a CPU", "GC pauses" (the execution's GC pauses within the
+                 time the first three leave), "The rest" (all request threads asleep: waiting on each other or a
+                 lock): float}
   } | null,
   "files": [{"path", "kind", "size_bytes", "keyspace", "table", "index", "generation" (int | str), "format",
              "version", "component" (null for non-SSTable files), "read_bytes", "read_requested_bytes",
@@ -236,7 +246,7 @@ def _head(analysis: Analysis) -> list[Section]:
         Section(
             None,
             [
-                ExecutionBars(common.bytes_per_execution(analysis), common.time_split_ns(analysis)),
+                ExecutionBars(common.bytes_per_execution(analysis), analysis.time_split),
                 Table(common.FIRST_SCREEN_COLUMNS, [per_execution]),
             ],
             NOT_BRIEF,
@@ -361,6 +371,7 @@ def data(analysis: Analysis) -> dict:
         "nodes": [_node(node) for node in analysis.nodes],
         "measures_per_execution": common.measures_data(analysis),
         "cpu_per_result": dataclasses.asdict(analysis.cpu_per_result) if analysis.cpu_per_result else None,
+        "time_split": dataclasses.asdict(analysis.time_split) if analysis.time_split else None,
     }
 
 

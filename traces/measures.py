@@ -49,6 +49,10 @@ MEASURES: dict[str, Measure] = {
     for measure in (
         Measure("node_ns", "ns", "max", "Node time"),
         Measure("node_requests", "count", "sum", "Requests answered"),
+        # the node's time split by its request threads' condition (casstrace.probes.bcc.request_states)
+        Measure("running_ns", "ns", "max", "Running"),
+        Measure("cpu_wait_ns", "ns", "max", "Waiting for a CPU"),
+        Measure("io_wait_ns", "ns", "max", "I/O wait"),
         Measure("traced_ns", "ns", "sum", "Cassandra's traced time", derived=True),
         Measure("serving_cpu_ns", "ns", "sum", "Serving threads' CPU", derived=True),
         Measure("request_cpu_ns", "ns", "sum", "Request pools' CPU"),

@@ -21,8 +21,17 @@
 // monotonic clock it spans, split at their edges, so that the analyses can take, of the threads that
 // served an execution, only the time they ran while they served it.
 //
+// The request threads' states: in the same windows, each switch out, switch in and wake-up of a
+// thread of the process with a request pool's name, and each answering write's segment of a request's
+// time, go to userspace (the transitions ring) in the order they happened, where request_states.py
+// folds them into the time the request threads ran, waited for a CPU or for the disk while a request
+// was open. A thread switched in is known as the process's by its tid (jvm_threads: each thread of the
+// process that left a CPU): sched_switch names only the current task's process. A thread switched
+// in under a pool's name that leaves under another (a shared-pool worker renames itself as it moves)
+// is sent as asleep: it no longer serves a request.
+//
 // The window is the one userspace set last (window[0]): a slice or a write counts in the window it
-// ended in. Nothing is lost but what the full maps refuse (overflows[0], counted).
+// ended in. Nothing is lost but what the full maps and the ring refuse (overflows[0], counted).
 
 struct slice_key {
     u32 window;
@@ -39,6 +48,15 @@ struct call {
     u64 enter_ns;
     u32 fd;
     u32 reading;
+};
+
+struct transition {
+    u64 ts_ns;
+    u64 from_ns; // KIND_ANSWERED: the start of the request's time the write ends
+    u32 tid;
+    u32 window;
+    u32 kind;
+    u32 state;
 };
 
 struct request {
@@ -60,6 +78,10 @@ BPF_HASH(requests, u32, struct request, CLIENT_FDS);
 BPF_HASH(answering_ns, u32, u64, WINDOWS);
 BPF_HASH(answered, u32, u64, WINDOWS);
 BPF_HASH(request_oncpu, u32, u64, WINDOWS);
+BPF_HASH(jvm_threads, u32, u8, JVM_THREADS);
+BPF_HASH(serving, u32, u8, JVM_THREADS); // request threads on a CPU now, switched in under a pool's name
+BPF_RINGBUF_OUTPUT(transitions, TRANSITION_PAGES);
+BPF_HASH(transitions_lost, u32, u64, WINDOWS);
 
 static inline void count_overflow(void) {
     int zero = 0;
@@ -72,6 +94,47 @@ static inline u32 current_window(void) {
     int zero = 0;
     u32 *current = window.lookup(&zero);
     return current ? *current : 0;
+}
+
+static inline u32 per_thread_window(void) {
+    int zero = 0;
+    u32 *slotted = per_thread.lookup(&zero);
+    return slotted && *slotted;
+}
+
+static inline void send(u64 ts_ns, u64 from_ns, u32 tid, u32 window_id, u32 kind, u32 state) {
+    struct transition *sent = transitions.ringbuf_reserve(sizeof(struct transition));
+    if (!sent) { // the window's split would be wrong: userspace leaves it out
+        count_overflow();
+        u64 none = 0;
+        u64 *lost = transitions_lost.lookup_or_try_init(&window_id, &none);
+        if (lost)
+            __sync_fetch_and_add(lost, 1);
+        return;
+    }
+    sent->ts_ns = ts_ns;
+    sent->from_ns = from_ns;
+    sent->tid = tid;
+    sent->window = window_id;
+    sent->kind = kind;
+    sent->state = state;
+    transitions.ringbuf_submit(sent, BPF_RB_NO_WAKEUP); // read at each window's end
+}
+
+// prev_state as sched_switch reports it: 0 (R) for a thread that is still runnable, else one bit of
+// the task's reported state (S 1, D 2, ...) in its low byte; 0x100 ("+") for a preempted one.
+#define REPORTED_STATES 0xff
+#define UNINTERRUPTIBLE 0x2
+
+TRACEPOINT_PROBE(sched, sched_wakeup) {
+    if (!per_thread_window())
+        return 0;
+    u32 tid = args->pid;
+    char comm[sizeof(args->comm)];
+    __builtin_memcpy(comm, args->comm, sizeof(comm));
+    if (SERVES_REQUESTS(comm) && jvm_threads.lookup(&tid))
+        send(bpf_ktime_get_ns(), 0, tid, current_window(), KIND_WOKEN, 0);
+    return 0;
 }
 
 static inline void add_ns(struct thread_slot *key, u64 ns) {
@@ -110,21 +173,48 @@ TRACEPOINT_PROBE(sched, sched_switch) {
         return 0;
     u64 started = *last;
     *last = now;
+    u32 window_id = current_window();
+    u32 slotted = per_thread_window();
     u64 pid_tgid = bpf_get_current_pid_tgid();
-    if ((pid_tgid >> 32) != TGID || started == 0)
+    u32 tid = pid_tgid;
+    char comm[sizeof(args->prev_comm)];
+    __builtin_memcpy(comm, args->prev_comm, sizeof(comm));
+    if (slotted) {
+        if ((pid_tgid >> 32) == TGID) {
+            long state = args->prev_state & REPORTED_STATES;
+            if (SERVES_REQUESTS(comm))
+                send(now, 0, tid, window_id, KIND_SWITCHED_OUT,
+                     state == 0 ? STATE_RUNNABLE : (state & UNINTERRUPTIBLE) ? STATE_IO : STATE_SLEEPING);
+            else if (serving.lookup(&tid)) // renamed as it ran (a shared-pool worker moved to another pool)
+                send(now, 0, tid, window_id, KIND_SWITCHED_OUT, STATE_SLEEPING);
+            serving.delete(&tid);
+        }
+        u32 next = args->next_pid;
+        char next_comm[sizeof(args->next_comm)];
+        __builtin_memcpy(next_comm, args->next_comm, sizeof(next_comm));
+        if (SERVES_REQUESTS(next_comm) && jvm_threads.lookup(&next)) {
+            u8 yes = 1;
+            if (serving.update(&next, &yes) != 0)
+                count_overflow();
+            send(now, 0, next, window_id, KIND_SWITCHED_IN, 0);
+        }
+    }
+    if ((pid_tgid >> 32) != TGID)
         return 0;
-    struct slice_key key = {.window = current_window(), .tid = (u32)pid_tgid};
+    u8 known = 1;
+    if (!jvm_threads.lookup(&tid) && jvm_threads.insert(&tid, &known) != 0)
+        count_overflow();
+    if (started == 0)
+        return 0;
+    struct slice_key key = {.window = window_id, .tid = tid};
     u64 ran = now - started;
     u64 *total = oncpu.lookup(&key);
     if (total)
         __sync_fetch_and_add(total, ran);
     else if (oncpu.insert(&key, &ran) != 0)
         count_overflow();
-    u32 *slotted = per_thread.lookup(&zero);
-    if (slotted && *slotted)
+    if (slotted)
         add_slots(key.tid, started, now);
-    char comm[sizeof(args->prev_comm)];
-    __builtin_memcpy(comm, args->prev_comm, sizeof(comm));
     if (!SERVES_REQUESTS(comm))
         return 0;
     u64 none = 0;
@@ -184,6 +274,8 @@ static inline int leave(long ret) {
         __sync_fetch_and_add(total, now - from);
     else
         count_overflow();
+    if (per_thread_window())
+        send(now, from, 0, window_id, KIND_ANSWERED, 0);
     if (from == open->start_ns) { // the answer's first write: one request answered
         u64 *count = answered.lookup_or_try_init(&window_id, &zero);
         if (count)

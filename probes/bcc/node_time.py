@@ -1,6 +1,7 @@
 """Where the node's time went per window (node_time.c): the per-window measures `node_ns` (the time the
-node took to answer casstrace's requests), `node_requests`, `request_cpu_ns` and `jvm_cpu_ns`
-(casstrace.traces.measures).
+node took to answer casstrace's requests), `node_requests`, `request_cpu_ns`, `jvm_cpu_ns`, and the
+node's time split by its request threads' condition: `running_ns`, `cpu_wait_ns`, `io_wait_ns`
+(casstrace.traces.measures; the split: request_states.py).
 
 A window source (casstrace.probes.protocol.WindowSource) beside the capture backend. One small BPF
 program: on sched_switch it adds each slice a thread of the JVM ran to (window, thread); on the
@@ -24,6 +25,7 @@ from importlib import resources
 from typing import Any
 
 from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD
+from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
 from casstrace.probes.proc import proc_fds
 from casstrace.probes.protocol import MEASURED_WINDOW
 from casstrace.traces.rows import ThreadCpuRow, WindowMeasureRow
@@ -39,6 +41,11 @@ WINDOWS = 4096
 THREAD_SLOTS = 1 << 17
 SLICE_SLOTS = 32  # slots one slice is cut into at most, from its end (a longer slice's earliest rest goes to
 # the earliest of them): a request thread that runs 32 ms without a switch is rare, and each slot costs a map update
+JVM_THREADS = 1 << 13  # the process's threads known by tid (a switched-in thread's process)
+# The transitions ring (node_time.c), read at each window's end, not during it (reading costs a CPU
+# the measured request would wait for): 16 MiB, 520,000 transitions, a measured window of about 13 s
+# (docs/performance.md); a longer one's split is not measured, its lost transitions counted.
+TRANSITION_PAGES = 1 << 12
 # Thread names (comm: 15 characters) of the pools that serve a CQL read, as Cassandra 4.0-5.0 name them.
 REQUEST_THREAD_PREFIXES = ("Native-Transpor", "ReadStage", "epollEventLoopG", "nioEventLoopGro")
 
@@ -66,6 +73,19 @@ def client_fds(pid: int, native_port: int) -> list[int]:
     return found
 
 
+class _Sent(ctypes.Structure):
+    """node_time.c's struct transition."""
+
+    _fields_ = [
+        ("ts_ns", ctypes.c_uint64),
+        ("from_ns", ctypes.c_uint64),
+        ("tid", ctypes.c_uint32),
+        ("window", ctypes.c_uint32),
+        ("kind", ctypes.c_uint32),
+        ("state", ctypes.c_uint32),
+    ]
+
+
 class NodeTime:
     """The node's time and CPU per window, for the process `pid` serving CQL on `native_port`. Made before
     the capture: the program is compiled and attached then (a second or two of one core), idle until
@@ -85,6 +105,8 @@ class NodeTime:
         self._cpu: dict[tuple[int, int], int] = {}
         self._thread_slots: dict[tuple[int, int], int] = {}
         self._answering: dict[str, dict[int, int]] = {}
+        self._transitions: list[Transition] = []
+        self._transitions_lost: set[int] = set()  # windows the ring refused a transition of
         self._overflows = 0
         try:
             from bcc import BPF  # imported here so `casstrace report` never needs bcc
@@ -97,6 +119,7 @@ class NodeTime:
             cflags = [f"-D{name}={value}" for name, value in self._defines().items()]
             cflags.append(f"-DSERVES_REQUESTS(c)={serves_requests_c()}")
             self._bpf = BPF(text=source, cflags=cflags)
+            self._bpf[b"transitions"].open_ring_buffer(self._on_transition)
             fds = self._bpf[b"client_fds"]
             for fd in client_fds(pid, native_port):
                 fds[ctypes.c_uint32(fd)] = ctypes.c_uint8(1)
@@ -114,7 +137,15 @@ class NodeTime:
             "THREAD_SLOTS": THREAD_SLOTS,
             "THREAD_SLOT_NS": THREAD_SLOT_NS,
             "SLICE_SLOTS": SLICE_SLOTS,
+            "JVM_THREADS": JVM_THREADS,
+            "TRANSITION_PAGES": TRANSITION_PAGES,
+            **{f"KIND_{kind.name}": kind.value for kind in Kind},
+            **{f"STATE_{state.name}": state.value for state in State},
         }
+
+    def _on_transition(self, _context: Any, data: Any, _size: int) -> None:
+        sent = ctypes.cast(data, ctypes.POINTER(_Sent)).contents
+        self._transitions.append(Transition(sent.ts_ns, sent.from_ns, sent.tid, sent.window, sent.kind, sent.state))
 
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
         if self._bpf is not None:
@@ -122,7 +153,8 @@ class NodeTime:
             self._bpf[b"per_thread"][ctypes.c_int(0)] = ctypes.c_uint32(label in self._per_thread_labels)
 
     def on_window_end(self, window_id: int) -> None:
-        pass
+        if self._bpf is not None:
+            self._bpf.ring_buffer_consume()
 
     def thread_ns(self) -> dict[tuple[int, int], int]:
         """(window_id, tid) -> on-CPU ns (window 0: before the first window): so far, or as the source
@@ -138,6 +170,10 @@ class NodeTime:
             return self._thread_slots
         return {(key.tid, key.slot): value.value for key, value in self._bpf[b"thread_slots"].items()}
 
+    def transitions(self) -> list[Transition]:
+        """The request threads' transitions read so far (node_time.c), in the order they were read."""
+        return self._transitions
+
     def write(self, writer: TraceWriter) -> None:
         totals: dict[str, dict[int, int]] = {
             **self._answering,
@@ -145,6 +181,11 @@ class NodeTime:
         }
         for (window_id, _), ns in self._cpu.items():
             totals["jvm_cpu_ns"][window_id] += ns
+        for window_id, split in split_request_time(self._transitions).items():
+            if window_id in self._transitions_lost:
+                continue  # a window's split with transitions missing would be wrong: not measured
+            for name, ns in split.items():
+                totals.setdefault(name, {})[window_id] = ns
         rows: list[WindowMeasureRow] = [
             {"window_id": window_id, "measure": name, "value": value}
             for name, per_window in totals.items()
@@ -168,6 +209,7 @@ class NodeTime:
             return
         bpf = self._bpf
         try:
+            bpf.ring_buffer_consume()
             self._cpu = self.thread_ns()
             self._thread_slots = self.thread_slots()
             self._answering = {
@@ -179,6 +221,7 @@ class NodeTime:
                 )
             }
             self._overflows = bpf[b"overflows"][ctypes.c_int(0)].value
+            self._transitions_lost = {key.value for key in bpf[b"transitions_lost"]}
         finally:
             self._bpf = None
             bpf.cleanup()

@@ -248,6 +248,8 @@ def test_cold_pushes_the_mapped_pages_out_without_a_restart(mmap_node, warm, tmp
     filled = sum(f.cache_miss_bytes for f in data_files(cold))
     assert filled > 0 and measured.amplification.cache_miss_bytes == filled
     assert cold.verdict.status == "flagged"
+    # the pages came from the device while the request waited: its threads slept on the disk
+    assert 0 < measured.measures["io_wait_ns"] <= measured.measures["node_ns"], measured.measures
     with Trace(cold.trace_path) as trace:
         assert trace.meta["cold"]["mapped_bytes_paged_out"] > 0
 

@@ -2,6 +2,7 @@
 node's window source, survives the merge of several nodes' traces, reaches the analysis and is rendered
 in every report format; and no table of the schema is forgotten by the merge."""
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -10,6 +11,7 @@ import pytest
 
 import synthetic_traces as synthetic
 from casstrace.analyses import analyse
+from casstrace.analyses.measures import time_split
 from casstrace.reports import common, render
 from casstrace.reports.formats import FORMATS
 from casstrace.traces import Trace, TraceWriter, queries
@@ -116,11 +118,7 @@ def test_the_writer_refuses_a_derived_measure(tmp_path):
 
 def test_the_first_screen_splits_the_nodes_time_in_md_and_html(merged):
     analysis = analyse(merged)
-    split = common.time_split_ns(analysis)
-    assert split is not None
-    # the parts add up to the node's time (the rest is what no measure names)
-    parts = sum(value for name, value in split.items() if name != "Node time")
-    assert parts == pytest.approx(max(split["Node time"], parts - split["The rest"]))
+    assert analysis.time_split is not None
     row = common.first_screen_row(analysis)
     for fmt in ("md", "html"):
         text = render(analysis, fmt)
@@ -128,3 +126,33 @@ def test_the_first_screen_splits_the_nodes_time_in_md_and_html(merged):
         assert row[3] in text  # the node's time
         first_table = text.index(common.FIRST_SCREEN_COLUMNS[0])
         assert first_table < text.index("Findings" if fmt == "html" else "| Measure |"), fmt  # above the tables
+
+
+def _split_of(analysis, per_execution):
+    (measured,) = [e for e in analysis.executions if e.kind == "measured"]
+    return time_split([dataclasses.replace(measured, measures=figures) for figures in per_execution])
+
+
+def test_the_time_split_adds_up_to_the_nodes_time(merged):
+    """Each execution's GC pauses come out of what its measured parts leave, never past it; the rest is
+    what remains; the means add up to the mean node's time."""
+    analysis = analyse(merged)
+    split = _split_of(
+        analysis,
+        [
+            {"node_ns": 10, "io_wait_ns": 1, "running_ns": 5, "cpu_wait_ns": 2, "gc_pause_ns": 1},
+            {"node_ns": 20, "io_wait_ns": 0, "running_ns": 10, "cpu_wait_ns": 0, "gc_pause_ns": 30},
+            {"node_ns": 6, "io_wait_ns": 0, "running_ns": 6, "cpu_wait_ns": 0},
+        ],
+    )
+    assert split is not None and split.executions == 3 and split.node_ns == 12
+    assert split.parts_ns == {
+        "I/O wait": pytest.approx(1 / 3),
+        "Running": 7,
+        "Waiting for a CPU": pytest.approx(2 / 3),
+        "GC pauses": pytest.approx(11 / 3),
+        "The rest": pytest.approx(1 / 3),
+    }
+    assert sum(split.parts_ns.values()) == pytest.approx(split.node_ns)
+    assert split.measured_share == pytest.approx(1 - 1 / 36)
+    assert _split_of(analysis, [{"node_ns": 10, "running_ns": 5}]) is None  # a part not measured: no split

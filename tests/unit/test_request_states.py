@@ -1,0 +1,72 @@
+"""The fold of the request threads' transitions into the node's time split (probes/bcc/request_states.py),
+on transitions written by hand: each part is the time of the request's segments in that condition, and
+the parts never pass the segments' sum."""
+
+from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
+
+WINDOW = 7
+
+
+def switched_out(ts, tid, state):
+    return Transition(ts, 0, tid, WINDOW, Kind.SWITCHED_OUT, state)
+
+
+def switched_in(ts, tid):
+    return Transition(ts, 0, tid, WINDOW, Kind.SWITCHED_IN, 0)
+
+
+def woken(ts, tid):
+    return Transition(ts, 0, tid, WINDOW, Kind.WOKEN, 0)
+
+
+def answered(start, end):
+    return Transition(end, start, 0, WINDOW, Kind.ANSWERED, 0)
+
+
+def test_a_request_handed_from_thread_to_thread():
+    """Thread 1 takes the request at 100 and runs to 130, when it wakes thread 2 and sleeps; thread 2
+    waits for a CPU until 150, runs to 170, faults on the disk to 200, runs to 210 and answers."""
+    transitions = [
+        switched_in(100, 1),  # its first transition: it waited for a CPU before
+        woken(130, 2),  # its first: it slept before
+        switched_out(130, 1, State.SLEEPING),
+        switched_in(150, 2),
+        switched_out(170, 2, State.IO),
+        woken(200, 2),
+        switched_in(200, 2),
+        answered(90, 210),
+        switched_out(215, 2, State.SLEEPING),
+    ]
+    # 90-100: thread 1 waits for a CPU; 100-130 runs; 130-150 thread 2 waits; 150-170 runs; 170-200 disk;
+    # 200-210 runs
+    assert split_request_time(transitions) == {WINDOW: {"running_ns": 60, "cpu_wait_ns": 30, "io_wait_ns": 30}}
+
+
+def test_io_wait_goes_first_and_sleep_is_the_rest():
+    """While thread 1 waits on the disk, thread 2 runs: the request waits on the disk. When both sleep,
+    nothing is counted (the rest)."""
+    transitions = [
+        switched_out(10, 1, State.IO),  # it ran before: 0-10 running
+        switched_in(12, 2),
+        switched_out(20, 2, State.SLEEPING),
+        woken(30, 1),  # 10-30 disk; runnable from 30
+        switched_in(35, 1),
+        switched_out(40, 1, State.SLEEPING),  # 40-50 all asleep
+        answered(0, 50),
+    ]
+    assert split_request_time(transitions) == {WINDOW: {"running_ns": 15, "cpu_wait_ns": 5, "io_wait_ns": 20}}
+
+
+def test_segments_are_the_requests_time_only():
+    """A request's time is its segments (read to first write, write to write): the threads' time between
+    requests, and a window with no answered request, count nothing."""
+    transitions = [
+        switched_out(10, 1, State.RUNNABLE),  # preempted: runs before 10, waits after
+        switched_in(20, 1),
+        answered(5, 15),
+        answered(15, 25),
+        switched_out(30, 1, State.SLEEPING),
+        switched_in(40, 1),
+        Transition(45, 0, 1, WINDOW + 1, Kind.SWITCHED_OUT, State.SLEEPING),
+    ]
+    assert split_request_time(transitions) == {WINDOW: {"running_ns": 10, "cpu_wait_ns": 10, "io_wait_ns": 0}}
