@@ -28,7 +28,7 @@
 // was open. A thread switched in is known as the process's by its tid (jvm_threads: each thread of the
 // process that left a CPU): sched_switch names only the current task's process. A thread switched
 // in under a pool's name that leaves under another (a shared-pool worker renames itself as it moves)
-// is sent as asleep: it no longer serves a request.
+// is sent as having left the pools: it no longer serves a request.
 //
 // The window is the one userspace set last (window[0]): a slice or a write counts in the window it
 // ended in. Nothing is lost but what the full maps and the ring refuse (overflows[0], counted).
@@ -186,7 +186,7 @@ TRACEPOINT_PROBE(sched, sched_switch) {
                 send(now, 0, tid, window_id, KIND_SWITCHED_OUT,
                      state == 0 ? STATE_RUNNABLE : (state & UNINTERRUPTIBLE) ? STATE_IO : STATE_SLEEPING);
             else if (serving.lookup(&tid)) // renamed as it ran (a shared-pool worker moved to another pool)
-                send(now, 0, tid, window_id, KIND_SWITCHED_OUT, STATE_SLEEPING);
+                send(now, 0, tid, window_id, KIND_SWITCHED_OUT, STATE_LEFT);
             serving.delete(&tid);
         }
         u32 next = args->next_pid;

@@ -49,6 +49,7 @@ class State(IntEnum):
     SLEEPING = 1
     IO = 2  # uninterruptible sleep: the disk, or a fault on a mapped page
     RUNNING = 3
+    LEFT = 4  # switched out under another pool's name (a shared-pool worker renamed as it ran): serves none
 
 
 class Transition(NamedTuple):
@@ -66,9 +67,15 @@ MEASURE_OF = {State.IO: "io_wait_ns", State.RUNNING: "running_ns", State.RUNNABL
 STATE_BEFORE = {Kind.SWITCHED_OUT: State.RUNNING, Kind.SWITCHED_IN: State.RUNNABLE, Kind.WOKEN: State.SLEEPING}
 
 
+def _state_before(kind: int, state: int) -> State:
+    """A thread's state before its first transition in a window (one that left the pools may never have
+    served in it: it counts as asleep)."""
+    return State.SLEEPING if state == State.LEFT else STATE_BEFORE[Kind(kind)]
+
+
 def _state_after(kind: int, state: int, before: State) -> State:
     if kind == Kind.SWITCHED_OUT:
-        return State(state)
+        return State.SLEEPING if state == State.LEFT else State(state)
     if kind == Kind.SWITCHED_IN:
         return State.RUNNING
     # woken: a thread that had not yet left its CPU, or already waits for one, stays as it is
@@ -89,7 +96,7 @@ class _Timeline:
     def __init__(self, changes: list[Transition]):
         firsts: dict[int, State] = {}
         for change in changes:
-            firsts.setdefault(change.tid, STATE_BEFORE[Kind(change.kind)])
+            firsts.setdefault(change.tid, _state_before(change.kind, change.state))
         threads = dict(firsts)
         counts: dict[State, int] = defaultdict(int)
         for state in threads.values():

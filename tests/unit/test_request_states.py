@@ -70,3 +70,16 @@ def test_segments_are_the_requests_time_only():
         Transition(45, 0, 1, WINDOW + 1, Kind.SWITCHED_OUT, State.SLEEPING),
     ]
     assert split_request_time(transitions) == {WINDOW: {"running_ns": 10, "cpu_wait_ns": 10, "io_wait_ns": 0}}
+
+
+def test_a_thread_that_left_the_pools_serves_no_more():
+    """A worker switched in under a request pool's name and out under another's stops counting; one whose
+    first transition in the window is such a switch out (it may have been renamed before the window)
+    counts as asleep before it, not as running."""
+    transitions = [
+        switched_out(20, 2, State.LEFT),  # first: not running before
+        switched_in(30, 1),  # first: waiting for a CPU before
+        switched_out(40, 1, State.LEFT),
+        answered(10, 50),
+    ]
+    assert split_request_time(transitions) == {WINDOW: {"running_ns": 10, "cpu_wait_ns": 20, "io_wait_ns": 0}}
