@@ -52,7 +52,8 @@ struct call {
 
 struct transition {
     u64 ts_ns;
-    u64 from_ns; // KIND_ANSWERED: the start of the request's time the write ends
+    u64 from_ns; // KIND_ANSWERED: the start of the request's time the write ends; KIND_SWITCHED_OUT: the
+                 // slice's start (0: not known)
     u32 tid;
     u32 window;
     u32 kind;
@@ -183,7 +184,7 @@ TRACEPOINT_PROBE(sched, sched_switch) {
         if ((pid_tgid >> 32) == TGID) {
             long state = args->prev_state & REPORTED_STATES;
             if (SERVES_REQUESTS(comm))
-                send(now, 0, tid, window_id, KIND_SWITCHED_OUT,
+                send(now, started, tid, window_id, KIND_SWITCHED_OUT,
                      state == 0 ? STATE_RUNNABLE : (state & UNINTERRUPTIBLE) ? STATE_IO : STATE_SLEEPING);
             else if (serving.lookup(&tid)) // renamed as it ran (a shared-pool worker moved to another pool)
                 send(now, 0, tid, window_id, KIND_SWITCHED_OUT, STATE_LEFT);

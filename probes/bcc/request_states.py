@@ -22,8 +22,11 @@ of the threads' states. On a node that serves other clients the threads' states 
 split is then of the node's request threads while casstrace's request was open.
 
 Only the measured windows' transitions are sent (a busy node's switches outside them cost nothing
-more), so each window's timeline starts unknown: a thread's first transition in it tells the state it
-was in before (switched out: it ran; switched in: it waited for a CPU; woken: it slept).
+more), so each window's timeline starts unknown. A switch out carries the moment the thread was
+switched in (its slice's start, from the scheduler's switch on that CPU), so a thread that ran across
+the window's start, or was switched in under another pool's name and renamed itself as it ran, runs
+from there. Before its first transition a thread counts as asleep: what is not known is left in the
+rest, never given to a part.
 """
 
 from bisect import bisect_right
@@ -36,7 +39,7 @@ from typing import NamedTuple
 class Kind(IntEnum):
     """A transition's kind (node_time.c's KIND_* defines)."""
 
-    SWITCHED_OUT = 1  # the thread left its CPU, in `state`
+    SWITCHED_OUT = 1  # the thread left its CPU, in `state`; `from_ns`: when it was switched in (0: unknown)
     SWITCHED_IN = 2
     WOKEN = 3
     ANSWERED = 4  # an answering write's exit: the request's time from `from_ns` to `ts_ns` is the node's
@@ -54,7 +57,7 @@ class State(IntEnum):
 
 class Transition(NamedTuple):
     ts_ns: int  # CLOCK_MONOTONIC
-    from_ns: int  # ANSWERED: the segment's start; 0 otherwise
+    from_ns: int  # ANSWERED: the segment's start; SWITCHED_OUT: the slice's start; 0 otherwise
     tid: int  # the thread (0 for ANSWERED)
     window_id: int
     kind: int
@@ -64,13 +67,17 @@ class Transition(NamedTuple):
 # The measures, by the condition the request threads were in (the first that holds, in this order).
 MEASURE_OF = {State.IO: "io_wait_ns", State.RUNNING: "running_ns", State.RUNNABLE: "cpu_wait_ns"}
 
-STATE_BEFORE = {Kind.SWITCHED_OUT: State.RUNNING, Kind.SWITCHED_IN: State.RUNNABLE, Kind.WOKEN: State.SLEEPING}
 
-
-def _state_before(kind: int, state: int) -> State:
-    """A thread's state before its first transition in a window (one that left the pools may never have
-    served in it: it counts as asleep)."""
-    return State.SLEEPING if state == State.LEFT else STATE_BEFORE[Kind(kind)]
+def _with_slice_starts(transitions: list[Transition]) -> list[Transition]:
+    """The transitions, with a switch in at each switched-out slice's start (the same as the one sent
+    when the thread was switched in under a request pool's name; the only one when it was not), sorted.
+    A thread that left the pools gets none: whether it served in that slice is not known."""
+    starts = [
+        Transition(t.from_ns, 0, t.tid, t.window_id, Kind.SWITCHED_IN, 0)
+        for t in transitions
+        if t.kind == Kind.SWITCHED_OUT and t.from_ns and t.state != State.LEFT
+    ]
+    return sorted(transitions + starts)
 
 
 def _state_after(kind: int, state: int, before: State) -> State:
@@ -94,14 +101,10 @@ class _Timeline:
     condition up to each change."""
 
     def __init__(self, changes: list[Transition]):
-        firsts: dict[int, State] = {}
-        for change in changes:
-            firsts.setdefault(change.tid, _state_before(change.kind, change.state))
-        threads = dict(firsts)
+        threads = dict.fromkeys((change.tid for change in changes), State.SLEEPING)  # not known yet
         counts: dict[State, int] = defaultdict(int)
-        for state in threads.values():
-            counts[state] += 1
-        self.initial = _condition(counts)
+        counts[State.SLEEPING] = len(threads)
+        self.initial = State.SLEEPING
         self.times: list[int] = []
         self.conditions: list[State] = []
         self.spent: list[dict[State, int]] = []  # time per condition from the first change to each
@@ -147,8 +150,7 @@ def split_request_time(transitions: Iterable[Transition]) -> dict[int, dict[str,
         per_window[transition.window_id].append(transition)
     split: dict[int, dict[str, int]] = {}
     for window_id, listed in per_window.items():
-        listed.sort()
-        timeline = _Timeline([t for t in listed if t.kind != Kind.ANSWERED])
+        timeline = _Timeline(_with_slice_starts([t for t in listed if t.kind != Kind.ANSWERED]))
         answered = [t for t in listed if t.kind == Kind.ANSWERED]
         if not answered:
             continue

@@ -1,14 +1,15 @@
 """The fold of the request threads' transitions into the node's time split (probes/bcc/request_states.py),
 on transitions written by hand: each part is the time of the request's segments in that condition, and
-the parts never pass the segments' sum."""
+the parts never pass the segments' sum; what is not known counts in no part."""
 
 from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
 
 WINDOW = 7
 
 
-def switched_out(ts, tid, state):
-    return Transition(ts, 0, tid, WINDOW, Kind.SWITCHED_OUT, state)
+def switched_out(ts, tid, state, since=0):
+    """A switch out; `since`: when the slice began (0: not known)."""
+    return Transition(ts, since, tid, WINDOW, Kind.SWITCHED_OUT, state)
 
 
 def switched_in(ts, tid):
@@ -24,62 +25,62 @@ def answered(start, end):
 
 
 def test_a_request_handed_from_thread_to_thread():
-    """Thread 1 takes the request at 100 and runs to 130, when it wakes thread 2 and sleeps; thread 2
-    waits for a CPU until 150, runs to 170, faults on the disk to 200, runs to 210 and answers."""
+    """Thread 1 is switched in at 100 and runs to 130, when it wakes thread 2 and sleeps; thread 2 waits
+    for a CPU until 150, runs to 170, faults on the disk to 200, runs to 210 and answers. The request
+    began at 90, before thread 1's first transition: not known, so in no part."""
     transitions = [
-        switched_in(100, 1),  # its first transition: it waited for a CPU before
-        woken(130, 2),  # its first: it slept before
-        switched_out(130, 1, State.SLEEPING),
+        switched_in(100, 1),
+        woken(130, 2),
+        switched_out(130, 1, State.SLEEPING, since=100),
         switched_in(150, 2),
-        switched_out(170, 2, State.IO),
+        switched_out(170, 2, State.IO, since=150),
         woken(200, 2),
         switched_in(200, 2),
         answered(90, 210),
-        switched_out(215, 2, State.SLEEPING),
+        switched_out(215, 2, State.SLEEPING, since=200),
     ]
-    # 90-100: thread 1 waits for a CPU; 100-130 runs; 130-150 thread 2 waits; 150-170 runs; 170-200 disk;
-    # 200-210 runs
-    assert split_request_time(transitions) == {WINDOW: {"running_ns": 60, "cpu_wait_ns": 30, "io_wait_ns": 30}}
+    # 100-130 runs; 130-150 thread 2 waits; 150-170 runs; 170-200 disk; 200-210 runs
+    assert split_request_time(transitions) == {WINDOW: {"running_ns": 60, "cpu_wait_ns": 20, "io_wait_ns": 30}}
 
 
 def test_io_wait_goes_first_and_sleep_is_the_rest():
     """While thread 1 waits on the disk, thread 2 runs: the request waits on the disk. When both sleep,
-    nothing is counted (the rest)."""
+    nothing is counted (the rest). A thread that ran across the window's start runs from its slice's
+    start, which its switch out carries."""
     transitions = [
-        switched_out(10, 1, State.IO),  # it ran before: 0-10 running
+        switched_out(10, 1, State.IO, since=2),  # it ran from 2, with no switch in sent
         switched_in(12, 2),
-        switched_out(20, 2, State.SLEEPING),
+        switched_out(20, 2, State.SLEEPING, since=12),
         woken(30, 1),  # 10-30 disk; runnable from 30
         switched_in(35, 1),
-        switched_out(40, 1, State.SLEEPING),  # 40-50 all asleep
+        switched_out(40, 1, State.SLEEPING, since=35),  # 40-50 all asleep
         answered(0, 50),
     ]
-    assert split_request_time(transitions) == {WINDOW: {"running_ns": 15, "cpu_wait_ns": 5, "io_wait_ns": 20}}
+    assert split_request_time(transitions) == {WINDOW: {"running_ns": 13, "cpu_wait_ns": 5, "io_wait_ns": 20}}
 
 
 def test_segments_are_the_requests_time_only():
     """A request's time is its segments (read to first write, write to write): the threads' time between
     requests, and a window with no answered request, count nothing."""
     transitions = [
-        switched_out(10, 1, State.RUNNABLE),  # preempted: runs before 10, waits after
+        switched_out(10, 1, State.RUNNABLE, since=3),  # preempted: runs before 10, waits after
         switched_in(20, 1),
         answered(5, 15),
         answered(15, 25),
-        switched_out(30, 1, State.SLEEPING),
+        switched_out(30, 1, State.SLEEPING, since=20),
         switched_in(40, 1),
-        Transition(45, 0, 1, WINDOW + 1, Kind.SWITCHED_OUT, State.SLEEPING),
+        Transition(45, 40, 1, WINDOW + 1, Kind.SWITCHED_OUT, State.SLEEPING),
     ]
     assert split_request_time(transitions) == {WINDOW: {"running_ns": 10, "cpu_wait_ns": 10, "io_wait_ns": 0}}
 
 
 def test_a_thread_that_left_the_pools_serves_no_more():
-    """A worker switched in under a request pool's name and out under another's stops counting; one whose
-    first transition in the window is such a switch out (it may have been renamed before the window)
-    counts as asleep before it, not as running."""
+    """A worker switched in under a request pool's name and out under another's stops counting at its
+    switch out, and its slice before is not known to have served: in no part."""
     transitions = [
-        switched_out(20, 2, State.LEFT),  # first: not running before
-        switched_in(30, 1),  # first: waiting for a CPU before
-        switched_out(40, 1, State.LEFT),
+        switched_out(20, 2, State.LEFT, since=15),
+        switched_in(30, 1),
+        switched_out(40, 1, State.LEFT, since=30),
         answered(10, 50),
     ]
-    assert split_request_time(transitions) == {WINDOW: {"running_ns": 10, "cpu_wait_ns": 20, "io_wait_ns": 0}}
+    assert split_request_time(transitions) == {WINDOW: {"running_ns": 10, "cpu_wait_ns": 0, "io_wait_ns": 0}}
