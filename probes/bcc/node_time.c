@@ -174,14 +174,17 @@ TRACEPOINT_PROBE(sched, sched_switch) {
         return 0;
     u64 started = *last;
     *last = now;
-    u32 window_id = current_window();
-    u32 slotted = per_thread_window();
     u64 pid_tgid = bpf_get_current_pid_tgid();
+    u32 ours = (pid_tgid >> 32) == TGID;
+    u32 slotted = per_thread_window();
+    if (!ours && !slotted) // every other process's switch, outside the measured windows: nothing to do
+        return 0;
+    u32 window_id = current_window();
     u32 tid = pid_tgid;
     char comm[sizeof(args->prev_comm)];
     __builtin_memcpy(comm, args->prev_comm, sizeof(comm));
     if (slotted) {
-        if ((pid_tgid >> 32) == TGID) {
+        if (ours) {
             long state = args->prev_state & REPORTED_STATES;
             if (SERVES_REQUESTS(comm))
                 send(now, started, tid, window_id, KIND_SWITCHED_OUT,
@@ -200,7 +203,7 @@ TRACEPOINT_PROBE(sched, sched_switch) {
             send(now, 0, next, window_id, KIND_SWITCHED_IN, 0);
         }
     }
-    if ((pid_tgid >> 32) != TGID)
+    if (!ours)
         return 0;
     u8 known = 1;
     if (!jvm_threads.lookup(&tid) && jvm_threads.insert(&tid, &known) != 0)
