@@ -104,12 +104,11 @@ class _Timeline:
         threads = dict.fromkeys((change.tid for change in changes), State.SLEEPING)  # not known yet
         counts: dict[State, int] = defaultdict(int)
         counts[State.SLEEPING] = len(threads)
-        self.initial = State.SLEEPING
         self.times: list[int] = []
         self.conditions: list[State] = []
         self.spent: list[dict[State, int]] = []  # time per condition from the first change to each
         spent: dict[State, int] = defaultdict(int)
-        condition = self.initial
+        condition = State.SLEEPING
         for change in changes:
             if self.times:
                 spent[condition] += change.ts_ns - self.times[-1]
@@ -124,12 +123,11 @@ class _Timeline:
             self.spent.append(dict(spent))
 
     def _spent_until(self, ts: int) -> dict[State, int]:
-        """Time per condition from the first change to `ts` (negative before it, for the initial one)."""
-        if not self.times:
-            return {self.initial: ts}
+        """Time per condition from the first change to `ts` (before it every thread counts as asleep: the
+        time is the rest's, in no part)."""
         i = bisect_right(self.times, ts) - 1
         if i < 0:
-            return {self.initial: ts - self.times[0]}
+            return {}
         spent = dict(self.spent[i])
         spent[self.conditions[i]] = spent.get(self.conditions[i], 0) + ts - self.times[i]
         return spent
