@@ -36,21 +36,27 @@ def measured(analysis: Analysis, name: str) -> list[float]:
 SLOT_SLACK_NS = 3 * 2 * THREAD_SLOT_NS
 
 
-def median(analysis: Analysis, name: str) -> float:
-    return statistics.median(measured(analysis, name))
-
-
-def total(analysis: Analysis, name: str) -> float:
-    return sum(measured(analysis, name))
+def others(executions: list[Analysis]) -> list[float]:
+    """The pools' CPU in each window beyond the serving threads': other requests' and the pools' own."""
+    return [
+        e.measures["request_cpu_ns"] - e.measures["serving_cpu_ns"]
+        for analysis in executions
+        for e in analysis.executions
+        if e.kind == "measured"
+    ]
 
 
 def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, tmp_path):
-    idle = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle.trace", repeat=REPEAT)
+    # The idle baseline is measured before and after the busy run and pooled: one idle run alone, first
+    # on a node that has just served other tests, may stand well above the node's usual (CI saw it at
+    # 1.35x the busy run's serving CPU), and a baseline that high hides the load it is there to show.
+    idle_before = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle-before.trace", repeat=REPEAT)
     with other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as load:
         busy = traced(sandbox, point_table.point_query(KEY), tmp_path / "busy.trace", repeat=REPEAT)
     reached(load)
+    idle_after = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle-after.trace", repeat=REPEAT)
 
-    for analysis in (idle, busy):
+    for analysis in (idle_before, busy, idle_after):
         for e in analysis.executions:
             if e.kind == "measured":
                 figures = e.measures
@@ -59,16 +65,15 @@ def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, t
         assert all(cpu > 0 for cpu in measured(analysis, "serving_cpu_ns")), measured(analysis, "serving_cpu_ns")
         cpu = analysis.cpu_per_result
         assert cpu is not None and cpu.measure == "serving_cpu_ns" and cpu.rows == 1
-        assert cpu.per_row_ns == pytest.approx(median(analysis, "serving_cpu_ns"))
+        assert cpu.per_row_ns == pytest.approx(statistics.median(measured(analysis, "serving_cpu_ns")))
 
-    assert median(busy, "serving_cpu_ns") <= WITHIN * median(idle, "serving_cpu_ns"), (
-        measured(idle, "serving_cpu_ns"),
-        measured(busy, "serving_cpu_ns"),
-    )
-    # the pools served the other client meanwhile: their CPU grew more than the serving threads'. A
-    # window of a point read is a millisecond or two: at a few hundred requests/s most hold none of the other
-    # client's, so the growth is of the total over the executions, not of a median.
-    grew_pool = total(busy, "request_cpu_ns") / total(idle, "request_cpu_ns")
-    grew_serving = total(busy, "serving_cpu_ns") / total(idle, "serving_cpu_ns")
-    print(f"pools grew {grew_pool:.2f}x, serving threads {grew_serving:.2f}x")
-    assert grew_pool > 1.2 and grew_pool > 1.5 * grew_serving, (grew_pool, grew_serving)
+    idle_serving = measured(idle_before, "serving_cpu_ns") + measured(idle_after, "serving_cpu_ns")
+    busy_serving = measured(busy, "serving_cpu_ns")
+    assert statistics.median(busy_serving) <= WITHIN * statistics.median(idle_serving), (idle_serving, busy_serving)
+    # The load reached the windows: the pools' CPU beyond the serving threads' grew. Without it, a
+    # serving CPU that stayed put would show nothing.
+    idle_others, busy_others = others([idle_before, idle_after]), others([busy])
+    grew_others = statistics.median(busy_others) / statistics.median(idle_others)
+    grew_serving = statistics.median(busy_serving) / statistics.median(idle_serving)
+    print(f"beyond the serving threads the pools' CPU grew {grew_others:.2f}x, theirs {grew_serving:.2f}x")
+    assert grew_others > 1.3, (idle_others, busy_others)
