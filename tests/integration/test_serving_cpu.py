@@ -36,13 +36,11 @@ def measured(analysis: Analysis, name: str) -> list[float]:
 SLOT_SLACK_NS = 3 * 2 * THREAD_SLOT_NS
 
 
-def others(executions: list[Analysis]) -> list[float]:
+def beyond_serving(analysis: Analysis) -> list[float]:
     """The pools' CPU in each window beyond the serving threads': other requests' and the pools' own."""
     return [
-        e.measures["request_cpu_ns"] - e.measures["serving_cpu_ns"]
-        for analysis in executions
-        for e in analysis.executions
-        if e.kind == "measured"
+        pools - serving
+        for pools, serving in zip(measured(analysis, "request_cpu_ns"), measured(analysis, "serving_cpu_ns"))
     ]
 
 
@@ -72,7 +70,8 @@ def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, t
     assert statistics.median(busy_serving) <= WITHIN * statistics.median(idle_serving), (idle_serving, busy_serving)
     # The load reached the windows: the pools' CPU beyond the serving threads' grew. Without it, a
     # serving CPU that stayed put would show nothing.
-    idle_others, busy_others = others([idle_before, idle_after]), others([busy])
+    idle_others = beyond_serving(idle_before) + beyond_serving(idle_after)
+    busy_others = beyond_serving(busy)
     grew_others = statistics.median(busy_others) / statistics.median(idle_others)
     grew_serving = statistics.median(busy_serving) / statistics.median(idle_serving)
     print(f"beyond the serving threads the pools' CPU grew {grew_others:.2f}x, theirs {grew_serving:.2f}x")
