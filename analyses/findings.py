@@ -9,8 +9,9 @@ trace events). A finder reads only the context, so both commands name causes the
 Weighing (`find`): a finding that carries `read_after_fix_bytes` (the estimated Data bytes per
 execution once its fix is made) is given the share of the excess over the necessary read that the
 fix removes. When the verdict flags the read, what the finders find are its causes, the largest
-share first, then those with no estimate (a cost of latency, or a fix whose saving cannot be told,
-such as a clustering restriction that would change the result); a cause whose fix removes less than
+share first, then those with no estimate: a fix whose saving in bytes cannot be told (such as a
+clustering restriction that would change the result), then the findings about time (GC pauses, CPU per
+cell), which are not why the read is flagged, by the time their fix saves; a cause whose fix removes less than
 SMALL_SHARE of the excess is said no more surely than "possible", and comes after the larger ones.
 When the read is not flagged, what they find are notes (SSTables per read, tombstones, cold cache,
 chunk overhead: what costs latency more than bytes), reported all the same.
@@ -110,9 +111,17 @@ def find(context: FindingContext, finders: tuple[Finder, ...]) -> Found:
         # Notes about time by the time their fix saves, the most first; the others as found.
         weighed.sort(key=lambda f: -(f.saves_ns or 0.0))
         return Found([], weighed)
-    # The largest share first; those the seam could not weigh (no estimate) after every weighed one,
-    # the findings about time among them by the time their fix saves.
-    weighed.sort(key=lambda f: (f.excess_share is None, -(f.excess_share or 0.0), -(f.saves_ns or 0.0)))
+    # The largest share first; those the seam could not weigh (no estimate) after every weighed one:
+    # first those about bytes, since they are what the read is flagged for, then those about time (a
+    # GC pause during a huge read is not why it read too much), by the time their fix saves.
+    weighed.sort(
+        key=lambda f: (
+            f.excess_share is None,
+            f.saves_ns is not None,
+            -(f.excess_share or 0.0),
+            -(f.saves_ns or 0.0),
+        )
+    )
     return Found(weighed, [])
 
 
