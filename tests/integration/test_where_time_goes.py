@@ -82,11 +82,8 @@ def load(node: Sandbox) -> None:
         node.nodetool("flush", KEYSPACE)
         session.execute(f"ALTER TABLE {KEYSPACE}.udt WITH comment = '{LOADED}'")
         # A fresh load leaves the node far from idle: every open driver session (the suite's own among
-        # them) refreshes its schema within the driver's refresh window, landing in the measured windows,
-        # and the read paths of both layouts are not yet compiled. Right after a fresh load, 2 runs in 3
-        # were BUSY, and with 200 warm-up reads a run still explained only 85% of the time (the rest:
-        # request threads asleep, likely the JIT's safepoints) and once the UDT cost more CPU than the
-        # columns. With the wait and 1,000 reads per layout: 3 fresh loads in 3 passed.
+        # them) refreshes its schema within the driver's refresh window, which would land in the measured
+        # windows, and neither layout's read path is compiled yet. The tests measure an idle, warm node.
         time.sleep(SETTLE_AFTER_LOAD_S)
         for table in ("columns", "udt"):
             for _ in range(WARM_UP_READS):

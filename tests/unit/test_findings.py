@@ -52,10 +52,11 @@ FOUND = (
     finding("many_sstables", after_fix=1_020_480 - 100_000),  # removes 100,000 B of 1,000,000: 'possible'
     finding("full_row_read", after_fix=20_480),  # removes the whole excess
 )
+FINDERS = tuple(lambda _context, found=found: found for found in FOUND)  # each finds its one finding
 
 
 def test_a_flagged_reads_causes_are_weighed_then_the_unweighed_about_bytes_then_those_about_time():
-    found = find(context(flagged=True), tuple(lambda c, f=f: f for f in FOUND))
+    found = find(context(flagged=True), FINDERS)
     assert [f.cause for f in found.causes] == [
         "full_row_read",
         "many_sstables",
@@ -69,7 +70,7 @@ def test_a_flagged_reads_causes_are_weighed_then_the_unweighed_about_bytes_then_
 
 
 def test_a_reads_notes_when_not_flagged_put_the_time_a_fix_saves_first():
-    found = find(context(flagged=False), tuple(lambda c, f=f: f for f in FOUND))
+    found = find(context(flagged=False), FINDERS)
     assert found.causes == []
     assert [f.cause for f in found.notes] == [
         "many_cells_per_row",
