@@ -117,8 +117,8 @@ def find(context: FindingContext, finders: tuple[Finder, ...]) -> Found:
     weighed.sort(
         key=lambda f: (
             f.excess_share is None,
-            f.saves_ns is not None,
             -(f.excess_share or 0.0),
+            f.saves_ns is not None,
             -(f.saves_ns or 0.0),
         )
     )

@@ -79,3 +79,10 @@ def test_a_reads_notes_when_not_flagged_put_the_time_a_fix_saves_first():
         "many_sstables",
         "full_row_read",
     ]
+
+
+def test_a_weighed_cause_that_also_saves_time_keeps_its_place_by_share():
+    both = finding("many_sstables", after_fix=20_480, saves_ns=1e6)  # removes the whole excess, and saves time
+    small = finding("full_row_read", after_fix=1_020_480 - 100_000)  # removes a tenth of it
+    found = find(context(flagged=True), (lambda _c: small, lambda _c: both))
+    assert [f.cause for f in found.causes] == ["many_sstables", "full_row_read"]
