@@ -37,6 +37,7 @@ RUN_OPTIONS = (
     "page_bytes",
     "allow_large_rows",
     "backend",
+    "keep_literals",
 )
 GATE_FAILED = 1  # exit status when --fail-if-worse or --max-amplification fails (errors exit 2)
 
@@ -247,6 +248,7 @@ def run_both(
                         page_bytes=page_bytes,
                         allow_large_rows=run_options["allow_large_rows"],
                         backend=run_options["backend"],
+                        keep_literals=run_options["keep_literals"],
                         out=out,
                     ),
                     started_backend=started_backend,

@@ -152,6 +152,13 @@ if TYPE_CHECKING:
     show_default=True,
     help="The command that runs casstrace on the nodes reached over ssh (e.g. 'sudo -n casstrace').",
 )
+@click.option(
+    "--keep-literals",
+    is_flag=True,
+    help="Store and report the statement with its literals (the values of its WHERE clause). Without it "
+    "the trace and its reports hold the statement with each literal as ?, as `casstrace watch` does; the "
+    "node runs it as given either way.",
+)
 @click.option("--no-html", is_flag=True, help="Do not write the HTML report beside the trace.")
 @verdict_options
 @force_option
@@ -184,6 +191,7 @@ def command(
     hosts: tuple[str, ...],
     ssh_config: Path | None,
     remote_casstrace: str,
+    keep_literals: bool,
     no_html: bool,
     threshold: float,
     min_excess: int,
@@ -239,6 +247,7 @@ def command(
             out=out,
             profile=profile,
             force=force,
+            keep_literals=keep_literals,
             targets=RemoteSettings(ssh, parse_hosts(hosts), ssh_config, remote_casstrace),
         )
         rule = VerdictRule(threshold, min_excess)
@@ -267,7 +276,8 @@ def report(
             click.echo(render(report, "text", ReportOptions(brief=True, color=sys.stdout.isatty())), nl=False)
             click.echo(printable(f"trace: {path}"))
             if html:
-                click.echo(f"report: {write(report, 'html', beside_trace(path, 'html'), force=force, inputs=[path])}")
+                written = write(report, "html", beside_trace(path, "html"), force=force, inputs=[path])
+                click.echo(printable(f"report: {written}"))
     except Interrupted as interrupted:
         if interrupted.trace is None:  # the signal came once the trace was written: it is this one
             interrupted.trace, interrupted.trace_complete = path, analysis.complete

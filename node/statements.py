@@ -161,11 +161,13 @@ _IN_LIST = re.compile(r"\bIN\s*\(\s*\?(?:\s*,\s*\?)*\s*\)", re.IGNORECASE)
 UNREADABLE_STATEMENT = "<a statement casstrace could not read>"
 
 
-def normalize(statement: str) -> str:
-    """The statement as `casstrace watch` groups and stores it: every literal (string, $$-string,
-    number, uuid, blob, boolean) as `?`, comments dropped, whitespace collapsed, no final ';', and
-    `IN (?, ?, ...)` as `IN (?)`. Executions of one statement with different values become one;
-    and since only this text is ever stored, no value reaches a trace.
+def normalize(statement: str, *, keep_in_lengths: bool = False) -> str:
+    """The statement as `casstrace watch` groups and stores it, and `casstrace run` stores and reports
+    it (as pg_stat_statements keeps a statement): every literal (string, $$-string, number, uuid, blob,
+    boolean) as `?`, comments dropped, whitespace collapsed, no final ';', and `IN (?, ?, ...)` as
+    `IN (?)`. Executions of one statement with different values become one; and since only this text
+    is ever stored, no value reaches a trace. `keep_in_lengths`: an IN list keeps one `?` a value
+    (run's: the analyses count the partitions and rows it names).
 
         SELECT c0 FROM ks.t WHERE id = 42 AND name = 'x'  ->  SELECT c0 FROM ks.t WHERE id = ? AND name = ?
     """
@@ -193,7 +195,7 @@ def normalize(statement: str) -> str:
     text = "".join(parts).strip()
     while text.endswith(";"):
         text = text[:-1].rstrip()
-    return _IN_LIST.sub("IN (?)", text)
+    return text if keep_in_lengths else _IN_LIST.sub("IN (?)", text)
 
 
 # CQL's native aggregate functions. (The analyses' parse of a trace's query has its own list:

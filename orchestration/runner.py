@@ -15,6 +15,10 @@ count every thread's file bytes per 1 ms slot, and the analysis charges an execu
 threads' reads (analyses.attribution, the join `casstrace watch` uses). The node's own count of its
 other clients' requests (system_views.clients) is read before and after each measured window.
 The tracing's writes to system_traces are writes of another table: no read of the queried one.
+
+The node runs the statement as given; the trace stores it with its literals as `?` (a value typed to
+find a row is often a customer's: node.statements.normalize, watch's), unless `keep_literals` asks to
+keep them.
 """
 
 import itertools
@@ -95,6 +99,7 @@ class RunOptions:
     out: Path | None = None
     profile: bool = False
     force: bool = False  # replace an existing regular file at `out` (casstrace.outputs)
+    keep_literals: bool = False  # store the statement as given, its literals too (run --keep-literals)
     targets: RemoteSettings = field(default_factory=RemoteSettings)  # --ssh, --hosts
 
 
@@ -113,14 +118,21 @@ class Execution:
 
 
 def default_trace_path(query: str, now: datetime | None = None) -> Path:
-    """A readable, sortable name: 20260122-165530-select-c0-from-streams.trace"""
+    """A readable, sortable name: 20260122-165530-select-c0-from-streams.trace (no literal of the
+    query's: the name is made of its normalized words)."""
     now = now or datetime.now()
-    words = re.findall(r"[a-z0-9_]+", query.lower())[:6]
+    words = re.findall(r"[a-z0-9_]+", normalize(query).lower())[:6]
     slug = "-".join(words)[:60].strip("-") or "query"
     name = f"{now:%Y%m%d-%H%M%S}-{slug}"
     # Two runs of one query in the same second get two names (a trace is never written over).
     candidates = (f"{name}.trace" if number == 1 else f"{name}-{number}.trace" for number in itertools.count(1))
     return next(path for path in (default_traces_dir() / c for c in candidates) if not path.exists())
+
+
+def stored_statement(query: str, options: RunOptions) -> str:
+    """The statement as the trace stores it and every report shows it: literals as `?` (an IN list
+    keeps its length, which the analyses count), or as given with `keep_literals`."""
+    return query if options.keep_literals else normalize(query, keep_in_lengths=True)
 
 
 def check_options(options: RunOptions) -> str:
@@ -365,7 +377,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             agents_result = agents.stop() if agents is not None else None  # stopped already: its result
             _write_nodes(writer, plan.nodes, agents, agents_result)
             writer.set_meta(
-                query=query,
+                query=stored_statement(query, options),
                 keyspace=keyspace,
                 consistency=options.consistency,
                 page_size=pages.page_size,

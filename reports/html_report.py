@@ -1,9 +1,10 @@
 """The HTML report: one self-contained file that opens offline, fit to attach to a ticket.
 
 plotly's JavaScript is embedded once, inline (no CDN, no network). Every name that comes from the
-trace (paths, table and column names, the query, Cassandra's trace) is escaped: in the page with
-html.escape, in the plots by plotly's JSON encoder (which writes '<' as \\u003c) plus html.escape for
-the strings plotly renders as its own HTML subset (titles, hover text).
+trace (paths, table and column names, the query, Cassandra's trace) is escaped by `_text`: its control
+and invisible format characters written as visible escapes (casstrace.terminal.printable: a U+202E in
+the query would reorder what the reader sees), then html.escape, in the page and in the strings plotly
+renders as its own HTML subset (titles, labels, hover text); plotly's JSON encoder writes '<' as \\u003c.
 
 Figures are plotly.js figure dicts in their canonical form (`title: {text: ...}`), written out by
 plotly's to_html without validation: plotly's figure objects validate and deep-copy every point
@@ -41,6 +42,7 @@ from casstrace.reports.document import (
     Tone,
 )
 from casstrace.reports.formats import ReportOptions
+from casstrace.terminal import printable
 
 MAX_SPECTROGRAM_ROWS = 600
 # csysdig's spectrogram palette: black (none), greens, yellows, reds, on log10(calls) 0..4
@@ -71,11 +73,17 @@ code, pre { background: #f4f4f4; padding: .1em .3em; white-space: pre-wrap; }
 """
 
 
+def _text(text: str) -> str:
+    """Text from outside, shown as text in the page: every control and format character escaped visibly,
+    then HTML's own characters."""
+    return html.escape(printable(text))
+
+
 def _head(title: str) -> list[str]:
     return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title>",
+        f"<title>{_text(title)}</title>",
         f"<style>{STYLE}</style>",
         f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>',
         "</head><body>",
@@ -96,7 +104,7 @@ class Html:
     writes_a_file = True  # a page to open, never standard output: without --output it goes beside its input
 
     def render(self, document: Document, options: ReportOptions) -> str:
-        e = html.escape
+        e = _text
         verdict = document.verdict
         page_title = f"casstrace: {verdict.status} {verdict.about}" if verdict is not None else document.title
         subject = f" <span class='muted'>{e(document.subject)}</span>" if document.subject else ""
@@ -121,7 +129,7 @@ RENDERER = Html()
 
 
 def _block(block: Block) -> str:
-    e = html.escape
+    e = _text
     if isinstance(block, Subheading):
         return f"<h3>{e(block.text)}</h3>"
     if isinstance(block, Paragraph):
@@ -151,7 +159,7 @@ def _block(block: Block) -> str:
 
 
 def _findings(block: Findings) -> str:
-    e = html.escape
+    e = _text
     if not block.items and block.empty is None:
         return ""
     parts = [f"<h2>{e(block.heading)}</h2>"] if block.heading is not None else []
@@ -177,28 +185,27 @@ def _line_chart(chart: Chart) -> Figure:
                 "x": chart.x,
                 "y": series.y,
                 "mode": "lines+markers",
-                "name": html.escape(series.name),
+                "name": _text(series.name),
                 "line": {"color": series.colour, "dash": "dash" if series.dashed else "solid"},
             }
             for series in chart.series
         ],
-        title=html.escape(chart.title),
+        title=_text(chart.title),
         height=380,
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
-        xaxis={"title": {"text": html.escape(chart.x_title)}},
-        yaxis={"title": {"text": html.escape(chart.y_title)}, "rangemode": "tozero"},
+        xaxis={"title": {"text": _text(chart.x_title)}},
+        yaxis={"title": {"text": _text(chart.y_title)}, "rangemode": "tozero"},
     )
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: str = "") -> str:
     if not rows:
         return "<p class='muted'>None.</p>"
-    head = "" if not any(headers) else "<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"
+    head = "" if not any(headers) else "<tr>" + "".join(f"<th>{_text(str(h))}</th>" for h in headers) + "</tr>"
     body = "".join(
         "<tr>"
         + "".join(
-            f"<td class='n'>{html.escape(c)}</td>" if c[:1].isdigit() else f"<td>{html.escape(c)}</td>"
-            for c in map(str, row)
+            f"<td class='n'>{_text(c)}</td>" if c[:1].isdigit() else f"<td>{_text(c)}</td>" for c in map(str, row)
         )
         + "</tr>"
         for row in rows
@@ -222,7 +229,7 @@ def _execution_bars(bars: ExecutionBars) -> Figure:
             "type": "bar",
             "orientation": "h",
             "x": [value / 1024 for value in shown.values()],
-            "y": [html.escape(name) for name in shown],
+            "y": [_text(name) for name in shown],
             "xaxis": "x",
             "yaxis": "y",
             "name": "KiB per execution",
@@ -301,10 +308,10 @@ def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> Figure:
             if path not in index:
                 index[path] = len(ids)
                 ids.append(f"f{len(ids)}")
-                labels.append(html.escape(_short_frame(frame)))
+                labels.append(_text(_short_frame(frame)))
                 parents.append(ids[parent])
                 values.append(0)
-                names.append(html.escape(frame))
+                names.append(_text(frame))
                 colours.append(_frame_colour(frame))
             values[index[path]] += weighted.value
     keep = [i for i, value in enumerate(values) if value >= total * ICICLE_MIN_SHARE]
@@ -326,7 +333,7 @@ def _icicle(title: str, stacks: list[WeightedStack], unit: str) -> Figure:
     }
     return _plot(
         [shown],
-        title=html.escape(title),
+        title=_text(title),
         height=ICICLE_ROW_PX * depth + 60,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
@@ -359,7 +366,7 @@ def _offset_map(pattern: AccessPattern) -> Figure:
     size = f" of {human_bytes(pattern.file.size_bytes)}" if pattern.file.size_bytes else ""
     return _plot(
         traces,
-        title=html.escape(f"{pattern.file.path}{size} — {pattern.source}: {pattern.source_note}"),
+        title=_text(f"{pattern.file.path}{size} — {pattern.source}: {pattern.source_note}"),
         title_size=12,
         xaxis={"title": {"text": "time since capture start (s)"}},
         yaxis={"title": {"text": "file offset (MiB)"}},
@@ -396,7 +403,7 @@ def _spectrogram(spectrogram: Spectrogram) -> Figure:
     decades = list(range(0, LAST_BUCKET + 1, 10))  # bucket 10*d starts at 10^d ns
     return _plot(
         [heatmap],
-        title=html.escape(
+        title=_text(
             f"{spectrogram.title}: {spectrogram.total:,} calls, one row = {spectrogram.slot_s * per_row * 1000:g} ms"
         ),
         xaxis={

@@ -18,15 +18,17 @@ rows, when casstrace has a model of it), casstrace_statement_latency_p99_seconds
 of the JVM overlapped, pauses="excluded"; a statement with a label of its own), casstrace_watch_sample_ratio,
 casstrace_watch_duration_seconds.
 
-Bounded label sets: a statement is its normalized text (literals as ?); the first `top` statements to
-rank among the top by estimated bytes keep a label of their own for the whole watch, every other is
-summed into statement="other", so a series never moves between labels. The figures are recomputed
+Bounded label sets: a statement is its normalized text (literals as ?, its control and invisible format
+characters as visible escapes: `\\x1b`, `\\u202e`, casstrace.terminal); the first `top` statements to rank
+among the top by estimated bytes keep a label of their own for the whole watch, every other is summed
+into statement="other", so a series never moves between labels. The figures are recomputed
 from the whole watch at each refresh (sessions sampled late, slots shared anew): a counter reports the
 largest value it has had, so it never goes down.
 """
 
 from casstrace.analyses.watch import StatementIO, Watch
 from casstrace.analyses.watch_tables import TableRead
+from casstrace.terminal import printable
 
 OTHER = "other"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -154,7 +156,9 @@ class Exposition:
 
 
 def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value: its control and format characters shown as escapes (a dashboard shows the label
+    as it is), then the exposition's own escaping of backslashes and quotes (printable left no newline)."""
+    return printable(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _number(value: float) -> str:

@@ -59,7 +59,9 @@ Meta keys (values are JSON)
   notes              [str]: what the backend wants a reader to know (e.g. how the process was chosen)
   sysdig_version     str: the sysdig that took a live capture (absent from imports: casstrace reads
                      the file itself)
-  query              str, keyspace str, consistency str, page_size int (run only: rows per page, 0 one page)
+  query              str, keyspace str, consistency str, page_size int (run only: rows per page, 0 one page);
+                     query is the statement with each literal as ? (node.statements.normalize, an IN list
+                     keeping one ? a value), as given with run --keep-literals (and in traces from before)
   paging             {"page_size": int, "chosen": bool (by casstrace, not --page-size), "page_bytes": int | null
                       (the budget it was chosen for), "sampled_row_bytes": int | null (the largest row of the
                       sample taken before the capture), "reason": str} (run only; casstrace.node.paging)

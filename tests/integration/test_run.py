@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from casstrace.analyses import analyse
+from casstrace.reports import ReportOptions, render
 from casstrace.traces import Trace
 from casstrace.traces.addresses import parse_address
 from casstrace_cli import CASSTRACE, casstrace
@@ -44,12 +45,19 @@ def data_file_reads(trace, window_id, table):
     return row["read_bytes"] + row["miss_bytes"]
 
 
+def without_literals(demo_query: str) -> str:
+    """The demo query as a run stores it: its one literal, the stream's id, as ?."""
+    literal = " WHERE stream_id = 1"
+    assert demo_query.endswith(literal)
+    return demo_query.removesuffix(literal) + " WHERE stream_id = ?"
+
+
 def test_trace_is_written_and_reads_back(demo_trace, demo_query, demo_tables, sandbox):
     trace, _, done = demo_trace
     assert trace.complete
     assert str(trace.path) in done.stdout
     meta = trace.meta
-    assert meta["query"] == demo_query and meta["keyspace"] == demo_tables.keyspace
+    assert meta["query"] == without_literals(demo_query) and meta["keyspace"] == demo_tables.keyspace
     assert (meta["consistency"], meta["page_size"]) == ("ONE", 64)
     assert meta["node"]["port"] == sandbox.port and meta["node"]["pid"] == meta["pid"]
     cassandra = meta["cassandra"]
@@ -144,7 +152,30 @@ def test_listing_shows_the_trace(demo_trace, demo_query):
     trace, _, _ = demo_trace
     listing = casstrace("traces", "--dir", trace.path.parent)
     assert listing.returncode == 0
-    assert demo_query in listing.stdout and str(trace.path) in listing.stdout
+    assert without_literals(demo_query) in listing.stdout and str(trace.path) in listing.stdout
+
+
+def test_the_trace_and_every_report_hold_the_statement_without_its_literals(demo_trace, demo_query, demo_tables):
+    """A value typed to find a row (often a customer's) reaches no trace or report of a run; the node
+    ran the statement as given all the same (each execution returned the stream's rows)."""
+    trace, _, done = demo_trace
+    assert trace.meta["query"] == without_literals(demo_query)
+    assert {e["rows"] for e in trace.rows("SELECT rows FROM executions")} == {demo_tables.spec.rows}
+    assert f"Query: {without_literals(demo_query)}" in done.stdout  # run's own report
+    analysis = analyse(trace.path)
+    for format_ in ("text", "md", "json", "html"):
+        shown = render(analysis, format_, ReportOptions())
+        assert "WHERE stream_id = ?" in shown and "stream_id = 1" not in shown, format_
+
+
+def test_keep_literals_stores_and_reports_the_statement_as_given(tmp_path, node_args, demo_query):
+    out = tmp_path / "kept.trace"
+    done = casstrace("run", demo_query, *node_args, "--keep-literals", "--repeat", 1, "--warmup", 0, "--out", out)
+    assert done.returncode == 0, done.stderr
+    with Trace(out) as trace:
+        assert trace.meta["query"] == demo_query
+    assert f"Query: {demo_query}" in done.stdout
+    assert "WHERE stream_id = 1" in out.with_suffix(".html").read_text()
 
 
 def test_cold_run_from_a_file_drops_the_page_cache(tmp_path, node_args, demo_query, demo_tables):
@@ -157,8 +188,10 @@ def test_cold_run_from_a_file_drops_the_page_cache(tmp_path, node_args, demo_que
     # The verdict on the terminal, the full report beside the trace.
     assert "VERDICT: FLAGGED" in done.stdout
     assert f"report: {out.with_suffix('.html')}" in done.stdout and out.with_suffix(".html").stat().st_size > 0
+    page = out.with_suffix(".html").read_text()
+    assert "WHERE stream_id = ?" in page and "stream_id = 1" not in page  # the page, its title too
     with Trace(out) as trace:
-        assert trace.meta["query"] == demo_query
+        assert trace.meta["query"] == without_literals(demo_query)  # no comment, no ';', no literal
         (execution,) = trace.rows("SELECT window_id FROM executions WHERE kind = 'measured'")
         (misses,) = trace.rows(
             "SELECT sum(cache_miss_bytes) FROM file_io JOIN files USING (file_id) WHERE window_id = ? AND path LIKE ?",

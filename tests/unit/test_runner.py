@@ -1,14 +1,25 @@
 """orchestration/runner.py's plan step, without a node: the options checked before anything connects,
 and a RunPlan's refusals before any probe attaches (the discovery that builds it needs a node:
-tests/integration/test_run.py, test_replicas_cluster.py)."""
+tests/integration/test_run.py, test_replicas_cluster.py); the statement as the trace stores it."""
+
+import dataclasses
+from datetime import datetime
 
 import pytest
 
+from casstrace.analyses.query import parse_select
 from casstrace.errors import CasstraceError
 from casstrace.node.connection import ConnectionSettings
 from casstrace.node.replicas import ClusterNode, ReplicaSet
 from casstrace.orchestration.agents import AgentOptions, AgentTarget
-from casstrace.orchestration.runner import RunOptions, RunPlan, check_backend, check_options
+from casstrace.orchestration.runner import (
+    RunOptions,
+    RunPlan,
+    check_backend,
+    check_options,
+    default_trace_path,
+    stored_statement,
+)
 from casstrace.orchestration.targets import PlannedNode
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta
@@ -69,3 +80,38 @@ def test_a_plan_with_no_node_to_capture_says_why():
     assert nobody.targets == []
     with pytest.raises(CasstraceError):  # no JVM listens on port 1 here: find_cassandra's words, or the plan's
         nobody.check(options())
+
+
+STORED = [
+    ("SELECT c0 FROM demo.wide WHERE id = 1", "SELECT c0 FROM demo.wide WHERE id = ?"),
+    (
+        "SELECT * FROM ks.t WHERE id IN (1, 2, 3) AND ts IN ('2026-01-01', '2026-01-02') LIMIT 10",
+        "SELECT * FROM ks.t WHERE id IN (?, ?, ?) AND ts IN (?, ?) LIMIT ?",
+    ),
+    (
+        "select count(*) from ks.t where token(id) > -9223372036854775808 and b = 0x0a allow filtering;",
+        "select count(*) from ks.t where token(id) > ? and b = ? allow filtering",
+    ),
+    (
+        "SELECT attrs['k'], \"Tags\" FROM ks.t  WHERE id = 7e3 AND f = true -- a comment",
+        'SELECT attrs[?], "Tags" FROM ks.t WHERE id = ? AND f = ?',
+    ),
+    (
+        "SELECT DISTINCT id FROM ks.t WHERE id = 5f1b2c3d-0000-4000-8000-00000000000a PER PARTITION LIMIT 2",
+        "SELECT DISTINCT id FROM ks.t WHERE id = ? PER PARTITION LIMIT ?",
+    ),
+]
+
+
+@pytest.mark.parametrize("query, stored", STORED)
+def test_the_trace_stores_the_statement_with_its_literals_as_placeholders(query, stored):
+    assert stored_statement(query, options()) == stored
+    # what the analyses read of it is the same: table, columns, restrictions, each IN list's length, LIMIT
+    read = parse_select(stored)
+    assert read is not None and dataclasses.replace(read, text=query) == parse_select(query)
+    assert stored_statement(query, options(keep_literals=True)) == query  # run --keep-literals
+
+
+def test_a_default_trace_name_holds_no_literal():
+    name = default_trace_path("SELECT * FROM ks.t WHERE k = 12345 AND c = 'x'", datetime(2026, 1, 22, 16, 55, 30)).name
+    assert name == "20260122-165530-select-from-ks-t-where-k.trace"
