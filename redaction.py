@@ -15,9 +15,9 @@ values that evidently hold no secret; every other value an option or a name is g
   the JVM's own (-server, -ea, -jar; -Xmx1G, -XX:+UseG1GC, -XX:Name=value, -Dname=value,
   -javaagent:PATH, ...) or a password option's whole name (nodetool's -pw). A one-letter tail
   (`-la`, `-rf`) is shown: one character hides nothing.
-- The value of a name that suggests a secret (--password, -pw, --api-key, --token, -p: the password
-  option of mysql, cqlsh, sshpass and redis-cli's peers, DB_PASSWORD=, -D...Password=) is redacted
-  whatever it looks like, numbers and paths too.
+- The value of a name that suggests a secret (--password, -pw, --api-key, --token, DB_PASSWORD=,
+  -D...Password=; and -p, the password option of mysql, cqlsh and sshpass) is redacted whatever it
+  looks like, numbers and paths too.
 - NAME=VALUE (an environment assignment, dd's if=, -Dname=value, a URL's query parameters) shows NAME,
   and VALUE only when harmless and NAME suggests no secret.
 - A header (`Name: value`, as given to curl -H) shows its name and redacts its value (always for
@@ -66,7 +66,7 @@ _JVM_FLAGS = {
     "-Xint", "-Xbatch", "-Xcomp", "-Xrs", "-Xnoclassgc", "-Xmixed",
 }  # fmt: skip
 _JVM_VALUE_OPTIONS = {"-jar"}
-# The JVM's single-dash options with an attached value, longest first: the value follows the prefix.
+# The JVM's single-dash options with an attached value: the value follows the prefix.
 _JVM_PREFIXES = (
     "-XX:", "-Xlog:", "-Xshare:", "-Xss", "-Xms", "-Xmx", "-Xmn", "-javaagent:", "-agentpath:", "-agentlib:",
     "-verbose:", "-ea:", "-da:", "-D",
@@ -125,7 +125,7 @@ def _harmless_atom(value: str) -> bool:
     return bool(_NUMBER.fullmatch(value)) or value.lower() in _HARMLESS_WORDS or _is_ip(value) or _is_path(value)
 
 
-def harmless(value: str) -> bool:
+def _harmless(value: str) -> bool:
     """Whether a value evidently holds no secret (the rule in the module's docstring)."""
     if not value or _harmless_atom(value):
         return True
@@ -150,7 +150,7 @@ def _leaf(value: str, name: str) -> str:
     """A value given to `name` (one an assignment, a header or a query names): shown when harmless."""
     if _SECRET_NAME.search(name):
         return REDACTED if value else value
-    if harmless(value):
+    if _harmless(value):
         return value
     return _url(url) if (url := _URL.fullmatch(value)) else REDACTED
 
@@ -164,7 +164,7 @@ def _shaped(value: str) -> str | None:
         return f"{REDACTED}@{bare['host']}"
     if header := _HEADER.fullmatch(value):
         name, space, rest = header["name"], header["space"], header["rest"]
-        if not _SECRET_HEADER.search(name) and harmless(rest):
+        if not _SECRET_HEADER.search(name) and _harmless(rest):
             return value
         if space or _SCRIPT.search(rest):
             return f"{name}:{space}{REDACTED}"
@@ -185,7 +185,7 @@ def _option_value(name: str, value: str, depth: int) -> str:
         return REDACTED if value else value
     if name == "-c" and _SCRIPT.search(value):
         return _script(value, depth + 1)
-    if harmless(value):
+    if _harmless(value):
         return value
     return _shaped(value) or REDACTED
 
@@ -295,8 +295,6 @@ def redact_command(argv: Sequence[str]) -> str:
     scanned = [_scanned(word) for word in argv]
     if not scanned:
         return ""
-    program, rest = scanned[0]
-    shown = [_argument(program, 0) + rest]  # a process may have rewritten its argv[0] into a whole line
-    for (word, rest), text in zip(scanned[1:], _redact_words([word for word, _ in scanned[1:]], 0), strict=True):
-        shown.append(text + rest)
-    return " ".join(shown)
+    (program, _), *arguments = scanned
+    texts = [_argument(program, 0), *_redact_words([word for word, _ in arguments], 0)]  # argv[0]: maybe a line
+    return " ".join(text + rest for text, (_, rest) in zip(texts, scanned, strict=True))

@@ -91,7 +91,7 @@ FORMS = {
     "attached short option": (["mysql", "-ualice", "-ps3cret", "db"], ["s3cret", "alice"], ["mysql", "-u", "-p", "db"]),
     "numeric password": (["sshpass", "-p", "1234", "ssh", "-p2222"], ["1234", "2222"], ["sshpass", "-p", "ssh"]),
     "nodetool -pw": (["nodetool", "-pw", "s3cret", "status"], ["s3cret"], ["nodetool", "-pw", "status"]),
-    "long option with =": (["tool", "--secret-file=x1", "--user=alice"], ["x1", "alice"], ["--secret-file=", "--user="]),
+    "long option with =": (["tool", "--secret-file=x1", "--user=alice"], ["x1", "alice"], ["--secret-file=", "--user"]),
     "long option separate": (["tool", "--login", "s3cret", "--password", "-dash"], ["s3cret", "dash"], ["--login"]),
     "user:password option value": (
         ["curl", "--user", "alice:s3cret", "--proxy-user=bob:pw2"],
@@ -111,7 +111,11 @@ FORMS = {
     ),
     "Cookie header": (["curl", "-H", "Cookie: session=abc; id=9", "-b", "sid=xyz"], ["abc", "xyz"], ["Cookie:", "-b"]),
     "header as an argument": (["http", "example.org", "Authorization:Bearer t0k"], ["t0k"], ["http", "example.org"]),
-    "environment assignment": (["env", "DB_PASSWORD=1234", "LOGIN=s3cret", "run"], ["1234", "s3cret"], ["DB_PASSWORD="]),
+    "environment assignment": (
+        ["env", "DB_PASSWORD=1234", "LOGIN=s3cret", "run"],
+        ["1234", "s3cret"],
+        ["LOGIN=", "run"],
+    ),
     "URL user info": (
         ["git", "clone", "https://ghp_t0k@github.com/o/r.git", "https://u:pw2@h/x?api_key=k3y&page=2#access_token=t4"],
         ["ghp_t0k", "pw2", "k3y", "t4"],
