@@ -58,9 +58,10 @@ def test_a_captured_command_secrets_do_not_reach_the_trace_or_its_reports(tmp_pa
 
 def test_keep_command_line_stores_the_command_whole(tmp_path):
     out = tmp_path / "whole.trace"
-    keep = ["--keep-command-line"]
     done = subprocess.run(
-        [*CASSTRACE, "capture", "--out", str(out), *keep, "--", *COMMAND], capture_output=True, text=True
+        [*CASSTRACE, "capture", "--out", str(out), "--keep-command-line", "--", *COMMAND],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     raw = out.read_bytes().decode(errors="replace")
