@@ -1,7 +1,7 @@
 """`casstrace capture`: record what any process does with its files into a trace, without a query.
 
     casstrace capture --pid PID --duration S --out TRACE
-    casstrace capture --out TRACE -- COMMAND [ARGS...]
+    casstrace capture --out TRACE [--keep-command-line] -- COMMAND [ARGS...]
 
 A command is started held at a gate, so the probes are attached before it runs its first
 instruction; the capture ends when it exits (or after --duration). A command's capture follows
@@ -13,10 +13,14 @@ killed it). The command runs in a process group of its own, given the terminal w
 it (as a shell does with a job): Ctrl-C at the terminal reaches the command alone, and the capture
 ends with it. A SIGINT, SIGTERM or SIGHUP sent to casstrace is forwarded to the command's group;
 what is still running FORWARD_GRACE_S later is killed: casstrace leaves nothing behind it.
+
+The trace holds the command's line redacted (casstrace.redaction: every value that may be a secret),
+or, with --keep-command-line, whole: as the user gave it, and says which.
 """
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -56,6 +60,12 @@ FORWARD_GRACE_S = 10.0
 @force_option
 @stream_limit_option()
 @spectrogram_option()
+@click.option(
+    "--keep-command-line",
+    is_flag=True,
+    help="Store the COMMAND's words whole in the trace, secrets and all (default: every option's value "
+    "that may be a secret is redacted).",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(
     pid: int | None,
@@ -65,6 +75,7 @@ def command(
     force: bool,
     stream_limit: int | None,
     spectrogram: str,
+    keep_command_line: bool,
     command: tuple[str, ...],
 ) -> None:
     """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
@@ -77,6 +88,11 @@ def command(
         )
     if pid is not None and duration is None:
         raise CasstraceError(f"{'--container' if container else '--pid'} needs --duration", "add --duration SECONDS")
+    if pid is not None and keep_command_line:
+        raise CasstraceError(
+            "--keep-command-line keeps the words of a command casstrace starts, not a running process's",
+            "capture -- COMMAND ..., or drop --keep-command-line",
+        )
 
     from casstrace.probes.backends import DEFAULT_BACKEND, backend
     from casstrace.probes.proc.mapped_pages import MappedPagesCapture
@@ -122,7 +138,9 @@ def command(
             pid,
             stream_limit=stream_limit,
             options=CaptureOptions(
-                command=redact_command(command) if command else None, all_syscalls=spectrogram != SPECTROGRAMS[0]
+                command=_command_line(command, keep_command_line) if command else None,
+                command_kept_whole=keep_command_line,
+                all_syscalls=spectrogram != SPECTROGRAMS[0],
             ),
         )
         # A process's reads through memory maps (a Cassandra 4.x node's Data files) make no syscall:
@@ -145,6 +163,11 @@ def command(
     _summarise(path, meta, held, None)
     if held is not None:
         click.get_current_context().exit(held.status)
+
+
+def _command_line(command: tuple[str, ...], whole: bool) -> str:
+    """The command's line as the trace stores it: whole (quoted as a shell would take it), or redacted."""
+    return shlex.join(command) if whole else redact_command(command)
 
 
 def _named_files(command: tuple[str, ...], program: str | None) -> list[str]:

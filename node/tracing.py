@@ -113,7 +113,7 @@ def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodet
         (int(port) for name in JMX_PORT_PROPERTIES if (port := process.system_property(name))), DEFAULT_JMX_PORT
     )
     if command:
-        return Nodetool((*command.split(), "-h", "127.0.0.1", "-p", str(jmx_port)))
+        return Nodetool((*command.split(), *_jmx_address(jmx_port)))
     classpath = _classpath(process.argv)
     # In a container the node's classes are in its file tree: they run there, on its own java.
     inside = in_node_namespaces(process.pid)
@@ -137,12 +137,15 @@ def nodetool_for(process: CassandraProcess, command: str | None = None) -> Nodet
             classpath,
             *modules,
             NODETOOL_CLASS,
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(jmx_port),
+            *_jmx_address(jmx_port),
         )
     )
+
+
+def _jmx_address(jmx_port: int) -> tuple[str, ...]:
+    """nodetool's options naming the node's JMX: long ones, since the command is shown redacted in
+    messages (Nodetool.shown), where -p's value would be taken for a password."""
+    return ("--host", "127.0.0.1", "--port", str(jmx_port))
 
 
 def tool_logging(inside_node: bool) -> tuple[str, ...]:

@@ -95,6 +95,7 @@ class _Bcc(Backend):
         if prepared is not None and not isinstance(prepared, ProgramBuild):
             raise TypeError(f"a bcc capture cannot take {prepared!r}")
         command = options.command
+        kept = " (its command line kept whole, not redacted)" if options.command_kept_whole else ""
         return BccCapture(
             pid,
             extra_dirs=extra_dirs,
@@ -102,7 +103,7 @@ class _Bcc(Backend):
             build=prepared,
             follow_children=command is not None,
             until_exit=command is not None,
-            source=options.source or (f"command {command} and its descendants" if command else None),
+            source=options.source or (f"command {command} and its descendants{kept}" if command else None),
             process=command,
             thread_slot_ns=options.thread_slot_ns,
             all_syscalls=options.all_syscalls,

@@ -164,6 +164,8 @@ class CaptureOptions(NamedTuple):
     # The pid is this command's (its words, redacted), which casstrace started: the capture follows
     # every process it starts, and ends when it exits (Capability.FOLLOW_CHILDREN).
     command: str | None = None
+    # The command's line is whole, as the user gave it (not redacted): the trace says so.
+    command_kept_whole: bool = False
     # > 0: file bytes counted per thread and time slot of this many ns (Capability.THREAD_IO).
     thread_slot_ns: int = 0
     # What the trace says was captured (meta source; None: 'pid PID', or the command's).

@@ -68,6 +68,10 @@ CASES = [
     # capture
     (["capture", "--out", "{dir}/c.trace"], "give either --pid PID or -- COMMAND"),
     (["capture", "--pid", "1", "--out", "{dir}/c.trace"], "--pid needs --duration"),
+    (
+        ["capture", "--pid", "1", "--duration", "1", "--keep-command-line", "--out", "{dir}/c.trace"],
+        "--keep-command-line keeps the words of a command casstrace starts",
+    ),
     (["capture", "--pid", "1", "--duration", "nan", "--out", "{dir}/c.trace"], "'--duration'"),
     (["capture", "--pid", "1", "--duration", "inf", "--out", "{dir}/c.trace"], "'--duration'"),
     (["capture", "--pid", "1", "--duration", "-1", "--out", "{dir}/c.trace"], "'--duration'"),
