@@ -45,8 +45,23 @@ CLUSTER_HEAP = "512M"  # three nodes side by side on a CI machine
 # (2 tables x 3 replicas) stays within a minute.
 CLUSTER_DEMO = WideTable(rows=20, replication_factor=CLUSTER_NODES)
 
+# A 4.1 node with 4.1's defaults (disk_access_mode auto -> mmap), on Java 11 (sandbox/java.py), holding
+# the demo data: the one 4.1 node of the run, shared by every module that needs one (node_41).
+V41_DATA_DIR = Path(
+    os.environ.get("CASSTRACE_TEST_41_DATA_DIR") or Path.home() / ".local/share/casstrace/test-41-sandbox"
+)
+V41_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_41_NATIVE_PORT", "19143"))
+V41_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_41_JMX_PORT", "17289"))
+
 # The fixtures below that reach a test node; any test that uses one is an integration test.
-NODE_FIXTURES = frozenset({"sandbox", "cql_session", "demo_tables", "cluster", "cluster_demo"})
+NODE_FIXTURES = frozenset({"sandbox", "cql_session", "demo_tables", "cluster", "cluster_demo", "node_41"})
+# Nodes the run shares between modules that are started (when not running) by the first test that
+# asks and stopped after the last test that uses them: their modules run one after another, at the
+# place of the first, so that no idle JVM sits beside the modules between them (some measure the
+# machine's CPU).
+POOLED_NODES = ("node_41",)
+_last_user: dict[str, pytest.Item] = {}
+_started_here: dict[str, Sandbox] = {}
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -58,6 +73,30 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             "integration: set `pytestmark = pytest.mark.integration` in its module",
             pytrace=False,
         )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each pooled node's modules moved together to where its first module stands; the last test
+    that uses each noted, to stop the node after it."""
+    for name in POOLED_NODES:
+        users = [item for item in items if name in getattr(item, "fixturenames", ())]
+        if not users:
+            continue
+        modules = {item.path for item in users}
+        first = items.index(users[0])
+        rest = [item for item in items if item.path not in modules]
+        before = sum(item.path not in modules for item in items[:first])
+        moved = [item for item in items if item.path in modules]
+        items[:] = rest[:before] + moved + rest[before:]
+        _last_user[name] = [item for item in moved if name in getattr(item, "fixturenames", ())][-1]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    yield
+    for name, last in _last_user.items():
+        if item is last and name in _started_here:
+            _started_here.pop(name).stop()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -112,6 +151,22 @@ def node_args(sandbox: Sandbox) -> list[str]:
 def demo_query(demo_tables: DemoData) -> str:
     """The write-up's query on the demo data: one small column of the wide rows."""
     return demo_tables.spec.wide_query
+
+
+@pytest.fixture(scope="session")
+def node_41() -> Iterator[Sandbox]:
+    """The run's 4.1 node (disk_access_mode auto: its Data files read through memory maps) with the
+    demo data; started when it does not run, and then stopped after the last test that uses it."""
+    node = Sandbox(V41_DATA_DIR)
+    if not node.is_running():
+        node.start(
+            version="4.1", native_port=V41_NATIVE_PORT, jmx_port=V41_JMX_PORT, heap="512M", progress=lambda _: None
+        )
+        _started_here["node_41"] = node
+    ensure_loaded(node)
+    yield node
+    if _started_here.pop("node_41", None) is not None:
+        node.stop()
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,6 @@ from casstrace.orchestration.runner import RunOptions, run
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.workload import BackgroundReads, PointTable
 from casstrace.traces import Trace
-from test_mmap_nodes import V41_DATA_DIR, V41_JMX_PORT, V41_NATIVE_PORT
 
 pytestmark = pytest.mark.integration
 
@@ -50,21 +49,6 @@ def point_table(sandbox: Sandbox, cql_session) -> PointTable:
     table = PointTable("casstrace_busy_test")
     table.ensure(cql_session, lambda keyspace, name: sandbox.nodetool("flush", keyspace, name))
     return table
-
-
-@pytest.fixture(scope="module")
-def node_41() -> Iterator[Sandbox]:
-    """test_mmap_nodes' 4.1 node (disk_access_mode auto: its Data files read through memory maps),
-    started when it does not run (then stopped); only the point table is loaded in it here."""
-    node = Sandbox(V41_DATA_DIR)
-    started_here = not node.is_running()
-    if started_here:
-        node.start(
-            version="4.1", native_port=V41_NATIVE_PORT, jmx_port=V41_JMX_PORT, heap="512M", progress=lambda _: None
-        )
-    yield node
-    if started_here:
-        node.stop()
 
 
 @contextmanager

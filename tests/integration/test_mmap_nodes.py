@@ -37,12 +37,6 @@ MMAP_DATA_DIR = Path(
 )
 MMAP_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_NATIVE_PORT", "19142"))
 MMAP_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_JMX_PORT", "17299"))
-# A 4.1 node with 4.1's defaults (disk_access_mode auto -> mmap), on Java 11 (sandbox/java.py).
-V41_DATA_DIR = Path(
-    os.environ.get("CASSTRACE_TEST_41_DATA_DIR") or Path.home() / ".local/share/casstrace/test-41-sandbox"
-)
-V41_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_41_NATIVE_PORT", "19143"))
-V41_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_41_JMX_PORT", "17289"))
 
 
 def traced(node: Sandbox, query: str, out: Path, **options) -> Analysis:
@@ -71,13 +65,6 @@ def node_of_this_module(data_dir: Path, **start_options: object) -> Iterator[San
 def mmap_node() -> Iterator[Sandbox]:
     yield from node_of_this_module(
         MMAP_DATA_DIR, native_port=MMAP_NATIVE_PORT, jmx_port=MMAP_JMX_PORT, disk_access_mode="mmap"
-    )
-
-
-@pytest.fixture(scope="module")
-def node_41() -> Iterator[Sandbox]:
-    yield from node_of_this_module(
-        V41_DATA_DIR, version="4.1", native_port=V41_NATIVE_PORT, jmx_port=V41_JMX_PORT, heap="512M"
     )
 
 

@@ -20,7 +20,7 @@ from casstrace.probes.jvm.jfr import read_samples
 from casstrace.sandbox.java import find_java
 from casstrace.traces import Trace
 from casstrace_cli import CASSTRACE, casstrace
-from test_mmap_nodes import DEMO, node_41  # noqa: F401 (a fixture: the 4.1 node, which maps its Data files)
+from test_mmap_nodes import DEMO
 
 pytestmark = pytest.mark.integration
 
