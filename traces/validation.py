@@ -1,0 +1,140 @@
+"""What a trace's figures may be, checked once when it is opened (traces/reader.py).
+
+A trace edited by hand or damaged must be refused in one line that names the table and the field,
+never analysed into an internal error or into figures nobody could have measured. Checked:
+
+- meta's JSON values (and the nodes' meta) nest at most MAX_JSON_DEPTH levels, told before they are
+  parsed (Python's json recurses: a 100,000-deep value would exhaust the stack);
+- the windows end where or after they start;
+- executions.latency_s, the client's round trip, is a finite non-negative number;
+- window_measures: every measure registered (casstrace.traces.measures) and recorded, never derived;
+  every value a finite non-negative number within its entry's `at_most`: a span at most its window's
+  length; CPU time at most the node's threads (the threads table; PID_MAX_LIMIT when it lists none)
+  times the window's length; the node's time answering at most the execution's round trip.
+
+Bounds allow SLACK for the edges of a window being read on other clocks than the figure. Each check is
+one SQL query (aggregates, the first offender only), so a trace of many rows opens at SQLite's speed.
+"""
+
+import re
+import sqlite3
+from itertools import accumulate
+from typing import NamedTuple
+
+from casstrace.traces.measures import MEASURES
+
+MAX_JSON_DEPTH = 64
+PID_MAX_LIMIT = 1 << 22  # the most threads a Linux machine can have at once (kernel PID_MAX_LIMIT)
+SLACK_FRACTION, SLACK_NS = 0.01, 1_000_000
+LARGEST_FINITE = 1.7976931348623157e308  # SQLite stores infinity as a REAL beyond it
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+class Invalid(NamedTuple):
+    """Where a trace holds what casstrace never writes, and what."""
+
+    table: str
+    field: str
+    what: str
+
+
+def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON `text` nests deeper than `limit` arrays or objects, told without recursion: its
+    strings blanked, the depth is the running count of the brackets left (linear in their number)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(_STEP[bracket] for bracket in brackets), default=0) > limit
+
+
+def _number_error(value: object, unit: str) -> str:
+    """Why `value` is no figure: not a number, infinite or negative."""
+    if isinstance(value, bytes):
+        return "a blob, not a number"
+    if not isinstance(value, int | float):
+        return f"{value!r:.40}, not a number"
+    if abs(value) > LARGEST_FINITE:
+        return "infinite"
+    return f"{value:,} {unit}, negative" if isinstance(value, int) else f"{value:,g} {unit}, negative"
+
+
+def invalid(db: sqlite3.Connection, tables: frozenset[str]) -> Invalid | None:
+    """The first thing in the trace's tables that casstrace could not have written, or None (meta is
+    checked as it is read: Trace)."""
+    if "nodes" in tables:
+        for node_id, meta in db.execute("SELECT node_id, meta FROM nodes WHERE meta IS NOT NULL"):
+            if too_deep(str(meta)):
+                return Invalid("nodes", "meta", f"node {node_id}'s JSON nests deeper than {MAX_JSON_DEPTH} levels")
+    bad = db.execute("SELECT window_id, start_ns, end_ns FROM windows WHERE end_ns < start_ns LIMIT 1").fetchone()
+    if bad is not None:
+        return Invalid("windows", "end_ns", f"window {bad[0]} ends at {bad[2]}, before it starts ({bad[1]})")
+    bad = db.execute(
+        "SELECT execution, latency_s FROM executions WHERE latency_s IS NOT NULL AND"
+        " (typeof(latency_s) NOT IN ('integer', 'real') OR latency_s < 0 OR abs(latency_s) > ?) LIMIT 1",
+        (LARGEST_FINITE,),
+    ).fetchone()
+    if bad is not None:
+        return Invalid("executions", "latency_s", f"execution {bad[0]}'s round trip is {_number_error(bad[1], 's')}")
+    return _measures_invalid(db) if "window_measures" in tables else None
+
+
+def _measures_invalid(db: sqlite3.Connection) -> Invalid | None:
+    for (name,) in db.execute("SELECT DISTINCT measure FROM window_measures"):
+        entry = MEASURES.get(name)
+        if entry is None or entry.derived:
+            what = "is not a registered measure" if entry is None else "is derived by the analyses, never recorded"
+            return Invalid("window_measures", "measure", f"{name!r:.60} {what}")
+    bad = db.execute(
+        "SELECT measure, window_id, value FROM window_measures"
+        " WHERE typeof(value) NOT IN ('integer', 'real') OR value < 0 OR abs(value) > ? LIMIT 1",
+        (LARGEST_FINITE,),
+    ).fetchone()
+    if bad is not None:
+        name, window_id, value = bad
+        return Invalid(
+            "window_measures", "value", f"{name} of window {window_id} is {_number_error(value, MEASURES[name].unit)}"
+        )
+    bounded = [(name, entry.merge, entry.at_most) for name, entry in MEASURES.items() if entry.at_most]
+    registry = ", ".join("(?, ?, ?)" for _ in bounded)
+    # One node's figure of a window (its rows combined by the merge rule) against that node's bound.
+    bad = db.execute(
+        f"""WITH registry(measure, merge, at_most) AS (VALUES {registry}),
+                 node_threads(node, threads) AS (
+                     SELECT ifnull(node_id, 0), COUNT(*) FROM threads GROUP BY ifnull(node_id, 0)),
+                 figures AS (
+                     SELECT m.measure, m.window_id, r.at_most, w.end_ns - w.start_ns AS length,
+                            ifnull(t.threads, ?) AS threads,
+                            CASE r.merge WHEN 'sum' THEN SUM(m.value) ELSE MAX(m.value) END AS value
+                     FROM window_measures m JOIN registry r ON r.measure = m.measure
+                     JOIN windows w ON w.window_id = m.window_id
+                     LEFT JOIN node_threads t ON t.node = ifnull(m.node_id, 0)
+                     GROUP BY m.node_id, m.window_id, m.measure)
+            SELECT measure, window_id, value, length, at_most, threads FROM figures
+            WHERE value > (CASE at_most WHEN 'threads' THEN threads ELSE 1 END) * length * ? + ? LIMIT 1""",
+        [item for row in bounded for item in row] + [PID_MAX_LIMIT, 1 + SLACK_FRACTION, SLACK_NS],
+    ).fetchone()
+    if bad is not None:
+        name, window_id, value, length, at_most, threads = bad
+        bound = (
+            f"the window's length ({length:,} ns)"
+            if at_most == "window"
+            else f"its node's {threads:,} threads can run in the window's {length:,} ns"
+        )
+        return Invalid(
+            "window_measures", "value", f"{name} of window {window_id} is {value:,.0f} ns, more than {bound}"
+        )
+    bad = db.execute(
+        "SELECT e.execution, e.latency_s, MAX(m.value) FROM window_measures m"
+        " JOIN executions e ON e.window_id = m.window_id WHERE m.measure = 'node_ns' AND e.latency_s IS NOT NULL"
+        " GROUP BY m.node_id, e.execution HAVING MAX(m.value) > e.latency_s * 1e9 * ? + ? LIMIT 1",
+        (1 + SLACK_FRACTION, SLACK_NS),
+    ).fetchone()
+    if bad is not None:
+        execution, latency_s, node_ns = bad
+        return Invalid(
+            "window_measures",
+            "value",
+            f"node_ns of execution {execution} is {node_ns:,.0f} ns, longer than its round trip ({latency_s:g} s)",
+        )
+    return None
