@@ -10,10 +10,11 @@ never analysed into an internal error or into figures nobody could have measured
 - window_measures: every measure registered (casstrace.traces.measures) and recorded, never derived;
   every value a finite non-negative number within its entry's `at_most`: a span at most its window's
   length; CPU time at most the node's threads (the threads table; PID_MAX_LIMIT when it lists none)
-  times the window's length; the node's time answering at most the execution's round trip.
+  times the window's length (row by row: a window source writes one row per node, window and measure);
+  the node's time answering at most the execution's round trip.
 
 Bounds allow SLACK for the edges of a window being read on other clocks than the figure. Each check is
-one SQL query (aggregates, the first offender only), so a trace of many rows opens at SQLite's speed.
+one SQL scan that stops at the first offender, so a trace of many rows opens at SQLite's speed.
 """
 
 import re
@@ -95,39 +96,33 @@ def _measures_invalid(db: sqlite3.Connection) -> Invalid | None:
         return Invalid(
             "window_measures", "value", f"{name} of window {window_id} is {_number_error(value, MEASURES[name].unit)}"
         )
-    bounded = [(name, entry.merge, entry.at_most) for name, entry in MEASURES.items() if entry.at_most]
-    registry = ", ".join("(?, ?, ?)" for _ in bounded)
-    # One node's figure of a window (its rows combined by the merge rule) against that node's bound.
+    # Row by row (a window source writes one row per node, window and measure): a scan, no sort.
+    threads = dict(db.execute("SELECT ifnull(node_id, 0), COUNT(*) FROM threads GROUP BY ifnull(node_id, 0)"))
+    node_threads = " ".join(f"WHEN {int(node)} THEN {int(count)}" for node, count in threads.items())
+    threads_of = f"CASE ifnull(m.node_id, 0) {node_threads} ELSE {PID_MAX_LIMIT} END" if threads else str(PID_MAX_LIMIT)
+    spans, cpu = ([name for name, entry in MEASURES.items() if entry.at_most == kind] for kind in ("window", "threads"))
     bad = db.execute(
-        f"""WITH registry(measure, merge, at_most) AS (VALUES {registry}),
-                 node_threads(node, threads) AS (
-                     SELECT ifnull(node_id, 0), COUNT(*) FROM threads GROUP BY ifnull(node_id, 0)),
-                 figures AS (
-                     SELECT m.measure, m.window_id, r.at_most, w.end_ns - w.start_ns AS length,
-                            ifnull(t.threads, ?) AS threads,
-                            CASE r.merge WHEN 'sum' THEN SUM(m.value) ELSE MAX(m.value) END AS value
-                     FROM window_measures m JOIN registry r ON r.measure = m.measure
-                     JOIN windows w ON w.window_id = m.window_id
-                     LEFT JOIN node_threads t ON t.node = ifnull(m.node_id, 0)
-                     GROUP BY m.node_id, m.window_id, m.measure)
-            SELECT measure, window_id, value, length, at_most, threads FROM figures
-            WHERE value > (CASE at_most WHEN 'threads' THEN threads ELSE 1 END) * length * ? + ? LIMIT 1""",
-        [item for row in bounded for item in row] + [PID_MAX_LIMIT, 1 + SLACK_FRACTION, SLACK_NS],
+        f"""SELECT m.measure, m.window_id, m.value, w.end_ns - w.start_ns,
+                   {threads_of} AS threads
+            FROM window_measures m JOIN windows w ON w.window_id = m.window_id
+            WHERE m.value > (CASE WHEN m.measure IN ({", ".join("?" * len(spans))}) THEN 1
+                                  WHEN m.measure IN ({", ".join("?" * len(cpu))}) THEN threads END)
+                            * (w.end_ns - w.start_ns) * ? + ? LIMIT 1""",
+        [*spans, *cpu, 1 + SLACK_FRACTION, SLACK_NS],
     ).fetchone()
     if bad is not None:
-        name, window_id, value, length, at_most, threads = bad
+        name, window_id, value, length, threads_of_node = bad
         bound = (
             f"the window's length ({length:,} ns)"
-            if at_most == "window"
-            else f"its node's {threads:,} threads can run in the window's {length:,} ns"
+            if MEASURES[name].at_most == "window"
+            else f"its node's {threads_of_node:,} threads can run in the window's {length:,} ns"
         )
         return Invalid(
             "window_measures", "value", f"{name} of window {window_id} is {value:,.0f} ns, more than {bound}"
         )
     bad = db.execute(
-        "SELECT e.execution, e.latency_s, MAX(m.value) FROM window_measures m"
-        " JOIN executions e ON e.window_id = m.window_id WHERE m.measure = 'node_ns' AND e.latency_s IS NOT NULL"
-        " GROUP BY m.node_id, e.execution HAVING MAX(m.value) > e.latency_s * 1e9 * ? + ? LIMIT 1",
+        "SELECT e.execution, e.latency_s, m.value FROM window_measures m JOIN executions e ON e.window_id = m.window_id"
+        " WHERE m.measure = 'node_ns' AND m.value > e.latency_s * 1e9 * ? + ? LIMIT 1",
         (1 + SLACK_FRACTION, SLACK_NS),
     ).fetchone()
     if bad is not None:

@@ -153,3 +153,9 @@ def test_json_depth_is_told_without_recursion():
     assert too_deep("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1))
     assert not too_deep('["[[[[' + "[" * 100 + '\\"{{"]')  # brackets inside strings are text
     assert not too_deep('{"a": [1, {"b": "]]]]"}], "c": {}}')
+
+
+def test_without_threads_listed_cpu_is_bounded_by_the_most_threads_linux_runs(tmp_path):
+    path = synthetic.timed_run(tmp_path / "no-threads.trace", cpu_ns=58 * 86400 * 10**9, threads=0)
+    with pytest.raises(CasstraceError, match="its node's 4,194,304 threads can run in the window's 1,000,000,000 ns"):
+        Trace(path)
