@@ -68,12 +68,15 @@ def timed_run(
     latency_s: float = 0.05,
     query: str = "SELECT * FROM casstrace_layouts.t WHERE pk = 0 LIMIT 20",
     threads: int = 3,
+    rows: int = 20,
+    payload_bytes: int = 30_000,
+    **meta,
 ):
     """A run trace of one measured execution (window MEASURED_WINDOW, 1 s) with the node's time and its
-    request pools' CPU, its round trip `latency_s`, and the JVM's `threads` threads."""
+    request pools' CPU, its round trip `latency_s`, the JVM's `threads` threads, and more `meta`."""
     writer = TraceWriter(path)
-    _base_meta(writer, query=query, keyspace="demo")
-    _run_windows(writer, {"latency_s": latency_s, "rows": 20, "payload_bytes": 30_000})
+    _base_meta(writer, query=query, keyspace="demo", **meta)
+    _run_windows(writer, {"latency_s": latency_s, "rows": rows, "payload_bytes": payload_bytes})
     writer.add_threads({4243 + i: f"ReadStage-{i}" for i in range(threads)})
     writer.add_window_measures(
         [
