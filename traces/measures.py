@@ -16,7 +16,8 @@ written as window_measures rows (casstrace.traces.schema). Its entry here says w
   durations): no window_measures row ever holds it;
 - `at_most`: what one node's value of one window cannot exceed, checked when a trace is opened
   (casstrace.traces.validation): 'window' (a span within the window: at most its length), 'threads'
-  (CPU time of the node's threads: at most their number times the window's length) or None (a count).
+  (time of the node's threads: at most their number times the window's length) or None (a count, or
+  the node's time answering, which adds up the requests of every client connection open at once).
 
 Adding a measure is a window source and an entry here (CONTRIBUTING.md, "A per-execution
 measure"); the writer refuses a row of a measure that has no entry, and tests/unit/test_measures.py
@@ -52,12 +53,12 @@ class Measure(NamedTuple):
 MEASURES: dict[str, Measure] = {
     measure.name: measure
     for measure in (
-        Measure("node_ns", "ns", "max", "Node time", "window"),
+        Measure("node_ns", "ns", "max", "Node time", None),
         Measure("node_requests", "count", "sum", "Requests answered", None),
         # the node's time split by its request threads' condition (casstrace.probes.bcc.request_states)
-        Measure("running_ns", "ns", "max", "Running", "window"),
-        Measure("cpu_wait_ns", "ns", "max", "Waiting for a CPU", "window"),
-        Measure("io_wait_ns", "ns", "max", "I/O wait", "window"),
+        Measure("running_ns", "ns", "max", "Running", "threads"),
+        Measure("cpu_wait_ns", "ns", "max", "Waiting for a CPU", "threads"),
+        Measure("io_wait_ns", "ns", "max", "I/O wait", "threads"),
         Measure("traced_ns", "ns", "sum", "Cassandra's traced time", "window", derived=True),
         Measure("serving_cpu_ns", "ns", "sum", "Serving threads' CPU", "threads", derived=True),
         Measure("request_cpu_ns", "ns", "sum", "Request pools' CPU", "threads"),

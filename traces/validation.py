@@ -10,8 +10,11 @@ never analysed into an internal error or into figures nobody could have measured
 - window_measures: every measure registered (casstrace.traces.measures) and recorded, never derived;
   every value a finite non-negative number within its entry's `at_most`: a span at most its window's
   length; CPU time at most the node's threads (the threads table; PID_MAX_LIMIT when it lists none)
-  times the window's length (row by row: a window source writes one row per node, window and measure);
-  the node's time answering at most the execution's round trip.
+  times the window's length (row by row: a window source writes one row per node, window and measure).
+
+The node's time answering (node_ns) has no bound but its sign: it adds up the requests of every client
+connection of the node's native port (casstrace.probes.bcc.node_time), so on a node other clients use it
+exceeds its window and the execution's round trip (1.6 s in a 0.22 s window, measured on a shared node).
 
 Bounds allow SLACK for the edges of a window being read on other clocks than the figure. Each check is
 one SQL scan that stops at the first offender, so a trace of many rows opens at SQLite's speed.
@@ -119,17 +122,5 @@ def _measures_invalid(db: sqlite3.Connection) -> Invalid | None:
         )
         return Invalid(
             "window_measures", "value", f"{name} of window {window_id} is {value:,.0f} ns, more than {bound}"
-        )
-    bad = db.execute(
-        "SELECT e.execution, e.latency_s, m.value FROM window_measures m JOIN executions e ON e.window_id = m.window_id"
-        " WHERE m.measure = 'node_ns' AND m.value > e.latency_s * 1e9 * ? + ? LIMIT 1",
-        (1 + SLACK_FRACTION, SLACK_NS),
-    ).fetchone()
-    if bad is not None:
-        execution, latency_s, node_ns = bad
-        return Invalid(
-            "window_measures",
-            "value",
-            f"node_ns of execution {execution} is {node_ns:,.0f} ns, longer than its round trip ({latency_s:g} s)",
         )
     return None
