@@ -63,6 +63,16 @@ def _number_error(value: object, unit: str) -> str:
     return f"{value:,} {unit}, negative" if isinstance(value, int) else f"{value:,g} {unit}, negative"
 
 
+def _first_not_a_figure(db: sqlite3.Connection, table: str, keys: str, column: str) -> tuple | None:
+    """The first row (its `keys`, then the value) whose `column` holds no finite non-negative number
+    (NULL is left alone: not measured)."""
+    return db.execute(
+        f"SELECT {keys}, {column} FROM {table} WHERE {column} IS NOT NULL AND"
+        f" (typeof({column}) NOT IN ('integer', 'real') OR {column} < 0 OR abs({column}) > ?) LIMIT 1",
+        (LARGEST_FINITE,),
+    ).fetchone()
+
+
 def invalid(db: sqlite3.Connection, tables: frozenset[str]) -> Invalid | None:
     """The first thing in the trace's tables that casstrace could not have written, or None (meta is
     checked as it is read: Trace)."""
@@ -73,11 +83,7 @@ def invalid(db: sqlite3.Connection, tables: frozenset[str]) -> Invalid | None:
     bad = db.execute("SELECT window_id, start_ns, end_ns FROM windows WHERE end_ns < start_ns LIMIT 1").fetchone()
     if bad is not None:
         return Invalid("windows", "end_ns", f"window {bad[0]} ends at {bad[2]}, before it starts ({bad[1]})")
-    bad = db.execute(
-        "SELECT execution, latency_s FROM executions WHERE latency_s IS NOT NULL AND"
-        " (typeof(latency_s) NOT IN ('integer', 'real') OR latency_s < 0 OR abs(latency_s) > ?) LIMIT 1",
-        (LARGEST_FINITE,),
-    ).fetchone()
+    bad = _first_not_a_figure(db, "executions", "execution", "latency_s")
     if bad is not None:
         return Invalid("executions", "latency_s", f"execution {bad[0]}'s round trip is {_number_error(bad[1], 's')}")
     return _measures_invalid(db) if "window_measures" in tables else None
@@ -89,11 +95,7 @@ def _measures_invalid(db: sqlite3.Connection) -> Invalid | None:
         if entry is None or entry.derived:
             what = "is not a registered measure" if entry is None else "is derived by the analyses, never recorded"
             return Invalid("window_measures", "measure", f"{name!r:.60} {what}")
-    bad = db.execute(
-        "SELECT measure, window_id, value FROM window_measures"
-        " WHERE typeof(value) NOT IN ('integer', 'real') OR value < 0 OR abs(value) > ? LIMIT 1",
-        (LARGEST_FINITE,),
-    ).fetchone()
+    bad = _first_not_a_figure(db, "window_measures", "measure, window_id", "value")
     if bad is not None:
         name, window_id, value = bad
         return Invalid(
