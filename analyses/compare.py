@@ -53,9 +53,7 @@ class Payload:
     payload_bytes: int | None
     digest: str | None = field(default=None, repr=False)  # live runs only; memory only
     note: str | None = None  # why rows/bytes are unknown
-    leaf_digest: str | None = field(
-        default=None, repr=False
-    )  # the leaf values per row key (node.leaves; meta leaf_digest)
+    leaf_digest: str | None = field(default=None, repr=False)  # node.leaves; a trace's: meta leaf_digest
 
 
 @dataclass
@@ -374,7 +372,8 @@ def compare(
     tolerance: float = DEFAULT_TOLERANCE,
     max_amplification: float | None = None,
 ) -> Comparison:
-    """The comparison of two analyses. `payload` defaults to the stored-trace check (rows and bytes)."""
+    """The comparison of two analyses. `payload` defaults to the stored-trace check (their leaf digests, or
+    rows and bytes). Raises CasstraceError when fail_if_worse cannot weigh a figure (worse_gate)."""
     # The node's time when both traces measured it; else the client's round trip on both sides, said so.
     latency_of = "node" if node_timed(first) and node_timed(second) else "client"
     a, b = summarise(first, labels[0], latency_of), summarise(second, labels[1], latency_of)
