@@ -60,10 +60,6 @@ Meta keys (values are JSON)
   sysdig_version     str: the sysdig that took a live capture (absent from imports: casstrace reads
                      the file itself)
   query              str, keyspace str, consistency str, page_size int (run only: rows per page, 0 one page)
-  leaf_digest        str (run, later in format 4): 64 hex digits, a digest of the result's leaf values per row
-                     key (casstrace.node.leaves: a UDT taken apart into its fields, clustering rows of (name,
-                     value) as one row), from the tracing execution: `compare` tells two traces return the same
-                     data in another shape by it. A digest only, never the values; absent: not taken
   paging             {"page_size": int, "chosen": bool (by casstrace, not --page-size), "page_bytes": int | null
                       (the budget it was chosen for), "sampled_row_bytes": int | null (the largest row of the
                       sample taken before the capture), "reason": str} (run only; casstrace.node.paging)
@@ -74,6 +70,10 @@ Meta keys (values are JSON)
   client_addresses   ["ip:port"] (run, later in format 4): this client's ends of its connections to the node;
                      the node's sockets with these remote addresses carry the query's results (the wire bytes
                      of each execution are derived from them by the analyses, not stored)
+  leaf_digest        str (run, later in format 4): 64 hex digits, a digest of the result's leaf values per row
+                     key (casstrace.node.leaves: a UDT taken apart into its fields, clustering rows of (name,
+                     value) as one row), from the tracing execution: `compare` tells two traces return the same
+                     data in another shape by it. A digest only, never the values; absent: not taken
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
                       "compressed_read_ahead_bytes": int (5.0+'s compressed_read_ahead_buffer_size: a range
                       read of compressed SSTables reads this much at a time; absent: no such setting),
