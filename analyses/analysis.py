@@ -203,6 +203,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
             measured, len(schema.returned_cells(select)) if schema is not None and select is not None else None
         ),
         time_split=window_measures.time_split(measured),
+        leaf_digest=meta.get("leaf_digest"),
     )
 
 

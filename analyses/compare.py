@@ -11,16 +11,20 @@ nearest-rank method (with fewer than 100 executions, p99 is the slowest one), an
 least disturbed by other work on the machine, which only ever adds time).
 
 The payload check comes first. Live runs compare the row count and the digest of the returned
-values (casstrace.node.query: order-insensitive, computed on the client, never stored). Stored
-traces hold no digest, so for them only the row count and the payload bytes can be compared:
-equal sizes make equal data likely, not certain.
+values (casstrace.node.query: order-insensitive, computed on the client, never stored), and, when
+those differ, the digest of the leaf values per row key (casstrace.node.leaves: the same data in
+another shape). Stored traces keep that leaf digest (meta leaf_digest, never the values): two that
+both have it are compared by it, as live; older ones by the row count and the payload bytes only
+(equal sizes make equal data likely, not certain).
 
 Gates, for pipelines:
   worse (--fail-if-worse): the second query is worse when, per execution, it reads more from its
     table's Data files than the first by more than the tolerance (default 10%), or its median
     latency is higher than the first's by more than the tolerance and by at least LATENCY_FLOOR_S
-    (below a millisecond the difference is timer and scheduling noise). A figure unknown on either
-    side is not counted, and the gate says so.
+    (below a millisecond the difference is timer and scheduling noise). The latency is the node's time
+    when both traces measured it, else the client's round trip on both sides: a measure is compared
+    only with itself. A figure unknown on either side refuses the gate (CasstraceError): it never passes
+    on what it did not compare.
   max amplification (--max-amplification X): the verdict's rule with X for its threshold: the second
     query fails when it reads at least X x its necessary read and at least --min-excess per execution
     past it (VerdictRule.exceeds; the payload stands in for the necessary read where there is none); an
@@ -34,6 +38,7 @@ from casstrace.analyses.nodes import readers_per_execution
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.units import human_bytes, human_ms, ratio
 from casstrace.analyses.verdict_rule import VerdictRule
+from casstrace.errors import CasstraceError
 
 LATENCY_FLOOR_S = 0.001
 DEFAULT_TOLERANCE = 0.10
@@ -48,7 +53,7 @@ class Payload:
     payload_bytes: int | None
     digest: str | None = field(default=None, repr=False)  # live runs only; memory only
     note: str | None = None  # why rows/bytes are unknown
-    leaf_digest: str | None = field(default=None, repr=False)  # the leaf values per row key (node.leaves); memory only
+    leaf_digest: str | None = field(default=None, repr=False)  # node.leaves; a trace's: meta leaf_digest
 
 
 @dataclass
@@ -170,7 +175,12 @@ def stored_payload(analysis: Analysis) -> Payload:
             None, None, note="its executions returned different row counts or sizes (the data changed during the run)"
         )
     rows, payload_bytes = seen.pop()
-    return Payload(rows, payload_bytes, note=None if payload_bytes is not None else "no payload recorded")
+    return Payload(
+        rows,
+        payload_bytes,
+        note=None if payload_bytes is not None else "no payload recorded",
+        leaf_digest=analysis.leaf_digest,
+    )
 
 
 def check_payload(first: Payload, second: Payload) -> PayloadCheck:
@@ -185,29 +195,28 @@ def check_payload(first: Payload, second: Payload) -> PayloadCheck:
                 "computed on the client and never stored",
                 first,
                 second,
-                f"Same data in another shape: the same leaf values per row key ({_rows(first.rows)} "
-                f"{human_bytes(first.payload_bytes)} and {_rows(second.rows)} {human_bytes(second.payload_bytes)}).",
+                _same_leaves(first, second),
             )
         if same:
             summary = f"Same payload: {first.rows:,} rows, {human_bytes(first.payload_bytes)}, identical values."
         else:
-            summary = (
-                "Different data: "
-                + _difference(first, second)
-                + (
-                    ""
-                    if first.rows != second.rows or first.payload_bytes != second.payload_bytes
-                    else " (same row count and size, different values)"
-                )
-                + "."
-            )
+            summary = _different(first, second, "different values")
         return PayloadCheck("same" if same else "different", basis, first, second, summary)
 
-    basis = "row count and payload bytes only: stored traces keep no digest of the values"
+    if first.leaf_digest is not None and second.leaf_digest is not None:
+        same = first.leaf_digest == second.leaf_digest
+        return PayloadCheck(
+            "same" if same else "different",
+            "the digest of the leaf values per row key each trace stored (never the values)",
+            first,
+            second,
+            _same_leaves(first, second) if same else _different(first, second, "other leaf values per row key"),
+        )
+    basis = "row count and payload bytes only: a trace without the digest of its leaf values"
     notes = [
-        "Two stored traces: only the row count and the payload bytes can be compared, since the digest of the "
-        "returned values is computed on the client and never stored. Equal sizes make equal data likely, not "
-        "certain: compare the queries live (--before/--after) to check the values."
+        "A stored trace without the digest of its leaf values (taken by an older casstrace, or its tracing "
+        "execution failed): only the row count and the payload bytes can be compared. Equal sizes make equal "
+        "data likely, not certain: compare the queries live (--before/--after) to check the values."
     ]
     unknown = [
         f"{label}: {payload.note}"
@@ -230,6 +239,19 @@ def check_payload(first: Payload, second: Payload) -> PayloadCheck:
     return PayloadCheck("different", basis, first, second, f"Different data: {_difference(first, second)}.", notes)
 
 
+def _same_leaves(first: Payload, second: Payload) -> str:
+    return (
+        f"Same data, in this shape or another: the same leaf values per row key ({_rows(first.rows)} "
+        f"{human_bytes(first.payload_bytes)} and {_rows(second.rows)} {human_bytes(second.payload_bytes)})."
+    )
+
+
+def _different(first: Payload, second: Payload, values: str) -> str:
+    """'Different data: ...', saying the `values` differ when the sizes do not."""
+    same_sizes = (first.rows, first.payload_bytes) == (second.rows, second.payload_bytes)
+    return f"Different data: {_difference(first, second)}{f' (same row count and size, {values})' * same_sizes}."
+
+
 def _difference(first: Payload, second: Payload) -> str:
     return (
         f"the first returned {_rows(first.rows)} ({human_bytes(first.payload_bytes)}), the second "
@@ -238,17 +260,23 @@ def _difference(first: Payload, second: Payload) -> str:
 
 
 def measure_metrics(a: QuerySummary, b: QuerySummary) -> list[Metric]:
-    """The per-window measures both sides took, their medians per execution side by side (a duration in
-    seconds, as the latencies)."""
+    """The per-window measures either side took, their medians per execution side by side (a duration in
+    seconds, as the latencies); a measure one side did not take is None there (not measured), never
+    another measure in its place."""
     metrics = []
-    for name, first in a.measures.items():
-        second = b.measures.get(name)
-        if second is None:
-            continue
-        scale, unit = (1e-9, "seconds") if first.unit == "ns" else (1.0, first.unit)
-        label = first.label if first.whose == "node" else f"{first.label} ({first.whose})"
+    for name in [*a.measures, *(name for name in b.measures if name not in a.measures)]:
+        first, second = a.measures.get(name), b.measures.get(name)
+        entry = first or second
+        assert entry is not None  # a name of either side
+        scale, unit = (1e-9, "seconds") if entry.unit == "ns" else (1.0, entry.unit)
         metrics.append(
-            Metric(name, f"{label} per execution, median", unit, first.median * scale, second.median * scale)
+            Metric(
+                name,
+                f"{entry.heading} per execution, median",
+                unit,
+                None if first is None else first.median * scale,
+                None if second is None else second.median * scale,
+            )
         )
     return metrics
 
@@ -260,12 +288,25 @@ def _rows(rows: int | None) -> str:
 # -- one side ----------------------------------------------------------------------------------
 
 
-def summarise(analysis: Analysis, label: str) -> QuerySummary:
+def node_timed(analysis: Analysis) -> bool:
+    """Whether the trace measured the node's time answering every measured execution."""
+    measured = [e for e in analysis.executions if e.kind == "measured"]
+    return bool(measured) and all("node_ns" in e.measures for e in measured)
+
+
+def summarise(analysis: Analysis, label: str, latency_of: str | None = None) -> QuerySummary:
+    """One trace's per-execution figures; its latency the node's time when it measured it for every
+    execution, else the client's round trip (`latency_of` 'client': the round trip whatever it measured,
+    so that it compares with a trace that lacks the node's time)."""
     measured = [e for e in analysis.executions if e.kind == "measured"]
     executions = len(measured) or 1
-    node_times = [e.measures["node_ns"] / 1e9 for e in measured if "node_ns" in e.measures]
-    latency_of = "node" if measured and len(node_times) == len(measured) else "client"
-    latencies = node_times if latency_of == "node" else [e.latency_s for e in measured if e.latency_s is not None]
+    if latency_of is None:
+        latency_of = "node" if node_timed(analysis) else "client"
+    latencies = (
+        [e.measures["node_ns"] / 1e9 for e in measured]
+        if latency_of == "node"
+        else [e.latency_s for e in measured if e.latency_s is not None]
+    )
     overall = analysis.overall
     payload = stored_payload(analysis)
 
@@ -331,8 +372,11 @@ def compare(
     tolerance: float = DEFAULT_TOLERANCE,
     max_amplification: float | None = None,
 ) -> Comparison:
-    """The comparison of two analyses. `payload` defaults to the stored-trace check (rows and bytes)."""
-    a, b = summarise(first, labels[0]), summarise(second, labels[1])
+    """The comparison of two analyses. `payload` defaults to the stored-trace check (their leaf digests, or
+    rows and bytes). Raises CasstraceError when fail_if_worse cannot weigh a figure (worse_gate)."""
+    # The node's time when both traces measured it; else the client's round trip on both sides, said so.
+    latency_of = "node" if node_timed(first) and node_timed(second) else "client"
+    a, b = summarise(first, labels[0], latency_of), summarise(second, labels[1], latency_of)
     if payload is None:
         payload = check_payload(stored_payload(first), stored_payload(second))
     else:
@@ -345,8 +389,7 @@ def compare(
             for summary, checked in ((a, payload.first), (b, payload.second))
             if (summary.rows, summary.payload_bytes) != (checked.rows, checked.payload_bytes)
         ]
-    # The node's time when both traces measured it; else the client's round trip, said so.
-    latency = "Node time" if a.latency_of == b.latency_of == "node" else "Latency (client round trip)"
+    latency = "Node time" if latency_of == "node" else "Latency (client round trip)"
     metrics = [
         Metric("latency_median_s", f"{latency}, median", "seconds", a.latency_median_s, b.latency_median_s),
         Metric("latency_p99_s", f"{latency}, p99", "seconds", a.latency_p99_s, b.latency_p99_s),
@@ -428,26 +471,40 @@ def _replicas(count: float) -> str:
 
 
 def worse_gate(comparison: Comparison, tolerance: float) -> Gate:
+    """Refuses (CasstraceError) when a figure it weighs is unknown on either side: a gate that cannot
+    compare must not pass."""
     a, b = comparison.first, comparison.second
-    reasons, unknown = [], []
-    io = comparison.metric("data_read_bytes")
-    if io.first is None or io.second is None:
-        unknown.append("data read")
-    elif io.second > io.first * (1 + tolerance):
+    io, latency = comparison.metric("data_read_bytes"), comparison.metric("latency_median_s")
+    unknown = [
+        f"{metric.name.lower()} ({side.label}'s not measured)"
+        for metric in (io, latency)
+        for side, value in ((a, metric.first), (b, metric.second))
+        if value is None
+    ]
+    if unknown:
+        raise CasstraceError(
+            f"--fail-if-worse cannot weigh {', '.join(unknown)}: it would pass on a figure it never compared",
+            "compare two traces that both measured it, or leave --fail-if-worse out to see the comparison",
+        )
+    assert io.first is not None and io.second is not None and latency.first is not None and latency.second is not None
+    reasons = []
+    if io.second > io.first * (1 + tolerance):
         reasons.append(
             f"{b.label} reads {io.change} from its Data files per execution "
             f"({human_bytes(io.second)} vs {human_bytes(io.first)})"
         )
-    latency = comparison.metric("latency_median_s")
-    if latency.first is None or latency.second is None:
-        unknown.append("latency")
-    elif latency.second > latency.first * (1 + tolerance) and latency.second - latency.first >= LATENCY_FLOOR_S:
-        reasons.append(f"{b.label} is slower: median {human_ms(latency.second)} vs {human_ms(latency.first)}")
+    if latency.second > latency.first * (1 + tolerance) and latency.second - latency.first >= LATENCY_FLOOR_S:
+        reasons.append(
+            f"{b.label} is slower: {latency.name.lower()} {human_ms(latency.second)} vs {human_ms(latency.first)}"
+        )
     limits = f"tolerance {tolerance:.0%}, latency differences under {LATENCY_FLOOR_S * 1000:g} ms ignored"
-    note = f" ({', '.join(unknown)} unknown on one side: not compared)" if unknown else ""
     if reasons:
-        return Gate("--fail-if-worse", False, "; ".join(reasons) + f" ({limits}){note}.")
-    return Gate("--fail-if-worse", True, f"{b.label} reads no more and is no slower than {a.label} ({limits}){note}.")
+        return Gate("--fail-if-worse", False, "; ".join(reasons) + f" ({limits}).")
+    return Gate(
+        "--fail-if-worse",
+        True,
+        f"{b.label} reads no more and is no slower ({latency.name.lower()}) than {a.label} ({limits}).",
+    )
 
 
 def amplification_gate(summary: QuerySummary, limit: float) -> Gate:

@@ -515,6 +515,7 @@ class Analysis:
     measure_summaries: list[MeasureSummary] = field(default_factory=list)
     cpu_per_result: CpuPerResult | None = None  # the node's CPU per row and per cell returned
     time_split: TimeSplit | None = None  # None: the node's time or its split was not measured
+    leaf_digest: str | None = None  # of the result's leaf values per row key (meta leaf_digest; None: not stored)
 
     @property
     def read_per_execution(self) -> float:

@@ -14,7 +14,6 @@ from casstrace.node.consistency import CONSISTENCY_LEVELS
 
 if TYPE_CHECKING:
     from casstrace.analyses.compare import PayloadCheck
-    from casstrace.node.leaves import RowShape
 from casstrace.outputs import check_output
 from casstrace.terminal import printable
 
@@ -101,8 +100,9 @@ def command(
 
     First checks that both return the same payload, and refuses (exit 2) when they do not: live
     queries by row count and a digest of the returned values computed on the client (never
-    stored), from one untraced execution of each before any probe runs; stored traces by row
-    count and payload bytes only. Then shows, per execution, the
+    stored), from one untraced execution of each before any probe runs; stored traces by the
+    digest of their leaf values each kept (the same data in another shape too), else by row count
+    and payload bytes only. Then shows, per execution, the
     latency (median, p99), the bytes read per file, the page-cache misses, the amplification and
     verdict of each, and the ratios second ÷ first.
 
@@ -176,7 +176,12 @@ def command(
 def refusal(difference: str, live: bool) -> CasstraceError:
     return CasstraceError(
         f"refusing to compare: the two {'queries' if live else 'traces'} do not return the same data. {difference}",
-        "compare a query with its refactor returning the same rows and values (same partition, same column)",
+        "compare a query with its refactor returning the same rows and values (same partition, same column)"
+        + (
+            ""
+            if live
+            else "; `casstrace compare --before CQL --after CQL` checks the values live, in another shape too"
+        ),
     )
 
 
@@ -188,6 +193,7 @@ def run_both(
     payload check, the two trace paths)."""
     from casstrace.analyses.compare import Payload, check_payload
     from casstrace.node.connection import NodeSession, resolve_settings
+    from casstrace.node.leaves import statement_shape
     from casstrace.node.paging import paging, query_shape
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
     from casstrace.node.statements import read_only_statement
@@ -221,7 +227,7 @@ def run_both(
                         query_shape(node.session, statement, query, None, None),
                         run_options["allow_large_rows"],
                     ).page_size,
-                    shape=_shape(node, statement),
+                    shape=statement_shape(node.session, statement),
                 )
                 for statement, query, consistency in zip(prepared, queries, consistencies)
             ]
@@ -260,14 +266,3 @@ def run_both(
 
 _run_params = {param.name: param for param in run_cli.command.params}
 command.params += [_run_params[name] for name in RUN_OPTIONS]
-
-
-def _shape(node: Any, statement: Any) -> "RowShape | None":
-    """The row shape of the table a prepared SELECT reads (from its result's metadata), for the leaf check."""
-    from casstrace.node.leaves import row_shape
-
-    columns = statement.result_metadata or []
-    if not columns:
-        return None
-    keyspace, table = columns[0][0], columns[0][1]
-    return row_shape(node.session, keyspace, table)

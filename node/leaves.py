@@ -7,8 +7,8 @@ UDT (or tuple) taken apart into its fields, recursively; a table whose one regul
 its last clustering column (PRIMARY KEY (pk, ts, name), value) has one logical row per the other key
 columns, its leaves the values of its clustering rows. Each logical row hashes to 256 bits (its key
 and its sorted leaves), and the digest is their sum modulo 2**256, as the payload's is: the order of
-the rows does not count, a missing, extra or changed leaf does. Computed on the client, in memory
-only: a trace never holds it.
+the rows does not count, a missing, extra or changed leaf does. Computed on the client; a run's trace
+keeps the digest (meta leaf_digest), so that stored traces of a refactor compare, never the values.
 """
 
 import hashlib
@@ -48,6 +48,15 @@ def row_shape(session: Any, keyspace: str, table: str) -> RowShape | None:
     if len(regular) == 1 and len(clustering) >= 2:
         return RowShape(tuple(partition + clustering[:-1]), clustering[-1])
     return RowShape(tuple(partition + clustering))
+
+
+def statement_shape(session: Any, statement: Any) -> RowShape | None:
+    """The row shape of the table a prepared SELECT reads (from its result's metadata)."""
+    columns = statement.result_metadata or []
+    if not columns:
+        return None
+    keyspace, table = columns[0][0], columns[0][1]
+    return row_shape(session, keyspace, table)
 
 
 def leaves(value: Any) -> Iterable[str]:

@@ -41,6 +41,7 @@ from casstrace.node.cells import whole_cells
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.gone import NodeWentAway, going_away, gone_message
 from casstrace.node.jvm import CassandraProcess, ThreadIds, cassandra_at, find_cassandra, java_thread_ids, serving_jvms
+from casstrace.node.leaves import RowShape, statement_shape
 from casstrace.node.leftovers import restore_left_behind
 from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, Paging, paging, query_shape
 from casstrace.node.query import (
@@ -308,6 +309,8 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 shape,
                 options.allow_large_rows,
             )
+            # the result's leaf values, digested in the tracing execution: how its data is told in another shape
+            leaf_shape = statement_shape(node.session, prepared)
         with phases("sample whole cells"):  # an element or a field: what the node reads is the whole cell
             cells = whole_cells(node.session, query, options.consistency, options.page_bytes, shape)
         if pages.row_over_budget:
@@ -341,7 +344,9 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
 
         def body(windows: Windows) -> str | None:
             with phases("run the query"):
-                ended = _execute_all(windows, cold, node, prepared, options, pages, executions, own_connections)
+                ended = _execute_all(
+                    windows, cold, node, prepared, options, pages, executions, own_connections, leaf_shape
+                )
             local = process if agents is None else None  # this machine's one JVM of a single-node run
             if ended is not None and local is not None and going_away(local.pid, node_start, options.connection.port):
                 went_away.append(gone_message(local))
@@ -396,6 +401,9 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             )
             # the analyses find the sockets that carried each execution's results by these (not stored: derived)
             writer.set_meta(client_addresses=sorted(f"{ip}:{port}" for ip, port in node.client_addresses()))
+            digested = next((e.result.leaf_digest for e in executions if e.result and e.result.leaf_digest), None)
+            if digested is not None:
+                writer.set_meta(leaf_digest=digested)
             _write_executions(writer, executions)
             if served:
                 _write_serving(writer, served, [thread_ids] if agents is None else _agents_threads(writer, plan.nodes))
@@ -505,10 +513,13 @@ def _execute_all(
     pages: Paging,
     executions: list[Execution],
     own_connections: set[tuple[str, int]],
+    leaf_shape: RowShape | None,
 ) -> str | None:
     """Run warmups, measured executions and the tracing execution, each in its own window, adding
     each to `executions` as it starts. Returns why the run stopped early, or None. A failed
-    execution is recorded and ends the run; on a signal the one under way is marked interrupted."""
+    execution is recorded and ends the run; on a signal the one under way is marked interrupted.
+    The tracing execution also digests the result's leaf values (`leaf_shape`): no measured one
+    spends the client's time on it."""
     plan = ["warmup"] * options.warmup + ["measured"] * options.repeat + ["tracing"]
     try:
         for number, kind in enumerate(plan, start=1):
@@ -528,7 +539,12 @@ def _execute_all(
             try:
                 # Traced: its session's events say which threads served it (a tracing window's, the node's story).
                 execution.result = execute(
-                    node.session, prepared, options.consistency, pages.page_size, trace=kind != "warmup"
+                    node.session,
+                    prepared,
+                    options.consistency,
+                    pages.page_size,
+                    trace=kind != "warmup",
+                    shape=leaf_shape if kind == "tracing" else None,
                 )
             except Exception as error:
                 execution.error = execution_failure(error)

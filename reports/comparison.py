@@ -14,7 +14,8 @@ are per measured execution; a measure that was not taken is null, never 0.
                       "syscall_bytes" | "cache_miss_bytes" | "file_read_bytes" | "necessary_bytes" |
                       "over_necessary" | "amplification" |
                       "replicas_read" (traces of several nodes only) |
-                      MEASURE (a per-window measure both traces took: its median per execution; a duration in seconds),
+                      MEASURE (a per-window measure either trace took: its median per execution, null on a side that
+                      did not take it; a duration in seconds),
                "name": str, "unit": "seconds" | "bytes" | "count" | "ratio",
                "first": float | null, "second": float | null,
                "ratio": float | null,    second ÷ first
@@ -25,7 +26,7 @@ are per measured execution; a measure that was not taken is null, never 0.
 SIDE = {"label", "trace", "query", "table", "complete", "warnings", "executions", "scope",
         "verdict": "flagged" | "not flagged" | "undetermined", "verdict_summary",
         "latency_median_s", "latency_p99_s", "latency_min_s" (the node's time answering, "latency_of": "node",
-        when the trace measured it for every execution; else the client's round trip, "latency_of": "client"), "rows", "payload_bytes", "data_read_bytes", "syscall_bytes",
+        when both traces measured it for every execution; else the client's round trip, "latency_of": "client"), "rows", "payload_bytes", "data_read_bytes", "syscall_bytes",
         "cache_miss_bytes", "file_read_bytes", "amplification",
         "necessary_bytes": float | null (per execution), "over_necessary": float | null (the verdict's figure),
         "min_excess": int,

@@ -57,6 +57,36 @@ def _run_windows(writer, measured: dict, warmup: dict | None = None) -> tuple[in
     return warmup_window, measured_window
 
 
+MEASURED_WINDOW = 3  # _run_windows: warmup (1), between (2), the measured execution (3)
+
+
+def timed_run(
+    path,
+    node_ns: float = 20_000_000,
+    cpu_ns: float = 10_000_000,
+    *,
+    latency_s: float = 0.05,
+    query: str = "SELECT * FROM casstrace_layouts.t WHERE pk = 0 LIMIT 20",
+    threads: int = 3,
+    rows: int = 20,
+    payload_bytes: int = 30_000,
+    **meta,
+):
+    """A run trace of one measured execution (window MEASURED_WINDOW, 1 s) with the node's time and its
+    request pools' CPU, its round trip `latency_s`, the JVM's `threads` threads, and more `meta`."""
+    writer = TraceWriter(path)
+    _base_meta(writer, query=query, keyspace="demo", **meta)
+    _run_windows(writer, {"latency_s": latency_s, "rows": rows, "payload_bytes": payload_bytes})
+    writer.add_threads({4243 + i: f"ReadStage-{i}" for i in range(threads)})
+    writer.add_window_measures(
+        [
+            {"window_id": MEASURED_WINDOW, "measure": "node_ns", "value": node_ns},
+            {"window_id": MEASURED_WINDOW, "measure": "request_cpu_ns", "value": cpu_ns},
+        ]
+    )
+    return writer.finish()
+
+
 def wide_select_c0(
     path,
     *,

@@ -13,7 +13,11 @@ written as window_measures rows (casstrace.traces.schema). Its entry here says w
   otherwise) or 'client' (taken by casstrace's client, e.g. its own decoding);
 - `derived`: the analyses compute it per execution from other tables (the serving threads' CPU, from
   thread_cpu and the executions' traced sessions; Cassandra's own traced time, from its sessions'
-  durations): no window_measures row ever holds it.
+  durations): no window_measures row ever holds it;
+- `at_most`: what one node's value of one window cannot exceed, checked when a trace is opened
+  (casstrace.traces.validation): 'window' (a span within the window: at most its length), 'threads'
+  (time of the node's threads: at most their number times the window's length) or None (a count, or
+  the node's time answering, which adds up the requests of every client connection open at once).
 
 Adding a measure is a window source and an entry here (CONTRIBUTING.md, "A per-execution
 measure"); the writer refuses a row of a measure that has no entry, and tests/unit/test_measures.py
@@ -25,6 +29,7 @@ from typing import Literal, NamedTuple
 Unit = Literal["ns", "bytes", "count"]
 Merge = Literal["sum", "max"]
 Whose = Literal["node", "client"]
+Bound = Literal["window", "threads"] | None
 
 
 class Measure(NamedTuple):
@@ -35,6 +40,7 @@ class Measure(NamedTuple):
     unit: Unit
     merge: Merge
     label: str
+    at_most: Bound
     whose: Whose = "node"
     derived: bool = False
 
@@ -47,19 +53,19 @@ class Measure(NamedTuple):
 MEASURES: dict[str, Measure] = {
     measure.name: measure
     for measure in (
-        Measure("node_ns", "ns", "max", "Node time"),
-        Measure("node_requests", "count", "sum", "Requests answered"),
+        Measure("node_ns", "ns", "max", "Node time", None),
+        Measure("node_requests", "count", "sum", "Requests answered", None),
         # the node's time split by its request threads' condition (casstrace.probes.bcc.request_states)
-        Measure("running_ns", "ns", "max", "Running"),
-        Measure("cpu_wait_ns", "ns", "max", "Waiting for a CPU"),
-        Measure("io_wait_ns", "ns", "max", "I/O wait"),
-        Measure("traced_ns", "ns", "sum", "Cassandra's traced time", derived=True),
-        Measure("serving_cpu_ns", "ns", "sum", "Serving threads' CPU", derived=True),
-        Measure("request_cpu_ns", "ns", "sum", "Request pools' CPU"),
-        Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)"),
-        Measure("gc_pause_ns", "ns", "max", "GC pauses"),
-        Measure("client_decode_ns", "ns", "sum", "Decoding", whose="client"),
-        Measure("safepoint_ns", "ns", "max", "Safepoints"),
+        Measure("running_ns", "ns", "max", "Running", "threads"),
+        Measure("cpu_wait_ns", "ns", "max", "Waiting for a CPU", "threads"),
+        Measure("io_wait_ns", "ns", "max", "I/O wait", "threads"),
+        Measure("traced_ns", "ns", "sum", "Cassandra's traced time", "window", derived=True),
+        Measure("serving_cpu_ns", "ns", "sum", "Serving threads' CPU", "threads", derived=True),
+        Measure("request_cpu_ns", "ns", "sum", "Request pools' CPU", "threads"),
+        Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)", "threads"),
+        Measure("gc_pause_ns", "ns", "max", "GC pauses", "window"),
+        Measure("client_decode_ns", "ns", "sum", "Decoding", "window", whose="client"),
+        Measure("safepoint_ns", "ns", "max", "Safepoints", "window"),
     )
 }
 

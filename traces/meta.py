@@ -203,6 +203,7 @@ class TraceMeta(TypedDict, total=False):
     notes: list[str]
     sysdig_version: str
     query: str
+    leaf_digest: str
     keyspace: str | None
     consistency: str
     page_size: int | None

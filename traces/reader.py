@@ -12,6 +12,7 @@ from casstrace.outputs import PARTIAL_SUFFIX, target_of
 from casstrace.traces.capabilities import Capability, capabilities_of
 from casstrace.traces.meta import TraceMeta, meta_type_error
 from casstrace.traces.schema import READABLE_FORMAT_VERSIONS
+from casstrace.traces.validation import MAX_JSON_DEPTH, Invalid, invalid, too_deep
 
 
 def _not_whole(path: Path) -> CasstraceError:
@@ -20,6 +21,13 @@ def _not_whole(path: Path) -> CasstraceError:
     return CasstraceError(
         f"{path} is not a whole trace yet: a casstrace is still writing it (or was killed meanwhile)",
         f"report {whole} once the command that writes it has ended, or take the trace again",
+    )
+
+
+def _unreadable(path: Path, error: Exception) -> CasstraceError:
+    return CasstraceError(
+        f"{path} is not a readable casstrace trace ({error})",
+        "the file is damaged or truncated: take the trace again, or copy it whole",
     )
 
 
@@ -39,15 +47,19 @@ class Trace:
             (integrity,) = self.db.execute("PRAGMA quick_check").fetchone()
             if integrity != "ok":
                 raise sqlite3.DatabaseError(integrity)
-            meta = {row["key"]: json.loads(row["value"]) for row in self.db.execute("SELECT key, value FROM meta")}
+            meta = {}
+            for key, value in self.db.execute("SELECT key, value FROM meta"):
+                if too_deep(str(value)):
+                    self.db.close()
+                    raise self._invalid(
+                        Invalid("meta", str(key), f"its JSON nests deeper than {MAX_JSON_DEPTH} levels")
+                    )
+                meta[key] = json.loads(value)
             self.meta = cast(TraceMeta, meta)  # its values' types are checked below (meta_type_error)
         except (sqlite3.DatabaseError, ValueError) as error:  # ValueError: a meta value that is not JSON
             if hasattr(self, "db"):
                 self.db.close()
-            raise CasstraceError(
-                f"{self.path} is not a readable casstrace trace ({error})",
-                "the file is damaged or truncated: take the trace again, or copy it whole",
-            ) from None
+            raise _unreadable(self.path, error) from None
         version = self.meta.get("format_version")
         if version is None:  # its first meta not written yet
             self.db.close()
@@ -65,6 +77,23 @@ class Trace:
                 f"{self.path} is not a readable casstrace trace (meta {wrong})",
                 "the file was changed since casstrace wrote it: take the trace again",
             )
+        try:
+            tables = frozenset(
+                name for (name,) in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            )
+            found = invalid(self.db, tables)
+        except sqlite3.DatabaseError as error:
+            self.db.close()
+            raise _unreadable(self.path, error) from None
+        if found is not None:
+            self.db.close()
+            raise self._invalid(found)
+
+    def _invalid(self, found: Invalid) -> CasstraceError:
+        return CasstraceError(
+            f"{self.path}: table {found.table}, field {found.field}: {found.what}",
+            "the trace was changed since casstrace wrote it: take the trace again, or restore its copy",
+        )
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         """Raw SQL, for the tests and benchmarks that check what a writer stored. The analyses ask

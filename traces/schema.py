@@ -72,6 +72,10 @@ Meta keys (values are JSON)
   client_addresses   ["ip:port"] (run, later in format 4): this client's ends of its connections to the node;
                      the node's sockets with these remote addresses carry the query's results (the wire bytes
                      of each execution are derived from them by the analyses, not stored)
+  leaf_digest        str (run, later in format 4): 64 hex digits, a digest of the result's leaf values per row
+                     key (casstrace.node.leaves: a UDT taken apart into its fields, clustering rows of (name,
+                     value) as one row), from the tracing execution: `compare` tells two traces return the same
+                     data in another shape by it. A digest only, never the values; absent: not taken
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
                       "compressed_read_ahead_bytes": int (5.0+'s compressed_read_ahead_buffer_size: a range
                       read of compressed SSTables reads this much at a time; absent: no such setting),

@@ -6,6 +6,7 @@ import pytest
 
 from casstrace.node.connection import ConnectionSettings, NodeSession
 from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
+from casstrace.traces import Trace
 from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
@@ -136,12 +137,25 @@ def test_stored_traces_of_different_data_are_refused(wide_then_narrow, tmp_path,
     )
 
 
-def test_stored_traces_compare_rows_and_payload_bytes_only(wide_then_narrow, tmp_path):
+def test_stored_traces_compare_by_the_digest_of_their_leaf_values(
+    wide_then_narrow, tmp_path, sandbox, queries, demo_tables
+):
+    """The wide row's column became a clustering row: the stored traces compare by the leaf digest each kept,
+    and hold none of the values."""
     _, (before, after), _ = wide_then_narrow
     done = casstrace("compare", before, after, "--format", "md", "--output", tmp_path / "compare.md")
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "compare.md").read_text()
-    assert "row count and payload bytes only" in text and "never stored" in text
+    assert "Same data, in this shape or another" in text and "never the values" in text
+    with Trace(before) as first, Trace(after) as second:
+        assert first.meta["leaf_digest"] == second.meta["leaf_digest"]
+    with NodeSession(ConnectionSettings(host=sandbox.host, port=sandbox.port)) as node:
+        values = [row.c0 for row in node.session.execute(queries[0])]
+    spec = demo_tables.spec
+    assert len(values) == spec.rows and all(len(value) == spec.first_column_bytes for value in values)
+    for trace in (before, after):
+        held = trace.read_bytes()
+        assert not [value for value in values if value in held]
 
 
 def test_fail_if_worse_fails_when_the_second_reads_more(wide_then_narrow, tmp_path):

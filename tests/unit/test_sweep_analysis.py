@@ -9,7 +9,6 @@ from casstrace.analyses import analyse
 from casstrace.analyses.sweep import linear_fit, summarise_layouts
 from casstrace.reports import render
 from casstrace.reports.sweep import layout_document
-from casstrace.traces import TraceWriter
 
 
 def test_linear_fit_recovers_a_line():
@@ -19,26 +18,12 @@ def test_linear_fit_recovers_a_line():
     assert linear_fit([1, 2, 3], [4.0, 4.0, 4.0]).r2 is None
 
 
-def timed_trace(path, node_ns: float, cpu_ns: float):
-    """A run trace of one measured execution (window 3) with the node's time and its request pools' CPU."""
-    writer = TraceWriter(path)
-    synthetic._base_meta(writer, query="SELECT * FROM casstrace_layouts.t WHERE pk = 0 LIMIT 20", keyspace="demo")
-    synthetic._run_windows(writer, {"latency_s": 0.05, "rows": 20, "payload_bytes": 30_000})
-    writer.add_window_measures(
-        [
-            {"window_id": 3, "measure": "node_ns", "value": node_ns},
-            {"window_id": 3, "measure": "request_cpu_ns", "value": cpu_ns},
-        ]
-    )
-    return writer.finish()
-
-
 def test_the_layouts_as_n_grows(tmp_path):
     """The columns' CPU and p99 grow with N (1 ms of CPU per 10 columns), the UDT's stay flat."""
     measured = []
     for n in (10, 50, 100):
         for layout, cpu in (("columns", n * 100_000), ("udt", 1_000_000)):
-            trace = timed_trace(tmp_path / f"{layout}-{n}.trace", 2 * cpu, cpu)
+            trace = synthetic.timed_run(tmp_path / f"{layout}-{n}.trace", 2 * cpu, cpu)
             measured.append((layout, n, analyse(trace)))
     sweep = summarise_layouts(measured, rows=200, row_bytes=1500)
     udt = sweep.series("udt")

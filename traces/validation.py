@@ -1,0 +1,128 @@
+"""What a trace's figures may be, checked once when it is opened (traces/reader.py).
+
+A trace edited by hand or damaged must be refused in one line that names the table and the field,
+never analysed into an internal error or into figures nobody could have measured. Checked:
+
+- meta's JSON values (and the nodes' meta) nest at most MAX_JSON_DEPTH levels, told before they are
+  parsed (Python's json recurses: a 100,000-deep value would exhaust the stack);
+- the windows end where or after they start;
+- executions.latency_s, the client's round trip, is a finite non-negative number;
+- window_measures: every measure registered (casstrace.traces.measures) and recorded, never derived;
+  every value a finite non-negative number within its entry's `at_most`: a span at most its window's
+  length; CPU time at most the node's threads (the threads table; PID_MAX_LIMIT when it lists none)
+  times the window's length (row by row: a window source writes one row per node, window and measure).
+
+The node's time answering (node_ns) has no bound but its sign: it adds up the requests of every client
+connection of the node's native port (casstrace.probes.bcc.node_time), so on a node other clients use it
+exceeds its window and the execution's round trip (1.6 s in a 0.22 s window, measured on a shared node).
+
+Bounds allow SLACK for the edges of a window being read on other clocks than the figure. Each check is
+one SQL scan that stops at the first offender, so a trace of many rows opens at SQLite's speed.
+"""
+
+import re
+import sqlite3
+from itertools import accumulate
+from typing import NamedTuple
+
+from casstrace.traces.measures import MEASURES
+
+MAX_JSON_DEPTH = 64
+PID_MAX_LIMIT = 1 << 22  # the most threads a Linux machine can have at once (kernel PID_MAX_LIMIT)
+SLACK_FRACTION, SLACK_NS = 0.01, 1_000_000
+LARGEST_FINITE = 1.7976931348623157e308  # SQLite stores infinity as a REAL beyond it
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+class Invalid(NamedTuple):
+    """Where a trace holds what casstrace never writes, and what."""
+
+    table: str
+    field: str
+    what: str
+
+
+def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON `text` nests deeper than `limit` arrays or objects, told without recursion: its
+    strings blanked, the depth is the running count of the brackets left (linear in their number)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(_STEP[bracket] for bracket in brackets), default=0) > limit
+
+
+def _number_error(value: object, unit: str) -> str:
+    """Why `value` is no figure: not a number, infinite or negative."""
+    if isinstance(value, bytes):
+        return "a blob, not a number"
+    if not isinstance(value, int | float):
+        return f"{value!r:.40}, not a number"
+    if abs(value) > LARGEST_FINITE:
+        return "infinite"
+    return f"{value:,} {unit}, negative" if isinstance(value, int) else f"{value:,g} {unit}, negative"
+
+
+def _first_not_a_figure(db: sqlite3.Connection, table: str, keys: str, column: str) -> tuple | None:
+    """The first row (its `keys`, then the value) whose `column` holds no finite non-negative number
+    (NULL is left alone: not measured)."""
+    return db.execute(
+        f"SELECT {keys}, {column} FROM {table} WHERE {column} IS NOT NULL AND"
+        f" (typeof({column}) NOT IN ('integer', 'real') OR {column} < 0 OR abs({column}) > ?) LIMIT 1",
+        (LARGEST_FINITE,),
+    ).fetchone()
+
+
+def invalid(db: sqlite3.Connection, tables: frozenset[str]) -> Invalid | None:
+    """The first thing in the trace's tables that casstrace could not have written, or None (meta is
+    checked as it is read: Trace)."""
+    if "nodes" in tables:
+        for node_id, meta in db.execute("SELECT node_id, meta FROM nodes WHERE meta IS NOT NULL"):
+            if too_deep(str(meta)):
+                return Invalid("nodes", "meta", f"node {node_id}'s JSON nests deeper than {MAX_JSON_DEPTH} levels")
+    bad = db.execute("SELECT window_id, start_ns, end_ns FROM windows WHERE end_ns < start_ns LIMIT 1").fetchone()
+    if bad is not None:
+        return Invalid("windows", "end_ns", f"window {bad[0]} ends at {bad[2]}, before it starts ({bad[1]})")
+    bad = _first_not_a_figure(db, "executions", "execution", "latency_s")
+    if bad is not None:
+        return Invalid("executions", "latency_s", f"execution {bad[0]}'s round trip is {_number_error(bad[1], 's')}")
+    return _measures_invalid(db) if "window_measures" in tables else None
+
+
+def _measures_invalid(db: sqlite3.Connection) -> Invalid | None:
+    for (name,) in db.execute("SELECT DISTINCT measure FROM window_measures"):
+        entry = MEASURES.get(name)
+        if entry is None or entry.derived:
+            what = "is not a registered measure" if entry is None else "is derived by the analyses, never recorded"
+            return Invalid("window_measures", "measure", f"{name!r:.60} {what}")
+    bad = _first_not_a_figure(db, "window_measures", "measure, window_id", "value")
+    if bad is not None:
+        name, window_id, value = bad
+        return Invalid(
+            "window_measures", "value", f"{name} of window {window_id} is {_number_error(value, MEASURES[name].unit)}"
+        )
+    # Row by row (a window source writes one row per node, window and measure): a scan, no sort.
+    threads = dict(db.execute("SELECT ifnull(node_id, 0), COUNT(*) FROM threads GROUP BY ifnull(node_id, 0)"))
+    node_threads = " ".join(f"WHEN {int(node)} THEN {int(count)}" for node, count in threads.items())
+    threads_of = f"CASE ifnull(m.node_id, 0) {node_threads} ELSE {PID_MAX_LIMIT} END" if threads else str(PID_MAX_LIMIT)
+    spans, cpu = ([name for name, entry in MEASURES.items() if entry.at_most == kind] for kind in ("window", "threads"))
+    bad = db.execute(
+        f"""SELECT m.measure, m.window_id, m.value, w.end_ns - w.start_ns,
+                   {threads_of} AS threads
+            FROM window_measures m JOIN windows w ON w.window_id = m.window_id
+            WHERE m.value > (CASE WHEN m.measure IN ({", ".join("?" * len(spans))}) THEN 1
+                                  WHEN m.measure IN ({", ".join("?" * len(cpu))}) THEN threads END)
+                            * (w.end_ns - w.start_ns) * ? + ? LIMIT 1""",
+        [*spans, *cpu, 1 + SLACK_FRACTION, SLACK_NS],
+    ).fetchone()
+    if bad is not None:
+        name, window_id, value, length, threads_of_node = bad
+        bound = (
+            f"the window's length ({length:,} ns)"
+            if MEASURES[name].at_most == "window"
+            else f"its node's {threads_of_node:,} threads can run in the window's {length:,} ns"
+        )
+        return Invalid(
+            "window_measures", "value", f"{name} of window {window_id} is {value:,.0f} ns, more than {bound}"
+        )
+    return None
