@@ -302,8 +302,8 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
         ("Mapped pages touched (reads through memory maps)", human_bytes(o.mapped_touched_bytes)),
         ("Page-cache misses (device reads)", human_bytes(o.cache_miss_bytes)),
         ("Syscall amplification", ratio(o.syscall, "undetermined")),
-        # a warm node read nothing from the device: a ratio of 0 would say nothing
-        *([("Device amplification", ratio(o.device))] if o.cache_miss_bytes else []),
+        # left out when the node read nothing from its device (a warm node): a ratio of 0 says nothing
+        *([("Device amplification", ratio(o.device))] if o.cache_miss_bytes != 0 else []),
         ("Data read ÷ wire bytes", ratio(o.wire)),
         ("Payload", human_bytes(o.payload_bytes) if o.payload_bytes is not None else "none recorded"),
         ("Wire bytes to the client", human_bytes(o.wire_bytes)),
