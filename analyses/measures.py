@@ -157,7 +157,7 @@ def undetermined(measured: list[Execution]) -> list[UndeterminedMeasure]:
     for entry in MEASURES.values():
         whys = [e.undetermined[entry.name] for e in measured if entry.name in e.undetermined]
         if whys:
-            found.append(UndeterminedMeasure(entry.name, entry.label, len(whys), len(measured), whys[0]))
+            found.append(UndeterminedMeasure(entry.name, entry.label, entry.unit, len(whys), len(measured), whys[0]))
     return found
 
 

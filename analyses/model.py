@@ -266,6 +266,7 @@ class UndeterminedMeasure:
 
     name: str
     label: str
+    unit: str  # 'ns' | 'bytes' | 'count'
     executions: int  # measured executions whose figure is undetermined
     of: int  # measured executions
     why: str  # the first of them's reason

@@ -164,15 +164,27 @@ def nodes_heading(analysis: Analysis) -> str:
     return f"Nodes{level} ({analysis.scope})"
 
 
+def _measure_columns(analysis: Analysis) -> list[tuple[str, str, str]]:
+    """(name, unit, heading) of each per-window measure the trace took: those summarized, then those
+    undetermined in every execution."""
+    summarized = [(summary.name, summary.unit, summary.heading) for summary in analysis.measure_summaries]
+    names = {name for name, _, _ in summarized}
+    return summarized + [(u.name, u.unit, u.label) for u in analysis.undetermined_measures if u.name not in names]
+
+
 def execution_columns(analysis: Analysis) -> tuple[str, ...]:
     """The executions table's headings: the fixed ones, then a column per per-window measure the trace took."""
-    return EXECUTION_COLUMNS + tuple(summary.heading for summary in analysis.measure_summaries)
+    return EXECUTION_COLUMNS + tuple(heading for _, _, heading in _measure_columns(analysis))
 
 
 def execution_rows(analysis: Analysis) -> list[tuple[str, ...]]:
+    columns = _measure_columns(analysis)
     return [
         execution_row(e)
-        + tuple(human_measure(e.measures.get(summary.name), summary.unit) for summary in analysis.measure_summaries)
+        + tuple(
+            "undetermined" if name in e.undetermined else human_measure(e.measures.get(name), unit)
+            for name, unit, _ in columns
+        )
         for e in analysis.executions
     ]
 

@@ -60,7 +60,8 @@ A measure the backend did not take is null, never 0; `measures` says which were 
     "median": float, "p99": float, "total": float
   }],
   "undetermined_measures": [{    each measure undetermined in some measured executions (left out of the above)
-    "name": MEASURE, "label": str, "executions": int, "of": int (measured executions), "why": str
+    "name": MEASURE, "label": str, "unit": "ns" | "bytes" | "count", "executions": int,
+    "of": int (measured executions), "why": str
   }],
   "cpu_per_result": {            the node's CPU over what the executions returned (null: no CPU measure, or no rows)
     "measure": "serving_cpu_ns" | "request_cpu_ns", "label": str, "executions": int,

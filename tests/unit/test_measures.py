@@ -187,6 +187,11 @@ def test_a_nodes_time_past_the_round_trip_is_undetermined_with_its_reason(tmp_pa
     assert [(u.name, u.executions, u.of, u.why) for u in analysis.undetermined_measures] == [
         (name, 1, 1, why) for name in ("node_ns", "running_ns", "cpu_wait_ns", "io_wait_ns")
     ]
+    columns = common.execution_columns(analysis)
+    (row,) = [row for row in common.execution_rows(analysis) if row[1] == "measured"]
+    shown = dict(zip(columns, row, strict=True))
+    assert [shown[label] for label in ("Node time", "Running", "Waiting for a CPU", "I/O wait")] == ["undetermined"] * 4
+    assert shown["JVM CPU (all threads)"] == "9 ms"
     assert (
         f"Node time, Running, Waiting for a CPU, I/O wait per execution: undetermined in 1 of 1 executions: {why}."
         in analysis.warnings
