@@ -64,9 +64,11 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     attributed = run_attribution(trace)  # each traced execution's own threads' reads
     shares = attributed.shares(data) if attributed is not None else {}
     index_part = amp.index_read(trace, window_ids, amp.index_files(trace, keyspace, table), shares)
-    executions = amp.execution_results(
-        trace, execution_rows, data, read, shares, window_measures.with_derived(trace, execution_rows, serving_cpu_ns)
-    )
+    per_window = window_measures.with_derived(trace, execution_rows, serving_cpu_ns)
+    executions = [
+        window_measures.bounded_by_round_trip(execution)
+        for execution in amp.execution_results(trace, execution_rows, data, read, shares, per_window)
+    ]
     measured = [e for e in executions if e.kind == "measured"]
     warmup = amp.warmup(trace, execution_rows, data, read)
 
@@ -172,7 +174,9 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     return Analysis(
         trace_path=str(trace.path),
         complete=trace.complete,
-        warnings=_warnings(trace, executions) + busy_warning(overall, data_label),
+        warnings=_warnings(trace, executions)
+        + busy_warning(overall, data_label)
+        + window_measures.undetermined_warnings(window_measures.undetermined(measured)),
         measures={name: trace.measured(name) for name in MEASURE_NAMES},
         query=meta.get("query"),
         keyspace=keyspace,
@@ -199,6 +203,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         min_excess=rule.min_excess,
         latency_notes=found.notes,
         measure_summaries=window_measures.summaries([e.measures for e in measured]),
+        undetermined_measures=window_measures.undetermined(measured),
         cpu_per_result=window_measures.cpu_per_result(
             measured, len(schema.returned_cells(select)) if schema is not None and select is not None else None
         ),

@@ -6,10 +6,11 @@ p99 and total over the measured executions that have one. A measure a trace did 
 summary and no figure, never 0.
 """
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable
 
-from casstrace.analyses.model import REST, CpuPerResult, Execution, MeasureSummary, TimeSplit
+from casstrace.analyses.model import REST, CpuPerResult, Execution, MeasureSummary, TimeSplit, UndeterminedMeasure
 from casstrace.analyses.percentiles import percentile
 from casstrace.traces import Trace, queries
 from casstrace.traces.measures import MEASURES, measure
@@ -123,6 +124,49 @@ def time_split(measured: list[Execution]) -> TimeSplit | None:
     return TimeSplit(
         executions=len(split), parts_ns=parts, node_ns=sum(figures["node_ns"] for figures in split) / len(split)
     )
+
+
+# An execution's node's time and its parts (folded against the same requests' segments): undetermined together.
+NODE_TIME_MEASURES = ("node_ns", *SPLIT_MEASURES)
+
+
+def bounded_by_round_trip(execution: Execution) -> Execution:
+    """The execution, its node's time (and that time's split) left undetermined when it exceeds the
+    client's round trip. The node takes and answers the execution's requests within the round trip, so
+    more than it is time the window counted of other requests (another client's on the connections
+    counted, an event the node pushed on one): not this execution's, and no part of it can be told apart."""
+    node_ns, latency_s = execution.measures.get("node_ns"), execution.latency_s
+    if node_ns is None or latency_s is None or node_ns <= latency_s * 1e9:
+        return execution
+    why = (
+        f"the node's time counted ({node_ns / 1e6:,.1f} ms) exceeds the execution's round trip "
+        f"({latency_s * 1e3:,.1f} ms): its window counted other requests than the execution's, which cannot "
+        "be told apart"
+    )
+    undetermined = {name: why for name in NODE_TIME_MEASURES if name in execution.measures}
+    return dataclasses.replace(
+        execution,
+        measures={name: value for name, value in execution.measures.items() if name not in undetermined},
+        undetermined={**execution.undetermined, **undetermined},
+    )
+
+
+def undetermined(measured: list[Execution]) -> list[UndeterminedMeasure]:
+    """Each registered measure some of the measured executions have undetermined, in the registry's order."""
+    found = []
+    for entry in MEASURES.values():
+        whys = [e.undetermined[entry.name] for e in measured if entry.name in e.undetermined]
+        if whys:
+            found.append(UndeterminedMeasure(entry.name, entry.label, entry.unit, len(whys), len(measured), whys[0]))
+    return found
+
+
+def undetermined_warnings(found: list[UndeterminedMeasure]) -> list[str]:
+    """One line for the measures undetermined for one reason in as many executions."""
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for entry in found:
+        grouped[entry.text].append(entry.label)
+    return [f"{', '.join(labels)} per execution: {text}." for text, labels in grouped.items()]
 
 
 def traced_ns(trace: Trace) -> dict[int, float]:

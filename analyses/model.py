@@ -226,6 +226,8 @@ class Execution(ExecutionRecord):
     amplification: Amplification | None = None
     # per-window measures of its window (casstrace.analyses.measures): name -> value in its unit
     measures: dict[str, float] = field(default_factory=dict)
+    # measures its window took that are not its own (analyses.measures.bounded_by_round_trip): name -> why
+    undetermined: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -255,6 +257,23 @@ class MeasureSummary:
     def heading(self) -> str:
         """Its label, saying whose it is when it is not the node's."""
         return self.label if self.whose == "node" else f"{self.label} ({self.whose})"
+
+
+@dataclass(frozen=True)
+class UndeterminedMeasure:
+    """A registered per-window measure that some measured executions' windows took but that is not
+    theirs alone (casstrace.analyses.measures.bounded_by_round_trip): left out of its summary."""
+
+    name: str
+    label: str
+    unit: str  # 'ns' | 'bytes' | 'count'
+    executions: int  # measured executions whose figure is undetermined
+    of: int  # measured executions
+    why: str  # the first of them's reason
+
+    @property
+    def text(self) -> str:
+        return f"undetermined in {self.executions} of {self.of} executions: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -513,6 +532,7 @@ class Analysis:
     latency_notes: list[Finding] = field(default_factory=list)
     # the per-window measures the trace took, over the measured executions (each execution's: .measures)
     measure_summaries: list[MeasureSummary] = field(default_factory=list)
+    undetermined_measures: list[UndeterminedMeasure] = field(default_factory=list)  # left out of those summaries
     cpu_per_result: CpuPerResult | None = None  # the node's CPU per row and per cell returned
     time_split: TimeSplit | None = None  # None: the node's time or its split was not measured
     leaf_digest: str | None = None  # of the result's leaf values per row key (meta leaf_digest; None: not stored)

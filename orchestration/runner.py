@@ -281,7 +281,9 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 local_cold.before_execution()
                 cold = local_cold
             # The mapped pages and CPU time of each execution, measured around its window (outside it).
-            sources += node_sources(process.pid, cassandra["data_file_directories"], options.connection.port)
+            sources += node_sources(
+                process.pid, cassandra["data_file_directories"], options.connection.port, node.client_addresses()
+            )
             for source in sources:  # stopped by the recording too; this covers a refusal before it starts
                 stack.callback(source.stop)
             if options.profile:

@@ -6,7 +6,7 @@ node_sources(), so a source added here is taken on every captured node of every 
 reach the trace through casstrace.traces.merge for several nodes.
 """
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from casstrace.node.gc_pauses import GcPauses
 from casstrace.probes.bcc.node_time import NodeTime
@@ -15,7 +15,17 @@ from casstrace.probes.protocol import WindowSource
 from casstrace.terminal import warn
 
 
-def node_sources(pid: int, data_file_directories: Sequence[str], native_port: int) -> list[WindowSource]:
+def node_sources(
+    pid: int,
+    data_file_directories: Sequence[str],
+    native_port: int,
+    clients: Collection[tuple[str, int]] | None = None,
+) -> list[WindowSource]:
     """The mapped pages each window touched, the node's time and CPU time, and the JVM's pauses per
-    window (made now, before the capture: their set-up lands in no window)."""
-    return [MappedPagesCapture(pid, data_file_directories), NodeTime(pid, native_port, warn), GcPauses(pid, warn)]
+    window (made now, before the capture: their set-up lands in no window). The node's time is of the
+    connections from `clients` (the run's driver's ends), or every client's where they are not known."""
+    return [
+        MappedPagesCapture(pid, data_file_directories),
+        NodeTime(pid, native_port, warn, clients=clients),
+        GcPauses(pid, warn),
+    ]

@@ -164,15 +164,27 @@ def nodes_heading(analysis: Analysis) -> str:
     return f"Nodes{level} ({analysis.scope})"
 
 
+def _measure_columns(analysis: Analysis) -> list[tuple[str, str, str]]:
+    """(name, unit, heading) of each per-window measure the trace took: those summarized, then those
+    undetermined in every execution."""
+    summarized = [(summary.name, summary.unit, summary.heading) for summary in analysis.measure_summaries]
+    names = {name for name, _, _ in summarized}
+    return summarized + [(u.name, u.unit, u.label) for u in analysis.undetermined_measures if u.name not in names]
+
+
 def execution_columns(analysis: Analysis) -> tuple[str, ...]:
     """The executions table's headings: the fixed ones, then a column per per-window measure the trace took."""
-    return EXECUTION_COLUMNS + tuple(summary.heading for summary in analysis.measure_summaries)
+    return EXECUTION_COLUMNS + tuple(heading for _, _, heading in _measure_columns(analysis))
 
 
 def execution_rows(analysis: Analysis) -> list[tuple[str, ...]]:
+    columns = _measure_columns(analysis)
     return [
         execution_row(e)
-        + tuple(human_measure(e.measures.get(summary.name), summary.unit) for summary in analysis.measure_summaries)
+        + tuple(
+            "undetermined" if name in e.undetermined else human_measure(e.measures.get(name), unit)
+            for name, unit, _ in columns
+        )
         for e in analysis.executions
     ]
 
@@ -180,14 +192,18 @@ def execution_rows(analysis: Analysis) -> list[tuple[str, ...]]:
 def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
     """(label, value) of each per-window measure the trace took, over the measured executions, and the
     node's CPU per row and per cell returned."""
+    undetermined = {u.name: u for u in analysis.undetermined_measures}
     items = [
         (
             f"{summary.heading} per execution",
             f"median {human_measure(summary.median, summary.unit)}, p99 {human_measure(summary.p99, summary.unit)}"
-            f" ({summary.executions} execution{'s' * (summary.executions != 1)})",
+            f" ({summary.executions} execution{'s' * (summary.executions != 1)})"
+            + (f"; {undetermined[summary.name].text}" if summary.name in undetermined else ""),
         )
         for summary in analysis.measure_summaries
     ]
+    summarized = {summary.name for summary in analysis.measure_summaries}
+    items += [(f"{u.label} per execution", u.text) for u in analysis.undetermined_measures if u.name not in summarized]
     cpu = analysis.cpu_per_result
     if cpu is not None:
         per_cell = (
@@ -221,12 +237,14 @@ def first_screen_row(analysis: Analysis) -> tuple[str, ...]:
     split = analysis.time_split
     payload = analysis.overall.payload_bytes
     necessary = analysis.necessary.bytes if analysis.necessary is not None else None
+    undetermined = any(u.name == "node_ns" for u in analysis.undetermined_measures)
+    unknown = "undetermined" if undetermined else NOT_MEASURED  # its reason: the headline numbers and warnings
     return (
         human_bytes(analysis.read_per_execution),
         human_bytes(necessary) if necessary is not None else "no model",
         human_bytes(payload / measured_executions(analysis)) if payload is not None else "—",
-        human_ns(split.node_ns) if split is not None else NOT_MEASURED,
-        *(human_ns(split.parts_ns[label]) if split is not None else NOT_MEASURED for label in SPLIT_LABELS),
+        human_ns(split.node_ns) if split is not None else unknown,
+        *(human_ns(split.parts_ns[label]) if split is not None else unknown for label in SPLIT_LABELS),
     )
 
 
@@ -296,7 +314,8 @@ def amplification_items(analysis: Analysis) -> list[tuple[str, str]]:
         ("Mapped pages touched (reads through memory maps)", human_bytes(o.mapped_touched_bytes)),
         ("Page-cache misses (device reads)", human_bytes(o.cache_miss_bytes)),
         ("Syscall amplification", ratio(o.syscall, "undetermined")),
-        ("Device amplification", ratio(o.device)),
+        # left out when the node read nothing from its device (a warm node): a ratio of 0 says nothing
+        *([("Device amplification", ratio(o.device))] if o.cache_miss_bytes != 0 else []),
         ("Data read ÷ wire bytes", ratio(o.wire)),
         ("Payload", human_bytes(o.payload_bytes) if o.payload_bytes is not None else "none recorded"),
         ("Wire bytes to the client", human_bytes(o.wire_bytes)),

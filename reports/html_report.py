@@ -52,6 +52,7 @@ SPLIT_COLOURS = ("#f58518", "#e45756", "#ff9da6", "#b279a2", "#bab0ac")  # the t
 Figure = dict[str, Any]  # a plotly.js figure: {"data": [traces], "layout": {...}}
 
 STYLE = """
+html { overflow-y: scroll; } /* the scroll bar there before plotly sizes its plots: none wider than the page */
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: .5em 0; font-size: .9em; }
@@ -220,49 +221,91 @@ def _plot(data: list[dict[str, Any]], *, title: str, title_size: int | None = No
     return {"data": data, "layout": {"title": {"text": title, "x": 0.05, **font}, **layout}}
 
 
+BYTES_BAR_PX = 150  # the bytes bars' part of the first screen's chart
+SPLIT_BAR_PX = 110  # the node's time's stacked bar, with its axis
+CHART_FRAME_PX = 130  # title, axis titles and margins
+TEXT_ROOM_DECADES = 0.9  # right of the longest bar, for its value written outside it
+
+
+def _bytes_axis(values: Sequence[float]) -> dict[str, Any]:
+    """A log axis of KiB over the positive `values`: a data read 1,000x the necessary read and the payload
+    leaves them a visible bar on a linear one only a pixel wide. Room is left right of the longest bar
+    for its value, and below the shortest."""
+    positive = [value / 1024 for value in values if value > 0] or [1.0]
+    low, high = math.log10(min(positive)), math.log10(max(positive))
+    return {
+        "type": "log",
+        "dtick": 1,  # a tick a decade: 1, 10, 100 KiB ...
+        "range": [math.floor(low) - 0.3, high + TEXT_ROOM_DECADES],
+        "title": {"text": "KiB per execution (log scale)"},
+    }
+
+
 def _execution_bars(bars: ExecutionBars) -> Figure:
-    """Per execution: the data read against the necessary read and the payload (top), and the node's time
-    split into CPU, I/O wait, GC and the rest (bottom): one chart, two bars."""
+    """Per execution: the data read against the necessary read and the payload (top, each bar labelled
+    with its value), and the node's time split into CPU, I/O wait, GC and the rest (bottom, when
+    measured): one chart."""
     shown = bars.bytes_per_execution
     data: list[dict[str, Any]] = [
         {
             "type": "bar",
             "orientation": "h",
             "x": [value / 1024 for value in shown.values()],
-            "y": [_text(name) for name in shown],
+            # a log axis draws no bar of 0: its label says it
+            "y": [_text(name if value > 0 else f"{name}: {human_bytes(value)}") for name, value in shown.items()],
+            "text": [human_bytes(value) for value in shown.values()],
+            "textposition": "outside",
+            "cliponaxis": False,
             "xaxis": "x",
             "yaxis": "y",
-            "name": "KiB per execution",
+            "name": "per execution",
             "marker": {"color": "#4c78a8"},
+            "hovertemplate": "%{y}: %{text}<extra></extra>",
             "showlegend": False,
         }
     ]
     split = bars.time_split
+    bytes_axis = {**_bytes_axis(list(shown.values())), "anchor": "y"}
+    layout: dict[str, Any] = {
+        "title": {"text": "Per execution: bytes read, and where the node's time went"},
+        "barmode": "stack",
+        "margin": {"l": 20, "r": 20, "t": 50, "b": 40},
+        "xaxis": bytes_axis,
+        # labels beside their bars, read top down, given the room they need
+        "yaxis": {"anchor": "x", "automargin": True, "autorange": "reversed"},
+    }
+    if split is None:
+        title = layout["title"]["text"].replace(", and where the node's time went", " (the node's time: not measured)")
+        return {
+            "data": data,
+            "layout": {**layout, "title": {"text": title}, "height": BYTES_BAR_PX + CHART_FRAME_PX},
+        }
     for name, colour in zip(SPLIT_LABELS, SPLIT_COLOURS, strict=True):
-        if split is not None:
-            data.append(
-                {
-                    "type": "bar",
-                    "orientation": "h",
-                    "x": [split.parts_ns[name] / 1e6],
-                    "y": ["node time"],
-                    "xaxis": "x2",
-                    "yaxis": "y2",
-                    "name": name,
-                    "marker": {"color": colour},
-                }
-            )
+        data.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": [split.parts_ns[name] / 1e6],
+                "y": ["node time"],
+                "xaxis": "x2",
+                "yaxis": "y2",
+                "name": name,
+                "marker": {"color": colour},
+                "hovertemplate": f"{html.escape(name)}: {human_ns(split.parts_ns[name])}<extra></extra>",
+            }
+        )
+    height = BYTES_BAR_PX + SPLIT_BAR_PX + CHART_FRAME_PX
+    share = SPLIT_BAR_PX / (BYTES_BAR_PX + SPLIT_BAR_PX)
     return {
         "data": data,
         "layout": {
-            "title": {"text": "Per execution: bytes read, and where the node's time went"},
-            "barmode": "stack",
-            "height": 320,
-            "grid": {"rows": 2, "columns": 1},
-            "xaxis": {"title": {"text": "KiB"}, "domain": [0, 1], "anchor": "y"},
-            "yaxis": {"domain": [0.6, 1], "anchor": "x"},
-            "xaxis2": {"title": {"text": "ms (node's time: not measured)" if split is None else "ms"}, "anchor": "y2"},
-            "yaxis2": {"domain": [0, 0.35], "anchor": "x2"},
+            **layout,
+            "height": height,
+            "yaxis": {**layout["yaxis"], "domain": [share + 0.15, 1]},
+            "xaxis2": {"title": {"text": f"ms (the node's time: {human_ns(split.node_ns)})"}, "anchor": "y2"},
+            "yaxis2": {"domain": [0, share - 0.08], "anchor": "x2", "automargin": True},
+            # beside the split's bar, in its order, clear of both axes
+            "legend": {"x": 1.01, "y": 0, "yanchor": "bottom", "traceorder": "normal"},
         },
     }
 

@@ -26,6 +26,7 @@ Later in version 2: "index_read", the index part of the read by part of the tabl
 Later in version 2: MEASUREs "running_ns", "cpu_wait_ns", "io_wait_ns" (the node's time of the execution during
 which one of its request threads ran, none ran but one waited for a CPU, one slept uninterruptibly on the disk or
 a mapped page: casstrace.probes.bcc.request_states); "time_split", the node's time split.
+Later in version 2: executions[].undetermined and "undetermined_measures" (a node's time past the round trip).
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
@@ -48,12 +49,19 @@ A measure the backend did not take is null, never 0; `measures` says which were 
                   "rows": int | null, "payload_bytes": int | null, "wire_bytes": int | null,
                   "pages": int | null (pages fetched), "error": str | null, "amplification": AMPLIFICATION | null,
                   "measures": {MEASURE: float}   the per-window measures of its window, each in its unit
-                                 (a measure not taken is absent, never 0)}],
+                                 (a measure not taken is absent, never 0),
+                  "undetermined": {MEASURE: str}   measures its window took that are not the execution's own,
+                                 absent from "measures", with why (the node's time and its split past the
+                                 execution's round trip)}],
   "measures_per_execution": [{   each per-window measure the trace took, over the measured executions
     "name": MEASURE, "label": str, "unit": "ns" | "bytes" | "count",
     "whose": "node" | "client",  taken on the node, or by casstrace's client (its own decoding)
     "executions": int,           measured executions with a value
     "median": float, "p99": float, "total": float
+  }],
+  "undetermined_measures": [{    each measure undetermined in some measured executions (left out of the above)
+    "name": MEASURE, "label": str, "unit": "ns" | "bytes" | "count", "executions": int,
+    "of": int (measured executions), "why": str
   }],
   "cpu_per_result": {            the node's CPU over what the executions returned (null: no CPU measure, or no rows)
     "measure": "serving_cpu_ns" | "request_cpu_ns", "label": str, "executions": int,
@@ -354,6 +362,7 @@ def data(analysis: Analysis) -> dict:
                 "error": e.error,
                 "amplification": dataclasses.asdict(e.amplification) if e.amplification else None,
                 "measures": e.measures,
+                "undetermined": e.undetermined,
             }
             for e in analysis.executions
         ],
@@ -370,6 +379,7 @@ def data(analysis: Analysis) -> dict:
         "consistency": analysis.consistency,
         "nodes": [_node(node) for node in analysis.nodes],
         "measures_per_execution": common.measures_data(analysis),
+        "undetermined_measures": [dataclasses.asdict(u) for u in analysis.undetermined_measures],
         "cpu_per_result": dataclasses.asdict(analysis.cpu_per_result) if analysis.cpu_per_result else None,
         "time_split": dataclasses.asdict(analysis.time_split) if analysis.time_split else None,
     }

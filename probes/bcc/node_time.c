@@ -9,10 +9,13 @@
 // themselves as they move from pool to pool, so a name read once at the end is not the one they
 // had while they served.
 //
-// The node's time: on the client connections' descriptors (client_fds, filled by userspace), a
-// request begins at the entry of the read that takes its first bytes, and lasts until the exit of the
-// last write of its answer; each answering write adds the time since the request began (or since
-// the previous write of its answer) to the window's total. A read after an answer begins the next
+// The node's time: on the client connections' descriptors (client_fds, filled by userspace: the
+// measuring client's own, never another client's), a request begins at the entry of the read that
+// takes its first bytes, and lasts until the exit of the last write of its answer; each answering
+// write adds the time since the request began (or since the previous write of its answer), from no
+// earlier than its window's start (window_start_ns, set by userspace with the window), to the window's
+// total: a write long after the last answer (an event the node pushes on a connection) cannot carry
+// the time before the window into it. A read after an answer begins the next
 // request. Requests on one connection are taken one at a time (casstrace's client sends the next
 // page's request after the previous answer).
 //
@@ -67,6 +70,7 @@ struct request {
 
 BPF_PERCPU_ARRAY(switched_in, u64, 1);
 BPF_ARRAY(window, u32, 1);
+BPF_ARRAY(window_start_ns, u64, 1); // CLOCK_MONOTONIC
 BPF_ARRAY(overflows, u64, 1);
 BPF_HASH(oncpu, struct slice_key, u64, ONCPU_ENTRIES);
 BPF_ARRAY(per_thread, u32, 1);
@@ -269,8 +273,13 @@ static inline int leave(long ret) {
     if (!open)
         return 0; // a write no request read asked for (an event the node pushes)
     u64 now = bpf_ktime_get_ns();
-    u64 from = open->answered_ns ? open->answered_ns : open->start_ns;
+    u32 first_write = !open->answered_ns;
+    u64 from = first_write ? open->start_ns : open->answered_ns;
     open->answered_ns = now;
+    int zero_key = 0;
+    u64 *opened = window_start_ns.lookup(&zero_key);
+    if (opened && from < *opened)
+        from = *opened;
     u32 window_id = current_window();
     u64 zero = 0;
     u64 *total = answering_ns.lookup_or_try_init(&window_id, &zero);
@@ -280,7 +289,7 @@ static inline int leave(long ret) {
         count_overflow();
     if (per_thread_window())
         send(now, from, 0, window_id, KIND_ANSWERED, 0);
-    if (from == open->start_ns) { // the answer's first write: one request answered
+    if (first_write) { // one request answered
         u64 *count = answered.lookup_or_try_init(&window_id, &zero);
         if (count)
             __sync_fetch_and_add(count, 1);

@@ -5,22 +5,24 @@ node's time split by its request threads' condition: `running_ns`, `cpu_wait_ns`
 
 A window source (casstrace.probes.protocol.WindowSource) beside the capture backend. One small BPF
 program: on sched_switch it adds each slice a thread of the JVM ran to (window, thread); on the
-socket calls of the JVM's client connections (those on its native-transport port, open when the
-source is made: the run's driver connected before) it times each request from the read that takes
-it to the last write of its answer. on_window_start tells it the window. At the end the maps are read
-once and each window's figures written: the node's time answering, the requests answered, every
-thread's CPU time (`jvm_cpu_ns`) and that of the threads that serve CQL requests, by the name of their
-pool as they ran (`request_cpu_ns`: the native transport's request and event-loop threads and the read
-stage, told apart in the kernel; on a busy node their work for other clients counts too). In the
-measured executions' windows it also keeps every thread's CPU per 1 ms slot (the thread_cpu table), from
+socket calls of the measuring client's connections (those on its native-transport port from the
+client's addresses, open when the source is made: the run's driver connected before) it times each
+request from the read that takes it to the last write of its answer, within the window.
+on_window_start tells it the window. At the end the maps are read once and each window's figures
+written: the node's time answering, the requests answered, every thread's CPU time (`jvm_cpu_ns`)
+and that of the threads that serve CQL requests, by the name of their pool as they ran
+(`request_cpu_ns`: the native transport's request and event-loop threads and the read stage, told
+apart in the kernel; on a busy node their work for other clients counts too). In the measured
+executions' windows it also keeps every thread's CPU per 1 ms slot (the thread_cpu table), from
 which the analyses take the CPU of the threads that served each execution, while they served it.
 """
 
 import ctypes
 import os
 import threading
+import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib import resources
 from typing import Any
 
@@ -28,6 +30,7 @@ from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD
 from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
 from casstrace.probes.proc import proc_fds
 from casstrace.probes.protocol import MEASURED_WINDOW
+from casstrace.traces.addresses import normalize_ip, parse_address
 from casstrace.traces.rows import ThreadCpuRow, WindowMeasureRow
 from casstrace.traces.schema import THREAD_SLOT_NS
 from casstrace.traces.writer import TraceWriter
@@ -58,10 +61,15 @@ def serves_requests_c(prefixes: tuple[str, ...] = REQUEST_THREAD_PREFIXES) -> st
     return "(" + " || ".join(f"({test})" for test in tests) + ")"
 
 
-def client_fds(pid: int, native_port: int) -> list[int]:
-    """The process's descriptors of TCP connections on its native-transport port (its CQL clients')."""
-    clients = {
-        inode for inode, (local, _) in proc_fds.tcp_sockets(pid).items() if local.rsplit(":", 1)[1] == str(native_port)
+def client_fds(pid: int, native_port: int, clients: Collection[tuple[str, int]] | None = None) -> list[int]:
+    """The process's descriptors of TCP connections on its native-transport port (its CQL clients'): of
+    those whose remote end is one of `clients` ((ip, port) of the measuring client's connections), when
+    given."""
+    own = {(normalize_ip(ip), port) for ip, port in clients} if clients is not None else None
+    connections = {
+        inode
+        for inode, (local, remote) in proc_fds.tcp_sockets(pid).items()
+        if local.rsplit(":", 1)[1] == str(native_port) and (own is None or parse_address(remote) in own)
     }
     found = []
     for fd in proc_fds.open_fds(pid):
@@ -69,7 +77,7 @@ def client_fds(pid: int, native_port: int) -> list[int]:
             link = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
-        if link.startswith("socket:[") and int(link[len("socket:[") : -1]) in clients:
+        if link.startswith("socket:[") and int(link[len("socket:[") : -1]) in connections:
             found.append(fd)
     return found
 
@@ -90,7 +98,8 @@ class _Sent(ctypes.Structure):
 class NodeTime:
     """The node's time and CPU per window, for the process `pid` serving CQL on `native_port`. Made before
     the capture: the program is compiled and attached then (a second or two of one core), idle until
-    the first window."""
+    the first window. The node's time is of the connections of `clients` ((ip, port) of the measuring
+    client's ends: another client's requests are never its own), or of every client's when not given."""
 
     def __init__(
         self,
@@ -98,6 +107,7 @@ class NodeTime:
         native_port: int,
         warn: Callable[[str], None],
         per_thread_labels: frozenset[str] = frozenset({MEASURED_WINDOW}),
+        clients: Collection[tuple[str, int]] | None = None,
     ):
         self.pid = pid
         self._bpf: Any = None
@@ -122,7 +132,14 @@ class NodeTime:
             self._bpf = BPF(text=source, cflags=cflags)
             self._bpf[b"transitions"].open_ring_buffer(self._on_transition)
             fds = self._bpf[b"client_fds"]
-            for fd in client_fds(pid, native_port):
+            own = client_fds(pid, native_port, clients)
+            if clients is not None and not own:  # a NAT between them: the node knows the client by other addresses
+                warn(
+                    "the node's time per execution counts every client's requests: none of the node's "
+                    "connections comes from this client's addresses"
+                )
+                own = client_fds(pid, native_port)
+            for fd in own:
                 fds[ctypes.c_uint32(fd)] = ctypes.c_uint8(1)
         except Exception as error:  # no bcc, no privilege: the measures are not taken, and the run goes on
             warn(f"the node's time and CPU per execution are not measured: {error}")
@@ -150,6 +167,8 @@ class NodeTime:
 
     def on_window_start(self, window_id: int, label: str, execution: int | None) -> None:
         if self._bpf is not None:
+            # CLOCK_MONOTONIC: bpf_ktime_get_ns()'s clock
+            self._bpf[b"window_start_ns"][ctypes.c_int(0)] = ctypes.c_uint64(time.monotonic_ns())
             self._bpf[b"window"][ctypes.c_int(0)] = ctypes.c_uint32(window_id)
             self._bpf[b"per_thread"][ctypes.c_int(0)] = ctypes.c_uint32(label in self._per_thread_labels)
 

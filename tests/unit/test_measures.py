@@ -156,3 +156,59 @@ def test_the_time_split_adds_up_to_the_nodes_time(merged):
     assert sum(split.parts_ns.values()) == pytest.approx(split.node_ns)
     assert split.measured_share == pytest.approx(1 - 1 / 36)
     assert _split_of(analysis, [{"node_ns": 10, "running_ns": 5}]) is None  # a part not measured: no split
+
+
+def _one_node(path, latency_s, node_ns):
+    """A run trace of one measured execution whose round trip is `latency_s` and whose window counted
+    `node_ns` of the node's time, split into running 2 ms and waiting for a CPU 1 ms."""
+    writer = TraceWriter(path)
+    synthetic._base_meta(writer, query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo")
+    _, window = synthetic._run_windows(writer, {"latency_s": latency_s, "rows": 20, "payload_bytes": 2000})
+    figures = {"node_ns": node_ns, "running_ns": 2e6, "cpu_wait_ns": 1e6, "io_wait_ns": 0, "jvm_cpu_ns": 9e6}
+    writer.add_window_measures([{"window_id": window, "measure": name, "value": v} for name, v in figures.items()])
+    return writer.finish()
+
+
+def test_a_nodes_time_past_the_round_trip_is_undetermined_with_its_reason(tmp_path):
+    """The node answers an execution's requests within its round trip: a window that counted more (another
+    client's requests) gives no node's time, no split of it and no summary, but says undetermined and why,
+    in every format; the other measures of the window stay."""
+    with Trace(_one_node(tmp_path / "over.trace", latency_s=0.010, node_ns=47e6)) as trace:
+        analysis = analyse(trace)
+    (measured,) = [e for e in analysis.executions if e.kind == "measured"]
+    why = (
+        "the node's time counted (47.0 ms) exceeds the execution's round trip (10.0 ms): its window counted "
+        "other requests than the execution's, which cannot be told apart"
+    )
+    assert measured.undetermined == {"node_ns": why, "running_ns": why, "cpu_wait_ns": why, "io_wait_ns": why}
+    assert measured.measures == {"jvm_cpu_ns": 9e6}
+    assert {s.name for s in analysis.measure_summaries} == {"jvm_cpu_ns"}
+    assert analysis.time_split is None
+    assert [(u.name, u.executions, u.of, u.why) for u in analysis.undetermined_measures] == [
+        (name, 1, 1, why) for name in ("node_ns", "running_ns", "cpu_wait_ns", "io_wait_ns")
+    ]
+    columns = common.execution_columns(analysis)
+    (row,) = [row for row in common.execution_rows(analysis) if row[1] == "measured"]
+    shown = dict(zip(columns, row, strict=True))
+    assert [shown[label] for label in ("Node time", "Running", "Waiting for a CPU", "I/O wait")] == ["undetermined"] * 4
+    assert shown["JVM CPU (all threads)"] == "9 ms"
+    assert (
+        f"Node time, Running, Waiting for a CPU, I/O wait per execution: undetermined in 1 of 1 executions: {why}."
+        in analysis.warnings
+    )
+    assert common.first_screen_row(analysis)[3:] == ("undetermined",) * 6
+    assert ("Node time per execution", f"undetermined in 1 of 1 executions: {why}") in common.measure_items(analysis)
+    report = json.loads(render(analysis, "json"))
+    assert [e["undetermined"]["node_ns"] for e in report["executions"] if e["kind"] == "measured"] == [why]
+    assert "node_ns" not in {m["name"] for m in report["measures_per_execution"]}
+    for fmt in ("text", "md", "html"):
+        assert "47.0 ms" in render(analysis, fmt), fmt  # the reason, with both figures
+
+
+def test_a_nodes_time_within_the_round_trip_is_the_executions(tmp_path):
+    with Trace(_one_node(tmp_path / "within.trace", latency_s=0.010, node_ns=9e6)) as trace:
+        analysis = analyse(trace)
+    (measured,) = [e for e in analysis.executions if e.kind == "measured"]
+    assert measured.undetermined == {} and measured.measures["node_ns"] == 9e6
+    assert analysis.undetermined_measures == [] and analysis.time_split is not None
+    assert analysis.time_split.node_ns == 9e6

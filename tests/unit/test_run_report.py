@@ -1,5 +1,6 @@
 """reports/run.py: one trace's Analysis as one Document, its outline written once for every format."""
 
+import dataclasses
 import html
 import json
 
@@ -52,3 +53,28 @@ def test_the_brief_view_is_the_head(wide):
     assert "SSTable files" not in brief and "SSTable files" in full
     assert "Top files" not in full  # the summary's own section: md's
     assert "Top files" in render(wide, "md") and "SSTable files" not in render(wide, "md")
+
+
+def _device_item(analysis):
+    """The device amplification item in every format, and in the headline numbers."""
+    items = [block for s in document(analysis).sections for block in s.blocks if isinstance(block, Items)]
+    labels = [label for block in items for label, _ in block.rows]
+    texts = {fmt: render(analysis, fmt) for fmt in ("text", "md", "html")}
+    return labels.count("Device amplification"), {fmt: "Device amplification" in text for fmt, text in texts.items()}
+
+
+def test_the_device_amplification_is_left_out_when_the_device_read_nothing(wide):
+    assert wide.overall.cache_miss_bytes == 0  # a warm node's read: every page from the page cache
+    assert _device_item(wide) == (0, {"text": False, "md": False, "html": False})
+    assert json.loads(render(wide, "json"))["amplification"]["device"] == 0.0  # the schema's field stays
+
+
+def test_the_device_amplification_is_shown_when_the_device_read(wide):
+    payload = wide.overall.payload_bytes
+    cold = dataclasses.replace(
+        wide, overall=dataclasses.replace(wide.overall, cache_miss_bytes=40 * payload, device=40.0)
+    )
+    assert _device_item(cold) == (1, {"text": True, "md": True, "html": True})
+    assert ("Device amplification", "40.0x") in [
+        row for s in document(cold).sections for b in s.blocks if isinstance(b, Items) for row in b.rows
+    ]
