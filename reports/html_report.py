@@ -291,7 +291,7 @@ def _execution_bars(bars: ExecutionBars) -> Figure:
                 "yaxis": "y2",
                 "name": name,
                 "marker": {"color": colour},
-                "hovertemplate": f"{html.escape(name)}: {human_ns(split.parts_ns[name])}<extra></extra>",
+                "hovertemplate": f"{_text(name)}: {human_ns(split.parts_ns[name])}<extra></extra>",
             }
         )
     height = BYTES_BAR_PX + SPLIT_BAR_PX + CHART_FRAME_PX
