@@ -19,9 +19,9 @@ whole (node.jvm.jcmd_value_problem); a path the ledger holds is acted on only wh
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,13 +168,21 @@ class GcPauses:
             if root_prefix(pid):
                 raise CasstraceError("the JVM runs in a container of its own", "")
             self._command = jcmd_command(pid)
-            directory = Path(tempfile.mkdtemp(prefix=LOG_DIRECTORY_PREFIX, dir=paths.gc_log_root()))
-            os.chown(directory, os.stat(f"/proc/{pid}").st_uid, -1)  # the JVM's user writes the log
-            self._directory = directory
-            problem = own_log_problem(str(self.log), pid)  # never written down to be refused later
+            directory = paths.gc_log_root() / f"{LOG_DIRECTORY_PREFIX}{secrets.token_hex(4)}"
+            log = str(directory / LOG_FILE_NAME)
+            problem = own_log_problem(log, pid)  # never written down to be refused later
             if problem is not None:
                 raise CasstraceError(problem, "")
-            self._ledger.record(GC_LOG, "off", str(self.log))
+            # Written down before the directory is made: a SIGKILL from here on leaves a record that
+            # removes it, never a directory no record names.
+            self._ledger.record(GC_LOG, "off", log)
+            try:
+                directory.mkdir(mode=0o700)  # fails when it is there: never another's directory
+            except OSError:
+                self._ledger.forget(GC_LOG)
+                raise
+            self._directory = directory
+            os.chown(directory, os.stat(f"/proc/{pid}").st_uid, -1)  # the JVM's user writes the log
             self._configure("gc=info,safepoint=info", decorators="timenanos")
             self.measured = True
         except (CasstraceError, OSError) as error:
