@@ -3,7 +3,6 @@ what it changed on a node (until it is put back) under the state dir, the JVM's 
 temporary dir."""
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -40,4 +39,6 @@ def gc_log_root() -> Path:
     """Where a run's GC log goes, each in a directory of its own that the JVM's user writes to
     (casstrace.node.gc_pauses): the temporary dir ($TMPDIR, else /tmp). A ledger record naming a log
     elsewhere is not casstrace's, and is never acted on (casstrace.node.leftovers)."""
+    import tempfile  # here: every command imports paths, and its start-up is kept light (test_costs)
+
     return Path(tempfile.gettempdir())
