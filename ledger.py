@@ -127,7 +127,7 @@ class Ledger:
         """Write the change down (durably) before it is made. Refused when a live casstrace holds the
         same change on this node: its original value would be read as ours, and put back twice."""
         held = self.read(what)
-        if isinstance(held, Unreadable | Refused):  # its original unknown: the node's value now may be casstrace's
+        if isinstance(held, Unreadable | Refused):  # unknown or not ours: the node's value now may be casstrace's
             state = "cannot be read" if isinstance(held, Unreadable) else "is refused"
             raise CasstraceError(
                 f"the ledger's record of the node's {_words(what)}, {held.path}, {state} ({held.reason}): "
