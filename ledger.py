@@ -18,6 +18,11 @@ is an Unreadable record, named with its reason: never a crash, never "nothing to
 node's value is then compared with what casstrace could have set: node.leftovers). Only regular
 files are opened, without blocking (a FIFO at the path must not hang a command) and without
 following a link.
+
+A whole record is acted on only when everything it names is casstrace's own. Here: its JVM, whose
+pid and start time must both be the running node's (a record without a start time, written by hand,
+names no JVM for sure); node.leftovers checks the paths. Anything else is Refused: never acted on,
+left in place, and said with what the user can do.
 """
 
 import dataclasses
@@ -87,7 +92,18 @@ class Unreadable:
     reason: str
 
 
-Record = Change | Unreadable
+@dataclass(frozen=True)
+class Refused:
+    """A whole record naming something that is not casstrace's own (here: another JVM than the one
+    running with its pid), and why. Nothing it names is touched, and it stays until the user removes it."""
+
+    what: str
+    node_pid: int
+    path: Path
+    reason: str
+
+
+Record = Change | Unreadable | Refused
 
 
 class Ledger:
@@ -111,9 +127,10 @@ class Ledger:
         """Write the change down (durably) before it is made. Refused when a live casstrace holds the
         same change on this node: its original value would be read as ours, and put back twice."""
         held = self.read(what)
-        if isinstance(held, Unreadable):  # its original unknown: the node's value now may be casstrace's
+        if isinstance(held, Unreadable | Refused):  # unknown or not ours: the node's value now may be casstrace's
+            state = "cannot be read" if isinstance(held, Unreadable) else "is refused"
             raise CasstraceError(
-                f"the ledger's record of the node's {_words(what)}, {held.path}, cannot be read ({held.reason}): "
+                f"the ledger's record of the node's {_words(what)}, {held.path}, {state} ({held.reason}): "
                 "the node's value now may be one a killed casstrace left, not its own",
                 "run `casstrace watch --restore`: it says what to check and how to put it back",
             )
@@ -159,7 +176,7 @@ class Ledger:
 
     def read(self, what: str) -> Record | None:
         """This node's record of `what`: the change, or why its file cannot be read; None when there is none."""
-        return read_record(self.path(what), what, self.node_pid)
+        return read_record(self.path(what), what, self.node_pid, self.node_start)
 
     def forget(self, what: str) -> None:
         """The change was put back (or never made)."""
@@ -182,19 +199,20 @@ class Ledger:
             if gone:
                 path.unlink(missing_ok=True)
             elif int(node_pid) == self.node_pid and path.suffix == ".json":
-                record = read_record(path, what, self.node_pid)
+                record = read_record(path, what, self.node_pid, self.node_start)
                 if record is not None:
                     found.append(record)
         return found
 
     def left_behind(self) -> list[Record]:
-        """This node's changes whose owner is gone without putting them back, and its records that
-        cannot be read (whose owner cannot be known)."""
-        return [record for record in self.records() if isinstance(record, Unreadable) or not record.owner_alive]
+        """This node's changes whose owner is gone without putting them back, its records that cannot be
+        read (whose owner cannot be known), and those refused (to be said)."""
+        return [record for record in self.records() if not isinstance(record, Change) or not record.owner_alive]
 
 
-def read_record(path: Path, what: str, node_pid: int) -> Record | None:
-    """The record at `path`: a Change, an Unreadable saying why not, None when there is no file."""
+def read_record(path: Path, what: str, node_pid: int, node_start: int | None) -> Record | None:
+    """The record at `path` of the JVM `node_pid` started at `node_start`: a Change, an Unreadable or
+    a Refused saying why not, None when there is no file."""
     try:
         data = _read_json(path)
     except FileNotFoundError:
@@ -205,6 +223,17 @@ def read_record(path: Path, what: str, node_pid: int) -> Record | None:
     if reason is not None:
         return Unreadable(what, node_pid, path, reason)
     assert isinstance(data, dict)
+    recorded_start = data.get("node_start")
+    if recorded_start is None:
+        return Refused(what, node_pid, path, f"it records no start time of JVM {node_pid}: it may be about another")
+    if recorded_start != node_start:
+        return Refused(
+            what,
+            node_pid,
+            path,
+            f"it is about the JVM {node_pid} started at {recorded_start}, not the one running "
+            f"(started at {node_start})",
+        )
     return Change(**{name: data[name] for name in _FIELDS})
 
 
@@ -258,11 +287,11 @@ def _wrong_shape(data: object, what: str, node_pid: int) -> str | None:
         return f"holds {_json_kind(data)}, not a record"
     if data.get("version") != VERSION:
         return f"format version {json.dumps(data.get('version'))[:20]}, where this casstrace writes {VERSION}"
-    missing = [name for name in _FIELDS if name not in data]
+    missing = [name for name in _FIELDS if name not in data and name != "node_start"]  # no start: Refused
     if missing:
         return f"no {', '.join(missing)}"
     for name in _NUMBERS:
-        if not _is_int(data[name]):
+        if not _is_int(data.get(name)) and not (name == "node_start" and data.get(name) is None):
             return f"its {name} is {_json_kind(data[name])}, not a whole number"
     if not isinstance(data["recorded_at"], str):
         return f"its recorded_at is {_json_kind(data['recorded_at'])}, not a time"
@@ -274,6 +303,8 @@ def _wrong_shape(data: object, what: str, node_pid: int) -> str | None:
             return f"its {name} is {_json_kind(value)}, not a probability"
         if what == PROFILER and not isinstance(value, str):
             return f"its {name} is {_json_kind(value)}, not a profiler state"
+        if what == GC_LOG and not isinstance(value, str):
+            return f"its {name} is {_json_kind(value)}, not a log output"
     return None
 
 
@@ -316,4 +347,4 @@ def _sync_directory(directory: Path) -> None:
 
 
 def _words(what: str) -> str:
-    return {TRACE_PROBABILITY: "trace probability", PROFILER: "async-profiler"}.get(what, what)
+    return {TRACE_PROBABILITY: "trace probability", PROFILER: "async-profiler", GC_LOG: "GC log output"}.get(what, what)

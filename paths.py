@@ -1,5 +1,6 @@
 """Where casstrace keeps things: downloads under the user's cache dir, sandboxes and traces under the data dir,
-what it changed on a node (until it is put back) under the state dir."""
+what it changed on a node (until it is put back) under the state dir, the JVM's GC log of a run under the
+temporary dir."""
 
 import os
 from pathlib import Path
@@ -32,3 +33,12 @@ def state_dir() -> Path:
     """What must outlive a casstrace killed mid-way: the ledger of what it changed on a node, until it
     is put back ($XDG_STATE_HOME/casstrace; ledger.py)."""
     return _xdg("XDG_STATE_HOME", ".local/state") / "casstrace"
+
+
+def gc_log_root() -> Path:
+    """Where a run's GC log goes, each in a directory of its own that the JVM's user writes to
+    (casstrace.node.gc_pauses): the temporary dir ($TMPDIR, else /tmp). A ledger record naming a log
+    elsewhere is not casstrace's, and is never acted on (casstrace.node.leftovers)."""
+    import tempfile  # here: every command imports paths, and its start-up is kept light (test_costs)
+
+    return Path(tempfile.gettempdir())

@@ -10,21 +10,27 @@ os::javaTimeNanos, CLOCK_MONOTONIC on Linux, the trace's clock). stop() turns th
 way out (and the ledger holds it for a casstrace killed before: node.leftovers). The JVM writes one
 line at the end of each pause; a pause is [end - length, end], and each window gets the time of the
 pauses that overlap it, cut to the window.
+
+The log is paths.gc_log_root()/casstrace-gc-XXXXXXXX/gc.log. A path goes to jcmd only when it can go
+whole (node.jvm.jcmd_value_problem); a path the ledger holds is acted on only when it is such a log
+(own_log_problem): a record naming anything else is refused (node.leftovers).
 """
 
 import contextlib
 import os
 import re
+import secrets
 import shutil
-import tempfile
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from casstrace import paths
 from casstrace.errors import CasstraceError
 from casstrace.ledger import GC_LOG, Ledger
-from casstrace.node.jvm import jcmd_command, run_tool
+from casstrace.node.jvm import jcmd_command, jcmd_value_problem, run_tool
 from casstrace.probes.proc.proc_fds import root_prefix
 from casstrace.traces.meta import JvmPause
 from casstrace.traces.rows import WindowMeasureRow
@@ -32,6 +38,7 @@ from casstrace.traces.writer import TraceWriter
 
 JCMD_TIMEOUT_S = 30.0
 LOG_DIRECTORY_PREFIX = "casstrace-gc-"  # the log's own temporary directory (removed with the output)
+LOG_FILE_NAME = "gc.log"
 UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # "[1672364269096ns] GC(11) Pause Full (Diagnostic Command) 418M->57M(1024M) 1110.588ms"
 GC_PAUSE = re.compile(
@@ -89,6 +96,64 @@ def pause_meta(pauses: list[Pause], start_ns: int, end_ns: int) -> list[JvmPause
     ]
 
 
+def own_log_problem(log: str, pid: int) -> str | None:
+    """Why `log` is not a GC log casstrace places for the JVM `pid`, None when it is: a path that goes
+    whole into jcmd, named as paths.gc_log_root()/casstrace-gc-…/gc.log (resolved: no '..', no link
+    out), whose directory, if it is still there, is a real directory (no symbolic link) of casstrace's
+    user or the JVM's (the log's directory is given to the JVM's user)."""
+    problem = jcmd_value_problem(log)
+    if problem is not None:
+        return f"the GC log {log!r} cannot be passed whole to jcmd: {problem}"
+    path = Path(log)
+    root = paths.gc_log_root()
+    directory = path.parent
+    if (
+        not path.is_absolute()
+        or os.path.normpath(log) != log
+        or path.name != LOG_FILE_NAME
+        or not directory.name.startswith(LOG_DIRECTORY_PREFIX)
+        or directory.name == LOG_DIRECTORY_PREFIX
+        or os.path.realpath(directory.parent) != os.path.realpath(root)
+    ):
+        return f"the GC log {log} is not where casstrace places one ({root}/{LOG_DIRECTORY_PREFIX}…/{LOG_FILE_NAME})"
+    try:
+        status = os.lstat(directory)
+    except FileNotFoundError:  # removed since (a cleaned /tmp): the output is still turned off by its name
+        return None
+    except OSError as error:
+        return f"the GC log's directory, {directory}, cannot be checked ({error.strerror})"
+    if stat.S_ISLNK(status.st_mode):
+        return f"the GC log's directory, {directory}, is a symbolic link"
+    if not stat.S_ISDIR(status.st_mode):
+        return f"the GC log's directory, {directory}, is not a directory"
+    try:
+        owners = {os.geteuid(), os.stat(f"/proc/{pid}").st_uid}
+    except OSError:
+        owners = {os.geteuid()}
+    if status.st_uid not in owners:
+        return f"the GC log's directory, {directory}, belongs to another user (uid {status.st_uid})"
+    return None
+
+
+def set_log_output(pid: int, command: list[str], log: str, what: str, decorators: str | None = None) -> None:
+    """`jcmd PID VM.log` on the output to the file `log` (`command`: jcmd and its pid, jcmd_command);
+    CasstraceError, before jcmd runs, when `log` cannot go whole into one option."""
+    problem = jcmd_value_problem(log)
+    if problem is not None:
+        raise CasstraceError(
+            f"the GC log's path {log!r} cannot be given to jcmd {pid} VM.log: {problem}",
+            "set TMPDIR to a directory whose path has no space, quote, '%' or control character",
+        )
+    run_tool(
+        [*command, "VM.log", f"output=file={log}", f"what={what}"]
+        + ([f"decorators={decorators}"] if decorators else []),
+        f"jcmd {pid} VM.log",
+        JCMD_TIMEOUT_S,
+        cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
+        failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java",
+    )
+
+
 class GcPauses:
     """The JVM `pid`'s pauses per window. Made before the capture: the log output is added then."""
 
@@ -103,10 +168,21 @@ class GcPauses:
             if root_prefix(pid):
                 raise CasstraceError("the JVM runs in a container of its own", "")
             self._command = jcmd_command(pid)
-            directory = Path(tempfile.mkdtemp(prefix=LOG_DIRECTORY_PREFIX))
-            os.chown(directory, os.stat(f"/proc/{pid}").st_uid, -1)  # the JVM's user writes the log
+            directory = paths.gc_log_root() / f"{LOG_DIRECTORY_PREFIX}{secrets.token_hex(4)}"
+            log = str(directory / LOG_FILE_NAME)
+            problem = own_log_problem(log, pid)  # never written down to be refused later
+            if problem is not None:
+                raise CasstraceError(problem, "")
+            # Written down before the directory is made: a SIGKILL from here on leaves a record that
+            # removes it, never a directory no record names.
+            self._ledger.record(GC_LOG, "off", log)
+            try:
+                directory.mkdir(mode=0o700)  # fails when it is there: never another's directory
+            except OSError:
+                self._ledger.forget(GC_LOG)
+                raise
             self._directory = directory
-            self._ledger.record(GC_LOG, "off", str(self.log))
+            os.chown(directory, os.stat(f"/proc/{pid}").st_uid, -1)  # the JVM's user writes the log
             self._configure("gc=info,safepoint=info", decorators="timenanos")
             self.measured = True
         except (CasstraceError, OSError) as error:
@@ -121,17 +197,10 @@ class GcPauses:
     @property
     def log(self) -> Path:
         assert self._directory is not None
-        return self._directory / "gc.log"
+        return self._directory / LOG_FILE_NAME
 
     def _configure(self, what: str, decorators: str | None = None) -> None:
-        run_tool(
-            [*self._command, "VM.log", f"output=file={self.log}", f"what={what}"]
-            + ([f"decorators={decorators}"] if decorators else []),
-            f"jcmd {self.pid} VM.log",
-            JCMD_TIMEOUT_S,
-            cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
-            failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java",
-        )
+        set_log_output(self.pid, self._command, str(self.log), what, decorators)
 
     def pauses(self) -> list[Pause]:
         """Every pause the JVM logged so far (all of them, once stopped)."""

@@ -279,6 +279,24 @@ def run_tool(command: list[str], what: str, timeout_s: float, *, cannot_run_fix:
     return result.stdout
 
 
+def jcmd_value_problem(value: str) -> str | None:
+    """Why `value` cannot go whole into one option of a jcmd command (`output=file=VALUE`), None when
+    it can. jcmd joins its arguments with spaces into one line (a newline starts another command) that
+    the JVM splits again at each space, taking a quote as its own (HotSpot's DCmdArgIter); a file
+    output's name has its %p and %t replaced (unified logging). Such a value is refused, never
+    quoted: no quoting passes every value whole through both parsers."""
+    if not value:
+        return "it is empty"
+    if value.startswith("-"):
+        return "it begins with '-' (jcmd would take it for an option of its own)"
+    if not (value.isascii() and value.isprintable()):
+        return "it holds a control or non-ASCII character"
+    for character, why in ((" ", "a space"), ('"', "a quote"), ("'", "a quote"), ("%", "a '%'")):
+        if character in value:
+            return f"it holds {why}"
+    return None
+
+
 def _die_with_parent() -> None:
     """In the child, before exec: SIGKILL it when casstrace ends (prctl PR_SET_PDEATHSIG)."""
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

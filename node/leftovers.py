@@ -10,6 +10,11 @@ casstrace's is in effect and the record is removed; at any other value it cannot
 value is the node's own or a killed watch's. Then the commands that would change it or vouch for it
 (watch, watch --restore) stop with the command that checks and the one that fixes, and never take
 that value for the node's own; run, which changes no probability, warns and goes on.
+
+A record is acted on only when everything it names is casstrace's own: its JVM (pid and start time,
+casstrace.ledger), and a GC log's path (where casstrace places one, and fit for jcmd whole:
+casstrace.node.gc_pauses.own_log_problem). Any other is refused: nothing it names is touched or passed
+to a tool, the record stays, and one line names it, why, and what the user can do.
 """
 
 import shutil
@@ -18,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
-from casstrace.ledger import GC_LOG, PROFILER, TRACE_PROBABILITY, Change, Ledger, Record, Unreadable
-from casstrace.node.gc_pauses import LOG_DIRECTORY_PREFIX
-from casstrace.node.jvm import CassandraProcess, jcmd_command, run_tool
+from casstrace.ledger import GC_LOG, PROFILER, TRACE_PROBABILITY, Change, Ledger, Refused, Unreadable
+from casstrace.node.gc_pauses import own_log_problem, set_log_output
+from casstrace.node.jvm import CassandraProcess, jcmd_command
 from casstrace.node.tracing import Nodetool, format_probability
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.terminal import printable
@@ -44,7 +49,9 @@ def restore_left_behind(
     told = []
     for record in Ledger(process.pid).left_behind():
         line = (
-            _restore_trace_probability(record, nodetool(), strict)
+            _refused(record.what, record.node_pid, record.path, record.reason)
+            if isinstance(record, Refused)
+            else _restore_trace_probability(record, nodetool(), strict)
             if record.what == TRACE_PROBABILITY
             else _stop_profiler(record, process.pid)
             if record.what == PROFILER
@@ -77,11 +84,27 @@ def unchanged_evidence(process: CassandraProcess, nodetool: Nodetool) -> str:
     )
 
 
+def _refused(what: str, pid: int, path: Path, reason: str) -> str:
+    """The line for a record that is not acted on: its file, why, and what the user can do."""
+    check = {
+        TRACE_PROBABILITY: "check the node's trace probability (nodetool gettraceprobability; "
+        "nodetool settraceprobability 0 puts Cassandra's default back)",
+        PROFILER: f"check for an async-profiler session in JVM {pid} (jcmd {pid} JVMTI.agent_load "
+        "<its libasyncProfiler.so> '\"status\"'; '\"stop\"' stops it)",
+        GC_LOG: f"list the JVM's log outputs (jcmd {pid} VM.log list) and turn off one casstrace added "
+        f"(jcmd {pid} VM.log output=#N what=all=off)",
+    }.get(what, "check the node")
+    return (
+        f"warning: refused the ledger's record {path}: {reason}; nothing it names was touched and the "
+        f"record stays: {check}, then remove the record"
+    )
+
+
 def _left_by(change: Change) -> str:
     return f"casstrace pid {change.owner_pid} (gone since {change.recorded_at} without putting it back)"
 
 
-def _restore_trace_probability(record: Record, nodetool: Nodetool, strict: bool) -> str | None:
+def _restore_trace_probability(record: Change | Unreadable, nodetool: Nodetool, strict: bool) -> str | None:
     if isinstance(record, Unreadable):
         return _unreadable_trace_probability(record, nodetool, strict)
     original, set_to = float(record.original), float(record.changed_to)
@@ -124,7 +147,7 @@ def _unreadable_trace_probability(record: Unreadable, nodetool: Nodetool, strict
     return f"warning: {cannot_tell}"
 
 
-def _stop_profiler(record: Record, pid: int) -> str | None:
+def _stop_profiler(record: Change | Unreadable, pid: int) -> str | None:
     """The JVM's profiler is asked whether it runs: the evidence, whether the record could be read or not."""
     by = _left_by(record) if isinstance(record, Change) else f"a casstrace (its record {record.path} unreadable)"
     try:
@@ -136,21 +159,18 @@ def _stop_profiler(record: Record, pid: int) -> str | None:
     return f"stopped the async-profiler session {by} left in JVM {pid}" if stopped else None
 
 
-def _stop_gc_log(record: Record, pid: int) -> str:
-    """Turn off the pause log output a killed `casstrace run` added (casstrace.node.gc_pauses); an
-    unreadable record does not say which output: said, and removed (the output only logs pauses)."""
+def _stop_gc_log(record: Change | Unreadable, pid: int) -> str:
+    """Turn off the pause log output a killed `casstrace run` added (casstrace.node.gc_pauses), and
+    remove its directory; a record naming a log casstrace does not place is refused. An unreadable
+    record does not say which output: said, and removed (the output only logs pauses)."""
     if not isinstance(record, Change):
         Ledger(record.node_pid).forget(GC_LOG)
         return f"warning: removed the ledger's record {record.path}, which cannot be read ({record.reason})"
-    run_tool(
-        [*jcmd_command(pid), "VM.log", f"output=file={record.changed_to}", "what=all=off"],
-        f"jcmd {pid} VM.log",
-        30.0,
-        cannot_run_fix="install a JDK matching the node's Java (its jcmd attaches to the JVM)",
-        failed_fix="run casstrace as the node's user or root, with a JDK matching the node's Java",
-    )
+    log = str(record.changed_to)
+    problem = own_log_problem(log, pid)
+    if problem is not None:
+        return _refused(GC_LOG, pid, Ledger(pid).path(GC_LOG), problem)
+    set_log_output(pid, jcmd_command(pid), log, "all=off")
     Ledger(record.node_pid).forget(GC_LOG)
-    directory = Path(str(record.changed_to)).parent
-    if directory.name.startswith(LOG_DIRECTORY_PREFIX):  # what the killed casstrace made for the log
-        shutil.rmtree(directory, ignore_errors=True)
+    shutil.rmtree(Path(log).parent, ignore_errors=True)  # the directory the killed casstrace made for the log
     return f"turned off the GC log output {_left_by(record)} added to JVM {pid}"

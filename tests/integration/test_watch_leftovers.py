@@ -3,17 +3,21 @@ without a word: the next casstrace puts it back), Ctrl-C at random moments of it
 no misleading error). Real node (the test sandbox), real probes, the node's trace probability read
 back through nodetool as the truth."""
 
+import contextlib
 import json
 import os
 import random
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
-from casstrace.ledger import TRACE_PROBABILITY, Change, Ledger
-from casstrace.node.gc_pauses import LOG_DIRECTORY_PREFIX
+from casstrace.errors import CasstraceError
+from casstrace.ledger import GC_LOG, TRACE_PROBABILITY, VERSION, Change, Ledger, process_start
+from casstrace.node.gc_pauses import LOG_DIRECTORY_PREFIX, set_log_output
+from casstrace.node.jvm import jcmd_command, run_tool
 from casstrace.probes.jvm.async_profiler import IDLE, AsyncProfiler
 from casstrace_cli import casstrace
 from watching import PREVIOUS, SAMPLE, nodetool, previous_probability, start_watch, watch_command  # noqa: F401 (fixtures)
@@ -23,8 +27,9 @@ pytestmark = pytest.mark.integration
 PUT_BACK = f"put the node's trace probability back to {PREVIOUS:g}"
 
 
-def _restore(sandbox) -> subprocess.CompletedProcess[str]:
-    return casstrace("watch", "--restore", "--port", sandbox.native_port, "--pid", sandbox.pid(), timeout=120)
+def _restore(sandbox, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`watch --restore`; `env`: the environment a killed casstrace had (its TMPDIR holds its GC log)."""
+    return casstrace("watch", "--restore", "--port", sandbox.native_port, "--pid", sandbox.pid(), timeout=120, env=env)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
@@ -37,9 +42,10 @@ def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(
     moment = random.Random(seed).uniform(0.5, 9.0)
     temporary = tmp_path / "tmp"  # the watch's own: where its pause log's directory goes
     temporary.mkdir()
+    environment = {**os.environ, "TMPDIR": str(temporary)}
     watcher = subprocess.Popen(
         watch_command(sandbox, tmp_path / "killed.trace", "--duration", "60"),
-        env={**os.environ, "TMPDIR": str(temporary)},
+        env=environment,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -48,7 +54,7 @@ def test_sigkill_at_any_moment_is_put_back_by_the_next_casstrace(
     watcher.wait()
     left = nodetool.trace_probability()  # the truth: what the killed watch left
     assert left in (PREVIOUS, SAMPLE)
-    restored = _restore(sandbox)
+    restored = _restore(sandbox, environment)
     assert restored.returncode == 0, restored.stderr
     assert nodetool.trace_probability() == PREVIOUS
     lines = restored.stderr.strip().splitlines()
@@ -143,3 +149,80 @@ def test_a_truncated_record_with_the_node_left_tracing_cannot_tell(sandbox, prev
         assert "removed the ledger's record" in cleared.stderr and not path.exists()
     finally:
         path.unlink(missing_ok=True)
+
+
+# A run's GC log (node.gc_pauses) added to the node's JVM and written down, held until killed.
+GC_LOG_HOLDER = """
+import sys, time
+from casstrace.node.gc_pauses import GcPauses
+print("measured" if GcPauses(int(sys.argv[1]), print).measured else "not measured", flush=True)
+time.sleep(600)
+"""
+
+
+def _log_outputs(pid: int) -> str:
+    """The JVM's own list of its log outputs: the truth of which are on."""
+    return run_tool([*jcmd_command(pid), "VM.log", "list"], "jcmd VM.log list", 30.0, cannot_run_fix="", failed_fix="")
+
+
+def test_a_gc_log_record_is_acted_on_only_when_it_names_casstraces_own(sandbox, tmp_path):
+    """A hand-written record naming a directory outside the GC-log root (with casstrace's prefix) is
+    refused: the directory and its file stay, the record too, one line says so. A genuine one (a run's
+    pause log, its casstrace SIGKILLed) is turned off in the JVM and its directory removed."""
+    temporary = tmp_path / "tmp"  # the killed casstrace's TMPDIR, where its GC log goes
+    temporary.mkdir()
+    environment = {**os.environ, "TMPDIR": str(temporary)}
+    pid = sandbox.pid()
+    ledger = Ledger(pid)
+    record = ledger.path(GC_LOG)
+    outside = tmp_path / "elsewhere" / f"{LOG_DIRECTORY_PREFIX}precious"
+    outside.mkdir(parents=True)
+    (outside / "gc.log").write_text("not casstrace's\n")
+    forged = {
+        "version": VERSION,
+        "what": GC_LOG,
+        "node_pid": pid,
+        "node_start": ledger.node_start,
+        "original": "off",
+        "changed_to": str(outside / "gc.log"),
+        "owner_pid": os.getpid(),
+        "owner_start": (process_start(os.getpid()) or 0) + 1,  # another process than this one: gone
+        "recorded_at": "2026-11-29T07:00:00Z",
+    }
+    assert not record.exists()  # no other run holds a GC log on the node
+    ledger.directory.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(forged))
+    genuine = None
+    try:
+        refused = _restore(sandbox, environment)
+        assert refused.returncode == 0, refused.stderr
+        assert refused.stderr.splitlines() == [
+            f"casstrace: warning: refused the ledger's record {record}: the GC log {outside}/gc.log is not where "
+            f"casstrace places one ({temporary}/{LOG_DIRECTORY_PREFIX}…/gc.log); nothing it names was touched and "
+            f"the record stays: list the JVM's log outputs (jcmd {pid} VM.log list) and turn off one casstrace "
+            f"added (jcmd {pid} VM.log output=#N what=all=off), then remove the record"
+        ]
+        assert (outside / "gc.log").read_text() == "not casstrace's\n" and record.exists()
+        record.unlink()
+
+        holder = subprocess.Popen(
+            [sys.executable, "-c", GC_LOG_HOLDER, str(pid)], env=environment, stdout=subprocess.PIPE, text=True
+        )
+        assert holder.stdout is not None and holder.stdout.readline() == "measured\n"
+        (directory,) = temporary.glob(f"{LOG_DIRECTORY_PREFIX}*")
+        genuine = str(directory / "gc.log")
+        assert f"file={genuine}" in _log_outputs(pid)
+        holder.kill()
+        holder.wait()
+        restored = _restore(sandbox, environment)
+        assert restored.returncode == 0, restored.stderr
+        (line,) = restored.stderr.splitlines()
+        assert line.startswith(f"casstrace: turned off the GC log output casstrace pid {holder.pid} (gone since ")
+        assert line.endswith(f"added to JVM {pid}"), line
+        assert f"file={genuine}" not in _log_outputs(pid)
+        assert not directory.exists() and not record.exists()
+    finally:
+        record.unlink(missing_ok=True)
+        if genuine is not None:  # a failed test leaves no output on the node
+            with contextlib.suppress(CasstraceError):
+                set_log_output(pid, jcmd_command(pid), genuine, "all=off")
