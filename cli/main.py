@@ -107,11 +107,16 @@ def _main(argv: list[str] | None) -> None:
         _interrupted(error)
     except Exception as error:  # every error becomes one line
         _other_error(error, debug)
+    if INTERRUPTS.received is not None:  # the command stopped on a signal and said so itself (sweep's report)
+        _interrupted(INTERRUPTS.received)
     sys.exit(code if isinstance(code, int) else 0)
 
 
 def _interrupted(error: BaseException) -> None:
-    interrupted = interrupted_by(error)
+    """Exit 128 + the signal that stopped the command, once what it changed is put back (a command
+    that went on to report what it did before the signal exits so too); a KeyboardInterrupt that
+    came through no handler of ours is Ctrl-C's."""
+    interrupted = interrupted_by(error) or INTERRUPTS.received
     print(f"casstrace: {printable(str(interrupted or 'interrupted'))}", file=sys.stderr)
     sys.exit(interrupted.exit_code if interrupted else 130)
 

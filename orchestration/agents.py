@@ -178,10 +178,12 @@ def node_tables(process: CassandraProcess, tables: Sequence[TableRef]) -> Cassan
 
 
 def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int:
-    """Run the agent until `stop` or until its driver is gone; returns the exit status."""
+    """Run the agent until `stop` or until its driver is gone; returns the exit status (128 + N when
+    signal N stopped it, after its capture went back)."""
     from casstrace.interrupts import Interrupted
 
     channel = _Channel(commands, replies)
+    status = 0
     try:
         process = node_jvm(options)
         cassandra = node_tables(process, options.tables)
@@ -220,7 +222,7 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
             except Interrupted as interrupted:  # killed meanwhile: what was captured still goes back
                 if interrupted.trace is None:
                     raise
-                path = interrupted.trace
+                path, status = interrupted.trace, interrupted.exit_code
             data = path.read_bytes()
             channel.send(TraceFollows(len(data)))
             replies.write(data)
@@ -235,7 +237,7 @@ def serve(options: AgentOptions, commands: IO[bytes], replies: IO[bytes]) -> int
         return 1
     except (BrokenPipeError, ConnectionResetError):
         return 1
-    return 0
+    return status
 
 
 def _follow(channel: _Channel, windows: Windows, process: CassandraProcess, cassandra: CassandraMeta) -> str | None:

@@ -347,8 +347,10 @@ class BccCapture:
         self._descriptors: dict[tuple[int, int, int], Descriptor] = {}
         self._current_gen: dict[int, dict[int, int]] = {}  # owner -> fd -> latest gen
         self._descendants: dict[int, int] = {}  # pid -> parent pid, for every process followed
-        # pid -> its working directory when last read: a process that exited before its relative
-        # opens were read has its parent's (inherited at the fork) rather than none
+        # pid -> its working directory, as of the notice being read: /proc's at the start, a child's
+        # inherited at its fork, then each chdir/fchdir in turn (the notices come in the order the
+        # calls were made), so a relative open is resolved where it was made, even once the process
+        # has moved on or exited
         self._cwds: dict[int, str] = {}
         self._thread_names: dict[int, str] = {}
         self._lock = threading.Lock()
@@ -539,6 +541,8 @@ class BccCapture:
                     self._peer_seen(owner, notice.fd, notice.gen, raw)
             elif notice.type == NoticeType.CONNECT:
                 self._peer_seen(owner, notice.fd, notice.gen, raw)
+            elif notice.type == NoticeType.CHDIR:
+                self._on_chdir(owner, process, notice.fd, notice.gen, text)
             elif notice.type == NoticeType.FORK:
                 self._inherit(parent=owner, child=notice.tid)
                 self._thread_names[notice.tid] = text
@@ -588,14 +592,30 @@ class BccCapture:
         if descriptor.kind == "socket":
             self._name_sockets()
 
+    def _on_chdir(self, owner: int, process: int, fd: int, gen: int, path: str) -> None:
+        """The process's working directory from now on: chdir's path (from the one before, when
+        relative), or the directory fchdir's fd names. One that cannot be told is forgotten: /proc
+        says where the process is, when asked."""
+        if fd >= 0:
+            directory = self._descriptors.get((owner, fd, gen))
+            working = directory.path if directory is not None and directory.kind == "file" else None
+        else:
+            base = "" if path.startswith("/") else self._cwds.get(process)
+            working = os.path.normpath(os.path.join(base, path)) if base is not None else None
+        if working is None:
+            self._cwds.pop(process, None)
+        else:
+            self._cwds[process] = working
+
     def _resolve_relative(self, owner: int, process: int, path: str, dirfd: int) -> str:
         if dirfd == -100:  # AT_FDCWD
-            working = proc_fds.cwd(process)
-            if working is not None:
-                self._cwds[process] = working
-            # Gone already (a short command): where it last was, else where it was born; else the
-            # path stays relative rather than taken as from /.
-            base = working or self._cwds.get(process) or self._cwds.get(self._descendants.get(process, -1), "")
+            # Where it was when it opened (followed since the capture began); else where it is now;
+            # else where it was born; else the path stays relative rather than taken as from /.
+            base = (
+                self._cwds.get(process)
+                or proc_fds.cwd(process)
+                or self._cwds.get(self._descendants.get(process, -1), "")
+            )
         else:
             directory = self._descriptors.get((owner, dirfd, self._current_gen.get(owner, {}).get(dirfd, 0)))
             base = directory.path if directory else f"/proc/{process}/fd/{dirfd}"

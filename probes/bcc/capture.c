@@ -597,7 +597,10 @@ static __always_inline void on_new_fd_pair(struct call *c, u32 tgid, u32 tid, u6
     on_new_fd(c, tgid, tid, fds_[1], kind, fds_[0], false);
 }
 
-static __always_inline void notify(u32 type, u32 tgid, u32 tid, s32 fd, u32 gen, char *text, u64 user_sockaddr) {
+// text: a name in the kernel (a thread's comm); or else user_sockaddr, an address in the process's
+// memory; or else user_path, a path there.
+static __always_inline void notify(u32 type, u32 tgid, u32 tid, s32 fd, u32 gen, char *text, u64 user_sockaddr,
+                                   u64 user_path) {
     struct notice *n = notices.ringbuf_reserve(sizeof(struct notice));
     if (!n) {
         count(COUNT_NOTICES_LOST, 1);
@@ -617,6 +620,8 @@ static __always_inline void notify(u32 type, u32 tgid, u32 tid, s32 fd, u32 gen,
         bpf_probe_read_kernel_str(n->text, 16, text);
     else if (user_sockaddr)
         bpf_probe_read_user(n->text, SOCKADDR_BYTES, (void *)user_sockaddr);
+    else if (user_path)
+        bpf_probe_read_user_str(n->text, sizeof(n->text), (void *)user_path);
     // A rename wakes no one: Cassandra's shared-pool workers rename themselves at each task of
     // another pool (2,600 renames/s at 1,200 requests/s), and a wake-up each cost ~8 us here and
     // ~16 us of the poller's CPU (benchmarks/watch_busy.py). The poller takes them at its next
@@ -697,7 +702,13 @@ static __always_inline int exit_call(s64 ret) {
         }
     }
     if (nr == NR_connect && (ret == 0 || ret == -EINPROGRESS_))   // non-blocking connects go on after
-        notify(NOTICE_CONNECT, tgid, tid, fd, f ? f->gen : 0, 0, c->args[1]);
+        notify(NOTICE_CONNECT, tgid, tid, fd, f ? f->gen : 0, 0, c->args[1], 0);
+    // A new working directory, for the relative paths opened from now on (chdir: the path it was
+    // given, resolved by userspace against the one before; fchdir: the directory fd's generation).
+    if (nr == NR_chdir && ret == 0)
+        notify(NOTICE_CHDIR, tgid, tid, AT_FDCWD_, 0, 0, 0, c->args[0]);
+    else if (nr == NR_fchdir && ret == 0)
+        notify(NOTICE_CHDIR, tgid, tid, fd, f ? f->gen : 0, 0, 0, 0);
     if (!logged) {
         struct latency_key key = {.slot = slot_of(c->ts), .nr = nr, .target = target,
                                   .bucket = latency_bucket(latency)};
@@ -832,7 +843,7 @@ TRACEPOINT_PROBE(task, task_rename) {
     u32 tgid = bpf_get_current_pid_tgid() >> 32;
     if (!watched(tgid))
         return 0;
-    notify(NOTICE_RENAME, tgid, args->pid, -1, 0, args->newcomm, 0);
+    notify(NOTICE_RENAME, tgid, args->pid, -1, 0, args->newcomm, 0, 0);
     return 0;
 }
 
@@ -844,7 +855,7 @@ TRACEPOINT_PROBE(sched, sched_process_exit) {
     if (args->group_dead)   // its pid may now go to any process: stop watching it
         followed.delete(&tgid);
 #endif
-    notify(NOTICE_EXIT, tgid, args->pid, -1, 0, args->comm, 0);
+    notify(NOTICE_EXIT, tgid, args->pid, -1, 0, args->comm, 0, 0);
     return 0;
 }
 
@@ -863,7 +874,7 @@ TRACEPOINT_PROBE(task, task_newtask) {
         if (followed.update(&child, &one))
             count(COUNT_AGGREGATE_OVERFLOW, 1);
     }
-    notify(thread ? NOTICE_THREAD : NOTICE_FORK, tgid, args->pid, -1, 0, args->comm, 0);
+    notify(thread ? NOTICE_THREAD : NOTICE_FORK, tgid, args->pid, -1, 0, args->comm, 0, 0);
     return 0;
 }
 #endif

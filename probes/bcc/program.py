@@ -54,6 +54,7 @@ class NoticeType(IntEnum):
     EXIT = 4
     FORK = 5  # a watched process started a process (tid: the child's pid)
     THREAD = 6  # a watched process started a thread (tid: the new thread)
+    CHDIR = 7  # a watched process changed its working directory (chdir: text, the path; fchdir: fd, gen)
 
 
 class Control(IntEnum):

@@ -458,6 +458,7 @@ FD_FIRST_ARGUMENT = (
         "timerfd_gettime",
         "inotify_add_watch",
         "fanotify_mark",
+        "fchdir",
     )
 )
 
@@ -517,6 +518,8 @@ NAMED_IN_PROGRAM = (
     "openat2",
     "accept",
     "accept4",
+    "chdir",
+    "fchdir",
 )
 
 
@@ -551,6 +554,7 @@ CAPTURED = tuple(
         + ("lseek", "close", "dup", "dup2", "dup3", "fcntl", "pipe", "pipe2", "socketpair", "connect")
         + tuple(NEW_FD_KIND)
         + FILLING
+        + ("chdir", "fchdir")  # where the relative paths opened after them start
     )
 )
 

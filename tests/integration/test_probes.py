@@ -614,6 +614,47 @@ def test_capture_exits_with_the_commands_status(tmp_path, command, status):
         assert trace.complete
 
 
+# Moves with chdir (relative: from where it was), then with fchdir, reading relfile in each place, ROUNDS
+# times: one read whose notice is taken after the next move is enough to tell where it was charged.
+ROUNDS = 10
+MOVES = f"""
+import os, sys
+a, b = sys.argv[1:3]
+directory = os.open(a, os.O_RDONLY | os.O_DIRECTORY)
+for _ in range({ROUNDS}):
+    os.chdir(a)
+    os.chdir("../b")
+    open("relfile", "rb").read()
+    os.chdir("/")
+    os.fchdir(directory)
+    open("relfile", "rb").read()
+    os.chdir("/")
+"""
+
+
+def test_relative_opens_are_named_where_the_process_was_when_it_opened(tmp_path):
+    """`sh -c 'cd A && cat relfile'`, then a process moving by chdir and fchdir: each relfile read is
+    charged to the file in the directory the reader was in, with that file's bytes (the reader has
+    moved on or exited by the time the open's notice is read: /proc no longer says where it was)."""
+    sizes = {"a": 12_345, "b": 5_432}
+    for name, size in sizes.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "relfile").write_bytes(os.urandom(size))
+    a, b = (str(tmp_path / name) for name in sizes)
+    out = tmp_path / "moves.trace"
+    script = 'cd "$1" && cat relfile > /dev/null && cd / && exec "$2" -c "$3" "$1" "$4"'
+    done = subprocess.run(
+        [*CASSTRACE, "capture", "--out", str(out), "--", "sh", "-c", script, "sh", a, sys.executable, MOVES, b],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    with Trace(out) as trace:
+        read = {path: total for path, (_calls, total) in reads_by_path(trace).items() if path.endswith("relfile")}
+    assert read == {f"{a}/relfile": (1 + ROUNDS) * sizes["a"], f"{b}/relfile": ROUNDS * sizes["b"]}
+
+
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"

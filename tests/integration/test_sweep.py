@@ -1,6 +1,9 @@
 """`casstrace sweep` end to end on the test sandbox: a small three-point sweep, real loads and probes."""
 
 import json
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -10,7 +13,7 @@ from casstrace.reports import render
 from casstrace.reports.sweep import document
 from casstrace.sandbox.demo import is_loaded
 from casstrace.sandbox.sweep import SWEEP_KEYSPACE
-from casstrace_cli import casstrace
+from casstrace_cli import CASSTRACE, casstrace
 
 pytestmark = pytest.mark.integration
 
@@ -177,3 +180,32 @@ def test_a_stopped_sandbox_fails_in_one_line(tmp_path):
     done = casstrace("sweep", "--data-dir", tmp_path, "--max-columns", 10)
     assert done.returncode == 2
     assert done.stderr.startswith(f"casstrace: error: the sandbox in {tmp_path} is not running")
+
+
+def test_a_sweep_stopped_by_sigterm_reports_what_it_did_drops_its_tables_and_exits_143(tmp_path, sandbox, cql_session):
+    """SIGTERM once N = 2 is traced, while N = 4 is: the report of N = 2, marked incomplete, the
+    keyspace dropped, and exit 128 + 15 (a sweep that went on to report used to exit 0)."""
+    traces, report = tmp_path / "traces", tmp_path / "sweep.json"
+    argv = ["sweep", "--data-dir", sandbox.data_dir, "--min-columns", 2, "--max-columns", 4, "--step", 2]
+    argv += ["--rows", ROWS, "--cell-bytes", CELL_BYTES, "--repeat", 1, "--traces-dir", traces]
+    sweep = subprocess.Popen(
+        [*CASSTRACE, *map(str, argv), "--format", "json", "--output", str(report)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    second = traces / ".wide-004.trace.partial"  # N = 2 was yielded: the sweep is tracing N = 4
+    deadline = time.monotonic() + 300
+    while not second.exists() and sweep.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sweep.send_signal(signal.SIGTERM)
+    _, stderr = sweep.communicate(timeout=120)
+    assert sweep.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr
+    assert stderr.splitlines()[-1].startswith("casstrace: terminated (SIGTERM)"), stderr
+    done = json.loads(report.read_text())
+    assert [p["columns"] for p in done["points"]] == [2]
+    assert done["warnings"][0] == "INCOMPLETE SWEEP: interrupted after 1 of 2 column counts.", done["warnings"]
+    assert sweep_tables(cql_session) == []
+    keyspace = "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s"
+    assert cql_session.execute(keyspace, (SWEEP_KEYSPACE,)).one() is None
