@@ -16,7 +16,7 @@ written as window_measures rows (casstrace.traces.schema). Its entry here says w
   durations): no window_measures row ever holds it;
 - `at_most`: what one node's value of one window cannot exceed, checked when a trace is opened
   (casstrace.traces.validation): 'window' (a span within the window: at most its length), 'threads'
-  (time of the node's threads: at most their number times the window's length) or None (a count, or
+  (time of the node's threads: at most their number times the capture's span) or None (a count, or
   the node's time answering, which adds up the requests of every client connection open at once).
 
 Adding a measure is a window source and an entry here (CONTRIBUTING.md, "A per-execution

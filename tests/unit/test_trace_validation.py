@@ -62,7 +62,7 @@ EDITS = {
         f"UPDATE window_measures SET value = {58 * 86400 * 10**9} WHERE measure = 'request_cpu_ns'",
         "window_measures, field value",
         "request_cpu_ns of window 3 is 5,011,200,000,000,000 ns, more than its node's 3 threads can "
-        "run in the window's 1,000,000,000 ns",
+        "run in the capture's 1,500,000,000 ns",
     ),
     "a span past its window": (
         "UPDATE window_measures SET measure = 'gc_pause_ns', value = 2000000000, window_id = 1"
@@ -132,13 +132,14 @@ def test_an_untouched_trace_opens_and_compares_with_itself(good):
 
 
 def test_a_figure_within_its_bounds_opens(tmp_path):
-    """At the bound (with its slack): CPU time of every thread the whole window; the node's time past its
-    round trip (other clients' requests add to it on a busy node)."""
-    path = synthetic.timed_run(tmp_path / "edge.trace", node_ns=900_000_000, cpu_ns=3_000_000_000, latency_s=0.05)
+    """At the bound (with its slack): CPU time of every thread the whole capture (a window's CPU counts
+    the slices that end while it is current, begun before it too); the node's time past its round trip
+    (other clients' requests add to it on a busy node)."""
+    path = synthetic.timed_run(tmp_path / "edge.trace", node_ns=900_000_000, cpu_ns=4_500_000_000, latency_s=0.05)
     with Trace(path):
         pass
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE window_measures SET value = 3100000000 WHERE measure = 'request_cpu_ns'")
+        db.execute("UPDATE window_measures SET value = 4600000000 WHERE measure = 'request_cpu_ns'")
     db.close()
     with pytest.raises(CasstraceError, match="table window_measures, field value: request_cpu_ns"):
         Trace(path)
@@ -153,6 +154,6 @@ def test_json_depth_is_told_without_recursion():
 
 
 def test_without_threads_listed_cpu_is_bounded_by_the_most_threads_linux_runs(tmp_path):
-    path = synthetic.timed_run(tmp_path / "no-threads.trace", cpu_ns=58 * 86400 * 10**9, threads=0)
-    with pytest.raises(CasstraceError, match="its node's 4,194,304 threads can run in the window's 1,000,000,000 ns"):
+    path = synthetic.timed_run(tmp_path / "no-threads.trace", cpu_ns=10**16, threads=0)  # 116 days
+    with pytest.raises(CasstraceError, match="its node's 4,194,304 threads can run in the capture's 1,500,000,000 ns"):
         Trace(path)
