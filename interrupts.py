@@ -14,7 +14,6 @@ is cleaned by the next run (casstrace.traces.writer).
 
 import os
 import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,9 +66,12 @@ class Interrupts:
 
     def install(self) -> None:
         """Take over the three signals (idempotent; only the main thread can)."""
-        if self._replaced or threading.current_thread() is not threading.main_thread():
+        if self._replaced:
             return
-        self._replaced = {signum: signal.signal(signum, self._on_signal) for signum in SIGNALS}
+        try:
+            self._replaced = {signum: signal.signal(signum, self._on_signal) for signum in SIGNALS}
+        except ValueError:  # another thread: signal.signal says so (threading costs casstrace import's start)
+            return
 
     def uninstall(self) -> None:
         """Give the signals back to the handlers install() found (for a program embedding casstrace)."""

@@ -10,8 +10,29 @@ May import: casstrace's errors, outputs (how a file is replaced) and __version__
 layer builds on this one.
 """
 
-from casstrace.traces.reader import Trace
-from casstrace.traces.schema import FORMAT_VERSION
-from casstrace.traces.writer import TraceWriter
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from casstrace.traces.reader import Trace
+    from casstrace.traces.schema import FORMAT_VERSION
+    from casstrace.traces.writer import TraceWriter
 
 __all__ = ["Trace", "TraceWriter", "FORMAT_VERSION"]
+
+
+def __getattr__(name: str) -> Any:
+    """Each name loads its module on first use: a command that only writes a trace (casstrace import,
+    which competes with sysdig's whole run) does not pay for the reader and its meta types."""
+    if name == "Trace":
+        from casstrace.traces.reader import Trace
+
+        return Trace
+    if name == "TraceWriter":
+        from casstrace.traces.writer import TraceWriter
+
+        return TraceWriter
+    if name == "FORMAT_VERSION":
+        from casstrace.traces.schema import FORMAT_VERSION
+
+        return FORMAT_VERSION
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -77,6 +77,9 @@ def test_casstrace_import_starts_without_click_the_analyses_reports_or_drivers(t
                 "socket",
                 "dataclasses",  # loads inspect, ast, dis and tokenize: ~10 ms (NamedTuple on this path)
                 "inspect",
+                "threading",  # casstrace.interrupts asks signal.signal, not threading, whether it may install
+                "casstrace.traces.reader",  # a writer needs neither the reader nor its meta types
+                "casstrace.traces.meta",
             )
         )
     )

@@ -250,6 +250,29 @@ def test_a_deferred_step_holds_sigterm_though_nothing_installed_the_handlers():
     assert log == ["the step ended"] and raised.value.signum == signal.SIGTERM
 
 
+def test_only_the_main_thread_takes_the_signals_over():
+    """install() from another thread (a library's worker) leaves the handlers as they were, then the
+    main thread takes them over."""
+    import threading
+
+    INTERRUPTS.uninstall()
+    before = signal.getsignal(signal.SIGTERM)
+    errors: list[BaseException] = []
+
+    def install() -> None:
+        try:
+            INTERRUPTS.install()
+        except BaseException as error:
+            errors.append(error)
+
+    worker = threading.Thread(target=install)
+    worker.start()
+    worker.join()
+    assert errors == [] and signal.getsignal(signal.SIGTERM) is before
+    INTERRUPTS.install()
+    assert signal.getsignal(signal.SIGTERM) is not before
+
+
 def test_signals_while_writing_are_noted_and_raised_once_the_trace_is_whole(tmp_path, capfd):
     def annotate(writer: TraceWriter) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
