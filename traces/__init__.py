@@ -10,6 +10,7 @@ May import: casstrace's errors, outputs (how a file is replaced) and __version__
 layer builds on this one.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,20 +20,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Trace", "TraceWriter", "FORMAT_VERSION"]
 
+# Each name loads its module on first use: a command that only writes a trace (casstrace import, which
+# competes with sysdig's whole run) does not pay for the reader and its meta types.
+_MODULE_OF = {"Trace": "reader", "TraceWriter": "writer", "FORMAT_VERSION": "schema"}
+
 
 def __getattr__(name: str) -> Any:
-    """Each name loads its module on first use: a command that only writes a trace (casstrace import,
-    which competes with sysdig's whole run) does not pay for the reader and its meta types."""
-    if name == "Trace":
-        from casstrace.traces.reader import Trace
-
-        return Trace
-    if name == "TraceWriter":
-        from casstrace.traces.writer import TraceWriter
-
-        return TraceWriter
-    if name == "FORMAT_VERSION":
-        from casstrace.traces.schema import FORMAT_VERSION
-
-        return FORMAT_VERSION
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
