@@ -18,12 +18,13 @@ from casstrace.analyses.model import FrameShare, OtherThreads, Profile, StackByt
 from casstrace.traces import Trace, queries
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.serving import ServingSpans
+from casstrace.traces.thread_roles import Role, role_of
 
 CASSANDRA_PACKAGE = "org.apache.cassandra."
 RUNNING_STATE = "STATE_RUNNABLE"
 # The threads that take CQL requests and answer them, and those that run the local reads: a warm read
-# of mapped files leaves no call or fill to find its thread by.
-SERVING_THREAD_PREFIXES = ("Native-Transport", "ReadStage")
+# of mapped files leaves no call or fill to find its thread by. Not the event loops (their sockets only).
+SERVING_ROLES = frozenset({Role.CLIENT_REQUESTS, Role.LOCAL_READ})
 MIN_EVIDENCE_SHARE = 0.01  # frames carrying less are not worth a line of evidence
 IO_PLUMBING = ("org.apache.cassandra.io.util.", "org.apache.cassandra.utils.")
 UNDETERMINED_READS = "in read calls with no Java stack"
@@ -99,7 +100,7 @@ def profile(trace: Trace, window_ids: list[int], data_file_ids: list[int]) -> Pr
     readers = {thread.tid for thread in read_by_thread}
     if with_fills:  # the threads that faulted on the mapped files read them too
         readers |= queries.faulting_threads(trace, window_ids, data_file_ids)
-    serving = sorted(readers | {tid for tid, name in names.items() if name.startswith(SERVING_THREAD_PREFIXES)})
+    serving = sorted(readers | {tid for tid, name in names.items() if role_of(name) in SERVING_ROLES})
     by_cpu_stack: dict[int, int] = defaultdict(int)
     for stack_id, samples in queries.stack_samples(trace, window_ids, serving, RUNNING_STATE):
         by_cpu_stack[stack_id] += samples

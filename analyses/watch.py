@@ -37,25 +37,16 @@ from casstrace.analyses.units import human_bytes
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, Status, VerdictRule, judge
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, queries
-from casstrace.traces.activities import shared_pool_worker
 from casstrace.traces.meta import CassandraMeta, JvmPause
 from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
+from casstrace.traces.thread_roles import Role, role_of, shared_pool_worker
 
-SHARED_POOL = "SharedPool"  # Cassandra's request stages' workers (traces.activities.SHARED_POOL_STAGES)
-POOLS = {  # thread pool -> what its reads are, in words
-    SHARED_POOL: "requests not sampled (the request stages' shared workers: ReadStage, Native-Transport-Requests, ...)",
-    "CompactionExecutor": "compaction",
-    "MemtableFlushWriter": "memtable flush",
-    "MemtablePostFlush": "memtable flush",
-    "PerDiskMemtableFlushWriter": "memtable flush",
-    "ValidationExecutor": "repair (validation)",
-    "AntiEntropyStage": "repair",
-    "Repair": "repair",
-    "SecondaryIndexManagement": "index build",
-    "CacheCleanupExecutor": "cache saving",
-}
+SHARED_POOL = "SharedPool"  # Cassandra's request stages' workers (traces.thread_roles.SHARED_POOL_STAGES)
+UNSAMPLED_REQUESTS = (
+    "requests not sampled (the request stages' shared workers: ReadStage, Native-Transport-Requests, ...)"
+)
 _POOL_SUFFIX = re.compile(r"[-:#]\d+$")
 
 
@@ -244,6 +235,14 @@ def pool_of(thread: str) -> str:
     if shared_pool_worker(thread) is not None:
         return SHARED_POOL
     return _POOL_SUFFIX.sub("", thread)
+
+
+def pool_activity(pool: str) -> str:
+    """What a pool's reads are, in words: its threads' role ('compaction'), else the pool's name."""
+    if pool == SHARED_POOL:
+        return UNSAMPLED_REQUESTS
+    role = role_of(pool)
+    return pool if role is Role.OTHER else role.value
 
 
 @dataclass
@@ -464,7 +463,7 @@ def summarise_tally(
     ]
     statements.sort(key=lambda s: (-s.estimated_sstable_bytes, -s.sampled_executions, s.statement))
     unexplained = sorted(
-        (PoolIO(pool, POOLS.get(pool, pool), round(size)) for pool, size in tallied.unexplained.items() if size),
+        (PoolIO(pool, pool_activity(pool), round(size)) for pool, size in tallied.unexplained.items() if size),
         key=lambda p: -p.sstable_bytes,
     )
     return Watch(

@@ -20,7 +20,7 @@ from pathlib import Path
 from casstrace.errors import CasstraceError
 from casstrace.probes.proc.proc_fds import in_root, net_table_rows, proc_net_host, root_prefix
 from casstrace.redaction import redact_command
-from casstrace.traces.activities import shared_pool_worker
+from casstrace.traces.thread_roles import shared_pool_worker
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -311,7 +311,7 @@ class ThreadIds:
     """Thread names, as Cassandra's trace events give them, to Linux thread ids, of one node's JVM.
 
     A shared-pool thread renames itself as it moves between stages ('ReadStage-2' now,
-    'Native-Transport-Requests-2' later: traces.activities.shared_pool_worker); its worker id is
+    'Native-Transport-Requests-2' later: traces.thread_roles.shared_pool_worker); its worker id is
     what stays, so those names resolve by worker id, whatever the thread was called when listed.
     Other names resolve as listed. add() the lists taken at different times: a later one wins.
 

@@ -5,7 +5,8 @@ Trace (the reader and the only place that opens a trace file), the typed read AP
 query a trace with (queries.py), the typed rows a capture hands the
 writer (rows.py) and the structured meta values (meta.py), SSTable file names (sstable_names.py),
 what a watch trace adds (activities.py), what the backend could do (capabilities.py), several
-nodes' traces merged into one (merge.py), and when a thread served a traced request (serving.py).
+nodes' traces merged into one (merge.py), when a thread served a traced request (serving.py), and
+what each thread of a node does, from its name, per Cassandra version (thread_roles.py).
 May import: casstrace's errors, outputs (how a file is replaced) and __version__ only: every other
 layer builds on this one.
 """

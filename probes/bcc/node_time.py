@@ -12,9 +12,10 @@ on_window_start tells it the window. At the end the maps are read once and each 
 written: the node's time answering, the requests answered, every thread's CPU time (`jvm_cpu_ns`)
 and that of the threads that serve CQL requests, by the name of their pool as they ran
 (`request_cpu_ns`: the native transport's request and event-loop threads and the read stage, told
-apart in the kernel; on a busy node their work for other clients counts too). In the measured
-executions' windows it also keeps every thread's CPU per 1 ms slot (the thread_cpu table), from
-which the analyses take the CPU of the threads that served each execution, while they served it.
+apart in the kernel by their names: casstrace.traces.thread_roles; on a busy node their work for other
+clients counts too). In the measured executions' windows it also keeps every thread's CPU per 1 ms
+slot (the thread_cpu table), from which the analyses take the CPU of the threads that served each
+execution, while they served it.
 """
 
 import ctypes
@@ -33,6 +34,7 @@ from casstrace.probes.protocol import MEASURED_WINDOW
 from casstrace.traces.addresses import normalize_ip, parse_address
 from casstrace.traces.rows import ThreadCpuRow, WindowMeasureRow
 from casstrace.traces.schema import THREAD_SLOT_NS
+from casstrace.traces.thread_roles import Role, kernel_prefixes
 from casstrace.traces.writer import TraceWriter
 
 ONCPU_ENTRIES = 1 << 16  # (window, thread) pairs: 600 threads over 100 windows
@@ -50,8 +52,10 @@ JVM_THREADS = 1 << 13  # the process's threads known by tid (a switched-in threa
 # measured window of about 9 s (docs/performance.md); a longer one's split is not measured, its lost
 # transitions counted.
 TRANSITION_PAGES = 1 << 12
-# Thread names (comm: 15 characters) of the pools that serve a CQL read, as Cassandra 4.0-5.0 name them.
-REQUEST_THREAD_PREFIXES = ("Native-Transpor", "ReadStage", "epollEventLoopG", "nioEventLoopGro")
+# The threads that serve a CQL read: the native transport's sockets and requests, and the local read. Their
+# names as the kernel has them (comm: 15 characters), of every series 4.0-5.0 (they name them alike).
+REQUEST_ROLES = frozenset({Role.CLIENT_CONNECTIONS, Role.CLIENT_REQUESTS, Role.LOCAL_READ})
+REQUEST_THREAD_PREFIXES = kernel_prefixes(REQUEST_ROLES)
 
 
 def serves_requests_c(prefixes: tuple[str, ...] = REQUEST_THREAD_PREFIXES) -> str:

@@ -3,7 +3,7 @@
 `io_wait_ns`.
 
 The node's time of a request (`node_ns`) runs from the read that takes it to the last write of its
-answer. At every moment of it, the threads that serve requests (node_time.py REQUEST_THREAD_PREFIXES)
+answer. At every moment of it, the threads that serve requests (node_time.py REQUEST_ROLES)
 are in one of four conditions, taken in this order:
 
 - one of them sleeps uninterruptibly (`io_wait_ns`: a read of the disk, a fault on a mapped page not

@@ -10,7 +10,7 @@ import pytest
 
 import synthetic_traces as synthetic
 from casstrace.analyses.watch import (
-    POOLS,
+    UNSAMPLED_REQUESTS,
     Session,
     SlotIO,
     Span,
@@ -268,7 +268,7 @@ def test_a_session_gets_its_threads_bytes_in_its_slots_and_the_rest_goes_to_pool
     assert watch.explained_bytes == 10_004_096 + 8 * PAGE_BYTES
     assert [(p.pool, p.what, p.sstable_bytes) for p in watch.unexplained] == [
         ("CompactionExecutor", "compaction", 10_000_000),
-        ("SharedPool", POOLS["SharedPool"], 5_000_000),
+        ("SharedPool", UNSAMPLED_REQUESTS, 5_000_000),
     ]
 
 
