@@ -17,6 +17,7 @@ quietly starting a JVM.
 
 import os
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,6 +98,29 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     for name, last in _last_user.items():
         if item is last and name in _started_here:
             _started_here.pop(name).stop()
+
+
+# Seconds spent per test module (set-up, call and teardown), for the table that ends the run.
+_module_seconds: Counter[str] = Counter()
+MODULES_SHOWN = 15
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _module_seconds[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Where the minutes went, by module (CONTRIBUTING.md's table is read from this)."""
+    if not _module_seconds:
+        return
+    total = sum(_module_seconds.values())
+    terminalreporter.write_sep("=", f"minutes by module: {total / 60:.1f} min in tests")
+    shown = _module_seconds.most_common(MODULES_SHOWN)
+    for module, seconds in shown:
+        terminalreporter.write_line(f"{seconds / 60:6.1f} min {100 * seconds / total:5.1f} %  {module}")
+    rest, others = total - sum(seconds for _, seconds in shown), len(_module_seconds) - len(shown)
+    if others:
+        terminalreporter.write_line(f"{rest / 60:6.1f} min {100 * rest / total:5.1f} %  the other {others} modules")
 
 
 @pytest.fixture(scope="session", autouse=True)
