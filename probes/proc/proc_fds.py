@@ -47,13 +47,24 @@ def kind_of_link(link: str) -> str:
     return "other"
 
 
+FD_READ_TRIES = 3
+
+
 def describe_fd(pid: int, fd: int, with_position: bool = True) -> Descriptor | None:
-    """The fd as /proc shows it now, or None when it is closed (or the process is gone)."""
+    """The fd as /proc shows it now, or None when it is closed (or the process is gone, or it kept
+    being reused while read)."""
     base = f"/proc/{pid}/fd/{fd}"
-    try:
-        link = os.readlink(base)
-        stat = os.stat(base)
-    except OSError:
+    # The link and the stat are two reads: the fd may be closed and reused in between, which gave
+    # one file's path another's inode. The link read again after the stat tells.
+    for _ in range(FD_READ_TRIES):
+        try:
+            link = os.readlink(base)
+            stat = os.stat(base)
+            if os.readlink(base) == link:
+                break
+        except OSError:
+            return None
+    else:
         return None
     kind = kind_of_link(link)
     # A deleted file keeps its inode; its link reads '/path (deleted)'.
