@@ -17,7 +17,7 @@ quietly starting a JVM.
 
 import os
 import subprocess
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -101,7 +101,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
 
 
 # Seconds spent per test module (set-up, call and teardown), for the table that ends the run.
-_module_seconds: Counter[str] = Counter()
+_module_seconds: defaultdict[str, float] = defaultdict(float)
 MODULES_SHOWN = 15
 
 
@@ -115,7 +115,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
         return
     total = sum(_module_seconds.values())
     terminalreporter.write_sep("=", f"minutes by module: {total / 60:.1f} min in tests")
-    shown = _module_seconds.most_common(MODULES_SHOWN)
+    shown = sorted(_module_seconds.items(), key=lambda item: item[1], reverse=True)[:MODULES_SHOWN]
     for module, seconds in shown:
         terminalreporter.write_line(f"{seconds / 60:6.1f} min {100 * seconds / total:5.1f} %  {module}")
     rest, others = total - sum(seconds for _, seconds in shown), len(_module_seconds) - len(shown)
