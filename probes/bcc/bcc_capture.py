@@ -571,11 +571,17 @@ class BccCapture:
         descriptor: Descriptor | None
         if text:  # open/openat/openat2/creat: the path the process asked for
             path = text if text.startswith("/") else self._resolve_relative(owner, process, text, notice.aux_fd)
-            if now is not None and now.kind == "file" and os.path.basename(now.path) == os.path.basename(path):
-                descriptor = now  # the kernel's canonical path, with dev and inode
-            else:
-                descriptor = Descriptor(path=os.path.normpath(path), kind="file")
-                self._stat_into(descriptor, process)
+            descriptor = Descriptor(path=os.path.normpath(path), kind="file")
+            self._stat_into(descriptor, process)
+            # The fd may already hold another file (closed and its number reused before this notice
+            # was read): /proc's canonical path is taken only for the very inode that was opened.
+            if (
+                now is not None
+                and now.kind == "file"
+                and descriptor.inode is not None
+                and (now.dev, now.inode) == (descriptor.dev, descriptor.inode)
+            ):
+                descriptor = now
         elif notice.aux_fd >= 0 and notice.nr in (
             syscalls.NUMBERS["dup"],
             syscalls.NUMBERS["dup2"],
