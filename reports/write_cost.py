@@ -1,0 +1,98 @@
+"""The part of a run's report that is a write's (analyses.write_cost): what it cost per row and per
+execution. reports/run.py puts it under the query, for a trace of a write only; `compare` of two write
+runs lays their per-row figures side by side (reports/comparison.py).
+
+JSON: "write" (null for a read) = {"statement", "rows_per_execution", "bind_markers", "rows" (the measured
+executions'), "per_row": {"request_bytes", "latency_s", "commit_log_dirtied_bytes", "sstables_dirtied_bytes",
+"sstables_written_bytes", "other_written_bytes"}, "flushed", "executions": [{"execution", "kind", "latency_s",
+"request_bytes", "rows", "error", "written": [{"kind", "write_bytes", "dirtied_bytes", "mapped_dirtied_bytes",
+"written_back_bytes", "sync_calls"}]}]}. A figure not measured is null, never 0.
+"""
+
+import dataclasses
+
+from casstrace.analyses.units import human_bytes, human_ms
+from casstrace.analyses.write_cost import COMMIT_LOG, FILE_KINDS, OTHER_FILES, SSTABLES, WriteCost
+from casstrace.reports.document import Items, Section, Table
+
+NOT_MEASURED = "not measured"
+EXECUTION_COLUMNS = (
+    "Execution",
+    "Kind",
+    "Latency",
+    "Sent",
+    "Rows",
+    *(f"{kind}: dirtied" for kind in FILE_KINDS),
+    *(f"{kind}: written" for kind in FILE_KINDS),
+)
+
+
+def _bytes(value: float | None) -> str:
+    return NOT_MEASURED if value is None else human_bytes(value)
+
+
+def per_row(cost: WriteCost) -> dict[str, float | None]:
+    """The per-row figures, by their JSON key (compare's too)."""
+    return {
+        "request_bytes": cost.request_bytes_per_row,
+        "latency_s": cost.latency_per_row_s,
+        "commit_log_dirtied_bytes": cost.dirtied_per_row(COMMIT_LOG),
+        "sstables_dirtied_bytes": cost.dirtied_per_row(SSTABLES),
+        "sstables_written_bytes": cost.written_per_row(SSTABLES),
+        "other_written_bytes": cost.written_per_row(OTHER_FILES),
+    }
+
+
+def per_row_items(cost: WriteCost) -> list[tuple[str, str]]:
+    figures = per_row(cost)
+    return [
+        ("Sent to the node per row", _bytes(figures["request_bytes"])),
+        ("Latency per row", human_ms(figures["latency_s"]) if figures["latency_s"] is not None else NOT_MEASURED),
+        ("Commit log: pages dirtied per row", _bytes(figures["commit_log_dirtied_bytes"])),
+        ("SSTables: pages dirtied per row", _bytes(figures["sstables_dirtied_bytes"])),
+        ("SSTables: write syscalls per row", _bytes(figures["sstables_written_bytes"])),
+        ("Other files: write syscalls per row", _bytes(figures["other_written_bytes"])),
+    ]
+
+
+def section(cost: WriteCost) -> Section:
+    """The write's cost, for every view: its rows, then each figure per row, then per execution."""
+    median = cost.median_latency_s
+    items = [
+        (
+            "Statement",
+            f"{cost.statement}: {cost.rows_per_execution} row(s) an execution, {cost.bind_markers} value(s) "
+            "generated an execution (never stored)",
+        ),
+        ("Rows written (measured executions)", f"{cost.rows:,}"),
+        ("Latency per execution", f"median {human_ms(median)}" if median is not None else NOT_MEASURED),
+        *per_row_items(cost),
+        ("A flush or compaction in a measured execution", "yes" if cost.flushed else "no"),
+    ]
+    rows = [
+        (
+            str(e.execution),
+            e.kind,
+            human_ms(e.latency_s) if e.latency_s is not None else "—",
+            _bytes(e.request_bytes),
+            str(e.rows),
+            *(_bytes(e.of(kind).dirtied_bytes) for kind in FILE_KINDS),
+            *(_bytes(e.of(kind).write_bytes) for kind in FILE_KINDS),
+        )
+        for e in cost.executions
+    ]
+    return Section("Write cost", [Items(items, ("Measure", "Value")), Table(EXECUTION_COLUMNS, rows)])
+
+
+def data(cost: WriteCost | None) -> dict | None:
+    if cost is None:
+        return None
+    return {
+        "statement": cost.statement,
+        "rows_per_execution": cost.rows_per_execution,
+        "bind_markers": cost.bind_markers,
+        "rows": cost.rows,
+        "per_row": per_row(cost),
+        "flushed": cost.flushed,
+        "executions": [dataclasses.asdict(e) for e in cost.executions],
+    }
