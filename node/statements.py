@@ -90,17 +90,21 @@ def _require_utf8(text: str) -> None:
 
 
 def split_statements(text: str) -> list[str]:
-    """The statements of a CQL text, without comments, blank statements or their final ';'.
-    A comment becomes one space, so that it never joins the words around it."""
+    """The statements of a CQL text, without comments, blank statements or their final ';' (a BATCH is
+    one, from BEGIN to APPLY BATCH, its inner statements' ';' kept). A comment becomes one space, so
+    that it never joins the words around it."""
     _require_utf8(text)
     statements: list[str] = []
     current: list[str] = []
+    words: list[str] = []  # the current statement's words, upper case: a BATCH's ';' end its inner statements
     for token in tokenize(text):
-        if token.kind == ";":
+        if token.kind == ";" and not (words[:1] == ["BEGIN"] and words[-2:] != ["APPLY", "BATCH"]):
             statements.append("".join(current))
-            current = []
+            current, words = [], []
         else:
             current.append(" " if token.kind == "comment" else token.text)
+            if token.kind == "word":
+                words.append(token.text.upper())
     statements.append("".join(current))
     return [statement.strip() for statement in statements if statement.strip()]
 
