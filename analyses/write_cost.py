@@ -6,7 +6,7 @@ client sent (measure client_request_bytes), the rows it wrote (meta 'write'), an
 by file kind — the commit log (written through a memory map: the pages its stores dirtied), SSTables
 (a flush or a compaction in the window), other files — with its latency and the node's time split,
 which the run analysis has for every execution. Per row: each figure over the measured executions,
-divided by the rows they wrote, so a batch of many rows and many single-row writes compare
+divided by the rows they wrote (the latency: the median execution's, by its rows), so a batch of many rows and many single-row writes compare
 (analyses.compare).
 
 The write-path columns (format 5) are None where not measured, never 0: a figure the trace does not
@@ -95,19 +95,33 @@ class WriteCost:
         return self.per_row(e.request_bytes for e in self.measured)
 
     @property
-    def latency_per_row_s(self) -> float | None:
-        return self.per_row(e.latency_s for e in self.measured)
-
-    @property
     def median_latency_s(self) -> float | None:
         latencies = [e.latency_s for e in self.measured if e.latency_s is not None]
         return statistics.median(latencies) if latencies else None
+
+    @property
+    def latency_per_row_s(self) -> float | None:
+        """The median execution's latency per row it wrote (the median: one slow execution, a GC pause,
+        would move a mean)."""
+        median = self.median_latency_s
+        return None if median is None or not self.rows_per_execution else median / self.rows_per_execution
 
     def dirtied_per_row(self, kind: str) -> float | None:
         return self.per_row(e.of(kind).dirtied_bytes for e in self.measured)
 
     def written_per_row(self, kind: str) -> float | None:
         return self.per_row(e.of(kind).write_bytes for e in self.measured)
+
+    def per_row_figures(self) -> dict[str, float | None]:
+        """Every per-row figure by its key (the JSON's, compare's), each with its unit's suffix."""
+        return {
+            "request_bytes": self.request_bytes_per_row,
+            "latency_s": self.latency_per_row_s,
+            "commit_log_dirtied_bytes": self.dirtied_per_row(COMMIT_LOG),
+            "sstables_dirtied_bytes": self.dirtied_per_row(SSTABLES),
+            "sstables_written_bytes": self.written_per_row(SSTABLES),
+            "other_written_bytes": self.written_per_row(OTHER_FILES),
+        }
 
     @property
     def flushed(self) -> bool:

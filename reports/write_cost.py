@@ -12,7 +12,7 @@ executions'), "per_row": {"request_bytes", "latency_s", "commit_log_dirtied_byte
 import dataclasses
 
 from casstrace.analyses.units import human_bytes, human_ms
-from casstrace.analyses.write_cost import COMMIT_LOG, FILE_KINDS, OTHER_FILES, SSTABLES, WriteCost
+from casstrace.analyses.write_cost import FILE_KINDS, WriteCost
 from casstrace.reports.document import Items, Section, Table
 
 NOT_MEASURED = "not measured"
@@ -31,23 +31,11 @@ def _bytes(value: float | None) -> str:
     return NOT_MEASURED if value is None else human_bytes(value)
 
 
-def per_row(cost: WriteCost) -> dict[str, float | None]:
-    """The per-row figures, by their JSON key (compare's too)."""
-    return {
-        "request_bytes": cost.request_bytes_per_row,
-        "latency_s": cost.latency_per_row_s,
-        "commit_log_dirtied_bytes": cost.dirtied_per_row(COMMIT_LOG),
-        "sstables_dirtied_bytes": cost.dirtied_per_row(SSTABLES),
-        "sstables_written_bytes": cost.written_per_row(SSTABLES),
-        "other_written_bytes": cost.written_per_row(OTHER_FILES),
-    }
-
-
 def per_row_items(cost: WriteCost) -> list[tuple[str, str]]:
-    figures = per_row(cost)
+    figures = cost.per_row_figures()
     return [
         ("Sent to the node per row", _bytes(figures["request_bytes"])),
-        ("Latency per row", human_ms(figures["latency_s"]) if figures["latency_s"] is not None else NOT_MEASURED),
+        ("Latency per row (median execution)", human_ms(figures["latency_s"]) if figures["latency_s"] is not None else NOT_MEASURED),
         ("Commit log: pages dirtied per row", _bytes(figures["commit_log_dirtied_bytes"])),
         ("SSTables: pages dirtied per row", _bytes(figures["sstables_dirtied_bytes"])),
         ("SSTables: write syscalls per row", _bytes(figures["sstables_written_bytes"])),
@@ -92,7 +80,7 @@ def data(cost: WriteCost | None) -> dict | None:
         "rows_per_execution": cost.rows_per_execution,
         "bind_markers": cost.bind_markers,
         "rows": cost.rows,
-        "per_row": per_row(cost),
+        "per_row": cost.per_row_figures(),
         "flushed": cost.flushed,
         "executions": [dataclasses.asdict(e) for e in cost.executions],
     }
