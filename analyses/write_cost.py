@@ -6,8 +6,8 @@ client sent (measure client_request_bytes), the rows it wrote (meta 'write'), an
 by file kind — the commit log (written through a memory map: the pages its stores dirtied), SSTables
 (a flush or a compaction in the window), other files — with its latency and the node's time split,
 which the run analysis has for every execution. Per row: each figure over the measured executions,
-divided by the rows they wrote (the latency: the median execution's, by its rows), so a batch of many rows and many single-row writes compare
-(analyses.compare).
+divided by the rows they wrote (the latency: the median execution's, by its rows), so a batch of many
+rows and many single-row writes compare (analyses.compare).
 
 The write-path columns (format 5) are None where not measured, never 0: a figure the trace does not
 have stays None here and in the reports.
