@@ -31,11 +31,15 @@ def _bytes(value: float | None) -> str:
     return NOT_MEASURED if value is None else human_bytes(value)
 
 
+def _ms(seconds: float | None) -> str:
+    return NOT_MEASURED if seconds is None else human_ms(seconds)
+
+
 def per_row_items(cost: WriteCost) -> list[tuple[str, str]]:
     figures = cost.per_row_figures()
     return [
         ("Sent to the node per row", _bytes(figures["request_bytes"])),
-        ("Latency per row (median execution)", human_ms(figures["latency_s"]) if figures["latency_s"] is not None else NOT_MEASURED),
+        ("Latency per row (median execution)", _ms(figures["latency_s"])),
         ("Commit log: pages dirtied per row", _bytes(figures["commit_log_dirtied_bytes"])),
         ("SSTables: pages dirtied per row", _bytes(figures["sstables_dirtied_bytes"])),
         ("SSTables: write syscalls per row", _bytes(figures["sstables_written_bytes"])),
@@ -53,7 +57,7 @@ def section(cost: WriteCost) -> Section:
             "generated an execution (never stored)",
         ),
         ("Rows written (measured executions)", f"{cost.rows:,}"),
-        ("Latency per execution", f"median {human_ms(median)}" if median is not None else NOT_MEASURED),
+        ("Latency per execution", f"median {_ms(median)}"),
         *per_row_items(cost),
         ("A flush or compaction in a measured execution", "yes" if cost.flushed else "no"),
     ]
@@ -61,7 +65,7 @@ def section(cost: WriteCost) -> Section:
         (
             str(e.execution),
             e.kind,
-            human_ms(e.latency_s) if e.latency_s is not None else "—",
+            _ms(e.latency_s),
             _bytes(e.request_bytes),
             str(e.rows),
             *(_bytes(e.of(kind).dirtied_bytes) for kind in FILE_KINDS),
