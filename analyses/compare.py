@@ -478,7 +478,8 @@ def _summary(comparison: Comparison) -> str:
 
 # A write's per-row figures (analyses.write_cost): key, words, unit
 WRITE_FIGURES = (
-    ("request_bytes", "Sent to the node per row", "bytes"),
+    ("request_bytes", "Sent to the node per row (request frames)", "bytes"),
+    ("received_bytes", "Read by the node from the client per row", "bytes"),
     ("latency_s", "Latency per row (median execution, client)", "seconds"),
     ("commit_log_dirtied_bytes", "Commit log: pages dirtied per row", "bytes"),
     ("sstables_dirtied_bytes", "SSTables: pages dirtied per row", "bytes"),

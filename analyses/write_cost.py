@@ -2,12 +2,14 @@
 
 A read is judged against the bytes its result needs; a write has no such figure, so it is not judged
 (its verdict says so: model.Verdict reason 'write') and measured instead: per execution, the bytes its
-client sent (measure client_request_bytes), the rows it wrote (meta 'write'), and what the node wrote
-by file kind — the commit log (written through a memory map: the pages its stores dirtied), SSTables
-(a flush or a compaction in the window), other files — with its latency and the node's time split,
-which the run analysis has for every execution. Per row: each figure over the measured executions,
-divided by the rows they wrote (the latency: the median execution's, by its rows), so a batch of many
-rows and many single-row writes compare (analyses.compare).
+client sent (measure client_request_bytes: the request frames) and the node read from the client's
+connections (the kernel's count: those frames in protocol v5's segments, 10 bytes more each), the
+rows it wrote (meta 'write'), and what the node wrote by file kind — the commit log (written through
+a memory map: the pages its stores dirtied), SSTables (a flush or a compaction in the window), other
+files — with its latency and the node's time split, which the run analysis has for every execution.
+Per row: each figure over the measured executions, divided by the rows they wrote (the latency: the
+median execution's, by its rows), so a batch of many rows and many single-row writes compare
+(analyses.compare).
 
 The write-path columns (format 5) are None where not measured, never 0: a figure the trace does not
 have stays None here and in the reports.
@@ -19,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from casstrace.analyses.amplification import client_sockets
 from casstrace.analyses.model import Verdict
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace, queries
@@ -58,7 +61,8 @@ class WriteExecution:
     execution: int
     kind: str  # 'warmup' | 'measured' | 'tracing'
     latency_s: float | None
-    request_bytes: float | None  # what the client sent (None: not measured)
+    request_bytes: float | None  # what the client sent: its request frames (None: not measured)
+    received_bytes: int | None  # what the node read from the client's connections, as the kernel counted (None: none)
     rows: int
     written: tuple[WrittenBytes, ...]  # one per FILE_KINDS, in that order
     error: str | None = None
@@ -95,6 +99,10 @@ class WriteCost:
         return self.per_row(e.request_bytes for e in self.measured)
 
     @property
+    def received_bytes_per_row(self) -> float | None:
+        return self.per_row(e.received_bytes for e in self.measured)
+
+    @property
     def median_latency_s(self) -> float | None:
         latencies = [e.latency_s for e in self.measured if e.latency_s is not None]
         return statistics.median(latencies) if latencies else None
@@ -116,6 +124,7 @@ class WriteCost:
         """Every per-row figure by its key (the JSON's, compare's), each with its unit's suffix."""
         return {
             "request_bytes": self.request_bytes_per_row,
+            "received_bytes": self.received_bytes_per_row,
             "latency_s": self.latency_per_row_s,
             "commit_log_dirtied_bytes": self.dirtied_per_row(COMMIT_LOG),
             "sstables_dirtied_bytes": self.dirtied_per_row(SSTABLES),
@@ -167,18 +176,23 @@ def write_cost(trace: Trace, request_bytes: dict[int, float | None]) -> WriteCos
     write = trace.meta.get("write")
     if write is None:
         return None
-    executions = tuple(
-        WriteExecution(
+    sockets = set(client_sockets(trace))
+
+    def execution(record: queries.ExecutionRecord) -> WriteExecution:
+        totals = queries.file_totals(trace, [record.window_id]) if record.window_id is not None else []
+        received = [total.read_bytes for total in totals if total.file_id in sockets]
+        return WriteExecution(
             record.execution,
             record.kind,
             record.latency_s,
             request_bytes.get(record.execution),
+            sum(received) if received else None,
             write["statements"] if record.error is None else 0,
-            _written(queries.file_totals(trace, [record.window_id]) if record.window_id is not None else []),
+            _written(totals),
             record.error,
         )
-        for record in queries.executions(trace)
-    )
+
+    executions = tuple(execution(record) for record in queries.executions(trace))
     return WriteCost(write["kind"], write["statements"], write["bind_markers"], executions)
 
 

@@ -2,11 +2,12 @@
 execution. reports/run.py puts it under the query, for a trace of a write only; `compare` of two write
 runs lays their per-row figures side by side (reports/comparison.py).
 
-JSON: "write" (null for a read) = {"statement", "rows_per_execution", "bind_markers", "rows" (the measured
-executions'), "per_row": {"request_bytes", "latency_s", "commit_log_dirtied_bytes", "sstables_dirtied_bytes",
-"sstables_written_bytes", "other_written_bytes"}, "flushed", "executions": [{"execution", "kind", "latency_s",
-"request_bytes", "rows", "error", "written": [{"kind", "write_bytes", "dirtied_bytes", "mapped_dirtied_bytes",
-"written_back_bytes", "sync_calls"}]}]}. A figure not measured is null, never 0.
+JSON: "write" (null for a read) = {"statement", "rows_per_execution", "bind_markers", "rows" (the
+measured executions'), "per_row": {"request_bytes", "received_bytes", "latency_s", "commit_log_dirtied_bytes",
+"sstables_dirtied_bytes", "sstables_written_bytes", "other_written_bytes"}, "flushed", "executions":
+[{"execution", "kind", "latency_s", "request_bytes", "received_bytes", "rows", "error", "written": [{"kind",
+"write_bytes", "dirtied_bytes", "mapped_dirtied_bytes", "written_back_bytes", "sync_calls"}]}]}. A figure
+not measured is null, never 0.
 """
 
 import dataclasses
@@ -21,6 +22,7 @@ EXECUTION_COLUMNS = (
     "Kind",
     "Latency",
     "Sent",
+    "Node read",
     "Rows",
     *(f"{kind}: dirtied" for kind in FILE_KINDS),
     *(f"{kind}: written" for kind in FILE_KINDS),
@@ -38,7 +40,8 @@ def _ms(seconds: float | None) -> str:
 def per_row_items(cost: WriteCost) -> list[tuple[str, str]]:
     figures = cost.per_row_figures()
     return [
-        ("Sent to the node per row", _bytes(figures["request_bytes"])),
+        ("Sent to the node per row (request frames)", _bytes(figures["request_bytes"])),
+        ("Read by the node from the client per row (kernel)", _bytes(figures["received_bytes"])),
         ("Latency per row (median execution)", _ms(figures["latency_s"])),
         ("Commit log: pages dirtied per row", _bytes(figures["commit_log_dirtied_bytes"])),
         ("SSTables: pages dirtied per row", _bytes(figures["sstables_dirtied_bytes"])),
@@ -67,6 +70,7 @@ def section(cost: WriteCost) -> Section:
             e.kind,
             _ms(e.latency_s),
             _bytes(e.request_bytes),
+            _bytes(e.received_bytes),
             str(e.rows),
             *(_bytes(e.of(kind).dirtied_bytes) for kind in FILE_KINDS),
             *(_bytes(e.of(kind).write_bytes) for kind in FILE_KINDS),
