@@ -38,7 +38,7 @@ from casstrace.analyses.nodes import readers_per_execution
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.units import human_bytes, human_ms, ratio
 from casstrace.analyses.verdict_rule import VerdictRule
-from casstrace.analyses.write_cost import WriteCost
+from casstrace.analyses.write_cost import PER_ROW_FIGURES, WriteCost
 from casstrace.errors import CasstraceError
 
 LATENCY_FLOOR_S = 0.001
@@ -476,18 +476,6 @@ def _summary(comparison: Comparison) -> str:
     return text
 
 
-# A write's per-row figures (analyses.write_cost): key, words, unit
-WRITE_FIGURES = (
-    ("request_bytes", "Sent to the node per row (request frames)", "bytes"),
-    ("received_bytes", "Read by the node from the client per row", "bytes"),
-    ("latency_s", "Latency per row (median execution, client)", "seconds"),
-    ("commit_log_dirtied_bytes", "Commit log: pages dirtied per row", "bytes"),
-    ("sstables_dirtied_bytes", "SSTables: pages dirtied per row", "bytes"),
-    ("sstables_written_bytes", "SSTables: write syscalls per row", "bytes"),
-    ("other_written_bytes", "Other files: write syscalls per row", "bytes"),
-)
-
-
 def _writes(first: Analysis, second: Analysis) -> tuple[WriteCost, WriteCost] | None:
     """Both sides' write costs, None for two reads; a read against a write is refused (nothing of one is
     the other's figure)."""
@@ -513,7 +501,7 @@ def write_metrics(a: WriteCost, b: WriteCost) -> list[Metric]:
             a.rows_per_execution,
             b.rows_per_execution,
         ),
-        *(Metric(f"write_{key}_per_row", words, unit, first[key], second[key]) for key, words, unit in WRITE_FIGURES),
+        *(Metric(f"write_{key}_per_row", words, unit, first[key], second[key]) for key, words, unit in PER_ROW_FIGURES),
     ]
 
 
@@ -521,12 +509,11 @@ def _write_summary(comparison: Comparison) -> str:
     a, b = comparison.first, comparison.second
     per_row = comparison.metric("write_latency_s_per_row")
     sent = comparison.metric("write_request_bytes_per_row")
-    text = (
+    return (
         f"Per row written, {b.label} takes {human_ms(per_row.second)} of latency and {a.label} "
         f"{human_ms(per_row.first)}: {per_row.change}; {b.label} sends {human_bytes(sent.second)} and {a.label} "
         f"{human_bytes(sent.first)}: {sent.change}."
     )
-    return text
 
 
 def _replicas(count: float) -> str:

@@ -44,6 +44,18 @@ def file_kind(path: str) -> str | None:
     return SSTABLES if parse_sstable_path(path) is not None else OTHER_FILES
 
 
+# A write's per-row figures: key (WriteCost.per_row_figures, the JSON's), words, unit ('bytes' | 'seconds')
+PER_ROW_FIGURES = (
+    ("request_bytes", "Sent to the node per row (request frames)", "bytes"),
+    ("received_bytes", "Read by the node from the client per row (kernel)", "bytes"),
+    ("latency_s", "Latency per row (median execution)", "seconds"),
+    ("commit_log_dirtied_bytes", "Commit log: pages dirtied per row", "bytes"),
+    ("sstables_dirtied_bytes", "SSTables: pages dirtied per row", "bytes"),
+    ("sstables_written_bytes", "SSTables: write syscalls per row", "bytes"),
+    ("other_written_bytes", "Other files: write syscalls per row", "bytes"),
+)
+
+
 @dataclass(frozen=True)
 class WrittenBytes:
     """What the node wrote to one kind of file (None: not measured)."""
@@ -121,7 +133,7 @@ class WriteCost:
         return self.per_row(e.of(kind).write_bytes for e in self.measured)
 
     def per_row_figures(self) -> dict[str, float | None]:
-        """Every per-row figure by its key (the JSON's, compare's), each with its unit's suffix."""
+        """Every per-row figure by its key (PER_ROW_FIGURES)."""
         return {
             "request_bytes": self.request_bytes_per_row,
             "received_bytes": self.received_bytes_per_row,

@@ -13,7 +13,7 @@ not measured is null, never 0.
 import dataclasses
 
 from casstrace.analyses.units import human_bytes, human_ms
-from casstrace.analyses.write_cost import FILE_KINDS, WriteCost
+from casstrace.analyses.write_cost import FILE_KINDS, PER_ROW_FIGURES, WriteCost
 from casstrace.reports.document import Items, Section, Table
 
 NOT_MEASURED = "not measured"
@@ -40,13 +40,8 @@ def _ms(seconds: float | None) -> str:
 def per_row_items(cost: WriteCost) -> list[tuple[str, str]]:
     figures = cost.per_row_figures()
     return [
-        ("Sent to the node per row (request frames)", _bytes(figures["request_bytes"])),
-        ("Read by the node from the client per row (kernel)", _bytes(figures["received_bytes"])),
-        ("Latency per row (median execution)", _ms(figures["latency_s"])),
-        ("Commit log: pages dirtied per row", _bytes(figures["commit_log_dirtied_bytes"])),
-        ("SSTables: pages dirtied per row", _bytes(figures["sstables_dirtied_bytes"])),
-        ("SSTables: write syscalls per row", _bytes(figures["sstables_written_bytes"])),
-        ("Other files: write syscalls per row", _bytes(figures["other_written_bytes"])),
+        (words, _ms(figures[key]) if unit == "seconds" else _bytes(figures[key]))
+        for key, words, unit in PER_ROW_FIGURES
     ]
 
 

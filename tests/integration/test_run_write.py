@@ -92,9 +92,10 @@ def test_two_write_designs_compare_per_row(events, cql_session, sandbox, tmp_pat
     sent = comparison.metric("write_request_bytes_per_row")
     first, second = analyse(single).write, analyse(batch).write
     assert first is not None and second is not None
-    assert sent.first == first.measured[0].request_bytes
-    assert sent.second == second.measured[0].request_bytes / BATCH_ROWS
-    assert sent.second < sent.first  # one request's header and statement id shared by its rows
+    one, batched = first.measured[0].request_bytes, second.measured[0].request_bytes
+    assert one is not None and batched is not None
+    assert (sent.first, sent.second) == (one, batched / BATCH_ROWS)
+    assert batched / BATCH_ROWS < one  # one request's header and statement id shared by its rows
 
     shown = casstrace("compare", single, batch)
     assert shown.returncode == 0, shown.stderr
