@@ -91,7 +91,7 @@ class GeneratedValues:
 
     def __init__(self, column_types: Sequence[Any], seed: int | None = None):
         if not column_types:  # node.statements refuses such a write already; the node's count is the truth
-            raise no_bind_markers()
+            raise no_bind_markers("write")
         rng = random.Random(seed)
         self._generators = [generator(column_type) for column_type in column_types]
         # Each marker counts from its own random start: distinct keys between markers and between runs.

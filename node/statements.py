@@ -153,7 +153,7 @@ def runnable_statement(text: str) -> tuple[str, bool]:
     if kind.endswith("BATCH"):
         _check_batch(statement)
     if not _has_bind_marker(statement):
-        raise no_bind_markers()
+        raise no_bind_markers(kind)
     _check_names(statement)
     return statement, True
 
@@ -168,12 +168,13 @@ def _one_statement(text: str) -> tuple[str, str]:
     return statements[0], statement_kind(statements[0])
 
 
-def no_bind_markers() -> CasstraceError:
-    """Why a write without a bind marker is not run: repeated, it writes the same cells again."""
+def no_bind_markers(kind: str) -> CasstraceError:
+    """Why a write without a bind marker is not run: casstrace only runs reads, and writes of values it
+    generates; repeated, a write of literals would overwrite the same cells, which are not casstrace's."""
     return CasstraceError(
-        "a write casstrace repeats needs bind markers: without one, every execution writes the same cells again "
-        "(an overwrite, not the cost of new rows), and casstrace never changes data it did not make",
-        "write the values as ? (at least the key): casstrace fills them with fresh values each execution",
+        f"refusing to run a {kind} statement without bind markers: casstrace only runs reads, and a write only "
+        "with values it generates, on a sandbox it started (a write of literals would overwrite cells it did not make)",
+        "write the values as ? (at least the key): casstrace fills them with fresh values at every execution",
     )
 
 

@@ -61,7 +61,7 @@ def test_two_runs_start_from_different_values():
 
 
 def test_a_write_without_a_marker_is_refused():
-    with pytest.raises(CasstraceError, match="needs bind markers") as refused:
+    with pytest.raises(CasstraceError, match="without bind markers") as refused:
         GeneratedValues([])
     assert "?" in str(refused.value.fix)
 

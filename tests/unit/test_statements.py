@@ -181,9 +181,9 @@ def test_writes_are_runnable_and_counted_but_never_read_only(text, statement, ro
         ("BEGIN BATCH INSERT INTO t (k) VALUES (?); TRUNCATE t; APPLY BATCH", "INSERT, UPDATE and DELETE"),
         ("BEGIN BATCH INSERT INTO t (k) VALUES (?); DROP TABLE t", "ended by APPLY BATCH"),
         ("INSERT INTO t (k) VALUES (?); DROP TABLE t", "found 2"),
-        ("INSERT INTO t (k, v) VALUES (1, '?')", "needs bind markers"),
-        ("DELETE FROM t WHERE k = 1 -- ?", "needs bind markers"),
-        ('UPDATE t SET "?" = 1 WHERE k = 2', "needs bind markers"),
+        ("INSERT INTO t (k, v) VALUES (1, '?')", "without bind markers"),
+        ("DELETE FROM t WHERE k = 1 -- ?", "without bind markers"),
+        ('UPDATE t SET "?" = 1 WHERE k = 2', "without bind markers"),
     ],
 )
 def test_what_is_neither_a_read_nor_a_write_is_refused_even_on_a_sandbox(text, said):
