@@ -15,6 +15,13 @@ from casstrace.traces.schema import PAGE_BYTES
 # the meta measures of the write path, with what each figure is called in a report
 WRITE_MEASURES = {"dirtied": "pages dirtied (mapped too)", "written_back": "bytes written back", "syncs": "sync calls"}
 
+# why a syscall capture cannot see each
+SYSDIG_UNSEEN = {
+    "dirtied": "not visible to a syscall capture (sysdig)",
+    "written_back": "not visible to a syscall capture (sysdig)",
+    "syncs": "not visible to a syscall capture (sysdig): it records them as generic events, without their file",
+}
+
 
 def write_io(trace: Trace, window_ids: list[int]) -> WriteIO:
     """The files' writes in those windows."""
@@ -59,8 +66,8 @@ def _unmeasured(trace: Trace, measured: dict[str, bool]) -> dict[str, str]:
     for name, label in WRITE_MEASURES.items():
         if measured[name]:
             continue
-        if backend == "sysdig" and name != "syncs":
-            why[label] = "not visible to a syscall capture (sysdig)"
+        if backend == "sysdig":
+            why[label] = SYSDIG_UNSEEN[name]
         elif name in trace.meta.get("measures", {}):
             why[label] = "this kernel has no tracepoint for it"
         else:
