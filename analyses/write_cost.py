@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from casstrace.analyses.amplification import client_sockets
-from casstrace.analyses.model import Verdict
+from casstrace.analyses.model import FileWrites, Verdict
 from casstrace.analyses.units import human_bytes
+from casstrace.analyses.write_io import WRITE_MEASURES, write_io
 from casstrace.traces import Trace, queries
-from casstrace.traces.schema import PAGE_BYTES  # the page-cache page dirtied_pages counts
 from casstrace.traces.sstable_names import parse_sstable_path
 
 COMMIT_LOG = "commit log"
@@ -150,36 +150,35 @@ class WriteCost:
         return any((e.of(SSTABLES).write_bytes or 0) + (e.of(SSTABLES).dirtied_bytes or 0) for e in self.measured)
 
 
-def _sum(values: list[int | None]) -> int | None:
-    return None if not values or any(value is None for value in values) else sum(v for v in values if v is not None)
-
-
-def _written(totals: list[queries.FileTotals]) -> tuple[WrittenBytes, ...]:
-    by_kind: dict[str, list[queries.FileTotals]] = {kind: [] for kind in FILE_KINDS}
-    for total in totals:
-        kind = file_kind(total.path)
+def _written(trace: Trace, window_id: int) -> tuple[WrittenBytes, ...]:
+    """What the node wrote to each kind of file in a window: analyses.write_io's files, by kind (a kind
+    no file of which was written wrote 0, as far as the capture measured the figure at all)."""
+    measured = {name: trace.measured(name) for name in WRITE_MEASURES}
+    by_kind: dict[str, list[FileWrites]] = {kind: [] for kind in FILE_KINDS}
+    for written in write_io(trace, [window_id]).files:
+        kind = file_kind(written.path)
         if kind is not None:
-            by_kind[kind].append(total)
-    # a kind with no file in the window wrote nothing (0), as far as the columns were measured at all
-    measured = any(total.dirtied_pages is not None for total in totals)
+            by_kind[kind].append(written)
 
-    def figure(files: list[queries.FileTotals], values: list[int | None], scale: int = 1) -> int | None:
-        if not files:
-            return 0 if measured else None
-        total = _sum(values)
-        return None if total is None else total * scale
+    def total(values: Iterable[int | None], measure: str) -> int | None:
+        return sum(value or 0 for value in values) if measured[measure] else None
 
     return tuple(
         WrittenBytes(
             kind,
-            _sum([f.write_bytes for f in files]) if files else 0,
-            figure(files, [f.dirtied_pages for f in files], PAGE_BYTES),
-            figure(files, [f.mapped_dirtied_pages for f in files], PAGE_BYTES),
-            figure(files, [f.written_back_bytes for f in files]),
-            figure(files, [f.sync_calls for f in files]),
+            sum(f.written_bytes for f in files),
+            total((f.dirtied_bytes for f in files), "dirtied"),
+            total((f.mapped_dirtied_bytes for f in files), "dirtied"),
+            total((f.written_back_bytes for f in files), "written_back"),
+            total((f.sync_calls for f in files), "syncs"),
         )
         for kind, files in by_kind.items()
     )
+
+
+def _written_nothing() -> tuple[WrittenBytes, ...]:
+    """An execution without a window (cut short before it began): nothing measured."""
+    return tuple(WrittenBytes(kind, 0, None, None, None, None) for kind in FILE_KINDS)
 
 
 def write_cost(trace: Trace, request_bytes: dict[int, float | None]) -> WriteCost | None:
@@ -191,8 +190,8 @@ def write_cost(trace: Trace, request_bytes: dict[int, float | None]) -> WriteCos
     sockets = set(client_sockets(trace))
 
     def execution(record: queries.ExecutionRecord) -> WriteExecution:
-        totals = queries.file_totals(trace, [record.window_id]) if record.window_id is not None else []
-        received = [total.read_bytes for total in totals if total.file_id in sockets]
+        windows = [record.window_id] if record.window_id is not None else []
+        received = [total.read_bytes for total in queries.file_totals(trace, windows) if total.file_id in sockets]
         return WriteExecution(
             record.execution,
             record.kind,
@@ -200,7 +199,7 @@ def write_cost(trace: Trace, request_bytes: dict[int, float | None]) -> WriteCos
             request_bytes.get(record.execution),
             sum(received) if received else None,
             write["statements"] if record.error is None else 0,
-            _written(totals),
+            _written(trace, record.window_id) if record.window_id is not None else _written_nothing(),
             record.error,
         )
 

@@ -18,7 +18,17 @@ DATA = "/var/lib/cassandra/data/ks/events-0123456789abcdef0123456789abcdef/nb-3-
 MEASURED = ((2, 0), (3, 5))  # (execution, its window's SSTable pages dirtied: a flush in execution 3)
 
 
-def write_run(path, rows_per_execution=4, request_bytes=150, commit_log_pages=2, measures=None):
+WRITE_MEASURES = {
+    "syscalls": True,
+    "page_cache": True,
+    "wire": True,
+    "dirtied": True,
+    "written_back": True,
+    "syncs": True,
+}
+
+
+def write_run(path, rows_per_execution=4, request_bytes=150, commit_log_pages=2, measures=WRITE_MEASURES):
     """Warmup 1 and measured executions 2 and 3 of an UNLOGGED BATCH of `rows_per_execution` rows: each
     sends `request_bytes`, dirties `commit_log_pages` of the mapped segment; execution 3 flushed."""
     writer = TraceWriter(path)
@@ -29,7 +39,7 @@ def write_run(path, rows_per_execution=4, request_bytes=150, commit_log_pages=2,
         keyspace="ks",
         client_addresses=[CLIENT],
         write={"kind": kind, "statements": rows_per_execution, "bind_markers": 2 * rows_per_execution},
-        **({"measures": measures} if measures else {}),
+        measures=measures,
     )
     segment, data = writer.file_id(SEGMENT, "file"), writer.file_id(DATA, "file")
     socket = writer.file_id("tcp 127.0.0.1:9042->" + CLIENT, "socket", local_addr="127.0.0.1:9042", remote_addr=CLIENT)
