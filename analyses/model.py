@@ -2,12 +2,15 @@
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from casstrace.traces.meta import QueryTraceSession
 from casstrace.traces.queries import ExecutionRecord
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName
+
+if TYPE_CHECKING:
+    from casstrace.analyses.write_cost import WriteCost
 
 
 @dataclass
@@ -43,6 +46,32 @@ class FileIO:
         """`name` (the file's, as a report spells it), with its node's address in a trace of several
         nodes, where the nodes' paths may be alike."""
         return f"[{self.node}] {name}" if several_nodes and self.node else name
+
+
+@dataclass
+class FileWrites:
+    """One file's writes; None: not measured."""
+
+    file_id: int
+    path: str
+    node: str | None  # the node whose JVM had the file (None: a one-node trace)
+    write_calls: int
+    written_bytes: int  # by write syscalls
+    dirtied_bytes: int | None  # 4 KiB pages dirtied, in bytes
+    mapped_dirtied_bytes: int | None  # of which by stores into a mapping (no syscall)
+    written_back_bytes: int | None
+    sync_calls: int | None
+    sync_ns: int | None
+    sync_p50_ns: float | None  # upper edge of the latency bucket holding the percentile
+    sync_p99_ns: float | None
+
+
+@dataclass
+class WriteIO:
+    """Each file's writes (analyses.write_io)."""
+
+    files: list[FileWrites]  # files written, dirtied, written back or synced, most bytes first
+    unmeasured: dict[str, str] = field(default_factory=dict)  # WRITE_MEASURES label -> why it is not measured
 
 
 @dataclass
@@ -364,6 +393,7 @@ UndeterminedReason = Literal[
     "unseen_reads",  # below the rule, but reads no measure saw could lift it (mapped files)
     "failed_run",  # no measured execution succeeded
     "node_not_captured",  # below the rule, but a node of the query was not captured
+    "write",  # a write: the verdict weighs a read against its necessary read, which a write has not
 ]
 
 
@@ -536,6 +566,8 @@ class Analysis:
     cpu_per_result: CpuPerResult | None = None  # the node's CPU per row and per cell returned
     time_split: TimeSplit | None = None  # None: the node's time or its split was not measured
     leaf_digest: str | None = None  # of the result's leaf values per row key (meta leaf_digest; None: not stored)
+    write: "WriteCost | None" = None  # a run of a write: its cost per execution and per row (analyses.write_cost)
+    writes: WriteIO | None = None  # each file's writes (analyses.write_io; None: not analysed)
 
     @property
     def read_per_execution(self) -> float:

@@ -19,7 +19,9 @@ traced sessions' threads, from the scheduler's switches per 1 ms slot; derived b
 "request_cpu_ns" (on-CPU time of every thread of the node's request pools in the execution's window: on a busy
 node, other clients' requests too), "jvm_cpu_ns" (of all its threads), "gc_pause_ns" and "safepoint_ns" (the
 JVM's pauses overlapping the execution), "client_decode_ns" (casstrace's own decoding of the result, in the
-client). executions[].latency_s is the client's round trip.
+client), "client_request_bytes" (a write's EXECUTE request frames, as the client sent them). executions[].latency_s
+is the client's round trip.
+Later in version 2: "write" (a run of a write: its cost per row and per execution; reports/write_cost.py).
 Later in version 2: MEASUREs "serving_cpu_ns" and "traced_ns"; "cpu_per_result" (the node's CPU per row and
 per cell returned).
 Later in version 2: "index_read", the index part of the read by part of the table's index files.
@@ -82,6 +84,13 @@ A measure the backend did not take is null, never 0; `measures` says which were 
              "lseeks", "seeks" (reads not starting where the previous one ended), "longest_sequential_bytes",
              "coverage" (distinct bytes touched / file size; null when the size is unknown),
              "node" (address of the node whose JVM had the file; null in a trace without nodes)}],
+  "writes": {"files": [{          (later in version 2; trace format 5) each file written, dirtied, written back or
+              "file_id", "path", "node", synced; a figure not measured is null, and "unmeasured" says why
+              "write_calls", "written_bytes" (write syscalls), "dirtied_bytes", "mapped_dirtied_bytes" (4 KiB
+              pages the process dirtied in the page cache, of which by stores into a mapping), "written_back_bytes"
+              (sent to the device, by any thread), "sync_calls", "sync_ns", "sync_p50_ns", "sync_p99_ns"
+              (fsync, fdatasync, msync, sync_file_range: bucket upper edges)}],
+             "unmeasured": {label: why}} | null,
   "consistency": str | null,     the run's consistency level
   "nodes": [{                    a run trace's nodes (format 3): the coordinator and the partition's replicas; [] otherwise
     "address": str, "host": str | null (ssh destination; null: this machine), "datacenter", "rack": str | null,
@@ -206,7 +215,7 @@ A ratio is null when its denominator is 0 or unknown.
 import dataclasses
 
 from casstrace.analyses.model import Analysis, FileIO, NodeIO
-from casstrace.reports import common
+from casstrace.reports import common, write_cost
 from casstrace.reports.document import (
     FULL,
     NOT_BRIEF,
@@ -224,6 +233,7 @@ from casstrace.reports.document import (
     Table,
     VerdictLine,
 )
+from casstrace.reports.write_io import write_data, write_section
 
 VERSION = 2
 TITLE = "casstrace report"
@@ -251,6 +261,7 @@ def _head(analysis: Analysis) -> list[Section]:
     per_execution = common.first_screen_row(analysis)
     return [
         Section(None, [Query(analysis.query, analysis.scope)]),
+        *([write_cost.section(analysis.write)] if analysis.write is not None else []),
         Section(
             None,
             [
@@ -300,6 +311,9 @@ def _body(analysis: Analysis) -> list[Section]:
     sections.append(
         Section("Other files and sockets", [Table(common.FILE_COLUMNS, common.other_file_rows(analysis))], FULL)
     )
+    writes = write_section(analysis.writes, len(analysis.nodes) > 1)
+    if writes is not None:
+        sections.append(writes)
     if analysis.access:
         sections.append(
             Section(
@@ -382,6 +396,8 @@ def data(analysis: Analysis) -> dict:
         "undetermined_measures": [dataclasses.asdict(u) for u in analysis.undetermined_measures],
         "cpu_per_result": dataclasses.asdict(analysis.cpu_per_result) if analysis.cpu_per_result else None,
         "time_split": dataclasses.asdict(analysis.time_split) if analysis.time_split else None,
+        "write": write_cost.data(analysis.write),
+        "writes": write_data(analysis.writes),
     }
 
 
