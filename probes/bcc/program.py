@@ -97,7 +97,7 @@ NO_CALL = 0xFFFFFFFF  # fill.nr of a fill outside any syscall (a fault on a mapp
 
 # The names the trace gives these codes (files.kind, coverage.source, latency.target).
 KIND_NAMES = {kind.value: kind.name.lower() for kind in Kind} | {Kind.CLOSED.value: "unknown"}
-SOURCE_NAMES = {source.value: source.name.lower() for source in Source}
+SOURCE_NAMES = {source.value: source.name.lower() for source in (Source.SYSCALL, Source.PAGE_CACHE)}  # coverage's
 TARGET_NAMES = {target.value: target.name.lower() for target in Target}
 
 _MACRO_PREFIXES: tuple[tuple[type[IntEnum] | type[IntFlag], str], ...] = (
