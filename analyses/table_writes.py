@@ -70,7 +70,7 @@ def tally_writes(
     unmeasured: a trace from before the write path."""
     tallied = TableWriteTally()
     for row in thread_io:
-        written = getattr(row, "write_bytes", None)  # format 5 (h-wio: the write path)
+        written = row.write_bytes
         if written is None:
             tallied.measured = False
         name = sstables.get(row.file_id)

@@ -53,6 +53,14 @@ def parse_flushes(text: str) -> list[FlushedMemtable]:
     return found
 
 
+def received_bytes(flushed: list[FlushedMemtable]) -> dict[str, int]:
+    """Per table, the mutation bytes its flushed memtables held."""
+    received: dict[str, int] = {}
+    for memtable in flushed:
+        received[memtable.table] = received.get(memtable.table, 0) + memtable.serialized_bytes
+    return received
+
+
 def log_path(process: CassandraProcess) -> Path | None:
     """The node's system.log, as this machine sees it (a container's through its root)."""
     directory = process.system_property("cassandra.logdir")

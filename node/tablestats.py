@@ -1,15 +1,15 @@
 """What each table costs the node beside its traffic, from `nodetool tablestats`: the schema's table
 count, and per table its memtable flushes (the memtable switch count), local reads and writes and the
 memtable's size. `watch` reads it before and after: a table's flushes and requests in the watch are the
-differences (meta `table_activity`). With `nodetool compactionstats` (each table's pending compactions)
-and the memtables the node's log says it flushed meanwhile (node.flush_log), the mutation bytes each
-table received in the watch (meta `table_background`).
+differences (meta `table_activity`). With `nodetool compactionstats`, each table's pending compactions
+at the watch's start and end, and with the memtables the node's log says it flushed meanwhile
+(node.flush_log), the mutation bytes they held (meta `table_background`).
 """
 
 import re
 from dataclasses import dataclass
 
-from casstrace.node.flush_log import FlushedMemtable
+from casstrace.node.flush_log import FlushedMemtable, received_bytes
 from casstrace.node.tracing import Nodetool
 from casstrace.traces.meta import TableActivity, TableBackgroundMeta
 
@@ -97,14 +97,11 @@ def pending_compactions(nodetool: Nodetool) -> dict[str, int]:
 
 
 def background(
-    before: TableStats,
-    after: TableStats,
-    pending: tuple[dict[str, int], dict[str, int]] | None,
-    flushed: list[FlushedMemtable] | None,
+    pending: tuple[dict[str, int], dict[str, int]] | None, flushed: list[FlushedMemtable] | None
 ) -> TableBackgroundMeta:
     """The node's side of the tables' background work over a watch: pending compactions at its start and
-    end (`pending`; None: not read), and the mutation bytes each table received (the memtables it
-    flushed, `flushed` from the node's log, plus its memtable's growth; None: the log was not read)."""
+    end (`pending`; None: not read), and the mutation bytes of the memtables each table flushed
+    (`flushed`, from the node's log; None: not read)."""
     found: TableBackgroundMeta = {}
     if pending is not None:
         start, end = pending
@@ -112,12 +109,5 @@ def background(
         found["pending_compactions_end"] = end
         found["pending_compactions_max"] = {table: max(start.get(table, 0), end.get(table, 0)) for table in start | end}
     if flushed is not None:
-        received: dict[str, int] = {}
-        for memtable in flushed:
-            received[memtable.table] = received.get(memtable.table, 0) + memtable.serialized_bytes
-        for table, figures in after.per_table.items():
-            grown = figures.get("memtable_bytes", 0) - before.per_table.get(table, {}).get("memtable_bytes", 0)
-            if grown or table in received:
-                received[table] = received.get(table, 0) + grown
-        found["received_bytes"] = {table: size for table, size in received.items() if size > 0}
+        found["received_bytes"] = received_bytes(flushed)
     return found

@@ -37,7 +37,7 @@ from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.ledger import Ledger, process_start
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
-from casstrace.node.flush_log import LogMark, log_path
+from casstrace.node.flush_log import LogMark, log_path, received_bytes
 from casstrace.node.gc_pauses import GcPauses, pause_meta
 from casstrace.node.gone import NodeWentAway, gone_message, node_gone
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
@@ -91,6 +91,7 @@ class LiveSnapshot:
     probability: float
     elapsed_s: float
     pauses: list[JvmPause] | None = None  # the JVM's pauses so far (None: not measured)
+    received_bytes: dict[str, int] | None = None  # per table, the memtables it flushed so far (None: not read)
 
 
 @dataclass
@@ -260,7 +261,7 @@ def watch(
             span.append(time.time_ns())
             started()
             try:
-                return _wait(capture, node, span[0], thread_ids, options, live, write_interval, gone, pauses)
+                return _wait(capture, node, span[0], thread_ids, options, live, write_interval, gone, pauses, flush_log)
             except KeyboardInterrupt:
                 if options.duration_s is not None:
                     raise  # cut short
@@ -296,7 +297,7 @@ def watch(
                 writer.set_meta(table_activity={"tables": after.tables, "active": activity(before, after)})
                 pending = None if pending_before is None or pending_after is None else (pending_before, pending_after)
                 flushed = flush_log.flushes_since() if flush_log is not None else None
-                writer.set_meta(table_background=background(before, after, pending, flushed))
+                writer.set_meta(table_background=background(pending, flushed))
             window = (intervals.since_ns or span[0], span[-1]) if span else (time.time_ns(),) * 2
             _write(
                 writer,
@@ -378,6 +379,7 @@ def _wait(
     write_interval: Callable[[int], int],
     gone: Callable[[], str | None],
     pauses: GcPauses,
+    flush_log: LogMark | None,
 ) -> str | None:
     """Watch until the deadline (or a signal), writing each interval once complete; returns why the
     watch ended early (the node went away: the intervals that ended before it went are written), or None."""
@@ -429,6 +431,8 @@ def _wait(
             figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
             if pauses.measured:  # every pause so far: the sessions tell which they overlapped
                 figures.pauses = pause_meta(pauses.pauses(), 0, time.monotonic_ns())
+            flushed = flush_log.flushes_since() if flush_log is not None else None
+            figures.received_bytes = None if flushed is None else received_bytes(flushed)
         except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
             if gone() is None:  # else the watch ends, and says why
                 warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
@@ -450,7 +454,7 @@ def live_figures(
     """What the probes and the node's trace tables hold so far."""
     paths: dict[str, int] = {}
     rows: list[ThreadIORow] = []
-    for tid, slot, path, read_bytes, cache_pages in capture.thread_io_so_far():
+    for tid, slot, path, read_bytes, cache_pages, write_bytes in capture.thread_io_so_far():
         if path is None:
             continue
         rows.append(
@@ -461,6 +465,7 @@ def live_figures(
                 "read_calls": 0,
                 "read_bytes": read_bytes,
                 "cache_miss_pages": cache_pages,
+                "write_bytes": write_bytes,  # the tables' flushes and compactions (analyses.table_writes)
             }
         )
     sessions, spans = session_rows(sampled, [thread_ids], clock_offset_ns())

@@ -179,7 +179,7 @@ class TableBackgroundMeta(TypedDict, total=False):
     pending_compactions_start: dict[str, int]  # nodetool compactionstats, the tables with any
     pending_compactions_end: dict[str, int]
     pending_compactions_max: dict[str, int]  # the most of the readings taken
-    received_bytes: dict[str, int]  # mutation bytes received: the memtables flushed (its log) and its growth
+    received_bytes: dict[str, int]  # mutation bytes of the memtables it flushed (the node's log)
 
 
 class TraceMeta(TypedDict, total=False):

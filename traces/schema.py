@@ -119,8 +119,8 @@ Meta keys (values are JSON)
   table_background   (watch, format 5) {"pending_compactions_start", "pending_compactions_end",
                       "pending_compactions_max", "received_bytes": {"ks.table": int}}: per table, its pending
                      compactions (nodetool compactionstats at the watch's start and end; max: of those readings)
-                     and the mutation bytes it received in the watch (the serialized bytes of the memtables its
-                     log says it flushed, plus its memtable's growth); a key absent: not measured
+                     and the mutation bytes of the memtables it flushed in the watch (their serialized bytes, as
+                     the node's log says); a key absent: not measured
   profile            present when the run was profiled (run --profile; format 2):
                      {"profiler": str ('async-profiler 4.1'), "read_method": str (the Java method whose every
                       call was recorded with its stack), "wall_interval_ns": int, "window_ids": [int] (the
