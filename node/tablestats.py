@@ -74,6 +74,7 @@ def activity(before: TableStats, after: TableStats) -> list[TableActivity]:
 
 _PENDING_TOTAL = re.compile(r"^pending tasks:?\s+\d+\s*$")
 _PENDING_41 = re.compile(r"^-\s*(\S+?)\.(\S+):\s*(\d+)\s*$")  # 4.0, 4.1: '- ks.table: 3'
+_AFTER_PENDING = "compactions completed"
 _PENDING_50 = re.compile(r"^(\S+)\s+(\S+)\s+(\d+)\s*$")  # 5.0: 'ks  table  3', a row of its table
 
 
@@ -85,6 +86,8 @@ def parse_compactionstats(text: str) -> dict[str, int]:
     for line in text.splitlines():
         if _PENDING_TOTAL.match(line.strip()):
             listing = True
+        elif line.startswith(_AFTER_PENDING):  # 5.0: the table's next row, shaped like a table's
+            listing = False
         elif listing and (found := _PENDING_41.match(line.strip()) or _PENDING_50.match(line.strip())):
             pending[f"{found[1]}.{found[2]}"] = int(found[3])
         else:
