@@ -46,7 +46,7 @@ TABLE_CAUSES: tuple[TableCause, ...] = ("small_flushes", "compaction_behind")
 class TableWriteTally:
     """The flush and compaction bytes of a watch (or a stretch of it) by table, as figures that add up."""
 
-    # table -> SSTable ('ks.t gen 7') -> bytes the flush threads wrote to its components
+    # table -> SSTable (its path less the component) -> bytes the flush threads wrote to its components
     flushed: dict[str, dict[str, int]] = field(default_factory=dict)
     compaction_read: Counter[str] = field(default_factory=Counter)  # table -> Data bytes compaction read
     compaction_written: Counter[str] = field(default_factory=Counter)  # table -> bytes compaction wrote
@@ -69,6 +69,7 @@ def tally_writes(
     `sstables`, tid named in `thread_names`). Rows whose write bytes were not measured make it
     unmeasured: a trace from before the write path."""
     tallied = TableWriteTally()
+    roles: dict[int, Role] = {}  # by tid: a watch's rows are many, its threads few
     for row in thread_io:
         written = row.write_bytes
         if written is None:
@@ -76,7 +77,9 @@ def tally_writes(
         name = sstables.get(row.file_id)
         if name is None:
             continue
-        role = role_of(thread_names.get(row.tid, ""))
+        role = roles.get(row.tid)
+        if role is None:
+            role = roles[row.tid] = role_of(thread_names.get(row.tid, ""))
         if role is Role.MEMTABLE_FLUSH and written:
             flushed = tallied.flushed.setdefault(name.owner, {})
             flushed[_sstable(name)] = flushed.get(_sstable(name), 0) + written
@@ -89,7 +92,8 @@ def tally_writes(
 
 
 def _sstable(name: SSTableName) -> str:
-    return f"{name.owner} gen {name.generation}" + (f" in {name.path.rsplit('/', 2)[0]}" if name.path else "")
+    """The SSTable's path less its component ('.../kv-<id>/nb-5-big'): one per flush, in whichever directory."""
+    return name.path.rsplit("-", 1)[0]
 
 
 @dataclass(frozen=True)
