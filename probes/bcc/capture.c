@@ -182,6 +182,36 @@ struct latency_key {
 };
 BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
 
+// The write path, per window and file: pages dirtied in the page cache by the process's threads
+// (writeback_dirty_folio names the file by its backing device and inode), of which outside any
+// syscall (stores into a shared mapping); bytes written back to the device (ext4_writepages_result,
+// by the file system's dev and inode, in whatever thread: the flusher, or a sync); sync calls' latency.
+struct dirty_key {
+    u32 epoch;
+    u32 bdi;           // the backing device's dev (kernel encoding)
+    u64 inode;
+};
+struct dirtied {
+    u64 pages;
+    u64 mapped_pages;
+};
+BPF_HASH(dirtied_pages, struct dirty_key, struct dirtied, MAP_ENTRIES);
+BPF_HASH(written_back, struct page_key, u64, MAP_ENTRIES);   // pages
+// Inodes whose writeback counts: those the process dirtied, and its files open or mapped at the start
+// (written by userspace). Writeback runs in kernel threads: no pid tells whose file it is.
+BPF_HASH(written_inodes, u64, u8, MAP_ENTRIES);
+struct sync_key {
+    struct file_ref file;   // msync: (SOURCE_ADDRESS, 0, its address)
+    u32 epoch;
+    u16 nr;
+    u16 bucket;
+};
+struct sync_stats {
+    u64 calls;
+    u64 ns;
+};
+BPF_HASH(sync_latency, struct sync_key, struct sync_stats, MAP_ENTRIES);
+
 #if THREAD_SLOT_NS
 // File bytes by the thread that read them (syscalls) or made the page cache fill them (its own
 // reads, their readahead, its faults on mapped files), and that wrote them (syscalls), per
@@ -541,6 +571,26 @@ static __always_inline void on_write(struct call *c, u32 tgid, u32 tid, s32 fd, 
         f->pos += ret;
 }
 
+static __always_inline void on_sync(struct call *c, u32 tgid, s32 fd, struct fd_state *f, u64 latency) {
+    struct sync_key key = {.epoch = c->epoch, .nr = c->nr, .bucket = latency_bucket(latency)};
+    if (c->nr == NR_msync) {
+        key.file.source = SOURCE_ADDRESS;
+        key.file.gen_or_inode = c->args[0];
+    } else {
+        key.file.source = SOURCE_SYSCALL;
+        key.file.fd_or_dev = fd;
+        key.file.gen_or_inode = ((u64)OWNER(tgid) << 32) | (f ? f->gen : 0);
+    }
+    struct sync_stats zero = {};
+    struct sync_stats *stats = sync_latency.lookup_or_try_init(&key, &zero);
+    if (!stats) {
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+        return;
+    }
+    __sync_fetch_and_add(&stats->calls, 1);
+    __sync_fetch_and_add(&stats->ns, latency);
+}
+
 static __always_inline bool on_lseek(struct call *c, u32 tgid, u32 tid, s32 fd, struct fd_state *f,
                                      s64 ret, u64 latency) {
     bool logged = target_of(f) == TARGET_FILE &&
@@ -706,6 +756,8 @@ static __always_inline int exit_call(s64 ret) {
             log_fill(c->ts, tid, nr, c->epoch, c->fill_dev, c->fill_inode, c->fill_pages);
     } else if (flags & SYS_WRITE) {
         on_write(c, tgid, tid, fd, f, ret);
+    } else if (nr == NR_fsync || nr == NR_fdatasync || nr == NR_msync || nr == NR_sync_file_range) {
+        on_sync(c, tgid, fd, f, latency);
     } else if (nr == NR_lseek) {
         logged = on_lseek(c, tgid, tid, fd, f, ret, latency);
     } else if (ret >= 0) {
@@ -859,6 +911,139 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
 #endif
     cover(&file, epoch, args->index, args->index + pages - 1);
     heat(&file, now, args->index << PAGE_SHIFT_4K, pages << PAGE_SHIFT_4K);
+    return 0;
+}
+
+// A page of a file turned dirty, in the thread that dirtied it: inside a write syscall, or a store into
+// a shared mapping (a fault outside any syscall). One event per folio, of as many pages as the raw
+// program below measured (1 where the kernel's BTF does not tell). Attached by bcc_capture.py where
+// the tracepoint exists (5.17+; writeback_dirty_page before, same record).
+struct dirty_folio_args {
+    u64 common;
+    char bdi_name[32];  // the backing device, "MAJOR:MINOR"
+    u64 ino;
+    u64 index;
+};
+
+// "MAJOR:MINOR" as the kernel encodes a dev (major << 20 | minor); 0 when it is no such name.
+static __always_inline u32 bdi_dev(const char *name) {
+    u32 major = 0, minor = 0;
+    bool in_minor = false;
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        char ch = name[i];
+        if (ch == 0)
+            return in_minor ? (major << 20) | minor : 0;
+        if (ch == ':' && !in_minor) {
+            in_minor = true;
+        } else if (ch >= '0' && ch <= '9') {
+            if (in_minor)
+                minor = minor * 10 + (ch - '0');
+            else
+                major = major * 10 + (ch - '0');
+        } else {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+#if FOLIO_HEAD_BIT >= 0
+// The same tracepoint, raw: its first argument is the folio, whose size the record above lacks. It runs
+// just before on_dirty_folio (attached first, on the same CPU, preemption off), which takes the pages
+// from here. The head bit and the order's offset come from the running kernel's BTF (kernel_btf.py).
+BPF_PERCPU_ARRAY(folio_pages, u64, 1);
+RAW_TRACEPOINT_PROBE(writeback_dirty_folio) {
+    if (!watched(bpf_get_current_pid_tgid() >> 32))
+        return 0;
+    u32 zero = 0;
+    u64 *pages = folio_pages.lookup(&zero);
+    if (!pages)
+        return 0;
+    u64 flags = 0;
+    u8 order = 0;
+    void *folio = (void *)ctx->args[0];
+    bpf_probe_read_kernel(&flags, sizeof(flags), folio);
+    if (flags & (1ULL << FOLIO_HEAD_BIT))
+        bpf_probe_read_kernel(&order, sizeof(order), folio + FOLIO_ORDER_OFFSET);
+    *pages = 1ULL << (order & 31);
+    return 0;
+}
+#endif
+
+int on_dirty_folio(struct dirty_folio_args *args) {
+    u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!watched(pid_tgid >> 32))
+        return 0;
+    u32 epoch = current_epoch();
+    if (!epoch)
+        return 0;
+    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
+    bool mapped = !c || !c->ts;
+    char name[16];
+    __builtin_memcpy(name, args->bdi_name, sizeof(name));
+    struct dirty_key key = {.epoch = epoch, .bdi = bdi_dev(name), .inode = args->ino};
+    struct dirtied zero = {};
+    struct dirtied *pages = dirtied_pages.lookup_or_try_init(&key, &zero);
+    if (!pages) {
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+        return 0;
+    }
+    u64 folio = 1;
+#if FOLIO_HEAD_BIT >= 0
+    u32 zero_index = 0;
+    u64 *measured = folio_pages.lookup(&zero_index);
+    if (measured && *measured) {
+        folio = *measured;
+        *measured = 0;
+    }
+#endif
+    __sync_fetch_and_add(&pages->pages, folio);
+    if (mapped)
+        __sync_fetch_and_add(&pages->mapped_pages, folio);
+    u64 inode = args->ino;
+    if (!written_inodes.lookup(&inode)) {
+        u8 one = 1;
+        if (written_inodes.update(&inode, &one))
+            count(COUNT_AGGREGATE_OVERFLOW, 1);
+    }
+#if THREAD_SLOT_NS
+    struct file_ref file = {.source = SOURCE_BACKING_DEV, .fd_or_dev = key.bdi, .gen_or_inode = args->ino};
+    struct thread_io *io = thread_io_of(&file, (u32)pid_tgid, bpf_ktime_get_ns());
+    if (io) {
+        __sync_fetch_and_add(&io->dirtied_pages, folio);
+        if (mapped)
+            __sync_fetch_and_add(&io->mapped_dirtied_pages, folio);
+    }
+#endif
+    return 0;
+}
+
+// Pages of a file the file system sent to its device (ext4's writepages: background writeback, and
+// every sync), in whatever thread. Attached by bcc_capture.py where the tracepoint exists.
+struct writepages_result_args {
+    u64 common;
+    u32 dev;
+    u32 pad;
+    u64 ino;
+    s32 ret;
+    s32 pages_written;
+};
+
+int on_writepages_result(struct writepages_result_args *args) {
+    u32 epoch = current_epoch();
+    if (!epoch || args->pages_written <= 0)
+        return 0;
+    u64 inode = args->ino;
+    if (!written_inodes.lookup(&inode))
+        return 0;
+    struct page_key key = {.epoch = epoch, .dev = args->dev, .inode = inode};
+    u64 zero = 0;
+    u64 *pages = written_back.lookup_or_try_init(&key, &zero);
+    if (pages)
+        __sync_fetch_and_add(pages, args->pages_written);
+    else
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
     return 0;
 }
 

@@ -43,6 +43,9 @@ class Source(IntEnum):
 
     SYSCALL = 0  # bytes read syscalls returned
     PAGE_CACHE = 1  # pages the page cache filled
+    # Not sources of coverage: the other ways the kernel names a file (file_ref.source)
+    BACKING_DEV = 2  # (the backing device's dev, inode): a page dirtied (the writeback tracepoints name no fs dev)
+    ADDRESS = 3  # (0, an address in the process's memory): msync's file is the mapping there
 
 
 class NoticeType(IntEnum):
