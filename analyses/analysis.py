@@ -124,12 +124,9 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
     rows = _sum_or_none([e.rows for e in measured]) if measured else None
     necessary = necessary_of(payload / runs if payload is not None else None, rows / runs if rows is not None else None)
     overall = against_necessary(overall, necessary, runs)
-    # A filtering scan's read grows with the table, its result does not: past --min-excess it is
-    # flagged whatever the ratio, which a small table keeps low today.
-    scan = select is not None and schema is not None and filtering_scan(select, schema)
     verdict = causes.verdict(
         overall,
-        dataclasses.replace(rule, threshold=1.0) if scan else rule,
+        rule.for_read(select is not None and schema is not None and filtering_scan(select, schema)),
         executions=runs,
         necessary=necessary,
         data_label=data_label,

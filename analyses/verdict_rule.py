@@ -6,7 +6,7 @@ says what it measured, a watch what it sampled); the decision is made here only.
 See docs/verdicts.md.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from casstrace.analyses.units import human_bytes
@@ -30,6 +30,12 @@ class VerdictRule:
 
     def describe(self) -> str:
         return f"threshold {self.threshold:g}x and {human_bytes(self.min_excess)} per execution"
+
+    def for_read(self, filtering_scan: bool) -> "VerdictRule":
+        """The rule a read is judged by, in `run` and `watch` alike: a filtering scan's read grows with
+        the table while its result does not, so past --min-excess it is flagged whatever the ratio
+        (which a small table keeps low today)."""
+        return replace(self, threshold=1.0) if filtering_scan else self
 
 
 DEFAULT_RULE = VerdictRule()

@@ -29,7 +29,7 @@ from casstrace.analyses.amplification import data_files
 from casstrace.analyses.attribution import SlotIO, Span, attribute
 from casstrace.analyses.findings import CassandraCounts, FindingContext
 from casstrace.analyses.model import Finding, NecessaryRead, Profile
-from casstrace.analyses.necessary import necessary_read
+from casstrace.analyses.necessary import filtering_scan, necessary_read
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
@@ -409,7 +409,8 @@ class RunningFigures:
     in progress. The live table, the metrics endpoint and the summary at the end all read them here;
     the command only renders what they give."""
 
-    def __init__(self) -> None:
+    def __init__(self, rule: VerdictRule = DEFAULT_RULE) -> None:
+        self.rule = rule  # each statement's verdict (--threshold and --min-excess)
         self.done: WatchTally | None = None  # the intervals finished so far, added up
         self.traces: list[Path] = []
         self.warnings: list[str] = []
@@ -444,6 +445,7 @@ class RunningFigures:
             trace_path=f"{first} … {last.name} ({len(self.traces)} intervals)" if first != last else str(first),
             complete=self.complete,
             warnings=self.warnings,
+            rule=self.rule,
         )
 
 
@@ -582,6 +584,7 @@ def _judge(statement: StatementIO, tallied: StatementTally, meta: dict, rule: Ve
     the stored bytes per cell stand in for the values, analyses.necessary)."""
     select = parse_select(statement.statement)
     schema = find_table(meta.get("cassandra") or CassandraMeta(), select.keyspace, select.table) if select else None
+    judged_by = rule.for_read(select is not None and schema is not None and filtering_scan(select, schema))
     count = statement.sampled_executions
     data = [figures for (_, component), figures in tallied.components.items() if component == "Data"]
     rows = statement.rows_per_execution
@@ -606,14 +609,14 @@ def _judge(statement: StatementIO, tallied: StatementTally, meta: dict, rule: Ve
 
     # The payload is not seen here: flagged against the table's mean cell, undetermined when only
     # the least the selected cells take says so (`casstrace run` measures the payload).
-    statement.verdict = judge(rule, read * count, total(necessary), count, necessary_least=total(least))
-    if statement.verdict == "undetermined" and least and rule.exceeds(read * count, least.bytes * count, count):
+    statement.verdict = judge(judged_by, read * count, total(necessary), count, necessary_least=total(least))
+    if statement.verdict == "undetermined" and least and judged_by.exceeds(read * count, least.bytes * count, count):
         necessary = least
     statement.necessary_bytes_per_execution = necessary.bytes if necessary else None
     syscall = round(sum(f[1] for f in data))
     found = causes.findings(
         FindingContext(
-            flagged=necessary is not None and rule.exceeds(read * count, necessary.bytes * count, count),
+            flagged=necessary is not None and judged_by.exceeds(read * count, necessary.bytes * count, count),
             threshold=rule.threshold,
             executions=count,
             data_read_bytes=round(read * count),

@@ -6,7 +6,7 @@ read as the background rate grows, and what charging each execution by thread co
 
 The table: casstrace_busy.kv (sandbox.workload.PointTable: 5,000 rows of 2,000 B by key, LZ4 in
 16 KiB chunks, one SSTable). The background: another client (a Cluster of its own) reading every
-other key of the table at each rate with the driver's async API (sandbox.workload.BackgroundReads),
+other key of the table at each rate with the driver's async API (sandbox.workload.BackgroundRequests),
 started a second before the run and stopped after it; its achieved rate is printed. Per rate: run's
 Data bytes per execution, its verdict, the bytes read by other requests meanwhile, the share of the
 windows' reads of the table charged to the query, run's turnaround (its call, probes compiled
@@ -30,7 +30,7 @@ from casstrace.node.jvm import find_cassandra
 from casstrace.node.tracing import nodetool_for
 from casstrace.orchestration.runner import RunOptions, run
 from casstrace.phases import Phases
-from casstrace.sandbox.workload import BackgroundReads, PointTable
+from casstrace.sandbox.workload import BackgroundRequests, PointTable
 from casstrace.traces import Trace
 from figures import process_cpu_ns, report
 
@@ -59,7 +59,7 @@ def main() -> None:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     print(f"load average (1, 5, 15 min): {os.getloadavg()}", flush=True)
     for rate in (float(r) for r in args.rates.split(",")):
-        load = BackgroundReads(session, TABLE.by_key, TABLE.keys_except(KEY), rate or 1, 3600, in_flight=IN_FLIGHT)
+        load = BackgroundRequests(session, TABLE.by_key, TABLE.keys_except(KEY), rate or 1, 3600, in_flight=IN_FLIGHT)
         if rate:
             load.start()
             time.sleep(LEAD_S)

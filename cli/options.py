@@ -158,8 +158,8 @@ def watched_jvm(pid: int | None, container: str | None) -> int | None:
 
 
 def verdict_options(function: Callable[..., Any]) -> Callable[..., Any]:
-    """--threshold and --min-excess: the verdict's rule (analyses.verdict_rule.VerdictRule), as run, report
-    and compare take it."""
+    """--threshold and --min-excess: the verdict's rule (analyses.verdict_rule.VerdictRule), as run, report,
+    compare, watch and sweep take it."""
     from casstrace.analyses.verdict_rule import DEFAULT_MIN_EXCESS, DEFAULT_THRESHOLD
 
     function = click.option(

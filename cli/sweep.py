@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 import click
 
 from casstrace import paths
-from casstrace.cli.options import CELL_BYTES, COLUMNS, EXECUTIONS, ROWS, WARMUPS
+from casstrace.cli.options import CELL_BYTES, COLUMNS, EXECUTIONS, ROWS, WARMUPS, verdict_options
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 from casstrace.outputs import check_output
 
 if TYPE_CHECKING:
+    from casstrace.analyses.verdict_rule import VerdictRule
     from casstrace.sandbox.control import Sandbox
     from casstrace.sandbox.sweep import SweepPlan, SweepRun
 
@@ -79,6 +80,7 @@ DEFAULT_ROW_BYTES = 1_500
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the traces go (default: a sweep-DATE directory under the casstrace data directory).",
 )
+@verdict_options
 @report_options(html_default="sweep.html in the traces directory")
 def command(
     data_dir: Path,
@@ -94,6 +96,8 @@ def command(
     cold: bool,
     keep: bool,
     traces_dir: Path | None,
+    threshold: float,
+    min_excess: int,
     format_: str,
     output: Path | None,
     force: bool,
@@ -120,7 +124,10 @@ def command(
     6x less steep. Both tables of the largest N must fit in a quarter of the
     node's heap (its memtables): a larger sweep needs a larger --heap.
     """
+    from casstrace.analyses.verdict_rule import VerdictRule
     from casstrace.sandbox.sweep import SweepPlan, heap_bytes, queries, run_sweep, trace_path
+
+    rule = VerdictRule(threshold, min_excess)
 
     if max_columns < min_columns:
         raise CasstraceError(
@@ -136,6 +143,7 @@ def command(
             (repeat, warmup, keep),
             traces_dir,
             (format_, output, force, color),
+            rule,
         )
         return
     plan = SweepPlan(
@@ -181,10 +189,8 @@ def command(
         elapsed,
         stopped,
         queries(plan.spec(plan.columns[-1])),
-        format_,
-        output,
-        force,
-        color,
+        (format_, output, force, color),
+        rule,
     )
 
 
@@ -196,10 +202,8 @@ def report(
     elapsed: float,
     stopped: str | None,
     example_queries: tuple[str, str],
-    format_: str,
-    output: Path | None,
-    force: bool,
-    color: bool | None,
+    delivery: tuple[str, Path | None, bool, bool | None],
+    rule: "VerdictRule",
 ) -> None:
     from casstrace.analyses import analyse
     from casstrace.analyses.sweep import summarise_sweep
@@ -209,8 +213,8 @@ def report(
     measured = [
         (
             run.columns,
-            analyse(run.wide_trace),
-            analyse(run.narrow_trace),
+            analyse(run.wide_trace, rule),
+            analyse(run.narrow_trace, rule),
             run.wide_data_file_bytes,
             run.narrow_data_file_bytes,
         )
@@ -228,6 +232,7 @@ def report(
     sweep = summarise_sweep(measured, plan.rows, plan.cell_bytes, context)
     incomplete = [f"INCOMPLETE SWEEP: {stopped}."] if stopped else []
     sweep.warnings[:0] = incomplete
+    format_, output, force, color = delivery
     if output is None:
         output = default_output(format_, traces_dir / f"sweep{report_format(format_).suffix}")
     deliver(
@@ -279,6 +284,7 @@ def sweep_layouts(
     runs_asked: tuple[int, int, bool],
     traces_dir: Path | None,
     delivery: tuple[str, Path | None, bool, bool | None],
+    rule: "VerdictRule",
 ) -> None:
     """`sweep --layout`: the many-columns study, each layout at each N, in a keyspace of its own."""
     from casstrace.analyses import analyse
@@ -335,7 +341,7 @@ def sweep_layouts(
         "Duration": f"{time.monotonic() - started:,.0f} s for {len(done)} traces",
         "Traces": str(traces_dir),
     }
-    sweep = summarise_layouts([(r.layout, r.columns, analyse(r.trace)) for r in done], rows, row_bytes, context)
+    sweep = summarise_layouts([(r.layout, r.columns, analyse(r.trace, rule)) for r in done], rows, row_bytes, context)
     incomplete = [f"INCOMPLETE SWEEP: {stopped}."] if stopped else []
     sweep.warnings[:0] = incomplete
     if output is None:

@@ -6,7 +6,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from casstrace.cli.options import PID, PORT, FiniteFloat, IntRange, Seconds, container_option, watched_jvm
+from casstrace.cli.options import (
+    PID,
+    PORT,
+    FiniteFloat,
+    IntRange,
+    Seconds,
+    container_option,
+    verdict_options,
+    watched_jvm,
+)
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS, Interrupted
@@ -14,7 +23,7 @@ from casstrace.outputs import check_output, check_series, in_series, numbered
 from casstrace.terminal import printable
 
 if TYPE_CHECKING:
-    from casstrace.analyses.watch import Watch
+    from casstrace.analyses.watch import RunningFigures, Watch
     from casstrace.node.metrics_endpoint import MetricsEndpoint
     from casstrace.orchestration.watcher import LiveSnapshot
     from casstrace.reports.prometheus import Exposition
@@ -85,6 +94,7 @@ DEFAULT_TOP = 10
     help="Only put back what a casstrace killed on this node left changed (trace probability, "
     "a running async-profiler), then exit. Any watch or run does it first anyway.",
 )
+@verdict_options
 @report_options(html_default="TRACE.html beside the trace")
 def command(
     host: str | None,
@@ -104,6 +114,8 @@ def command(
     metrics_port: int | None,
     metrics_address: str,
     restore: bool,
+    threshold: float,
+    min_excess: int,
     format_: str,
     output: Path | None,
     force: bool,
@@ -114,7 +126,8 @@ def command(
     The probes count every thread's file bytes; Cassandra traces a share of the requests (--sample),
     which names each statement's threads and times; the join gives each statement its bytes, rows
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
-    from casstrace.analyses.watch import analyse_watch
+    from casstrace.analyses.verdict_rule import VerdictRule
+    from casstrace.analyses.watch import RunningFigures, analyse_watch
     from casstrace.node.connection import configuration_files, resolve_settings
     from casstrace.node.gone import NodeWentAway
     from casstrace.orchestration.watcher import WatchOptions, default_trace_path, restore_left, watch
@@ -153,8 +166,9 @@ def command(
     pid = watched_jvm(pid, container)
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     table = LiveTable(top) if sys.stderr.isatty() else None
-    intervals = IntervalReports(format_, top, force) if interval is not None else None
-    live = Live(table, metrics, intervals)
+    figures = RunningFigures(VerdictRule(threshold, min_excess))
+    intervals = IntervalReports(format_, top, force, figures) if interval is not None else None
+    live = Live(table, metrics, figures)
 
     def started() -> None:
         click.echo(
@@ -169,7 +183,7 @@ def command(
     def report(path: Path) -> None:
         with INTERRUPTS.deferred():  # a signal meanwhile waits until the report is written
             if intervals is None:
-                result, inputs_read = analyse_watch(path), [path]
+                result, inputs_read = analyse_watch(path, figures.rule), [path]
             else:  # the last interval's report, then the whole watch's
                 intervals(path)
                 result, inputs_read = intervals.figures.summary(), intervals.figures.traces
@@ -218,20 +232,20 @@ def command(
 class Live:
     """Each refresh of a watch: the figures so far summarised once, for the terminal's table and the
     metrics endpoint. With --interval, the watcher's figures are the current interval's: the
-    intervals done are added to them."""
+    intervals done (in `figures`) are added to them."""
 
     def __init__(
         self,
         table: "LiveTable | None",
         metrics: "tuple[MetricsEndpoint, Exposition] | None",
-        intervals: "IntervalReports | None",
+        figures: "RunningFigures",
     ):
         self.table = table
         self.metrics = metrics
-        self.intervals = intervals
+        self.figures = figures
 
     def __call__(self, snapshot: "LiveSnapshot") -> None:
-        from casstrace.analyses.watch import RunningFigures, WatchInputs, summarise_tally
+        from casstrace.analyses.watch import WatchInputs, summarise_tally
         from casstrace.analyses.watch_tables import table_reads
         from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
 
@@ -247,10 +261,10 @@ class Live:
             duration_s=snapshot.elapsed_s,
             pauses=snapshot.pauses,
         )
-        so_far = (self.intervals.figures if self.intervals else RunningFigures()).so_far(inputs)
+        so_far = self.figures.so_far(inputs)
         if snapshot.received_bytes is not None:  # the amplification so far (the node's readings come at the end)
             so_far.meta = {**so_far.meta, "table_background": {"received_bytes": snapshot.received_bytes}}
-        watched = summarise_tally(so_far)
+        watched = summarise_tally(so_far, rule=self.figures.rule)
         if self.metrics is not None:
             endpoint, exposition = self.metrics
             endpoint.publish(exposition.page(watched, table_reads(so_far)))
@@ -263,13 +277,11 @@ class IntervalReports:
     intervals' figures are counted in the watch's RunningFigures (analyses.watch), which the summary at
     the end and the live figures meanwhile read."""
 
-    def __init__(self, format_: str, top: int, force: bool):
-        from casstrace.analyses.watch import RunningFigures
-
+    def __init__(self, format_: str, top: int, force: bool, figures: "RunningFigures"):
         self.format = format_
         self.top = top
         self.force = force
-        self.figures = RunningFigures()
+        self.figures = figures
 
     def __call__(self, path: Path) -> None:
         from casstrace.analyses.units import human_bytes
@@ -277,7 +289,7 @@ class IntervalReports:
         from casstrace.reports import ReportOptions, beside_trace, write
         from casstrace.reports.watch import document
 
-        watched = analyse_watch(path)
+        watched = analyse_watch(path, self.figures.rule)
         report = write(
             document(watched, self.top),
             self.format,

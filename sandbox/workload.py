@@ -89,32 +89,34 @@ class Workload:
             number = max(number, int((time.monotonic() - self.started) / interval))
 
 
-class BackgroundReads:
-    """Another client's reads of many keys at a fixed rate, asynchronously (the driver's execute_async,
-    at most `in_flight` at a time), ending by itself after `duration_s` or at stop(): the traffic of a
-    node that serves other clients while casstrace measures one query. Give it a session of its own
-    (a Cluster of its own): the node then counts its requests as another client's."""
+class BackgroundRequests:
+    """Another client's requests at a fixed rate — reads of many keys, or writes of many rows — each
+    with the next of `values` in turn, asynchronously (the driver's execute_async, at most `in_flight`
+    at a time), ending by itself after `duration_s` or at stop(): the traffic of a node that serves
+    other clients while casstrace measures one query. Give it a session of its own (a Cluster of its
+    own): the node then counts its requests as another client's."""
 
     def __init__(
         self,
         session: Any,
         cql: str,
-        keys: list[tuple],
+        values: list[tuple],
         rate_per_s: float,
         duration_s: float,
         in_flight: int = 32,
         consistency: str | None = None,  # a ConsistencyLevel's name (None: the session's)
     ):
-        if rate_per_s <= 0 or not keys:
-            raise ValueError("a background load needs a positive rate and keys to read")
+        if rate_per_s <= 0 or not values:
+            raise ValueError("a background load needs a positive rate and values to bind")
         self.session = session
         self.cql = cql
-        self.keys = keys
+        self.values = values
         self.rate_per_s = rate_per_s
         self.duration_s = duration_s
         self.in_flight = in_flight
         self.consistency = consistency
         self.completed = 0
+        self.latencies_s: list[float] = []  # of each request answered, as the client saw it
         self.errors = 0
         self.skipped = 0  # starts due while `in_flight` requests were still out
         self.started: float | None = None
@@ -124,7 +126,7 @@ class BackgroundReads:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "BackgroundReads":
+    def start(self) -> "BackgroundRequests":
         from cassandra import ConsistencyLevel
 
         statement = self.session.prepare(self.cql)
@@ -135,7 +137,7 @@ class BackgroundReads:
         self._thread.start()
         return self
 
-    def stop(self) -> "BackgroundReads":
+    def stop(self) -> "BackgroundRequests":
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -145,7 +147,7 @@ class BackgroundReads:
         self.ended = time.monotonic()
         return self
 
-    def __enter__(self) -> "BackgroundReads":
+    def __enter__(self) -> "BackgroundRequests":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -158,10 +160,12 @@ class BackgroundReads:
             return 0.0
         return self.completed / max(1e-9, (self.ended or time.monotonic()) - self.started)
 
-    def _done(self, _: object) -> None:
+    def _done(self, _: object, began: float) -> None:
+        answered = time.monotonic()
         with self._lock:
             self._outstanding -= 1
             self.completed += 1
+            self.latencies_s.append(answered - began)
 
     def _failed(self, _: object) -> None:
         with self._lock:
@@ -185,8 +189,9 @@ class BackgroundReads:
                 if room:
                     self._outstanding += 1
             if room:
-                future = self.session.execute_async(statement, self.keys[number % len(self.keys)])
-                future.add_callbacks(self._done, self._failed)
+                began = time.monotonic()
+                future = self.session.execute_async(statement, self.values[number % len(self.values)])
+                future.add_callbacks(self._done, self._failed, callback_args=(began,))
             else:
                 self.skipped += 1
             number += 1

@@ -3,7 +3,7 @@ charged only what its own threads read, so its bytes and verdict are those of th
 what the other client's requests read is shown beside them, never added.
 
 The other client is real: a driver Cluster of its own reading other keys of the same table at
-RATE requests/s (sandbox.workload.BackgroundReads: async, bounded in flight and in time, loopback),
+RATE requests/s (sandbox.workload.BackgroundRequests: async, bounded in flight and in time, loopback),
 and its achieved rate is asserted. The independent truths: the same query measured on the idle node
 (where the windows hold only its reads: nothing to attribute), and the windows' own totals (file_io),
 which hold the other client's reads too.
@@ -22,7 +22,7 @@ from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
 from casstrace.orchestration.runner import RunOptions, run
 from casstrace.sandbox.control import Sandbox
-from casstrace.sandbox.workload import BackgroundReads, PointTable
+from casstrace.sandbox.workload import BackgroundRequests, PointTable
 from casstrace.traces import Trace
 
 pytestmark = pytest.mark.integration
@@ -54,16 +54,16 @@ def point_table(sandbox: Sandbox, cql_session) -> PointTable:
 @contextmanager
 def other_client(
     node: Sandbox, cql: str, keys: list[tuple], rate: float = RATE, in_flight: int = IN_FLIGHT
-) -> Iterator[BackgroundReads]:
+) -> Iterator[BackgroundRequests]:
     """Another client reading `keys` with `cql` at `rate` while the block runs."""
     with node.connect() as session:
-        load = BackgroundReads(session, cql, keys, rate, duration_s=600, in_flight=in_flight)
+        load = BackgroundRequests(session, cql, keys, rate, duration_s=600, in_flight=in_flight)
         with load:
             time.sleep(LEAD_S)
             yield load
 
 
-def reached(load: BackgroundReads, least: float = MIN_RATE) -> None:
+def reached(load: BackgroundRequests, least: float = MIN_RATE) -> None:
     """The other client made the node busy: no failure, at least `least` requests/s answered."""
     assert load.errors == 0
     print(f"the other client: {load.achieved_rate:.0f} requests/s answered")

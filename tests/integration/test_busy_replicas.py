@@ -23,7 +23,7 @@ from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
 from casstrace.orchestration.runner import RunOptions, run
 from casstrace.sandbox.cluster import SandboxCluster
-from casstrace.sandbox.workload import BackgroundReads, PointTable
+from casstrace.sandbox.workload import BackgroundRequests, PointTable
 from casstrace.traces import Trace, queries
 from casstrace.traces.sstable_names import parse_sstable_path
 from test_busy_node import IN_FLIGHT, KEY, LEAD_S, WITHIN
@@ -114,7 +114,7 @@ def test_a_quorum_read_charges_each_replica_only_its_own_part_under_load(cluster
     with ExitStack() as stack:
         loads = [
             stack.enter_context(
-                BackgroundReads(
+                BackgroundRequests(
                     stack.enter_context(member.connect()),
                     cluster_points.by_key,
                     cluster_points.keys_except(KEY),

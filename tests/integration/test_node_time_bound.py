@@ -1,7 +1,7 @@
 """The node's time of an execution is its own, on a node another client keeps busy: never more than the
 execution's round trip, or undetermined with why.
 
-The other client is real (sandbox.workload.BackgroundReads: its own driver Cluster, async, ~300
+The other client is real (sandbox.workload.BackgroundRequests: its own driver Cluster, async, ~300
 requests/s of point reads of the demo table's other rows), and its achieved rate is asserted. The
 independent truth is the client's round trip of each execution (the driver's send to its answer): the
 node takes and answers the execution's requests inside it, so a node's time above it holds other
@@ -18,7 +18,7 @@ from casstrace.analyses.percentiles import percentile
 from casstrace.node.connection import resolve_settings
 from casstrace.orchestration.runner import RunOptions, run
 from casstrace.reports import render
-from casstrace.sandbox.workload import BackgroundReads
+from casstrace.sandbox.workload import BackgroundRequests
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ def test_a_point_reads_node_time_stays_within_its_round_trip_under_load(sandbox,
         repeat=REPEAT,
     )
     with sandbox.connect() as session:
-        with BackgroundReads(session, by_key, others, RATE, duration_s=120, in_flight=32) as load:
+        with BackgroundRequests(session, by_key, others, RATE, duration_s=120, in_flight=32) as load:
             path = run(options)
     assert load.errors == 0
     print(f"the other client: {load.achieved_rate:.0f} requests/s answered")

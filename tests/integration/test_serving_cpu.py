@@ -3,7 +3,7 @@ within the request pools' CPU of its window, itself within the JVM's; and, while
 node busy, a point read's serving CPU stays near the idle node's while the pools' CPU grows with the other
 client's requests.
 
-The other client is real (sandbox.workload.BackgroundReads, as in test_busy_node), its achieved rate
+The other client is real (sandbox.workload.BackgroundRequests, as in test_busy_node), its achieved rate
 asserted. The independent truths: the idle node's figures for the same query, and the kernel's own
 accounting of the request pools and the whole JVM in each window (node_time.c, by thread name as each
 slice ran), which the serving threads' slots are a part of.

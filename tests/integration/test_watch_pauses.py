@@ -18,7 +18,7 @@ import time
 import pytest
 
 from casstrace.analyses.units import human_ms
-from casstrace.sandbox.workload import BackgroundReads
+from casstrace.sandbox.workload import BackgroundRequests
 from casstrace.traces import Trace, queries
 from casstrace_cli import casstrace
 from test_busy_node import point_table  # noqa: F401 (a fixture)
@@ -71,7 +71,7 @@ def watched(sandbox, point_table, nodetool, tmp_path_factory):
         )
         with sandbox.connect() as other:
             ranges = f"SELECT v FROM {point_table.name} WHERE token(pk) >= token(?) LIMIT {ROWS_A_READ}"
-            load = BackgroundReads(other, ranges, point_table.keys_except(-1), RATE, WATCH_S, IN_FLIGHT)
+            load = BackgroundRequests(other, ranges, point_table.keys_except(-1), RATE, WATCH_S, IN_FLIGHT)
             with load:
                 forcing = threading.Thread(target=force, daemon=True)
                 forcing.start()

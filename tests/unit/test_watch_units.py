@@ -579,3 +579,22 @@ def test_each_node_s_threads_claim_only_that_node_s_slots():
     claimed, unclaimed = attribute(_inputs([_session(1, narrow, 40)], [span], io))
     assert dict(claimed[1]) == {3: [16_384, 16_384, 0]}
     assert unclaimed == {(2, 102): 65_536}
+
+
+def test_watch_judges_by_the_rule_it_is_given_and_a_filtering_scan_as_run_does():
+    """--threshold reaches watch's verdicts; a filtering scan is flagged past --min-excess whatever the
+    ratio, in watch as in run (VerdictRule.for_read)."""
+    from casstrace.analyses.verdict_rule import VerdictRule
+
+    def verdict(statement: str, rows: int, data_read: int, rule: VerdictRule) -> str:
+        io = [SlotIO(101, 11, 1, data_read, 0)]
+        inputs = _inputs([_session(1, statement, 10, rows=rows)], [_span(1, 101, 10, 12)], io)
+        [judged] = summarise(inputs, _wide_table_meta(WIDE_STORAGE), rule=rule).statements
+        return judged.verdict
+
+    point = "SELECT c0 FROM ks.wide WHERE k = ?"
+    assert verdict(point, 200, 300_000_000, VerdictRule()) == "flagged"
+    assert verdict(point, 200, 300_000_000, VerdictRule(threshold=1e9)) == "not flagged"
+    scan = "SELECT c0 FROM ks.wide WHERE c1 = ? ALLOW FILTERING"
+    assert verdict(scan, 1, 200_000, VerdictRule()) == "flagged"  # 4x its necessary read
+    assert verdict(scan, 1, 200_000, VerdictRule(min_excess=1 << 20)) == "not flagged"
