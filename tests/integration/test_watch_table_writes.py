@@ -26,7 +26,7 @@ KEYSPACE = "casstrace_table_writes"
 TINY_KEYSPACE = "casstrace_tiny_tables"
 ROWS = 300  # a flush of ~300 KiB: small, on one table
 VALUE_BYTES = 1024
-REFRESH_S = 2.5  # a live refresh of the metrics page (orchestration.watcher.REFRESH_S) and a little
+SCRAPE_WAIT_S = 30
 
 
 def sstables(directory: Path) -> dict[str, int]:
@@ -58,6 +58,19 @@ def write(session, table: str, first: int, count: int) -> None:
     insert = session.prepare(f"INSERT INTO {table} (k, v) VALUES (?, ?)")
     for key in range(first, first + count):
         session.execute(insert, (key, bytes([key % 251]) * VALUE_BYTES))
+
+
+def scrape_until(port: int, table: str, compacted: int) -> str:
+    """The metrics page once a live refresh counted the compaction's writes (refreshes come every 2 s, or
+    less often when one takes long: casstrace keeps its live figures to a tenth of a core)."""
+    series = re.compile(rf'^casstrace_table_write_bytes_total{{table="{table}",by="compaction"}} (\d+)$', re.M)
+    deadline = time.monotonic() + SCRAPE_WAIT_S
+    while True:
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        found = series.search(page)
+        if (found and int(found[1]) >= compacted) or time.monotonic() > deadline:
+            return page
+        time.sleep(1)
 
 
 def stop(watcher: subprocess.Popen) -> dict:
@@ -94,8 +107,7 @@ def watched(sandbox, cql_session, nodetool, tmp_path_factory):
         input_data = {name: data_size(directory, name) for name in inputs}
         sandbox.nodetool("compact", KEYSPACE, "kv")
         output = {name: size for name, size in sstables(directory).items() if name not in inputs}
-        time.sleep(REFRESH_S)
-        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        page = scrape_until(port, table, sum(output.values()))
     finally:
         report = stop(watcher)
     [written] = [t for t in report["background"]["tables"] if t["table"] == table]
