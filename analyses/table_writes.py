@@ -10,10 +10,12 @@ merges; the components it opens of its own output are not its input), its bytes 
 every component of its output.
 
 Write amplification: the bytes the node wrote to disk for the table in the watch (flush and compaction
-writes of its SSTables) ÷ the bytes of mutations it received in the watch, as the node counts them in
-its memtables (serialized bytes; the node's figures in meta `table_background`, node.tablestats and
-node.flush_log). A watch shorter than a flush cycle sees flushes of what came before it: the ratio
-holds over a watch long against the table's flush interval.
+writes of its SSTables) ÷ the bytes of the mutations it received, as the node counts them in its
+memtables: the serialized bytes of the memtables it flushed in the watch (meta `table_background`,
+from the node's log: node.flush_log). Set against the memtables flushed, not the mutations that
+arrived, each byte written is set against the mutations it came from: writes still in a memtable
+have cost no disk write yet. (Cassandra 5.0 has no per-table count of the bytes a table received; the
+wire bytes of write statements are known for the sampled ones only.)
 
 Pure: a tally of the thread_io rows (tally_writes), added up over intervals like the watch's own
 figures (analyses.watch.WatchTally), then summarised with the node's readings (table_writes).
@@ -113,7 +115,7 @@ class TableWrites:
     flush_sizes: list[int] | None  # each flush's new SSTable, bytes, smallest first
     compaction_read_bytes: int | None  # Data bytes its compactions read
     compaction_written_bytes: int | None
-    received_bytes: int | None  # mutation bytes it received (the node's memtable accounting)
+    received_bytes: int | None  # mutation bytes of the memtables it flushed (the node's log)
     pending_compactions_start: int | None
     pending_compactions_end: int | None
     pending_compactions_max: int | None  # the most of the node's readings
