@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from casstrace.analyses.amplification import SYSTEM_KEYSPACES
 from casstrace.analyses.query import parse_select
 from casstrace.analyses.units import human_bytes
 from casstrace.traces.meta import TableBackgroundMeta
@@ -36,8 +37,9 @@ from casstrace.traces.thread_roles import Role, role_of
 # A flush smaller than this makes an SSTable compaction soon rewrites (cassandra-many-tables.md: many
 # tables share the memtable space, so each flushes little, often).
 SMALL_FLUSH_BYTES = 1 << 20
-# So many tables flushing small SSTables in one watch is the many-tables pattern (or too little
-# memtable space); one table flushing small is the flushes someone forced, or a table of little traffic.
+# So many of the user's tables flushing small SSTables in one watch is the many-tables pattern (or too
+# little memtable space); one table flushing small is the flushes someone forced, or a table of little
+# traffic.
 MANY_SMALL_FLUSHING_TABLES = 10
 
 TableCause = Literal["small_flushes", "compaction_behind"]
@@ -217,7 +219,9 @@ def table_findings(tables: list[TableWrites]) -> list[TableFinding]:
 
 
 def _small_flushes(tables: list[TableWrites]) -> TableFinding | None:
-    small = [t for t in tables if t.small_flushes]
+    # The node's own tables flush small by design (a schema change flushes the schema's tables): not
+    # the tables a user made too many of.
+    small = [t for t in tables if t.small_flushes and t.table.split(".", 1)[0] not in SYSTEM_KEYSPACES]
     if len(small) < MANY_SMALL_FLUSHING_TABLES:
         return None
     flushes = sum(t.small_flushes for t in small)
