@@ -33,6 +33,8 @@ from casstrace.analyses.necessary import filtering_scan, necessary_read
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
+from casstrace.analyses.table_writes import TableFinding, TableWrites, TableWriteTally, table_findings, table_writes
+from casstrace.analyses.table_writes import tally_writes as tally_table_writes
 from casstrace.analyses.units import human_bytes
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, Status, VerdictRule, judge
 from casstrace.errors import CasstraceError
@@ -78,6 +80,7 @@ class WatchInputs:
     mapped_touched: dict[int, int] | None = None
     # the JVM's GC and safepoint pauses, (start_ns, end_ns) on the sessions' clock (None: not measured)
     pauses: list[tuple[int, int]] | None = None
+    writes: TableWriteTally | None = None  # the flush and compaction bytes by table (analyses.table_writes)
 
     @classmethod
     def from_rows(
@@ -101,6 +104,7 @@ class WatchInputs:
         kept every one; `mapped_touched`: file_id -> mapped pages touched in the watch, when measured;
         `pauses`: the JVM's pauses in the watch (meta jvm_pauses), when measured."""
         sstables = {file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))}
+        thread_io = list(thread_io)
         return cls(
             sessions=[
                 Session(
@@ -126,6 +130,7 @@ class WatchInputs:
             calls=None if calls is None else [call for call in calls if call.file_id in sstables],
             mapped_touched=mapped_touched,
             pauses=None if pauses is None else [(p["start_ns"], p["end_ns"]) for p in pauses],
+            writes=tally_table_writes(thread_io, sstables, thread_names),
         )
 
 
@@ -221,6 +226,8 @@ class Watch:
     profile: Profile | None = None  # Java stacks of every thread's Data reads, and CPU (--profile)
     tables: int | None = None  # the schema's table count (None: not read)
     table_costs: list[TableCost] | None = None  # the tables that flushed or served requests (None: not read)
+    table_writes: list[TableWrites] = field(default_factory=list)  # per table, its flushes and compactions
+    table_findings: list[TableFinding] = field(default_factory=list)  # about them, the most bytes saved first
     # the figures as they add up: a watch cut into intervals sums its intervals' (WatchTally.add)
     tally: "WatchTally | None" = field(default=None, repr=False, compare=False)
 
@@ -294,6 +301,7 @@ class WatchTally:
     tables: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     mapped_touched: dict[tuple[str, str], int] | None = None  # (table, component) -> bytes; None: not measured
     pauses_measured: bool = True  # the JVM's pauses were measured in every stretch added
+    writes: TableWriteTally | None = None  # flush and compaction bytes by table (None: not tallied)
 
     def add(self, other: "WatchTally") -> None:
         self.meta = _newer_meta(self.meta, other.meta)
@@ -311,6 +319,9 @@ class WatchTally:
             for key, size in other.mapped_touched.items():
                 mapped[key] = mapped.get(key, 0) + size
             self.mapped_touched = mapped
+        if other.writes is not None:
+            self.writes = self.writes or TableWriteTally()
+            self.writes.add(other.writes)
 
 
 def _add_figures(into: dict[tuple[str, str], list[float]], figures: dict[tuple[str, str], list[float]]) -> None:
@@ -389,6 +400,7 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
         tables=tables,
         mapped_touched=_mapped(inputs),
         pauses_measured=inputs.pauses is not None,
+        writes=inputs.writes,
     )
 
 
@@ -468,6 +480,7 @@ def summarise_tally(
         (PoolIO(pool, pool_activity(pool), round(size)) for pool, size in tallied.unexplained.items() if size),
         key=lambda p: -p.sstable_bytes,
     )
+    writes = table_writes(tallied.writes, meta.get("table_background"), _sstables_merged(tallied))
     return Watch(
         trace_path=trace_path,
         complete=complete,
@@ -494,8 +507,20 @@ def summarise_tally(
             ),
             key=lambda m: -m.touched_bytes,
         ),
+        table_writes=writes,
+        table_findings=table_findings(writes),
         tally=tallied,
     )
+
+
+def _sstables_merged(tallied: WatchTally) -> dict[str, Counter[int]]:
+    """Per statement, how many of its sampled reads merged how many SSTables (Cassandra's trace)."""
+    merged: dict[str, Counter[int]] = {}
+    for text, statement in tallied.statements.items():
+        for counts, reads in statement.cassandra.items():
+            if counts.sstables_merged is not None:
+                merged.setdefault(text, Counter())[counts.sstables_merged] += reads
+    return merged
 
 
 def _mapped(inputs: WatchInputs) -> dict[tuple[str, str], int] | None:

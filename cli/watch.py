@@ -262,6 +262,8 @@ class Live:
             pauses=snapshot.pauses,
         )
         so_far = self.figures.so_far(inputs)
+        if snapshot.received_bytes is not None:  # the amplification so far (the node's readings come at the end)
+            so_far.meta = {**so_far.meta, "table_background": {"received_bytes": snapshot.received_bytes}}
         watched = summarise_tally(so_far, rule=self.figures.rule)
         if self.metrics is not None:
             endpoint, exposition = self.metrics

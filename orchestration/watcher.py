@@ -26,21 +26,23 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 from casstrace.errors import CasstraceError
 from casstrace.interrupts import INTERRUPTS, Interrupted
 from casstrace.ledger import Ledger, process_start
 from casstrace.node import context
 from casstrace.node.connection import ConnectionSettings, NodeSession
+from casstrace.node.flush_log import LogMark, log_path, received_bytes
 from casstrace.node.gc_pauses import GcPauses, pause_meta
 from casstrace.node.gone import NodeWentAway, gone_message, node_gone
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.leftovers import restore_left_behind, say, unchanged_evidence
-from casstrace.node.tablestats import TableStats, activity, table_stats
+from casstrace.node.tablestats import TableStats, activity, background, pending_compactions, table_stats
 from casstrace.node.tracing import (
     Nodetool,
     SampledSession,
@@ -63,6 +65,7 @@ from casstrace.traces.meta import CassandraMeta, JvmPause
 from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
 from casstrace.traces.schema import SLOT_NS, THREAD_SLOT_NS
 
+Reading = TypeVar("Reading")
 DEFAULT_PROBABILITY = 0.01
 WATCH_WINDOW = "watch"  # the watch's own window (then a gap, GAP_WINDOW, while the probes detach)
 REFRESH_S = 2.0
@@ -88,6 +91,7 @@ class LiveSnapshot:
     probability: float
     elapsed_s: float
     pauses: list[JvmPause] | None = None  # the JVM's pauses so far (None: not measured)
+    received_bytes: dict[str, int] | None = None  # per table, the memtables it flushed so far (None: not read)
 
 
 @dataclass
@@ -186,8 +190,10 @@ def watch(
         # The JVM's GC and safepoint pauses (its own log, turned off on every way out): each interval's
         # trace holds those of its stretch, to tell the sessions a pause overlapped.
         pauses = GcPauses(process.pid, warn)
-        # What the schema's tables cost beside their traffic: their flushes and requests over the watch.
+        # What the schema's tables cost beside their traffic: their flushes and requests over the watch,
+        # their pending compactions, and the memtables the node's log says they flushed meanwhile.
         table_readings = [read_table_stats(nodetool)]
+        flush_log = LogMark.now(log_path(process))
         stack.callback(pauses.stop)  # also when the watch fails before its capture (stop is idempotent)
         profiler = None
         if options.profile:
@@ -255,7 +261,7 @@ def watch(
             span.append(time.time_ns())
             started()
             try:
-                return _wait(capture, node, span[0], thread_ids, options, live, write_interval, gone, pauses)
+                return _wait(capture, node, span[0], thread_ids, options, live, write_interval, gone, pauses, flush_log)
             except KeyboardInterrupt:
                 if options.duration_s is not None:
                     raise  # cut short
@@ -286,9 +292,12 @@ def watch(
                 sampled.extend(sessions_between(intervals.since_ns or span[0], span[1], intervals.seen, last))
 
         def annotate(writer: TraceWriter) -> None:
-            before, after = (table_readings + [None])[:2]
+            (before, pending_before), (after, pending_after) = (table_readings + [(None, None)])[:2]
             if before is not None and after is not None:  # the whole watch's
                 writer.set_meta(table_activity={"tables": after.tables, "active": activity(before, after)})
+                pending = None if pending_before is None or pending_after is None else (pending_before, pending_after)
+                flushed = flush_log.flushes_since() if flush_log is not None else None
+                writer.set_meta(table_background=background(pending, flushed))
             window = (intervals.since_ns or span[0], span[-1]) if span else (time.time_ns(),) * 2
             _write(
                 writer,
@@ -370,6 +379,7 @@ def _wait(
     write_interval: Callable[[int], int],
     gone: Callable[[], str | None],
     pauses: GcPauses,
+    flush_log: LogMark | None,
 ) -> str | None:
     """Watch until the deadline (or a signal), writing each interval once complete; returns why the
     watch ended early (the node went away: the intervals that ended before it went are written), or None."""
@@ -421,6 +431,8 @@ def _wait(
             figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
             if pauses.measured:  # every pause so far: the sessions tell which they overlapped
                 figures.pauses = pause_meta(pauses.pauses(), 0, time.monotonic_ns())
+            flushed = flush_log.flushes_since() if flush_log is not None else None
+            figures.received_bytes = None if flushed is None else received_bytes(flushed)
         except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
             if gone() is None:  # else the watch ends, and says why
                 warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
@@ -442,7 +454,7 @@ def live_figures(
     """What the probes and the node's trace tables hold so far."""
     paths: dict[str, int] = {}
     rows: list[ThreadIORow] = []
-    for tid, slot, path, read_bytes, cache_pages in capture.thread_io_so_far():
+    for tid, slot, path, read_bytes, cache_pages, write_bytes in capture.thread_io_so_far():
         if path is None:
             continue
         rows.append(
@@ -453,6 +465,7 @@ def live_figures(
                 "read_calls": 0,
                 "read_bytes": read_bytes,
                 "cache_miss_pages": cache_pages,
+                "write_bytes": write_bytes,  # the tables' flushes and compactions (analyses.table_writes)
             }
         )
     sessions, spans = session_rows(sampled, [thread_ids], clock_offset_ns())
@@ -556,12 +569,22 @@ def _write(
         writer.set_meta(jvm_pauses=pause_meta(pauses.pauses(), window[0] - offset, window[1] - offset))
 
 
-def read_table_stats(nodetool: Nodetool) -> TableStats | None:
-    """nodetool tablestats, or None with a warning: the watch goes on without the tables' flushes."""
+def read_table_stats(nodetool: Nodetool) -> tuple[TableStats | None, dict[str, int] | None]:
+    """nodetool tablestats and compactionstats (two JVMs at once: each takes seconds to start), each
+    None with a warning when it fails: the watch goes on without the tables' flushes, or their pending
+    compactions."""
+    with ThreadPoolExecutor(2) as pool:
+        stats, pending = pool.submit(table_stats, nodetool), pool.submit(pending_compactions, nodetool)
+    return _or_warn(stats.result, "the tables' flushes and requests"), _or_warn(
+        pending.result, "the tables' pending compactions"
+    )
+
+
+def _or_warn(result: Callable[[], Reading], what: str) -> Reading | None:
     try:
-        return table_stats(nodetool)
+        return result()
     except CasstraceError as error:
-        warn(f"the tables' flushes and requests are not measured: {error}")
+        warn(f"{what} are not measured: {error}")
         return None
 
 

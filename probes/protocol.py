@@ -138,8 +138,8 @@ class ThreadIOCapture(Capture, Protocol):
         """tid -> name of the threads seen so far."""
         ...
 
-    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
-        """(tid, slot, path or None, read_bytes, cache_miss_pages) as they stand now."""
+    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int, int]]:
+        """(tid, slot, path or None, read_bytes, cache_miss_pages, write_bytes) as they stand now."""
         ...
 
     def drain_thread_io(self) -> int:

@@ -10,13 +10,18 @@ on counters. Counters (what the watch has seen so far):
   casstrace_statement_executions_total{statement, kind}     kind: "sampled", "estimated" (sampled ÷ P)
   casstrace_table_read_bytes_total{table, component, measure}   every thread's, sampled or not
   casstrace_sessions_sampled_total                            sessions the node traced (P of its requests)
+  casstrace_table_write_bytes_total{table, by}   bytes the node wrote to a table's SSTables, by="flush" or
+      "compaction" (its threads' write syscalls; analyses.table_writes)
+  casstrace_table_compaction_read_bytes_total{table}   Data bytes its compactions read
+  casstrace_table_flushes_total{table}           its memtable flushes (new SSTables its flush threads wrote)
 
 Gauges (over the watch so far): casstrace_statement_read_bytes_per_execution{statement} (every
 component), casstrace_statement_amplification_ratio{statement} (Data read ÷ the necessary read of the
 rows, when casstrace has a model of it), casstrace_statement_latency_p99_seconds{statement, pauses}
 (the node's p99 over the sampled executions, pauses="included", and over those no GC or safepoint pause
 of the JVM overlapped, pauses="excluded"; a statement with a label of its own), casstrace_watch_sample_ratio,
-casstrace_watch_duration_seconds.
+casstrace_watch_duration_seconds, casstrace_table_write_amplification_ratio{table} (its flush and compaction
+writes ÷ the mutation bytes it received; received as the watch's end reads them, so at the end).
 
 Bounded label sets: a statement is its normalized text (literals as ?, its control and invisible format
 characters as visible escapes: `\\x1b`, `\\u202e`, casstrace.terminal); the first `top` statements to rank
@@ -26,6 +31,7 @@ from the whole watch at each refresh (sessions sampled late, slots shared anew):
 largest value it has had, so it never goes down.
 """
 
+from casstrace.analyses.table_writes import TableWrites
 from casstrace.analyses.watch import StatementIO, Watch
 from casstrace.analyses.watch_tables import TableRead
 from casstrace.terminal import printable
@@ -60,6 +66,16 @@ HELP = {
         "gauge",
         "A statement's p99 latency on the node, with the executions a JVM pause overlapped included or excluded",
     ),
+    "casstrace_table_write_bytes_total": (
+        "counter",
+        "Bytes the node wrote to a table's SSTables, by its flush or compaction threads",
+    ),
+    "casstrace_table_compaction_read_bytes_total": ("counter", "Data bytes a table's compactions read"),
+    "casstrace_table_flushes_total": ("counter", "Memtable flushes of a table (the SSTables its flushes wrote)"),
+    "casstrace_table_write_amplification_ratio": (
+        "gauge",
+        "Bytes the node wrote to disk for a table (flushes and compactions) / the mutation bytes it received",
+    ),
     "casstrace_watch_sample_ratio": ("gauge", "Share of requests the node traces during the watch"),
     "casstrace_watch_duration_seconds": ("gauge", "Seconds watched so far"),
 }
@@ -92,6 +108,8 @@ class Exposition:
                 samples["casstrace_table_read_bytes_total"].append(
                     ((("table", table.table), ("component", table.component), ("measure", measure)), value)
                 )
+        for written in watch.table_writes:
+            self._table_writes(samples, written)
         samples["casstrace_sessions_sampled_total"].append(((), sum(s.sampled_executions for s in watch.statements)))
         samples["casstrace_watch_sample_ratio"].append(((), watch.probability))
         samples["casstrace_watch_duration_seconds"].append(((), watch.duration_s))
@@ -143,6 +161,20 @@ class Exposition:
                     statements[0].data_read_bytes_per_execution / statements[0].necessary_bytes_per_execution,
                 )
             )
+
+    @staticmethod
+    def _table_writes(samples: dict[str, list[tuple[Labels, float]]], written: TableWrites) -> None:
+        """A table's write figures, those measured (a figure not measured has no series)."""
+        table = (("table", written.table),)
+        for by, size in (("flush", written.flush_bytes), ("compaction", written.compaction_written_bytes)):
+            if size is not None:
+                samples["casstrace_table_write_bytes_total"].append(((*table, ("by", by)), size))
+        if written.compaction_read_bytes is not None:
+            samples["casstrace_table_compaction_read_bytes_total"].append((table, written.compaction_read_bytes))
+        if written.flushes is not None:
+            samples["casstrace_table_flushes_total"].append((table, written.flushes))
+        if written.write_amplification is not None:
+            samples["casstrace_table_write_amplification_ratio"].append((table, written.write_amplification))
 
     def _family(self, name: str, series: list[tuple[Labels, float]]) -> str:
         kind, text = HELP[name]

@@ -39,6 +39,17 @@ was not measured is null, never 0.
     "count": int,                the schema's table count
     "active": [{"table": str, "flushes": int, "writes": int, "reads": int (during the watch),
                 "memtable_bytes": int (at its end), "little_traffic": bool (flushed for few writes a flush)}]}
+  "background": {                per table, its flushes and compactions during the watch (analyses.table_writes)
+    "tables": [{"table": str,     most bytes written first; any figure null: not measured
+                "flushes": int, "flush_bytes": int, "flush_sizes": [int] (each flush's new SSTable, smallest first),
+                "compaction_read_bytes": int (Data bytes its compactions read), "compaction_written_bytes": int,
+                "written_bytes": int (flushes + compactions), "received_bytes": int (mutation bytes of the
+                memtables it flushed: their serialized bytes, the node's log),
+                "write_amplification": float (written ÷ received),
+                "pending_compactions_start", "pending_compactions_end", "pending_compactions_max": int,
+                "sstables_per_read": {"reads": int, "mean": float, "most": int} | null (sampled reads)}],
+    "findings": [{"cause": "small_flushes" | "compaction_behind", "title": str, "tables": [str],
+                  "evidence": [str], "suggestion": [str], "saves_bytes": int}]}   most bytes saved first
 }
 """
 
@@ -46,7 +57,7 @@ import dataclasses
 
 from casstrace.analyses.units import human_bytes, human_ms
 from casstrace.analyses.watch import StatementIO, Watch, describe_share
-from casstrace.reports import common
+from casstrace.reports import common, table_writes
 from casstrace.reports.document import Block, Code, Document, Items, Paragraph, Section, Table
 
 VERSION = 1
@@ -176,6 +187,8 @@ def document(watch: Watch, top: int | None = None) -> Document:
     sections.append(Section("What the sampled sessions do not explain", blocks))
     if watch.table_costs is not None:
         sections.append(Section("Tables: flushes and requests during the watch", _tables(watch)))
+    if watch.table_writes:
+        sections.append(table_writes.section(watch.table_writes, watch.table_findings))
     if watch.profile is not None:
         sections.append(common.profile_section(watch.profile, "watch --profile"))
     if watch.context:
@@ -209,6 +222,7 @@ def data(watch: Watch) -> dict:
             "count": watch.tables,
             "active": [dataclasses.asdict(t) | {"little_traffic": t.little_traffic} for t in watch.table_costs],
         },
+        "background": table_writes.data(watch.table_writes, watch.table_findings),
     }
 
 

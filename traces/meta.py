@@ -181,6 +181,16 @@ class TableActivityMeta(TypedDict):
     active: list[TableActivity]  # the tables that flushed or served a request during the watch
 
 
+class TableBackgroundMeta(TypedDict, total=False):
+    """The node's side of its tables' background work over a watch (node.tablestats.background), 'ks.table'
+    -> figure; a key absent: not measured."""
+
+    pending_compactions_start: dict[str, int]  # nodetool compactionstats, the tables with any
+    pending_compactions_end: dict[str, int]
+    pending_compactions_max: dict[str, int]  # the most of the readings taken
+    received_bytes: dict[str, int]  # mutation bytes of the memtables it flushed (the node's log)
+
+
 class TraceMeta(TypedDict, total=False):
     """A trace's meta table, key by key (traces/schema.py documents each): what Trace.meta is, so that
     mypy checks every read of it. Every key may be missing (a trace of another kind, an older format)."""
@@ -231,6 +241,7 @@ class TraceMeta(TypedDict, total=False):
     gc_pauses: list[GcPauseMeta]
     jvm_pauses: list[JvmPause]
     table_activity: TableActivityMeta
+    table_background: TableBackgroundMeta
 
 
 # The type of every meta value, checked when a trace is opened (traces/reader.py)

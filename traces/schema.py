@@ -121,6 +121,11 @@ Meta keys (values are JSON)
   table_activity     (watch, format 4) {"tables": int (the schema's table count), "active": [{"table", "flushes",
                       "reads", "writes", "memtable_bytes"}]}: per table, its memtable flushes and local requests
                      during the watch (nodetool tablestats before and after); absent: not measured
+  table_background   (watch, format 5) {"pending_compactions_start", "pending_compactions_end",
+                      "pending_compactions_max", "received_bytes": {"ks.table": int}}: per table, its pending
+                     compactions (nodetool compactionstats at the watch's start and end; max: of those readings)
+                     and the mutation bytes of the memtables it flushed in the watch (their serialized bytes, as
+                     the node's log says); a key absent: not measured
   profile            present when the run was profiled (run --profile; format 2):
                      {"profiler": str ('async-profiler 4.1'), "read_method": str (the Java method whose every
                       call was recorded with its stack), "wall_interval_ns": int, "window_ids": [int] (the

@@ -891,9 +891,9 @@ class BccCapture:
         counters = self._bpf[b"counters"]
         return {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
 
-    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int]]:
+    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int, int]]:
         """The per-thread counts (capture.c thread_io) as they stand now, for a live view while capturing:
-        (tid, slot, path or None, read_bytes, cache_miss_pages). Empty unless the capture counts per
+        (tid, slot, path or None, read_bytes, cache_miss_pages, write_bytes). Empty unless the capture counts per
         thread, or once it stopped (its result has them all, with every file named)."""
         if not self.thread_slot_ns or self._bpf is None or self._stopped:
             return []
@@ -907,7 +907,7 @@ class BccCapture:
                 path = by_fd.get((f.gen_or_inode >> GEN_BITS, f.fd_or_dev, f.gen_or_inode & ((1 << GEN_BITS) - 1)))
             else:
                 path = by_inode.get((proc_fds.user_dev(f.fd_or_dev), f.gen_or_inode))
-            rows.append((key.tid, key.slot, path, io.read_bytes, io.cache_pages))
+            rows.append((key.tid, key.slot, path, io.read_bytes, io.cache_pages, io.write_bytes))
         return rows
 
     def program_run_times(self) -> dict[str, tuple[int, int]]:

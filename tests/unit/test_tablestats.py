@@ -4,7 +4,8 @@ report says of it (tests/integration/test_watch_tables.py runs it on a node)."""
 import json
 
 from casstrace.analyses.watch import FEW_WRITES_PER_FLUSH, MANY_TABLES, WatchInputs, summarise
-from casstrace.node.tablestats import activity, parse_tablestats
+from casstrace.node.flush_log import FlushedMemtable
+from casstrace.node.tablestats import activity, background, parse_compactionstats, parse_tablestats
 from casstrace.reports import render
 from casstrace.reports.watch import document
 
@@ -85,3 +86,37 @@ def test_the_watch_says_what_tables_cost_beside_their_traffic():
     assert [t.little_traffic for t in few.table_costs or []] == [True]
     assert any("flushed their memtable" in note for note in few.notes)
     assert "Little traffic" in render(document(few), "md")
+
+
+# nodetool compactionstats with pending compactions, as 5.0 prints them (a row per table under 'pending
+# tasks') and as 4.0 and 4.1 do ('- ks.table: n')
+COMPACTIONSTATS_50 = """concurrent compactors            2
+pending tasks                    7
+shop                 orders      5
+shop                 items       2
+compactions completed            5
+data compacted                   14308061
+"""
+COMPACTIONSTATS_41 = """pending tasks: 7
+- shop.orders: 5
+- shop.items: 2
+
+id                                   compaction type keyspace table  completed total unit  progress
+"""
+
+
+def test_pending_compactions_per_table():
+    for text in (COMPACTIONSTATS_50, COMPACTIONSTATS_41):
+        assert parse_compactionstats(text) == {"shop.orders": 5, "shop.items": 2}
+    assert parse_compactionstats("concurrent compactors 2\npending tasks 0\ncompactions completed 5\n") == {}
+
+
+def test_the_background_meta_the_watch_writes():
+    flushed = [FlushedMemtable("shop.orders", 1000, 3), FlushedMemtable("shop.orders", 500, 2)]
+    assert background(({"shop.orders": 5}, {"shop.items": 2}), flushed) == {
+        "pending_compactions_start": {"shop.orders": 5},
+        "pending_compactions_end": {"shop.items": 2},
+        "pending_compactions_max": {"shop.orders": 5, "shop.items": 2},
+        "received_bytes": {"shop.orders": 1500},
+    }
+    assert background(None, None) == {}  # neither read: not measured
