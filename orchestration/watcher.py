@@ -492,6 +492,8 @@ def session_rows(
                 "live_rows": s.live_rows,
                 "tombstone_cells": s.tombstone_cells,
                 "sstables_merged": s.sstables_merged,
+                "mutations": s.mutations,
+                "commitlog_ns": s.commitlog_ns,
             }
         )
         for span in s.spans:

@@ -271,6 +271,8 @@ class StatementSession(NamedTuple):
     tombstone_cells: int | None
     sstables_merged: int | None
     execution: int | None = None  # the run's execution it traced (None: a watch's session)
+    mutations: int | None = None  # 'Appending to commitlog' events (None: none, or not counted)
+    commitlog_ns: int | None = None  # from each to its thread's next event: time in the commit log
 
 
 class SessionThread(NamedTuple):
@@ -817,7 +819,9 @@ def statement_sessions(trace: Trace) -> list[StatementSession]:
         StatementSession,
         trace,
         "SELECT session, session_id, statement, consistency, client, started_ns, duration_ns, live_rows,"
-        " tombstone_cells, sstables_merged FROM statement_sessions ORDER BY session",
+        f" tombstone_cells, sstables_merged, {_column_or(trace, 'statement_sessions', 'execution')},"
+        f" {_column_or(trace, 'statement_sessions', 'mutations')},"
+        f" {_column_or(trace, 'statement_sessions', 'commitlog_ns')} FROM statement_sessions ORDER BY session",
     )
 
 

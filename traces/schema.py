@@ -190,6 +190,8 @@ Format history
      traces each execution and counts every node's threads, so each replica is charged only its own
      threads' reads while they served it; a span of another node's events is no local thread's. A
      trace without them has one node's threads.
+     Later in format 4: statement_sessions.mutations and .commitlog_ns (a write's mutations and its
+     time in the commit log, from its trace events); a trace without them did not count them.
 """
 
 import bisect
@@ -493,8 +495,12 @@ CREATE TABLE statement_sessions (
     live_rows       INTEGER,           -- from the events: 'Read N live rows and M tombstone cells' (NULL: none)
     tombstone_cells INTEGER,
     sstables_merged INTEGER,           -- 'Merged data from memtables and N sstables', the most of one read
-    execution       INTEGER            -- later in format 3: the run's execution it traced (one session a page);
+    execution       INTEGER,           -- later in format 3: the run's execution it traced (one session a page);
                                        -- NULL in a watch
+    mutations       INTEGER,           -- later in format 4: 'Appending to commitlog' events, a mutation (one
+                                       -- partition of one keyspace) applied on a node traced (NULL: none)
+    commitlog_ns    INTEGER            -- from each of them to its thread's next event: the append, and the
+                                       -- wait for the sync under commitlog_sync batch or group
 );
 
 -- Where each session's events ran: one row per (session, thread) of each captured node, first to last event
