@@ -29,6 +29,7 @@ _COPIED = (
     "coverage",
     "heatmap",
     "latency",
+    "sync_latency",
     "events",
     "page_cache_fills",
     "mappings",
@@ -56,7 +57,18 @@ _MOVED = {
 _SLOTTED = {
     "heatmap": ("slots", ("calls", "bytes")),
     "latency": ("slots", ("count",)),
-    "thread_io": ("thread_slots", ("read_calls", "read_bytes", "cache_miss_pages")),
+    "thread_io": (
+        "thread_slots",
+        (
+            "read_calls",
+            "read_bytes",
+            "cache_miss_pages",
+            "write_calls",
+            "write_bytes",
+            "dirtied_pages",
+            "mapped_dirtied_pages",
+        ),
+    ),
 }
 # Whole-trace meta that adds up over nodes (the rest is the primary node's or in nodes.meta).
 SUMMED_META = ("lost_events", "unstreamed_events", "aggregate_overflows", "unlogged_fill_pages")

@@ -50,6 +50,8 @@ dataclasses. Every function takes the open Trace first; `window_ids` / `file_ids
   -- latency
   latency_by_slot(file_only)      list[LatencyCell]     (slot, bucket, calls), file targets or all
   latency_by_syscall()            list[SyscallLatencyCell]  (syscall, target, bucket, calls)
+  sync_latency(window_ids)        list[SyncLatencyCell] (file_id, syscall, bucket, calls) of sync calls
+                                                        (format 5; [] before)
   -- Java profile (format 2; empty before)
   stacks()                        dict[stack_id, tuple[frame, ...]]
   stack_read_bytes(window_ids, file_ids)  list[StackReadBytes]  per stack: bytes read, fill bytes in
@@ -148,6 +150,12 @@ class FileTotals(NamedTuple):
     longest_sequential_bytes: int
     cache_miss_bytes: int | None
     mapped_touched_bytes: int | None
+    # format 5, the write path (None: not measured, or a trace from before)
+    dirtied_pages: int | None = None
+    mapped_dirtied_pages: int | None = None
+    written_back_bytes: int | None = None
+    sync_calls: int | None = None
+    sync_ns: int | None = None
 
 
 class FileWindowIO(NamedTuple):
@@ -298,6 +306,20 @@ class ThreadIO(NamedTuple):
     read_bytes: int
     cache_miss_pages: int
     node_id: int | None = None  # the node in a trace of several (None: the one process)
+    # format 5 (None: not measured, or a trace from before)
+    write_calls: int | None = None
+    write_bytes: int | None = None
+    dirtied_pages: int | None = None
+    mapped_dirtied_pages: int | None = None
+
+
+class SyncLatencyCell(NamedTuple):
+    """Sync calls of one kind on one file in one latency bucket (format 5's sync_latency), summed over windows."""
+
+    file_id: int
+    syscall: str
+    bucket: int
+    calls: int
 
 
 class WindowMeasure(NamedTuple):
@@ -449,16 +471,20 @@ def file_node_addresses(trace: Trace) -> dict[int, str]:
 # -- per-file I/O over windows -------------------------------------------------------------------
 
 
+WRITE_PATH_COLUMNS = ("dirtied_pages", "mapped_dirtied_pages", "written_back_bytes", "sync_calls", "sync_ns")
+
+
 def file_totals(trace: Trace, window_ids: Sequence[int]) -> list[FileTotals]:
     condition, params = _in(("io.window_id", window_ids))
     mapped = _column_or(trace, "file_io", "mapped_touched_bytes", alias="io.")
+    writes = ", ".join(f"SUM({_column_or(trace, 'file_io', column, alias='io.')})" for column in WRITE_PATH_COLUMNS)
     return _records(
         FileTotals,
         trace,
         f"""SELECT f.file_id, f.path, f.kind, f.size_bytes,
                                SUM(read_calls), SUM(read_bytes), SUM(read_requested_bytes), SUM(read_ns),
                                SUM(write_calls), SUM(write_bytes), SUM(lseek_calls), SUM(seek_jumps),
-                               MAX(longest_sequential_bytes), SUM(cache_miss_bytes), SUM({mapped})
+                               MAX(longest_sequential_bytes), SUM(cache_miss_bytes), SUM({mapped}), {writes}
                         FROM file_io io JOIN files f ON f.file_id = io.file_id
                         WHERE {condition}
                         GROUP BY f.file_id""",
@@ -663,6 +689,20 @@ def latency_by_syscall(trace: Trace) -> list[SyscallLatencyCell]:
     )
 
 
+def sync_latency(trace: Trace, window_ids: Sequence[int]) -> list[SyncLatencyCell]:
+    """Sync calls per file, syscall and latency bucket in those windows ([] before format 5)."""
+    if not _has_table(trace, "sync_latency"):
+        return []
+    condition, params = _in(("window_id", window_ids))
+    return _records(
+        SyncLatencyCell,
+        trace,
+        f"SELECT file_id, syscall, bucket, SUM(count) FROM sync_latency WHERE {condition}"
+        " GROUP BY file_id, syscall, bucket ORDER BY file_id, syscall, bucket",
+        params,
+    )
+
+
 # -- Java profile --------------------------------------------------------------------------------
 
 
@@ -840,9 +880,10 @@ def session_threads(trace: Trace) -> list[SessionThread]:
 
 
 def thread_io(trace: Trace) -> list[ThreadIO]:
+    later = ("node_id", "write_calls", "write_bytes", "dirtied_pages", "mapped_dirtied_pages")
     return _records(
         ThreadIO,
         trace,
         "SELECT tid, slot, file_id, read_calls, read_bytes, cache_miss_pages,"
-        f" {_column_or(trace, 'thread_io', 'node_id')} FROM thread_io",
+        f" {', '.join(_column_or(trace, 'thread_io', column) for column in later)} FROM thread_io",
     )

@@ -27,6 +27,11 @@ class FileIORow(TypedDict):
     cache_miss_bytes: NotRequired[int | None]
     mapped_touched_bytes: NotRequired[int | None]
     mapped_huge_bytes: NotRequired[int | None]
+    dirtied_pages: NotRequired[int | None]
+    mapped_dirtied_pages: NotRequired[int | None]
+    written_back_bytes: NotRequired[int | None]
+    sync_calls: NotRequired[int | None]
+    sync_ns: NotRequired[int | None]
 
 
 class MappingRow(TypedDict):
@@ -73,6 +78,16 @@ class LatencyRow(TypedDict):
     slot: int
     syscall: str
     target: str  # 'file' | 'socket' | 'other' | 'none'
+    bucket: int
+    count: int
+
+
+class SyncLatencyRow(TypedDict):
+    """sync_latency (format 5): sync calls of one kind on one file in one window and latency bucket."""
+
+    window_id: int
+    file_id: int
+    syscall: str  # 'fsync' | 'fdatasync' | 'msync' | 'sync_file_range'
     bucket: int
     count: int
 
@@ -165,7 +180,7 @@ class ThreadCpuRow(TypedDict):
 
 
 class ThreadIORow(TypedDict):
-    """thread_io: one thread's bytes from one file in one thread_slot_ns slot (casstrace watch)."""
+    """thread_io: one thread's bytes from and to one file in one thread_slot_ns slot (watch, run)."""
 
     tid: int
     slot: int
@@ -174,6 +189,10 @@ class ThreadIORow(TypedDict):
     read_bytes: int
     cache_miss_pages: int
     node_id: NotRequired[int | None]  # the node in a trace of several (merged in; None: the one process)
+    write_calls: NotRequired[int | None]  # format 5 (None: not measured)
+    write_bytes: NotRequired[int | None]
+    dirtied_pages: NotRequired[int | None]
+    mapped_dirtied_pages: NotRequired[int | None]
 
 
 class StatementSessionRow(TypedDict):

@@ -190,15 +190,19 @@ Format history
      traces each execution and counts every node's threads, so each replica is charged only its own
      threads' reads while they served it; a span of another node's events is no local thread's. A
      trace without them has one node's threads.
-     Later in format 4: statement_sessions.mutations and .commitlog_ns (a write's mutations and its
+  5  additive: the write path. file_io.dirtied_pages, .mapped_dirtied_pages, .written_back_bytes,
+     .sync_calls, .sync_ns; thread_io.write_calls, .write_bytes, .dirtied_pages, .mapped_dirtied_pages;
+     table sync_latency (per file, the latency of fsync, fdatasync, msync and sync_file_range). A
+     format-4 trace reads as one that measured none of them (NULL / absent, never 0).
+     Later in format 5: statement_sessions.mutations and .commitlog_ns (a write's mutations and its
      time in the commit log, from its trace events); a trace without them did not count them.
 """
 
 import bisect
 import functools
 
-FORMAT_VERSION = 4
-READABLE_FORMAT_VERSIONS = (1, 2, 3, 4)  # every older format stays readable: changes are additive
+FORMAT_VERSION = 5
+READABLE_FORMAT_VERSIONS = (1, 2, 3, 4, 5)  # every older format stays readable: changes are additive
 THREAD_SLOT_NS = 1_000_000  # thread_io slot: Cassandra's trace events are ~1 ms apart at best
 
 # Units the format fixes, shared by every backend and the analyses.
@@ -298,6 +302,16 @@ CREATE TABLE file_io (
     -- mapped by one huge (PMD) entry, which the next column measures.
     mapped_touched_bytes     INTEGER,
     mapped_huge_bytes        INTEGER,                     -- of the file's mapping, bytes mapped by 2 MiB entries at the window's end
+    -- format 5, the write path (NULL: not measured). Pages of the file dirtied in the page cache by
+    -- the process's threads: by write syscalls and by stores into shared mappings of it (a mapped
+    -- commit log); of which outside any syscall (stores into a mapping).
+    dirtied_pages            INTEGER,
+    mapped_dirtied_pages     INTEGER,
+    written_back_bytes       INTEGER,                     -- bytes the kernel wrote from the page cache to the
+                                                          -- device for the file, by any thread (background
+                                                          -- writeback, or a sync)
+    sync_calls               INTEGER,                     -- fsync, fdatasync, msync, sync_file_range on the file
+    sync_ns                  INTEGER,                     -- their summed latency (msync's file: the mapping's)
     PRIMARY KEY (window_id, file_id)
 );
 
@@ -343,6 +357,18 @@ CREATE TABLE latency (
     count   INTEGER NOT NULL,
     node_id INTEGER,                    -- format 3: the node in a trace of several (NULL: the one process)
     PRIMARY KEY (slot, syscall, target, bucket, node_id)
+);
+
+-- format 5: per-file spectrogram of sync calls' latency (fsync, fdatasync, msync, sync_file_range;
+-- msync's file is the one its address range maps), buckets as the latency table's (latency_bucket).
+CREATE TABLE sync_latency (
+    window_id INTEGER NOT NULL REFERENCES windows(window_id),
+    file_id   INTEGER NOT NULL REFERENCES files(file_id),
+    syscall   TEXT NOT NULL,            -- 'fsync' | 'fdatasync' | 'msync' | 'sync_file_range'
+    bucket    INTEGER NOT NULL,
+    count     INTEGER NOT NULL,
+    node_id   INTEGER,                  -- the node in a trace of several (NULL: the one process)
+    PRIMARY KEY (window_id, file_id, syscall, bucket, node_id)
 );
 
 -- Per-call records of reads and lseeks on files, streamed as far as they stay cheap
@@ -450,6 +476,7 @@ CREATE TABLE executions (
 -- File bytes per thread and time slot (meta thread_slot_ns), counted in the kernel: syscall reads
 -- by the thread that made them, page-cache fills by the thread that caused them (its reads, their
 -- readahead, its faults on mapped files). Mapped pages read while already cached are in neither.
+-- Format 5: writes likewise, and pages dirtied by the thread that dirtied them (NULL: not measured).
 CREATE TABLE thread_io (
     tid              INTEGER NOT NULL,
     slot             INTEGER NOT NULL,  -- (ts - capture_start_ns) // thread_slot_ns
@@ -458,6 +485,10 @@ CREATE TABLE thread_io (
     read_bytes       INTEGER NOT NULL,
     cache_miss_pages INTEGER NOT NULL,
     node_id          INTEGER,           -- later in format 4: the node in a trace of several (NULL: the one process)
+    write_calls      INTEGER,           -- format 5: write syscalls (write, pwrite64, writev, pwritev*)
+    write_bytes      INTEGER,           --   and the bytes they wrote
+    dirtied_pages    INTEGER,           --   4 KiB pages of the file it dirtied in the page cache (syscalls and stores)
+    mapped_dirtied_pages INTEGER,       --   of which outside any syscall: stores into a shared mapping
     PRIMARY KEY (tid, slot, file_id)
 );
 
@@ -497,7 +528,7 @@ CREATE TABLE statement_sessions (
     sstables_merged INTEGER,           -- 'Merged data from memtables and N sstables', the most of one read
     execution       INTEGER,           -- later in format 3: the run's execution it traced (one session a page);
                                        -- NULL in a watch
-    mutations       INTEGER,           -- later in format 4: 'Appending to commitlog' events, a mutation (one
+    mutations       INTEGER,           -- later in format 5: 'Appending to commitlog' events, a mutation (one
                                        -- partition of one keyspace) applied on a node traced (NULL: none)
     commitlog_ns    INTEGER            -- from each of them to its thread's next event: the append, and the
                                        -- wait for the sync under commitlog_sync batch or group

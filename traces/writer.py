@@ -42,6 +42,7 @@ from casstrace.traces.rows import (
     ReadSizeRow,
     SessionThreadRow,
     StatementSessionRow,
+    SyncLatencyRow,
     ThreadCpuRow,
     ThreadIORow,
     WindowMeasureRow,
@@ -227,6 +228,9 @@ class TraceWriter:
 
     def add_latency(self, rows: Iterable[LatencyRow]) -> None:
         self._insert("latency", rows)
+
+    def add_sync_latency(self, rows: Iterable[SyncLatencyRow]) -> None:
+        self._insert("sync_latency", rows)
 
     def add_events(self, rows: Iterable[EventRow]) -> None:
         """The per-call rows: an import's millions, a long run's 500,000 (see _insert_many)."""

@@ -355,7 +355,7 @@ class BccCapture:
         self._thread_names: dict[int, str] = {}
         self._lock = threading.Lock()
         # Entries of the time-slotted maps moved out of the kernel (drain_thread_io), by map, as the
-        # map holds them (key, then value: 48 bytes a thread_io entry; ctypes objects took ~780)
+        # map holds them (key, then value: 80 bytes a thread_io entry; ctypes objects took ~780)
         self._drained: dict[str, bytearray] = {}
         # What take_slots() already handed out: its end (capture clock), and the loss counters then.
         self._taken_until_ns: int | None = None
@@ -968,7 +968,7 @@ def _entries(table: Any, raw: bytes) -> Iterator[tuple[bytes, Any]]:
 
 class StoredEntries:
     """A map's entries as drain_thread_io stores them, read as (key, value) rows each time they are
-    iterated: an interval of a long watch is held in the map's own 16-48 bytes an entry (a
+    iterated: an interval of a long watch is held in the map's own 16-80 bytes an entry (a
     ctypes key object for each took ~200 more). An entry found twice (a slot a late call re-created
     after it was drained) is two rows: the trace builder sums rows of one key."""
 

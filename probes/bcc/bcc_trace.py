@@ -31,7 +31,7 @@ from casstrace.probes.bcc.program import (
 from casstrace.probes.proc import proc_fds
 from casstrace.probes.proc.proc_fds import Descriptor
 from casstrace.probes.protocol import Window
-from casstrace.traces.rows import EventRow, FileIORow, PageCacheFillRow
+from casstrace.traces.rows import EventRow, FileIORow, PageCacheFillRow, ThreadIORow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket
 from casstrace.traces.writer import TraceWriter
 
@@ -42,6 +42,14 @@ READ_SYSCALLS = {syscalls.NUMBERS[name] for name in syscalls.READS}
 LSEEK = syscalls.NUMBERS["lseek"]
 
 
+# thread_io's columns, each with the field of capture.c's struct thread_io that counts it
+THREAD_IO_FIELDS = {
+    "read_calls": "read_calls",
+    "read_bytes": "read_bytes",
+    "cache_miss_pages": "cache_pages",
+    "write_calls": "write_calls",
+    "write_bytes": "write_bytes",
+}
 MapRows = list[tuple[Any, Any]]  # a BPF map's (key, value) pairs: ctypes structures, or ints
 # A logged call: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr, epoch,
 # seek_jump, fill_inode, fill_dev, fill_pages, owner)
@@ -463,23 +471,15 @@ class TraceBuilder:
     def _thread_io(self) -> None:
         if "thread_io" not in self.tables:
             return
-        rows: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+        rows: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0] * len(THREAD_IO_FIELDS))
         for key, io in self.tables["thread_io"]:
             f = key.file
             row = rows[(key.tid, key.slot, self.file_of(f.source, f.fd_or_dev, f.gen_or_inode))]
-            row[0] += io.read_calls
-            row[1] += io.read_bytes
-            row[2] += io.cache_pages
+            for index, field in enumerate(THREAD_IO_FIELDS.values()):
+                row[index] += getattr(io, field)
         self.writer.add_thread_io(
-            {
-                "tid": tid,
-                "slot": slot,
-                "file_id": file_id,
-                "read_calls": calls,
-                "read_bytes": size,
-                "cache_miss_pages": pages,
-            }
-            for (tid, slot, file_id), (calls, size, pages) in rows.items()
+            cast(ThreadIORow, {"tid": tid, "slot": slot, "file_id": file_id, **dict(zip(THREAD_IO_FIELDS, figures))})
+            for (tid, slot, file_id), figures in rows.items()
         )
 
     def _meta(self) -> None:

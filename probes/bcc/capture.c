@@ -184,7 +184,8 @@ BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
 
 #if THREAD_SLOT_NS
 // File bytes by the thread that read them (syscalls) or made the page cache fill them (its own
-// reads, their readahead, its faults on mapped files), per THREAD_SLOT_NS slot since start_ns.
+// reads, their readahead, its faults on mapped files), and that wrote them (syscalls), per
+// THREAD_SLOT_NS slot since start_ns.
 struct thread_io_key {
     struct file_ref file;
     u32 tid;
@@ -194,6 +195,10 @@ struct thread_io {
     u64 read_calls;
     u64 read_bytes;
     u64 cache_pages;
+    u64 write_calls;
+    u64 write_bytes;
+    u64 dirtied_pages;
+    u64 mapped_dirtied_pages;
 };
 BPF_HASH(thread_io, struct thread_io_key, struct thread_io, MAP_ENTRIES);
 #endif
@@ -222,19 +227,25 @@ static __always_inline void count(u32 which, u64 n) {
 }
 
 #if THREAD_SLOT_NS
-static __always_inline void count_thread_io(struct file_ref *file, u32 tid, u64 ts, u64 calls, u64 bytes, u64 pages) {
+// The thread's entry for the file in the slot of ts; 0 before the start, or when the map is full.
+static __always_inline struct thread_io *thread_io_of(struct file_ref *file, u32 tid, u64 ts) {
     u32 index = CONTROL_START_NS;
     u64 *start = control.lookup(&index);
     if (!start || ts < *start)
-        return;
+        return 0;
     struct thread_io_key key = {.tid = tid, .slot = (ts - *start) / THREAD_SLOT_NS};
     key.file = *file;
     struct thread_io zero = {};
     struct thread_io *io = thread_io.lookup_or_try_init(&key, &zero);
-    if (!io) {
+    if (!io)
         count(COUNT_AGGREGATE_OVERFLOW, 1);
+    return io;
+}
+
+static __always_inline void count_thread_io(struct file_ref *file, u32 tid, u64 ts, u64 calls, u64 bytes, u64 pages) {
+    struct thread_io *io = thread_io_of(file, tid, ts);
+    if (!io)
         return;
-    }
     __sync_fetch_and_add(&io->read_calls, calls);
     __sync_fetch_and_add(&io->read_bytes, bytes);
     __sync_fetch_and_add(&io->cache_pages, pages);
@@ -507,13 +518,25 @@ static __always_inline bool on_read(struct call *c, u32 tgid, u32 tid, s32 fd, s
     return false;
 }
 
-static __always_inline void on_write(struct call *c, u32 tgid, s32 fd, struct fd_state *f, s64 ret) {
+static __always_inline void on_write(struct call *c, u32 tgid, u32 tid, s32 fd, struct fd_state *f, s64 ret) {
     struct file_stats *stats = stats_of(c->epoch, tgid, fd, f);
     if (stats) {
         __sync_fetch_and_add(&stats->write_calls, 1);
         if (ret > 0)
             __sync_fetch_and_add(&stats->write_bytes, ret);
     }
+#if THREAD_SLOT_NS
+    if (f && target_of(f) == TARGET_FILE) {
+        struct file_ref file = {.source = SOURCE_SYSCALL, .fd_or_dev = fd,
+                                .gen_or_inode = ((u64)OWNER(tgid) << 32) | f->gen};
+        struct thread_io *io = thread_io_of(&file, tid, c->ts);
+        if (io) {
+            __sync_fetch_and_add(&io->write_calls, 1);
+            if (ret > 0)
+                __sync_fetch_and_add(&io->write_bytes, ret);
+        }
+    }
+#endif
     if (ret > 0 && f && f->pos_known && (c->nr == NR_write || c->nr == NR_writev))
         f->pos += ret;
 }
@@ -682,7 +705,7 @@ static __always_inline int exit_call(s64 ret) {
         if (!logged && c->fill_pages)   // the fills have no record to ride on
             log_fill(c->ts, tid, nr, c->epoch, c->fill_dev, c->fill_inode, c->fill_pages);
     } else if (flags & SYS_WRITE) {
-        on_write(c, tgid, fd, f, ret);
+        on_write(c, tgid, tid, fd, f, ret);
     } else if (nr == NR_lseek) {
         logged = on_lseek(c, tgid, tid, fd, f, ret, latency);
     } else if (ret >= 0) {

@@ -46,7 +46,7 @@ def test_an_agent_captures_its_node_on_the_driver_s_windows(sandbox, demo_tables
         path = record(capture, TraceWriter(tmp_path / "agent.trace"), body)
     capture.discard()
     with Trace(path) as trace:
-        assert trace.complete and trace.meta["format_version"] == 4
+        assert trace.complete and trace.meta["format_version"] == 5
         for window_id, kernel in counted:
             (seen,) = trace.rows(
                 "SELECT SUM(io.read_bytes) FROM file_io io JOIN files f USING (file_id)"

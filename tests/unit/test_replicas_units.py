@@ -190,7 +190,7 @@ def test_partial_traces_merge_into_one_per_node(tmp_path):
     merge_node(writer, two, 2, shift, START)
     writer.set_meta(**combined_meta([json.loads(json.dumps(Trace(one).meta)), Trace(two).meta], 0))
     with Trace(writer.finish()) as trace:
-        assert trace.meta["format_version"] == FORMAT_VERSION == 4
+        assert trace.meta["format_version"] == FORMAT_VERSION == 5
         per_node = {
             (row["node_id"], row["path"]): row["read_bytes"]
             for row in trace.rows(
