@@ -8,6 +8,10 @@ JSON and SELECT DISTINCT are SELECTs too); everything else — INSERT, UPDATE, D
 TRUNCATE, USE, DDL, GRANT/REVOKE, lightweight transactions (which are conditional INSERT, UPDATE
 or DELETE) — is refused before any connection is made.
 
+One exception, `runnable_statement`: a write (INSERT, UPDATE, DELETE, a BATCH of them) is let
+through to be run on a node casstrace started itself (node.own_sandbox decides, once the node is
+found); everything else is refused as above.
+
 This module imports no driver, so a refusal costs nothing and works on any machine.
 """
 
@@ -118,8 +122,22 @@ def statement_kind(statement: str) -> str:
     return first
 
 
+# The writes `run` may execute on its own sandbox: their kinds as statement_kind says them.
+WRITE_KINDS = frozenset({"INSERT", "UPDATE", "DELETE", "BEGIN BATCH", "BEGIN UNLOGGED BATCH", "BEGIN COUNTER BATCH"})
+
+
 def read_only_statement(text: str) -> str:
     """The one statement of `text` (without comments or the final ';') when it only reads;
+    otherwise a CasstraceError saying why. Call it before connecting to anything."""
+    statement, writes = runnable_statement(text)
+    if writes:
+        _refuse(statement_kind(statement))
+    return statement
+
+
+def runnable_statement(text: str) -> tuple[str, bool]:
+    """The one statement of `text` (without comments or the final ';') and whether it writes: a read,
+    or a write of WRITE_KINDS (which only a node casstrace started may run: node.own_sandbox);
     otherwise a CasstraceError saying why. Call it before connecting to anything."""
     statements = split_statements(text)
     if len(statements) != 1:
@@ -129,12 +147,34 @@ def read_only_statement(text: str) -> str:
         )
     statement = statements[0]
     kind = statement_kind(statement)
-    if kind != "SELECT":
-        raise CasstraceError(
-            f"refusing to run {kind if kind.startswith('a ') else 'a ' + kind + ' statement'}: "
-            "casstrace only runs reads, and never changes data",
-            "give one SELECT statement (SELECT JSON and SELECT DISTINCT are fine)",
-        )
+    if kind != "SELECT" and kind not in WRITE_KINDS:
+        _refuse(kind)
+    _check_names(statement)
+    return statement, kind != "SELECT"
+
+
+def writes(statement: str) -> bool:
+    """Whether a statement runnable_statement let through is a write."""
+    return statement_kind(statement) in WRITE_KINDS
+
+
+def written_rows(statement: str) -> int:
+    """The rows a write writes per execution: its INSERT, UPDATE and DELETE statements (a batch's count).
+    The three words are reserved in CQL, so an unquoted name is never one of them."""
+    return sum(
+        token.kind == "word" and token.text.upper() in ("INSERT", "UPDATE", "DELETE") for token in tokenize(statement)
+    )
+
+
+def _refuse(kind: str) -> None:
+    raise CasstraceError(
+        f"refusing to run {kind if kind.startswith('a ') else 'a ' + kind + ' statement'}: "
+        "casstrace only runs reads, and never changes data (a write only on a sandbox casstrace started)",
+        "give one SELECT statement (SELECT JSON and SELECT DISTINCT are fine)",
+    )
+
+
+def _check_names(statement: str) -> None:
     for token in tokenize(statement):
         name = token.text[1:-1].replace('""', '"') if token.kind == "identifier" else token.text
         if token.kind in ("identifier", "word") and len(name.encode()) > NAME_LIMIT_BYTES:
@@ -143,7 +183,6 @@ def read_only_statement(text: str) -> str:
                 f"a column's name in at most {NAME_LIMIT_BYTES:,} bytes, so no driver could read the result",
                 "give the column or alias a shorter name",
             )
-    return statement
 
 
 # Literals outside strings (tokenize has already taken strings, quoted identifiers and comments out).

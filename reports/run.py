@@ -19,7 +19,8 @@ traced sessions' threads, from the scheduler's switches per 1 ms slot; derived b
 "request_cpu_ns" (on-CPU time of every thread of the node's request pools in the execution's window: on a busy
 node, other clients' requests too), "jvm_cpu_ns" (of all its threads), "gc_pause_ns" and "safepoint_ns" (the
 JVM's pauses overlapping the execution), "client_decode_ns" (casstrace's own decoding of the result, in the
-client). executions[].latency_s is the client's round trip.
+client), "client_request_bytes" (a write's EXECUTE request frames, as the client sent them). executions[].latency_s
+is the client's round trip.
 Later in version 2: MEASUREs "serving_cpu_ns" and "traced_ns"; "cpu_per_result" (the node's CPU per row and
 per cell returned).
 Later in version 2: "index_read", the index part of the read by part of the table's index files.
