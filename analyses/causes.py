@@ -830,7 +830,9 @@ def _large_batch(context: FindingContext) -> Finding | None:
             + "."
         )
     if batch.partitions is not None:
-        per = f"; {human_ns(batch.node_ns / batch.partitions)} a partition" if batch.node_ns and batch.partitions else ""
+        per = (
+            f"; {human_ns(batch.node_ns / batch.partitions)} a partition" if batch.node_ns and batch.partitions else ""
+        )
         evidence.append(
             f"{batch.partitions:,.1f} partitions per batch (Cassandra warns over {BATCH_WARN_PARTITIONS} in an "
             f"unlogged one); the node took {human_ns(batch.node_ns)} per batch{per}."

@@ -2,7 +2,7 @@
 per INSERT, UPDATE, DELETE and BATCH:
 
 - rows and cells written, from the normalized statement (columns set per INSERT or UPDATE, statements
-  per BATCH) × executions; partitions, from Cassandra's trace events (one 'Appending to commitlog'
+  per BATCH) times executions; partitions, from Cassandra's trace events (one 'Appending to commitlog'
   per mutation: a partition of one keyspace, on each node traced);
 - the bytes of its requests on the wire: what the node read from its clients' connections (a socket
   with the native port at its local end, amplification.native_port: the one rule for a client's
@@ -22,15 +22,20 @@ StatementWrites out. The findings (a large batch; GC suspending writes) go throu
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from casstrace.analyses import causes
+from casstrace.analyses.amplification import native_port, socket_writes
 from casstrace.analyses.attribution import Span
 from casstrace.analyses.findings import BatchFigures, FindingContext
 from casstrace.analyses.model import Finding
 from casstrace.analyses.query import Token, find_table, tokenize
+from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
+from casstrace.traces.addresses import normalize_ip, parse_address
 from casstrace.traces.meta import CassandraMeta
+from casstrace.traces.queries import ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 
 WRITE_KINDS = ("INSERT", "UPDATE", "DELETE", "BATCH")
@@ -153,6 +158,37 @@ def _top_level_items(tokens: list[Token], start: int, until: str) -> int | None:
     return None
 
 
+def commitlog_slots(
+    thread_io: Iterable[ThreadIO], files: dict[int, str]
+) -> dict[tuple[int | None, int, int], int] | None:
+    """(node_id, tid, slot) -> commit-log pages the thread dirtied in it; None when the rows do not
+    measure dirtied pages (a trace before format 5, or a backend that cannot)."""
+    segments = {file_id for file_id, path in files.items() if is_commitlog_segment(path)}
+    measured, slots = False, Counter[tuple[int | None, int, int]]()
+    for row in thread_io:
+        if row.dirtied_pages is None:
+            continue
+        measured = True
+        if row.file_id in segments and row.dirtied_pages:
+            slots[(row.node_id, row.tid, row.slot)] += row.dirtied_pages
+    return dict(slots) if measured else None
+
+
+def client_bytes(trace: Trace, casstrace_addresses: list[str]) -> dict[str, int] | None:
+    """Client address -> bytes the node read from that client's connections over the trace (sockets
+    with the native port at their local end, amplification.native_port), but casstrace's own
+    (`casstrace_addresses`, 'ip:port'); None when socket I/O was not measured."""
+    if not trace.measured("wire"):
+        return None
+    port, own = native_port(trace), {parse_address(address) for address in casstrace_addresses}
+    found: Counter[str] = Counter()
+    for socket in socket_writes(trace, queries.window_ids(trace)):
+        remote = parse_address(":".join(socket.remote))
+        if socket.local[-1] == port and remote is not None and remote not in own:
+            found[remote[0]] += socket.read
+    return dict(found)
+
+
 @dataclass(frozen=True)
 class WriteSession:
     """A sampled session as the write figures need it."""
@@ -241,7 +277,7 @@ def tally(inputs: WriteInputs) -> WritesTally:
     writes = {s.session: s for s in inputs.sessions if write_shape(s.statement) is not None}
     for session in inputs.sessions:
         if session.client:
-            found.executions_by_client[session.client] += 1
+            found.executions_by_client[normalize_ip(session.client)] += 1
     claims = _commitlog_claims(inputs, set(writes))
     for session in writes.values():
         statement = found.statements.setdefault(session.statement, StatementWriteTally())
@@ -260,7 +296,7 @@ def tally(inputs: WriteInputs) -> WritesTally:
                 )
             ] += 1
         if session.client:
-            statement.clients[session.client] += 1
+            statement.clients[normalize_ip(session.client)] += 1
         statement.commitlog_bytes += claims.get(session.session, 0.0)
     return found
 
@@ -298,7 +334,7 @@ class StatementWrites:
     logged: bool | None
     rows_per_execution: int | None  # from the text
     cells_per_execution: int | None
-    estimated_rows: float | None  # × the estimated executions
+    estimated_rows: float | None  # times the estimated executions
     estimated_cells: float | None
     partitions_per_execution: float | None  # mutations in its trace events
     wire_bytes_per_execution: float | None
@@ -371,7 +407,9 @@ def _wire(statement: StatementWriteTally, tallied: WritesTally, probability: flo
     return total / (sampled / probability if probability else sampled), shared
 
 
-def _findings(writes: StatementWrites, statement: StatementWriteTally, count: int, pauses_measured: bool) -> list[Finding]:
+def _findings(
+    writes: StatementWrites, statement: StatementWriteTally, count: int, pauses_measured: bool
+) -> list[Finding]:
     """The causes the seam finds in a write: a large batch, and GC suspending its executions."""
     measures = [
         {"node_ns": float(duration), "gc_pause_ns": float(gc)}

@@ -40,6 +40,7 @@ from casstrace.node.gc_pauses import GcPauses, pause_meta
 from casstrace.node.gone import NodeWentAway, gone_message, node_gone
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.leftovers import restore_left_behind, say, unchanged_evidence
+from casstrace.node.own_sandbox import sandbox_root
 from casstrace.node.tablestats import TableStats, activity, table_stats
 from casstrace.node.tracing import (
     Nodetool,
@@ -552,6 +553,8 @@ def _write(
             "start_ns": window[0] - offset,
             "end_ns": window[1] - offset,
             "thread_map": "jcmd",
+            "casstrace_addresses": sorted(f"{ip}:{port}" for ip, port in node.client_addresses()),
+            "own_sandbox": sandbox_root(process) is not None,
         },
     )
     if pauses.measured:

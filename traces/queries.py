@@ -195,14 +195,15 @@ class WindowFileBytes(NamedTuple):
 
 
 class SocketWrite(NamedTuple):
-    """Bytes written to one socket; local_addr/remote_addr None where the backend kept only `path`
-    ('tcp LOCAL->REMOTE')."""
+    """Bytes written to one socket, and read from it; local_addr/remote_addr None where the backend
+    kept only `path` ('tcp LOCAL->REMOTE')."""
 
     node_id: int | None
     path: str
     local_addr: str | None
     remote_addr: str | None
     written: int
+    read: int = 0
 
 
 class NodeExecution(NamedTuple):
@@ -563,7 +564,8 @@ def socket_writes(trace: Trace, window_ids: Sequence[int]) -> list[SocketWrite]:
     return _records(
         SocketWrite,
         trace,
-        f"SELECT {node_id}, f.path, f.local_addr, f.remote_addr, COALESCE(SUM(io.write_bytes), 0)"
+        f"SELECT {node_id}, f.path, f.local_addr, f.remote_addr, COALESCE(SUM(io.write_bytes), 0),"
+        " COALESCE(SUM(io.read_bytes), 0)"
         f" FROM file_io io JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND {condition}"
         " GROUP BY f.file_id",
         params,

@@ -110,7 +110,9 @@ Meta keys (values are JSON)
   watch              (casstrace watch) {"sample_probability": float, "previous_probability": float | null,
                       "probability_restored": bool | null, "duration_s": float,
                       "start_ns", "end_ns": int (when the node traced, on the trace's clock),
-                      "thread_map": "jcmd" (thread names matched to tids by the JVM's own list)}
+                      "thread_map": "jcmd" (thread names matched to tids by the JVM's own list),
+                      later in format 5: "casstrace_addresses": ["ip:port"] (casstrace's own connections
+                      to the node: not a client's), "own_sandbox": bool (a node `casstrace sandbox` started)}
   gc_pauses          (run, format 4) [{"window_id", "collector", "pause_ns", "overlap_ns", "end_ns",
                       "heap_before_bytes", "heap_after_bytes", "heap_bytes"}]: each GC pause that overlapped a
                      window (casstrace.node.gc_pauses)
