@@ -262,9 +262,20 @@ class WritesTally:
         self.commitlog_bytes += other.commitlog_bytes
 
 
-def _overlap(start: int, end: int, pauses: list[tuple[int, int]] | None) -> int:
-    """ns of [start, end) inside the pauses (they do not overlap each other: the JVM pauses once at a time)."""
-    return sum(max(0, min(end, stop) - max(start, begin)) for begin, stop in pauses or ())
+def _union(pauses: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
+    """The pauses as disjoint spans: a GC's pause lies inside the safepoint it needs, and both are logged."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(pauses or ()):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _overlap(start: int, end: int, pauses: list[tuple[int, int]]) -> int:
+    """ns of [start, end) inside the (disjoint) pauses."""
+    return sum(max(0, min(end, stop) - max(start, begin)) for begin, stop in pauses)
 
 
 def tally(inputs: WriteInputs) -> WritesTally:
@@ -279,6 +290,7 @@ def tally(inputs: WriteInputs) -> WritesTally:
         if session.client:
             found.executions_by_client[normalize_ip(session.client)] += 1
     claims = _commitlog_claims(inputs, set(writes))
+    gc_pauses, pauses = _union(inputs.gc_pauses), _union(inputs.pauses)
     for session in writes.values():
         statement = found.statements.setdefault(session.statement, StatementWriteTally())
         statement.executions += 1
@@ -291,8 +303,8 @@ def tally(inputs: WriteInputs) -> WritesTally:
             statement.timed[
                 (
                     session.duration_ns,
-                    _overlap(session.started_ns, end, inputs.gc_pauses),
-                    _overlap(session.started_ns, end, inputs.pauses),
+                    _overlap(session.started_ns, end, gc_pauses),
+                    _overlap(session.started_ns, end, pauses),
                 )
             ] += 1
         if session.client:
