@@ -20,6 +20,7 @@ from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
 from casstrace.analyses.units import human_bytes
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
+from casstrace.analyses.write_io import write_io
 from casstrace.traces import Trace, queries
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.meta import CassandraMeta, TraceMeta
@@ -209,6 +210,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         ),
         time_split=window_measures.time_split(measured),
         leaf_digest=meta.get("leaf_digest"),
+        writes=write_io(trace, window_ids),
     )
 
 

@@ -46,6 +46,32 @@ class FileIO:
 
 
 @dataclass
+class FileWrites:
+    """One file's writes; None: not measured."""
+
+    file_id: int
+    path: str
+    node: str | None  # the node whose JVM had the file (None: a one-node trace)
+    write_calls: int
+    written_bytes: int  # by write syscalls
+    dirtied_bytes: int | None  # 4 KiB pages dirtied, in bytes
+    mapped_dirtied_bytes: int | None  # of which by stores into a mapping (no syscall)
+    written_back_bytes: int | None
+    sync_calls: int | None
+    sync_ns: int | None
+    sync_p50_ns: float | None  # upper edge of the latency bucket holding the percentile
+    sync_p99_ns: float | None
+
+
+@dataclass
+class WriteIO:
+    """Each file's writes (analyses.write_io)."""
+
+    files: list[FileWrites]  # files written, dirtied, written back or synced, most bytes first
+    unmeasured: dict[str, str] = field(default_factory=dict)  # WRITE_MEASURES label -> why it is not measured
+
+
+@dataclass
 class SSTableIO:
     """The files of one SSTable (keyspace, table, index, generation), one per component."""
 
@@ -537,6 +563,7 @@ class Analysis:
     cpu_per_result: CpuPerResult | None = None  # the node's CPU per row and per cell returned
     time_split: TimeSplit | None = None  # None: the node's time or its split was not measured
     leaf_digest: str | None = None  # of the result's leaf values per row key (meta leaf_digest; None: not stored)
+    writes: WriteIO | None = None  # each file's writes (analyses.write_io; None: not analysed)
 
     @property
     def read_per_execution(self) -> float:

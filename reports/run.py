@@ -83,6 +83,13 @@ A measure the backend did not take is null, never 0; `measures` says which were 
              "lseeks", "seeks" (reads not starting where the previous one ended), "longest_sequential_bytes",
              "coverage" (distinct bytes touched / file size; null when the size is unknown),
              "node" (address of the node whose JVM had the file; null in a trace without nodes)}],
+  "writes": {"files": [{          (later in version 2; trace format 5) each file written, dirtied, written back or
+              "file_id", "path", "node", synced; a figure not measured is null, and "unmeasured" says why
+              "write_calls", "written_bytes" (write syscalls), "dirtied_bytes", "mapped_dirtied_bytes" (4 KiB
+              pages the process dirtied in the page cache, of which by stores into a mapping), "written_back_bytes"
+              (sent to the device, by any thread), "sync_calls", "sync_ns", "sync_p50_ns", "sync_p99_ns"
+              (fsync, fdatasync, msync, sync_file_range: bucket upper edges)}],
+             "unmeasured": {label: why}} | null,
   "consistency": str | null,     the run's consistency level
   "nodes": [{                    a run trace's nodes (format 3): the coordinator and the partition's replicas; [] otherwise
     "address": str, "host": str | null (ssh destination; null: this machine), "datacenter", "rack": str | null,
@@ -225,6 +232,7 @@ from casstrace.reports.document import (
     Table,
     VerdictLine,
 )
+from casstrace.reports.write_io import write_data, write_section
 
 VERSION = 2
 TITLE = "casstrace report"
@@ -301,6 +309,9 @@ def _body(analysis: Analysis) -> list[Section]:
     sections.append(
         Section("Other files and sockets", [Table(common.FILE_COLUMNS, common.other_file_rows(analysis))], FULL)
     )
+    writes = write_section(analysis.writes, len(analysis.nodes) > 1)
+    if writes is not None:
+        sections.append(writes)
     if analysis.access:
         sections.append(
             Section(
@@ -383,6 +394,7 @@ def data(analysis: Analysis) -> dict:
         "undetermined_measures": [dataclasses.asdict(u) for u in analysis.undetermined_measures],
         "cpu_per_result": dataclasses.asdict(analysis.cpu_per_result) if analysis.cpu_per_result else None,
         "time_split": dataclasses.asdict(analysis.time_split) if analysis.time_split else None,
+        "writes": write_data(analysis.writes),
     }
 
 

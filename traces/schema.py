@@ -37,7 +37,9 @@ Meta keys (values are JSON)
   measures           {"syscalls": bool, "offsets": bool, "page_cache": bool, "latency": bool, "wire": bool,
                       "mapped": bool, "mappings": bool, "call_fills": bool}   (format 2; absent: not measured).
                      mappings: the mappings table lists the process's mapped files (empty: it mapped none);
-                     call_fills: events.cache_miss_pages and page_cache_fills are measured
+                     call_fills: events.cache_miss_pages and page_cache_fills are measured.
+                     Format 5: "dirtied" (file_io/thread_io dirtied_pages, mapped_dirtied_pages),
+                     "written_back" (file_io.written_back_bytes), "syncs" (sync_calls, sync_ns, sync_latency)
   unlogged_fill_pages int: page-cache fill pages neither a logged read nor page_cache_fills holds (its log
                      was full); in file_io's totals (bcc, with measures.call_fills)
   mapped_unmeasured  {"reason": str, "fix": str}: why mapped pages touched were not measured, when the

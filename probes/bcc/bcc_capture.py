@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.bcc import syscalls
+from casstrace.probes.bcc import kernel_btf, syscalls
 from casstrace.probes.bcc.bcc_trace import EVENT, FILL, FOLLOWED_EVENT, BccCaptured, MapRows
 from casstrace.probes.bcc.program import (
     GEN_BITS,
@@ -42,7 +42,8 @@ from casstrace.probes.bcc.program import (
     c_defines,
     c_structs,
 )
-from casstrace.probes.proc import proc_fds
+from casstrace.probes.proc import mapped_pages, proc_fds
+from casstrace.probes.proc.mapped_pages import Mapping
 from casstrace.probes.proc.proc_fds import Descriptor
 from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, GAP_WINDOW, Window, WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
@@ -127,6 +128,41 @@ def _folio_order_field() -> bool:
     return "field:unsigned char order" in fmt.read_text()
 
 
+WINDOW_WRITE_MAPS = ("dirtied_pages", "written_back", "sync_latency")  # capture.c's, per window and file
+
+# The write path's tracepoints, by the measure each takes (capture.c reads them raw, with kernel_btf's
+# offsets). Pages dirtied, by the thread that dirtied them; pages written back, by any thread: ext4's
+# writepages result counts each page sent, for background writeback and a sync alike (the generic
+# writeback_single_inode misses fsync's, which never goes through it; wbc_writepage only sees file
+# systems with a ->writepage).
+WRITE_PATH_TRACEPOINTS = {
+    "dirtied": ("writeback", "writeback_dirty_folio", "HAS_DIRTY_FOLIO"),
+    "written_back": ("ext4", "ext4_writepages_result", "HAS_WRITEPAGES_RESULT"),
+}
+
+
+def write_path_tracepoints() -> dict[str, str]:
+    """measure -> 'category:name' of the tracepoint that takes it here (absent: this kernel has none,
+    or its BTF does not say where the members read are)."""
+    if kernel_btf.kernel_layout() is None:
+        return {}
+    return {
+        measure: f"{category}:{name}"
+        for measure, (category, name, _) in WRITE_PATH_TRACEPOINTS.items()
+        if (TRACEFS / "events" / category / name / "format").is_file()
+    }
+
+
+def _write_path_defines() -> list[str]:
+    """The raw write-path programs to build (capture.c HAS_*), with the kernel's offsets they read."""
+    taken = write_path_tracepoints()
+    defines = [f"-D{macro}={int(measure in taken)}" for measure, (_, _, macro) in WRITE_PATH_TRACEPOINTS.items()]
+    layout = kernel_btf.kernel_layout()
+    if layout is not None:
+        defines += [f"-D{name.upper()}={value}" for name, value in layout._asdict().items()]
+    return defines
+
+
 @dataclass(frozen=True)
 class ProgramOptions:
     """What the compiled program depends on (the process captured is not among it: see capture.c)."""
@@ -162,6 +198,7 @@ def _loaded_program(options: ProgramOptions) -> Any:
         *c_defines(),
         f"-DTHREAD_SLOT_NS={options.thread_slot_ns}ULL",
         f"-DALL_SYSCALLS={int(options.all_syscalls)}",
+        *_write_path_defines(),
     ]
     try:
         bpf = BPF(text=source, cflags=cflags)
@@ -365,6 +402,7 @@ class BccCapture:
         self._stop_polling = threading.Event()
         self._pidfd: int | None = None
         self._poller_cpu_seconds = 0.0
+        self._start_mappings: tuple[Mapping, ...] = ()  # the process's file mappings at the start (msync's files)
         self.result: BccCaptured | None = None
 
     # What the program was compiled for, named as the callers know them.
@@ -415,6 +453,8 @@ class BccCapture:
             self._set_control(tgid=self.pid, start_ns=start_ns, epoch=1)
             self._windows = WindowLog(start_ns)
             self._seed_descriptors()
+            self._start_mappings = tuple(mapped_pages.file_mappings(self.pid))
+            self._seed_written_inodes()
             self._thread_names.update(proc_fds.thread_names(self.pid))
             if (directory := proc_fds.cwd(self.pid)) is not None:
                 self._cwds[self.pid] = directory
@@ -467,6 +507,8 @@ class BccCapture:
             descendants=self._descendants,
             poller_cpu_seconds=self._poller_cpu_seconds,
             thread_slot_ns=self.thread_slot_ns,
+            write_tracepoints=write_path_tracepoints(),
+            address_mappings=self._start_mappings + tuple(mapped_pages.file_mappings(self.pid)),
         )
         return self.result
 
@@ -480,6 +522,14 @@ class BccCapture:
         for slot, value in ((Control.TGID, tgid), (Control.START_NS, start_ns), (Control.EPOCH, epoch)):
             if value is not None:
                 control[ctypes.c_int(slot)] = ctypes.c_uint64(value)
+
+    def _seed_written_inodes(self) -> None:
+        """Count the writeback of the files the process has open or mapped now (pages it dirtied before
+        the capture); those it dirties from now on the program adds itself."""
+        inodes = {d.inode for d in self._descriptors.values() if d.kind == "file" and d.inode is not None}
+        table = self._bpf[b"written_inodes"]
+        for inode in inodes | {mapping.inode for mapping in self._start_mappings}:
+            table[ctypes.c_uint64(inode)] = ctypes.c_uint8(1)
 
     def _seed_descriptors(self) -> None:
         """Give the fds open at attach their names (gen 0) and file positions, unless the program
@@ -698,7 +748,14 @@ class BccCapture:
         values = self._counters()
         for name, taken in self._losses_taken.items():  # the stretches take_slots() handed out hold theirs
             values[name] -= taken
-        names = ["stats_by_fd", "page_cache_pages", "coverage", "heatmap", "latency_hist"]
+        names = [
+            "stats_by_fd",
+            "page_cache_pages",
+            "coverage",
+            "heatmap",
+            "latency_hist",
+            *WINDOW_WRITE_MAPS,
+        ]
         slotted = self._slotted_maps() if self.thread_slot_ns else {}  # drained while capturing
         tables = {
             name: self._rows(name) if name in slotted else _read_hash(bpf[name.encode()])
@@ -776,7 +833,9 @@ class BccCapture:
             raise ValueError(f"slots up to {until_ns} are not complete yet")
         self.drain_thread_io()
         start = self.start_ns if self._taken_until_ns is None else self._taken_until_ns
-        tables: dict[str, Iterable[tuple[Any, Any]]] = {"stats_by_fd": [], "page_cache_pages": [], "coverage": []}
+        tables: dict[str, Iterable[tuple[Any, Any]]] = {
+            name: [] for name in ("stats_by_fd", "page_cache_pages", "coverage", *WINDOW_WRITE_MAPS)
+        }
         for name, slot_ns in self._slotted_maps().items():
             table = self._bpf[name.encode()]
             entry_size = ctypes.sizeof(table.Key) + ctypes.sizeof(table.Leaf)
@@ -824,6 +883,8 @@ class BccCapture:
             descendants={},
             poller_cpu_seconds=0.0,
             thread_slot_ns=self.thread_slot_ns,
+            write_tracepoints=write_path_tracepoints(),
+            address_mappings=(),
         )
 
     def _counters(self) -> dict[str, int]:

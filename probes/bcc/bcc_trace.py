@@ -10,7 +10,7 @@ save their cost): their totals, coverage and heat map cells are added up here fr
 import functools
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -28,7 +28,7 @@ from casstrace.probes.bcc.program import (
     Target,
     record_struct,
 )
-from casstrace.probes.proc import proc_fds
+from casstrace.probes.proc import mapped_pages, proc_fds
 from casstrace.probes.proc.proc_fds import Descriptor
 from casstrace.probes.protocol import Window
 from casstrace.traces.rows import EventRow, FileIORow, PageCacheFillRow, ThreadIORow
@@ -49,6 +49,8 @@ THREAD_IO_FIELDS = {
     "cache_miss_pages": "cache_pages",
     "write_calls": "write_calls",
     "write_bytes": "write_bytes",
+    "dirtied_pages": "dirtied_pages",
+    "mapped_dirtied_pages": "mapped_dirtied_pages",
 }
 MapRows = list[tuple[Any, Any]]  # a BPF map's (key, value) pairs: ctypes structures, or ints
 # A logged call: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr, epoch,
@@ -78,6 +80,10 @@ class BccCaptured:
     descendants: dict[int, int]  # pid -> parent pid, for every process followed
     poller_cpu_seconds: float  # CPU the notice poller used while capturing (for benchmarks)
     thread_slot_ns: int  # > 0: tables["thread_io"] counts per (thread, slot of this many ns, file)
+    # the write path's measures this kernel took ('dirtied', 'written_back': bcc_capture.write_path_tracepoints)
+    write_tracepoints: Mapping[str, str]
+    # the process's file mappings at the start and the end, to name the file of an msync's address
+    address_mappings: tuple[mapped_pages.Mapping, ...]
 
     @property
     def start_ns(self) -> int:
@@ -212,7 +218,17 @@ class TraceBuilder:
         return self._fd_file_ids[key]
 
     def page_file(self, kernel_dev: int, inode: int) -> int:
-        key = (proc_fds.user_dev(kernel_dev), inode)
+        return self.inode_file(proc_fds.user_dev(kernel_dev), inode)
+
+    def address_file(self, address: int) -> int:
+        """The file mapped at an address of the process (msync's), at the capture's start or end."""
+        for mapping in self.capture.address_mappings:
+            if mapping.start <= address < mapping.end:
+                return self.inode_file(mapping.dev, mapping.inode)
+        return self._add_file(Descriptor(path=f"<mapping at {address:#x}, gone at the capture's end>", kind="unknown"))
+
+    def inode_file(self, dev: int, inode: int) -> int:
+        key = (dev, inode)
         if key not in self._page_file_ids:
             descriptor = self._named_inodes().get(key)
             if descriptor is None:
@@ -249,7 +265,11 @@ class TraceBuilder:
             for descriptor in self.capture.descriptors.values():
                 if descriptor.kind == "file" and descriptor.dev is not None and descriptor.inode is not None:
                     named[(descriptor.dev, descriptor.inode)] = descriptor
-            wanted = {(proc_fds.user_dev(key.dev), key.inode) for key, _ in self.tables["page_cache_pages"]}
+            wanted = {
+                (proc_fds.user_dev(key.dev), key.inode)
+                for name in ("page_cache_pages", "dirtied_pages", "written_back")
+                for key, _ in self.tables.get(name, ())
+            }
             missing = wanted - named.keys()
             if missing and self.capture.extra_dirs:
                 for key, path in proc_fds.files_under(self.capture.pid, self.capture.extra_dirs, missing).items():
@@ -260,6 +280,8 @@ class TraceBuilder:
     def file_of(self, source: int, fd_or_dev: int, gen_or_inode: int) -> int:
         if source == Source.SYSCALL:
             return self.fd_file(gen_or_inode >> GEN_BITS, fd_or_dev, gen_or_inode & ((1 << GEN_BITS) - 1))
+        if source == Source.ADDRESS:
+            return self.address_file(gen_or_inode)
         return self.page_file(fd_or_dev, gen_or_inode)
 
     # -- tables --------------------------------------------------------------------------------
@@ -289,6 +311,7 @@ class TraceBuilder:
                     "longest_sequential_bytes": 0,
                     "cache_miss_pages": 0,
                     "cache_miss_bytes": 0,
+                    **dict.fromkeys(self._write_columns, 0),
                 },
             )
 
@@ -326,10 +349,52 @@ class TraceBuilder:
             totals = row(key.epoch, self.page_file(key.dev, key.inode))
             totals["cache_miss_pages"] += pages
             totals["cache_miss_bytes"] += pages * PAGE_BYTES
+        self._write_path(row)
         self.writer.add_file_io(cast(FileIORow, row) for row in rows.values())
         self.writer.add_read_sizes(
             {"window_id": w, "file_id": f, "log2_bucket": b, "count": n} for (w, f, b), n in sizes.items()
         )
+
+    @functools.cached_property
+    def _write_columns(self) -> tuple[str, ...]:
+        """file_io's write-path columns this capture measured (the others stay NULL: not measured)."""
+        taken = self.capture.write_tracepoints
+        return (
+            ("dirtied_pages", "mapped_dirtied_pages") * ("dirtied" in taken)
+            + ("written_back_bytes",) * ("written_back" in taken)
+            + ("sync_calls", "sync_ns")
+        )
+
+    def _write_path(self, row: Callable[[int, int], dict[str, int]]) -> None:
+        """Pages dirtied, bytes written back and sync calls, into each window's and file's file_io row;
+        the sync calls' spectrogram."""
+        for key, dirtied in self.tables.get("dirtied_pages", ()):
+            totals = row(key.epoch, self.page_file(key.dev, key.inode))
+            totals["dirtied_pages"] += dirtied.pages
+            totals["mapped_dirtied_pages"] += dirtied.mapped_pages
+        # Writeback is counted by inode (it runs in kernel threads): a file of another file system
+        # with the same inode number is none of the process's.
+        named = self._named_inodes()
+        for key, pages in self.tables.get("written_back", ()):
+            if (proc_fds.user_dev(key.dev), key.inode) in named or ((key.dev, key.inode) in self._dirtied_inodes):
+                row(key.epoch, self.page_file(key.dev, key.inode))["written_back_bytes"] += pages * PAGE_BYTES
+        buckets: dict[tuple[int, int, str, int], int] = defaultdict(int)
+        for key, stats in self.tables.get("sync_latency", ()):
+            f = key.file
+            file_id = self.file_of(f.source, f.fd_or_dev, f.gen_or_inode)
+            totals = row(key.epoch, file_id)
+            totals["sync_calls"] += stats.calls
+            totals["sync_ns"] += stats.ns
+            buckets[(key.epoch, file_id, syscalls.name(key.nr), key.bucket)] += stats.calls
+        self.writer.add_sync_latency(
+            {"window_id": w, "file_id": f, "syscall": name, "bucket": b, "count": n}
+            for (w, f, name, b), n in buckets.items()
+        )
+
+    @functools.cached_property
+    def _dirtied_inodes(self) -> set[tuple[int, int]]:
+        """(kernel dev, inode) of the files whose pages the process dirtied."""
+        return {(key.dev, key.inode) for key, _ in self.tables.get("dirtied_pages", ())}
 
     def _coverage(self) -> None:
         bitmaps: dict[tuple[int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
@@ -496,6 +561,9 @@ class TraceBuilder:
                 "latency": True,
                 "wire": True,
                 "call_fills": True,
+                "dirtied": "dirtied" in capture.write_tracepoints,
+                "written_back": "written_back" in capture.write_tracepoints,
+                "syncs": True,
             },
             capture_start_ns=capture.start_ns,
             capture_end_ns=capture.end_ns,

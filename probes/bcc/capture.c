@@ -182,6 +182,30 @@ struct latency_key {
 };
 BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
 
+// The write path, per window and file (dev, inode): pages dirtied in the page cache by the process's
+// threads, of which outside any syscall (stores into a shared mapping); pages written back to the
+// device (in whatever thread: the flusher, or a sync); sync calls' latency.
+struct dirtied {
+    u64 pages;
+    u64 mapped_pages;
+};
+BPF_HASH(dirtied_pages, struct page_key, struct dirtied, MAP_ENTRIES);
+BPF_HASH(written_back, struct page_key, u64, MAP_ENTRIES);   // pages
+// Inodes whose writeback counts: those the process dirtied, and its files open or mapped at the start
+// (written by userspace). Writeback runs in kernel threads: no pid tells whose file it is.
+BPF_HASH(written_inodes, u64, u8, MAP_ENTRIES);
+struct sync_key {
+    struct file_ref file;   // msync: (SOURCE_ADDRESS, 0, its address)
+    u32 epoch;
+    u16 nr;
+    u16 bucket;
+};
+struct sync_stats {
+    u64 calls;
+    u64 ns;
+};
+BPF_HASH(sync_latency, struct sync_key, struct sync_stats, MAP_ENTRIES);
+
 #if THREAD_SLOT_NS
 // File bytes by the thread that read them (syscalls) or made the page cache fill them (its own
 // reads, their readahead, its faults on mapped files), and that wrote them (syscalls), per
@@ -541,6 +565,26 @@ static __always_inline void on_write(struct call *c, u32 tgid, u32 tid, s32 fd, 
         f->pos += ret;
 }
 
+static __always_inline void on_sync(struct call *c, u32 tgid, s32 fd, struct fd_state *f, u64 latency) {
+    struct sync_key key = {.epoch = c->epoch, .nr = c->nr, .bucket = latency_bucket(latency)};
+    if (c->nr == NR_msync) {
+        key.file.source = SOURCE_ADDRESS;
+        key.file.gen_or_inode = c->args[0];
+    } else {
+        key.file.source = SOURCE_SYSCALL;
+        key.file.fd_or_dev = fd;
+        key.file.gen_or_inode = ((u64)OWNER(tgid) << 32) | (f ? f->gen : 0);
+    }
+    struct sync_stats zero = {};
+    struct sync_stats *stats = sync_latency.lookup_or_try_init(&key, &zero);
+    if (!stats) {
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+        return;
+    }
+    __sync_fetch_and_add(&stats->calls, 1);
+    __sync_fetch_and_add(&stats->ns, latency);
+}
+
 static __always_inline bool on_lseek(struct call *c, u32 tgid, u32 tid, s32 fd, struct fd_state *f,
                                      s64 ret, u64 latency) {
     bool logged = target_of(f) == TARGET_FILE &&
@@ -706,6 +750,8 @@ static __always_inline int exit_call(s64 ret) {
             log_fill(c->ts, tid, nr, c->epoch, c->fill_dev, c->fill_inode, c->fill_pages);
     } else if (flags & SYS_WRITE) {
         on_write(c, tgid, tid, fd, f, ret);
+    } else if (nr == NR_fsync || nr == NR_fdatasync || nr == NR_msync || nr == NR_sync_file_range) {
+        on_sync(c, tgid, fd, f, latency);
     } else if (nr == NR_lseek) {
         logged = on_lseek(c, tgid, tid, fd, f, ret, latency);
     } else if (ret >= 0) {
@@ -861,6 +907,95 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
     heat(&file, now, args->index << PAGE_SHIFT_4K, pages << PAGE_SHIFT_4K);
     return 0;
 }
+
+// The write path's raw tracepoints, attached where this kernel has them and its BTF gives the offsets
+// read (kernel_btf.py: a raw program is never skipped while another BPF program holds the CPU, as a perf
+// tracepoint's is). Their arguments are kernel objects: only the members named there are read.
+
+#if HAS_DIRTY_FOLIO || HAS_WRITEPAGES_RESULT
+// (kernel dev, inode) of a file, from its inode.
+static __always_inline void file_of_inode(void *inode, u32 *dev, u64 *ino) {
+    void *sb = 0;
+    bpf_probe_read_kernel(ino, sizeof(*ino), inode + INODE_INO);
+    bpf_probe_read_kernel(&sb, sizeof(sb), inode + INODE_SB);
+    if (sb)
+        bpf_probe_read_kernel(dev, sizeof(*dev), sb + SB_DEV);
+}
+#endif
+
+#if HAS_DIRTY_FOLIO
+// A folio of a file turned dirty (folio, mapping), in the thread that dirtied it: inside a write
+// syscall, or a store into a shared mapping (a fault outside any syscall).
+RAW_TRACEPOINT_PROBE(writeback_dirty_folio) {
+    u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!watched(pid_tgid >> 32))
+        return 0;
+    u32 epoch = current_epoch();
+    if (!epoch)
+        return 0;
+    void *folio = (void *)ctx->args[0], *mapping = (void *)ctx->args[1], *inode = 0;
+    u64 flags = 0;
+    u8 order = 0;
+    bpf_probe_read_kernel(&flags, sizeof(flags), folio);
+    if (flags & (1ULL << FOLIO_HEAD_BIT))
+        bpf_probe_read_kernel(&order, sizeof(order), folio + FOLIO_ORDER);
+    u64 pages = 1ULL << (order & 31);
+    bpf_probe_read_kernel(&inode, sizeof(inode), mapping + MAPPING_HOST);
+    struct page_key key = {.epoch = epoch};
+    if (inode)
+        file_of_inode(inode, &key.dev, &key.inode);
+    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
+    bool mapped = !c || !c->ts;
+    struct dirtied zero = {};
+    struct dirtied *dirtied = dirtied_pages.lookup_or_try_init(&key, &zero);
+    if (!dirtied) {
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+        return 0;
+    }
+    __sync_fetch_and_add(&dirtied->pages, pages);
+    if (mapped)
+        __sync_fetch_and_add(&dirtied->mapped_pages, pages);
+    u64 ino = key.inode;
+    if (!written_inodes.lookup(&ino)) {
+        u8 one = 1;
+        if (written_inodes.update(&ino, &one))
+            count(COUNT_AGGREGATE_OVERFLOW, 1);
+    }
+#if THREAD_SLOT_NS
+    struct file_ref file = {.source = SOURCE_PAGE_CACHE, .fd_or_dev = key.dev, .gen_or_inode = key.inode};
+    struct thread_io *io = thread_io_of(&file, (u32)pid_tgid, bpf_ktime_get_ns());
+    if (io) {
+        __sync_fetch_and_add(&io->dirtied_pages, pages);
+        if (mapped)
+            __sync_fetch_and_add(&io->mapped_dirtied_pages, pages);
+    }
+#endif
+    return 0;
+}
+#endif
+
+#if HAS_WRITEPAGES_RESULT
+// Pages of a file ext4 sent to its device (inode, wbc, ret, pages_written): background writeback and
+// every sync, in whatever thread.
+RAW_TRACEPOINT_PROBE(ext4_writepages_result) {
+    u32 epoch = current_epoch();
+    s32 written = (s32)ctx->args[3];
+    if (!epoch || written <= 0)
+        return 0;
+    struct page_key key = {.epoch = epoch};
+    file_of_inode((void *)ctx->args[0], &key.dev, &key.inode);
+    u64 ino = key.inode;
+    if (!written_inodes.lookup(&ino))
+        return 0;
+    u64 zero = 0;
+    u64 *pages = written_back.lookup_or_try_init(&key, &zero);
+    if (pages)
+        __sync_fetch_and_add(pages, written);
+    else
+        count(COUNT_AGGREGATE_OVERFLOW, 1);
+    return 0;
+}
+#endif
 
 TRACEPOINT_PROBE(task, task_rename) {
     u32 tgid = bpf_get_current_pid_tgid() >> 32;

@@ -399,6 +399,8 @@ NUMBERS = {name: nr for nr, name in NAMES.items()}
 # Calls whose bytes count as reads/writes of their fd (first argument).
 READS = ("read", "pread64", "readv", "preadv", "preadv2", "recvfrom", "recvmsg")
 WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "sendto", "sendmsg")
+# Calls that make a file's dirty pages durable, timed per file (msync's file: the mapping at its address).
+SYNCS = ("fsync", "fdatasync", "msync", "sync_file_range")
 
 # Calls whose first argument is a file descriptor: the latency spectrogram splits them by what the
 # fd is (file, socket, other). Every other call is target 'none'.
@@ -493,7 +495,7 @@ NEW_FD_KIND = {
 }
 
 # Numbers the BPF program names in its switch statements; passed to it as NR_<name> macros.
-NAMED_IN_PROGRAM = (
+NAMED_IN_PROGRAM = SYNCS + (
     "read",
     "pread64",
     "readv",
@@ -555,6 +557,7 @@ CAPTURED = tuple(
         + tuple(NEW_FD_KIND)
         + FILLING
         + ("chdir", "fchdir")  # where the relative paths opened after them start
+        + SYNCS
     )
 )
 
