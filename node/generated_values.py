@@ -5,7 +5,9 @@ prepared statement gets, per execution, a value of its column's type: a number c
 random start of the marker's own (so two markers of one type in a batch never write the same key,
 and two runs do not overwrite each other's rows), a text or blob carries that number, a uuid is new.
 So a key written as `?` is a new row each execution, and the cost measured is that of a new row,
-not an overwrite. Literals run as written (the same cells again each time).
+not an overwrite. Literals run as written (the same cells again each time); a write with no marker
+at all is refused (node.statements.no_bind_markers): repeating it would only overwrite its cells,
+which are not casstrace's to change.
 
 The values go to the driver only: no trace, log or report holds them (the trace stores the
 statement with its literals as `?`, node.statements.normalize).
@@ -20,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from casstrace.errors import CasstraceError
+from casstrace.node.statements import no_bind_markers
 
 # A value of one type from a counter that differs at every execution.
 Generator = Callable[[int], Any]
@@ -87,12 +90,8 @@ class GeneratedValues:
     """The values of a prepared write's markers for each execution: `values(execution)`."""
 
     def __init__(self, column_types: Sequence[Any], seed: int | None = None):
-        if not column_types:
-            raise CasstraceError(
-                "a write casstrace repeats needs bind markers: without one, every execution writes the same "
-                "cells again (an overwrite, not the cost of new rows)",
-                "write the values as ? (at least the key): casstrace fills them with fresh values each execution",
-            )
+        if not column_types:  # node.statements refuses such a write already; the node's count is the truth
+            raise no_bind_markers("write")
         rng = random.Random(seed)
         self._generators = [generator(column_type) for column_type in column_types]
         # Each marker counts from its own random start: distinct keys between markers and between runs.
