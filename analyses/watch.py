@@ -38,6 +38,7 @@ from casstrace.analyses.units import human_bytes
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, Status, VerdictRule, judge
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, queries
+from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace.traces.meta import CassandraMeta, JvmPause
 from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
@@ -56,6 +57,11 @@ WRITE_ELSEWHERE = (
     "(`casstrace sandbox start`, then its CREATE TABLE) and `casstrace run` the statement there, "
     "its ? values generated; on this node, watch with a higher --sample for more of its executions."
 )
+DRIVER_BATCH_UNNAMED = (
+    "a driver's batch: its trace names none of its statements, so there is nothing to run; write them as "
+    "one BEGIN BATCH … APPLY BATCH and `casstrace run` that on a node casstrace started."
+)
+INSTEAD_OF_RUN = (WRITE_ELSEWHERE, DRIVER_BATCH_UNNAMED)  # what run_command says where no run can measure it
 
 
 @dataclass(frozen=True)
@@ -667,6 +673,8 @@ def _judge(statement: StatementIO, tallied: StatementTally, meta: dict, rule: Ve
 def run_command(statement: StatementIO, meta: dict) -> str:
     """The `casstrace run` that measures the statement alone, precisely (values to fill in for ?); for
     a write on a node casstrace did not start (which `run` refuses to write to), what to do instead."""
+    if statement.statement == DRIVER_BATCH_STATEMENT:
+        return DRIVER_BATCH_UNNAMED
     if statement.write is not None and not (meta.get("watch") or {}).get("own_sandbox"):
         return WRITE_ELSEWHERE
     node = meta.get("node") or {}

@@ -27,8 +27,8 @@ was not measured is null, never 0.
      "necessary_bytes_per_execution": float | null,   null: no model (the table's storage or rows unknown)
      "findings": [FINDING],             as in the run report (casstrace.reports.run): the causes
                                         of a flagged statement first, then notes
-     "run_command": str,                `casstrace run` of it; a write on a node casstrace did not start: what
-                                        to do instead (run writes only to casstrace's own sandbox)
+     "run_command": str,                `casstrace run` of it; a write on a node casstrace did not start, or a
+                                        driver's batch (no statement named): what to do instead
      "write": null | {                  a write statement (INSERT, UPDATE, DELETE, BATCH); null: not a write
        "kind": str, "tables": [str], "statements_per_execution": int | null (a batch's; null: a driver's),
        "logged": bool | null, "rows_per_execution": int | null, "cells_per_execution": int | null (from
@@ -58,7 +58,7 @@ was not measured is null, never 0.
 import dataclasses
 
 from casstrace.analyses.units import human_bytes, human_ms
-from casstrace.analyses.watch import WRITE_ELSEWHERE, StatementIO, Watch, describe_share
+from casstrace.analyses.watch import INSTEAD_OF_RUN, StatementIO, Watch, describe_share
 from casstrace.reports import common
 from casstrace.reports.document import Block, Code, Document, Items, Paragraph, Section, Table
 from casstrace.reports.statement_writes import written_items, written_per_execution
@@ -165,8 +165,8 @@ def document(watch: Watch, top: int | None = None) -> Document:
                 )
             )
         blocks.append(common.findings_block(None, statement.findings, statement.data_read_bytes_per_execution))
-        if statement.run_command == WRITE_ELSEWHERE:
-            blocks.append(Paragraph(f"Measure it alone: {WRITE_ELSEWHERE}", "muted"))
+        if statement.run_command in INSTEAD_OF_RUN:
+            blocks.append(Paragraph(f"Measure it alone: {statement.run_command}", "muted"))
         else:
             blocks.append(Paragraph("Measure it alone, precisely (fill in the ? values):", "muted"))
             blocks.append(Code(statement.run_command))

@@ -22,6 +22,7 @@ from cassandra.cluster import Cluster, DefaultConnection
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.query import BatchStatement, BatchType
 
+from casstrace.analyses.watch import DRIVER_BATCH_UNNAMED
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace_cli import casstrace
@@ -224,6 +225,7 @@ def test_a_forced_gc_shows_in_exactly_the_writes_it_overlapped(watched, tmp_path
     # a driver's batch is seen (its session names no statement); its mutations are counted from its
     # events, some of which the node's tracing drops at this rate: at most its partitions
     assert 0 < batch["write"]["partitions_per_execution"] <= GC_BATCH_ROWS
+    assert batch["run_command"] == DRIVER_BATCH_UNNAMED
     with Trace(out) as trace:
         pauses = trace.meta["jvm_pauses"]
         sessions = [s for s in queries.statement_sessions(trace) if s.statement == batch["query"]]

@@ -14,7 +14,15 @@ from casstrace.analyses.statement_writes import (
     is_commitlog_segment,
     write_shape,
 )
-from casstrace.analyses.watch import WRITE_ELSEWHERE, Session, WatchInputs, WatchTally, summarise_tally, tally
+from casstrace.analyses.watch import (
+    DRIVER_BATCH_UNNAMED,
+    WRITE_ELSEWHERE,
+    Session,
+    WatchInputs,
+    WatchTally,
+    summarise_tally,
+    tally,
+)
 from casstrace.node.tracing import SampledSession, TraceEvent, add_events
 from casstrace.reports import render
 from casstrace.reports.watch import document
@@ -218,6 +226,10 @@ def test_measure_it_alone_is_offered_for_a_write_only_on_casstrace_s_own_sandbox
     assert statements["SELECT v FROM ks.t WHERE k = ?"].run_command.startswith("casstrace run")
     statements, _ = _watch(_inputs(), META | {"watch": {"own_sandbox": True}})
     assert statements[INSERT].run_command == f"casstrace run --host 10.0.0.1 --port 9042 '{INSERT}'"
+    driver_batch = _inputs()
+    driver_batch.sessions[4] = _session(5, DRIVER_BATCH_STATEMENT, "10.0.0.4", START + 20 * SLOT, 3_000_000, 12)
+    statements, _ = _watch(driver_batch, META | {"watch": {"own_sandbox": True}})
+    assert statements[DRIVER_BATCH_STATEMENT].run_command == DRIVER_BATCH_UNNAMED  # nothing to run
 
 
 @pytest.mark.parametrize("format_", ["text", "md", "html", "json"])
