@@ -396,13 +396,14 @@ def native_port(trace: Trace) -> str:
 
 @dataclass(frozen=True)
 class SocketWrites:
-    """Bytes written to one socket over some windows, with its ends as [ip, port] (a missing remote: ['']),
-    and the node whose JVM had it (None in a trace without nodes)."""
+    """Bytes written to one socket over some windows (and read from it), with its ends as [ip, port] (a
+    missing remote: ['']), and the node whose JVM had it (None in a trace without nodes)."""
 
     node_id: int | None
     local: list[str]
     remote: list[str]
     written: int
+    read: int = 0
 
 
 def socket_writes(trace: Trace, window_ids: list[int]) -> list[SocketWrites]:
@@ -413,7 +414,7 @@ def socket_writes(trace: Trace, window_ids: list[int]) -> list[SocketWrites]:
         ends = row.path.split()[-1].split("->")
         local = (row.local_addr or ends[0]).rsplit(":", 1)
         remote = (row.remote_addr or (ends[1] if len(ends) > 1 else ":")).rsplit(":", 1)
-        found.append(SocketWrites(row.node_id, local, remote, row.written))
+        found.append(SocketWrites(row.node_id, local, remote, row.written, row.read))
     return found
 
 

@@ -803,6 +803,54 @@ def _low_cardinality_index(context: FindingContext) -> Finding | None:
 
 
 # Every cause, by the name it is known by (model.Cause): the seam asks each in turn.
+# Cassandra's own limits (cassandra.yaml): a batch larger than batch_size_warn_threshold (5 KiB) is
+# logged as a warning (50 KiB refused), and an unlogged one over more partitions than
+# unlogged_batch_across_partitions_warn_threshold (10) too.
+BATCH_WARN_BYTES = 5 * 1024
+BATCH_WARN_PARTITIONS = 10
+
+
+def _large_batch(context: FindingContext) -> Finding | None:
+    """A batch past Cassandra's own warning size or partition count: one request the coordinator holds
+    whole on its heap, writes partition by partition and answers only when the last is written; a
+    multi-partition batch buys no speed (only, logged, atomicity) and its bytes are heap churn."""
+    batch = context.batch
+    if batch is None:
+        return None
+    large = batch.wire_bytes is not None and batch.wire_bytes > BATCH_WARN_BYTES
+    spread = batch.partitions is not None and batch.partitions > BATCH_WARN_PARTITIONS
+    if not (large or spread):
+        return None
+    evidence = []
+    if batch.wire_bytes is not None:
+        evidence.append(
+            f"{human_bytes(batch.wire_bytes)} per batch on the wire"
+            + (f" ({ratio(batch.wire_bytes / BATCH_WARN_BYTES)} Cassandra's warning size, 5 KiB)" if large else "")
+            + (f", {batch.statements:,} statements" if batch.statements else "")
+            + "."
+        )
+    if batch.partitions is not None:
+        per = (
+            f"; {human_ns(batch.node_ns / batch.partitions)} a partition" if batch.node_ns and batch.partitions else ""
+        )
+        evidence.append(
+            f"{batch.partitions:,.1f} partitions per batch (Cassandra warns over {BATCH_WARN_PARTITIONS} in an "
+            f"unlogged one); the node took {human_ns(batch.node_ns)} per batch{per}."
+        )
+    return Finding(
+        cause="large_batch",
+        title="Large batches: each request carries many partitions' writes",
+        certainty="measured",
+        evidence=evidence,
+        suggestion=[
+            "Send the writes of different partitions as separate (asynchronous) requests, or batch only "
+            "rows of one partition: the coordinator then neither holds the whole batch on its heap nor "
+            "waits for its slowest partition"
+            + (", and a logged batch's batchlog write goes too." if batch.logged else "."),
+        ],
+    )
+
+
 CAUSE_FINDERS: dict[Cause, Finder] = {
     "filtering_scan": _filtering_scan,  # first: it names the scan before what else the rows cost
     "full_row_read": _full_row_read,
@@ -817,9 +865,17 @@ CAUSE_FINDERS: dict[Cause, Finder] = {
     "replica_reads": _replica_reads,
     "many_cells_per_row": _many_cells_per_row,
     "gc_pauses": _gc_pauses,
+    "large_batch": _large_batch,
 }
+# What a write statement's executions are weighed for (a watch; its read finders have nothing to read)
+WRITE_CAUSES: tuple[Cause, ...] = ("large_batch", "gc_pauses")
 
 
 def findings(context: FindingContext) -> Found:
     """What every cause's finder finds, weighed (analyses.findings.find)."""
     return find(context, tuple(CAUSE_FINDERS.values()))
+
+
+def write_findings(context: FindingContext) -> Found:
+    """What the write causes' finders find in a write statement, weighed."""
+    return find(context, tuple(CAUSE_FINDERS[cause] for cause in WRITE_CAUSES))

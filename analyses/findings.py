@@ -64,6 +64,7 @@ class FindingContext:
     consistency: str | None = None
     # the per-window measures of each measured execution (name -> value: casstrace.analyses.measures)
     measures: list[dict[str, float]] = field(default_factory=list)
+    batch: "BatchFigures | None" = None  # a batch statement's, per execution (watch); None: not a batch
 
     @property
     def read_per_execution(self) -> float:
@@ -90,6 +91,17 @@ class FindingContext:
         its reads: pages, ranges, and every replica that read)."""
         rows = live_rows(self.cassandra)
         return rows / self.cassandra_executions if rows is not None else None
+
+
+@dataclass(frozen=True)
+class BatchFigures:
+    """A batch statement per execution, as a watch saw it (None: not known)."""
+
+    statements: int | None  # in its text (None: a driver's batch names none)
+    partitions: float | None  # mutations its trace events applied
+    wire_bytes: float | None  # its request on the wire
+    node_ns: float | None  # the node's time on it (the session's duration)
+    logged: bool | None
 
 
 class Finder(Protocol):

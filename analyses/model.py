@@ -354,6 +354,7 @@ Cause = Literal[
     "replica_reads",
     "many_cells_per_row",
     "gc_pauses",
+    "large_batch",
 ]
 CAUSES: tuple[Cause, ...] = get_args(Cause)
 Certainty = Literal["measured", "likely", "possible"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from casstrace.analyses import causes
+from casstrace.analyses import causes, statement_writes
 from casstrace.analyses.amplification import data_files
 from casstrace.analyses.attribution import SlotIO, Span, attribute
 from casstrace.analyses.findings import CassandraCounts, FindingContext
@@ -33,12 +33,14 @@ from casstrace.analyses.necessary import filtering_scan, necessary_read
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
+from casstrace.analyses.statement_writes import StatementWrites, WritesTally
 from casstrace.analyses.table_writes import TableFinding, TableWrites, TableWriteTally, table_findings, table_writes
 from casstrace.analyses.table_writes import tally_writes as tally_table_writes
 from casstrace.analyses.units import human_bytes
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, Status, VerdictRule, judge
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, queries
+from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace.traces.meta import CassandraMeta, JvmPause
 from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
@@ -50,6 +52,18 @@ UNSAMPLED_REQUESTS = (
     "requests not sampled (the request stages' shared workers: ReadStage, Native-Transport-Requests, ...)"
 )
 _POOL_SUFFIX = re.compile(r"[-:#]\d+$")
+# The write causes that flag a write statement (GC pauses are a note, as for reads)
+WRITE_FLAGS = ("large_batch",)
+WRITE_ELSEWHERE = (
+    "`casstrace run` writes only to a node casstrace started: create the table on one "
+    "(`casstrace sandbox start`, then its CREATE TABLE) and `casstrace run` the statement there, "
+    "its ? values generated; on this node, watch with a higher --sample for more of its executions."
+)
+DRIVER_BATCH_UNNAMED = (
+    "a driver's batch: its trace names none of its statements, so there is nothing to run; write them as "
+    "one BEGIN BATCH … APPLY BATCH and `casstrace run` that on a node casstrace started."
+)
+INSTEAD_OF_RUN = (WRITE_ELSEWHERE, DRIVER_BATCH_UNNAMED)  # what run_command says where no run can measure it
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,9 @@ class Session:
     live_rows: int | None
     tombstone_cells: int | None
     sstables_merged: int | None
+    client: str | None = None
+    mutations: int | None = None  # a write's 'Appending to commitlog' events
+    commitlog_ns: int | None = None  # and its time from each to its thread's next event
 
 
 @dataclass
@@ -80,7 +97,11 @@ class WatchInputs:
     mapped_touched: dict[int, int] | None = None
     # the JVM's GC and safepoint pauses, (start_ns, end_ns) on the sessions' clock (None: not measured)
     pauses: list[tuple[int, int]] | None = None
-    writes: TableWriteTally | None = None  # the flush and compaction bytes by table (analyses.table_writes)
+    table_writes: TableWriteTally | None = None  # the flush and compaction bytes by table (analyses.table_writes)
+    gc_pauses: list[tuple[int, int]] | None = None  # of which the GCs'
+    # (node_id, tid, slot) -> commit-log pages the thread dirtied (None: not measured)
+    commitlog_slots: dict[tuple[int | None, int, int], int] | None = None
+    client_bytes: dict[str, int] | None = None  # client address -> bytes the node read from it (None: not measured)
 
     @classmethod
     def from_rows(
@@ -98,13 +119,16 @@ class WatchInputs:
         calls: Iterable[ReadCall] | None = None,
         mapped_touched: dict[int, int] | None = None,
         pauses: Iterable[JvmPause] | None = None,
+        client_bytes: dict[str, int] | None = None,
     ) -> "WatchInputs":
         """From the records of a watch trace's tables (casstrace.traces.queries), or those a watch in
         progress would write; `files`: file_id -> path; `calls`: every read syscall, when the log
         kept every one; `mapped_touched`: file_id -> mapped pages touched in the watch, when measured;
-        `pauses`: the JVM's pauses in the watch (meta jvm_pauses), when measured."""
+        `pauses`: the JVM's pauses in the watch (meta jvm_pauses), when measured; `client_bytes`: the
+        bytes the node read from each client address's connections, when measured."""
         sstables = {file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))}
         thread_io = list(thread_io)
+        pauses = None if pauses is None else list(pauses)
         return cls(
             sessions=[
                 Session(
@@ -116,6 +140,9 @@ class WatchInputs:
                     r.live_rows,
                     r.tombstone_cells,
                     r.sstables_merged,
+                    r.client,
+                    r.mutations,
+                    r.commitlog_ns,
                 )
                 for r in sessions
             ],
@@ -130,7 +157,10 @@ class WatchInputs:
             calls=None if calls is None else [call for call in calls if call.file_id in sstables],
             mapped_touched=mapped_touched,
             pauses=None if pauses is None else [(p["start_ns"], p["end_ns"]) for p in pauses],
-            writes=tally_table_writes(thread_io, sstables, thread_names),
+            table_writes=tally_table_writes(thread_io, sstables, thread_names),
+            gc_pauses=None if pauses is None else [(p["start_ns"], p["end_ns"]) for p in pauses if p["kind"] == "gc"],
+            commitlog_slots=statement_writes.commitlog_slots(thread_io, files),
+            client_bytes=client_bytes,
         )
 
 
@@ -167,6 +197,13 @@ class StatementIO:
     # (None: the pauses were not measured)
     latency_p99_without_pauses_s: float | None = None
     paused_executions: int | None = None
+    write: StatementWrites | None = None  # a write statement's figures (None: not a write)
+
+    @property
+    def estimated_storage_bytes(self) -> float:
+        """The ranking figure, reads and writes alike: the SSTable bytes it read and the commit-log
+        bytes it appended (else the bytes it sent on the wire, which the commit log appends), ÷ P."""
+        return self.estimated_sstable_bytes + (self.write.estimated_storage_bytes if self.write else 0.0)
 
 
 @dataclass
@@ -301,7 +338,8 @@ class WatchTally:
     tables: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     mapped_touched: dict[tuple[str, str], int] | None = None  # (table, component) -> bytes; None: not measured
     pauses_measured: bool = True  # the JVM's pauses were measured in every stretch added
-    writes: TableWriteTally | None = None  # flush and compaction bytes by table (None: not tallied)
+    table_writes: TableWriteTally | None = None  # flush and compaction bytes by table (None: not tallied)
+    writes: WritesTally = field(default_factory=WritesTally)  # the write statements' figures
 
     def add(self, other: "WatchTally") -> None:
         self.meta = _newer_meta(self.meta, other.meta)
@@ -311,6 +349,7 @@ class WatchTally:
         self.sstable_bytes += other.sstable_bytes
         self.explained_bytes += other.explained_bytes
         self.pauses_measured = self.pauses_measured and other.pauses_measured
+        self.writes.add(other.writes)
         for pool, size in other.unexplained.items():
             self.unexplained[pool] = self.unexplained.get(pool, 0.0) + size
         _add_figures(self.tables, other.tables)
@@ -319,9 +358,9 @@ class WatchTally:
             for key, size in other.mapped_touched.items():
                 mapped[key] = mapped.get(key, 0) + size
             self.mapped_touched = mapped
-        if other.writes is not None:
-            self.writes = self.writes or TableWriteTally()
-            self.writes.add(other.writes)
+        if other.table_writes is not None:
+            self.table_writes = self.table_writes or TableWriteTally()
+            self.table_writes.add(other.table_writes)
 
 
 def _add_figures(into: dict[tuple[str, str], list[float]], figures: dict[tuple[str, str], list[float]]) -> None:
@@ -400,7 +439,24 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
         tables=tables,
         mapped_touched=_mapped(inputs),
         pauses_measured=inputs.pauses is not None,
-        writes=inputs.writes,
+        table_writes=inputs.table_writes,
+        writes=statement_writes.tally(
+            statement_writes.WriteInputs(
+                sessions=[
+                    statement_writes.WriteSession(
+                        s.session, s.statement, s.client, s.started_ns, s.duration_ns, s.mutations, s.commitlog_ns
+                    )
+                    for s in inputs.sessions
+                ],
+                spans=inputs.spans,
+                commitlog_slots=inputs.commitlog_slots,
+                capture_start_ns=inputs.capture_start_ns,
+                slot_ns=inputs.slot_ns,
+                pauses=inputs.pauses,
+                gc_pauses=inputs.gc_pauses,
+                client_bytes=inputs.client_bytes,
+            )
+        ),
     )
 
 
@@ -471,16 +527,13 @@ def summarise_tally(
 ) -> Watch:
     """The Watch of a tally; each statement judged by `rule` (--threshold and --min-excess)."""
     meta = tallied.meta
-    statements = [
-        _statement(text, statement, tallied.probability, meta, rule, tallied.pauses_measured)
-        for text, statement in tallied.statements.items()
-    ]
-    statements.sort(key=lambda s: (-s.estimated_sstable_bytes, -s.sampled_executions, s.statement))
+    statements = [_statement(text, statement, tallied, meta, rule) for text, statement in tallied.statements.items()]
+    statements.sort(key=lambda s: (-s.estimated_storage_bytes, -s.sampled_executions, s.statement))
     unexplained = sorted(
         (PoolIO(pool, pool_activity(pool), round(size)) for pool, size in tallied.unexplained.items() if size),
         key=lambda p: -p.sstable_bytes,
     )
-    writes = table_writes(tallied.writes, meta.get("table_background"), _sstables_merged(tallied))
+    writes = table_writes(tallied.table_writes, meta.get("table_background"), _sstables_merged(tallied))
     return Watch(
         trace_path=trace_path,
         complete=complete,
@@ -533,9 +586,8 @@ def _mapped(inputs: WatchInputs) -> dict[tuple[str, str], int] | None:
     return dict(touched)
 
 
-def _statement(
-    text: str, tallied: StatementTally, probability: float, meta: dict, rule: VerdictRule, pauses_measured: bool
-) -> StatementIO:
+def _statement(text: str, tallied: StatementTally, watched: WatchTally, meta: dict, rule: VerdictRule) -> StatementIO:
+    probability, pauses_measured = watched.probability, watched.pauses_measured
     count = tallied.executions
     components = sorted(
         (
@@ -569,7 +621,14 @@ def _statement(
         consistency=sorted(tallied.consistency),
         unmatched_threads=sorted(tallied.unmatched_threads),
     )
-    _judge(statement, tallied, meta, rule)
+    statement.write = statement_writes.summarise(
+        text, watched.writes, probability, meta.get("cassandra"), pauses_measured
+    )
+    if statement.write is None:
+        _judge(statement, tallied, meta, rule)
+    else:  # no read to judge: flagged for a write cause found
+        statement.findings = statement.write.findings
+        statement.verdict = "flagged" if any(f.cause in WRITE_FLAGS for f in statement.findings) else "not flagged"
     statement.run_command = run_command(statement, meta)
     return statement
 
@@ -639,7 +698,12 @@ def _judge(statement: StatementIO, tallied: StatementTally, meta: dict, rule: Ve
 
 
 def run_command(statement: StatementIO, meta: dict) -> str:
-    """The `casstrace run` that measures the statement alone, precisely (values to fill in for ?)."""
+    """The `casstrace run` that measures the statement alone, precisely (values to fill in for ?); for
+    a write on a node casstrace did not start (which `run` refuses to write to), what to do instead."""
+    if statement.statement == DRIVER_BATCH_STATEMENT:
+        return DRIVER_BATCH_UNNAMED
+    if statement.write is not None and not (meta.get("watch") or {}).get("own_sandbox"):
+        return WRITE_ELSEWHERE
     node = meta.get("node") or {}
     parts = ["casstrace", "run"]
     if node.get("host"):
@@ -755,6 +819,7 @@ def load(trace: Trace) -> WatchInputs:
         calls=None if meta.get("unstreamed_events") else queries.read_calls(trace),
         mapped_touched=queries.mapped_touched_by_file(trace, "watch") if trace.measured("mapped") else None,
         pauses=meta.get("jvm_pauses"),
+        client_bytes=statement_writes.client_bytes(trace, watch.get("casstrace_addresses") or []),
     )
 
 

@@ -121,7 +121,9 @@ def command(
     force: bool,
     color: bool | None,
 ) -> None:
-    """Watch the node's JVM and rank the statements it serves by the SSTable bytes they read.
+    """Watch the node's JVM and rank the statements it serves by the storage bytes they move.
+
+    A read moves the SSTable bytes it reads, a write the commit-log bytes it appends.
 
     The probes count every thread's file bytes; Cassandra traces a share of the requests (--sample),
     which names each statement's threads and times; the join gives each statement its bytes, rows

@@ -33,7 +33,12 @@ from casstrace.node.jvm import NODETOOL_CLASS, CassandraProcess, in_node_namespa
 from casstrace.node.statements import normalize
 from casstrace.redaction import redact_command
 from casstrace.traces import TraceWriter
-from casstrace.traces.activities import LIVE_AND_TOMBSTONES, MERGED_SSTABLES
+from casstrace.traces.activities import (
+    COMMITLOG_APPEND,
+    DRIVER_BATCH_STATEMENT,
+    LIVE_AND_TOMBSTONES,
+    MERGED_SSTABLES,
+)
 
 JMX_PORT_PROPERTIES = ("cassandra.jmx.local.port", "cassandra.jmx.remote.port", "com.sun.management.jmxremote.port")
 DEFAULT_JMX_PORT = 7199
@@ -41,6 +46,8 @@ TOOLS_LOGBACK = "tools-logback.xml"  # beside this module: a Cassandra tool's wa
 NODETOOL_TIMEOUT_S = 120.0
 # Requests that run a statement (others: preparing one, a session's own bookkeeping).
 EXECUTE_REQUESTS = ("Execute CQL3 query", "Execute CQL3 prepared query")
+# A driver's batch of statements (a BATCH message): its session names none of them
+BATCH_REQUEST = "Execute batch of CQL3 queries"
 UUID_EPOCH_100NS = 0x01B21DD213814000  # 1582-10-15 to 1970-01-01 in a version-1 UUID's 100 ns units
 MS_NS = 1_000_000
 EVENTS_PER_QUERY = 100  # sessions per `session_id IN (...)` read of the events
@@ -286,6 +293,8 @@ class SampledSession:
     tombstone_cells: int | None
     sstables_merged: int | None  # most 'Merged data from memtables and N sstables' of one read
     spans: list[ThreadSpan] = field(default_factory=list)
+    mutations: int | None = None  # 'Appending to commitlog' events: partitions written, on every node traced
+    commitlog_ns: int | None = None  # from each of them to its thread's next event: in the commit log
 
 
 def read_sessions(
@@ -310,13 +319,17 @@ def read_sessions(
     rows = (row for ring in token_slices() for row in session.execute(SESSIONS_IN_SPAN, (*ring, *span_ms)))
     for row in rows:
         key = str(row.session_id)
-        if key in seen or row.started_at is None or row.duration is None or row.request not in EXECUTE_REQUESTS:
+        if key in seen or row.started_at is None or row.duration is None:
             continue
         started = _unix_ns(row.started_at)
         query = (row.parameters or {}).get("query")
+        if row.request == BATCH_REQUEST:
+            query = DRIVER_BATCH_STATEMENT
+        elif row.request not in EXECUTE_REQUESTS:
+            continue
         if not since_ns - MS_NS <= started <= until_ns or not query:
             continue
-        statement = normalize(query)
+        statement = query if query == DRIVER_BATCH_STATEMENT else normalize(query)
         seen.add(key)
         if ignore(statement):
             continue
@@ -421,6 +434,25 @@ def add_events(sampled: SampledSession, events: list[TraceEvent]) -> None:
         if match := MERGED_SSTABLES.search(activity):
             sampled.sstables_merged = max(sampled.sstables_merged or 0, int(match.group(1)))
     sampled.spans = sorted(spans.values(), key=lambda s: s.first_ns)
+    _add_commitlog(sampled, events)
+
+
+def _add_commitlog(sampled: SampledSession, events: list[TraceEvent]) -> None:
+    """The mutations the session applied ('Appending to commitlog', on every node traced) and the time
+    from each to its thread's next event: the append, and the wait for the sync where the commit log
+    syncs before it answers (batch, group). An append with no later event on its thread has no time."""
+    by_thread: dict[tuple[str | None, str], list[TraceEvent]] = {}
+    for event in events:
+        by_thread.setdefault((event.source, event.thread), []).append(event)
+    for thread_events in by_thread.values():
+        thread_events.sort(key=lambda event: event.elapsed_ns)
+        for at, event in enumerate(thread_events):
+            if not COMMITLOG_APPEND.match(event.activity):
+                continue
+            sampled.mutations = (sampled.mutations or 0) + 1
+            sampled.commitlog_ns = sampled.commitlog_ns or 0
+            if at + 1 < len(thread_events):
+                sampled.commitlog_ns += thread_events[at + 1].elapsed_ns - event.elapsed_ns
 
 
 def session_start_ns(events: Iterable[TraceEvent], fallback_ns: int) -> int:

@@ -42,6 +42,7 @@ from casstrace.node.gc_pauses import GcPauses, pause_meta
 from casstrace.node.gone import NodeWentAway, gone_message, node_gone
 from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java_thread_ids
 from casstrace.node.leftovers import restore_left_behind, say, unchanged_evidence
+from casstrace.node.own_sandbox import sandbox_root
 from casstrace.node.tablestats import TableStats, activity, background, pending_compactions, table_stats
 from casstrace.node.tracing import (
     Nodetool,
@@ -505,6 +506,8 @@ def session_rows(
                 "live_rows": s.live_rows,
                 "tombstone_cells": s.tombstone_cells,
                 "sstables_merged": s.sstables_merged,
+                "mutations": s.mutations,
+                "commitlog_ns": s.commitlog_ns,
             }
         )
         for span in s.spans:
@@ -563,6 +566,8 @@ def _write(
             "start_ns": window[0] - offset,
             "end_ns": window[1] - offset,
             "thread_map": "jcmd",
+            "casstrace_addresses": sorted(f"{ip}:{port}" for ip, port in node.client_addresses()),
+            "own_sandbox": sandbox_root(process) is not None,
         },
     )
     if pauses.measured:

@@ -7,7 +7,8 @@ was not measured is null, never 0.
 {
   "version": 1, "kind": "watch",
   "duration_s": float, "sample_probability": float,
-  "statements": [                       most estimated SSTable bytes first
+  "statements": [                       most estimated storage bytes first: SSTable bytes read, plus a write's
+                                        commit-log bytes appended (else its bytes on the wire)
     {"query": str,                      normalized: every literal as ?
      "sampled_executions": int, "estimated_executions": float (sampled ÷ sample_probability),
      "estimated_sstable_bytes": float,  the ranking figure
@@ -26,7 +27,19 @@ was not measured is null, never 0.
      "necessary_bytes_per_execution": float | null,   null: no model (the table's storage or rows unknown)
      "findings": [FINDING],             as in the run report (casstrace.reports.run): the causes
                                         of a flagged statement first, then notes
-     "run_command": str}],
+     "run_command": str,                `casstrace run` of it; a write on a node casstrace did not start, or a
+                                        driver's batch (no statement named): what to do instead
+     "write": null | {                  a write statement (INSERT, UPDATE, DELETE, BATCH); null: not a write
+       "kind": str, "tables": [str], "statements_per_execution": int | null (a batch's; null: a driver's),
+       "logged": bool | null, "rows_per_execution": int | null, "cells_per_execution": int | null (from
+       the normalized text), "estimated_rows": float | null, "estimated_cells": float | null (x estimated
+       executions), "partitions_per_execution": float | null (its trace events' mutations),
+       "wire_bytes_per_execution": float | null (what the node read from its clients' connections),
+       "wire_estimated": bool (those clients ran other statements too: split by executions),
+       "commitlog_bytes_per_execution": float | null (commit-log pages its threads dirtied),
+       "node_ns_per_execution", "commitlog_ns_per_execution", "pause_ns_per_execution" (GC and
+       safepoints), "rest_ns_per_execution": float | null (its node time split),
+       "estimated_storage_bytes": float}}],
   "sstable_bytes": int, "explained_bytes": int, "explained_share": float | null,
   "unexplained": [{"pool": str, "what": str, "sstable_bytes": int}],
   "mapped_touched": [{"table": str, "component": str, "touched_bytes": int}] | null,
@@ -56,9 +69,10 @@ was not measured is null, never 0.
 import dataclasses
 
 from casstrace.analyses.units import human_bytes, human_ms
-from casstrace.analyses.watch import StatementIO, Watch, describe_share
+from casstrace.analyses.watch import INSTEAD_OF_RUN, StatementIO, Watch, describe_share
 from casstrace.reports import common, table_writes
 from casstrace.reports.document import Block, Code, Document, Items, Paragraph, Section, Table
+from casstrace.reports.statement_writes import written_items, written_per_execution
 
 VERSION = 1
 
@@ -67,8 +81,9 @@ def document(watch: Watch, top: int | None = None) -> Document:
     """The report; `top` limits the statements detailed (the JSON keeps them all)."""
     head: list[Block] = [
         Paragraph(
-            f"Statements the node served in {watch.duration_s:.0f} s, ranked by the SSTable bytes "
-            f"they read (Cassandra traced {watch.probability:.3g} of the requests)."
+            f"Statements the node served in {watch.duration_s:.0f} s, ranked by the storage bytes they "
+            "moved: the SSTable bytes they read and the commit-log bytes they appended "
+            f"(Cassandra traced {watch.probability:.3g} of the requests)."
             + ("" if watch.complete else " The watch did not finish.")
         )
     ]
@@ -84,6 +99,7 @@ def document(watch: Watch, top: int | None = None) -> Document:
                 "Est. executions",
                 "Read / execution",
                 "Data / execution",
+                "Written / execution",
                 "Rows / execution",
                 "Bytes / row",
                 "p50",
@@ -131,6 +147,7 @@ def document(watch: Watch, top: int | None = None) -> Document:
                     ("latency (node)", f"p50 {_ms(statement.latency_p50_s)}, p99 {_ms(statement.latency_p99_s)}"),
                     ("latency without the JVM's pauses", _without_pauses(statement)),
                     ("consistency", ", ".join(statement.consistency) or "—"),
+                    *(written_items(statement.write) if statement.write else []),
                 ]
             )
         )
@@ -159,8 +176,11 @@ def document(watch: Watch, top: int | None = None) -> Document:
                 )
             )
         blocks.append(common.findings_block(None, statement.findings, statement.data_read_bytes_per_execution))
-        blocks.append(Paragraph("Measure it alone, precisely (fill in the ? values):", "muted"))
-        blocks.append(Code(statement.run_command))
+        if statement.run_command in INSTEAD_OF_RUN:
+            blocks.append(Paragraph(f"Measure it alone: {statement.run_command}", "muted"))
+        else:
+            blocks.append(Paragraph("Measure it alone, precisely (fill in the ? values):", "muted"))
+            blocks.append(Code(statement.run_command))
         sections.append(Section(f"{rank}. {_short(statement.statement)}", blocks))
     blocks = [Paragraph(describe_share(watch))]
     if watch.unexplained:
@@ -247,6 +267,9 @@ def _statement_data(s: StatementIO) -> dict:
         "necessary_bytes_per_execution": s.necessary_bytes_per_execution,
         "findings": [dataclasses.asdict(f) for f in s.findings],
         "run_command": s.run_command,
+        "write": None
+        if s.write is None
+        else {key: value for key, value in dataclasses.asdict(s.write).items() if key != "findings"},
     }
 
 
@@ -258,6 +281,7 @@ def _row(rank: int, s: StatementIO) -> tuple[str, ...]:
         f"{s.estimated_executions:,.0f}",
         human_bytes(s.sstable_read_bytes_per_execution),
         human_bytes(s.data_read_bytes_per_execution),
+        written_per_execution(s.write) if s.write else "—",
         _number(s.rows_per_execution),
         human_bytes(s.bytes_per_row) if s.bytes_per_row is not None else "—",
         _ms(s.latency_p50_s),

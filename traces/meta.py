@@ -115,6 +115,8 @@ class WatchMeta(TypedDict, total=False):
     start_ns: int
     end_ns: int
     thread_map: str
+    casstrace_addresses: list[str]  # casstrace's own connections to the node, 'ip:port'
+    own_sandbox: bool  # a node casstrace started (node.own_sandbox): `run` may write to it
 
 
 class ProfileMeta(TypedDict, total=False):

@@ -195,14 +195,15 @@ class WindowFileBytes(NamedTuple):
 
 
 class SocketWrite(NamedTuple):
-    """Bytes written to one socket; local_addr/remote_addr None where the backend kept only `path`
-    ('tcp LOCAL->REMOTE')."""
+    """Bytes written to one socket, and read from it; local_addr/remote_addr None where the backend
+    kept only `path` ('tcp LOCAL->REMOTE')."""
 
     node_id: int | None
     path: str
     local_addr: str | None
     remote_addr: str | None
     written: int
+    read: int = 0
 
 
 class NodeExecution(NamedTuple):
@@ -279,6 +280,8 @@ class StatementSession(NamedTuple):
     tombstone_cells: int | None
     sstables_merged: int | None
     execution: int | None = None  # the run's execution it traced (None: a watch's session)
+    mutations: int | None = None  # 'Appending to commitlog' events (None: none, or not counted)
+    commitlog_ns: int | None = None  # from each to its thread's next event: time in the commit log
 
 
 class SessionThread(NamedTuple):
@@ -561,7 +564,8 @@ def socket_writes(trace: Trace, window_ids: Sequence[int]) -> list[SocketWrite]:
     return _records(
         SocketWrite,
         trace,
-        f"SELECT {node_id}, f.path, f.local_addr, f.remote_addr, COALESCE(SUM(io.write_bytes), 0)"
+        f"SELECT {node_id}, f.path, f.local_addr, f.remote_addr, COALESCE(SUM(io.write_bytes), 0),"
+        " COALESCE(SUM(io.read_bytes), 0)"
         f" FROM file_io io JOIN files f ON f.file_id = io.file_id WHERE f.kind = 'socket' AND {condition}"
         " GROUP BY f.file_id",
         params,
@@ -857,7 +861,9 @@ def statement_sessions(trace: Trace) -> list[StatementSession]:
         StatementSession,
         trace,
         "SELECT session, session_id, statement, consistency, client, started_ns, duration_ns, live_rows,"
-        " tombstone_cells, sstables_merged FROM statement_sessions ORDER BY session",
+        f" tombstone_cells, sstables_merged, {_column_or(trace, 'statement_sessions', 'execution')},"
+        f" {_column_or(trace, 'statement_sessions', 'mutations')},"
+        f" {_column_or(trace, 'statement_sessions', 'commitlog_ns')} FROM statement_sessions ORDER BY session",
     )
 
 

@@ -209,6 +209,8 @@ class StatementSessionRow(TypedDict):
     tombstone_cells: int | None
     sstables_merged: int | None
     execution: NotRequired[int | None]  # a run's execution the session traced (None: a watch's)
+    mutations: NotRequired[int | None]  # 'Appending to commitlog' events (None: none)
+    commitlog_ns: NotRequired[int | None]  # from each to its thread's next event
 
 
 class SessionThreadRow(TypedDict):

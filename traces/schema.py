@@ -112,7 +112,9 @@ Meta keys (values are JSON)
   watch              (casstrace watch) {"sample_probability": float, "previous_probability": float | null,
                       "probability_restored": bool | null, "duration_s": float,
                       "start_ns", "end_ns": int (when the node traced, on the trace's clock),
-                      "thread_map": "jcmd" (thread names matched to tids by the JVM's own list)}
+                      "thread_map": "jcmd" (thread names matched to tids by the JVM's own list),
+                      later in format 5: "casstrace_addresses": ["ip:port"] (casstrace's own connections
+                      to the node: not a client's), "own_sandbox": bool (a node `casstrace sandbox` started)}
   gc_pauses          (run, format 4) [{"window_id", "collector", "pause_ns", "overlap_ns", "end_ns",
                       "heap_before_bytes", "heap_after_bytes", "heap_bytes"}]: each GC pause that overlapped a
                      window (casstrace.node.gc_pauses)
@@ -204,6 +206,8 @@ Format history
      .sync_calls, .sync_ns; thread_io.write_calls, .write_bytes, .dirtied_pages, .mapped_dirtied_pages;
      table sync_latency (per file, the latency of fsync, fdatasync, msync and sync_file_range). A
      format-4 trace reads as one that measured none of them (NULL / absent, never 0).
+     Later in format 5: statement_sessions.mutations and .commitlog_ns (a write's mutations and its
+     time in the commit log, from its trace events); a trace without them did not count them.
 """
 
 import bisect
@@ -534,8 +538,12 @@ CREATE TABLE statement_sessions (
     live_rows       INTEGER,           -- from the events: 'Read N live rows and M tombstone cells' (NULL: none)
     tombstone_cells INTEGER,
     sstables_merged INTEGER,           -- 'Merged data from memtables and N sstables', the most of one read
-    execution       INTEGER            -- later in format 3: the run's execution it traced (one session a page);
+    execution       INTEGER,           -- later in format 3: the run's execution it traced (one session a page);
                                        -- NULL in a watch
+    mutations       INTEGER,           -- later in format 5: 'Appending to commitlog' events, a mutation (one
+                                       -- partition of one keyspace) applied on a node traced (NULL: none)
+    commitlog_ns    INTEGER            -- from each of them to its thread's next event: the append, and the
+                                       -- wait for the sync under commitlog_sync batch or group
 );
 
 -- Where each session's events ran: one row per (session, thread) of each captured node, first to last event

@@ -124,8 +124,8 @@ def test_intervals_add_up_to_the_whole_watch():
     for part in (ROWS[:1], ROWS[1:]):
         watched = summarise(inputs(part), {})
         figures.add_interval(watched, Path(f"part-{len(figures.traces)}.trace"))
-    assert figures.done is not None and whole.writes is not None
-    assert figures.done.writes == whole.writes
+    assert figures.done is not None and whole.table_writes is not None
+    assert figures.done.table_writes == whole.table_writes
     [table] = figures.summary().table_writes
     assert table.flush_sizes == [300, 1120]
 

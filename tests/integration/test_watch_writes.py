@@ -1,0 +1,261 @@
+"""`casstrace watch` ranks write statements beside reads, with what they cost: a real node takes, during
+one watch that traces every request (--sample 1), N INSERTs of a known size, unlogged batches of many
+partitions and of one, then a driver's batches back to back while the test forces full GCs (`jcmd PID
+GC.run`).
+
+Each workload connects from a loopback address of its own (127.0.0.2, .3, .4, .5), so the bytes the node
+read from that client's connections are that statement's alone, whatever else the shared node serves.
+
+The truths: the bytes the driver itself pushed onto those connections during the workload (its encoded
+frames, counted as the driver writes them), the rows and cells the test sent, Cassandra's batch limits
+(5 KiB, 10 partitions), and the trace's own sessions and pauses (which executions a pause overlapped).
+"""
+
+import json
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+from cassandra.cluster import Cluster, DefaultConnection
+from cassandra.policies import WhiteListRoundRobinPolicy
+from cassandra.query import BatchStatement, BatchType
+
+from casstrace.analyses.watch import DRIVER_BATCH_UNNAMED
+from casstrace.traces import Trace, queries
+from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
+from casstrace_cli import casstrace
+from watching import PREVIOUS, nodetool, start_watch, watch_command  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.integration
+
+KEYSPACE = "casstrace_watch_writes"
+# Paced so that the node's tracing keeps up: its stage drops trace writes when its queue is full (at 32
+# in flight unpaced, a quarter of the sessions were lost, and every estimate with them)
+INSERT = f"INSERT INTO {KEYSPACE}.t (k, c, v) VALUES (?, ?, ?)"
+INSERTS, VALUE_BYTES, IN_FLIGHT, INSERT_RATE = 1000, 1000, 8, 500
+# Writes the forced GCs stop: a driver's batches (a statement of their own: its session names none),
+# each some milliseconds on the node, several in flight, so that one is inside the node when a pause
+# begins (one that arrives during it starts after it: not overlapped). The node's tracing may drop some
+# of their sessions: the check is on the sessions the trace holds.
+GC_BATCH_ROWS, GC_BATCH_VALUE, GC_IN_FLIGHT, GC_FORCED = 30, 1000, 8, 2
+LARGE_BATCHES, LARGE_ROWS, LARGE_VALUE = 10, 30, 1000  # 30 partitions, ~31 KB: past 5 KiB, under the 50 KiB refusal
+SMALL_BATCHES, SMALL_ROWS, SMALL_VALUE = 10, 3, 20  # one partition, ~0.3 KB
+WATCH_S = 14
+WIRE_TOLERANCE = 0.02  # the node's reads of a connection against the driver's writes: heartbeats at most
+
+
+def _client_connection(source: str) -> type:
+    """The driver's connection bound to `source` (a loopback address), counting the bytes it pushes."""
+
+    class Bound(DefaultConnection):
+        pushed = 0
+
+        def _initiate_connection(self, sockaddr):
+            self._socket.bind((source, 0))
+            super()._initiate_connection(sockaddr)
+
+        def push(self, data):
+            type(self).pushed += len(data)
+            super().push(data)
+
+    return Bound
+
+
+@contextmanager
+def _client(sandbox, source: str):
+    connection = _client_connection(source)
+    cluster = Cluster(
+        [sandbox.host],
+        port=sandbox.native_port,
+        connection_class=connection,
+        load_balancing_policy=WhiteListRoundRobinPolicy([sandbox.host]),
+        protocol_version=4,
+        # no requests of its own when other clients change the schema (its refresh, the agreement
+        # checks) or the ring: its requests are the workload's
+        schema_metadata_enabled=False,
+        token_metadata_enabled=False,
+        schema_event_refresh_window=-1,
+        topology_event_refresh_window=-1,
+        status_event_refresh_window=-1,
+        max_schema_agreement_wait=0,
+    )
+    try:
+        yield cluster.connect(), connection
+    finally:
+        cluster.shutdown()
+
+
+def _batch(rows: int, value_bytes: int, key: int, one_partition: bool) -> str:
+    inserts = " ".join(
+        f"INSERT INTO {KEYSPACE}.t (k, c, v) VALUES ({key if one_partition else key * 1000 + row}, {row}, "
+        f"'{'b' * value_bytes}');"
+        for row in range(rows)
+    )
+    return f"BEGIN UNLOGGED BATCH {inserts} APPLY BATCH"
+
+
+def _gc_during_writes(session, pid: int) -> list[tuple[int, int]]:
+    """Full GCs forced back to back (`jcmd PID GC.run`, whose pause lies inside the call) while a
+    driver's batches run, GC_IN_FLIGHT at a time; the calls' spans (monotonic ns)."""
+    calls: list[tuple[int, int]] = []
+
+    def force() -> None:
+        for _ in range(GC_FORCED):
+            before = time.monotonic_ns()
+            subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120)
+            calls.append((before, time.monotonic_ns()))
+
+    insert = session.prepare(INSERT)
+    batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+    for row in range(GC_BATCH_ROWS):
+        batch.add(insert, (100_000 + row, 2, "g" * GC_BATCH_VALUE))
+    forcing = threading.Thread(target=force, daemon=True)
+    forcing.start()
+    pending = []
+    while forcing.is_alive():
+        pending.append(session.execute_async(batch))
+        if len(pending) >= GC_IN_FLIGHT:
+            pending.pop(0).result()
+    for future in pending:
+        future.result()
+    forcing.join()
+    return calls
+
+
+@pytest.fixture(scope="module")
+def watched(sandbox, nodetool, tmp_path_factory):
+    """One watch of the three workloads: (its JSON report, its trace, the GC.run calls' spans, the bytes
+    each workload's driver pushed: inserts, large batches, small batches)."""
+    nodetool.set_trace_probability(PREVIOUS)
+    out = tmp_path_factory.mktemp("writes") / "watch.trace"
+    with sandbox.connect() as session:
+        session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
+        session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.t (k int, c int, v text, PRIMARY KEY (k, c))")
+    calls: list[tuple[int, int]] = []
+    pushed = []
+    with (
+        _client(sandbox, "127.0.0.2") as (inserting, insert_connection),
+        _client(sandbox, "127.0.0.3") as (large, large_connection),
+        _client(sandbox, "127.0.0.4") as (small, small_connection),
+        _client(sandbox, "127.0.0.5") as (paused, _),
+    ):
+        insert = inserting.prepare(INSERT)
+        watcher = start_watch(watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", "json", sample=1.0))
+        for connection in (insert_connection, large_connection, small_connection):
+            connection.pushed = 0
+
+        value = "v" * VALUE_BYTES
+        pending = []
+        began = time.monotonic()
+        for key in range(INSERTS):
+            pending.append(inserting.execute_async(insert, (key, 0, value)))
+            if len(pending) >= IN_FLIGHT:
+                pending.pop(0).result()
+            time.sleep(max(0.0, began + (key + 1) / INSERT_RATE - time.monotonic()))
+        for future in pending:
+            future.result()
+        pushed.append(insert_connection.pushed)
+        for key in range(LARGE_BATCHES):
+            large.execute(_batch(LARGE_ROWS, LARGE_VALUE, key, one_partition=False))
+        pushed.append(large_connection.pushed)
+        for key in range(SMALL_BATCHES):
+            small.execute(_batch(SMALL_ROWS, SMALL_VALUE, key, one_partition=True))
+        pushed.append(small_connection.pushed)
+        calls += _gc_during_writes(paused, sandbox.pid())
+        report, errors = watcher.communicate(timeout=300)
+    assert watcher.returncode == 0, errors
+    yield json.loads(report), out, calls, pushed
+    with sandbox.connect() as session:
+        session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}")
+
+
+def _statement(report: dict, query: str) -> dict:
+    found = [s for s in report["statements"] if s["query"] == query]
+    assert len(found) == 1, [s["query"][:80] for s in report["statements"]]
+    return found[0]
+
+
+def _batch_statement(report: dict, rows: int) -> dict:
+    """The batch statement of `rows` statements (its text says how many)."""
+    found = [s for s in report["statements"] if s["write"] and s["write"]["statements_per_execution"] == rows]
+    assert len(found) == 1 and found[0]["write"]["kind"] == "BATCH", [s["query"][:60] for s in found]
+    return found[0]
+
+
+def test_the_insert_s_wire_bytes_rows_and_cells(watched):
+    report, _, _, pushed = watched
+    insert = _statement(report, INSERT)
+    write = insert["write"]
+    assert insert["sampled_executions"] == INSERTS
+    assert write["kind"] == "INSERT" and write["rows_per_execution"] == 1 and write["cells_per_execution"] == 1
+    assert write["estimated_rows"] == INSERTS and write["estimated_cells"] == INSERTS
+    assert write["partitions_per_execution"] == 1  # one mutation each, in its trace events
+    assert not write["wire_estimated"]  # its client ran nothing else
+    sent = pushed[0] / INSERTS  # the driver's own frames, per execution
+    assert sent > VALUE_BYTES
+    assert abs(write["wire_bytes_per_execution"] - sent) <= WIRE_TOLERANCE * sent, (write, sent)
+    # ranked by what it moved, not at 0 B; the node's time split adds up
+    assert report["statements"][0]["query"] == insert["query"] or insert["write"]["estimated_storage_bytes"] > 0
+    parts = (write["commitlog_ns_per_execution"] or 0) + (write["pause_ns_per_execution"] or 0)
+    assert write["rest_ns_per_execution"] == pytest.approx(max(0.0, write["node_ns_per_execution"] - parts))
+    # the dev node is casstrace's own sandbox: `run` may write to it, so the run command is offered
+    assert insert["run_command"].startswith("casstrace run") and insert["run_command"].endswith("'")
+
+
+def test_a_large_batch_is_flagged_with_its_cause_and_a_small_one_is_not(watched):
+    report, _, _, pushed = watched
+    large, small = _batch_statement(report, LARGE_ROWS), _batch_statement(report, SMALL_ROWS)
+    assert large["write"]["partitions_per_execution"] == LARGE_ROWS
+    assert small["write"]["partitions_per_execution"] == 1
+    for batch, sent in ((large, pushed[1] / LARGE_BATCHES), (small, pushed[2] / SMALL_BATCHES)):
+        assert abs(batch["write"]["wire_bytes_per_execution"] - sent) <= WIRE_TOLERANCE * sent, (batch["write"], sent)
+    assert large["verdict"] == "flagged" and [f["cause"] for f in large["findings"]][:1] == ["large_batch"]
+    assert "30.0 partitions per batch" in " ".join(large["findings"][0]["evidence"])
+    assert small["verdict"] == "not flagged" and "large_batch" not in [f["cause"] for f in small["findings"]]
+
+
+def test_a_forced_gc_shows_in_exactly_the_writes_it_overlapped(watched, tmp_path):
+    report, out, calls, _ = watched
+    batch = _statement(report, DRIVER_BATCH_STATEMENT)
+    # a driver's batch is seen (its session names no statement); its mutations are counted from its
+    # events, some of which the node's tracing drops at this rate: at most its partitions
+    assert 0 < batch["write"]["partitions_per_execution"] <= GC_BATCH_ROWS
+    assert batch["run_command"] == DRIVER_BATCH_UNNAMED
+    with Trace(out) as trace:
+        pauses = trace.meta["jvm_pauses"]
+        sessions = [s for s in queries.statement_sessions(trace) if s.statement == batch["query"]]
+    forced = [p for p in pauses if p["kind"] == "gc" and "Diagnostic Command" in p["what"]]
+    assert forced and all(any(b <= p["start_ns"] <= p["end_ns"] <= a for b, a in calls) for p in forced)
+
+    def overlap(session, which) -> int:
+        """ns of the session inside any of the pauses (a GC's lies inside its safepoint: counted once)."""
+        end = session.started_ns + session.duration_ns
+        inside = [(max(session.started_ns, p["start_ns"]), min(end, p["end_ns"])) for p in which]
+        covered, reached = 0, session.started_ns
+        for start, stop in sorted(span for span in inside if span[0] < span[1]):
+            covered += max(0, stop - max(start, reached))
+            reached = max(reached, stop)
+        return covered
+
+    by_forced = [s for s in sessions if overlap(s, forced)]
+    by_any = [s for s in sessions if overlap(s, pauses)]
+    assert by_forced, "no batch was inside the node when a forced GC began"
+    assert batch["sampled_executions"] == len(sessions)
+    assert batch["paused_executions"] == len(by_any) >= len(by_forced)
+    expected = sum(overlap(s, pauses) for s in sessions) / len(sessions)
+    assert batch["write"]["pause_ns_per_execution"] == pytest.approx(expected)
+    assert batch["write"]["pause_ns_per_execution"] <= batch["write"]["node_ns_per_execution"]
+    gc = [f for f in batch["findings"] if f["cause"] == "gc_pauses"]
+    gc_paused = [s for s in sessions if overlap(s, [p for p in pauses if p["kind"] == "gc"])]
+    assert gc and gc[0]["evidence"][0].startswith(f"{len(gc_paused)} of {len(sessions)} executions overlapped")
+    for fmt in ("text", "md", "html"):
+        shown = tmp_path / f"report.{fmt}"
+        done = casstrace("report", out, "--format", fmt, "--output", shown)
+        assert done.returncode == 0, done.stderr
+        text = shown.read_text()
+        assert "GC pauses during the executions" in text and "Large batches" in text, fmt
