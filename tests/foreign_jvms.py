@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from casstrace.ledger import process_start
 from casstrace.node.jvm import read_argv
 from casstrace.sandbox.demo import WideTable
 
@@ -17,14 +18,16 @@ STOP_GRACE_S = 60
 
 
 def stop_jvm(pid: int) -> None:
-    """SIGTERM, then SIGKILL if the JVM is still there STOP_GRACE_S later; nothing if it is gone."""
-    if read_argv(pid) is None:
+    """SIGTERM, then SIGKILL if the JVM is still there STOP_GRACE_S later; nothing if it is gone.
+    An ended JVM whose parent never reaps it (a PID namespace's init that is `sleep`) stays a zombie
+    until its namespace ends: ended all the same, not a JVM to wait STOP_GRACE_S for."""
+    if process_start(pid) is None:
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_S
-    while read_argv(pid) is not None and time.monotonic() < deadline:
+    while process_start(pid) is not None and time.monotonic() < deadline:
         time.sleep(0.2)
-    if read_argv(pid) is not None:
+    if process_start(pid) is not None:
         os.kill(pid, signal.SIGKILL)
 
 

@@ -252,6 +252,30 @@ def _unload(bpf: Any) -> None:
     _wait_until_unloaded(programs)
 
 
+def detach_all(bpf: Any) -> None:
+    """Detach every probe of a loaded program at once: closing a tracepoint's perf event waits for an
+    RCU grace period (tens of ms on a busy node), and closes in parallel mostly share theirs (the
+    node-time program's 18 probes: ~0.15 s at once, ~0.8 s one by one as bcc's cleanup detaches)."""
+    detaches = [functools.partial(bpf.detach_tracepoint, tracepoint) for tracepoint in list(bpf.tracepoint_fds)] + [
+        functools.partial(bpf.detach_raw_tracepoint, tracepoint) for tracepoint in list(bpf.raw_tracepoint_fds)
+    ]
+    failures: list[BaseException] = []
+
+    def detach(one: Callable[[], None]) -> None:
+        try:
+            one()
+        except BaseException as error:  # raised again below, in the stopping thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=detach, args=(one,), name="casstrace-detach") for one in detaches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
 CLONE_FS = 0x200  # <linux/sched.h>: the working directory, root and umask
 
 
@@ -709,27 +733,7 @@ class BccCapture:
 
     # -- stopping ----------------------------------------------------------------------------
     def _detach(self) -> None:
-        """Detach every probe at once: detaching a perf tracepoint waits for an RCU grace period
-        (~80 ms here), and detaches in parallel wait for the same one."""
-        bpf = self._bpf
-        detaches = [functools.partial(bpf.detach_tracepoint, tracepoint) for tracepoint in list(bpf.tracepoint_fds)] + [
-            functools.partial(bpf.detach_raw_tracepoint, tracepoint) for tracepoint in list(bpf.raw_tracepoint_fds)
-        ]
-        failures: list[BaseException] = []
-
-        def detach(one: Callable[[], None]) -> None:
-            try:
-                one()
-            except BaseException as error:  # raised again below, in the stopping thread
-                failures.append(error)
-
-        threads = [threading.Thread(target=detach, args=(one,), name="casstrace-detach") for one in detaches]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise failures[0]
+        detach_all(self._bpf)
 
     def _release(self) -> None:
         self._stop_polling.set()

@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection
 from importlib import resources
 from typing import Any
 
-from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD
+from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD, detach_all
 from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
 from casstrace.probes.proc import proc_fds
 from casstrace.probes.protocol import MEASURED_WINDOW
@@ -248,4 +248,7 @@ class NodeTime:
             self._transitions_lost = {key.value for key in bpf[b"transitions_lost"]}
         finally:
             self._bpf = None
-            bpf.cleanup()
+            try:
+                detach_all(bpf)  # at once (bcc's cleanup detaches one by one: ~1.4 s on a busy node)
+            finally:
+                bpf.cleanup()

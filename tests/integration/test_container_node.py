@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from bpf_programs import wait_until_attached
 from casstrace.analyses import analyse
 from casstrace.node.jvm import cassandra_processes
 from casstrace.node.namespaces import container_ids, container_jvm, in_our_network
@@ -179,7 +180,7 @@ def test_capture_by_pid_sees_the_reads_of_a_query_made_in_the_nodes_network(node
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(8)  # the probes compile and attach
+    wait_until_attached(capture)  # however long a loaded machine takes (a fixed 8 s fired too early at load 10)
     query = subprocess.run(
         [
             "nsenter",

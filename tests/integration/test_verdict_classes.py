@@ -11,7 +11,7 @@ when it already ran), compressed and not.
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -89,9 +89,28 @@ def bti_shapes(bti: Sandbox) -> Sandbox:
     return bti
 
 
+@pytest.fixture(scope="module")
+def trace_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Sandbox, str], Analysis]:
+    """The query traced on the node (repeat 2, a warmup first) once for the module: tests that judge
+    the same query on the same node assert on one run's analysis (a run compiles, attaches and
+    detaches the probes: 10-15 s of this module's minutes each). Not the index reads' own tests, which
+    count the executions that read the index: the run the everyday test made read it in one of its
+    two executions, where those tests' own later runs read it in both."""
+    directory = tmp_path_factory.mktemp("traces")
+    analyses: dict[tuple[Path, str], Analysis] = {}
+
+    def trace(node: Sandbox, query: str) -> Analysis:
+        key = (node.data_dir, query)
+        if key not in analyses:
+            analyses[key] = traced(node, query, directory / f"{len(analyses)}.trace")
+        return analyses[key]
+
+    return trace
+
+
 @pytest.mark.parametrize("label", NOT_FLAGGED)
-def test_everyday_reads_are_not_flagged_on_big(big, label, tmp_path):
-    analysis = traced(big, NOT_FLAGGED[label], tmp_path / "q.trace")
+def test_everyday_reads_are_not_flagged_on_big(big, label, trace_once):
+    analysis = trace_once(big, NOT_FLAGGED[label])
     assert analysis.verdict.status == "not flagged", judged(analysis)
     assert analysis.necessary is not None and analysis.necessary.sstable_format == "big"
     assert analysis.findings == []
@@ -106,16 +125,16 @@ def test_everyday_reads_are_not_flagged_on_big(big, label, tmp_path):
         "latest rows of a small partition",
     ],
 )
-def test_everyday_reads_are_not_flagged_on_bti(bti, label, tmp_path):
-    analysis = traced(bti, NOT_FLAGGED[label], tmp_path / "q.trace")
+def test_everyday_reads_are_not_flagged_on_bti(bti, label, trace_once):
+    analysis = trace_once(bti, NOT_FLAGGED[label])
     assert analysis.verdict.status == "not flagged", judged(analysis)
     assert analysis.necessary is not None and analysis.necessary.sstable_format == "bti"
 
 
-def test_a_point_read_is_judged_against_one_chunk_as_stored(big, tmp_path):
+def test_a_point_read_is_judged_against_one_chunk_as_stored(big, trace_once):
     """The issue's users table: the read is one LZ4 chunk; the necessary read is that chunk as the
     SSTable stores it (CompressionInfo.db, read at run time) and one index page."""
-    analysis = traced(big, NOT_FLAGGED["point read by full primary key"], tmp_path / "point.trace")
+    analysis = trace_once(big, NOT_FLAGGED["point read by full primary key"])
     necessary = analysis.necessary
     assert (necessary.units, necessary.chunk_length, necessary.index_bytes) == (1, 16_384, 4_096)
     with_layout = [s for s in _storage(analysis) if s.get("compression")]
@@ -134,9 +153,11 @@ def _storage(analysis: Analysis) -> list[dict]:
     return analysis.context["table_schema"].get("storage") or []
 
 
-def flagged_with_cause_first(node: Sandbox, query: str, cause: str, tmp_path: Path) -> Analysis:
+def flagged_with_cause_first(
+    trace_once: Callable[[Sandbox, str], Analysis], node: Sandbox, query: str, cause: str
+) -> Analysis:
     """The query's analysis, once it is asserted flagged with `cause` first, for at least half the excess."""
-    analysis = traced(node, query, tmp_path / "q.trace")
+    analysis = trace_once(node, query)
     assert analysis.verdict.status == "flagged", judged(analysis)
     assert analysis.findings[0].cause == cause, judged(analysis)
     assert (analysis.findings[0].excess_share or 0) >= 0.5, judged(analysis)
@@ -144,31 +165,31 @@ def flagged_with_cause_first(node: Sandbox, query: str, cause: str, tmp_path: Pa
 
 
 @pytest.mark.parametrize("label", FLAGGED)
-def test_pathological_reads_are_flagged_with_the_right_cause_first(big, label, tmp_path):
-    analysis = flagged_with_cause_first(big, *FLAGGED[label], tmp_path)
+def test_pathological_reads_are_flagged_with_the_right_cause_first(big, label, trace_once):
+    analysis = flagged_with_cause_first(trace_once, big, *FLAGGED[label])
     if label == "scan without partition key":
         assert "whole_partition_scan" in [f.cause for f in analysis.findings], judged(analysis)
 
 
-def test_full_row_read_of_wide_rows_is_flagged_with_its_cause_first(big, demo_tables, tmp_path):
-    analysis = traced(big, DEMO.wide_query, tmp_path / "wide.trace")
+def test_full_row_read_of_wide_rows_is_flagged_with_its_cause_first(big, demo_tables, trace_once):
+    analysis = trace_once(big, DEMO.wide_query)
     assert analysis.verdict.status == "flagged", judged(analysis)
     assert [f.cause for f in analysis.findings][:2] == ["full_row_read", "whole_partition_scan"], judged(analysis)
 
 
 @pytest.mark.parametrize("label", SHAPES_NOT_FLAGGED)
-def test_everyday_read_shapes_are_not_flagged_on_big(big_shapes, label, tmp_path):
+def test_everyday_read_shapes_are_not_flagged_on_big(big_shapes, label, trace_once):
     """Indexes, views, DISTINCT, statics, IN on clustering, token ranges, counters, an element of a
     collection: each judged with its own model, none flagged and none with a cause."""
-    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+    analysis = trace_once(big_shapes, SHAPES_NOT_FLAGGED[label])
     assert analysis.verdict.status == "not flagged", judged(analysis)
     assert analysis.necessary is not None and analysis.necessary.sstable_format == "big", judged(analysis)
     assert analysis.findings == []
 
 
 @pytest.mark.parametrize("label", SHAPES_NOT_FLAGGED)
-def test_everyday_read_shapes_are_not_flagged_on_bti(bti_shapes, label, tmp_path):
-    analysis = traced(bti_shapes, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+def test_everyday_read_shapes_are_not_flagged_on_bti(bti_shapes, label, trace_once):
+    analysis = trace_once(bti_shapes, SHAPES_NOT_FLAGGED[label])
     assert analysis.verdict.status == "not flagged", judged(analysis)
     assert analysis.necessary is not None and analysis.necessary.sstable_format == "bti", judged(analysis)
 
@@ -219,12 +240,12 @@ def test_an_index_read_is_counted_by_part_against_its_files_on_disk(big_shapes, 
 
 
 @pytest.mark.parametrize("label", LOW_CARDINALITY)
-def test_a_low_cardinality_index_is_flagged_reading_a_chunk_a_row(big_shapes, label, tmp_path):
+def test_a_low_cardinality_index_is_flagged_reading_a_chunk_a_row(big_shapes, label, trace_once):
     """Half of 2,000 one-row partitions through an index of two values: the node reads each row by its
     key, a chunk a row, many times the table's chunks; the necessary read is those chunks once."""
     load_low_cardinality(big_shapes)
     query, kind = LOW_CARDINALITY[label]
-    analysis = flagged_with_cause_first(big_shapes, query, "low_cardinality_index", tmp_path)
+    analysis = flagged_with_cause_first(trace_once, big_shapes, query, "low_cardinality_index")
     necessary = analysis.necessary
     chunks = sum(s["compression"]["chunks"] for s in _storage(analysis))
     assert [e.rows for e in analysis.executions if e.kind == "measured"] == [MEMBERS // 2] * 2
@@ -234,16 +255,16 @@ def test_a_low_cardinality_index_is_flagged_reading_a_chunk_a_row(big_shapes, la
     assert analysis.read_per_execution >= MEMBERS // 4 * necessary.unit_bytes, judged(analysis)
 
 
-def test_a_low_cardinality_index_is_flagged_on_bti(bti_shapes, tmp_path):
+def test_a_low_cardinality_index_is_flagged_on_bti(bti_shapes, trace_once):
     """The same through SAI on a node writing BTI (its partition index a trie, the same chunks)."""
     load_low_cardinality(bti_shapes)
     query, _ = LOW_CARDINALITY["through a low-cardinality SAI index"]
-    analysis = flagged_with_cause_first(bti_shapes, query, "low_cardinality_index", tmp_path)
+    analysis = flagged_with_cause_first(trace_once, bti_shapes, query, "low_cardinality_index")
     assert analysis.necessary is not None and analysis.necessary.sstable_format == "bti"
 
 
-def test_a_materialized_view_is_judged_by_its_own_table(big_shapes, tmp_path):
-    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED["from a materialized view"], tmp_path / "q.trace")
+def test_a_materialized_view_is_judged_by_its_own_table(big_shapes, trace_once):
+    analysis = trace_once(big_shapes, SHAPES_NOT_FLAGGED["from a materialized view"])
     assert analysis.context["table_schema"]["table"] == "people_by_city"
     # the ten people of a city are one partition of the view: one chunk, one lookup
     assert analysis.necessary is not None and analysis.necessary.units == 1, judged(analysis)
@@ -259,12 +280,12 @@ def test_a_materialized_view_is_judged_by_its_own_table(big_shapes, tmp_path):
         ("a field of a large frozen UDT", 4 + 6 + 4 + 4 + 4 + 40_000),
     ],
 )
-def test_an_element_or_field_needs_its_whole_cell_as_sampled(big_shapes, label, cell_bytes, tmp_path):
+def test_an_element_or_field_needs_its_whole_cell_as_sampled(big_shapes, label, cell_bytes, trace_once):
     """One element of a 300-element map, one field of a 40 KB frozen UDT: the node reads the whole cell,
     the necessary read's result is that cell as sampled before the capture (the size the data loaded
     gives, exactly), not the element's few bytes nor the whole row; not flagged."""
-    analysis = traced(big_shapes, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
-    with Trace(tmp_path / "q.trace") as trace:
+    analysis = trace_once(big_shapes, SHAPES_NOT_FLAGGED[label])
+    with Trace(analysis.trace_path) as trace:
         assert trace.meta["whole_cells"] == {"rows": 1, "payload_bytes": cell_bytes}
     necessary = analysis.necessary
     assert necessary is not None and necessary.result_bytes == cell_bytes, judged(analysis)
@@ -274,15 +295,15 @@ def test_an_element_or_field_needs_its_whole_cell_as_sampled(big_shapes, label, 
 
 
 @pytest.mark.parametrize("label", SHAPES_FLAGGED)
-def test_pathological_read_shapes_are_flagged_with_the_right_cause_first(big_shapes, label, tmp_path):
-    flagged_with_cause_first(big_shapes, *SHAPES_FLAGGED[label], tmp_path)
+def test_pathological_read_shapes_are_flagged_with_the_right_cause_first(big_shapes, label, trace_once):
+    flagged_with_cause_first(trace_once, big_shapes, *SHAPES_FLAGGED[label])
 
 
-def test_rows_past_their_ttl_are_counted_as_cassandra_counts_them(big_shapes, tmp_path):
+def test_rows_past_their_ttl_are_counted_as_cassandra_counts_them(big_shapes, trace_once):
     """1,990 of the 2,000 rows written with a 1 s TTL: Cassandra's trace counts their cells as
     tombstones; the SSTable's Statistics.db records the longest TTL written (one day)."""
     query, _ = SHAPES_FLAGGED["rows past their TTL"]
-    analysis = traced(big_shapes, query, tmp_path / "q.trace")
+    analysis = trace_once(big_shapes, query)
     [expired] = [f for f in analysis.findings if f.cause == "expired_cells"]
     assert f"{SESSION_LIVE:,} live rows and {SESSION_ROWS - SESSION_LIVE:,} tombstone cells" in expired.evidence[0]
     assert "86,400 s" in expired.evidence[1]
