@@ -851,6 +851,45 @@ def _large_batch(context: FindingContext) -> Finding | None:
     )
 
 
+# A commit-log sync slower than this is a device that is busy or slow: an msync/fsync of a few MB on a
+# device of its own takes a few ms. A write whose commit-log time is at least SYNC_BOUND_SHARE of its
+# node time is waiting for it (commitlog_sync batch or group; periodic when the syncer falls behind).
+SLOW_COMMITLOG_SYNC_NS = 10_000_000
+SYNC_BOUND_SHARE = 0.25
+
+
+def _commitlog_sync(context: FindingContext) -> Finding | None:
+    """Writes that wait for commit-log syncs, which are slow: the node answers a write once its
+    commit-log segment is synced (batch and group modes), so a slow device's sync is every write's."""
+    wait = context.commitlog
+    if wait is None or wait.commitlog_ns is None or not wait.node_ns or wait.sync_p99_ns is None:
+        return None
+    if wait.sync_p99_ns < SLOW_COMMITLOG_SYNC_NS or wait.commitlog_ns < SYNC_BOUND_SHARE * wait.node_ns:
+        return None
+    shared = {
+        True: "Its segments lie on the device the data files are on: flushes and compactions write there too.",
+        False: "Its segments lie on a device of their own.",
+        None: "Whether its segments share the data files' device is not known.",
+    }[wait.shares_data_device]
+    return Finding(
+        cause="commitlog_sync",
+        title="Writes wait for slow commit-log syncs",
+        certainty="likely",
+        evidence=[
+            f"{human_ns(wait.commitlog_ns)} of each write's {human_ns(wait.node_ns)} on the node is in the "
+            "commit log (from the append to the thread's next step).",
+            f"The commit log's {wait.syncs:,} syncs in the watch took up to {human_ns(wait.sync_p99_ns)} "
+            f"(p99; {human_ns(SLOW_COMMITLOG_SYNC_NS)} is slow). {shared}",
+        ],
+        suggestion=[
+            "Put the commit log on a device of its own (commitlog_directory in cassandra.yaml)"
+            + (", away from the data files' flushes and compactions" if wait.shares_data_device else "")
+            + "; under commitlog_sync: batch, group (a window of a few ms) lets writes share a sync."
+        ],
+        saves_ns=wait.commitlog_ns,
+    )
+
+
 CAUSE_FINDERS: dict[Cause, Finder] = {
     "filtering_scan": _filtering_scan,  # first: it names the scan before what else the rows cost
     "full_row_read": _full_row_read,
@@ -866,9 +905,10 @@ CAUSE_FINDERS: dict[Cause, Finder] = {
     "many_cells_per_row": _many_cells_per_row,
     "gc_pauses": _gc_pauses,
     "large_batch": _large_batch,
+    "commitlog_sync": _commitlog_sync,
 }
 # What a write statement's executions are weighed for (a watch; its read finders have nothing to read)
-WRITE_CAUSES: tuple[Cause, ...] = ("large_batch", "gc_pauses")
+WRITE_CAUSES: tuple[Cause, ...] = ("large_batch", "gc_pauses", "commitlog_sync")
 
 
 def findings(context: FindingContext) -> Found:

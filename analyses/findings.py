@@ -65,6 +65,7 @@ class FindingContext:
     # the per-window measures of each measured execution (name -> value: casstrace.analyses.measures)
     measures: list[dict[str, float]] = field(default_factory=list)
     batch: "BatchFigures | None" = None  # a batch statement's, per execution (watch); None: not a batch
+    commitlog: "CommitLogWait | None" = None  # a write's time in the commit log (watch); None: not measured
 
     @property
     def read_per_execution(self) -> float:
@@ -102,6 +103,18 @@ class BatchFigures:
     wire_bytes: float | None  # its request on the wire
     node_ns: float | None  # the node's time on it (the session's duration)
     logged: bool | None
+
+
+@dataclass(frozen=True)
+class CommitLogWait:
+    """A write statement's time in the commit log per execution, and the commit log's syncs over the
+    watch (None: not known)."""
+
+    commitlog_ns: float | None  # from each append to its thread's next event: the append, and any wait for the sync
+    node_ns: float | None  # the session's duration
+    syncs: int  # sync calls of the commit log's segments
+    sync_p99_ns: float | None  # the upper edge of its latency bucket
+    shares_data_device: bool | None  # its segments on a device the data files are on too
 
 
 class Finder(Protocol):

@@ -355,6 +355,7 @@ Cause = Literal[
     "many_cells_per_row",
     "gc_pauses",
     "large_batch",
+    "commitlog_sync",
 ]
 CAUSES: tuple[Cause, ...] = get_args(Cause)
 Certainty = Literal["measured", "likely", "possible"]

@@ -28,15 +28,18 @@ from dataclasses import dataclass, field
 from casstrace.analyses import causes
 from casstrace.analyses.amplification import native_port, socket_writes
 from casstrace.analyses.attribution import Span
-from casstrace.analyses.findings import BatchFigures, FindingContext
+from casstrace.analyses.findings import BatchFigures, CommitLogWait, FindingContext
 from casstrace.analyses.model import Finding
+from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.query import Token, find_table, tokenize
+from casstrace.analyses.spectrogram import bucket_upper_ns
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace.traces.addresses import normalize_ip, parse_address
 from casstrace.traces.meta import CassandraMeta
 from casstrace.traces.queries import ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.sstable_names import parse_sstable_path
 
 WRITE_KINDS = ("INSERT", "UPDATE", "DELETE", "BATCH")
 # A commit-log segment: CommitLog-<version>-<id>.log under the node's commitlog directory
@@ -203,6 +206,51 @@ class WriteSession:
 
 
 @dataclass
+class CommitLogSyncs:
+    """The commit log's sync calls in a watch (fsync, fdatasync, msync of its segments): bucket (the
+    latency table's) -> calls, and whether its segments lie on a device the data files are on too
+    (None: either device not known)."""
+
+    histogram: Counter[int] = field(default_factory=Counter)
+    shares_data_device: bool | None = None
+
+    def add(self, other: "CommitLogSyncs") -> None:
+        self.histogram.update(other.histogram)
+        if other.shares_data_device is not None:
+            self.shares_data_device = bool(self.shares_data_device) or other.shares_data_device
+
+    @property
+    def calls(self) -> int:
+        return self.histogram.total()
+
+    def percentile_ns(self, fraction: float) -> float | None:
+        bucket = histogram_percentile(self.histogram, fraction)
+        return None if bucket is None else bucket_upper_ns(bucket)
+
+
+def commitlog_syncs(trace: Trace) -> CommitLogSyncs | None:
+    """The commit log's syncs over the whole trace (None: sync calls not measured)."""
+    if not trace.measured("syncs"):
+        return None
+    paths = dict(queries.file_paths(trace, "file"))
+    segments = {file_id for file_id, path in paths.items() if is_commitlog_segment(path)}
+    found = CommitLogSyncs()
+    for file_id, _syscall, bucket, calls in queries.sync_latency(trace, queries.window_ids(trace)):
+        if file_id in segments:
+            found.histogram[bucket] += calls
+    devices = queries.file_devices(trace)
+    data = {
+        devices[f]
+        for f, path in paths.items()
+        if f in devices and (n := parse_sstable_path(path)) and n.component == "Data"
+    }
+    logs = {devices[f] for f in segments if f in devices}
+    if data and logs:
+        found.shares_data_device = bool(data & logs)
+    return found
+
+
+@dataclass
 class WriteInputs:
     sessions: list[WriteSession]
     spans: list[Span]
@@ -215,6 +263,7 @@ class WriteInputs:
     gc_pauses: list[tuple[int, int]] | None
     # client address -> bytes the node read from that client's connections in the watch (None: not measured)
     client_bytes: dict[str, int] | None = None
+    commitlog_syncs: CommitLogSyncs | None = None  # None: not measured
 
 
 @dataclass
@@ -249,6 +298,7 @@ class WritesTally:
     client_bytes: Counter[str] | None = field(default_factory=Counter)  # None: not measured in some stretch
     commitlog_measured: bool = True
     commitlog_bytes: int = 0  # every thread's commit-log pages dirtied, in bytes
+    commitlog_syncs: CommitLogSyncs | None = None  # None: not measured in any stretch
 
     def add(self, other: "WritesTally") -> None:
         for text, statement in other.statements.items():
@@ -260,6 +310,9 @@ class WritesTally:
             self.client_bytes.update(other.client_bytes)
         self.commitlog_measured = self.commitlog_measured and other.commitlog_measured
         self.commitlog_bytes += other.commitlog_bytes
+        if other.commitlog_syncs is not None:
+            self.commitlog_syncs = self.commitlog_syncs or CommitLogSyncs()
+            self.commitlog_syncs.add(other.commitlog_syncs)
 
 
 def _union(pauses: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
@@ -284,6 +337,7 @@ def tally(inputs: WriteInputs) -> WritesTally:
         client_bytes=None if inputs.client_bytes is None else Counter(inputs.client_bytes),
         commitlog_measured=inputs.commitlog_slots is not None,
         commitlog_bytes=sum((inputs.commitlog_slots or {}).values()) * PAGE_BYTES,
+        commitlog_syncs=inputs.commitlog_syncs,
     )
     writes = {s.session: s for s in inputs.sessions if write_shape(s.statement) is not None}
     for session in inputs.sessions:
@@ -400,7 +454,7 @@ def summarise(
         rest_ns_per_execution=rest,
         estimated_storage_bytes=(storage or 0.0) * estimated,
     )
-    writes.findings = _findings(writes, statement, count, pauses_measured)
+    writes.findings = _findings(writes, statement, count, pauses_measured, tallied.commitlog_syncs)
     return writes
 
 
@@ -420,9 +474,14 @@ def _wire(statement: StatementWriteTally, tallied: WritesTally, probability: flo
 
 
 def _findings(
-    writes: StatementWrites, statement: StatementWriteTally, count: int, pauses_measured: bool
+    writes: StatementWrites,
+    statement: StatementWriteTally,
+    count: int,
+    pauses_measured: bool,
+    syncs: CommitLogSyncs | None,
 ) -> list[Finding]:
-    """The causes the seam finds in a write: a large batch, and GC suspending its executions."""
+    """The causes the seam finds in a write: a large batch, GC suspending its executions, and its
+    time in a commit log whose syncs are slow."""
     measures = [
         {"node_ns": float(duration), "gc_pause_ns": float(gc)}
         for (duration, gc, _), n in statement.timed.items()
@@ -449,6 +508,15 @@ def _findings(
             logged=writes.logged,
         )
         if writes.kind == "BATCH"
+        else None,
+        commitlog=CommitLogWait(
+            commitlog_ns=writes.commitlog_ns_per_execution,
+            node_ns=writes.node_ns_per_execution,
+            syncs=syncs.calls,
+            sync_p99_ns=syncs.percentile_ns(0.99),
+            shares_data_device=syncs.shares_data_device,
+        )
+        if syncs is not None and syncs.calls
         else None,
     )
     found = causes.write_findings(context)

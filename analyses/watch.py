@@ -102,6 +102,7 @@ class WatchInputs:
     # (node_id, tid, slot) -> commit-log pages the thread dirtied (None: not measured)
     commitlog_slots: dict[tuple[int | None, int, int], int] | None = None
     client_bytes: dict[str, int] | None = None  # client address -> bytes the node read from it (None: not measured)
+    commitlog_syncs: statement_writes.CommitLogSyncs | None = None  # None: not measured
 
     @classmethod
     def from_rows(
@@ -120,6 +121,7 @@ class WatchInputs:
         mapped_touched: dict[int, int] | None = None,
         pauses: Iterable[JvmPause] | None = None,
         client_bytes: dict[str, int] | None = None,
+        commitlog_syncs: statement_writes.CommitLogSyncs | None = None,
     ) -> "WatchInputs":
         """From the records of a watch trace's tables (casstrace.traces.queries), or those a watch in
         progress would write; `files`: file_id -> path; `calls`: every read syscall, when the log
@@ -161,6 +163,7 @@ class WatchInputs:
             gc_pauses=None if pauses is None else [(p["start_ns"], p["end_ns"]) for p in pauses if p["kind"] == "gc"],
             commitlog_slots=statement_writes.commitlog_slots(thread_io, files),
             client_bytes=client_bytes,
+            commitlog_syncs=commitlog_syncs,
         )
 
 
@@ -455,6 +458,7 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
                 pauses=inputs.pauses,
                 gc_pauses=inputs.gc_pauses,
                 client_bytes=inputs.client_bytes,
+                commitlog_syncs=inputs.commitlog_syncs,
             )
         ),
     )
@@ -820,6 +824,7 @@ def load(trace: Trace) -> WatchInputs:
         mapped_touched=queries.mapped_touched_by_file(trace, "watch") if trace.measured("mapped") else None,
         pauses=meta.get("jvm_pauses"),
         client_bytes=statement_writes.client_bytes(trace, watch.get("casstrace_addresses") or []),
+        commitlog_syncs=statement_writes.commitlog_syncs(trace),
     )
 
 

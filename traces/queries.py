@@ -397,6 +397,11 @@ def file_sizes(trace: Trace) -> dict[int, int | None]:
     return dict(_fetch(trace, "SELECT file_id, size_bytes FROM files"))
 
 
+def file_devices(trace: Trace) -> dict[int, int]:
+    """file_id -> st_dev of the files whose device is known."""
+    return dict(_fetch(trace, "SELECT file_id, dev FROM files WHERE dev IS NOT NULL"))
+
+
 def window_bounds(trace: Trace) -> dict[int, tuple[int, int]]:
     """window_id -> (start_ns, end_ns)."""
     return {

@@ -2,7 +2,9 @@
 normalized text, the wire bytes split by client, the commit-log pages their threads dirtied, the node
 time split with pauses counted once, the findings through the seam, and every report format."""
 
+import dataclasses
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -244,3 +246,26 @@ def test_every_format_shows_the_write_figures(format_):
         return
     assert "commit log per execution" in shown and "Large batches" in shown
     assert "GC and safepoints 100 µs" in shown and "casstrace sandbox start" in shown
+
+
+def test_writes_waiting_on_slow_commit_log_syncs_are_found_and_fast_ones_are_not():
+    """The commit-log cause: an INSERT spending 40 % of its node time in the commit log (20 of 50 µs),
+    while the commit log's syncs take 20 ms at p99 on the data files' device; the same with 1 ms
+    syncs, or syncs not measured, finds nothing."""
+    from casstrace.analyses.statement_writes import CommitLogSyncs
+    from casstrace.traces.schema import latency_bucket
+
+    def found(syncs: CommitLogSyncs | None) -> list:
+        inputs = _inputs(commitlog_syncs=syncs)
+        for number in range(3):
+            inputs.sessions[number] = dataclasses.replace(inputs.sessions[number], duration_ns=50_000)
+        statements, _ = _watch(inputs)
+        return [f for f in statements[INSERT].findings if f.cause == "commitlog_sync"]
+
+    slow = CommitLogSyncs(Counter({latency_bucket(2_000_000): 90, latency_bucket(20_000_000): 10}), True)
+    [finding] = found(slow)
+    assert finding.saves_ns == 20_000
+    evidence = " ".join(finding.evidence)
+    assert "100 syncs" in evidence and "data files are on" in evidence
+    assert found(CommitLogSyncs(Counter({latency_bucket(1_000_000): 100}), True)) == []
+    assert found(None) == []
