@@ -365,16 +365,21 @@ def warmup(
     )
 
 
+def client_sockets(trace: Trace) -> list[int]:
+    """The node's sockets to this run's client: those whose remote address is one of meta client_addresses
+    ([]: a trace without them)."""
+    clients = {parse_address(address) for address in trace.meta.get("client_addresses") or []} - {None}
+    return [file_id for file_id, remote in queries.socket_remotes(trace).items() if parse_address(remote) in clients]
+
+
 def with_client_wire(trace: Trace, rows: list[ExecutionRecord]) -> list[ExecutionRecord]:
     """The executions, each with the bytes the node wrote to this client's connections in its window: the
     node's sockets whose remote address is one of meta client_addresses (a run's, later in format 4). An
     older trace's executions keep the wire bytes stored with them; a trace with no such socket, or that
     did not measure socket writes, has none (None, never 0)."""
-    addresses = trace.meta.get("client_addresses")
-    if addresses is None or not trace.measured("wire"):
+    if not trace.measured("wire"):
         return rows
-    clients = {parse_address(address) for address in addresses} - {None}
-    sockets = [file_id for file_id, remote in queries.socket_remotes(trace).items() if parse_address(remote) in clients]
+    sockets = client_sockets(trace)
     if not sockets:
         return rows
     windows = [row.window_id for row in rows if row.window_id is not None]

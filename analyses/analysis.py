@@ -20,6 +20,7 @@ from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
 from casstrace.analyses.units import human_bytes
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
+from casstrace.analyses.write_cost import write_cost, write_verdict
 from casstrace.analyses.write_io import write_io
 from casstrace.traces import Trace, queries
 from casstrace.traces.capabilities import Capability
@@ -137,7 +138,8 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         lower_bound=any(not node.captured for node in nodes),
     )
     verdict = causes.failed_run(executions, verdict.notes) or verdict
-    if table is None:
+    write = write_cost(trace, {e.execution: e.measures.get("client_request_bytes") for e in executions})
+    if table is None and write is None:
         verdict.notes.append("The query is not recorded (or not a SELECT): every user table's Data files were counted.")
     found = causes.findings(
         FindingContext(
@@ -166,6 +168,9 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         verdict = causes.cluster_verdict(
             verdict, nodes, consistency, full_row=any(finding.cause == "full_row_read" for finding in found.causes)
         )
+    if write is not None:  # no read to judge against a necessary read: said, never flagged
+        verdict = causes.failed_run(executions, verdict.notes) or write_verdict(write, verdict.notes)
+        found.causes.clear()  # a read's causes: nothing of a write's
     profiled = java_profile(trace, window_ids, sorted(data))
     if profiled is not None and found.causes:
         found.causes[0].evidence.extend(profile_evidence(profiled))
@@ -207,6 +212,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         ),
         time_split=window_measures.time_split(measured),
         leaf_digest=meta.get("leaf_digest"),
+        write=write,
         writes=write_io(trace, window_ids),
     )
 

@@ -38,6 +38,7 @@ from casstrace.analyses.nodes import readers_per_execution
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.units import human_bytes, human_ms, ratio
 from casstrace.analyses.verdict_rule import VerdictRule
+from casstrace.analyses.write_cost import PER_ROW_FIGURES, WriteCost
 from casstrace.errors import CasstraceError
 
 LATENCY_FLOOR_S = 0.001
@@ -377,7 +378,16 @@ def compare(
     # The node's time when both traces measured it; else the client's round trip on both sides, said so.
     latency_of = "node" if node_timed(first) and node_timed(second) else "client"
     a, b = summarise(first, labels[0], latency_of), summarise(second, labels[1], latency_of)
-    if payload is None:
+    writes = _writes(first, second)
+    if writes is not None:  # two writes return nothing: their designs are compared per row written
+        payload = PayloadCheck(
+            "unverified",
+            "nothing: two writes return no result",
+            stored_payload(first),
+            stored_payload(second),
+            "Two writes: no result to check; compared per row written.",
+        )
+    elif payload is None:
         payload = check_payload(stored_payload(first), stored_payload(second))
     else:
         # The summaries hold what the traced executions returned (stored_payload).
@@ -391,6 +401,7 @@ def compare(
         ]
     latency = "Node time" if latency_of == "node" else "Latency (client round trip)"
     metrics = [
+        *(write_metrics(*writes) if writes is not None else []),
         Metric("latency_median_s", f"{latency}, median", "seconds", a.latency_median_s, b.latency_median_s),
         Metric("latency_p99_s", f"{latency}, p99", "seconds", a.latency_p99_s, b.latency_p99_s),
         Metric("latency_min_s", f"{latency}, fastest", "seconds", a.latency_min_s, b.latency_min_s),
@@ -432,7 +443,7 @@ def compare(
             )
         )
     comparison = Comparison(a, b, payload, metrics, summary="", gates=[])
-    comparison.summary = _summary(comparison)
+    comparison.summary = _summary(comparison) if writes is None else _write_summary(comparison)
     if fail_if_worse:
         comparison.gates.append(worse_gate(comparison, tolerance))
     if max_amplification is not None:
@@ -463,6 +474,46 @@ def _summary(comparison: Comparison) -> str:
                 "what was read."
             )
     return text
+
+
+def _writes(first: Analysis, second: Analysis) -> tuple[WriteCost, WriteCost] | None:
+    """Both sides' write costs, None for two reads; a read against a write is refused (nothing of one is
+    the other's figure)."""
+    if first.write is not None and second.write is not None:
+        return first.write, second.write
+    if first.write is None and second.write is None:
+        return None
+    raise CasstraceError(
+        "one trace is of a write, the other of a read: compare weighs two reads' data read, or two writes' cost "
+        "per row",
+        "compare two runs of reads, or two runs of writes (two designs of one write: a batch against single rows)",
+    )
+
+
+def write_metrics(a: WriteCost, b: WriteCost) -> list[Metric]:
+    """Two writes' rows per execution and their figures per row written, side by side."""
+    first, second = a.per_row_figures(), b.per_row_figures()
+    return [
+        Metric(
+            "write_rows_per_execution",
+            "Rows written per execution",
+            "count",
+            a.rows_per_execution,
+            b.rows_per_execution,
+        ),
+        *(Metric(f"write_{key}_per_row", words, unit, first[key], second[key]) for key, words, unit in PER_ROW_FIGURES),
+    ]
+
+
+def _write_summary(comparison: Comparison) -> str:
+    a, b = comparison.first, comparison.second
+    per_row = comparison.metric("write_latency_s_per_row")
+    sent = comparison.metric("write_request_bytes_per_row")
+    return (
+        f"Per row written, {b.label} takes {human_ms(per_row.second)} of latency and {a.label} "
+        f"{human_ms(per_row.first)}: {per_row.change}; {b.label} sends {human_bytes(sent.second)} and {a.label} "
+        f"{human_bytes(sent.first)}: {sent.change}."
+    )
 
 
 def _replicas(count: float) -> str:

@@ -2,12 +2,15 @@
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from casstrace.traces.meta import QueryTraceSession
 from casstrace.traces.queries import ExecutionRecord
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName
+
+if TYPE_CHECKING:
+    from casstrace.analyses.write_cost import WriteCost
 
 
 @dataclass
@@ -390,6 +393,7 @@ UndeterminedReason = Literal[
     "unseen_reads",  # below the rule, but reads no measure saw could lift it (mapped files)
     "failed_run",  # no measured execution succeeded
     "node_not_captured",  # below the rule, but a node of the query was not captured
+    "write",  # a write: the verdict weighs a read against its necessary read, which a write has not
 ]
 
 
@@ -562,6 +566,7 @@ class Analysis:
     cpu_per_result: CpuPerResult | None = None  # the node's CPU per row and per cell returned
     time_split: TimeSplit | None = None  # None: the node's time or its split was not measured
     leaf_digest: str | None = None  # of the result's leaf values per row key (meta leaf_digest; None: not stored)
+    write: "WriteCost | None" = None  # a run of a write: its cost per execution and per row (analyses.write_cost)
     writes: WriteIO | None = None  # each file's writes (analyses.write_io; None: not analysed)
 
     @property

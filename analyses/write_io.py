@@ -2,24 +2,25 @@
 the process dirtied in the page cache (by those writes, and by stores into a shared mapping: the
 mapped commit log), bytes the kernel wrote back to the device, and the sync calls with their latency.
 
-A figure a capture did not take is None with why (`WriteIO.unmeasured`), never 0: a syscall view
-(sysdig) sees writes and syncs, never the page cache's dirtying or writeback.
+A figure a capture did not take is None with why (`WriteIO.unmeasured`), never 0: a capture of
+syscalls only (sysdig) sees writes, never the page cache's dirtying or writeback, nor (sysdig) a sync's file.
 """
 
 from casstrace.analyses.model import FileWrites, WriteIO
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.spectrogram import bucket_upper_ns
 from casstrace.traces import Trace, queries
+from casstrace.traces.capabilities import Capability
 from casstrace.traces.schema import PAGE_BYTES
 
 # the meta measures of the write path, with what each figure is called in a report
 WRITE_MEASURES = {"dirtied": "pages dirtied (mapped too)", "written_back": "bytes written back", "syncs": "sync calls"}
 
-# why a syscall capture cannot see each
-SYSDIG_UNSEEN = {
-    "dirtied": "not visible to a syscall capture (sysdig)",
-    "written_back": "not visible to a syscall capture (sysdig)",
-    "syncs": "not visible to a syscall capture (sysdig): it records them as generic events, without their file",
+# why a capture that sees syscalls only (no page cache) cannot see each
+UNSEEN_BY_SYSCALLS = {
+    "dirtied": "not visible to a syscall capture",
+    "written_back": "not visible to a syscall capture",
+    "syncs": "not visible to a syscall capture: its records of sync calls carry no file",
 }
 
 
@@ -61,13 +62,15 @@ def write_io(trace: Trace, window_ids: list[int]) -> WriteIO:
 
 
 def _unmeasured(trace: Trace, measured: dict[str, bool]) -> dict[str, str]:
-    backend = trace.meta.get("backend")
+    syscalls_only = not trace.captured_with(Capability.PAGE_CACHE_FILLS)
+    backend = trace.meta.get("backend", "capture")
     why = {}
     for name, label in WRITE_MEASURES.items():
         if measured[name]:
             continue
-        if backend == "sysdig":
-            why[label] = SYSDIG_UNSEEN[name]
+        if syscalls_only:
+            what, colon, more = UNSEEN_BY_SYSCALLS[name].partition(":")
+            why[label] = f"{what} ({backend}){colon}{more}"
         elif name in trace.meta.get("measures", {}):
             why[label] = "this kernel has no tracepoint for it"
         else:

@@ -17,12 +17,20 @@ import hashlib
 import re
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, ClassVar
 
 from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import NoHostAvailable, ResultSet, Session
-from cassandra.protocol import ErrorMessage, ResultMessage, SyntaxException, _ProtocolHandler, read_value
+from cassandra.protocol import (
+    ErrorMessage,
+    ExecuteMessage,
+    ResultMessage,
+    SyntaxException,
+    _ProtocolHandler,
+    read_value,
+)
 from cassandra.query import BoundStatement, PreparedStatement
 
 from casstrace.errors import CasstraceError
@@ -79,12 +87,24 @@ class MeasuringResultMessage(ResultMessage):
 
 class MeasuringProtocolHandler(_ProtocolHandler):
     """The driver's pure-Python protocol handler with the measuring RESULT message.
-    (The Cython handler decodes rows in C and never shows the raw values.)"""
+    (The Cython handler decodes rows in C and never shows the raw values.) It also counts the bytes
+    of every EXECUTE request it encodes: the frame, header and body (what a write sends the node;
+    protocol v5 wraps frames in checksummed segments of its own, 10 bytes each, not counted)."""
 
     message_types_by_opcode: ClassVar[dict[int, type]] = {
         **_ProtocolHandler.message_types_by_opcode,
         MeasuringResultMessage.opcode: MeasuringResultMessage,
     }
+    execute_request_bytes: ClassVar[int] = 0  # since the process started; execute() takes differences
+
+    @classmethod
+    def encode_message(
+        cls, msg: Any, stream_id: int, protocol_version: int, compressor: Any, allow_beta_protocol_version: bool
+    ) -> bytes:
+        frame: bytes = super().encode_message(msg, stream_id, protocol_version, compressor, allow_beta_protocol_version)
+        if msg.opcode == ExecuteMessage.opcode:
+            MeasuringProtocolHandler.execute_request_bytes += len(frame)
+        return frame
 
 
 def keep_page(column_names: list[str], rows: MeasuredRows) -> MeasuredRows:
@@ -103,6 +123,7 @@ class QueryResult:
     coordinator: str | None = None  # the address of the node that answered (its first page)
     decode_ns: int = 0  # of latency_s, casstrace's own decoding of the pages (MeasuringResultMessage)
     leaf_digest: str | None = field(default=None, repr=False)  # node.leaves, when asked for; memory only
+    request_bytes: int = 0  # the EXECUTE requests it sent (MeasuringProtocolHandler)
 
 
 def server_message(error: Exception) -> str:
@@ -122,8 +143,9 @@ def execution_failure(error: Exception) -> str:
     return f"{type(error).__name__}: {server_message(error)}"
 
 
-def prepare(session: Session, query: str) -> PreparedStatement:
-    """Check the query on the node (it parses it and resolves keyspace and tables) without running it."""
+def prepare(session: Session, query: str, bind_markers: bool = False) -> PreparedStatement:
+    """Check the query on the node (it parses it and resolves keyspace and tables) without running it.
+    `bind_markers`: the query may have some (a write, whose values casstrace generates)."""
     try:
         with answered_in_time(session, "the query's preparation"):
             prepared = session.prepare(query)
@@ -136,7 +158,7 @@ def prepare(session: Session, query: str) -> PreparedStatement:
             f"the node rejected the query: {server_message(error)}",
             "check the keyspace and table names (give --keyspace or qualify the table as keyspace.table)",
         ) from None
-    if prepared.column_metadata:
+    if prepared.column_metadata and not bind_markers:
         raise CasstraceError(
             f"the query has {len(prepared.column_metadata)} bind marker(s)",
             "write the values into the query instead of ?",
@@ -151,12 +173,15 @@ def _first_page(
     page_size: int | None,
     trace: bool = False,
     timeout_s: float | None = None,
+    values: Sequence[Any] | None = None,
 ) -> tuple[ResultSet, Any]:
     """The result set at its first page, and the future that fetched it (within `timeout_s`, when
-    given, else the session's request timeout)."""
+    given, else the session's request timeout). `values`: the bind markers' (a write's)."""
     statement = BoundStatement(
         prepared, consistency_level=ConsistencyLevel.name_to_value[consistency], fetch_size=page_size or None
     )
+    if values is not None:
+        statement.bind(values)
     timeout = {"timeout": timeout_s} if timeout_s is not None else {}
     future = session.execute_async(statement, trace=trace, **timeout)
     future.row_factory = keep_page
@@ -178,13 +203,15 @@ def execute(
     page_size: int | None = 5000,
     trace: bool = False,
     shape: RowShape | None = None,
+    values: Sequence[Any] | None = None,
 ) -> QueryResult:
     """Run the prepared query once and fetch every page. The session must use
     MeasuringProtocolHandler. page_size None or 0: the node returns everything in one page. `shape`:
     also the digest of the result's leaf values per row key (node.leaves), for a refactor's check."""
     by_leaf = LeafDigest(shape) if shape is not None else None
+    sent_before = MeasuringProtocolHandler.execute_request_bytes
     started = time.perf_counter()
-    result, future = _first_page(session, prepared, consistency, page_size, trace)
+    result, future = _first_page(session, prepared, consistency, page_size, trace, values=values)
     coordinator = getattr(future.coordinator_host, "address", None)
     # Each page is measured and let go as the next one comes: the result is held one page at a time.
     rows = payload_bytes = digest_sum = decode_ns = 0
@@ -213,6 +240,7 @@ def execute(
         coordinator=str(coordinator) if coordinator is not None else None,
         decode_ns=decode_ns,
         leaf_digest=by_leaf.digest() if by_leaf is not None else None,
+        request_bytes=MeasuringProtocolHandler.execute_request_bytes - sent_before,
     )
 
 

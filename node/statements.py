@@ -8,6 +8,10 @@ JSON and SELECT DISTINCT are SELECTs too); everything else — INSERT, UPDATE, D
 TRUNCATE, USE, DDL, GRANT/REVOKE, lightweight transactions (which are conditional INSERT, UPDATE
 or DELETE) — is refused before any connection is made.
 
+One exception, `runnable_statement`: a write (INSERT, UPDATE, DELETE, a BATCH of them) is let
+through to be run on a node casstrace started itself (node.own_sandbox decides, once the node is
+found); everything else is refused as above.
+
 This module imports no driver, so a refusal costs nothing and works on any machine.
 """
 
@@ -86,17 +90,21 @@ def _require_utf8(text: str) -> None:
 
 
 def split_statements(text: str) -> list[str]:
-    """The statements of a CQL text, without comments, blank statements or their final ';'.
-    A comment becomes one space, so that it never joins the words around it."""
+    """The statements of a CQL text, without comments, blank statements or their final ';' (a BATCH is
+    one, from BEGIN to APPLY BATCH, its inner statements' ';' kept). A comment becomes one space, so
+    that it never joins the words around it."""
     _require_utf8(text)
     statements: list[str] = []
     current: list[str] = []
+    words: list[str] = []  # the current statement's words, upper case: a BATCH's ';' end its inner statements
     for token in tokenize(text):
-        if token.kind == ";":
+        if token.kind == ";" and not (words[:1] == ["BEGIN"] and words[-2:] != ["APPLY", "BATCH"]):
             statements.append("".join(current))
-            current = []
+            current, words = [], []
         else:
             current.append(" " if token.kind == "comment" else token.text)
+            if token.kind == "word":
+                words.append(token.text.upper())
     statements.append("".join(current))
     return [statement.strip() for statement in statements if statement.strip()]
 
@@ -118,23 +126,104 @@ def statement_kind(statement: str) -> str:
     return first
 
 
+# The writes `run` may execute on its own sandbox: their kinds as statement_kind says them.
+WRITE_KINDS = frozenset({"INSERT", "UPDATE", "DELETE", "BEGIN BATCH", "BEGIN UNLOGGED BATCH", "BEGIN COUNTER BATCH"})
+
+
 def read_only_statement(text: str) -> str:
     """The one statement of `text` (without comments or the final ';') when it only reads;
     otherwise a CasstraceError saying why. Call it before connecting to anything."""
+    statement, kind = _one_statement(text)
+    if kind != "SELECT":
+        _refuse(kind)
+    _check_names(statement)
+    return statement
+
+
+def runnable_statement(text: str) -> tuple[str, bool]:
+    """The one statement of `text` (without comments or the final ';') and whether it writes: a read,
+    or a write of WRITE_KINDS with bind markers (which only a node casstrace started may run:
+    node.own_sandbox); otherwise a CasstraceError saying why. Call it before connecting to anything."""
+    statement, kind = _one_statement(text)
+    if kind == "SELECT":
+        _check_names(statement)
+        return statement, False
+    if kind not in WRITE_KINDS:
+        _refuse(kind)
+    if kind.endswith("BATCH"):
+        _check_batch(statement)
+    if not _has_bind_marker(statement):
+        raise no_bind_markers(kind)
+    _check_names(statement)
+    return statement, True
+
+
+def _one_statement(text: str) -> tuple[str, str]:
     statements = split_statements(text)
     if len(statements) != 1:
         raise CasstraceError(
             f"expected one CQL statement, found {len(statements)}",
             'give exactly one statement: casstrace run "SELECT ..."',
         )
-    statement = statements[0]
-    kind = statement_kind(statement)
-    if kind != "SELECT":
+    return statements[0], statement_kind(statements[0])
+
+
+def no_bind_markers(kind: str) -> CasstraceError:
+    """Why a write without a bind marker is not run: casstrace only runs reads, and writes of values it
+    generates; repeated, a write of literals would overwrite the same cells, which are not casstrace's."""
+    return CasstraceError(
+        f"refusing to run a {kind} statement without bind markers: casstrace only runs reads, and a write only "
+        "with values it generates, on a sandbox it started (a write of literals would overwrite cells it did not make)",
+        "write the values as ? (at least the key): casstrace fills them with fresh values at every execution",
+    )
+
+
+def _has_bind_marker(statement: str) -> bool:
+    """Whether the statement has a `?` or a `:name` marker outside strings, names and comments."""
+    tokens = [token for token in tokenize(statement) if token.kind not in ("space", "comment")]
+    return any(
+        token.text == "?"
+        or (token.text == ":" and index + 1 < len(tokens) and tokens[index + 1].kind in ("word", "identifier"))
+        for index, token in enumerate(tokens)
+        if token.kind == "symbol"
+    )
+
+
+def writes(statement: str) -> bool:
+    """Whether a statement runnable_statement let through is a write."""
+    return statement_kind(statement) in WRITE_KINDS
+
+
+def written_rows(statement: str) -> int:
+    """The rows a write writes per execution: its INSERT, UPDATE and DELETE statements (a batch's count).
+    The three words are reserved in CQL, so an unquoted name is never one of them."""
+    return sum(
+        token.kind == "word" and token.text.upper() in ("INSERT", "UPDATE", "DELETE") for token in tokenize(statement)
+    )
+
+
+def _check_batch(statement: str) -> None:
+    """A BATCH ends with APPLY BATCH and holds INSERT, UPDATE and DELETE statements only (what follows
+    each of its ';'): anything else in it is refused here, before the node's own parser sees it."""
+    tokens = [token for token in tokenize(statement) if token.kind not in ("space", "comment")]
+    words = [token.text.upper() for token in tokens if token.kind == "word"]
+    inner = [tokens[i + 1].text.upper() for i, token in enumerate(tokens[:-1]) if token.kind == ";"]
+    if words[-2:] != ["APPLY", "BATCH"] or any(word not in ("INSERT", "UPDATE", "DELETE", "APPLY") for word in inner):
         raise CasstraceError(
-            f"refusing to run {kind if kind.startswith('a ') else 'a ' + kind + ' statement'}: "
-            "casstrace only runs reads, and never changes data",
-            "give one SELECT statement (SELECT JSON and SELECT DISTINCT are fine)",
+            "refusing to run a BATCH that is not INSERT, UPDATE and DELETE statements ended by APPLY BATCH",
+            "give BEGIN BATCH INSERT ...; UPDATE ...; APPLY BATCH",
         )
+
+
+def _refuse(kind: str) -> None:
+    raise CasstraceError(
+        f"refusing to run {kind if kind.startswith('a ') else 'a ' + kind + ' statement'}: "
+        "casstrace only runs reads, and never changes data (a write only on a sandbox casstrace started)",
+        "give one SELECT statement (SELECT JSON and SELECT DISTINCT are fine)",
+    )
+
+
+def _check_names(statement: str) -> None:
     for token in tokenize(statement):
         name = token.text[1:-1].replace('""', '"') if token.kind == "identifier" else token.text
         if token.kind in ("identifier", "word") and len(name.encode()) > NAME_LIMIT_BYTES:
@@ -143,7 +232,6 @@ def read_only_statement(text: str) -> str:
                 f"a column's name in at most {NAME_LIMIT_BYTES:,} bytes, so no driver could read the result",
                 "give the column or alias a shorter name",
             )
-    return statement
 
 
 # Literals outside strings (tokenize has already taken strings, quoted identifiers and comments out).

@@ -19,6 +19,12 @@ The tracing's writes to system_traces are writes of another table: no read of th
 The node runs the statement as given; the trace stores it with its literals as `?` (a value typed to
 find a row is often a customer's: node.statements.normalize, watch's), unless `keep_literals` asks to
 keep them.
+
+A write (INSERT, UPDATE, DELETE, BATCH) runs only on a node casstrace started (node.own_sandbox,
+checked once its JVM is found, before anything executes): each execution binds fresh values to the
+statement's markers (node.generated_values), so it writes new rows; the values reach the driver only.
+It has no result to page or sample; the trace's meta 'write' says what each execution wrote, and
+each window's measure client_request_bytes what the client sent.
 """
 
 import itertools
@@ -39,10 +45,12 @@ from casstrace.ledger import process_start
 from casstrace.node import context
 from casstrace.node.cells import whole_cells
 from casstrace.node.connection import ConnectionSettings, NodeSession
+from casstrace.node.generated_values import GeneratedValues
 from casstrace.node.gone import NodeWentAway, going_away, gone_message
 from casstrace.node.jvm import CassandraProcess, ThreadIds, cassandra_at, find_cassandra, java_thread_ids, serving_jvms
 from casstrace.node.leaves import RowShape, statement_shape
 from casstrace.node.leftovers import restore_left_behind
+from casstrace.node.own_sandbox import require_own_sandbox
 from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, Paging, paging, query_shape
 from casstrace.node.query import (
     MeasuringProtocolHandler,
@@ -53,7 +61,7 @@ from casstrace.node.query import (
     query_traces,
 )
 from casstrace.node.replicas import ReplicaSet, replica_set
-from casstrace.node.statements import normalize, read_only_statement
+from casstrace.node.statements import normalize, runnable_statement, statement_kind, writes, written_rows
 from casstrace.node.tracing import SampledSession, nodetool_for, traced_sessions
 from casstrace.orchestration.agents import AgentsCapture, AgentsResult, AgentTarget, TableRef
 from casstrace.orchestration.sources import node_sources
@@ -77,7 +85,7 @@ from casstrace.probes.recording import record
 from casstrace.terminal import warn
 from casstrace.traces import TraceWriter
 from casstrace.traces.capabilities import Capability
-from casstrace.traces.meta import CassandraMeta, QueryTraceSession
+from casstrace.traces.meta import CassandraMeta, QueryTraceSession, WholeCellsMeta, WriteMeta
 from casstrace.traces.rows import NodeRow
 from casstrace.traces.serving import ServingSpans
 
@@ -137,8 +145,9 @@ def stored_statement(query: str, options: RunOptions) -> str:
 
 
 def check_options(options: RunOptions) -> str:
-    """The run's options, before anything connects: the read-only statement to run, or CasstraceError."""
-    query = read_only_statement(options.query)
+    """The run's options, before anything connects: the statement to run (a read, or a write that only a
+    node casstrace started will run), or CasstraceError."""
+    query, _ = runnable_statement(options.query)
     if options.repeat < 1 or options.warmup < 0:
         raise CasstraceError("--repeat must be at least 1 and --warmup at least 0", "give --repeat N (N >= 1)")
     return query
@@ -211,6 +220,8 @@ def plan_run(
             if options.pid is not None
             else cassandra_at(coordinator, options.connection.port, serving=serving)
         )
+        if writes(query):  # before anything reads the node's schema, let alone writes
+            require_own_sandbox(process, options.connection.port)
         cassandra = context.gather(node.session, process, prepared, query, options.keyspace)
     keyspace = options.keyspace or next((t["keyspace"] for t in cassandra["tables"]), None)
     with phases("find replicas"):
@@ -248,7 +259,9 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                     options.connection, options.keyspace, protocol_handler=MeasuringProtocolHandler, token_map=True
                 )
             )
-            prepared = prepare(node.session, query)
+            prepared = prepare(node.session, query, bind_markers=writes(query))
+            # a write's values, one set per execution (refused here when casstrace cannot make them)
+            generated = GeneratedValues([c.type for c in prepared.column_metadata]) if writes(query) else None
         plan = plan_run(node, prepared, query, options, phases)
         process, cassandra, keyspace, targets = plan.process, plan.cassandra, plan.keyspace, plan.targets
         cold: Cold | None = None
@@ -294,27 +307,10 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
                 profiled = ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases)
                 sources.append(profiled)
 
-        with phases("choose page size"):  # before the capture: the sample is no execution's
-            shape = query_shape(
-                node.session,
-                prepared,
-                query,
-                next(iter(cassandra["tables"]), None),
-                process.max_heap_bytes if process is not None else None,
-            )
-            pages = paging(
-                node.session,
-                prepared,
-                options.consistency,
-                options.page_size,
-                options.page_bytes,
-                shape,
-                options.allow_large_rows,
-            )
-            # the result's leaf values, digested in the tracing execution: how its data is told in another shape
-            leaf_shape = statement_shape(node.session, prepared)
-        with phases("sample whole cells"):  # an element or a field: what the node reads is the whole cell
-            cells = whole_cells(node.session, query, options.consistency, options.page_bytes, shape)
+        if generated is not None:  # a write: no result to page, sample or digest
+            pages, leaf_shape, cells = Paging(0, False, None, None, "a write: no result to page"), None, None
+        else:
+            pages, leaf_shape, cells = _read_sample(node, prepared, query, options, cassandra, process, phases)
         if pages.row_over_budget:
             warn(
                 f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "
@@ -347,7 +343,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         def body(windows: Windows) -> str | None:
             with phases("run the query"):
                 ended = _execute_all(
-                    windows, cold, node, prepared, options, pages, executions, own_connections, leaf_shape
+                    windows, cold, node, prepared, options, pages, executions, own_connections, leaf_shape, generated
                 )
             local = process if agents is None else None  # this machine's one JVM of a single-node run
             if ended is not None and local is not None and going_away(local.pid, node_start, options.connection.port):
@@ -406,7 +402,9 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             digested = next((e.result.leaf_digest for e in executions if e.result and e.result.leaf_digest), None)
             if digested is not None:
                 writer.set_meta(leaf_digest=digested)
-            _write_executions(writer, executions)
+            if generated is not None:
+                writer.set_meta(write=_write_meta(query, len(prepared.column_metadata)))
+            _write_executions(writer, executions, write=generated is not None)
             if served:
                 _write_serving(writer, served, [thread_ids] if agents is None else _agents_threads(writer, plan.nodes))
 
@@ -414,6 +412,41 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         if went_away:
             raise NodeWentAway(went_away[0], path)
         return path
+
+
+def _read_sample(
+    node: NodeSession,
+    prepared: PreparedStatement,
+    query: str,
+    options: RunOptions,
+    cassandra: CassandraMeta,
+    process: CassandraProcess | None,
+    phases: Phases,
+) -> tuple[Paging, RowShape | None, WholeCellsMeta | None]:
+    """A read's first rows, sampled before the capture (the sample is no execution's): the page size
+    its executions use, the shape of its result's leaf values (digested in the tracing execution: how
+    its data is told in another shape), and its whole cells when it selects an element or a field."""
+    with phases("choose page size"):
+        shape = query_shape(
+            node.session,
+            prepared,
+            query,
+            next(iter(cassandra["tables"]), None),
+            process.max_heap_bytes if process is not None else None,
+        )
+        pages = paging(
+            node.session,
+            prepared,
+            options.consistency,
+            options.page_size,
+            options.page_bytes,
+            shape,
+            options.allow_large_rows,
+        )
+        leaf_shape = statement_shape(node.session, prepared)
+    with phases("sample whole cells"):  # an element or a field: what the node reads is the whole cell
+        cells = whole_cells(node.session, query, options.consistency, options.page_bytes, shape)
+    return pages, leaf_shape, cells
 
 
 class Cold(Protocol):
@@ -516,12 +549,13 @@ def _execute_all(
     executions: list[Execution],
     own_connections: set[tuple[str, int]],
     leaf_shape: RowShape | None,
+    generated: GeneratedValues | None = None,
 ) -> str | None:
     """Run warmups, measured executions and the tracing execution, each in its own window, adding
     each to `executions` as it starts. Returns why the run stopped early, or None. A failed
     execution is recorded and ends the run; on a signal the one under way is marked interrupted.
     The tracing execution also digests the result's leaf values (`leaf_shape`): no measured one
-    spends the client's time on it."""
+    spends the client's time on it. `generated`: a write's values, fresh for every execution."""
     plan = ["warmup"] * options.warmup + ["measured"] * options.repeat + ["tracing"]
     try:
         for number, kind in enumerate(plan, start=1):
@@ -547,6 +581,7 @@ def _execute_all(
                     pages.page_size,
                     trace=kind != "warmup",
                     shape=leaf_shape if kind == "tracing" else None,
+                    values=generated.values(number) if generated is not None else None,
                 )
             except Exception as error:
                 execution.error = execution_failure(error)
@@ -566,8 +601,12 @@ def _execute_all(
     return None
 
 
-def _write_executions(writer: TraceWriter, executions: list[Execution]) -> None:
-    """executions rows, as the client saw them."""
+def _write_meta(query: str, bind_markers: int) -> WriteMeta:
+    return {"kind": statement_kind(query), "statements": written_rows(query), "bind_markers": bind_markers}
+
+
+def _write_executions(writer: TraceWriter, executions: list[Execution], write: bool = False) -> None:
+    """executions rows, as the client saw them; a write's request bytes too."""
     for execution in executions:
         result = execution.result
         writer.add_execution(
@@ -590,6 +629,18 @@ def _write_executions(writer: TraceWriter, executions: list[Execution]) -> None:
             if execution.result is not None
         ]
     )
+    if write:
+        writer.add_window_measures(
+            [
+                {
+                    "window_id": execution.window_id,
+                    "measure": "client_request_bytes",
+                    "value": execution.result.request_bytes,
+                }
+                for execution in executions
+                if execution.result is not None
+            ]
+        )
 
 
 def _serving_sessions(node: NodeSession, executions: list[Execution], query: str) -> list[tuple[int, SampledSession]]:

@@ -19,7 +19,9 @@ traced sessions' threads, from the scheduler's switches per 1 ms slot; derived b
 "request_cpu_ns" (on-CPU time of every thread of the node's request pools in the execution's window: on a busy
 node, other clients' requests too), "jvm_cpu_ns" (of all its threads), "gc_pause_ns" and "safepoint_ns" (the
 JVM's pauses overlapping the execution), "client_decode_ns" (casstrace's own decoding of the result, in the
-client). executions[].latency_s is the client's round trip.
+client), "client_request_bytes" (a write's EXECUTE request frames, as the client sent them). executions[].latency_s
+is the client's round trip.
+Later in version 2: "write" (a run of a write: its cost per row and per execution; reports/write_cost.py).
 Later in version 2: MEASUREs "serving_cpu_ns" and "traced_ns"; "cpu_per_result" (the node's CPU per row and
 per cell returned).
 Later in version 2: "index_read", the index part of the read by part of the table's index files.
@@ -213,7 +215,7 @@ A ratio is null when its denominator is 0 or unknown.
 import dataclasses
 
 from casstrace.analyses.model import Analysis, FileIO, NodeIO
-from casstrace.reports import common
+from casstrace.reports import common, write_cost
 from casstrace.reports.document import (
     FULL,
     NOT_BRIEF,
@@ -259,6 +261,7 @@ def _head(analysis: Analysis) -> list[Section]:
     per_execution = common.first_screen_row(analysis)
     return [
         Section(None, [Query(analysis.query, analysis.scope)]),
+        *([write_cost.section(analysis.write)] if analysis.write is not None else []),
         Section(
             None,
             [
@@ -393,6 +396,7 @@ def data(analysis: Analysis) -> dict:
         "undetermined_measures": [dataclasses.asdict(u) for u in analysis.undetermined_measures],
         "cpu_per_result": dataclasses.asdict(analysis.cpu_per_result) if analysis.cpu_per_result else None,
         "time_split": dataclasses.asdict(analysis.time_split) if analysis.time_split else None,
+        "write": write_cost.data(analysis.write),
         "writes": write_data(analysis.writes),
     }
 

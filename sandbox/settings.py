@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
+from casstrace.node.own_sandbox import SANDBOX_CONFIG, SANDBOX_PID_FILE, SANDBOX_RECORD
 from casstrace.sandbox.versions import SSTABLE_FORMATS, series_of
 
 DISK_ACCESS_MODES = ("auto", "mmap", "mmap_index_only", "standard")
@@ -124,10 +125,10 @@ class Layout:
 
     def __init__(self, data_dir: str | os.PathLike[str]):
         self.root = Path(data_dir).expanduser().absolute()
-        self.settings = self.root / "sandbox.json"
-        self.pid_file = self.root / "cassandra.pid"
-        self.conf = self.root / "conf"
-        self.yaml = self.conf / "cassandra.yaml"
+        self.settings = self.root / SANDBOX_RECORD
+        self.pid_file = self.root / SANDBOX_PID_FILE
+        self.yaml = self.root / SANDBOX_CONFIG  # node.own_sandbox knows a sandbox's JVM by it
+        self.conf = self.yaml.parent
         self.logback = self.conf / "logback.xml"
         self.tools_logback = self.conf / "logback-tools.xml"
         self.data = self.root / "data"

@@ -65,6 +65,8 @@ MEASURES: dict[str, Measure] = {
         Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)", "threads"),
         Measure("gc_pause_ns", "ns", "max", "GC pauses", "window"),
         Measure("client_decode_ns", "ns", "sum", "Decoding", "window", whose="client"),
+        # the EXECUTE requests' frames a write sent the node (node.query.MeasuringProtocolHandler; run of a write)
+        Measure("client_request_bytes", "bytes", "sum", "Sent to the node", None, whose="client"),
         Measure("safepoint_ns", "ns", "max", "Safepoints", "window"),
     )
 }

@@ -20,6 +20,15 @@ from typing import Any, Literal, NotRequired, TypedDict, Union
 from casstrace.traces.storage import SSTableStorage
 
 
+class WriteMeta(TypedDict):
+    """A run of a write (on casstrace's own sandbox): what each execution wrote. Counts only: the
+    values casstrace generated for its markers are never stored."""
+
+    kind: str  # 'INSERT' | 'UPDATE' | 'DELETE' | 'BEGIN BATCH' | 'BEGIN UNLOGGED BATCH' | 'BEGIN COUNTER BATCH'
+    statements: int  # the rows each execution writes (INSERT, UPDATE or DELETE statements: a batch's count)
+    bind_markers: int  # values generated per execution
+
+
 class ColumnMeta(TypedDict):
     name: str
     type: str  # CQL type, as system_schema.columns writes it
@@ -219,6 +228,7 @@ class TraceMeta(TypedDict, total=False):
     page_size: int | None
     paging: dict[str, int | bool | str | None]
     whole_cells: WholeCellsMeta
+    write: WriteMeta
     node: NodeMeta
     client_addresses: list[str]
     cassandra: CassandraMeta

@@ -70,6 +70,9 @@ Meta keys (values are JSON)
   whole_cells        {"rows": int, "payload_bytes": int, "failed": str (when it did)}: a query selecting an element
                       of a collection or a field of a UDT, its first rows with those columns whole, sampled before
                       the capture (run only; casstrace.node.cells; absent for other queries)
+  write              {"kind": str (INSERT, UPDATE, DELETE, BEGIN [UNLOGGED|COUNTER] BATCH), "statements": int (rows
+                      each execution writes), "bind_markers": int (values casstrace generated per execution, never
+                      stored)}: a run of a write on casstrace's own sandbox (absent for a read)
   node               {"host": str, "port": int, "pid": int}
   client_addresses   ["ip:port"] (run, later in format 4): this client's ends of its connections to the node;
                      the node's sockets with these remote addresses carry the query's results (the wire bytes

@@ -7,6 +7,8 @@ never analysed into an internal error or into figures nobody could have measured
   parsed (Python's json recurses: a 100,000-deep value would exhaust the stack);
 - the windows end where or after they start;
 - executions.latency_s, the client's round trip, is a finite non-negative number;
+- file_io's write figures (format 5) are non-negative numbers, and the pages dirtied through a mapping
+  are some of those dirtied;
 - window_measures: every measure registered (casstrace.traces.measures) and recorded, never derived;
   every value a finite non-negative number within its entry's `at_most`: a span at most its window's
   length; threads' time at most the node's threads (the threads table; PID_MAX_LIMIT when it lists
@@ -90,7 +92,43 @@ def invalid(db: sqlite3.Connection, tables: frozenset[str]) -> Invalid | None:
     bad = _first_not_a_figure(db, "executions", "execution", "latency_s")
     if bad is not None:
         return Invalid("executions", "latency_s", f"execution {bad[0]}'s round trip is {_number_error(bad[1], 's')}")
-    return _measures_invalid(db) if "window_measures" in tables else None
+    found = _writes_invalid(db) if "file_io" in tables else None
+    if found is None and "window_measures" in tables:
+        found = _measures_invalid(db)
+    return found
+
+
+# file_io's write-path figures (format 5): counts of pages, bytes, calls and ns, never negative
+WRITE_FIGURES = {
+    "dirtied_pages": "pages",
+    "mapped_dirtied_pages": "pages",
+    "written_back_bytes": "bytes",
+    "sync_calls": "calls",
+    "sync_ns": "ns",
+}
+
+
+def _writes_invalid(db: sqlite3.Connection) -> Invalid | None:
+    columns = {row[1] for row in db.execute("PRAGMA table_info(file_io)")}
+    for column in WRITE_FIGURES:
+        if column not in columns:
+            return None  # a trace from before format 5
+        bad = _first_not_a_figure(db, "file_io", "file_id, window_id", column)
+        if bad is not None:
+            return Invalid(
+                "file_io", column, f"file {bad[0]} in window {bad[1]}: {_number_error(bad[2], WRITE_FIGURES[column])}"
+            )
+    bad = db.execute(
+        "SELECT file_id, window_id, mapped_dirtied_pages, dirtied_pages FROM file_io"
+        " WHERE mapped_dirtied_pages > dirtied_pages LIMIT 1"
+    ).fetchone()
+    if bad is not None:
+        return Invalid(
+            "file_io",
+            "mapped_dirtied_pages",
+            f"file {bad[0]} in window {bad[1]}: {bad[2]:,} of its {bad[3]:,} dirtied pages dirtied through a mapping",
+        )
+    return None
 
 
 def _measures_invalid(db: sqlite3.Connection) -> Invalid | None:

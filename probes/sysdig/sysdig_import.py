@@ -686,7 +686,7 @@ class ScapImporter:
                 "page_cache": False,
                 "latency": bool(process.paired),
                 "wire": True,
-                # a syscall view: writes, but no page cache; sync calls are generic events (no fd)
+                # a syscall view: writes, but no page cache; sync calls are generic events (no fd, no address)
                 "dirtied": False,
                 "written_back": False,
                 "syncs": False,

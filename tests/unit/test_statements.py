@@ -5,10 +5,12 @@ import pytest
 from casstrace.errors import CasstraceError
 from casstrace.node.statements import (
     read_only_statement,
+    runnable_statement,
     select_shape,
     split_statements,
     statement_kind,
     whole_cell_statement,
+    written_rows,
 )
 
 ACCEPTED = [
@@ -43,7 +45,8 @@ REFUSED = [
     ("UPDATE t SET v = 1 WHERE k = 1 IF v = 0", "UPDATE"),
     ("DELETE FROM t WHERE k = 1", "DELETE"),
     ("DELETE v FROM t WHERE k = 1 IF EXISTS", "DELETE"),
-    ("BEGIN BATCH INSERT INTO t (k) VALUES (1); APPLY BATCH", "found 2"),
+    ("BEGIN BATCH INSERT INTO t (k) VALUES (1); APPLY BATCH", "BEGIN BATCH"),
+    ("BEGIN BATCH INSERT INTO t (k) VALUES (1); APPLY BATCH; DROP TABLE t", "found 2"),
     ("BEGIN UNLOGGED BATCH SELECT k FROM t APPLY BATCH", "BEGIN UNLOGGED BATCH"),
     ("TRUNCATE t", "TRUNCATE"),
     ("TRUNCATE TABLE t", "TRUNCATE"),
@@ -139,3 +142,55 @@ def test_a_user_defined_aggregate_makes_an_aggregate() -> None:
 )
 def test_an_element_or_field_selected_is_replaced_by_its_whole_column(statement, whole):
     assert whole_cell_statement(statement) == whole
+
+
+# -- writes: let through to be run on casstrace's own sandbox only (node.own_sandbox) ---------------
+
+WRITES = [
+    # (text as given, the statement, rows it writes per execution)
+    ("INSERT INTO t (k, v) VALUES (?, ?);", "INSERT INTO t (k, v) VALUES (?, ?)", 1),
+    ("update t SET v = ? WHERE k = ?", "update t SET v = ? WHERE k = ?", 1),
+    ("UPDATE t SET v = :v WHERE k = :key", None, 1),
+    ("DELETE FROM t WHERE k = ? -- gone", "DELETE FROM t WHERE k = ?", 1),
+    ("INSERT INTO t (k, v) VALUES (?, 'insert; update') IF NOT EXISTS", None, 1),
+    (
+        "BEGIN UNLOGGED BATCH INSERT INTO t (k) VALUES (?); INSERT INTO t (k) VALUES (?); "
+        "UPDATE t SET v = 'DELETE' WHERE k = ?; APPLY BATCH;",
+        "BEGIN UNLOGGED BATCH INSERT INTO t (k) VALUES (?); INSERT INTO t (k) VALUES (?); "
+        "UPDATE t SET v = 'DELETE' WHERE k = ?; APPLY BATCH",
+        3,
+    ),
+    ("BEGIN BATCH USING TIMESTAMP 1 DELETE FROM t WHERE k = ? INSERT INTO t (k) VALUES (?) APPLY BATCH", None, 2),
+]
+
+
+@pytest.mark.parametrize("text, statement, rows", WRITES)
+def test_writes_are_runnable_and_counted_but_never_read_only(text, statement, rows):
+    runnable, writes = runnable_statement(text)
+    assert writes and runnable == (statement or text)
+    assert written_rows(runnable) == rows
+    with pytest.raises(CasstraceError, match="casstrace only runs reads"):
+        read_only_statement(text)
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("TRUNCATE t", "TRUNCATE"),
+        ("DROP TABLE t", "DROP TABLE"),
+        ("BEGIN BATCH INSERT INTO t (k) VALUES (?); TRUNCATE t; APPLY BATCH", "INSERT, UPDATE and DELETE"),
+        ("BEGIN BATCH INSERT INTO t (k) VALUES (?); DROP TABLE t", "ended by APPLY BATCH"),
+        ("INSERT INTO t (k) VALUES (?); DROP TABLE t", "found 2"),
+        ("INSERT INTO t (k, v) VALUES (1, '?')", "without bind markers"),
+        ("DELETE FROM t WHERE k = 1 -- ?", "without bind markers"),
+        ('UPDATE t SET "?" = 1 WHERE k = 2', "without bind markers"),
+    ],
+)
+def test_what_is_neither_a_read_nor_a_write_is_refused_even_on_a_sandbox(text, said):
+    with pytest.raises(CasstraceError) as refused:
+        runnable_statement(text)
+    assert said in refused.value.message and refused.value.fix
+
+
+def test_a_select_is_runnable_and_no_write():
+    assert runnable_statement("SELECT k FROM t;") == ("SELECT k FROM t", False)

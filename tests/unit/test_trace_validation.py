@@ -70,6 +70,16 @@ EDITS = {
         "window_measures, field value",
         "gc_pause_ns of window 1 is 2,000,000,000 ns, more than the window's length (400,000,000 ns)",
     ),
+    "negative written back": (
+        "INSERT INTO file_io(window_id, file_id, written_back_bytes) VALUES (1, 1, -4096)",
+        "file_io, field written_back_bytes",
+        "file 1 in window 1: -4,096 bytes, negative",
+    ),
+    "mapped dirtied past dirtied": (
+        "INSERT INTO file_io(window_id, file_id, dirtied_pages, mapped_dirtied_pages) VALUES (1, 1, 2, 5)",
+        "file_io, field mapped_dirtied_pages",
+        "file 1 in window 1: 5 of its 2 dirtied pages dirtied through a mapping",
+    ),
     "window backwards": (
         "UPDATE windows SET end_ns = start_ns - 1 WHERE window_id = 2",
         "windows, field end_ns",

@@ -118,7 +118,7 @@ def test_a_figure_not_measured_is_said_so_with_why(tmp_path, backend):
     why = "not visible to a syscall capture (sysdig)" if backend == "sysdig" else "this kernel has no tracepoint for it"
     unmeasured = {"pages dirtied (mapped too)": why, "bytes written back": why}
     if backend == "sysdig":
-        unmeasured["sync calls"] = why + ": it records them as generic events, without their file"
+        unmeasured["sync calls"] = why + ": its records of sync calls carry no file"
     assert analysis.writes.unmeasured == unmeasured
     text = render(analysis, "text")
     assert f"pages dirtied (mapped too): {why}" in text and "not measured" in text
