@@ -26,6 +26,26 @@ per measured execution; a measure that was not taken is null, never 0.
                                       request pools'; null: not measured),
               "query": SIDE}]
 }
+
+`sweep --tables` (the many-tables study), version 1 too; per point, figures of the whole load:
+{
+  "version": 1, "kind": "tables sweep",
+  "writes": int, "value_bytes": int,  writes per point, spread over its N tables; bytes of each value
+  "findings": [str], "warnings": [str], "context": {...},
+  "points": [{"tables": int (N), "writes": int (acknowledged), "failed_writes": int,
+              "load_s": float, "throughput": float | null (writes acknowledged per second of the load),
+              "flushes": int | null, "flush_sizes": [int] | null   the capture's: each flush's new SSTable,
+                                                                   bytes of all its components, smallest first,
+              "compaction_read_bytes": int | null,     the capture's: Data bytes the compactions read,
+              "compaction_written_bytes": int | null,  bytes of every component they wrote,
+              "received_bytes": int | null,            mutation bytes the flushed memtables held (the node's log),
+              "write_amplification": float | null,     (flush + compaction bytes written) / received_bytes,
+              "heap_used_bytes": int | null,           the JVM's heap in use at the load's end (jcmd GC.heap_info),
+              "node_flushes": int | null,              the node's memtable switches (nodetool tablestats),
+              "node_compactions": int | null, "node_compaction_in_bytes": int | null,
+              "node_compaction_out_bytes": int | null, its system.compaction_history (Data bytes),
+              "trace": str}]
+}
 """
 
 import dataclasses

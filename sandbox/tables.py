@@ -32,6 +32,7 @@ from casstrace.errors import CasstraceError
 from casstrace.node.generated_values import GeneratedValues
 from casstrace.node.jvm import jcmd_command, run_tool
 from casstrace.sandbox.control import Sandbox
+from casstrace.sandbox.sweep import MAX_ROW_BYTES
 
 TABLES_KEYSPACE = "casstrace_tables"
 IN_FLIGHT = 32  # writes in flight: enough to keep a sandbox node's 2 cores busy
@@ -60,6 +61,12 @@ class TablesPlan:
             raise CasstraceError(
                 "the sweep needs table counts of 1 or more",
                 "give --tables N (1 or more), once per point, e.g. --tables 1 --tables 10 --tables 100",
+            )
+        if self.value_bytes > MAX_ROW_BYTES:
+            raise CasstraceError(
+                f"a value of {self.value_bytes:,} bytes is more than Cassandra takes in one write "
+                f"({MAX_ROW_BYTES / 2**20:.0f} MiB here)",
+                "lower --value-bytes",
             )
         if self.writes < max(self.tables):
             raise CasstraceError(
