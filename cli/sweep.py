@@ -5,10 +5,10 @@ N fields or N rows); with --tables the many-tables study (the same writes spread
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -17,6 +17,8 @@ from casstrace.cli.options import CELL_BYTES, COLUMNS, EXECUTIONS, ROWS, TABLES,
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 from casstrace.outputs import check_output
+
+Point = TypeVar("Point")
 
 if TYPE_CHECKING:
     from casstrace.analyses.verdict_rule import VerdictRule
@@ -298,7 +300,7 @@ def sweep_tables(
     from casstrace.analyses.watch import analyse_watch
     from casstrace.reports import default_output, report_format
     from casstrace.reports.sweep import tables_document
-    from casstrace.sandbox.tables import IN_FLIGHT, TablesPlan, TablesRun, run_tables, trace_path
+    from casstrace.sandbox.tables import IN_FLIGHT, TablesPlan, run_tables, trace_path
 
     format_, output, force, color = delivery
     plan = TablesPlan(tables=tuple(sorted(set(table_counts))), writes=writes, value_bytes=value_bytes, keep=keep)
@@ -306,28 +308,13 @@ def sweep_tables(
     sandbox, traces_dir, traces = prepared(
         data_dir, traces_dir, lambda directory: [trace_path(directory, n) for n in plan.tables], output, force
     )
-    click.echo(
-        f"casstrace: the sweep writes to its own tables in the keyspace {plan.keyspace} of {sandbox.host}:"
-        f"{sandbox.native_port}" + (" and keeps them (--keep)" if keep else ", each dropped once traced"),
-        err=True,
-    )
+    announce(sandbox, plan.keyspace, keep)
     started = time.monotonic()
-    done: list[TablesRun] = []
-    stopped = None
-    with click.progressbar(
-        length=len(traces), label="Sweep", file=sys.stderr, show_pos=True, item_show_func=lambda label: label
-    ) as bar:
-        with contextlib.closing(
-            run_tables(sandbox, plan, traces_dir, progress=lambda label: bar.update(0, label), force=force)
-        ) as points:
-            try:
-                for point in points:
-                    done.append(point)
-                    bar.update(1)
-            except KeyboardInterrupt:
-                stopped = f"interrupted after {len(done)} of {len(traces)} table counts"
-    if not done:
-        raise click.exceptions.Abort()
+    done, stopped = each_point(
+        lambda progress: run_tables(sandbox, plan, traces_dir, progress=progress, force=force),
+        len(traces),
+        "table counts",
+    )
     measured = []
     for run in done:
         watched = analyse_watch(run.trace)
@@ -358,6 +345,38 @@ def sweep_tables(
     if output is None:
         output = default_output(format_, traces_dir / f"sweep{report_format(format_).suffix}")
     deliver(tables_document(sweep), format_, output, color, incomplete + sweep.findings, force, inputs=traces)
+
+
+def announce(sandbox: "Sandbox", keyspace: str, keep: bool) -> None:
+    """Say where a sweep creates its tables, before it does."""
+    click.echo(
+        f"casstrace: the sweep creates its tables in the keyspace {keyspace} of {sandbox.host}:"
+        f"{sandbox.native_port}" + (" and keeps them (--keep)" if keep else ", dropped once traced"),
+        err=True,
+    )
+
+
+def each_point(
+    points: "Callable[[Callable[[str], None]], Generator[Point, None, None]]", total: int, what: str
+) -> "tuple[list[Point], str | None]":
+    """Run a sweep's points (`points(progress)`) under a progress bar of `total` steps: those done, and
+    why it stopped early (Ctrl-C: the generator closed, so it drops what it created), None if it did not.
+    None done: the sweep is aborted."""
+    done: list[Point] = []
+    stopped = None
+    with click.progressbar(
+        length=total, label="Sweep", file=sys.stderr, show_pos=True, item_show_func=lambda label: label
+    ) as bar:
+        with contextlib.closing(points(lambda label: bar.update(0, label))) as running:
+            try:
+                for point in running:
+                    done.append(point)
+                    bar.update(1)
+            except KeyboardInterrupt:
+                stopped = f"interrupted after {len(done)} of {total} {what}"
+    if not done:
+        raise click.exceptions.Abort()
+    return done, stopped
 
 
 def prepared(
@@ -405,7 +424,7 @@ def sweep_layouts(
     from casstrace.analyses.sweep import summarise_layouts
     from casstrace.reports import default_output, report_format
     from casstrace.reports.sweep import layout_document
-    from casstrace.sandbox.layouts import LAYOUTS, LayoutPlan, LayoutRun, run_layouts, trace_path
+    from casstrace.sandbox.layouts import LAYOUTS, LayoutPlan, run_layouts, trace_path
 
     repeat, warmup, keep = runs_asked
     format_, output, force, color = delivery
@@ -426,28 +445,11 @@ def sweep_layouts(
         output,
         force,
     )
-    click.echo(
-        f"casstrace: the sweep creates its tables in the keyspace {plan.keyspace} of {sandbox.host}:"
-        f"{sandbox.native_port}" + (" and keeps them (--keep)" if keep else ", dropped once traced"),
-        err=True,
-    )
+    announce(sandbox, plan.keyspace, keep)
     started = time.monotonic()
-    done: list[LayoutRun] = []
-    stopped = None
-    with click.progressbar(
-        length=len(traces), label="Sweep", file=sys.stderr, show_pos=True, item_show_func=lambda label: label
-    ) as bar:
-        with contextlib.closing(
-            run_layouts(sandbox, plan, traces_dir, progress=lambda label: bar.update(0, label), force=force)
-        ) as points:
-            try:
-                for point in points:
-                    done.append(point)
-                    bar.update(1)
-            except KeyboardInterrupt:
-                stopped = f"interrupted after {len(done)} of {len(traces)} traces"
-    if not done:
-        raise click.exceptions.Abort()
+    done, stopped = each_point(
+        lambda progress: run_layouts(sandbox, plan, traces_dir, progress=progress, force=force), len(traces), "traces"
+    )
     context = {
         "Node": f"{sandbox.host}:{sandbox.native_port} ({sandbox.data_dir})",
         "Keyspace": f"{plan.keyspace}: " + ("kept" if keep else "each table dropped once traced, the keyspace after"),

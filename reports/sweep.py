@@ -169,15 +169,22 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
 
-def data(sweep: Sweep) -> dict:
+def _data(kind: str, swept: Sweep | LayoutSweep | TablesSweep, sizes: dict) -> dict:
+    """The head of a sweep report's data: its version and kind, what every point had (`sizes`), its
+    findings, warnings and context."""
     return {
         "version": VERSION,
-        "kind": "sweep",
-        "rows": sweep.rows,
-        "cell_bytes": sweep.cell_bytes,
-        "findings": sweep.findings,
-        "warnings": sweep.warnings,
-        "context": sweep.context,
+        "kind": kind,
+        **sizes,
+        "findings": swept.findings,
+        "warnings": swept.warnings,
+        "context": swept.context,
+    }
+
+
+def data(sweep: Sweep) -> dict:
+    return {
+        **_data("sweep", sweep, {"rows": sweep.rows, "cell_bytes": sweep.cell_bytes}),
         "fits": {name: dataclasses.asdict(fit) for name, fit in sweep.fits.items()},
         "points": [
             {
@@ -257,13 +264,7 @@ def _layout_row(p: LayoutPoint) -> tuple[str, ...]:
 
 def layout_data(sweep: LayoutSweep) -> dict:
     return {
-        "version": VERSION,
-        "kind": "layout sweep",
-        "rows": sweep.rows,
-        "row_bytes": sweep.row_bytes,
-        "findings": sweep.findings,
-        "warnings": sweep.warnings,
-        "context": sweep.context,
+        **_data("layout sweep", sweep, {"rows": sweep.rows, "row_bytes": sweep.row_bytes}),
         "points": [
             {
                 "layout": p.layout,
@@ -389,13 +390,7 @@ def _tables_row(p: TablesPoint) -> tuple[str, ...]:
 
 def tables_data(sweep: TablesSweep) -> dict:
     return {
-        "version": VERSION,
-        "kind": "tables sweep",
-        "writes": sweep.writes,
-        "value_bytes": sweep.value_bytes,
-        "findings": sweep.findings,
-        "warnings": sweep.warnings,
-        "context": sweep.context,
+        **_data("tables sweep", sweep, {"writes": sweep.writes, "value_bytes": sweep.value_bytes}),
         "points": [
             {
                 "tables": p.tables,

@@ -32,7 +32,7 @@ from casstrace.errors import CasstraceError
 from casstrace.node.generated_values import GeneratedValues
 from casstrace.node.jvm import jcmd_command, run_tool
 from casstrace.sandbox.control import Sandbox
-from casstrace.sandbox.sweep import MAX_ROW_BYTES
+from casstrace.sandbox.sweep import MAX_ROW_BYTES, keyspace_of_its_own
 
 TABLES_KEYSPACE = "casstrace_tables"
 IN_FLIGHT = 32  # writes in flight: enough to keep a sandbox node's 2 cores busy
@@ -118,15 +118,7 @@ def run_tables(
     assert process is not None  # require_own_sandbox refuses a port no JVM here serves
     pid = process.pid
     connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
-    with sandbox.connect() as session:
-        existed = session.execute(
-            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s", (plan.keyspace,)
-        ).one()
-        session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {plan.keyspace} WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
-    try:
+    with keyspace_of_its_own(sandbox, plan.keyspace, plan.keep):
         for tables in plan.tables:
             label = f"N={tables}"
             progress(f"{label}: creating the tables")
@@ -150,10 +142,6 @@ def run_tables(
                 if not plan.keep:
                     _drop(session, tables)
             yield TablesRun(tables, trace, load.writes, load.failed, load.seconds, load.heap_used_bytes, history)
-    finally:
-        if not plan.keep and existed is None:
-            with sandbox.connect() as session:
-                session.execute(f"DROP KEYSPACE IF EXISTS {plan.keyspace}")
 
 
 class PointLoad:

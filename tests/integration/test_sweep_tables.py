@@ -18,22 +18,10 @@ WRITES, VALUE_BYTES = 6_000, 2_000  # 12 MB of mutations a point: each point's f
 def two_points(tmp_path_factory, sandbox):
     directory = tmp_path_factory.mktemp("sweep-tables")
     report = directory / "sweep.json"
-    done = casstrace(
-        "sweep",
-        "--data-dir",
-        sandbox.data_dir,
-        *(argument for n in TABLES for argument in ("--tables", n)),
-        "--writes",
-        WRITES,
-        "--value-bytes",
-        VALUE_BYTES,
-        "--traces-dir",
-        directory / "traces",
-        "--format",
-        "json",
-        "--output",
-        report,
-    )
+    load = [argument for n in TABLES for argument in ("--tables", n)]
+    load += ["--writes", WRITES, "--value-bytes", VALUE_BYTES]
+    out = ["--traces-dir", directory / "traces", "--format", "json", "--output", report]
+    done = casstrace("sweep", "--data-dir", sandbox.data_dir, *load, *out)
     assert done.returncode == 0, done.stderr
     return json.loads(report.read_text())
 
