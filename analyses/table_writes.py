@@ -10,10 +10,12 @@ merges; the components it opens of its own output are not its input), its bytes 
 every component of its output.
 
 Write amplification: the bytes the node wrote to disk for the table in the watch (flush and compaction
-writes of its SSTables) ÷ the bytes of mutations it received in the watch, as the node counts them in
-its memtables (serialized bytes; the node's figures in meta `table_background`, node.tablestats and
-node.flush_log). A watch shorter than a flush cycle sees flushes of what came before it: the ratio
-holds over a watch long against the table's flush interval.
+writes of its SSTables) ÷ the bytes of the mutations it received, as the node counts them in its
+memtables: the serialized bytes of the memtables it flushed in the watch (meta `table_background`,
+from the node's log: node.flush_log). Set against the memtables flushed, not the mutations that
+arrived, each byte written is set against the mutations it came from: writes still in a memtable
+have cost no disk write yet. (Cassandra 5.0 has no per-table count of the bytes a table received; the
+wire bytes of write statements are known for the sampled ones only.)
 
 Pure: a tally of the thread_io rows (tally_writes), added up over intervals like the watch's own
 figures (analyses.watch.WatchTally), then summarised with the node's readings (table_writes).
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from casstrace.analyses.amplification import SYSTEM_KEYSPACES
 from casstrace.analyses.query import parse_select
 from casstrace.analyses.units import human_bytes
 from casstrace.traces.meta import TableBackgroundMeta
@@ -34,8 +37,9 @@ from casstrace.traces.thread_roles import Role, role_of
 # A flush smaller than this makes an SSTable compaction soon rewrites (cassandra-many-tables.md: many
 # tables share the memtable space, so each flushes little, often).
 SMALL_FLUSH_BYTES = 1 << 20
-# So many tables flushing small SSTables in one watch is the many-tables pattern (or too little
-# memtable space); one table flushing small is the flushes someone forced, or a table of little traffic.
+# So many of the user's tables flushing small SSTables in one watch is the many-tables pattern (or too
+# little memtable space); one table flushing small is the flushes someone forced, or a table of little
+# traffic.
 MANY_SMALL_FLUSHING_TABLES = 10
 
 TableCause = Literal["small_flushes", "compaction_behind"]
@@ -113,7 +117,7 @@ class TableWrites:
     flush_sizes: list[int] | None  # each flush's new SSTable, bytes, smallest first
     compaction_read_bytes: int | None  # Data bytes its compactions read
     compaction_written_bytes: int | None
-    received_bytes: int | None  # mutation bytes it received (the node's memtable accounting)
+    received_bytes: int | None  # mutation bytes of the memtables it flushed (the node's log)
     pending_compactions_start: int | None
     pending_compactions_end: int | None
     pending_compactions_max: int | None  # the most of the node's readings
@@ -215,7 +219,9 @@ def table_findings(tables: list[TableWrites]) -> list[TableFinding]:
 
 
 def _small_flushes(tables: list[TableWrites]) -> TableFinding | None:
-    small = [t for t in tables if t.small_flushes]
+    # The node's own tables flush small by design (a schema change flushes the schema's tables): not
+    # the tables a user made too many of.
+    small = [t for t in tables if t.small_flushes and t.table.split(".", 1)[0] not in SYSTEM_KEYSPACES]
     if len(small) < MANY_SMALL_FLUSHING_TABLES:
         return None
     flushes = sum(t.small_flushes for t in small)

@@ -16,7 +16,7 @@ HEADERS = (
     "Each flush (smallest – largest)",
     "Compaction read",
     "Compaction written",
-    "Mutations received",
+    "Mutations flushed",
     "Write amplification",
     "Pending compactions (start → end, max)",
     "SSTables / read (mean, max)",
@@ -27,8 +27,8 @@ def section(tables: list[TableWrites], findings: list[TableFinding]) -> Section:
     blocks: list[Block] = [
         Paragraph(
             "Per table, what the node wrote to disk for it during the watch (its flush and compaction threads' "
-            "writes to its SSTables) against the mutation bytes it received (the node's memtable accounting): "
-            "the write amplification."
+            "writes to its SSTables) against the mutation bytes of the memtables it flushed (their serialized bytes, "
+            "as the node's log says): the write amplification."
         )
     ]
     if findings:

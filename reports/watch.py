@@ -43,8 +43,9 @@ was not measured is null, never 0.
     "tables": [{"table": str,     most bytes written first; any figure null: not measured
                 "flushes": int, "flush_bytes": int, "flush_sizes": [int] (each flush's new SSTable, smallest first),
                 "compaction_read_bytes": int (Data bytes its compactions read), "compaction_written_bytes": int,
-                "written_bytes": int (flushes + compactions), "received_bytes": int (mutation bytes received:
-                the node's memtable accounting), "write_amplification": float (written ÷ received),
+                "written_bytes": int (flushes + compactions), "received_bytes": int (mutation bytes of the
+                memtables it flushed: their serialized bytes, the node's log),
+                "write_amplification": float (written ÷ received),
                 "pending_compactions_start", "pending_compactions_end", "pending_compactions_max": int,
                 "sstables_per_read": {"reads": int, "mean": float, "most": int} | null (sampled reads)}],
     "findings": [{"cause": "small_flushes" | "compaction_behind", "title": str, "tables": [str],

@@ -130,35 +130,37 @@ def _folio_order_field() -> bool:
 
 WINDOW_WRITE_MAPS = ("dirtied_pages", "written_back", "sync_latency")  # capture.c's, per window and file
 
-# The write path's tracepoints, by the measure each takes (capture.c's program for it): the first this
-# kernel has. Pages dirtied, by the thread that dirtied them; pages written back, by any thread: ext4's
+# The write path's tracepoints, by the measure each takes (capture.c reads them raw, with kernel_btf's
+# offsets). Pages dirtied, by the thread that dirtied them; pages written back, by any thread: ext4's
 # writepages result counts each page sent, for background writeback and a sync alike (the generic
 # writeback_single_inode misses fsync's, which never goes through it; wbc_writepage only sees file
 # systems with a ->writepage).
 WRITE_PATH_TRACEPOINTS = {
-    "dirtied": (("writeback", "writeback_dirty_folio"), ("writeback", "writeback_dirty_page")),
-    "written_back": (("ext4", "ext4_writepages_result"),),
+    "dirtied": ("writeback", "writeback_dirty_folio", "HAS_DIRTY_FOLIO"),
+    "written_back": ("ext4", "ext4_writepages_result", "HAS_WRITEPAGES_RESULT"),
 }
-WRITE_PATH_PROGRAMS = {"dirtied": "on_dirty_folio", "written_back": "on_writepages_result"}
-
-
-def _folio_defines() -> list[str]:
-    """Where a folio's size is, for capture.c's raw dirtying program (FOLIO_HEAD_BIT -1: nowhere known)."""
-    layout = kernel_btf.folio_layout() if "dirtied" in write_path_tracepoints() else None
-    if layout is None or write_path_tracepoints()["dirtied"] != "writeback:writeback_dirty_folio":
-        return ["-DFOLIO_HEAD_BIT=-1", "-DFOLIO_ORDER_OFFSET=0"]
-    return [f"-DFOLIO_HEAD_BIT={layout.head_bit}", f"-DFOLIO_ORDER_OFFSET={layout.order_offset}"]
 
 
 def write_path_tracepoints() -> dict[str, str]:
-    """measure -> 'category:name' of the tracepoint that takes it here (absent: this kernel has none)."""
-    found = {}
-    for measure, candidates in WRITE_PATH_TRACEPOINTS.items():
-        for category, name in candidates:
-            if (TRACEFS / "events" / category / name / "format").is_file():
-                found[measure] = f"{category}:{name}"
-                break
-    return found
+    """measure -> 'category:name' of the tracepoint that takes it here (absent: this kernel has none,
+    or its BTF does not say where the members read are)."""
+    if kernel_btf.kernel_layout() is None:
+        return {}
+    return {
+        measure: f"{category}:{name}"
+        for measure, (category, name, _) in WRITE_PATH_TRACEPOINTS.items()
+        if (TRACEFS / "events" / category / name / "format").is_file()
+    }
+
+
+def _write_path_defines() -> list[str]:
+    """The raw write-path programs to build (capture.c HAS_*), with the kernel's offsets they read."""
+    taken = write_path_tracepoints()
+    defines = [f"-D{macro}={int(measure in taken)}" for measure, (_, _, macro) in WRITE_PATH_TRACEPOINTS.items()]
+    layout = kernel_btf.kernel_layout()
+    if layout is not None:
+        defines += [f"-D{name.upper()}={value}" for name, value in layout._asdict().items()]
+    return defines
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ def _loaded_program(options: ProgramOptions) -> Any:
         *c_defines(),
         f"-DTHREAD_SLOT_NS={options.thread_slot_ns}ULL",
         f"-DALL_SYSCALLS={int(options.all_syscalls)}",
-        *_folio_defines(),
+        *_write_path_defines(),
     ]
     try:
         bpf = BPF(text=source, cflags=cflags)
@@ -211,8 +213,6 @@ def _loaded_program(options: ProgramOptions) -> Any:
             flags[ctypes.c_int(nr)] = ctypes.c_uint8(value)
     if not options.all_syscalls:
         _attach_captured_syscalls(bpf)
-    for measure, tracepoint in write_path_tracepoints().items():
-        bpf.attach_tracepoint(tp=tracepoint.encode(), fn_name=WRITE_PATH_PROGRAMS[measure].encode())
     octaves = bpf[b"octaves"]
     for k, (first, limits) in enumerate(latency_octaves()):
         leaf = octaves.Leaf()

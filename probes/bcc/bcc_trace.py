@@ -220,16 +220,6 @@ class TraceBuilder:
     def page_file(self, kernel_dev: int, inode: int) -> int:
         return self.inode_file(proc_fds.user_dev(kernel_dev), inode)
 
-    def dirtied_file(self, kernel_bdi: int, inode: int) -> int:
-        """The file of a dirtied page, named by its backing device: the process's file of that inode on
-        that device, or on a partition of it (a partition's pages go to its disk's backing device)."""
-        bdi = proc_fds.user_dev(kernel_bdi)
-        if (bdi, inode) not in self._named_inodes():
-            for dev, named_inode in self._named_inodes():
-                if named_inode == inode and proc_fds.backing_device(dev) == bdi:
-                    return self.inode_file(dev, inode)
-        return self.inode_file(bdi, inode)
-
     def address_file(self, address: int) -> int:
         """The file mapped at an address of the process (msync's), at the capture's start or end."""
         for mapping in self.capture.address_mappings:
@@ -277,9 +267,9 @@ class TraceBuilder:
                     named[(descriptor.dev, descriptor.inode)] = descriptor
             wanted = {
                 (proc_fds.user_dev(key.dev), key.inode)
-                for name in ("page_cache_pages", "written_back")
+                for name in ("page_cache_pages", "dirtied_pages", "written_back")
                 for key, _ in self.tables.get(name, ())
-            } | {(proc_fds.user_dev(key.bdi), key.inode) for key, _ in self.tables.get("dirtied_pages", ())}
+            }
             missing = wanted - named.keys()
             if missing and self.capture.extra_dirs:
                 for key, path in proc_fds.files_under(self.capture.pid, self.capture.extra_dirs, missing).items():
@@ -290,8 +280,6 @@ class TraceBuilder:
     def file_of(self, source: int, fd_or_dev: int, gen_or_inode: int) -> int:
         if source == Source.SYSCALL:
             return self.fd_file(gen_or_inode >> GEN_BITS, fd_or_dev, gen_or_inode & ((1 << GEN_BITS) - 1))
-        if source == Source.BACKING_DEV:
-            return self.dirtied_file(fd_or_dev, gen_or_inode)
         if source == Source.ADDRESS:
             return self.address_file(gen_or_inode)
         return self.page_file(fd_or_dev, gen_or_inode)
@@ -381,7 +369,7 @@ class TraceBuilder:
         """Pages dirtied, bytes written back and sync calls, into each window's and file's file_io row;
         the sync calls' spectrogram."""
         for key, dirtied in self.tables.get("dirtied_pages", ()):
-            totals = row(key.epoch, self.dirtied_file(key.bdi, key.inode))
+            totals = row(key.epoch, self.page_file(key.dev, key.inode))
             totals["dirtied_pages"] += dirtied.pages
             totals["mapped_dirtied_pages"] += dirtied.mapped_pages
         # Writeback is counted by inode (it runs in kernel threads): a file of another file system
@@ -405,8 +393,8 @@ class TraceBuilder:
 
     @functools.cached_property
     def _dirtied_inodes(self) -> set[tuple[int, int]]:
-        """(kernel dev, inode) of the files whose pages the process dirtied, named on their own device."""
-        return {(key.bdi, key.inode) for key, _ in self.tables.get("dirtied_pages", ())}
+        """(kernel dev, inode) of the files whose pages the process dirtied."""
+        return {(key.dev, key.inode) for key, _ in self.tables.get("dirtied_pages", ())}
 
     def _coverage(self) -> None:
         bitmaps: dict[tuple[int, int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))

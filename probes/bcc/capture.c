@@ -182,20 +182,14 @@ struct latency_key {
 };
 BPF_HASH(latency_hist, struct latency_key, u64, MAP_ENTRIES);
 
-// The write path, per window and file: pages dirtied in the page cache by the process's threads
-// (writeback_dirty_folio names the file by its backing device and inode), of which outside any
-// syscall (stores into a shared mapping); bytes written back to the device (ext4_writepages_result,
-// by the file system's dev and inode, in whatever thread: the flusher, or a sync); sync calls' latency.
-struct dirty_key {
-    u32 epoch;
-    u32 bdi;           // the backing device's dev (kernel encoding)
-    u64 inode;
-};
+// The write path, per window and file (dev, inode): pages dirtied in the page cache by the process's
+// threads, of which outside any syscall (stores into a shared mapping); pages written back to the
+// device (in whatever thread: the flusher, or a sync); sync calls' latency.
 struct dirtied {
     u64 pages;
     u64 mapped_pages;
 };
-BPF_HASH(dirtied_pages, struct dirty_key, struct dirtied, MAP_ENTRIES);
+BPF_HASH(dirtied_pages, struct page_key, struct dirtied, MAP_ENTRIES);
 BPF_HASH(written_back, struct page_key, u64, MAP_ENTRIES);   // pages
 // Inodes whose writeback counts: those the process dirtied, and its files open or mapped at the start
 // (written by userspace). Writeback runs in kernel threads: no pid tells whose file it is.
@@ -914,138 +908,94 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
     return 0;
 }
 
-// A page of a file turned dirty, in the thread that dirtied it: inside a write syscall, or a store into
-// a shared mapping (a fault outside any syscall). One event per folio, of as many pages as the raw
-// program below measured (1 where the kernel's BTF does not tell). Attached by bcc_capture.py where
-// the tracepoint exists (5.17+; writeback_dirty_page before, same record).
-struct dirty_folio_args {
-    u64 common;
-    char bdi_name[32];  // the backing device, "MAJOR:MINOR"
-    u64 ino;
-    u64 index;
-};
+// The write path's raw tracepoints, attached where this kernel has them and its BTF gives the offsets
+// read (kernel_btf.py: a raw program is never skipped while another BPF program holds the CPU, as a perf
+// tracepoint's is). Their arguments are kernel objects: only the members named there are read.
 
-// "MAJOR:MINOR" as the kernel encodes a dev (major << 20 | minor); 0 when it is no such name.
-static __always_inline u32 bdi_dev(const char *name) {
-    u32 major = 0, minor = 0;
-    bool in_minor = false;
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        char ch = name[i];
-        if (ch == 0)
-            return in_minor ? (major << 20) | minor : 0;
-        if (ch == ':' && !in_minor) {
-            in_minor = true;
-        } else if (ch >= '0' && ch <= '9') {
-            if (in_minor)
-                minor = minor * 10 + (ch - '0');
-            else
-                major = major * 10 + (ch - '0');
-        } else {
-            return 0;
-        }
-    }
-    return 0;
-}
-
-#if FOLIO_HEAD_BIT >= 0
-// The same tracepoint, raw: its first argument is the folio, whose size the record above lacks. It runs
-// just before on_dirty_folio (attached first, on the same CPU, preemption off), which takes the pages
-// from here. The head bit and the order's offset come from the running kernel's BTF (kernel_btf.py).
-BPF_PERCPU_ARRAY(folio_pages, u64, 1);
-RAW_TRACEPOINT_PROBE(writeback_dirty_folio) {
-    if (!watched(bpf_get_current_pid_tgid() >> 32))
-        return 0;
-    u32 zero = 0;
-    u64 *pages = folio_pages.lookup(&zero);
-    if (!pages)
-        return 0;
-    u64 flags = 0;
-    u8 order = 0;
-    void *folio = (void *)ctx->args[0];
-    bpf_probe_read_kernel(&flags, sizeof(flags), folio);
-    if (flags & (1ULL << FOLIO_HEAD_BIT))
-        bpf_probe_read_kernel(&order, sizeof(order), folio + FOLIO_ORDER_OFFSET);
-    *pages = 1ULL << (order & 31);
-    return 0;
+#if HAS_DIRTY_FOLIO || HAS_WRITEPAGES_RESULT
+// (kernel dev, inode) of a file, from its inode.
+static __always_inline void file_of_inode(void *inode, u32 *dev, u64 *ino) {
+    void *sb = 0;
+    bpf_probe_read_kernel(ino, sizeof(*ino), inode + INODE_INO);
+    bpf_probe_read_kernel(&sb, sizeof(sb), inode + INODE_SB);
+    if (sb)
+        bpf_probe_read_kernel(dev, sizeof(*dev), sb + SB_DEV);
 }
 #endif
 
-int on_dirty_folio(struct dirty_folio_args *args) {
+#if HAS_DIRTY_FOLIO
+// A folio of a file turned dirty (folio, mapping), in the thread that dirtied it: inside a write
+// syscall, or a store into a shared mapping (a fault outside any syscall).
+RAW_TRACEPOINT_PROBE(writeback_dirty_folio) {
     u64 pid_tgid = bpf_get_current_pid_tgid();
     if (!watched(pid_tgid >> 32))
         return 0;
     u32 epoch = current_epoch();
     if (!epoch)
         return 0;
+    void *folio = (void *)ctx->args[0], *mapping = (void *)ctx->args[1], *inode = 0;
+    u64 flags = 0;
+    u8 order = 0;
+    bpf_probe_read_kernel(&flags, sizeof(flags), folio);
+    if (flags & (1ULL << FOLIO_HEAD_BIT))
+        bpf_probe_read_kernel(&order, sizeof(order), folio + FOLIO_ORDER);
+    u64 pages = 1ULL << (order & 31);
+    bpf_probe_read_kernel(&inode, sizeof(inode), mapping + MAPPING_HOST);
+    struct page_key key = {.epoch = epoch};
+    if (inode)
+        file_of_inode(inode, &key.dev, &key.inode);
     struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
     bool mapped = !c || !c->ts;
-    char name[16];
-    __builtin_memcpy(name, args->bdi_name, sizeof(name));
-    struct dirty_key key = {.epoch = epoch, .bdi = bdi_dev(name), .inode = args->ino};
     struct dirtied zero = {};
-    struct dirtied *pages = dirtied_pages.lookup_or_try_init(&key, &zero);
-    if (!pages) {
+    struct dirtied *dirtied = dirtied_pages.lookup_or_try_init(&key, &zero);
+    if (!dirtied) {
         count(COUNT_AGGREGATE_OVERFLOW, 1);
         return 0;
     }
-    u64 folio = 1;
-#if FOLIO_HEAD_BIT >= 0
-    u32 zero_index = 0;
-    u64 *measured = folio_pages.lookup(&zero_index);
-    if (measured && *measured) {
-        folio = *measured;
-        *measured = 0;
-    }
-#endif
-    __sync_fetch_and_add(&pages->pages, folio);
+    __sync_fetch_and_add(&dirtied->pages, pages);
     if (mapped)
-        __sync_fetch_and_add(&pages->mapped_pages, folio);
-    u64 inode = args->ino;
-    if (!written_inodes.lookup(&inode)) {
+        __sync_fetch_and_add(&dirtied->mapped_pages, pages);
+    u64 ino = key.inode;
+    if (!written_inodes.lookup(&ino)) {
         u8 one = 1;
-        if (written_inodes.update(&inode, &one))
+        if (written_inodes.update(&ino, &one))
             count(COUNT_AGGREGATE_OVERFLOW, 1);
     }
 #if THREAD_SLOT_NS
-    struct file_ref file = {.source = SOURCE_BACKING_DEV, .fd_or_dev = key.bdi, .gen_or_inode = args->ino};
+    struct file_ref file = {.source = SOURCE_PAGE_CACHE, .fd_or_dev = key.dev, .gen_or_inode = key.inode};
     struct thread_io *io = thread_io_of(&file, (u32)pid_tgid, bpf_ktime_get_ns());
     if (io) {
-        __sync_fetch_and_add(&io->dirtied_pages, folio);
+        __sync_fetch_and_add(&io->dirtied_pages, pages);
         if (mapped)
-            __sync_fetch_and_add(&io->mapped_dirtied_pages, folio);
+            __sync_fetch_and_add(&io->mapped_dirtied_pages, pages);
     }
 #endif
     return 0;
 }
+#endif
 
-// Pages of a file the file system sent to its device (ext4's writepages: background writeback, and
-// every sync), in whatever thread. Attached by bcc_capture.py where the tracepoint exists.
-struct writepages_result_args {
-    u64 common;
-    u32 dev;
-    u32 pad;
-    u64 ino;
-    s32 ret;
-    s32 pages_written;
-};
-
-int on_writepages_result(struct writepages_result_args *args) {
+#if HAS_WRITEPAGES_RESULT
+// Pages of a file ext4 sent to its device (inode, wbc, ret, pages_written): background writeback and
+// every sync, in whatever thread.
+RAW_TRACEPOINT_PROBE(ext4_writepages_result) {
     u32 epoch = current_epoch();
-    if (!epoch || args->pages_written <= 0)
+    s32 written = (s32)ctx->args[3];
+    if (!epoch || written <= 0)
         return 0;
-    u64 inode = args->ino;
-    if (!written_inodes.lookup(&inode))
+    struct page_key key = {.epoch = epoch};
+    file_of_inode((void *)ctx->args[0], &key.dev, &key.inode);
+    u64 ino = key.inode;
+    if (!written_inodes.lookup(&ino))
         return 0;
-    struct page_key key = {.epoch = epoch, .dev = args->dev, .inode = inode};
     u64 zero = 0;
     u64 *pages = written_back.lookup_or_try_init(&key, &zero);
     if (pages)
-        __sync_fetch_and_add(pages, args->pages_written);
+        __sync_fetch_and_add(pages, written);
     else
         count(COUNT_AGGREGATE_OVERFLOW, 1);
     return 0;
 }
+#endif
 
 TRACEPOINT_PROBE(task, task_rename) {
     u32 tgid = bpf_get_current_pid_tgid() >> 32;

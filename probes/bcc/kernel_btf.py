@@ -1,13 +1,17 @@
 """What capture.c needs of the running kernel's own types, read from its BTF (/sys/kernel/btf/vmlinux).
 
-A page dirtied is reported once per folio (writeback_dirty_folio), and a folio of a file may span
-several pages (large folios: ext4 since 6.16). Its size is in the folio itself: the head flag in
-`flags`, the order in the low byte of `_flags_1`. The kernel headers bcc compiles with need not be the
-running kernel's (here they were not: PG_head 16 in the headers, 6 in the kernel), so the bit and the
-offset come from the kernel's BTF, which describes exactly the kernel that runs; None where it holds
-no such types (the pages are then counted as one per folio, and the trace says so).
+The write path's tracepoints are read raw (their arguments: a folio and its mapping; an inode): a
+raw program runs where a perf tracepoint's program is skipped while another BPF program holds the CPU
+(bpf_prog_active: a map update from userspace, preempted, counts), which lost dirtied pages on a busy
+machine. From the arguments it reads the file (mapping->host, inode->i_ino, inode->i_sb->s_dev) and a
+folio's size (a folio may span several pages: the head flag in `flags`, the order in the low byte of
+`_flags_1`). The kernel headers bcc compiles with need not be the running kernel's (here they were
+not: PG_head 16 in the headers, 6 in the kernel), so the bit and the offsets come from the kernel's
+BTF, which describes exactly the kernel that runs; None where it holds no such types (the write path's
+pages are then not measured, and the trace says so).
 """
 
+import functools
 import struct
 from pathlib import Path
 from typing import NamedTuple
@@ -20,12 +24,29 @@ _FIXED = {1: 4, 3: 12, 14: 4, 17: 4}
 _PER_MEMBER = {_STRUCT: 12, _UNION: 12, _ENUM: 8, 13: 8, 15: 12, _ENUM64: 12}
 
 
-class FolioLayout(NamedTuple):
-    head_bit: int  # PG_head: the folio spans more than one page
-    order_offset: int  # byte offset of _flags_1 in struct folio, whose low byte is the order
+class KernelLayout(NamedTuple):
+    """Byte offsets of the members read, and PG_head's bit."""
+
+    folio_head_bit: int  # PG_head in folio->flags: the folio spans more than one page
+    folio_order: int  # folio->_flags_1, whose low byte is the order
+    mapping_host: int  # address_space->host, the inode
+    inode_ino: int  # inode->i_ino
+    inode_sb: int  # inode->i_sb
+    sb_dev: int  # super_block->s_dev
 
 
-def folio_layout(path: Path = VMLINUX_BTF) -> FolioLayout | None:
+# (struct, member) for each offset of KernelLayout after the head bit
+_MEMBERS = (
+    ("folio", "_flags_1"),
+    ("address_space", "host"),
+    ("inode", "i_ino"),
+    ("inode", "i_sb"),
+    ("super_block", "s_dev"),
+)
+
+
+@functools.cache
+def kernel_layout(path: Path = VMLINUX_BTF) -> KernelLayout | None:
     try:
         data = path.read_bytes()
     except OSError:
@@ -71,8 +92,11 @@ def folio_layout(path: Path = VMLINUX_BTF) -> FolioLayout | None:
                     return bit_offset + inner
         return None
 
-    folio = next((index for index, (kind, type_name, _) in enumerate(types) if type_name == "folio"), None)
-    offset = member_offset(folio, "_flags_1") if folio is not None else None
-    if head_bit is None or offset is None:
-        return None
-    return FolioLayout(head_bit, offset // 8)
+    structs = {type_name: index for index, (kind, type_name, members) in enumerate(types) if members}
+    offsets = []
+    for struct_name, member in _MEMBERS:
+        offset = member_offset(structs[struct_name], member) if struct_name in structs else None
+        if offset is None:
+            return None
+        offsets.append(offset // 8)
+    return KernelLayout(head_bit, *offsets) if head_bit is not None else None

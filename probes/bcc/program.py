@@ -43,9 +43,7 @@ class Source(IntEnum):
 
     SYSCALL = 0  # bytes read syscalls returned
     PAGE_CACHE = 1  # pages the page cache filled
-    # Not sources of coverage: the other ways the kernel names a file (file_ref.source)
-    BACKING_DEV = 2  # (the backing device's dev, inode): a page dirtied (the writeback tracepoints name no fs dev)
-    ADDRESS = 3  # (0, an address in the process's memory): msync's file is the mapping there
+    ADDRESS = 2  # not a source of coverage: (0, an address in the process's memory), msync's file is the mapping there
 
 
 class NoticeType(IntEnum):
@@ -97,7 +95,7 @@ NO_CALL = 0xFFFFFFFF  # fill.nr of a fill outside any syscall (a fault on a mapp
 
 # The names the trace gives these codes (files.kind, coverage.source, latency.target).
 KIND_NAMES = {kind.value: kind.name.lower() for kind in Kind} | {Kind.CLOSED.value: "unknown"}
-SOURCE_NAMES = {source.value: source.name.lower() for source in Source}
+SOURCE_NAMES = {source.value: source.name.lower() for source in (Source.SYSCALL, Source.PAGE_CACHE)}  # coverage's
 TARGET_NAMES = {target.value: target.name.lower() for target in Target}
 
 _MACRO_PREFIXES: tuple[tuple[type[IntEnum] | type[IntFlag], str], ...] = (

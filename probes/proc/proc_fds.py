@@ -6,7 +6,6 @@ Every reader tolerates the process (or one fd) vanishing underneath it: a proces
 keeps opening and closing files.
 """
 
-import functools
 import ipaddress
 import os
 from collections.abc import Iterable, Iterator
@@ -221,20 +220,6 @@ def files_under(pid: int, directories: Iterable[str], wanted: set[tuple[int, int
                     if len(found) == len(wanted):
                         return found
     return found
-
-
-@functools.cache
-def backing_device(dev: int) -> int:
-    """The block device whose pages a file system on `dev` writes through (the writeback tracepoints
-    name it): the disk of a partition, else the device itself."""
-    block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
-    try:
-        if (block / "partition").exists():
-            major, minor = (block.resolve().parent / "dev").read_text().split(":")
-            return os.makedev(int(major), int(minor))
-    except (OSError, ValueError):
-        pass
-    return dev
 
 
 def user_dev(kernel_dev: int) -> int:

@@ -250,19 +250,20 @@ def test_the_threads_that_write_have_their_roles(node_writes):
         " JOIN files f USING (file_id) JOIN threads t USING (tid) GROUP BY t.name, f.path"
     )
     roles: dict[str, set[Role]] = {}
-    segment_writers: set[str] = set()
+    appended: dict[bool, int] = {True: 0, False: 0}  # mapped commit-log pages, by a shared-pool worker or not
     for name, path, written, mapped in rows:
         if written or mapped:
             roles.setdefault(path, set()).add(role_of(name, "5.0"))
             if "/commitlog/CommitLog-" in path:
-                segment_writers.add(name)
+                appended[role_of(name, "5.0") in SHARED_POOL_ROLES] += mapped
     flushed = [path for flush in ("flush 1", "flush 2") for path in steps[flush]["new"]]
     compacted = list(steps["compaction"]["new"])
     assert {role for path in flushed for role in roles[path]} == {Role.MEMTABLE_FLUSH}
     assert {role for path in compacted for role in roles[path]} == {Role.COMPACTION}
     # the mapped commit log: appended by the shared pool's workers serving the writes (a worker is named
-    # by the stage it serves last, so by its name alone it may be a reader now), its sync markers by the
-    # syncer, and a scheduled task's
-    appenders = {role_of(name, "5.0") for name in segment_writers}
-    assert Role.LOCAL_WRITE in appenders
-    assert appenders <= SHARED_POOL_ROLES | {Role.COMMIT_LOG, Role.OTHER}
+    # by the stage it serves last, so by its name alone it may be a reader now); the rest by the syncer's
+    # markers and the node's own writes to its system tables (compaction history, ...) in the thread
+    # that makes them
+    segment_roles = {role for path, found in roles.items() if "/commitlog/CommitLog-" in path for role in found}
+    assert Role.LOCAL_WRITE in segment_roles
+    assert appended[True] >= 0.9 * (appended[True] + appended[False])

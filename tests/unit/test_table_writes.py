@@ -142,6 +142,11 @@ def test_many_small_flushes_flagged_on_many_tables_not_on_one():
     assert finding.cause == "small_flushes"
     assert len(finding.tables) == MANY_SMALL_FLUSHING_TABLES
     assert finding.saves_bytes == MANY_SMALL_FLUSHING_TABLES * 22_000
+    # nor the node's own tables (a schema change flushes the schema's, each a small SSTable)
+    for n in range(MANY_SMALL_FLUSHING_TABLES):
+        many.add(_flushes(f"system_schema.t{n}", [5_000]))
+    [finding] = table_findings(table_writes(many, None, {}))
+    assert len(finding.tables) == MANY_SMALL_FLUSHING_TABLES
     # one table flushing small SSTables as often: not the many-tables pattern
     assert table_findings(table_writes(_flushes("ks.t", [10_000] * 40), None, {})) == []
     # nor many tables flushing large ones
