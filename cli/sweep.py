@@ -32,7 +32,8 @@ DEFAULT_CELL_BYTES = 10_000
 # The many-columns study's rows: 10 columns of 100-200 characters, 50 of 20-40, 100 of 10-20.
 DEFAULT_ROW_BYTES = 1_500
 # The many-tables study's load, per point: about 100 MiB of mutations, enough for the 1G sandbox's
-# memtable space (a quarter of its heap) to force flushes of one table; about a minute a point here.
+# memtable space (a quarter of its heap) to force flushes of one table; 1-2 minutes a point on the
+# 2-core machine (the load, and about 40 s of capture and nodetool around it).
 DEFAULT_WRITES = 100_000
 DEFAULT_VALUE_BYTES = 1_000
 

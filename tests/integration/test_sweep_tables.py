@@ -11,7 +11,7 @@ from casstrace_cli import casstrace
 pytestmark = pytest.mark.integration
 
 TABLES = (1, 20)
-WRITES, VALUE_BYTES = 6_000, 2_000  # 12 MB of mutations a point: each point's flushes are its tables' last
+WRITES, VALUE_BYTES = 3_000, 2_000  # 6 MB of mutations a point: its flushes are mostly its tables' last
 
 
 @pytest.fixture(scope="module")
