@@ -195,6 +195,12 @@ def heap_used(pid: int) -> int | None:
         )
     except CasstraceError:
         return None
+    return parse_heap_used(text)
+
+
+def parse_heap_used(text: str) -> int | None:
+    """The heap in use, from jcmd GC.heap_info's first line (' garbage-first heap   total 1048576K, used
+    474092K [...]'; the collector's name varies, the words 'used NK' do not)."""
     found = _HEAP_USED.search(text)
     return None if found is None else int(found[1]) * 1024
 
