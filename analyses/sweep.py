@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from casstrace.analyses.compare import QuerySummary, summarise
 from casstrace.analyses.measures import CPU_MEASURES
 from casstrace.analyses.model import Analysis
+from casstrace.analyses.table_writes import TableWrites
 from casstrace.analyses.units import human_bytes, human_ms, human_ns
 
 FLAT_RISE = 0.5
@@ -242,3 +243,150 @@ def _against_each_other(sweep: LayoutSweep) -> list[str]:
         )
         + "."
     ]
+
+
+@dataclass
+class TablesPoint:
+    """The many-tables study at one N: the same writes spread over N tables. Flushes and compactions are
+    the capture's (the flush and compaction threads' write and read syscalls on the point's SSTables,
+    analyses.table_writes); the node's own counts beside them (None: not read or not measured)."""
+
+    tables: int  # N
+    writes: int  # writes the node acknowledged
+    failed_writes: int
+    load_s: float  # the client's, first write sent to last acknowledged
+    heap_used_bytes: int | None  # the JVM's heap in use at the load's end (live and not yet collected)
+    flush_sizes: list[int] | None  # each flush's new SSTable, all components, smallest first
+    compaction_read_bytes: int | None  # Data bytes the compactions read
+    compaction_written_bytes: int | None  # bytes of every component they wrote
+    received_bytes: int | None  # mutation bytes of the memtables flushed (the node's log)
+    node_flushes: int | None  # memtable switches (nodetool tablestats)
+    node_compactions: int | None  # compactions in system.compaction_history
+    node_compaction_in_bytes: int | None  # their Data bytes in and out, as Cassandra counts them
+    node_compaction_out_bytes: int | None
+    trace_path: str = ""
+
+    @property
+    def throughput(self) -> float | None:
+        """Writes acknowledged per second of the load."""
+        return self.writes / self.load_s if self.load_s > 0 else None
+
+    @property
+    def flushes(self) -> int | None:
+        return None if self.flush_sizes is None else len(self.flush_sizes)
+
+    @property
+    def flush_bytes(self) -> int | None:
+        return None if self.flush_sizes is None else sum(self.flush_sizes)
+
+    @property
+    def mean_flush_bytes(self) -> float | None:
+        return sum(self.flush_sizes) / len(self.flush_sizes) if self.flush_sizes else None
+
+    @property
+    def write_amplification(self) -> float | None:
+        """Bytes written to disk for the tables (flushes and compactions) ÷ the mutation bytes they received."""
+        if self.flush_bytes is None or self.compaction_written_bytes is None or not self.received_bytes:
+            return None
+        return (self.flush_bytes + self.compaction_written_bytes) / self.received_bytes
+
+
+def tables_point(
+    tables: int,
+    load: tuple[int, int, float, int | None],
+    written: Sequence[TableWrites],
+    flushes_counted: Sequence[tuple[str, int]] | None,
+    compaction_history: Sequence[tuple[str, int, int]] | None,
+    trace_path: str = "",
+) -> TablesPoint:
+    """One point from its load (writes acknowledged, failed, seconds, heap used), its tables' background
+    work in the capture (`written`: the watch's TableWrites of the point's tables only), the node's
+    memtable switches per table (`flushes_counted`, None: not read) and its compaction history
+    ((table, bytes_in, bytes_out), None: not read)."""
+    writes, failed, seconds, heap = load
+    measured = all(t.flush_sizes is not None for t in written)
+    received = [t.received_bytes for t in written]
+    return TablesPoint(
+        tables=tables,
+        writes=writes,
+        failed_writes=failed,
+        load_s=seconds,
+        heap_used_bytes=heap,
+        flush_sizes=sorted(size for t in written for size in t.flush_sizes or ()) if measured else None,
+        compaction_read_bytes=sum(t.compaction_read_bytes or 0 for t in written) if measured else None,
+        compaction_written_bytes=sum(t.compaction_written_bytes or 0 for t in written) if measured else None,
+        received_bytes=None if not written or None in received else sum(r or 0 for r in received),
+        node_flushes=None if flushes_counted is None else sum(count for _, count in flushes_counted),
+        node_compactions=None if compaction_history is None else len(compaction_history),
+        node_compaction_in_bytes=None if compaction_history is None else sum(c[1] for c in compaction_history),
+        node_compaction_out_bytes=None if compaction_history is None else sum(c[2] for c in compaction_history),
+        trace_path=trace_path,
+    )
+
+
+@dataclass
+class TablesSweep:
+    """The many-tables study: per N, the same writes spread over N tables."""
+
+    points: list[TablesPoint]  # by N
+    writes: int  # writes per point
+    value_bytes: int
+    findings: list[str]
+    warnings: list[str] = field(default_factory=list)
+    context: dict = field(default_factory=dict)
+
+
+# The study's figures, each told from the smallest N to the largest: the many-tables effects fall
+# (throughput, flush size) as often as they grow, which a fitted line's shape (above) calls noise.
+TABLES_FIGURES: dict[str, tuple[str, Callable[[TablesPoint], float | None], Callable[[float], str]]] = {
+    "throughput": ("throughput", lambda p: p.throughput, lambda v: f"{v:,.0f} writes/s"),
+    "flushes": ("flushes", lambda p: p.flushes, lambda v: f"{v:,.0f}"),
+    "mean_flush": ("mean flush", lambda p: p.mean_flush_bytes, human_bytes),
+    "compaction_written": ("compaction writes", lambda p: p.compaction_written_bytes, human_bytes),
+    "heap_used": ("heap used", lambda p: p.heap_used_bytes, human_bytes),
+    "write_amplification": ("write amplification", lambda p: p.write_amplification, lambda v: f"{v:.2f}x"),
+}
+
+
+def summarise_tables(
+    points: list[TablesPoint], writes: int, value_bytes: int, context: dict | None = None
+) -> TablesSweep:
+    """Each figure at the largest N against the smallest, and the capture's counts checked against the node's."""
+    points = sorted(points, key=lambda p: p.tables)
+    sweep = TablesSweep(points, writes, value_bytes, findings=[], context=context or {})
+    for p in points:
+        sweep.warnings += _tables_checks(p)
+    if len(points) < 2:
+        return sweep
+    first, last = points[0], points[-1]
+    moves = []
+    for label, figure, show in TABLES_FIGURES.values():
+        before, after = figure(first), figure(last)
+        if before is None or after is None:
+            moves.append(f"{label} not measured at both")
+            continue
+        times = f" ({after / before:.2f}x)" if before else ""
+        moves.append(f"{label} {show(before)} → {show(after)}{times}")
+    sweep.findings.append(f"From N={first.tables} to N={last.tables} tables: " + "; ".join(moves) + ".")
+    if first.flushes is not None and last.flushes is not None:
+        sweep.findings.append(
+            "Each point's last memtables, one per table, are flushed at its end: "
+            f"{first.tables:,} of the {first.flushes:,} flushes at N={first.tables}, "
+            f"{last.tables:,} of the {last.flushes:,} at N={last.tables}; the others the memtable space forced."
+        )
+    return sweep
+
+
+def _tables_checks(p: TablesPoint) -> list[str]:
+    """Where the capture and the node disagree, or the load lost writes."""
+    found = []
+    if p.failed_writes:
+        found.append(f"N={p.tables}: {p.failed_writes:,} of {p.writes + p.failed_writes:,} writes failed.")
+    if p.flushes is None:
+        found.append(f"N={p.tables}: the capture did not measure write syscalls: no flush or compaction figures.")
+    elif p.node_flushes is not None and p.flushes != p.node_flushes:
+        found.append(
+            f"N={p.tables}: the capture saw {p.flushes:,} flushes, the node counted {p.node_flushes:,} memtable "
+            "switches (nodetool tablestats): a flush ran outside the capture, or one switched an empty memtable."
+        )
+    return found

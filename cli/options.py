@@ -44,6 +44,8 @@ STREAM_LIMIT = IntRange(*STREAM_LIMIT_RANGE)
 
 # Tables the sandbox commands build (demo, sweep): bounded by what a sandbox node can hold.
 COLUMNS = IntRange(1, 1_000)
+TABLES = IntRange(1, 1_000)  # sweep --tables: the study's largest point
+WRITES = IntRange(1, 100_000_000)
 ROWS = IntRange(1, 1_000_000)
 CELL_BYTES = IntRange(1, 100_000_000)
 VALUE_BYTES = IntRange(0, 100_000_000)

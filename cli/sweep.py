@@ -1,22 +1,24 @@
-"""casstrace sweep: the reference write-ups' column-count studies, reproduced on the sandbox: one column of
-N (CASSANDRA-6586), and with --layout the many-columns study (a time series in N columns, a frozen UDT of
-N fields or N rows)."""
+"""casstrace sweep: the reference write-ups' studies, reproduced on the sandbox: one column of N
+(CASSANDRA-6586); with --layout the many-columns study (a time series in N columns, a frozen UDT of
+N fields or N rows); with --tables the many-tables study (the same writes spread over N tables)."""
 
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from casstrace import paths
-from casstrace.cli.options import CELL_BYTES, COLUMNS, EXECUTIONS, ROWS, WARMUPS, verdict_options
+from casstrace.cli.options import CELL_BYTES, COLUMNS, EXECUTIONS, ROWS, TABLES, WARMUPS, WRITES, verdict_options
 from casstrace.cli.output import deliver, report_options
 from casstrace.errors import CasstraceError
 from casstrace.outputs import check_output
+
+Point = TypeVar("Point")
 
 if TYPE_CHECKING:
     from casstrace.analyses.verdict_rule import VerdictRule
@@ -29,6 +31,11 @@ DEFAULT_ROWS = 100
 DEFAULT_CELL_BYTES = 10_000
 # The many-columns study's rows: 10 columns of 100-200 characters, 50 of 20-40, 100 of 10-20.
 DEFAULT_ROW_BYTES = 1_500
+# The many-tables study's load, per point: about 100 MiB of mutations, enough for the 1G sandbox's
+# memtable space (a quarter of its heap) to force flushes of one table; 1-2 minutes a point on the
+# 2-core machine (the load, and about 40 s of capture and nodetool around it).
+DEFAULT_WRITES = 100_000
+DEFAULT_VALUE_BYTES = 1_000
 
 
 @click.command("sweep")
@@ -71,6 +78,28 @@ DEFAULT_ROW_BYTES = 1_500
     show_default=True,
     help="With --layout: characters of one time point's fields together, at every N (the row size kept constant).",
 )
+@click.option(
+    "--tables",
+    "table_counts",
+    type=TABLES,
+    multiple=True,
+    help="The many-tables study instead: the same writes spread over N tables, for each N given (repeat: "
+    "--tables 1 --tables 10 --tables 100); throughput, flushes, compaction bytes, heap and write amplification.",
+)
+@click.option(
+    "--writes",
+    type=WRITES,
+    default=DEFAULT_WRITES,
+    show_default=True,
+    help="With --tables: writes per point, spread over its N tables (as fast as the node takes them).",
+)
+@click.option(
+    "--value-bytes",
+    type=CELL_BYTES,
+    default=DEFAULT_VALUE_BYTES,
+    show_default=True,
+    help="With --tables: bytes of each write's value (random, so LZ4 cannot shrink them).",
+)
 @click.option("--repeat", type=EXECUTIONS, default=5, show_default=True, help="Measured executions of each query.")
 @click.option("--warmup", type=WARMUPS, default=1, show_default=True, help="Executions before the measured ones.")
 @click.option("--cold", is_flag=True, help="Drop the page cache before each execution (root).")
@@ -91,6 +120,9 @@ def command(
     rows: int,
     layouts: tuple[str, ...],
     row_bytes: int,
+    table_counts: tuple[int, ...],
+    writes: int,
+    value_bytes: int,
     repeat: int,
     warmup: int,
     cold: bool,
@@ -113,6 +145,12 @@ def command(
     Expected: the wide table's I/O and latency grow linearly with N for the same payload; the
     narrow table's stay flat.
 
+    With --tables N (repeated), the many-tables study instead, on a node casstrace started: per N,
+    tables n{N}_t0000... in the keyspace casstrace_tables receive --writes writes between them under
+    a watch-style capture, are flushed at the load's end and dropped (the keyspace after, unless
+    --keep). Expected: more tables, more and smaller flushes (they share the memtable space), more
+    heap, and throughput falling at hundreds of tables.
+
     \b
     Scaled to a 2-core, 24 GiB machine and the sandbox's 1G heap, where the
     full default sweep takes about 2 minutes: 100 rows of 10 KB cells, a tenth
@@ -133,6 +171,9 @@ def command(
         raise CasstraceError(
             f"--max-columns {max_columns} is below --min-columns {min_columns}", "give --max-columns >= --min-columns"
         )
+    if table_counts:
+        sweep_tables(data_dir, table_counts, writes, value_bytes, keep, traces_dir, (format_, output, force, color))
+        return
     if layouts:
         sweep_layouts(
             data_dir,
@@ -246,6 +287,99 @@ def report(
     )
 
 
+def sweep_tables(
+    data_dir: Path,
+    table_counts: tuple[int, ...],
+    writes: int,
+    value_bytes: int,
+    keep: bool,
+    traces_dir: Path | None,
+    delivery: tuple[str, Path | None, bool, bool | None],
+) -> None:
+    """`sweep --tables`: the many-tables study, each N in turn, in a keyspace of its own."""
+    from casstrace.analyses.sweep import summarise_tables, tables_point
+    from casstrace.analyses.watch import analyse_watch
+    from casstrace.reports import default_output, report_format
+    from casstrace.reports.sweep import tables_document
+    from casstrace.sandbox.tables import IN_FLIGHT, TablesPlan, run_tables, trace_path
+
+    format_, output, force, color = delivery
+    plan = TablesPlan(tables=tuple(sorted(set(table_counts))), writes=writes, value_bytes=value_bytes, keep=keep)
+    plan.check()
+    sandbox, traces_dir, traces = prepared(
+        data_dir, traces_dir, lambda directory: [trace_path(directory, n) for n in plan.tables], output, force
+    )
+    announce(sandbox, plan.keyspace, keep)
+    started = time.monotonic()
+    done, stopped = each_point(
+        lambda progress: run_tables(sandbox, plan, traces_dir, progress=progress, force=force),
+        len(traces),
+        "table counts",
+    )
+    measured = []
+    for run in done:
+        watched = analyse_watch(run.trace)
+        prefix = f"{plan.keyspace}.n{run.tables}_t"
+        measured.append(
+            tables_point(
+                run.tables,
+                (run.writes, run.failed_writes, run.load_s, run.heap_used_bytes),
+                [t for t in watched.table_writes if t.table.startswith(prefix)],
+                None
+                if watched.table_costs is None
+                else [(c.table, c.flushes) for c in watched.table_costs if c.table.startswith(prefix)],
+                run.compaction_history,
+                str(run.trace),
+            )
+        )
+    context = {
+        "Node": f"{sandbox.host}:{sandbox.native_port} ({sandbox.data_dir}, heap {sandbox.settings.heap})",
+        "Keyspace": f"{plan.keyspace}: "
+        + ("kept" if keep else "each point's tables dropped once traced, the keyspace after"),
+        "Load per point": f"{writes:,} writes of {value_bytes:,} bytes, {IN_FLIGHT} in flight",
+        "Duration": f"{time.monotonic() - started:,.0f} s for {len(done)} table counts",
+        "Traces": str(traces_dir),
+    }
+    sweep = summarise_tables(measured, writes, value_bytes, context)
+    incomplete = [f"INCOMPLETE SWEEP: {stopped}."] if stopped else []
+    sweep.warnings[:0] = incomplete
+    if output is None:
+        output = default_output(format_, traces_dir / f"sweep{report_format(format_).suffix}")
+    deliver(tables_document(sweep), format_, output, color, incomplete + sweep.findings, force, inputs=traces)
+
+
+def announce(sandbox: "Sandbox", keyspace: str, keep: bool) -> None:
+    """Say where a sweep creates its tables, before it does."""
+    click.echo(
+        f"casstrace: the sweep creates its tables in the keyspace {keyspace} of {sandbox.host}:"
+        f"{sandbox.native_port}" + (" and keeps them (--keep)" if keep else ", dropped once traced"),
+        err=True,
+    )
+
+
+def each_point(
+    points: "Callable[[Callable[[str], None]], Generator[Point, None, None]]", total: int, what: str
+) -> "tuple[list[Point], str | None]":
+    """Run a sweep's points (`points(progress)`) under a progress bar of `total` steps: those done, and
+    why it stopped early (Ctrl-C: the generator closed, so it drops what it created), None if it did not.
+    None done: the sweep is aborted."""
+    done: list[Point] = []
+    stopped = None
+    with click.progressbar(
+        length=total, label="Sweep", file=sys.stderr, show_pos=True, item_show_func=lambda label: label
+    ) as bar:
+        with contextlib.closing(points(lambda label: bar.update(0, label))) as running:
+            try:
+                for point in running:
+                    done.append(point)
+                    bar.update(1)
+            except KeyboardInterrupt:
+                stopped = f"interrupted after {len(done)} of {total} {what}"
+    if not done:
+        raise click.exceptions.Abort()
+    return done, stopped
+
+
 def prepared(
     data_dir: Path,
     traces_dir: Path | None,
@@ -291,7 +425,7 @@ def sweep_layouts(
     from casstrace.analyses.sweep import summarise_layouts
     from casstrace.reports import default_output, report_format
     from casstrace.reports.sweep import layout_document
-    from casstrace.sandbox.layouts import LAYOUTS, LayoutPlan, LayoutRun, run_layouts, trace_path
+    from casstrace.sandbox.layouts import LAYOUTS, LayoutPlan, run_layouts, trace_path
 
     repeat, warmup, keep = runs_asked
     format_, output, force, color = delivery
@@ -312,28 +446,11 @@ def sweep_layouts(
         output,
         force,
     )
-    click.echo(
-        f"casstrace: the sweep creates its tables in the keyspace {plan.keyspace} of {sandbox.host}:"
-        f"{sandbox.native_port}" + (" and keeps them (--keep)" if keep else ", dropped once traced"),
-        err=True,
-    )
+    announce(sandbox, plan.keyspace, keep)
     started = time.monotonic()
-    done: list[LayoutRun] = []
-    stopped = None
-    with click.progressbar(
-        length=len(traces), label="Sweep", file=sys.stderr, show_pos=True, item_show_func=lambda label: label
-    ) as bar:
-        with contextlib.closing(
-            run_layouts(sandbox, plan, traces_dir, progress=lambda label: bar.update(0, label), force=force)
-        ) as points:
-            try:
-                for point in points:
-                    done.append(point)
-                    bar.update(1)
-            except KeyboardInterrupt:
-                stopped = f"interrupted after {len(done)} of {len(traces)} traces"
-    if not done:
-        raise click.exceptions.Abort()
+    done, stopped = each_point(
+        lambda progress: run_layouts(sandbox, plan, traces_dir, progress=progress, force=force), len(traces), "traces"
+    )
     context = {
         "Node": f"{sandbox.host}:{sandbox.native_port} ({sandbox.data_dir})",
         "Keyspace": f"{plan.keyspace}: " + ("kept" if keep else "each table dropped once traced, the keyspace after"),

@@ -26,12 +26,32 @@ per measured execution; a measure that was not taken is null, never 0.
                                       request pools'; null: not measured),
               "query": SIDE}]
 }
+
+`sweep --tables` (the many-tables study), version 1 too; per point, figures of the whole load:
+{
+  "version": 1, "kind": "tables sweep",
+  "writes": int, "value_bytes": int,  writes per point, spread over its N tables; bytes of each value
+  "findings": [str], "warnings": [str], "context": {...},
+  "points": [{"tables": int (N), "writes": int (acknowledged), "failed_writes": int,
+              "load_s": float, "throughput": float | null (writes acknowledged per second of the load),
+              "flushes": int | null, "flush_sizes": [int] | null   the capture's: each flush's new SSTable,
+                                                                   bytes of all its components, smallest first,
+              "compaction_read_bytes": int | null,     the capture's: Data bytes the compactions read,
+              "compaction_written_bytes": int | null,  bytes of every component they wrote,
+              "received_bytes": int | null,            mutation bytes the flushed memtables held (the node's log),
+              "write_amplification": float | null,     (flush + compaction bytes written) / received_bytes,
+              "heap_used_bytes": int | null,           the JVM's heap in use at the load's end (jcmd GC.heap_info),
+              "node_flushes": int | null,              the node's memtable switches (nodetool tablestats),
+              "node_compactions": int | null, "node_compaction_in_bytes": int | null,
+              "node_compaction_out_bytes": int | null, its system.compaction_history (Data bytes),
+              "trace": str}]
+}
 """
 
 import dataclasses
 from collections.abc import Callable
 
-from casstrace.analyses.sweep import LayoutPoint, LayoutSweep, Sweep, SweepPoint
+from casstrace.analyses.sweep import LayoutPoint, LayoutSweep, Sweep, SweepPoint, TablesPoint, TablesSweep
 from casstrace.analyses.units import human_bytes, human_ns, ratio
 from casstrace.reports.comparison import format_value, side_data
 from casstrace.reports.document import Block, Chart, Document, Items, Paragraph, Section, Series, Table
@@ -57,7 +77,7 @@ COLUMNS = (
 
 def _sections(
     intro: str,
-    swept: Sweep | LayoutSweep,
+    swept: Sweep | LayoutSweep | TablesSweep,
     heading: str,
     per_point: list[Block],
     traces: Table,
@@ -149,15 +169,22 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
 
-def data(sweep: Sweep) -> dict:
+def _data(kind: str, swept: Sweep | LayoutSweep | TablesSweep, sizes: dict) -> dict:
+    """The head of a sweep report's data: its version and kind, what every point had (`sizes`), its
+    findings, warnings and context."""
     return {
         "version": VERSION,
-        "kind": "sweep",
-        "rows": sweep.rows,
-        "cell_bytes": sweep.cell_bytes,
-        "findings": sweep.findings,
-        "warnings": sweep.warnings,
-        "context": sweep.context,
+        "kind": kind,
+        **sizes,
+        "findings": swept.findings,
+        "warnings": swept.warnings,
+        "context": swept.context,
+    }
+
+
+def data(sweep: Sweep) -> dict:
+    return {
+        **_data("sweep", sweep, {"rows": sweep.rows, "cell_bytes": sweep.cell_bytes}),
         "fits": {name: dataclasses.asdict(fit) for name, fit in sweep.fits.items()},
         "points": [
             {
@@ -237,13 +264,7 @@ def _layout_row(p: LayoutPoint) -> tuple[str, ...]:
 
 def layout_data(sweep: LayoutSweep) -> dict:
     return {
-        "version": VERSION,
-        "kind": "layout sweep",
-        "rows": sweep.rows,
-        "row_bytes": sweep.row_bytes,
-        "findings": sweep.findings,
-        "warnings": sweep.warnings,
-        "context": sweep.context,
+        **_data("layout sweep", sweep, {"rows": sweep.rows, "row_bytes": sweep.row_bytes}),
         "points": [
             {
                 "layout": p.layout,
@@ -251,6 +272,144 @@ def layout_data(sweep: LayoutSweep) -> dict:
                 "node_p99_s": p.node_p99_s,
                 "cpu_ns": p.cpu_ns,
                 "query": side_data(p.summary),
+            }
+            for p in sweep.points
+        ],
+    }
+
+
+TABLES_COLUMNS = (
+    "N",
+    "Writes",
+    "Throughput",
+    "Flushes",
+    "Node flushes",
+    "Mean flush",
+    "Flush sizes",
+    "Compaction read",
+    "Compaction written",
+    "Node compactions (in → out)",
+    "Heap used",
+    "Write amplification",
+)
+TABLES_COLOURS = {"capture": "#d62728", "node": "#1f77b4", "read": "#1f77b4", "written": "#d62728"}
+
+
+def tables_document(sweep: TablesSweep) -> Document:
+    """The many-tables study (`sweep --tables`): per N, throughput, flushes, compactions, heap and write
+    amplification."""
+    xs = [float(p.tables) for p in sweep.points]
+    points = sweep.points
+    per_point: list[Block] = [
+        Table(TABLES_COLUMNS, [_tables_row(p) for p in points]),
+        Chart("Throughput", "N (tables)", "writes/s", xs, [Series("throughput", [p.throughput for p in points])]),
+        Chart(
+            "Flushes",
+            "N (tables)",
+            "flushes",
+            xs,
+            [
+                Series("capture", [_float(p.flushes) for p in points], TABLES_COLOURS["capture"]),
+                Series(
+                    "node (memtable switches)", [_float(p.node_flushes) for p in points], TABLES_COLOURS["node"], True
+                ),
+            ],
+        ),
+        Chart(
+            "Mean flush size",
+            "N (tables)",
+            "MiB",
+            xs,
+            [Series("mean flush", [_mib(p.mean_flush_bytes) for p in points])],
+        ),
+        Chart(
+            "Compaction bytes",
+            "N (tables)",
+            "MiB",
+            xs,
+            [
+                Series("read", [_mib(p.compaction_read_bytes) for p in points], TABLES_COLOURS["read"]),
+                Series("written", [_mib(p.compaction_written_bytes) for p in points], TABLES_COLOURS["written"]),
+            ],
+        ),
+        Chart(
+            "Heap used at the load's end",
+            "N (tables)",
+            "MiB",
+            xs,
+            [Series("heap", [_mib(p.heap_used_bytes) for p in points])],
+        ),
+        Chart(
+            "Write amplification (disk writes ÷ mutation bytes)",
+            "N (tables)",
+            "x",
+            xs,
+            [Series("write amplification", [p.write_amplification for p in points])],
+        ),
+    ]
+    sections = _sections(
+        f"The same {sweep.writes:,} writes of {human_bytes(sweep.value_bytes)} values spread over N tables, as fast "
+        "as the node takes them. Flushes and compactions are the capture's (the node's flush and compaction threads' "
+        "syscalls on the tables' SSTables); node flushes are its memtable switch counts (nodetool tablestats), node "
+        "compactions its system.compaction_history (Data bytes); heap used is jcmd GC.heap_info's at the load's end; "
+        "write amplification is the flush and compaction bytes ÷ the mutation bytes the flushed memtables held "
+        "(the node's log).",
+        sweep,
+        "Per table count",
+        per_point,
+        Table(("N", "Trace"), [(str(p.tables), p.trace_path) for p in points]),
+    )
+    return Document("casstrace sweep: the same writes over N tables", tables_data(sweep), sections)
+
+
+def _float(value: int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _tables_row(p: TablesPoint) -> tuple[str, ...]:
+    missing = "not measured"
+    sizes = p.flush_sizes
+    return (
+        str(p.tables),
+        f"{p.writes:,}" + (f" ({p.failed_writes:,} failed)" if p.failed_writes else ""),
+        "—" if p.throughput is None else f"{p.throughput:,.0f}/s",
+        missing if p.flushes is None else f"{p.flushes:,}",
+        missing if p.node_flushes is None else f"{p.node_flushes:,}",
+        "—" if p.mean_flush_bytes is None else human_bytes(p.mean_flush_bytes),
+        "—" if not sizes else f"{human_bytes(sizes[0])} – {human_bytes(sizes[-1])}",
+        missing if p.compaction_read_bytes is None else human_bytes(p.compaction_read_bytes),
+        missing if p.compaction_written_bytes is None else human_bytes(p.compaction_written_bytes),
+        missing
+        if p.node_compactions is None
+        else f"{p.node_compactions:,} ({human_bytes(p.node_compaction_in_bytes or 0)} → "
+        f"{human_bytes(p.node_compaction_out_bytes or 0)})",
+        missing if p.heap_used_bytes is None else human_bytes(p.heap_used_bytes),
+        ratio(p.write_amplification, "—"),
+    )
+
+
+def tables_data(sweep: TablesSweep) -> dict:
+    return {
+        **_data("tables sweep", sweep, {"writes": sweep.writes, "value_bytes": sweep.value_bytes}),
+        "points": [
+            {
+                "tables": p.tables,
+                "writes": p.writes,
+                "failed_writes": p.failed_writes,
+                "load_s": p.load_s,
+                "throughput": p.throughput,
+                "flush_sizes": p.flush_sizes,
+                "flushes": p.flushes,
+                "compaction_read_bytes": p.compaction_read_bytes,
+                "compaction_written_bytes": p.compaction_written_bytes,
+                "received_bytes": p.received_bytes,
+                "write_amplification": p.write_amplification,
+                "heap_used_bytes": p.heap_used_bytes,
+                "node_flushes": p.node_flushes,
+                "node_compactions": p.node_compactions,
+                "node_compaction_in_bytes": p.node_compaction_in_bytes,
+                "node_compaction_out_bytes": p.node_compaction_out_bytes,
+                "trace": p.trace_path,
             }
             for p in sweep.points
         ],

@@ -22,6 +22,7 @@ from cassandra.query import BatchStatement, BatchType
 
 from casstrace.errors import CasstraceError
 from casstrace.sandbox.control import Sandbox
+from casstrace.sandbox.sweep import keyspace_of_its_own
 
 Layout = Literal["columns", "udt", "rows"]
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
@@ -90,15 +91,7 @@ def run_layouts(
 
     plan.check()
     connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
-    with sandbox.connect() as session:
-        existed = session.execute(
-            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s", (plan.keyspace,)
-        ).one()
-        session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {plan.keyspace} WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
-    try:
+    with keyspace_of_its_own(sandbox, plan.keyspace, plan.keep):
         for columns in plan.columns:
             for layout in plan.layouts:
                 progress(f"{layout}, N={columns}: loading")
@@ -122,10 +115,6 @@ def run_layouts(
                     with sandbox.connect() as session:
                         _drop(session, plan, layout, columns)
                 yield LayoutRun(layout, columns, trace)
-    finally:
-        if not plan.keep and existed is None:
-            with sandbox.connect() as session:
-                session.execute(f"DROP KEYSPACE IF EXISTS {plan.keyspace}")
 
 
 def _ensure_loaded(session: Session, plan: LayoutPlan, layout: Layout, columns: int) -> bool:

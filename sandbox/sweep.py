@@ -9,7 +9,8 @@ partition to find it. What the sweep created is dropped as soon as it is traced,
 tables a previous --keep sweep left in place are reused and left alone.
 """
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,3 +199,21 @@ def _drop_keyspace_if_empty(sandbox: Sandbox, keyspace: str) -> None:
         tables = session.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))
         if _keyspace_exists(session, keyspace) and tables.one() is None:
             session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+
+
+@contextmanager
+def keyspace_of_its_own(sandbox: Sandbox, keyspace: str, keep: bool) -> Iterator[None]:
+    """A sweep's keyspace: created when absent, and dropped when the sweep ends however it ends (Ctrl-C
+    included) unless `keep`, or it was there before."""
+    with sandbox.connect() as session:
+        existed = _keyspace_exists(session, keyspace)
+        session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
+            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
+    try:
+        yield
+    finally:
+        if not keep and not existed:
+            with sandbox.connect() as session:
+                session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")

@@ -126,6 +126,10 @@ CASES = [
     (["sweep", "--data-dir", NOWHERE, "--min-columns", "10", "--max-columns", "5"], "below --min-columns"),
     (["sweep", "--data-dir", NOWHERE, "--repeat", "0"], "'--repeat'"),
     (["sweep", "--data-dir", NOWHERE], "is not running"),
+    (["sweep", "--data-dir", NOWHERE, "--tables", "1001"], "'--tables'"),
+    (["sweep", "--data-dir", NOWHERE, "--tables", "30", "--writes", "10"], "cannot reach each of 30 tables"),
+    (["sweep", "--data-dir", NOWHERE, "--tables", "1", "--value-bytes", "20000000"], "more than Cassandra takes"),
+    (["sweep", "--data-dir", NOWHERE, "--tables", "1"], "is not running"),
     (["sweep", "--data-dir", NOWHERE, "--format", "md", "-o", "/dev/full", "--force"], "it is a device"),
     (["traces", "--dir", "{text}"], "'--dir'"),
     # watch

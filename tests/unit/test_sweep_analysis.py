@@ -6,9 +6,10 @@ import pytest
 
 import synthetic_traces as synthetic
 from casstrace.analyses import analyse
-from casstrace.analyses.sweep import linear_fit, summarise_layouts
+from casstrace.analyses.sweep import linear_fit, summarise_layouts, summarise_tables, tables_point
+from casstrace.analyses.table_writes import TableWrites
 from casstrace.reports import render
-from casstrace.reports.sweep import layout_document
+from casstrace.reports.sweep import layout_document, tables_document
 
 
 def test_linear_fit_recovers_a_line():
@@ -38,3 +39,73 @@ def test_the_layouts_as_n_grows(tmp_path):
     assert {p["cpu_ns"] for p in data["points"] if p["layout"] == "udt"} == {1e6}
     for fmt in ("text", "md", "html"):
         assert "CPU per value" in render(layout_document(sweep), fmt)
+
+
+def _written(table: str, flushes: list[int], compaction: tuple[int, int], received: int) -> TableWrites:
+    return TableWrites(table, len(flushes), sum(flushes), sorted(flushes), *compaction, received, 0, 0, 0, None)
+
+
+def test_a_tables_point_adds_up_its_tables():
+    """Two tables' flushes, compactions and received bytes make the point's; the node's counts beside."""
+    point = tables_point(
+        2,
+        (10_000, 5, 4.0, 300 << 20),
+        [
+            _written("ks.n2_t0000", [3 << 20, 1 << 20], (4 << 20, 3 << 20), 5 << 20),
+            _written("ks.n2_t0001", [2 << 20], (0, 0), 3 << 20),
+        ],
+        [("ks.n2_t0000", 2), ("ks.n2_t0001", 1)],
+        [("ks.n2_t0000", 4 << 20, 3 << 20)],
+        "t.trace",
+    )
+    assert point.throughput == 2_500
+    assert point.flush_sizes == [1 << 20, 2 << 20, 3 << 20] and point.flushes == 3 == point.node_flushes
+    assert point.mean_flush_bytes == 2 << 20
+    assert (point.compaction_read_bytes, point.compaction_written_bytes) == (4 << 20, 3 << 20)
+    assert (point.node_compactions, point.node_compaction_in_bytes, point.node_compaction_out_bytes) == (
+        1,
+        4 << 20,
+        3 << 20,
+    )
+    assert point.write_amplification == pytest.approx((6 + 3) / 8)  # flushed 6 MiB, compacted 3, received 8
+    unmeasured = tables_point(
+        1,
+        (10, 0, 1.0, None),
+        [TableWrites("ks.n1_t0000", None, None, None, None, None, None, 0, 0, 0, None)],
+        None,
+        None,
+    )
+    assert (unmeasured.flushes, unmeasured.write_amplification, unmeasured.node_flushes) == (None, None, None)
+
+
+def test_the_tables_sweep_as_n_grows():
+    """The same 100 MiB over 1, 10 and 100 tables: flushes N times more, N times smaller; throughput down 23 %."""
+    points = []
+    for n, throughput in ((1, 10_000), (10, 9_500), (100, 7_700)):
+        tables = [_written(f"ks.n{n}_t{i:04d}", [(100 << 20) // n], (0, 0), (100 << 20) // n) for i in range(n)]
+        points.append(
+            tables_point(
+                n, (100_000, 0, 100_000 / throughput, (200 + n) << 20), tables, [(t.table, 1) for t in tables], []
+            )
+        )
+    points[1].node_flushes = 11  # one switch the capture did not see
+    sweep = summarise_tables(list(reversed(points)), 100_000, 1_000)
+    assert [p.tables for p in sweep.points] == [1, 10, 100]
+    moves, forced = sweep.findings
+    assert moves == (
+        "From N=1 to N=100 tables: throughput 10,000 writes/s → 7,700 writes/s (0.77x); flushes 1 → 100 (100.00x); "
+        "mean flush 100.0 MiB → 1.0 MiB (0.01x); compaction writes 0 B → 0 B; heap used 201.0 MiB → 300.0 MiB "
+        "(1.49x); write amplification 1.00x → 1.00x (1.00x)."
+    )
+    assert "1 of the 1 flushes at N=1, 100 of the 100 at N=100" in forced
+    assert sweep.warnings == [
+        "N=10: the capture saw 10 flushes, the node counted 11 memtable switches (nodetool tablestats): "
+        "a flush ran outside the capture, or one switched an empty memtable."
+    ]
+    data = json.loads(render(tables_document(sweep), "json"))
+    assert data["kind"] == "tables sweep" and [p["flushes"] for p in data["points"]] == [1, 10, 100]
+    assert data["points"][2]["write_amplification"] == 1.0 and data["points"][0]["throughput"] == 10_000
+    for fmt in ("text", "md", "html"):
+        shown = render(tables_document(sweep), fmt)
+        assert "Node flushes" in shown and "7,700/s" in shown
+    assert "Write amplification (disk writes" in render(tables_document(sweep), "html")
