@@ -5,13 +5,16 @@ against not (prints figures; not a test).
 
 A table of its own (casstrace_write_bench.kv: int key, int clustering, a blob of --value-bytes) takes
 INSERTs with bound values at --rate per second from another session, asynchronously (at most 64 in
-flight), for blocks of --block-s seconds: the load alone, then the load under `casstrace watch
---sample P` (probes attached, the node tracing P of its requests; the block starts once the watch
-says so). Latency is the client's, per request. The keyspace is dropped at the end.
+flight), for blocks of --block-s seconds: the load alone; the load with the node tracing P of its
+requests and nothing else (`nodetool settraceprobability P`: the floor, what Cassandra's own tracing
+costs, which any watch pays); then the load under `casstrace watch --sample P` (probes attached; the
+block starts once the watch says so). Latency is the client's, per request. The keyspace is dropped
+at the end, and the trace probability put back to 0.
 
-Printed: per round and over all rounds, writes answered per second and the p50/p99 alone and watched.
-The headlines for scripts/bench: FIGURE watch_write_p99_ratio (p99 watched ÷ alone) and FIGURE
-watch_write_rate_ratio (writes answered per second watched ÷ alone).
+Printed: per round and over all rounds, writes answered per second and the p50/p99 of each kind of
+block. The headlines for scripts/bench: FIGURE watch_write_p99_ratio (p99 watched ÷ alone), FIGURE
+watch_write_rate_ratio (writes answered per second watched ÷ alone), and the floor's
+FIGURE watch_write_floor_p99_ratio (p99 traced only ÷ alone).
 """
 
 import argparse
@@ -20,6 +23,8 @@ import time
 from typing import Any
 
 from casstrace.analyses.percentiles import percentile
+from casstrace.node.jvm import find_cassandra
+from casstrace.node.tracing import nodetool_for
 from casstrace.sandbox.workload import BackgroundRequests
 from figures import report
 from watch_shift import node_arguments, while_watched
@@ -55,27 +60,38 @@ def main() -> None:
     session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.kv (k int, c int, v blob, PRIMARY KEY (k, c))")
     insert = f"INSERT INTO {KEYSPACE}.kv (k, c, v) VALUES (?, ?, ?)"
     values = [(key // 10, key % 10, os.urandom(args.value_bytes)) for key in range(int(args.rate * args.block_s))]
+    nodetool = nodetool_for(find_cassandra(None, native_port=args.port))
     alone: list[BackgroundRequests] = []
+    traced: list[BackgroundRequests] = []
     watched: list[BackgroundRequests] = []
     try:
         block(session, insert, values, args.rate, 3)  # the prepared statement, the JIT
         for number in range(1, args.rounds + 1):
             alone.append(block(session, insert, values, args.rate, args.block_s))
+            nodetool.run("settraceprobability", str(args.sample))
+            try:
+                traced.append(block(session, insert, values, args.rate, args.block_s))
+            finally:
+                nodetool.run("settraceprobability", "0")
             watched.append(
                 while_watched(args, args.block_s + 2, lambda: block(session, insert, values, args.rate, args.block_s))
             )
-            print(f"round {number}: {_line(alone[-1:])} alone; {_line(watched[-1:])} watched")
+            print(
+                f"round {number}: {_line(alone[-1:])} alone; {_line(traced[-1:])} traced only; "
+                f"{_line(watched[-1:])} watched"
+            )
     finally:
         session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}")
         cluster.shutdown()
     print(
         f"\ncasstrace watch --sample {args.sample:g} at {args.rate:g} writes/s asked ({args.value_bytes} B values): "
-        f"{args.rounds} rounds of {args.block_s:g} s alone, then watched\n"
-        f"  alone:   {_line(alone)}\n  watched: {_line(watched)}"
+        f"{args.rounds} rounds of {args.block_s:g} s alone, traced only, then watched\n"
+        f"  alone:       {_line(alone)}\n  traced only: {_line(traced)}\n  watched:     {_line(watched)}"
     )
-    p99_alone, p99_watched = _p99(alone), _p99(watched)
-    if p99_alone and p99_watched is not None:
+    p99_alone, p99_traced, p99_watched = _p99(alone), _p99(traced), _p99(watched)
+    if p99_alone and p99_watched is not None and p99_traced is not None:
         report("watch_write_p99_ratio", p99_watched / p99_alone)
+        report("watch_write_floor_p99_ratio", p99_traced / p99_alone)
     report("watch_write_rate_ratio", _rate(watched) / _rate(alone))
 
 
