@@ -28,6 +28,10 @@ the logged path and the kernel-aggregated path are measured.
 JVM): what a capture costs every other process of the node, whose syscalls run its raw_syscalls
 programs too, up to their check of the process. Alone, under an empty pair attached, under a
 capture (figures probe_overhead_neighbour, _neighbour_floor: x alone); the goal is the empty pair's.
+In the same rounds, under the same programs, a syscall-heavy neighbour: `dd bs=1` (DD_NEIGHBOUR,
+800,000 one-byte reads and writes, DD_RUNS times a round), its CPU (user + system) against its CPU
+alone, medians and least (figures probe_overhead_neighbour_dd, _dd_tracepoint_floor,
+_dd_captured_floor, _dd_floor: medians; goal <= 1.05x).
 
 --bpf-stats also prints the time each BPF program took per run (the kernel's run_time_ns, with
 /proc/sys/kernel/bpf_stats_enabled on while the benchmark runs, as it was after): a figure a busy
@@ -90,6 +94,8 @@ int main(int argc, char **argv) {
 STORM_CALLS = 1_000_000
 STORM_FILE_BYTES = 256 << 20
 QUERY = "SELECT c0 FROM casstrace_demo.streams WHERE stream_id=1"
+DD_NEIGHBOUR = ("dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=400000", "status=none")
+DD_RUNS = 5  # dd runs a round under each program: the least of them is what a loaded machine disturbs least
 
 
 def cpu_seconds() -> float:
@@ -385,12 +391,14 @@ def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
                 "capture": lambda: captured(target),
             }
             walls: dict[str, list[float]] = {name: [] for name in attached}
+            dd_cpu: dict[str, list[float]] = {name: [] for name in attached}
             storm.go(storm.start())  # warm
             for _ in range(rounds):
                 for name, attach in attached.items():
                     process = storm.start()
                     with attach():
                         walls[name].append(storm.go(process)[0])
+                        dd_cpu[name] += [dd_cpu_seconds() for _ in range(DD_RUNS)]
         finally:
             if other is not None:
                 other.kill()
@@ -417,7 +425,32 @@ def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
             )
         capture = statistics.median(walls["capture"])
         empty = statistics.median(walls["empty programs on capture.c's calls"])
-        print(f"  capture / empty programs on its calls: {capture / empty:.3f} (the floor it cannot go below)")
+        print(f"  capture / empty programs on its calls: {capture / empty:.3f}")
+        print(f"neighbour (d): {' '.join(DD_NEIGHBOUR)}, its CPU (user + system), not traced, beside pid {target}")
+        for name, figure in (
+            ("an enabled syscall tracepoint", "probe_overhead_neighbour_dd_tracepoint_floor"),
+            ("empty programs on capture.c's calls", "probe_overhead_neighbour_dd_captured_floor"),
+            ("empty raw_syscalls pair", "probe_overhead_neighbour_dd_floor"),
+            ("capture", "probe_overhead_neighbour_dd"),
+        ):
+            ratio_line(
+                f"  dd CPU with {name} attached",
+                dd_cpu["alone"],
+                dd_cpu[name],
+                "s",
+                1,
+                [t / u for u, t in zip(dd_cpu["alone"], dd_cpu[name])],
+                figure=figure,
+            )
+            print(f"    least: {min(dd_cpu[name]) / min(dd_cpu['alone']):.3f}x ({min(dd_cpu[name]):.3f} s)")
+
+
+def dd_cpu_seconds() -> float:
+    """The CPU (user + system) one run of DD_NEIGHBOUR took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(DD_NEIGHBOUR, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 @contextlib.contextmanager
