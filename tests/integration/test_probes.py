@@ -958,3 +958,64 @@ def test_the_spectrogram_holds_the_calls_captured_or_every_call(tmp_path, spectr
     assert tuple(read) == (256, 1 << 20)
     assert calls["pread64"] >= 256
     assert (calls.get("getppid", 0) >= 256) == (spectrogram == "all")
+
+
+# -- a neighbour: its calls reach the programs, up to the check of the process, and none is counted --
+COUNTED_READER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+io = os.open("/proc/self/io", os.O_RDONLY)
+def syscr():   # the kernel's own count of the process's read calls (this one's not yet in it)
+    return int(dict(line.split(": ") for line in os.pread(io, 4096, 0).decode().splitlines())["syscr"])
+before = syscr()
+for i in range(int(sys.argv[2])): os.pread(fd, 4096, (i * 7919 % 256) * 4096)
+print(syscr() - before - 1)
+"""
+NEIGHBOUR_READER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+while True: os.pread(fd, 4096, 0)
+"""
+
+
+def test_only_the_captured_process_reads_are_counted_beside_a_neighbour_reading_the_same_file(tmp_path):
+    """Another process reads the same file, on every CPU, all through the capture: its calls reach the
+    probes too, up to the check of the process, and none is counted. The captured process's reads
+    are counted call for call: as many as the kernel's own count of its read calls (/proc's syscr)."""
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(1 << 20))
+    calls = 5000
+    neighbours = [
+        subprocess.Popen([sys.executable, "-c", NEIGHBOUR_READER, str(data)]) for _ in range(os.cpu_count() or 1)
+    ]
+    out = tmp_path / "counted.trace"
+    try:
+        result = subprocess.run(
+            [
+                *CASSTRACE,
+                "capture",
+                "--out",
+                str(out),
+                "--",
+                sys.executable,
+                "-c",
+                COUNTED_READER,
+                str(data),
+                str(calls),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        for neighbour in neighbours:
+            neighbour.kill()
+            neighbour.wait()
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout.split()[0]) == calls  # the kernel counted each of the loop's reads
+    with Trace(out) as trace:
+        (read,) = trace.rows(
+            "SELECT sum(read_calls), sum(read_bytes) FROM file_io WHERE file_id = ?", (file_id(trace, str(data)),)
+        )
+        assert trace.meta["lost_events"] == trace.meta["aggregate_overflows"] == 0
+    assert tuple(read) == (calls, calls * 4096)
