@@ -164,7 +164,8 @@ FINDING = {
   "cause": "filtering_scan" | "full_row_read" | "whole_partition_scan" | "compression_chunk_overhead" |
            "readahead_inflation" | "many_sstables" | "tombstones" | "expired_cells" | "low_cardinality_index" |
            "cold_cache" |
-           "replica_reads" | "many_cells_per_row" | "gc_pauses" | "large_batch",
+           "replica_reads" | "many_cells_per_row" | "gc_pauses" | "large_batch" |
+           "commitlog_sync",
   "title": str, "certainty": "measured" | "likely" | "possible",
   "evidence": [str], "suggestion": [str],
   "read_after_fix_bytes": float | null,   the Data bytes per execution estimated once its fix is made (null: none)
