@@ -20,7 +20,6 @@ StatementWrites out. The findings (a large batch; GC suspending writes) go throu
 (analyses.causes).
 """
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from casstrace.analyses.model import Finding
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.query import Token, find_table, tokenize
 from casstrace.analyses.spectrogram import bucket_upper_ns
+from casstrace.analyses.write_io import is_commitlog_segment
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace.traces.addresses import normalize_ip, parse_address
@@ -42,12 +42,6 @@ from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
 
 WRITE_KINDS = ("INSERT", "UPDATE", "DELETE", "BATCH")
-# A commit-log segment: CommitLog-<version>-<id>.log under the node's commitlog directory
-COMMITLOG_SEGMENT = re.compile(r"(?:^|/)CommitLog-\d+-\d+\.log$")
-
-
-def is_commitlog_segment(path: str) -> bool:
-    return COMMITLOG_SEGMENT.search(path) is not None
 
 
 @dataclass(frozen=True)

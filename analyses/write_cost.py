@@ -15,16 +15,14 @@ The write-path columns (format 5) are None where not measured, never 0: a figure
 have stays None here and in the reports.
 """
 
-import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from casstrace.analyses.amplification import client_sockets
 from casstrace.analyses.model import FileWrites, Verdict
 from casstrace.analyses.units import human_bytes
-from casstrace.analyses.write_io import WRITE_MEASURES, write_io
+from casstrace.analyses.write_io import WRITE_MEASURES, is_commitlog_segment, write_io
 from casstrace.traces import Trace, queries
 from casstrace.traces.sstable_names import parse_sstable_path
 
@@ -32,14 +30,13 @@ COMMIT_LOG = "commit log"
 SSTABLES = "SSTables"
 OTHER_FILES = "other files"
 FILE_KINDS = (COMMIT_LOG, SSTABLES, OTHER_FILES)
-_COMMIT_LOG_SEGMENT = re.compile(r"^CommitLog-\d+-\d+\.log$")
 
 
 def file_kind(path: str) -> str | None:
     """The kind of a file a write may write (None: not a regular file of the node's: a socket, a pipe)."""
     if not path.startswith("/"):
         return None
-    if _COMMIT_LOG_SEGMENT.match(PurePosixPath(path).name):
+    if is_commitlog_segment(path):
         return COMMIT_LOG
     return SSTABLES if parse_sstable_path(path) is not None else OTHER_FILES
 

@@ -6,12 +6,22 @@ A figure a capture did not take is None with why (`WriteIO.unmeasured`), never 0
 syscalls only (sysdig) sees writes, never the page cache's dirtying or writeback, nor (sysdig) a sync's file.
 """
 
+import re
+
 from casstrace.analyses.model import FileWrites, WriteIO
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.spectrogram import bucket_upper_ns
 from casstrace.traces import Trace, queries
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.schema import PAGE_BYTES
+
+# A commit-log segment: CommitLog-<version>-<id>.log under the node's commitlog directory
+COMMITLOG_SEGMENT = re.compile(r"(?:^|/)CommitLog-\d+-\d+\.log$")
+
+
+def is_commitlog_segment(path: str) -> bool:
+    return COMMITLOG_SEGMENT.search(path) is not None
+
 
 # the meta measures of the write path, with what each figure is called in a report
 WRITE_MEASURES = {"dirtied": "pages dirtied (mapped too)", "written_back": "bytes written back", "syncs": "sync calls"}

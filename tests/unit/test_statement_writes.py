@@ -13,7 +13,6 @@ from casstrace.analyses.attribution import Span
 from casstrace.analyses.statement_writes import (
     WriteShape,
     commitlog_slots,
-    is_commitlog_segment,
     write_shape,
 )
 from casstrace.analyses.watch import (
@@ -25,6 +24,7 @@ from casstrace.analyses.watch import (
     summarise_tally,
     tally,
 )
+from casstrace.analyses.write_io import is_commitlog_segment
 from casstrace.node.tracing import SampledSession, TraceEvent, add_events
 from casstrace.reports import render
 from casstrace.reports.watch import document
