@@ -222,11 +222,11 @@ class CommitLogSyncs:
         return None if bucket is None else bucket_upper_ns(bucket)
 
 
-def commitlog_syncs(trace: Trace) -> CommitLogSyncs | None:
-    """The commit log's syncs over the whole trace (None: sync calls not measured)."""
+def commitlog_syncs(trace: Trace, paths: dict[int, str]) -> CommitLogSyncs | None:
+    """The commit log's syncs over the whole trace (None: sync calls not measured); `paths`: the
+    trace's files, file_id -> path."""
     if not trace.measured("syncs"):
         return None
-    paths = dict(queries.file_paths(trace, "file"))
     segments = {file_id for file_id, path in paths.items() if is_commitlog_segment(path)}
     found = CommitLogSyncs()
     for file_id, _syscall, bucket, calls in queries.sync_latency(trace, queries.window_ids(trace)):

@@ -810,11 +810,12 @@ def load(trace: Trace) -> WatchInputs:
             f"{trace.path} is not a trace of `casstrace watch`",
             "give a trace that `casstrace watch --out` wrote (casstrace report reads any trace)",
         )
+    files = dict(queries.file_paths(trace, "file"))
     return WatchInputs.from_rows(
         queries.statement_sessions(trace),
         queries.session_threads(trace),
         queries.thread_io(trace),
-        dict(queries.file_paths(trace, "file")),
+        files,
         queries.thread_names(trace),
         capture_start_ns=meta["capture_start_ns"],
         slot_ns=meta["thread_slot_ns"],
@@ -824,7 +825,7 @@ def load(trace: Trace) -> WatchInputs:
         mapped_touched=queries.mapped_touched_by_file(trace, "watch") if trace.measured("mapped") else None,
         pauses=meta.get("jvm_pauses"),
         client_bytes=statement_writes.client_bytes(trace, watch.get("casstrace_addresses") or []),
-        commitlog_syncs=statement_writes.commitlog_syncs(trace),
+        commitlog_syncs=statement_writes.commitlog_syncs(trace, files),
     )
 
 
