@@ -212,7 +212,7 @@ def _analyse(trace: Trace, rule: VerdictRule) -> Analysis:
         ),
         time_split=window_measures.time_split(measured),
         leaf_digest=meta.get("leaf_digest"),
-        write=write,
+        write_cost=write,
         writes=write_io(trace, window_ids),
     )
 

@@ -479,9 +479,9 @@ def _summary(comparison: Comparison) -> str:
 def _writes(first: Analysis, second: Analysis) -> tuple[WriteCost, WriteCost] | None:
     """Both sides' write costs, None for two reads; a read against a write is refused (nothing of one is
     the other's figure)."""
-    if first.write is not None and second.write is not None:
-        return first.write, second.write
-    if first.write is None and second.write is None:
+    if first.write_cost is not None and second.write_cost is not None:
+        return first.write_cost, second.write_cost
+    if first.write_cost is None and second.write_cost is None:
         return None
     raise CasstraceError(
         "one trace is of a write, the other of a read: compare weighs two reads' data read, or two writes' cost "

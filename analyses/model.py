@@ -568,7 +568,7 @@ class Analysis:
     cpu_per_result: CpuPerResult | None = None  # the node's CPU per row and per cell returned
     time_split: TimeSplit | None = None  # None: the node's time or its split was not measured
     leaf_digest: str | None = None  # of the result's leaf values per row key (meta leaf_digest; None: not stored)
-    write: "WriteCost | None" = None  # a run of a write: its cost per execution and per row (analyses.write_cost)
+    write_cost: "WriteCost | None" = None  # a run of a write: its cost per execution and per row (analyses.write_cost)
     writes: WriteIO | None = None  # each file's writes (analyses.write_io; None: not analysed)
 
     @property

@@ -262,7 +262,7 @@ def _head(analysis: Analysis) -> list[Section]:
     per_execution = common.first_screen_row(analysis)
     return [
         Section(None, [Query(analysis.query, analysis.scope)]),
-        *([write_cost.section(analysis.write)] if analysis.write is not None else []),
+        *([write_cost.section(analysis.write_cost)] if analysis.write_cost is not None else []),
         Section(
             None,
             [
@@ -397,7 +397,7 @@ def data(analysis: Analysis) -> dict:
         "undetermined_measures": [dataclasses.asdict(u) for u in analysis.undetermined_measures],
         "cpu_per_result": dataclasses.asdict(analysis.cpu_per_result) if analysis.cpu_per_result else None,
         "time_split": dataclasses.asdict(analysis.time_split) if analysis.time_split else None,
-        "write": write_cost.data(analysis.write),
+        "write": write_cost.data(analysis.write_cost),
         "writes": write_data(analysis.writes),
     }
 

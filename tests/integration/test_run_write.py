@@ -61,7 +61,7 @@ def test_an_insert_repeated_writes_fresh_rows_and_reports_what_it_sent(events, c
     assert count(cql_session) - before == 1 + 4 + 1
 
     analysis = analyse(out)
-    write = analysis.write
+    write = analysis.write_cost
     assert write is not None and analysis.verdict.reason == "write" and not analysis.findings
     assert (write.statement, write.rows_per_execution, write.bind_markers, write.rows) == ("INSERT", 1, 2, 4)
     assert [e.rows for e in write.executions] == [1] * 6
@@ -90,7 +90,7 @@ def test_two_write_designs_compare_per_row(events, cql_session, sandbox, tmp_pat
     rows = comparison.metric("write_rows_per_execution")
     assert (rows.first, rows.second) == (1, BATCH_ROWS)
     sent = comparison.metric("write_request_bytes_per_row")
-    first, second = analyse(single).write, analyse(batch).write
+    first, second = analyse(single).write_cost, analyse(batch).write_cost
     assert first is not None and second is not None
     one, batched = first.measured[0].request_bytes, second.measured[0].request_bytes
     assert one is not None and batched is not None

@@ -86,7 +86,7 @@ def test_a_write_s_cost_per_execution_and_per_row(tmp_path):
     analysis = analyse(write_run(tmp_path / "batch.trace"))
     assert analysis.verdict.status == "undetermined" and analysis.verdict.reason == "write"
     assert "does not apply to a write" in analysis.verdict.summary and not analysis.findings
-    cost = analysis.write
+    cost = analysis.write_cost
     assert cost is not None and (cost.statement, cost.rows_per_execution, cost.rows) == ("BEGIN UNLOGGED BATCH", 4, 8)
     assert [e.execution for e in cost.measured] == [2, 3]
     figures = cost.per_row_figures()
@@ -111,7 +111,7 @@ def test_a_figure_the_capture_did_not_take_is_not_measured_never_0(tmp_path):
         execution=1, kind="measured", window_id=window, latency_s=0.001, rows=0, payload_bytes=0, pages=1
     )
     writer.add_file_io([{"window_id": window, "file_id": writer.file_id(SEGMENT, "file"), "write_calls": 0}])
-    cost = analyse(writer.finish()).write
+    cost = analyse(writer.finish()).write_cost
     assert cost is not None
     figures = cost.per_row_figures()
     assert figures["commit_log_dirtied_bytes"] is None and figures["request_bytes"] is None
