@@ -1,7 +1,7 @@
 """`casstrace watch` tells the executions a JVM pause overlapped: per statement, the p99 with and without
 them; and what the schema's tables cost beside their traffic. A real node serves a bounded point-read
-workload (another client's, many requests in flight) while the test forces full GCs (`jcmd PID GC.run`,
-whose pause lies inside the call) and the flush of a table it writes a few rows to (`nodetool flush`)
+workload (another client's, many requests in flight) while the test forces full GCs (`GC.run` through the JVM's
+attach socket, whose pause lies inside the call) and the flush of a table it writes a few rows to (`nodetool flush`)
 during the watch.
 
 The truths: the moments the test asked for each GC (the forced pauses the trace holds must lie inside
@@ -11,9 +11,7 @@ node's schema (its table count).
 """
 
 import json
-import subprocess
 import threading
-import time
 
 import pytest
 
@@ -21,6 +19,7 @@ from casstrace.analyses.units import human_ms
 from casstrace.sandbox.workload import BackgroundRequests
 from casstrace.traces import Trace, queries
 from casstrace_cli import casstrace
+from hotspot_attach import force_full_gc
 from test_busy_node import point_table  # noqa: F401 (a fixture)
 from watching import PREVIOUS, nodetool, start_watch, watch_command  # noqa: F401 (fixtures)
 
@@ -33,7 +32,7 @@ SAMPLE = 0.3
 # every moment: reads of 500 rows (1 MB) each, more than the node can serve, keep IN_FLIGHT of them
 # inside it (point reads on a quiet node are ~1 ms: 0.2 in flight, and no sampled one met a pause).
 RATE, IN_FLIGHT, ROWS_A_READ = 200, 32, 500
-FORCED = 3  # full GCs at most
+FORCED, FORCE_EVERY_S = 3, 2.0  # full GCs at most, each once the workload has run a while
 FLUSHED = ("casstrace_watch_flush", "few_writes")
 FLUSHED_WRITES = 20
 
@@ -57,10 +56,8 @@ def watched(sandbox, point_table, nodetool, tmp_path_factory):
         insert = session.prepare(f"INSERT INTO {'.'.join(FLUSHED)} (k, v) VALUES (?, ?)")
 
         def force() -> None:
-            while not done.is_set() and len(calls) < FORCED:  # back to back: a jcmd takes seconds at load
-                before = time.monotonic_ns()
-                subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120)
-                calls.append((before, time.monotonic_ns()))
+            while not done.wait(FORCE_EVERY_S) and len(calls) < FORCED:
+                calls.append(force_full_gc(pid))
                 if len(calls) == 1:  # a few writes, then their memtable flushed
                     for key in range(FLUSHED_WRITES):
                         session.execute(insert, (key, "x"))

@@ -1,7 +1,7 @@
 """`casstrace watch` ranks write statements beside reads, with what they cost: a real node takes, during
 one watch that traces every request (--sample 1), N INSERTs of a known size, unlogged batches of many
-partitions and of one, then a driver's batches back to back while the test forces full GCs (`jcmd PID
-GC.run`).
+partitions and of one, then a driver's batches back to back while the test forces full GCs (`GC.run`, through the JVM's
+attach socket).
 
 Each workload connects from a loopback address of its own (127.0.0.2, .3, .4, .5), so the bytes the node
 read from that client's connections are that statement's alone, whatever else the shared node serves.
@@ -12,7 +12,6 @@ frames, counted as the driver writes them), the rows and cells the test sent, Ca
 """
 
 import json
-import subprocess
 import threading
 import time
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from casstrace.analyses.watch import DRIVER_BATCH_UNNAMED
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace_cli import casstrace
+from hotspot_attach import force_full_gc
 from watching import PREVIOUS, nodetool, start_watch, watch_command  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
@@ -36,13 +36,16 @@ KEYSPACE = "casstrace_watch_writes"
 INSERT = f"INSERT INTO {KEYSPACE}.t (k, c, v) VALUES (?, ?, ?)"
 INSERTS, VALUE_BYTES, IN_FLIGHT, INSERT_RATE = 1000, 1000, 8, 500
 # Writes the forced GCs stop: a driver's batches (a statement of their own: its session names none),
-# each some milliseconds on the node, several in flight, so that one is inside the node when a pause
-# begins (one that arrives during it starts after it: not overlapped). The node's tracing may drop some
-# of their sessions: the check is on the sessions the trace holds.
-GC_BATCH_ROWS, GC_BATCH_VALUE, GC_IN_FLIGHT, GC_FORCED = 30, 1000, 8, 2
+# several in flight, so that one is inside the node when a pause begins (one that arrives during it
+# starts after it: not overlapped). Batches of 10 rows, 8 in flight, keep the node's tracing stage
+# within its queue (at 30 rows, or 16 in flight, it dropped half the sessions). The client, not the
+# node, sets their pace: the node holds one about half the time, so each pause has about even odds
+# of meeting one, and GC_FORCED of them, each GC_EVERY_S after the last (unsynchronised with the
+# client's completions, which come when the node is idle), meet at least one.
+GC_BATCH_ROWS, GC_BATCH_VALUE, GC_IN_FLIGHT, GC_FORCED, GC_EVERY_S = 10, 1000, 8, 12, 0.15
 LARGE_BATCHES, LARGE_ROWS, LARGE_VALUE = 10, 30, 1000  # 30 partitions, ~31 KB: past 5 KiB, under the 50 KiB refusal
 SMALL_BATCHES, SMALL_ROWS, SMALL_VALUE = 10, 3, 20  # one partition, ~0.3 KB
-WATCH_S = 14
+WATCH_S, WATCH_MARGIN_S = 14, 2.0  # the last GC begins this long before the watch ends
 WIRE_TOLERANCE = 0.02  # the node's reads of a connection against the driver's writes: heartbeats at most
 
 
@@ -96,16 +99,15 @@ def _batch(rows: int, value_bytes: int, key: int, one_partition: bool) -> str:
     return f"BEGIN UNLOGGED BATCH {inserts} APPLY BATCH"
 
 
-def _gc_during_writes(session, pid: int) -> list[tuple[int, int]]:
-    """Full GCs forced back to back (`jcmd PID GC.run`, whose pause lies inside the call) while a
-    driver's batches run, GC_IN_FLIGHT at a time; the calls' spans (monotonic ns)."""
+def _gc_during_writes(session, pid: int, until: float) -> list[tuple[int, int]]:
+    """Full GCs forced GC_EVERY_S apart (until the monotonic time `until`) while a driver's batches run,
+    GC_IN_FLIGHT at a time; the calls' spans (monotonic ns)."""
     calls: list[tuple[int, int]] = []
 
     def force() -> None:
-        for _ in range(GC_FORCED):
-            before = time.monotonic_ns()
-            subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120)
-            calls.append((before, time.monotonic_ns()))
+        while len(calls) < GC_FORCED and (not calls or time.monotonic() < until):
+            time.sleep(GC_EVERY_S)
+            calls.append(force_full_gc(pid))
 
     insert = session.prepare(INSERT)
     batch = BatchStatement(batch_type=BatchType.UNLOGGED)
@@ -146,6 +148,7 @@ def watched(sandbox, nodetool, tmp_path_factory):
     ):
         insert = inserting.prepare(INSERT)
         watcher = start_watch(watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", "json", sample=1.0))
+        watching = time.monotonic()
         for connection in (insert_connection, large_connection, small_connection):
             connection.pushed = 0
 
@@ -166,7 +169,7 @@ def watched(sandbox, nodetool, tmp_path_factory):
         for key in range(SMALL_BATCHES):
             small.execute(_batch(SMALL_ROWS, SMALL_VALUE, key, one_partition=True))
         pushed.append(small_connection.pushed)
-        calls += _gc_during_writes(paused, sandbox.pid())
+        calls += _gc_during_writes(paused, sandbox.pid(), until=watching + WATCH_S - WATCH_MARGIN_S)
         report, errors = watcher.communicate(timeout=300)
     assert watcher.returncode == 0, errors
     yield json.loads(report), out, calls, pushed

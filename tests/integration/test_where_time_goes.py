@@ -4,14 +4,13 @@ pause forced during the executions.
 
 Truths: the layout of the data (2,000 cells a row-slice against 20 cells, same bytes); the kernel's own
 CPU accounting of the process (/proc/PID/stat) against the BPF program's; the moments the
-test asked the JVM for a full GC (`jcmd PID GC.run`, whose pause lies inside the call) against the
+test asked the JVM for a full GC (`GC.run`, whose pause lies inside the call) against the
 executions the pause is charged to.
 """
 
 import json
 import os
 import random
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from casstrace.reports import common
 from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace, queries
 from casstrace_cli import casstrace
+from hotspot_attach import force_full_gc
 
 pytestmark = pytest.mark.integration
 
@@ -198,9 +198,7 @@ def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts
 
     def collect() -> None:
         while not stop.wait(1.0):  # through the run's start-up and into its executions, until it ends
-            before = time.monotonic_ns()
-            subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=120)
-            spans.append((before, time.monotonic_ns()))
+            spans.append(force_full_gc(pid))
 
     thread = threading.Thread(target=collect, daemon=True)
     thread.start()
