@@ -5,7 +5,7 @@ per INSERT, UPDATE, DELETE and BATCH:
   per BATCH) times executions; partitions, from Cassandra's trace events (one 'Appending to commitlog'
   per mutation: a partition of one keyspace, on each node traced);
 - the bytes of its requests on the wire: what the node read from its clients' connections (a socket
-  with the native port at its local end, amplification.native_port: the one rule for a client's
+  with the native port at its local end: traces.addresses.ClientSockets, the one rule for a client's
   socket) during the watch, each client's bytes split over the statements its sampled sessions ran, by
   their estimated executions (exact for a client that ran one statement; an estimate otherwise);
 - the commit-log bytes it appended: 4 KiB pages of commit-log segments its threads dirtied while its
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from casstrace.analyses import causes
-from casstrace.analyses.amplification import native_port, socket_writes
+from casstrace.analyses.amplification import client_rule, socket_writes
 from casstrace.analyses.attribution import Span
 from casstrace.analyses.findings import BatchFigures, CommitLogWait, FindingContext
 from casstrace.analyses.model import Finding
@@ -173,15 +173,15 @@ def commitlog_slots(
 
 def client_bytes(trace: Trace, casstrace_addresses: list[str]) -> dict[str, int] | None:
     """Client address -> bytes the node read from that client's connections over the trace (sockets
-    with the native port at their local end, amplification.native_port), but casstrace's own
+    with the native port at their local end, amplification.client_rule), but casstrace's own
     (`casstrace_addresses`, 'ip:port'); None when socket I/O was not measured."""
     if not trace.measured("wire"):
         return None
-    port, own = native_port(trace), {parse_address(address) for address in casstrace_addresses}
+    rule, own = client_rule(trace), {parse_address(address) for address in casstrace_addresses}
     found: Counter[str] = Counter()
     for socket in socket_writes(trace, queries.window_ids(trace)):
-        remote = parse_address(":".join(socket.remote))
-        if socket.local[-1] == port and remote is not None and remote not in own:
+        remote = socket.remote_end
+        if socket.is_one_of(rule) and remote is not None and remote not in own:
             found[remote[0]] += socket.read
     return dict(found)
 
