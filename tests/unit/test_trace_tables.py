@@ -76,7 +76,7 @@ def test_an_older_format_is_its_tables_and_columns_of_that_version_or_before():
 
 # The write side: each table's TypedDict (traces/rows.py) names its columns; NOT NULL without a default
 # is a required key. Tables a writer fills through its own methods (ids handed out, meta's JSON) have none.
-ROW_TYPES = {
+ROW_TYPES: dict[str, typing.Any] = {  # TypedDict classes (mypy types them as plain type)
     "file_io": rows.FileIORow,
     "mappings": rows.MappingRow,
     "read_sizes": rows.ReadSizeRow,
