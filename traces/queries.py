@@ -1,7 +1,8 @@
 """The typed read API of a trace: every question the analyses ask of a trace file, answered as typed
 records. The analyses' only way into a trace (tests/unit/test_layout.py holds them to it); older formats
 are handled here (a table or column a format added reads as absent: no rows, None or 0, by
-Trace.columns), so that no caller knows the schema.
+Trace.columns), so that no caller knows the schema. A table read whole takes its select list from its
+declaration (casstrace.traces.tables): its record's fields are its columns, in order.
 
 Records of which a trace may hold many (one per call, per page run, per file and window) are
 NamedTuples, built by sqlite3's own row loop (no per-row Python beyond the tuple); the few are frozen

@@ -24,6 +24,10 @@ Conventions
   (mapped_touched_bytes: pages of its memory maps of the file it accessed, from the accessed bits of
   its page tables, which a warm mmap read sets without any syscall or page-cache event).
 
+Tables: each is declared once in casstrace.traces.tables (its columns with their types, units and
+meanings, its key, how a merge of several nodes combines it, the format that added it); SCHEMA below
+is generated from those declarations.
+
 Meta keys (values are JSON)
   format_version     int, FORMAT_VERSION
   casstrace_version  str

@@ -2,14 +2,17 @@
 and indexes, how a merged trace of several nodes combines it, and the format version each appeared in.
 
 From these declarations follow the schema's SQL (`schema_sql`, `index_sql`: what TraceWriter creates),
-the writer's INSERT (`insert_sql`, columns in declared order), the select list of a table read whole
-(`select_list`: a column a later format added reads as NULL from an older trace), the merge of several
-nodes' traces (casstrace.traces.merge, by each table's `merge`) and the figures the validation checks
-(`Column.checked`). What a column means is in its `doc`, and in the SQL (`.schema` in the sqlite3 shell).
+the writer's INSERT (`insert_sql`: a column the table has not is refused before anything is written), the
+select list of a table read whole (`select_list`: a column a later format added reads as NULL from an older
+trace; casstrace.traces.queries), the merge of several nodes' traces (casstrace.traces.merge, by each
+table's `merge`) and the figures the validation checks (`Column.checked`, file_io's). What a column means
+is in its `doc`, which the SQL keeps as a comment (`.schema` in the sqlite3 shell shows it).
 
-The SQL must stay what traces already hold: a column or table is only ever appended (at the end of its
-table, or after the tables there are), never renamed, moved or retyped. tests/unit/test_trace_tables.py
-holds the generated SQL to a trace written before these declarations existed.
+The typed rows stay classes mypy reads: a table's TypedDict in traces/rows.py (what a capture hands the
+writer) and, for a table read whole, its record in casstrace.traces.queries. tests/unit/test_trace_tables.py
+holds both to the declaration (the same columns, in order; required keys and None where the column allows
+it), and the generated SQL to the SQL traces hold: a column or table is only ever appended (at the end of
+its table, or after the tables there are), never renamed, moved or retyped.
 """
 
 import enum
@@ -23,7 +26,8 @@ class Merge(enum.Enum):
 
     WHOLE_TRACE = "whole trace"  # the run's own rows, written once: never copied from a node's trace
     APPENDED = "appended"  # copied: file and stack ids re-based, times shifted onto the trace's clock, node named
-    SUMMED_BY_SLOT = "summed by slot"  # appended, slots moved by slot_ns's; rows meeting in one key added up
+    # appended, slots moved by whole slot_ns's; rows meeting in one key add up their other columns (but node_id)
+    SUMMED_BY_SLOT = "summed by slot"
     SUMMED_BY_THREAD_SLOT = "summed by thread slot"  # the same by thread_slot_ns's slots
 
 
@@ -39,7 +43,7 @@ class Column:
     primary_key: bool = False  # the table's one-column key (an INTEGER one is the rowid)
     references: str | None = None  # 'table(column)'
     since: int = 1  # the format version that added it (at least its table's: Table makes it so)
-    checked: bool = False  # validation.py refuses a trace where it holds no finite non-negative number
+    checked: bool = False  # file_io's: validation.py refuses a trace where it holds no finite non-negative number
 
     @property
     def sql(self) -> str:
@@ -535,13 +539,13 @@ def _index_sql(table: Table, index: Index) -> str:
 
 
 def schema_sql(version: int) -> str:
-    """The tables of format `version` (and the indexes inserts rely on), as a script."""
+    """The tables of format `version` (and the indexes inserts rely on), as a script: from format 3 on
+    (format 3 changed the keys of threads and latency, the one change that was not an addition)."""
     statements = []
-    for table in TABLES:
-        if table.since <= version:
-            statements.append(f"-- {table.doc}\n" if table.doc else "")
-            statements[-1] += create_sql(table, version) + ";\n"
-            statements += [_index_sql(table, index) + ";\n" for index in table.indexes if not index.after_rows]
+    for table in (table for table in TABLES if table.since <= version):
+        comment = f"-- {table.doc}\n" if table.doc else ""
+        statements.append(f"{comment}{create_sql(table, version)};\n")
+        statements += [_index_sql(table, index) + ";\n" for index in table.indexes if not index.after_rows]
     return "\n".join(statements)
 
 
