@@ -17,8 +17,7 @@ its table, or after the tables there are), never renamed, moved or retyped.
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Merge(enum.Enum):
@@ -31,11 +30,11 @@ class Merge(enum.Enum):
     SUMMED_BY_THREAD_SLOT = "summed by thread slot"  # the same by thread_slot_ns's slots
 
 
-@dataclass(frozen=True)
-class Column:
+# NamedTuples and a plain class, not dataclasses: the writer imports this at start-up, where dataclasses
+# would load inspect (tests/unit/test_costs.py).
+class Column(NamedTuple):
     name: str
     doc: str = ""
-    _: KW_ONLY
     type: str = "INTEGER"  # | 'TEXT' | 'REAL' | 'NUMERIC'
     nullable: bool = True
     unit: str | None = None  # what a number counts: 'ns', 'bytes', 'pages', 'calls', ...
@@ -59,8 +58,7 @@ class Column:
         return " ".join(parts)
 
 
-@dataclass(frozen=True)
-class Index:
+class Index(NamedTuple):
     name: str
     on: str  # what it indexes: 'file_id, source', 'ifnull(node_id, 0), tid'
     unique: bool = False
@@ -69,26 +67,25 @@ class Index:
     after_rows: bool = True
 
 
-@dataclass(frozen=True)
 class Table:
-    name: str
-    columns: tuple[Column, ...]
-    merge: Merge
-    since: int = 1  # the format version that added it
-    key: tuple[str, ...] = ()  # a key of several columns (PRIMARY KEY (...)); one column's: Column.primary_key
-    indexes: tuple[Index, ...] = ()
-    doc: str = ""
-    by_name: dict[str, Column] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        name: str,
+        columns: tuple[Column, ...],
+        merge: Merge,
+        *,
+        since: int = 1,
+        key: tuple[str, ...] = (),
+        indexes: tuple[Index, ...] = (),
+        doc: str = "",
+    ):
+        """`since`: the format version that added it; `key`: a key of several columns (PRIMARY KEY (...)),
+        a one-column key being its Column's primary_key."""
+        self.name, self.merge, self.since, self.key, self.indexes, self.doc = name, merge, since, key, indexes, doc
         # a column is as old as its table at least: declared only where a later format added it
-        columns = tuple(replace(column, since=max(column.since, self.since)) for column in self.columns)
-        object.__setattr__(self, "columns", columns)
-        object.__setattr__(self, "by_name", {column.name: column for column in columns})
-
-    @property
-    def column_names(self) -> tuple[str, ...]:
-        return tuple(column.name for column in self.columns)
+        self.columns = tuple(column._replace(since=max(column.since, since)) for column in columns)
+        self.by_name = {column.name: column for column in self.columns}
+        self.column_names = tuple(self.by_name)
 
 
 def text(name: str, doc: str = "", **options: Any) -> Column:
