@@ -1,6 +1,7 @@
 """traces.tables, each trace table declared once: the SQL it generates is the SQL traces already hold
-(tests/data/trace_schema/format-5.sql: the sqlite_master of a trace written before the declarations
-existed), and the typed rows written and read back have the declared columns (unit, no node)."""
+(tests/data/trace_schema/format-N.sql: format 5 as the sqlite_master of a trace written before the
+declarations existed; formats 3 and 4 as schema.py had them last), and the typed rows written and read
+back have the declared columns (unit, no node)."""
 
 import contextlib
 import re
@@ -12,11 +13,21 @@ import pytest
 
 from casstrace.traces import queries, rows
 from casstrace.traces.schema import FORMAT_VERSION
-from casstrace.traces.tables import TABLE, TABLES, Merge, index_sql, insert_sql, schema_sql
-from casstrace.traces.writer import TraceWriter
+from casstrace.traces.tables import (
+    TABLE,
+    TABLES,
+    Column,
+    Merge,
+    Table,
+    create_sql,
+    index_sql,
+    insert_sql,
+    schema_sql,
+)
+from casstrace.traces.writer import EVENT_COLUMNS, TraceWriter
 
 SCHEMAS = Path(__file__).parent.parent / "data" / "trace_schema"
-STORED = SCHEMAS / "format-5.sql"
+STORED_FORMATS = (3, 4, 5)  # format 3 changed two keys (threads, latency): before it, the declarations do not hold
 
 
 def _statements(script: str) -> dict[str, str]:
@@ -32,45 +43,72 @@ def _statements(script: str) -> dict[str, str]:
     return found
 
 
-def _structure(db: sqlite3.Connection) -> dict[str, object]:
-    """What SQLite itself makes of each table: its columns (name, type, not null, default, key), foreign
-    keys and indexes, in order."""
-    found: dict[str, object] = {}
+Structure = dict[str, tuple[list[tuple], list[tuple], list[tuple]]]
+
+
+def _structure(db: sqlite3.Connection) -> Structure:
+    """What SQLite itself makes of each table, in order: its columns (name, type, not null, default, key),
+    foreign keys and indexes."""
+    found: Structure = {}
     for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid"):
         found[name] = (
             db.execute(f"PRAGMA table_info({name})").fetchall(),
             db.execute(f"PRAGMA foreign_key_list({name})").fetchall(),
             [
-                (index[1:], db.execute(f"PRAGMA index_xinfo({index[1]})").fetchall())
+                (index[1:], tuple(db.execute(f"PRAGMA index_xinfo({index[1]})").fetchall()))
                 for index in db.execute(f"PRAGMA index_list({name})")
             ],
         )
     return found
 
 
-def test_the_generated_schema_is_the_one_traces_were_written_in(tmp_path):
-    written = TraceWriter(tmp_path / "new.trace").finish()
-    with contextlib.closing(sqlite3.connect(written)) as db:
-        fresh = "".join(
-            f"{sql};" for (sql,) in db.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")
-        )
-        fresh_structure = _structure(db)
-    stored = STORED.read_text()
-    assert list(_statements(fresh)) == list(_statements(stored))  # the same tables and indexes, in order
-    assert _statements(fresh) == _statements(stored)
+def _stored_structure(version: int) -> Structure:
     with contextlib.closing(sqlite3.connect(":memory:")) as db:
-        db.executescript(stored)
-        assert fresh_structure == _structure(db)
+        db.executescript((SCHEMAS / f"format-{version}.sql").read_text())
+        return _structure(db)
 
 
-@pytest.mark.parametrize("version", [3, 4])
-def test_an_older_format_is_its_tables_and_columns_of_that_version_or_before(version):
-    """Against the schema.py of the last commit of that format (format 3 changed two keys: before it,
-    threads was keyed by tid alone and latency without node_id, which the declarations do not model)."""
-    stored = (SCHEMAS / f"format-{version}.sql").read_text()
-    generated = schema_sql(version) + index_sql()
-    assert list(_statements(generated)) == list(_statements(stored))
-    assert _statements(generated) == _statements(stored)
+@pytest.mark.parametrize("version", STORED_FORMATS)
+def test_a_trace_written_now_holds_each_stored_format_whole_and_adds_only_after_it(tmp_path, version):
+    """What SQLite makes of the SQL, so that a trace of that format reads as one of now: every table it
+    had, each with its columns first and unchanged (name, type, NOT NULL, default, key), its foreign keys
+    and indexes."""
+    with contextlib.closing(sqlite3.connect(TraceWriter(tmp_path / "new.trace").finish())) as db:
+        fresh = _structure(db)
+    stored = _stored_structure(version)
+    assert [name for name in fresh if name in stored] == list(stored)
+    for name, (columns, keys, indexes) in stored.items():
+        fresh_columns, fresh_keys, fresh_indexes = fresh[name]
+        assert fresh_columns[: len(columns)] == columns, name
+        assert set(keys) <= set(fresh_keys) and set(indexes) <= set(fresh_indexes), name
+
+
+@pytest.mark.parametrize("version", STORED_FORMATS)
+def test_the_declarations_generate_each_stored_formats_sql(version):
+    """Comments and layout aside, the very SQL of each stored table (from its declaration, with the
+    columns that format had) and index; and `since` tells which: exactly those in a format since
+    closed, those first in the current one (a later column of it may follow)."""
+    script = (SCHEMAS / f"format-{version}.sql").read_text()
+    stored = _statements(script)
+    had = {name: [column[1] for column in columns] for name, (columns, _, _) in _stored_structure(version).items()}
+    generated = {}
+    for table in (table for table in TABLES if table.name in had):
+        kept = Table(
+            table.name,
+            tuple(column for column in table.columns if column.name in had[table.name]),
+            table.merge,
+            key=table.key,
+            indexes=table.indexes,
+        )
+        generated[table.name] = create_sql(kept, FORMAT_VERSION)
+        by_version = [column.name for column in table.columns if column.since <= version]
+        assert had[table.name] == by_version[: len(had[table.name])], table.name
+        assert version == FORMAT_VERSION or had[table.name] == by_version, table.name
+    indexes = _statements(schema_sql(FORMAT_VERSION) + index_sql())
+    generated.update({name: sql for name, sql in indexes.items() if sql.startswith(("CREATE INDEX", "CREATE UNIQUE"))})
+    assert _statements(";".join(sql for name, sql in generated.items() if name in stored)) == stored
+    declared = {table.name for table in TABLES if table.since <= version}
+    assert set(had) == declared if version < FORMAT_VERSION else set(had) <= declared
 
 
 def test_a_column_is_only_ever_appended():
@@ -118,6 +156,8 @@ def test_a_row_written_has_the_declared_columns(table):
     for name in row.__required_keys__:
         column = declared.by_name[name]
         assert column.since == declared.since or not column.nullable, (table, name)
+    for name, hint in typing.get_type_hints(row).items():
+        _holds_its_columns_values(hint, declared, declared.by_name[name])
 
 
 # The read side: the records a table is read back whole as (queries), its columns in order.
@@ -133,20 +173,24 @@ RECORDS = {
 SQL_TYPES = {int: "INTEGER", str: "TEXT", float: "REAL", bool: "INTEGER"}
 
 
+def _holds_its_columns_values(hint: object, table: Table, column: Column) -> None:
+    """A Python type `hint` takes None where the column may be NULL (or an older format lacks it), and
+    otherwise values of the column's SQL type."""
+    types = set(typing.get_args(hint)) or {hint}
+    may_be_null = column.nullable and not column.primary_key  # an INTEGER PRIMARY KEY is the rowid
+    assert (type(None) in types) == may_be_null or column.since > table.since, (table.name, column.name)
+    expected = "REAL" if column.type == "NUMERIC" else column.type
+    assert {SQL_TYPES[t] for t in types - {type(None)}} == {expected}, (table.name, column.name)
+
+
 @pytest.mark.parametrize("table", sorted(RECORDS))
 def test_a_record_read_back_is_the_declared_columns_in_order(table):
     hints = typing.get_type_hints(RECORDS[table])
     declared = TABLE[table]
     assert tuple(hints) == declared.column_names
     for column in declared.columns:
-        types = set(typing.get_args(hints[column.name])) or {hints[column.name]}
-        if column.name == "meta":  # nodes.meta: JSON, read back parsed
-            continue
-        may_be_null = column.nullable and not column.primary_key  # an INTEGER PRIMARY KEY is the rowid
-        assert (type(None) in types) == may_be_null or column.since > declared.since, (table, column.name)
-        assert {SQL_TYPES.get(t, column.type) for t in types - {type(None)}} == {
-            "REAL" if column.type == "NUMERIC" else column.type
-        }, (table, column.name)
+        if (table, column.name) != ("nodes", "meta"):  # JSON, read back parsed
+            _holds_its_columns_values(hints[column.name], declared, column)
 
 
 def test_every_table_merges_by_one_rule_and_sums_only_by_a_key():
@@ -160,3 +204,12 @@ def test_an_insert_names_only_declared_columns():
     assert insert_sql(TABLE["thread_cpu"], ("tid", "oncpu_ns")) == "INSERT INTO thread_cpu(tid, oncpu_ns) VALUES (?, ?)"
     with pytest.raises(ValueError, match="thread_cpu has no column cpu_ns"):
         insert_sql(TABLE["thread_cpu"], ("tid", "cpu_ns"))
+
+
+def test_every_table_has_a_typed_way_in():
+    # the writer fills these through methods of its own: ids it hands out (files, stacks), meta's JSON,
+    # windows, threads' names, and the per-call events as tuples (EventRow, in EVENT_COLUMNS' order)
+    assert set(TABLE) - set(ROW_TYPES) == {"meta", "files", "windows", "events", "threads", "stacks"}
+    events = TABLE["events"]
+    for hint, name in zip(typing.get_args(rows.EventRow), EVENT_COLUMNS, strict=True):
+        _holds_its_columns_values(hint, events, events.by_name[name])
