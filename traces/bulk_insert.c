@@ -25,7 +25,7 @@ static PyObject *database_error(sqlite3 *db, const char *what)
     return NULL;
 }
 
-static int bind(sqlite3_stmt *statement, int at, PyObject *value)
+static int bind(sqlite3_stmt *statement, int at, PyObject *value, sqlite3_destructor_type text_lifetime)
 {
     if (value == Py_None)
         return sqlite3_bind_null(statement, at);
@@ -38,7 +38,7 @@ static int bind(sqlite3_stmt *statement, int at, PyObject *value)
     if (PyUnicode_Check(value)) {
         Py_ssize_t length;
         const char *text = PyUnicode_AsUTF8AndSize(value, &length);
-        return text == NULL ? -1 : sqlite3_bind_text(statement, at, text, (int)length, SQLITE_TRANSIENT);
+        return text == NULL ? -1 : sqlite3_bind_text(statement, at, text, (int)length, text_lifetime);
     }
     if (PyFloat_Check(value))
         return sqlite3_bind_double(statement, at, PyFloat_AS_DOUBLE(value));
@@ -103,9 +103,13 @@ static int bind_row(sqlite3_stmt *statement, int first, PyObject *row, Py_ssize_
         Py_DECREF(fast);
         return -1;
     }
+    /* A tuple or list row is its own values, and insert() holds every row of a statement until the
+     * statement has run: its strs keep their UTF-8 form that long, so SQLite need not copy it
+     * (SQLITE_STATIC). Another sequence's values live in `fast` only, freed below: SQLite copies. */
+    sqlite3_destructor_type text_lifetime = fast == row ? SQLITE_STATIC : SQLITE_TRANSIENT;
     int status = SQLITE_OK;
     for (Py_ssize_t i = 0; i < columns && status == SQLITE_OK; i++)
-        status = bind(statement, first + (int)i, PySequence_Fast_GET_ITEM(fast, i));
+        status = bind(statement, first + (int)i, PySequence_Fast_GET_ITEM(fast, i), text_lifetime);
     Py_DECREF(fast);
     return status;
 }
@@ -128,7 +132,8 @@ static PyObject *insert(PyObject *module, PyObject *args)
     char *single_sql = chunk_sql == NULL ? NULL : insert_sql(table, columns, 1);
     if (single_sql == NULL)
         goto done;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    /* NOMUTEX: only this call uses the connection, so binding a value need not take its lock */
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         database_error(db, "cannot open the trace");
         goto done;
     }

@@ -35,8 +35,6 @@ else is decoded, and only the per-thread enter event waiting for its exit, the t
 fds are kept. Nothing of a data buffer is ever decoded.
 """
 
-from __future__ import annotations
-
 import functools
 import itertools
 import os

@@ -86,6 +86,24 @@ def test_casstrace_import_starts_without_click_the_analyses_reports_or_drivers(t
     assert heavy == []
 
 
+def test_casstrace_import_starts_without_compiling_annotations():
+    """A NamedTuple or TypedDict whose field types are strings (`from __future__ import annotations`)
+    compiles each of them when its class is made: scap_reader's 23 cost as much as loading typing."""
+    code = (
+        "import builtins\n"
+        "compiled = []\n"
+        "compile_source = builtins.compile\n"
+        "def counted(source, filename, mode, *rest, **named):\n"
+        "    if mode == 'eval':  # a module's own source (no bytecode yet) is compiled in 'exec' mode\n"
+        "        compiled.append(source)\n"
+        "    return compile_source(source, filename, mode, *rest, **named)\n"
+        "builtins.compile = counted\n"
+        "import casstrace.cli.main, casstrace.cli.import_scap, casstrace.probes.sysdig.sysdig_import\n"
+        "print(repr(compiled))"
+    )
+    assert fresh(code).strip() == "[]"
+
+
 IMPORT_ARGS = [
     [str(SMALL_CAPTURE)],
     [str(SMALL_CAPTURE), "--pid", "42", "--out", "x.trace", "--force"],

@@ -215,6 +215,20 @@ def test_the_cyclic_collector_waits_for_the_import_only(tmp_path):
         gc.enable()
 
 
+class MadeRow:
+    """An event row that is a sequence but neither tuple nor list, its syscall name a new str each
+    time it is read."""
+
+    def __init__(self, ts: int) -> None:
+        self.ts = ts
+
+    def __len__(self) -> int:
+        return 10
+
+    def __getitem__(self, index: int) -> object:
+        return (self.ts, 1, "".join(["read", str(self.ts)]), 3, None, 0, 1, 1, None, None)[index]
+
+
 def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
     """traces/bulk_insert.c (TraceWriter.add_events and add_coverage: per-call rows, page runs) against
     the sqlite3 module's executemany: every kind of value, then a whole import of the largest capture;
@@ -238,6 +252,14 @@ def test_the_bulk_insert_writes_what_executemany_writes(tmp_path, monkeypatch):
             writer.finish()
             tables.append(_tables(path)["events"])
     assert tables[:3] == tables[3:] and [len(table) for table in tables[:3]] == [3, 64, 129]
+    # A row that is neither tuple nor list: its values are made anew, alive only while it is read.
+    made = []
+    for bulk in (None, trace_writer.BULK_INSERT):
+        monkeypatch.setattr(trace_writer, "BULK_INSERT", bulk)
+        writer = TraceWriter(tmp_path / f"made-{bulk is not None}.trace")
+        writer.add_events([MadeRow(ts) for ts in range(130)])  # type: ignore[misc]  # under test
+        made.append(_tables(writer.finish())["events"])
+    assert made[0] == made[1] and [row[2] for row in made[1]] == [f"read{ts}" for ts in range(130)]
     largest = max(SCAP_DIR.glob("*.scap"), key=lambda path: path.stat().st_size)
     imported = []
     for bulk in (None, trace_writer.BULK_INSERT):
