@@ -158,7 +158,11 @@ def _written(trace: Trace, window_id: int) -> tuple[WrittenBytes, ...]:
             by_kind[kind].append(written)
 
     def total(values: Iterable[int | None], measure: str) -> int | None:
-        return sum(value or 0 for value in values) if measured[measure] else None
+        """None when not measured, of the capture or of one of the files (written back off ext4)."""
+        figures = list(values)
+        if not measured[measure] or any(figure is None for figure in figures):
+            return None
+        return sum(figure or 0 for figure in figures)
 
     return tuple(
         WrittenBytes(

@@ -321,7 +321,8 @@ CREATE TABLE file_io (
     mapped_dirtied_pages     INTEGER,
     written_back_bytes       INTEGER,                     -- bytes the kernel wrote from the page cache to the
                                                           -- device for the file, by any thread (background
-                                                          -- writeback, or a sync)
+                                                          -- writeback, or a sync); NULL off a file system
+                                                          -- the capture sees it on (bcc: ext4 only)
     sync_calls               INTEGER,                     -- fsync, fdatasync, msync, sync_file_range on the file
     sync_ns                  INTEGER,                     -- their summed latency (msync's file: the mapping's)
     PRIMARY KEY (window_id, file_id)

@@ -42,7 +42,7 @@ from casstrace.probes.bcc.program import (
     c_defines,
     c_structs,
 )
-from casstrace.probes.proc import mapped_pages, proc_fds
+from casstrace.probes.proc import mapped_pages, mounts, proc_fds
 from casstrace.probes.proc.mapped_pages import Mapping
 from casstrace.probes.proc.proc_fds import Descriptor
 from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, GAP_WINDOW, Window, WindowLog
@@ -134,7 +134,8 @@ WINDOW_WRITE_MAPS = ("dirtied_pages", "written_back", "sync_latency")  # capture
 # offsets). Pages dirtied, by the thread that dirtied them; pages written back, by any thread: ext4's
 # writepages result counts each page sent, for background writeback and a sync alike (the generic
 # writeback_single_inode misses fsync's, which never goes through it; wbc_writepage only sees file
-# systems with a ->writepage).
+# systems with a ->writepage; writeback_written counts a whole writeback work's pages, of no inode).
+# A file on another file system has its bytes written back not measured (bcc_trace.WRITTEN_BACK_FILESYSTEMS).
 WRITE_PATH_TRACEPOINTS = {
     "dirtied": ("writeback", "writeback_dirty_folio", "HAS_DIRTY_FOLIO"),
     "written_back": ("ext4", "ext4_writepages_result", "HAS_WRITEPAGES_RESULT"),
@@ -533,6 +534,7 @@ class BccCapture:
             thread_slot_ns=self.thread_slot_ns,
             write_tracepoints=write_path_tracepoints(),
             address_mappings=self._start_mappings + tuple(mapped_pages.file_mappings(self.pid)),
+            filesystems=mounts.filesystem_types(self.pid),
         )
         return self.result
 
@@ -889,6 +891,7 @@ class BccCapture:
             thread_slot_ns=self.thread_slot_ns,
             write_tracepoints=write_path_tracepoints(),
             address_mappings=(),
+            filesystems=mounts.filesystem_types(self.pid),
         )
 
     def _counters(self) -> dict[str, int]:
