@@ -177,12 +177,22 @@ def client_bytes(trace: Trace, casstrace_addresses: list[str]) -> dict[str, int]
     (`casstrace_addresses`, 'ip:port'); None when socket I/O was not measured."""
     if not trace.measured("wire"):
         return None
-    port, own = native_port(trace), {parse_address(address) for address in casstrace_addresses}
+    sockets = socket_writes(trace, queries.window_ids(trace))
+    return clients_read(
+        ((":".join(s.local), ":".join(s.remote), s.read) for s in sockets), native_port(trace), casstrace_addresses
+    )
+
+
+def clients_read(sockets: Iterable[tuple[str, str, int]], port: str, casstrace_addresses: list[str]) -> dict[str, int]:
+    """Client address -> bytes the node read from that client's connections, of the node's sockets
+    (local 'ip:port', remote 'ip:port', bytes read): those with the native `port` at their local end,
+    but casstrace's own (`casstrace_addresses`). A trace's (client_bytes), or a watch's so far."""
+    own = {parse_address(address) for address in casstrace_addresses}
     found: Counter[str] = Counter()
-    for socket in socket_writes(trace, queries.window_ids(trace)):
-        remote = parse_address(":".join(socket.remote))
-        if socket.local[-1] == port and remote is not None and remote not in own:
-            found[remote[0]] += socket.read
+    for local, remote_address, read in sockets:
+        remote = parse_address(remote_address)
+        if local.rpartition(":")[2] == port and remote is not None and remote not in own:
+            found[remote[0]] += read
     return dict(found)
 
 

@@ -247,6 +247,7 @@ class Live:
         self.figures = figures
 
     def __call__(self, snapshot: "LiveSnapshot") -> None:
+        from casstrace.analyses.statement_writes import clients_read
         from casstrace.analyses.watch import WatchInputs, summarise_tally
         from casstrace.analyses.watch_tables import table_reads
         from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
@@ -262,6 +263,9 @@ class Live:
             probability=snapshot.probability,
             duration_s=snapshot.elapsed_s,
             pauses=snapshot.pauses,
+            client_bytes=clients_read(snapshot.sockets, snapshot.native_port, snapshot.casstrace_addresses)
+            if snapshot.sockets
+            else None,  # no connection named yet: not 0 B
         )
         so_far = self.figures.so_far(inputs)
         if snapshot.received_bytes is not None:  # the amplification so far (the node's readings come at the end)

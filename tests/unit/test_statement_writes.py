@@ -12,6 +12,7 @@ import pytest
 from casstrace.analyses.attribution import Span
 from casstrace.analyses.statement_writes import (
     WriteShape,
+    clients_read,
     commitlog_slots,
     write_shape,
 )
@@ -269,3 +270,16 @@ def test_writes_waiting_on_slow_commit_log_syncs_are_found_and_fast_ones_are_not
     assert "100 syncs" in evidence and "data files are on" in evidence
     assert found(CommitLogSyncs(Counter({latency_bucket(1_000_000): 100}), True)) == []
     assert found(None) == []
+
+
+def test_the_clients_of_a_node_are_its_native_ports_peers_but_casstrace():
+    """A live watch's connections: the native port's peers by address (two connections of one client
+    add up, IPv6 too), not casstrace's own connection, nor a connection on another port (gossip)."""
+    sockets = [
+        ("127.0.0.1:9042", "127.0.0.2:40000", 1000),
+        ("127.0.0.1:9042", "127.0.0.2:40001", 500),
+        ("[::1]:9042", "[::1]:40002", 70),
+        ("127.0.0.1:9042", "127.0.0.1:50000", 9999),  # casstrace's own
+        ("127.0.0.1:7000", "127.0.0.3:40003", 8888),  # the storage port
+    ]
+    assert clients_read(sockets, "9042", ["127.0.0.1:50000"]) == {"127.0.0.2": 1500, "::1": 70}
