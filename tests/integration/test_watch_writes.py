@@ -247,6 +247,9 @@ def test_a_large_batch_is_flagged_with_its_cause_and_a_small_one_is_not(watched)
         assert abs(batch["write"]["wire_bytes_per_execution"] - sent) <= WIRE_TOLERANCE * sent, (batch["write"], sent)
     assert large["verdict"] == "flagged" and [f["cause"] for f in large["findings"]][:1] == ["large_batch"]
     assert "30.0 partitions per batch" in " ".join(large["findings"][0]["evidence"])
+    # weighed by what a split by partition saves: the batch's node time less one partition's
+    node_ns = large["write"]["node_ns_per_execution"]
+    assert large["findings"][0]["saves_ns"] == pytest.approx(node_ns * (1 - 1 / LARGE_ROWS))
     assert small["verdict"] == "not flagged" and "large_batch" not in [f["cause"] for f in small["findings"]]
 
 

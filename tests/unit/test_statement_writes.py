@@ -16,6 +16,7 @@ from casstrace.analyses.statement_writes import (
     commitlog_slots,
     write_shape,
 )
+from casstrace.analyses.units import human_ns
 from casstrace.analyses.watch import (
     DRIVER_BATCH_UNNAMED,
     WRITE_ELSEWHERE,
@@ -196,6 +197,10 @@ def test_a_large_batch_is_flagged_and_a_small_one_is_not():
     assert [f.cause for f in batch.findings] == ["large_batch"]
     evidence = " ".join(batch.findings[0].evidence)
     assert "13.2 KiB per batch on the wire" in evidence and "12.0 partitions per batch" in evidence
+    # weighed by what splitting it by partition saves: 12 partitions' writes in the node's time of one
+    node_ns = batch.write.node_ns_per_execution
+    assert node_ns and batch.findings[0].saves_ns == pytest.approx(node_ns * 11 / 12)
+    assert f"about {human_ns(node_ns * 11 / 12)} of each batch's {human_ns(node_ns)} saved" in evidence
     # the same batch on one partition, small on the wire: no finding
     small = _inputs(client_bytes={"10.0.0.2": 2200, "10.0.0.3": 1300, "10.0.0.4": 3 * 300})
     small.sessions[4] = _session(5, BIG_BATCH, "10.0.0.4", START + 20 * SLOT, 3_000_000, 1)
