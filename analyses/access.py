@@ -9,7 +9,7 @@ import itertools
 
 from casstrace.analyses.model import AccessPattern, FileIO, OffsetPoint
 from casstrace.analyses.percentiles import histogram_percentile
-from casstrace.analyses.units import human_bytes
+from casstrace.analyses.units import human_bytes, ns_to_ms, ns_to_s
 from casstrace.traces import Trace, queries
 
 MAX_POINTS = 20_000  # per file: enough to see the shape, small enough for a browser
@@ -37,7 +37,7 @@ def _access_pattern(trace: Trace, file: FileIO, start_ns: int, slot_ns: int, buc
             is_lseek = syscall in ("lseek", "llseek")
             points.append(
                 OffsetPoint(
-                    time_s=(ts_ns - start_ns) / 1e9,
+                    time_s=ns_to_s(ts_ns - start_ns),
                     offset=returned if is_lseek and returned is not None and returned >= 0 else offset,
                     length=0 if is_lseek else max(returned or 0, 0),
                     calls=1,
@@ -50,7 +50,7 @@ def _access_pattern(trace: Trace, file: FileIO, start_ns: int, slot_ns: int, buc
             source = "heatmap"
             note = (
                 f"{streamed:,} of {calls:,} calls streamed (rate cap or lost events): heat map of "
-                f"{human_bytes(bucket_bytes)} offset buckets x {slot_ns / 1e6:g} ms slots"
+                f"{human_bytes(bucket_bytes)} offset buckets x {ns_to_ms(slot_ns):g} ms slots"
             )
         elif calls:
             source, note = "none", f"{streamed:,} of {calls:,} calls streamed and no heat map: no offset map"
@@ -70,7 +70,7 @@ def _access_pattern(trace: Trace, file: FileIO, start_ns: int, slot_ns: int, buc
         source_note=note,
         points=points,
         bucket_bytes=bucket_bytes,
-        slot_s=slot_ns / 1e9,
+        slot_s=ns_to_s(slot_ns),
         read_size_median=_median_read_size(file.read_sizes),
     )
 
@@ -82,7 +82,7 @@ def _heatmap_points(
         return []
     return [
         OffsetPoint(
-            time_s=cell.slot * slot_ns / 1e9,
+            time_s=ns_to_s(cell.slot * slot_ns),
             offset=cell.offset_bucket * bucket_bytes,
             length=cell.bytes,
             calls=cell.calls,

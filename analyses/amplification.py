@@ -24,6 +24,7 @@ is no payload (a sysdig import), by the bytes the node wrote to the client conne
 """
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,7 @@ from casstrace.analyses.file_io import page_runs
 from casstrace.analyses.model import Amplification, Busy, Execution, IndexPart, IndexRead, Unseen
 from casstrace.analyses.units import human_bytes
 from casstrace.traces import Trace, queries
-from casstrace.traces.addresses import parse_address
+from casstrace.traces.addresses import DEFAULT_NATIVE_PORT, ClientSockets, parse_address
 from casstrace.traces.queries import ExecutionRecord
 from casstrace.traces.schema import HUGE_PAGE_BYTES, PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
@@ -51,7 +52,6 @@ SYSTEM_KEYSPACES = {
     "system_virtual_schema",
     "system_cluster_metadata",
 }
-DEFAULT_NATIVE_PORT = 9042
 
 
 def data_read(syscall_bytes: int, fills_outside_syscall_bytes: int, mapped_outside_syscall_bytes: int = 0) -> int:
@@ -368,8 +368,10 @@ def warmup(
 def client_sockets(trace: Trace) -> list[int]:
     """The node's sockets to this run's client: those whose remote address is one of meta client_addresses
     ([]: a trace without them)."""
-    clients = {parse_address(address) for address in trace.meta.get("client_addresses") or []} - {None}
-    return [file_id for file_id, remote in queries.socket_remotes(trace).items() if parse_address(remote) in clients]
+    rule = client_rule(trace, trace.meta.get("client_addresses") or [])
+    return [
+        file_id for file_id, remote in queries.socket_remotes(trace).items() if rule.holds(None, parse_address(remote))
+    ]
 
 
 def with_client_wire(trace: Trace, rows: list[ExecutionRecord]) -> list[ExecutionRecord]:
@@ -389,9 +391,10 @@ def with_client_wire(trace: Trace, rows: list[ExecutionRecord]) -> list[Executio
     return [row if row.window_id is None else replace(row, wire_bytes=written[row.window_id]) for row in rows]
 
 
-def native_port(trace: Trace) -> str:
-    """The native-transport port of the trace's node: a socket with it at its local end is a client's."""
-    return str((trace.meta.get("node") or {}).get("port") or DEFAULT_NATIVE_PORT)
+def client_rule(trace: Trace, clients: Iterable[str] | None = None) -> ClientSockets:
+    """Which of the trace's node's sockets are a client's (traces.addresses.ClientSockets): on its
+    native-transport port; of `clients` ('ip:port') alone when given."""
+    return ClientSockets.of((trace.meta.get("node") or {}).get("port") or DEFAULT_NATIVE_PORT, clients)
 
 
 @dataclass(frozen=True)
@@ -404,6 +407,17 @@ class SocketWrites:
     remote: list[str]
     written: int
     read: int = 0
+
+    @property
+    def local_end(self) -> tuple[str, int] | None:
+        return parse_address(":".join(self.local))
+
+    @property
+    def remote_end(self) -> tuple[str, int] | None:
+        return parse_address(":".join(self.remote))
+
+    def is_one_of(self, rule: ClientSockets) -> bool:
+        return rule.holds(self.local_end, self.remote_end)
 
 
 def socket_writes(trace: Trace, window_ids: list[int]) -> list[SocketWrites]:
@@ -425,8 +439,8 @@ def client_wire_bytes(trace: Trace, window_ids: list[int]) -> int | None:
     node on another port sent its clients what no figure here shows, not 0 B."""
     if not trace.measured("wire"):
         return None
-    port = native_port(trace)
-    clients = [socket.written for socket in socket_writes(trace, window_ids) if socket.local[-1] == port]
+    rule = client_rule(trace)
+    clients = [socket.written for socket in socket_writes(trace, window_ids) if socket.is_one_of(rule)]
     if not clients and not (trace.meta.get("node") or {}).get("port"):
         return None
     return sum(clients)

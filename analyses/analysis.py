@@ -18,7 +18,7 @@ from casstrace.analyses.profile import evidence as profile_evidence
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import TableSchema, find_table, parse_select
 from casstrace.analyses.spectrogram import latency_percentiles, spectrograms
-from casstrace.analyses.units import human_bytes
+from casstrace.analyses.units import human_bytes, ns_to_s
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, VerdictRule
 from casstrace.analyses.write_cost import write_cost, write_verdict
 from casstrace.analyses.write_io import write_io
@@ -285,7 +285,7 @@ def _context(meta: TraceMeta, schema: TableSchema | None) -> dict[str, Any]:
         "consistency": meta.get("consistency"),
         "page_size": meta.get("page_size"),
         "paging": meta.get("paging"),
-        "capture_seconds": (end - start) / 1e9 if start is not None and end is not None else None,
+        "capture_seconds": ns_to_s(end - start) if start is not None and end is not None else None,
         "cassandra_version": cassandra.get("release_version"),
         "disk_access_mode": cassandra.get("disk_access_mode"),
         "data_file_directories": cassandra.get("data_file_directories"),

@@ -19,7 +19,7 @@ from casstrace.analyses.necessary import describe, filtering_scan, stored_data_b
 from casstrace.analyses.nodes import DATA, DIGEST, READ_REPAIR, SPECULATIVE, readers_per_execution
 from casstrace.analyses.percentiles import percentile
 from casstrace.analyses.query import indexed_column
-from casstrace.analyses.units import human_bytes, human_ns, ratio
+from casstrace.analyses.units import KIB, human_bytes, human_ns, ratio
 from casstrace.analyses.verdict_rule import VerdictRule, judge
 from casstrace.traces.measures import MEASURES
 
@@ -806,7 +806,7 @@ def _low_cardinality_index(context: FindingContext) -> Finding | None:
 # Cassandra's own limits (cassandra.yaml): a batch larger than batch_size_warn_threshold (5 KiB) is
 # logged as a warning (50 KiB refused), and an unlogged one over more partitions than
 # unlogged_batch_across_partitions_warn_threshold (10) too.
-BATCH_WARN_BYTES = 5 * 1024
+BATCH_WARN_BYTES = 5 * KIB
 BATCH_WARN_PARTITIONS = 10
 
 

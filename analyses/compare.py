@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from casstrace.analyses.model import Analysis, FileIO, MeasureSummary, Verdict
 from casstrace.analyses.nodes import readers_per_execution
 from casstrace.analyses.percentiles import percentile
-from casstrace.analyses.units import human_bytes, human_ms, ratio
+from casstrace.analyses.units import human_bytes, human_ms, ns_to_s, ratio, s_to_ms
 from casstrace.analyses.verdict_rule import VerdictRule
 from casstrace.analyses.write_cost import PER_ROW_FIGURES, WriteCost
 from casstrace.errors import CasstraceError
@@ -304,7 +304,7 @@ def summarise(analysis: Analysis, label: str, latency_of: str | None = None) -> 
     if latency_of is None:
         latency_of = "node" if node_timed(analysis) else "client"
     latencies = (
-        [e.measures["node_ns"] / 1e9 for e in measured]
+        [ns_to_s(e.measures["node_ns"]) for e in measured]
         if latency_of == "node"
         else [e.latency_s for e in measured if e.latency_s is not None]
     )
@@ -548,7 +548,7 @@ def worse_gate(comparison: Comparison, tolerance: float) -> Gate:
         reasons.append(
             f"{b.label} is slower: {latency.name.lower()} {human_ms(latency.second)} vs {human_ms(latency.first)}"
         )
-    limits = f"tolerance {tolerance:.0%}, latency differences under {LATENCY_FLOOR_S * 1000:g} ms ignored"
+    limits = f"tolerance {tolerance:.0%}, latency differences under {s_to_ms(LATENCY_FLOOR_S):g} ms ignored"
     if reasons:
         return Gate("--fail-if-worse", False, "; ".join(reasons) + f" ({limits}).")
     return Gate(

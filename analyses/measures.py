@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from casstrace.analyses.model import REST, CpuPerResult, Execution, MeasureSummary, TimeSplit, UndeterminedMeasure
 from casstrace.analyses.percentiles import percentile
+from casstrace.analyses.units import ns_to_ms, s_to_ms, s_to_ns
 from casstrace.traces import Trace, queries
 from casstrace.traces.measures import MEASURES, measure
 from casstrace.traces.queries import ExecutionRecord
@@ -136,11 +137,11 @@ def bounded_by_round_trip(execution: Execution) -> Execution:
     more than it is time the window counted of other requests (another client's on the connections
     counted, an event the node pushed on one): not this execution's, and no part of it can be told apart."""
     node_ns, latency_s = execution.measures.get("node_ns"), execution.latency_s
-    if node_ns is None or latency_s is None or node_ns <= latency_s * 1e9:
+    if node_ns is None or latency_s is None or node_ns <= s_to_ns(latency_s):
         return execution
     why = (
-        f"the node's time counted ({node_ns / 1e6:,.1f} ms) exceeds the execution's round trip "
-        f"({latency_s * 1e3:,.1f} ms): its window counted other requests than the execution's, which cannot "
+        f"the node's time counted ({ns_to_ms(node_ns):,.1f} ms) exceeds the execution's round trip "
+        f"({s_to_ms(latency_s):,.1f} ms): its window counted other requests than the execution's, which cannot "
         "be told apart"
     )
     undetermined = {name: why for name in NODE_TIME_MEASURES if name in execution.measures}

@@ -60,7 +60,7 @@ import math
 
 from casstrace.analyses.model import Amplification, NecessaryRead
 from casstrace.analyses.query import Select, TableSchema
-from casstrace.analyses.units import human_bytes
+from casstrace.analyses.units import KIB, human_bytes
 from casstrace.traces.meta import IndexMeta, WholeCellsMeta
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
@@ -131,7 +131,7 @@ def necessary_read(
         # A range read reads compressed SSTables a read-ahead buffer at a time (5.0+); through an
         # index, each row found is read by its key.
         data_bytes = max(data_bytes, min(read_ahead, stored))
-        basis += f", a range read ({read_ahead // 1024:,} KiB read-ahead)"
+        basis += f", a range read ({read_ahead // KIB:,} KiB read-ahead)"
         if select.distinct and rows:
             # The head of each partition returned, in token order: a partition smaller than the buffer
             # is read whole (small ones share their chunks), a larger one a buffer.

@@ -26,6 +26,7 @@ from casstrace.analyses import amplification as amp
 from casstrace.analyses.attribution import RunAttribution
 from casstrace.analyses.model import Amplification, FileIO, NodeIO
 from casstrace.traces import Trace, queries
+from casstrace.traces.addresses import ClientSockets
 from casstrace.traces.meta import QueryTraceSession
 from casstrace.traces.sstable_names import SSTableName
 
@@ -99,7 +100,7 @@ def nodes(
     if not node_rows:
         return []
     file_nodes = queries.file_node_ids(trace)
-    wire = _wire(trace, window_ids, amp.native_port(trace), {row.node_id: row.address for row in node_rows})
+    wire = _wire(trace, window_ids, amp.client_rule(trace), {row.node_id: row.address for row in node_rows})
     read_bytes: Counter[str] = Counter()  # by address: bytes read syscalls returned from its files (not sockets)
     for f in files:
         if f.kind == "file" and f.node is not None:
@@ -162,18 +163,17 @@ def readers_per_execution(nodes: list[NodeIO]) -> dict[int, int]:
 
 
 def _wire(
-    trace: Trace, window_ids: list[int], native_port: str, addresses: dict[int, str]
+    trace: Trace, window_ids: list[int], clients: ClientSockets, addresses: dict[int, str]
 ) -> dict[int, tuple[int, int]]:
-    """node_id -> (bytes it wrote to other nodes, bytes it wrote to clients). A socket whose local
-    port is the native port is a client's. Between nodes, Cassandra talks on the storage port: the
-    port found most often on either end of the connections with a node's address (the trace does
-    not record it)."""
+    """node_id -> (bytes it wrote to other nodes, bytes it wrote to clients: `clients`' sockets).
+    Between nodes, Cassandra talks on the storage port: the port found most often on either end of
+    the other connections with a node's address (the trace does not record it)."""
     sockets = [socket for socket in amp.socket_writes(trace, window_ids) if socket.node_id is not None]
     # Each connection between nodes has the storage port at one end and an ephemeral port at the other.
     to_peers = Counter(
         port
         for socket in sockets
-        if socket.local[-1] != native_port and socket.remote[0] in addresses.values()
+        if not socket.is_one_of(clients) and socket.remote[0] in addresses.values()
         for port in (socket.local[-1], socket.remote[-1])
     )
     storage_port = to_peers.most_common(1)[0][0] if to_peers else None
@@ -181,7 +181,7 @@ def _wire(
     for socket in sockets:
         assert socket.node_id is not None
         to_nodes, to_client = totals.get(socket.node_id, (0, 0))
-        if socket.local[-1] == native_port:
+        if socket.is_one_of(clients):
             to_client += socket.written
         elif storage_port is not None and storage_port in (socket.local[-1], socket.remote[-1]):
             to_nodes += socket.written

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from casstrace.analyses.units import KIB
 from casstrace.traces.meta import CassandraMeta, ColumnMeta, IndexMeta, SSTableFileMeta
 from casstrace.traces.storage import SSTableStorage
 
@@ -277,7 +278,7 @@ class TableSchema:
             return None
         kib = options.get("chunk_length_in_kb", options.get("chunk_length_kb", 16))
         try:
-            return int(kib) * 1024
+            return int(kib) * KIB
         except (TypeError, ValueError):
             return None
 

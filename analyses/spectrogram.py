@@ -8,6 +8,7 @@ import math
 
 from casstrace.analyses.model import Spectrogram, SyscallLatency
 from casstrace.analyses.percentiles import histogram_percentile
+from casstrace.analyses.units import ns_to_s
 from casstrace.traces import Trace, queries
 from casstrace.traces.schema import LATENCY_BUCKETS_PER_DECADE
 
@@ -38,7 +39,7 @@ def spectrograms(trace: Trace) -> list[Spectrogram]:
             counts[(slot, bucket)] = counts.get((slot, bucket), 0) + calls
         slots = max([capture_slots] + [slot + 1 for slot, _ in counts])
         found.append(
-            Spectrogram(title=title, slot_s=slot_ns / 1e9, counts=counts, slots=slots, total=sum(counts.values()))
+            Spectrogram(title=title, slot_s=ns_to_s(slot_ns), counts=counts, slots=slots, total=sum(counts.values()))
         )
     return found
 

@@ -5,7 +5,7 @@ per INSERT, UPDATE, DELETE and BATCH:
   per BATCH) times executions; partitions, from Cassandra's trace events (one 'Appending to commitlog'
   per mutation: a partition of one keyspace, on each node traced);
 - the bytes of its requests on the wire: what the node read from its clients' connections (a socket
-  with the native port at its local end, amplification.native_port: the one rule for a client's
+  with the native port at its local end: traces.addresses.ClientSockets, the one rule for a client's
   socket) during the watch, each client's bytes split over the statements its sampled sessions ran, by
   their estimated executions (exact for a client that ran one statement; an estimate otherwise);
 - the commit-log bytes it appended: 4 KiB pages of commit-log segments its threads dirtied while its
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from casstrace.analyses import causes
-from casstrace.analyses.amplification import native_port, socket_writes
+from casstrace.analyses.amplification import client_rule, socket_writes
 from casstrace.analyses.attribution import Span
 from casstrace.analyses.findings import BatchFigures, CommitLogWait, FindingContext
 from casstrace.analyses.model import Finding
@@ -35,7 +35,7 @@ from casstrace.analyses.spectrogram import bucket_upper_ns
 from casstrace.analyses.write_io import is_commitlog_segment
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
-from casstrace.traces.addresses import normalize_ip, parse_address
+from casstrace.traces.addresses import ClientSockets, normalize_ip, parse_address
 from casstrace.traces.meta import CassandraMeta
 from casstrace.traces.queries import ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
@@ -173,25 +173,27 @@ def commitlog_slots(
 
 def client_bytes(trace: Trace, casstrace_addresses: list[str]) -> dict[str, int] | None:
     """Client address -> bytes the node read from that client's connections over the trace (sockets
-    with the native port at their local end, amplification.native_port), but casstrace's own
+    with the native port at their local end, amplification.client_rule), but casstrace's own
     (`casstrace_addresses`, 'ip:port'); None when socket I/O was not measured."""
     if not trace.measured("wire"):
         return None
     sockets = socket_writes(trace, queries.window_ids(trace))
-    return clients_read(
-        ((":".join(s.local), ":".join(s.remote), s.read) for s in sockets), native_port(trace), casstrace_addresses
-    )
+    return clients_read(((s.local_end, s.remote_end, s.read) for s in sockets), client_rule(trace), casstrace_addresses)
 
 
-def clients_read(sockets: Iterable[tuple[str, str, int]], port: str, casstrace_addresses: list[str]) -> dict[str, int]:
+Ends = tuple[str, int] | None  # (ip, port) of a socket's end (None: not recorded)
+
+
+def clients_read(
+    sockets: Iterable[tuple[Ends, Ends, int]], rule: ClientSockets, casstrace_addresses: list[str]
+) -> dict[str, int]:
     """Client address -> bytes the node read from that client's connections, of the node's sockets
-    (local 'ip:port', remote 'ip:port', bytes read): those with the native `port` at their local end,
-    but casstrace's own (`casstrace_addresses`). A trace's (client_bytes), or a watch's so far."""
+    (its end, the remote end, bytes read): a client's by `rule`, but casstrace's own
+    (`casstrace_addresses`, 'ip:port'). A trace's (client_bytes), or a watch's so far."""
     own = {parse_address(address) for address in casstrace_addresses}
     found: Counter[str] = Counter()
-    for local, remote_address, read in sockets:
-        remote = parse_address(remote_address)
-        if local.rpartition(":")[2] == port and remote is not None and remote not in own:
+    for local, remote, read in sockets:
+        if rule.holds(local, remote) and remote is not None and remote not in own:
             found[remote[0]] += read
     return dict(found)
 

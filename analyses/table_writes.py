@@ -28,7 +28,7 @@ from typing import Literal
 
 from casstrace.analyses.amplification import SYSTEM_KEYSPACES
 from casstrace.analyses.query import parse_select
-from casstrace.analyses.units import human_bytes
+from casstrace.analyses.units import MIB, human_bytes
 from casstrace.traces.meta import TableBackgroundMeta
 from casstrace.traces.queries import ThreadIO
 from casstrace.traces.sstable_names import SSTableName
@@ -36,7 +36,7 @@ from casstrace.traces.thread_roles import Role, role_of
 
 # A flush smaller than this makes an SSTable compaction soon rewrites (cassandra-many-tables.md: many
 # tables share the memtable space, so each flushes little, often).
-SMALL_FLUSH_BYTES = 1 << 20
+SMALL_FLUSH_BYTES = MIB
 # So many of the user's tables flushing small SSTables in one watch is the many-tables pattern (or too
 # little memtable space); one table flushing small is the flushes someone forced, or a table of little
 # traffic.

@@ -9,10 +9,10 @@ See docs/verdicts.md.
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from casstrace.analyses.units import human_bytes
+from casstrace.analyses.units import KIB, human_bytes
 
 DEFAULT_THRESHOLD = 10.0  # data read ÷ necessary read at or above which a read is flagged
-DEFAULT_MIN_EXCESS = 64 * 1024  # bytes per execution past the necessary read below which nothing is flagged
+DEFAULT_MIN_EXCESS = 64 * KIB  # bytes per execution past the necessary read below which nothing is flagged
 
 Status = Literal["flagged", "not flagged", "undetermined"]
 

@@ -36,7 +36,7 @@ from casstrace.analyses.query import find_table, parse_select
 from casstrace.analyses.statement_writes import StatementWrites, WritesTally
 from casstrace.analyses.table_writes import TableFinding, TableWrites, TableWriteTally, table_findings, table_writes
 from casstrace.analyses.table_writes import tally_writes as tally_table_writes
-from casstrace.analyses.units import human_bytes
+from casstrace.analyses.units import MIB, human_bytes, ns_to_s
 from casstrace.analyses.verdict_rule import DEFAULT_RULE, Status, VerdictRule, judge
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, queries
@@ -226,7 +226,7 @@ class PoolIO:
 # Over this many tables, their cost shows (cassandra-many-tables.md: "over 200 tables, the impact gets
 # massive"); each costs about TABLE_HEAP_BYTES of heap for its metadata, used or not.
 MANY_TABLES = 200
-TABLE_HEAP_BYTES = 1 << 20
+TABLE_HEAP_BYTES = MIB
 # A flush of fewer writes than this makes a small SSTable, for compaction to rewrite rounds later.
 FEW_WRITES_PER_FLUSH = 1_000
 
@@ -638,7 +638,7 @@ def _statement(text: str, tallied: StatementTally, watched: WatchTally, meta: di
 
 
 def _seconds(ns: int | None) -> float | None:
-    return ns / 1e9 if ns is not None else None
+    return ns_to_s(ns) if ns is not None else None
 
 
 def _judge(statement: StatementIO, tallied: StatementTally, meta: dict, rule: VerdictRule) -> None:
@@ -795,7 +795,7 @@ def _watched_span(meta: dict) -> str | None:
     watch, offset = meta.get("watch") or {}, meta.get("clock_offset_ns")
     if offset is None or watch.get("start_ns") is None or watch.get("end_ns") is None:
         return None
-    start, end = (datetime.fromtimestamp((watch[key] + offset) / 1e9, UTC) for key in ("start_ns", "end_ns"))
+    start, end = (datetime.fromtimestamp(ns_to_s(watch[key] + offset), UTC) for key in ("start_ns", "end_ns"))
     return f"{start:%Y-%m-%d %H:%M:%S} – {end:%H:%M:%S} UTC" + (
         "" if start.date() == end.date() else f" ({end:%Y-%m-%d})"
     )

@@ -5,7 +5,8 @@ Holds: finding the Cassandra JVM in /proc and its threads (jvm.py), cqlsh-style 
 measuring its payload (query.py, statements.py: only SELECT; statements normalized for watch) in
 pages bounded in bytes (paging.py), the context a trace records about the node (context.py), the run
 routine that drives a capture backend around the executions into a trace (runner.py), the node's
-probabilistic tracing and its sampled sessions (tracing.py), the watch routine (watcher.py), and for
+probabilistic tracing and its sampled sessions (tracing.py), its busy thread pools by role
+(thread_pools.py), the watch routine (watcher.py), and for
 a run of several nodes: the replicas of the queried partition (replicas.py), which of them are
 captured and how (targets.py), and the capture agents that capture them on the same windows,
 here or over ssh (agents.py).

@@ -116,7 +116,12 @@ WINDOW_LABELS = {"warmup": "warmup", "measured": MEASURED_WINDOW, "tracing": "tr
 
 
 @dataclass
-class Execution:
+class ClientExecution:
+    """One execution as the client runs it, filled in as it goes: the driver's live result (its result
+    set, whose tracing sessions say which threads served it), its error, the node's other requests
+    meanwhile. The trace stores it as an executions row (_write_executions), read back as
+    traces.queries.ExecutionRecord."""
+
     execution: int
     kind: str  # 'warmup' | 'measured' | 'tracing'
     window_id: int
@@ -330,7 +335,7 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
         except BaseException:
             writer.discard()
             raise
-        executions: list[Execution] = []
+        executions: list[ClientExecution] = []
         query_trace: list[QueryTraceSession] = []
         served: list[tuple[int, SampledSession]] = []  # (execution, its traced session), one a page
         # the one JVM's threads (a single node's run), named by every address its node goes by
@@ -546,7 +551,7 @@ def _execute_all(
     prepared: PreparedStatement,
     options: RunOptions,
     pages: Paging,
-    executions: list[Execution],
+    executions: list[ClientExecution],
     own_connections: set[tuple[str, int]],
     leaf_shape: RowShape | None,
     generated: GeneratedValues | None = None,
@@ -570,7 +575,7 @@ def _execute_all(
             # execution's only: what it is charged depends on whether the node was busy).
             before = node.other_clients_requests(own_connections) if kind == "measured" else None
             window_id = windows.begin_window(WINDOW_LABELS[kind], execution=number)
-            execution = Execution(number, kind, window_id)
+            execution = ClientExecution(number, kind, window_id)
             executions.append(execution)
             try:
                 # Traced: its session's events say which threads served it (a tracing window's, the node's story).
@@ -605,7 +610,7 @@ def _write_meta(query: str, bind_markers: int) -> WriteMeta:
     return {"kind": statement_kind(query), "statements": written_rows(query), "bind_markers": bind_markers}
 
 
-def _write_executions(writer: TraceWriter, executions: list[Execution], write: bool = False) -> None:
+def _write_executions(writer: TraceWriter, executions: list[ClientExecution], write: bool = False) -> None:
     """executions rows, as the client saw them; a write's request bytes too."""
     for execution in executions:
         result = execution.result
@@ -643,7 +648,9 @@ def _write_executions(writer: TraceWriter, executions: list[Execution], write: b
         )
 
 
-def _serving_sessions(node: NodeSession, executions: list[Execution], query: str) -> list[tuple[int, SampledSession]]:
+def _serving_sessions(
+    node: NodeSession, executions: list[ClientExecution], query: str
+) -> list[tuple[int, SampledSession]]:
     """Each measured execution's traced sessions (one a page), with the threads that served it."""
     ids: list[tuple[int, str]] = []
     for execution in executions:

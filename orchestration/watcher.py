@@ -96,7 +96,7 @@ class LiveSnapshot:
     # the node's TCP connections so far, (local 'ip:port', remote 'ip:port', bytes read), with the node's
     # native port and casstrace's own ends ('ip:port'): which are its clients' (statement_writes.clients_read)
     sockets: list[tuple[str, str, int]] = field(default_factory=list)
-    native_port: str = ""
+    native_port: int = 0
     casstrace_addresses: list[str] = field(default_factory=list)
 
 
@@ -133,19 +133,8 @@ def is_own_statement(statement: str) -> bool:
     return "system_traces." in statement.lower()
 
 
-def watch(
-    options: WatchOptions,
-    live: Callable[[LiveSnapshot], None] | None = None,
-    started: Callable[[], None] = lambda: None,
-    interval_done: Callable[[Path], None] = lambda path: None,
-) -> Path:
-    """Watch the node; returns the trace's path (with --interval, the last interval's). `started` is
-    called once the probes are attached and the node traces; `live` with the figures so far (of the
-    interval so far, with --interval) every REFRESH_S seconds; `interval_done` with each interval's
-    trace but the last once written. A signal (Ctrl-C) is how a watch without a duration ends: its
-    trace is whole. A watch with a duration cut short by a signal keeps its trace, marked
-    incomplete, and raises casstrace.interrupts.Interrupted with it (probes.recording.record); one
-    whose node went away keeps it so too, and raises NodeWentAway with it."""
+def check_options(options: WatchOptions) -> None:
+    """What the user asked, refused before anything connects."""
     if not 0 < options.probability <= 1:
         raise CasstraceError(
             f"--sample must be in (0, 1], got {options.probability}",
@@ -163,175 +152,344 @@ def watch(
             "--profile cannot be given with --interval (the profiler's samples cover the whole watch)",
             "profile a watch of its own, without --interval",
         )
-    out = options.out or default_trace_path()
 
+
+def watch(
+    options: WatchOptions,
+    live: Callable[[LiveSnapshot], None] | None = None,
+    started: Callable[[], None] = lambda: None,
+    interval_done: Callable[[Path], None] = lambda path: None,
+) -> Path:
+    """Watch the node; returns the trace's path (with --interval, the last interval's). `started` is
+    called once the probes are attached and the node traces; `live` with the figures so far (of the
+    interval so far, with --interval) every REFRESH_S seconds; `interval_done` with each interval's
+    trace but the last once written. A signal (Ctrl-C) is how a watch without a duration ends: its
+    trace is whole. A watch with a duration cut short by a signal keeps its trace, marked
+    incomplete, and raises casstrace.interrupts.Interrupted with it (probes.recording.record); one
+    whose node went away keeps it so too, and raises NodeWentAway with it."""
+    check_options(options)
     with ExitStack() as stack:
-        node = stack.enter_context(NodeSession(options.connection))
-        process = find_cassandra(options.pid, native_port=options.connection.port, address=node.address())
+        return Watch(options, stack, WatchCallbacks(live, started, interval_done)).record()
+
+
+@dataclass
+class WatchCallbacks:
+    """How a watch tells its caller how it goes (watch()'s arguments)."""
+
+    live: Callable[[LiveSnapshot], None] | None
+    started: Callable[[], None]
+    interval_done: Callable[[Path], None]
+
+
+@dataclass
+class WatchedNode:
+    """What a watch reads of the node before anything on it changes: a node that goes away takes its
+    tables along."""
+
+    session: NodeSession
+    process: CassandraProcess
+    nodetool: Nodetool
+    thread_ids: ThreadIds
+    start: int | None  # the JVM's start time (ledger.process_start): the same pid, a new JVM, is gone
+    settings: dict
+    data_dirs: list[str]
+    meta: CassandraMeta  # 'cassandra' without tables
+
+    @classmethod
+    def connect(cls, options: WatchOptions, stack: ExitStack) -> "WatchedNode":
+        session = stack.enter_context(NodeSession(options.connection))
+        process = find_cassandra(options.pid, native_port=options.connection.port, address=session.address())
         nodetool = nodetool_for(process, options.nodetool)
         restore_left_behind(process, lambda: nodetool)  # what a killed casstrace left changed on the node
-        thread_ids = ThreadIds(node.own_addresses()).add(java_thread_ids(process.pid))
-        node_start = process_start(process.pid)
-        node_settings = context.settings(node.session)
-        data_dirs = context.data_directories(node_settings, process)
-        # Read now: a node that goes away takes its tables along.
-        node_meta = context.cassandra_meta(node.session, process, node_settings, data_dirs, ())
+        settings = context.settings(session.session)
+        data_dirs = context.data_directories(settings, process)
+        return cls(
+            session=session,
+            process=process,
+            nodetool=nodetool,
+            thread_ids=ThreadIds(session.own_addresses()).add(java_thread_ids(process.pid)),
+            start=process_start(process.pid),
+            settings=settings,
+            data_dirs=data_dirs,
+            meta=context.cassandra_meta(session.session, process, settings, data_dirs, ()),
+        )
+
+
+class Watch:
+    """One watch of a node: what it reads before, the capture and the sources it switches on, and what
+    it writes (one trace, or one per interval)."""
+
+    def __init__(self, options: WatchOptions, stack: ExitStack, callbacks: WatchCallbacks):
+        self.options, self.callbacks = options, callbacks
+        self.out = options.out or default_trace_path()
+        self.node = node = WatchedNode.connect(options, stack)
+        pid = node.process.pid
         # Asked for per-thread counts, a capture is a ThreadIOCapture (the backend refuses otherwise).
-        options_asked = CaptureOptions(thread_slot_ns=THREAD_SLOT_NS, source=f"pid {process.pid} (casstrace watch)")
-        capture = cast(
+        self.capture = cast(
             ThreadIOCapture,
             backend(DEFAULT_BACKEND)(
-                process.pid,
-                extra_dirs=tuple(data_dirs),
+                pid,
+                extra_dirs=tuple(node.data_dirs),
                 # Per call, a shift's first calls would be logged and its intervals' go by slot; by slot, all.
                 stream_limit=1 if options.interval_s is not None else None,
-                options=options_asked,
+                options=CaptureOptions(thread_slot_ns=THREAD_SLOT_NS, source=f"pid {pid} (casstrace watch)"),
             ),
         )
         # On from before the probes attach to after they detach, put back on every way out.
-        switch = TraceProbability(nodetool, options.probability, warn, Ledger(process.pid))
+        self.switch = TraceProbability(node.nodetool, options.probability, warn, Ledger(pid))
         # Mapped pages the JVM touched during the watch: per window only (no thread to charge them to),
         # so not per interval.
-        mapped = MappedPagesCapture(process.pid, data_dirs) if options.interval_s is None else None
+        self.mapped = MappedPagesCapture(pid, node.data_dirs) if options.interval_s is None else None
         # The JVM's GC and safepoint pauses (its own log, turned off on every way out): each interval's
         # trace holds those of its stretch, to tell the sessions a pause overlapped.
-        pauses = GcPauses(process.pid, warn)
+        self.pauses = GcPauses(pid, warn)
         # What the schema's tables cost beside their traffic: their flushes and requests over the watch,
         # their pending compactions, and the memtables the node's log says they flushed meanwhile.
-        table_readings = [read_table_stats(nodetool)]
-        flush_log = LogMark.now(log_path(process))
-        stack.callback(pauses.stop)  # also when the watch fails before its capture (stop is idempotent)
-        profiler = None
+        self.table_readings = [read_table_stats(node.nodetool)]
+        self.flush_log = LogMark.now(log_path(node.process))
+        stack.callback(self.pauses.stop)  # also when the watch fails before its capture (stop is idempotent)
+        self.profiler = None
         if options.profile:
-            profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
-            stack.callback(profiler.cleanup)
-        writer = TraceWriter(out, force=options.force)
-        span: list[int] = []  # the watch's start and end, in Unix ns
-        sampled: list[SampledSession] = []
-        intervals = Intervals(interval_done)  # what --interval wrote so far
-        went_away: list[str] = []  # why, once the node went away during the watch
+            self.profiler = AsyncProfiler(pid, progress=lambda line: print(line, file=sys.stderr))
+            stack.callback(self.profiler.cleanup)
+        self.writer = TraceWriter(self.out, force=options.force)
+        self.span: list[int] = []  # the watch's start and end, in Unix ns
+        self.sampled: list[SampledSession] = []
+        self.intervals = Intervals(callbacks.interval_done)  # what --interval wrote so far
+        self.went_away: list[str] = []  # why, once the node went away during the watch
 
-        def gone() -> str | None:
-            """Why the watch cannot go on: the node's JVM ended (None while it runs)."""
-            if not went_away and node_gone(process.pid, node_start):
-                went_away.append(gone_message(process))
-            return went_away[0] if went_away else None
-
-        def sessions_between(since: int, until: int, seen: set[str], what: str) -> list[SampledSession]:
-            """The sampled sessions, or none with a warning when the node cannot give them: a trace
-            with the probes' figures alone is worth keeping."""
-            if gone() is not None:
-                warn(
-                    f"the sampled sessions of {what} cannot be read: the node went away; "
-                    "its trace holds the probes' figures only"
-                )
-                return []
-            try:
-                return read_sessions(node.session, since, until, seen, ignore=is_own_statement)
-            except Exception as error:  # a node stopping (its CQL closed first), or too slow to answer
-                warn(
-                    f"the sampled sessions of {what} could not be read ({type(error).__name__}: {error}); "
-                    "its trace holds the probes' figures only"
-                )
-                return []
-
-        def write_interval(until_ns: int) -> int:
-            """The interval that ends at `until_ns` (the capture's clock), as a trace of its own; returns
-            its end in Unix ns, where the next one starts."""
-            offset = clock_offset_ns()
-            since, until = intervals.since_ns or span[0], until_ns + offset
-            stretch = capture.take_slots(until_ns, WATCH_WINDOW)
-            sessions = sessions_between(since, until - 1, intervals.seen, f"interval {intervals.count + 1}")
-            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})
-            interval = TraceWriter(interval_trace_path(out, intervals.count + 1), force=options.force)
-            with interval.writing():
-                stretch.write(interval)
-                _write(
-                    interval,
-                    sessions,
-                    thread_ids,
-                    switch,
-                    (since, until),
-                    options,
-                    process,
-                    node,
-                    (node_settings, data_dirs, node_meta),
-                    pauses,
-                )
-                path = interval.finish()
-            intervals.done(path, until, {s.session_id for s in sessions})
-            return until
-
-        def body(windows: Windows) -> str | None:
-            windows.begin_window(WATCH_WINDOW)
-            span.append(time.time_ns())
-            started()
-            try:
-                return _wait(capture, node, span[0], thread_ids, options, live, write_interval, gone, pauses, flush_log)
-            except KeyboardInterrupt:
-                if options.duration_s is not None:
-                    raise  # cut short
-                INTERRUPTS.expected()  # how an open-ended watch ends: its trace is whole
-                return None
-            finally:
-                span.append(time.time_ns())
-                windows.begin_window(GAP_WINDOW)
-
-        def collect(interrupted: bool) -> None:
-            """The sampled sessions (read however the watch ended: they are what it is for), and the
-            threads started during the watch (pools grow on demand), as /proc named them (15
-            characters: enough for 'ReadStage-12'), then as the JVM lists them now."""
-            if switch.restored:
-                print(
-                    f"casstrace: the watch is over, trace probability back to "
-                    f"{format_probability(switch.previous or 0)}; reading the sampled sessions",
-                    file=sys.stderr,
-                )
-            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})
-            if gone() is None:
-                thread_ids.add(_thread_ids_now(process.pid))
-                table_readings.append(read_table_stats(nodetool))
-            if len(span) == 2:
-                if gone() is None:
-                    time.sleep(SETTLE_S)
-                last = "the watch" if options.interval_s is None else f"interval {intervals.count + 1}"
-                sampled.extend(sessions_between(intervals.since_ns or span[0], span[1], intervals.seen, last))
-
-        def annotate(writer: TraceWriter) -> None:
-            (before, pending_before), (after, pending_after) = (table_readings + [(None, None)])[:2]
-            if before is not None and after is not None:  # the whole watch's
-                writer.set_meta(table_activity={"tables": after.tables, "active": activity(before, after)})
-                pending = None if pending_before is None or pending_after is None else (pending_before, pending_after)
-                flushed = flush_log.flushes_since() if flush_log is not None else None
-                writer.set_meta(table_background=background(pending, flushed))
-            window = (intervals.since_ns or span[0], span[-1]) if span else (time.time_ns(),) * 2
-            _write(
-                writer,
-                sampled,
-                thread_ids,
-                switch,
-                window,
-                options,
-                process,
-                node,
-                (node_settings, data_dirs, node_meta),
-                pauses,
-            )
-
-        sources: list[WindowSource] = [switch, pauses, *([mapped] if mapped is not None else [])]
-        if profiler is not None:  # active across the watch window, started in the gap before it
-            sources.append(ProfiledWindows(profiler, {WATCH_WINDOW}, warn))
+    def record(self) -> Path:
+        sources: list[WindowSource] = [self.switch, self.pauses, *([self.mapped] if self.mapped is not None else [])]
+        if self.profiler is not None:  # active across the watch window, started in the gap before it
+            sources.append(ProfiledWindows(self.profiler, {WATCH_WINDOW}, warn))
         try:
-            path = record(capture, writer, body, sources=sources, collect=collect, annotate=annotate)
+            path = record(
+                self.capture, self.writer, self.body, sources=sources, collect=self.collect, annotate=self.annotate
+            )
         except Interrupted as interrupted:
-            if interrupted.trace is not None and options.interval_s is not None:
-                interrupted.trace = intervals.last(interrupted.trace, options.force)
+            if interrupted.trace is not None and self.options.interval_s is not None:
+                interrupted.trace = self.intervals.last(interrupted.trace, self.options.force)
             raise
-        if options.interval_s is not None:  # the capture's own trace holds the last interval: numbered like the others
-            path = intervals.last(path, options.force)
-        if went_away:
-            raise NodeWentAway(went_away[0], path)
+        if self.options.interval_s is not None:  # the capture's own trace holds the last interval, numbered
+            path = self.intervals.last(path, self.options.force)
+        if self.went_away:
+            raise NodeWentAway(self.went_away[0], path)
         return path
+
+    def gone(self) -> str | None:
+        """Why the watch cannot go on: the node's JVM ended (None while it runs)."""
+        if not self.went_away and node_gone(self.node.process.pid, self.node.start):
+            self.went_away.append(gone_message(self.node.process))
+        return self.went_away[0] if self.went_away else None
+
+    def sessions_between(self, since: int, until: int, seen: set[str], what: str) -> list[SampledSession]:
+        """The sampled sessions, or none with a warning when the node cannot give them: a trace
+        with the probes' figures alone is worth keeping."""
+        if self.gone() is not None:
+            warn(
+                f"the sampled sessions of {what} cannot be read: the node went away; "
+                "its trace holds the probes' figures only"
+            )
+            return []
+        try:
+            return read_sessions(self.node.session.session, since, until, seen, ignore=is_own_statement)
+        except Exception as error:  # a node stopping (its CQL closed first), or too slow to answer
+            warn(
+                f"the sampled sessions of {what} could not be read ({type(error).__name__}: {error}); "
+                "its trace holds the probes' figures only"
+            )
+            return []
+
+    def write_interval(self, until_ns: int) -> int:
+        """The interval that ends at `until_ns` (the capture's clock), as a trace of its own; returns
+        its end in Unix ns, where the next one starts."""
+        intervals = self.intervals
+        since, until = intervals.since_ns or self.span[0], until_ns + clock_offset_ns()
+        stretch = self.capture.take_slots(until_ns, WATCH_WINDOW)
+        sessions = self.sessions_between(since, until - 1, intervals.seen, f"interval {intervals.count + 1}")
+        self.node.thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()})
+        interval = TraceWriter(interval_trace_path(self.out, intervals.count + 1), force=self.options.force)
+        with interval.writing():
+            stretch.write(interval)
+            self.write_node_rows(interval, sessions, (since, until))
+            path = interval.finish()
+        intervals.done(path, until, {s.session_id for s in sessions})
+        return until
+
+    def body(self, windows: Windows) -> str | None:
+        windows.begin_window(WATCH_WINDOW)
+        self.span.append(time.time_ns())
+        self.callbacks.started()
+        try:
+            return self.wait()
+        except KeyboardInterrupt:
+            if self.options.duration_s is not None:
+                raise  # cut short
+            INTERRUPTS.expected()  # how an open-ended watch ends: its trace is whole
+            return None
+        finally:
+            self.span.append(time.time_ns())
+            windows.begin_window(GAP_WINDOW)
+
+    def collect(self, interrupted: bool) -> None:
+        """The sampled sessions (read however the watch ended: they are what it is for), and the
+        threads started during the watch (pools grow on demand), as /proc named them (15
+        characters: enough for 'ReadStage-12'), then as the JVM lists them now."""
+        if self.switch.restored:
+            print(
+                f"casstrace: the watch is over, trace probability back to "
+                f"{format_probability(self.switch.previous or 0)}; reading the sampled sessions",
+                file=sys.stderr,
+            )
+        thread_ids = self.node.thread_ids
+        thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()})
+        if self.gone() is None:
+            thread_ids.add(_thread_ids_now(self.node.process.pid))
+            self.table_readings.append(read_table_stats(self.node.nodetool))
+        if len(self.span) == 2:
+            if self.gone() is None:
+                time.sleep(SETTLE_S)
+            last = "the watch" if self.options.interval_s is None else f"interval {self.intervals.count + 1}"
+            since = self.intervals.since_ns or self.span[0]
+            self.sampled.extend(self.sessions_between(since, self.span[1], self.intervals.seen, last))
+
+    def annotate(self, writer: TraceWriter) -> None:
+        (before, pending_before), (after, pending_after) = (self.table_readings + [(None, None)])[:2]
+        if before is not None and after is not None:  # the whole watch's
+            writer.set_meta(table_activity={"tables": after.tables, "active": activity(before, after)})
+            pending = None if pending_before is None or pending_after is None else (pending_before, pending_after)
+            flushed = self.flush_log.flushes_since() if self.flush_log is not None else None
+            writer.set_meta(table_background=background(pending, flushed))
+        window = (self.intervals.since_ns or self.span[0], self.span[-1]) if self.span else (time.time_ns(),) * 2
+        self.write_node_rows(writer, self.sampled, window)
+
+    def write_node_rows(self, writer: TraceWriter, sampled: list[SampledSession], window: tuple[int, int]) -> None:
+        """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch,
+        the JVM's pauses in the window. The node's settings, data directories and meta are those read
+        before the watch (all a node that went away leaves: its sessions were not read either)."""
+        node, options = self.node, self.options
+        offset = clock_offset_ns()
+        writer.set_meta(clock_offset_ns=offset)
+        writer.add_threads(node.thread_ids.names())  # full names, where /proc cuts them
+        sessions, spans = session_rows(sampled, [node.thread_ids], offset)
+        writer.add_statement_sessions(sessions)
+        writer.add_session_threads(spans)
+        tables_read = sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)})
+        process = node.process
+        writer.set_meta(
+            node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
+            cassandra=context.cassandra_meta(node.session.session, process, node.settings, node.data_dirs, tables_read)
+            if tables_read
+            else node.meta,
+            watch={
+                "sample_probability": options.probability,
+                "previous_probability": self.switch.previous,
+                "probability_restored": self.switch.restored,  # None too when the JVM went away with it
+                "duration_s": (window[1] - window[0]) / 1e9,
+                "start_ns": window[0] - offset,
+                "end_ns": window[1] - offset,
+                "thread_map": "jcmd",
+                "casstrace_addresses": sorted(f"{ip}:{port}" for ip, port in node.session.client_addresses()),
+                "own_sandbox": sandbox_root(process) is not None,
+            },
+        )
+        if self.pauses.measured:
+            writer.set_meta(jvm_pauses=pause_meta(self.pauses.pauses(), window[0] - offset, window[1] - offset))
+
+    def wait(self) -> str | None:
+        """Watch until the deadline (or a signal), writing each interval once complete; returns why the
+        watch ended early (the node went away: the intervals that ended before it went are written), or None."""
+        options, capture = self.options, self.capture
+        deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
+        # Intervals end on whole heat-map slots of the capture's clock (the per-thread slots divide them).
+        interval_ns = None if options.interval_s is None else round(options.interval_s * 1e9 / SLOT_NS) * SLOT_NS
+        next_end = None if interval_ns is None else capture.start_ns + interval_ns
+        refresh = LiveRefresh(self, self.span[0]) if self.callbacks.live is not None else None
+        while deadline is None or time.monotonic() < deadline:
+            if capture.ended_early:
+                ended = self.gone() or f"the capture ended early: {capture.ended_early}"
+                went_ns = capture.now_ns()
+                while next_end is not None and interval_ns is not None and next_end <= went_ns:
+                    while capture.complete_until_ns() < next_end:  # the last reads' slots, a drain margin later
+                        time.sleep(0.1)
+                    with INTERRUPTS.deferred():
+                        self.write_interval(next_end)
+                    next_end += interval_ns
+                return ended
+            time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
+            with INTERRUPTS.deferred():  # read, then deleted from the kernel's map: both or neither
+                capture.drain_thread_io()
+            while (
+                next_end is not None
+                and interval_ns is not None
+                and next_end + SETTLE_INTERVAL_NS <= capture.complete_until_ns()
+            ):
+                with INTERRUPTS.deferred():  # taken from the capture and written: both or neither
+                    since = self.write_interval(next_end)
+                if refresh is not None:
+                    refresh.next_interval(since)
+                next_end += interval_ns
+            if refresh is not None and not refresh.due():
+                refresh = None  # the live table stopped
+        return None
+
+
+class LiveRefresh:
+    """The live figures of a watch, refreshed every REFRESH_S seconds at most, of the interval so far."""
+
+    def __init__(self, watched: Watch, since: int):
+        self.watched, self.since = watched, since
+        self.seen: set[str] = set()
+        self.sampled: list[SampledSession] = []
+        self.next_live = 0.0  # monotonic time of the next live refresh
+        self.last_read_ns = 0  # Unix ns of the last live read of the sessions
+
+    def next_interval(self, since: int) -> None:
+        """The live figures go on with the next interval's sessions (those read are known: a session on
+        the boundary is not read twice)."""
+        self.seen = {s.session_id for s in self.sampled}
+        self.sampled = [s for s in self.sampled if s.started_ns >= since]
+        self.since = since
+
+    def due(self) -> bool:
+        """Refresh if it is time; False once the live table stopped (the node too slow to answer)."""
+        watched = self.watched
+        capture, live = watched.capture, watched.callbacks.live
+        if live is None or time.monotonic() < self.next_live or capture.ended_early:
+            return True
+        began, began_cpu = time.monotonic(), time.thread_time()
+        thread_ids = watched.node.thread_ids
+        try:
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})  # workers started since
+            # Each refresh reads the sessions that started since the last, and those of the last
+            # LATE_SESSION_NS again (a session's row is written as it starts, its duration as it ends).
+            now_ns = time.time_ns()
+            read_from = max(self.since, self.last_read_ns - LATE_SESSION_NS)
+            self.sampled += read_sessions(
+                watched.node.session.session, read_from, now_ns, self.seen, ignore=is_own_statement
+            )
+            self.last_read_ns = now_ns
+            elapsed_s = (time.time_ns() - self.since) / 1e9
+            figures = live_figures(capture, self.sampled, thread_ids, watched.options.probability, elapsed_s)
+            if watched.pauses.measured:  # every pause so far: the sessions tell which they overlapped
+                figures.pauses = pause_meta(watched.pauses.pauses(), 0, time.monotonic_ns())
+            flushed = watched.flush_log.flushes_since() if watched.flush_log is not None else None
+            figures.received_bytes = None if flushed is None else received_bytes(flushed)
+            figures.sockets = capture.socket_reads_so_far()
+            figures.native_port = watched.options.connection.port
+            figures.casstrace_addresses = sorted(f"{ip}:{port}" for ip, port in watched.node.session.client_addresses())
+        except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
+            if watched.gone() is None:  # else the watch ends, and says why
+                warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
+            return False
+        live(figures)
+        # A refresh that takes long comes less often: casstrace's own work (a long interval's rows) at most
+        # LIVE_SHARE of a core, and the node's reads of its sessions (which scan its table, slice by slice)
+        # at most half the time. Throttling by the whole wall time made a slow node's 4 s reads stop the
+        # live figures for 36 s, longer than the interval watch of the tests.
+        cpu_s, wall_s = time.thread_time() - began_cpu, time.monotonic() - began
+        self.next_live = time.monotonic() + max(cpu_s * (1 / LIVE_SHARE - 1), wall_s)
+        return True
 
 
 class Intervals:
@@ -373,88 +531,6 @@ def restore_left(options: WatchOptions) -> list[str]:
         told.append(unchanged_evidence(process, tool()))
         say(told[0])
     return told
-
-
-def _wait(
-    capture: ThreadIOCapture,
-    node: NodeSession,
-    since: int,
-    thread_ids: ThreadIds,
-    options: WatchOptions,
-    live: Callable[[LiveSnapshot], None] | None,
-    write_interval: Callable[[int], int],
-    gone: Callable[[], str | None],
-    pauses: GcPauses,
-    flush_log: LogMark | None,
-) -> str | None:
-    """Watch until the deadline (or a signal), writing each interval once complete; returns why the
-    watch ended early (the node went away: the intervals that ended before it went are written), or None."""
-    deadline = None if options.duration_s is None else time.monotonic() + options.duration_s
-    seen: set[str] = set()
-    sampled: list[SampledSession] = []
-    # Intervals end on whole heat-map slots of the capture's clock (the per-thread slots divide them).
-    interval_ns = None if options.interval_s is None else round(options.interval_s * 1e9 / SLOT_NS) * SLOT_NS
-    next_end = None if interval_ns is None else capture.start_ns + interval_ns
-    next_live = 0.0  # monotonic time of the next live refresh
-    last_read_ns = 0  # Unix ns of the last live read of the sessions
-    while deadline is None or time.monotonic() < deadline:
-        if capture.ended_early:
-            ended = gone() or f"the capture ended early: {capture.ended_early}"
-            went_ns = capture.now_ns()
-            while next_end is not None and interval_ns is not None and next_end <= went_ns:
-                while capture.complete_until_ns() < next_end:  # the last reads' slots, a drain margin later
-                    time.sleep(0.1)
-                with INTERRUPTS.deferred():
-                    write_interval(next_end)
-                next_end += interval_ns
-            return ended
-        time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
-        with INTERRUPTS.deferred():  # read, then deleted from the kernel's map: both or neither
-            capture.drain_thread_io()
-        while (
-            next_end is not None
-            and interval_ns is not None
-            and next_end + SETTLE_INTERVAL_NS <= capture.complete_until_ns()
-        ):
-            with INTERRUPTS.deferred():  # taken from the capture and written: both or neither
-                # The live figures go on with the next interval's sessions (those read are known:
-                # a session on the boundary is not read twice).
-                since = write_interval(next_end)
-            seen = {s.session_id for s in sampled}
-            sampled = [s for s in sampled if s.started_ns >= since]
-            next_end += interval_ns
-        if live is None or time.monotonic() < next_live or capture.ended_early:
-            continue
-        began, began_cpu = time.monotonic(), time.thread_time()
-        try:
-            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})  # workers started since
-            # Each refresh reads the sessions that started since the last, and those of the last
-            # LATE_SESSION_NS again (a session's row is written as it starts, its duration as it ends).
-            now_ns = time.time_ns()
-            read_from = max(since, last_read_ns - LATE_SESSION_NS)
-            sampled += read_sessions(node.session, read_from, now_ns, seen, ignore=is_own_statement)
-            last_read_ns = now_ns
-            figures = live_figures(capture, sampled, thread_ids, options.probability, (time.time_ns() - since) / 1e9)
-            if pauses.measured:  # every pause so far: the sessions tell which they overlapped
-                figures.pauses = pause_meta(pauses.pauses(), 0, time.monotonic_ns())
-            flushed = flush_log.flushes_since() if flush_log is not None else None
-            figures.received_bytes = None if flushed is None else received_bytes(flushed)
-            figures.sockets = capture.socket_reads_so_far()
-            figures.native_port = str(options.connection.port)
-            figures.casstrace_addresses = sorted(f"{ip}:{port}" for ip, port in node.client_addresses())
-        except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
-            if gone() is None:  # else the watch ends, and says why
-                warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
-            live = None
-            continue
-        live(figures)
-        # A refresh that takes long comes less often: casstrace's own work (a long interval's rows) at most
-        # LIVE_SHARE of a core, and the node's reads of its sessions (which scan its table, slice by slice)
-        # at most half the time. Throttling by the whole wall time made a slow node's 4 s reads stop the
-        # live figures for 36 s, longer than the interval watch of the tests.
-        cpu_s, wall_s = time.thread_time() - began_cpu, time.monotonic() - began
-        next_live = time.monotonic() + max(cpu_s * (1 / LIVE_SHARE - 1), wall_s)
-    return None
 
 
 def live_figures(
@@ -536,51 +612,6 @@ def session_rows(
                 }
             )
     return sessions, spans
-
-
-def _write(
-    writer: TraceWriter,
-    sampled: list[SampledSession],
-    thread_ids: ThreadIds,
-    switch: TraceProbability,
-    window: tuple[int, int],
-    options: WatchOptions,
-    process: CassandraProcess,
-    node: NodeSession,
-    read_before: tuple[dict, list[str], CassandraMeta],
-    pauses: GcPauses,
-) -> None:
-    """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch,
-    the JVM's pauses in the window. `read_before`: the node's settings, data directories and meta
-    'cassandra' without tables, read before the watch (all a node that went away leaves: its sessions
-    were not read either)."""
-    node_settings, data_dirs, node_meta = read_before
-    offset = clock_offset_ns()
-    writer.set_meta(clock_offset_ns=offset)
-    writer.add_threads(thread_ids.names())  # full names, where /proc cuts them
-    sessions, spans = session_rows(sampled, [thread_ids], offset)
-    writer.add_statement_sessions(sessions)
-    writer.add_session_threads(spans)
-    tables_read = sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)})
-    writer.set_meta(
-        node={"host": options.connection.host, "port": options.connection.port, "pid": process.pid},
-        cassandra=context.cassandra_meta(node.session, process, node_settings, data_dirs, tables_read)
-        if tables_read
-        else node_meta,
-        watch={
-            "sample_probability": options.probability,
-            "previous_probability": switch.previous,
-            "probability_restored": switch.restored,  # None too when the JVM went away with it
-            "duration_s": (window[1] - window[0]) / 1e9,
-            "start_ns": window[0] - offset,
-            "end_ns": window[1] - offset,
-            "thread_map": "jcmd",
-            "casstrace_addresses": sorted(f"{ip}:{port}" for ip, port in node.client_addresses()),
-            "own_sandbox": sandbox_root(process) is not None,
-        },
-    )
-    if pauses.measured:
-        writer.set_meta(jvm_pauses=pause_meta(pauses.pauses(), window[0] - offset, window[1] - offset))
 
 
 def read_table_stats(nodetool: Nodetool) -> tuple[TableStats | None, dict[str, int] | None]:

@@ -19,7 +19,7 @@ from casstrace.analyses.model import (
 )
 from casstrace.analyses.necessary import describe
 from casstrace.analyses.profile import bytes_measures, reading_frame
-from casstrace.analyses.units import human_bytes, human_measure, human_ms, human_ns, ratio
+from casstrace.analyses.units import human_bytes, human_measure, human_ms, human_ns, ns_to_ms, ratio
 from casstrace.reports.document import (
     NOT_BRIEF,
     FindingItem,
@@ -519,7 +519,7 @@ def profile_summary(profile: Profile) -> list[str]:
             f"{human_bytes(profile.data_fill_bytes)} on a Java stack ({human_bytes(profile.fill_call_bytes)} inside "
             f"read calls, with the call's stack; {human_bytes(profile.fill_fault_bytes)} by faults on mapped files, "
             "with the faulting thread's nearest wall-clock sample within "
-            f"{(profile.fill_join_ns or 0) / 1e6:g} ms: approximate, a sample near the fault, right for a long scan, "
+            f"{ns_to_ms(profile.fill_join_ns or 0):g} ms: approximate, a sample near the fault, right for a long scan, "
             "often not for a short read); on stacks with org.apache.cassandra frames: "
             f"{percent(profile.fill_cassandra_share)}; undetermined: {human_bytes(profile.fill_undetermined_bytes)}"
             + "".join(f"; {human_bytes(size)} {why}" for why, size in profile.fill_undetermined.items())

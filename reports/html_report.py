@@ -23,7 +23,7 @@ import plotly.offline
 from casstrace.analyses.measures import SPLIT_LABELS
 from casstrace.analyses.model import AccessPattern, Spectrogram, WeightedStack
 from casstrace.analyses.spectrogram import LAST_BUCKET, bucket_lower_ns
-from casstrace.analyses.units import human_bytes, human_ns
+from casstrace.analyses.units import bytes_to_kib, bytes_to_mib, human_bytes, human_ns, ns_to_ms, s_to_ms
 from casstrace.reports.document import (
     Block,
     Chart,
@@ -231,7 +231,7 @@ def _bytes_axis(values: Sequence[float]) -> dict[str, Any]:
     """A log axis of KiB over the positive `values`: a data read 1,000x the necessary read and the payload
     leaves them a visible bar on a linear one only a pixel wide. Room is left right of the longest bar
     for its value, and below the shortest."""
-    positive = [value / 1024 for value in values if value > 0] or [1.0]
+    positive = [bytes_to_kib(value) for value in values if value > 0] or [1.0]
     low, high = math.log10(min(positive)), math.log10(max(positive))
     return {
         "type": "log",
@@ -250,7 +250,7 @@ def _execution_bars(bars: ExecutionBars) -> Figure:
         {
             "type": "bar",
             "orientation": "h",
-            "x": [value / 1024 for value in shown.values()],
+            "x": [bytes_to_kib(value) for value in shown.values()],
             # a log axis draws no bar of 0: its label says it
             "y": [_text(name if value > 0 else f"{name}: {human_bytes(value)}") for name, value in shown.items()],
             "text": [human_bytes(value) for value in shown.values()],
@@ -285,7 +285,7 @@ def _execution_bars(bars: ExecutionBars) -> Figure:
             {
                 "type": "bar",
                 "orientation": "h",
-                "x": [split.parts_ns[name] / 1e6],
+                "x": [ns_to_ms(split.parts_ns[name])],
                 "y": ["node time"],
                 "xaxis": "x2",
                 "yaxis": "y2",
@@ -397,7 +397,7 @@ def _offset_map(pattern: AccessPattern) -> Figure:
             {
                 "type": "scatter",  # SVG: WebGL may be missing where the report is opened
                 "x": [p.time_s for p in points],
-                "y": [p.offset / 2**20 for p in points],
+                "y": [bytes_to_mib(p.offset) for p in points],
                 "mode": "markers",
                 "name": label,
                 "marker": {"color": colour, "symbol": symbol, "size": 5 if pattern.source == "events" else 8},
@@ -447,7 +447,7 @@ def _spectrogram(spectrogram: Spectrogram) -> Figure:
     return _plot(
         [heatmap],
         title=_text(
-            f"{spectrogram.title}: {spectrogram.total:,} calls, one row = {spectrogram.slot_s * per_row * 1000:g} ms"
+            f"{spectrogram.title}: {spectrogram.total:,} calls, one row = {s_to_ms(spectrogram.slot_s * per_row):g} ms"
         ),
         xaxis={
             "title": {"text": "latency (log scale)"},

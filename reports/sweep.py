@@ -52,7 +52,7 @@ import dataclasses
 from collections.abc import Callable
 
 from casstrace.analyses.sweep import LayoutPoint, LayoutSweep, Sweep, SweepPoint, TablesPoint, TablesSweep
-from casstrace.analyses.units import human_bytes, human_ns, ratio
+from casstrace.analyses.units import bytes_to_kib, bytes_to_mib, human_bytes, human_ns, ns_to_ms, ratio, s_to_ms
 from casstrace.reports.comparison import format_value, side_data
 from casstrace.reports.document import Block, Chart, Document, Items, Paragraph, Section, Series, Table
 
@@ -103,7 +103,7 @@ def document(sweep: Sweep) -> Document:
             "MiB",
             xs,
             [
-                Series(side, [getattr(p, side).data_read_bytes / 2**20 for p in sweep.points], COLOURS[side])
+                Series(side, [bytes_to_mib(getattr(p, side).data_read_bytes) for p in sweep.points], COLOURS[side])
                 for side in SIDES
             ]
             + [Series("payload", [_mib(p.wide.payload_bytes) for p in sweep.points], COLOURS["payload"], True)],
@@ -162,11 +162,11 @@ def _row(point: SweepPoint) -> tuple[str, ...]:
 
 
 def _mib(value: float | None) -> float | None:
-    return None if value is None else value / 2**20
+    return None if value is None else bytes_to_mib(value)
 
 
 def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * 1000
+    return None if seconds is None else s_to_ms(seconds)
 
 
 def _data(kind: str, swept: Sweep | LayoutSweep | TablesSweep, sizes: dict) -> dict:
@@ -209,8 +209,8 @@ def layout_document(sweep: LayoutSweep) -> Document:
     per_point: list[Block] = [Table(LAYOUT_COLUMNS, [_layout_row(point) for point in sweep.points])]
     for title, unit, figure in (
         ("Node time p99", "ms", lambda p: _ms(p.node_p99_s)),
-        ("Node CPU per execution", "ms", lambda p: None if p.cpu_ns is None else p.cpu_ns / 1e6),
-        ("Data bytes read per execution", "KiB", lambda p: p.summary.data_read_bytes / 1024),
+        ("Node CPU per execution", "ms", lambda p: None if p.cpu_ns is None else ns_to_ms(p.cpu_ns)),
+        ("Data bytes read per execution", "KiB", lambda p: bytes_to_kib(p.summary.data_read_bytes)),
     ):
         per_point.append(
             Chart(

@@ -5,6 +5,7 @@ from collections.abc import Iterable, Sequence
 
 from casstrace.analyses.model import Spectrogram
 from casstrace.analyses.spectrogram import LAST_BUCKET
+from casstrace.analyses.units import s_to_ms
 from casstrace.reports import common
 from casstrace.reports.document import (
     Block,
@@ -118,7 +119,7 @@ def _spectrogram(out: Output, spectrogram: Spectrogram) -> None:
         key = ((slot - first) // per_row, bucket // BUCKETS_PER_CHAR)
         grid[key] = grid.get(key, 0) + count
     row_s = spectrogram.slot_s * per_row
-    out.line(f"  one row = {row_s * 1000:g} ms, columns = latency (log scale), colour = calls")
+    out.line(f"  one row = {s_to_ms(row_s):g} ms, columns = latency (log scale), colour = calls")
     axis = "".join(label.ljust(columns // (len(DECADE_LABELS) - 1)) for label in DECADE_LABELS[:-1])
     out.line(" " * 10 + axis + DECADE_LABELS[-1])
     for row in range(rows):

@@ -19,32 +19,13 @@ from typing import Any
 from casstrace.errors import CasstraceError
 from casstrace.traces.capabilities import capabilities_of, recorded
 from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS, THREAD_SLOT_NS
+from casstrace.traces.tables import TABLE, TABLES, Merge
 from casstrace.traces.writer import TraceWriter
 
-# Per-node tables, in an order that keeps references whole (files and stacks before their users).
-_COPIED = (
-    "files",
-    "file_io",
-    "read_sizes",
-    "coverage",
-    "heatmap",
-    "latency",
-    "sync_latency",
-    "events",
-    "page_cache_fills",
-    "mappings",
-    "threads",
-    "stacks",
-    "profile_samples",
-    "profile_reads",
-    "thread_io",
-    "window_measures",
-    "thread_cpu",
-)
-# Tables that are the whole trace's, never a node's: written once by the run itself. Every table of
-# the schema is in one of the two lists (tests/unit/test_measures.py): a table in neither would be
-# dropped from multi-node traces without a word.
-NOT_COPIED = ("meta", "nodes", "windows", "executions", "statement_sessions", "session_threads")
+# Per-node tables, in the declared order, which keeps references whole (files and stacks before their
+# users); the others are the whole trace's, written once by the run itself (casstrace.traces.tables).
+_COPIED = tuple(table.name for table in TABLES if table.merge is not Merge.WHOLE_TRACE)
+NOT_COPIED = tuple(table.name for table in TABLES if table.merge is Merge.WHOLE_TRACE)
 # Columns whose values change on the way: ids renumbered, times shifted, the node named.
 _MOVED = {
     "file_id": "file_id + :files",
@@ -52,24 +33,9 @@ _MOVED = {
     "ts_ns": "ts_ns + :shift",
     "node_id": ":node",
 }
-# Tables keyed by time slot: moved by whole slots (the offset named first: slot_ns's, or thread_slot_ns's),
-# rows meeting in one slot added up.
-_SLOTTED = {
-    "heatmap": ("slots", ("calls", "bytes")),
-    "latency": ("slots", ("count",)),
-    "thread_io": (
-        "thread_slots",
-        (
-            "read_calls",
-            "read_bytes",
-            "cache_miss_pages",
-            "write_calls",
-            "write_bytes",
-            "dirtied_pages",
-            "mapped_dirtied_pages",
-        ),
-    ),
-}
+# Tables keyed by time slot: moved by whole slots (by the offset of their slots' width), rows meeting in
+# one key added up.
+_SLOT_OFFSETS = {Merge.SUMMED_BY_SLOT: "slots", Merge.SUMMED_BY_THREAD_SLOT: "thread_slots"}
 # Whole-trace meta that adds up over nodes (the rest is the primary node's or in nodes.meta).
 SUMMED_META = ("lost_events", "unstreamed_events", "aggregate_overflows", "unlogged_fill_pages")
 
@@ -137,11 +103,13 @@ def _copy(db: sqlite3.Connection, table: str, offsets: Mapping[str, int]) -> Non
     columns = _columns(db, "main", table)
     present = set(_columns(db, "part", table))
     values = [_MOVED.get(column, column) if column in present or column == "node_id" else "NULL" for column in columns]
-    slotted = _SLOTTED.get(table)
-    if slotted is None:
+    declared = TABLE[table]
+    offset = _SLOT_OFFSETS.get(declared.merge)
+    if offset is None:
         select = f"SELECT {', '.join(values)} FROM part.{table}"
     else:
-        offset, summed = slotted
+        # what is neither the key nor the node adds up
+        summed = {name for name in declared.column_names if name not in declared.key and name != "node_id"}
         values = [
             (f"max(0, slot + :{offset})" if column == "slot" else f"SUM({column})" if column in summed else value)
             for column, value in zip(columns, values)

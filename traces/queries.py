@@ -1,7 +1,8 @@
 """The typed read API of a trace: every question the analyses ask of a trace file, answered as typed
 records. The analyses' only way into a trace (tests/unit/test_layout.py holds them to it); older formats
 are handled here (a table or column a format added reads as absent: no rows, None or 0, by
-Trace.columns), so that no caller knows the schema.
+Trace.columns), so that no caller knows the schema. A table read whole takes its select list from its
+declaration (casstrace.traces.tables): its record's fields are its columns, in order.
 
 Records of which a trace may hold many (one per call, per page run, per file and window) are
 NamedTuples, built by sqlite3's own row loop (no per-row Python beyond the tuple); the few are frozen
@@ -85,6 +86,7 @@ from typing import Any, NamedTuple, TypeVar
 from casstrace.errors import CasstraceError
 from casstrace.traces.reader import Trace
 from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.tables import TABLE, select_list
 
 Record = TypeVar("Record")
 
@@ -376,6 +378,17 @@ def _column_or(trace: Trace, table: str, column: str, default: str = "NULL", ali
     return f"{alias}{column}" if column in trace.columns(table) else default
 
 
+def _select(trace: Trace, table: str) -> str:
+    """The declared columns of `table` in order (casstrace.traces.tables), one the trace's format
+    predates as NULL."""
+    return select_list(TABLE[table], trace.columns(table).__contains__)
+
+
+def _whole(record: Callable[..., Record], trace: Trace, table: str, order: str = "") -> list[Record]:
+    """Every row of `table` as `record`s (their fields: its columns in order)."""
+    return _records(record, trace, f"SELECT {_select(trace, table)} FROM {table}{order}")
+
+
 def _in(*restrictions: tuple[str, Iterable[object]]) -> tuple[str, list[object]]:
     """`column IN (...) AND ...` for each (column, values), and the parameters (no values: matching nothing)."""
     clauses, params = [], []
@@ -415,51 +428,19 @@ def window_ids(trace: Trace) -> list[int]:
 
 
 def executions(trace: Trace) -> list[ExecutionRecord]:
-    coordinator = _column_or(trace, "executions", "coordinator")
-    other_requests = _column_or(trace, "executions", "other_requests")
-    return _records(
-        ExecutionRecord,
-        trace,
-        "SELECT execution, kind, window_id, latency_s, rows, payload_bytes, wire_bytes, client_file_id,"
-        f" pages, error, {coordinator}, {other_requests} FROM executions ORDER BY execution",
-    )
+    return _whole(ExecutionRecord, trace, "executions", " ORDER BY execution")
 
 
 def nodes(trace: Trace) -> list[NodeRecord]:
     if not _has_table(trace, "nodes"):
         return []
-    return [
-        NodeRecord(
-            node_id,
-            address,
-            host,
-            datacenter,
-            rack,
-            bool(replica),
-            bool(captured),
-            not_captured,
-            pid,
-            clock_shift_ns,
-            json.loads(meta) if meta else None,
-        )
-        for (
-            node_id,
-            address,
-            host,
-            datacenter,
-            rack,
-            replica,
-            captured,
-            not_captured,
-            pid,
-            clock_shift_ns,
-            meta,
-        ) in _fetch(
-            trace,
-            "SELECT node_id, address, host, datacenter, rack, replica, captured, not_captured, pid,"
-            " clock_shift_ns, meta FROM nodes ORDER BY node_id",
-        )
-    ]
+    columns = TABLE["nodes"].column_names
+    found = []
+    for row in _fetch(trace, f"SELECT {_select(trace, 'nodes')} FROM nodes ORDER BY node_id"):
+        node = dict(zip(columns, row))
+        replica, captured, meta = bool(node.pop("replica")), bool(node.pop("captured")), node.pop("meta")
+        found.append(NodeRecord(**node, replica=replica, captured=captured, meta=json.loads(meta) if meta else None))
+    return found
 
 
 def file_node_ids(trace: Trace) -> dict[int, int]:
@@ -840,18 +821,14 @@ def thread_names(trace: Trace) -> dict[int, str]:
 def window_measures(trace: Trace) -> list[WindowMeasure]:
     if not _has_table(trace, "window_measures"):
         return []
-    return _records(
-        WindowMeasure, trace, "SELECT node_id, window_id, measure, value FROM window_measures ORDER BY window_id"
-    )
+    return _whole(WindowMeasure, trace, "window_measures", " ORDER BY window_id")
 
 
 def thread_cpu(trace: Trace) -> list[ThreadCpu]:
     """Every thread's on-CPU time per slot, by thread and time ([] for a trace without the table)."""
     if not _has_table(trace, "thread_cpu"):
         return []
-    return _records(
-        ThreadCpu, trace, "SELECT node_id, tid, ts_ns, slot_ns, oncpu_ns FROM thread_cpu ORDER BY tid, ts_ns"
-    )
+    return _whole(ThreadCpu, trace, "thread_cpu", " ORDER BY tid, ts_ns")
 
 
 # -- watch ---------------------------------------------------------------------------------------
@@ -862,14 +839,7 @@ def has_watch_tables(trace: Trace) -> bool:
 
 
 def statement_sessions(trace: Trace) -> list[StatementSession]:
-    return _records(
-        StatementSession,
-        trace,
-        "SELECT session, session_id, statement, consistency, client, started_ns, duration_ns, live_rows,"
-        f" tombstone_cells, sstables_merged, {_column_or(trace, 'statement_sessions', 'execution')},"
-        f" {_column_or(trace, 'statement_sessions', 'mutations')},"
-        f" {_column_or(trace, 'statement_sessions', 'commitlog_ns')} FROM statement_sessions ORDER BY session",
-    )
+    return _whole(StatementSession, trace, "statement_sessions", " ORDER BY session")
 
 
 def execution_sessions(trace: Trace) -> dict[int, int]:
@@ -880,17 +850,8 @@ def execution_sessions(trace: Trace) -> dict[int, int]:
 
 
 def session_threads(trace: Trace) -> list[SessionThread]:
-    node = ", ".join(_column_or(trace, "session_threads", column) for column in ("source", "node_id"))
-    return _records(
-        SessionThread, trace, f"SELECT session, thread, tid, first_ns, last_ns, events, {node} FROM session_threads"
-    )
+    return _whole(SessionThread, trace, "session_threads")
 
 
 def thread_io(trace: Trace) -> list[ThreadIO]:
-    later = ("node_id", "write_calls", "write_bytes", "dirtied_pages", "mapped_dirtied_pages")
-    return _records(
-        ThreadIO,
-        trace,
-        "SELECT tid, slot, file_id, read_calls, read_bytes, cache_miss_pages,"
-        f" {', '.join(_column_or(trace, 'thread_io', column) for column in later)} FROM thread_io",
-    )
+    return _whole(ThreadIO, trace, "thread_io")

@@ -1,4 +1,5 @@
-"""The rows a capture hands to TraceWriter, one TypedDict per table of casstrace.traces.schema.
+"""The rows a capture hands to TraceWriter, one TypedDict per table declared in casstrace.traces.tables
+(tests/unit/test_trace_tables.py holds each to its table's columns).
 
 A capture backend (probes/) builds these and the writer inserts them: the keys are the table's
 columns, so a misspelt column or a missing key is a type error at the seam instead of an SQL error

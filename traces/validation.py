@@ -32,6 +32,7 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from casstrace.traces.measures import MEASURES
+from casstrace.traces.tables import TABLE
 
 MAX_JSON_DEPTH = 64
 PID_MAX_LIMIT = 1 << 22  # the most threads a Linux machine can have at once (kernel PID_MAX_LIMIT)
@@ -99,13 +100,7 @@ def invalid(db: sqlite3.Connection, tables: frozenset[str]) -> Invalid | None:
 
 
 # file_io's write-path figures (format 5): counts of pages, bytes, calls and ns, never negative
-WRITE_FIGURES = {
-    "dirtied_pages": "pages",
-    "mapped_dirtied_pages": "pages",
-    "written_back_bytes": "bytes",
-    "sync_calls": "calls",
-    "sync_ns": "ns",
-}
+WRITE_FIGURES = {column.name: column.unit or "" for column in TABLE["file_io"].columns if column.checked}
 
 
 def _writes_invalid(db: sqlite3.Connection) -> Invalid | None:

@@ -48,20 +48,11 @@ from casstrace.traces.rows import (
     WindowMeasureRow,
 )
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
+from casstrace.traces.tables import TABLE, insert_sql
 
-COVERAGE_COLUMNS = tuple(CoverageRow.__annotations__)
-EVENT_COLUMNS = (
-    "ts_ns",
-    "tid",
-    "syscall",
-    "fd",
-    "file_id",
-    "offset",
-    "requested",
-    "returned",
-    "latency_ns",
-    "cache_miss_pages",
-)
+COVERAGE_COLUMNS = TABLE["coverage"].column_names
+# every column but node_id, which only a merge of several nodes fills (EventRow's order)
+EVENT_COLUMNS = tuple(name for name in TABLE["events"].column_names if name != "node_id")
 
 
 def _bulk_insert() -> Callable[[str, str, tuple[str, ...], Iterable[Sequence[object]]], None] | None:
@@ -244,7 +235,7 @@ class TraceWriter:
             self.db.commit()
             BULK_INSERT(os.fspath(self.partial_path), table, columns, rows)
         else:
-            self.db.executemany(_insert_statement(table, columns), rows)
+            self.db.executemany(insert_sql(TABLE[table], columns), rows)
 
     def add_page_cache_fills(self, rows: Iterable[PageCacheFillRow]) -> None:
         self._insert("page_cache_fills", rows)
@@ -295,7 +286,7 @@ class TraceWriter:
         for row in rows:
             by_columns.setdefault(tuple(row), []).append(tuple(row.values()))
         for columns, values in by_columns.items():
-            self.db.executemany(_insert_statement(table, columns), values)
+            self.db.executemany(insert_sql(TABLE[table], columns), values)
 
     # -- reading back what a capture wrote (for what is added after it) --------------------------
     def measured(self, measure: str) -> bool:
@@ -398,10 +389,6 @@ def _is_disk_full(error: BaseException) -> bool:
             getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "database or disk is full" in str(error)
         )
     ) or (isinstance(error, OSError) and error.errno == errno.ENOSPC)
-
-
-def _insert_statement(table: str, columns: Sequence[str]) -> str:
-    return f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
 def _same_file(fd: int, path: Path) -> bool:

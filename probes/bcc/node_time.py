@@ -31,7 +31,7 @@ from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD, detach_all
 from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
 from casstrace.probes.proc import proc_fds
 from casstrace.probes.protocol import MEASURED_WINDOW
-from casstrace.traces.addresses import normalize_ip, parse_address
+from casstrace.traces.addresses import ClientSockets, parse_address
 from casstrace.traces.rows import ThreadCpuRow, WindowMeasureRow
 from casstrace.traces.schema import THREAD_SLOT_NS
 from casstrace.traces.thread_roles import Role, kernel_prefixes
@@ -69,11 +69,11 @@ def client_fds(pid: int, native_port: int, clients: Collection[tuple[str, int]] 
     """The process's descriptors of TCP connections on its native-transport port (its CQL clients'): of
     those whose remote end is one of `clients` ((ip, port) of the measuring client's connections), when
     given."""
-    own = {(normalize_ip(ip), port) for ip, port in clients} if clients is not None else None
+    rule = ClientSockets.of(native_port, clients)
     connections = {
         inode
         for inode, (local, remote) in proc_fds.tcp_sockets(pid).items()
-        if local.rsplit(":", 1)[1] == str(native_port) and (own is None or parse_address(remote) in own)
+        if rule.holds(parse_address(local), parse_address(remote))
     }
     found = []
     for fd in proc_fds.open_fds(pid):

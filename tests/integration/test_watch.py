@@ -302,7 +302,7 @@ def test_trace_probability_is_back_after_an_error(
         assert nodetool.trace_probability() == SAMPLE  # it failed while the node traced
         raise CasstraceError("the node went away", "start it again")
 
-    monkeypatch.setattr(watcher, "_wait", fail)
+    monkeypatch.setattr(watcher.Watch, "wait", fail)
     out = tmp_path / "failed.trace"
     with pytest.raises(SystemExit) as exit_:
         main(watch_command(sandbox, out, "--duration", "5")[len(CASSTRACE) :])

@@ -31,6 +31,7 @@ from casstrace.node.tracing import SampledSession, TraceEvent, add_events
 from casstrace.reports import render
 from casstrace.reports.watch import document
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
+from casstrace.traces.addresses import ClientSockets, parse_address
 from casstrace.traces.queries import ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 
@@ -287,4 +288,5 @@ def test_the_clients_of_a_node_are_its_native_ports_peers_but_casstrace():
         ("127.0.0.1:9042", "127.0.0.1:50000", 9999),  # casstrace's own
         ("127.0.0.1:7000", "127.0.0.3:40003", 8888),  # the storage port
     ]
-    assert clients_read(sockets, "9042", ["127.0.0.1:50000"]) == {"127.0.0.2": 1500, "::1": 70}
+    ends = [(parse_address(local), parse_address(remote), read) for local, remote, read in sockets]
+    assert clients_read(ends, ClientSockets.of(9042), ["127.0.0.1:50000"]) == {"127.0.0.2": 1500, "::1": 70}
