@@ -2,7 +2,7 @@
 and said no more surely than that evidence allows ('measured', 'likely', 'possible')."""
 
 from casstrace.analyses.amplification import MMAP_DATA_MODES
-from casstrace.analyses.findings import Finder, FindingContext, Found, find
+from casstrace.analyses.findings import BatchFigures, Finder, FindingContext, Found, find
 from casstrace.analyses.measures import cpu_measure
 from casstrace.analyses.model import (
     Amplification,
@@ -837,6 +837,13 @@ def _large_batch(context: FindingContext) -> Finding | None:
             f"{batch.partitions:,.1f} partitions per batch (Cassandra warns over {BATCH_WARN_PARTITIONS} in an "
             f"unlogged one); the node took {human_ns(batch.node_ns)} per batch{per}."
         )
+    saves = _split_batch_saves_ns(batch)
+    if saves is not None and batch.node_ns is not None and batch.partitions is not None:
+        evidence.append(
+            f"Split by partition and sent at once, each request would hold the node about "
+            f"{human_ns(batch.node_ns / max(batch.partitions, 1.0))}: about {human_ns(saves)} of each batch's "
+            f"{human_ns(batch.node_ns)} saved."
+        )
     return Finding(
         cause="large_batch",
         title="Large batches: each request carries many partitions' writes",
@@ -848,7 +855,18 @@ def _large_batch(context: FindingContext) -> Finding | None:
             "waits for its slowest partition"
             + (", and a logged batch's batchlog write goes too." if batch.logged else "."),
         ],
+        saves_ns=saves,
     )
+
+
+def _split_batch_saves_ns(batch: BatchFigures) -> float | None:
+    """The node's time per batch that splitting it by partition would save: the coordinator writes a
+    batch partition by partition and answers after the last, so its time is about the partitions'
+    sum; sent as separate requests at once, they would take about one partition's (None: the node's
+    time or the partitions not known; 0: one partition, nothing to split)."""
+    if batch.node_ns is None or batch.partitions is None:
+        return None
+    return batch.node_ns * (1.0 - 1.0 / max(batch.partitions, 1.0))
 
 
 # A commit-log sync slower than this is a device that is busy or slow: an msync/fsync of a few MB on a

@@ -35,7 +35,7 @@ from casstrace.analyses.spectrogram import bucket_upper_ns
 from casstrace.analyses.write_io import is_commitlog_segment
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
-from casstrace.traces.addresses import normalize_ip, parse_address
+from casstrace.traces.addresses import ClientSockets, normalize_ip, parse_address
 from casstrace.traces.meta import CassandraMeta
 from casstrace.traces.queries import ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
@@ -177,12 +177,24 @@ def client_bytes(trace: Trace, casstrace_addresses: list[str]) -> dict[str, int]
     (`casstrace_addresses`, 'ip:port'); None when socket I/O was not measured."""
     if not trace.measured("wire"):
         return None
-    rule, own = client_rule(trace), {parse_address(address) for address in casstrace_addresses}
+    sockets = socket_writes(trace, queries.window_ids(trace))
+    return clients_read(((s.local_end, s.remote_end, s.read) for s in sockets), client_rule(trace), casstrace_addresses)
+
+
+Ends = tuple[str, int] | None  # (ip, port) of a socket's end (None: not recorded)
+
+
+def clients_read(
+    sockets: Iterable[tuple[Ends, Ends, int]], rule: ClientSockets, casstrace_addresses: list[str]
+) -> dict[str, int]:
+    """Client address -> bytes the node read from that client's connections, of the node's sockets
+    (its end, the remote end, bytes read): a client's by `rule`, but casstrace's own
+    (`casstrace_addresses`, 'ip:port'). A trace's (client_bytes), or a watch's so far."""
+    own = {parse_address(address) for address in casstrace_addresses}
     found: Counter[str] = Counter()
-    for socket in socket_writes(trace, queries.window_ids(trace)):
-        remote = socket.remote_end
-        if socket.is_one_of(rule) and remote is not None and remote not in own:
-            found[remote[0]] += socket.read
+    for local, remote, read in sockets:
+        if rule.holds(local, remote) and remote is not None and remote not in own:
+            found[remote[0]] += read
     return dict(found)
 
 

@@ -4,9 +4,11 @@ A read is judged against the bytes its result needs; a write has no such figure,
 (its verdict says so: model.Verdict reason 'write') and measured instead: per execution, the bytes its
 client sent (measure client_request_bytes: the request frames) and the node read from the client's
 connections (the kernel's count: those frames in protocol v5's segments, 10 bytes more each), the
-rows it wrote (meta 'write'), and what the node wrote by file kind — the commit log (written through
-a memory map: the pages its stores dirtied), SSTables (a flush or a compaction in the window), other
-files — with its latency and the node's time split, which the run analysis has for every execution.
+rows it wrote (meta 'write') and the cells (regular columns set, from its text and the table's key
+columns: statement_writes.write_shape, watch's definition), and what the node wrote by file kind —
+the commit log (written through a memory map: the pages its stores dirtied), SSTables (a flush or a
+compaction in the window), other files — with its latency and the node's time split, which the run
+analysis has for every execution.
 Per row: each figure over the measured executions, divided by the rows they wrote (the latency: the
 median execution's, by its rows), so a batch of many rows and many single-row writes compare
 (analyses.compare).
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 
 from casstrace.analyses.amplification import client_sockets
 from casstrace.analyses.model import FileWrites, Verdict
+from casstrace.analyses.statement_writes import write_shape
 from casstrace.analyses.units import human_bytes
 from casstrace.analyses.write_io import WRITE_MEASURES, is_commitlog_segment, write_io
 from casstrace.traces import Trace, queries
@@ -73,6 +76,7 @@ class WriteExecution:
     request_bytes: float | None  # what the client sent: its request frames (None: not measured)
     received_bytes: int | None  # what the node read from the client's connections, as the kernel counted (None: none)
     rows: int
+    cells: int | None  # regular columns set (None: the table's key columns not known)
     written: tuple[WrittenBytes, ...]  # one per FILE_KINDS, in that order
     error: str | None = None
 
@@ -84,6 +88,7 @@ class WriteExecution:
 class WriteCost:
     statement: str  # its kind: 'INSERT', 'BEGIN UNLOGGED BATCH', ...
     rows_per_execution: int
+    cells_per_execution: int | None  # regular columns set (None: the table's key columns not known)
     bind_markers: int
     executions: tuple[WriteExecution, ...]  # every execution; the figures below are the measured ones'
 
@@ -95,6 +100,11 @@ class WriteCost:
     def rows(self) -> int:
         """Rows the measured executions wrote."""
         return sum(e.rows for e in self.measured)
+
+    @property
+    def cells(self) -> int | None:
+        """Cells the measured executions wrote (None: not known)."""
+        return None if self.cells_per_execution is None else self.cells_per_execution * len(self.measured)
 
     def per_row(self, values: Iterable[float | None]) -> float | None:
         """The measured executions' sum of a figure per row written (None: a value not measured, or no row)."""
@@ -158,7 +168,11 @@ def _written(trace: Trace, window_id: int) -> tuple[WrittenBytes, ...]:
             by_kind[kind].append(written)
 
     def total(values: Iterable[int | None], measure: str) -> int | None:
-        return sum(value or 0 for value in values) if measured[measure] else None
+        """None when not measured, of the capture or of one of the files (written back off ext4)."""
+        figures = list(values)
+        if not measured[measure] or any(figure is None for figure in figures):
+            return None
+        return sum(figure or 0 for figure in figures)
 
     return tuple(
         WrittenBytes(
@@ -185,6 +199,8 @@ def write_cost(trace: Trace, request_bytes: dict[int, float | None]) -> WriteCos
     if write is None:
         return None
     sockets = set(client_sockets(trace))
+    shape = write_shape(trace.meta.get("query") or "", trace.meta.get("cassandra"))
+    cells = None if shape is None else shape.cells
 
     def execution(record: queries.ExecutionRecord) -> WriteExecution:
         windows = [record.window_id] if record.window_id is not None else []
@@ -196,12 +212,13 @@ def write_cost(trace: Trace, request_bytes: dict[int, float | None]) -> WriteCos
             request_bytes.get(record.execution),
             sum(received) if received else None,
             write["statements"] if record.error is None else 0,
+            cells if record.error is None else 0,
             _written(trace, record.window_id) if record.window_id is not None else _written_nothing(),
             record.error,
         )
 
     executions = tuple(execution(record) for record in queries.executions(trace))
-    return WriteCost(write["kind"], write["statements"], write["bind_markers"], executions)
+    return WriteCost(write["kind"], write["statements"], cells, write["bind_markers"], executions)
 
 
 def write_verdict(cost: WriteCost, notes: list[str]) -> Verdict:

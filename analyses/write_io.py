@@ -33,6 +33,9 @@ UNSEEN_BY_SYSCALLS = {
     "syncs": "not visible to a syscall capture: its records of sync calls carry no file",
 }
 
+# why a file's bytes written back are not measured though the capture took them
+OFF_EXT4 = "measured on ext4 only: not for a file on another file system (tmpfs, xfs, btrfs)"
+
 
 def write_io(trace: Trace, window_ids: list[int]) -> WriteIO:
     """The files' writes in those windows."""
@@ -45,7 +48,8 @@ def write_io(trace: Trace, window_ids: list[int]) -> WriteIO:
     found = []
     for row in queries.file_totals(trace, window_ids):
         dirtied = (row.dirtied_pages or 0) * PAGE_BYTES if measured["dirtied"] else None
-        written_back = (row.written_back_bytes or 0) if measured["written_back"] else None
+        # NULL where measured: the file lies on a file system whose writeback the capture cannot see
+        written_back = row.written_back_bytes if measured["written_back"] else None
         syncs = (row.sync_calls or 0) if measured["syncs"] else None
         if row.kind not in ("file", "unknown") or not (row.write_calls or dirtied or written_back or syncs):
             continue
@@ -68,7 +72,10 @@ def write_io(trace: Trace, window_ids: list[int]) -> WriteIO:
             )
         )
     found.sort(key=lambda f: f.written_bytes + (f.dirtied_bytes or 0) + (f.written_back_bytes or 0), reverse=True)
-    return WriteIO(found, _unmeasured(trace, measured))
+    unmeasured = _unmeasured(trace, measured)
+    if measured["written_back"] and any(f.written_back_bytes is None for f in found):
+        unmeasured[WRITE_MEASURES["written_back"]] = OFF_EXT4
+    return WriteIO(found, unmeasured)
 
 
 def _unmeasured(trace: Trace, measured: dict[str, bool]) -> dict[str, str]:

@@ -247,9 +247,16 @@ class Live:
         self.figures = figures
 
     def __call__(self, snapshot: "LiveSnapshot") -> None:
+        from casstrace.analyses.statement_writes import clients_read
         from casstrace.analyses.watch import WatchInputs, summarise_tally
         from casstrace.analyses.watch_tables import table_reads
+        from casstrace.traces.addresses import ClientSockets, parse_address
         from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
+
+        client_bytes = None  # no connection named yet: not 0 B
+        if snapshot.sockets:
+            ends = ((parse_address(local), parse_address(remote), read) for local, remote, read in snapshot.sockets)
+            client_bytes = clients_read(ends, ClientSockets.of(snapshot.native_port), snapshot.casstrace_addresses)
 
         inputs = WatchInputs.from_rows(
             [StatementSession(**row) for row in snapshot.sessions],
@@ -262,6 +269,7 @@ class Live:
             probability=snapshot.probability,
             duration_s=snapshot.elapsed_s,
             pauses=snapshot.pauses,
+            client_bytes=client_bytes,
         )
         so_far = self.figures.so_far(inputs)
         if snapshot.received_bytes is not None:  # the amplification so far (the node's readings come at the end)

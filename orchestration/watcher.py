@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -93,6 +93,11 @@ class LiveSnapshot:
     elapsed_s: float
     pauses: list[JvmPause] | None = None  # the JVM's pauses so far (None: not measured)
     received_bytes: dict[str, int] | None = None  # per table, the memtables it flushed so far (None: not read)
+    # the node's TCP connections so far, (local 'ip:port', remote 'ip:port', bytes read), with the node's
+    # native port and casstrace's own ends ('ip:port'): which are its clients' (statement_writes.clients_read)
+    sockets: list[tuple[str, str, int]] = field(default_factory=list)
+    native_port: int = 0
+    casstrace_addresses: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -470,6 +475,9 @@ class LiveRefresh:
                 figures.pauses = pause_meta(watched.pauses.pauses(), 0, time.monotonic_ns())
             flushed = watched.flush_log.flushes_since() if watched.flush_log is not None else None
             figures.received_bytes = None if flushed is None else received_bytes(flushed)
+            figures.sockets = capture.socket_reads_so_far()
+            figures.native_port = watched.options.connection.port
+            figures.casstrace_addresses = sorted(f"{ip}:{port}" for ip, port in watched.node.session.client_addresses())
         except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
             if watched.gone() is None:  # else the watch ends, and says why
                 warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
@@ -531,7 +539,7 @@ def live_figures(
     """What the probes and the node's trace tables hold so far."""
     paths: dict[str, int] = {}
     rows: list[ThreadIORow] = []
-    for tid, slot, path, read_bytes, cache_pages, write_bytes in capture.thread_io_so_far():
+    for tid, slot, path, read_bytes, cache_pages, write_bytes, dirtied_pages in capture.thread_io_so_far():
         if path is None:
             continue
         rows.append(
@@ -543,6 +551,7 @@ def live_figures(
                 "read_bytes": read_bytes,
                 "cache_miss_pages": cache_pages,
                 "write_bytes": write_bytes,  # the tables' flushes and compactions (analyses.table_writes)
+                "dirtied_pages": dirtied_pages,  # the commit log's appends (analyses.statement_writes)
             }
         )
     sessions, spans = session_rows(sampled, [thread_ids], clock_offset_ns())

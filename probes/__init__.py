@@ -7,7 +7,8 @@ turns its maps into trace rows; program.py, the one definition of the codes and 
 program shares with Python), the sysdig backend (sysdig_capture.py and sysdig_tool.py live;
 sysdig_import.py and scap_reader.py read .scap files), the mapped pages a process touched
 (mapped_pages.py), async-profiler in a JVM and what it records (async_profiler.py, jfr.py,
-java_stacks.py), the syscall tables (syscalls.py) and the /proc readers a capture needs (proc_fds.py).
+java_stacks.py), the syscall tables (syscalls.py) and the /proc readers a capture needs (proc_fds.py,
+mounts.py).
 May import: casstrace.traces (to write a trace), errors, paths, phases, interrupts. Never analyses,
 reports, node, sandbox or cli: a capture knows nothing of Cassandra queries or verdicts.
 """

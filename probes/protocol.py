@@ -138,8 +138,13 @@ class ThreadIOCapture(Capture, Protocol):
         """tid -> name of the threads seen so far."""
         ...
 
-    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int, int]]:
-        """(tid, slot, path or None, read_bytes, cache_miss_pages, write_bytes) as they stand now."""
+    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int, int, int | None]]:
+        """(tid, slot, path or None, read_bytes, cache_miss_pages, write_bytes, dirtied_pages or None: not
+        measured) as they stand now."""
+        ...
+
+    def socket_reads_so_far(self) -> list[tuple[str, str, int]]:
+        """(local 'ip:port', remote 'ip:port', bytes read) of each TCP connection as they stand now."""
         ...
 
     def drain_thread_io(self) -> int:

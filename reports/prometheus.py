@@ -23,6 +23,9 @@ of the JVM overlapped, pauses="excluded"; a statement with a label of its own), 
 casstrace_watch_duration_seconds, casstrace_table_write_amplification_ratio{table} (its flush and compaction
 writes ÷ the mutation bytes it received; received as the watch's end reads them, so at the end).
 
+Write statements: casstrace_statement_write_bytes_total{statement, measure} and
+casstrace_statement_write_node_seconds_per_execution{statement, part} (reports/prometheus_writes.py).
+
 Bounded label sets: a statement is its normalized text (literals as ?, its control and invisible format
 characters as visible escapes: `\\x1b`, `\\u202e`, casstrace.terminal); the first `top` statements to rank
 among the top by estimated bytes keep a label of their own for the whole watch, every other is summed
@@ -34,6 +37,8 @@ largest value it has had, so it never goes down.
 from casstrace.analyses.table_writes import TableWrites
 from casstrace.analyses.watch import StatementIO, Watch
 from casstrace.analyses.watch_tables import TableRead
+from casstrace.reports.prometheus_writes import HELP as WRITE_HELP
+from casstrace.reports.prometheus_writes import Labels, write_samples
 from casstrace.terminal import printable
 
 OTHER = "other"
@@ -78,9 +83,8 @@ HELP = {
     ),
     "casstrace_watch_sample_ratio": ("gauge", "Share of requests the node traces during the watch"),
     "casstrace_watch_duration_seconds": ("gauge", "Seconds watched so far"),
+    **WRITE_HELP,
 }
-
-Labels = tuple[tuple[str, str], ...]
 
 
 class Exposition:
@@ -154,6 +158,7 @@ class Exposition:
                     samples["casstrace_statement_latency_p99_seconds"].append(
                         ((("statement", label), ("pauses", pauses)), p99)
                     )
+        write_samples(samples, label, statements)
         if label != OTHER and statements[0].necessary_bytes_per_execution:  # a label of its own: one statement
             samples["casstrace_statement_amplification_ratio"].append(
                 (

@@ -2,10 +2,11 @@
 execution. reports/run.py puts it under the query, for a trace of a write only; `compare` of two write
 runs lays their per-row figures side by side (reports/comparison.py).
 
-JSON: "write" (null for a read) = {"statement", "rows_per_execution", "bind_markers", "rows" (the
+JSON: "write" (null for a read) = {"statement", "rows_per_execution", "cells_per_execution" (regular
+columns set: statement_writes.write_shape's, as watch counts them), "bind_markers", "rows", "cells" (the
 measured executions'), "per_row": {"request_bytes", "received_bytes", "latency_s", "commit_log_dirtied_bytes",
 "sstables_dirtied_bytes", "sstables_written_bytes", "other_written_bytes"}, "flushed", "executions":
-[{"execution", "kind", "latency_s", "request_bytes", "received_bytes", "rows", "error", "written": [{"kind",
+[{"execution", "kind", "latency_s", "request_bytes", "received_bytes", "rows", "cells", "error", "written": [{"kind",
 "write_bytes", "dirtied_bytes", "mapped_dirtied_bytes", "written_back_bytes", "sync_calls"}]}]}. A figure
 not measured is null, never 0.
 """
@@ -24,6 +25,7 @@ EXECUTION_COLUMNS = (
     "Sent",
     "Node read",
     "Rows",
+    "Cells",
     *(f"{kind}: dirtied" for kind in FILE_KINDS),
     *(f"{kind}: written" for kind in FILE_KINDS),
 )
@@ -31,6 +33,10 @@ EXECUTION_COLUMNS = (
 
 def _bytes(value: float | None) -> str:
     return NOT_MEASURED if value is None else human_bytes(value)
+
+
+def _count(value: int | None) -> str:
+    return NOT_MEASURED if value is None else f"{value:,}"
 
 
 def _ms(seconds: float | None) -> str:
@@ -51,10 +57,11 @@ def section(cost: WriteCost) -> Section:
     items = [
         (
             "Statement",
-            f"{cost.statement}: {cost.rows_per_execution} row(s) an execution, {cost.bind_markers} value(s) "
-            "generated an execution (never stored)",
+            f"{cost.statement}: {cost.rows_per_execution} row(s) and {_count(cost.cells_per_execution)} cell(s) "
+            f"an execution, {cost.bind_markers} value(s) generated an execution (never stored)",
         ),
         ("Rows written (measured executions)", f"{cost.rows:,}"),
+        ("Cells written (measured executions)", _count(cost.cells)),
         ("Latency per execution", f"median {_ms(median)}"),
         *per_row_items(cost),
         ("A flush or compaction in a measured execution", "yes" if cost.flushed else "no"),
@@ -67,6 +74,7 @@ def section(cost: WriteCost) -> Section:
             _bytes(e.request_bytes),
             _bytes(e.received_bytes),
             str(e.rows),
+            _count(e.cells),
             *(_bytes(e.of(kind).dirtied_bytes) for kind in FILE_KINDS),
             *(_bytes(e.of(kind).write_bytes) for kind in FILE_KINDS),
         )
@@ -83,6 +91,8 @@ def data(cost: WriteCost | None) -> dict | None:
         "rows_per_execution": cost.rows_per_execution,
         "bind_markers": cost.bind_markers,
         "rows": cost.rows,
+        "cells_per_execution": cost.cells_per_execution,
+        "cells": cost.cells,
         "per_row": cost.per_row_figures(),
         "flushed": cost.flushed,
         "executions": [dataclasses.asdict(e) for e in cost.executions],

@@ -42,7 +42,7 @@ from casstrace.probes.bcc.program import (
     c_defines,
     c_structs,
 )
-from casstrace.probes.proc import mapped_pages, proc_fds
+from casstrace.probes.proc import mapped_pages, mounts, proc_fds
 from casstrace.probes.proc.mapped_pages import Mapping
 from casstrace.probes.proc.proc_fds import Descriptor
 from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, GAP_WINDOW, Window, WindowLog
@@ -134,7 +134,8 @@ WINDOW_WRITE_MAPS = ("dirtied_pages", "written_back", "sync_latency")  # capture
 # offsets). Pages dirtied, by the thread that dirtied them; pages written back, by any thread: ext4's
 # writepages result counts each page sent, for background writeback and a sync alike (the generic
 # writeback_single_inode misses fsync's, which never goes through it; wbc_writepage only sees file
-# systems with a ->writepage).
+# systems with a ->writepage; writeback_written counts a whole writeback work's pages, of no inode).
+# A file on another file system has its bytes written back not measured (bcc_trace.WRITTEN_BACK_FILESYSTEMS).
 WRITE_PATH_TRACEPOINTS = {
     "dirtied": ("writeback", "writeback_dirty_folio", "HAS_DIRTY_FOLIO"),
     "written_back": ("ext4", "ext4_writepages_result", "HAS_WRITEPAGES_RESULT"),
@@ -533,6 +534,7 @@ class BccCapture:
             thread_slot_ns=self.thread_slot_ns,
             write_tracepoints=write_path_tracepoints(),
             address_mappings=self._start_mappings + tuple(mapped_pages.file_mappings(self.pid)),
+            filesystems=mounts.filesystem_types(self.pid),
         )
         return self.result
 
@@ -889,30 +891,66 @@ class BccCapture:
             thread_slot_ns=self.thread_slot_ns,
             write_tracepoints=write_path_tracepoints(),
             address_mappings=(),
+            filesystems=mounts.filesystem_types(self.pid),
         )
 
     def _counters(self) -> dict[str, int]:
         counters = self._bpf[b"counters"]
         return {counter.name.lower(): counters[ctypes.c_int(counter)].value for counter in Counter}
 
-    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int, int]]:
+    def thread_io_so_far(self) -> list[tuple[int, int, str | None, int, int, int, int | None]]:
         """The per-thread counts (capture.c thread_io) as they stand now, for a live view while capturing:
-        (tid, slot, path or None, read_bytes, cache_miss_pages, write_bytes). Empty unless the capture counts per
-        thread, or once it stopped (its result has them all, with every file named)."""
+        (tid, slot, path or None, read_bytes, cache_miss_pages, write_bytes, dirtied_pages or None when this
+        kernel has no tracepoint for it). Empty unless the capture counts per thread, or once it stopped
+        (its result has them all, with every file named)."""
         if not self.thread_slot_ns or self._bpf is None or self._stopped:
             return []
+        dirtied = "dirtied" in write_path_tracepoints()
         with self._lock:
             by_fd = {key: d.path for key, d in self._descriptors.items()}
             by_inode = {(d.dev, d.inode): d.path for d in self._descriptors.values() if d.dev is not None}
         rows = []
+        mapped: dict[tuple[int, int], str] | None = None  # read once, at the first page of a file no fd names
         for key, io in self._rows("thread_io"):
             f = key.file
             if f.source == Source.SYSCALL:  # (fd, owner << GEN_BITS | gen)
                 path = by_fd.get((f.gen_or_inode >> GEN_BITS, f.fd_or_dev, f.gen_or_inode & ((1 << GEN_BITS) - 1)))
-            else:
-                path = by_inode.get((proc_fds.user_dev(f.fd_or_dev), f.gen_or_inode))
-            rows.append((key.tid, key.slot, path, io.read_bytes, io.cache_pages, io.write_bytes))
+            else:  # a page dirtied through a mapping (the commit log's segments) may be of a file no fd names
+                inode = (proc_fds.user_dev(f.fd_or_dev), f.gen_or_inode)
+                path = by_inode.get(inode)
+                if path is None:
+                    mapped = proc_fds.mapped_files(self.pid) if mapped is None else mapped
+                    path = mapped.get(inode)
+            rows.append(
+                (
+                    key.tid,
+                    key.slot,
+                    path,
+                    io.read_bytes,
+                    io.cache_pages,
+                    io.write_bytes,
+                    io.dirtied_pages if dirtied else None,
+                )
+            )
         return rows
+
+    def socket_reads_so_far(self) -> list[tuple[str, str, int]]:
+        """(local 'ip:port', remote 'ip:port', bytes read) of each TCP connection of the process as they
+        stand now (capture.c stats_by_fd: a socket's reads are never in the event log), for a live view."""
+        if self._bpf is None or self._stopped:
+            return []
+        with self._lock:
+            connections = {
+                key: (d.local_addr, d.remote_addr)
+                for key, d in self._descriptors.items()
+                if d.kind == "socket" and d.local_addr is not None and d.remote_addr is not None
+            }
+        read: dict[tuple[str, str], int] = {}
+        for key, stats in self._rows("stats_by_fd"):
+            ends = connections.get((key.owner, key.fd, key.gen))
+            if ends is not None:
+                read[ends] = read.get(ends, 0) + stats.read_bytes
+        return [(local, remote, size) for (local, remote), size in read.items()]
 
     def program_run_times(self) -> dict[str, tuple[int, int]]:
         """(ns spent in it, runs) of each BPF program so far, counted only while

@@ -52,6 +52,9 @@ THREAD_IO_FIELDS = {
     "dirtied_pages": "dirtied_pages",
     "mapped_dirtied_pages": "mapped_dirtied_pages",
 }
+# The file systems whose writeback the 'written_back' tracepoint (ext4_writepages_result) sees: a file
+# on any other (tmpfs, xfs, btrfs) has its bytes written back not measured (NULL), never 0.
+WRITTEN_BACK_FILESYSTEMS = frozenset({"ext4"})
 MapRows = list[tuple[Any, Any]]  # a BPF map's (key, value) pairs: ctypes structures, or ints
 # A logged call: (ts, latency, offset, requested, returned, run_bytes, tid, fd, gen, nr, epoch,
 # seek_jump, fill_inode, fill_dev, fill_pages, owner)
@@ -84,6 +87,7 @@ class BccCaptured:
     write_tracepoints: Mapping[str, str]
     # the process's file mappings at the start and the end, to name the file of an msync's address
     address_mappings: tuple[mapped_pages.Mapping, ...]
+    filesystems: Mapping[int, str]  # st_dev -> file system type, of the process's mounts (mounts.py)
 
     @property
     def start_ns(self) -> int:
@@ -191,6 +195,7 @@ class TraceBuilder:
         self.tables = capture.tables
         self._fd_file_ids: dict[tuple[int, int, int], int] = {}
         self._page_file_ids: dict[tuple[int, int], int] = {}
+        self._file_devs: dict[int, int | None] = {}  # file_id -> st_dev
         self._names_by_inode: dict[tuple[int, int], Descriptor] | None = None
         self.logged = LoggedCalls(capture.event_records(), capture.start_ns)
         self._foreign_fills: list[PageCacheFillRow] = []  # fills of another file inside a logged read
@@ -245,7 +250,7 @@ class TraceBuilder:
         return proc_fds.root_prefix(self.capture.pid)
 
     def _add_file(self, d: Descriptor) -> int:
-        return self.writer.file_id(
+        file_id = self.writer.file_id(
             d.path,
             d.kind,
             size_bytes=proc_fds.size_of(d, self.capture.pid, self._root),
@@ -254,6 +259,8 @@ class TraceBuilder:
             local_addr=d.local_addr,
             remote_addr=d.remote_addr,
         )
+        self._file_devs[file_id] = d.dev
+        return file_id
 
     def _named_inodes(self) -> dict[tuple[int, int], Descriptor]:
         """(dev, inode) -> a descriptor naming it: the process's fds, then its mappings, then files
@@ -350,7 +357,7 @@ class TraceBuilder:
             totals["cache_miss_pages"] += pages
             totals["cache_miss_bytes"] += pages * PAGE_BYTES
         self._write_path(row)
-        self.writer.add_file_io(cast(FileIORow, row) for row in rows.values())
+        self.writer.add_file_io(cast(FileIORow, self._written_back_where_seen(totals)) for totals in rows.values())
         self.writer.add_read_sizes(
             {"window_id": w, "file_id": f, "log2_bucket": b, "count": n} for (w, f, b), n in sizes.items()
         )
@@ -390,6 +397,16 @@ class TraceBuilder:
             {"window_id": w, "file_id": f, "syscall": name, "bucket": b, "count": n}
             for (w, f, name, b), n in buckets.items()
         )
+
+    def _written_back_where_seen(self, totals: dict[str, int]) -> Mapping[str, int | None]:
+        """A file_io row, its bytes written back NULL (not measured) unless its file lies on a file
+        system whose writeback the tracepoint sees."""
+        if "written_back_bytes" not in totals:
+            return totals
+        dev = self._file_devs.get(totals["file_id"])
+        if dev is not None and self.capture.filesystems.get(dev) in WRITTEN_BACK_FILESYSTEMS:
+            return totals
+        return {**totals, "written_back_bytes": None}
 
     @functools.cached_property
     def _dirtied_inodes(self) -> set[tuple[int, int]]:

@@ -3,6 +3,8 @@ counted afterwards in the table; what it sent is checked against the kernel's co
 from the client; no generated value or literal reaches the trace; two write designs compare per row. On a
 node casstrace cannot claim as its own, the same write is refused and nothing changes."""
 
+import json
+import re
 import subprocess
 import sys
 
@@ -65,6 +67,17 @@ def test_an_insert_repeated_writes_fresh_rows_and_reports_what_it_sent(events, c
     assert write is not None and analysis.verdict.reason == "write" and not analysis.findings
     assert (write.statement, write.rows_per_execution, write.bind_markers, write.rows) == ("INSERT", 1, 2, 4)
     assert [e.rows for e in write.executions] == [1] * 6
+    # cells: the columns it sets but the key (id, seq): body, once an execution, in every format
+    assert (write.cells_per_execution, write.cells, [e.cells for e in write.executions]) == (1, 4, [1] * 6)
+    assert re.search(r"Cells written \(measured executions\) +4\n", done.stdout)
+    reported = casstrace("report", out, "--format", "json")
+    assert reported.returncode == 0, reported.stderr
+    as_json = json.loads(reported.stdout)["write"]
+    assert (as_json["cells_per_execution"], as_json["cells"], [e["cells"] for e in as_json["executions"]]) == (
+        1,
+        4,
+        [1] * 6,
+    )
     for execution in write.executions:
         # the client's count of its request against the kernel's count of what the node read from it
         assert execution.request_bytes and execution.received_bytes == execution.request_bytes + V5_SEGMENT_BYTES
@@ -89,6 +102,11 @@ def test_two_write_designs_compare_per_row(events, cql_session, sandbox, tmp_pat
     comparison = compare(analyse(single), analyse(batch))
     rows = comparison.metric("write_rows_per_execution")
     assert (rows.first, rows.second) == (1, BATCH_ROWS)
+    batched_cost = analyse(batch).write_cost
+    assert batched_cost is not None and (batched_cost.cells_per_execution, batched_cost.cells) == (
+        BATCH_ROWS,
+        2 * BATCH_ROWS,
+    )
     sent = comparison.metric("write_request_bytes_per_row")
     first, second = analyse(single).write_cost, analyse(batch).write_cost
     assert first is not None and second is not None

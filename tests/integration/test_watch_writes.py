@@ -12,8 +12,11 @@ frames, counted as the driver writes them), the rows and cells the test sent, Ca
 """
 
 import json
+import re
+import subprocess
 import threading
 import time
+import urllib.request
 from contextlib import contextmanager
 
 import pytest
@@ -26,7 +29,7 @@ from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace_cli import casstrace
 from hotspot_attach import force_full_gc
-from watching import PREVIOUS, nodetool, start_watch, watch_command  # noqa: F401 (fixtures)
+from watching import PREVIOUS, free_port, nodetool, start_watch, watch_command  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +48,10 @@ INSERTS, VALUE_BYTES, IN_FLIGHT, INSERT_RATE = 1000, 1000, 8, 500
 GC_BATCH_ROWS, GC_BATCH_VALUE, GC_IN_FLIGHT, GC_FORCED, GC_EVERY_S = 10, 1000, 8, 12, 0.15
 LARGE_BATCHES, LARGE_ROWS, LARGE_VALUE = 10, 30, 1000  # 30 partitions, ~31 KB: past 5 KiB, under the 50 KiB refusal
 SMALL_BATCHES, SMALL_ROWS, SMALL_VALUE = 10, 3, 20  # one partition, ~0.3 KB
-WATCH_S, WATCH_MARGIN_S = 14, 2.0  # the last GC begins this long before the watch ends
+# The last GC begins WATCH_MARGIN_S before the watch ends at the latest; the watch lasts long enough for
+# its metrics page to be refreshed once every insert was sampled (a refresh every few s, the first
+# later: it reads the node's sessions; 14 s gave a loaded machine a single page)
+WATCH_S, WATCH_MARGIN_S = 22, 2.0
 WIRE_TOLERANCE = 0.02  # the node's reads of a connection against the driver's writes: heartbeats at most
 
 
@@ -129,7 +135,8 @@ def _gc_during_writes(session, pid: int, until: float) -> list[tuple[int, int]]:
 @pytest.fixture(scope="module")
 def watched(sandbox, nodetool, tmp_path_factory):
     """One watch of the three workloads: (its JSON report, its trace, the GC.run calls' spans, the bytes
-    each workload's driver pushed: inserts, large batches, small batches)."""
+    each workload's driver pushed: inserts, large batches, small batches, and its metrics pages: each
+    different one served during the watch)."""
     nodetool.set_trace_probability(PREVIOUS)
     out = tmp_path_factory.mktemp("writes") / "watch.trace"
     with sandbox.connect() as session:
@@ -147,8 +154,16 @@ def watched(sandbox, nodetool, tmp_path_factory):
         _client(sandbox, "127.0.0.5") as (paused, _),
     ):
         insert = inserting.prepare(INSERT)
-        watcher = start_watch(watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", "json", sample=1.0))
+        metrics, watch_over = free_port(), threading.Event()
+        pages: list[str] = []
+        watcher = start_watch(
+            watch_command(
+                sandbox, out, "--duration", str(WATCH_S), "--format", "json", "--metrics-port", str(metrics), sample=1.0
+            )
+        )
         watching = time.monotonic()
+        scraping = threading.Thread(target=_scrape, args=(metrics, pages, watch_over), daemon=True)
+        scraping.start()
         for connection in (insert_connection, large_connection, small_connection):
             connection.pushed = 0
 
@@ -171,10 +186,23 @@ def watched(sandbox, nodetool, tmp_path_factory):
         pushed.append(small_connection.pushed)
         calls += _gc_during_writes(paused, sandbox.pid(), until=watching + WATCH_S - WATCH_MARGIN_S)
         report, errors = watcher.communicate(timeout=300)
+        watch_over.set()
+        scraping.join()
     assert watcher.returncode == 0, errors
-    yield json.loads(report), out, calls, pushed
+    yield json.loads(report), out, calls, pushed, pages
     with sandbox.connect() as session:
         session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}")
+
+
+def _scrape(port: int, pages: list[str], watch_over: threading.Event) -> None:
+    """The watch's metrics page every half second, each different one kept (a refresh comes every few s)."""
+    while not watch_over.wait(0.5):
+        try:
+            page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        except OSError:  # not served yet, or no more
+            continue
+        if page and (not pages or pages[-1] != page):
+            pages.append(page)
 
 
 def _statement(report: dict, query: str) -> dict:
@@ -191,7 +219,7 @@ def _batch_statement(report: dict, rows: int) -> dict:
 
 
 def test_the_insert_s_wire_bytes_rows_and_cells(watched):
-    report, _, _, pushed = watched
+    report, _, _, pushed, _ = watched
     insert = _statement(report, INSERT)
     write = insert["write"]
     assert insert["sampled_executions"] == INSERTS
@@ -211,7 +239,7 @@ def test_the_insert_s_wire_bytes_rows_and_cells(watched):
 
 
 def test_a_large_batch_is_flagged_with_its_cause_and_a_small_one_is_not(watched):
-    report, _, _, pushed = watched
+    report, _, _, pushed, _ = watched
     large, small = _batch_statement(report, LARGE_ROWS), _batch_statement(report, SMALL_ROWS)
     assert large["write"]["partitions_per_execution"] == LARGE_ROWS
     assert small["write"]["partitions_per_execution"] == 1
@@ -219,11 +247,14 @@ def test_a_large_batch_is_flagged_with_its_cause_and_a_small_one_is_not(watched)
         assert abs(batch["write"]["wire_bytes_per_execution"] - sent) <= WIRE_TOLERANCE * sent, (batch["write"], sent)
     assert large["verdict"] == "flagged" and [f["cause"] for f in large["findings"]][:1] == ["large_batch"]
     assert "30.0 partitions per batch" in " ".join(large["findings"][0]["evidence"])
+    # weighed by what a split by partition saves: the batch's node time less one partition's
+    node_ns = large["write"]["node_ns_per_execution"]
+    assert large["findings"][0]["saves_ns"] == pytest.approx(node_ns * (1 - 1 / LARGE_ROWS))
     assert small["verdict"] == "not flagged" and "large_batch" not in [f["cause"] for f in small["findings"]]
 
 
 def test_a_forced_gc_shows_in_exactly_the_writes_it_overlapped(watched, tmp_path):
-    report, out, calls, _ = watched
+    report, out, calls, _, _ = watched
     batch = _statement(report, DRIVER_BATCH_STATEMENT)
     # a driver's batch is seen (its session names no statement); its mutations are counted from its
     # events, some of which the node's tracing drops at this rate: at most its partitions
@@ -262,3 +293,34 @@ def test_a_forced_gc_shows_in_exactly_the_writes_it_overlapped(watched, tmp_path
         assert done.returncode == 0, done.stderr
         text = shown.read_text()
         assert "GC pauses during the executions" in text and "Large batches" in text, fmt
+
+
+def _series(page: str, name: str, statement: str) -> dict[str, float]:
+    """The series of one metric for one statement, by its other label's value."""
+    pattern = re.compile(rf'^{name}{{statement="{re.escape(statement)}",\w+="(\w+)"}} (\S+)$', re.M)
+    return {label: float(value) for label, value in pattern.findall(page)}
+
+
+def test_the_metrics_page_has_the_writes_figures_of_the_report(watched):
+    """The page served once every insert was sampled (live figures, the watch still going) against the
+    report of the same watch at its end: the inserts' bytes on the wire and in the commit log, their node time."""
+    report, _, _, _, pages = watched
+    counted = [p for p in pages if _series(p, "casstrace_statement_executions_total", INSERT).get("sampled") == INSERTS]
+    shown = [_series(p, "casstrace_statement_executions_total", INSERT).get("sampled") for p in pages]
+    assert counted, f"no page had every insert sampled: the inserts sampled on each, {shown}"
+    page = counted[-1]
+    checked = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    insert = _statement(report, INSERT)
+    write, sampled = insert["write"], insert["sampled_executions"]
+    assert sampled == INSERTS
+    moved = _series(page, "casstrace_statement_write_bytes_total", INSERT)
+    assert moved["wire"] == pytest.approx(write["wire_bytes_per_execution"] * sampled, rel=WIRE_TOLERANCE)
+    node = _series(page, "casstrace_statement_write_node_seconds_per_execution", INSERT)
+    figures = {"total": "node_ns_per_execution", "commit_log": "commitlog_ns_per_execution"}
+    figures |= {"pauses": "pause_ns_per_execution", "rest": "rest_ns_per_execution"}
+    assert node == pytest.approx({part: write[key] / 1e9 for part, key in figures.items()}, rel=0.02, abs=1e-6)
+    # The commit-log pages a session claims are its threads': live, a thread the pools started during the
+    # watch is known by its /proc name only (15 characters: no worker id), and the report's, at the end,
+    # by the JVM's list of threads too; so the live figure is a part of the report's
+    assert 0 < moved["commit_log"] <= write["commitlog_bytes_per_execution"] * sampled * 1.05

@@ -7,6 +7,7 @@ import urllib.request
 
 import pytest
 
+from casstrace.analyses.statement_writes import StatementWrites
 from casstrace.analyses.watch import ComponentRead, StatementIO, Watch
 from casstrace.analyses.watch_tables import TableRead
 from casstrace.errors import CasstraceError
@@ -132,3 +133,57 @@ def test_a_statements_p99_with_and_without_the_jvms_pauses():
     assert _value(page, p99 + '"included"}') == 0.2
     assert _value(page, p99 + '"excluded"}') == 0.002
     assert 'statement="SELECT w FROM ks.t WHERE k = ?",pauses="excluded"' not in page  # pauses not measured
+
+
+def _write(wire: float | None, commit_log: float | None, pause_ns: float | None) -> StatementWrites:
+    return StatementWrites(
+        kind="INSERT",
+        tables=["ks.t"],
+        statements_per_execution=1,
+        logged=None,
+        rows_per_execution=1,
+        cells_per_execution=1,
+        estimated_rows=None,
+        estimated_cells=None,
+        partitions_per_execution=1.0,
+        wire_bytes_per_execution=wire,
+        wire_estimated=False,
+        commitlog_bytes_per_execution=commit_log,
+        node_ns_per_execution=400_000.0,
+        commitlog_ns_per_execution=100_000.0,
+        pause_ns_per_execution=pause_ns,
+        rest_ns_per_execution=300_000.0 - (pause_ns or 0.0),
+        estimated_storage_bytes=0.0,
+    )
+
+
+def test_write_statements_bytes_and_node_time_beside_the_reads():
+    """Two writes summed into 'other' (top=1 labels the read): their bytes add up, their node time is
+    the mean per sampled execution; a figure one of them lacks has no series."""
+    read = _statement("SELECT a FROM ks.t WHERE k = ?", 10, 4096)
+    one = dataclasses.replace(
+        _statement("INSERT INTO ks.t (k, v) VALUES (?, ?)", 30, 0), write=_write(1100.0, 2048.0, 100_000.0)
+    )
+    other = dataclasses.replace(
+        _statement("UPDATE ks.t SET v = ? WHERE k = ?", 10, 0), write=_write(900.0, 1024.0, None)
+    )
+    page = Exposition(top=1).page(_watch([read, one, other]), [])
+    assert (
+        _value(page, 'casstrace_statement_write_bytes_total{statement="other",measure="wire"}') == 30 * 1100 + 10 * 900
+    )
+    assert (
+        _value(page, 'casstrace_statement_write_bytes_total{statement="other",measure="commit_log"}')
+        == 30 * 2048 + 10 * 1024
+    )
+    node = 'casstrace_statement_write_node_seconds_per_execution{statement="other",part='
+    assert _value(page, node + '"total"}') == pytest.approx(400e-6)
+    assert _value(page, node + '"commit_log"}') == pytest.approx(100e-6)
+    assert _value(page, node + '"rest"}') == pytest.approx((30 * 200e-6 + 10 * 300e-6) / 40)
+    assert node + '"pauses"}' not in page  # the UPDATE's pauses not measured
+    assert 'write_bytes_total{statement="SELECT' not in page  # a read has none
+    alone = Exposition(top=3).page(_watch([read, one, other]), [])
+    label = 'statement="INSERT INTO ks.t (k, v) VALUES (?, ?)"'
+    assert _value(alone, f'{node.split("{")[0]}{{{label},part="pauses"}}') == pytest.approx(100e-6)
+    for shown in (page, alone):
+        checked = subprocess.run(["promtool", "check", "metrics"], input=shown, capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -12,9 +12,11 @@ import pytest
 from casstrace.analyses.attribution import Span
 from casstrace.analyses.statement_writes import (
     WriteShape,
+    clients_read,
     commitlog_slots,
     write_shape,
 )
+from casstrace.analyses.units import human_ns
 from casstrace.analyses.watch import (
     DRIVER_BATCH_UNNAMED,
     WRITE_ELSEWHERE,
@@ -29,6 +31,7 @@ from casstrace.node.tracing import SampledSession, TraceEvent, add_events
 from casstrace.reports import render
 from casstrace.reports.watch import document
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
+from casstrace.traces.addresses import ClientSockets, parse_address
 from casstrace.traces.queries import ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 
@@ -195,6 +198,10 @@ def test_a_large_batch_is_flagged_and_a_small_one_is_not():
     assert [f.cause for f in batch.findings] == ["large_batch"]
     evidence = " ".join(batch.findings[0].evidence)
     assert "13.2 KiB per batch on the wire" in evidence and "12.0 partitions per batch" in evidence
+    # weighed by what splitting it by partition saves: 12 partitions' writes in the node's time of one
+    node_ns = batch.write.node_ns_per_execution
+    assert node_ns and batch.findings[0].saves_ns == pytest.approx(node_ns * 11 / 12)
+    assert f"about {human_ns(node_ns * 11 / 12)} of each batch's {human_ns(node_ns)} saved" in evidence
     # the same batch on one partition, small on the wire: no finding
     small = _inputs(client_bytes={"10.0.0.2": 2200, "10.0.0.3": 1300, "10.0.0.4": 3 * 300})
     small.sessions[4] = _session(5, BIG_BATCH, "10.0.0.4", START + 20 * SLOT, 3_000_000, 1)
@@ -269,3 +276,17 @@ def test_writes_waiting_on_slow_commit_log_syncs_are_found_and_fast_ones_are_not
     assert "100 syncs" in evidence and "data files are on" in evidence
     assert found(CommitLogSyncs(Counter({latency_bucket(1_000_000): 100}), True)) == []
     assert found(None) == []
+
+
+def test_the_clients_of_a_node_are_its_native_ports_peers_but_casstrace():
+    """A live watch's connections: the native port's peers by address (two connections of one client
+    add up, IPv6 too), not casstrace's own connection, nor a connection on another port (gossip)."""
+    sockets = [
+        ("127.0.0.1:9042", "127.0.0.2:40000", 1000),
+        ("127.0.0.1:9042", "127.0.0.2:40001", 500),
+        ("[::1]:9042", "[::1]:40002", 70),
+        ("127.0.0.1:9042", "127.0.0.1:50000", 9999),  # casstrace's own
+        ("127.0.0.1:7000", "127.0.0.3:40003", 8888),  # the storage port
+    ]
+    ends = [(parse_address(local), parse_address(remote), read) for local, remote, read in sockets]
+    assert clients_read(ends, ClientSockets.of(9042), ["127.0.0.1:50000"]) == {"127.0.0.2": 1500, "::1": 70}

@@ -50,6 +50,7 @@ def _trace(tmp_path, backend, measures):
                 "write_bytes": 5_000_000,
                 "dirtied_pages": 1221 if dirtied else None,
                 "mapped_dirtied_pages": 0 if dirtied else None,
+                "written_back_bytes": 0 if measures.get("written_back") else None,
                 "sync_calls": 0,
                 "sync_ns": 0,
             },
