@@ -182,7 +182,7 @@ def test_metrics_are_served_on_ipv6_loopback(sandbox, previous_probability, node
         probe.bind(("::1", 0))
         port = probe.getsockname()[1]
     command = watch_command(
-        sandbox, tmp_path / "w.trace", "--duration", "15", "--metrics-port", str(port), "--metrics-address", "::1"
+        sandbox, tmp_path / "w.trace", "--duration", "10", "--metrics-port", str(port), "--metrics-address", "::1"
     )
     watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert watcher.stderr is not None
