@@ -195,6 +195,10 @@ class WatchedNode:
     data_dirs: list[str]
     meta: CassandraMeta  # 'cassandra' without tables
 
+    def casstrace_addresses(self) -> list[str]:
+        """casstrace's own connections to the node, 'ip:port' (its reads of the trace tables)."""
+        return sorted(f"{ip}:{port}" for ip, port in self.session.client_addresses())
+
     @classmethod
     def connect(cls, options: WatchOptions, stack: ExitStack) -> "WatchedNode":
         session = stack.enter_context(NodeSession(options.connection))
@@ -389,7 +393,7 @@ class Watch:
                 "start_ns": window[0] - offset,
                 "end_ns": window[1] - offset,
                 "thread_map": "jcmd",
-                "casstrace_addresses": sorted(f"{ip}:{port}" for ip, port in node.session.client_addresses()),
+                "casstrace_addresses": node.casstrace_addresses(),
                 "own_sandbox": sandbox_root(process) is not None,
             },
         )
@@ -477,7 +481,7 @@ class LiveRefresh:
             figures.received_bytes = None if flushed is None else received_bytes(flushed)
             figures.sockets = capture.socket_reads_so_far()
             figures.native_port = watched.options.connection.port
-            figures.casstrace_addresses = sorted(f"{ip}:{port}" for ip, port in watched.node.session.client_addresses())
+            figures.casstrace_addresses = watched.node.casstrace_addresses()
         except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
             if watched.gone() is None:  # else the watch ends, and says why
                 warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")

@@ -17,6 +17,7 @@ never a part passed off as the whole.
 from collections.abc import Callable
 
 from casstrace.analyses.statement_writes import StatementWrites
+from casstrace.analyses.units import ns_to_s
 from casstrace.analyses.watch import StatementIO
 
 Labels = tuple[tuple[str, str], ...]
@@ -63,7 +64,7 @@ def write_samples(samples: Samples, label: str, statements: list[StatementIO]) -
     for part, figure in NODE_NS:
         total = _sum(writes, figure)
         if total is not None:
-            samples[WRITE_NODE_SECONDS].append(((*statement, ("part", part)), total / sampled / 1e9))
+            samples[WRITE_NODE_SECONDS].append(((*statement, ("part", part)), ns_to_s(total / sampled)))
 
 
 def _sum(writes: list[tuple[StatementWrites, int]], figure: Figure) -> float | None:
