@@ -116,7 +116,9 @@ class BackgroundRequests:
         self.in_flight = in_flight
         self.consistency = consistency
         self.completed = 0
-        self.latencies_s: list[float] = []  # of each request answered, as the client saw it
+        # (sent, answered) of each request answered, on CLOCK_MONOTONIC as the client saw it: a trace's
+        # clock too, so a test can tell which of a trace's windows the other client's requests overlapped
+        self.answered_s: list[tuple[float, float]] = []
         self.errors = 0
         self.skipped = 0  # starts due while `in_flight` requests were still out
         self.started: float | None = None
@@ -154,6 +156,15 @@ class BackgroundRequests:
         self.stop()
 
     @property
+    def latencies_s(self) -> list[float]:
+        """Each answered request's latency, as the client saw it."""
+        return [answered - sent for sent, answered in self.answered_s]
+
+    def answered_during(self, start_s: float, end_s: float) -> int:
+        """How many answered requests were out at some moment of [start_s, end_s] (time.monotonic())."""
+        return sum(sent <= end_s and answered >= start_s for sent, answered in self.answered_s)
+
+    @property
     def achieved_rate(self) -> float:
         """Requests answered per second, over the load's life so far."""
         if self.started is None:
@@ -165,7 +176,7 @@ class BackgroundRequests:
         with self._lock:
             self._outstanding -= 1
             self.completed += 1
-            self.latencies_s.append(answered - began)
+            self.answered_s.append((began, answered))
 
     def _failed(self, _: object) -> None:
         with self._lock:

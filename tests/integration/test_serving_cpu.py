@@ -1,12 +1,12 @@
 """The CPU of the threads that served an execution (analyses.attribution.serving_cpu_ns), on a real node:
 within the request pools' CPU of its window, itself within the JVM's; and, while another client keeps the
-node busy, a point read's serving CPU stays near the idle node's while the pools' CPU grows with the other
-client's requests.
+node busy, a point read's serving CPU stays near the idle node's.
 
 The other client is real (sandbox.workload.BackgroundRequests, as in test_busy_node), its achieved rate
-asserted. The independent truths: the idle node's figures for the same query, and the kernel's own
-accounting of the request pools and the whole JVM in each window (node_time.c, by thread name as each
-slice ran), which the serving threads' slots are a part of.
+asserted, and its requests' own times show they were out during the measured windows. The independent
+truths: the idle node's figures for the same query, and the kernel's own accounting of the request pools
+and the whole JVM in each window (node_time.c, by thread name as each slice ran), which the serving
+threads' slots are a part of.
 """
 
 import statistics
@@ -14,6 +14,8 @@ import statistics
 import pytest
 
 from casstrace.analyses.model import Analysis
+from casstrace.analyses.units import ns_to_s
+from casstrace.traces import Trace
 from casstrace.traces.schema import THREAD_SLOT_NS
 from test_busy_node import KEY, other_client, point_table, reached, traced  # noqa: F401 (point_table: a fixture)
 
@@ -36,12 +38,14 @@ def measured(analysis: Analysis, name: str) -> list[float]:
 SLOT_SLACK_NS = 3 * 2 * THREAD_SLOT_NS
 
 
-def beyond_serving(analysis: Analysis) -> list[float]:
-    """The pools' CPU in each window beyond the serving threads': other requests' and the pools' own."""
-    return [
-        pools - serving
-        for pools, serving in zip(measured(analysis, "request_cpu_ns"), measured(analysis, "serving_cpu_ns"))
-    ]
+def measured_windows_s(analysis: Analysis) -> list[tuple[float, float]]:
+    """The measured executions' windows, in seconds of the trace's clock."""
+    with Trace(analysis.trace_path) as trace:
+        rows = trace.rows(
+            "SELECT start_ns, end_ns FROM windows WHERE window_id IN"
+            " (SELECT window_id FROM executions WHERE kind = 'measured') ORDER BY start_ns"
+        )
+    return [(ns_to_s(start), ns_to_s(end)) for start, end in rows]
 
 
 def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, tmp_path):
@@ -67,12 +71,14 @@ def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, t
 
     idle_serving = measured(idle_before, "serving_cpu_ns") + measured(idle_after, "serving_cpu_ns")
     busy_serving = measured(busy, "serving_cpu_ns")
-    assert statistics.median(busy_serving) <= WITHIN * statistics.median(idle_serving), (idle_serving, busy_serving)
-    # The load reached the windows: the pools' CPU beyond the serving threads' grew. Without it, a
-    # serving CPU that stayed put would show nothing.
-    idle_others = beyond_serving(idle_before) + beyond_serving(idle_after)
-    busy_others = beyond_serving(busy)
-    grew_others = statistics.median(busy_others) / statistics.median(idle_others)
     grew_serving = statistics.median(busy_serving) / statistics.median(idle_serving)
-    print(f"beyond the serving threads the pools' CPU grew {grew_others:.2f}x, theirs {grew_serving:.2f}x")
-    assert grew_others > 1.3, (idle_others, busy_others)
+    print(f"the serving threads' CPU: busy/idle {grew_serving:.2f}x")
+    assert statistics.median(busy_serving) <= WITHIN * statistics.median(idle_serving), (idle_serving, busy_serving)
+    # The load reached the windows, by the other client's own clock (the trace's too: CLOCK_MONOTONIC):
+    # at 500 requests/s about two of its requests are out during a 3 ms window, so without them a serving
+    # CPU that stayed put would show nothing. (The pools' CPU beyond the serving threads cannot show it:
+    # the shared pool's idle workers spin for work, about 1 ms a window on an idle node, and a busy node
+    # answers faster, in shorter windows.)
+    overlapped = [load.answered_during(start_s, end_s) for start_s, end_s in measured_windows_s(busy)]
+    print(f"the other client's requests out during each measured window: {overlapped}")
+    assert sum(count > 0 for count in overlapped) >= len(overlapped) * 2 / 3, overlapped
