@@ -22,11 +22,12 @@ figures (analyses.watch.WatchTally), then summarised with the node's readings (t
 """
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from casstrace.analyses.amplification import SYSTEM_KEYSPACES
+from casstrace.analyses.hints import HintsFor
 from casstrace.analyses.query import parse_select
 from casstrace.analyses.units import MIB, human_bytes
 from casstrace.traces.meta import TableBackgroundMeta
@@ -42,8 +43,8 @@ SMALL_FLUSH_BYTES = MIB
 # traffic.
 MANY_SMALL_FLUSHING_TABLES = 10
 
-TableCause = Literal["small_flushes", "compaction_behind"]
-TABLE_CAUSES: tuple[TableCause, ...] = ("small_flushes", "compaction_behind")
+TableCause = Literal["small_flushes", "compaction_behind", "hints"]
+TABLE_CAUSES: tuple[TableCause, ...] = ("small_flushes", "compaction_behind", "hints")
 
 
 @dataclass
@@ -211,11 +212,11 @@ def sstables_per_read(reads: Mapping[str, Counter[int]]) -> dict[str, SSTablesPe
     }
 
 
-def table_findings(tables: list[TableWrites]) -> list[TableFinding]:
-    """Many small flushes (many tables, or little memtable space) and compaction falling behind, the
-    most bytes their fix would save first."""
-    found = [finding for finding in (_small_flushes(tables), *map(_compaction_behind, tables)) if finding]
-    return sorted(found, key=lambda f: -f.saves_bytes)
+def table_findings(tables: list[TableWrites], hints: Sequence[HintsFor] = ()) -> list[TableFinding]:
+    """Many small flushes (many tables, or little memtable space), compaction falling behind and hints
+    (analyses.hints), the most bytes their fix would save first."""
+    candidates = (_small_flushes(tables), *map(_compaction_behind, tables), _hints(hints))
+    return sorted((finding for finding in candidates if finding), key=lambda f: -f.saves_bytes)
 
 
 def _small_flushes(tables: list[TableWrites]) -> TableFinding | None:
@@ -274,4 +275,36 @@ def _compaction_behind(table: TableWrites) -> TableFinding | None:
         ],
         # Flushed data compaction has yet to merge: at least what it flushed in the watch is rewritten later.
         saves_bytes=table.flush_bytes or 0,
+    )
+
+
+def _hints(hints: Sequence[HintsFor]) -> TableFinding | None:
+    if not hints:
+        return None
+    stored = sum(h.stored_bytes for h in hints)
+    replayed = sum(h.replayed_bytes for h in hints)
+    replicas = f"{len(hints)} replica{'s' if len(hints) > 1 else ''}"
+    title = (
+        f"Hints: the node stored {human_bytes(stored)} of writes for {replicas} it could not reach"
+        if stored
+        else f"Hints replayed: the node sent {human_bytes(replayed)} of stored writes to {replicas}"
+    )
+    return TableFinding(
+        cause="hints",
+        title=title,
+        tables=[],
+        evidence=[
+            "; ".join(
+                f"host ID {h.host_id}: {human_bytes(h.stored_bytes)} stored, {human_bytes(h.replayed_bytes)} replayed"
+                for h in hints
+            ),
+            "Each hinted write is written twice by this node, to the replica's hints file and again when it "
+            "replays it; until then the replica misses those writes.",
+        ],
+        suggestion=[
+            "Find the replica by its host ID (nodetool status) and bring it back, or mend what keeps it "
+            "unreachable. If it was down longer than max_hint_window, repair it: no hints are kept past that.",
+        ],
+        # Reaching the replica saves both the hints file's writes and their replay.
+        saves_bytes=stored + replayed,
     )

@@ -28,6 +28,7 @@ from casstrace.analyses import causes, statement_writes
 from casstrace.analyses.amplification import data_files
 from casstrace.analyses.attribution import SlotIO, Span, attribute
 from casstrace.analyses.findings import CassandraCounts, FindingContext
+from casstrace.analyses.hints import HintsFor, HintsTally, hints_files, hints_per_replica, tally_hints
 from casstrace.analyses.model import Finding, NecessaryRead, Profile
 from casstrace.analyses.necessary import filtering_scan, necessary_read
 from casstrace.analyses.percentiles import histogram_percentile
@@ -98,6 +99,7 @@ class WatchInputs:
     # the JVM's GC and safepoint pauses, (start_ns, end_ns) on the sessions' clock (None: not measured)
     pauses: list[tuple[int, int]] | None = None
     table_writes: TableWriteTally | None = None  # the flush and compaction bytes by table (analyses.table_writes)
+    hints: HintsTally = field(default_factory=HintsTally)  # per replica, its hints files' bytes (analyses.hints)
     gc_pauses: list[tuple[int, int]] | None = None  # of which the GCs'
     # (node_id, tid, slot) -> commit-log pages the thread dirtied (None: not measured)
     commitlog_slots: dict[tuple[int | None, int, int], int] | None = None
@@ -160,6 +162,7 @@ class WatchInputs:
             mapped_touched=mapped_touched,
             pauses=None if pauses is None else [(p["start_ns"], p["end_ns"]) for p in pauses],
             table_writes=tally_table_writes(thread_io, sstables, thread_names),
+            hints=tally_hints(thread_io, hints_files(files)),
             gc_pauses=None if pauses is None else [(p["start_ns"], p["end_ns"]) for p in pauses if p["kind"] == "gc"],
             commitlog_slots=statement_writes.commitlog_slots(thread_io, files),
             client_bytes=client_bytes,
@@ -267,6 +270,7 @@ class Watch:
     tables: int | None = None  # the schema's table count (None: not read)
     table_costs: list[TableCost] | None = None  # the tables that flushed or served requests (None: not read)
     table_writes: list[TableWrites] = field(default_factory=list)  # per table, its flushes and compactions
+    hints: list[HintsFor] = field(default_factory=list)  # per replica, the hints stored and replayed for it
     table_findings: list[TableFinding] = field(default_factory=list)  # about them, the most bytes saved first
     # the figures as they add up: a watch cut into intervals sums its intervals' (WatchTally.add)
     tally: "WatchTally | None" = field(default=None, repr=False, compare=False)
@@ -342,6 +346,7 @@ class WatchTally:
     mapped_touched: dict[tuple[str, str], int] | None = None  # (table, component) -> bytes; None: not measured
     pauses_measured: bool = True  # the JVM's pauses were measured in every stretch added
     table_writes: TableWriteTally | None = None  # flush and compaction bytes by table (None: not tallied)
+    hints: HintsTally = field(default_factory=HintsTally)
     writes: WritesTally = field(default_factory=WritesTally)  # the write statements' figures
 
     def add(self, other: "WatchTally") -> None:
@@ -364,6 +369,7 @@ class WatchTally:
         if other.table_writes is not None:
             self.table_writes = self.table_writes or TableWriteTally()
             self.table_writes.add(other.table_writes)
+        self.hints.add(other.hints)
 
 
 def _add_figures(into: dict[tuple[str, str], list[float]], figures: dict[tuple[str, str], list[float]]) -> None:
@@ -443,6 +449,7 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
         mapped_touched=_mapped(inputs),
         pauses_measured=inputs.pauses is not None,
         table_writes=inputs.table_writes,
+        hints=inputs.hints,
         writes=statement_writes.tally(
             statement_writes.WriteInputs(
                 sessions=[
@@ -538,6 +545,7 @@ def summarise_tally(
         key=lambda p: -p.sstable_bytes,
     )
     writes = table_writes(tallied.table_writes, meta.get("table_background"), _sstables_merged(tallied))
+    hints = hints_per_replica(tallied.hints)
     return Watch(
         trace_path=trace_path,
         complete=complete,
@@ -565,7 +573,8 @@ def summarise_tally(
             key=lambda m: -m.touched_bytes,
         ),
         table_writes=writes,
-        table_findings=table_findings(writes),
+        hints=hints,
+        table_findings=table_findings(writes, hints),
         tally=tallied,
     )
 

@@ -14,6 +14,8 @@ on counters. Counters (what the watch has seen so far):
       "compaction" (its threads' write syscalls; analyses.table_writes)
   casstrace_table_compaction_read_bytes_total{table}   Data bytes its compactions read
   casstrace_table_flushes_total{table}           its memtable flushes (new SSTables its flush threads wrote)
+  casstrace_hints_bytes_total{host_id, direction}   bytes of hints for a replica (its host ID) the node
+      stored ("stored": written to its hints files) or sent it ("replayed": read back; analyses.hints)
 
 Gauges (over the watch so far): casstrace_statement_read_bytes_per_execution{statement} (every
 component), casstrace_statement_amplification_ratio{statement} (Data read ÷ the necessary read of the
@@ -77,6 +79,10 @@ HELP = {
     ),
     "casstrace_table_compaction_read_bytes_total": ("counter", "Data bytes a table's compactions read"),
     "casstrace_table_flushes_total": ("counter", "Memtable flushes of a table (the SSTables its flushes wrote)"),
+    "casstrace_hints_bytes_total": (
+        "counter",
+        "Bytes of hints for a replica (by host ID) the node stored in its hints files, or read back to replay",
+    ),
     "casstrace_table_write_amplification_ratio": (
         "gauge",
         "Bytes the node wrote to disk for a table (flushes and compactions) / the mutation bytes it received",
@@ -114,6 +120,11 @@ class Exposition:
                 )
         for written in watch.table_writes:
             self._table_writes(samples, written)
+        for hinted in watch.hints:
+            for direction, size in (("stored", hinted.stored_bytes), ("replayed", hinted.replayed_bytes)):
+                samples["casstrace_hints_bytes_total"].append(
+                    ((("host_id", hinted.host_id), ("direction", direction)), size)
+                )
         samples["casstrace_sessions_sampled_total"].append(((), sum(s.sampled_executions for s in watch.statements)))
         samples["casstrace_watch_sample_ratio"].append(((), watch.probability))
         samples["casstrace_watch_duration_seconds"].append(((), watch.duration_s))

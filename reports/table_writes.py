@@ -1,9 +1,11 @@
 """The part of the watch's report about the tables' background work (analyses.table_writes): a table per
 table of its flushes, compactions, write amplification, pending compactions and SSTables per read, the
-findings about them first; and the same as JSON-ready data."""
+findings about them first, and the hints the node stored and replayed per replica (analyses.hints); and
+the same as JSON-ready data."""
 
 import dataclasses
 
+from casstrace.analyses.hints import HintsFor
 from casstrace.analyses.table_writes import TableFinding, TableWrites
 from casstrace.analyses.units import human_bytes
 from casstrace.reports.common import NOT_MEASURED
@@ -23,7 +25,7 @@ HEADERS = (
 )
 
 
-def section(tables: list[TableWrites], findings: list[TableFinding]) -> Section:
+def section(tables: list[TableWrites], findings: list[TableFinding], hints: list[HintsFor]) -> Section:
     blocks: list[Block] = [
         Paragraph(
             "Per table, what the node wrote to disk for it during the watch (its flush and compaction threads' "
@@ -43,7 +45,15 @@ def section(tables: list[TableWrites], findings: list[TableFinding]) -> Section:
                 ],
             )
         )
-    blocks.append(Table(HEADERS, [_row(t) for t in tables]))
+    if tables:
+        blocks.append(Table(HEADERS, [_row(t) for t in tables]))
+    if hints:
+        blocks.append(
+            Table(
+                ("Hints for (host ID)", "Stored", "Replayed"),
+                [(h.host_id, human_bytes(h.stored_bytes), human_bytes(h.replayed_bytes)) for h in hints],
+            )
+        )
     return Section("Tables: flushes, compactions and write amplification", blocks)
 
 
@@ -65,11 +75,12 @@ def _row(t: TableWrites) -> tuple[str, ...]:
     )
 
 
-def data(tables: list[TableWrites], findings: list[TableFinding]) -> dict:
+def data(tables: list[TableWrites], findings: list[TableFinding], hints: list[HintsFor]) -> dict:
     return {
         "tables": [
             dataclasses.asdict(t) | {"written_bytes": t.written_bytes, "write_amplification": t.write_amplification}
             for t in tables
         ],
         "findings": [dataclasses.asdict(f) for f in findings],
+        "hints": [dataclasses.asdict(h) for h in hints],
     }

@@ -207,8 +207,8 @@ def document(watch: Watch, top: int | None = None) -> Document:
     sections.append(Section("What the sampled sessions do not explain", blocks))
     if watch.table_costs is not None:
         sections.append(Section("Tables: flushes and requests during the watch", _tables(watch)))
-    if watch.table_writes:
-        sections.append(table_writes.section(watch.table_writes, watch.table_findings))
+    if watch.table_writes or watch.hints:
+        sections.append(table_writes.section(watch.table_writes, watch.table_findings, watch.hints))
     if watch.profile is not None:
         sections.append(common.profile_section(watch.profile, "watch --profile"))
     if watch.context:
@@ -242,7 +242,7 @@ def data(watch: Watch) -> dict:
             "count": watch.tables,
             "active": [dataclasses.asdict(t) | {"little_traffic": t.little_traffic} for t in watch.table_costs],
         },
-        "background": table_writes.data(watch.table_writes, watch.table_findings),
+        "background": table_writes.data(watch.table_writes, watch.table_findings, watch.hints),
     }
 
 

@@ -1,21 +1,27 @@
 """`casstrace run` on a real 3-node sandbox (RF 3, every node holds every row): every replica of the
 partition is captured on the same windows, each node's figures against its own JVM's /proc/PID/io,
-the ssh path against the local path, Ctrl-C, and a node down."""
+the ssh path against the local path, Ctrl-C, and a node down: `run` names it, and a `watch` of the
+coordinator shows the hints it stored for it."""
 
 import json
 import signal
 import statistics
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cassandra import ConsistencyLevel
+from cassandra.concurrent import execute_concurrent_with_args
 
 from bpf_programs import program_exists, program_ids
 from casstrace.node.jvm import cassandra_at
+from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace
 from casstrace_cli import CASSTRACE, casstrace
 from replicas_helpers import agents_of, data_bytes_per_execution, rchar, remote_casstrace
+from watching import start_watch, watch_command
 
 pytestmark = pytest.mark.integration
 
@@ -189,21 +195,86 @@ def test_ctrl_c_stops_every_agent_and_keeps_their_capture(cluster, query, tmp_pa
         assert trace.rows("SELECT COUNT(DISTINCT node_id) FROM files")[0][0] == 3
 
 
-def test_a_node_down_is_named_and_one_still_works(cluster, query, tmp_path):
-    down = cluster.node(3)
+HINTED_KEYSPACE = "casstrace_hints"
+
+
+@pytest.fixture(scope="module")
+def hinted_table(cluster) -> Iterator[str]:
+    """A table every node holds every row of, made while the cluster is whole (a schema change with a
+    node down waits out the driver's schema agreement)."""
+    with cluster.node(1).connect() as session:
+        session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {HINTED_KEYSPACE} "
+            "WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}"
+        )
+        session.execute(f"CREATE TABLE IF NOT EXISTS {HINTED_KEYSPACE}.t (k int PRIMARY KEY, v blob)")
+        yield f"{HINTED_KEYSPACE}.t"
+        session.execute(f"DROP KEYSPACE IF EXISTS {HINTED_KEYSPACE}")
+
+
+@pytest.fixture(scope="module")
+def node_3_down(cluster, hinted_table) -> Iterator[Sandbox]:
+    """Node 3 stopped for the module's last tests (they are last in the file), started again after them:
+    one stop and start for all (about 30 s each)."""
     cluster.stop(only=3)
     try:
-        assert cassandra_at(down.host, down.native_port) is None
-        out = tmp_path / "down.trace"
-        done = casstrace(
-            "run", query, *node_args(cluster), "--consistency", "ONE", "--repeat", 2, "--out", out, "--no-html"
-        )
-        assert done.returncode == 0, done.stderr
-        with Trace(out) as trace:
-            rows = {row["address"]: row for row in trace.rows("SELECT * FROM nodes")}
-            assert rows[down.host]["captured"] == 0 and rows[down.host]["replica"] == 1
-            assert rows[down.host]["not_captured"].startswith(f"down: no Cassandra JVM serves {down.host}:")
-            assert all(rows[address]["captured"] for address in rows if address != down.host)
-            assert not trace.rows("SELECT * FROM executions WHERE error IS NOT NULL")
+        yield cluster.node(3)
     finally:
-        cluster.start(only=3)  # the cluster is whole again for the tests after this one
+        cluster.start(only=3)  # the cluster is whole again for the modules after this one
+
+
+def test_a_node_down_is_named_and_one_still_works(cluster, query, node_3_down, tmp_path):
+    down = node_3_down
+    assert cassandra_at(down.host, down.native_port) is None
+    out = tmp_path / "down.trace"
+    done = casstrace(
+        "run", query, *node_args(cluster), "--consistency", "ONE", "--repeat", 2, "--out", out, "--no-html"
+    )
+    assert done.returncode == 0, done.stderr
+    with Trace(out) as trace:
+        rows = {row["address"]: row for row in trace.rows("SELECT * FROM nodes")}
+        assert rows[down.host]["captured"] == 0 and rows[down.host]["replica"] == 1
+        assert rows[down.host]["not_captured"].startswith(f"down: no Cassandra JVM serves {down.host}:")
+        assert all(rows[address]["captured"] for address in rows if address != down.host)
+        assert not trace.rows("SELECT * FROM executions WHERE error IS NOT NULL")
+
+
+HINTED_ROWS, HINTED_VALUE = 2000, 1000
+# The node writes its hints buffers out every 10 s (hints_flush_period, by default): after one whole
+# period past the last write, every hint of the test's writes is on disk
+HINTS_FLUSHED_S = 11.5
+
+
+def hints_sizes(directory: Path) -> dict[str, int]:
+    """Each hints file's size on disk, by name."""
+    return {path.name: path.stat().st_size for path in directory.glob("*.hints")}
+
+
+def test_a_coordinator_stores_hints_for_a_replica_down_and_the_watch_names_it(
+    cluster, hinted_table, node_3_down, tmp_path
+):
+    """Writes at ONE through node 1 while node 3, a replica of every row, is down: node 1 keeps them as
+    hints for node 3. The truths: the hints files' sizes on node 1's disk, and node 3's host ID as node
+    1's system.peers has it (the files are named by it)."""
+    coordinator = cluster.node(1)
+    with coordinator.connect() as session:
+        [peer] = session.execute("SELECT host_id FROM system.peers WHERE peer = %s", (node_3_down.host,))
+        down_id = str(peer.host_id)
+        before = hints_sizes(coordinator.layout.hints)
+        watcher = start_watch(watch_command(coordinator, tmp_path / "hints.trace", "--format", "json", sample=0.01))
+        insert = session.prepare(f"INSERT INTO {hinted_table} (k, v) VALUES (?, ?)")
+        insert.consistency_level = ConsistencyLevel.ONE
+        execute_concurrent_with_args(session, insert, [(key, bytes(HINTED_VALUE)) for key in range(HINTED_ROWS)])
+        time.sleep(HINTS_FLUSHED_S)  # every hint of those writes is in its file now: none come after
+        watcher.send_signal(signal.SIGINT)
+        stdout, stderr = watcher.communicate(timeout=120)
+        assert watcher.returncode == 0, stderr
+        after = hints_sizes(coordinator.layout.hints)
+    stored_on_disk = sum(size - before.get(name, 0) for name, size in after.items() if name.startswith(down_id))
+    assert stored_on_disk > HINTED_ROWS * HINTED_VALUE  # each hint holds its row, and more
+    assert all(name.startswith(down_id) for name in after)  # hints for the replica down only
+    report = json.loads(stdout)["background"]
+    assert report["hints"] == [{"host_id": down_id, "stored_bytes": stored_on_disk, "replayed_bytes": 0}]
+    [finding] = [f for f in report["findings"] if f["cause"] == "hints"]
+    assert finding["saves_bytes"] == stored_on_disk
+    assert down_id in finding["evidence"][0]
