@@ -65,6 +65,11 @@ def free_ports(first_jmx: int = 27199) -> tuple[int, int]:
     pytest.fail("no free ports for a scratch sandbox")
 
 
+def create_keyspace(session, name: str) -> None:
+    replication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {name} WITH replication = {replication}")
+
+
 @pytest.fixture(scope="module")
 def cached_version(sandbox) -> str:
     """A Cassandra version whose jars are in the cache (the test sandbox runs on it); passing it
@@ -120,10 +125,7 @@ def test_cql_round_trip(scratch):
     node, _ = scratch
     payload = os.urandom(1000)
     with node.connect() as session:
-        session.execute(
-            "CREATE KEYSPACE IF NOT EXISTS roundtrip WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
+        create_keyspace(session, "roundtrip")
         session.execute("CREATE TABLE IF NOT EXISTS roundtrip.t (k int PRIMARY KEY, v blob)")
         session.execute("INSERT INTO roundtrip.t (k, v) VALUES (%s, %s)", (1, payload))
         assert session.execute("SELECT v FROM roundtrip.t WHERE k = 1").one().v == payload
@@ -145,10 +147,7 @@ def test_second_start_is_refused(scratch):
 def test_nodetool_flush_writes_data_db_under_the_data_dir(scratch):
     node, _ = scratch
     with node.connect() as session:
-        session.execute(
-            "CREATE KEYSPACE IF NOT EXISTS flushing WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
+        create_keyspace(session, "flushing")
         session.execute("CREATE TABLE flushing.t (k int PRIMARY KEY, v text)")
         session.execute("INSERT INTO flushing.t (k, v) VALUES (1, 'in the memtable')")
         table_id = (
@@ -180,10 +179,7 @@ def test_under_batch_each_acknowledged_write_is_one_sync_of_its_segment(scratch,
     them, and the counts are equal when there were none."""
     node, _ = scratch
     with node.connect() as session:
-        session.execute(
-            "CREATE KEYSPACE IF NOT EXISTS batchsync WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
+        create_keyspace(session, "batchsync")
         session.execute("CREATE TABLE IF NOT EXISTS batchsync.t (k int PRIMARY KEY, v blob)")
         insert = session.prepare("INSERT INTO batchsync.t (k, v) VALUES (?, ?)")
         with BccCapture(node.pid(), thread_slot_ns=THREAD_SLOT_NS) as capture:
@@ -213,10 +209,7 @@ def test_under_batch_each_acknowledged_write_is_one_sync_of_its_segment(scratch,
 def test_stop_then_restart_keeps_data_and_settings(scratch):
     node, _ = scratch
     with node.connect() as session:
-        session.execute(
-            "CREATE KEYSPACE IF NOT EXISTS durable WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
+        create_keyspace(session, "durable")
         session.execute("CREATE TABLE IF NOT EXISTS durable.t (k int PRIMARY KEY, v text)")
         session.execute("INSERT INTO durable.t (k, v) VALUES (7, 'survives a restart')")
     pid, native_port = node.pid(), node.native_port
