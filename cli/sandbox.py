@@ -10,7 +10,7 @@ from casstrace.cli.options import JMX_PORT, PORT, IntRange, read_statements
 from casstrace.sandbox import cql
 from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import StartFailed, Status
-from casstrace.sandbox.settings import DISK_ACCESS_MODES, MAX_NODES
+from casstrace.sandbox.settings import COMMITLOG_SYNC_MODES, DISK_ACCESS_MODES, MAX_NODES
 from casstrace.sandbox.versions import SSTABLE_FORMATS
 
 data_dir_option = click.option(
@@ -53,6 +53,12 @@ def command() -> None:
     "on 4.x; mmap_index_only on 5.0), or last used]",
 )
 @click.option(
+    "--commitlog-sync",
+    type=click.Choice(COMMITLOG_SYNC_MODES),
+    help="When a write is acknowledged: periodic, once in the commit log's memory (synced every 10 s); "
+    "batch, once its commit-log segment is synced to disk.  [default: periodic, or last used]",
+)
+@click.option(
     "--sstable-format",
     type=click.Choice(SSTABLE_FORMATS),
     help="SSTable format to write; bti needs 5.0.  [default: big, or last used]",
@@ -77,6 +83,7 @@ def start(
     native_port: int | None,
     jmx_port: int | None,
     disk_access_mode: str | None,
+    commitlog_sync: str | None,
     sstable_format: str | None,
     heap: str | None,
     nodes: int | None,
@@ -93,6 +100,7 @@ def start(
             native_port=native_port,
             jmx_port=jmx_port,
             disk_access_mode=disk_access_mode,
+            commitlog_sync=commitlog_sync,
             sstable_format=sstable_format,
             heap=heap,
             progress=lambda message: click.echo(message, err=True),
@@ -189,6 +197,7 @@ def _describe(statuses: list[Status]) -> None:
     click.echo(f"  native port {first.native_port} and storage port {first.storage_port} on each address")
     click.echo(f"  data dir    {statuses[0].data_dir}")
     click.echo(f"  disk access {statuses[0].disk_access}")
+    click.echo(f"  commit log  {first.commitlog_sync} sync")
     click.echo(f"  sstables    {statuses[0].sstable_format}, heap {first.heap} per node")
     rows = [("node", "address", "state", "pid", "jmx port", "log")]
     for status in statuses:
@@ -220,4 +229,5 @@ def _describe_node(status: Status) -> None:
     click.echo(f"  data dir    {status.data_dir}")
     click.echo(f"  log         {status.log}")
     click.echo(f"  disk access {status.disk_access}")
+    click.echo(f"  commit log  {settings.commitlog_sync} sync")
     click.echo(f"  sstables    {status.sstable_format}, heap {settings.heap}")

@@ -11,14 +11,12 @@ def _version_specific_yaml(series: Series, settings: Settings) -> str:
     """The keys whose name or presence depends on the version and the chosen options."""
     if series.unit_suffixed_yaml:
         sizes = """\
-commitlog_sync_period_in_ms: 10000
 key_cache_size_in_mb: 0
 row_cache_size_in_mb: 0
 counter_cache_size_in_mb: 0
 """
     else:
         sizes = """\
-commitlog_sync_period: 10000ms
 key_cache_size: 0MiB
 row_cache_size: 0MiB
 counter_cache_size: 0MiB
@@ -34,6 +32,15 @@ counter_cache_size: 0MiB
         # either key missing it silently writes big.
         lines += ["storage_compatibility_mode: NONE", "sstable:", "  selected_format: bti"]
     return "\n".join(lines) + "\n"
+
+
+def _commitlog_sync_yaml(series: Series, settings: Settings) -> str:
+    """When a write is acknowledged: under periodic, the segments are synced every 10 s; batch
+    refuses a period (each write waits for a sync of its own)."""
+    if settings.commitlog_sync != "periodic":
+        return f"commitlog_sync: {settings.commitlog_sync}"
+    period = "commitlog_sync_period_in_ms: 10000" if series.unit_suffixed_yaml else "commitlog_sync_period: 10000ms"
+    return f"commitlog_sync: periodic\n{period}"
 
 
 def cassandra_yaml(layout: Layout, settings: Settings) -> str:
@@ -69,7 +76,7 @@ commitlog_directory: {layout.commitlog}
 saved_caches_directory: {layout.saved_caches}
 hints_directory: {layout.hints}
 cdc_raw_directory: {layout.cdc_raw}
-commitlog_sync: periodic
+{_commitlog_sync_yaml(series, settings)}
 
 # casstrace measures what a query makes the node read from disk: caches that answer from memory
 # would hide exactly that, so they are off.

@@ -140,6 +140,7 @@ class Sandbox:
         native_port: int | None = None,
         jmx_port: int | None = None,
         disk_access_mode: str | None = None,
+        commitlog_sync: str | None = None,
         sstable_format: str | None = None,
         heap: str | None = None,
         timeout: float = START_TIMEOUT_S,
@@ -155,6 +156,7 @@ class Sandbox:
             native_port=native_port,
             jmx_port=jmx_port,
             disk_access_mode=disk_access_mode,
+            commitlog_sync=commitlog_sync,
             sstable_format=sstable_format,
             heap=heap,
         )

@@ -1,8 +1,8 @@
 """What a sandbox is: its data directory, the settings remembered there, and where each file lives.
 
 A sandbox is identified by its data directory alone. `start` records the version, ports, heap,
-disk access mode, SSTable format and number of nodes in sandbox.json, so every later verb needs
-only --data-dir.
+disk access mode, commit log sync mode, SSTable format and number of nodes in sandbox.json, so every
+later verb needs only --data-dir.
 
 A sandbox of N nodes is one cluster: node 1 lives in the data directory itself (so a one-node
 sandbox is laid out as it always was), node K in its subdirectory nodeK with a sandbox.json of its
@@ -22,6 +22,11 @@ from casstrace.node.own_sandbox import SANDBOX_CONFIG, SANDBOX_PID_FILE, SANDBOX
 from casstrace.sandbox.versions import SSTABLE_FORMATS, series_of
 
 DISK_ACCESS_MODES = ("auto", "mmap", "mmap_index_only", "standard")
+# When a write is acknowledged: periodic (every version's default), once it is in the commit log's
+# memory, synced every commitlog_sync_period; batch, once the commit log holds it on disk (each
+# write waits for a sync of its segment).
+COMMITLOG_SYNC_MODES = ("periodic", "batch")
+DEFAULT_COMMITLOG_SYNC = "periodic"
 DEFAULT_NATIVE_PORT = 9042
 DEFAULT_JMX_PORT = 7199
 DEFAULT_HEAP = "1G"
@@ -55,6 +60,7 @@ class Settings:
     # None: the version's own default (auto -> mmap on 4.x, mmap_index_only on 5.0), which
     # cassandra.yaml then leaves unset, as a stock node does.
     disk_access_mode: str | None = None
+    commitlog_sync: str = DEFAULT_COMMITLOG_SYNC
     heap: str = DEFAULT_HEAP
     # None: the version's default (big). 'bti' (5.0) also needs storage_compatibility_mode NONE.
     sstable_format: str | None = None
@@ -83,6 +89,11 @@ class Settings:
         if self.disk_access_mode is not None and self.disk_access_mode not in DISK_ACCESS_MODES:
             raise CasstraceError(
                 f"unknown disk access mode {self.disk_access_mode!r}", f"use one of {', '.join(DISK_ACCESS_MODES)}"
+            )
+        if self.commitlog_sync not in COMMITLOG_SYNC_MODES:
+            raise CasstraceError(
+                f"unknown commit log sync mode {self.commitlog_sync!r}",
+                f"use --commitlog-sync {' or '.join(COMMITLOG_SYNC_MODES)}",
             )
         if self.version is not None and self.sstable_format is not None:
             formats = series_of(self.version).sstable_formats

@@ -2,10 +2,13 @@
 
 The node these tests start and stop is their own (its own data dir and ports), so the shared test
 sandbox from conftest keeps running for everyone else; it is used only as proof that the artifact
-cache holds a resolved version.
+cache holds a resolved version. Their node's commit log syncs in batch mode (each write waits for
+its own sync): the few writes of the other tests do not notice, and the capture of its syncs needs
+no node of its own.
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -14,13 +17,21 @@ from pathlib import Path
 
 import pytest
 
+from casstrace.analyses.write_io import is_commitlog_segment, write_io
+from casstrace.probes.bcc.bcc_capture import BccCapture
 from casstrace.sandbox import artifacts
 from casstrace.sandbox.control import Sandbox
+from casstrace.traces import Trace, TraceWriter, queries
+from casstrace.traces.schema import THREAD_SLOT_NS
 from casstrace_cli import casstrace
 
 pytestmark = pytest.mark.integration
 
 SCRATCH_HEAP = "512M"
+BATCH_WRITES = 200  # one after another, each acknowledged once synced
+# The node's commit-log timers (CommitLogMetrics), read over JMX by nodetool's sjk: WaitingOnCommit
+# times each write's wait for its sync (under batch, every write's), WaitingOnFlush each segment sync.
+COMMITLOG_TIMERS = "org.apache.cassandra.metrics:type=CommitLog,name=WaitingOn*"
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> str:
@@ -54,6 +65,11 @@ def free_ports(first_jmx: int = 27199) -> tuple[int, int]:
     pytest.fail("no free ports for a scratch sandbox")
 
 
+def create_keyspace(session, name: str) -> None:
+    replication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {name} WITH replication = {replication}")
+
+
 @pytest.fixture(scope="module")
 def cached_version(sandbox) -> str:
     """A Cassandra version whose jars are in the cache (the test sandbox runs on it); passing it
@@ -79,6 +95,8 @@ def scratch(tmp_path_factory, cached_version):
         SCRATCH_HEAP,
         "--version",
         cached_version,
+        "--commitlog-sync",
+        "batch",
     )
     assert result.returncode == 0, result.stderr
     node = Sandbox(data_dir)
@@ -97,6 +115,7 @@ def test_start_reports_where_the_node_is(scratch):
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert b"org.apache.cassandra.service.CassandraDaemon" in cmdline
     assert f"-Xmx{SCRATCH_HEAP}".encode() in cmdline
+    assert "commit log  batch sync" in output and "commitlog_sync=batch;" in node.log.read_text()
     # Everything the node writes lives under its data directory.
     for name in ("conf/cassandra.yaml", "data/system", "commitlog", "logs/system.log", "cassandra.pid"):
         assert (node.data_dir / name).exists(), name
@@ -106,10 +125,7 @@ def test_cql_round_trip(scratch):
     node, _ = scratch
     payload = os.urandom(1000)
     with node.connect() as session:
-        session.execute(
-            "CREATE KEYSPACE IF NOT EXISTS roundtrip WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
+        create_keyspace(session, "roundtrip")
         session.execute("CREATE TABLE IF NOT EXISTS roundtrip.t (k int PRIMARY KEY, v blob)")
         session.execute("INSERT INTO roundtrip.t (k, v) VALUES (%s, %s)", (1, payload))
         assert session.execute("SELECT v FROM roundtrip.t WHERE k = 1").one().v == payload
@@ -131,10 +147,7 @@ def test_second_start_is_refused(scratch):
 def test_nodetool_flush_writes_data_db_under_the_data_dir(scratch):
     node, _ = scratch
     with node.connect() as session:
-        session.execute(
-            "CREATE KEYSPACE IF NOT EXISTS flushing WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
+        create_keyspace(session, "flushing")
         session.execute("CREATE TABLE flushing.t (k int PRIMARY KEY, v text)")
         session.execute("INSERT INTO flushing.t (k, v) VALUES (1, 'in the memtable')")
         table_id = (
@@ -149,13 +162,54 @@ def test_nodetool_flush_writes_data_db_under_the_data_dir(scratch):
     assert len(list(table_dir.glob("*-Data.db"))) == 1
 
 
+def commitlog_timer_counts(node: Sandbox) -> dict[str, int]:
+    """Each commit-log timer's count, by its name ('WaitingOnFlush': ...)."""
+    listing = node.nodetool("sjk", "mx", "-all", "-b", COMMITLOG_TIMERS, "-mg", "-f", "Count").stdout
+    return {name: int(count) for name, count in re.findall(r"name=(\w+)\s+(\d+)", listing)}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="BPF capture needs root")
+def test_under_batch_each_acknowledged_write_is_one_sync_of_its_segment(scratch, tmp_path):
+    """Under `--commitlog-sync batch` a write is acknowledged once its commit-log segment is synced:
+    one msync of the mapped segment (MemoryMappedSegment.flush, Cassandra 4.0-5.0) by the syncer
+    thread. Writes one after another cannot share a sync, so N writes are N syncs: the capture's
+    count of them on the segments, per file and in the sync spectrogram, equals N, and equals the
+    node's own count of segment syncs (WaitingOnFlush) read around the writes. The node's own
+    mutations (its size estimates, every 5 minutes) may add one sync each: WaitingOnCommit counts
+    them, and the counts are equal when there were none."""
+    node, _ = scratch
+    with node.connect() as session:
+        create_keyspace(session, "batchsync")
+        session.execute("CREATE TABLE IF NOT EXISTS batchsync.t (k int PRIMARY KEY, v blob)")
+        insert = session.prepare("INSERT INTO batchsync.t (k, v) VALUES (?, ?)")
+        with BccCapture(node.pid(), thread_slot_ns=THREAD_SLOT_NS) as capture:
+            before = commitlog_timer_counts(node)
+            capture.begin_window("writes")
+            for k in range(BATCH_WRITES):
+                session.execute(insert, (k, os.urandom(100)))
+            capture.begin_window("after")
+            after = commitlog_timer_counts(node)
+    writer = TraceWriter(tmp_path / "batch.trace")
+    capture.stop().write(writer)
+    with Trace(writer.finish()) as trace:
+        ((window,),) = trace.rows("SELECT window_id FROM windows WHERE label = 'writes'")
+        segments = {f.file_id: f for f in write_io(trace, [window]).files if is_commitlog_segment(f.path)}
+        by_call: dict[str, int] = {}
+        for file_id, syscall, _bucket, calls in queries.sync_latency(trace, [window]):
+            if file_id in segments:
+                by_call[syscall] = by_call.get(syscall, 0) + calls
+    syncs = sum(segment.sync_calls or 0 for segment in segments.values())
+    other_writes = after["WaitingOnCommit"] - before["WaitingOnCommit"] - BATCH_WRITES
+    node_syncs = after["WaitingOnFlush"] - before["WaitingOnFlush"]
+    assert other_writes >= 0
+    assert by_call == {"msync": syncs}
+    assert BATCH_WRITES <= syncs <= node_syncs <= BATCH_WRITES + other_writes, (syncs, node_syncs, other_writes)
+
+
 def test_stop_then_restart_keeps_data_and_settings(scratch):
     node, _ = scratch
     with node.connect() as session:
-        session.execute(
-            "CREATE KEYSPACE IF NOT EXISTS durable WITH replication = "
-            "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
+        create_keyspace(session, "durable")
         session.execute("CREATE TABLE IF NOT EXISTS durable.t (k int PRIMARY KEY, v text)")
         session.execute("INSERT INTO durable.t (k, v) VALUES (7, 'survives a restart')")
     pid, native_port = node.pid(), node.native_port
@@ -174,7 +228,8 @@ def test_stop_then_restart_keeps_data_and_settings(scratch):
     assert "DiskAccessMode is mmap, indexAccessMode is mmap" in node.log.read_text()
     with node.connect() as session:
         assert session.execute("SELECT v FROM durable.t WHERE k = 7").one().v == "survives a restart"
-    assert casstrace("sandbox", "status", "--data-dir", node.data_dir).returncode == 0
+    status = casstrace("sandbox", "status", "--data-dir", node.data_dir)
+    assert status.returncode == 0 and "commit log  batch sync" in status.stdout
 
 
 # -- bad input: each a one-line error naming the fix, and no JVM left behind --------------------

@@ -1,11 +1,13 @@
 """What the sandbox does per Cassandra series, without starting a node: which release a --version
 names, the cassandra.yaml keys each series accepts, and the starts it refuses."""
 
+import json
+
 import pytest
 
 from casstrace.errors import CasstraceError
 from casstrace.sandbox import config
-from casstrace.sandbox.control import Status, _check_data_compatible
+from casstrace.sandbox.control import Sandbox, Status, _check_data_compatible
 from casstrace.sandbox.settings import Layout, Settings
 from casstrace.sandbox.versions import JAVA11_MODULE_FLAGS, JAVA17_MODULE_FLAGS, parse_version
 
@@ -65,6 +67,36 @@ def test_4_1_and_5_0_take_the_names_with_units_in_the_value(tmp_path, version):
 def test_disk_access_mode_is_the_versions_own_unless_chosen(tmp_path, version):
     assert "disk_access_mode" not in keys(yaml_of(tmp_path, version=version))
     assert "disk_access_mode: mmap\n" in yaml_of(tmp_path, version=version, disk_access_mode="mmap")
+
+
+@pytest.mark.parametrize(
+    "version, period", [("4.0.19", "commitlog_sync_period_in_ms: 10000"), ("5.0.9", "commitlog_sync_period: 10000ms")]
+)
+def test_the_commit_log_syncs_periodically_unless_batch_is_chosen(tmp_path, version, period):
+    assert f"commitlog_sync: periodic\n{period}\n" in yaml_of(tmp_path, version=version)
+    batch = yaml_of(tmp_path, version=version, commitlog_sync="batch")
+    # Cassandra refuses to start under batch with a period set ("Batch sync specified, but
+    # commitlog_sync_period found"), whatever its value
+    assert "commitlog_sync: batch\n" in batch and "commitlog_sync_period" not in batch
+    assert [key for key in keys(batch) if key.startswith("commitlog_sync")] == ["commitlog_sync"]
+
+
+def test_an_unknown_commit_log_sync_mode_is_refused_with_the_modes_there_are():
+    with pytest.raises(CasstraceError) as error:
+        Settings(version="5.0.9", commitlog_sync="group")
+    assert "'group'" in error.value.message and error.value.fix == "use --commitlog-sync periodic or batch"
+
+
+def test_the_commit_log_sync_mode_is_remembered_and_a_sandbox_from_before_it_is_periodic(tmp_path):
+    layout = Layout(tmp_path)
+    layout.save_settings(Settings(version="5.0.9", commitlog_sync="batch"))
+    sandbox = Sandbox(tmp_path)
+    assert sandbox.resolve_settings(commitlog_sync=None).commitlog_sync == "batch"
+    assert sandbox.resolve_settings(commitlog_sync="periodic").commitlog_sync == "periodic"
+    recorded = json.loads(layout.settings.read_text())
+    del recorded["commitlog_sync"]
+    layout.settings.write_text(json.dumps(recorded))
+    assert layout.load_settings() == Settings(version="5.0.9")
 
 
 def test_bti_leaves_the_4_x_compatibility_mode(tmp_path):
