@@ -323,7 +323,7 @@ class Watch:
         stretch = self.capture.take_slots(until_ns, WATCH_WINDOW)
         cpu = self.cpu.take(until_ns)
         sessions = self.sessions_between(since, until - 1, intervals.seen, f"interval {intervals.count + 1}")
-        self.node.thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()})
+        self.node.thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()}, cut=True)
         interval = TraceWriter(interval_trace_path(self.out, intervals.count + 1), force=self.options.force)
         with interval.writing():
             stretch.write(interval)
@@ -358,7 +358,7 @@ class Watch:
                 file=sys.stderr,
             )
         thread_ids = self.node.thread_ids
-        thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()})
+        thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()}, cut=True)
         if self.gone() is None:
             thread_ids.add(_thread_ids_now(self.node.process.pid))
             self.table_readings.append(read_table_stats(self.node.nodetool))
@@ -483,7 +483,7 @@ class LiveRefresh:
         began, began_cpu = time.monotonic(), time.thread_time()
         thread_ids = watched.node.thread_ids
         try:
-            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})  # workers started since
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()}, cut=True)  # workers started since
             # Each refresh reads the sessions that started since the last, and those of the last
             # LATE_SESSION_NS again (a session's row is written as it starts, its duration as it ends).
             now_ns = time.time_ns()

@@ -203,6 +203,10 @@ def test_shared_pool_threads_resolve_by_worker_id_whatever_they_are_called_now()
     assert ids.tid("ReadStage-2") == 12046
     assert ids.tid("CompactionExecutor:1") == 100 and ids.tid("ReadStage-9") is None
     assert ids.tid("Native-Transport-Requests-5") is None  # not epollEventLoopGroup-5-2
+    # /proc's names are cut at 15 characters: 'MutationStage-29' reads 'MutationStage-2', which is no
+    # worker 2 (that one stays the thread the JVM's list named); one shorter keeps its whole id
+    ids.add({"MutationStage-2": 16620, "ReadStage-7": 12070}, cut=True)
+    assert ids.tid("ReadStage-2") == 12046 and ids.tid("MutationStage-7") == 12070
 
 
 def test_uuid_time_conversion():
