@@ -23,6 +23,7 @@ from casstrace.probes.bcc.serving_cpu import ServingCpu
 from casstrace.sandbox.workload import BackgroundRequests
 from casstrace.terminal import warn
 from figures import report
+from watch_write_overhead import writing_table
 
 KEYSPACE = "casstrace_cpu_bench"
 DRAIN_EVERY_S = 2.0  # casstrace.orchestration.watcher.REFRESH_S
@@ -40,12 +41,7 @@ def main() -> None:
 
     cluster = Cluster([args.host], port=args.port)
     session = cluster.connect()
-    session.execute(
-        f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-    )
-    session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.kv (k int, c int, v blob, PRIMARY KEY (k, c))")
-    insert = f"INSERT INTO {KEYSPACE}.kv (k, c, v) VALUES (?, ?, ?)"
+    insert = writing_table(session, KEYSPACE)
     values = [(key // 10, key % 10, os.urandom(200)) for key in range(int(args.rate * args.seconds))]
     pid = find_cassandra(None, native_port=args.port).pid
     try:

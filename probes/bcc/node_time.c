@@ -63,7 +63,6 @@ struct request {
     u64 answered_ns; // exit of the last write of its answer so far (0: none yet)
 };
 
-BPF_PERCPU_ARRAY(switched_in, u64, 1);
 BPF_ARRAY(window, u32, 1);
 BPF_ARRAY(window_start_ns, u64, 1); // CLOCK_MONOTONIC
 BPF_HASH(oncpu, struct slice_key, u64, ONCPU_ENTRIES);
@@ -127,13 +126,8 @@ TRACEPOINT_PROBE(sched, sched_wakeup) {
 }
 
 TRACEPOINT_PROBE(sched, sched_switch) {
-    int zero = 0;
     u64 now = bpf_ktime_get_ns();
-    u64 *last = switched_in.lookup(&zero);
-    if (!last)
-        return 0;
-    u64 started = *last;
-    *last = now;
+    u64 started = switched_in_at(now);
     u64 pid_tgid = bpf_get_current_pid_tgid();
     u32 ours = (pid_tgid >> 32) == TGID;
     u32 slotted = per_thread_window();

@@ -6,20 +6,15 @@
 // window). The other processes' switches, and the JVM's other threads (GC, compaction, flushes), are
 // let go at once: the maps hold the request threads' busy slots only, which userspace drains.
 
-BPF_PERCPU_ARRAY(switched_in, u64, 1);
 BPF_ARRAY(counting, u32, 1);
 
 TRACEPOINT_PROBE(sched, sched_switch) {
-    int zero = 0;
     u64 now = bpf_ktime_get_ns();
-    u64 *last = switched_in.lookup(&zero);
-    if (!last)
-        return 0;
-    u64 started = *last; // the task leaving the CPU has run since the previous switch on this CPU
-    *last = now;
+    u64 started = switched_in_at(now);
     u64 pid_tgid = bpf_get_current_pid_tgid();
     if ((pid_tgid >> 32) != TGID || started == 0)
         return 0;
+    int zero = 0;
     u32 *on = counting.lookup(&zero);
     if (!on || !*on)
         return 0;

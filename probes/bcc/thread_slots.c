@@ -11,6 +11,7 @@ struct thread_slot {
 };
 
 BPF_ARRAY(overflows, u64, 1);
+BPF_PERCPU_ARRAY(switched_in, u64, 1);
 // Preallocated: sched_switch runs with the run queue locked, where an allocating map's per-CPU cache
 // runs dry after a few inserts (a 50 ms slice cut into slots lost all but its last 4 of them).
 BPF_HASH(thread_slots, struct thread_slot, u64, THREAD_SLOTS);
@@ -20,6 +21,18 @@ static inline void count_overflow(void) {
     u64 *lost = overflows.lookup(&zero);
     if (lost)
         __sync_fetch_and_add(lost, 1);
+}
+
+// At a switch at `now`: since when the task leaving this CPU ran (this CPU's previous switch; 0: none
+// seen yet), every slice given by one per-CPU timestamp, with no per-thread start to keep.
+static inline u64 switched_in_at(u64 now) {
+    int zero = 0;
+    u64 *last = switched_in.lookup(&zero);
+    if (!last)
+        return 0;
+    u64 started = *last;
+    *last = now;
+    return started;
 }
 
 static inline void add_ns(struct thread_slot *key, u64 ns) {
