@@ -13,9 +13,9 @@ seam for any per-execution measure taken per thread (I/O here; CPU in `serving_c
 
 import bisect
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from casstrace.analyses.amplification import data_read
 from casstrace.analyses.query import parse_select
@@ -25,6 +25,7 @@ from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.serving import CALL_MARGIN_NS
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 
+Served = TypeVar("Served")  # what a request is known by: a run's execution, a watch's session
 SLACK_SLOTS = 1  # slots claimed either side of a session's events on a thread
 
 
@@ -240,19 +241,25 @@ def serving_threads(trace: Trace) -> dict[int, list[Span]]:
 
 
 def serving_cpu_ns(trace: Trace) -> dict[int, float]:
-    """execution -> the on-CPU time of the threads that served it, while they served it: of each thread
-    of its traced sessions, its CPU time (thread_cpu) in the slots that meet its events there, widened
-    by CALL_MARGIN_NS either side (the events' times are known that well), each slot once. {} for a trace
-    without thread_cpu rows or traced executions; an execution none of whose threads was found has none."""
+    """execution -> the on-CPU time of the threads that served it, while they served it (served_cpu_ns);
+    {} for a trace without thread_cpu rows or traced executions."""
+    rows = queries.thread_cpu(trace)
+    return served_cpu_ns(serving_threads(trace), rows) if rows else {}
+
+
+def served_cpu_ns(served: dict[Served, list[Span]], thread_cpu: Iterable[ThreadCpu]) -> dict[Served, float]:
+    """What each request (an execution of a run, a session of a watch: the key of `served`) cost its
+    threads in CPU: of each thread of its spans, its CPU time (thread_cpu) in the slots that meet its
+    events there, widened by CALL_MARGIN_NS either side (the events' times are known that well), each
+    slot once. A request none of whose threads was found has none."""
     # by thread of each node: two machines' threads may share a tid
     slots: dict[tuple[int | None, int], list[ThreadCpu]] = defaultdict(list)
-    for row in queries.thread_cpu(trace):
+    for row in sorted(thread_cpu, key=lambda r: r.ts_ns):
         slots[(row.node_id, row.tid)].append(row)  # by time
-    served = serving_threads(trace) if slots else {}
     starts = {thread: [row.ts_ns for row in rows] for thread, rows in slots.items()}
     widest = max((row.slot_ns for rows in slots.values() for row in rows), default=0)
-    found: dict[int, float] = {}
-    for execution, spans in served.items():
+    found: dict[Served, float] = {}
+    for request, spans in served.items():
         taken: set[tuple[tuple[int | None, int], int]] = set()
         for span in spans:
             if span.tid is None:
@@ -266,7 +273,7 @@ def serving_cpu_ns(trace: Trace) -> dict[int, float]:
                     taken.add((thread, at))
                 at += 1
         if any(span.tid is not None for span in spans):
-            found[execution] = float(sum(slots[thread][at].oncpu_ns for thread, at in taken))
+            found[request] = float(sum(slots[thread][at].oncpu_ns for thread, at in taken))
     return found
 
 

@@ -12,8 +12,13 @@ per INSERT, UPDATE, DELETE and BATCH:
   events ran on them (thread_io per slot, as the reads are charged: analyses.attribution);
 - its node time (the session's duration) split into the commit log (from each append to its
   thread's next event: the append, and the wait for the sync under commitlog_sync batch or group),
-  the JVM's GC and safepoint pauses it overlapped, and the rest. The serving threads' CPU is not
-  measured by a watch (`casstrace run` measures it).
+  the JVM's GC and safepoint pauses it overlapped, the CPU its threads ran while they served it, and
+  the rest. The CPU is `casstrace run`'s serving CPU (analyses.attribution.served_cpu_ns: its threads'
+  1 ms slots that meet its events), taken where neither of the others is: of each execution, at most
+  its time outside the commit log and the pauses (a thread waiting on the sync, or stopped at a
+  safepoint, runs no request code; the CPU of the append itself is in the commit log's part). So the
+  four parts add up to the node time. An execution with a span on a thread whose CPU the watch does
+  not keep (traces.thread_roles.SESSION_ROLES), or on no thread found, has no CPU figure.
 
 Pure: WriteInputs in, a WritesTally (figures that add up, interval by interval) and per statement a
 StatementWrites out. The findings (a large batch; GC suspending writes) go through the one seam
@@ -26,7 +31,7 @@ from dataclasses import dataclass, field
 
 from casstrace.analyses import causes
 from casstrace.analyses.amplification import client_rule, socket_writes
-from casstrace.analyses.attribution import Span
+from casstrace.analyses.attribution import Span, served_cpu_ns
 from casstrace.analyses.findings import BatchFigures, CommitLogWait, FindingContext
 from casstrace.analyses.model import Finding
 from casstrace.analyses.percentiles import histogram_percentile
@@ -37,9 +42,10 @@ from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace.traces.addresses import ClientSockets, normalize_ip, parse_address
 from casstrace.traces.meta import CassandraMeta
-from casstrace.traces.queries import ThreadIO
+from casstrace.traces.queries import ThreadCpu, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
+from casstrace.traces.thread_roles import SESSION_ROLES, role_of
 
 WRITE_KINDS = ("INSERT", "UPDATE", "DELETE", "BATCH")
 
@@ -270,6 +276,8 @@ class WriteInputs:
     # client address -> bytes the node read from that client's connections in the watch (None: not measured)
     client_bytes: dict[str, int] | None = None
     commitlog_syncs: CommitLogSyncs | None = None  # None: not measured
+    # the request threads' on-CPU ns per slot, of the slots the sampled sessions meet (None: not measured)
+    thread_cpu: list[ThreadCpu] | None = None
 
 
 @dataclass
@@ -284,9 +292,13 @@ class StatementWriteTally:
     timed: Counter[tuple[int, int, int]] = field(default_factory=Counter)
     clients: Counter[str] = field(default_factory=Counter)  # executions by client address
     commitlog_bytes: float = 0.0  # claimed by its executions' threads
+    cpu_ns: float = 0.0  # its serving threads' CPU outside the commit log and the pauses, over cpu_known
+    cpu_known: int = 0  # timed executions whose every thread's CPU was measured
 
     def add(self, other: "StatementWriteTally") -> None:
         self.executions += other.executions
+        self.cpu_ns += other.cpu_ns
+        self.cpu_known += other.cpu_known
         self.mutations += other.mutations
         self.mutations_known += other.mutations_known
         self.commitlog_ns += other.commitlog_ns
@@ -350,6 +362,7 @@ def tally(inputs: WriteInputs) -> WritesTally:
         if session.client:
             found.executions_by_client[normalize_ip(session.client)] += 1
     claims = _commitlog_claims(inputs, set(writes))
+    cpu = _serving_cpu(inputs, set(writes))
     gc_pauses, pauses = _union(inputs.gc_pauses), _union(inputs.pauses)
     for session in writes.values():
         statement = found.statements.setdefault(session.statement, StatementWriteTally())
@@ -360,17 +373,40 @@ def tally(inputs: WriteInputs) -> WritesTally:
             statement.commitlog_ns += session.commitlog_ns or 0
         if session.duration_ns is not None:
             end = session.started_ns + session.duration_ns
-            statement.timed[
-                (
-                    session.duration_ns,
-                    _overlap(session.started_ns, end, gc_pauses),
-                    _overlap(session.started_ns, end, pauses),
+            paused = _overlap(session.started_ns, end, pauses)
+            statement.timed[(session.duration_ns, _overlap(session.started_ns, end, gc_pauses), paused)] += 1
+            if session.session in cpu:
+                statement.cpu_ns += cpu_part(
+                    cpu[session.session], session.duration_ns, session.commitlog_ns or 0, paused
                 )
-            ] += 1
+                statement.cpu_known += 1
         if session.client:
             statement.clients[normalize_ip(session.client)] += 1
         statement.commitlog_bytes += claims.get(session.session, 0.0)
     return found
+
+
+def cpu_part(serving_cpu_ns: float, duration_ns: int, commitlog_ns: int, paused_ns: int) -> float:
+    """An execution's CPU part of its node time: its serving threads' CPU, at most the time the commit
+    log and the pauses leave (the slots are 1 ms wide, so they may hold a neighbour's CPU too)."""
+    return min(serving_cpu_ns, max(0, duration_ns - commitlog_ns - paused_ns))
+
+
+def _serving_cpu(inputs: WriteInputs, writes: set[int]) -> dict[int, float]:
+    """session -> the CPU its threads ran while they served it, of the write sessions whose every span is
+    on a thread found, of a role whose CPU the watch keeps; {} when the CPU was not measured."""
+    if inputs.thread_cpu is None:
+        return {}
+    served: dict[int, list[Span]] = {}
+    for span in inputs.spans:
+        if span.session in writes:
+            served.setdefault(span.session, []).append(span)
+    measured = {
+        session: spans
+        for session, spans in served.items()
+        if all(span.tid is not None and role_of(span.thread) in SESSION_ROLES for span in spans)
+    }
+    return served_cpu_ns(measured, inputs.thread_cpu)
 
 
 def _commitlog_claims(inputs: WriteInputs, writes: set[int]) -> dict[int, float]:
@@ -415,6 +451,7 @@ class StatementWrites:
     node_ns_per_execution: float | None  # the session's duration
     commitlog_ns_per_execution: float | None
     pause_ns_per_execution: float | None  # GC and safepoint pauses overlapped (None: not measured)
+    cpu_ns_per_execution: float | None  # its threads' CPU outside the commit log and pauses (None: not measured)
     rest_ns_per_execution: float | None
     estimated_storage_bytes: float  # commit-log bytes appended ÷ P, else wire bytes ÷ P: the ranking figure
     findings: list[Finding] = field(default_factory=list)
@@ -435,9 +472,10 @@ def summarise(
     node_ns = sum(d * n for (d, _, _), n in statement.timed.items()) / timed if timed else None
     pause_ns = sum(p * n for (_, _, p), n in statement.timed.items()) / timed if timed and pauses_measured else None
     commitlog_ns = statement.commitlog_ns / statement.mutations_known if statement.mutations_known else None
+    cpu_ns = statement.cpu_ns / statement.cpu_known if statement.cpu_known else None
     rest = None
     if node_ns is not None:
-        rest = max(0.0, node_ns - (commitlog_ns or 0.0) - (pause_ns or 0.0))
+        rest = max(0.0, node_ns - (commitlog_ns or 0.0) - (pause_ns or 0.0) - (cpu_ns or 0.0))
     commitlog_bytes = statement.commitlog_bytes / count if tallied.commitlog_measured else None
     storage = commitlog_bytes if commitlog_bytes is not None else wire
     partitions = statement.mutations / statement.mutations_known if statement.mutations_known else None
@@ -457,6 +495,7 @@ def summarise(
         node_ns_per_execution=node_ns,
         commitlog_ns_per_execution=commitlog_ns,
         pause_ns_per_execution=pause_ns,
+        cpu_ns_per_execution=cpu_ns,
         rest_ns_per_execution=rest,
         estimated_storage_bytes=(storage or 0.0) * estimated,
     )

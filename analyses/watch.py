@@ -43,7 +43,7 @@ from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace.traces.meta import CassandraMeta, JvmPause
-from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, ThreadIO
+from casstrace.traces.queries import ReadCall, SessionThread, StatementSession, ThreadCpu, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import SSTableName, parse_sstable_path
 from casstrace.traces.thread_roles import Role, role_of, shared_pool_worker
@@ -105,6 +105,8 @@ class WatchInputs:
     commitlog_slots: dict[tuple[int | None, int, int], int] | None = None
     client_bytes: dict[str, int] | None = None  # client address -> bytes the node read from it (None: not measured)
     commitlog_syncs: statement_writes.CommitLogSyncs | None = None  # None: not measured
+    # the request threads' on-CPU ns per slot, where the sampled sessions' spans meet them (None: not measured)
+    thread_cpu: list[ThreadCpu] | None = None
 
     @classmethod
     def from_rows(
@@ -124,12 +126,14 @@ class WatchInputs:
         pauses: Iterable[JvmPause] | None = None,
         client_bytes: dict[str, int] | None = None,
         commitlog_syncs: statement_writes.CommitLogSyncs | None = None,
+        thread_cpu: Iterable[ThreadCpu] | None = None,
     ) -> "WatchInputs":
         """From the records of a watch trace's tables (casstrace.traces.queries), or those a watch in
         progress would write; `files`: file_id -> path; `calls`: every read syscall, when the log
         kept every one; `mapped_touched`: file_id -> mapped pages touched in the watch, when measured;
         `pauses`: the JVM's pauses in the watch (meta jvm_pauses), when measured; `client_bytes`: the
-        bytes the node read from each client address's connections, when measured."""
+        bytes the node read from each client address's connections, when measured; `thread_cpu`: the
+        request threads' CPU per slot, when measured."""
         sstables = {file_id: name for file_id, path in files.items() if (name := parse_sstable_path(path))}
         thread_io = list(thread_io)
         pauses = None if pauses is None else list(pauses)
@@ -167,6 +171,7 @@ class WatchInputs:
             commitlog_slots=statement_writes.commitlog_slots(thread_io, files),
             client_bytes=client_bytes,
             commitlog_syncs=commitlog_syncs,
+            thread_cpu=None if thread_cpu is None else list(thread_cpu),
         )
 
 
@@ -466,6 +471,7 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
                 gc_pauses=inputs.gc_pauses,
                 client_bytes=inputs.client_bytes,
                 commitlog_syncs=inputs.commitlog_syncs,
+                thread_cpu=inputs.thread_cpu,
             )
         ),
     )
@@ -835,6 +841,7 @@ def load(trace: Trace) -> WatchInputs:
         pauses=meta.get("jvm_pauses"),
         client_bytes=statement_writes.client_bytes(trace, watch.get("casstrace_addresses") or []),
         commitlog_syncs=statement_writes.commitlog_syncs(trace, files),
+        thread_cpu=queries.thread_cpu(trace) if trace.measured("thread_cpu") else None,
     )
 
 

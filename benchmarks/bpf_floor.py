@@ -112,14 +112,19 @@ def bpf_stats() -> Iterator[None]:
 
 
 def programs_run_time_ns(pid: int | str = "self") -> int:
-    """The time the BPF programs this process holds have run, in all, as the kernel counted it
-    (a program's fd says; the fd of its attachment names it too, without the time)."""
-    run_time = {}
+    """The time the BPF programs this process holds have run, in all, as the kernel counted it."""
+    return programs_runs(pid)[0]
+
+
+def programs_runs(pid: int | str = "self") -> tuple[int, int]:
+    """(ns, runs) of the BPF programs this process holds, in all, as the kernel counted them (a
+    program's fd says; the fd of its attachment names it too, without the figures)."""
+    runs: dict[str, tuple[int, int]] = {}
     for fdinfo in Path(f"/proc/{pid}/fdinfo").iterdir():
         try:
             fields = dict(line.split(":\t", 1) for line in fdinfo.read_text().splitlines() if ":\t" in line)
         except OSError:
             continue
         if "prog_id" in fields and "run_time_ns" in fields:
-            run_time[fields["prog_id"]] = int(fields["run_time_ns"])
-    return sum(run_time.values())
+            runs[fields["prog_id"]] = (int(fields["run_time_ns"]), int(fields.get("run_cnt", 0)))
+    return sum(ns for ns, _ in runs.values()), sum(count for _, count in runs.values())

@@ -33,6 +33,16 @@ KEYSPACE = "casstrace_write_bench"
 IN_FLIGHT = 64
 
 
+def writing_table(session: Any, keyspace: str) -> str:
+    """A table of `keyspace` (made if need be) for a benchmark's INSERTs: the statement that writes it."""
+    session.execute(
+        f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
+    session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.kv (k int, c int, v blob, PRIMARY KEY (k, c))")
+    return f"INSERT INTO {keyspace}.kv (k, c, v) VALUES (?, ?, ?)"
+
+
 def block(session: Any, insert: Any, values: list[tuple], rate: float, seconds: float) -> BackgroundRequests:
     load = BackgroundRequests(session, insert, values, rate, seconds, in_flight=IN_FLIGHT)
     with load:
@@ -53,12 +63,7 @@ def main() -> None:
 
     cluster = Cluster([args.host], port=args.port)
     session = cluster.connect()
-    session.execute(
-        f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-    )
-    session.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.kv (k int, c int, v blob, PRIMARY KEY (k, c))")
-    insert = f"INSERT INTO {KEYSPACE}.kv (k, c, v) VALUES (?, ?, ?)"
+    insert = writing_table(session, KEYSPACE)
     values = [(key // 10, key % 10, os.urandom(args.value_bytes)) for key in range(int(args.rate * args.block_s))]
     nodetool = nodetool_for(find_cassandra(None, native_port=args.port))
     alone: list[BackgroundRequests] = []

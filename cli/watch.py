@@ -251,7 +251,7 @@ class Live:
         from casstrace.analyses.watch import WatchInputs, summarise_tally
         from casstrace.analyses.watch_tables import table_reads
         from casstrace.traces.addresses import ClientSockets, parse_address
-        from casstrace.traces.queries import SessionThread, StatementSession, ThreadIO
+        from casstrace.traces.queries import SessionThread, StatementSession, ThreadCpu, ThreadIO
 
         client_bytes = None  # no connection named yet: not 0 B
         if snapshot.sockets:
@@ -270,6 +270,7 @@ class Live:
             duration_s=snapshot.elapsed_s,
             pauses=snapshot.pauses,
             client_bytes=client_bytes,
+            thread_cpu=None if snapshot.thread_cpu is None else [ThreadCpu(**row) for row in snapshot.thread_cpu],
         )
         so_far = self.figures.so_far(inputs)
         if snapshot.received_bytes is not None:  # the amplification so far (the node's readings come at the end)

@@ -20,7 +20,7 @@ from pathlib import Path
 from casstrace.errors import CasstraceError
 from casstrace.probes.proc.proc_fds import in_root, net_table_rows, proc_net_host, root_prefix
 from casstrace.redaction import redact_command
-from casstrace.traces.thread_roles import shared_pool_worker
+from casstrace.traces.thread_roles import KERNEL_NAME_CHARS, shared_pool_worker
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -326,11 +326,14 @@ class ThreadIds:
         self.addresses = frozenset(addresses)
         self.node_id = node_id
 
-    def add(self, names: dict[str, int]) -> "ThreadIds":
+    def add(self, names: dict[str, int], cut: bool = False) -> "ThreadIds":
+        """`cut`: the names as the kernel has them (/proc's comm), cut to 15 characters: one that long
+        may have lost its worker id's last digits ('MutationStage-29' is 'MutationStage-2'), so it
+        resolves no worker."""
         for name, tid in names.items():
             self.by_name[name] = tid
             worker = shared_pool_worker(name)
-            if worker is not None:
+            if worker is not None and not (cut and len(name) >= KERNEL_NAME_CHARS):
                 self.by_worker[worker] = tid
         return self
 

@@ -55,6 +55,7 @@ from casstrace.node.tracing import (
 from casstrace.outputs import check_output, numbered
 from casstrace.paths import default_traces_dir
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
+from casstrace.probes.bcc.serving_cpu import ServingCpu, Slots
 from casstrace.probes.jvm.async_profiler import AsyncProfiler
 from casstrace.probes.jvm.java_stacks import ProfiledWindows
 from casstrace.probes.proc.mapped_pages import MappedPagesCapture
@@ -63,8 +64,9 @@ from casstrace.probes.recording import record
 from casstrace.terminal import warn
 from casstrace.traces import TraceWriter
 from casstrace.traces.meta import CassandraMeta, JvmPause
-from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadIORow
+from casstrace.traces.rows import SessionThreadRow, StatementSessionRow, ThreadCpuRow, ThreadIORow
 from casstrace.traces.schema import SLOT_NS, THREAD_SLOT_NS
+from casstrace.traces.serving import ServingSpans
 
 Reading = TypeVar("Reading")
 DEFAULT_PROBABILITY = 0.01
@@ -98,6 +100,7 @@ class LiveSnapshot:
     sockets: list[tuple[str, str, int]] = field(default_factory=list)
     native_port: int = 0
     casstrace_addresses: list[str] = field(default_factory=list)
+    thread_cpu: list[ThreadCpuRow] | None = None  # the sessions' threads' CPU slots so far (None: not measured)
 
 
 @dataclass
@@ -247,6 +250,9 @@ class Watch:
         # The JVM's GC and safepoint pauses (its own log, turned off on every way out): each interval's
         # trace holds those of its stretch, to tell the sessions a pause overlapped.
         self.pauses = GcPauses(pid, warn)
+        # The request threads' CPU per 1 ms slot in the watch window: each sampled write's serving CPU.
+        self.cpu = ServingCpu(pid, frozenset({WATCH_WINDOW}), warn)
+        stack.callback(self.cpu.stop)
         # What the schema's tables cost beside their traffic: their flushes and requests over the watch,
         # their pending compactions, and the memtables the node's log says they flushed meanwhile.
         self.table_readings = [read_table_stats(node.nodetool)]
@@ -263,7 +269,12 @@ class Watch:
         self.went_away: list[str] = []  # why, once the node went away during the watch
 
     def record(self) -> Path:
-        sources: list[WindowSource] = [self.switch, self.pauses, *([self.mapped] if self.mapped is not None else [])]
+        sources: list[WindowSource] = [
+            self.switch,
+            self.pauses,
+            self.cpu,
+            *([self.mapped] if self.mapped is not None else []),
+        ]
         if self.profiler is not None:  # active across the watch window, started in the gap before it
             sources.append(ProfiledWindows(self.profiler, {WATCH_WINDOW}, warn))
         try:
@@ -310,12 +321,13 @@ class Watch:
         intervals = self.intervals
         since, until = intervals.since_ns or self.span[0], until_ns + clock_offset_ns()
         stretch = self.capture.take_slots(until_ns, WATCH_WINDOW)
+        cpu = self.cpu.take(until_ns)
         sessions = self.sessions_between(since, until - 1, intervals.seen, f"interval {intervals.count + 1}")
-        self.node.thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()})
+        self.node.thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()}, cut=True)
         interval = TraceWriter(interval_trace_path(self.out, intervals.count + 1), force=self.options.force)
         with interval.writing():
             stretch.write(interval)
-            self.write_node_rows(interval, sessions, (since, until))
+            self.write_node_rows(interval, sessions, (since, until), cpu)
             path = interval.finish()
         intervals.done(path, until, {s.session_id for s in sessions})
         return until
@@ -346,7 +358,7 @@ class Watch:
                 file=sys.stderr,
             )
         thread_ids = self.node.thread_ids
-        thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()})
+        thread_ids.add({name: tid for tid, name in self.capture.thread_names.items()}, cut=True)
         if self.gone() is None:
             thread_ids.add(_thread_ids_now(self.node.process.pid))
             self.table_readings.append(read_table_stats(self.node.nodetool))
@@ -365,12 +377,15 @@ class Watch:
             flushed = self.flush_log.flushes_since() if self.flush_log is not None else None
             writer.set_meta(table_background=background(pending, flushed))
         window = (self.intervals.since_ns or self.span[0], self.span[-1]) if self.span else (time.time_ns(),) * 2
-        self.write_node_rows(writer, self.sampled, window)
+        self.write_node_rows(writer, self.sampled, window, self.cpu.slots())
 
-    def write_node_rows(self, writer: TraceWriter, sampled: list[SampledSession], window: tuple[int, int]) -> None:
+    def write_node_rows(
+        self, writer: TraceWriter, sampled: list[SampledSession], window: tuple[int, int], cpu: Slots
+    ) -> None:
         """What the watch adds to the probes' rows: full thread names, the sessions, the node, the switch,
-        the JVM's pauses in the window. The node's settings, data directories and meta are those read
-        before the watch (all a node that went away leaves: its sessions were not read either)."""
+        the JVM's pauses in the window, the CPU slots (`cpu`) the sessions' threads ran while they
+        served them. The node's settings, data directories and meta are those read before the watch
+        (all a node that went away leaves: its sessions were not read either)."""
         node, options = self.node, self.options
         offset = clock_offset_ns()
         writer.set_meta(clock_offset_ns=offset)
@@ -378,6 +393,9 @@ class Watch:
         sessions, spans = session_rows(sampled, [node.thread_ids], offset)
         writer.add_statement_sessions(sessions)
         writer.add_session_threads(spans)
+        if self.cpu.measured:
+            writer.add_thread_cpu(serving_slots(cpu, spans))
+            writer.add_measures(thread_cpu=True)
         tables_read = sorted({ref for s in sampled for ref in context.tables_touched(None, s.statement, None)})
         process = node.process
         writer.set_meta(
@@ -423,6 +441,7 @@ class Watch:
             time.sleep(REFRESH_S if deadline is None else max(0.0, min(REFRESH_S, deadline - time.monotonic())))
             with INTERRUPTS.deferred():  # read, then deleted from the kernel's map: both or neither
                 capture.drain_thread_io()
+                self.cpu.drain()
             while (
                 next_end is not None
                 and interval_ns is not None
@@ -464,7 +483,7 @@ class LiveRefresh:
         began, began_cpu = time.monotonic(), time.thread_time()
         thread_ids = watched.node.thread_ids
         try:
-            thread_ids.add({name: tid for tid, name in capture.thread_names.items()})  # workers started since
+            thread_ids.add({name: tid for tid, name in capture.thread_names.items()}, cut=True)  # workers started since
             # Each refresh reads the sessions that started since the last, and those of the last
             # LATE_SESSION_NS again (a session's row is written as it starts, its duration as it ends).
             now_ns = time.time_ns()
@@ -482,6 +501,8 @@ class LiveRefresh:
             figures.sockets = capture.socket_reads_so_far()
             figures.native_port = watched.options.connection.port
             figures.casstrace_addresses = watched.node.casstrace_addresses()
+            if watched.cpu.measured:
+                figures.thread_cpu = serving_slots(watched.cpu.slots(), figures.spans)
         except Exception as error:  # the node slow to answer, say: the watch goes on without the live table
             if watched.gone() is None:  # else the watch ends, and says why
                 warn(f"the live table stops ({type(error).__name__}: {error}); the watch goes on")
@@ -570,6 +591,17 @@ def live_figures(
         probability=probability,
         elapsed_s=elapsed_s,
     )
+
+
+def serving_slots(cpu: Slots, spans: list[SessionThreadRow]) -> list[ThreadCpuRow]:
+    """The CPU slots the sessions' spans meet, widened as the analyses take them (traces.serving): a
+    trace holds the sampled sessions' threads' CPU, not every request thread's."""
+    serving = ServingSpans((span["tid"], span["first_ns"], span["last_ns"]) for span in spans)
+    return [
+        {"tid": tid, "ts_ns": slot * THREAD_SLOT_NS, "slot_ns": THREAD_SLOT_NS, "oncpu_ns": ns, "node_id": None}
+        for (tid, slot), ns in sorted(cpu.items())
+        if serving.meets(tid, slot * THREAD_SLOT_NS, THREAD_SLOT_NS)
+    ]
 
 
 def session_rows(

@@ -7,7 +7,8 @@ beside the reads' bytes, from the figures the report gives them (analyses.statem
       execution times its sampled executions
   casstrace_statement_write_node_seconds_per_execution{statement, part}   gauge: a write's node time per
       sampled execution, part="total" (the session's duration), "commit_log" (appending, and waiting for
-      the sync), "pauses" (GC and safepoint pauses it overlapped), "rest"
+      the sync), "pauses" (GC and safepoint pauses it overlapped), "cpu" (the CPU its threads ran while
+      they served it, outside those two), "rest"; the four parts add up to the total
 
 A figure not measured has no series, as on the rest of the page; statements summed into one label
 (statement="other") give a series only when every write among them has the figure, so that a sum is
@@ -33,7 +34,8 @@ HELP = {
     ),
     WRITE_NODE_SECONDS: (
         "gauge",
-        "A write statement's node time per sampled execution: total, in the commit log, in JVM pauses, the rest",
+        "A write statement's node time per sampled execution: total, in the commit log, in JVM pauses, "
+        "on its threads' CPU, the rest",
     ),
 }
 
@@ -46,6 +48,7 @@ NODE_NS: tuple[tuple[str, Figure], ...] = (
     ("total", lambda w: w.node_ns_per_execution),
     ("commit_log", lambda w: w.commitlog_ns_per_execution),
     ("pauses", lambda w: w.pause_ns_per_execution),
+    ("cpu", lambda w: w.cpu_ns_per_execution),
     ("rest", lambda w: w.rest_ns_per_execution),
 )
 

@@ -76,8 +76,8 @@ def _split(write: StatementWrites) -> str:
         return "—"
     pause = NOT_MEASURED if write.pause_ns_per_execution is None else human_ns(write.pause_ns_per_execution)
     commitlog = "—" if write.commitlog_ns_per_execution is None else human_ns(write.commitlog_ns_per_execution)
+    cpu = NOT_MEASURED if write.cpu_ns_per_execution is None else human_ns(write.cpu_ns_per_execution)
     return (
         f"{human_ns(write.node_ns_per_execution)}: commit log {commitlog}, GC and safepoints {pause}, "
-        f"the rest {human_ns(write.rest_ns_per_execution)} (CPU is not measured by watch; `casstrace run` "
-        "measures it)"
+        f"CPU {cpu} (its threads', outside those), the rest {human_ns(write.rest_ns_per_execution)}"
     )

@@ -38,7 +38,8 @@ was not measured is null, never 0.
        "wire_estimated": bool (those clients ran other statements too: split by executions),
        "commitlog_bytes_per_execution": float | null (commit-log pages its threads dirtied),
        "node_ns_per_execution", "commitlog_ns_per_execution", "pause_ns_per_execution" (GC and
-       safepoints), "rest_ns_per_execution": float | null (its node time split),
+       safepoints), "cpu_ns_per_execution" (its serving threads' CPU outside the commit log and the
+       pauses), "rest_ns_per_execution": float | null (its node time split: the four add up to it),
        "estimated_storage_bytes": float}}],
   "sstable_bytes": int, "explained_bytes": int, "explained_share": float | null,
   "unexplained": [{"pool": str, "what": str, "sstable_bytes": int}],

@@ -43,7 +43,9 @@ Meta keys (values are JSON)
                      mappings: the mappings table lists the process's mapped files (empty: it mapped none);
                      call_fills: events.cache_miss_pages and page_cache_fills are measured.
                      Format 5: "dirtied" (file_io/thread_io dirtied_pages, mapped_dirtied_pages),
-                     "written_back" (file_io.written_back_bytes), "syncs" (sync_calls, sync_ns, sync_latency)
+                     "written_back" (file_io.written_back_bytes), "syncs" (sync_calls, sync_ns, sync_latency);
+                     "thread_cpu" (a watch: thread_cpu holds its request threads' CPU slots that its
+                     sampled sessions' spans meet; an empty table is then none, not unmeasured)
   unlogged_fill_pages int: page-cache fill pages neither a logged read nor page_cache_fills holds (its log
                      was full); in file_io's totals (bcc, with measures.call_fills)
   mapped_unmeasured  {"reason": str, "fix": str}: why mapped pages touched were not measured, when the

@@ -44,3 +44,11 @@ class ServingSpans:
             return False
         index = bisect.bisect_right(starts, ts_ns) - 1
         return index >= 0 and ts_ns <= self._ends[tid][index]
+
+    def meets(self, tid: int, start_ns: int, width_ns: int) -> bool:
+        """Whether thread `tid` was serving one of the requests at some moment of [start_ns, start_ns + width_ns)."""
+        starts = self._starts.get(tid)
+        if not starts:
+            return False
+        index = bisect.bisect_left(starts, start_ns + width_ns) - 1
+        return index >= 0 and self._ends[tid][index] >= start_ns

@@ -150,6 +150,11 @@ def kernel_prefixes(roles: Collection[Role]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(pool.kernel_prefix for pool in ALL_POOLS if pool.role in roles))
 
 
+# The threads a traced request's events run on (the native transport's requests, the local read and
+# write, the replicas' answers): those whose CPU a watch keeps per slot (probes.bcc.serving_cpu), and
+# the only ones a session's CPU can be taken of.
+SESSION_ROLES = frozenset({Role.CLIENT_REQUESTS, Role.LOCAL_READ, Role.LOCAL_WRITE, Role.REPLICA_RESPONSES})
+
 SHARED_POOL_STAGES = tuple(pool.name for pool in ALL_POOLS if pool.shared)
 _SHARED_WORKER = re.compile(rf"^(?:{'|'.join(map(re.escape, SHARED_POOL_STAGES))})-(\d+)$")
 

@@ -19,10 +19,11 @@
 // request. Requests on one connection are taken one at a time (casstrace's client sends the next
 // page's request after the previous answer).
 //
-// Per thread and time slot: while userspace says so (per_thread[0], set in the measured executions'
-// windows), each slice is also added to (tid, slot) for the THREAD_SLOT_NS-wide slots of the
-// monotonic clock it spans, split at their edges, so that the analyses can take, of the threads that
-// served an execution, only the time they ran while they served it.
+// Per thread and time slot (thread_slots.c, put before this program): while userspace says so
+// (per_thread[0], set in the measured executions' windows), each slice is also added to (tid, slot)
+// for the THREAD_SLOT_NS-wide slots of the monotonic clock it spans, split at their edges, so that
+// the analyses can take, of the threads that served an execution, only the time they ran while they
+// served it.
 //
 // The request threads' states: in the same windows, each switch out, switch in and wake-up of a
 // thread of the process with a request pool's name, and each answering write's segment of a request's
@@ -39,12 +40,6 @@
 struct slice_key {
     u32 window;
     u32 tid;
-};
-
-struct thread_slot {
-    u32 tid;
-    u32 unused;
-    u64 slot; // bpf_ktime_get_ns() / THREAD_SLOT_NS
 };
 
 struct call {
@@ -68,15 +63,10 @@ struct request {
     u64 answered_ns; // exit of the last write of its answer so far (0: none yet)
 };
 
-BPF_PERCPU_ARRAY(switched_in, u64, 1);
 BPF_ARRAY(window, u32, 1);
 BPF_ARRAY(window_start_ns, u64, 1); // CLOCK_MONOTONIC
-BPF_ARRAY(overflows, u64, 1);
 BPF_HASH(oncpu, struct slice_key, u64, ONCPU_ENTRIES);
 BPF_ARRAY(per_thread, u32, 1);
-// Preallocated: sched_switch runs with the run queue locked, where an allocating map's per-CPU cache
-// runs dry after a few inserts (a 50 ms slice cut into slots lost all but its last 4 of them).
-BPF_HASH(thread_slots, struct thread_slot, u64, THREAD_SLOTS);
 BPF_HASH(client_fds, u32, u8, CLIENT_FDS);
 BPF_HASH(in_call, u32, struct call, CALLS);
 BPF_HASH(requests, u32, struct request, CLIENT_FDS);
@@ -87,13 +77,6 @@ BPF_HASH(jvm_threads, u32, u8, JVM_THREADS);
 BPF_HASH(serving, u32, u8, JVM_THREADS); // request threads on a CPU now, switched in under a pool's name
 BPF_RINGBUF_OUTPUT(transitions, TRANSITION_PAGES);
 BPF_HASH(transitions_lost, u32, u64, WINDOWS);
-
-static inline void count_overflow(void) {
-    int zero = 0;
-    u64 *lost = overflows.lookup(&zero);
-    if (lost)
-        __sync_fetch_and_add(lost, 1);
-}
 
 static inline u32 current_window(void) {
     int zero = 0;
@@ -142,42 +125,9 @@ TRACEPOINT_PROBE(sched, sched_wakeup) {
     return 0;
 }
 
-static inline void add_ns(struct thread_slot *key, u64 ns) {
-    u64 *total = thread_slots.lookup(key);
-    if (total)
-        __sync_fetch_and_add(total, ns);
-    else if (thread_slots.insert(key, &ns) != 0)
-        count_overflow();
-}
-
-// The slice [from, to) of thread `tid`, cut at the slots' edges from its end backwards: the end is
-// where the thread last served (it left the CPU after its work, to wait for more), so the slots an
-// execution's events fall in are counted exactly. A slice longer than SLICE_SLOTS slots puts its
-// earliest rest in the earliest slot it counts.
-static inline void add_slots(u32 tid, u64 from, u64 to) {
-    if (to <= from)
-        return;
-    struct thread_slot key = {.tid = tid, .unused = 0, .slot = (to - 1) / THREAD_SLOT_NS};
-    for (int i = 0; i < SLICE_SLOTS; i++) {
-        u64 edge = key.slot * THREAD_SLOT_NS;
-        if (from >= edge || i == SLICE_SLOTS - 1) {
-            add_ns(&key, to - from);
-            return;
-        }
-        add_ns(&key, to - edge);
-        to = edge;
-        key.slot--;
-    }
-}
-
 TRACEPOINT_PROBE(sched, sched_switch) {
-    int zero = 0;
     u64 now = bpf_ktime_get_ns();
-    u64 *last = switched_in.lookup(&zero);
-    if (!last)
-        return 0;
-    u64 started = *last;
-    *last = now;
+    u64 started = switched_in_at(now);
     u64 pid_tgid = bpf_get_current_pid_tgid();
     u32 ours = (pid_tgid >> 32) == TGID;
     u32 slotted = per_thread_window();

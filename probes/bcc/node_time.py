@@ -65,6 +65,13 @@ def serves_requests_c(prefixes: tuple[str, ...] = REQUEST_THREAD_PREFIXES) -> st
     return "(" + " || ".join(f"({test})" for test in tests) + ")"
 
 
+def program_text(name: str) -> bytes:
+    """A BPF program of this folder that counts CPU per thread slot: the slot code they share
+    (thread_slots.c), then the program."""
+    folder = resources.files("casstrace.probes.bcc")
+    return folder.joinpath("thread_slots.c").read_bytes() + folder.joinpath(name).read_bytes()
+
+
 def client_fds(pid: int, native_port: int, clients: Collection[tuple[str, int]] | None = None) -> list[int]:
     """The process's descriptors of TCP connections on its native-transport port (its CQL clients'): of
     those whose remote end is one of `clients` ((ip, port) of the measuring client's connections), when
@@ -130,7 +137,7 @@ class NodeTime:
             for thread in threading.enumerate():
                 if thread.name == COMPILE_THREAD:
                     thread.join()
-            source = resources.files("casstrace.probes.bcc").joinpath("node_time.c").read_bytes()
+            source = program_text("node_time.c")
             cflags = [f"-D{name}={value}" for name, value in self._defines().items()]
             cflags.append(f"-DSERVES_REQUESTS(c)={serves_requests_c()}")
             self._bpf = BPF(text=source, cflags=cflags)

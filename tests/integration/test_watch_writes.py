@@ -8,11 +8,13 @@ read from that client's connections are that statement's alone, whatever else th
 
 The truths: the bytes the driver itself pushed onto those connections during the workload (its encoded
 frames, counted as the driver writes them), the rows and cells the test sent, Cassandra's batch limits
-(5 KiB, 10 partitions), and the trace's own sessions and pauses (which executions a pause overlapped).
+(5 KiB, 10 partitions), the trace's own sessions and pauses (which executions a pause overlapped), and
+the serving CPU `casstrace run` measures of the same INSERT, one execution at a time, on the same node.
 """
 
 import json
 import re
+import statistics
 import subprocess
 import threading
 import time
@@ -24,6 +26,7 @@ from cassandra.cluster import Cluster, DefaultConnection
 from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.query import BatchStatement, BatchType
 
+from casstrace.analyses.attribution import served_cpu_ns, slot_spans
 from casstrace.analyses.watch import DRIVER_BATCH_UNNAMED
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
@@ -53,6 +56,11 @@ SMALL_BATCHES, SMALL_ROWS, SMALL_VALUE = 10, 3, 20  # one partition, ~0.3 KB
 # later: it reads the node's sessions; 14 s gave a loaded machine a single page)
 WATCH_S, WATCH_MARGIN_S = 22, 2.0
 WIRE_TOLERANCE = 0.02  # the node's reads of a connection against the driver's writes: heartbeats at most
+# The watch's inserts run 8 in flight at 500/s on the shared request workers, so a 1 ms slot of one
+# worker can hold a neighbouring insert's CPU too (charged to both), and they meet the node warm from
+# one another; `run`'s run one at a time on an otherwise idle client. The same kernel counts both.
+CPU_FACTOR = 3.0
+RUN_REPEAT, RUN_WARMUP = 20, 5
 
 
 def _client_connection(source: str) -> type:
@@ -232,7 +240,8 @@ def test_the_insert_s_wire_bytes_rows_and_cells(watched):
     assert abs(write["wire_bytes_per_execution"] - sent) <= WIRE_TOLERANCE * sent, (write, sent)
     # ranked by what it moved, not at 0 B; the node's time split adds up
     assert report["statements"][0]["query"] == insert["query"] or insert["write"]["estimated_storage_bytes"] > 0
-    parts = (write["commitlog_ns_per_execution"] or 0) + (write["pause_ns_per_execution"] or 0)
+    parts = sum(write[part] or 0 for part in ("commitlog_ns_per_execution", "pause_ns_per_execution"))
+    parts += write["cpu_ns_per_execution"]
     assert write["rest_ns_per_execution"] == pytest.approx(max(0.0, write["node_ns_per_execution"] - parts))
     # the dev node is casstrace's own sandbox: `run` may write to it, so the run command is offered
     assert insert["run_command"].startswith("casstrace run") and insert["run_command"].endswith("'")
@@ -318,9 +327,60 @@ def test_the_metrics_page_has_the_writes_figures_of_the_report(watched):
     assert moved["wire"] == pytest.approx(write["wire_bytes_per_execution"] * sampled, rel=WIRE_TOLERANCE)
     node = _series(page, "casstrace_statement_write_node_seconds_per_execution", INSERT)
     figures = {"total": "node_ns_per_execution", "commit_log": "commitlog_ns_per_execution"}
-    figures |= {"pauses": "pause_ns_per_execution", "rest": "rest_ns_per_execution"}
+    figures |= {"pauses": "pause_ns_per_execution", "cpu": "cpu_ns_per_execution", "rest": "rest_ns_per_execution"}
     assert node == pytest.approx({part: write[key] / 1e9 for part, key in figures.items()}, rel=0.02, abs=1e-6)
     # The commit-log pages a session claims are its threads': live, a thread the pools started during the
     # watch is known by its /proc name only (15 characters: no worker id), and the report's, at the end,
     # by the JVM's list of threads too; so the live figure is a part of the report's
     assert 0 < moved["commit_log"] <= write["commitlog_bytes_per_execution"] * sampled * 1.05
+
+
+@pytest.fixture(scope="module")
+def run_insert(watched, sandbox, tmp_path_factory):
+    """`casstrace run` of the watch's INSERT (its value a literal of the same size) on the same node, after
+    the watch: its JSON report."""
+    out = tmp_path_factory.mktemp("run") / "insert.trace"
+    statement = f"INSERT INTO {KEYSPACE}.t (k, c, v) VALUES (?, ?, '{'v' * VALUE_BYTES}')"
+    done = casstrace(
+        "run", statement, "--host", sandbox.host, "--port", sandbox.native_port,
+        "--repeat", RUN_REPEAT, "--warmup", RUN_WARMUP, "--out", out, "--no-html",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    reported = casstrace("report", out, "--format", "json")
+    assert reported.returncode == 0, reported.stderr
+    return json.loads(reported.stdout)
+
+
+def test_a_write_s_cpu_is_what_run_measures_of_it_and_a_part_of_its_node_time(watched, run_insert):
+    """The CPU of the threads that served each sampled INSERT, against `run`'s serving CPU of the same
+    INSERT: medians within CPU_FACTOR; and per write statement, a part of its node time that leaves
+    the others theirs (the four add up to it)."""
+    report, out, _, _, _ = watched
+    insert = _statement(report, INSERT)
+    with Trace(out) as trace:
+        sessions = {s.session for s in queries.statement_sessions(trace) if s.statement == INSERT}
+        served: dict[int, list] = {}
+        for span in slot_spans(trace):
+            if span.session in sessions:
+                served.setdefault(span.session, []).append(span)
+        per_session = served_cpu_ns(served, queries.thread_cpu(trace))
+    [run_cpu] = [m for m in run_insert["measures_per_execution"] if m["name"] == "serving_cpu_ns"]
+    assert run_cpu["executions"] == RUN_REPEAT and run_cpu["median"] > 0
+    assert len(per_session) >= 0.9 * INSERTS, "the CPU of most sampled inserts' threads was measured"
+    watched_median = statistics.median(per_session.values())
+    assert run_cpu["median"] / CPU_FACTOR <= watched_median <= run_cpu["median"] * CPU_FACTOR, (
+        watched_median,
+        run_cpu["median"],
+    )
+    # the report's CPU part: of each execution, what its threads ran outside the commit log and the pauses
+    write = insert["write"]
+    assert 0 < write["cpu_ns_per_execution"] <= statistics.mean(per_session.values())
+    for statement in report["statements"]:
+        if (write := statement["write"]) is not None and write["cpu_ns_per_execution"] is not None:
+            parts = ("commitlog_ns_per_execution", "pause_ns_per_execution", "cpu_ns_per_execution")
+            assert write["cpu_ns_per_execution"] <= write["node_ns_per_execution"], statement["query"][:60]
+            assert (
+                sum(write[part] or 0 for part in parts) + write["rest_ns_per_execution"]
+                == pytest.approx(write["node_ns_per_execution"])
+                or write["rest_ns_per_execution"] == 0
+            ), statement["query"][:60]

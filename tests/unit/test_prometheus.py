@@ -135,7 +135,7 @@ def test_a_statements_p99_with_and_without_the_jvms_pauses():
     assert 'statement="SELECT w FROM ks.t WHERE k = ?",pauses="excluded"' not in page  # pauses not measured
 
 
-def _write(wire: float | None, commit_log: float | None, pause_ns: float | None) -> StatementWrites:
+def _write(wire: float | None, commit_log: float | None, pause_ns: float | None, cpu_ns: float) -> StatementWrites:
     return StatementWrites(
         kind="INSERT",
         tables=["ks.t"],
@@ -152,7 +152,8 @@ def _write(wire: float | None, commit_log: float | None, pause_ns: float | None)
         node_ns_per_execution=400_000.0,
         commitlog_ns_per_execution=100_000.0,
         pause_ns_per_execution=pause_ns,
-        rest_ns_per_execution=300_000.0 - (pause_ns or 0.0),
+        cpu_ns_per_execution=cpu_ns,
+        rest_ns_per_execution=300_000.0 - (pause_ns or 0.0) - cpu_ns,
         estimated_storage_bytes=0.0,
     )
 
@@ -162,10 +163,10 @@ def test_write_statements_bytes_and_node_time_beside_the_reads():
     the mean per sampled execution; a figure one of them lacks has no series."""
     read = _statement("SELECT a FROM ks.t WHERE k = ?", 10, 4096)
     one = dataclasses.replace(
-        _statement("INSERT INTO ks.t (k, v) VALUES (?, ?)", 30, 0), write=_write(1100.0, 2048.0, 100_000.0)
+        _statement("INSERT INTO ks.t (k, v) VALUES (?, ?)", 30, 0), write=_write(1100.0, 2048.0, 100_000.0, 50_000.0)
     )
     other = dataclasses.replace(
-        _statement("UPDATE ks.t SET v = ? WHERE k = ?", 10, 0), write=_write(900.0, 1024.0, None)
+        _statement("UPDATE ks.t SET v = ? WHERE k = ?", 10, 0), write=_write(900.0, 1024.0, None, 80_000.0)
     )
     page = Exposition(top=1).page(_watch([read, one, other]), [])
     assert (
@@ -178,7 +179,8 @@ def test_write_statements_bytes_and_node_time_beside_the_reads():
     node = 'casstrace_statement_write_node_seconds_per_execution{statement="other",part='
     assert _value(page, node + '"total"}') == pytest.approx(400e-6)
     assert _value(page, node + '"commit_log"}') == pytest.approx(100e-6)
-    assert _value(page, node + '"rest"}') == pytest.approx((30 * 200e-6 + 10 * 300e-6) / 40)
+    assert _value(page, node + '"cpu"}') == pytest.approx((30 * 50e-6 + 10 * 80e-6) / 40)
+    assert _value(page, node + '"rest"}') == pytest.approx((30 * 150e-6 + 10 * 220e-6) / 40)
     assert node + '"pauses"}' not in page  # the UPDATE's pauses not measured
     assert 'write_bytes_total{statement="SELECT' not in page  # a read has none
     alone = Exposition(top=3).page(_watch([read, one, other]), [])

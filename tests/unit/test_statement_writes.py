@@ -14,6 +14,7 @@ from casstrace.analyses.statement_writes import (
     WriteShape,
     clients_read,
     commitlog_slots,
+    cpu_part,
     write_shape,
 )
 from casstrace.analyses.units import human_ns
@@ -32,7 +33,7 @@ from casstrace.reports import render
 from casstrace.reports.watch import document
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace.traces.addresses import ClientSockets, parse_address
-from casstrace.traces.queries import ThreadIO
+from casstrace.traces.queries import ThreadCpu, ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 
 SLOT = 1_000_000
@@ -177,6 +178,45 @@ def test_a_write_s_figures_per_execution():
     assert statements[INSERT].verdict == "not flagged"
 
 
+def _cpu(tid: int, slot: int, ns: int) -> ThreadCpu:
+    return ThreadCpu(None, tid, START + slot * SLOT, SLOT, ns)
+
+
+# The request threads' CPU per slot: session 1's thread ran 250 µs in its slot and 100 µs in the slot
+# before (within the events' margin), session 2's 300 µs, session 3's 200 µs (a read's on the same
+# thread, but a read is no write); a slot far from every session's events is nobody's.
+THREAD_CPU = [_cpu(7, 0, 100_000), _cpu(7, 1, 250_000), _cpu(7, 3, 900_000), _cpu(7, 5, 300_000), _cpu(8, 9, 200_000)]
+
+
+def test_a_write_s_cpu_is_its_threads_while_they_served_it_outside_the_commit_log_and_pauses():
+    statements, _ = _watch(_inputs(thread_cpu=THREAD_CPU))
+    insert = statements[INSERT].write
+    # session 1 ran 350 µs of CPU in its slots, but of its 400 µs the commit log took 20 and the
+    # safepoint 300: 80 µs are left for the CPU; sessions 2 and 3 keep theirs (300, 200 µs)
+    assert cpu_part(350_000, 400_000, 20_000, 300_000) == 80_000
+    assert insert.cpu_ns_per_execution == pytest.approx((80_000 + 300_000 + 200_000) / 3)
+    assert insert.rest_ns_per_execution == pytest.approx(500_000 - 20_000 - 100_000 - 580_000 / 3)
+    parts = insert.commitlog_ns_per_execution + insert.pause_ns_per_execution + insert.cpu_ns_per_execution
+    assert parts + insert.rest_ns_per_execution == pytest.approx(insert.node_ns_per_execution)
+    assert statements[BIG_BATCH].write.cpu_ns_per_execution == 0  # measured: its thread had no CPU slot
+    # not measured: no figure, and the rest is what it was
+    statements, _ = _watch(_inputs())
+    assert statements[INSERT].write.cpu_ns_per_execution is None
+    assert statements[INSERT].write.rest_ns_per_execution == pytest.approx(500_000 - 20_000 - 100_000)
+
+
+def test_a_write_with_a_thread_whose_cpu_is_not_kept_has_no_cpu_figure():
+    """A span on a thread of a role the watch keeps no CPU of (a flush's), or on no thread found: that
+    execution's CPU is not known, and the mean is of the others."""
+    inputs = _inputs(thread_cpu=THREAD_CPU)
+    inputs.spans[1] = dataclasses.replace(inputs.spans[1], tid=None)
+    inputs.spans.append(Span(3, "MemtableFlushWriter:1", 11, START + 9 * SLOT, START + 9 * SLOT + 10_000))
+    statements, _ = _watch(inputs)
+    assert statements[INSERT].write.cpu_ns_per_execution == pytest.approx(80_000)
+    # every span of the batch is on a request thread: measured
+    assert statements[BIG_BATCH].write.cpu_ns_per_execution == 0
+
+
 def test_writes_rank_beside_reads_by_what_they_moved():
     statements, watched = _watch(_inputs())
     batch = statements[BIG_BATCH]
@@ -218,8 +258,8 @@ def test_gc_pauses_of_writes_are_found_through_the_seam():
 
 
 def test_write_figures_add_up_over_intervals():
-    whole = tally(_inputs(), META)
-    first, second = _inputs(), _inputs()
+    whole = tally(_inputs(thread_cpu=THREAD_CPU), META)
+    first, second = _inputs(thread_cpu=THREAD_CPU), _inputs(thread_cpu=THREAD_CPU)
     first.sessions, second.sessions = first.sessions[:2], second.sessions[2:]
     added = WatchTally(0.5)
     for part in (tally(first, META), tally(second, META)):
@@ -227,6 +267,8 @@ def test_write_figures_add_up_over_intervals():
     assert added.writes.statements[INSERT].executions == whole.writes.statements[INSERT].executions == 3
     assert added.writes.statements[INSERT].timed == whole.writes.statements[INSERT].timed
     assert added.writes.statements[INSERT].commitlog_bytes == whole.writes.statements[INSERT].commitlog_bytes
+    assert added.writes.statements[INSERT].cpu_ns == whole.writes.statements[INSERT].cpu_ns == 580_000
+    assert added.writes.statements[INSERT].cpu_known == whole.writes.statements[INSERT].cpu_known == 3
 
 
 def test_measure_it_alone_is_offered_for_a_write_only_on_casstrace_s_own_sandbox():
@@ -243,16 +285,18 @@ def test_measure_it_alone_is_offered_for_a_write_only_on_casstrace_s_own_sandbox
 
 @pytest.mark.parametrize("format_", ["text", "md", "html", "json"])
 def test_every_format_shows_the_write_figures(format_):
-    _, watched = _watch(_inputs())
+    _, watched = _watch(_inputs(thread_cpu=THREAD_CPU))
     shown = render(document(watched), format_)
     if format_ == "json":
         data = json.loads(shown)
         insert = next(s for s in data["statements"] if s["query"] == INSERT)
         assert insert["write"]["cells_per_execution"] == 2 and "findings" not in insert["write"]
         assert insert["run_command"] == WRITE_ELSEWHERE
+        assert insert["write"]["cpu_ns_per_execution"] == pytest.approx(580_000 / 3)
         return
     assert "commit log per execution" in shown and "Large batches" in shown
     assert "GC and safepoints 100 µs" in shown and "casstrace sandbox start" in shown
+    assert f"CPU {human_ns(580_000 / 3)} (its threads" in shown
 
 
 def test_writes_waiting_on_slow_commit_log_syncs_are_found_and_fast_ones_are_not():

@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import uuid
+from collections import Counter
 
 import pytest
 
@@ -36,11 +37,12 @@ from casstrace.node.tracing import (
     add_events,
     session_start_ns,
 )
-from casstrace.orchestration.watcher import session_rows
+from casstrace.orchestration.watcher import serving_slots, session_rows
 from casstrace.reports import render
 from casstrace.reports.watch import document
 from casstrace.traces.queries import ReadCall
-from casstrace.traces.schema import PAGE_BYTES
+from casstrace.traces.rows import SessionThreadRow
+from casstrace.traces.schema import PAGE_BYTES, THREAD_SLOT_NS
 from casstrace.traces.sstable_names import parse_sstable_path
 
 SLOT = 1_000_000
@@ -201,6 +203,10 @@ def test_shared_pool_threads_resolve_by_worker_id_whatever_they_are_called_now()
     assert ids.tid("ReadStage-2") == 12046
     assert ids.tid("CompactionExecutor:1") == 100 and ids.tid("ReadStage-9") is None
     assert ids.tid("Native-Transport-Requests-5") is None  # not epollEventLoopGroup-5-2
+    # /proc's names are cut at 15 characters: 'MutationStage-29' reads 'MutationStage-2', which is no
+    # worker 2 (that one stays the thread the JVM's list named); one shorter keeps its whole id
+    ids.add({"MutationStage-2": 16620, "ReadStage-7": 12070}, cut=True)
+    assert ids.tid("ReadStage-2") == 12046 and ids.tid("MutationStage-7") == 12070
 
 
 def test_uuid_time_conversion():
@@ -598,3 +604,25 @@ def test_watch_judges_by_the_rule_it_is_given_and_a_filtering_scan_as_run_does()
     scan = "SELECT c0 FROM ks.wide WHERE c1 = ? ALLOW FILTERING"
     assert verdict(scan, 1, 200_000, VerdictRule()) == "flagged"  # 4x its necessary read
     assert verdict(scan, 1, 200_000, VerdictRule(min_excess=1 << 20)) == "not flagged"
+
+
+def test_a_watch_trace_keeps_the_cpu_slots_its_sessions_threads_meet_only():
+    """The request threads' CPU slots the sampled sessions' spans meet, widened by the events' margin
+    (250 µs: the slot before a span starting 0.1 ms into its slot is met, the one after a span ending
+    0.9 ms into its slot too); another thread's, or a slot farther off, is left out of the trace."""
+    slot = THREAD_SLOT_NS
+    spans: list[SessionThreadRow] = [
+        {"session": 1, "thread": "Native-Transport-Requests-1", "tid": 7, "first_ns": 10 * slot + 100_000,
+         "last_ns": 11 * slot + 900_000, "events": 3, "source": "127.0.0.1", "node_id": None},
+        {"session": 2, "thread": "MutationStage-2", "tid": None, "first_ns": 30 * slot,
+         "last_ns": 30 * slot + 10, "events": 1, "source": "127.0.0.1", "node_id": None},
+    ]  # fmt: skip
+    cpu = Counter({(7, 8): 1, (7, 9): 2, (7, 10): 3, (7, 11): 4, (7, 12): 5, (7, 13): 6, (8, 10): 7, (9, 30): 8})
+    kept = serving_slots(cpu, spans)
+    assert [(row["tid"], row["ts_ns"] // slot, row["oncpu_ns"]) for row in kept] == [
+        (7, 9, 2),
+        (7, 10, 3),
+        (7, 11, 4),
+        (7, 12, 5),
+    ]
+    assert all(row["slot_ns"] == slot for row in kept)
