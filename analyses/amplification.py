@@ -179,10 +179,78 @@ def amplification(
     where other requests touched the node counts its execution's share, not the window's reads."""
     page_cache_measured = trace.measured("page_cache")
     mapped_measured = trace.measured("mapped")
-    rows = queries.file_window_io(trace, window_ids, sorted(data))
     covered = [shares[window] for window in window_ids if shares and window in shares]
     busy_windows = {share.window_id for share in covered if share.busy}
+    totals = _read_totals(
+        queries.file_window_io(trace, window_ids, sorted(data)), read, covered, busy_windows, mapped_measured
+    )
+    basis: str | None
+    basis_bytes: int | None
+    if payload_bytes is not None:
+        basis, basis_bytes = "payload", payload_bytes
+    elif wire_bytes is not None:
+        basis, basis_bytes = "wire", wire_bytes
+    else:
+        basis = basis_bytes = None
 
+    def over(value: float | None, denominator: float | None) -> float | None:
+        return value / denominator if value is not None and denominator else None
+
+    data_read_bytes = totals.data_read_bytes
+    cache_miss = totals.cache_miss_bytes if page_cache_measured else None
+    by_measure = {
+        "read syscalls": totals.syscall_bytes,
+        "page-cache fills": totals.outside_syscall_bytes,
+        "mapped pages touched": totals.mapped_only_bytes,
+    }
+    return Amplification(
+        basis=basis,
+        basis_bytes=basis_bytes,
+        payload_bytes=payload_bytes,
+        wire_bytes=wire_bytes,
+        syscall_bytes=totals.syscall_bytes,
+        cache_miss_bytes=cache_miss,
+        cache_outside_syscall_bytes=totals.outside_syscall_bytes if page_cache_measured else None,
+        mapped_touched_bytes=totals.mapped_bytes if mapped_measured else None,
+        mapped_outside_syscall_bytes=totals.mapped_only_bytes if mapped_measured else None,
+        data_read_bytes=data_read_bytes,
+        data_read_least_bytes=totals.data_read_least_bytes,
+        read=over(data_read_bytes, basis_bytes),
+        read_least=over(totals.data_read_least_bytes, basis_bytes),
+        syscall=over(totals.syscall_bytes, basis_bytes),
+        device=over(cache_miss, basis_bytes),
+        wire=over(data_read_bytes, wire_bytes),
+        carried_by=max(by_measure, key=lambda name: by_measure[name]) if data_read_bytes else None,
+        data_files=len(totals.touched),
+        sstables_read=len({data[file_id].sstable for file_id in totals.touched}),
+        busy=busy(covered, len(busy_windows), totals.unattributed_mapped_bytes if mapped_measured else None),
+    )
+
+
+@dataclass(frozen=True)
+class _ReadTotals:
+    """The Data files' bytes read in some windows, by measure (amplification's sums)."""
+
+    syscall_bytes: int
+    cache_miss_bytes: int
+    outside_syscall_bytes: int  # page-cache fills outside the read syscalls
+    mapped_bytes: int
+    mapped_only_bytes: int  # mapped pages touched that no read syscall returned
+    data_read_bytes: int
+    data_read_least_bytes: int
+    unattributed_mapped_bytes: int  # mapped pages touched in busy windows: no thread to charge them to
+    touched: set[int]  # the file_ids read
+
+
+def _read_totals(
+    rows: list[queries.FileWindowIO],
+    read: ReadPages,
+    covered: "list[ExecutionShare]",
+    busy_windows: set[int],
+    mapped_measured: bool,
+) -> _ReadTotals:
+    """The sums of the windows' rows; a busy window (other requests touched the node) counts its
+    execution's share instead of its rows."""
     syscall_bytes = cache_miss = outside = mapped = mapped_only = data_read_bytes = data_read_least = 0
     unattributed_mapped = 0
     touched = set()
@@ -215,41 +283,16 @@ def amplification(
             data_read_bytes += share.data_read_bytes
             data_read_least += share.data_read_bytes
             touched |= share.files
-
-    basis: str | None
-    basis_bytes: int | None
-    if payload_bytes is not None:
-        basis, basis_bytes = "payload", payload_bytes
-    elif wire_bytes is not None:
-        basis, basis_bytes = "wire", wire_bytes
-    else:
-        basis = basis_bytes = None
-
-    def over(value: float | None, denominator: float | None) -> float | None:
-        return value / denominator if value is not None and denominator else None
-
-    by_measure = {"read syscalls": syscall_bytes, "page-cache fills": outside, "mapped pages touched": mapped_only}
-    return Amplification(
-        basis=basis,
-        basis_bytes=basis_bytes,
-        payload_bytes=payload_bytes,
-        wire_bytes=wire_bytes,
+    return _ReadTotals(
         syscall_bytes=syscall_bytes,
-        cache_miss_bytes=cache_miss if page_cache_measured else None,
-        cache_outside_syscall_bytes=outside if page_cache_measured else None,
-        mapped_touched_bytes=mapped if mapped_measured else None,
-        mapped_outside_syscall_bytes=mapped_only if mapped_measured else None,
+        cache_miss_bytes=cache_miss,
+        outside_syscall_bytes=outside,
+        mapped_bytes=mapped,
+        mapped_only_bytes=mapped_only,
         data_read_bytes=data_read_bytes,
         data_read_least_bytes=data_read_least,
-        read=over(data_read_bytes, basis_bytes),
-        read_least=over(data_read_least, basis_bytes),
-        syscall=over(syscall_bytes, basis_bytes),
-        device=over(cache_miss if page_cache_measured else None, basis_bytes),
-        wire=over(data_read_bytes, wire_bytes),
-        carried_by=max(by_measure, key=lambda name: by_measure[name]) if data_read_bytes else None,
-        data_files=len(touched),
-        sstables_read=len({data[file_id].sstable for file_id in touched}),
-        busy=busy(covered, len(busy_windows), unattributed_mapped if mapped_measured else None),
+        unattributed_mapped_bytes=unattributed_mapped,
+        touched=touched,
     )
 
 

@@ -50,62 +50,11 @@ def verdict(
     least that was read. `executions`: how many executions the figures cover (at least 1)."""
     notes = _measurement_notes(page_cache_measured, backend, disk_access_mode)
     read = ("at least " if lower_bound else "") + human_bytes(overall.data_read_bytes)
-    if overall.necessary_bytes is None and overall.basis is None:
-        if not overall.data_read_bytes:
-            return Verdict(
-                "undetermined",
-                f"Nothing was read from {data_label}, and the trace records neither the"
-                " payload nor the bytes sent to the client: there is no query to judge"
-                " in this capture.",
-                notes,
-                reason="no_query",
-            )
-        return Verdict(
-            "undetermined",
-            f"Read {read} from {data_label}, but the trace records "
-            "neither the payload nor the bytes sent to the client to compare it with.",
-            notes,
-            reason="no_basis",
-        )
-    payload = None
-    if overall.basis is not None:
-        payload = (
-            f"{human_bytes(overall.basis_bytes)} of payload"
-            if overall.basis == "payload"
-            else f"{human_bytes(overall.basis_bytes)} sent to the client (wire bytes: the trace has no driver payload)"
-        )
-    carried = f"; most of it seen by {overall.carried_by}" if overall.carried_by else ""
-    if not overall.data_read_bytes and not overall.basis_bytes and overall.necessary_bytes is None:
-        # Typically a capture of something other than a Cassandra query: saying "not flagged"
-        # would vouch for a query that never ran. (A query of a known table that found nothing,
-        # and read nothing, is judged: a point read of a missing key.)
-        return Verdict(
-            "undetermined",
-            f"Nothing was read from {data_label} and nothing was returned "
-            f"({payload}): there is no query to judge in this capture.",
-            notes,
-            reason="no_query",
-        )
+    nothing = _nothing_to_judge(overall, data_label, read, notes)
+    if nothing is not None:
+        return nothing
     base = overall.necessary_bytes if overall.necessary_bytes is not None else overall.basis_bytes or 0
-    per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
-    stated = rule.describe()
-    against_payload = (
-        ""
-        if payload is None
-        else ", nothing returned"
-        if overall.read is None
-        else f", {ratio(overall.read)} the {payload}"
-    )
-    if necessary is not None and overall.necessary_bytes is not None:
-        summary = (
-            f"Read {read}{per} from {data_label}; the necessary read of its result is "
-            f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}): "
-            f"{ratio(overall.over_necessary)} the necessary read ({stated})" + against_payload + f"{carried}."
-        )
-    elif base == 0:
-        summary = f"Read {read}{per} from {data_label} to return nothing ({payload}; {stated}){carried}."
-    else:
-        summary = f"Read {read}{per} from {data_label} for {payload}: {ratio(overall.read)} ({stated}){carried}."
+    summary = _summary(overall, rule, executions, necessary, data_label, read, base)
     status = judge(
         rule,
         overall.data_read_bytes,
@@ -134,6 +83,80 @@ def verdict(
         fix=unseen.fix,
         reason="unseen_reads",
     )
+
+
+def _basis(overall: Amplification) -> str | None:
+    """What the read is compared with when no necessary read is known: the payload, else the wire bytes."""
+    if overall.basis is None:
+        return None
+    if overall.basis == "payload":
+        return f"{human_bytes(overall.basis_bytes)} of payload"
+    return f"{human_bytes(overall.basis_bytes)} sent to the client (wire bytes: the trace has no driver payload)"
+
+
+def _nothing_to_judge(overall: Amplification, data_label: str, read: str, notes: list[str]) -> Verdict | None:
+    """The verdict of a capture with nothing to compare its read with, or of no query at all; None otherwise."""
+    if overall.necessary_bytes is None and overall.basis is None:
+        if not overall.data_read_bytes:
+            return Verdict(
+                "undetermined",
+                f"Nothing was read from {data_label}, and the trace records neither the"
+                " payload nor the bytes sent to the client: there is no query to judge"
+                " in this capture.",
+                notes,
+                reason="no_query",
+            )
+        return Verdict(
+            "undetermined",
+            f"Read {read} from {data_label}, but the trace records "
+            "neither the payload nor the bytes sent to the client to compare it with.",
+            notes,
+            reason="no_basis",
+        )
+    if not overall.data_read_bytes and not overall.basis_bytes and overall.necessary_bytes is None:
+        # Typically a capture of something other than a Cassandra query: saying "not flagged"
+        # would vouch for a query that never ran. (A query of a known table that found nothing,
+        # and read nothing, is judged: a point read of a missing key.)
+        return Verdict(
+            "undetermined",
+            f"Nothing was read from {data_label} and nothing was returned "
+            f"({_basis(overall)}): there is no query to judge in this capture.",
+            notes,
+            reason="no_query",
+        )
+    return None
+
+
+def _summary(
+    overall: Amplification,
+    rule: VerdictRule,
+    executions: int,
+    necessary: NecessaryRead | None,
+    data_label: str,
+    read: str,
+    base: float,
+) -> str:
+    """The verdict's sentence: what was read, against what the result needed (or returned), and the rule."""
+    payload = _basis(overall)
+    carried = f"; most of it seen by {overall.carried_by}" if overall.carried_by else ""
+    per = f" ({human_bytes(overall.data_read_bytes / executions)} per execution)" if executions > 1 else ""
+    stated = rule.describe()
+    against_payload = (
+        ""
+        if payload is None
+        else ", nothing returned"
+        if overall.read is None
+        else f", {ratio(overall.read)} the {payload}"
+    )
+    if necessary is not None and overall.necessary_bytes is not None:
+        return (
+            f"Read {read}{per} from {data_label}; the necessary read of its result is "
+            f"{human_bytes(necessary.bytes)} per execution ({describe(necessary)}): "
+            f"{ratio(overall.over_necessary)} the necessary read ({stated})" + against_payload + f"{carried}."
+        )
+    if base == 0:
+        return f"Read {read}{per} from {data_label} to return nothing ({payload}; {stated}){carried}."
+    return f"Read {read}{per} from {data_label} for {payload}: {ratio(overall.read)} ({stated}){carried}."
 
 
 def failed_run(executions: list[Execution], notes: list[str]) -> Verdict | None:

@@ -379,26 +379,53 @@ def compare(
     latency_of = "node" if node_timed(first) and node_timed(second) else "client"
     a, b = summarise(first, labels[0], latency_of), summarise(second, labels[1], latency_of)
     writes = _writes(first, second)
-    if writes is not None:  # two writes return nothing: their designs are compared per row written
-        payload = PayloadCheck(
+    checked = _payload_check(first, second, a, b, payload, two_writes=writes is not None)
+    comparison = Comparison(a, b, checked, _metrics(a, b, latency_of, writes), summary="", gates=[])
+    comparison.summary = _summary(comparison) if writes is None else _write_summary(comparison)
+    if fail_if_worse:
+        comparison.gates.append(worse_gate(comparison, tolerance))
+    if max_amplification is not None:
+        comparison.gates.append(amplification_gate(b, max_amplification))
+    return comparison
+
+
+def _payload_check(
+    first: Analysis,
+    second: Analysis,
+    a: QuerySummary,
+    b: QuerySummary,
+    payload: PayloadCheck | None,
+    *,
+    two_writes: bool,
+) -> PayloadCheck:
+    """Whether both sides returned the same result: the check given, with a note where the traced
+    executions returned something else, else the stored traces' own (nothing to check for two writes)."""
+    if two_writes:  # two writes return nothing: their designs are compared per row written
+        return PayloadCheck(
             "unverified",
             "nothing: two writes return no result",
             stored_payload(first),
             stored_payload(second),
             "Two writes: no result to check; compared per row written.",
         )
-    elif payload is None:
-        payload = check_payload(stored_payload(first), stored_payload(second))
-    else:
-        # The summaries hold what the traced executions returned (stored_payload).
-        payload.notes += [
-            f"The traced executions of {summary.label} returned {_rows(summary.rows)} "
-            f"({human_bytes(summary.payload_bytes)}), not the {_rows(checked.rows)} "
-            f"({human_bytes(checked.payload_bytes)}) of the payload check: "
-            "the data changed between the check and the run."
-            for summary, checked in ((a, payload.first), (b, payload.second))
-            if (summary.rows, summary.payload_bytes) != (checked.rows, checked.payload_bytes)
-        ]
+    if payload is None:
+        return check_payload(stored_payload(first), stored_payload(second))
+    # The summaries hold what the traced executions returned (stored_payload).
+    payload.notes += [
+        f"The traced executions of {summary.label} returned {_rows(summary.rows)} "
+        f"({human_bytes(summary.payload_bytes)}), not the {_rows(checked.rows)} "
+        f"({human_bytes(checked.payload_bytes)}) of the payload check: "
+        "the data changed between the check and the run."
+        for summary, checked in ((a, payload.first), (b, payload.second))
+        if (summary.rows, summary.payload_bytes) != (checked.rows, checked.payload_bytes)
+    ]
+    return payload
+
+
+def _metrics(
+    a: QuerySummary, b: QuerySummary, latency_of: str, writes: tuple[WriteCost, WriteCost] | None
+) -> list[Metric]:
+    """The figures compared, side by side, in the order every report shows them."""
     latency = "Node time" if latency_of == "node" else "Latency (client round trip)"
     metrics = [
         *(write_metrics(*writes) if writes is not None else []),
@@ -442,13 +469,7 @@ def compare(
                 b.replicas_read,
             )
         )
-    comparison = Comparison(a, b, payload, metrics, summary="", gates=[])
-    comparison.summary = _summary(comparison) if writes is None else _write_summary(comparison)
-    if fail_if_worse:
-        comparison.gates.append(worse_gate(comparison, tolerance))
-    if max_amplification is not None:
-        comparison.gates.append(amplification_gate(b, max_amplification))
-    return comparison
+    return metrics
 
 
 def _summary(comparison: Comparison) -> str:

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -45,6 +45,9 @@ from casstrace.errors import CasstraceError
 from casstrace.interrupts import Interrupted
 from casstrace.redaction import redact_command
 from casstrace.terminal import printable
+
+if TYPE_CHECKING:
+    from casstrace.probes.protocol import Windows
 
 # Waits for the tracer's go (one byte on the given fd), then becomes the command (same pid).
 GATE = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.execvp(sys.argv[2], sys.argv[2:])"
@@ -81,54 +84,19 @@ def command(
     """Capture one process's file reads, offsets, page-cache misses, socket bytes and syscall latency
     (a COMMAND's together with every process it starts)."""
     pid = watched_jvm(pid, container)
-    if (pid is None) == (not command):
-        raise CasstraceError(
-            "give either --pid PID or -- COMMAND ... (or --container ID|NAME for a container's JVM)",
-            "casstrace capture --pid 1234 --duration 10 --out t.trace",
-        )
-    if pid is not None and duration is None:
-        raise CasstraceError(f"{'--container' if container else '--pid'} needs --duration", "add --duration SECONDS")
-    if pid is not None and keep_command_line:
-        raise CasstraceError(
-            "--keep-command-line keeps the words of a command casstrace starts, not a running process's",
-            "capture -- COMMAND ..., or drop --keep-command-line",
-        )
+    _check_options(pid, container, duration, keep_command_line, command)
 
     from casstrace.probes.backends import DEFAULT_BACKEND, backend
     from casstrace.probes.proc.mapped_pages import MappedPagesCapture
-    from casstrace.probes.protocol import CaptureOptions, Windows
+    from casstrace.probes.protocol import CaptureOptions
     from casstrace.probes.recording import record
     from casstrace.traces import TraceWriter
 
-    program = shutil.which(command[0]) if command else None
-    if command and program is None:
-        if os.sep in command[0] and os.path.exists(command[0]):  # a path shutil.which refused: not runnable
-            if os.path.isdir(command[0]):
-                raise CasstraceError(f"cannot run {command[0]}: it is a directory", "give the program to run")
-            raise CasstraceError(
-                f"cannot run {command[0]}: it is not executable",
-                f"chmod +x {command[0]}, or give the program that runs it",
-            )
-        raise CasstraceError(f"command not found: {command[0]}", "give a program on PATH or its full path")
+    program = _program(command)
     held = HeldCommand(command) if command else None
     if held is not None:
         pid = held.process.pid
     assert pid is not None  # --pid, or the command's
-
-    def body(windows: Windows) -> None:
-        """Until the command exits, the process ends, or --duration is up."""
-        if held is not None:
-            held.release()
-        deadline = time.monotonic() + duration if duration else None
-        try:
-            while windows.ended_early is None and (deadline is None or time.monotonic() < deadline):
-                if held is not None and held.process.poll() is not None:
-                    break
-                time.sleep(0.05)
-        except Interrupted as interrupted:  # the command hears of it now, not once the trace is written
-            if held is not None:
-                held.forward(interrupted.signum)
-            raise
 
     meta: dict[str, Any] = {}  # the trace's, as written
 
@@ -149,7 +117,13 @@ def command(
         sources = [] if command else [MappedPagesCapture(pid, whole_capture=True)]
         # The writer checks `out` before a probe attaches (after the privilege check, which says more).
         writer = TraceWriter(out, force=force, inputs=_named_files(command, program))
-        path = record(capture, writer, body, sources=sources, annotate=lambda written: meta.update(written.meta()))
+        path = record(
+            capture,
+            writer,
+            lambda windows: _until_done(windows, held, duration),
+            sources=sources,
+            annotate=lambda written: meta.update(written.meta()),
+        )
     except BaseException as error:
         # A command never runs unobserved (one still held at its gate would run once we exit), nor
         # outlives casstrace: a signal is passed on to it, any other failure kills it.
@@ -163,6 +137,55 @@ def command(
     _summarise(path, meta, held, None)
     if held is not None:
         click.get_current_context().exit(held.status)
+
+
+def _check_options(
+    pid: int | None, container: str | None, duration: float | None, keep_command_line: bool, command: tuple[str, ...]
+) -> None:
+    """Refuses what the options cannot do together, before anything starts."""
+    if (pid is None) == (not command):
+        raise CasstraceError(
+            "give either --pid PID or -- COMMAND ... (or --container ID|NAME for a container's JVM)",
+            "casstrace capture --pid 1234 --duration 10 --out t.trace",
+        )
+    if pid is not None and duration is None:
+        raise CasstraceError(f"{'--container' if container else '--pid'} needs --duration", "add --duration SECONDS")
+    if pid is not None and keep_command_line:
+        raise CasstraceError(
+            "--keep-command-line keeps the words of a command casstrace starts, not a running process's",
+            "capture -- COMMAND ..., or drop --keep-command-line",
+        )
+
+
+def _program(command: tuple[str, ...]) -> str | None:
+    """The program the command runs, found as a shell would (None: no command); refused when none can run."""
+    program = shutil.which(command[0]) if command else None
+    if command and program is None:
+        if os.sep in command[0] and os.path.exists(command[0]):  # a path shutil.which refused: not runnable
+            if os.path.isdir(command[0]):
+                raise CasstraceError(f"cannot run {command[0]}: it is a directory", "give the program to run")
+            raise CasstraceError(
+                f"cannot run {command[0]}: it is not executable",
+                f"chmod +x {command[0]}, or give the program that runs it",
+            )
+        raise CasstraceError(f"command not found: {command[0]}", "give a program on PATH or its full path")
+    return program
+
+
+def _until_done(windows: "Windows", held: "HeldCommand | None", duration: float | None) -> None:
+    """The capture's body: until the command exits, the process ends, or --duration is up."""
+    if held is not None:
+        held.release()
+    deadline = time.monotonic() + duration if duration else None
+    try:
+        while windows.ended_early is None and (deadline is None or time.monotonic() < deadline):
+            if held is not None and held.process.poll() is not None:
+                break
+            time.sleep(0.05)
+    except Interrupted as interrupted:  # the command hears of it now, not once the trace is written
+        if held is not None:
+            held.forward(interrupted.signum)
+        raise
 
 
 def _command_line(command: tuple[str, ...], whole: bool) -> str:

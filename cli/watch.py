@@ -25,7 +25,7 @@ from casstrace.terminal import printable
 if TYPE_CHECKING:
     from casstrace.analyses.watch import RunningFigures, Watch
     from casstrace.node.metrics_endpoint import MetricsEndpoint
-    from casstrace.orchestration.watcher import LiveSnapshot
+    from casstrace.orchestration.watcher import LiveSnapshot, WatchOptions
     from casstrace.reports.prometheus import Exposition
 
 DEFAULT_TOP = 10
@@ -129,95 +129,56 @@ def command(
     which names each statement's threads and times; the join gives each statement its bytes, rows
     and latency, with causes, and says what compaction, flushes and unsampled requests read."""
     from casstrace.analyses.verdict_rule import VerdictRule
-    from casstrace.analyses.watch import RunningFigures, analyse_watch
-    from casstrace.node.connection import configuration_files, resolve_settings
-    from casstrace.node.gone import NodeWentAway
-    from casstrace.orchestration.watcher import WatchOptions, default_trace_path, restore_left, watch
-    from casstrace.reports import beside_trace, default_output
-    from casstrace.reports.watch import document
+    from casstrace.analyses.watch import RunningFigures
+    from casstrace.node.connection import resolve_settings
+    from casstrace.orchestration.watcher import WatchOptions, restore_left
 
     if restore:
         pid = watched_jvm(pid, container)
         settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
         restore_left(WatchOptions(connection=settings, pid=pid, nodetool=nodetool_command))  # says what it did
         return
-    # Refused before anything attaches; the default names are always new. The report is made from the trace.
-    inputs = configuration_files(cqlshrc)
-    trace_path = out or default_trace_path()
-    if out is not None:
-        check_output(out, force, inputs)
-    summary_output = output or default_output(format_, beside_trace(trace_path, format_))  # None: stdout
-    if summary_output is not None:
-        check_output(summary_output, force, [*inputs, *([out] if out else [])])
-    if interval is not None:  # every interval's trace and report, and a summary that is none of them
-        check_series(trace_path, force)
-        if output is not None and in_series(trace_path, output):
-            raise CasstraceError(
-                f"refusing to write the summary to {output}: this watch writes its intervals' traces and "
-                f"reports under that name ({numbered(trace_path, 1).name}, ...), --force or not",
-                "give --output another name",
-            )
-    metrics = None
-    if metrics_port is not None:  # bound now: a port in use fails before anything changes on the node
-        from casstrace.node.metrics_endpoint import MetricsEndpoint
-        from casstrace.reports.prometheus import CONTENT_TYPE, Exposition
-
-        # Bound in this machine's network, where Prometheus scrapes it, before casstrace joins a container's.
-        metrics = (MetricsEndpoint(metrics_port, metrics_address, CONTENT_TYPE).start(), Exposition(top))
+    trace_path, summary_output = _checked_outputs(cqlshrc, out, output, format_, force, series=interval is not None)
+    metrics = _served_metrics(metrics_port, metrics_address, top)
     # Before the driver starts a thread (see node.namespaces); the metrics server's opens no socket to the node.
     pid = watched_jvm(pid, container)
     settings = resolve_settings(host, port, username, ssl_enabled, cqlshrc, node_pid=pid)
     table = LiveTable(top) if sys.stderr.isatty() else None
     figures = RunningFigures(VerdictRule(threshold, min_excess))
     intervals = IntervalReports(format_, top, force, figures) if interval is not None else None
-    live = Live(table, metrics, figures)
+    report = SummaryReport(format_, top, force, color, summary_output, figures, intervals)
+    options = WatchOptions(
+        connection=settings,
+        pid=pid,
+        duration_s=duration,
+        probability=sample,
+        top=top,
+        out=trace_path,
+        force=force,
+        nodetool=nodetool_command,
+        profile=profile,
+        interval_s=interval,
+    )
+    live = Live(table, metrics, figures) if table is not None or metrics is not None else None
+    watching = _watching(f"{settings.host}:{settings.port}", duration, interval, sample, metrics)
+    _watch_and_report(options, live, watching, intervals, report, metrics)
 
-    def started() -> None:
-        click.echo(
-            f"casstrace: watching {settings.host}:{settings.port}"
-            + (f" for {duration:g} s" if duration else " until Ctrl-C")
-            + (f", a trace and a report every {interval:g} s" if interval else "")
-            + f": probes attached, the node traces {sample:g} of its requests"
-            + (f"; metrics served at {metrics[0].describe()}" if metrics is not None else ""),
-            err=True,
-        )
 
-    def report(path: Path) -> None:
-        with INTERRUPTS.deferred():  # a signal meanwhile waits until the report is written
-            if intervals is None:
-                result, inputs_read = analyse_watch(path, figures.rule), [path]
-            else:  # the last interval's report, then the whole watch's
-                intervals(path)
-                result, inputs_read = intervals.figures.summary(), intervals.figures.traces
-            deliver(
-                document(result, top),
-                format_,
-                summary_output,
-                color,
-                [f"{len(result.statements)} statements sampled; trace: {result.trace_path}"],
-                force,
-                inputs=inputs_read,
-            )
-            click.echo(printable(f"trace: {result.trace_path}"), err=True)
+def _watch_and_report(
+    options: "WatchOptions",
+    live: "Live | None",
+    watching: str,
+    intervals: "IntervalReports | None",
+    report: "SummaryReport",
+    metrics: "tuple[MetricsEndpoint, Exposition] | None",
+) -> None:
+    """Watches, then reports what was captured: also of a --duration watch cut short, or of a node gone
+    away, before saying why the watch ended. `watching`: the line said once the probes are attached."""
+    from casstrace.node.gone import NodeWentAway
+    from casstrace.orchestration.watcher import watch
 
     try:
-        path = watch(
-            WatchOptions(
-                connection=settings,
-                pid=pid,
-                duration_s=duration,
-                probability=sample,
-                top=top,
-                out=trace_path,
-                force=force,
-                nodetool=nodetool_command,
-                profile=profile,
-                interval_s=interval,
-            ),
-            live if table is not None or metrics is not None else None,
-            started,
-            intervals or (lambda path: None),
-        )
+        path = watch(options, live, lambda: click.echo(watching, err=True), intervals or (lambda path: None))
     except Interrupted as interrupted:  # a --duration watch cut short (an open-ended one ends on Ctrl-C)
         if interrupted.trace is not None:
             report(interrupted.trace)
@@ -229,6 +190,108 @@ def command(
         if metrics is not None:
             metrics[0].close()
     report(path)
+
+
+def _checked_outputs(
+    cqlshrc: Path | None, out: Path | None, output: Path | None, format_: str, force: bool, *, series: bool
+) -> tuple[Path, Path | None]:
+    """The trace's path and the report's (None: standard output), refused before anything attaches; the
+    default names are always new. `series`: --interval, every interval's trace and report, and a summary
+    that is none of them."""
+    from casstrace.node.connection import configuration_files
+    from casstrace.orchestration.watcher import default_trace_path
+    from casstrace.reports import beside_trace, default_output
+
+    inputs = configuration_files(cqlshrc)
+    trace_path = out or default_trace_path()
+    if out is not None:
+        check_output(out, force, inputs)
+    summary_output = output or default_output(format_, beside_trace(trace_path, format_))  # None: stdout
+    if summary_output is not None:
+        check_output(summary_output, force, [*inputs, *([out] if out else [])])
+    if series:
+        check_series(trace_path, force)
+        if output is not None and in_series(trace_path, output):
+            raise CasstraceError(
+                f"refusing to write the summary to {output}: this watch writes its intervals' traces and "
+                f"reports under that name ({numbered(trace_path, 1).name}, ...), --force or not",
+                "give --output another name",
+            )
+    return trace_path, summary_output
+
+
+def _watching(
+    node: str,
+    duration: float | None,
+    interval: float | None,
+    sample: float,
+    metrics: "tuple[MetricsEndpoint, Exposition] | None",
+) -> str:
+    """The line that says the watch has started, and what it does."""
+    return (
+        f"casstrace: watching {node}"
+        + (f" for {duration:g} s" if duration else " until Ctrl-C")
+        + (f", a trace and a report every {interval:g} s" if interval else "")
+        + f": probes attached, the node traces {sample:g} of its requests"
+        + (f"; metrics served at {metrics[0].describe()}" if metrics is not None else "")
+    )
+
+
+def _served_metrics(
+    metrics_port: int | None, metrics_address: str, top: int
+) -> "tuple[MetricsEndpoint, Exposition] | None":
+    """--metrics-port's endpoint, bound now: a port in use fails before anything changes on the node."""
+    if metrics_port is None:
+        return None
+    from casstrace.node.metrics_endpoint import MetricsEndpoint
+    from casstrace.reports.prometheus import CONTENT_TYPE, Exposition
+
+    # Bound in this machine's network, where Prometheus scrapes it, before casstrace joins a container's.
+    return MetricsEndpoint(metrics_port, metrics_address, CONTENT_TYPE).start(), Exposition(top)
+
+
+class SummaryReport:
+    """The watch's report when it ends (or is cut short, or the node goes away): of its trace, or with
+    --interval the last interval's report then the whole watch's summary."""
+
+    def __init__(
+        self,
+        format_: str,
+        top: int,
+        force: bool,
+        color: bool | None,
+        output: Path | None,
+        figures: "RunningFigures",
+        intervals: "IntervalReports | None",
+    ):
+        self.format = format_
+        self.top = top
+        self.force = force
+        self.color = color
+        self.output = output  # None: standard output
+        self.figures = figures
+        self.intervals = intervals
+
+    def __call__(self, path: Path) -> None:
+        from casstrace.analyses.watch import analyse_watch
+        from casstrace.reports.watch import document
+
+        with INTERRUPTS.deferred():  # a signal meanwhile waits until the report is written
+            if self.intervals is None:
+                result, inputs_read = analyse_watch(path, self.figures.rule), [path]
+            else:  # the last interval's report, then the whole watch's
+                self.intervals(path)
+                result, inputs_read = self.intervals.figures.summary(), self.intervals.figures.traces
+            deliver(
+                document(result, self.top),
+                self.format,
+                self.output,
+                self.color,
+                [f"{len(result.statements)} statements sampled; trace: {result.trace_path}"],
+                self.force,
+                inputs=inputs_read,
+            )
+            click.echo(printable(f"trace: {result.trace_path}"), err=True)
 
 
 class Live:

@@ -135,67 +135,18 @@ def write_profile(
     that served the measured executions and when (their traced sessions): only their samples, reads
     and fills then go into the profile, and meta profile.other_threads counts what was left out
     (another request's work on a busy node, the node's own background threads)."""
-    profiled = set(window_ids)
-    # The profiled windows never overlap (the trace format's rule): a time is in one of them at most.
-    windows = writer.window_spans(profiled)
-    starts = [start for start, _, _ in windows]
-
-    def window_of(ts: int) -> int | None:
-        index = bisect.bisect_right(starts, ts) - 1
-        if index >= 0 and ts < windows[index][1]:
-            return windows[index][2]
-        return None
-
-    def served(tid: int, ts_ns: int) -> bool:
-        return serving is None or serving.holds(tid, ts_ns)
-
-    method_samples: list[Sample] = []
-    wall_samples: list[Sample] = []
-    wall: dict[tuple[int, int, int, str | None], int] = defaultdict(int)
-    names: dict[int, str] = {}
-    other_samples = 0  # wall-clock samples in the profiled windows of threads not serving then
-    for sample in samples:
-        if sample.thread:
-            names[sample.tid] = sample.thread
-        if not served(sample.tid, sample.ts_ns):
-            other_samples += sample.weight if sample.event == WALL_EVENT and window_of(sample.ts_ns) is not None else 0
-            continue
-        if sample.event == METHOD_EVENT:
-            method_samples.append(replace(sample, stack=up_to(sample.stack, read_method)))
-        elif sample.event == WALL_EVENT:
-            wall_samples.append(sample)
-            window_id = window_of(sample.ts_ns)
-            if window_id in profiled:
-                wall[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
-
-    logged = [LoggedRead(*read) for read in writer.logged_reads(profiled)]
-    reads = [read for read in logged if served(read.tid, read.ts_ns)]
-
-    # (window, file, stack) -> [calls, bytes, fill bytes in those calls, fill bytes of faults]
-    totals: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    joined_calls = joined_bytes = joined_fill_pages = 0
-    for read, maker in join_reads(reads, method_samples):
-        if maker is None:
-            continue
-        joined_calls += 1
-        joined_bytes += read.returned
-        joined_fill_pages += read.fill_pages
-        cell = totals[(read.window_id, read.file_id, writer.add_stack(maker.stack))]
-        cell[0] += 1
-        cell[1] += read.returned
-        cell[2] += read.fill_pages * PAGE_BYTES
+    windows = _ProfiledWindows.of(writer, window_ids, serving)
+    kept = _kept_samples(writer, samples, windows, read_method)
+    logged = [LoggedRead(*read) for read in writer.logged_reads(windows.ids)]
+    reads = [read for read in logged if windows.served(read.tid, read.ts_ns)]
     measured_fills = writer.measured("call_fills")
-    fills = [LoggedFill(*fill) for fill in writer.logged_fills(profiled)] if measured_fills else []
-    fills = [fill for fill in fills if served(fill.tid, fill.ts_ns)]
-    sampled_fill_pages = 0
-    for fill, nearest in nearest_samples(fills, wall_samples):
-        if nearest is not None:
-            sampled_fill_pages += fill.pages
-            totals[(fill.window_id, fill.file_id, writer.add_stack(nearest.stack))][3] += fill.pages * PAGE_BYTES
+    fills = [LoggedFill(*fill) for fill in writer.logged_fills(windows.ids)] if measured_fills else []
+    fills = [fill for fill in fills if windows.served(fill.tid, fill.ts_ns)]
+    joined = _joined(writer, reads, fills, kept)
 
     writer.add_profile_samples(
         {"window_id": w, "tid": tid, "stack_id": s, "state": state, "samples": n}
-        for (w, tid, s, state), n in wall.items()
+        for (w, tid, s, state), n in kept.wall_cells.items()
     )
     writer.add_profile_reads(
         {
@@ -207,40 +158,126 @@ def write_profile(
             "fill_bytes": in_calls,
             "fault_fill_bytes": faults,
         }
-        for (w, f, s), (calls, size, in_calls, faults) in totals.items()
+        for (w, f, s), (calls, size, in_calls, faults) in joined.totals.items()
     )
-    writer.add_threads(names)
+    writer.add_threads(kept.names)
     fill_meta = {
         "fill_join_ns": FILL_JOIN_NS,
         "fill_pages": sum(read.fill_pages for read in reads) + sum(fill.pages for fill in fills),
-        "joined_fill_pages": joined_fill_pages,
-        "sampled_fill_pages": sampled_fill_pages,
+        "joined_fill_pages": joined.fill_pages,
+        "sampled_fill_pages": joined.sampled_fill_pages,
+    }
+    other_threads = {
+        "samples": kept.other_samples,
+        "read_calls": len(logged) - len(reads),
+        "read_bytes": sum(read.returned for read in logged) - sum(read.returned for read in reads),
     }
     writer.set_meta(
         profile={
             "profiler": profiler,
             "read_method": read_method,
             "wall_interval_ns": wall_interval_ns,
-            "window_ids": sorted(profiled),
-            "samples": len(method_samples),
+            "window_ids": sorted(windows.ids),
+            "samples": len(kept.method),
             "read_calls": len(reads),
             "read_bytes": sum(read.returned for read in reads),
-            "joined_calls": joined_calls,
-            "joined_bytes": joined_bytes,
+            "joined_calls": joined.calls,
+            "joined_bytes": joined.bytes,
             **(fill_meta if measured_fills else {}),
-            **(
-                {
-                    "other_threads": {
-                        "samples": other_samples,
-                        "read_calls": len(logged) - len(reads),
-                        "read_bytes": sum(read.returned for read in logged) - sum(read.returned for read in reads),
-                    }
-                }
-                if serving is not None
-                else {}
-            ),
+            **({"other_threads": other_threads} if serving is not None else {}),
         }
     )
+
+
+@dataclass(frozen=True)
+class _ProfiledWindows:
+    """The profiled windows, and the threads whose work in them the profile keeps."""
+
+    ids: set[int]
+    spans: list[tuple[int, int, int]]  # (start ns, end ns, window_id), by start
+    starts: list[int]
+    serving: ServingSpans | None
+
+    @classmethod
+    def of(cls, writer: TraceWriter, window_ids: list[int], serving: ServingSpans | None) -> "_ProfiledWindows":
+        ids = set(window_ids)
+        # The profiled windows never overlap (the trace format's rule): a time is in one of them at most.
+        spans = writer.window_spans(ids)
+        return cls(ids, spans, [start for start, _, _ in spans], serving)
+
+    def window_of(self, ts: int) -> int | None:
+        index = bisect.bisect_right(self.starts, ts) - 1
+        if index >= 0 and ts < self.spans[index][1]:
+            return self.spans[index][2]
+        return None
+
+    def served(self, tid: int, ts_ns: int) -> bool:
+        return self.serving is None or self.serving.holds(tid, ts_ns)
+
+
+@dataclass
+class _KeptSamples:
+    """The serving threads' samples, by event, and what the others' wall-clock samples came to."""
+
+    method: list[Sample] = field(default_factory=list)  # each stack up to the read method
+    wall: list[Sample] = field(default_factory=list)
+    # (window_id, tid, stack_id, state) -> wall-clock samples in the profiled windows
+    wall_cells: dict[tuple[int, int, int, str | None], int] = field(default_factory=lambda: defaultdict(int))
+    names: dict[int, str] = field(default_factory=dict)  # tid -> thread name, of every sample
+    other_samples: int = 0  # wall-clock samples in the profiled windows of threads not serving then
+
+
+def _kept_samples(
+    writer: TraceWriter, samples: Iterable[Sample], windows: _ProfiledWindows, read_method: str
+) -> _KeptSamples:
+    kept = _KeptSamples()
+    for sample in samples:
+        if sample.thread:
+            kept.names[sample.tid] = sample.thread
+        if not windows.served(sample.tid, sample.ts_ns):
+            if sample.event == WALL_EVENT and windows.window_of(sample.ts_ns) is not None:
+                kept.other_samples += sample.weight
+            continue
+        if sample.event == METHOD_EVENT:
+            kept.method.append(replace(sample, stack=up_to(sample.stack, read_method)))
+        elif sample.event == WALL_EVENT:
+            kept.wall.append(sample)
+            window_id = windows.window_of(sample.ts_ns)
+            if window_id in windows.ids:
+                kept.wall_cells[(window_id, sample.tid, writer.add_stack(sample.stack), sample.state)] += sample.weight
+    return kept
+
+
+@dataclass
+class _Joined:
+    """The reads joined to the method samples that made them, and the fills to their nearest wall-clock sample."""
+
+    # (window, file, stack) -> [calls, bytes, fill bytes in those calls, fill bytes of faults]
+    totals: dict[tuple[int, int, int], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0, 0]))
+    calls: int = 0
+    bytes: int = 0
+    fill_pages: int = 0  # of the joined calls
+    sampled_fill_pages: int = 0  # of the faults given a wall-clock sample's stack
+
+
+def _joined(writer: TraceWriter, reads: list[LoggedRead], fills: list[LoggedFill], kept: _KeptSamples) -> _Joined:
+    joined = _Joined()
+    totals = joined.totals
+    for read, maker in join_reads(reads, kept.method):
+        if maker is None:
+            continue
+        joined.calls += 1
+        joined.bytes += read.returned
+        joined.fill_pages += read.fill_pages
+        cell = totals[(read.window_id, read.file_id, writer.add_stack(maker.stack))]
+        cell[0] += 1
+        cell[1] += read.returned
+        cell[2] += read.fill_pages * PAGE_BYTES
+    for fill, nearest in nearest_samples(fills, kept.wall):
+        if nearest is not None:
+            joined.sampled_fill_pages += fill.pages
+            totals[(fill.window_id, fill.file_id, writer.add_stack(nearest.stack))][3] += fill.pages * PAGE_BYTES
+    return joined
 
 
 def write_recording(

@@ -628,40 +628,7 @@ class ScapImporter:
             writer.file_id(f.path, f.kind, local_addr=f.local_addr, remote_addr=f.remote_addr)
             for f in process.file_list
         ]
-        file_io: list[FileIORow] = []
-        read_sizes: list[ReadSizeRow] = []
-        coverage: list[CoverageRow] = []
-        for file in process.file_list:
-            file_id = file_ids[file.index]
-            for window, stats in file.windows.items():
-                window_id = window_ids[window]
-                file_io.append(
-                    FileIORow(
-                        window_id=window_id,
-                        file_id=file_id,
-                        read_calls=stats.read_calls,
-                        read_bytes=stats.read_bytes,
-                        read_requested_bytes=stats.read_requested_bytes,
-                        read_ns=stats.read_ns,
-                        write_calls=stats.write_calls,
-                        write_bytes=stats.write_bytes,
-                        lseek_calls=stats.lseek_calls,
-                        seek_jumps=stats.seek_jumps,
-                        longest_sequential_bytes=stats.longest_sequential_bytes,
-                        cache_miss_pages=None,
-                        cache_miss_bytes=None,
-                    )
-                )
-                read_sizes.extend(
-                    ReadSizeRow(window_id=window_id, file_id=file_id, log2_bucket=bucket, count=count)
-                    for bucket, count in stats.read_sizes.items()
-                )
-                coverage.extend(
-                    CoverageRow(
-                        window_id=window_id, file_id=file_id, source="syscall", first_page=start, page_count=end - start
-                    )
-                    for start, end in stats.pages.runs()
-                )
+        file_io, read_sizes, coverage = _file_window_rows(process, window_ids, file_ids)
         writer.add_file_io(file_io)
         writer.add_read_sizes(read_sizes)
         writer.add_coverage(coverage)
@@ -722,6 +689,47 @@ class ScapImporter:
         self.spool.close()
         self.heatmap_spool.close()
         self.latency_spool.close()
+
+
+def _file_window_rows(
+    process: _Process, window_ids: list[int], file_ids: list[int]
+) -> tuple[list[FileIORow], list[ReadSizeRow], list[CoverageRow]]:
+    """The process's figures of each file in each window, as the trace's rows (by the trace's ids)."""
+    file_io: list[FileIORow] = []
+    read_sizes: list[ReadSizeRow] = []
+    coverage: list[CoverageRow] = []
+    for file in process.file_list:
+        file_id = file_ids[file.index]
+        for window, stats in file.windows.items():
+            window_id = window_ids[window]
+            file_io.append(
+                FileIORow(
+                    window_id=window_id,
+                    file_id=file_id,
+                    read_calls=stats.read_calls,
+                    read_bytes=stats.read_bytes,
+                    read_requested_bytes=stats.read_requested_bytes,
+                    read_ns=stats.read_ns,
+                    write_calls=stats.write_calls,
+                    write_bytes=stats.write_bytes,
+                    lseek_calls=stats.lseek_calls,
+                    seek_jumps=stats.seek_jumps,
+                    longest_sequential_bytes=stats.longest_sequential_bytes,
+                    cache_miss_pages=None,
+                    cache_miss_bytes=None,
+                )
+            )
+            read_sizes.extend(
+                ReadSizeRow(window_id=window_id, file_id=file_id, log2_bucket=bucket, count=count)
+                for bucket, count in stats.read_sizes.items()
+            )
+            coverage.extend(
+                CoverageRow(
+                    window_id=window_id, file_id=file_id, source="syscall", first_page=start, page_count=end - start
+                )
+                for start, end in stats.pages.runs()
+            )
+    return file_io, read_sizes, coverage
 
 
 def _capture_error(scap: Path, error: ScapError) -> CasstraceError:
