@@ -467,7 +467,10 @@ class KeptProgram:
         self._build.close(wait)
         bpf, self._bpf = self._bpf, None
         if bpf is not None:
-            _unload(bpf)
+            try:
+                detach_all(bpf)  # as a capture's stop() detaches
+            finally:
+                _unload(bpf)
 
 
 class BccCapture:
