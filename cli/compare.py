@@ -197,8 +197,8 @@ def run_both(
     from casstrace.node.paging import paging, query_shape
     from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
     from casstrace.node.statements import read_only_statement
-    from casstrace.orchestration.runner import RunOptions, default_trace_path, run
-    from casstrace.probes.backends import started
+    from casstrace.orchestration.kept_capture import KeptCapture
+    from casstrace.orchestration.runner import RunOptions, default_trace_path
 
     settings = resolve_settings(
         *(
@@ -209,8 +209,8 @@ def run_both(
     queries = [read_only_statement(before), read_only_statement(after)]
     page_size, page_bytes = run_options["page_size"], run_options["page_bytes"]
     consistencies = [run_options["consistency"].upper(), (after_consistency or run_options["consistency"]).upper()]
-    # The first run's probes compile while both queries are checked (its capture takes them).
-    with started(run_options["backend"]) as started_backend:
+    # The probes compile while both queries are checked, and stay attached from one run to the next.
+    with KeptCapture(run_options["backend"]) as capture:
         with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
             prepared = [prepare(node.session, query) for query in queries]
             results = [
@@ -240,7 +240,7 @@ def run_both(
             default = default_trace_path(query)
             out = (traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}"
             paths.append(
-                run(
+                capture.run(
                     RunOptions(
                         query=query,
                         connection=settings,
@@ -256,8 +256,7 @@ def run_both(
                         backend=run_options["backend"],
                         keep_literals=run_options["keep_literals"],
                         out=out,
-                    ),
-                    started_backend=started_backend,
+                    )
                 )
             )
             click.echo(printable(f"trace ({role}): {paths[-1]}"), err=True)

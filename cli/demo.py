@@ -113,19 +113,20 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
     from casstrace.analyses.compare import compare
     from casstrace.cli.run import report, reporting_interruptions
     from casstrace.node.connection import resolve_settings
-    from casstrace.orchestration.runner import RunOptions, run
-    from casstrace.probes.backends import DEFAULT_BACKEND, started
+    from casstrace.orchestration.kept_capture import KeptCapture
+    from casstrace.orchestration.runner import RunOptions
     from casstrace.reports import ReportOptions, render
     from casstrace.reports.comparison import document
 
     settings = resolve_settings(sandbox.host, sandbox.native_port)
     traces = []
-    for title, query in (("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query)):
-        click.echo(f"\n=== Tracing {title}: {query}")
-        # each run's probes compile while it connects, as `casstrace run`'s do
-        with reporting_interruptions(html=True), started(DEFAULT_BACKEND) as started_backend:
-            traces.append(run(RunOptions(query=query, connection=settings), started_backend=started_backend))
-        report(traces[-1], html=True)
+    # The probes compile while the first run connects, and stay attached from one run to the next.
+    with KeptCapture() as capture:
+        for title, query in (("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query)):
+            click.echo(f"\n=== Tracing {title}: {query}")
+            with reporting_interruptions(html=True):
+                traces.append(capture.run(RunOptions(query=query, connection=settings)))
+            report(traces[-1], html=True)
     click.echo("\n=== Side by side")
     wide, narrow = traces
     comparison = compare(analyse(wide), analyse(narrow), labels=("wide", "narrow"))

@@ -64,9 +64,10 @@ class Backend(ABC):
         prepared: Preparation | None,
     ) -> "Capture": ...
 
-    def prepare(self, thread_slot_ns: int = 0) -> Preparation | None:
+    def prepare(self, thread_slot_ns: int = 0, kept: bool = False) -> Preparation | None:
         """Begin what takes long before the process is known, for a capture asking only `thread_slot_ns`
-        of CaptureOptions (None: nothing takes long)."""
+        of CaptureOptions (None: nothing takes long). `kept`: for every such capture in turn, until it
+        is closed (a backend that cannot keep one prepares for the first only)."""
         return None
 
     def meta(self) -> dict[str, Any]:
@@ -88,11 +89,11 @@ class _Bcc(Backend):
         options: "CaptureOptions | None",
         prepared: Preparation | None,
     ) -> "Capture":
-        from casstrace.probes.bcc.bcc_capture import BccCapture, ProgramBuild
+        from casstrace.probes.bcc.bcc_capture import BccCapture, KeptProgram, ProgramBuild
         from casstrace.probes.protocol import CaptureOptions
 
         options = options or CaptureOptions()
-        if prepared is not None and not isinstance(prepared, ProgramBuild):
+        if prepared is not None and not isinstance(prepared, ProgramBuild | KeptProgram):
             raise TypeError(f"a bcc capture cannot take {prepared!r}")
         command = options.command
         kept = " (its command line kept whole, not redacted)" if options.command_kept_whole else ""
@@ -109,11 +110,13 @@ class _Bcc(Backend):
             all_syscalls=options.all_syscalls,
         )
 
-    def prepare(self, thread_slot_ns: int = 0) -> Preparation:
-        """Compile the BPF program (seconds of one core, the longest part of `casstrace run`)."""
-        from casstrace.probes.bcc.bcc_capture import ProgramBuild, ProgramOptions
+    def prepare(self, thread_slot_ns: int = 0, kept: bool = False) -> Preparation:
+        """Compile the BPF program (seconds of one core, the longest part of `casstrace run`); `kept`:
+        attached once for every capture, detached once (its detach is most of a `run`'s time)."""
+        from casstrace.probes.bcc.bcc_capture import KeptProgram, ProgramBuild, ProgramOptions
 
-        return ProgramBuild(ProgramOptions(thread_slot_ns=thread_slot_ns))
+        options = ProgramOptions(thread_slot_ns=thread_slot_ns)
+        return KeptProgram(options) if kept else ProgramBuild(options)
 
 
 class _Sysdig(Backend):
@@ -162,13 +165,16 @@ def backends_with(capability: Capability) -> list[str]:
 
 class StartedBackend:
     """A backend whose slow preparation began before the process to capture is known (see
-    started): a CaptureFactory that hands the preparation to the first capture it makes."""
+    started): a CaptureFactory that hands the preparation to the first capture it makes, or, `kept`,
+    to every capture it makes with the options `run` asks, one after another (the bcc program
+    attached once for all the runs of one command, and detached once, at release())."""
 
-    def __init__(self, factory: Backend):
+    def __init__(self, factory: Backend, kept: bool = False):
         self.factory = factory
         self.capabilities = factory.capabilities
+        self.kept = kept
         self.thread_slot_ns = run_thread_slot_ns(factory.capabilities)  # prepared for what `run` asks
-        self._prepared = factory.prepare(self.thread_slot_ns)
+        self._prepared = factory.prepare(self.thread_slot_ns, kept)
 
     def __call__(
         self,
@@ -178,15 +184,20 @@ class StartedBackend:
         stream_limit: int | None = None,
         options: "CaptureOptions | None" = None,
     ) -> "Capture":
-        asked = (options.command, options.thread_slot_ns) if options is not None else (None, 0)
-        if self._prepared is None or stream_limit is not None or asked != (None, self.thread_slot_ns):
+        asked = (
+            (options.command, options.thread_slot_ns, options.all_syscalls) if options is not None else (None, 0, False)
+        )
+        if self._prepared is None or stream_limit is not None or asked != (None, self.thread_slot_ns, False):
             return self.factory(pid, extra_dirs=extra_dirs, stream_limit=stream_limit, options=options)
-        prepared, self._prepared = self._prepared, None
+        prepared = self._prepared
+        if not self.kept:
+            self._prepared = None
         return self.factory(pid, extra_dirs=extra_dirs, options=options, prepared=prepared)
 
     def release(self, wait: bool = False) -> None:
-        """Give up the preparation if no capture took it; `wait`: until none of it runs any more (a run
-        that captures otherwise, through agents, before its measured executions)."""
+        """Give up the preparation if no capture took it, or the kept one (detached now); `wait`: until
+        none of it runs any more (a run that captures otherwise, through agents, before its measured
+        executions: the runs after it prepare their own)."""
         prepared, self._prepared = self._prepared, None
         if prepared is not None:
             prepared.close(wait)

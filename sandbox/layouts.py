@@ -87,11 +87,13 @@ def run_layouts(
     """Load and trace each (N, layout) in turn, yielding as each is done; closing the generator early
     (Ctrl-C) still drops what it created."""
     from casstrace.node.connection import ConnectionSettings
-    from casstrace.orchestration.runner import RunOptions, run
+    from casstrace.orchestration.kept_capture import KeptCapture
+    from casstrace.orchestration.runner import RunOptions
 
     plan.check()
     connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
-    with keyspace_of_its_own(sandbox, plan.keyspace, plan.keep):
+    # The capture attached once for every (N, layout), idle while tables load.
+    with keyspace_of_its_own(sandbox, plan.keyspace, plan.keep), KeptCapture() as capture:
         for columns in plan.columns:
             for layout in plan.layouts:
                 progress(f"{layout}, N={columns}: loading")
@@ -100,7 +102,7 @@ def run_layouts(
                 if loaded_now:
                     sandbox.nodetool("flush", plan.keyspace, table(layout, columns))
                 progress(f"{layout}, N={columns}: tracing")
-                trace = run(
+                trace = capture.run(
                     RunOptions(
                         query=query(plan, layout, columns),
                         connection=connection,

@@ -126,13 +126,15 @@ def run_sweep(
     call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created.
     force: replace the traces of an earlier sweep into the same directory."""
     from casstrace.node.connection import ConnectionSettings
-    from casstrace.orchestration.runner import RunOptions, run
+    from casstrace.orchestration.kept_capture import KeptCapture
+    from casstrace.orchestration.runner import RunOptions
 
     plan.check(heap_bytes(sandbox.settings.heap))
     connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
     with sandbox.connect() as session:
         keyspace_existed = _keyspace_exists(session, plan.keyspace)
     created: list[WideTable] = []
+    capture = KeptCapture()  # attached once for every point's runs (idle while tables load)
     try:
         for n in plan.columns:
             spec = plan.spec(n)
@@ -152,7 +154,7 @@ def run_sweep(
             traces: list[Path] = []
             for kind, query in zip(("wide", "narrow"), queries(spec)):
                 traces.append(
-                    run(
+                    capture.run(
                         RunOptions(
                             query=query,
                             connection=connection,
@@ -172,6 +174,7 @@ def run_sweep(
             wide_trace, narrow_trace = traces
             yield SweepRun(n, wide_trace, narrow_trace, *sizes)
     finally:
+        capture.close()
         if not plan.keep:
             _drop(sandbox, created)
             if not keyspace_existed:

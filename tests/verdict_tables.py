@@ -11,6 +11,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
+from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.orchestration.runner import RunOptions, run
 from casstrace.sandbox.control import Sandbox
 
@@ -132,10 +133,10 @@ def load(node: Sandbox, *, pathological: bool = True) -> None:
             session.execute(f"ALTER TABLE {KEYSPACE}.{table} WITH comment = '{LOADED}'")
 
 
-def traced(node: Sandbox, query: str, out: Path) -> Analysis:
-    return analyse(
-        run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port), out=out, repeat=2))
-    )
+def traced(node: Sandbox, query: str, out: Path, capture: KeptCapture | None = None) -> Analysis:
+    """The query run on the node (repeat 2) and analysed; through `capture` when the module keeps one."""
+    options = RunOptions(query=query, connection=resolve_settings(node.host, node.native_port), out=out, repeat=2)
+    return analyse(capture.run(options) if capture is not None else run(options))
 
 
 def judged(analysis: Analysis) -> str:

@@ -65,6 +65,7 @@ TRACEFS = Path("/sys/kernel/tracing")
 CAP_PERFMON, CAP_BPF = 38, 39
 BPF_NOEXIST = 1
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13  # x86_64, as syscalls.check_architecture() requires
+SYS_MEMBARRIER, MEMBARRIER_CMD_GLOBAL = 324, 1
 
 
 @functools.cache
@@ -129,6 +130,20 @@ def _folio_order_field() -> bool:
 
 
 WINDOW_WRITE_MAPS = ("dirtied_pages", "written_back", "sync_latency")  # capture.c's, per window and file
+# The hash maps of capture.c every program has (ProgramOptions.hash_maps: with the optional ones).
+# A capture fills them all: a kept program's are emptied before its next capture (KeptProgram). Its
+# arrays need no emptying: control is idled, counters zeroed, the logs read only up to their
+# counters; each thread's call in flight counts only from the capture's start (capture.c call_in_flight).
+HASH_MAPS = (
+    "fds",
+    "stats_by_fd",
+    "page_cache_pages",
+    "coverage",
+    "heatmap",
+    "latency_hist",
+    *WINDOW_WRITE_MAPS,
+    "written_inodes",
+)
 
 # The write path's tracepoints, by the measure each takes (capture.c reads them raw, with kernel_btf's
 # offsets). Pages dirtied, by the thread that dirtied them; pages written back, by any thread: ext4's
@@ -174,6 +189,15 @@ class ProgramOptions:
     # Every syscall of the process timed into the spectrogram (raw_syscalls, run at every syscall of
     # every process on the machine); False: only the calls the program handles (syscalls.CAPTURED).
     all_syscalls: bool = False
+
+    @property
+    def hash_maps(self) -> tuple[str, ...]:
+        """The hash maps of capture.c this program has."""
+        return (
+            HASH_MAPS
+            + (("thread_io",) if self.thread_slot_ns else ())
+            + (("followed",) if self.follow_children else ())
+        )
 
 
 def _loaded_program(options: ProgramOptions) -> Any:
@@ -358,6 +382,97 @@ class ProgramBuild:
             self._thread.join()
 
 
+def _wait_for_program_runs() -> None:
+    """Wait until every run of a BPF program begun before now has ended. A tracepoint's program runs
+    inside an RCU read-side section (preemption off), and membarrier(MEMBARRIER_CMD_GLOBAL) returns
+    after an RCU grace period: one grace period, where detaching waits two per tracepoint."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(SYS_MEMBARRIER, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"membarrier(MEMBARRIER_CMD_GLOBAL): {os.strerror(error)}")
+
+
+class KeptProgram:
+    """One loaded program lent to the captures of one command in turn (compare's variants, a demo's
+    queries, a sweep's points): attached once and detached once, at close(). Detaching is most of a
+    `run`'s time: closing each of its ~145 tracepoints waits for two RCU grace periods, one close
+    after another. Between two captures the program is idle (epoch and TGID 0), every run of it has
+    ended, and each map a capture fills is emptied (ProgramOptions.hash_maps) and its counters zeroed: each
+    capture starts as from a program just loaded, and holds nothing of the one before. Compiled in
+    the background from creation, as a ProgramBuild. Not for a capture that follows children: the
+    processes it followed would stay watched between captures."""
+
+    def __init__(self, options: ProgramOptions = ProgramOptions()):
+        if options.follow_children:
+            raise ValueError("a program that follows children cannot be kept across captures")
+        self.options = options
+        self._build = ProgramBuild(options)
+        self._bpf: Any = None
+        self._lent = False
+        self._idle = True  # every run of it that counted has ended
+        self._on_notice: Callable[[Any, int, int], None] | None = None
+
+    def __enter__(self) -> "KeptProgram":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def take(self) -> Any:
+        """The loaded program, for one capture until it gives it back (give_back)."""
+        if self._lent:
+            raise RuntimeError("a kept program taken by a second capture before the first gave it back")
+        if self._bpf is None:
+            self._bpf = self._build.take()
+            # Opened once: each capture's notices reach it through listen().
+            self._bpf[b"notices"].open_ring_buffer(self._notice)
+        self._lent, self._idle = True, False
+        return self._bpf
+
+    def listen(self, on_notice: Callable[[Any, int, int], None]) -> None:
+        """Hand the notices from now on to the capture that took the program."""
+        self._on_notice = on_notice
+
+    def _notice(self, ctx: Any, data: int, size: int) -> None:
+        if self._on_notice is not None:
+            self._on_notice(ctx, data, size)
+
+    def quiesce(self) -> None:
+        """Stop counting: no process captured, no window open, and every run of the program ended
+        (what a detach gives, without detaching), so that its maps hold all they will."""
+        control = self._bpf[b"control"]
+        for slot in (Control.EPOCH, Control.TGID):
+            control[ctypes.c_int(slot)] = ctypes.c_uint64(0)
+        _wait_for_program_runs()
+        self._idle = True
+
+    def give_back(self) -> None:
+        """The capture that took the program is done with it (its maps read, or it failed): empty
+        what it filled, for the next capture."""
+        if self._bpf is None:
+            return
+        if not self._idle:
+            self.quiesce()
+        self._on_notice = None
+        self._bpf.ring_buffer_consume()  # notices nobody read (a capture that failed): dropped
+        for name in self.options.hash_maps:
+            _clear_hash(self._bpf[name.encode()])
+        counters = self._bpf[b"counters"]
+        for slot in range(len(counters)):
+            counters[ctypes.c_int(slot)] = ctypes.c_uint64(0)
+        self._lent = False
+
+    def close(self, wait: bool = False) -> None:
+        """Detach and free the program (the one detach of the command); `wait`: as ProgramBuild's."""
+        self._build.close(wait)
+        bpf, self._bpf = self._bpf, None
+        if bpf is not None:
+            try:
+                detach_all(bpf)  # as a capture's stop() detaches
+            finally:
+                _unload(bpf)
+
+
 class BccCapture:
     """Capture one process (all its threads) with bcc: a casstrace.probes.protocol.Capture, and a
     context manager (start() / stop()).
@@ -368,7 +483,8 @@ class BccCapture:
     With until_exit, the process exiting is how the capture is meant to end, not an early end.
     `source` and `process` describe what is captured in the trace (default: 'pid PID' and the
     process's command line now). With `build` (a ProgramBuild of the same options), start() takes
-    its program instead of compiling one.
+    its program instead of compiling one; with a KeptProgram, start() borrows its program and stop()
+    gives it back, attached and emptied, instead of detaching it.
     """
 
     def __init__(
@@ -383,7 +499,7 @@ class BccCapture:
         until_exit: bool = False,
         thread_slot_ns: int = 0,
         all_syscalls: bool = False,
-        build: ProgramBuild | None = None,
+        build: ProgramBuild | KeptProgram | None = None,
     ):
         syscalls.check_architecture()
         check_process(pid)
@@ -394,6 +510,7 @@ class BccCapture:
         if build is not None and build.options != self.program_options:
             raise ValueError(f"a program built for {build.options} cannot capture with {self.program_options}")
         self._build = build
+        self._kept = build if isinstance(build, KeptProgram) else None
         self.pid = pid
         self.until_exit = until_exit
         self.owner = pid if follow_children else 0  # the traced process's owner in fd keys
@@ -579,7 +696,10 @@ class BccCapture:
 
     # -- while capturing: descriptor changes -----------------------------------------------------
     def _start_polling(self) -> None:
-        self._bpf[b"notices"].open_ring_buffer(self._on_notice)
+        if self._kept is not None:
+            self._kept.listen(self._on_notice)
+        else:
+            self._bpf[b"notices"].open_ring_buffer(self._on_notice)
         try:
             self._pidfd = os.pidfd_open(self.pid)
         except OSError:
@@ -735,7 +855,11 @@ class BccCapture:
 
     # -- stopping ----------------------------------------------------------------------------
     def _detach(self) -> None:
-        detach_all(self._bpf)
+        """Stop the program counting: detached, or quiesced when it is kept for the next capture."""
+        if self._kept is not None:
+            self._kept.quiesce()
+        else:
+            detach_all(self._bpf)
 
     def _release(self) -> None:
         self._stop_polling.set()
@@ -745,7 +869,10 @@ class BccCapture:
             os.close(self._pidfd)
             self._pidfd = None
         if self._bpf is not None:
-            _unload(self._bpf)
+            if self._kept is not None:
+                self._kept.give_back()
+            else:
+                _unload(self._bpf)
             self._bpf = None
 
     def _read_tables(self) -> tuple[dict[str, int], dict[str, MapRows], memoryview, memoryview]:
@@ -771,6 +898,8 @@ class BccCapture:
             bpf[b"event_log"], FOLLOWED_EVENT if self.follow_children else EVENT, values["events_offered"]
         )
         fills = _read_log(bpf[b"fill_log"], FILL, values["fills_offered"])
+        if self._kept is not None:  # the next capture writes its records over these
+            events, fills = memoryview(bytes(events)), memoryview(bytes(fills))
         return values, tables, events, fills
 
     def drain_thread_io(self) -> int:
@@ -800,14 +929,9 @@ class BccCapture:
                         key = key_bytes[index * key_size : (index + 1) * key_size]
                         old_keys += key
                         old_entries += key + leaf_bytes[index * leaf_size : (index + 1) * leaf_size]
-            count = len(old_keys) // key_size
+            count = _delete_keys(table, old_keys)
             if not count:
                 continue
-            try:
-                table.items_delete_batch((table.Key * count).from_buffer_copy(old_keys))
-            except Exception:  # kernels without batch deletion on hash maps
-                for at in range(0, len(old_keys), key_size):
-                    table.__delitem__(table.Key.from_buffer_copy(old_keys, at))
             with self._lock:
                 self._drained.setdefault(name, bytearray()).extend(old_entries)
             moved += count
@@ -1053,6 +1177,27 @@ def _hash_batches(table: Any) -> Iterator[tuple[Any, Any, int]]:
         if error == errno.ENOENT:  # that was the last batch
             return
         position.value, started = following.value, True
+
+
+def _delete_keys(table: Any, keys: bytes | bytearray) -> int:
+    """Delete the entries of a BPF hash whose keys `keys` holds end to end; returns how many."""
+    key_size = ctypes.sizeof(table.Key)
+    count = len(keys) // key_size
+    if not count:
+        return 0
+    try:
+        table.items_delete_batch((table.Key * count).from_buffer_copy(keys))
+    except Exception:  # kernels without batch deletion on hash maps
+        for at in range(0, len(keys), key_size):
+            table.__delitem__(table.Key.from_buffer_copy(keys, at))
+    return count
+
+
+def _clear_hash(table: Any) -> None:
+    """Empty a BPF hash no program writes to now (bcc's clear() deletes one key per bpf() call)."""
+    key_size = ctypes.sizeof(table.Key)
+    keys = b"".join(ctypes.string_at(keys, count * key_size) for keys, _, count in _hash_batches(table))
+    _delete_keys(table, keys)
 
 
 def _slot_reader(table: Any, size: int) -> struct.Struct:

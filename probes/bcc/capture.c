@@ -24,7 +24,9 @@
 //
 // Aggregates are keyed by the window epoch that userspace writes into control[CONTROL_EPOCH]
 // whenever a window begins, so nothing has to be read or reset mid-capture; epoch 0 means "not
-// capturing". Userspace reads every map once, after detaching.
+// capturing". Userspace reads every map once, after the program stopped counting: detached, or idle
+// (epoch and TGID 0) with every run of it ended, when it is kept attached for the next capture, which
+// starts from emptied maps (bcc_capture.KeptProgram).
 
 // The codes both sides use (KIND_*, TARGET_*, SYS_*, SOURCE_*, CONTROL_*, COUNT_*, COUNTERS, NOTICE_*)
 // and the records userspace reads (struct event, struct notice, struct fill) are defined once, in program.py:
@@ -91,6 +93,17 @@ struct call {
     u32 fill_pages;
 };
 BPF_TASK_STORAGE(calls, struct call);
+
+// The call the thread is in, entered since this capture started; 0 when none. A program kept
+// attached across captures (bcc_capture.KeptProgram) keeps each thread's storage from the capture
+// before: a call entered then, still in flight, is none of this capture's, as it is none of a fresh
+// program's, which never saw it enter.
+static __always_inline struct call *call_in_flight(void) {
+    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
+    u32 index = CONTROL_START_NS;
+    u64 *start = control.lookup(&index);
+    return c && c->ts && start && c->ts >= *start ? c : 0;
+}
 
 // What the process's fd number currently refers to, and where its file position is.
 struct fd_state {
@@ -722,8 +735,8 @@ static __always_inline int exit_call(s64 ret) {
     u64 pid_tgid = bpf_get_current_pid_tgid();
     if (!watched(pid_tgid >> 32))
         return 0;
-    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
-    if (!c || !c->ts)
+    struct call *c = call_in_flight();
+    if (!c)
         return 0;
     u64 now = bpf_ktime_get_ns();
     u64 latency = now - c->ts;
@@ -869,9 +882,9 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
     u32 epoch = current_epoch();
     if (!epoch)
         return 0;
-    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
+    struct call *c = call_in_flight();
     bool in_read = false;
-    if (c && c->ts) {
+    if (c) {
         u32 flag_index = c->nr;
         u8 *flag = syscall_flags.lookup(&flag_index);
         if (flag && (*flag & SYS_WRITE))
@@ -890,7 +903,7 @@ TRACEPOINT_PROBE(filemap, mm_filemap_add_to_page_cache) {
         c->fill_inode = args->i_ino;
         c->fill_pages += pages;
     } else {
-        log_fill(now, tid, c && c->ts ? c->nr : NO_CALL, epoch, args->s_dev, args->i_ino, pages);
+        log_fill(now, tid, c ? c->nr : NO_CALL, epoch, args->s_dev, args->i_ino, pages);
     }
     struct page_key key = {.epoch = epoch, .dev = args->s_dev, .inode = args->i_ino};
     u64 zero = 0;
@@ -944,8 +957,8 @@ RAW_TRACEPOINT_PROBE(writeback_dirty_folio) {
     struct page_key key = {.epoch = epoch};
     if (inode)
         file_of_inode(inode, &key.dev, &key.inode);
-    struct call *c = calls.task_storage_get((void *)bpf_get_current_task_btf(), 0, 0);
-    bool mapped = !c || !c->ts;
+    struct call *c = call_in_flight();
+    bool mapped = !c;
     struct dirtied zero = {};
     struct dirtied *dirtied = dirtied_pages.lookup_or_try_init(&key, &zero);
     if (!dirtied) {

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from casstrace.analyses.model import Analysis
+from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable
 from casstrace.traces import Trace
@@ -90,22 +91,24 @@ def bti_shapes(bti: Sandbox) -> Sandbox:
 
 
 @pytest.fixture(scope="module")
-def trace_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Sandbox, str], Analysis]:
+def trace_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Sandbox, str], Analysis]]:
     """The query traced on the node (repeat 2, a warmup first) once for the module: tests that judge
-    the same query on the same node assert on one run's analysis (a run compiles, attaches and
-    detaches the probes: 10-15 s of this module's minutes each). Not the index reads' own tests, which
-    count the executions that read the index: the run the everyday test made read it in one of its
-    two executions, where those tests' own later runs read it in both."""
+    the same query on the same node assert on one run's analysis. The runs go through one capture,
+    on either node: compiled and attached once, detached once (a detach is ~6 s of a run's ~10;
+    orchestration.kept_capture). Not the index reads' own tests, which count the executions that read
+    the index: the run the everyday test made read it in one of its two executions, where those tests'
+    own later runs, a capture of their own each, read it in both."""
     directory = tmp_path_factory.mktemp("traces")
     analyses: dict[tuple[Path, str], Analysis] = {}
+    with KeptCapture() as capture:
 
-    def trace(node: Sandbox, query: str) -> Analysis:
-        key = (node.data_dir, query)
-        if key not in analyses:
-            analyses[key] = traced(node, query, directory / f"{len(analyses)}.trace")
-        return analyses[key]
+        def trace(node: Sandbox, query: str) -> Analysis:
+            key = (node.data_dir, query)
+            if key not in analyses:
+                analyses[key] = traced(node, query, directory / f"{len(analyses)}.trace", capture)
+            return analyses[key]
 
-    return trace
+        yield trace
 
 
 @pytest.mark.parametrize("label", NOT_FLAGGED)

@@ -10,7 +10,7 @@ import pytest
 
 from casstrace.analyses import analyse
 from casstrace.cli.import_scap import run_import
-from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND, backends_with
+from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND, Backend, StartedBackend, backends_with
 from casstrace.probes.protocol import CaptureOptions
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.capabilities import LEGACY, Capability, capabilities_of
@@ -93,3 +93,56 @@ def test_lost_events_are_said_by_the_capability_not_the_backends_name(tmp_path, 
     writer.add_window("capture", 0, 10)
     (lost,) = [warning for warning in analyse(writer.finish()).warnings if "12 events were lost" in warning]
     assert ("totals are exact" in lost) == exact and ("may be short" in lost) == (not exact)
+
+
+class Prepared:
+    def __init__(self) -> None:
+        self.closed = 0
+
+    def close(self, wait: bool = False) -> None:
+        self.closed += 1
+
+
+class Recorded(Backend):
+    """A backend that records what each capture was handed (no capture is made)."""
+
+    name = "recorded"
+    capabilities = frozenset(Capability)
+
+    def __init__(self) -> None:
+        self.prepared: list[tuple[Prepared, bool]] = []
+        self.handed: list[object] = []
+
+    def _capture(self, pid, extra_dirs, stream_limit, options, prepared):
+        self.handed.append(prepared)
+        return None
+
+    def prepare(self, thread_slot_ns: int = 0, kept: bool = False) -> Prepared:
+        self.prepared.append((Prepared(), kept))
+        return self.prepared[-1][0]
+
+
+def test_a_kept_preparation_goes_to_every_capture_run_asks_for_and_is_closed_once():
+    factory = Recorded()
+    started = StartedBackend(factory, kept=True)
+    runs = CaptureOptions(thread_slot_ns=started.thread_slot_ns)
+    for _ in range(3):
+        started(1, options=runs)
+    started(1, options=runs._replace(all_syscalls=True))  # another program: a capture of its own
+    started(1, options=runs, stream_limit=10)
+    ((prepared, kept),) = factory.prepared
+    assert kept and factory.handed == [prepared, prepared, prepared, None, None]
+    started.release()
+    started(1, options=runs)  # released: the runs after it prepare their own
+    started.release()
+    assert prepared.closed == 1 and factory.handed[-1] is None
+
+
+def test_a_preparation_not_kept_goes_to_the_first_capture_only():
+    factory = Recorded()
+    started = StartedBackend(factory)
+    runs = CaptureOptions(thread_slot_ns=started.thread_slot_ns)
+    started(1, options=runs)
+    started(1, options=runs)
+    ((prepared, kept),) = factory.prepared
+    assert not kept and factory.handed == [prepared, None]

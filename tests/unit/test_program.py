@@ -34,3 +34,15 @@ def test_records_are_the_same_layout_in_c_and_python():
 def test_kind_names_are_the_trace_format_names():
     assert program.KIND_NAMES[Kind.FILE] == "file" and program.KIND_NAMES[Kind.CLOSED] == "unknown"
     assert set(program.SOURCE_NAMES.values()) == {"syscall", "page_cache"}
+
+
+def test_a_kept_program_empties_every_hash_map_of_the_program():
+    """What a capture leaves in the kernel's maps is emptied before a kept program's next capture
+    (bcc_capture.KeptProgram): a map added to capture.c must be in ProgramOptions.hash_maps."""
+    from casstrace.probes.bcc.bcc_capture import ProgramOptions
+
+    source = resources.files("casstrace.probes.bcc").joinpath("capture.c").read_text()
+    declared = set(re.findall(r"^BPF_HASH\((\w+),", source, re.MULTILINE))
+    every = ProgramOptions(follow_children=True, thread_slot_ns=1_000_000)
+    assert len(declared) == 12 and set(every.hash_maps) == declared and len(every.hash_maps) == len(declared)
+    assert set(ProgramOptions().hash_maps) == declared - {"thread_io", "followed"}
