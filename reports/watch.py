@@ -80,6 +80,22 @@ VERSION = 1
 
 def document(watch: Watch, top: int | None = None) -> Document:
     """The report; `top` limits the statements detailed (the JSON keeps them all)."""
+    shown = watch.statements[:top] if top else watch.statements
+    sections = [_head(watch), _ranking(shown)]
+    sections += [_statement_section(rank, statement) for rank, statement in enumerate(shown, start=1)]
+    sections.append(_unexplained(watch))
+    if watch.table_costs is not None:
+        sections.append(Section("Tables: flushes and requests during the watch", _tables(watch)))
+    if watch.table_writes or watch.hints:
+        sections.append(table_writes.section(watch.table_writes, watch.table_findings, watch.hints))
+    if watch.profile is not None:
+        sections.append(common.profile_section(watch.profile, "watch --profile"))
+    if watch.context:
+        sections.append(Section("Context", [Items([(key, str(value)) for key, value in watch.context.items()])]))
+    return Document("casstrace watch: the statements behind the node's reads", data(watch), sections)
+
+
+def _head(watch: Watch) -> Section:
     head: list[Block] = [
         Paragraph(
             f"Statements the node served in {watch.duration_s:.0f} s, ranked by the storage bytes they "
@@ -89,101 +105,98 @@ def document(watch: Watch, top: int | None = None) -> Document:
         )
     ]
     head += [Paragraph(warning, "warning") for warning in watch.warnings]
-    shown = watch.statements[:top] if top else watch.statements
-    sections = [Section(None, head)]
-    if shown:
-        ranking: Block = Table(
-            (
-                "#",
-                "Statement",
-                "Sampled",
-                "Est. executions",
-                "Read / execution",
-                "Data / execution",
-                "Written / execution",
-                "Rows / execution",
-                "Bytes / row",
-                "p50",
-                "p99",
-                "p99 without pauses",
-            ),
-            [_row(rank, s) for rank, s in enumerate(shown, start=1)],
-        )
-    else:
-        ranking = Paragraph(
-            "No statement was sampled: the node served none, or too few for the sample "
-            "probability (raise --sample, or watch longer).",
-            "warning",
-        )
-    sections.append(Section("Statements", [ranking]))
-    for rank, statement in enumerate(shown, start=1):
-        blocks: list[Block] = [Code(statement.statement)]
-        blocks.append(
-            Items(
-                [
-                    (
-                        "executions",
-                        f"{statement.sampled_executions} sampled, about {statement.estimated_executions:,.0f} in all",
-                    ),
-                    (
-                        "read per execution",
-                        f"{human_bytes(statement.sstable_read_bytes_per_execution)} from SSTables, of "
-                        f"which {human_bytes(statement.data_read_bytes_per_execution)} from Data files",
-                    ),
-                    (
-                        "verdict",
-                        statement.verdict
-                        + (
-                            f" (the necessary read of its rows: "
-                            f"{human_bytes(statement.necessary_bytes_per_execution)} per execution)"
-                            if statement.necessary_bytes_per_execution is not None
-                            else " (no necessary read: the table's storage or the rows are not known)"
-                        ),
-                    ),
-                    ("rows per execution", _number(statement.rows_per_execution)),
-                    (
-                        "bytes per row",
-                        human_bytes(statement.bytes_per_row) if statement.bytes_per_row is not None else "—",
-                    ),
-                    ("latency (node)", f"p50 {_ms(statement.latency_p50_s)}, p99 {_ms(statement.latency_p99_s)}"),
-                    ("latency without the JVM's pauses", _without_pauses(statement)),
-                    ("consistency", ", ".join(statement.consistency) or "—"),
-                    *(written_items(statement.write) if statement.write else []),
-                ]
-            )
-        )
-        if statement.components:
-            blocks.append(
-                Table(
-                    ("Table", "Component", "Read / execution", "Syscalls", "Page-cache fills"),
-                    [
-                        (
-                            c.table,
-                            c.component,
-                            human_bytes(c.bytes_per_execution),
-                            human_bytes(c.syscall_bytes_per_execution),
-                            human_bytes(c.cache_miss_bytes_per_execution),
-                        )
-                        for c in statement.components
-                    ],
-                )
-            )
-        if statement.unmatched_threads:
-            blocks.append(
+    return Section(None, head)
+
+
+def _ranking(shown: list[StatementIO]) -> Section:
+    if not shown:
+        return Section(
+            "Statements",
+            [
                 Paragraph(
-                    f"Events on threads with no known thread id ({', '.join(statement.unmatched_threads)}): "
-                    "their reads are not counted here.",
+                    "No statement was sampled: the node served none, or too few for the sample "
+                    "probability (raise --sample, or watch longer).",
                     "warning",
                 )
+            ],
+        )
+    headers = (
+        "#",
+        "Statement",
+        "Sampled",
+        "Est. executions",
+        "Read / execution",
+        "Data / execution",
+        "Written / execution",
+        "Rows / execution",
+        "Bytes / row",
+        "p50",
+        "p99",
+        "p99 without pauses",
+    )
+    return Section("Statements", [Table(headers, [_row(rank, s) for rank, s in enumerate(shown, start=1)])])
+
+
+def _statement_section(rank: int, statement: StatementIO) -> Section:
+    blocks: list[Block] = [Code(statement.statement), Items(_statement_items(statement))]
+    if statement.components:
+        blocks.append(
+            Table(
+                ("Table", "Component", "Read / execution", "Syscalls", "Page-cache fills"),
+                [
+                    (
+                        c.table,
+                        c.component,
+                        human_bytes(c.bytes_per_execution),
+                        human_bytes(c.syscall_bytes_per_execution),
+                        human_bytes(c.cache_miss_bytes_per_execution),
+                    )
+                    for c in statement.components
+                ],
             )
-        blocks.append(common.findings_block(None, statement.findings, statement.data_read_bytes_per_execution))
-        if statement.run_command in INSTEAD_OF_RUN:
-            blocks.append(Paragraph(f"Measure it alone: {statement.run_command}", "muted"))
-        else:
-            blocks.append(Paragraph("Measure it alone, precisely (fill in the ? values):", "muted"))
-            blocks.append(Code(statement.run_command))
-        sections.append(Section(f"{rank}. {_short(statement.statement)}", blocks))
-    blocks = [Paragraph(describe_share(watch))]
+        )
+    if statement.unmatched_threads:
+        blocks.append(
+            Paragraph(
+                f"Events on threads with no known thread id ({', '.join(statement.unmatched_threads)}): "
+                "their reads are not counted here.",
+                "warning",
+            )
+        )
+    blocks.append(common.findings_block(None, statement.findings, statement.data_read_bytes_per_execution))
+    if statement.run_command in INSTEAD_OF_RUN:
+        blocks.append(Paragraph(f"Measure it alone: {statement.run_command}", "muted"))
+    else:
+        blocks.append(Paragraph("Measure it alone, precisely (fill in the ? values):", "muted"))
+        blocks.append(Code(statement.run_command))
+    return Section(f"{rank}. {_short(statement.statement)}", blocks)
+
+
+def _statement_items(statement: StatementIO) -> list[tuple[str, str]]:
+    necessary = (
+        f" (the necessary read of its rows: {human_bytes(statement.necessary_bytes_per_execution)} per execution)"
+        if statement.necessary_bytes_per_execution is not None
+        else " (no necessary read: the table's storage or the rows are not known)"
+    )
+    return [
+        ("executions", f"{statement.sampled_executions} sampled, about {statement.estimated_executions:,.0f} in all"),
+        (
+            "read per execution",
+            f"{human_bytes(statement.sstable_read_bytes_per_execution)} from SSTables, of "
+            f"which {human_bytes(statement.data_read_bytes_per_execution)} from Data files",
+        ),
+        ("verdict", statement.verdict + necessary),
+        ("rows per execution", _number(statement.rows_per_execution)),
+        ("bytes per row", human_bytes(statement.bytes_per_row) if statement.bytes_per_row is not None else "—"),
+        ("latency (node)", f"p50 {_ms(statement.latency_p50_s)}, p99 {_ms(statement.latency_p99_s)}"),
+        ("latency without the JVM's pauses", _without_pauses(statement)),
+        ("consistency", ", ".join(statement.consistency) or "—"),
+        *(written_items(statement.write) if statement.write else []),
+    ]
+
+
+def _unexplained(watch: Watch) -> Section:
+    blocks: list[Block] = [Paragraph(describe_share(watch))]
     if watch.unexplained:
         blocks.append(
             Table(
@@ -205,16 +218,7 @@ def document(watch: Watch, top: int | None = None) -> Document:
             )
         )
     blocks += [Paragraph(note, "muted") for note in watch.notes]
-    sections.append(Section("What the sampled sessions do not explain", blocks))
-    if watch.table_costs is not None:
-        sections.append(Section("Tables: flushes and requests during the watch", _tables(watch)))
-    if watch.table_writes or watch.hints:
-        sections.append(table_writes.section(watch.table_writes, watch.table_findings, watch.hints))
-    if watch.profile is not None:
-        sections.append(common.profile_section(watch.profile, "watch --profile"))
-    if watch.context:
-        sections.append(Section("Context", [Items([(key, str(value)) for key, value in watch.context.items()])]))
-    return Document("casstrace watch: the statements behind the node's reads", data(watch), sections)
+    return Section("What the sampled sessions do not explain", blocks)
 
 
 def data(watch: Watch) -> dict:
