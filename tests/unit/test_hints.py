@@ -11,6 +11,7 @@ from casstrace.reports import render
 from casstrace.reports.prometheus import Exposition
 from casstrace.reports.watch import document
 from casstrace.traces.queries import ThreadIO
+from test_table_writes import io
 
 DOWN = "5b1b4b7e-3c1d-4f5e-9a2b-0c1d2e3f4a5b"
 BACK = "00000000-0000-4000-8000-000000000002"
@@ -23,10 +24,6 @@ FILES = {
 }
 WRITER, DISPATCHER, READER = 1, 2, 3
 THREADS = {WRITER: "HintsWriteExecutor:1", DISPATCHER: "HintsDispatcher:1", READER: "ReadStage-1"}
-
-
-def io(tid: int, slot: int, file_id: int, read: int = 0, written: int = 0) -> ThreadIO:
-    return ThreadIO(tid, slot, file_id, 1 if read else 0, read, 0, None, 1 if written else 0, written, None, None)
 
 
 # 3,000 + 1,000 bytes of hints stored for the replica that is down, 8 of their checksum; 2,500 bytes
