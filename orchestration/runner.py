@@ -398,7 +398,7 @@ def _local_capture(capture_factory: CaptureFactory, setup: _Setup, plan: RunPlan
 
 @dataclass
 class _Sample:
-    """What the executions run with, from the sample before the capture (_read_sample): the page size,
+    """What the executions run with, from the sample before the capture (_sample): the page size,
     the shape of the result's leaf values, the whole cells the statement selects parts of."""
 
     pages: Paging
@@ -416,18 +416,38 @@ def _sample(
     generated: GeneratedValues | None,
     phases: Phases,
 ) -> _Sample:
-    """A read's sample (a write has no result to page, sample or digest); warned of when no page of it
-    is within --page-bytes."""
+    """A read's first rows, sampled before the capture (the sample is no execution's): the page size
+    its executions use (warned of when no page is within --page-bytes), the shape of its result's leaf
+    values (digested in the tracing execution: how its data is told in another shape), and its whole
+    cells when it selects an element or a field. A write has no result to page, sample or digest."""
     if generated is not None:
-        sample = _Sample(Paging(0, False, None, None, "a write: no result to page"), None, None)
-    else:
-        sample = _Sample(*_read_sample(node, prepared, query, options, cassandra, process, phases))
-    if sample.pages.row_over_budget:
+        return _Sample(Paging(0, False, None, None, "a write: no result to page"), None, None)
+    with phases("choose page size"):
+        shape = query_shape(
+            node.session,
+            prepared,
+            query,
+            next(iter(cassandra["tables"]), None),
+            process.max_heap_bytes if process is not None else None,
+        )
+        pages = paging(
+            node.session,
+            prepared,
+            options.consistency,
+            options.page_size,
+            options.page_bytes,
+            shape,
+            options.allow_large_rows,
+        )
+        leaf_shape = statement_shape(node.session, prepared)
+    with phases("sample whole cells"):  # an element or a field: what the node reads is the whole cell
+        cells = whole_cells(node.session, query, options.consistency, options.page_bytes, shape)
+    if pages.row_over_budget:
         warn(
-            f"a row of this query holds {sample.pages.sampled_row_bytes:,} B, more than --page-bytes "
+            f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "
             f"({options.page_bytes:,} B): no page is within the budget; running one row a page"
         )
-    return sample
+    return _Sample(pages, leaf_shape, cells)
 
 
 @dataclass
@@ -541,41 +561,6 @@ class _Recording:
         if self.served:
             threads = [self.thread_ids] if setup.agents is None else _agents_threads(writer, plan.nodes)
             _write_serving(writer, self.served, threads)
-
-
-def _read_sample(
-    node: NodeSession,
-    prepared: PreparedStatement,
-    query: str,
-    options: RunOptions,
-    cassandra: CassandraMeta,
-    process: CassandraProcess | None,
-    phases: Phases,
-) -> tuple[Paging, RowShape | None, WholeCellsMeta | None]:
-    """A read's first rows, sampled before the capture (the sample is no execution's): the page size
-    its executions use, the shape of its result's leaf values (digested in the tracing execution: how
-    its data is told in another shape), and its whole cells when it selects an element or a field."""
-    with phases("choose page size"):
-        shape = query_shape(
-            node.session,
-            prepared,
-            query,
-            next(iter(cassandra["tables"]), None),
-            process.max_heap_bytes if process is not None else None,
-        )
-        pages = paging(
-            node.session,
-            prepared,
-            options.consistency,
-            options.page_size,
-            options.page_bytes,
-            shape,
-            options.allow_large_rows,
-        )
-        leaf_shape = statement_shape(node.session, prepared)
-    with phases("sample whole cells"):  # an element or a field: what the node reads is the whole cell
-        cells = whole_cells(node.session, query, options.consistency, options.page_bytes, shape)
-    return pages, leaf_shape, cells
 
 
 @dataclass
