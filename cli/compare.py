@@ -13,7 +13,9 @@ from casstrace.errors import CasstraceError
 from casstrace.node.consistency import CONSISTENCY_LEVELS
 
 if TYPE_CHECKING:
-    from casstrace.analyses.compare import PayloadCheck
+    from casstrace.analyses.compare import Comparison, PayloadCheck
+    from casstrace.analyses.model import Analysis
+    from casstrace.analyses.verdict_rule import VerdictRule
 from casstrace.outputs import check_output
 from casstrace.terminal import printable
 
@@ -111,40 +113,18 @@ def command(
     Exit status: 0, or 1 when a gate asked for (--fail-if-worse, --max-amplification) fails, or 2
     on an error (including different data).
     """
-    from casstrace.analyses import analyse
     from casstrace.analyses.compare import compare
     from casstrace.analyses.verdict_rule import VerdictRule
-    from casstrace.reports import default_output, report_format
-    from casstrace.reports.comparison import document
 
-    live = before is not None or after is not None
-    if live == bool(traces) or (live and (before is None or after is None)) or (traces and len(traces) != 2):
-        raise CasstraceError(
-            "give either two traces or both --before and --after",
-            'casstrace compare A.trace B.trace, or casstrace compare --before "SELECT ..." --after "SELECT ..."',
-        )
-    if output is not None:  # before anything runs: a refusal costs nothing
-        from casstrace.node.connection import configuration_files
-
-        check_output(output, force, inputs=[*traces, *(configuration_files(run_options["cqlshrc"]) if live else [])])
+    live = check_arguments(traces, before, after, output, force, run_options)
     if live:
-        assert before is not None and after is not None  # checked above
+        assert before is not None and after is not None  # check_arguments refused a missing one
         payload, paths = run_both(before, after, traces_dir, run_options, after_consistency)
         traces = tuple(paths)
         labels = ("before", "after")
     else:
         payload, labels = None, ("A", "B")
-    first, second = (analyse(path, VerdictRule(threshold, min_excess)) for path in traces)
-    for analysis, path, label in zip((first, second), traces, labels):
-        if not any(execution.kind == "measured" for execution in analysis.executions):
-            raise CasstraceError(
-                f"{path} ({label}) has no measured executions: it is a watch, capture or import trace, and a "
-                "comparison is per execution of one query",
-                "compare two traces of `casstrace run`, or give --before and --after",
-            )
-    if live:
-        for analysis, path in zip((first, second), traces):
-            run_cli.require_success(analysis, path)
+    first, second = analyse_both(traces, labels, VerdictRule(threshold, min_excess), live)
     comparison = compare(
         first,
         second,
@@ -156,6 +136,66 @@ def command(
     )
     if comparison.payload.status == "different":
         raise refusal(comparison.payload.summary, live)
+    report(comparison, format_, output, color, force, traces)
+    if comparison.failed_gates:
+        click.get_current_context().exit(GATE_FAILED)
+
+
+def check_arguments(
+    traces: tuple[Path, ...],
+    before: str | None,
+    after: str | None,
+    output: Path | None,
+    force: bool,
+    run_options: dict[str, Any],
+) -> bool:
+    """Whether the two queries run live; refused unless two traces or both queries are given, and --output
+    refused before anything runs (a refusal costs nothing)."""
+    live = before is not None or after is not None
+    if live == bool(traces) or (live and (before is None or after is None)) or (traces and len(traces) != 2):
+        raise CasstraceError(
+            "give either two traces or both --before and --after",
+            'casstrace compare A.trace B.trace, or casstrace compare --before "SELECT ..." --after "SELECT ..."',
+        )
+    if output is not None:
+        from casstrace.node.connection import configuration_files
+
+        check_output(output, force, inputs=[*traces, *(configuration_files(run_options["cqlshrc"]) if live else [])])
+    return live
+
+
+def analyse_both(
+    traces: tuple[Path, ...], labels: tuple[str, str], rule: "VerdictRule", live: bool
+) -> "tuple[Analysis, Analysis]":
+    """Both traces analysed; each must hold a query's measured executions, and a live run's must have
+    succeeded (run_cli.require_success)."""
+    from casstrace.analyses import analyse
+
+    first, second = (analyse(path, rule) for path in traces)
+    for analysis, path, label in zip((first, second), traces, labels):
+        if not any(execution.kind == "measured" for execution in analysis.executions):
+            raise CasstraceError(
+                f"{path} ({label}) has no measured executions: it is a watch, capture or import trace, and a "
+                "comparison is per execution of one query",
+                "compare two traces of `casstrace run`, or give --before and --after",
+            )
+    if live:
+        for analysis, path in zip((first, second), traces):
+            run_cli.require_success(analysis, path)
+    return first, second
+
+
+def report(
+    comparison: "Comparison",
+    format_: str,
+    output: Path | None,
+    color: bool | None,
+    force: bool,
+    traces: tuple[Path, ...],
+) -> None:
+    """The comparison in `format_`, with its summary and each gate's outcome (default: beside the second trace)."""
+    from casstrace.reports import default_output, report_format
+    from casstrace.reports.comparison import document
 
     if output is None:
         output = default_output(format_, Path(traces[1]).with_suffix(f".compare{report_format(format_).suffix}"))
@@ -169,8 +209,6 @@ def command(
         force,
         inputs=traces,
     )
-    if comparison.failed_gates:
-        click.get_current_context().exit(GATE_FAILED)
 
 
 def refusal(difference: str, live: bool) -> CasstraceError:

@@ -29,6 +29,7 @@ from casstrace.errors import CasstraceError
 from casstrace.node.consistency import CONSISTENCY_LEVELS
 from casstrace.node.paging import DEFAULT_CQL_PAGE_BYTES, MAX_PAGE_ROWS
 from casstrace.outputs import check_output
+from casstrace.phases import Phases
 from casstrace.probes.backends import BACKENDS, DEFAULT_BACKEND, started
 from casstrace.terminal import printable
 
@@ -202,37 +203,22 @@ def command(
 
     Every replica of the queried partition whose JVM runs on this machine is captured too, on the same
     windows (and those elsewhere with --ssh or --hosts)."""
-    from casstrace.phases import Phases
-
     phases = Phases()
-    if (query is None) == (query_file is None):
-        raise CasstraceError(
-            "give the query either as an argument or with --file, not both or neither",
-            'casstrace run "SELECT ..." or casstrace run --file query.cql',
-        )
-    text = read_statements(query_file) if query_file is not None else query or ""
+    text = statement_text(query, query_file)
     pid = watched_jvm(pid, container)  # before any thread starts: see node.namespaces
     # The probes compile on another core from here on; this core loads the driver and the rest of
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
-        from casstrace.node.connection import configuration_files, resolve_settings
+        from casstrace.node.connection import resolve_settings
         from casstrace.orchestration.runner import RunOptions, run
         from casstrace.orchestration.targets import RemoteSettings, parse_hosts
-        from casstrace.reports import beside_trace, report_format
 
-        if out is not None:  # refused before anything connects; the default names are always new
-            inputs = [path for path in (query_file, ssh_config) if path] + configuration_files(cqlshrc)
-            check_output(out, force, inputs)
-            if not no_html:
-                check_output(beside_trace(out, "html"), force, inputs)
-        if not no_html:
-            report_format("html")  # loads plotly now, while the probes compile, not after the run
-        settings = resolve_settings(
-            host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout, node_pid=pid
-        )
+        prepare_outputs(out, not no_html, force, [path for path in (query_file, ssh_config) if path], cqlshrc)
         options = RunOptions(
             query=text,
-            connection=settings,
+            connection=resolve_settings(
+                host, port, username, ssl_enabled, cqlshrc, connect_timeout, request_timeout, node_pid=pid
+            ),
             keyspace=keyspace,
             pid=pid,
             repeat=repeat,
@@ -257,6 +243,32 @@ def command(
         report(path, html=not no_html, force=force, rule=rule)
     if timings:
         click.echo(phases.summary(), err=True)
+
+
+def statement_text(query: str | None, query_file: Path | None) -> str:
+    """The statement to run, from the command line or --file (one of them)."""
+    if (query is None) == (query_file is None):
+        raise CasstraceError(
+            "give the query either as an argument or with --file, not both or neither",
+            'casstrace run "SELECT ..." or casstrace run --file query.cql',
+        )
+    return read_statements(query_file) if query_file is not None else query or ""
+
+
+def prepare_outputs(out: Path | None, html: bool, force: bool, inputs: list[Path], cqlshrc: Path | None) -> None:
+    """--out and the HTML report beside it, refused before anything connects (the default names are
+    always new; `inputs`: the files the run reads, besides the cqlsh configuration files); the HTML
+    renderer loaded now, while the probes compile, not after the run."""
+    from casstrace.node.connection import configuration_files
+    from casstrace.reports import beside_trace, report_format
+
+    if out is not None:
+        inputs = inputs + configuration_files(cqlshrc)
+        check_output(out, force, inputs)
+        if html:
+            check_output(beside_trace(out, "html"), force, inputs)
+    if html:
+        report_format("html")  # loads plotly
 
 
 def report(

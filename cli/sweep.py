@@ -163,7 +163,7 @@ def command(
     node's heap (its memtables): a larger sweep needs a larger --heap.
     """
     from casstrace.analyses.verdict_rule import VerdictRule
-    from casstrace.sandbox.sweep import SweepPlan, heap_bytes, queries, run_sweep, trace_path
+    from casstrace.sandbox.sweep import SweepPlan
 
     rule = VerdictRule(threshold, min_excess)
 
@@ -171,31 +171,32 @@ def command(
         raise CasstraceError(
             f"--max-columns {max_columns} is below --min-columns {min_columns}", "give --max-columns >= --min-columns"
         )
+    delivery = (format_, output, force, color)
     if table_counts:
-        sweep_tables(data_dir, table_counts, writes, value_bytes, keep, traces_dir, (format_, output, force, color))
+        sweep_tables(data_dir, table_counts, writes, value_bytes, keep, traces_dir, delivery)
         return
+    columns = tuple(range(min_columns, max_columns + 1, step))
     if layouts:
-        sweep_layouts(
-            data_dir,
-            tuple(range(min_columns, max_columns + 1, step)),
-            layouts,
-            rows,
-            row_bytes,
-            (repeat, warmup, keep),
-            traces_dir,
-            (format_, output, force, color),
-            rule,
-        )
+        sweep_layouts(data_dir, columns, layouts, rows, row_bytes, (repeat, warmup, keep), traces_dir, delivery, rule)
         return
     plan = SweepPlan(
-        columns=tuple(range(min_columns, max_columns + 1, step)),
-        rows=rows,
-        cell_bytes=cell_bytes,
-        repeat=repeat,
-        warmup=warmup,
-        cold=cold,
-        keep=keep,
+        columns=columns, rows=rows, cell_bytes=cell_bytes, repeat=repeat, warmup=warmup, cold=cold, keep=keep
     )
+    sweep_columns(data_dir, plan, traces_dir, delivery, rule)
+
+
+def sweep_columns(
+    data_dir: Path,
+    plan: "SweepPlan",
+    traces_dir: Path | None,
+    delivery: tuple[str, Path | None, bool, bool | None],
+    rule: "VerdictRule",
+) -> None:
+    """The column-count study: each N in turn, wide_N against narrow_N; an interrupted sweep reports
+    the column counts it has."""
+    from casstrace.sandbox.sweep import heap_bytes, queries, run_sweep, trace_path
+
+    _, output, force, _ = delivery
     plan.check()
     sandbox, traces_dir, _ = prepared(
         data_dir,
@@ -230,7 +231,7 @@ def command(
         elapsed,
         stopped,
         queries(plan.spec(plan.columns[-1])),
-        (format_, output, force, color),
+        delivery,
         rule,
     )
 

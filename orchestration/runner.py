@@ -268,169 +268,160 @@ def run(options: RunOptions, phases: Phases | None = None, started_backend: Star
             # a write's values, one set per execution (refused here when casstrace cannot make them)
             generated = GeneratedValues([c.type for c in prepared.column_metadata]) if writes(query) else None
         plan = plan_run(node, prepared, query, options, phases)
-        process, cassandra, keyspace, targets = plan.process, plan.cassandra, plan.keyspace, plan.targets
-        cold: Cold | None = None
-        profiled: ProfiledWindows | None = None
-        agents: AgentsCapture | None = None
-        node_start: int | None = None
-        sources: list[WindowSource] = []
-        if plan.several:
-            if started_backend is not None:  # each agent compiles its own: none of this one may run beside them
-                started_backend.release(wait=True)
-            agents = AgentsCapture(targets, primary_node_id=plan.nodes[0].node_id)
-            stack.callback(agents.discard)
-            capture: Capture = agents
-            cold = AgentsCold(agents) if options.cold else None
-        else:
-            assert process is not None or targets[0].options.pid is not None
-            process = (
-                process
-                if process is not None and process.pid == targets[0].options.pid
-                else find_cassandra(targets[0].options.pid)
-            )
-            node_start = process_start(process.pid)  # the JVM, not just its pid: for a node that goes away
-            # What a killed casstrace left changed on this node, put back before this one changes anything.
-            # A record it cannot read is warned of: run changes no trace probability.
-            restore_left_behind(process, lambda: nodetool_for(process), strict=False)
-            if options.cold:
-                # Fails here, before a probe attaches, when the mapped pages cannot be pushed out.
-                # (Again before each execution, in its turn.)
-                local_cold = LocalCold(process.pid, context.table_file_keys(process.pid, cassandra))
-                local_cold.before_execution()
-                cold = local_cold
-            # The mapped pages and CPU time of each execution, measured around its window (outside it).
-            sources += node_sources(
-                process.pid, cassandra["data_file_directories"], options.connection.port, node.client_addresses()
-            )
-            for source in sources:  # stopped by the recording too; this covers a refusal before it starts
-                stack.callback(source.stop)
-            if options.profile:
-                with phases("fetch profiler"):
-                    profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
-                stack.callback(profiler.cleanup)
-                # From before the first measured execution to before the tracing one.
-                profiled = ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases)
-                sources.append(profiled)
-
-        if generated is not None:  # a write: no result to page, sample or digest
-            pages, leaf_shape, cells = Paging(0, False, None, None, "a write: no result to page"), None, None
-        else:
-            pages, leaf_shape, cells = _read_sample(node, prepared, query, options, cassandra, process, phases)
-        if pages.row_over_budget:
-            warn(
-                f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "
-                f"({options.page_bytes:,} B): no page is within the budget; running one row a page"
-            )
+        setup = _set_up(stack, plan, node, options, started_backend, phases)
+        sample = _sample(node, prepared, query, options, plan.cassandra, setup.process, generated, phases)
         writer = TraceWriter(options.out or default_trace_path(query), force=options.force)
         try:
-            if agents is None:
-                assert process is not None
-                thread_slot_ns = run_thread_slot_ns(capture_factory.capabilities)
-                asked = CaptureOptions(thread_slot_ns=thread_slot_ns, all_syscalls=options.all_syscalls)
-                capture = capture_factory(
-                    process.pid,
-                    extra_dirs=cassandra["data_file_directories"],
-                    options=asked if asked != CaptureOptions() else None,
-                )
+            capture = (
+                setup.agents if setup.agents is not None else _local_capture(capture_factory, setup, plan, options)
+            )
         except BaseException:
             writer.discard()
             raise
-        executions: list[ClientExecution] = []
-        query_trace: list[QueryTraceSession] = []
-        served: list[tuple[int, SampledSession]] = []  # (execution, its traced session), one a page
         # the one JVM's threads (a single node's run), named by every address its node goes by
         one = next(planned for planned in plan.nodes if planned.target is not None).node
-        thread_ids = ThreadIds(one.addresses() | (node.own_addresses() if one.coordinator else set()))
-        own_connections = node.client_addresses()
-
-        went_away: list[str] = []  # why, once the node went away during the run
-
-        def body(windows: Windows) -> str | None:
-            with phases("run the query"):
-                ended = _execute_all(
-                    windows, cold, node, prepared, options, pages, executions, own_connections, leaf_shape, generated
-                )
-            local = process if agents is None else None  # this machine's one JVM of a single-node run
-            if ended is not None and local is not None and going_away(local.pid, node_start, options.connection.port):
-                went_away.append(gone_message(local))
-                return went_away[0]
-            return ended
-
-        def collect(interrupted: bool) -> None:
-            """Cassandra's own trace of the tracing execution, once the probes are off the node (not
-            when interrupted: stopping must take seconds, and the run is incomplete anyway)."""
-            tracing = next((e for e in executions if e.kind == "tracing" and e.result), None)
-            if tracing is not None and tracing.result is not None and not interrupted:
-                try:
-                    with phases("read the node's query trace"):
-                        query_trace.extend(query_traces(tracing.result))
-                except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
-                    warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
-            if not interrupted and not went_away:  # the node's to say
-                try:
-                    with phases("read the executions' threads"):
-                        served.extend(_serving_sessions(node, executions, query))
-                        if agents is None and process is not None:  # each agent lists its own JVM's
-                            thread_ids.add(java_thread_ids(process.pid))
-                        if profiled is not None and served:  # the profile keeps the serving threads' only
-                            _, spans = session_rows([session for _, session in served], [thread_ids], clock_offset_ns())
-                            profiled.serving = ServingSpans((s["tid"], s["first_ns"], s["last_ns"]) for s in spans)
-                except Exception as error:  # the reads stay charged by window: said in the report
-                    warn(f"the threads that served each execution could not be read ({error})")
-                    served.clear()
-
-        def annotate(writer: TraceWriter) -> None:
-            if cold is not None:
-                writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": cold.paged_out})
-            agents_result = agents.stop() if agents is not None else None  # stopped already: its result
-            _write_nodes(writer, plan.nodes, agents, agents_result)
-            writer.set_meta(
-                query=stored_statement(query, options),
-                keyspace=keyspace,
-                consistency=options.consistency,
-                page_size=pages.page_size,
-                paging=pages.meta(),
-                **({"whole_cells": cells} if cells is not None else {}),
-                node={"host": options.connection.host, "port": options.connection.port, "pid": capture.pid},
-                cassandra=_cassandra_of_coordinator(cassandra, agents_result),
-                query_trace=query_trace,
-                replicas={
-                    "keyspace": keyspace,
-                    "consistency": options.consistency,
-                    "routing": plan.replicas.routing,
-                    "partitions": plan.replicas.partitions,
-                    "ssh": any(t.ssh is not None for t in targets),
-                },
-            )
-            # the analyses find the sockets that carried each execution's results by these (not stored: derived)
-            writer.set_meta(client_addresses=sorted(f"{ip}:{port}" for ip, port in node.client_addresses()))
-            digested = next((e.result.leaf_digest for e in executions if e.result and e.result.leaf_digest), None)
-            if digested is not None:
-                writer.set_meta(leaf_digest=digested)
-            if generated is not None:
-                writer.set_meta(write=_write_meta(query, len(prepared.column_metadata)))
-            _write_executions(writer, executions, write=generated is not None)
-            if served:
-                _write_serving(writer, served, [thread_ids] if agents is None else _agents_threads(writer, plan.nodes))
-
-        path = record(capture, writer, body, sources=sources, collect=collect, annotate=annotate, phases=phases)
-        if went_away:
-            raise NodeWentAway(went_away[0], path)
+        recording = _Recording(
+            options=options,
+            phases=phases,
+            query=query,
+            node=node,
+            prepared=prepared,
+            generated=generated,
+            plan=plan,
+            setup=setup,
+            sample=sample,
+            capture=capture,
+            thread_ids=ThreadIds(one.addresses() | (node.own_addresses() if one.coordinator else set())),
+            own_connections=node.client_addresses(),
+        )
+        path = record(
+            capture,
+            writer,
+            recording.body,
+            sources=setup.sources,
+            collect=recording.collect,
+            annotate=recording.annotate,
+            phases=phases,
+        )
+        if recording.went_away:
+            raise NodeWentAway(recording.went_away[0], path)
         return path
 
 
-def _read_sample(
+class Cold(Protocol):
+    """--cold: what makes every execution cold, before it, on every node captured."""
+
+    paged_out: int  # address space paged out before the last execution
+
+    def before_execution(self) -> None: ...
+
+
+@dataclass
+class _Setup:
+    """What a run captures with, set up before any probe counts: the agents of a run over several nodes,
+    or this machine's one JVM (`process`; in an agents' run, the plan's, which may be None) with its
+    window sources (the profile among them); and what makes every execution cold (--cold)."""
+
+    process: CassandraProcess | None
+    agents: AgentsCapture | None = None
+    node_start: int | None = None  # the one JVM's start: for a node that goes away during the run
+    cold: Cold | None = None
+    profiled: ProfiledWindows | None = None
+    sources: list[WindowSource] = field(default_factory=list)
+
+
+def _set_up(
+    stack: ExitStack,
+    plan: RunPlan,
+    node: NodeSession,
+    options: RunOptions,
+    started_backend: StartedBackend | None,
+    phases: Phases,
+) -> _Setup:
+    """The capture's agents, or this machine's one JVM made ready (_set_up_local); each undone by `stack`."""
+    if not plan.several:
+        return _set_up_local(stack, plan, node, options, phases)
+    if started_backend is not None:  # each agent compiles its own: none of this one may run beside them
+        started_backend.release(wait=True)
+    agents = AgentsCapture(plan.targets, primary_node_id=plan.nodes[0].node_id)
+    stack.callback(agents.discard)
+    return _Setup(plan.process, agents, cold=AgentsCold(agents) if options.cold else None)
+
+
+def _set_up_local(stack: ExitStack, plan: RunPlan, node: NodeSession, options: RunOptions, phases: Phases) -> _Setup:
+    """This machine's one JVM: what a killed casstrace left changed on it put back, --cold checked, its
+    window sources and the profiler (--profile) ready; each undone by `stack`."""
+    target = plan.targets[0]
+    assert plan.process is not None or target.options.pid is not None
+    process = (
+        plan.process
+        if plan.process is not None and plan.process.pid == target.options.pid
+        else find_cassandra(target.options.pid)
+    )
+    setup = _Setup(process, node_start=process_start(process.pid))  # the JVM, not just its pid
+    # What a killed casstrace left changed on this node, put back before this one changes anything.
+    # A record it cannot read is warned of: run changes no trace probability.
+    restore_left_behind(process, lambda: nodetool_for(process), strict=False)
+    if options.cold:
+        # Fails here, before a probe attaches, when the mapped pages cannot be pushed out.
+        # (Again before each execution, in its turn.)
+        local_cold = LocalCold(process.pid, context.table_file_keys(process.pid, plan.cassandra))
+        local_cold.before_execution()
+        setup.cold = local_cold
+    # The mapped pages and CPU time of each execution, measured around its window (outside it).
+    setup.sources += node_sources(
+        process.pid, plan.cassandra["data_file_directories"], options.connection.port, node.client_addresses()
+    )
+    for source in setup.sources:  # stopped by the recording too; this covers a refusal before it starts
+        stack.callback(source.stop)
+    if options.profile:
+        with phases("fetch profiler"):
+            profiler = AsyncProfiler(process.pid, progress=lambda line: print(line, file=sys.stderr))
+        stack.callback(profiler.cleanup)
+        # From before the first measured execution to before the tracing one.
+        setup.profiled = ProfiledWindows(profiler, {MEASURED_WINDOW}, warn, phases)
+        setup.sources.append(setup.profiled)
+    return setup
+
+
+def _local_capture(capture_factory: CaptureFactory, setup: _Setup, plan: RunPlan, options: RunOptions) -> Capture:
+    """The backend's capture of this machine's one JVM."""
+    assert setup.process is not None
+    thread_slot_ns = run_thread_slot_ns(capture_factory.capabilities)
+    asked = CaptureOptions(thread_slot_ns=thread_slot_ns, all_syscalls=options.all_syscalls)
+    return capture_factory(
+        setup.process.pid,
+        extra_dirs=plan.cassandra["data_file_directories"],
+        options=asked if asked != CaptureOptions() else None,
+    )
+
+
+@dataclass
+class _Sample:
+    """What the executions run with, from the sample before the capture (_sample): the page size,
+    the shape of the result's leaf values, the whole cells the statement selects parts of."""
+
+    pages: Paging
+    leaf_shape: RowShape | None
+    cells: WholeCellsMeta | None
+
+
+def _sample(
     node: NodeSession,
     prepared: PreparedStatement,
     query: str,
     options: RunOptions,
     cassandra: CassandraMeta,
     process: CassandraProcess | None,
+    generated: GeneratedValues | None,
     phases: Phases,
-) -> tuple[Paging, RowShape | None, WholeCellsMeta | None]:
+) -> _Sample:
     """A read's first rows, sampled before the capture (the sample is no execution's): the page size
-    its executions use, the shape of its result's leaf values (digested in the tracing execution: how
-    its data is told in another shape), and its whole cells when it selects an element or a field."""
+    its executions use (warned of when no page is within --page-bytes), the shape of its result's leaf
+    values (digested in the tracing execution: how its data is told in another shape), and its whole
+    cells when it selects an element or a field. A write has no result to page, sample or digest."""
+    if generated is not None:
+        return _Sample(Paging(0, False, None, None, "a write: no result to page"), None, None)
     with phases("choose page size"):
         shape = query_shape(
             node.session,
@@ -451,15 +442,125 @@ def _read_sample(
         leaf_shape = statement_shape(node.session, prepared)
     with phases("sample whole cells"):  # an element or a field: what the node reads is the whole cell
         cells = whole_cells(node.session, query, options.consistency, options.page_bytes, shape)
-    return pages, leaf_shape, cells
+    if pages.row_over_budget:
+        warn(
+            f"a row of this query holds {pages.sampled_row_bytes:,} B, more than --page-bytes "
+            f"({options.page_bytes:,} B): no page is within the budget; running one row a page"
+        )
+    return _Sample(pages, leaf_shape, cells)
 
 
-class Cold(Protocol):
-    """--cold: what makes every execution cold, before it, on every node captured."""
+@dataclass
+class _Recording:
+    """The capture's three steps for probes.recording.record: the executions in their windows (body), what
+    the node says of them once the probes are off it (collect), and the trace's meta and rows (annotate).
+    What the executions leave is kept here, from one step to the next."""
 
-    paged_out: int  # address space paged out before the last execution
+    options: RunOptions
+    phases: Phases
+    query: str
+    node: NodeSession
+    prepared: PreparedStatement
+    generated: GeneratedValues | None  # a write's values
+    plan: RunPlan
+    setup: _Setup
+    sample: _Sample
+    capture: Capture
+    thread_ids: ThreadIds  # the one JVM's threads (a single node's run)
+    own_connections: set[tuple[str, int]]
+    executions: list[ClientExecution] = field(default_factory=list)
+    query_trace: list[QueryTraceSession] = field(default_factory=list)
+    served: list[tuple[int, SampledSession]] = field(default_factory=list)  # (execution, its traced session)
+    went_away: list[str] = field(default_factory=list)  # why, once the node went away during the run
 
-    def before_execution(self) -> None: ...
+    def body(self, windows: Windows) -> str | None:
+        setup = self.setup
+        with self.phases("run the query"):
+            ended = _execute_all(
+                windows,
+                setup.cold,
+                self.node,
+                self.prepared,
+                self.options,
+                self.sample.pages,
+                self.executions,
+                self.own_connections,
+                self.sample.leaf_shape,
+                self.generated,
+            )
+        local = setup.process if setup.agents is None else None  # this machine's one JVM of a single-node run
+        if (
+            ended is not None
+            and local is not None
+            and going_away(local.pid, setup.node_start, self.options.connection.port)
+        ):
+            self.went_away.append(gone_message(local))
+            return self.went_away[0]
+        return ended
+
+    def collect(self, interrupted: bool) -> None:
+        """Cassandra's own trace of the tracing execution, once the probes are off the node (not
+        when interrupted: stopping must take seconds, and the run is incomplete anyway)."""
+        tracing = next((e for e in self.executions if e.kind == "tracing" and e.result), None)
+        if tracing is not None and tracing.result is not None and not interrupted:
+            try:
+                with self.phases("read the node's query trace"):
+                    self.query_trace.extend(query_traces(tracing.result))
+            except Exception as error:  # TraceUnavailable, a timeout: the capture is still worth keeping
+                warn(f"Cassandra's own query trace could not be read ({error}); the trace goes without it")
+        if not interrupted and not self.went_away:  # the node's to say
+            try:
+                with self.phases("read the executions' threads"):
+                    self._read_served()
+            except Exception as error:  # the reads stay charged by window: said in the report
+                warn(f"the threads that served each execution could not be read ({error})")
+                self.served.clear()
+
+    def _read_served(self) -> None:
+        """The threads that served each measured execution, from its traced sessions."""
+        setup = self.setup
+        self.served.extend(_serving_sessions(self.node, self.executions, self.query))
+        if setup.agents is None and setup.process is not None:  # each agent lists its own JVM's
+            self.thread_ids.add(java_thread_ids(setup.process.pid))
+        if setup.profiled is not None and self.served:  # the profile keeps the serving threads' only
+            _, spans = session_rows([session for _, session in self.served], [self.thread_ids], clock_offset_ns())
+            setup.profiled.serving = ServingSpans((s["tid"], s["first_ns"], s["last_ns"]) for s in spans)
+
+    def annotate(self, writer: TraceWriter) -> None:
+        options, plan, setup, pages = self.options, self.plan, self.setup, self.sample.pages
+        if setup.cold is not None:
+            writer.set_meta(cold={"page_cache_dropped": True, "mapped_bytes_paged_out": setup.cold.paged_out})
+        agents_result = setup.agents.stop() if setup.agents is not None else None  # stopped already: its result
+        _write_nodes(writer, plan.nodes, setup.agents, agents_result)
+        writer.set_meta(
+            query=stored_statement(self.query, options),
+            keyspace=plan.keyspace,
+            consistency=options.consistency,
+            page_size=pages.page_size,
+            paging=pages.meta(),
+            **({"whole_cells": self.sample.cells} if self.sample.cells is not None else {}),
+            node={"host": options.connection.host, "port": options.connection.port, "pid": self.capture.pid},
+            cassandra=_cassandra_of_coordinator(plan.cassandra, agents_result),
+            query_trace=self.query_trace,
+            replicas={
+                "keyspace": plan.keyspace,
+                "consistency": options.consistency,
+                "routing": plan.replicas.routing,
+                "partitions": plan.replicas.partitions,
+                "ssh": any(t.ssh is not None for t in plan.targets),
+            },
+        )
+        # the analyses find the sockets that carried each execution's results by these (not stored: derived)
+        writer.set_meta(client_addresses=sorted(f"{ip}:{port}" for ip, port in self.node.client_addresses()))
+        digested = next((e.result.leaf_digest for e in self.executions if e.result and e.result.leaf_digest), None)
+        if digested is not None:
+            writer.set_meta(leaf_digest=digested)
+        if self.generated is not None:
+            writer.set_meta(write=_write_meta(self.query, len(self.prepared.column_metadata)))
+        _write_executions(writer, self.executions, write=self.generated is not None)
+        if self.served:
+            threads = [self.thread_ids] if setup.agents is None else _agents_threads(writer, plan.nodes)
+            _write_serving(writer, self.served, threads)
 
 
 @dataclass

@@ -14,11 +14,6 @@ ALLOWED = {
     "probes/sysdig/scap_reader.py:ScapReader._scan": "per-event loop, twin of scap_scan.c",
     "probes/sysdig/scap_reader.py:ScapReader._state": "per state event, called from the compiled scan",
     "probes/sysdig/sysdig_import.py:ScapImporter._fold_python": "per-call loop, twin of scap_fold.c",
-    # Not split yet (issue 45 item 6).
-    "orchestration/runner.py:run": "not split yet",
-    "cli/run.py:command": "not split yet",
-    "cli/compare.py:command": "not split yet",
-    "cli/sweep.py:command": "not split yet",
 }
 
 
