@@ -26,6 +26,7 @@ import pytest
 
 import synthetic_traces as synthetic
 from casstrace.analyses import Analysis, analyse
+from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
@@ -191,6 +192,16 @@ def node_41() -> Iterator[Sandbox]:
     yield node
     if _started_here.pop("node_41", None) is not None:
         node.stop()
+
+
+@pytest.fixture(scope="module")
+def kept_capture() -> Iterator[KeptCapture]:
+    """One bcc capture kept attached across a module's in-process runs (orchestration.kept_capture):
+    compiled and attached once, detached once at the module's end (a detach is ~6 s of a run's ~10);
+    each run's trace is what a capture of its own writes (test_kept_capture). Not for a test of a
+    run's own attach, stop or detach."""
+    with KeptCapture() as capture:
+        yield capture
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ out, loaded once per node and kept (a table comment marks a finished load)."""
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 from cassandra.concurrent import execute_concurrent_with_args
 
@@ -133,10 +134,12 @@ def load(node: Sandbox, *, pathological: bool = True) -> None:
             session.execute(f"ALTER TABLE {KEYSPACE}.{table} WITH comment = '{LOADED}'")
 
 
-def traced(node: Sandbox, query: str, out: Path, capture: KeptCapture | None = None) -> Analysis:
-    """The query run on the node (repeat 2) and analysed; through `capture` when the module keeps one."""
-    options = RunOptions(query=query, connection=resolve_settings(node.host, node.native_port), out=out, repeat=2)
-    return analyse(capture.run(options) if capture is not None else run(options))
+def traced(node: Sandbox, query: str, out: Path, capture: KeptCapture | None = None, **options: Any) -> Analysis:
+    """The query run on the node and analysed: repeat 2 unless `options` (RunOptions' fields) say
+    otherwise; through `capture` when the module keeps one."""
+    settings = resolve_settings(node.host, node.native_port)
+    run_options = RunOptions(query=query, connection=settings, out=out, **({"repeat": 2} | options))
+    return analyse(capture.run(run_options) if capture is not None else run(run_options))
 
 
 def judged(analysis: Analysis) -> str:

@@ -18,15 +18,21 @@ import pytest
 from bpf_programs import wait_until_attached
 from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
-from casstrace.node.connection import resolve_settings
-from casstrace.orchestration.runner import RunOptions, run
 from casstrace.probes.proc import mapped_pages
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import WideTable, ensure_loaded
 from casstrace.traces import Trace
 from casstrace_cli import CASSTRACE
-from verdict_tables import NOT_FLAGGED, SAI_SHAPES, SHAPES_FLAGGED, SHAPES_NOT_FLAGGED, judged, load, load_shapes
-from verdict_tables import traced as verdict_traced
+from verdict_tables import (
+    NOT_FLAGGED,
+    SAI_SHAPES,
+    SHAPES_FLAGGED,
+    SHAPES_NOT_FLAGGED,
+    judged,
+    load,
+    load_shapes,
+    traced,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -37,12 +43,6 @@ MMAP_DATA_DIR = Path(
 )
 MMAP_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_NATIVE_PORT", "19142"))
 MMAP_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_MMAP_JMX_PORT", "17299"))
-
-
-def traced(node: Sandbox, query: str, out: Path, **options) -> Analysis:
-    return analyse(
-        run(RunOptions(query=query, connection=resolve_settings(node.host, node.native_port), out=out, **options))
-    )
 
 
 def data_files(analysis: Analysis):
@@ -69,16 +69,17 @@ def mmap_node() -> Iterator[Sandbox]:
 
 
 @pytest.fixture(scope="module")
-def warm(mmap_node, tmp_path_factory):
+def warm(mmap_node, kept_capture, tmp_path_factory):
     """The full-row read, warm (one warmup execution, the query served before): on the mmap node,
     and the same query on the test node, which reads its Data files with syscalls."""
     out = tmp_path_factory.mktemp("warm")
-    return traced(mmap_node, DEMO.wide_query, out / "mmap.trace", repeat=3)
+    return traced(mmap_node, DEMO.wide_query, out / "mmap.trace", kept_capture, repeat=3)
 
 
 @pytest.fixture(scope="module")
-def syscall_node_read(sandbox, demo_tables, tmp_path_factory) -> Analysis:
-    analysis = traced(sandbox, DEMO.wide_query, tmp_path_factory.mktemp("syscalls") / "wide.trace", repeat=2)
+def syscall_node_read(sandbox, demo_tables, kept_capture, tmp_path_factory) -> Analysis:
+    out = tmp_path_factory.mktemp("syscalls") / "wide.trace"
+    analysis = traced(sandbox, DEMO.wide_query, out, kept_capture, repeat=2)
     assert analysis.context["disk_access_mode"] in ("standard", "mmap_index_only")
     return analysis
 
@@ -95,9 +96,9 @@ def test_warm_full_row_read_on_an_mmap_node_is_flagged_by_the_mapped_pages(warm)
     assert warm.warmup is not None and warm.warmup.mapped_touched_bytes > 0  # reported, apart
 
 
-def test_warm_full_row_read_on_4_1_with_its_defaults_is_flagged(node_41, syscall_node_read, tmp_path):
+def test_warm_full_row_read_on_4_1_with_its_defaults_is_flagged(node_41, syscall_node_read, kept_capture, tmp_path):
     """Cassandra 4.1 as users run it: auto -> mmap, LZ4, warm, no --cold."""
-    analysis = traced(node_41, DEMO.wide_query, tmp_path / "41.trace", repeat=3)
+    analysis = traced(node_41, DEMO.wide_query, tmp_path / "41.trace", kept_capture, repeat=3)
     assert analysis.context["cassandra_version"].startswith("4.1")
     assert analysis.context["disk_access_mode"] in ("mmap", "auto")
     o = analysis.overall
@@ -203,34 +204,34 @@ def test_capture_of_the_jvm_measures_its_mapped_reads_as_run_does(mmap_node, war
         assert 0.95 <= touched / min(by_run) <= 1.1
 
 
-def test_narrow_refactor_and_select_star_on_an_mmap_node_are_not_flagged(mmap_node, tmp_path):
-    narrow = traced(mmap_node, DEMO.narrow_query, tmp_path / "narrow.trace", repeat=2)
+def test_narrow_refactor_and_select_star_on_an_mmap_node_are_not_flagged(mmap_node, kept_capture, tmp_path):
+    narrow = traced(mmap_node, DEMO.narrow_query, tmp_path / "narrow.trace", kept_capture, repeat=2)
     assert narrow.measures["mapped"]
     assert narrow.verdict.status == "not flagged", narrow.verdict.summary
-    star = traced(mmap_node, SELECT_STAR, tmp_path / "star.trace", repeat=1, page_size=20)
+    star = traced(mmap_node, SELECT_STAR, tmp_path / "star.trace", kept_capture, repeat=1, page_size=20)
     assert star.verdict.status == "not flagged", star.verdict.summary
     assert star.overall.carried_by == "mapped pages touched"
     assert star.overall.read is not None
     assert 0.8 <= star.overall.read <= 1.3
 
 
-def test_refused_clear_refs_gives_undetermined_not_not_flagged(mmap_node, tmp_path, monkeypatch):
+def test_refused_clear_refs_gives_undetermined_not_not_flagged(mmap_node, kept_capture, tmp_path, monkeypatch):
     def refuse(pid: int) -> None:
         raise mapped_pages.MappedPagesUnavailable(
             f"/proc/{pid}/clear_refs refused the clear (test hook)", "run casstrace as root on the node's host"
         )
 
     monkeypatch.setattr(mapped_pages, "clear_referenced", refuse)
-    analysis = traced(mmap_node, DEMO.narrow_query, tmp_path / "refused.trace", repeat=1)
+    analysis = traced(mmap_node, DEMO.narrow_query, tmp_path / "refused.trace", kept_capture, repeat=1)
     assert not analysis.measures["mapped"]
     assert analysis.verdict.status == "undetermined", analysis.verdict.summary
     assert "clear_refs refused the clear (test hook)" in analysis.verdict.summary
     assert analysis.verdict.fix == "run casstrace as root on the node's host"
 
 
-def test_cold_pushes_the_mapped_pages_out_without_a_restart(mmap_node, warm, tmp_path):
+def test_cold_pushes_the_mapped_pages_out_without_a_restart(mmap_node, warm, kept_capture, tmp_path):
     """The table is mapped and warm (the warm fixture ran): --cold must still read from the device."""
-    cold = traced(mmap_node, DEMO.wide_query, tmp_path / "cold.trace", repeat=1, warmup=0, cold=True)
+    cold = traced(mmap_node, DEMO.wide_query, tmp_path / "cold.trace", kept_capture, repeat=1, warmup=0, cold=True)
     (measured,) = [e for e in cold.executions if e.kind == "measured"]
     filled = sum(f.cache_miss_bytes for f in data_files(cold))
     assert filled > 0 and measured.amplification.cache_miss_bytes == filled
@@ -244,30 +245,30 @@ def test_cold_pushes_the_mapped_pages_out_without_a_restart(mmap_node, warm, tmp
 @pytest.mark.parametrize(
     "label", ["point read by full primary key", "all columns of one row", "latest rows of a small partition"]
 )
-def test_everyday_reads_on_a_warm_4_1_mmap_node_are_not_flagged(node_41, label, tmp_path):
+def test_everyday_reads_on_a_warm_4_1_mmap_node_are_not_flagged(node_41, label, kept_capture, tmp_path):
     """Everyday reads judged by the mapped pages the JVM touched (4.1 maps its Data files): the
     necessary read holds there too (tests/integration/test_verdict_classes.py has them on 5.0)."""
     load(node_41, pathological=False)
-    analysis = verdict_traced(node_41, NOT_FLAGGED[label], tmp_path / "q.trace")
+    analysis = traced(node_41, NOT_FLAGGED[label], tmp_path / "q.trace", kept_capture)
     assert analysis.context["disk_access_mode"] in ("mmap", "auto")
     assert analysis.overall.mapped_touched_bytes, judged(analysis)  # the read was seen, through the maps
     assert analysis.verdict.status == "not flagged", judged(analysis)
 
 
 @pytest.mark.parametrize("label", [label for label in SHAPES_NOT_FLAGGED if label not in SAI_SHAPES])
-def test_everyday_read_shapes_on_a_warm_4_1_mmap_node_are_not_flagged(node_41, label, tmp_path):
+def test_everyday_read_shapes_on_a_warm_4_1_mmap_node_are_not_flagged(node_41, label, kept_capture, tmp_path):
     """CQL's other read shapes (indexes, a view, DISTINCT, statics, IN on clustering, token ranges,
     counters, an element of a collection) on 4.1's mapped Data files: no read-ahead there (4.1 has
     no compressed_read_ahead_buffer_size), each judged with its own model all the same. 4.1 has no SAI."""
     load_shapes(node_41)
-    analysis = verdict_traced(node_41, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace")
+    analysis = traced(node_41, SHAPES_NOT_FLAGGED[label], tmp_path / "q.trace", kept_capture)
     assert analysis.context["disk_access_mode"] in ("mmap", "auto")
     assert analysis.verdict.status == "not flagged", judged(analysis)
 
 
-def test_rows_past_their_ttl_on_a_warm_4_1_mmap_node_are_flagged_as_expired_cells(node_41, tmp_path):
+def test_rows_past_their_ttl_on_a_warm_4_1_mmap_node_are_flagged_as_expired_cells(node_41, kept_capture, tmp_path):
     load_shapes(node_41)
     query, cause = SHAPES_FLAGGED["rows past their TTL"]
-    analysis = verdict_traced(node_41, query, tmp_path / "q.trace")
+    analysis = traced(node_41, query, tmp_path / "q.trace", kept_capture)
     assert analysis.verdict.status == "flagged", judged(analysis)
     assert analysis.findings[0].cause == cause, judged(analysis)

@@ -27,6 +27,7 @@ from casstrace.analyses.findings import live_rows, trace_counts
 from casstrace.node.gc_pauses import LOG_DIRECTORY_PREFIX
 from casstrace.node.jvm import jcmd_command
 from casstrace.node.paging import MAX_PAGE_ROWS
+from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace
 from casstrace_cli import casstrace
@@ -85,10 +86,10 @@ def counted(sandbox: Sandbox) -> Sandbox:
 
 @pytest.mark.parametrize("pk", list(COUNTED), ids=[f"{rows}-rows" for rows in COUNTED.values()])
 def test_count_of_a_partition_completes_within_twice_the_necessary_read(
-    counted: Sandbox, pk: int, tmp_path: Path
+    counted: Sandbox, pk: int, kept_capture: KeptCapture, tmp_path: Path
 ) -> None:
     out = tmp_path / "count.trace"
-    analysis = traced(counted, f"SELECT count(*) FROM {KEYSPACE}.counted WHERE pk = {pk}", out)
+    analysis = traced(counted, f"SELECT count(*) FROM {KEYSPACE}.counted WHERE pk = {pk}", out, kept_capture)
     with Trace(out) as trace:
         paging = trace.meta["paging"]
         executions = trace.rows("SELECT kind, rows, error FROM executions")
@@ -111,8 +112,11 @@ def small(sandbox: Sandbox) -> Sandbox:
     return sandbox
 
 
-def test_a_filtering_scan_of_a_small_table_is_flagged_with_the_scan_first(small: Sandbox, tmp_path: Path) -> None:
-    analysis = traced(small, f"SELECT a FROM {KEYSPACE}.small WHERE a = 777 ALLOW FILTERING", tmp_path / "f.trace")
+def test_a_filtering_scan_of_a_small_table_is_flagged_with_the_scan_first(
+    small: Sandbox, kept_capture: KeptCapture, tmp_path: Path
+) -> None:
+    query = f"SELECT a FROM {KEYSPACE}.small WHERE a = 777 ALLOW FILTERING"
+    analysis = traced(small, query, tmp_path / "f.trace", kept_capture)
     assert analysis.verdict.status == "flagged", judged(analysis)
     assert analysis.findings[0].cause == "filtering_scan", judged(analysis)
     assert analysis.findings[0].excess_share is not None and analysis.findings[0].excess_share > 0.9
@@ -125,8 +129,10 @@ def test_a_filtering_scan_of_a_small_table_is_flagged_with_the_scan_first(small:
     assert any("at 10x the table" in line for line in analysis.findings[0].evidence)
 
 
-def test_the_first_rows_of_a_small_table_are_not_flagged(small: Sandbox, tmp_path: Path) -> None:
-    analysis = traced(small, f"SELECT * FROM {KEYSPACE}.small LIMIT 10", tmp_path / "l.trace")
+def test_the_first_rows_of_a_small_table_are_not_flagged(
+    small: Sandbox, kept_capture: KeptCapture, tmp_path: Path
+) -> None:
+    analysis = traced(small, f"SELECT * FROM {KEYSPACE}.small LIMIT 10", tmp_path / "l.trace", kept_capture)
     assert analysis.verdict.status == "not flagged", judged(analysis)
 
 

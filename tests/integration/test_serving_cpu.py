@@ -17,7 +17,8 @@ from casstrace.analyses.model import Analysis
 from casstrace.analyses.units import ns_to_s
 from casstrace.traces import Trace
 from casstrace.traces.schema import THREAD_SLOT_NS
-from test_busy_node import KEY, other_client, point_table, reached, traced  # noqa: F401 (point_table: a fixture)
+from test_busy_node import KEY, other_client, point_table, reached  # noqa: F401 (point_table: a fixture)
+from verdict_tables import traced
 
 pytestmark = pytest.mark.integration
 
@@ -48,15 +49,16 @@ def measured_windows_s(analysis: Analysis) -> list[tuple[float, float]]:
     return [(ns_to_s(start), ns_to_s(end)) for start, end in rows]
 
 
-def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, tmp_path):
+def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, kept_capture, tmp_path):
     # The idle baseline is measured before and after the busy run and pooled: one idle run alone, first
     # on a node that has just served other tests, may stand well above the node's usual (CI saw it at
     # 1.35x the busy run's serving CPU), and a baseline that high hides the load it is there to show.
-    idle_before = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle-before.trace", repeat=REPEAT)
+    query = point_table.point_query(KEY)
+    idle_before = traced(sandbox, query, tmp_path / "idle-before.trace", kept_capture, repeat=REPEAT)
     with other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as load:
-        busy = traced(sandbox, point_table.point_query(KEY), tmp_path / "busy.trace", repeat=REPEAT)
+        busy = traced(sandbox, query, tmp_path / "busy.trace", kept_capture, repeat=REPEAT)
     reached(load)
-    idle_after = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle-after.trace", repeat=REPEAT)
+    idle_after = traced(sandbox, query, tmp_path / "idle-after.trace", kept_capture, repeat=REPEAT)
 
     for analysis in (idle_before, busy, idle_after):
         for e in analysis.executions:

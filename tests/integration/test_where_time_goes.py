@@ -23,7 +23,8 @@ from casstrace.analyses import analyse
 from casstrace.analyses.measures import by_window
 from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
-from casstrace.orchestration.runner import RunOptions, run
+from casstrace.orchestration.kept_capture import KeptCapture
+from casstrace.orchestration.runner import RunOptions
 from casstrace.reports import common
 from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace, queries
@@ -96,19 +97,19 @@ def layouts(sandbox: Sandbox) -> Sandbox:
     return sandbox
 
 
-def ran(node: Sandbox, table: str, out: Path, repeat: int) -> Path:
-    """`casstrace run` of the LIMIT 20 slice of `table`; the trace's path."""
+def ran(node: Sandbox, table: str, out: Path, repeat: int, capture: KeptCapture) -> Path:
+    """`casstrace run` of the LIMIT 20 slice of `table`, through the module's kept capture; the trace's path."""
     options = RunOptions(
         query=QUERY.format(ks=KEYSPACE, table=table),
         connection=resolve_settings(node.host, node.native_port),
         out=out,
         repeat=repeat,
     )
-    return run(options)
+    return capture.run(options)
 
 
-def traced(node: Sandbox, table: str, out: Path, repeat: int = 15) -> Analysis:
-    return analyse(ran(node, table, out, repeat))
+def traced(node: Sandbox, table: str, out: Path, capture: KeptCapture, repeat: int = 15) -> Analysis:
+    return analyse(ran(node, table, out, repeat, capture))
 
 
 def median(analysis: Analysis, name: str) -> float:
@@ -117,9 +118,9 @@ def median(analysis: Analysis, name: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def both(layouts: Sandbox, tmp_path_factory) -> dict[str, Analysis]:
+def both(layouts: Sandbox, kept_capture: KeptCapture, tmp_path_factory) -> dict[str, Analysis]:
     directory = tmp_path_factory.mktemp("layouts")
-    return {table: traced(layouts, table, directory / f"{table}.trace") for table in ("columns", "udt")}
+    return {table: traced(layouts, table, directory / f"{table}.trace", kept_capture) for table in ("columns", "udt")}
 
 
 def test_the_columns_cost_the_node_more_cpu_than_the_frozen_udt(both):
@@ -189,7 +190,7 @@ def test_the_breakdown_adds_up_to_the_nodes_time_which_holds_cassandras_own(both
     assert row[common.FIRST_SCREEN_COLUMNS.index("Running")] != common.NOT_MEASURED
 
 
-def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts, tmp_path):
+def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts, kept_capture, tmp_path):
     """A background thread asks the JVM for full GCs while the executions run; each call's span (the
     pause lies inside it) is the truth the executions are checked against."""
     pid = layouts.pid()
@@ -203,7 +204,7 @@ def test_a_forced_gc_pause_shows_in_exactly_the_executions_it_overlapped(layouts
     thread = threading.Thread(target=collect, daemon=True)
     thread.start()
     try:
-        path = ran(layouts, "udt", tmp_path / "gc.trace", repeat=300)
+        path = ran(layouts, "udt", tmp_path / "gc.trace", 300, kept_capture)
     finally:
         stop.set()
         thread.join()
@@ -239,10 +240,10 @@ def process_cpu_ns(pid: int) -> int:
     return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
-def test_the_jvms_cpu_time_is_within_the_kernels_own_count(layouts, tmp_path):
+def test_the_jvms_cpu_time_is_within_the_kernels_own_count(layouts, kept_capture, tmp_path):
     pid = layouts.pid()
     before = process_cpu_ns(pid)
-    path = ran(layouts, "columns", tmp_path / "cpu.trace", repeat=20)
+    path = ran(layouts, "columns", tmp_path / "cpu.trace", 20, kept_capture)
     after = process_cpu_ns(pid)
     with Trace(path) as trace:
         counted = sum(row.value for row in queries.window_measures(trace) if row.measure == "jvm_cpu_ns")
