@@ -321,6 +321,14 @@ def compile_running() -> bool:
     return any(thread.name == COMPILE_THREAD and thread.is_alive() for thread in threading.enumerate())
 
 
+def wait_for_compile() -> None:
+    """Wait for a program build compiling in its thread to end: bcc's compiler is not to be run from two
+    threads at once (a crash), so a second program compiles after it."""
+    for thread in threading.enumerate():
+        if thread.name == COMPILE_THREAD:
+            thread.join()
+
+
 class ProgramBuild:
     """The program compiled and loaded in a thread of its own (seconds of one core) while the
     caller does other things, such as connecting and finding the process: a BccCapture given it
@@ -891,7 +899,7 @@ class BccCapture:
         ]
         slotted = self._slotted_maps() if self.thread_slot_ns else {}  # drained while capturing
         tables = {
-            name: self._rows(name) if name in slotted else _read_hash(bpf[name.encode()])
+            name: self._rows(name) if name in slotted else read_hash(bpf[name.encode()])
             for name in names + (["thread_io"] if self.thread_slot_ns else [])
         }
         events = _read_log(
@@ -929,7 +937,7 @@ class BccCapture:
                         key = key_bytes[index * key_size : (index + 1) * key_size]
                         old_keys += key
                         old_entries += key + leaf_bytes[index * leaf_size : (index + 1) * leaf_size]
-            count = _delete_keys(table, old_keys)
+            count = delete_keys(table, old_keys)
             if not count:
                 continue
             with self._lock:
@@ -947,7 +955,7 @@ class BccCapture:
         with self._lock:
             drained = bytes(self._drained.get(name, b""))
         table = self._bpf[name.encode()]
-        return _summed(table, itertools.chain(_entries(table, drained), ((bytes(k), v) for k, v in _read_hash(table))))
+        return _summed(table, itertools.chain(_entries(table, drained), ((bytes(k), v) for k, v in read_hash(table))))
 
     def complete_until_ns(self) -> int:
         """Slots that end by this time (now_ns()'s clock) are complete: no read still running adds to them."""
@@ -1134,7 +1142,7 @@ def _wait_until_unloaded(program_ids: set[int], timeout: float = 2.0) -> None:
             time.sleep(0.002)
 
 
-def _read_hash(table: Any) -> MapRows:
+def read_hash(table: Any) -> MapRows:
     """All (key, value) pairs of a BPF hash (scalar values as ints, structs as ctypes structures)."""
     rows: MapRows = []
     for keys, values, count in _hash_batches(table):
@@ -1179,7 +1187,7 @@ def _hash_batches(table: Any) -> Iterator[tuple[Any, Any, int]]:
         position.value, started = following.value, True
 
 
-def _delete_keys(table: Any, keys: bytes | bytearray) -> int:
+def delete_keys(table: Any, keys: bytes | bytearray) -> int:
     """Delete the entries of a BPF hash whose keys `keys` holds end to end; returns how many."""
     key_size = ctypes.sizeof(table.Key)
     count = len(keys) // key_size
@@ -1197,7 +1205,7 @@ def _clear_hash(table: Any) -> None:
     """Empty a BPF hash no program writes to now (bcc's clear() deletes one key per bpf() call)."""
     key_size = ctypes.sizeof(table.Key)
     keys = b"".join(ctypes.string_at(keys, count * key_size) for keys, _, count in _hash_batches(table))
-    _delete_keys(table, keys)
+    delete_keys(table, keys)
 
 
 def _slot_reader(table: Any, size: int) -> struct.Struct:

@@ -20,14 +20,13 @@ execution, while they served it.
 
 import ctypes
 import os
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from importlib import resources
 from typing import Any
 
-from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD, detach_all
+from casstrace.probes.bcc.bcc_capture import detach_all, wait_for_compile
 from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
 from casstrace.probes.proc import proc_fds
 from casstrace.probes.protocol import MEASURED_WINDOW
@@ -133,10 +132,7 @@ class NodeTime:
         try:
             from bcc import BPF  # imported here so `casstrace report` never needs bcc
 
-            # bcc's compiler is not to be run from two threads at once (a crash): after the backend's.
-            for thread in threading.enumerate():
-                if thread.name == COMPILE_THREAD:
-                    thread.join()
+            wait_for_compile()  # the backend's first
             source = program_text("node_time.c")
             cflags = [f"-D{name}={value}" for name, value in self._defines().items()]
             cflags.append(f"-DSERVES_REQUESTS(c)={serves_requests_c()}")

@@ -12,14 +12,13 @@ trace holds P of the request threads' slots, not all of them.
 """
 
 import ctypes
-import threading
 import time
 from array import array
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from casstrace.probes.bcc.bcc_capture import COMPILE_THREAD, detach_all
+from casstrace.probes.bcc.bcc_capture import delete_keys, detach_all, read_hash, wait_for_compile
 from casstrace.probes.bcc.node_time import SLICE_SLOTS, THREAD_SLOTS, program_text, serves_requests_c
 from casstrace.traces.schema import THREAD_SLOT_NS
 from casstrace.traces.thread_roles import SESSION_ROLES, kernel_prefixes
@@ -49,10 +48,7 @@ class ServingCpu:
         try:
             from bcc import BPF  # imported here so `casstrace report` never needs bcc
 
-            # bcc's compiler is not to be run from two threads at once (a crash): after the backend's.
-            for thread in threading.enumerate():
-                if thread.name == COMPILE_THREAD:
-                    thread.join()
+            wait_for_compile()  # the backend's first
             cflags = [
                 f"-DTGID={pid}",
                 f"-DTHREAD_SLOTS={THREAD_SLOTS}",
@@ -83,15 +79,10 @@ class ServingCpu:
             return 0
         until = (time.monotonic_ns() - COMPLETE_AFTER_NS) if complete_until_ns is None else complete_until_ns
         table = self._bpf[b"thread_slots"]
-        done = [(key, ns) for key, ns in _entries(table) if (key.slot + 1) * THREAD_SLOT_NS <= until]
+        done = [(key, ns) for key, ns in read_hash(table) if (key.slot + 1) * THREAD_SLOT_NS <= until]
         if not done:
             return 0
-        keys = (table.Key * len(done))(*(key for key, _ in done))
-        try:
-            table.items_delete_batch(keys)
-        except Exception:  # kernels without batch deletion on hash maps
-            for key in keys:
-                del table[key]
+        delete_keys(table, b"".join(bytes(key) for key, _ in done))
         for key, ns in done:
             self._drained.extend((key.tid, key.slot, ns))
         return len(done)
@@ -119,7 +110,7 @@ class ServingCpu:
         for at in range(0, len(drained), 3):
             found[(drained[at], drained[at + 1])] += drained[at + 2]
         if self._bpf is not None:
-            for key, ns in _entries(self._bpf[b"thread_slots"]):
+            for key, ns in read_hash(self._bpf[b"thread_slots"]):
                 found[(key.tid, key.slot)] += ns
         return found
 
@@ -137,12 +128,3 @@ class ServingCpu:
                 detach_all(bpf)
             finally:
                 bpf.cleanup()
-
-
-def _entries(table: Any) -> list[tuple[Any, int]]:
-    """The thread_slots map's (key, on-CPU ns) pairs, in few bpf() calls where the kernel can."""
-    try:
-        pairs = list(table.items_lookup_batch())
-    except Exception:  # kernels without batch lookups on hash maps
-        pairs = list(table.items())
-    return [(key, getattr(value, "value", value)) for key, value in pairs]

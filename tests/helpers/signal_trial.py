@@ -101,7 +101,7 @@ def main() -> None:
         bcc_capture.BccCapture._detach = detach  # type: ignore[method-assign]
     elif moment == "maps":
         nth = chance.randint(1, 5)  # the five aggregate maps
-        wrap(bcc_capture, "_read_hash", lambda n: fire() if n == nth else None)
+        wrap(bcc_capture, "read_hash", lambda n: fire() if n == nth else None)
     elif moment == "collect":
         wrap(runner, "query_traces", lambda _n: fire())
     elif moment == "trace":  # the writer is made before the capture: only its steps after it count

@@ -395,9 +395,9 @@ def test_maps_are_read_whole_across_batches():
         keys = (table.Key * entries)(*range(entries))
         values = (table.Leaf * entries)(*(key * 3 + 1 for key in range(entries)))
         table.items_update_batch(keys, values)
-        rows = bcc_capture._read_hash(table)
+        rows = bcc_capture.read_hash(table)
         assert sorted(rows) == [(key, key * 3 + 1) for key in range(entries)]
-        assert bcc_capture._read_hash(bpf[b"empty"]) == []
+        assert bcc_capture.read_hash(bpf[b"empty"]) == []
     finally:
         bpf.cleanup()
 
