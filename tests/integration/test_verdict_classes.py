@@ -91,24 +91,25 @@ def bti_shapes(bti: Sandbox) -> Sandbox:
 
 
 @pytest.fixture(scope="module")
-def trace_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Sandbox, str], Analysis]]:
+def trace_once(
+    tmp_path_factory: pytest.TempPathFactory, kept_capture: KeptCapture
+) -> Callable[[Sandbox, str], Analysis]:
     """The query traced on the node (repeat 2, a warmup first) once for the module: tests that judge
     the same query on the same node assert on one run's analysis. The runs go through one capture,
-    on either node: compiled and attached once, detached once (a detach is ~6 s of a run's ~10;
-    orchestration.kept_capture). Not the index reads' own tests, which count the executions that read
+    on either node: conftest's kept_capture, compiled and attached once, detached once (a detach is
+    ~6 s of a run's ~10). Not the index reads' own tests, which count the executions that read
     the index: the run the everyday test made read it in one of its two executions, where those tests'
     own later runs, a capture of their own each, read it in both."""
     directory = tmp_path_factory.mktemp("traces")
     analyses: dict[tuple[Path, str], Analysis] = {}
-    with KeptCapture() as capture:
 
-        def trace(node: Sandbox, query: str) -> Analysis:
-            key = (node.data_dir, query)
-            if key not in analyses:
-                analyses[key] = traced(node, query, directory / f"{len(analyses)}.trace", capture)
-            return analyses[key]
+    def trace(node: Sandbox, query: str) -> Analysis:
+        key = (node.data_dir, query)
+        if key not in analyses:
+            analyses[key] = traced(node, query, directory / f"{len(analyses)}.trace", kept_capture)
+        return analyses[key]
 
-        yield trace
+    return trace
 
 
 @pytest.mark.parametrize("label", NOT_FLAGGED)
