@@ -3,15 +3,18 @@
 Each execution's figure of a measure is its window's rows combined by the measure's merge rule (the
 nodes of a multi-node trace: CPU adds up, a span takes the slowest); the summary gives the median,
 p99 and total over the measured executions that have one. A measure a trace did not take has no
-summary and no figure, never 0.
+summary and no figure, never 0. A run's executions and a watch's sampled ones are summarised by one
+MeasureTally, whose tallies add up (a watch's intervals).
 """
 
 import dataclasses
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from casstrace.analyses.model import REST, CpuPerResult, Execution, MeasureSummary, TimeSplit, UndeterminedMeasure
-from casstrace.analyses.percentiles import percentile
+from casstrace.analyses.percentiles import histogram_percentile, percentile
+from casstrace.analyses.session_measures import SessionInputs, TracedSession, own_record, per_execution
 from casstrace.analyses.units import ns_to_ms, s_to_ms, s_to_ns
 from casstrace.traces import Trace, queries
 from casstrace.traces.measures import MEASURES, measure
@@ -39,35 +42,66 @@ def with_derived(
 ) -> dict[int, dict[str, float]]:
     """by_window, with each measured execution's derived measures (traces.measures: Measure.derived) added
     to its window's: the serving threads' CPU (`serving_cpu`: analyses.attribution.serving_cpu_ns) and
-    Cassandra's traced time."""
+    those of its traced sessions' records (Cassandra's traced time, a write's time in the commit log)."""
     figures = by_window(trace)
-    derived = {"serving_cpu_ns": serving_cpu(trace), "traced_ns": traced_ns(trace)}
+    traced = traced_figures(trace)
+    derived = serving_cpu(trace)
     for row in rows:
         if row.kind == "measured" and row.window_id is not None:
-            extra = {name: values[row.execution] for name, values in derived.items() if row.execution in values}
+            extra = dict(traced.get(row.execution, {}))
+            if row.execution in derived:
+                extra["serving_cpu_ns"] = derived[row.execution]
             figures[row.window_id] = {**figures.get(row.window_id, {}), **extra}
     return figures
 
 
+@dataclass
+class MeasureTally:
+    """Executions' figures of the registered measures as they add up: per measure, how many executions
+    had each value. The tallies of two sets of executions, added, are the tally of both."""
+
+    values: dict[str, Counter[float]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, per_execution: Iterable[dict[str, float]]) -> "MeasureTally":
+        tallied = cls()
+        for figures in per_execution:
+            tallied.count(figures)
+        return tallied
+
+    def count(self, figures: dict[str, float]) -> None:
+        """One execution's figures."""
+        for name, value in figures.items():
+            self.values.setdefault(name, Counter())[value] += 1
+
+    def add(self, other: "MeasureTally") -> None:
+        for name, counted in other.values.items():
+            self.values.setdefault(name, Counter()).update(counted)
+
+    def summaries(self) -> list[MeasureSummary]:
+        """The summary of each registered measure the executions have, in the registry's order."""
+        found = []
+        for entry in MEASURES.values():
+            counted = self.values.get(entry.name)
+            if counted:
+                found.append(
+                    MeasureSummary(
+                        name=entry.name,
+                        label=entry.label,
+                        unit=entry.unit,
+                        whose=entry.whose,
+                        executions=counted.total(),
+                        median=histogram_percentile(counted, 0.5) or 0.0,
+                        p99=histogram_percentile(counted, 0.99) or 0.0,
+                        total=sum(value * times for value, times in counted.items()),
+                    )
+                )
+        return found
+
+
 def summaries(per_execution: list[dict[str, float]]) -> list[MeasureSummary]:
     """The summary of each registered measure the executions have, in the registry's order."""
-    found = []
-    for entry in MEASURES.values():
-        values = [figures[entry.name] for figures in per_execution if entry.name in figures]
-        if values:
-            found.append(
-                MeasureSummary(
-                    name=entry.name,
-                    label=entry.label,
-                    unit=entry.unit,
-                    whose=entry.whose,
-                    executions=len(values),
-                    median=percentile(values, 0.5) or 0.0,
-                    p99=percentile(values, 0.99) or 0.0,
-                    total=sum(values),
-                )
-            )
-    return found
+    return MeasureTally.of(per_execution).summaries()
 
 
 def cpu_measure(per_execution: list[dict[str, float]]) -> str | None:
@@ -170,17 +204,17 @@ def undetermined_warnings(found: list[UndeterminedMeasure]) -> list[str]:
     return [f"{', '.join(labels)} per execution: {text}." for text, labels in grouped.items()]
 
 
-def traced_ns(trace: Trace) -> dict[int, float]:
-    """execution -> the time Cassandra's own tracing gives it: its sessions' durations (one a page), as the
-    coordinator counted them (its request's start to its response ready). An execution a session of which
-    has no duration has none."""
+def traced_figures(trace: Trace) -> dict[int, dict[str, float]]:
+    """execution -> the figures its traced sessions' records give (analyses.session_measures.own_record):
+    the time Cassandra's own tracing gives it, its sessions' durations (one a page) as the coordinator
+    counted them (its request's start to its response ready), and a write's time in the commit log. An
+    execution one of whose sessions lacks a figure has none of it."""
     sessions = queries.execution_sessions(trace)
-    durations: dict[int, list[int | None]] = defaultdict(list)
-    for row in queries.statement_sessions(trace) if sessions else ():
-        if row.session in sessions:
-            durations[sessions[row.session]].append(row.duration_ns)
-    return {
-        execution: float(sum(d for d in listed if d is not None))
-        for execution, listed in durations.items()
-        if None not in listed
-    }
+    if not sessions:
+        return {}
+    records = [TracedSession.of(row) for row in queries.statement_sessions(trace) if row.session in sessions]
+    return per_execution(
+        own_record(SessionInputs(records, [])),
+        {record.session: sessions[record.session] for record in records},
+        ("traced_ns", "commitlog_ns"),
+    )

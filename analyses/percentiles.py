@@ -1,6 +1,10 @@
 """Nearest-rank percentiles, of a list of values or of a histogram's buckets."""
 
 import math
+from collections.abc import Mapping
+from typing import TypeVar
+
+Value = TypeVar("Value", int, float)
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -11,7 +15,7 @@ def percentile(values: list[float], fraction: float) -> float | None:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
-def histogram_percentile(histogram: dict[int, int], fraction: float) -> int | None:
+def histogram_percentile(histogram: Mapping[Value, int], fraction: float) -> Value | None:
     """The bucket holding the nearest-rank percentile of a histogram (bucket -> count); None when it is empty."""
     total = sum(histogram.values())
     if not total:

@@ -31,21 +31,21 @@ from dataclasses import dataclass, field
 
 from casstrace.analyses import causes
 from casstrace.analyses.amplification import client_rule, socket_writes
-from casstrace.analyses.attribution import Span, served_cpu_ns
+from casstrace.analyses.attribution import Span
 from casstrace.analyses.findings import BatchFigures, CommitLogWait, FindingContext
 from casstrace.analyses.model import Finding
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.query import Token, find_table, tokenize
+from casstrace.analyses.session_measures import Figures
 from casstrace.analyses.spectrogram import bucket_upper_ns
 from casstrace.analyses.write_io import is_commitlog_segment
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace.traces.addresses import ClientSockets, normalize_ip, parse_address
 from casstrace.traces.meta import CassandraMeta
-from casstrace.traces.queries import ThreadCpu, ThreadIO
+from casstrace.traces.queries import ThreadIO
 from casstrace.traces.schema import PAGE_BYTES
 from casstrace.traces.sstable_names import parse_sstable_path
-from casstrace.traces.thread_roles import SESSION_ROLES, role_of
 
 WRITE_KINDS = ("INSERT", "UPDATE", "DELETE", "BATCH")
 
@@ -211,7 +211,6 @@ class WriteSession:
     session: int
     statement: str
     client: str | None
-    started_ns: int
     duration_ns: int | None
     mutations: int | None
     commitlog_ns: int | None
@@ -270,14 +269,11 @@ class WriteInputs:
     commitlog_slots: dict[tuple[int | None, int, int], int] | None
     capture_start_ns: int
     slot_ns: int
-    # the JVM's pauses, (start_ns, end_ns): every GC and safepoint, and the GCs alone (None: not measured)
-    pauses: list[tuple[int, int]] | None
-    gc_pauses: list[tuple[int, int]] | None
+    # each session's per-execution measures (analyses.session_measures): its pauses and serving CPU
+    figures: Figures
     # client address -> bytes the node read from that client's connections in the watch (None: not measured)
     client_bytes: dict[str, int] | None = None
     commitlog_syncs: CommitLogSyncs | None = None  # None: not measured
-    # the request threads' on-CPU ns per slot, of the slots the sampled sessions meet (None: not measured)
-    thread_cpu: list[ThreadCpu] | None = None
 
 
 @dataclass
@@ -333,22 +329,6 @@ class WritesTally:
             self.commitlog_syncs.add(other.commitlog_syncs)
 
 
-def _union(pauses: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
-    """The pauses as disjoint spans: a GC's pause lies inside the safepoint it needs, and both are logged."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(pauses or ()):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _overlap(start: int, end: int, pauses: list[tuple[int, int]]) -> int:
-    """ns of [start, end) inside the (disjoint) pauses."""
-    return sum(max(0, min(end, stop) - max(start, begin)) for begin, stop in pauses)
-
-
 def tally(inputs: WriteInputs) -> WritesTally:
     """The write statements' figures of a watch (or a stretch of it)."""
     found = WritesTally(
@@ -362,9 +342,8 @@ def tally(inputs: WriteInputs) -> WritesTally:
         if session.client:
             found.executions_by_client[normalize_ip(session.client)] += 1
     claims = _commitlog_claims(inputs, set(writes))
-    cpu = _serving_cpu(inputs, set(writes))
-    gc_pauses, pauses = _union(inputs.gc_pauses), _union(inputs.pauses)
     for session in writes.values():
+        figures = inputs.figures.get(session.session, {})
         statement = found.statements.setdefault(session.statement, StatementWriteTally())
         statement.executions += 1
         if session.mutations is not None:
@@ -372,12 +351,11 @@ def tally(inputs: WriteInputs) -> WritesTally:
             statement.mutations_known += 1
             statement.commitlog_ns += session.commitlog_ns or 0
         if session.duration_ns is not None:
-            end = session.started_ns + session.duration_ns
-            paused = _overlap(session.started_ns, end, pauses)
-            statement.timed[(session.duration_ns, _overlap(session.started_ns, end, gc_pauses), paused)] += 1
-            if session.session in cpu:
+            paused = round(figures.get("safepoint_ns", 0.0))  # every pause's: a GC's lies in its safepoint
+            statement.timed[(session.duration_ns, round(figures.get("gc_pause_ns", 0.0)), paused)] += 1
+            if "serving_cpu_ns" in figures:
                 statement.cpu_ns += cpu_part(
-                    cpu[session.session], session.duration_ns, session.commitlog_ns or 0, paused
+                    figures["serving_cpu_ns"], session.duration_ns, session.commitlog_ns or 0, paused
                 )
                 statement.cpu_known += 1
         if session.client:
@@ -390,23 +368,6 @@ def cpu_part(serving_cpu_ns: float, duration_ns: int, commitlog_ns: int, paused_
     """An execution's CPU part of its node time: its serving threads' CPU, at most the time the commit
     log and the pauses leave (the slots are 1 ms wide, so they may hold a neighbour's CPU too)."""
     return min(serving_cpu_ns, max(0, duration_ns - commitlog_ns - paused_ns))
-
-
-def _serving_cpu(inputs: WriteInputs, writes: set[int]) -> dict[int, float]:
-    """session -> the CPU its threads ran while they served it, of the write sessions whose every span is
-    on a thread found, of a role whose CPU the watch keeps; {} when the CPU was not measured."""
-    if inputs.thread_cpu is None:
-        return {}
-    served: dict[int, list[Span]] = {}
-    for span in inputs.spans:
-        if span.session in writes:
-            served.setdefault(span.session, []).append(span)
-    measured = {
-        session: spans
-        for session, spans in served.items()
-        if all(span.tid is not None and role_of(span.thread) in SESSION_ROLES for span in spans)
-    }
-    return served_cpu_ns(measured, inputs.thread_cpu)
 
 
 def _commitlog_claims(inputs: WriteInputs, writes: set[int]) -> dict[int, float]:

@@ -29,11 +29,13 @@ from casstrace.analyses.amplification import data_files
 from casstrace.analyses.attribution import SlotIO, Span, attribute
 from casstrace.analyses.findings import CassandraCounts, FindingContext
 from casstrace.analyses.hints import HintsFor, HintsTally, hints_files, hints_per_replica, tally_hints
-from casstrace.analyses.model import Finding, NecessaryRead, Profile
+from casstrace.analyses.measures import MeasureTally
+from casstrace.analyses.model import Finding, MeasureSummary, NecessaryRead, Profile
 from casstrace.analyses.necessary import filtering_scan, necessary_read
 from casstrace.analyses.percentiles import histogram_percentile
 from casstrace.analyses.profile import profile as java_profile
 from casstrace.analyses.query import find_table, parse_select
+from casstrace.analyses.session_measures import SessionInputs, TracedSession, session_figures
 from casstrace.analyses.statement_writes import StatementWrites, WritesTally
 from casstrace.analyses.table_writes import TableFinding, TableWrites, TableWriteTally, table_findings, table_writes
 from casstrace.analyses.table_writes import tally_writes as tally_table_writes
@@ -209,6 +211,9 @@ class StatementIO:
     latency_p99_without_pauses_s: float | None = None
     paused_executions: int | None = None
     write: StatementWrites | None = None  # a write statement's figures (None: not a write)
+    # the registered per-execution measures (traces.measures) over its sampled executions, as `run`
+    # summarises its executions' (analyses.session_measures: each sampled session's)
+    measures: list[MeasureSummary] = field(default_factory=list)
 
     @property
     def estimated_storage_bytes(self) -> float:
@@ -319,9 +324,11 @@ class StatementTally:
     cassandra: Counter[CassandraCounts] = field(default_factory=Counter)
     consistency: set[str] = field(default_factory=set)
     unmatched_threads: set[str] = field(default_factory=set)  # threads of its events with no known tid
+    measures: MeasureTally = field(default_factory=MeasureTally)  # its sessions' (analyses.session_measures)
 
     def add(self, other: "StatementTally") -> None:
         self.executions += other.executions
+        self.measures.add(other.measures)
         _add_figures(self.components, other.components)
         self.data_sstables_read |= other.data_sstables_read
         self.rows += other.rows
@@ -407,10 +414,12 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
     for span in inputs.spans:
         if span.tid is None:
             unmatched[span.session].append(span.thread)
+    measured = _session_figures(inputs)
     statements: dict[str, StatementTally] = {}
     for session in inputs.sessions:
         statement = statements.setdefault(session.statement, StatementTally())
         statement.executions += 1
+        statement.measures.count(measured.get(session.session, {}))
         files = claimed.get(session.session, {})
         for file_id, figures in files.items():
             name = inputs.sstables[file_id]
@@ -459,7 +468,7 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
             statement_writes.WriteInputs(
                 sessions=[
                     statement_writes.WriteSession(
-                        s.session, s.statement, s.client, s.started_ns, s.duration_ns, s.mutations, s.commitlog_ns
+                        s.session, s.statement, s.client, s.duration_ns, s.mutations, s.commitlog_ns
                     )
                     for s in inputs.sessions
                 ],
@@ -467,13 +476,27 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
                 commitlog_slots=inputs.commitlog_slots,
                 capture_start_ns=inputs.capture_start_ns,
                 slot_ns=inputs.slot_ns,
-                pauses=inputs.pauses,
-                gc_pauses=inputs.gc_pauses,
+                figures=measured,
                 client_bytes=inputs.client_bytes,
                 commitlog_syncs=inputs.commitlog_syncs,
-                thread_cpu=inputs.thread_cpu,
             )
         ),
+    )
+
+
+def _session_figures(inputs: WatchInputs) -> dict[int, dict[str, float]]:
+    """Each sampled session's per-execution measures (analyses.session_measures)."""
+    return session_figures(
+        SessionInputs(
+            sessions=[
+                TracedSession(s.session, s.started_ns, s.duration_ns, s.mutations, s.commitlog_ns)
+                for s in inputs.sessions
+            ],
+            spans=inputs.spans,
+            pauses=inputs.pauses,
+            gc_pauses=inputs.gc_pauses,
+            thread_cpu=inputs.thread_cpu,
+        )
     )
 
 
@@ -639,6 +662,7 @@ def _statement(text: str, tallied: StatementTally, watched: WatchTally, meta: di
         paused_executions=tallied.paused_durations_ns.total() if pauses_measured else None,
         consistency=sorted(tallied.consistency),
         unmatched_threads=sorted(tallied.unmatched_threads),
+        measures=tallied.measures.summaries(),
     )
     statement.write = statement_writes.summarise(
         text, watched.writes, probability, meta.get("cassandra"), pauses_measured

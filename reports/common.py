@@ -11,9 +11,11 @@ from casstrace.analyses.model import (
     Execution,
     FileIO,
     Finding,
+    MeasureSummary,
     NodeIO,
     Profile,
     StackBytes,
+    UndeterminedMeasure,
     Verdict,
     WeightedStack,
 )
@@ -192,18 +194,7 @@ def execution_rows(analysis: Analysis) -> list[tuple[str, ...]]:
 def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
     """(label, value) of each per-window measure the trace took, over the measured executions, and the
     node's CPU per row and per cell returned."""
-    undetermined = {u.name: u for u in analysis.undetermined_measures}
-    items = [
-        (
-            f"{summary.heading} per execution",
-            f"median {human_measure(summary.median, summary.unit)}, p99 {human_measure(summary.p99, summary.unit)}"
-            f" ({summary.executions} execution{'s' * (summary.executions != 1)})"
-            + (f"; {undetermined[summary.name].text}" if summary.name in undetermined else ""),
-        )
-        for summary in analysis.measure_summaries
-    ]
-    summarized = {summary.name for summary in analysis.measure_summaries}
-    items += [(f"{u.label} per execution", u.text) for u in analysis.undetermined_measures if u.name not in summarized]
+    items = summary_items(analysis.measure_summaries, analysis.undetermined_measures)
     cpu = analysis.cpu_per_result
     if cpu is not None:
         per_cell = (
@@ -211,6 +202,25 @@ def measure_items(analysis: Analysis) -> list[tuple[str, str]]:
         )
         items.append((f"{cpu.label} per row returned", f"median {human_ns(cpu.per_row_ns)} per row{per_cell}"))
     return items
+
+
+def summary_items(
+    summaries: list[MeasureSummary], undetermined: tuple[UndeterminedMeasure, ...] | list[UndeterminedMeasure] = ()
+) -> list[tuple[str, str]]:
+    """(label, value) of each per-execution measure summarised (a run's executions, a watch statement's
+    sampled ones), and of those undetermined in some of them."""
+    why = {u.name: u for u in undetermined}
+    items = [
+        (
+            f"{summary.heading} per execution",
+            f"median {human_measure(summary.median, summary.unit)}, p99 {human_measure(summary.p99, summary.unit)}"
+            f" ({summary.executions} execution{'s' * (summary.executions != 1)})"
+            + (f"; {why[summary.name].text}" if summary.name in why else ""),
+        )
+        for summary in summaries
+    ]
+    summarized = {summary.name for summary in summaries}
+    return items + [(f"{u.label} per execution", u.text) for u in undetermined if u.name not in summarized]
 
 
 FIRST_SCREEN_COLUMNS = ("Data read", "Necessary read", "Payload", "Node time", *SPLIT_LABELS)
@@ -248,9 +258,9 @@ def first_screen_row(analysis: Analysis) -> tuple[str, ...]:
     )
 
 
-def measures_data(analysis: Analysis) -> list[dict[str, object]]:
-    """The per-window measures' summaries as the JSON report gives them (schema in casstrace.reports.run)."""
-    return [dataclasses.asdict(summary) for summary in analysis.measure_summaries]
+def measures_data(summaries: list[MeasureSummary]) -> list[dict[str, object]]:
+    """Per-execution measures' summaries as the JSON reports give them (schema in casstrace.reports.run)."""
+    return [dataclasses.asdict(summary) for summary in summaries]
 
 
 def execution_row(e: Execution) -> tuple[str, ...]:

@@ -39,6 +39,8 @@ largest value it has had, so it never goes down.
 from casstrace.analyses.table_writes import TableWrites
 from casstrace.analyses.watch import StatementIO, Watch
 from casstrace.analyses.watch_tables import TableRead
+from casstrace.reports.prometheus_measures import HELP as MEASURE_HELP
+from casstrace.reports.prometheus_measures import measure_samples
 from casstrace.reports.prometheus_writes import HELP as WRITE_HELP
 from casstrace.reports.prometheus_writes import Labels, write_samples
 from casstrace.terminal import printable
@@ -90,7 +92,13 @@ HELP = {
     "casstrace_watch_sample_ratio": ("gauge", "Share of requests the node traces during the watch"),
     "casstrace_watch_duration_seconds": ("gauge", "Seconds watched so far"),
     **WRITE_HELP,
+    **MEASURE_HELP,
 }
+
+
+def _series(name: str) -> tuple[str, ...]:
+    """A family's series names: a summary's `_sum` and `_count` beside its quantiles."""
+    return (name, f"{name}_sum", f"{name}_count") if HELP[name][0] == "summary" else (name,)
 
 
 class Exposition:
@@ -105,7 +113,7 @@ class Exposition:
         for statement in watch.statements[: self.top]:
             if len(self.labelled) < self.top:
                 self.labelled.add(statement.statement)
-        samples: dict[str, list[tuple[Labels, float]]] = {name: [] for name in HELP}
+        samples: dict[str, list[tuple[Labels, float]]] = {series: [] for name in HELP for series in _series(name)}
         grouped: dict[str, list[StatementIO]] = {}
         for statement in watch.statements:
             grouped.setdefault(statement.statement if statement.statement in self.labelled else OTHER, []).append(
@@ -128,7 +136,7 @@ class Exposition:
         samples["casstrace_sessions_sampled_total"].append(((), sum(s.sampled_executions for s in watch.statements)))
         samples["casstrace_watch_sample_ratio"].append(((), watch.probability))
         samples["casstrace_watch_duration_seconds"].append(((), watch.duration_s))
-        return "".join(self._family(name, series) for name, series in samples.items())
+        return "".join(self._family(name, samples) for name in HELP)
 
     def _statement(
         self, samples: dict[str, list[tuple[Labels, float]]], label: str, statements: list[StatementIO]
@@ -170,6 +178,7 @@ class Exposition:
                         ((("statement", label), ("pauses", pauses)), p99)
                     )
         write_samples(samples, label, statements)
+        measure_samples(samples, label, statements, quantiles=label != OTHER)
         if label != OTHER and statements[0].necessary_bytes_per_execution:  # a label of its own: one statement
             samples["casstrace_statement_amplification_ratio"].append(
                 (
@@ -192,14 +201,18 @@ class Exposition:
         if written.write_amplification is not None:
             samples["casstrace_table_write_amplification_ratio"].append((table, written.write_amplification))
 
-    def _family(self, name: str, series: list[tuple[Labels, float]]) -> str:
+    def _family(self, name: str, samples: dict[str, list[tuple[Labels, float]]]) -> str:
         kind, text = HELP[name]
         lines = [f"# HELP {name} {text}\n", f"# TYPE {name} {kind}\n"]
-        for labels, value in series:
-            if kind == "counter":  # never down: a figure recomputed a little lower keeps its highest
-                value = self.highest[(name, labels)] = max(value, self.highest.get((name, labels), 0.0))
-            rendered = ",".join(f'{key}="{_escape(text)}"' for key, text in labels)
-            lines.append(f"{name}{{{rendered}}} {_number(value)}\n" if labels else f"{name} {_number(value)}\n")
+        for series_name in _series(name):
+            for labels, value in samples[series_name]:
+                # never down: a figure recomputed a little lower keeps its highest (a summary's sum and count too)
+                if kind == "counter" or series_name != name:
+                    key = (series_name, labels)
+                    value = self.highest[key] = max(value, self.highest.get(key, 0.0))
+                rendered = ",".join(f'{key}="{_escape(text)}"' for key, text in labels)
+                line = f"{series_name}{{{rendered}}}" if labels else series_name
+                lines.append(f"{line} {_number(value)}\n")
         return "".join(lines)
 
 

@@ -29,6 +29,8 @@ Later in version 2: MEASUREs "running_ns", "cpu_wait_ns", "io_wait_ns" (the node
 which one of its request threads ran, none ran but one waited for a CPU, one slept uninterruptibly on the disk or
 a mapped page: casstrace.probes.bcc.request_states); "time_split", the node's time split.
 Later in version 2: executions[].undetermined and "undetermined_measures" (a node's time past the round trip).
+Later in version 2: MEASURE "commitlog_ns" (a write's time from each commit-log append in its traced sessions
+to its thread's next event: the append, and the wait for the sync; derived by the analyses, as for a watch).
 A measure the backend did not take is null, never 0; `measures` says which were taken.
 
 {
@@ -393,7 +395,7 @@ def data(analysis: Analysis) -> dict:
         "profile": common.profile_data(analysis.profile) if analysis.profile is not None else None,
         "consistency": analysis.consistency,
         "nodes": [_node(node) for node in analysis.nodes],
-        "measures_per_execution": common.measures_data(analysis),
+        "measures_per_execution": common.measures_data(analysis.measure_summaries),
         "undetermined_measures": [dataclasses.asdict(u) for u in analysis.undetermined_measures],
         "cpu_per_result": dataclasses.asdict(analysis.cpu_per_result) if analysis.cpu_per_result else None,
         "time_split": dataclasses.asdict(analysis.time_split) if analysis.time_split else None,

@@ -40,7 +40,12 @@ was not measured is null, never 0.
        "node_ns_per_execution", "commitlog_ns_per_execution", "pause_ns_per_execution" (GC and
        safepoints), "cpu_ns_per_execution" (its serving threads' CPU outside the commit log and the
        pauses), "rest_ns_per_execution": float | null (its node time split: the four add up to it),
-       "estimated_storage_bytes": float}}],
+       "estimated_storage_bytes": float},
+     "measures_per_execution": [{...}]  the registered per-execution measures over its sampled
+                                        executions, as the run report's "measures_per_execution"
+                                        (casstrace.reports.run): each sampled session's figures
+                                        (casstrace.analyses.session_measures: Cassandra's traced time, a
+                                        write's commit log, the pauses it overlapped, its serving CPU)}],
   "sstable_bytes": int, "explained_bytes": int, "explained_share": float | null,
   "unexplained": [{"pool": str, "what": str, "sstable_bytes": int}],
   "mapped_touched": [{"table": str, "component": str, "touched_bytes": int}] | null,
@@ -192,6 +197,7 @@ def _statement_items(statement: StatementIO) -> list[tuple[str, str]]:
         ("latency without the JVM's pauses", _without_pauses(statement)),
         ("consistency", ", ".join(statement.consistency) or "—"),
         *(written_items(statement.write) if statement.write else []),
+        *common.summary_items(statement.measures),
     ]
 
 
@@ -275,6 +281,7 @@ def _statement_data(s: StatementIO) -> dict:
         "write": None
         if s.write is None
         else {key: value for key, value in dataclasses.asdict(s.write).items() if key != "findings"},
+        "measures_per_execution": common.measures_data(s.measures),
     }
 
 

@@ -6,14 +6,16 @@ written as window_measures rows (casstrace.traces.schema). Its entry here says w
 
 - `unit`: 'ns' (a duration), 'bytes' or 'count': how every report prints it;
 - `merge`: how the values of one window combine when several rows hold it (several captured nodes
-  of one run, merged by casstrace.traces.merge, or one node's rows of one window): 'sum' (work that
-  adds up: CPU time, pauses) or 'max' (a span the slowest one sets);
+  of one run, merged by casstrace.traces.merge, or one node's rows of one window; the sessions of one
+  execution, one a page): 'sum' (work that adds up: CPU time, pauses) or 'max' (a span the slowest one
+  sets);
 - `label`: the column heading and item label every report gives it;
 - `whose`: 'node' (taken on the node: the analyses' figures are the node's unless they say
   otherwise) or 'client' (taken by casstrace's client, e.g. its own decoding);
 - `derived`: the analyses compute it per execution from other tables (the serving threads' CPU, from
-  thread_cpu and the executions' traced sessions; Cassandra's own traced time, from its sessions'
-  durations): no window_measures row ever holds it;
+  thread_cpu and the executions' traced sessions; Cassandra's own traced time and a write's time in
+  the commit log, from its sessions' records: casstrace.analyses.session_measures, which gives a
+  watch's sampled executions the same figures): no window_measures row ever holds it;
 - `at_most`: what one node's value of one window cannot exceed, checked when a trace is opened
   (casstrace.traces.validation): 'window' (a span within the window: at most its length), 'threads'
   (time of the node's threads: at most their number times the capture's span) or None (a count, or
@@ -60,6 +62,8 @@ MEASURES: dict[str, Measure] = {
         Measure("cpu_wait_ns", "ns", "max", "Waiting for a CPU", "threads"),
         Measure("io_wait_ns", "ns", "max", "I/O wait", "threads"),
         Measure("traced_ns", "ns", "sum", "Cassandra's traced time", "window", derived=True),
+        # a write's time from each commit-log append to its thread's next event: the append and the sync's wait
+        Measure("commitlog_ns", "ns", "sum", "Commit log", "window", derived=True),
         Measure("serving_cpu_ns", "ns", "sum", "Serving threads' CPU", "threads", derived=True),
         Measure("request_cpu_ns", "ns", "sum", "Request pools' CPU", "threads"),
         Measure("jvm_cpu_ns", "ns", "sum", "JVM CPU (all threads)", "threads"),

@@ -7,12 +7,15 @@ import urllib.request
 
 import pytest
 
+from casstrace.analyses.model import MeasureSummary
 from casstrace.analyses.statement_writes import StatementWrites
 from casstrace.analyses.watch import ComponentRead, StatementIO, Watch
 from casstrace.analyses.watch_tables import TableRead
 from casstrace.errors import CasstraceError
 from casstrace.node.metrics_endpoint import MetricsEndpoint, bind_address
 from casstrace.reports.prometheus import Exposition
+from casstrace.reports.prometheus_measures import metric_name
+from casstrace.traces.measures import MEASURES
 
 
 def _statement(text: str, executions: int, bytes_per_execution: float) -> StatementIO:
@@ -189,3 +192,29 @@ def test_write_statements_bytes_and_node_time_beside_the_reads():
     for shown in (page, alone):
         checked = subprocess.run(["promtool", "check", "metrics"], input=shown, capture_output=True, text=True)
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_registered_measure_is_a_summary_family_of_its_statements():
+    """A statement's per-execution measures (the registry's, as the report gives them) on the page: its
+    median and p99 as quantiles, with their sum and count, in base units; statements summed into
+    'other' give sum and count only; promtool accepts the page."""
+    summaries = [
+        MeasureSummary(entry.name, entry.label, entry.unit, entry.whose, 4, 2_000.0, 9_000.0, 15_000.0)
+        for entry in MEASURES.values()
+    ]
+    first = dataclasses.replace(_statement("SELECT a FROM ks.t WHERE k = ?", 4, 4096), measures=summaries)
+    second = dataclasses.replace(_statement("SELECT b FROM ks.t WHERE k = ?", 2, 1024), measures=summaries[:1])
+    page = Exposition(top=1).page(_watch([first, second]), [])
+    label = 'statement="SELECT a FROM ks.t WHERE k = ?"'
+    for entry in MEASURES.values():
+        name, scale = metric_name(entry), 1e-9 if entry.unit == "ns" else 1
+        assert f"# TYPE {name} summary" in page
+        assert _value(page, f'{name}{{{label},quantile="0.5"}}') == pytest.approx(2_000 * scale)
+        assert _value(page, f'{name}{{{label},quantile="0.99"}}') == pytest.approx(9_000 * scale)
+        assert _value(page, f"{name}_sum{{{label}}}") == pytest.approx(15_000 * scale)
+        assert _value(page, f"{name}_count{{{label}}}") == 4
+    name = metric_name(MEASURES[summaries[0].name])
+    assert _value(page, f'{name}_count{{statement="other"}}') == 4
+    assert f'{name}{{statement="other",quantile' not in page
+    checked = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
