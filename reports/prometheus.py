@@ -47,7 +47,7 @@ from casstrace.terminal import printable
 
 OTHER = "other"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-MEASURES = ("data", "syscall", "cache_miss")
+READ_MEASURES = ("data", "syscall", "cache_miss")  # the three figures of a read's bytes
 
 HELP = {
     "casstrace_statement_read_bytes_total": (
@@ -122,7 +122,9 @@ class Exposition:
         for label, statements in sorted(grouped.items()):
             self._statement(samples, label, statements)
         for table in tables:
-            for measure, value in zip(MEASURES, (table.data_read_bytes, table.syscall_bytes, table.cache_miss_bytes)):
+            for measure, value in zip(
+                READ_MEASURES, (table.data_read_bytes, table.syscall_bytes, table.cache_miss_bytes)
+            ):
                 samples["casstrace_table_read_bytes_total"].append(
                     ((("table", table.table), ("component", table.component), ("measure", measure)), value)
                 )
@@ -151,7 +153,7 @@ class Exposition:
                 ):
                     figures[index] += per_execution * count
         for (table, component), figures in sorted(by_component.items()):
-            for measure, value in zip(MEASURES, figures):
+            for measure, value in zip(READ_MEASURES, figures):
                 samples["casstrace_statement_read_bytes_total"].append(
                     ((("statement", label), ("table", table), ("component", component), ("measure", measure)), value)
                 )

@@ -384,3 +384,27 @@ def test_a_write_s_cpu_is_what_run_measures_of_it_and_a_part_of_its_node_time(wa
                 == pytest.approx(write["node_ns_per_execution"])
                 or write["rest_ns_per_execution"] == 0
             ), statement["query"][:60]
+
+
+def test_a_write_s_measures_per_execution_are_those_run_gives_it(watched, run_insert):
+    """One model for both: the watch's sampled INSERTs and `run`'s executions of it carry the same
+    registered measures (Cassandra's traced time, the commit log's part of it, the serving CPU); the
+    watch's add up to its write split, and its metrics page has them as summaries."""
+    report, _, _, _, pages = watched
+    insert = _statement(report, INSERT)
+    write = insert["write"]
+    watched_measures = {m["name"]: m for m in insert["measures_per_execution"]}
+    run_measures = {m["name"]: m for m in run_insert["measures_per_execution"]}
+    for name in ("traced_ns", "commitlog_ns", "serving_cpu_ns"):
+        assert name in watched_measures and name in run_measures, name
+    assert run_measures["commitlog_ns"]["executions"] == RUN_REPEAT
+    for measures in (watched_measures, run_measures):  # the commit log's time is a part of the traced time
+        assert 0 < measures["commitlog_ns"]["median"] <= measures["traced_ns"]["median"]
+    traced, commitlog = watched_measures["traced_ns"], watched_measures["commitlog_ns"]
+    assert traced["executions"] == INSERTS and traced["median"] == pytest.approx(insert["latency_p50_s"] * 1e9)
+    assert traced["total"] / traced["executions"] == pytest.approx(write["node_ns_per_execution"])
+    assert commitlog["total"] / commitlog["executions"] == pytest.approx(write["commitlog_ns_per_execution"])
+    counted = [p for p in pages if _series(p, "casstrace_statement_executions_total", INSERT).get("sampled") == INSERTS]
+    label = f'{{statement="{INSERT}"}}'
+    (summed,) = re.findall(rf"^casstrace_statement_traced_seconds_sum{re.escape(label)} (\S+)$", counted[-1], re.M)
+    assert float(summed) == pytest.approx(traced["total"] / 1e9, rel=0.02)

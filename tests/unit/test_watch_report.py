@@ -28,12 +28,18 @@ def test_a_statements_measures_per_execution_show_in_every_format_as_in_a_run(tm
     watched = analyse_watch(synthetic.watch(tmp_path / "w.trace", data_read=600_000))
     (statement,) = watched.statements
     (traced,) = [s for s in statement.measures if s.name == "traced_ns"]
-    assert (traced.executions, traced.median, traced.total) == (1, 2 * synthetic.WATCH_SLOT_NS, 2 * synthetic.WATCH_SLOT_NS)
+    assert (traced.executions, traced.median, traced.total) == (
+        1,
+        2 * synthetic.WATCH_SLOT_NS,
+        2 * synthetic.WATCH_SLOT_NS,
+    )
     shown = common.summary_items([traced])
     for format_ in FORMATS:
         text = render(document(watched), format_)
         if format_ == "json":
-            (entry,) = [m for m in json.loads(text)["statements"][0]["measures_per_execution"] if m["name"] == "traced_ns"]
+            (entry,) = [
+                m for m in json.loads(text)["statements"][0]["measures_per_execution"] if m["name"] == "traced_ns"
+            ]
             assert entry == dataclasses.asdict(traced)
         else:
             label, value = shown[0]
