@@ -387,6 +387,8 @@ def _context(meta: TraceMeta, schema: TableSchema | None) -> dict[str, Any]:
         "capture_seconds": ns_to_s(end - start) if start is not None and end is not None else None,
         "cassandra_version": cassandra.get("release_version"),
         "disk_access_mode": cassandra.get("disk_access_mode"),
+        "commitlog_sync": cassandra.get("commitlog_sync"),
+        "commitlog_disk_access_mode": cassandra.get("commitlog_disk_access_mode"),
         "data_file_directories": cassandra.get("data_file_directories"),
         "lost_events": meta.get("lost_events"),
         "unstreamed_events": meta.get("unstreamed_events"),

@@ -818,6 +818,8 @@ def _context(meta: dict) -> dict:
             "pid": meta.get("pid"),
             "release_version": cassandra.get("release_version"),
             "disk_access_mode": cassandra.get("disk_access_mode"),
+            "commitlog_sync": cassandra.get("commitlog_sync"),
+            "commitlog_disk_access_mode": cassandra.get("commitlog_disk_access_mode"),
             "watched": _watched_span(meta),
             "kernel": meta.get("kernel"),
             "hostname": meta.get("hostname"),

@@ -82,6 +82,16 @@ def read_ahead(node_settings: dict[str, str]) -> CassandraMeta:
     return {"compressed_read_ahead_bytes": int(match.group(1)) * DATA_STORAGE_UNITS[match.group(2)]} if match else {}
 
 
+def commit_log(node_settings: dict[str, str]) -> CassandraMeta:
+    """meta cassandra's commitlog_sync and commitlog_disk_access_mode, those the node says (4.0+)."""
+    found: CassandraMeta = {}
+    if node_settings.get("commitlog_sync"):
+        found["commitlog_sync"] = node_settings["commitlog_sync"]
+    if node_settings.get("commitlog_disk_access_mode"):
+        found["commitlog_disk_access_mode"] = node_settings["commitlog_disk_access_mode"]
+    return found
+
+
 def _parse_list_setting(value: str) -> list[str]:
     return [item.strip().strip("'\"") for item in value.strip("[]").split(",") if item.strip()]
 
@@ -288,6 +298,7 @@ def cassandra_meta(
         "data_file_directories": data_dirs,
         "tables": tables,
         **read_ahead(node_settings),
+        **commit_log(node_settings),
     }
 
 

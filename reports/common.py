@@ -461,12 +461,21 @@ def page_size(context: dict[str, Any]) -> str:
     return "—" if size is None else "one page" if size == 0 else f"{size:,} rows"
 
 
+def commit_log(context: dict) -> str:
+    """The commit log's sync mode and its segments' access mode, as the node said them."""
+    sync, access = context.get("commitlog_sync"), context.get("commitlog_disk_access_mode")
+    if sync is None and access is None:
+        return "not known (the node says it from 4.0)"
+    return ", ".join(part for part in (sync and f"{sync} sync", access and f"segments {access}") if part)
+
+
 def context_items(analysis: Analysis) -> list[tuple[str, str]]:
     c = analysis.context
     node = c.get("node") or {}
     items = [
         ("Cassandra", c.get("cassandra_version") or "unknown"),
         ("disk_access_mode", c.get("disk_access_mode") or "unknown"),
+        ("Commit log", commit_log(c)),
         ("Backend", f"{c.get('backend')} ({c.get('source')})"),
         ("Node", f"{node.get('host')}:{node.get('port')}" if node else "—"),
         ("Process", f"pid {c.get('pid')}: {c.get('process')}"),

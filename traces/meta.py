@@ -77,6 +77,8 @@ class CassandraMeta(TypedDict, total=False):
     data_file_directories: list[str]
     tables: list[TableMeta]
     compressed_read_ahead_bytes: int  # 5.0+: what a range read of compressed SSTables reads at a time
+    commitlog_sync: str  # 'periodic', 'batch' or 'group': when a write's commit-log append is synced
+    commitlog_disk_access_mode: str  # 5.0+: 'legacy' (mapped segments), 'direct', 'auto', ...
 
 
 class QueryTraceEvent(TypedDict):

@@ -90,6 +90,9 @@ Meta keys (values are JSON)
   cassandra          {"release_version": str, "disk_access_mode": str, "data_file_directories": [str],
                       "compressed_read_ahead_bytes": int (5.0+'s compressed_read_ahead_buffer_size: a range
                       read of compressed SSTables reads this much at a time; absent: no such setting),
+                      "commitlog_sync": str ('periodic', 'batch', 'group'), "commitlog_disk_access_mode": str
+                      (5.0+: 'legacy' for mapped segments, 'direct', ...) (later in format 5; absent: the node
+                      did not say: before 4.0),
                       "tables": [{"keyspace", "table", "id", "columns": [{"name","type","kind"}],
                                   "partition_key": [str], "clustering": [str],
                                   "compression": {...}, "sstables": [{"path","size"}],

@@ -20,6 +20,7 @@ import threading
 import time
 import urllib.request
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from cassandra.cluster import Cluster, DefaultConnection
@@ -384,6 +385,16 @@ def test_a_write_s_cpu_is_what_run_measures_of_it_and_a_part_of_its_node_time(wa
                 == pytest.approx(write["node_ns_per_execution"])
                 or write["rest_ns_per_execution"] == 0
             ), statement["query"][:60]
+
+
+def test_the_commit_logs_sync_mode_is_the_nodes_configured_one(watched, sandbox):
+    """The report's context names the commit log's sync and segment access modes: those of the yaml the
+    node started with (the sandbox's own; 5.0 defaults the access mode to legacy: mapped segments)."""
+    report = watched[0]
+    configured = (Path(sandbox.data_dir) / "conf" / "cassandra.yaml").read_text()
+    (sync,) = re.findall(r"^commitlog_sync: (\w+)$", configured, re.M)
+    access = re.findall(r"^commitlog_disk_access_mode: (\w+)$", configured, re.M) or ["legacy"]
+    assert (report["context"]["commitlog_sync"], report["context"]["commitlog_disk_access_mode"]) == (sync, access[0])
 
 
 def test_a_write_s_measures_per_execution_are_those_run_gives_it(watched, run_insert):

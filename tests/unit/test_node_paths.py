@@ -5,9 +5,11 @@ import os
 
 import pytest
 
+from casstrace.node import context
 from casstrace.node.context import data_directories, yaml_data_directories
 from casstrace.node.jvm import CassandraProcess
 from casstrace.probes.proc.proc_fds import in_root
+from casstrace.reports import common
 
 
 def started_with(tmp_path, yaml: str) -> CassandraProcess:
@@ -56,3 +58,13 @@ def test_no_yaml_on_the_command_line_or_none_readable(tmp_path):
 def test_paths_of_a_process_that_sees_our_file_tree_are_ours():
     assert in_root(os.getpid(), "/var/lib/cassandra/data") == "/var/lib/cassandra/data"
     assert in_root(os.getpid(), "relative/path") == "relative/path"
+
+
+def test_the_commit_logs_modes_are_kept_as_the_node_says_them_and_shown_in_words():
+    settings = {"commitlog_sync": "batch", "commitlog_disk_access_mode": "legacy", "commitlog_sync_period": "0ms"}
+    meta = context.commit_log(settings)
+    assert meta == {"commitlog_sync": "batch", "commitlog_disk_access_mode": "legacy"}
+    assert common.commit_log(dict(meta)) == "batch sync, segments legacy"
+    assert context.commit_log({}) == {}  # 3.x: no settings table
+    assert common.commit_log({}).startswith("not known")
+    assert common.commit_log({"commitlog_sync": "periodic"}) == "periodic sync"  # 4.x: no access mode
