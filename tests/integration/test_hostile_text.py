@@ -13,7 +13,8 @@ import threading
 import pytest
 
 from casstrace.sandbox.workload import Load, Workload
-from watching import PREVIOUS, STARTED, nodetool, start_watch, watch_command  # noqa: F401 (fixtures)
+from casstrace_cli import CASSTRACE
+from watching import PREVIOUS, STARTED, nodetool, watch_command  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 
@@ -44,11 +45,14 @@ def _drain(descriptor: int, into: bytearray, started: threading.Event) -> None:
     started.set()
 
 
-@pytest.mark.parametrize("format_", ["text", "md"])
-def test_a_watch_shows_hostile_aliases_escaped(sandbox, demo_tables, nodetool, tmp_path, format_):
+@pytest.fixture(scope="module")
+def hostile_watch(sandbox, demo_tables, nodetool, tmp_path_factory):
+    """One watch of the hostile aliases, its text report and its live --top table drawn on a terminal:
+    (the trace, the report it printed, what the terminal showed). One statement holds two aliases at
+    once, for the JSON report to keep whole."""
     nodetool.set_trace_probability(PREVIOUS)
     spec = demo_tables.spec
-    aliases = [OSC52, C1, FORGED]
+    aliases = [OSC52, C1, FORGED, f"{OSC52}{C1}"]
     loads = [
         Load(
             f"hostile{number}",
@@ -58,14 +62,13 @@ def test_a_watch_shows_hostile_aliases_escaped(sandbox, demo_tables, nodetool, t
         )
         for number, alias in enumerate(aliases)
     ]
-    out = tmp_path / "hostile.trace"
-    report = tmp_path / f"hostile.{format_}"
+    out = tmp_path_factory.mktemp("hostile") / "hostile.trace"
     terminal, terminal_end = pty.openpty()  # stderr on a terminal: the live --top table is drawn
     live = bytearray()
-    command = watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", format_, "--sample", "1")
+    command = watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", "text", "--sample", "1")
     with sandbox.connect() as session:
         watcher = subprocess.Popen(
-            [*command, "--color", "--top", "20"], stdout=subprocess.PIPE, stderr=terminal_end, cwd=tmp_path
+            [*command, "--color", "--top", "20"], stdout=subprocess.PIPE, stderr=terminal_end, cwd=out.parent
         )
         os.close(terminal_end)
         started = threading.Event()
@@ -79,8 +82,21 @@ def test_a_watch_shows_hostile_aliases_escaped(sandbox, demo_tables, nodetool, t
     os.close(terminal)
     assert watcher.returncode == 0, live.decode(errors="replace")
     assert all(load.executions > 0 and load.errors == 0 for load in loads)
-    report.write_bytes(stdout)
-    for shown in (stdout, bytes(live)):
+    return out, stdout, bytes(live)
+
+
+def _report(trace, format_: str) -> bytes:
+    """`casstrace report` of the trace in one format, as a user attaches it to a ticket."""
+    done = subprocess.run([*CASSTRACE, "report", str(trace), "--format", format_], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("format_", ["text", "md"])
+def test_a_watch_shows_hostile_aliases_escaped(hostile_watch, format_):
+    trace, printed, live = hostile_watch
+    stdout = printed if format_ == "text" else _report(trace, format_)
+    for shown in (stdout, live):
         plain = _own_colours_removed(shown)
         assert not [raw for raw in RAW if raw in plain], shown
     # the statements are there, escaped, one row each: no forged row
@@ -90,19 +106,8 @@ def test_a_watch_shows_hostile_aliases_escaped(sandbox, demo_tables, nodetool, t
     assert not any(line.lstrip().startswith(b"1  SELECT * FROM forged") for line in live.splitlines())
 
 
-def test_a_watch_json_report_keeps_hostile_aliases_whole(sandbox, demo_tables, nodetool, tmp_path):
-    nodetool.set_trace_probability(PREVIOUS)
-    spec = demo_tables.spec
-    cql = f'SELECT c0 AS "{OSC52}{C1}" FROM {spec.keyspace}.{spec.table} WHERE stream_id = ?'
-    out = tmp_path / "hostile.trace"
-    with sandbox.connect() as session:
-        watcher = start_watch(
-            watch_command(sandbox, out, "--duration", str(WATCH_S), "--format", "json", "--sample", "1")
-        )
-        workload = Workload(session, [Load("hostile", cql, 2, (spec.stream_id,))], WATCH_S).start()
-        stdout, stderr = watcher.communicate(timeout=300)
-        workload.join()
-    assert watcher.returncode == 0, stderr
-    assert not [raw for raw in ("\x1b]", "\x07", "\x9b", "\x9d") if raw in stdout + stderr]
-    statements = [s["query"] for s in json.loads(stdout)["statements"]]
+def test_a_watch_json_report_keeps_hostile_aliases_whole(hostile_watch):
+    shown = _report(hostile_watch[0], "json").decode()
+    assert not [raw for raw in ("\x1b]", "\x07", "\x9b", "\x9d") if raw in shown]
+    statements = [s["query"] for s in json.loads(shown)["statements"]]
     assert any(OSC52 in statement and C1 in statement for statement in statements), statements
