@@ -210,7 +210,8 @@ def command(
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
         from casstrace.node.connection import resolve_settings
-        from casstrace.orchestration.runner import RunOptions, run
+        from casstrace.orchestration.experiment import CapturePerRun, Plan, QueryRun, execute
+        from casstrace.orchestration.runner import RunOptions
         from casstrace.orchestration.targets import RemoteSettings, parse_hosts
 
         prepare_outputs(out, not no_html, force, [path for path in (query_file, ssh_config) if path], cqlshrc)
@@ -238,7 +239,11 @@ def command(
         )
         rule = VerdictRule(threshold, min_excess)
         with reporting_interruptions(html=not no_html, force=force, rule=rule):
-            path = run(options, phases, started_backend)
+            # a plan of one variant, through the backend compiling since the command started
+            (record,) = execute(
+                Plan((QueryRun("run", options, phases),), backend), captures=CapturePerRun(started_backend)
+            )
+    path = record.trace
     with phases("analyse, report"):
         report(path, html=not no_html, force=force, rule=rule)
     if timings:
