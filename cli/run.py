@@ -210,7 +210,7 @@ def command(
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
         from casstrace.node.connection import resolve_settings
-        from casstrace.orchestration.experiment import CapturePerRun, Plan, QueryRun, execute
+        from casstrace.orchestration.experiment import run_query
         from casstrace.orchestration.runner import RunOptions
         from casstrace.orchestration.targets import RemoteSettings, parse_hosts
 
@@ -239,11 +239,7 @@ def command(
         )
         rule = VerdictRule(threshold, min_excess)
         with reporting_interruptions(html=not no_html, force=force, rule=rule):
-            # a plan of one variant, through the backend compiling since the command started
-            (record,) = execute(
-                Plan((QueryRun("run", options, phases),), backend), captures=CapturePerRun(started_backend)
-            )
-    path = record.trace
+            path = run_query(options, phases, started_backend)
     with phases("analyse, report"):
         report(path, html=not no_html, force=force, rule=rule)
     if timings:

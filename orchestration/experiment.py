@@ -176,3 +176,10 @@ class QueryRun:
 
     def capture(self, captures: Captures, progress: Progress) -> RunRecord:
         return RunRecord(self.label, captures.run(self.options, self.phases))
+
+
+def run_query(options: RunOptions, phases: Phases | None = None, started: StartedBackend | None = None) -> Path:
+    """`casstrace run`: a plan of one query, captured through `started`, the backend its command started
+    (compiling while it connects); the path of the trace written."""
+    (record,) = execute(Plan((QueryRun("run", options, phases),), options.backend), captures=CapturePerRun(started))
+    return record.trace
