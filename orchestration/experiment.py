@@ -24,7 +24,7 @@ from typing import Generic, Protocol, TypeVar
 from casstrace.errors import CasstraceError
 from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.orchestration.runner import RunOptions, run
-from casstrace.orchestration.watcher import WatchOptions, watch
+from casstrace.orchestration.watcher import WatchCallbacks, WatchOptions, watch
 from casstrace.outputs import check_output, same_file
 from casstrace.phases import Phases
 from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend
@@ -39,11 +39,11 @@ def no_progress(label: str, units: int) -> None:
 
 
 class Captures(Protocol):
-    """What a variant captures through: a run of a query, a watch of the node while `started` runs."""
+    """What a variant captures through: a run of a query, a watch of the node (its callbacks: watcher.watch's)."""
 
     def run(self, options: RunOptions, phases: Phases | None = None) -> Path: ...
 
-    def watch(self, options: WatchOptions, started: Callable[[], None]) -> Path: ...
+    def watch(self, options: WatchOptions, callbacks: WatchCallbacks) -> Path: ...
 
 
 class CapturePerRun:
@@ -56,8 +56,8 @@ class CapturePerRun:
     def run(self, options: RunOptions, phases: Phases | None = None) -> Path:
         return run(options, phases, self.started)
 
-    def watch(self, options: WatchOptions, started: Callable[[], None]) -> Path:
-        return watch(options, started=started)
+    def watch(self, options: WatchOptions, callbacks: WatchCallbacks) -> Path:
+        return watch(options, callbacks.live, callbacks.started, callbacks.interval_done)
 
 
 class KeptCaptures(CapturePerRun):
@@ -182,4 +182,30 @@ def run_query(options: RunOptions, phases: Phases | None = None, started: Starte
     """`casstrace run`: a plan of one query, captured through `started`, the backend its command started
     (compiling while it connects); the path of the trace written."""
     (record,) = execute(Plan((QueryRun("run", options, phases),), options.backend), captures=CapturePerRun(started))
+    return record.trace
+
+
+@dataclass(frozen=True)
+class NodeWatch:
+    """A watch of the node (`watch`'s, a sweep's load under it): nothing to set up; its trace (with
+    --interval, the last interval's) and the callbacks that follow it."""
+
+    label: str
+    options: WatchOptions
+    callbacks: WatchCallbacks = field(default_factory=WatchCallbacks)  # none: a watch followed by nobody
+    runs_queries: bool = False
+
+    def traces(self) -> list[Path]:
+        return [self.options.out] if self.options.out is not None else []
+
+    def staged(self, progress: Progress) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def capture(self, captures: Captures, progress: Progress) -> RunRecord:
+        return RunRecord(self.label, captures.watch(self.options, self.callbacks))
+
+
+def watch_node(options: WatchOptions, callbacks: WatchCallbacks) -> Path:
+    """`casstrace watch`: a plan of one watch of the node; the path of its trace (watcher.watch's)."""
+    (record,) = execute(Plan((NodeWatch("watch", options, callbacks),)))
     return record.trace

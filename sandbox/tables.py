@@ -133,7 +133,7 @@ class TablesPoint:
 
     def capture(self, captures: "Captures", progress: "Progress") -> "TablesRun":
         from casstrace.node.connection import ConnectionSettings
-        from casstrace.orchestration.watcher import WatchOptions
+        from casstrace.orchestration.watcher import WatchCallbacks, WatchOptions
 
         assert self.session is not None  # staged
         progress(f"{self.label}: writing", 0)
@@ -148,7 +148,7 @@ class TablesPoint:
                 out=self.traces()[0],
                 force=self.force,
             ),
-            started=load.run,
+            WatchCallbacks(started=load.run),
         )
         history = _compaction_history(self.session, self.plan.keyspace, self.tables, since)
         return TablesRun(self.tables, trace, load.writes, load.failed, load.seconds, load.heap_used_bytes, history)
