@@ -42,6 +42,19 @@ RUN_OPTIONS = (
     "backend",
     "keep_literals",
 )
+# Those of them a side's run takes as given (the connection's are resolved once, the consistency per side).
+SIDE_OPTIONS = (
+    "keyspace",
+    "pid",
+    "repeat",
+    "warmup",
+    "cold",
+    "page_size",
+    "page_bytes",
+    "allow_large_rows",
+    "backend",
+    "keep_literals",
+)
 GATE_FAILED = 1  # exit status when --fail-if-worse or --max-amplification fails (errors exit 2)
 
 
@@ -309,18 +322,9 @@ def side_options(
     return RunOptions(
         query=query,
         connection=settings,
-        keyspace=run_options["keyspace"],
-        pid=run_options["pid"],
-        repeat=run_options["repeat"],
-        warmup=run_options["warmup"],
-        cold=run_options["cold"],
         consistency=consistency,
-        page_size=run_options["page_size"],
-        page_bytes=run_options["page_bytes"],
-        allow_large_rows=run_options["allow_large_rows"],
-        backend=run_options["backend"],
-        keep_literals=run_options["keep_literals"],
         out=(traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}",
+        **{name: run_options[name] for name in SIDE_OPTIONS},
     )
 
 

@@ -159,20 +159,27 @@ class RunRecord:
     trace: Path
 
 
-@dataclass(frozen=True)
-class QueryRun:
-    """A query run as given (`run`'s, one side of a compare): nothing to set up on the node."""
+class AsGiven:
+    """A capture as its options give it: nothing to set up on the node, its trace where they say (None:
+    a default name, always new)."""
 
-    label: str
-    options: RunOptions
-    phases: Phases | None = None  # where its wall time goes (run --timings)
-    runs_queries: bool = True
+    options: RunOptions | WatchOptions
 
     def traces(self) -> list[Path]:
         return [self.options.out] if self.options.out is not None else []
 
     def staged(self, progress: Progress) -> AbstractContextManager[None]:
         return nullcontext()
+
+
+@dataclass(frozen=True)
+class QueryRun(AsGiven):
+    """A query's run (`run`'s, one side of a compare)."""
+
+    label: str
+    options: RunOptions
+    phases: Phases | None = None  # where its wall time goes (run --timings)
+    runs_queries: bool = True
 
     def capture(self, captures: Captures, progress: Progress) -> RunRecord:
         return RunRecord(self.label, captures.run(self.options, self.phases))
@@ -186,20 +193,14 @@ def run_query(options: RunOptions, phases: Phases | None = None, started: Starte
 
 
 @dataclass(frozen=True)
-class NodeWatch:
-    """A watch of the node (`watch`'s, a sweep's load under it): nothing to set up; its trace (with
-    --interval, the last interval's) and the callbacks that follow it."""
+class NodeWatch(AsGiven):
+    """A watch of the node (`watch`'s): its trace (with --interval, the last interval's) and the callbacks
+    that follow it."""
 
     label: str
     options: WatchOptions
     callbacks: WatchCallbacks = field(default_factory=WatchCallbacks)  # none: a watch followed by nobody
     runs_queries: bool = False
-
-    def traces(self) -> list[Path]:
-        return [self.options.out] if self.options.out is not None else []
-
-    def staged(self, progress: Progress) -> AbstractContextManager[None]:
-        return nullcontext()
 
     def capture(self, captures: Captures, progress: Progress) -> RunRecord:
         return RunRecord(self.label, captures.watch(self.options, self.callbacks))
