@@ -1,7 +1,9 @@
 """Experiments as objects: a plan, the one executor that carries it out, and the records it returns.
 
-A `Plan` is the node a command measures and the ordered variants it measures there: `run`'s one query,
-compare's two sides, a sweep's points (a column count, a layout at a column count, a table count).
+A `Plan` is the ordered variants one command measures on its node: `run`'s one query, compare's two
+sides, a sweep's points (a column count, a layout at a column count, a table count), `watch`'s one
+watch. Each variant's capture options name the node (its connection, JVM, the nodes over ssh), which
+the runner plans per run (runner.RunPlan: which JVMs, the replicas, how each is captured).
 A `Variant` is one point of it: what it sets up on the node before its captures and takes down after
 (a table loaded, then dropped: `staged`, on every exit path), the captures it makes, and the record
 of them it returns (its traces, and whatever its command's report reads). `execute` runs a plan's
