@@ -108,20 +108,16 @@ class LayoutPoint:
             loaded_now = _ensure_loaded(session, self.plan, self.layout, self.columns)
         if loaded_now:
             self.sandbox.nodetool("flush", self.plan.keyspace, table(self.layout, self.columns))
-        yield
-        if loaded_now and not self.plan.keep:  # else the keyspace goes with it, once the sweep ends
+        yield  # a capture cut short leaves the table to the keyspace's drop, once the sweep ends
+        if loaded_now and not self.plan.keep:
             with self.sandbox.connect() as session:
                 _drop(session, self.plan, self.layout, self.columns)
 
     def capture(self, captures: "Captures", progress: "Progress") -> "LayoutRun":
         progress(f"{self.label}: tracing", 0)
-        query_ = query(self.plan, self.layout, self.columns)
-        out = self.traces()[0]
-        return LayoutRun(
-            self.layout,
-            self.columns,
-            captures.run(run_options(self.sandbox, query_, out, self.plan.repeat, self.plan.warmup, self.force)),
-        )
+        statement, (out,) = query(self.plan, self.layout, self.columns), self.traces()
+        options = run_options(self.sandbox, statement, out, self.plan.repeat, self.plan.warmup, self.force)
+        return LayoutRun(self.layout, self.columns, captures.run(options))
 
 
 def layouts_experiment(sandbox: Sandbox, plan: LayoutPlan, traces_dir: Path, force: bool = False) -> "Plan[LayoutRun]":

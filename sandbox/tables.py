@@ -126,8 +126,8 @@ class TablesPoint:
         progress(f"{self.label}: creating the tables", 0)
         with self.sandbox.connect(self.plan.keyspace) as self.session:
             _create(self.session, self.tables)
-            yield
-            if not self.plan.keep:  # else the keyspace goes with them, once the sweep ends
+            yield  # a capture cut short leaves the tables to the keyspace's drop, once the sweep ends
+            if not self.plan.keep:
                 _drop(self.session, self.tables)
         self.session = None
 
