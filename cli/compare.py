@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from casstrace.analyses.compare import Comparison, PayloadCheck
     from casstrace.analyses.model import Analysis
     from casstrace.analyses.verdict_rule import VerdictRule
+    from casstrace.node.connection import ConnectionSettings
+    from casstrace.orchestration.runner import RunOptions
 from casstrace.outputs import check_output
 from casstrace.terminal import printable
 
@@ -34,6 +36,19 @@ RUN_OPTIONS = (
     "warmup",
     "cold",
     "consistency",
+    "page_size",
+    "page_bytes",
+    "allow_large_rows",
+    "backend",
+    "keep_literals",
+)
+# Those of them a side's run takes as given (the connection's are resolved once, the consistency per side).
+SIDE_OPTIONS = (
+    "keyspace",
+    "pid",
+    "repeat",
+    "warmup",
+    "cold",
     "page_size",
     "page_bytes",
     "allow_large_rows",
@@ -227,16 +242,12 @@ def run_both(
     before: str, after: str, traces_dir: Path | None, run_options: dict[str, Any], after_consistency: str | None = None
 ) -> "tuple[PayloadCheck, list[Path]]":
     """Check that both queries return the same data (one execution each, no probes), then run each
-    under the probes into its own trace, --after at `after_consistency` when given. Returns (the
-    payload check, the two trace paths)."""
-    from casstrace.analyses.compare import Payload, check_payload
-    from casstrace.node.connection import NodeSession, resolve_settings
-    from casstrace.node.leaves import statement_shape
-    from casstrace.node.paging import paging, query_shape
-    from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
+    under the probes into its own trace, --after at `after_consistency` when given: a plan of two
+    sides. Returns (the payload check, the two trace paths)."""
+    from casstrace.node.connection import resolve_settings
     from casstrace.node.statements import read_only_statement
+    from casstrace.orchestration.experiment import KeptCaptures, Plan, QueryRun, execute
     from casstrace.orchestration.kept_capture import KeptCapture
-    from casstrace.orchestration.runner import RunOptions, default_trace_path
 
     settings = resolve_settings(
         *(
@@ -245,60 +256,76 @@ def run_both(
         )
     )
     queries = [read_only_statement(before), read_only_statement(after)]
-    page_size, page_bytes = run_options["page_size"], run_options["page_bytes"]
     consistencies = [run_options["consistency"].upper(), (after_consistency or run_options["consistency"]).upper()]
+    sides = tuple(
+        QueryRun(role, side_options(query, consistency, role, settings, traces_dir, run_options))
+        for role, query, consistency in zip(("before", "after"), queries, consistencies)
+    )
     # The probes compile while both queries are checked, and stay attached from one run to the next.
     with KeptCapture(run_options["backend"]) as capture:
-        with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
-            prepared = [prepare(node.session, query) for query in queries]
-            results = [
-                execute(
+        check = payload_check(settings, queries, consistencies, run_options)
+        if check.status == "different":
+            raise refusal(check.summary, live=True)
+        paths = []
+        for side in execute(Plan(sides, backend=run_options["backend"]), captures=KeptCaptures(capture)):
+            paths.append(side.trace)
+            click.echo(printable(f"trace ({side.label}): {side.trace}"), err=True)
+    return check, paths
+
+
+def payload_check(
+    settings: "ConnectionSettings", queries: list[str], consistencies: list[str], run_options: dict[str, Any]
+) -> "PayloadCheck":
+    """Both queries executed once each, untraced, and what they returned compared."""
+    from casstrace.analyses.compare import Payload, check_payload
+    from casstrace.node.connection import NodeSession
+    from casstrace.node.leaves import statement_shape
+    from casstrace.node.paging import paging, query_shape
+    from casstrace.node.query import MeasuringProtocolHandler, execute, prepare
+
+    page_size, page_bytes = run_options["page_size"], run_options["page_bytes"]
+    with NodeSession(settings, run_options["keyspace"], protocol_handler=MeasuringProtocolHandler) as node:
+        prepared = [prepare(node.session, query) for query in queries]
+        results = [
+            execute(
+                node.session,
+                statement,
+                consistency,
+                paging(
                     node.session,
                     statement,
                     consistency,
-                    paging(
-                        node.session,
-                        statement,
-                        consistency,
-                        page_size,
-                        page_bytes,
-                        query_shape(node.session, statement, query, None, None),
-                        run_options["allow_large_rows"],
-                    ).page_size,
-                    shape=statement_shape(node.session, statement),
-                )
-                for statement, query, consistency in zip(prepared, queries, consistencies)
-            ]
-        check = check_payload(*(Payload(r.rows, r.payload_bytes, r.digest, leaf_digest=r.leaf_digest) for r in results))
-        if check.status == "different":
-            raise refusal(check.summary, live=True)
-
-        paths = []
-        for role, query, consistency in zip(("before", "after"), queries, consistencies):
-            default = default_trace_path(query)
-            out = (traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}"
-            paths.append(
-                capture.run(
-                    RunOptions(
-                        query=query,
-                        connection=settings,
-                        keyspace=run_options["keyspace"],
-                        pid=run_options["pid"],
-                        repeat=run_options["repeat"],
-                        warmup=run_options["warmup"],
-                        cold=run_options["cold"],
-                        consistency=consistency,
-                        page_size=page_size,
-                        page_bytes=page_bytes,
-                        allow_large_rows=run_options["allow_large_rows"],
-                        backend=run_options["backend"],
-                        keep_literals=run_options["keep_literals"],
-                        out=out,
-                    )
-                )
+                    page_size,
+                    page_bytes,
+                    query_shape(node.session, statement, query, None, None),
+                    run_options["allow_large_rows"],
+                ).page_size,
+                shape=statement_shape(node.session, statement),
             )
-            click.echo(printable(f"trace ({role}): {paths[-1]}"), err=True)
-    return check, paths
+            for statement, query, consistency in zip(prepared, queries, consistencies)
+        ]
+    return check_payload(*(Payload(r.rows, r.payload_bytes, r.digest, leaf_digest=r.leaf_digest) for r in results))
+
+
+def side_options(
+    query: str,
+    consistency: str,
+    role: str,
+    settings: "ConnectionSettings",
+    traces_dir: Path | None,
+    run_options: dict[str, Any],
+) -> "RunOptions":
+    """The run of one side of a compare: `casstrace run`'s options, its trace named for its role."""
+    from casstrace.orchestration.runner import RunOptions, default_trace_path
+
+    default = default_trace_path(query)
+    return RunOptions(
+        query=query,
+        connection=settings,
+        consistency=consistency,
+        out=(traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}",
+        **{name: run_options[name] for name in SIDE_OPTIONS},
+    )
 
 
 _run_params = {param.name: param for param in run_cli.command.params}

@@ -1,5 +1,6 @@
 """casstrace demo: the CASSANDRA-6586 full-row read, on the sandbox node."""
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -113,19 +114,23 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
     from casstrace.analyses.compare import compare
     from casstrace.cli.run import report, reporting_interruptions
     from casstrace.node.connection import resolve_settings
+    from casstrace.orchestration.experiment import KeptCaptures, Plan, QueryRun, execute
     from casstrace.orchestration.kept_capture import KeptCapture
     from casstrace.orchestration.runner import RunOptions
     from casstrace.reports import ReportOptions, render
     from casstrace.reports.comparison import document
 
     settings = resolve_settings(sandbox.host, sandbox.native_port)
+    queries = (("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query))
+    plan = Plan(tuple(QueryRun(title, RunOptions(query=query, connection=settings)) for title, query in queries))
     traces = []
-    # The probes compile while the first run connects, and stay attached from one run to the next.
-    with KeptCapture() as capture:
-        for title, query in (("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query)):
+    # The probes compile while the first run connects, and stay attached from one run to the next (and
+    # through a report of a run a signal cut short).
+    with KeptCapture() as kept, contextlib.closing(execute(plan, captures=KeptCaptures(kept))) as runs:
+        for title, query in queries:
             click.echo(f"\n=== Tracing {title}: {query}")
             with reporting_interruptions(html=True):
-                traces.append(capture.run(RunOptions(query=query, connection=settings)))
+                traces.append(next(runs).trace)
             report(traces[-1], html=True)
     click.echo("\n=== Side by side")
     wide, narrow = traces

@@ -210,7 +210,8 @@ def command(
     # the run meanwhile, and connects.
     with started(backend) as started_backend:
         from casstrace.node.connection import resolve_settings
-        from casstrace.orchestration.runner import RunOptions, run
+        from casstrace.orchestration.experiment import run_query
+        from casstrace.orchestration.runner import RunOptions
         from casstrace.orchestration.targets import RemoteSettings, parse_hosts
 
         prepare_outputs(out, not no_html, force, [path for path in (query_file, ssh_config) if path], cqlshrc)
@@ -238,7 +239,7 @@ def command(
         )
         rule = VerdictRule(threshold, min_excess)
         with reporting_interruptions(html=not no_html, force=force, rule=rule):
-            path = run(options, phases, started_backend)
+            path = run_query(options, phases, started_backend)
     with phases("analyse, report"):
         report(path, html=not no_html, force=force, rule=rule)
     if timings:

@@ -5,7 +5,6 @@ N fields or N rows); with --tables the many-tables study (the same writes spread
 import contextlib
 import sys
 import time
-from collections.abc import Callable, Generator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -22,6 +21,7 @@ Point = TypeVar("Point")
 
 if TYPE_CHECKING:
     from casstrace.analyses.verdict_rule import VerdictRule
+    from casstrace.orchestration.experiment import Plan
     from casstrace.sandbox.control import Sandbox
     from casstrace.sandbox.sweep import SweepPlan, SweepRun
 
@@ -194,41 +194,21 @@ def sweep_columns(
 ) -> None:
     """The column-count study: each N in turn, wide_N against narrow_N; an interrupted sweep reports
     the column counts it has."""
-    from casstrace.sandbox.sweep import heap_bytes, queries, run_sweep, trace_path
+    from casstrace.sandbox.sweep import columns_experiment, queries
 
     _, output, force, _ = delivery
     plan.check()
-    sandbox, traces_dir, _ = prepared(
-        data_dir,
-        traces_dir,
-        lambda directory: [trace_path(directory, kind, n) for n in plan.columns for kind in ("wide", "narrow")],
-        output,
-        force,
-    )
-    plan.check(heap_bytes(sandbox.settings.heap))
-
+    sandbox, traces_dir = prepared(data_dir, traces_dir, output, force)
+    experiment = columns_experiment(sandbox, plan, traces_dir, force)
+    ready(experiment, traces_dir, output, force)
     started = time.monotonic()
-    runs: list[SweepRun] = []
-    stopped = None
-    with click.progressbar(
-        length=plan.total_cost, label="Sweep", file=sys.stderr, show_pos=False, item_show_func=lambda label: label
-    ) as bar:
-        with contextlib.closing(
-            run_sweep(sandbox, plan, traces_dir, progress=lambda label, units: bar.update(units, label), force=force)
-        ) as points:
-            try:
-                runs.extend(points)
-            except KeyboardInterrupt:
-                stopped = f"interrupted after {len(runs)} of {len(plan.columns)} column counts"
-    elapsed = time.monotonic() - started
-    if not runs:
-        raise click.exceptions.Abort()
+    runs, stopped = each_point(experiment, "column counts", units=plan.total_cost)
     report(
         runs,
         plan,
         sandbox,
         traces_dir,
-        elapsed,
+        time.monotonic() - started,
         stopped,
         queries(plan.spec(plan.columns[-1])),
         delivery,
@@ -302,21 +282,17 @@ def sweep_tables(
     from casstrace.analyses.watch import analyse_watch
     from casstrace.reports import default_output, report_format
     from casstrace.reports.sweep import tables_document
-    from casstrace.sandbox.tables import IN_FLIGHT, TablesPlan, run_tables, trace_path
+    from casstrace.sandbox.tables import IN_FLIGHT, TablesPlan, tables_experiment
 
     format_, output, force, color = delivery
     plan = TablesPlan(tables=tuple(sorted(set(table_counts))), writes=writes, value_bytes=value_bytes, keep=keep)
     plan.check()
-    sandbox, traces_dir, traces = prepared(
-        data_dir, traces_dir, lambda directory: [trace_path(directory, n) for n in plan.tables], output, force
-    )
+    sandbox, traces_dir = prepared(data_dir, traces_dir, output, force)
+    experiment = tables_experiment(sandbox, plan, traces_dir, force)
+    traces = ready(experiment, traces_dir, output, force)
     announce(sandbox, plan.keyspace, keep)
     started = time.monotonic()
-    done, stopped = each_point(
-        lambda progress: run_tables(sandbox, plan, traces_dir, progress=progress, force=force),
-        len(traces),
-        "table counts",
-    )
+    done, stopped = each_point(experiment, "table counts")
     measured = []
     for run in done:
         watched = analyse_watch(run.trace)
@@ -358,22 +334,28 @@ def announce(sandbox: "Sandbox", keyspace: str, keep: bool) -> None:
     )
 
 
-def each_point(
-    points: "Callable[[Callable[[str], None]], Generator[Point, None, None]]", total: int, what: str
-) -> "tuple[list[Point], str | None]":
-    """Run a sweep's points (`points(progress)`) under a progress bar of `total` steps: those done, and
-    why it stopped early (Ctrl-C: the generator closed, so it drops what it created), None if it did not.
-    None done: the sweep is aborted."""
+def each_point(experiment: "Plan[Point]", what: str, units: int | None = None) -> "tuple[list[Point], str | None]":
+    """Carry out a sweep's plan under a progress bar, of its points or of `units` (the variants say how
+    many each step took): the points done, and why it stopped early (Ctrl-C: the plan's executor
+    closed, so it takes down what it set up), None if it did not. None done: the sweep is aborted."""
+    from casstrace.orchestration.experiment import execute
+
     done: list[Point] = []
     stopped = None
+    total = len(experiment.variants)
     with click.progressbar(
-        length=total, label="Sweep", file=sys.stderr, show_pos=True, item_show_func=lambda label: label
+        length=units or total,
+        label="Sweep",
+        file=sys.stderr,
+        show_pos=units is None,
+        item_show_func=lambda label: label,
     ) as bar:
-        with contextlib.closing(points(lambda label: bar.update(0, label))) as running:
+        with contextlib.closing(execute(experiment, lambda label, step: bar.update(step, label))) as running:
             try:
                 for point in running:
                     done.append(point)
-                    bar.update(1)
+                    if units is None:
+                        bar.update(1)
             except KeyboardInterrupt:
                 stopped = f"interrupted after {len(done)} of {total} {what}"
     if not done:
@@ -381,15 +363,9 @@ def each_point(
     return done, stopped
 
 
-def prepared(
-    data_dir: Path,
-    traces_dir: Path | None,
-    traces_in: Callable[[Path], list[Path]],
-    output: Path | None,
-    force: bool,
-) -> tuple["Sandbox", Path, list[Path]]:
-    """The running sandbox in `data_dir`, the traces directory (made) and the traces the sweep will write
-    there (`traces_in`), each output refused now rather than after the sweep's minutes of work."""
+def prepared(data_dir: Path, traces_dir: Path | None, output: Path | None, force: bool) -> tuple["Sandbox", Path]:
+    """The running sandbox in `data_dir` and the traces directory, --output refused now rather than after
+    the sweep's minutes of work."""
     from casstrace.sandbox.control import Sandbox
 
     if output is not None:
@@ -400,14 +376,18 @@ def prepared(
             f"the sandbox in {sandbox.data_dir} is not running",
             f"start it: casstrace sandbox start --data-dir {sandbox.data_dir}",
         )
-    traces_dir = traces_dir or paths.default_traces_dir() / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
-    traces = traces_in(traces_dir)
-    for trace in traces:  # an earlier sweep's traces
-        check_output(trace, force)
+    return sandbox, traces_dir or paths.default_traces_dir() / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
+
+
+def ready(experiment: "Plan[Point]", traces_dir: Path, output: Path | None, force: bool) -> list[Path]:
+    """The traces the sweep will write, each refused now (an earlier sweep's: Plan.check), the report
+    too when it would write over one; the traces directory made."""
+    experiment.check()
+    traces = experiment.traces()
     if output is not None:  # the report is made from the traces
         check_output(output, force, traces)
     traces_dir.mkdir(parents=True, exist_ok=True)
-    return sandbox, traces_dir, traces
+    return traces
 
 
 def sweep_layouts(
@@ -426,7 +406,7 @@ def sweep_layouts(
     from casstrace.analyses.sweep import summarise_layouts
     from casstrace.reports import default_output, report_format
     from casstrace.reports.sweep import layout_document
-    from casstrace.sandbox.layouts import LAYOUTS, LayoutPlan, run_layouts, trace_path
+    from casstrace.sandbox.layouts import LAYOUTS, LayoutPlan, layouts_experiment
 
     repeat, warmup, keep = runs_asked
     format_, output, force, color = delivery
@@ -440,18 +420,12 @@ def sweep_layouts(
         keep=keep,
     )
     plan.check()
-    sandbox, traces_dir, traces = prepared(
-        data_dir,
-        traces_dir,
-        lambda directory: [trace_path(directory, layout, n) for n in plan.columns for layout in plan.layouts],
-        output,
-        force,
-    )
+    sandbox, traces_dir = prepared(data_dir, traces_dir, output, force)
+    experiment = layouts_experiment(sandbox, plan, traces_dir, force)
+    traces = ready(experiment, traces_dir, output, force)
     announce(sandbox, plan.keyspace, keep)
     started = time.monotonic()
-    done, stopped = each_point(
-        lambda progress: run_layouts(sandbox, plan, traces_dir, progress=progress, force=force), len(traces), "traces"
-    )
+    done, stopped = each_point(experiment, "traces")
     context = {
         "Node": f"{sandbox.host}:{sandbox.native_port} ({sandbox.data_dir})",
         "Keyspace": f"{plan.keyspace}: " + ("kept" if keep else "each table dropped once traced, the keyspace after"),

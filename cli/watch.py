@@ -175,10 +175,13 @@ def _watch_and_report(
     """Watches, then reports what was captured: also of a --duration watch cut short, or of a node gone
     away, before saying why the watch ended. `watching`: the line said once the probes are attached."""
     from casstrace.node.gone import NodeWentAway
-    from casstrace.orchestration.watcher import watch
+    from casstrace.orchestration.experiment import watch_node
+    from casstrace.orchestration.watcher import WatchCallbacks
 
     try:
-        path = watch(options, live, lambda: click.echo(watching, err=True), intervals or (lambda path: None))
+        path = watch_node(
+            options, WatchCallbacks(live, lambda: click.echo(watching, err=True), intervals or (lambda path: None))
+        )
     except Interrupted as interrupted:  # a --duration watch cut short (an open-ended one ends on Ctrl-C)
         if interrupted.trace is not None:
             report(interrupted.trace)

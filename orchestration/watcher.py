@@ -179,9 +179,9 @@ def watch(
 class WatchCallbacks:
     """How a watch tells its caller how it goes (watch()'s arguments)."""
 
-    live: Callable[[LiveSnapshot], None] | None
-    started: Callable[[], None]
-    interval_done: Callable[[Path], None]
+    live: Callable[[LiveSnapshot], None] | None = None
+    started: Callable[[], None] = lambda: None
+    interval_done: Callable[[Path], None] = lambda path: None
 
 
 @dataclass

@@ -11,10 +11,11 @@ unless `keep`; a table a previous --keep sweep left loaded is reused and left al
 """
 
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
@@ -22,7 +23,10 @@ from cassandra.query import BatchStatement, BatchType
 
 from casstrace.errors import CasstraceError
 from casstrace.sandbox.control import Sandbox
-from casstrace.sandbox.sweep import keyspace_of_its_own
+from casstrace.sandbox.sweep import keyspace_of_its_own, run_options
+
+if TYPE_CHECKING:
+    from casstrace.orchestration.experiment import Captures, Plan, Progress
 
 Layout = Literal["columns", "udt", "rows"]
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
@@ -77,46 +81,60 @@ def trace_path(traces_dir: Path, layout: Layout, columns: int) -> Path:
     return traces_dir / f"{table(layout, columns)}.trace"
 
 
-def run_layouts(
-    sandbox: Sandbox,
-    plan: LayoutPlan,
-    traces_dir: Path,
-    progress: Callable[[str], None] = lambda label: None,
-    force: bool = False,
-) -> Generator[LayoutRun, None, None]:
-    """Load and trace each (N, layout) in turn, yielding as each is done; closing the generator early
-    (Ctrl-C) still drops what it created."""
-    from casstrace.node.connection import ConnectionSettings
-    from casstrace.orchestration.kept_capture import KeptCapture
-    from casstrace.orchestration.runner import RunOptions
+@dataclass
+class LayoutPoint:
+    """The variant of one layout at one N: its table loaded and flushed (unless a --keep sweep left it
+    loaded), its read traced, the table dropped after unless `keep`."""
+
+    sandbox: Sandbox
+    plan: LayoutPlan
+    layout: Layout
+    columns: int
+    traces_dir: Path
+    force: bool = False
+    runs_queries: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.layout}, N={self.columns}"
+
+    def traces(self) -> list[Path]:
+        return [trace_path(self.traces_dir, self.layout, self.columns)]
+
+    @contextmanager
+    def staged(self, progress: "Progress") -> Iterator[None]:
+        progress(f"{self.label}: loading", 0)
+        with self.sandbox.connect() as session:
+            loaded_now = _ensure_loaded(session, self.plan, self.layout, self.columns)
+        if loaded_now:
+            self.sandbox.nodetool("flush", self.plan.keyspace, table(self.layout, self.columns))
+        yield  # a capture cut short leaves the table to the keyspace's drop, once the sweep ends
+        if loaded_now and not self.plan.keep:
+            with self.sandbox.connect() as session:
+                _drop(session, self.plan, self.layout, self.columns)
+
+    def capture(self, captures: "Captures", progress: "Progress") -> "LayoutRun":
+        progress(f"{self.label}: tracing", 0)
+        statement, (out,) = query(self.plan, self.layout, self.columns), self.traces()
+        options = run_options(self.sandbox, statement, out, self.plan.repeat, self.plan.warmup, self.force)
+        return LayoutRun(self.layout, self.columns, captures.run(options))
+
+
+def layouts_experiment(sandbox: Sandbox, plan: LayoutPlan, traces_dir: Path, force: bool = False) -> "Plan[LayoutRun]":
+    """The study as a plan: each (N, layout) in turn, in a keyspace of its own (dropped once the sweep
+    ends however it ends, unless `keep`)."""
+    from casstrace.orchestration.experiment import Plan
 
     plan.check()
-    connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
-    # The capture attached once for every (N, layout), idle while tables load.
-    with keyspace_of_its_own(sandbox, plan.keyspace, plan.keep), KeptCapture() as capture:
-        for columns in plan.columns:
-            for layout in plan.layouts:
-                progress(f"{layout}, N={columns}: loading")
-                with sandbox.connect() as session:
-                    loaded_now = _ensure_loaded(session, plan, layout, columns)
-                if loaded_now:
-                    sandbox.nodetool("flush", plan.keyspace, table(layout, columns))
-                progress(f"{layout}, N={columns}: tracing")
-                trace = capture.run(
-                    RunOptions(
-                        query=query(plan, layout, columns),
-                        connection=connection,
-                        pid=sandbox.pid(),
-                        repeat=plan.repeat,
-                        warmup=plan.warmup,
-                        out=trace_path(traces_dir, layout, columns),
-                        force=force,
-                    )
-                )
-                if loaded_now and not plan.keep:
-                    with sandbox.connect() as session:
-                        _drop(session, plan, layout, columns)
-                yield LayoutRun(layout, columns, trace)
+    return Plan(
+        variants=tuple(
+            LayoutPoint(sandbox, plan, layout, columns, traces_dir, force)
+            for columns in plan.columns
+            for layout in plan.layouts
+        ),
+        staged=lambda: keyspace_of_its_own(sandbox, plan.keyspace, plan.keep),
+        force=force,
+    )
 
 
 def _ensure_loaded(session: Session, plan: LayoutPlan, layout: Layout, columns: int) -> bool:

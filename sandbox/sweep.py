@@ -9,16 +9,21 @@ partition to find it. What the sweep created is dropped as soon as it is traced,
 tables a previous --keep sweep left in place are reused and left alone.
 """
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cassandra.cluster import Session
 
 from casstrace.errors import CasstraceError
 from casstrace.sandbox.control import Sandbox
-from casstrace.sandbox.demo import WideTable, ensure_loaded
+from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
+
+if TYPE_CHECKING:
+    from casstrace.orchestration.experiment import Captures, Plan, Progress
+    from casstrace.orchestration.runner import RunOptions
 
 SWEEP_KEYSPACE = "casstrace_sweep"
 # A wide row is written as one mutation, and Cassandra refuses mutations over half a commit-log
@@ -110,75 +115,108 @@ class SweepRun:
     narrow_data_file_bytes: int
 
 
+KINDS = ("wide", "narrow")  # the two tables of a point, read in this order
+
+
 def trace_path(traces_dir: Path, kind: str, columns: int) -> Path:
     """Where the sweep writes the trace of one query ('wide' or 'narrow') at N columns."""
     return traces_dir / f"{kind}-{columns:03d}.trace"
 
 
-def run_sweep(
-    sandbox: Sandbox,
-    plan: SweepPlan,
-    traces_dir: Path,
-    progress: Callable[[str, int], None] = lambda label, units: None,
-    force: bool = False,
-) -> Generator[SweepRun, None, None]:
-    """Measure each N in turn, yielding as each is done. progress(label, units done since the last
-    call) follows the plan's cost. Closing the generator early (Ctrl-C) still drops what it created.
-    force: replace the traces of an earlier sweep into the same directory."""
+def run_options(
+    sandbox: Sandbox, query: str, out: Path, repeat: int, warmup: int, force: bool, cold: bool = False
+) -> "RunOptions":
+    """A sweep's run of `query` on the sandbox node, its trace at `out`."""
     from casstrace.node.connection import ConnectionSettings
-    from casstrace.orchestration.kept_capture import KeptCapture
     from casstrace.orchestration.runner import RunOptions
 
-    plan.check(heap_bytes(sandbox.settings.heap))
-    connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
-    with sandbox.connect() as session:
-        keyspace_existed = _keyspace_exists(session, plan.keyspace)
-    created: list[WideTable] = []
-    capture = KeptCapture()  # attached once for every point's runs (idle while tables load)
-    try:
-        for n in plan.columns:
-            spec = plan.spec(n)
-            label = f"N={n}"
-            progress(f"{label}: loading", 0)
-            row_bytes = n * plan.cell_bytes
-            created.append(spec)  # from the start: a load cut short leaves tables behind too
-            data = ensure_loaded(
-                sandbox,
-                spec,  # the progress lambda runs inside this call, in this iteration
-                progress=lambda rows: progress(f"{label}: loading", rows * row_bytes),  # noqa: B023
+    return RunOptions(
+        query=query,
+        connection=ConnectionSettings(host=sandbox.host, port=sandbox.native_port),
+        pid=sandbox.pid(),
+        repeat=repeat,
+        warmup=warmup,
+        cold=cold,
+        out=out,
+        force=force,
+    )
+
+
+@dataclass
+class ColumnsPoint:
+    """The variant of one N: wide_N and narrow_N loaded (unless a --keep sweep left them), the read of
+    each traced, both dropped after unless `keep`."""
+
+    sandbox: Sandbox
+    plan: SweepPlan
+    columns: int
+    traces_dir: Path
+    force: bool = False
+    runs_queries: bool = True
+    loaded: DemoData | None = None  # once staged
+
+    @property
+    def label(self) -> str:
+        return f"N={self.columns}"
+
+    def traces(self) -> list[Path]:
+        return [trace_path(self.traces_dir, kind, self.columns) for kind in KINDS]
+
+    @contextmanager
+    def staged(self, progress: "Progress") -> Iterator[None]:
+        spec, row_bytes = self.plan.spec(self.columns), self.columns * self.plan.cell_bytes
+        progress(f"{self.label}: loading", 0)
+        loaded_now = True  # from the start: a load cut short leaves tables behind too
+        try:
+            self.loaded = ensure_loaded(
+                self.sandbox, spec, progress=lambda rows: progress(f"{self.label}: loading", rows * row_bytes)
             )
-            if not data.loaded_now:
-                created.remove(spec)
-            sizes = data.wide.data_bytes, data.narrow.data_bytes  # before the files go with the tables
-            progress(f"{label}: tracing", plan.rows * row_bytes if data.loaded_now else 2 * plan.rows * row_bytes)
-            traces: list[Path] = []
-            for kind, query in zip(("wide", "narrow"), queries(spec)):
-                traces.append(
-                    capture.run(
-                        RunOptions(
-                            query=query,
-                            connection=connection,
-                            pid=sandbox.pid(),
-                            repeat=plan.repeat,
-                            warmup=plan.warmup,
-                            cold=plan.cold,
-                            out=trace_path(traces_dir, kind, n),
-                            force=force,
-                        )
-                    )
-                )
-                progress(f"{label}: traced {kind}", TRACE_COST_BYTES)
-            if not plan.keep and data.loaded_now:
-                _drop(sandbox, [spec])
-                created.remove(spec)
-            wide_trace, narrow_trace = traces
-            yield SweepRun(n, wide_trace, narrow_trace, *sizes)
+            loaded_now = self.loaded.loaded_now
+            table_bytes = self.plan.rows * row_bytes
+            progress(f"{self.label}: tracing", table_bytes if loaded_now else 2 * table_bytes)
+            yield
+        finally:
+            if not self.plan.keep and loaded_now:
+                _drop(self.sandbox, [spec])
+
+    def capture(self, captures: "Captures", progress: "Progress") -> "SweepRun":
+        assert self.loaded is not None  # staged
+        plan, traces = self.plan, []
+        for kind, query, out in zip(KINDS, queries(plan.spec(self.columns)), self.traces()):
+            traces.append(
+                captures.run(run_options(self.sandbox, query, out, plan.repeat, plan.warmup, self.force, plan.cold))
+            )
+            progress(f"{self.label}: traced {kind}", TRACE_COST_BYTES)
+        wide, narrow = traces
+        # the sizes read before the files go with the tables
+        return SweepRun(self.columns, wide, narrow, self.loaded.wide.data_bytes, self.loaded.narrow.data_bytes)
+
+
+def columns_experiment(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path, force: bool = False) -> "Plan[SweepRun]":
+    """The study as a plan: each N in turn, in the plan's keyspace (dropped at the end if it was not
+    there before and the sweep left it empty). force: replace the traces of an earlier sweep into
+    the same directory."""
+    from casstrace.orchestration.experiment import Plan
+
+    plan.check(heap_bytes(sandbox.settings.heap))
+    return Plan(
+        variants=tuple(ColumnsPoint(sandbox, plan, n, traces_dir, force) for n in plan.columns),
+        staged=lambda: keyspace_left_as_found(sandbox, plan.keyspace, plan.keep),
+        force=force,
+    )
+
+
+@contextmanager
+def keyspace_left_as_found(sandbox: Sandbox, keyspace: str, keep: bool) -> Iterator[None]:
+    """A keyspace the sweep may create (its tables' load does): dropped at its end, however it ends,
+    when it was not there before and nothing is left in it, unless `keep`."""
+    with sandbox.connect() as session:
+        existed = _keyspace_exists(session, keyspace)
+    try:
+        yield
     finally:
-        capture.close()
-        if not plan.keep:
-            _drop(sandbox, created)
-            if not keyspace_existed:
-                _drop_keyspace_if_empty(sandbox, plan.keyspace)
+        if not keep and not existed:
+            _drop_keyspace_if_empty(sandbox, keyspace)
 
 
 def _keyspace_exists(session: Session, keyspace: str) -> bool:

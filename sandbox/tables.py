@@ -20,10 +20,11 @@ import datetime
 import os
 import re
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent
@@ -34,6 +35,9 @@ from casstrace.node.jvm import jcmd_command, run_tool
 from casstrace.node.thread_pools import BACKGROUND_ROLES, busy_pools
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.sweep import MAX_ROW_BYTES, keyspace_of_its_own
+
+if TYPE_CHECKING:
+    from casstrace.orchestration.experiment import Captures, Plan, Progress
 
 TABLES_KEYSPACE = "casstrace_tables"
 IN_FLIGHT = 32  # writes in flight: enough to keep a sandbox node's 2 cores busy
@@ -96,51 +100,77 @@ class TablesRun:
     compaction_history: list[tuple[str, int, int]]  # (table, bytes_in, bytes_out): the node's, in the point
 
 
-def run_tables(
-    sandbox: Sandbox,
-    plan: TablesPlan,
-    traces_dir: Path,
-    progress: Callable[[str], None] = lambda label: None,
-    force: bool = False,
-) -> Generator[TablesRun, None, None]:
-    """Create, load under the capture and drop each point's tables in turn, yielding as each is done;
-    closing the generator early (Ctrl-C) still drops what it created."""
-    from casstrace.node.connection import ConnectionSettings
+@dataclass
+class TablesPoint:
+    """The variant of one N: its tables created, written to under a watch-style capture of the node
+    (the load runs once the probes are attached), dropped after unless `keep`."""
+
+    sandbox: Sandbox
+    plan: TablesPlan
+    tables: int
+    traces_dir: Path
+    pid: int  # the node's JVM, one casstrace started
+    force: bool = False
+    runs_queries: bool = False
+    session: Session | None = None  # the keyspace's, while staged
+
+    @property
+    def label(self) -> str:
+        return f"N={self.tables}"
+
+    def traces(self) -> list[Path]:
+        return [trace_path(self.traces_dir, self.tables)]
+
+    @contextmanager
+    def staged(self, progress: "Progress") -> Iterator[None]:
+        progress(f"{self.label}: creating the tables", 0)
+        with self.sandbox.connect(self.plan.keyspace) as self.session:
+            _create(self.session, self.tables)
+            yield  # a capture cut short leaves the tables to the keyspace's drop, once the sweep ends
+            if not self.plan.keep:
+                _drop(self.session, self.tables)
+        self.session = None
+
+    def capture(self, captures: "Captures", progress: "Progress") -> "TablesRun":
+        from casstrace.node.connection import ConnectionSettings
+        from casstrace.orchestration.watcher import WatchCallbacks, WatchOptions
+
+        assert self.session is not None  # staged
+        progress(f"{self.label}: writing", 0)
+        load = PointLoad(self.sandbox, self.session, self.plan, self.tables, self.pid)
+        since = time.time()
+        trace = captures.watch(
+            WatchOptions(
+                connection=ConnectionSettings(host=self.sandbox.host, port=self.sandbox.native_port),
+                pid=self.pid,
+                duration_s=TAIL_S,
+                probability=SAMPLE_PROBABILITY,
+                out=self.traces()[0],
+                force=self.force,
+            ),
+            WatchCallbacks(started=load.run),
+        )
+        history = _compaction_history(self.session, self.plan.keyspace, self.tables, since)
+        return TablesRun(self.tables, trace, load.writes, load.failed, load.seconds, load.heap_used_bytes, history)
+
+
+def tables_experiment(sandbox: Sandbox, plan: TablesPlan, traces_dir: Path, force: bool = False) -> "Plan[TablesRun]":
+    """The study as a plan: each N in turn, in a keyspace of its own (dropped once the sweep ends however
+    it ends, unless `keep`), on a node casstrace started: the one kind of node written to."""
     from casstrace.node.jvm import cassandra_at
     from casstrace.node.own_sandbox import require_own_sandbox
-    from casstrace.orchestration.watcher import WatchOptions, watch
+    from casstrace.orchestration.experiment import Plan
 
     plan.check()
     # The JVM serving the port, shown to be one casstrace started: the one kind of node written to.
     process = cassandra_at(sandbox.host, sandbox.native_port)
     require_own_sandbox(process, sandbox.native_port)
     assert process is not None  # require_own_sandbox refuses a port no JVM here serves
-    pid = process.pid
-    connection = ConnectionSettings(host=sandbox.host, port=sandbox.native_port)
-    with keyspace_of_its_own(sandbox, plan.keyspace, plan.keep):
-        for tables in plan.tables:
-            label = f"N={tables}"
-            progress(f"{label}: creating the tables")
-            with sandbox.connect(plan.keyspace) as session:
-                _create(session, tables)
-                progress(f"{label}: writing")
-                load = PointLoad(sandbox, session, plan, tables, pid)
-                since = time.time()
-                trace = watch(
-                    WatchOptions(
-                        connection=connection,
-                        pid=pid,
-                        duration_s=TAIL_S,
-                        probability=SAMPLE_PROBABILITY,
-                        out=trace_path(traces_dir, tables),
-                        force=force,
-                    ),
-                    started=load.run,
-                )
-                history = _compaction_history(session, plan.keyspace, tables, since)
-                if not plan.keep:
-                    _drop(session, tables)
-            yield TablesRun(tables, trace, load.writes, load.failed, load.seconds, load.heap_used_bytes, history)
+    return Plan(
+        variants=tuple(TablesPoint(sandbox, plan, n, traces_dir, process.pid, force) for n in plan.tables),
+        staged=lambda: keyspace_of_its_own(sandbox, plan.keyspace, plan.keep),
+        force=force,
+    )
 
 
 class PointLoad:
