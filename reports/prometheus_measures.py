@@ -10,25 +10,25 @@ new measure shows here with no change to this module.
 Statements summed into statement="other" give `_sum` and `_count` only: quantiles do not add up.
 """
 
+from casstrace.analyses.measures import MEASURES
 from casstrace.analyses.model import MeasureSummary
 from casstrace.analyses.units import ns_to_s
 from casstrace.analyses.watch import StatementIO
-from casstrace.traces.measures import MEASURES, Measure
 
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[str, list[tuple[Labels, float]]]
 QUANTILES = (("0.5", "median"), ("0.99", "p99"))
 
 
-def metric_name(entry: Measure) -> str:
-    """The family's name: the measure's, in base units (seconds for ns)."""
-    if entry.unit == "ns":
-        return f"casstrace_statement_{entry.name.removesuffix('_ns')}_seconds"
-    return f"casstrace_statement_{entry.name}"
+def metric_name(name: str, unit: str) -> str:
+    """A measure's family name: its own, in base units (seconds for ns)."""
+    if unit == "ns":
+        return f"casstrace_statement_{name.removesuffix('_ns')}_seconds"
+    return f"casstrace_statement_{name}"
 
 
 HELP = {
-    metric_name(entry): (
+    metric_name(entry.name, entry.unit): (
         "summary",
         f"{entry.label} per sampled execution of a statement"
         + ("" if entry.whose == "node" else f" (taken by the {entry.whose})"),
@@ -47,7 +47,7 @@ def measure_samples(samples: Samples, label: str, statements: list[StatementIO],
     totals: dict[str, list[float]] = {}
     for statement in statements:
         for summary in statement.measures:
-            name = metric_name(MEASURES[summary.name])
+            name = metric_name(summary.name, summary.unit)
             total = totals.setdefault(name, [0.0, 0.0])
             total[0] += _in_base_units(summary, summary.total)
             total[1] += summary.executions

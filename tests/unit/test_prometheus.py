@@ -207,13 +207,13 @@ def test_every_registered_measure_is_a_summary_family_of_its_statements():
     page = Exposition(top=1).page(_watch([first, second]), [])
     label = 'statement="SELECT a FROM ks.t WHERE k = ?"'
     for entry in MEASURES.values():
-        name, scale = metric_name(entry), 1e-9 if entry.unit == "ns" else 1
+        name, scale = metric_name(entry.name, entry.unit), 1e-9 if entry.unit == "ns" else 1
         assert f"# TYPE {name} summary" in page
         assert _value(page, f'{name}{{{label},quantile="0.5"}}') == pytest.approx(2_000 * scale)
         assert _value(page, f'{name}{{{label},quantile="0.99"}}') == pytest.approx(9_000 * scale)
         assert _value(page, f"{name}_sum{{{label}}}") == pytest.approx(15_000 * scale)
         assert _value(page, f"{name}_count{{{label}}}") == 4
-    name = metric_name(MEASURES[summaries[0].name])
+    name = metric_name(summaries[0].name, summaries[0].unit)
     assert _value(page, f'{name}_count{{statement="other"}}') == 4
     assert f'{name}{{statement="other",quantile' not in page
     checked = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True)
