@@ -44,6 +44,7 @@ from casstrace.node.jvm import CassandraProcess, ThreadIds, find_cassandra, java
 from casstrace.node.leftovers import restore_left_behind, say, unchanged_evidence
 from casstrace.node.own_sandbox import sandbox_root
 from casstrace.node.tablestats import TableStats, activity, background, pending_compactions, table_stats
+from casstrace.node.thread_pools import trace_writes_done
 from casstrace.node.tracing import (
     Nodetool,
     SampledSession,
@@ -72,7 +73,8 @@ Reading = TypeVar("Reading")
 DEFAULT_PROBABILITY = 0.01
 WATCH_WINDOW = "watch"  # the watch's own window (then a gap, GAP_WINDOW, while the probes detach)
 REFRESH_S = 2.0
-SETTLE_S = 1.0  # after tracing stops, for the last sessions' events to reach system_traces
+SETTLE_S = 1.0  # after tracing stops, for the requests traced to end (their last events queued)
+TRACE_WRITES_TIMEOUT_S = 10.0  # at most this long for the tracing stage to catch up
 LIVE_SHARE = 0.1  # of a core, at most, for the live figures (the table, the metrics page)
 MIN_INTERVAL_S = 10.0  # an interval is written SETTLE_INTERVAL_NS after its end: shorter ones would pile up
 # An interval is written once its slots are complete and its sessions have ended and reached
@@ -365,6 +367,11 @@ class Watch:
         if len(self.span) == 2:
             if self.gone() is None:
                 time.sleep(SETTLE_S)
+                if trace_writes_done(self.node.session.session, TRACE_WRITES_TIMEOUT_S) is False:
+                    warn(
+                        f"the node was still writing traced requests' events {TRACE_WRITES_TIMEOUT_S:.0f} s after "
+                        "the watch: the last sampled sessions may show fewer rows than they returned"
+                    )
             last = "the watch" if self.options.interval_s is None else f"interval {self.intervals.count + 1}"
             since = self.intervals.since_ns or self.span[0]
             self.sampled.extend(self.sessions_between(since, self.span[1], self.intervals.seen, last))

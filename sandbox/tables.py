@@ -32,7 +32,7 @@ from cassandra.concurrent import execute_concurrent
 from casstrace.errors import CasstraceError
 from casstrace.node.generated_values import GeneratedValues
 from casstrace.node.jvm import jcmd_command, run_tool
-from casstrace.node.thread_pools import BACKGROUND_ROLES, busy_pools
+from casstrace.node.thread_pools import BACKGROUND_ROLES, wait_idle
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.sweep import MAX_ROW_BYTES, keyspace_of_its_own
 
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 TABLES_KEYSPACE = "casstrace_tables"
 IN_FLIGHT = 32  # writes in flight: enough to keep a sandbox node's 2 cores busy
 SETTLE_TIMEOUT_S = 120.0  # at most this long for the node's flushes and compactions to end after a load
-SETTLE_POLL_S = 0.2
 # The watch's sampled tracing: as rare as it goes (the load's statements are known; tracing them
 # would write to system_traces, more background work than the study's).
 SAMPLE_PROBABILITY = 1e-6
@@ -237,11 +236,7 @@ def parse_heap_used(text: str) -> int | None:
 def settle(session: Session, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
     """Wait until the node's flush and compaction pools are idle, at most timeout_s: a point's
     background work ends inside its capture."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not busy_pools(session, BACKGROUND_ROLES):
-            return
-        time.sleep(SETTLE_POLL_S)
+    wait_idle(session, BACKGROUND_ROLES, timeout_s)
 
 
 def _create(session: Session, tables: int) -> None:

@@ -43,6 +43,7 @@ class Role(Enum):
     CACHE_SAVING = "cache saving"
     REPAIR = "repair"
     HINTS = "hints"
+    TRACING = "query tracing"  # writes the traced requests' sessions and events to system_traces
     INTERNODE = "internode messaging"  # messaging and gossip
     GC = "garbage collection"
     JIT = "JIT compilation"
@@ -96,6 +97,7 @@ _CASSANDRA = (
     Pool("Repair", Role.REPAIR),  # 'Repair#<command>:<n>', 'Repair-Task', 'RepairJobTask', ...
     Pool("HintsDispatcher", Role.HINTS),
     Pool("HintsWriteExecutor", Role.HINTS),
+    Pool("TracingStage", Role.TRACING),
     Pool("Messaging-", Role.INTERNODE),  # Messaging-EventLoop, -AcceptLoop, -SynchronousWork, -OUT-...
     Pool("GossipStage", Role.INTERNODE),
     Pool("GossipTasks", Role.INTERNODE),
