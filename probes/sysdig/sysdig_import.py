@@ -30,7 +30,6 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 from casstrace.errors import CasstraceError
 from casstrace.probes.backends import SYSDIG
-from casstrace.probes.protocol import Window
 from casstrace.probes.sysdig.scap_reader import (
     CLOSE,
     OPEN,
@@ -45,7 +44,8 @@ from casstrace.probes.sysdig.scap_reader import (
 )
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
-if TYPE_CHECKING:  # the row types are for mypy: rows.py does not load for an import
+if TYPE_CHECKING:  # for mypy only: an import loads neither the rows nor the capture protocol
+    from casstrace.probes.protocol import Window
     from casstrace.traces import TraceWriter
     from casstrace.traces.rows import CoverageRow, EventRow, FileIORow, ReadSizeRow
 
@@ -354,7 +354,7 @@ class ScapImporter:
 
     def __init__(
         self,
-        windows: list[Window] | None,
+        windows: "list[Window] | None",
         spool_dir: Path | None = None,
         event_limit: int | None = None,
         pid: int | None = None,
@@ -622,8 +622,12 @@ class ScapImporter:
 
     def write(self, writer: "TraceWriter", process: _Process, meta: dict[str, Any]) -> None:
         assert self.first_ns is not None and self.last_ns is not None  # choose() found calls
-        windows = self.windows or [Window("capture", None, self.first_ns, self.last_ns)]
-        window_ids = [writer.add_window(w.label, w.start_ns, w.end_ns, w.execution) for w in windows]
+        if self.windows:
+            window_ids = [writer.add_window(w.label, w.start_ns, w.end_ns, w.execution) for w in self.windows]
+            capture_ns = (self.windows[0].start_ns, self.windows[-1].end_ns)
+        else:  # one window 'capture', the whole of it
+            window_ids = [writer.add_window("capture", self.first_ns, self.last_ns)]
+            capture_ns = (self.first_ns, self.last_ns)
         file_ids = [
             writer.file_id(f.path, f.kind, local_addr=f.local_addr, remote_addr=f.remote_addr)
             for f in process.file_list
@@ -660,8 +664,8 @@ class ScapImporter:
             },
             pid=process.pid,
             process=process.exe,
-            capture_start_ns=windows[0].start_ns,
-            capture_end_ns=windows[-1].end_ns,
+            capture_start_ns=capture_ns[0],
+            capture_end_ns=capture_ns[1],
             clock_offset_ns=0,
             slot_ns=SLOT_NS,
             heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
@@ -750,7 +754,7 @@ def import_scap(
     *,
     pid: int | None = None,
     proc: str | None = None,
-    windows: list[Window] | None = None,
+    windows: "list[Window] | None" = None,
     source: str | None = None,
     event_limit: int | None = None,
     meta: dict[str, Any] | None = None,
