@@ -18,6 +18,7 @@ exposition's own escaping). JSON stays faithful data: json.dumps escapes C0 itse
 the rest as `\\uXXXX`, which a JSON reader decodes to the very character and a terminal cannot obey.
 """
 
+import functools
 import sys
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -60,13 +61,18 @@ def _escape(code: int) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-_TABLE = {code: _escape(code) for code in _UNSAFE}
+@functools.cache
+def _table() -> dict[int, str]:
+    # made on the first text that needs it: `casstrace import` prints only plain text, and its start is timed
+    return {code: _escape(code) for code in _UNSAFE}
 
 
 def printable(text: str) -> str:
     """`text` with every control and invisible format character written as a visible escape: safe to
     show in any format and one line, whatever it held."""
-    return text.translate(_TABLE)
+    # str.isprintable is False for every character escaped here (categories Cc, Cf, Zl, Zp), and
+    # for more: True says there is nothing to escape.
+    return text if text.isprintable() else text.translate(_table())
 
 
 def _json_escape(code: int) -> str:
@@ -78,13 +84,15 @@ def _json_escape(code: int) -> str:
 
 
 # What json.dumps leaves raw (it escapes C0 itself): inside a JSON string, \uXXXX is the same character.
-_JSON_TABLE = {code: _json_escape(code) for code in _UNSAFE if code >= 0x7F}
+@functools.cache
+def _json_table() -> dict[int, str]:
+    return {code: _json_escape(code) for code in _UNSAFE if code >= 0x7F}
 
 
 def json_printable(document: str) -> str:
     """A JSON document (json.dumps's output) with the control and format characters JSON allows raw
     escaped: the same data, safe on a terminal."""
-    return document.translate(_JSON_TABLE)
+    return document.translate(_json_table())
 
 
 def warn(message: str) -> None:

@@ -16,19 +16,23 @@ Public API:
     Finding, Verdict) in casstrace.analyses.model; casstrace.reports renders them.
 """
 
-from casstrace.analyses.analysis import analyse
-from casstrace.analyses.model import (
-    AccessPattern,
-    Amplification,
-    Analysis,
-    Execution,
-    FileIO,
-    Finding,
-    Spectrogram,
-    SSTableIO,
-    Verdict,
-)
-from casstrace.analyses.verdict_rule import VerdictRule, judge
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from casstrace.analyses.analysis import analyse
+    from casstrace.analyses.model import (
+        AccessPattern,
+        Amplification,
+        Analysis,
+        Execution,
+        FileIO,
+        Finding,
+        Spectrogram,
+        SSTableIO,
+        Verdict,
+    )
+    from casstrace.analyses.verdict_rule import VerdictRule, judge
 
 __all__ = [
     "analyse",
@@ -44,3 +48,14 @@ __all__ = [
     "SSTableIO",
     "Verdict",
 ]
+
+# Each name loads its module on first use: a command that needs one module of the analyses (run's
+# options need verdict_rule's) does not load them all (analyse() loads most: ~0.1 s).
+_MODULE_OF = {"analyse": "analysis", "VerdictRule": "verdict_rule", "judge": "verdict_rule"}
+_MODULE_OF.update((name, "model") for name in __all__ if name not in _MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)

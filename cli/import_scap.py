@@ -40,7 +40,7 @@ def run_import(
     """What `casstrace import` does, however its arguments were parsed (stream_limit None: the
     default, DEFAULT_STREAM_LIMIT)."""
     from casstrace.paths import default_traces_dir
-    from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT
+    from casstrace.probes.backends import DEFAULT_STREAM_LIMIT
     from casstrace.probes.sysdig.sysdig_import import import_scap
     from casstrace.traces.writer import TraceWriter
 

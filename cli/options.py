@@ -72,7 +72,7 @@ def spectrogram_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 def stream_limit_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--stream-limit, as the commands that capture or import take it (None: the protocol's default)."""
-    from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # here: only those commands load the probes
+    from casstrace.probes.backends import DEFAULT_STREAM_LIMIT  # here: only those commands load the probes
 
     return click.option(
         "--stream-limit",

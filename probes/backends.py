@@ -23,6 +23,11 @@ from casstrace.traces.schema import THREAD_SLOT_NS
 if TYPE_CHECKING:
     from casstrace.probes.protocol import Capture, CaptureOptions
 
+# Per-call records (reads, lseeks: the calls' log) a capture or an import keeps unless told otherwise
+# (--stream-limit); the calls past it are counted, and every aggregate holds them all. Here rather than
+# in protocol.py: `casstrace import` needs it and the backends, not the capture protocol.
+DEFAULT_STREAM_LIMIT = 500_000
+
 
 class Preparation(Protocol):
     """A backend's slow preparation, begun before the process to capture is known (see started)."""

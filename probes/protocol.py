@@ -22,9 +22,6 @@ from typing import NamedTuple, Protocol
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.writer import TraceWriter
 
-# Per-call records (reads, lseeks: the calls' log) a capture or an import keeps unless told otherwise
-# (--stream-limit); the calls past it are counted, and every aggregate holds them all.
-DEFAULT_STREAM_LIMIT = 500_000
 FIRST_WINDOW = "capture"  # the whole capture, while it is the only window
 GAP_WINDOW = "between"  # what the first window becomes once a second one begins, and the gaps
 MEASURED_WINDOW = "execution"  # the label of a run's measured execution's window
@@ -190,7 +187,7 @@ class CaptureOptions(NamedTuple):
 
 class CaptureFactory(Protocol):
     """How the routine's callers make a backend's capture of a process (casstrace.probes.backends):
-    stream_limit None keeps DEFAULT_STREAM_LIMIT per-call records; `options` may ask only for what
+    stream_limit None keeps the backends' DEFAULT_STREAM_LIMIT per-call records; `options` may ask only for what
     the backend's `capabilities` hold (ValueError otherwise). A caller that needs a capability asks
     for it in `capabilities`, never for a backend by its name."""
 

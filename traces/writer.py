@@ -12,6 +12,8 @@ holds is one a killed casstrace (SIGKILL, a crash, a power cut) left: the next w
 directory, and `casstrace traces`, remove those (remove_stale_partials).
 """
 
+from __future__ import annotations  # the row types below are for mypy: rows.py loads in no writer
+
 import contextlib
 import errno
 import fcntl
@@ -22,33 +24,34 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from casstrace import __version__, outputs
 from casstrace.errors import CasstraceError
-from casstrace.traces.measures import recorded
-from casstrace.traces.rows import (
-    CoverageRow,
-    EventRow,
-    ExecutionRow,
-    FileIORow,
-    HeatmapRow,
-    LatencyRow,
-    MappingRow,
-    NodeRow,
-    PageCacheFillRow,
-    ProfileReadRow,
-    ProfileSampleRow,
-    ReadSizeRow,
-    SessionThreadRow,
-    StatementSessionRow,
-    SyncLatencyRow,
-    ThreadCpuRow,
-    ThreadIORow,
-    WindowMeasureRow,
-)
 from casstrace.traces.schema import FORMAT_VERSION, INDEXES, SCHEMA
 from casstrace.traces.tables import TABLE, insert_sql
+
+if TYPE_CHECKING:
+    from casstrace.traces.rows import (
+        CoverageRow,
+        EventRow,
+        ExecutionRow,
+        FileIORow,
+        HeatmapRow,
+        LatencyRow,
+        MappingRow,
+        NodeRow,
+        PageCacheFillRow,
+        ProfileReadRow,
+        ProfileSampleRow,
+        ReadSizeRow,
+        SessionThreadRow,
+        StatementSessionRow,
+        SyncLatencyRow,
+        ThreadCpuRow,
+        ThreadIORow,
+        WindowMeasureRow,
+    )
 
 COVERAGE_COLUMNS = TABLE["coverage"].column_names
 # every column but node_id, which only a merge of several nodes fills (EventRow's order)
@@ -272,6 +275,8 @@ class TraceWriter:
     def add_window_measures(self, rows: Iterable[WindowMeasureRow]) -> None:
         """Values of registered measures (casstrace.traces.measures): ValueError for a measure with no
         entry, or one the analyses derive, before anything is written."""
+        from casstrace.traces.measures import recorded  # here: the registry loads only where measures are written
+
         checked = list(rows)
         for row in checked:
             recorded(row["measure"])

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from casstrace.errors import CasstraceError
+from casstrace.probes.backends import DEFAULT_STREAM_LIMIT
 from casstrace.probes.bcc import kernel_btf, syscalls
 from casstrace.probes.bcc.bcc_trace import EVENT, FILL, FOLLOWED_EVENT, BccCaptured, MapRows
 from casstrace.probes.bcc.program import (
@@ -45,7 +46,7 @@ from casstrace.probes.bcc.program import (
 from casstrace.probes.proc import mapped_pages, mounts, proc_fds
 from casstrace.probes.proc.mapped_pages import Mapping
 from casstrace.probes.proc.proc_fds import Descriptor
-from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, GAP_WINDOW, Window, WindowLog
+from casstrace.probes.protocol import GAP_WINDOW, Window, WindowLog
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
 FILL_CAPACITY = 1 << 17  # fills no logged read holds: 512 MiB of faults in 4 KiB pages, more in folios

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import IO
 
 from casstrace.errors import CasstraceError
-from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT, Window, WindowLog
+from casstrace.probes.backends import DEFAULT_STREAM_LIMIT
+from casstrace.probes.protocol import Window, WindowLog
 from casstrace.probes.sysdig.sysdig_import import import_scap
 from casstrace.probes.sysdig.sysdig_tool import SysdigVersion, find_sysdig, sysdig_filter
 from casstrace.traces.writer import TraceWriter

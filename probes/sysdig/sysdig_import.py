@@ -30,7 +30,6 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 from casstrace.errors import CasstraceError
 from casstrace.probes.backends import SYSDIG
-from casstrace.probes.protocol import Window
 from casstrace.probes.sysdig.scap_reader import (
     CLOSE,
     OPEN,
@@ -43,11 +42,12 @@ from casstrace.probes.sysdig.scap_reader import (
     ScapReader,
     Thread,
 )
-from casstrace.traces.rows import CoverageRow, EventRow, FileIORow, ReadSizeRow
 from casstrace.traces.schema import HEATMAP_OFFSET_BYTES, PAGE_BYTES, SLOT_NS, latency_bucket, latency_bucket_starts
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for mypy only: an import loads neither the rows nor the capture protocol
+    from casstrace.probes.protocol import Window
     from casstrace.traces import TraceWriter
+    from casstrace.traces.rows import CoverageRow, EventRow, FileIORow, ReadSizeRow
 
 # Heat-map and latency cells of slots more than SLOT_LAG behind the newest call move to disk, every
 # MOVE_EVERY_SLOTS slots: memory holds ~15 s of them however long the capture.
@@ -279,7 +279,7 @@ class _EventSpool:
         self.rows: dict[int, list[EventRow]] = {}  # pid -> its records in memory
         self.disk = _Spool(directory)
 
-    def of(self, pid: int) -> list[EventRow]:
+    def of(self, pid: int) -> list["EventRow"]:
         """The list a process's records are appended to (the same list however often they spill)."""
         return self.rows.setdefault(pid, [])
 
@@ -289,7 +289,7 @@ class _EventSpool:
         for rows in self.rows.values():
             rows.clear()
 
-    def of_process(self, pid: int) -> Iterator[EventRow]:
+    def of_process(self, pid: int) -> Iterator["EventRow"]:
         """The process's records in arrival order."""
         on_disk = (rows for row_pid, rows in self.disk if row_pid == pid)
         return itertools.chain(itertools.chain.from_iterable(on_disk), self.rows.get(pid, []))
@@ -354,7 +354,7 @@ class ScapImporter:
 
     def __init__(
         self,
-        windows: list[Window] | None,
+        windows: "list[Window] | None",
         spool_dir: Path | None = None,
         event_limit: int | None = None,
         pid: int | None = None,
@@ -622,8 +622,12 @@ class ScapImporter:
 
     def write(self, writer: "TraceWriter", process: _Process, meta: dict[str, Any]) -> None:
         assert self.first_ns is not None and self.last_ns is not None  # choose() found calls
-        windows = self.windows or [Window("capture", None, self.first_ns, self.last_ns)]
-        window_ids = [writer.add_window(w.label, w.start_ns, w.end_ns, w.execution) for w in windows]
+        if self.windows:
+            window_ids = [writer.add_window(w.label, w.start_ns, w.end_ns, w.execution) for w in self.windows]
+            capture_ns = (self.windows[0].start_ns, self.windows[-1].end_ns)
+        else:  # one window 'capture', the whole of it
+            window_ids = [writer.add_window("capture", self.first_ns, self.last_ns)]
+            capture_ns = (self.first_ns, self.last_ns)
         file_ids = [
             writer.file_id(f.path, f.kind, local_addr=f.local_addr, remote_addr=f.remote_addr)
             for f in process.file_list
@@ -660,8 +664,8 @@ class ScapImporter:
             },
             pid=process.pid,
             process=process.exe,
-            capture_start_ns=windows[0].start_ns,
-            capture_end_ns=windows[-1].end_ns,
+            capture_start_ns=capture_ns[0],
+            capture_end_ns=capture_ns[1],
             clock_offset_ns=0,
             slot_ns=SLOT_NS,
             heatmap_offset_bytes=HEATMAP_OFFSET_BYTES,
@@ -693,7 +697,7 @@ class ScapImporter:
 
 def _file_window_rows(
     process: _Process, window_ids: list[int], file_ids: list[int]
-) -> tuple[list[FileIORow], list[ReadSizeRow], list[CoverageRow]]:
+) -> tuple[list["FileIORow"], list["ReadSizeRow"], list["CoverageRow"]]:
     """The process's figures of each file in each window, as the trace's rows (by the trace's ids)."""
     file_io: list[FileIORow] = []
     read_sizes: list[ReadSizeRow] = []
@@ -703,30 +707,34 @@ def _file_window_rows(
         for window, stats in file.windows.items():
             window_id = window_ids[window]
             file_io.append(
-                FileIORow(
-                    window_id=window_id,
-                    file_id=file_id,
-                    read_calls=stats.read_calls,
-                    read_bytes=stats.read_bytes,
-                    read_requested_bytes=stats.read_requested_bytes,
-                    read_ns=stats.read_ns,
-                    write_calls=stats.write_calls,
-                    write_bytes=stats.write_bytes,
-                    lseek_calls=stats.lseek_calls,
-                    seek_jumps=stats.seek_jumps,
-                    longest_sequential_bytes=stats.longest_sequential_bytes,
-                    cache_miss_pages=None,
-                    cache_miss_bytes=None,
-                )
+                {
+                    "window_id": window_id,
+                    "file_id": file_id,
+                    "read_calls": stats.read_calls,
+                    "read_bytes": stats.read_bytes,
+                    "read_requested_bytes": stats.read_requested_bytes,
+                    "read_ns": stats.read_ns,
+                    "write_calls": stats.write_calls,
+                    "write_bytes": stats.write_bytes,
+                    "lseek_calls": stats.lseek_calls,
+                    "seek_jumps": stats.seek_jumps,
+                    "longest_sequential_bytes": stats.longest_sequential_bytes,
+                    "cache_miss_pages": None,
+                    "cache_miss_bytes": None,
+                }
             )
             read_sizes.extend(
-                ReadSizeRow(window_id=window_id, file_id=file_id, log2_bucket=bucket, count=count)
+                {"window_id": window_id, "file_id": file_id, "log2_bucket": bucket, "count": count}
                 for bucket, count in stats.read_sizes.items()
             )
             coverage.extend(
-                CoverageRow(
-                    window_id=window_id, file_id=file_id, source="syscall", first_page=start, page_count=end - start
-                )
+                {
+                    "window_id": window_id,
+                    "file_id": file_id,
+                    "source": "syscall",
+                    "first_page": start,
+                    "page_count": end - start,
+                }
                 for start, end in stats.pages.runs()
             )
     return file_io, read_sizes, coverage
@@ -746,7 +754,7 @@ def import_scap(
     *,
     pid: int | None = None,
     proc: str | None = None,
-    windows: list[Window] | None = None,
+    windows: "list[Window] | None" = None,
     source: str | None = None,
     event_limit: int | None = None,
     meta: dict[str, Any] | None = None,

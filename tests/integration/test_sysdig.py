@@ -17,9 +17,10 @@ import pytest
 
 from casstrace.analyses import analyse
 from casstrace.errors import CasstraceError
+from casstrace.probes.protocol import Window
 from casstrace.probes.sysdig import scap_reader, sysdig_import
 from casstrace.probes.sysdig.sysdig_capture import SysdigCapture, write_capture
-from casstrace.probes.sysdig.sysdig_import import Window, import_scap
+from casstrace.probes.sysdig.sysdig_import import import_scap
 from casstrace.probes.sysdig.sysdig_tool import SysdigVersion, find_sysdig
 from casstrace.traces import Trace, TraceWriter
 from casstrace_cli import CASSTRACE

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.integration
 if os.geteuid() != 0:
     pytest.skip("BPF capture needs root", allow_module_level=True)
 
+from casstrace.probes.backends import DEFAULT_STREAM_LIMIT  # noqa: E402
 from casstrace.probes.bcc import bcc_capture  # noqa: E402
 from casstrace.probes.bcc.bcc_capture import BccCapture  # noqa: E402
-from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # noqa: E402
 
 CHUNK = 4096
 READER = """
