@@ -1,11 +1,17 @@
 """Which BPF programs a process holds, and whether the kernel still has them: how the tests check
-that a capture leaves no probe behind, whatever ended it, and wait until a command has attached."""
+that a capture leaves no probe behind, whatever ended it, and wait until a command has attached.
+And an idle capture program holding `run`'s tracepoints, for the runs whose point is not the detach."""
 
 import ctypes
 import os
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from casstrace.probes.backends import DEFAULT_BACKEND, backend, run_thread_slot_ns
+from casstrace.probes.bcc.bcc_capture import KeptProgram
 
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13  # x86_64
 
@@ -47,3 +53,22 @@ def wait_until_attached(command: subprocess.Popen[str], timeout_s: float = 120) 
         time.sleep(0.1)
     assert program_ids(command.pid), "the capture never loaded its programs"
     time.sleep(0.5)  # the tracepoints attach right after the load
+
+
+@contextmanager
+def held_tracepoints() -> Iterator[None]:
+    """For the block, an idle program (what `run` compiles, capturing no process) attached to the
+    tracepoints of every `run`'s capture, from when it has compiled (seconds, in the background): a
+    detach beside it is quick, since the kernel waits for grace periods only when a tracepoint's last
+    user closes it (docs/performance.md: ~0.5 s instead of ~6 s). Its own detach, on leaving the
+    block, is the one slow one. Not for a test that must see the detach a run alone pays."""
+    chosen = backend(DEFAULT_BACKEND)
+    program = chosen.prepare(run_thread_slot_ns(chosen.capabilities), kept=True)
+    assert isinstance(program, KeptProgram)
+    try:
+        yield
+    finally:
+        try:
+            program.take()  # its compile's error, if it failed
+        finally:
+            program.close()
