@@ -20,13 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from bpf_programs import held_tracepoints, program_exists, program_ids, wait_until_attached
+from bpf_programs import program_exists, program_ids, wait_until_attached
 from casstrace.errors import CasstraceError
 from casstrace.traces import Trace, TraceWriter
 from casstrace.traces.schema import latency_bucket
 from casstrace_cli import CASSTRACE
 
-pytestmark = pytest.mark.integration
+# Each capture here closes beside held tracepoints (conftest's quick_detaches): what these tests check
+# of a detach, every program freed by the kernel's word, is unchanged.
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("quick_detaches")]
 
 if os.geteuid() != 0:
     pytest.skip("BPF capture needs root", allow_module_level=True)
@@ -37,15 +39,6 @@ from casstrace.probes.protocol import DEFAULT_STREAM_LIMIT  # noqa: E402
 
 HELPER = Path(__file__).resolve().parents[1] / "helpers" / "reader.py"
 PHASES = ("syscalls", "reuse", "mmap", "connect")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def quick_detaches():
-    """Each capture here closes beside an idle program holding run's tracepoints: its detach takes
-    ~0.5 s instead of ~6 s (bpf_programs.held_tracepoints). What these tests check of a detach, every
-    program freed by the kernel's word, is unchanged; the detach a run alone pays is test_signals'."""
-    with held_tracepoints():
-        yield
 
 
 class Helper:
