@@ -1,13 +1,18 @@
 """Which BPF programs a process holds, and whether the kernel still has them: how the tests check
-that a capture leaves no probe behind, whatever ended it, and wait until a command has attached."""
+that a capture leaves no probe behind, whatever ended it, and wait until a command has attached.
+And an idle capture program holding `run`'s tracepoints, for the runs whose point is not the detach."""
 
 import ctypes
 import os
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13  # x86_64
+HOLDER = Path(__file__).resolve().parent / "helpers" / "tracepoint_holder.py"
 
 
 def program_ids(pid: int | str = "self") -> set[int]:
@@ -47,3 +52,21 @@ def wait_until_attached(command: subprocess.Popen[str], timeout_s: float = 120) 
         time.sleep(0.1)
     assert program_ids(command.pid), "the capture never loaded its programs"
     time.sleep(0.5)  # the tracepoints attach right after the load
+
+
+@contextmanager
+def held_tracepoints() -> Iterator[None]:
+    """For the block, an idle program (what `run` compiles, capturing no process) attached to the
+    tracepoints of every `run`'s capture, from when it has compiled (seconds, in a process of its own,
+    whose programs no test counts): a detach beside it is quick, since the kernel waits for grace
+    periods only when a tracepoint's last user closes it (docs/performance.md: ~0.5 s instead of
+    ~6 s). Its own detach, on leaving the block, is the one slow one. Not for a test that must see
+    the detach a run alone pays."""
+    holder = subprocess.Popen(
+        [sys.executable, str(HOLDER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield
+    finally:
+        said, errors = holder.communicate(timeout=120)
+        assert holder.returncode == 0 and said == "held\n", errors

@@ -13,17 +13,17 @@ import statistics
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from casstrace.analyses import analyse
 from casstrace.analyses.model import Analysis
 from casstrace.node.connection import resolve_settings
-from casstrace.orchestration.runner import RunOptions, run
+from casstrace.orchestration.runner import RunOptions
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.workload import BackgroundRequests, PointTable
 from casstrace.traces import Trace
+from verdict_tables import traced
 
 pytestmark = pytest.mark.integration
 
@@ -41,6 +41,7 @@ LEAD_S = 1.0  # the other client runs this long before the measured run starts
 # requests/s.
 WIDE_RATE, WIDE_IN_FLIGHT, WIDE_MIN_RATE = 100, 8, 10
 KEY = 4242
+REPEAT = 5  # executions of a point read per run
 WITHIN = 1.2  # bytes per execution, busy against idle
 
 
@@ -70,11 +71,6 @@ def reached(load: BackgroundRequests, least: float = MIN_RATE) -> None:
     assert load.achieved_rate >= least, f"the other client reached {load.achieved_rate:.0f} requests/s"
 
 
-def traced(node: Sandbox, query: str, out: Path, repeat: int = 5) -> Analysis:
-    options = RunOptions(query=query, connection=resolve_settings(node.host, node.native_port), out=out, repeat=repeat)
-    return analyse(run(options))
-
-
 def per_execution(analysis: Analysis) -> float:
     """The median measured execution's Data bytes. (Not the mean: another request served on the same
     thread within ~0.2 ms of the execution's events is charged to it too, as in watch: the events'
@@ -96,10 +92,10 @@ def window_totals(analysis: Analysis) -> int:
         )[0][0]
 
 
-def test_a_point_read_is_charged_its_own_reads_under_load(sandbox, point_table, tmp_path):
-    idle = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle.trace")
+def test_a_point_read_is_charged_its_own_reads_under_load(sandbox, point_table, tmp_path, kept_capture):
+    idle = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle.trace", kept_capture, repeat=REPEAT)
     with other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as load:
-        busy = traced(sandbox, point_table.point_query(KEY), tmp_path / "busy.trace")
+        busy = traced(sandbox, point_table.point_query(KEY), tmp_path / "busy.trace", kept_capture, repeat=REPEAT)
 
     # Idle: the join explains the windows' reads of the table (nobody else read it).
     assert idle.overall.busy is not None
@@ -124,10 +120,10 @@ def test_a_point_read_is_charged_its_own_reads_under_load(sandbox, point_table, 
 
 
 def test_the_wide_query_stays_flagged_for_its_own_full_row_reads_under_load(
-    sandbox, demo_tables, point_table, tmp_path
+    sandbox, demo_tables, point_table, tmp_path, kept_capture
 ):
     spec = demo_tables.spec
-    idle = traced(sandbox, spec.wide_query, tmp_path / "idle.trace", repeat=3)
+    idle = traced(sandbox, spec.wide_query, tmp_path / "idle.trace", kept_capture, repeat=3)
     others = f"SELECT c5 FROM {spec.keyspace}.{spec.table} WHERE stream_id = ? AND ts = ?"
     rows = [(spec.stream_id, ts) for ts in range(spec.rows)]
     # Other rows of the wide table (each read a whole 1 MB row), and point reads of another table.
@@ -135,7 +131,7 @@ def test_the_wide_query_stays_flagged_for_its_own_full_row_reads_under_load(
         other_client(sandbox, others, rows, rate=WIDE_RATE, in_flight=WIDE_IN_FLIGHT) as wide,
         other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as points,
     ):
-        busy = traced(sandbox, spec.wide_query, tmp_path / "busy.trace", repeat=3)
+        busy = traced(sandbox, spec.wide_query, tmp_path / "busy.trace", kept_capture, repeat=3)
 
     assert busy.overall.busy is not None and busy.overall.busy.busy_executions > 0
     assert busy.overall.busy.table_bytes_by_others > 0 and busy.overall.busy.other_tables_bytes > 0
@@ -147,15 +143,15 @@ def test_the_wide_query_stays_flagged_for_its_own_full_row_reads_under_load(
     reached(wide, WIDE_MIN_RATE)
 
 
-def test_a_warm_mmap_node_under_load_is_never_flagged_for_others_reads(node_41, tmp_path):
+def test_a_warm_mmap_node_under_load_is_never_flagged_for_others_reads(node_41, tmp_path, kept_capture):
     """Warm mapped reads make no syscall and no fill: only the JVM's accessed bits see them, per
     process. Under load they cannot be charged to anyone: the verdict is right or undetermined."""
     table = PointTable("casstrace_busy_test")
     with node_41.connect() as session:
         table.ensure(session, lambda keyspace, name: node_41.nodetool("flush", keyspace, name))
-    idle = traced(node_41, table.point_query(KEY), tmp_path / "idle.trace")
+    idle = traced(node_41, table.point_query(KEY), tmp_path / "idle.trace", kept_capture, repeat=REPEAT)
     with other_client(node_41, table.by_key, table.keys_except(KEY)) as load:
-        busy = traced(node_41, table.point_query(KEY), tmp_path / "busy.trace")
+        busy = traced(node_41, table.point_query(KEY), tmp_path / "busy.trace", kept_capture, repeat=REPEAT)
 
     assert idle.context["disk_access_mode"] in ("auto", "mmap")
     assert idle.verdict.status == "not flagged"
@@ -167,7 +163,7 @@ def test_a_warm_mmap_node_under_load_is_never_flagged_for_others_reads(node_41, 
 
 
 def test_a_profile_under_load_keeps_only_the_threads_that_served_the_executions(
-    sandbox, demo_tables, point_table, tmp_path
+    sandbox, demo_tables, point_table, tmp_path, kept_capture
 ):
     """run --profile of the wide query while the other client's point reads run: the profile keeps the
     samples and reads of the threads that served the executions while they did, and counts the others'."""
@@ -184,7 +180,7 @@ def test_a_profile_under_load_keeps_only_the_threads_that_served_the_executions(
     with other_client(
         sandbox, point_table.by_key, point_table.keys_except(KEY), rate=PROFILED_RATE, in_flight=PROFILED_IN_FLIGHT
     ) as load:
-        analysis = analyse(run(options))
+        analysis = analyse(kept_capture.run(options))
 
     assert analysis.complete, analysis.warnings
     profile = analysis.profile
