@@ -53,6 +53,7 @@ from casstrace.node.tracing import (
     nodetool_for,
     read_sessions,
 )
+from casstrace.orchestration.targets import Target
 from casstrace.outputs import check_output, numbered
 from casstrace.paths import default_traces_dir
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
@@ -117,6 +118,10 @@ class WatchOptions:
     nodetool: str | None = None  # the node's nodetool command, when casstrace cannot build one
     profile: bool = False  # async-profiler in the JVM during the watch window
     interval_s: float | None = None  # a trace per interval of this many seconds (None: one trace)
+
+    @property
+    def target(self) -> Target:
+        return Target(self.connection, self.pid)
 
 
 def default_trace_path() -> Path:
