@@ -13,7 +13,8 @@ variants in order through one `Captures`: a kept capture (orchestration.kept_cap
 attached once, detached once) when the variants run queries, else one capture each, as a watch makes.
 
 The plan is checked before anything changes on a node (`Plan.check`: every capture's options aim at
-the plan's target; every trace it will write may be written); what a kind of variant refuses of
+the plan's target and pass their own checks, a run's (runner.check_options) or a watch's
+(watcher.check_options); every trace it will write may be written); what a kind of variant refuses of
 its own (a row over one write, too little heap) its builder refuses before it makes the plan. A new
 kind of variant (a setting changed on a sandbox copy, a write design) is a class with `capture_options`,
 `traces`, `staged` and `capture`, and a plan of them: the executor, its capture and its clean-up are
@@ -29,8 +30,10 @@ from typing import Generic, Protocol, TypeVar
 from casstrace.errors import CasstraceError
 from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.orchestration.runner import RunOptions, run
+from casstrace.orchestration.runner import check_options as check_run_options
 from casstrace.orchestration.targets import Target
 from casstrace.orchestration.watcher import WatchCallbacks, WatchOptions, watch
+from casstrace.orchestration.watcher import check_options as check_watch_options
 from casstrace.outputs import check_output, same_file
 from casstrace.phases import Phases
 from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend
@@ -123,11 +126,15 @@ class Plan(Generic[Recorded]):
 
     def check(self) -> None:
         """Refuse, before anything changes on a node, a plan with a capture aimed at another node than its
-        target, or that would write one trace twice or over a file it may not replace
-        (outputs.check_output)."""
+        target or whose options their own checks refuse, or that would write one trace twice or over a
+        file it may not replace (outputs.check_output)."""
         for variant in self.variants:
             for options in variant.capture_options():
                 self.target.check_aims_at(options.target, f"the capture {variant.label!r}")
+                if isinstance(options, RunOptions):
+                    check_run_options(options)
+                else:
+                    check_watch_options(options)
         written: list[Path] = []
         for trace in self.traces():
             if any(same_file(trace, earlier) or trace == earlier for earlier in written):

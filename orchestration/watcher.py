@@ -176,8 +176,8 @@ def watch(
     trace but the last once written. A signal (Ctrl-C) is how a watch without a duration ends: its
     trace is whole. A watch with a duration cut short by a signal keeps its trace, marked
     incomplete, and raises casstrace.interrupts.Interrupted with it (probes.recording.record); one
-    whose node went away keeps it so too, and raises NodeWentAway with it."""
-    check_options(options)
+    whose node went away keeps it so too, and raises NodeWentAway with it. The options were checked
+    (check_options: experiment.Plan.check, before anything connects)."""
     with ExitStack() as stack:
         return Watch(options, stack, WatchCallbacks(live, started, interval_done)).record()
 

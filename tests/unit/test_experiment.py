@@ -1,6 +1,6 @@
 """orchestration.experiment: a plan's variants staged, captured and taken down in order, on every exit
 path, and the plan refused before anything is staged (a capture aimed at another node than the plan's
-target, a trace it may not write). Variants here record what happens
+target, options a watch or a run refuses, a trace it may not write). Variants here record what happens
 to them; the captures of a real node are the sweeps' and compare's integration tests. Each command's
 plan carries the one target its options name."""
 
@@ -44,9 +44,10 @@ class Noted:
     fails: bool = False
     runs_queries: bool = False
     aims: Target = NODE
+    sample: float = 0.01  # the share of requests its watch traces
 
     def capture_options(self) -> list[WatchOptions]:
-        return [WatchOptions(self.aims.connection, self.aims.pid, out=self.out)]
+        return [WatchOptions(self.aims.connection, self.aims.pid, probability=self.sample, out=self.out)]
 
     def traces(self) -> list[Path]:
         return [self.out]
@@ -178,6 +179,22 @@ def test_a_variant_reaching_the_other_nodes_otherwise_is_refused(tmp_path):
 def test_the_same_node_logged_in_otherwise_is_the_plans_node(tmp_path):
     other_login = Target(ConnectionSettings("127.0.0.1", 39042, username="reader", request_timeout=5.0), pid=4242)
     pair([], tmp_path, aims=other_login).check()
+
+
+def test_a_watch_variants_own_checks_refuse_the_plan_before_anything_is_set_up(tmp_path):
+    events: list[str] = []
+    with pytest.raises(CasstraceError, match=r"--sample must be in \(0, 1\], got 1\.5") as refused:
+        next(execute(pair(events, tmp_path, sample=1.5)))
+    assert refused.value.fix == "give a share of requests to trace, e.g. --sample 0.01"
+    assert events == []
+    interval_and_profile = WatchOptions(NODE.connection, interval_s=60, profile=True)
+    with pytest.raises(CasstraceError, match="--profile cannot be given with --interval"):
+        watch_plan(interval_and_profile, WatchCallbacks()).check()
+
+
+def test_a_runs_own_checks_refuse_its_plan(tmp_path):
+    with pytest.raises(CasstraceError, match="--repeat must be at least 1"):
+        query_plan(RunOptions.aimed_at(NODE, "SELECT * FROM ks.t", repeat=0, out=tmp_path / "a.trace")).check()
 
 
 def test_run_and_watch_plans_carry_the_node_their_options_name():
