@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from casstrace.analyses.model import Analysis
     from casstrace.analyses.verdict_rule import VerdictRule
     from casstrace.node.connection import ConnectionSettings
+    from casstrace.orchestration.experiment import Plan, RunRecord
     from casstrace.orchestration.runner import RunOptions
+    from casstrace.orchestration.targets import Target
 from casstrace.outputs import check_output
 from casstrace.terminal import printable
 
@@ -42,10 +44,10 @@ RUN_OPTIONS = (
     "backend",
     "keep_literals",
 )
-# Those of them a side's run takes as given (the connection's are resolved once, the consistency per side).
+# Those of them a side's run takes as given (the node's, its connection and --pid, make the plan's one
+# target; the consistency is per side).
 SIDE_OPTIONS = (
     "keyspace",
-    "pid",
     "repeat",
     "warmup",
     "cold",
@@ -244,10 +246,32 @@ def run_both(
     """Check that both queries return the same data (one execution each, no probes), then run each
     under the probes into its own trace, --after at `after_consistency` when given: a plan of two
     sides. Returns (the payload check, the two trace paths)."""
-    from casstrace.node.connection import resolve_settings
     from casstrace.node.statements import read_only_statement
-    from casstrace.orchestration.experiment import KeptCaptures, Plan, QueryRun, execute
+    from casstrace.orchestration.experiment import KeptCaptures, execute
     from casstrace.orchestration.kept_capture import KeptCapture
+
+    queries = [read_only_statement(before), read_only_statement(after)]
+    consistencies = [run_options["consistency"].upper(), (after_consistency or run_options["consistency"]).upper()]
+    plan = compare_plan(queries, consistencies, traces_dir, run_options)
+    # The probes compile while both queries are checked, and stay attached from one run to the next.
+    with KeptCapture(run_options["backend"]) as capture:
+        check = payload_check(plan.target.connection, queries, consistencies, run_options)
+        if check.status == "different":
+            raise refusal(check.summary, live=True)
+        paths = []
+        for side in execute(plan, captures=KeptCaptures(capture)):
+            paths.append(side.trace)
+            click.echo(printable(f"trace ({side.label}): {side.trace}"), err=True)
+    return check, paths
+
+
+def compare_plan(
+    queries: list[str], consistencies: list[str], traces_dir: Path | None, run_options: dict[str, Any]
+) -> "Plan[RunRecord]":
+    """The two sides, 'before' and 'after', each query at its consistency, on the one node the options name."""
+    from casstrace.node.connection import resolve_settings
+    from casstrace.orchestration.experiment import Plan, QueryRun
+    from casstrace.orchestration.targets import Target
 
     settings = resolve_settings(
         *(
@@ -255,22 +279,12 @@ def run_both(
             for name in ("host", "port", "username", "ssl_enabled", "cqlshrc", "connect_timeout", "request_timeout")
         )
     )
-    queries = [read_only_statement(before), read_only_statement(after)]
-    consistencies = [run_options["consistency"].upper(), (after_consistency or run_options["consistency"]).upper()]
+    target = Target(settings, run_options["pid"])
     sides = tuple(
-        QueryRun(role, side_options(query, consistency, role, settings, traces_dir, run_options))
+        QueryRun(role, side_options(query, consistency, role, target, traces_dir, run_options))
         for role, query, consistency in zip(("before", "after"), queries, consistencies)
     )
-    # The probes compile while both queries are checked, and stay attached from one run to the next.
-    with KeptCapture(run_options["backend"]) as capture:
-        check = payload_check(settings, queries, consistencies, run_options)
-        if check.status == "different":
-            raise refusal(check.summary, live=True)
-        paths = []
-        for side in execute(Plan(sides, backend=run_options["backend"]), captures=KeptCaptures(capture)):
-            paths.append(side.trace)
-            click.echo(printable(f"trace ({side.label}): {side.trace}"), err=True)
-    return check, paths
+    return Plan(sides, target, backend=run_options["backend"])
 
 
 def payload_check(
@@ -311,17 +325,18 @@ def side_options(
     query: str,
     consistency: str,
     role: str,
-    settings: "ConnectionSettings",
+    target: "Target",
     traces_dir: Path | None,
     run_options: dict[str, Any],
 ) -> "RunOptions":
-    """The run of one side of a compare: `casstrace run`'s options, its trace named for its role."""
+    """The run of one side of a compare on the plan's `target`: `casstrace run`'s options, its trace named
+    for its role."""
     from casstrace.orchestration.runner import RunOptions, default_trace_path
 
     default = default_trace_path(query)
-    return RunOptions(
-        query=query,
-        connection=settings,
+    return RunOptions.aimed_at(
+        target,
+        query,
         consistency=consistency,
         out=(traces_dir or default.parent) / f"{default.stem}-{role}{default.suffix}",
         **{name: run_options[name] for name in SIDE_OPTIONS},

@@ -117,12 +117,13 @@ def trace_and_compare(sandbox: Sandbox, spec: WideTable) -> None:
     from casstrace.orchestration.experiment import KeptCaptures, Plan, QueryRun, execute
     from casstrace.orchestration.kept_capture import KeptCapture
     from casstrace.orchestration.runner import RunOptions
+    from casstrace.orchestration.targets import Target
     from casstrace.reports import ReportOptions, render
     from casstrace.reports.comparison import document
 
-    settings = resolve_settings(sandbox.host, sandbox.native_port)
+    target = Target(resolve_settings(sandbox.host, sandbox.native_port))
     queries = (("the wide table", spec.wide_query), ("the narrow refactor", spec.narrow_query))
-    plan = Plan(tuple(QueryRun(title, RunOptions(query=query, connection=settings)) for title, query in queries))
+    plan = Plan(tuple(QueryRun(title, RunOptions.aimed_at(target, query)) for title, query in queries), target)
     traces = []
     # The probes compile while the first run connects, and stay attached from one run to the next (and
     # through a report of a run a signal cut short).

@@ -1,23 +1,27 @@
 """Experiments as objects: a plan, the one executor that carries it out, and the records it returns.
 
-A `Plan` is the ordered variants one command measures on its node: `run`'s one query, compare's two
-sides, a sweep's points (a column count, a layout at a column count, a table count), `watch`'s one
-watch. Each variant's capture options name the node (its connection, JVM, the nodes over ssh), which
-the runner plans per run (runner.RunPlan: which JVMs, the replicas, how each is captured).
+A `Plan` is the ordered variants one command measures on its node, its `Target` (targets.Target: the
+node as the driver reaches it, its JVM where given, the query's other nodes over ssh where given):
+`run`'s one query, compare's two sides, a sweep's points (a column count, a layout at a column count,
+a table count), `watch`'s one watch. The command builds each variant's capture options from that one
+target; the runner plans each run from them (runner.RunPlan: which JVMs, the replicas, how each is
+captured).
 A `Variant` is one point of it: what it sets up on the node before its captures and takes down after
 (a table loaded, then dropped: `staged`, on every exit path), the captures it makes, and the record
 of them it returns (its traces, and whatever its command's report reads). `execute` runs a plan's
 variants in order through one `Captures`: a kept capture (orchestration.kept_capture: compiled and
 attached once, detached once) when the variants run queries, else one capture each, as a watch makes.
 
-The plan is checked before anything changes on a node (`Plan.check`: every trace it will write may be
-written); what a kind of variant refuses of its own (a row over one write, too little heap) its
-builder refuses before it makes the plan. A new kind of variant (a setting changed on a sandbox copy,
-a write design) is a class with `traces`, `staged` and `capture`, and a plan of them: the executor,
-its capture and its clean-up are the same for every kind.
+The plan is checked before anything changes on a node (`Plan.check`: every capture's options aim at
+the plan's target and pass their own checks, a run's (runner.check_options) or a watch's
+(watcher.check_options); every trace it will write may be written); what a kind of variant refuses of
+its own (a row over one write, too little heap) its builder refuses before it makes the plan. A new
+kind of variant (a setting changed on a sandbox copy, a write design) is a class with `capture_options`,
+`traces`, `staged` and `capture`, and a plan of them: the executor, its capture and its clean-up are
+the same for every kind.
 """
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +30,10 @@ from typing import Generic, Protocol, TypeVar
 from casstrace.errors import CasstraceError
 from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.orchestration.runner import RunOptions, run
+from casstrace.orchestration.runner import check_options as check_run_options
+from casstrace.orchestration.targets import Target
 from casstrace.orchestration.watcher import WatchCallbacks, WatchOptions, watch
+from casstrace.orchestration.watcher import check_options as check_watch_options
 from casstrace.outputs import check_output, same_file
 from casstrace.phases import Phases
 from casstrace.probes.backends import DEFAULT_BACKEND, StartedBackend
@@ -86,6 +93,10 @@ class Variant(Protocol[Record]):
         """Its captures are runs of a query (a kept capture serves them), not watches."""
         ...
 
+    def capture_options(self) -> Sequence[RunOptions | WatchOptions]:
+        """The options of its captures, in order (checked before anything runs: Plan.check)."""
+        ...
+
     def traces(self) -> list[Path]:
         """Where it writes its traces (checked before anything runs)."""
         ...
@@ -101,10 +112,11 @@ class Variant(Protocol[Record]):
 
 @dataclass(frozen=True)
 class Plan(Generic[Recorded]):
-    """The ordered variants of one command on one node, and what the whole plan sets up there (a
+    """The ordered variants of one command on its target node, and what the whole plan sets up there (a
     keyspace of its own) around them. `force`: the traces may replace an earlier plan's."""
 
     variants: tuple[Variant[Recorded], ...]
+    target: Target
     backend: str = DEFAULT_BACKEND
     staged: Callable[[], AbstractContextManager[None]] = field(default=nullcontext)
     force: bool = False
@@ -113,8 +125,16 @@ class Plan(Generic[Recorded]):
         return [trace for variant in self.variants for trace in variant.traces()]
 
     def check(self) -> None:
-        """Refuse, before anything changes on a node, a plan that would write one trace twice or over a
+        """Refuse, before anything changes on a node, a plan with a capture aimed at another node than its
+        target or whose options their own checks refuse, or that would write one trace twice or over a
         file it may not replace (outputs.check_output)."""
+        for variant in self.variants:
+            for options in variant.capture_options():
+                self.target.check_aims_at(options.target, f"the capture {variant.label!r}")
+                if isinstance(options, RunOptions):
+                    check_run_options(options)
+                else:
+                    check_watch_options(options)
         written: list[Path] = []
         for trace in self.traces():
             if any(same_file(trace, earlier) or trace == earlier for earlier in written):
@@ -167,6 +187,9 @@ class AsGiven:
 
     options: RunOptions | WatchOptions
 
+    def capture_options(self) -> Sequence[RunOptions | WatchOptions]:
+        return [self.options]
+
     def traces(self) -> list[Path]:
         return [self.options.out] if self.options.out is not None else []
 
@@ -187,10 +210,15 @@ class QueryRun(AsGiven):
         return RunRecord(self.label, captures.run(self.options, self.phases))
 
 
+def query_plan(options: RunOptions, phases: Phases | None = None) -> Plan[RunRecord]:
+    """`casstrace run`'s plan: one query, on the node its options name."""
+    return Plan((QueryRun("run", options, phases),), options.target, options.backend)
+
+
 def run_query(options: RunOptions, phases: Phases | None = None, started: StartedBackend | None = None) -> Path:
-    """`casstrace run`: a plan of one query, captured through `started`, the backend its command started
+    """`casstrace run`: its plan carried out, captured through `started`, the backend its command started
     (compiling while it connects); the path of the trace written."""
-    (record,) = execute(Plan((QueryRun("run", options, phases),), options.backend), captures=CapturePerRun(started))
+    (record,) = execute(query_plan(options, phases), captures=CapturePerRun(started))
     return record.trace
 
 
@@ -208,7 +236,12 @@ class NodeWatch(AsGiven):
         return RunRecord(self.label, captures.watch(self.options, self.callbacks))
 
 
+def watch_plan(options: WatchOptions, callbacks: WatchCallbacks) -> Plan[RunRecord]:
+    """`casstrace watch`'s plan: one watch, of the node its options name."""
+    return Plan((NodeWatch("watch", options, callbacks),), options.target)
+
+
 def watch_node(options: WatchOptions, callbacks: WatchCallbacks) -> Path:
-    """`casstrace watch`: a plan of one watch of the node; the path of its trace (watcher.watch's)."""
-    (record,) = execute(Plan((NodeWatch("watch", options, callbacks),)))
+    """`casstrace watch`: its plan carried out; the path of its trace (watcher.watch's)."""
+    (record,) = execute(watch_plan(options, callbacks))
     return record.trace

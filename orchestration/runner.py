@@ -36,7 +36,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from cassandra.query import PreparedStatement
 
@@ -65,7 +65,7 @@ from casstrace.node.statements import normalize, runnable_statement, statement_k
 from casstrace.node.tracing import SampledSession, nodetool_for, traced_sessions
 from casstrace.orchestration.agents import AgentsCapture, AgentsResult, AgentTarget, TableRef
 from casstrace.orchestration.sources import node_sources
-from casstrace.orchestration.targets import PlannedNode, RemoteSettings, plan_nodes
+from casstrace.orchestration.targets import PlannedNode, RemoteSettings, Target, plan_nodes
 from casstrace.orchestration.watcher import clock_offset_ns, session_rows
 from casstrace.paths import default_traces_dir
 from casstrace.phases import Phases
@@ -110,6 +110,15 @@ class RunOptions:
     force: bool = False  # replace an existing regular file at `out` (casstrace.outputs)
     keep_literals: bool = False  # store the statement as given, its literals too (run --keep-literals)
     targets: RemoteSettings = field(default_factory=RemoteSettings)  # --ssh, --hosts
+
+    @classmethod
+    def aimed_at(cls, target: Target, query: str, **options: Any) -> "RunOptions":
+        """A run of `query` on `target`'s node, with `options` (RunOptions' other fields)."""
+        return cls(query=query, connection=target.connection, pid=target.pid, targets=target.remote, **options)
+
+    @property
+    def target(self) -> Target:
+        return Target(self.connection, self.pid, self.targets)
 
 
 WINDOW_LABELS = {"warmup": "warmup", "measured": MEASURED_WINDOW, "tracing": "tracing"}  # by execution kind

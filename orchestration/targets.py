@@ -5,6 +5,9 @@ A node's JVM is this machine's when a Cassandra JVM here serves the node's addre
 `ssh DESTINATION` even so; `--ssh` sends there every node whose JVM is not here, the destination
 being the node's address (which ~/.ssh/config may map to a host, user, port, jump host...). Any
 other node is recorded as not captured, with why.
+
+The node an experiment measures is its plan's `Target` (orchestration.experiment.Plan), the one set of
+these fields every capture of a command is built from and checked against.
 """
 
 import ipaddress
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from casstrace.errors import CasstraceError
+from casstrace.node.connection import ConnectionSettings
 from casstrace.node.jvm import CassandraProcess, cassandra_at, serving_jvms
 from casstrace.node.replicas import ClusterNode, ReplicaSet
 from casstrace.orchestration.agents import AgentOptions, AgentTarget, TableRef
@@ -27,6 +31,38 @@ class RemoteSettings:
     hosts: Mapping[str, str] = field(default_factory=dict)  # node address -> ssh destination
     ssh_config: Path | None = None  # ssh -F
     remote_casstrace: str = "casstrace"  # the command that runs casstrace over there
+
+
+@dataclass(frozen=True)
+class Target:
+    """The node an experiment measures (orchestration.experiment.Plan), as its captures' options name it:
+    its address and port as the driver reaches it (with how it connects), its JVM on this machine where
+    given (--pid), and how the query's other nodes are reached where given (--ssh, --hosts: run's)."""
+
+    connection: ConnectionSettings
+    pid: int | None = None
+    remote: RemoteSettings = field(default_factory=RemoteSettings)
+
+    @property
+    def node(self) -> str:
+        """The node as a message names it: its address and port, and its JVM where given."""
+        at = f"{self.connection.host}:{self.connection.port}"
+        return at if self.pid is None else f"{at} (JVM {self.pid})"
+
+    def check_aims_at(self, other: "Target", what: str) -> None:
+        """Refuse `what` (a capture of the plan's) aimed at another node than this one: another address
+        or port, JVM, or way to the query's other nodes. How it logs in or how long it waits may differ."""
+        if other.node != self.node:
+            raise CasstraceError(
+                f"{what} would capture {other.node}, not this command's node {self.node}",
+                "measure one node per command: give each node's captures a command of their own",
+            )
+        if other.remote != self.remote:
+            raise CasstraceError(
+                f"{what} would reach the query's other nodes of {self.node} otherwise than this command's "
+                "other captures (--ssh, --hosts)",
+                "give every capture of one command the same --ssh and --hosts",
+            )
 
 
 @dataclass(frozen=True)

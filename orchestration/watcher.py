@@ -53,6 +53,7 @@ from casstrace.node.tracing import (
     nodetool_for,
     read_sessions,
 )
+from casstrace.orchestration.targets import Target
 from casstrace.outputs import check_output, numbered
 from casstrace.paths import default_traces_dir
 from casstrace.probes.backends import DEFAULT_BACKEND, backend
@@ -118,6 +119,10 @@ class WatchOptions:
     profile: bool = False  # async-profiler in the JVM during the watch window
     interval_s: float | None = None  # a trace per interval of this many seconds (None: one trace)
 
+    @property
+    def target(self) -> Target:
+        return Target(self.connection, self.pid)
+
 
 def default_trace_path() -> Path:
     return default_traces_dir() / f"{time.strftime('%Y%m%d-%H%M%S')}-watch.trace"
@@ -171,8 +176,8 @@ def watch(
     trace but the last once written. A signal (Ctrl-C) is how a watch without a duration ends: its
     trace is whole. A watch with a duration cut short by a signal keeps its trace, marked
     incomplete, and raises casstrace.interrupts.Interrupted with it (probes.recording.record); one
-    whose node went away keeps it so too, and raises NodeWentAway with it."""
-    check_options(options)
+    whose node went away keeps it so too, and raises NodeWentAway with it. The options were checked
+    (check_options: experiment.Plan.check, before anything connects)."""
     with ExitStack() as stack:
         return Watch(options, stack, WatchCallbacks(live, started, interval_done)).record()
 

@@ -23,10 +23,12 @@ from cassandra.query import BatchStatement, BatchType
 
 from casstrace.errors import CasstraceError
 from casstrace.sandbox.control import Sandbox
-from casstrace.sandbox.sweep import keyspace_of_its_own, run_options
+from casstrace.sandbox.sweep import keyspace_of_its_own, run_options, sandbox_target
 
 if TYPE_CHECKING:
     from casstrace.orchestration.experiment import Captures, Plan, Progress
+    from casstrace.orchestration.runner import RunOptions
+    from casstrace.orchestration.targets import Target
 
 Layout = Literal["columns", "udt", "rows"]
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
@@ -87,6 +89,7 @@ class LayoutPoint:
     loaded), its read traced, the table dropped after unless `keep`."""
 
     sandbox: Sandbox
+    target: "Target"  # the sandbox node's (sweep.sandbox_target)
     plan: LayoutPlan
     layout: Layout
     columns: int
@@ -97,6 +100,10 @@ class LayoutPoint:
     @property
     def label(self) -> str:
         return f"{self.layout}, N={self.columns}"
+
+    def capture_options(self) -> "list[RunOptions]":
+        statement, (out,) = query(self.plan, self.layout, self.columns), self.traces()
+        return [run_options(self.target, statement, out, self.plan.repeat, self.plan.warmup, self.force)]
 
     def traces(self) -> list[Path]:
         return [trace_path(self.traces_dir, self.layout, self.columns)]
@@ -115,8 +122,7 @@ class LayoutPoint:
 
     def capture(self, captures: "Captures", progress: "Progress") -> "LayoutRun":
         progress(f"{self.label}: tracing", 0)
-        statement, (out,) = query(self.plan, self.layout, self.columns), self.traces()
-        options = run_options(self.sandbox, statement, out, self.plan.repeat, self.plan.warmup, self.force)
+        (options,) = self.capture_options()
         return LayoutRun(self.layout, self.columns, captures.run(options))
 
 
@@ -126,12 +132,14 @@ def layouts_experiment(sandbox: Sandbox, plan: LayoutPlan, traces_dir: Path, for
     from casstrace.orchestration.experiment import Plan
 
     plan.check()
+    target = sandbox_target(sandbox)
     return Plan(
         variants=tuple(
-            LayoutPoint(sandbox, plan, layout, columns, traces_dir, force)
+            LayoutPoint(sandbox, target, plan, layout, columns, traces_dir, force)
             for columns in plan.columns
             for layout in plan.layouts
         ),
+        target=target,
         staged=lambda: keyspace_of_its_own(sandbox, plan.keyspace, plan.keep),
         force=force,
     )

@@ -24,6 +24,7 @@ from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 if TYPE_CHECKING:
     from casstrace.orchestration.experiment import Captures, Plan, Progress
     from casstrace.orchestration.runner import RunOptions
+    from casstrace.orchestration.targets import Target
 
 SWEEP_KEYSPACE = "casstrace_sweep"
 # A wide row is written as one mutation, and Cassandra refuses mutations over half a commit-log
@@ -123,23 +124,21 @@ def trace_path(traces_dir: Path, kind: str, columns: int) -> Path:
     return traces_dir / f"{kind}-{columns:03d}.trace"
 
 
-def run_options(
-    sandbox: Sandbox, query: str, out: Path, repeat: int, warmup: int, force: bool, cold: bool = False
-) -> "RunOptions":
-    """A sweep's run of `query` on the sandbox node, its trace at `out`."""
+def sandbox_target(sandbox: Sandbox, pid: int | None = None) -> "Target":
+    """The sandbox node a sweep measures: its native port here, its JVM (`pid`, else its PID file's)."""
     from casstrace.node.connection import ConnectionSettings
+    from casstrace.orchestration.targets import Target
+
+    return Target(ConnectionSettings(host=sandbox.host, port=sandbox.native_port), pid or sandbox.pid())
+
+
+def run_options(
+    target: "Target", query: str, out: Path, repeat: int, warmup: int, force: bool, cold: bool = False
+) -> "RunOptions":
+    """A sweep's run of `query` on its node, its trace at `out`."""
     from casstrace.orchestration.runner import RunOptions
 
-    return RunOptions(
-        query=query,
-        connection=ConnectionSettings(host=sandbox.host, port=sandbox.native_port),
-        pid=sandbox.pid(),
-        repeat=repeat,
-        warmup=warmup,
-        cold=cold,
-        out=out,
-        force=force,
-    )
+    return RunOptions.aimed_at(target, query, repeat=repeat, warmup=warmup, cold=cold, out=out, force=force)
 
 
 @dataclass
@@ -148,6 +147,7 @@ class ColumnsPoint:
     each traced, both dropped after unless `keep`."""
 
     sandbox: Sandbox
+    target: "Target"  # the sandbox node's (sandbox_target)
     plan: SweepPlan
     columns: int
     traces_dir: Path
@@ -158,6 +158,14 @@ class ColumnsPoint:
     @property
     def label(self) -> str:
         return f"N={self.columns}"
+
+    def capture_options(self) -> "list[RunOptions]":
+        """The wide query's run, then the narrow one's."""
+        plan = self.plan
+        return [
+            run_options(self.target, query, out, plan.repeat, plan.warmup, self.force, plan.cold)
+            for query, out in zip(queries(plan.spec(self.columns)), self.traces())
+        ]
 
     def traces(self) -> list[Path]:
         return [trace_path(self.traces_dir, kind, self.columns) for kind in KINDS]
@@ -181,11 +189,9 @@ class ColumnsPoint:
 
     def capture(self, captures: "Captures", progress: "Progress") -> "SweepRun":
         assert self.loaded is not None  # staged
-        plan, traces = self.plan, []
-        for kind, query, out in zip(KINDS, queries(plan.spec(self.columns)), self.traces()):
-            traces.append(
-                captures.run(run_options(self.sandbox, query, out, plan.repeat, plan.warmup, self.force, plan.cold))
-            )
+        traces = []
+        for kind, options in zip(KINDS, self.capture_options()):
+            traces.append(captures.run(options))
             progress(f"{self.label}: traced {kind}", TRACE_COST_BYTES)
         wide, narrow = traces
         # the sizes read before the files go with the tables
@@ -199,8 +205,10 @@ def columns_experiment(sandbox: Sandbox, plan: SweepPlan, traces_dir: Path, forc
     from casstrace.orchestration.experiment import Plan
 
     plan.check(heap_bytes(sandbox.settings.heap))
+    target = sandbox_target(sandbox)
     return Plan(
-        variants=tuple(ColumnsPoint(sandbox, plan, n, traces_dir, force) for n in plan.columns),
+        variants=tuple(ColumnsPoint(sandbox, target, plan, n, traces_dir, force) for n in plan.columns),
+        target=target,
         staged=lambda: keyspace_left_as_found(sandbox, plan.keyspace, plan.keep),
         force=force,
     )

@@ -34,10 +34,12 @@ from casstrace.node.generated_values import GeneratedValues
 from casstrace.node.jvm import jcmd_command, run_tool
 from casstrace.node.thread_pools import BACKGROUND_ROLES, wait_idle
 from casstrace.sandbox.control import Sandbox
-from casstrace.sandbox.sweep import MAX_ROW_BYTES, keyspace_of_its_own
+from casstrace.sandbox.sweep import MAX_ROW_BYTES, keyspace_of_its_own, sandbox_target
 
 if TYPE_CHECKING:
     from casstrace.orchestration.experiment import Captures, Plan, Progress
+    from casstrace.orchestration.targets import Target
+    from casstrace.orchestration.watcher import WatchOptions
 
 TABLES_KEYSPACE = "casstrace_tables"
 IN_FLIGHT = 32  # writes in flight: enough to keep a sandbox node's 2 cores busy
@@ -108,7 +110,7 @@ class TablesPoint:
     plan: TablesPlan
     tables: int
     traces_dir: Path
-    pid: int  # the node's JVM, one casstrace started
+    target: "Target"  # the node, its JVM one casstrace started (tables_experiment)
     force: bool = False
     runs_queries: bool = False
     session: Session | None = None  # the keyspace's, while staged
@@ -116,6 +118,21 @@ class TablesPoint:
     @property
     def label(self) -> str:
         return f"N={self.tables}"
+
+    def capture_options(self) -> "list[WatchOptions]":
+        from casstrace.orchestration.watcher import WatchOptions
+
+        (out,) = self.traces()
+        return [
+            WatchOptions(
+                connection=self.target.connection,
+                pid=self.target.pid,
+                duration_s=TAIL_S,
+                probability=SAMPLE_PROBABILITY,
+                out=out,
+                force=self.force,
+            )
+        ]
 
     def traces(self) -> list[Path]:
         return [trace_path(self.traces_dir, self.tables)]
@@ -131,24 +148,15 @@ class TablesPoint:
         self.session = None
 
     def capture(self, captures: "Captures", progress: "Progress") -> "TablesRun":
-        from casstrace.node.connection import ConnectionSettings
-        from casstrace.orchestration.watcher import WatchCallbacks, WatchOptions
+        from casstrace.orchestration.watcher import WatchCallbacks
 
         assert self.session is not None  # staged
         progress(f"{self.label}: writing", 0)
-        load = PointLoad(self.sandbox, self.session, self.plan, self.tables, self.pid)
+        assert self.target.pid is not None  # tables_experiment: a JVM casstrace started
+        load = PointLoad(self.sandbox, self.session, self.plan, self.tables, self.target.pid)
         since = time.time()
-        trace = captures.watch(
-            WatchOptions(
-                connection=ConnectionSettings(host=self.sandbox.host, port=self.sandbox.native_port),
-                pid=self.pid,
-                duration_s=TAIL_S,
-                probability=SAMPLE_PROBABILITY,
-                out=self.traces()[0],
-                force=self.force,
-            ),
-            WatchCallbacks(started=load.run),
-        )
+        (options,) = self.capture_options()
+        trace = captures.watch(options, WatchCallbacks(started=load.run))
         history = _compaction_history(self.session, self.plan.keyspace, self.tables, since)
         return TablesRun(self.tables, trace, load.writes, load.failed, load.seconds, load.heap_used_bytes, history)
 
@@ -165,8 +173,10 @@ def tables_experiment(sandbox: Sandbox, plan: TablesPlan, traces_dir: Path, forc
     process = cassandra_at(sandbox.host, sandbox.native_port)
     require_own_sandbox(process, sandbox.native_port)
     assert process is not None  # require_own_sandbox refuses a port no JVM here serves
+    target = sandbox_target(sandbox, process.pid)
     return Plan(
-        variants=tuple(TablesPoint(sandbox, plan, n, traces_dir, process.pid, force) for n in plan.tables),
+        variants=tuple(TablesPoint(sandbox, plan, n, traces_dir, target, force) for n in plan.tables),
+        target=target,
         staged=lambda: keyspace_of_its_own(sandbox, plan.keyspace, plan.keep),
         force=force,
     )
