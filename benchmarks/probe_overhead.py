@@ -375,33 +375,18 @@ def storm_overhead(rounds: int, floor: bool, in_kernel: bool) -> None:
                 traced[suffix].append(seconds)
             for _, attach, suffix in FLOOR_PAIRS if floor else ():
                 floors[suffix].append(run(None, attach)[0])
-        untraced_wall, untraced_cpu = zip(*untraced)
         for what, _, suffix in captures:
-            traced_wall, traced_cpu = zip(*traced[suffix])
-            ratio_line(
-                f"storm (b) wall, {what}",
-                untraced_wall,
-                traced_wall,
-                "s",
-                1,
-                [t / u for u, t in zip(untraced_wall, traced_wall)],
-                figure=f"probe_overhead_storm{suffix}",
-            )
-            ratio_line(
-                "  storm CPU", untraced_cpu, traced_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, traced_cpu)]
+            storm_lines(
+                f"storm (b) wall, {what}", "  storm CPU", untraced, traced[suffix], f"probe_overhead_storm{suffix}"
             )
         for what, _, suffix in FLOOR_PAIRS if floor else ():
-            floor_wall, floor_cpu = zip(*floors[suffix])
-            ratio_line(
+            storm_lines(
                 f"  storm wall with only {what}",
-                untraced_wall,
-                floor_wall,
-                "s",
-                1,
-                [t / u for u, t in zip(untraced_wall, floor_wall)],
-                figure=f"probe_overhead_storm_{suffix}",
+                "    its CPU",
+                untraced,
+                floors[suffix],
+                f"probe_overhead_storm_{suffix}",
             )
-            ratio_line("    its CPU", untraced_cpu, floor_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, floor_cpu)])
         if floor:
             # The probe goal (capture / timing pair <= 1.10): in CPU too, which other processes on a
             # busy machine disturb far less than wall time.
@@ -420,6 +405,17 @@ def storm_overhead(rounds: int, floor: bool, in_kernel: bool) -> None:
                 f"  storm aggregates of the last traced run: {preads} preads, {read_bytes} bytes "
                 f"({'exact' if exact else 'NOT EXACT'}: {STORM_CALLS} calls made)"
             )
+
+
+def storm_lines(
+    wall_name: str, cpu_name: str, untraced: list[tuple[float, float]], runs: list[tuple[float, float]], figure: str
+) -> None:
+    """The wall-time line (with its figure) and the CPU line of storm runs, (wall s, CPU s) each, against
+    the untraced runs of the same rounds."""
+    untraced_wall, untraced_cpu = zip(*untraced)
+    wall, cpu = zip(*runs)
+    ratio_line(wall_name, untraced_wall, wall, "s", 1, [t / u for u, t in zip(untraced_wall, wall)], figure=figure)
+    ratio_line(cpu_name, untraced_cpu, cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, cpu)])
 
 
 def storm_totals(capture: BccCapture, path: Path, data: Path) -> tuple[int, int]:
