@@ -1,7 +1,8 @@
 """Overhead of the bcc probes on the traced process (prints figures; not a test).
 
   .venv/bin/python benchmarks/probe_overhead.py [--query-runs 300] [--storm-rounds 15] [--skip-query]
-                                                [--bpf-stats] [--floor] [--neighbour [--neighbour-of PID]]
+                                                [--bpf-stats] [--floor] [--in-kernel]
+                                                [--neighbour [--neighbour-of PID]]
 
 (a) the demo query warm on the dev sandbox (127.0.0.1:9042, or --host/--port):
     SELECT c0 FROM casstrace_demo.streams WHERE stream_id=1, traced and untraced executions
@@ -23,6 +24,12 @@ the logged path and the kernel-aggregated path are measured.
   storage, the exit reads the clock again and adds the call's latency up, for the traced process
   only (figures probe_overhead_query_timed_floor, _storm_timed_floor). What capture.c does beyond
   that (the fd's state, the record, the aggregates) is the difference to the full figures.
+
+--in-kernel also runs, in the same rounds, casstrace's capture with a per-call log of one record
+(--stream-limit 1): every call but the first goes to the kernel's aggregate maps instead of the log
+(figures probe_overhead_query_in_kernel, _storm_in_kernel); and the storm with every call logged
+(a log as long as the storm, figure probe_overhead_storm_logged), where the default logs half.
+What each path costs a call: which of the two a capture should take by default.
 
 --neighbour runs the storm untraced beside a captured process (a `sleep`, or --neighbour-of PID, a
 JVM): what a capture costs every other process of the node, whose syscalls run its raw_syscalls
@@ -107,14 +114,15 @@ class TracerCost:
     """The tracer's CPU while capturing (its notice poller thread: the rest of this process is the
     workload's client) and while stopping, and what it streamed, over traced runs."""
 
-    def __init__(self):
+    def __init__(self, stream_limit: int | None = None):
+        self.stream_limit = stream_limit  # None: the default capture's
         self.capturing = self.stopping = 0.0
         self.seconds = 0.0
         self.offered = self.kept = self.lost = self.overflows = 0
         self.programs: dict[str, list[int]] = {}  # BPF program -> [ns, runs] (with --bpf-stats)
 
     def trace(self, pid: int, work, extra_dirs=()):
-        capture = BccCapture(pid, extra_dirs=extra_dirs)
+        capture = BccCapture(pid, extra_dirs=extra_dirs, stream_limit=self.stream_limit)
         capture.start()
         began = time.monotonic()
         try:
@@ -153,6 +161,10 @@ class TracerCost:
                 "  BPF programs, ns per run (runs, every process's included): "
                 + ", ".join(f"{name.split('__')[-1]} {ns / runs:.0f} ({runs})" for name, (ns, runs) in counted.items())
             )
+            # Per read or lseek of a file by the traced process (each is offered to the log, logged or
+            # not): what one path or the other costs a call, whatever the mix of other calls.
+            total_ns = sum(ns for ns, _ in counted.values())
+            print(f"  BPF programs, all: {total_ns / max(self.offered, 1):.0f} ns per read or lseek of a file")
 
 
 def ratio_line(
@@ -203,7 +215,19 @@ FLOOR_PAIRS: list[tuple[str, Callable[[int], AbstractContextManager[None]], str]
 ]
 
 
-def query_overhead(runs: int, block: int, floor: bool, host: str, port: int) -> None:
+# casstrace's capture, (what it is, its per-call log's length (None: the default's), figure suffix):
+# the default, and with --in-kernel every call but the first to the kernel's aggregate maps.
+DEFAULT_CAPTURE = ("casstrace's capture", None, "")
+IN_KERNEL = ("casstrace's capture, every call to the kernel's aggregates (a log of one record)", 1, "_in_kernel")
+
+
+def rotated(variants: list, round_: int) -> list:
+    """The variants in another order each round, so that none always runs first after the untraced block."""
+    shift = round_ % len(variants)
+    return variants[shift:] + variants[:shift]
+
+
+def query_overhead(runs: int, block: int, floor: bool, in_kernel: bool, host: str, port: int) -> None:
     from cassandra.cluster import Cluster
 
     pid = find_cassandra(native_port=port, address=host).pid
@@ -221,25 +245,40 @@ def query_overhead(runs: int, block: int, floor: bool, host: str, port: int) -> 
         return times, (process_cpu_ns(pid) - cpu) / n / 1e9
 
     execute(20)  # warm: JIT, caches, connection
-    traced: list[float] = []
-    untraced, pairs, cost = [], [], TracerCost()
-    untraced_cpu, traced_cpu = [], []
+    captures = [DEFAULT_CAPTURE, *([IN_KERNEL] if in_kernel else [])]
+    costs = {suffix: TracerCost(limit) for _, limit, suffix in captures}
+    traced: dict[str, list[float]] = {suffix: [] for _, _, suffix in captures}
+    traced_cpu: dict[str, list[float]] = {suffix: [] for _, _, suffix in captures}
+    pairs: dict[str, list[float]] = {suffix: [] for _, _, suffix in captures}
+    untraced, untraced_cpu = [], []
     floors: dict[str, tuple[list[float], list[float]]] = {suffix: ([], []) for _, _, suffix in FLOOR_PAIRS}
-    while len(traced) < runs:
+    round_ = 0
+    while len(traced[""]) < runs:
         before, before_cpu = execute(block)
-        during, during_cpu = cost.trace(pid, lambda: execute(block))[1]
         untraced += before
-        traced += during
-        pairs.append(statistics.median(during) / statistics.median(before))
         untraced_cpu.append(before_cpu)
-        traced_cpu.append(during_cpu)
+        for _, _, suffix in rotated(captures, round_):
+            during, during_cpu = costs[suffix].trace(pid, lambda: execute(block))[1]
+            traced[suffix] += during
+            traced_cpu[suffix].append(during_cpu)
+            pairs[suffix].append(statistics.median(during) / statistics.median(before))
         for _, attach, suffix in FLOOR_PAIRS if floor else ():
             with attach(pid):
                 lesser = execute(block)[0]
             floors[suffix][0].extend(lesser)
             floors[suffix][1].append(statistics.median(lesser) / statistics.median(before))
+        round_ += 1
     cluster.shutdown()
-    ratio_line("query (a) latency", untraced, traced, "ms", 1e3, pairs, figure="probe_overhead_query")
+    for what, _, suffix in captures:
+        ratio_line(
+            f"query (a) latency, {what}",
+            untraced,
+            traced[suffix],
+            "ms",
+            1e3,
+            pairs[suffix],
+            figure=f"probe_overhead_query{suffix}",
+        )
     for what, _, suffix in FLOOR_PAIRS if floor else ():
         ratio_line(
             f"  query latency with only {what}",
@@ -250,15 +289,16 @@ def query_overhead(runs: int, block: int, floor: bool, host: str, port: int) -> 
             floors[suffix][1],
             figure=f"probe_overhead_query_{suffix}",
         )
-    ratio_line(
-        "  node CPU per execution (blocks)",
-        untraced_cpu,
-        traced_cpu,
-        "ms",
-        1e3,
-        [t / u for u, t in zip(untraced_cpu, traced_cpu)],
-    )
-    cost.report("query")
+    for what, _, suffix in captures:
+        ratio_line(
+            f"  node CPU per execution (blocks), {what}",
+            untraced_cpu,
+            traced_cpu[suffix],
+            "ms",
+            1e3,
+            [t / u for u, t in zip(untraced_cpu, traced_cpu[suffix])],
+        )
+        costs[suffix].report(f"query, {what}")
 
 
 class Storm:
@@ -298,81 +338,96 @@ def scratch() -> Iterator[Path]:
         subprocess.run(["rm", "-rf", str(work)], check=False)
 
 
-def storm_overhead(rounds: int, floor: bool) -> None:
+# --in-kernel, the storm: every call logged (the default logs the first half, the rest to the maps).
+STORM_LOGGED = ("casstrace's capture, every call logged", STORM_CALLS, "_logged")
+
+
+def storm_overhead(rounds: int, floor: bool, in_kernel: bool) -> None:
     with scratch() as work:
         storm = Storm(work)
         data = storm.data
 
-        def run(
-            traced: bool, cost: TracerCost, floor_attached: Callable[[int], AbstractContextManager[None]] | None = None
-        ):
-            """((wall s, CPU s), the capture when traced) of one storm, traced by casstrace or under a floor."""
+        def run(cost: TracerCost | None, floor_attached: Callable[[int], AbstractContextManager[None]] | None = None):
+            """((wall s, CPU s), the capture when traced) of one storm: traced by casstrace (cost), under
+            a floor, or neither."""
             process = storm.start()
             go = functools.partial(storm.go, process)
 
             if floor_attached is not None:
                 with floor_attached(process.pid):
                     return go(), None
-            if not traced:
+            if cost is None:
                 return go(), None
             capture, seconds = cost.trace(process.pid, go)
             return seconds, capture
 
-        untraced, traced, cost = [], [], TracerCost()
+        captures = [DEFAULT_CAPTURE, *([IN_KERNEL, STORM_LOGGED] if in_kernel else [])]
+        costs = {suffix: TracerCost(limit) for _, limit, suffix in captures}
+        traced: dict[str, list[tuple[float, float]]] = {suffix: [] for _, _, suffix in captures}
+        last: dict[str, BccCapture] = {}
+        untraced = []
         floors: dict[str, list[tuple[float, float]]] = {suffix: [] for _, _, suffix in FLOOR_PAIRS}
-        run(False, cost)  # warm
-        for _ in range(rounds):
-            untraced.append(run(False, cost)[0])
-            seconds, capture = run(True, cost)
-            traced.append(seconds)
+        run(None)  # warm
+        for round_ in range(rounds):
+            untraced.append(run(None)[0])
+            for _, _, suffix in rotated(captures, round_):
+                seconds, last[suffix] = run(costs[suffix])
+                traced[suffix].append(seconds)
             for _, attach, suffix in FLOOR_PAIRS if floor else ():
-                floors[suffix].append(run(False, cost, attach)[0])
-        untraced_wall, untraced_cpu = zip(*untraced)
-        traced_wall, traced_cpu = zip(*traced)
-        writer = TraceWriter(work / "storm.trace")
-        capture.stop().write(writer)
-        with Trace(writer.finish()) as trace:
-            (row,) = trace.rows(
-                "SELECT sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id) WHERE path = ?",
-                (str(data),),
+                floors[suffix].append(run(None, attach)[0])
+        for what, _, suffix in captures:
+            storm_lines(
+                f"storm (b) wall, {what}", "  storm CPU", untraced, traced[suffix], f"probe_overhead_storm{suffix}"
             )
-        ratio_line(
-            "storm (b) wall",
-            untraced_wall,
-            traced_wall,
-            "s",
-            1,
-            [t / u for u, t in zip(untraced_wall, traced_wall)],
-            figure="probe_overhead_storm",
-        )
-        ratio_line("  storm CPU", untraced_cpu, traced_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, traced_cpu)])
         for what, _, suffix in FLOOR_PAIRS if floor else ():
-            floor_wall, floor_cpu = zip(*floors[suffix])
-            ratio_line(
+            storm_lines(
                 f"  storm wall with only {what}",
-                untraced_wall,
-                floor_wall,
-                "s",
-                1,
-                [t / u for u, t in zip(untraced_wall, floor_wall)],
-                figure=f"probe_overhead_storm_{suffix}",
+                "    its CPU",
+                untraced,
+                floors[suffix],
+                f"probe_overhead_storm_{suffix}",
             )
-            ratio_line("    its CPU", untraced_cpu, floor_cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, floor_cpu)])
         if floor:
             # The probe goal (capture / timing pair <= 1.10): in CPU too, which other processes on a
             # busy machine disturb far less than wall time.
+            traced_wall, traced_cpu = zip(*traced[""])
             timed_wall, timed_cpu = zip(*floors["timed_floor"])
             print(
                 f"  capture / timing pair: wall {statistics.median(traced_wall) / statistics.median(timed_wall):.3f}, "
                 f"CPU {statistics.median(traced_cpu) / statistics.median(timed_cpu):.3f}"
             )
             report("probe_overhead_storm_cpu_to_timed", statistics.median(traced_cpu) / statistics.median(timed_cpu))
-        cost.report("storm")
-        exact = tuple(row) == (STORM_CALLS, STORM_CALLS * 4096)
-        print(
-            f"  storm aggregates of the last traced run: {row[0]} preads, {row[1]} bytes "
-            f"({'exact' if exact else 'NOT EXACT'}: {STORM_CALLS} calls made)"
+        for what, _, suffix in captures:
+            costs[suffix].report(f"storm, {what}")
+            preads, read_bytes = storm_totals(last[suffix], work / f"storm{suffix}.trace", data)
+            exact = (preads, read_bytes) == (STORM_CALLS, STORM_CALLS * 4096)
+            print(
+                f"  storm aggregates of the last traced run: {preads} preads, {read_bytes} bytes "
+                f"({'exact' if exact else 'NOT EXACT'}: {STORM_CALLS} calls made)"
+            )
+
+
+def storm_lines(
+    wall_name: str, cpu_name: str, untraced: list[tuple[float, float]], runs: list[tuple[float, float]], figure: str
+) -> None:
+    """The wall-time line (with its figure) and the CPU line of storm runs, (wall s, CPU s) each, against
+    the untraced runs of the same rounds."""
+    untraced_wall, untraced_cpu = zip(*untraced)
+    wall, cpu = zip(*runs)
+    ratio_line(wall_name, untraced_wall, wall, "s", 1, [t / u for u, t in zip(untraced_wall, wall)], figure=figure)
+    ratio_line(cpu_name, untraced_cpu, cpu, "s", 1, [t / u for u, t in zip(untraced_cpu, cpu)])
+
+
+def storm_totals(capture: BccCapture, path: Path, data: Path) -> tuple[int, int]:
+    """(read calls, bytes read) of the storm's file in a stopped capture's trace."""
+    writer = TraceWriter(path)
+    capture.stop().write(writer)
+    with Trace(writer.finish()) as trace:
+        (row,) = trace.rows(
+            "SELECT sum(read_calls), sum(read_bytes) FROM file_io JOIN files USING (file_id) WHERE path = ?",
+            (str(data),),
         )
+    return row[0], row[1]
 
 
 def neighbour_overhead(rounds: int, captured_pid: int | None) -> None:
@@ -494,6 +549,12 @@ def main() -> None:
     parser.add_argument("--neighbour-of", type=int, help="the process captured beside the storm (default: a sleep)")
     parser.add_argument("--bpf-stats", action="store_true", help="print each BPF program's time per run")
     parser.add_argument(
+        "--in-kernel",
+        action="store_true",
+        help="also run casstrace's capture with every call to the kernel's aggregates (--stream-limit 1), "
+        "and the storm with every call logged, in the same rounds",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="also run the query and the storm under an empty raw_syscalls pair (the least any "
@@ -504,9 +565,16 @@ def main() -> None:
     print(f"machine: {machine()}")
     with bpf_stats() if arguments.bpf_stats else contextlib.nullcontext():
         if not arguments.skip_query:
-            query_overhead(arguments.query_runs, arguments.query_block, arguments.floor, arguments.host, arguments.port)
+            query_overhead(
+                arguments.query_runs,
+                arguments.query_block,
+                arguments.floor,
+                arguments.in_kernel,
+                arguments.host,
+                arguments.port,
+            )
         if not arguments.skip_storm:
-            storm_overhead(arguments.storm_rounds, arguments.floor)
+            storm_overhead(arguments.storm_rounds, arguments.floor, arguments.in_kernel)
         if arguments.neighbour:
             neighbour_overhead(arguments.storm_rounds, arguments.neighbour_of)
 

@@ -190,6 +190,9 @@ class ProgramOptions:
     # Every syscall of the process timed into the spectrogram (raw_syscalls, run at every syscall of
     # every process on the machine); False: only the calls the program handles (syscalls.CAPTURED).
     all_syscalls: bool = False
+    # Logged calls added up in the kernel's maps too (capture.c LOGGED_CALLS_IN_MAPS): one capture holding
+    # each call both ways, for the test that the log's sums equal the kernel's; never a command's.
+    logged_calls_in_maps: bool = False
 
     @property
     def hash_maps(self) -> tuple[str, ...]:
@@ -224,6 +227,7 @@ def _loaded_program(options: ProgramOptions) -> Any:
         *c_defines(),
         f"-DTHREAD_SLOT_NS={options.thread_slot_ns}ULL",
         f"-DALL_SYSCALLS={int(options.all_syscalls)}",
+        f"-DLOGGED_CALLS_IN_MAPS={int(options.logged_calls_in_maps)}",
         *_write_path_defines(),
     ]
     try:
@@ -509,12 +513,17 @@ class BccCapture:
         thread_slot_ns: int = 0,
         all_syscalls: bool = False,
         build: ProgramBuild | KeptProgram | None = None,
+        logged_calls_in_maps: bool = False,
     ):
         syscalls.check_architecture()
         check_process(pid)
         check_can_load()
         self.program_options = ProgramOptions(
-            follow_children, max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)), thread_slot_ns, all_syscalls
+            follow_children,
+            max(1, int(stream_limit or DEFAULT_STREAM_LIMIT)),
+            thread_slot_ns,
+            all_syscalls,
+            logged_calls_in_maps,
         )
         if build is not None and build.options != self.program_options:
             raise ValueError(f"a program built for {build.options} cannot capture with {self.program_options}")
@@ -647,6 +656,7 @@ class BccCapture:
             follow_children=self.follow_children,
             extra_dirs=self.extra_dirs,
             stream_limit=self.stream_limit,
+            logged_calls_in_maps=self.program_options.logged_calls_in_maps,
             windows=windows,
             ended_early=self.ended_early,
             counters=counters,
@@ -1011,6 +1021,7 @@ class BccCapture:
             follow_children=self.follow_children,
             extra_dirs=self.extra_dirs,
             stream_limit=0,
+            logged_calls_in_maps=self.program_options.logged_calls_in_maps,
             windows=tuple(windows),
             ended_early=None,
             counters=counters,

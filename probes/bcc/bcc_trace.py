@@ -71,6 +71,7 @@ class BccCaptured:
     follow_children: bool
     extra_dirs: tuple[str, ...]  # where to look for files the page cache filled, by inode
     stream_limit: int  # per-call records the event log could keep
+    logged_calls_in_maps: bool  # the maps hold the logged calls too (ProgramOptions): not added up again
     windows: tuple[Window, ...]
     ended_early: str | None
     counters: dict[str, int]  # program.Counter's names, lower case -> value
@@ -197,7 +198,7 @@ class TraceBuilder:
         self._page_file_ids: dict[tuple[int, int], int] = {}
         self._file_devs: dict[int, int | None] = {}  # file_id -> st_dev
         self._names_by_inode: dict[tuple[int, int], Descriptor] | None = None
-        self.logged = LoggedCalls(capture.event_records(), capture.start_ns)
+        self.logged = LoggedCalls(() if capture.logged_calls_in_maps else capture.event_records(), capture.start_ns)
         self._foreign_fills: list[PageCacheFillRow] = []  # fills of another file inside a logged read
 
     def write(self) -> None:

@@ -7,7 +7,7 @@
 //
 // Userspace (bcc_capture.py) passes these macros: SLOT_NS, HEATMAP_BYTES, EVENT_CAPACITY,
 // FILL_CAPACITY, MAP_ENTRIES, REGION_ENTRIES, HAS_FOLIO_ORDER, FOLLOW_CHILDREN, THREAD_SLOT_NS, ALL_SYSCALLS,
-// NR_<syscall>
+// LOGGED_CALLS_IN_MAPS, NR_<syscall>
 // numbers, and the codes and records of program.py. The process is not among them: its TGID is
 // written into control[CONTROL_TGID] when the capture starts, so that the program (seconds of
 // compiling) can be built while casstrace still connects and looks for the process.
@@ -246,6 +246,9 @@ BPF_HASH(thread_io, struct thread_io_key, struct thread_io, MAP_ENTRIES);
 // would have, and so is its latency to the spectrogram: those map updates are most of a read's
 // cost. Past EVENT_CAPACITY calls are only
 // counted here, and the kernel aggregates them.
+// LOGGED_CALLS_IN_MAPS 1 adds a logged call up in the maps too, so that one capture holds each call
+// both ways: the test that userspace's sums of the log equal the kernel's, call for call. With 0 (every
+// capture's) a logged call skips the maps, as above.
 BPF_F_TABLE("array", u32, struct event, event_log, EVENT_CAPACITY, BPF_F_MMAPABLE);
 
 // Page-cache fills no logged read holds, with the thread and time of each (for `run --profile` to
@@ -535,7 +538,8 @@ static __always_inline bool on_read(struct call *c, u32 tgid, u32 tid, s32 fd, s
                                  .gen_or_inode = ((u64)OWNER(tgid) << 32) | f->gen};
     count_thread_io(&read_file, tid, c->ts, 1, ret, 0);
 #endif
-    if (log_event(c, tgid, tid, fd, f->gen, latency, offset, requested, ret, run_bytes, seek_jump))
+    bool logged = log_event(c, tgid, tid, fd, f->gen, latency, offset, requested, ret, run_bytes, seek_jump);
+    if (logged && !LOGGED_CALLS_IN_MAPS)
         return true;
 
     struct file_stats *stats = stats_of(c->epoch, tgid, fd, f);
@@ -547,12 +551,12 @@ static __always_inline bool on_read(struct call *c, u32 tgid, u32 tid, s32 fd, s
             stats->longest_run = run_bytes;
     }
     if (offset < 0 || ret == 0)
-        return false;
+        return logged;
     struct file_ref file = {.source = SOURCE_SYSCALL, .fd_or_dev = fd,
                             .gen_or_inode = ((u64)OWNER(tgid) << 32) | f->gen};
     cover(&file, c->epoch, (u64)offset >> PAGE_SHIFT_4K, (u64)(offset + ret - 1) >> PAGE_SHIFT_4K);
     heat(&file, c->ts, offset, ret);
-    return false;
+    return logged;
 }
 
 static __always_inline void on_write(struct call *c, u32 tgid, u32 tid, s32 fd, struct fd_state *f, s64 ret) {
@@ -602,7 +606,7 @@ static __always_inline bool on_lseek(struct call *c, u32 tgid, u32 tid, s32 fd, 
                                      s64 ret, u64 latency) {
     bool logged = target_of(f) == TARGET_FILE &&
                   log_event(c, tgid, tid, fd, f ? f->gen : 0, latency, c->args[1], c->args[2], ret, 0, false);
-    if (!logged) {
+    if (!logged || LOGGED_CALLS_IN_MAPS) {
         struct file_stats *stats = stats_of(c->epoch, tgid, fd, f);
         if (stats)
             __sync_fetch_and_add(&stats->lseek_calls, 1);
@@ -791,7 +795,7 @@ static __always_inline int exit_call(s64 ret) {
         notify(NOTICE_CHDIR, tgid, tid, AT_FDCWD_, 0, 0, 0, c->args[0]);
     else if (nr == NR_fchdir && ret == 0)
         notify(NOTICE_CHDIR, tgid, tid, fd, f ? f->gen : 0, 0, 0, 0);
-    if (!logged) {
+    if (!logged || LOGGED_CALLS_IN_MAPS) {
         struct latency_key key = {.slot = slot_of(c->ts), .nr = nr, .target = target,
                                   .bucket = latency_bucket(latency)};
         u64 zero = 0;

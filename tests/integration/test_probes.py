@@ -385,6 +385,151 @@ def test_aggregates_equal_whether_calls_are_logged_or_not(tmp_path, stream_limit
         assert trace.meta["aggregate_overflows"] == 0
 
 
+MIXED_READER = r"""
+import itertools, json, os, random, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+cpus = itertools.cycle(sorted(os.sched_getaffinity(0)))
+rng = random.Random(47)
+region = 16 << 20   # a coverage entry of capture.c: a read across its end updates two
+
+
+def phase(seconds):
+    # Reads of every kind the log takes, for long enough to span several 100 ms slots.
+    reads = read_bytes = lseeks = 0
+    deadline = time.monotonic() + seconds
+    for i in itertools.count():
+        if i % 64 == 0:   # now and then on the next CPU: no figure may depend on where a call ran
+            if time.monotonic() > deadline:
+                break
+            os.sched_setaffinity(0, {next(cpus)})
+        kind = rng.randrange(7)
+        if kind == 2:
+            os.lseek(fd, rng.randrange(size), os.SEEK_SET)
+            lseeks += 1
+            continue
+        if kind == 0:
+            got = len(os.read(fd, rng.choice([1, 4096, 65536])))   # on from the file position: runs
+        elif kind == 1:
+            got = len(os.pread(fd, rng.choice([512, 4096, 16384, 1 << 20]), rng.randrange(size)))
+        elif kind == 3:
+            got = os.readv(fd, [bytearray(1000), bytearray(3000)])
+        elif kind == 4:
+            got = os.preadv(fd, [bytearray(4096), bytearray(4096)], rng.randrange(size))
+        elif kind == 5:
+            got = len(os.pread(fd, 65536, region - 3 * 4096))
+        else:
+            got = len(os.pread(fd, 8192, size - rng.choice([0, 100])))   # at or near the end: 0 or 100 bytes
+        reads += 1
+        read_bytes += got
+    return {"reads": reads, "read_bytes": read_bytes, "lseeks": lseeks}
+
+
+print(json.dumps({"fd": fd}), flush=True)
+for line in sys.stdin:
+    if line.strip() == "exit":
+        break
+    print(json.dumps(phase(float(line))), flush=True)
+"""
+
+
+def test_kernel_aggregates_equal_the_logs_call_for_call(tmp_path):
+    """One capture adds each read and lseek up both ways (ProgramOptions.logged_calls_in_maps): in the
+    kernel's maps, and in userspace from its per-call record (LoggedCalls, which is how a logged call
+    reaches a trace). Every aggregate a report reads of those calls is the same, key for key: the
+    per-file totals (with their latency and sequential runs), the read sizes, the page coverage, the heat
+    map's time slots and offset buckets, and the latency spectrogram's slots and buckets. Thousands of
+    mixed calls over two windows, hopping CPUs; both sides are also checked against the reader's own count."""
+    from casstrace.probes.bcc.bcc_trace import LoggedCalls
+    from casstrace.probes.bcc.program import Source, Target
+    from casstrace.probes.bcc.syscalls import NUMBERS, READS
+
+    path = tmp_path / "mixed.bin"
+    path.write_bytes(os.urandom((20 << 20) + 100))
+    child = subprocess.Popen(
+        [sys.executable, "-c", MIXED_READER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    fd = json.loads(child.stdout.readline())["fd"]
+    truth = {}
+    with BccCapture(child.pid, logged_calls_in_maps=True) as capture:
+        for execution in (1, 2):
+            window = capture.begin_window("execution", execution=execution)
+            child.stdin.write("0.35\n")
+            child.stdin.flush()
+            truth[window] = json.loads(child.stdout.readline())
+        capture.begin_window("between")
+    child.communicate("exit\n", timeout=10)
+    result = capture.stop()
+    assert result.unstreamed_events == 0 and result.counters["aggregate_overflow"] == 0
+    tables = {name: list(rows) for name, rows in result.tables.items()}
+    logged = LoggedCalls(result.event_records(), result.start_ns)
+    files = {(window, 0, fd, 0) for window in truth}  # (epoch, owner, fd, gen): open before the capture
+    assert set(logged.totals) == files
+
+    # Per-file totals and read sizes.
+    kernel = {
+        (k.epoch, k.owner, k.fd, k.gen): v for k, v in tables["stats_by_fd"] if (k.epoch, k.owner, k.fd, k.gen) in files
+    }
+    for key in files:
+        stats, sums = kernel[key], logged.totals[key]
+        assert {
+            "read_calls": stats.read_calls,
+            "read_bytes": stats.read_bytes,
+            "read_requested_bytes": stats.read_requested,
+            "read_ns": stats.read_ns,
+            "lseek_calls": stats.lseek_calls,
+            "seek_jumps": stats.seek_jumps,
+            "longest_sequential_bytes": stats.longest_run,
+        } == dict(sums)
+        assert (sums["read_calls"], sums["read_bytes"], sums["lseek_calls"]) == tuple(truth[key[0]].values())
+        assert sums["read_calls"] > 500 and sums["seek_jumps"] > 100 and sums["longest_sequential_bytes"] > 65536
+        sizes = {index - 1: count for index, count in enumerate(stats.read_sizes) if count}
+        assert sizes == {bucket: n for (*file, bucket), n in logged.sizes.items() if tuple(file) == key}
+        assert -1 in sizes and 20 in sizes  # reads of 0 bytes and of 1 MiB
+
+    # Page coverage, by word of page bits.
+    def syscall_file(file) -> bool:
+        return file.source == Source.SYSCALL and file.fd_or_dev == fd and file.gen_or_inode == 0
+
+    words: dict = {}
+    for k, region in tables["coverage"]:
+        if syscall_file(k.file) and k.epoch in truth:
+            for index, bits in enumerate(region.words):
+                if bits:
+                    words.setdefault((k.epoch, 0, fd, 0), {})[k.region * len(region.words) + index] = bits
+    assert words == {key: dict(bitmap) for key, bitmap in logged.coverage.items()}
+    assert all(len({word // 64 for word in bitmap}) == 2 for bitmap in words.values())  # both 16 MiB regions
+
+    # The heat map: calls and bytes per time slot and offset bucket.
+    heat = {
+        (0, fd, 0, k.slot, k.row * len(row.cells) + index): [cell.calls, cell.bytes]
+        for k, row in tables["heatmap"]
+        if syscall_file(k.file)
+        for index, cell in enumerate(row.cells)
+        if cell.calls
+    }
+    assert heat == dict(logged.heat)
+    assert len({key[3] for key in heat}) >= 6 and len({key[4] for key in heat}) == 21  # slots; 1 MiB buckets
+
+    # The latency spectrogram of the file's reads and lseeks: per time slot, syscall and bucket.
+    calls = {NUMBERS[name] for name in READS} | {NUMBERS["lseek"]}
+    latency = {
+        (k.slot, k.nr, k.target, k.bucket): n
+        for k, n in tables["latency_hist"]
+        if k.target == Target.FILE and k.nr in calls
+    }
+    assert latency == dict(logged.latency)
+    assert len({bucket for *_, bucket in latency}) >= 5
+
+    # A trace of this capture holds each call once (the log's sums are not added to the maps' again).
+    writer = TraceWriter(tmp_path / "mixed.trace")
+    result.write(writer)
+    with Trace(writer.finish()) as trace:
+        for window, counted in truth.items():
+            row = file_io(trace, window, str(path))
+            assert (row["read_calls"], row["read_bytes"], row["lseek_calls"]) == tuple(counted.values())
+
+
 def test_maps_are_read_whole_across_batches():
     """Stop reads each map BATCH_ENTRIES at a time: every entry comes back once, with its value,
     whatever the number of batches and however the kernel's buckets fall across them."""
