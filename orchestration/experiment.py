@@ -212,7 +212,7 @@ class QueryRun(AsGiven):
 
 def query_plan(options: RunOptions, phases: Phases | None = None) -> Plan[RunRecord]:
     """`casstrace run`'s plan: one query, on the node its options name."""
-    return Plan((QueryRun("run", options, phases),), options.target, options.backend)
+    return Plan((QueryRun("run", options, phases),), options.target, options.backend, force=options.force)
 
 
 def run_query(options: RunOptions, phases: Phases | None = None, started: StartedBackend | None = None) -> Path:
@@ -238,7 +238,7 @@ class NodeWatch(AsGiven):
 
 def watch_plan(options: WatchOptions, callbacks: WatchCallbacks) -> Plan[RunRecord]:
     """`casstrace watch`'s plan: one watch, of the node its options name."""
-    return Plan((NodeWatch("watch", options, callbacks),), options.target)
+    return Plan((NodeWatch("watch", options, callbacks),), options.target, force=options.force)
 
 
 def watch_node(options: WatchOptions, callbacks: WatchCallbacks) -> Path:

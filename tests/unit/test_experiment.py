@@ -244,3 +244,17 @@ def test_the_sweeps_plans_carry_the_sandbox_node_and_every_point_aims_at_it(tmp_
         aimed = [options.target for variant in plan.variants for options in variant.capture_options()]
         assert aimed == [node] * captures
         plan.check()
+
+
+def test_run_and_watch_with_force_may_replace_their_earlier_trace_and_without_it_may_not(tmp_path):
+    earlier = tmp_path / "earlier.trace"
+    earlier.write_bytes(b"an earlier trace")
+    plans = {
+        "run": lambda force: query_plan(RunOptions.aimed_at(NODE, "SELECT * FROM ks.t", out=earlier, force=force)),
+        "watch": lambda force: watch_plan(WatchOptions(NODE.connection, out=earlier, force=force), WatchCallbacks()),
+    }
+    for command, plan in plans.items():
+        plan(True).check()  # --force: replaced when the capture writes it
+        with pytest.raises(CasstraceError, match="the file exists"):
+            plan(False).check()
+        assert earlier.read_bytes() == b"an earlier trace", command
