@@ -206,14 +206,13 @@ def clients_read(
 
 @dataclass(frozen=True)
 class WriteSession:
-    """A sampled session as the write figures need it."""
+    """A sampled session as the write figures need it (its time, and its time in the commit log: its
+    figures, WriteInputs.figures)."""
 
     session: int
     statement: str
     client: str | None
-    duration_ns: int | None
     mutations: int | None
-    commitlog_ns: int | None
 
 
 @dataclass
@@ -269,7 +268,8 @@ class WriteInputs:
     commitlog_slots: dict[tuple[int | None, int, int], int] | None
     capture_start_ns: int
     slot_ns: int
-    # each session's per-execution measures (analyses.session_measures): its pauses and serving CPU
+    # each session's per-execution measures (analyses.session_measures): its traced time, its time in the
+    # commit log, its pauses and its serving CPU
     figures: Figures
     # client address -> bytes the node read from that client's connections in the watch (None: not measured)
     client_bytes: dict[str, int] | None = None
@@ -346,17 +346,17 @@ def tally(inputs: WriteInputs) -> WritesTally:
         figures = inputs.figures.get(session.session, {})
         statement = found.statements.setdefault(session.statement, StatementWriteTally())
         statement.executions += 1
+        commitlog_ns = round(figures.get("commitlog_ns", 0.0))  # a session that appended has the figure
         if session.mutations is not None:
             statement.mutations += session.mutations
             statement.mutations_known += 1
-            statement.commitlog_ns += session.commitlog_ns or 0
-        if session.duration_ns is not None:
+            statement.commitlog_ns += commitlog_ns
+        if "traced_ns" in figures:
+            duration_ns = round(figures["traced_ns"])
             paused = round(figures.get("safepoint_ns", 0.0))  # every pause's: a GC's lies in its safepoint
-            statement.timed[(session.duration_ns, round(figures.get("gc_pause_ns", 0.0)), paused)] += 1
+            statement.timed[(duration_ns, round(figures.get("gc_pause_ns", 0.0)), paused)] += 1
             if "serving_cpu_ns" in figures:
-                statement.cpu_ns += cpu_part(
-                    figures["serving_cpu_ns"], session.duration_ns, session.commitlog_ns or 0, paused
-                )
+                statement.cpu_ns += cpu_part(figures["serving_cpu_ns"], duration_ns, commitlog_ns, paused)
                 statement.cpu_known += 1
         if session.client:
             statement.clients[normalize_ip(session.client)] += 1

@@ -467,9 +467,7 @@ def tally(inputs: WatchInputs, meta: dict) -> WatchTally:
         writes=statement_writes.tally(
             statement_writes.WriteInputs(
                 sessions=[
-                    statement_writes.WriteSession(
-                        s.session, s.statement, s.client, s.duration_ns, s.mutations, s.commitlog_ns
-                    )
+                    statement_writes.WriteSession(s.session, s.statement, s.client, s.mutations)
                     for s in inputs.sessions
                 ],
                 spans=inputs.spans,

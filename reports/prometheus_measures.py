@@ -14,9 +14,8 @@ from casstrace.analyses.measures import MEASURES
 from casstrace.analyses.model import MeasureSummary
 from casstrace.analyses.units import ns_to_s
 from casstrace.analyses.watch import StatementIO
+from casstrace.reports.prometheus_writes import Samples
 
-Labels = tuple[tuple[str, str], ...]
-Samples = dict[str, list[tuple[Labels, float]]]
 QUANTILES = (("0.5", "median"), ("0.99", "p99"))
 
 
