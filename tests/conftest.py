@@ -6,7 +6,9 @@ The test sandbox is the one scripts/test starts (CASSTRACE_TEST_DATA_DIR, CASSTR
 CASSTRACE_TEST_JMX_PORT). When it is not running, the first test that needs it starts it, and the
 session stops it at the end; a node that was already running is left running. The test cluster
 (CASSTRACE_TEST_CLUSTER_DIR, CASSTRACE_TEST_CLUSTER_NATIVE_PORT, CASSTRACE_TEST_CLUSTER_JMX_PORT:
-node 1's, node K's is that + K - 1) is started, and stopped, the same way, once per session.
+node 1's, node K's is that + K - 1) and the 4.1 node are pooled: started by the first module that
+needs them, stopped after the last test that uses them (POOLED_NODES). Under `pytest -n 2` each
+worker has a test node of its own (WORKER) and worker_groups.py says which modules share a worker.
 
 Unit and integration tests are told apart by the `integration` marker (registered in setup.cfg): a
 module that needs a node, BPF, root, sysdig, Java, ssh, async-profiler or a browser sets
@@ -32,10 +34,18 @@ from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 from casstrace.traces import TraceWriter
+from worker_groups import WorkerGroups
 
-TEST_DATA_DIR = Path(os.environ.get("CASSTRACE_TEST_DATA_DIR") or Path.home() / ".local/share/casstrace/test-sandbox")
-TEST_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_NATIVE_PORT", "19042"))
-TEST_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_JMX_PORT", "17199"))
+# Under `pytest -n N` (worker_groups.py) each worker has a test node of its own: the first worker the
+# one above, worker K another beside it (its data dir suffixed "-gwK", its ports WORKER_PORT_STEP * K up).
+WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+WORKER_PORT_STEP = 200
+_FIRST_TEST_DATA_DIR = os.environ.get("CASSTRACE_TEST_DATA_DIR") or str(
+    Path.home() / ".local/share/casstrace/test-sandbox"
+)
+TEST_DATA_DIR = Path(_FIRST_TEST_DATA_DIR + (f"-gw{WORKER}" if WORKER else ""))
+TEST_NATIVE_PORT = int(os.environ.get("CASSTRACE_TEST_NATIVE_PORT", "19042")) + WORKER_PORT_STEP * WORKER
+TEST_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_JMX_PORT", "17199")) + WORKER_PORT_STEP * WORKER
 TEST_CLUSTER_DIR = Path(
     os.environ.get("CASSTRACE_TEST_CLUSTER_DIR") or Path.home() / ".local/share/casstrace/test-cluster"
 )
@@ -58,13 +68,21 @@ V41_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_41_JMX_PORT", "17289"))
 
 # The fixtures below that reach a test node; any test that uses one is an integration test.
 NODE_FIXTURES = frozenset({"sandbox", "cql_session", "demo_tables", "cluster", "cluster_demo", "node_41"})
-# Nodes the run shares between modules that are started (when not running) by the first test that
+# Nodes the run shares between modules that are started (when not running) by the first module that
 # asks and stopped after the last test that uses them: their modules run one after another, at the
 # place of the first, so that no idle JVM sits beside the modules between them (some measure the
-# machine's CPU).
-POOLED_NODES = ("node_41",)
+# machine's CPU). A module that asks after that (under -n 2, one that runs alone at the end) starts
+# the node again; the session stops what it started.
+POOLED_NODES = ("node_41", "cluster")
 _last_user: dict[str, pytest.Item] = {}
-_started_here: dict[str, Sandbox] = {}
+_started_here: dict[str, Sandbox | SandboxCluster] = {}
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log) -> WorkerGroups:
+    """`pytest -n N`: modules whole, grouped where they share a node, those that measure the machine last
+    and alone (worker_groups.py)."""
+    return WorkerGroups(config, log)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -116,7 +134,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if not _module_seconds:
         return
     total = sum(_module_seconds.values())
-    terminalreporter.write_sep("=", f"minutes by module: {total / 60:.1f} min in tests")
+    workers = terminalreporter.config.getoption("numprocesses", None)
+    summed = f" (summed over {workers} workers)" if workers else ""
+    terminalreporter.write_sep("=", f"minutes by module: {total / 60:.1f} min in tests{summed}")
     shown = sorted(_module_seconds.items(), key=lambda item: item[1], reverse=True)[:MODULES_SHOWN]
     for module, seconds in shown:
         terminalreporter.write_line(f"{seconds / 60:6.1f} min {100 * seconds / total:5.1f} %  {module}")
@@ -179,10 +199,18 @@ def demo_query(demo_tables: DemoData) -> str:
     return demo_tables.spec.wide_query
 
 
-@pytest.fixture(scope="session")
-def node_41() -> Iterator[Sandbox]:
+@pytest.fixture(scope="session", autouse=True)
+def pooled_nodes_stopped() -> Iterator[None]:
+    """At the session's end, the pooled nodes it started and has not stopped yet, stopped."""
+    yield
+    while _started_here:
+        _started_here.popitem()[1].stop()
+
+
+@pytest.fixture(scope="module")
+def node_41() -> Sandbox:
     """The run's 4.1 node (disk_access_mode auto: its Data files read through memory maps) with the
-    demo data; started when it does not run, and then stopped after the last test that uses it."""
+    demo data; pooled (POOLED_NODES)."""
     node = Sandbox(V41_DATA_DIR)
     if not node.is_running():
         node.start(
@@ -190,9 +218,7 @@ def node_41() -> Iterator[Sandbox]:
         )
         _started_here["node_41"] = node
     ensure_loaded(node)
-    yield node
-    if _started_here.pop("node_41", None) is not None:
-        node.stop()
+    return node
 
 
 @pytest.fixture(scope="module")
@@ -215,16 +241,15 @@ def quick_detaches() -> Iterator[None]:
         yield
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[SandboxCluster]:
+@pytest.fixture(scope="module")
+def cluster() -> SandboxCluster:
     """The running 3-node test cluster on 127.0.0.1-3 (SandboxCluster): .nodes ([Sandbox], node 1
     first; each with .host (its address), .pid(), .native_port, .jmx_port, .layout.data, .log,
     .nodetool(...), .connect() whose queries node K coordinates), .node(K), .ring() (address ->
-    'UN'...), .stop(only=K) and .start(only=K) to take a node down and back. Started once per
-    session, nodes that were stopped are started; stopped at the end when this session started it."""
+    'UN'...), .stop(only=K) and .start(only=K) to take a node down and back. Pooled (POOLED_NODES):
+    a module that finds a node stopped starts it."""
     cluster = SandboxCluster(TEST_CLUSTER_DIR)
-    started_here = not cluster.is_running()
-    if started_here:
+    if not cluster.is_running():  # every node not running is started
         cluster.start(
             nodes=CLUSTER_NODES,
             native_port=TEST_CLUSTER_NATIVE_PORT,
@@ -232,12 +257,11 @@ def cluster() -> Iterator[SandboxCluster]:
             heap=CLUSTER_HEAP,
             progress=lambda _: None,
         )
-    yield cluster
-    if started_here:
-        cluster.stop()
+        _started_here["cluster"] = cluster
+    return cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster_demo(cluster: SandboxCluster) -> DemoData:
     """The demo data (CLUSTER_DEMO: 20 rows, RF 3) on the test cluster, loaded once (kept across
     sessions): as demo_tables, and .nodes ([NodeTables: .address, .wide, .narrow], node 1 first),

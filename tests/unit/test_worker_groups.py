@@ -1,0 +1,101 @@
+"""The suite's scheduler under `pytest -n 2` (worker_groups.py), driven with stand-in workers: a
+module is never split, a group goes whole to one worker, the longest units go first, and the modules
+that run alone start only once the other worker has finished."""
+
+from types import SimpleNamespace
+
+import pytest
+
+import worker_groups
+from worker_groups import WorkerGroups
+
+
+class Worker:
+    """What the scheduler calls on an xdist worker: the tests it was sent, and whether it was told to stop."""
+
+    def __init__(self, name: str) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.sent: list[int] = []
+        self.done = 0
+        self.shutting_down = False
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+COLLECTION = [
+    "tests/integration/test_short.py::test_a",
+    "tests/integration/test_long.py::test_a",
+    "tests/integration/test_long.py::test_b",
+    "tests/integration/test_cluster_one.py::test_a",
+    "tests/integration/test_cluster_two.py::test_a",
+    "tests/integration/test_busy.py::test_a",
+    "tests/integration/test_medium.py::test_a",
+]
+
+
+@pytest.fixture
+def scheduler(monkeypatch):
+    monkeypatch.setattr(worker_groups, "GROUPS", {"cluster": ("test_cluster_one", "test_cluster_two")})
+    monkeypatch.setattr(worker_groups, "ALONE", ("test_busy",))
+    monkeypatch.setattr(
+        worker_groups,
+        "MINUTES",
+        {"test_long": 3.0, "test_cluster_one": 1.0, "test_cluster_two": 1.5, "test_medium": 0.5},
+    )
+    config = SimpleNamespace(getvalue=lambda name: ["2*popen"], option=SimpleNamespace(loadscopereorder=False))
+    sched = WorkerGroups(config)
+    workers = [Worker("gw0"), Worker("gw1")]
+    for worker in workers:
+        sched.add_node(worker)
+        sched.add_node_collection(worker, COLLECTION)
+    sched.schedule()
+    return sched, workers
+
+
+def names(worker: Worker) -> list[str]:
+    return [COLLECTION[index].removeprefix("tests/integration/") for index in worker.sent]
+
+
+def finish(sched: WorkerGroups, worker: Worker) -> None:
+    """The worker runs the tests it was sent, in order, as xdist reports them; like an xdist worker,
+    it holds back its last one (pytest's teardown needs the next) until more come or it is told to stop."""
+    while worker.done < len(worker.sent) - (0 if worker.shutting_down else 1):
+        sched.mark_test_complete(worker, worker.sent[worker.done])
+        worker.done += 1
+
+
+def test_the_longest_units_go_first_and_a_group_goes_whole_to_one_worker(scheduler):
+    _, (gw0, gw1) = scheduler
+    assert names(gw0)[:2] == ["test_long.py::test_a", "test_long.py::test_b"]
+    assert names(gw1)[:2] == ["test_cluster_one.py::test_a", "test_cluster_two.py::test_a"]
+    assert "test_busy.py::test_a" not in names(gw0) + names(gw1)
+
+
+def test_the_modules_that_run_alone_wait_for_the_other_worker_to_finish(scheduler):
+    sched, (gw0, gw1) = scheduler
+    finish(sched, gw0)
+    finish(sched, gw1)
+    assert "test_busy.py::test_a" not in names(gw0) + names(gw1)
+    assert gw1.shutting_down and not gw0.shutting_down  # the first worker keeps the alone units
+    parallel = names(gw0) + names(gw1)
+    assert sorted(parallel) == sorted(
+        name.removeprefix("tests/integration/") for name in COLLECTION if "busy" not in name
+    )
+    sched.remove_node(gw1)  # its session has ended: its node is stopped
+    assert names(gw0)[-1] == "test_busy.py::test_a"
+    finish(sched, gw0)
+    assert gw0.shutting_down and sched.tests_finished
+
+
+def test_a_worker_done_first_waits_without_taking_an_alone_unit(scheduler):
+    sched, (gw0, gw1) = scheduler
+    finish(sched, gw1)
+    assert not any("busy" in name for name in names(gw1))
+    finish(sched, gw0)
+    assert not any("busy" in name for name in names(gw0))
+    sched.remove_node(gw1)
+    assert names(gw0)[-1] == "test_busy.py::test_a"
