@@ -16,19 +16,20 @@ from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
 # Modules sharing something fixed, run one after another on one worker.
 GROUPS: dict[str, tuple[str, ...]] = {
-    # conftest's pooled nodes: one worker starts each, and stops it after its last user
-    "4.1 node": ("test_mmap_nodes", "test_profile"),
+    # conftest's pooled cluster: one worker starts it, and stops it after its last user
     "cluster": ("test_cluster_reads", "test_replicas_cluster", "test_sandbox_cluster"),
     # both make and remove the systemd slices their containers' cgroups sit under
     "container cgroups": ("test_container_jvms", "test_container_node"),
 }
 
 # Modules whose assertions read the machine's load (a client's rate, CPU against an untraced run,
-# a detach with nothing else attached, a tracing stage keeping up): run last, alone. Those of a
-# pooled node start it again.
+# a detach with nothing else attached, a tracing stage keeping up, mapped pages a query touched):
+# run last, alone. Those of a pooled node start it again.
 ALONE: tuple[str, ...] = (
     "test_busy_node",
     "test_busy_replicas",
+    "test_mmap_nodes",
+    "test_profile",
     "test_node_time_bound",
     "test_serving_cpu",
     "test_signals",
