@@ -71,11 +71,11 @@ def scope_of(nodeid: str) -> str:
     return f"group {groups[0]}" if groups else nodeid.split("::", 1)[0]
 
 
-def minutes_of(scope: str, nodeids: list[str]) -> float:
+def minutes_of(nodeids: list[str]) -> float:
     return sum(MINUTES.get(module, UNLISTED_MINUTES) for module in {module_of(nodeid) for nodeid in nodeids})
 
 
-def runs_alone(scope: str, nodeids: list[str]) -> bool:
+def runs_alone(nodeids: list[str]) -> bool:
     return any(module_of(nodeid) in ALONE for nodeid in nodeids)
 
 
@@ -86,19 +86,16 @@ class WorkerGroups(LoadScopeScheduling):
     def _split_scope(self, nodeid: str) -> str:
         return scope_of(nodeid)
 
-    def _next_scope(self) -> str:
-        """The longest unit that may run beside another, else the first of those that run alone."""
-        parallel = [(scope, list(unit)) for scope, unit in self.workqueue.items() if not runs_alone(scope, list(unit))]
-        if parallel:
-            return max(parallel, key=lambda unit: minutes_of(*unit))[0]
-        return next(iter(self.workqueue))
+    def _parallel_units(self) -> dict[str, list[str]]:
+        """The units still queued that may run beside another: scope -> its tests."""
+        return {scope: list(unit) for scope, unit in self.workqueue.items() if not runs_alone(list(unit))}
 
     def _assign_work_unit(self, node) -> None:
-        self.workqueue.move_to_end(self._next_scope(), last=False)
+        """The longest unit that may run beside another, else the first of those that run alone."""
+        parallel = self._parallel_units()
+        if parallel:
+            self.workqueue.move_to_end(max(parallel, key=lambda scope: minutes_of(parallel[scope])), last=False)
         super()._assign_work_unit(node)
-
-    def _parallel_work_left(self) -> bool:
-        return any(not runs_alone(scope, list(unit)) for scope, unit in self.workqueue.items())
 
     def _reschedule(self, node) -> None:
         if node.shutting_down:
@@ -107,7 +104,7 @@ class WorkerGroups(LoadScopeScheduling):
             node.shutdown()
             return
         pending = self._pending_of(self.assigned_work[node])
-        if self._parallel_work_left():
+        if self._parallel_units():
             if pending <= 2:
                 self._assign_work_unit(node)
             return

@@ -242,7 +242,7 @@ def test_a_node_down_is_named_and_one_still_works(cluster, query, node_3_down, t
 HINTED_ROWS, HINTED_VALUE = 2000, 1000
 # The node writes its hints buffers out every 10 s (hints_flush_period, by default), on a shared
 # executor that a loaded machine delays: once the files have not grown for a period and a slack
-# past the last write, every hint of the test's writes is on disk (CI saw one 1.5 s late)
+# past the last write, every hint of the test's writes is on disk
 HINTS_QUIET_S, HINTS_SETTLE_LIMIT_S = 14.0, 90.0
 
 
@@ -276,7 +276,7 @@ def test_a_coordinator_stores_hints_for_a_replica_down_and_the_watch_names_it(
         watcher = start_watch(watch_command(coordinator, tmp_path / "hints.trace", "--format", "json", sample=0.01))
         # Read once the watch watches: the module's earlier runs traced sessions into system_traces
         # (RF 2), hinted for node 3 too and flushed on the node's next period, which may fall during
-        # the watch's start (CI saw 1,430 and 3,582 bytes land there)
+        # the watch's start
         before = hints_sizes(coordinator.layout.hints)
         insert = session.prepare(f"INSERT INTO {hinted_table} (k, v) VALUES (?, ?)")
         insert.consistency_level = ConsistencyLevel.ONE
