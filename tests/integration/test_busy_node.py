@@ -41,7 +41,7 @@ LEAD_S = 1.0  # the other client runs this long before the measured run starts
 # requests/s.
 WIDE_RATE, WIDE_IN_FLIGHT, WIDE_MIN_RATE = 100, 8, 10
 KEY = 4242
-REPEAT = 5  # executions of a point read per run
+REPEAT = 9  # executions of a point read per run (the median of 9 keeps a neighbour's chunk charged to one or two out)
 WITHIN = 1.2  # bytes per execution, busy against idle
 
 
@@ -105,11 +105,12 @@ def test_a_point_read_is_charged_its_own_reads_under_load(sandbox, point_table, 
     # (the node's count over the measured executions' span, about half a second: 227 at 490 requests/s;
     # the rate itself is reached()'s to check)
     assert busy.overall.busy.other_requests and busy.overall.busy.other_requests >= MIN_RATE / 6
-    # The other client read more of the table in the query's own windows than the query did, so charging
-    # by window would at least double the query's figure. (How much more depends on how long the windows
-    # are: 1.5x on a quiet machine, where an execution takes a few ms, over 2x on a loaded one.)
-    assert busy.overall.busy.table_bytes_by_others > busy.overall.data_read_bytes
-    assert window_totals(busy) > 2 * busy.overall.syscall_bytes
+    # The other client read the table in the query's own windows, and none of it was charged to the query.
+    # (How much it read there scales with the windows' length: about a 16 KiB chunk per 2 ms at 500/s,
+    # against the query's two chunks, so from 0.6x the query's own bytes on a quiet machine to over 2x on
+    # a loaded one. The per-execution bytes below are what shows it was not charged.)
+    assert busy.overall.busy.table_bytes_by_others > 0
+    assert window_totals(busy) > busy.overall.syscall_bytes
     assert 1 / WITHIN <= per_execution(busy) / per_execution(idle) <= WITHIN
     assert busy.verdict.status == idle.verdict.status == "not flagged"
     assert any(warning.startswith("BUSY NODE") for warning in busy.warnings)
