@@ -7,6 +7,9 @@ from casstrace.sandbox.settings import HOST, Layout, Settings
 from casstrace.sandbox.versions import JAVA17_MODULE_FLAGS, Series, series_of
 
 
+RING_DELAY_MS = 5000
+
+
 def _version_specific_yaml(series: Series, settings: Settings) -> str:
     """The keys whose name or presence depends on the version and the chosen options."""
     if series.unit_suffixed_yaml:
@@ -84,6 +87,10 @@ file_cache_enabled: false
 {_version_specific_yaml(series, settings)}
 # A scratch node: dropping or truncating a table need not keep a snapshot.
 auto_snapshot: false
+# The sandbox waits for each node to be Up/Normal before it starts the next, so a node's own wait
+# at start-up for its peers' connections (10 s by default, all of it when they are not started
+# yet) only delays it: the connections are still opened, without waiting.
+block_for_peers_timeout_in_secs: 0
 """
 
 
@@ -156,6 +163,10 @@ def daemon_command(java: str, jars: list[Path], layout: Layout, settings: Settin
         # The sandbox's nodes start one after another, each once the previous one is up: there
         # is no gossip to settle, waiting for it only costs time.
         "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+        # The first node of a stopped ring, started alone, looks for a live peer (the shadow round)
+        # for the ring delay before it goes on without one: 30 s by default. On the loopback, a
+        # live peer answers within milliseconds.
+        f"-Dcassandra.ring_delay_ms={RING_DELAY_MS}",
         DAEMON_CLASS,
     ]
 
