@@ -69,12 +69,12 @@ V41_JMX_PORT = int(os.environ.get("CASSTRACE_TEST_41_JMX_PORT", "17289"))
 # The fixtures below that reach a test node; any test that uses one is an integration test.
 NODE_FIXTURES = frozenset({"sandbox", "cql_session", "demo_tables", "cluster", "cluster_demo", "node_41"})
 # Nodes the run shares between modules that are started (when not running) by the first module that
-# asks and stopped after the last test that uses them: their modules run one after another, at the
-# place of the first, so that no idle JVM sits beside the modules between them (some measure the
-# machine's CPU). A module that asks after that (under -n 2, one that runs alone at the end) starts
-# the node again; the session stops what it started.
+# asks and stopped once the next test to run on this worker is of a module that does not use them:
+# their modules run one after another, at the place of the first, so that no idle JVM sits beside the
+# modules between them (some measure the machine's CPU). A module that asks after that (under -n 2,
+# one that runs alone at the end) starts the node again; the session stops what it started.
 POOLED_NODES = ("node_41", "cluster")
-_last_user: dict[str, pytest.Item] = {}
+_user_modules: dict[str, set[Path]] = {}
 _started_here: dict[str, Sandbox | SandboxCluster] = {}
 
 
@@ -97,8 +97,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each pooled node's modules moved together to where its first module stands; the last test
-    that uses each noted, to stop the node after it."""
+    """Each pooled node's modules moved together to where its first module stands, and noted, to stop
+    the node when the next test is of another module."""
     for name in POOLED_NODES:
         users = [item for item in items if name in getattr(item, "fixturenames", ())]
         if not users:
@@ -109,14 +109,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         before = sum(item.path not in modules for item in items[:first])
         moved = [item for item in items if item.path in modules]
         items[:] = rest[:before] + moved + rest[before:]
-        _last_user[name] = [item for item in moved if name in getattr(item, "fixturenames", ())][-1]
+        _user_modules[name] = modules
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """A pooled node this session started is stopped after its modules' last test on this worker (the
+    next one, which xdist's worker knows before it runs this one, is of a module that does not use it)."""
     yield
-    for name, last in _last_user.items():
-        if item is last and name in _started_here:
+    for name, modules in _user_modules.items():
+        leaving = item.path in modules and (nextitem is None or nextitem.path not in modules)
+        if leaving and name in _started_here:
             _started_here.pop(name).stop()
 
 

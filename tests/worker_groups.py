@@ -24,10 +24,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 # Modules whose assertions read the machine's load (a client's rate, CPU against an untraced run,
 # a detach with nothing else attached, a tracing stage keeping up, mapped pages a query touched):
-# run last, alone. Those of a pooled node start it again.
+# run last, alone, in this order: a pooled node's modules one after another, so that it starts once.
 ALONE: tuple[str, ...] = (
-    "test_busy_node",
     "test_busy_replicas",
+    "test_busy_node",
     "test_mmap_nodes",
     "test_profile",
     "test_node_time_bound",
@@ -37,26 +37,29 @@ ALONE: tuple[str, ...] = (
     "test_where_time_goes",
 )
 
-# Minutes each module took in the last measured serial run (CONTRIBUTING's "Where the minutes go"):
-# the longest groups are handed out first, so that the workers finish together. Unlisted: 0.3.
+# The group the first worker runs last before those that run alone, so that the first of them finds
+# its pooled node (the cluster) still up rather than starting it again (~70 s).
+BEFORE_ALONE = "group cluster"
+
+# Minutes each module took in the last measured two-worker run, beside the other worker (r10 in
+# CONTRIBUTING's "Where the minutes go"): the longest units are handed out first, so that the workers
+# finish together. Unlisted: 0.5 for a node test (that run's other 38 took ~21 min), 0.02 for a unit test.
 MINUTES: dict[str, float] = {
-    "test_replicas_cluster": 3.3,
-    "test_large_partitions": 3.3,
-    "test_watch": 2.6,
-    "test_watch_leftovers": 2.3,
+    "test_replicas_cluster": 4.6,
+    "test_large_partitions": 4.3,
+    "test_cluster_reads": 4.1,
+    "test_watch": 3.2,
+    "test_watch_leftovers": 2.7,
+    "test_verdict_classes": 2.4,
     "test_node_gone": 2.3,
-    "test_busy_replicas": 2.2,
-    "test_verdict_classes": 2.0,
-    "test_cluster_reads": 2.0,
-    "test_signals": 1.9,
-    "test_probes": 1.9,
-    "test_container_node": 1.9,
-    "test_mmap_nodes": 1.6,
-    "test_watch_metrics": 1.5,
-    "test_sandbox_cluster": 1.4,
-    "test_profile": 1.4,
+    "test_probes": 2.0,
+    "test_sandbox_cluster": 2.0,
+    "test_container_node": 2.0,
+    "test_watch_metrics": 1.7,
+    "test_end_to_end": 1.6,
 }
-UNLISTED_MINUTES = 0.3
+UNLISTED_MINUTES = 0.5
+UNIT_MINUTES = 0.02
 
 
 def module_of(nodeid: str) -> str:
@@ -72,30 +75,60 @@ def scope_of(nodeid: str) -> str:
 
 
 def minutes_of(nodeids: list[str]) -> float:
-    return sum(MINUTES.get(module, UNLISTED_MINUTES) for module in {module_of(nodeid) for nodeid in nodeids})
+    files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
+    return sum(
+        UNIT_MINUTES if "tests/unit/" in file else MINUTES.get(PurePath(file).stem, UNLISTED_MINUTES) for file in files
+    )
 
 
 def runs_alone(nodeids: list[str]) -> bool:
     return any(module_of(nodeid) in ALONE for nodeid in nodeids)
 
 
+def alone_rank(nodeids: list[str]) -> int:
+    """Where a unit that runs alone stands in ALONE's order."""
+    return min(ALONE.index(module) for module in {module_of(nodeid) for nodeid in nodeids} if module in ALONE)
+
+
+def next_unit(units: dict[str, list[str]], keeper: bool, only_worker: bool) -> str | None:
+    """The scope a worker takes next, of `units` (scope -> its tests, all queued), if any now: the
+    longest that may run beside another; BEFORE_ALONE only for the keeper, once what else is queued to
+    run beside it is no longer than it is (the other worker runs that meanwhile); then, for the only
+    worker left, those that run alone, in ALONE's order."""
+    parallel = {scope: minutes_of(unit) for scope, unit in units.items() if not runs_alone(unit)}
+    held = parallel.pop(BEFORE_ALONE, None)
+    if held is not None and keeper and sum(parallel.values()) <= held:
+        return BEFORE_ALONE
+    if parallel:
+        return max(parallel, key=lambda scope: parallel[scope])
+    alone = [scope for scope, unit in units.items() if runs_alone(unit)]
+    if held is not None or not only_worker or not alone:
+        return None
+    return min(alone, key=lambda scope: alone_rank(units[scope]))
+
+
 class WorkerGroups(LoadScopeScheduling):
-    """xdist's scope scheduling with scopes by `scope_of`, the longest first and those that run alone
-    last: they go to the first worker, once it is the only one left."""
+    """xdist's scope scheduling with scopes by `scope_of`, in `next_unit`'s order; those that run alone
+    go to the first worker (the keeper), once it is the only one left."""
 
     def _split_scope(self, nodeid: str) -> str:
         return scope_of(nodeid)
 
-    def _parallel_units(self) -> dict[str, list[str]]:
-        """The units still queued that may run beside another: scope -> its tests."""
-        return {scope: list(unit) for scope, unit in self.workqueue.items() if not runs_alone(list(unit))}
+    def _keeper(self):
+        return min(self.nodes, key=lambda each: each.gateway.id)
+
+    def _assign_next(self, node) -> bool:
+        """Give `node` its next unit, if it has one now."""
+        units = {scope: list(unit) for scope, unit in self.workqueue.items()}
+        scope = next_unit(units, keeper=node is self._keeper(), only_worker=len(self.nodes) == 1)
+        if scope is None:
+            return False
+        self.workqueue.move_to_end(scope, last=False)
+        super()._assign_work_unit(node)
+        return True
 
     def _assign_work_unit(self, node) -> None:
-        """The longest unit that may run beside another, else the first of those that run alone."""
-        parallel = self._parallel_units()
-        if parallel:
-            self.workqueue.move_to_end(max(parallel, key=lambda scope: minutes_of(parallel[scope])), last=False)
-        super()._assign_work_unit(node)
+        self._assign_next(node)
 
     def _reschedule(self, node) -> None:
         if node.shutting_down:
@@ -103,19 +136,18 @@ class WorkerGroups(LoadScopeScheduling):
         if not self.workqueue:
             node.shutdown()
             return
-        pending = self._pending_of(self.assigned_work[node])
-        if self._parallel_units():
-            if pending <= 2:
-                self._assign_work_unit(node)
+        if self._pending_of(self.assigned_work[node]) > 2:
             return
-        keeper = min(self.nodes, key=lambda each: each.gateway.id)
-        if node is not keeper:
-            # it runs what it holds (a worker keeps its last test until told more comes, or that none
-            # does), then its session ends and stops its node, before the modules that run alone
-            node.shutdown()
+        if node is not self._keeper():
+            if not self._assign_next(node):
+                # Nothing left it may take: it runs what it holds (a worker keeps its last test until
+                # told more comes, or that none does), then its session ends and stops its node, before
+                # the modules that run alone.
+                node.shutdown()
             return
-        if len(self.nodes) == 1 and pending <= 2:
-            self._assign_work_unit(node)
+        beside = any(not runs_alone(list(unit)) for unit in self.workqueue.values())
+        if beside or len(self.nodes) == 1:
+            self._assign_next(node)
 
     def remove_node(self, node):
         crashed_item = super().remove_node(node)

@@ -1,6 +1,7 @@
 """The suite's scheduler under `pytest -n 2` (worker_groups.py), driven with stand-in workers: a
-module is never split, a group goes whole to one worker, the longest units go first, and the modules
-that run alone start only once the other worker has finished."""
+module is never split, a group goes whole to one worker, the longest units go first, the group that
+shares a node with the first module that runs alone goes last to the first worker, and the modules that
+run alone start only once the other worker has finished, in their order."""
 
 from types import SimpleNamespace
 
@@ -27,6 +28,7 @@ class Worker:
 
 
 COLLECTION = [
+    "tests/integration/test_quiet.py::test_a",
     "tests/integration/test_short.py::test_a",
     "tests/integration/test_long.py::test_a",
     "tests/integration/test_long.py::test_b",
@@ -40,11 +42,12 @@ COLLECTION = [
 @pytest.fixture
 def scheduler(monkeypatch):
     monkeypatch.setattr(worker_groups, "GROUPS", {"cluster": ("test_cluster_one", "test_cluster_two")})
-    monkeypatch.setattr(worker_groups, "ALONE", ("test_busy",))
+    monkeypatch.setattr(worker_groups, "ALONE", ("test_busy", "test_quiet"))
+    monkeypatch.setattr(worker_groups, "BEFORE_ALONE", "group cluster")
     monkeypatch.setattr(
         worker_groups,
         "MINUTES",
-        {"test_long": 3.0, "test_cluster_one": 1.0, "test_cluster_two": 1.5, "test_medium": 0.5},
+        {"test_long": 3.0, "test_cluster_one": 1.0, "test_cluster_two": 1.5, "test_medium": 0.5, "test_short": 0.3},
     )
     config = SimpleNamespace(getvalue=lambda name: ["2*popen"], option=SimpleNamespace(loadscopereorder=False))
     sched = WorkerGroups(config)
@@ -71,23 +74,34 @@ def finish(sched: WorkerGroups, worker: Worker) -> None:
 def test_the_longest_units_go_first_and_a_group_goes_whole_to_one_worker(scheduler):
     _, (gw0, gw1) = scheduler
     assert names(gw0)[:2] == ["test_long.py::test_a", "test_long.py::test_b"]
-    assert names(gw1)[:2] == ["test_cluster_one.py::test_a", "test_cluster_two.py::test_a"]
-    assert "test_busy.py::test_a" not in names(gw0) + names(gw1)
+    assert names(gw1)[:1] == ["test_medium.py::test_a"]
+    assert not any("busy" in name or "quiet" in name for name in names(gw0) + names(gw1))
+
+
+def test_the_group_before_those_alone_goes_to_the_first_worker_once_the_rest_is_no_longer(scheduler):
+    sched, (gw0, gw1) = scheduler
+    # queued after the first two: the cluster (2.5 min) and short (0.3): the first worker takes the
+    # cluster, the other the short module
+    assert names(gw0)[2:] == ["test_cluster_one.py::test_a", "test_cluster_two.py::test_a"]
+    assert names(gw1) == ["test_medium.py::test_a", "test_short.py::test_a"]
+    finish(sched, gw1)
+    assert gw1.shutting_down
 
 
 def test_the_modules_that_run_alone_wait_for_the_other_worker_to_finish(scheduler):
     sched, (gw0, gw1) = scheduler
     finish(sched, gw0)
     finish(sched, gw1)
-    assert "test_busy.py::test_a" not in names(gw0) + names(gw1)
+    assert not any("busy" in name or "quiet" in name for name in names(gw0) + names(gw1))
     assert gw1.shutting_down and not gw0.shutting_down  # the first worker keeps the alone units
     parallel = names(gw0) + names(gw1)
     assert sorted(parallel) == sorted(
-        name.removeprefix("tests/integration/") for name in COLLECTION if "busy" not in name
+        name.removeprefix("tests/integration/") for name in COLLECTION if "busy" not in name and "quiet" not in name
     )
+    assert names(gw0)[-1] == "test_cluster_two.py::test_a"  # held back: its teardown sees what comes next
     sched.remove_node(gw1)  # its session has ended: its node is stopped
-    assert names(gw0)[-1] == "test_busy.py::test_a"
     finish(sched, gw0)
+    assert names(gw0)[-2:] == ["test_busy.py::test_a", "test_quiet.py::test_a"]  # ALONE's order
     assert gw0.shutting_down and sched.tests_finished
 
 
@@ -99,3 +113,19 @@ def test_a_worker_done_first_waits_without_taking_an_alone_unit(scheduler):
     assert not any("busy" in name for name in names(gw0))
     sched.remove_node(gw1)
     assert names(gw0)[-1] == "test_busy.py::test_a"
+
+
+def test_the_keeper_alone_takes_the_held_group_and_then_those_that_run_alone(scheduler):
+    sched, (gw0, gw1) = scheduler
+    sched.remove_node(gw1)  # the other worker gone early (crashed): its units come back
+    finish(sched, gw0)
+    sent = names(gw0)
+    assert sent.index("test_cluster_two.py::test_a") < sent.index("test_busy.py::test_a")
+    assert sorted(sent) == sorted(name.removeprefix("tests/integration/") for name in COLLECTION)
+
+
+def test_a_unit_test_module_counts_for_little_beside_a_node_test_module():
+    unit = ["tests/unit/test_x.py::test_a", "tests/unit/test_x.py::test_b"]
+    node = ["tests/integration/test_unlisted_here.py::test_a"]
+    assert worker_groups.minutes_of(unit) == worker_groups.UNIT_MINUTES
+    assert worker_groups.minutes_of(node) == worker_groups.UNLISTED_MINUTES > 10 * worker_groups.UNIT_MINUTES
