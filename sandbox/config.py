@@ -6,8 +6,7 @@ from casstrace.node.jvm import DAEMON_CLASS, NODETOOL_CLASS
 from casstrace.sandbox.settings import HOST, Layout, Settings
 from casstrace.sandbox.versions import JAVA17_MODULE_FLAGS, Series, series_of
 
-
-RING_DELAY_MS = 5000
+RING_DELAY_MS = 5000  # how long a starting node looks for a live peer (Cassandra: 30 s); see the flag
 
 
 def _version_specific_yaml(series: Series, settings: Settings) -> str:
