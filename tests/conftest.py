@@ -34,7 +34,7 @@ from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.control import Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 from casstrace.traces import TraceWriter
-from worker_groups import WorkerGroups
+from worker_groups import WorkerGroups, runs_alone
 
 # Under `pytest -n N` (worker_groups.py) each worker has a test node of its own: the first worker the
 # one above, worker K another beside it (its data dir suffixed "-gwK", its ports WORKER_PORT_STEP * K up).
@@ -126,10 +126,15 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
 # Seconds spent per test module (set-up, call and teardown), for the table that ends the run.
 _module_seconds: defaultdict[str, float] = defaultdict(float)
 MODULES_SHOWN = 15
+# Under -n 2, the wall-clock span of each phase: the two workers beside each other, then the modules
+# that run alone (worker_groups.ALONE): phase -> [first start, last stop], in seconds since the epoch.
+_phase_spans: dict[str, list[float]] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _module_seconds[report.nodeid.split("::")[0]] += report.duration
+    span = _phase_spans.setdefault("alone" if runs_alone([report.nodeid]) else "beside", [report.start, report.stop])
+    span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
@@ -140,6 +145,11 @@ def pytest_terminal_summary(terminalreporter) -> None:
     workers = terminalreporter.config.getoption("numprocesses", None)
     summed = f" (summed over {workers} workers)" if workers else ""
     terminalreporter.write_sep("=", f"minutes by module: {total / 60:.1f} min in tests{summed}")
+    if workers and _phase_spans.keys() == {"beside", "alone"}:
+        beside, alone = (_phase_spans[phase][1] - _phase_spans[phase][0] for phase in ("beside", "alone"))
+        terminalreporter.write_line(
+            f"{beside / 60:6.1f} min  the workers beside each other, then {alone / 60:.1f} min  those that run alone"
+        )
     shown = sorted(_module_seconds.items(), key=lambda item: item[1], reverse=True)[:MODULES_SHOWN]
     for module, seconds in shown:
         terminalreporter.write_line(f"{seconds / 60:6.1f} min {100 * seconds / total:5.1f} %  {module}")
