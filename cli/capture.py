@@ -120,7 +120,7 @@ def command(
         path = record(
             capture,
             writer,
-            lambda windows: _until_done(windows, held, duration),
+            lambda windows: _until_done(windows, held, duration, pid),
             sources=sources,
             annotate=lambda written: meta.update(written.meta()),
         )
@@ -172,10 +172,14 @@ def _program(command: tuple[str, ...]) -> str | None:
     return program
 
 
-def _until_done(windows: "Windows", held: "HeldCommand | None", duration: float | None) -> None:
+def _until_done(windows: "Windows", held: "HeldCommand | None", duration: float | None, pid: int) -> None:
     """The capture's body: until the command exits, the process ends, or --duration is up."""
     if held is not None:
         held.release()
+    else:  # a running process: say that what it does from now on is captured
+        click.echo(
+            f"casstrace: capturing PID {pid} for {duration:g} s: probes attached (Ctrl-C ends it early)", err=True
+        )
     deadline = time.monotonic() + duration if duration else None
     try:
         while windows.ended_early is None and (deadline is None or time.monotonic() < deadline):

@@ -6,13 +6,13 @@ import ctypes
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13  # x86_64
 HOLDER = Path(__file__).resolve().parent / "helpers" / "tracepoint_holder.py"
+CAPTURING = "casstrace: capturing PID "  # what `casstrace capture --pid` says once its probes are attached
 
 
 def program_ids(pid: int | str = "self") -> set[int]:
@@ -44,14 +44,17 @@ def program_exists(prog_id: int) -> bool:
     return False
 
 
-def wait_until_attached(command: subprocess.Popen[str], timeout_s: float = 120) -> None:
-    """Until a casstrace command has its probes attached, however long a loaded machine takes: it
-    holds its programs once bcc has loaded them (a fixed 4 s wait fired before that at load 12)."""
-    deadline = time.monotonic() + timeout_s
-    while not program_ids(command.pid) and command.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert program_ids(command.pid), "the capture never loaded its programs"
-    time.sleep(0.5)  # the tracepoints attach right after the load
+def wait_until_attached(command: subprocess.Popen[str]) -> None:
+    """Until `casstrace capture --pid` has its probes attached (its stderr says so), however long a
+    loaded machine takes (waiting for its programs to load, then 0.5 s, missed a query at load 30)."""
+    assert command.stderr is not None
+    lines = []
+    for line in command.stderr:
+        lines.append(line)
+        if line.startswith(CAPTURING):
+            return
+    command.wait()
+    raise AssertionError(f"the capture never attached (exit {command.returncode}): {''.join(lines)}")
 
 
 @contextmanager
