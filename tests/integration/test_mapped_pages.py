@@ -91,7 +91,23 @@ def smaps_lines_of(pid: int, path: Path) -> dict[str, int]:
 
 @pytest.fixture
 def mapped_file(tmp_path) -> Path:
+    """The file written a page at a time, so that the page cache holds it in 4 KiB folios: smaps counts
+    a page mapped by a 4 KiB entry as referenced when its entry or its folio says so, so one access in
+    a large folio counts the whole folio once anything has moved the entry's accessed bit into the
+    folio (this machine's DAMON, sampling physical memory, does so within a second; the measure itself
+    reads smaps within milliseconds of the execution, the test's reads after it)."""
     path = tmp_path / "mapped.bin"
+    with path.open("wb") as out:
+        for _ in range(FILE_PAGES):
+            out.write(os.urandom(PAGE))
+    os.sync()
+    return path
+
+
+@pytest.fixture
+def file_in_large_folios(tmp_path) -> Path:
+    """The file written in one go: the page cache holds it in large folios."""
+    path = tmp_path / "mapped-large.bin"
     path.write_bytes(os.urandom(FILE_PAGES * PAGE))
     os.sync()
     return path
@@ -126,13 +142,13 @@ def test_touched_pages_are_measured_exactly_on_a_warm_mapping(warm_mapper, mappe
     assert smaps_lines_of(warm_mapper.pid, mapped_file)["Referenced:"] * 1024 == len(TOUCHED) * PAGE
 
 
-def test_two_mib_mappings_are_recorded_and_bound_what_was_touched(mapped_file):
+def test_two_mib_mappings_are_recorded_and_bound_what_was_touched(file_in_large_folios):
     """Written in one go, the file sits in large folios, which the kernel maps with 2 MiB entries
     where it may (here: unless the mapping says MADV_NOHUGEPAGE): one access marks 2 MiB."""
-    mapper = Mapper(mapped_file, small=False)
+    mapper = Mapper(file_in_large_folios, small=False)
     try:
         mapper.ask("prefault")
-        key = (mapped_file.stat().st_dev, mapped_file.stat().st_ino)
+        key = (file_in_large_folios.stat().st_dev, file_in_large_folios.stat().st_ino)
         measure = MappedPages(mapper.pid)
         measure.begin()
         answer = mapper.ask("touch " + " ".join(map(str, TOUCHED)))
