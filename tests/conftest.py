@@ -249,7 +249,7 @@ def quick_detaches() -> Iterator[None]:
     """For a module whose captures' point is not their detach: each closes beside an idle program
     holding run's tracepoints (bpf_programs.held_tracepoints), in ~0.5 s instead of ~6 s; the one
     slow detach is the holder's, at the module's end. Not for a test of the detach a run alone pays
-    (test_signals' detach trials see it)."""
+    (test_signals_at_detach's trials see it)."""
     with held_tracepoints():
         yield
 

@@ -32,7 +32,7 @@ ALONE: tuple[str, ...] = (
     "test_profile",
     "test_node_time_bound",
     "test_serving_cpu",
-    "test_signals",
+    "test_signals_at_detach",
     "test_watch_writes",
     "test_where_time_goes",
 )
