@@ -57,6 +57,7 @@ MINUTES: dict[str, float] = {
     "test_container_node": 2.0,
     "test_watch_metrics": 1.7,
     "test_end_to_end": 1.6,
+    "test_signals": 1.5,  # r11: 1.8 with its detach trials, now test_signals_at_detach's
     "test_bad_input": 0.6,  # a unit test module: ~40 casstrace processes at once
 }
 UNLISTED_MINUTES = 0.5
