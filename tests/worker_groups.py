@@ -22,8 +22,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "container cgroups": ("test_container_jvms", "test_container_node"),
 }
 
-# Modules whose assertions read the machine's load (a client's rate, CPU against an untraced run,
-# a detach with nothing else attached, a tracing stage keeping up, mapped pages a query touched):
+# Modules whose assertions read the machine's load (a client's rate, CPU against an untraced run or
+# the kernel's count, which leaves out the interrupts the other worker's I/O brings, a detach with
+# nothing else attached, a tracing stage keeping up, mapped pages a query touched):
 # run last, alone, in this order: a pooled node's modules one after another, so that it starts once.
 ALONE: tuple[str, ...] = (
     "test_busy_replicas",
@@ -31,6 +32,7 @@ ALONE: tuple[str, ...] = (
     "test_mmap_nodes",
     "test_profile",
     "test_node_time_bound",
+    "test_node_time_slots",
     "test_serving_cpu",
     "test_signals_at_detach",
     "test_watch_writes",
@@ -113,6 +115,10 @@ class WorkerGroups(LoadScopeScheduling):
     """xdist's scope scheduling with scopes by `scope_of`, in `next_unit`'s order; those that run alone
     go to the first worker (the keeper), once it is the only one left."""
 
+    def __init__(self, config, log=None) -> None:
+        super().__init__(config, log)
+        self._before_alone_taken = False
+
     def _split_scope(self, nodeid: str) -> str:
         return scope_of(nodeid)
 
@@ -120,11 +126,17 @@ class WorkerGroups(LoadScopeScheduling):
         return min(self.nodes, key=lambda each: each.gateway.id)
 
     def _assign_next(self, node) -> bool:
-        """Give `node` its next unit, if it has one now."""
+        """Give `node` its next unit, if it has one now. Once the keeper has BEFORE_ALONE, it takes
+        nothing more to run beside the other worker: the alone phase must come next on it."""
         units = {scope: list(unit) for scope, unit in self.workqueue.items()}
-        scope = next_unit(units, keeper=node is self._keeper(), only_worker=len(self.nodes) == 1)
+        keeper = node is self._keeper()
+        only_worker = len(self.nodes) == 1
+        if keeper and self._before_alone_taken and not only_worker:
+            return False
+        scope = next_unit(units, keeper=keeper, only_worker=only_worker)
         if scope is None:
             return False
+        self._before_alone_taken |= keeper and scope == BEFORE_ALONE
         self.workqueue.move_to_end(scope, last=False)
         super()._assign_work_unit(node)
         return True

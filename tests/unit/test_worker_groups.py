@@ -40,7 +40,8 @@ COLLECTION = [
 
 
 @pytest.fixture
-def scheduler(monkeypatch):
+def tables(monkeypatch) -> None:
+    """The scheduler's tables, for the modules of COLLECTION."""
     monkeypatch.setattr(worker_groups, "GROUPS", {"cluster": ("test_cluster_one", "test_cluster_two")})
     monkeypatch.setattr(worker_groups, "ALONE", ("test_busy", "test_quiet"))
     monkeypatch.setattr(worker_groups, "BEFORE_ALONE", "group cluster")
@@ -49,12 +50,20 @@ def scheduler(monkeypatch):
         "MINUTES",
         {"test_long": 3.0, "test_cluster_one": 1.0, "test_cluster_two": 1.5, "test_medium": 0.5, "test_short": 0.3},
     )
+
+
+@pytest.fixture
+def scheduler(tables):
+    return scheduled(COLLECTION)
+
+
+def scheduled(collection: list[str]) -> tuple[WorkerGroups, list[Worker]]:
     config = SimpleNamespace(getvalue=lambda name: ["2*popen"], option=SimpleNamespace(loadscopereorder=False))
     sched = WorkerGroups(config)
     workers = [Worker("gw0"), Worker("gw1")]
     for worker in workers:
         sched.add_node(worker)
-        sched.add_node_collection(worker, COLLECTION)
+        sched.add_node_collection(worker, collection)
     sched.schedule()
     return sched, workers
 
@@ -129,3 +138,26 @@ def test_a_unit_test_module_counts_for_little_beside_a_node_test_module():
     node = ["tests/integration/test_unlisted_here.py::test_a"]
     assert worker_groups.minutes_of(unit) == worker_groups.UNIT_MINUTES
     assert worker_groups.minutes_of(node) == worker_groups.UNLISTED_MINUTES > 10 * worker_groups.UNIT_MINUTES
+
+
+def test_the_first_worker_takes_nothing_beside_after_the_held_group(tables):
+    extra = [*COLLECTION, "tests/integration/test_extra.py::test_a"]
+    sched, (gw0, gw1) = scheduled(extra)
+    assert [extra[index] for index in gw0.sent][-1].endswith("test_cluster_two.py::test_a")
+    finish(sched, gw0)  # the keeper is through the cluster's group (holding its last test back)
+    assert any(not worker_groups.runs_alone(list(unit)) for unit in sched.workqueue.values())  # one to run beside ...
+    assert {extra[index].split("::")[0].rsplit("/", 1)[1] for index in gw0.sent} == {
+        "test_long.py",
+        "test_cluster_one.py",
+        "test_cluster_two.py",
+    }  # ... which the keeper leaves to the other worker
+    finish(sched, gw1)
+    assert {"test_medium.py", "test_short.py", "test_extra.py"} <= {
+        extra[index].split("::")[0].rsplit("/", 1)[1] for index in gw1.sent
+    }
+    sched.remove_node(gw1)
+    finish(sched, gw0)
+    assert [extra[index].removeprefix("tests/integration/") for index in gw0.sent][-2:] == [
+        "test_busy.py::test_a",
+        "test_quiet.py::test_a",
+    ]
