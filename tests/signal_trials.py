@@ -58,30 +58,35 @@ class Trial:
     program_ids: set[int]
 
 
+def trial_command(
+    moment: str, signame: str, seed: int, query: str, node_args: list[str], out: Path, again: bool = False
+) -> list[str]:
+    """signal_trial.py running `casstrace run` of `query` (two executions, no warm-up) into `out`."""
+    return [
+        sys.executable,
+        str(TRIAL),
+        moment,
+        signame,
+        str(seed),
+        *(["--again"] if again else []),
+        "--",
+        "run",
+        query,
+        *node_args,
+        "--repeat",
+        "2",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+    ]
+
+
 def run_trial(
     directory: Path, node_args: list[str], query: str, moment: str, signame: str, seed: int, again: bool = False
 ) -> Trial:
     out = directory / "t.trace"
-    watched = Watched(
-        [
-            sys.executable,
-            str(TRIAL),
-            moment,
-            signame,
-            str(seed),
-            *(["--again"] if again else []),
-            "--",
-            "run",
-            query,
-            *node_args,
-            "--repeat",
-            "2",
-            "--warmup",
-            "0",
-            "--out",
-            str(out),
-        ]
-    )
+    watched = Watched(trial_command(moment, signame, seed, query, node_args, out, again))
     status, stdout, stderr, ended = watched.finish()
     return Trial(moment, signame, out, status, stdout, stderr, ended, watched.program_ids)
 
@@ -130,25 +135,7 @@ class Killed:
 
 
 def kill_and_rerun(directory: Path, node_args: list[str], query: str) -> Killed:
-    killed = Watched(
-        [
-            sys.executable,
-            str(TRIAL),
-            "trace",
-            "SIGKILL",
-            "26",
-            "--",
-            "run",
-            query,
-            *node_args,
-            "--repeat",
-            "2",
-            "--warmup",
-            "0",
-            "--out",
-            str(directory / "killed.trace"),
-        ]
-    )
+    killed = Watched(trial_command("trace", "SIGKILL", 26, query, node_args, directory / "killed.trace"))
     status, _, stderr, _ = killed.finish()
     still_loaded = [i for i in killed.program_ids if program_exists(i)]
     left = [p.name for p in directory.iterdir()]
