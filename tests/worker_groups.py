@@ -152,16 +152,11 @@ class WorkerGroups(LoadScopeScheduling):
             return
         if self._pending_of(self.assigned_work[node]) > 2:
             return
-        if node is not self._keeper():
-            if not self._assign_next(node):
-                # Nothing left it may take: it runs what it holds (a worker keeps its last test until
-                # told more comes, or that none does), then its session ends and stops its node, before
-                # the modules that run alone.
-                node.shutdown()
-            return
-        beside = any(not runs_alone(list(unit)) for unit in self.workqueue.values())
-        if beside or len(self.nodes) == 1:
-            self._assign_next(node)
+        if not self._assign_next(node) and node is not self._keeper():
+            # Nothing left it may take: it runs what it holds (a worker keeps its last test until told
+            # more comes, or that none does), then its session ends and stops its node, before the
+            # modules that run alone. (The keeper waits for them.)
+            node.shutdown()
 
     def remove_node(self, node):
         crashed_item = super().remove_node(node)

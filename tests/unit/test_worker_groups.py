@@ -68,8 +68,12 @@ def scheduled(collection: list[str]) -> tuple[WorkerGroups, list[Worker]]:
     return sched, workers
 
 
-def names(worker: Worker) -> list[str]:
-    return [COLLECTION[index].removeprefix("tests/integration/") for index in worker.sent]
+def names(worker: Worker, collection: list[str] = COLLECTION) -> list[str]:
+    return [collection[index].removeprefix("tests/integration/") for index in worker.sent]
+
+
+def modules(worker: Worker, collection: list[str]) -> set[str]:
+    return {name.split("::")[0] for name in names(worker, collection)}
 
 
 def finish(sched: WorkerGroups, worker: Worker) -> None:
@@ -143,21 +147,12 @@ def test_a_unit_test_module_counts_for_little_beside_a_node_test_module():
 def test_the_first_worker_takes_nothing_beside_after_the_held_group(tables):
     extra = [*COLLECTION, "tests/integration/test_extra.py::test_a"]
     sched, (gw0, gw1) = scheduled(extra)
-    assert [extra[index] for index in gw0.sent][-1].endswith("test_cluster_two.py::test_a")
+    assert names(gw0, extra)[-1] == "test_cluster_two.py::test_a"
     finish(sched, gw0)  # the keeper is through the cluster's group (holding its last test back)
     assert any(not worker_groups.runs_alone(list(unit)) for unit in sched.workqueue.values())  # one to run beside ...
-    assert {extra[index].split("::")[0].rsplit("/", 1)[1] for index in gw0.sent} == {
-        "test_long.py",
-        "test_cluster_one.py",
-        "test_cluster_two.py",
-    }  # ... which the keeper leaves to the other worker
+    assert modules(gw0, extra) == {"test_long.py", "test_cluster_one.py", "test_cluster_two.py"}  # ... not the keeper's
     finish(sched, gw1)
-    assert {"test_medium.py", "test_short.py", "test_extra.py"} <= {
-        extra[index].split("::")[0].rsplit("/", 1)[1] for index in gw1.sent
-    }
+    assert {"test_medium.py", "test_short.py", "test_extra.py"} <= modules(gw1, extra)
     sched.remove_node(gw1)
     finish(sched, gw0)
-    assert [extra[index].removeprefix("tests/integration/") for index in gw0.sent][-2:] == [
-        "test_busy.py::test_a",
-        "test_quiet.py::test_a",
-    ]
+    assert names(gw0, extra)[-2:] == ["test_busy.py::test_a", "test_quiet.py::test_a"]
