@@ -6,8 +6,6 @@ import ctypes
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 SYS_BPF, BPF_PROG_GET_FD_BY_ID = 321, 13  # x86_64
@@ -57,19 +55,32 @@ def wait_until_attached(command: subprocess.Popen[str]) -> None:
     raise AssertionError(f"the capture never attached (exit {command.returncode}): {''.join(lines)}")
 
 
-@contextmanager
-def held_tracepoints() -> Iterator[None]:
-    """For the block, an idle program (what `run` compiles, capturing no process) attached to the
-    tracepoints of every `run`'s capture, from when it has compiled (seconds, in a process of its own,
-    whose programs no test counts): a detach beside it is quick, since the kernel waits for grace
-    periods only when a tracepoint's last user closes it (docs/performance.md: ~0.5 s instead of
-    ~6 s). Its own detach, on leaving the block, is the one slow one. Not for a test that must see
-    the detach a run alone pays."""
-    holder = subprocess.Popen(
-        [sys.executable, str(HOLDER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        yield
-    finally:
-        said, errors = holder.communicate(timeout=120)
-        assert holder.returncode == 0 and said == "held\n", errors
+class TracepointHolder:
+    """An idle program (what `run` compiles, capturing no process) attached to the tracepoints of every
+    `run`'s capture while held, from when it has compiled (seconds, in a process of its own, whose
+    programs no test counts): a detach beside it is quick, since the kernel waits for grace periods only
+    when a tracepoint's last user closes it (docs/performance.md: ~0.5 s instead of ~6 s). Its own
+    detach, at release, is the one slow one. hold() and release() do nothing when already so."""
+
+    def __init__(self) -> None:
+        self._holder: subprocess.Popen[str] | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._holder is not None
+
+    def hold(self) -> None:
+        if self._holder is None:
+            self._holder = subprocess.Popen(
+                [sys.executable, str(HOLDER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+
+    def release(self) -> None:
+        holder, self._holder = self._holder, None
+        if holder is not None:
+            said, errors = holder.communicate(timeout=120)
+            assert holder.returncode == 0 and said == "held\n", errors

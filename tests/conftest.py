@@ -17,6 +17,7 @@ of them. A test without the marker that asks for the node fails at once, saying 
 quietly starting a JVM.
 """
 
+import json
 import os
 import subprocess
 from collections import defaultdict
@@ -27,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import synthetic_traces as synthetic
-from bpf_programs import held_tracepoints
+from bpf_programs import TracepointHolder
 from casstrace.analyses import Analysis, analyse
 from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.sandbox.cluster import SandboxCluster
@@ -131,8 +132,18 @@ MODULES_SHOWN = 15
 _phase_spans: dict[str, list[float]] = {}
 
 
+# CASSTRACE_TEST_TIMELINE=FILE: each test phase as a JSON line (worker, test, phase, start, stop), to see
+# where a worker waited.
+TIMELINE = os.environ.get("CASSTRACE_TEST_TIMELINE")
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _module_seconds[report.nodeid.split("::")[0]] += report.duration
+    if TIMELINE:
+        worker = getattr(getattr(report, "node", None), "gateway", None)
+        line = {"worker": getattr(worker, "id", "gw0"), "test": report.nodeid, "phase": report.when}
+        with open(TIMELINE, "a") as timeline:
+            timeline.write(json.dumps(line | {"start": report.start, "stop": report.stop}) + "\n")
     span = _phase_spans.setdefault("alone" if runs_alone([report.nodeid]) else "beside", [report.start, report.stop])
     span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
 
@@ -244,14 +255,32 @@ def kept_capture() -> Iterator[KeptCapture]:
         yield capture
 
 
-@pytest.fixture(scope="module")
-def quick_detaches() -> Iterator[None]:
-    """For a module whose captures' point is not their detach: each closes beside an idle program
-    holding run's tracepoints (bpf_programs.held_tracepoints), in ~0.5 s instead of ~6 s; the one
-    slow detach is the holder's, at the module's end. Not for a test of the detach a run alone pays
-    (test_signals_at_detach's trials see it)."""
-    with held_tracepoints():
-        yield
+# The worker's idle program holding run's tracepoints (bpf_programs.TracepointHolder), so that every
+# capture a module makes closes in ~0.5 s instead of ~6 s, the other worker's too (quick_detaches).
+_tracepoints = TracepointHolder()
+
+
+@pytest.fixture(scope="session")
+def tracepoint_holder() -> Iterator[TracepointHolder]:
+    """The worker's holder, released at the session's end (its one slow detach)."""
+    try:
+        yield _tracepoints
+    finally:
+        _tracepoints.release()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def quick_detaches(request: pytest.FixtureRequest, tracepoint_holder: TracepointHolder) -> None:
+    """Run's tracepoints held for every integration module but those that run alone (worker_groups.ALONE:
+    they measure the machine, and test_signals_at_detach the detach a run alone pays), which release
+    them, unless marked `quick_detaches` (their point is not the detach). A unit module changes nothing."""
+    module = request.node
+    if module.get_closest_marker("integration") is None or os.geteuid() != 0:
+        return
+    if runs_alone([module.nodeid]) and module.get_closest_marker("quick_detaches") is None:
+        tracepoint_holder.release()
+    else:
+        tracepoint_holder.hold()
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Holds the tracepoints of `casstrace run`'s capture with an idle program until its standard input
-closes (bpf_programs.held_tracepoints).
+is closed (bpf_programs.TracepointHolder).
 
     python tracepoint_holder.py
 

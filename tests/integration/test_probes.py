@@ -28,7 +28,7 @@ from casstrace_cli import CASSTRACE
 
 # Each capture here closes beside held tracepoints (conftest's quick_detaches): what these tests check
 # of a detach, every program freed by the kernel's word, is unchanged.
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("quick_detaches")]
+pytestmark = pytest.mark.integration
 
 if os.geteuid() != 0:
     pytest.skip("BPF capture needs root", allow_module_level=True)

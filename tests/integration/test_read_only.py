@@ -5,7 +5,7 @@ import pytest
 
 from casstrace_cli import casstrace
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("quick_detaches")]  # their point is not the detach
+pytestmark = pytest.mark.integration
 
 KEYSPACE = "casstrace_read_only"
 

@@ -17,7 +17,7 @@ from casstrace.traces import Trace
 from casstrace.traces.addresses import parse_address
 from casstrace_cli import CASSTRACE, casstrace
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("quick_detaches")]  # their point is not the detach
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")

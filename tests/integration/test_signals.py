@@ -9,8 +9,8 @@ once it was finished) with its HTML report, say where it is, exit with 128 + the
 leave no `.partial`, and stop within a few seconds (signal_trials.check). A second SIGINT changes
 none of that; a SIGKILL leaves a `.partial`, which the next run removes.
 
-The trials run beside an idle program holding the capture's tracepoints
-(bpf_programs.held_tracepoints), where their own detach, after the signal, is quick: the same code,
+The trials run beside an idle program holding the capture's tracepoints (conftest's
+quick_detaches), where their own detach, after the signal, is quick: the same code,
 without the kernel's wait. A signal during the detach itself, which must pay the wait a run alone
 pays, is test_signals_at_detach's (it runs alone).
 """
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import pytest
 
-from bpf_programs import held_tracepoints
 from signal_trials import Killed, Trial, check, kill_and_rerun, run_trial
 
 pytestmark = pytest.mark.integration
@@ -73,7 +72,7 @@ def outcomes(tmp_path_factory, node_args, demo_query) -> Outcomes:
     def trial(key: tuple[str, str, int, bool]) -> Trial:
         return run_trial(directories[key], node_args, demo_query, *key)
 
-    with held_tracepoints(), ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
         killed = pool.submit(kill_and_rerun, tmp_path_factory.mktemp("killed"), node_args, demo_query)
         trials = {key: pool.submit(trial, key) for key in plan}
         return Outcomes({key: future.result() for key, future in trials.items()}, killed.result())
