@@ -139,9 +139,8 @@ TIMELINE = os.environ.get("CASSTRACE_TEST_TIMELINE")
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _module_seconds[report.nodeid.split("::")[0]] += report.duration
-    if TIMELINE:
-        worker = getattr(getattr(report, "node", None), "gateway", None)
-        line = {"worker": getattr(worker, "id", "gw0"), "test": report.nodeid, "phase": report.when}
+    if TIMELINE and not hasattr(report, "node"):  # under -n, the worker's own (xdist's controller hears it again)
+        line = {"worker": f"gw{WORKER}", "test": report.nodeid, "phase": report.when}
         with open(TIMELINE, "a") as timeline:
             timeline.write(json.dumps(line | {"start": report.start, "stop": report.stop}) + "\n")
     span = _phase_spans.setdefault("alone" if runs_alone([report.nodeid]) else "beside", [report.start, report.stop])
