@@ -270,16 +270,18 @@ def tracepoint_holder() -> Iterator[TracepointHolder]:
 
 @pytest.fixture(scope="module", autouse=True)
 def quick_detaches(request: pytest.FixtureRequest, tracepoint_holder: TracepointHolder) -> None:
-    """Run's tracepoints held for every integration module but those that run alone (worker_groups.ALONE:
-    they measure the machine, and test_signals_at_detach the detach a run alone pays), which release
-    them, unless marked `quick_detaches` (their point is not the detach). A unit module changes nothing."""
+    """Run's tracepoints held for every integration module but one marked `detach_alone`, which releases
+    them: its captures must pay the detach a run alone pays (test_signals_at_detach, last of those that
+    run alone, when the other worker is gone). The idle holder costs each syscall on the machine a
+    program that returns at once, the same for a traced run and its untraced baseline. A unit module
+    changes nothing."""
     module = request.node
     if module.get_closest_marker("integration") is None or os.geteuid() != 0:
         return
-    if runs_alone([module.nodeid]) and module.get_closest_marker("quick_detaches") is None:
-        tracepoint_holder.release()
-    else:
+    if module.get_closest_marker("detach_alone") is None:
         tracepoint_holder.hold()
+    else:
+        tracepoint_holder.release()
 
 
 @pytest.fixture(scope="module")

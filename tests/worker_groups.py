@@ -34,35 +34,41 @@ ALONE: tuple[str, ...] = (
     "test_node_time_bound",
     "test_node_time_slots",
     "test_serving_cpu",
-    "test_signals_at_detach",
     "test_watch_writes",
     "test_where_time_goes",
+    "test_signals_at_detach",  # last: the worker's held tracepoints are released once, for it
 )
 
 # The group the first worker runs last before those that run alone, so that the first of them finds
 # its pooled node (the cluster) still up rather than starting it again (~70 s).
 BEFORE_ALONE = "group cluster"
 
-# Minutes each module took in the last measured two-worker run, beside the other worker (r10 in
+# Minutes each module took in the last measured two-worker run, beside the other worker (r15 in
 # CONTRIBUTING's "Where the minutes go"): the longest units are handed out first, so that the workers
-# finish together. Unlisted: 0.5 for a node test (that run's other 38 took ~21 min), 0.02 for a unit test.
+# finish together. Unlisted: 0.25 for a node test (that run's other 25 took 6.2 min), 0.02 for a unit test.
 MINUTES: dict[str, float] = {
-    "test_replicas_cluster": 4.6,
-    "test_large_partitions": 4.3,
-    "test_cluster_reads": 4.1,
-    "test_watch": 3.2,
-    "test_watch_leftovers": 2.7,
+    "test_large_partitions": 3.7,
+    "test_replicas_cluster": 2.8,
+    "test_cluster_reads": 2.7,
+    "test_watch": 2.6,
     "test_verdict_classes": 2.4,
-    "test_node_gone": 2.3,
-    "test_probes": 2.0,
-    "test_sandbox_cluster": 2.0,
-    "test_container_node": 2.0,
-    "test_watch_metrics": 1.7,
-    "test_end_to_end": 1.6,
-    "test_signals": 1.5,  # r11: 1.8 with its detach trials, now test_signals_at_detach's
+    "test_watch_leftovers": 2.3,
+    "test_node_gone": 2.1,
+    "test_container_node": 1.7,
+    "test_signals": 1.7,
+    "test_probes": 1.5,
+    "test_watch_metrics": 1.3,
+    "test_versions": 1.3,
+    "test_end_to_end": 1.2,
+    "test_run": 1.2,
+    "test_sweep": 1.1,
+    "test_query_shapes": 1.1,
+    "test_sandbox": 0.9,
+    "test_watch_table_writes": 0.9,
+    "test_sandbox_cluster": 0.8,
     "test_bad_input": 0.6,  # a unit test module: ~40 casstrace processes at once
 }
-UNLISTED_MINUTES = 0.5
+UNLISTED_MINUTES = 0.25
 UNIT_MINUTES = 0.02
 
 

@@ -22,7 +22,7 @@ from casstrace.traces import Trace
 from casstrace_cli import CASSTRACE, casstrace
 from test_mmap_nodes import DEMO
 
-pytestmark = [pytest.mark.integration, pytest.mark.quick_detaches]  # alone, but their point is not the detach
+pytestmark = pytest.mark.integration
 
 PREAD_LOOP = Path(__file__).resolve().parents[1] / "helpers" / "PreadLoop.java"
 JAVA = shutil.which("java") or "java"  # Java 17 (a JDK: javac beside it)

@@ -12,7 +12,7 @@ import pytest
 
 from signal_trials import Trial, check, run_trial
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.detach_alone]  # not beside conftest's held tracepoints
 
 if os.geteuid() != 0:
     pytest.skip("BPF capture needs root", allow_module_level=True)
