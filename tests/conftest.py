@@ -132,7 +132,7 @@ MODULES_SHOWN = 15
 _phase_spans: dict[str, list[float]] = {}
 
 
-# CASSTRACE_TEST_TIMELINE=FILE: each test phase as a JSON line (worker, test, phase, start, stop), to see
+# CASSTRACE_TEST_TIMELINE=FILE: each test phase as a JSON line (worker, test, phase, outcome, start, stop), to see
 # where a worker waited.
 TIMELINE = os.environ.get("CASSTRACE_TEST_TIMELINE")
 
@@ -140,7 +140,7 @@ TIMELINE = os.environ.get("CASSTRACE_TEST_TIMELINE")
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _module_seconds[report.nodeid.split("::")[0]] += report.duration
     if TIMELINE and not hasattr(report, "node"):  # under -n, the worker's own (xdist's controller hears it again)
-        line = {"worker": f"gw{WORKER}", "test": report.nodeid, "phase": report.when}
+        line = {"worker": f"gw{WORKER}", "test": report.nodeid, "phase": report.when, "outcome": report.outcome}
         with open(TIMELINE, "a") as timeline:
             timeline.write(json.dumps(line | {"start": report.start, "stop": report.stop}) + "\n")
     span = _phase_spans.setdefault("alone" if runs_alone([report.nodeid]) else "beside", [report.start, report.stop])

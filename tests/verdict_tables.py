@@ -158,6 +158,8 @@ PEOPLE, CITIES = 5_000, 500  # ~400 B rows, ten a city (and a team): ten rows, t
 SENSORS, READINGS = 30, 200  # partitions of 200 rows of ~300 B (~60 KB each, no row index) and a static
 PROFILES = 40  # rows of a 300-element map (~35 KB) and a frozen UDT of ~40 KB
 SESSION_ROWS, SESSION_LIVE = 2_000, 10  # rows of ~1,000 B, all but SESSION_LIVE written with a 1 s TTL
+SESSION_LIVE_TTL_S = 86_400  # the live rows' TTL; a load kept across runs is loaded again when less
+LIVE_LEFT_S = 6 * 3_600  # than this is left of it, so that no run sees them expire
 
 SHAPES_NOT_FLAGGED = {
     "through a secondary index": f"SELECT name FROM {SHAPES}.people WHERE city = 'city17'",
@@ -182,7 +184,7 @@ SAI_SHAPES = {"through an SAI index"}  # 5.0 only
 def load_shapes(node: Sandbox) -> None:
     """The read shapes' tables on `node` (SAI on 5.0 only), unless a finished load is there already."""
     with node.connect() as session:
-        if _loaded(session, "sessions", SHAPES_LOADED):
+        if _loaded(session, "sessions", SHAPES_LOADED) and _live_rows_last(session):
             return
 
         def ddl(cql: str) -> None:
@@ -245,7 +247,10 @@ def load_shapes(node: Sandbox) -> None:
         )
         insert(
             f"INSERT INTO {SHAPES}.sessions (pk, ck, v) VALUES (1, ?, ?) USING TTL ?",
-            [(ck, values.randbytes(500).hex(), 86_400 if ck < SESSION_LIVE else 1) for ck in range(SESSION_ROWS)],
+            [
+                (ck, values.randbytes(500).hex(), SESSION_LIVE_TTL_S if ck < SESSION_LIVE else 1)
+                for ck in range(SESSION_ROWS)
+            ],
         )
         time.sleep(2)  # past the TTL: expired cells, kept until gc_grace_seconds
         node.nodetool("flush", SHAPES)
@@ -299,6 +304,13 @@ def _loaded(session, table: str, marker: str) -> bool:
         )
     )
     return bool(marked) and marked[0].comment == marker
+
+
+def _live_rows_last(session) -> bool:
+    """Whether the sessions table's SESSION_LIVE rows are all live, with LIVE_LEFT_S or more of their TTL left."""
+    rows = session.execute(f"SELECT TTL(v) AS remaining FROM {SHAPES}.sessions WHERE pk = 1 AND ck < {SESSION_LIVE}")
+    left = [row.remaining for row in rows]
+    return len(left) == SESSION_LIVE and min(left) >= LIVE_LEFT_S
 
 
 def _schema_change(session, cql: str) -> None:
