@@ -65,10 +65,6 @@ class TracepointHolder:
     def __init__(self) -> None:
         self._holder: subprocess.Popen[str] | None = None
 
-    @property
-    def held(self) -> bool:
-        return self._holder is not None
-
     def hold(self) -> None:
         if self._holder is None:
             self._holder = subprocess.Popen(

@@ -254,18 +254,16 @@ def kept_capture() -> Iterator[KeptCapture]:
         yield capture
 
 
-# The worker's idle program holding run's tracepoints (bpf_programs.TracepointHolder), so that every
-# capture a module makes closes in ~0.5 s instead of ~6 s, the other worker's too (quick_detaches).
-_tracepoints = TracepointHolder()
-
-
 @pytest.fixture(scope="session")
 def tracepoint_holder() -> Iterator[TracepointHolder]:
-    """The worker's holder, released at the session's end (its one slow detach)."""
+    """The worker's idle program holding run's tracepoints (bpf_programs.TracepointHolder), so that
+    every capture closes in ~0.5 s instead of ~6 s, the other worker's too (quick_detaches); released
+    at the session's end (its one slow detach)."""
+    holder = TracepointHolder()
     try:
-        yield _tracepoints
+        yield holder
     finally:
-        _tracepoints.release()
+        holder.release()
 
 
 @pytest.fixture(scope="module", autouse=True)

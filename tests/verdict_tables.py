@@ -158,8 +158,9 @@ PEOPLE, CITIES = 5_000, 500  # ~400 B rows, ten a city (and a team): ten rows, t
 SENSORS, READINGS = 30, 200  # partitions of 200 rows of ~300 B (~60 KB each, no row index) and a static
 PROFILES = 40  # rows of a 300-element map (~35 KB) and a frozen UDT of ~40 KB
 SESSION_ROWS, SESSION_LIVE = 2_000, 10  # rows of ~1,000 B, all but SESSION_LIVE written with a 1 s TTL
-SESSION_LIVE_TTL_S = 86_400  # the live rows' TTL; a load kept across runs is loaded again when less
-LIVE_LEFT_S = 6 * 3_600  # than this is left of it, so that no run sees them expire
+# The live rows' TTL. A load kept across runs is loaded again once less than LIVE_LEFT_S is left of
+# it, so that no run sees them expire.
+SESSION_LIVE_TTL_S, LIVE_LEFT_S = 86_400, 6 * 3_600
 
 SHAPES_NOT_FLAGGED = {
     "through a secondary index": f"SELECT name FROM {SHAPES}.people WHERE city = 'city17'",
