@@ -1,5 +1,6 @@
 """The files and command line that make one Cassandra JVM: cassandra.yaml, logback, java flags."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from casstrace.node.jvm import DAEMON_CLASS, NODETOOL_CLASS
@@ -137,8 +138,11 @@ def _jvm_base(java: str, module_flags: tuple[str, ...], jars: list[Path], layout
     ]
 
 
-def daemon_command(java: str, jars: list[Path], layout: Layout, settings: Settings) -> list[str]:
-    """The node's command line; `java` is of the version's Java (versions.Series.java_major)."""
+def daemon_command(
+    java: str, jars: list[Path], layout: Layout, settings: Settings, extra_options: Sequence[str] = ()
+) -> list[str]:
+    """The node's command line; `java` is of the version's Java (versions.Series.java_major).
+    `extra_options` come after the sandbox's own flags, so a JVM flag among them wins."""
     assert settings.version is not None
     return [
         *_jvm_base(java, series_of(settings.version).module_flags, jars, layout),
@@ -166,6 +170,7 @@ def daemon_command(java: str, jars: list[Path], layout: Layout, settings: Settin
         # for the ring delay before it goes on without one: 30 s by default. On the loopback, a
         # live peer answers within milliseconds.
         f"-Dcassandra.ring_delay_ms={RING_DELAY_MS}",
+        *extra_options,
         DAEMON_CLASS,
     ]
 

@@ -9,6 +9,7 @@ file, or a PID the kernel gave to someone else, never gets a signal from us.
 import dataclasses
 import errno
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -198,6 +199,7 @@ class Sandbox:
         version's, from find_runtime) and returns once it answers CQL; its ports have been
         checked to be free."""
         java, jars = runtime.java, runtime.jars
+        extra_options = jvm_extra_options()
         self.layout.save_settings(settings)
         config.write_config(self.layout, settings)
         for directory in (
@@ -213,7 +215,7 @@ class Sandbox:
             self.layout.log.replace(self.layout.log.with_name("system.log.previous"))
         with open(self.layout.log, "ab") as log:
             process = subprocess.Popen(
-                config.daemon_command(java, jars, self.layout, settings),
+                config.daemon_command(java, jars, self.layout, settings, extra_options),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -371,6 +373,22 @@ class Runtime:
 
     java: str
     jars: list[Path]
+
+
+# As bin/cassandra: flags a user adds to the node's JVM, e.g. -XX:TieredStopAtLevel=1 (C1 only: a
+# start in about half the CPU, its code slower; what the test suite's nodes that measure no CPU use).
+JVM_EXTRA_OPTS = "JVM_EXTRA_OPTS"
+
+
+def jvm_extra_options() -> list[str]:
+    """The flags in $JVM_EXTRA_OPTS, split as a shell would."""
+    try:
+        return shlex.split(os.environ.get(JVM_EXTRA_OPTS, ""))
+    except ValueError as error:
+        raise CasstraceError(
+            f"{JVM_EXTRA_OPTS} cannot be split into JVM flags ({error})",
+            f"quote it as a shell would, or unset {JVM_EXTRA_OPTS}",
+        ) from None
 
 
 def find_runtime(settings: Settings, progress: Callable[[str], None] = print) -> Runtime:

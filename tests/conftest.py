@@ -32,9 +32,10 @@ from bpf_programs import TracepointHolder
 from casstrace.analyses import Analysis, analyse
 from casstrace.orchestration.kept_capture import KeptCapture
 from casstrace.sandbox.cluster import SandboxCluster
-from casstrace.sandbox.control import Sandbox
+from casstrace.sandbox.control import JVM_EXTRA_OPTS, Sandbox
 from casstrace.sandbox.demo import DemoData, WideTable, ensure_loaded
 from casstrace.traces import TraceWriter
+from node_jit import QUICK_JIT, full_jit
 from worker_groups import WorkerGroups, runs_alone
 
 # Under `pytest -n N` (worker_groups.py) each worker has a test node of its own: the first worker the
@@ -181,6 +182,18 @@ def scratch_data_home(tmp_path_factory):
         os.environ["XDG_DATA_HOME"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quick_jit_nodes() -> Iterator[None]:
+    """The nodes this worker starts run C1 only (node_jit), unless started inside full_jit()."""
+    previous = os.environ.get(JVM_EXTRA_OPTS)
+    os.environ[JVM_EXTRA_OPTS] = QUICK_JIT
+    yield
+    if previous is None:
+        os.environ.pop(JVM_EXTRA_OPTS, None)
+    else:
+        os.environ[JVM_EXTRA_OPTS] = previous
+
+
 @pytest.fixture(scope="session")
 def sandbox() -> Iterator[Sandbox]:
     """The running test node. Use .pid(), .data_dir, .host, .native_port, .jmx_port, .log,
@@ -188,7 +201,8 @@ def sandbox() -> Iterator[Sandbox]:
     node = Sandbox(TEST_DATA_DIR)
     started_here = not node.is_running()
     if started_here:
-        node.start(native_port=TEST_NATIVE_PORT, jmx_port=TEST_JMX_PORT, progress=lambda _: None)
+        with full_jit():
+            node.start(native_port=TEST_NATIVE_PORT, jmx_port=TEST_JMX_PORT, progress=lambda _: None)
     yield node
     if started_here:
         node.stop()
@@ -236,9 +250,10 @@ def node_41() -> Sandbox:
     demo data; pooled (POOLED_NODES)."""
     node = Sandbox(V41_DATA_DIR)
     if not node.is_running():
-        node.start(
-            version="4.1", native_port=V41_NATIVE_PORT, jmx_port=V41_JMX_PORT, heap="512M", progress=lambda _: None
-        )
+        with full_jit():
+            node.start(
+                version="4.1", native_port=V41_NATIVE_PORT, jmx_port=V41_JMX_PORT, heap="512M", progress=lambda _: None
+            )
         _started_here["node_41"] = node
     ensure_loaded(node)
     return node
@@ -291,13 +306,14 @@ def cluster() -> SandboxCluster:
     a module that finds a node stopped starts it."""
     cluster = SandboxCluster(TEST_CLUSTER_DIR)
     if not cluster.is_running():  # every node not running is started
-        cluster.start(
-            nodes=CLUSTER_NODES,
-            native_port=TEST_CLUSTER_NATIVE_PORT,
-            jmx_port=TEST_CLUSTER_JMX_PORT,
-            heap=CLUSTER_HEAP,
-            progress=lambda _: None,
-        )
+        with full_jit():
+            cluster.start(
+                nodes=CLUSTER_NODES,
+                native_port=TEST_CLUSTER_NATIVE_PORT,
+                jmx_port=TEST_CLUSTER_JMX_PORT,
+                heap=CLUSTER_HEAP,
+                progress=lambda _: None,
+            )
         _started_here["cluster"] = cluster
     return cluster
 

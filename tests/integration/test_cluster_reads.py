@@ -18,6 +18,7 @@ from casstrace.analyses.model import Analysis
 from casstrace.analyses.nodes import readers_per_execution
 from casstrace.sandbox.cluster import SandboxCluster
 from casstrace.sandbox.demo import DemoData
+from node_jit import full_jit
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_speculative_retry")]
 
@@ -138,7 +139,8 @@ def test_a_node_down_one_still_works_and_the_missing_replica_is_named(
         assert "Not captured: 127.0.0.3" in analysis.verdict.summary and "at least" in analysis.verdict.summary
         assert "127.0.0.3" in result.stdout
     finally:
-        cluster.start(only=3, progress=lambda _: None)
+        with full_jit():
+            cluster.start(only=3, progress=lambda _: None)
 
 
 def test_compare_one_with_quorum(cluster: SandboxCluster, cluster_demo: DemoData, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from casstrace.node.jvm import cassandra_at
 from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace
 from casstrace_cli import CASSTRACE, casstrace
+from node_jit import full_jit
 from replicas_helpers import agents_of, data_bytes_per_execution, rchar, remote_casstrace
 from watching import start_watch, watch_command
 
@@ -220,7 +221,8 @@ def node_3_down(cluster, hinted_table) -> Iterator[Sandbox]:
     try:
         yield cluster.node(3)
     finally:
-        cluster.start(only=3)  # the cluster is whole again for the modules after this one
+        with full_jit():
+            cluster.start(only=3)  # the cluster is whole again for the modules after this one
 
 
 def test_a_node_down_is_named_and_one_still_works(cluster, query, node_3_down, tmp_path):

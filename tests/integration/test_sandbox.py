@@ -24,6 +24,7 @@ from casstrace.sandbox.control import Sandbox
 from casstrace.traces import Trace, TraceWriter, queries
 from casstrace.traces.schema import THREAD_SLOT_NS
 from casstrace_cli import casstrace
+from node_jit import QUICK_JIT
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +116,8 @@ def test_start_reports_where_the_node_is(scratch):
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert b"org.apache.cassandra.service.CassandraDaemon" in cmdline
     assert f"-Xmx{SCRATCH_HEAP}".encode() in cmdline
+    # JVM_EXTRA_OPTS (the suite's C1-only flag, node_jit) right before the main class, as bin/cassandra puts them.
+    assert cmdline[cmdline.index(b"org.apache.cassandra.service.CassandraDaemon") - 1] == QUICK_JIT.encode()
     assert "commit log  batch sync" in output and "commitlog_sync=batch;" in node.log.read_text()
     # Everything the node writes lives under its data directory.
     for name in ("conf/cassandra.yaml", "data/system", "commitlog", "logs/system.log", "cassandra.pid"):

@@ -13,6 +13,7 @@ from casstrace.sandbox.cluster import SandboxCluster, ring_states
 from casstrace.sandbox.demo import DemoData
 from casstrace.sandbox.settings import HOST
 from casstrace_cli import casstrace
+from node_jit import full_jit
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +106,8 @@ def test_stop_leaves_no_jvm_and_start_brings_the_ring_back(cluster: SandboxClust
     assert status.returncode == 3 and status.stdout.startswith("stopped")
 
     # Every setting is remembered: the data directory alone starts all three again.
-    started = casstrace("sandbox", "start", "--data-dir", cluster.data_dir)
+    with full_jit() as environment:
+        started = casstrace("sandbox", "start", "--data-dir", cluster.data_dir, env=environment)
     assert started.returncode == 0, started.stderr
     assert "(3 nodes) started" in started.stdout
     assert cluster.ring() == {f"127.0.0.{k}": "UN" for k in (1, 2, 3)}

@@ -6,8 +6,9 @@ import json
 import pytest
 
 from casstrace.errors import CasstraceError
+from casstrace.node.jvm import DAEMON_CLASS
 from casstrace.sandbox import config
-from casstrace.sandbox.control import Sandbox, Status, _check_data_compatible
+from casstrace.sandbox.control import JVM_EXTRA_OPTS, Sandbox, Status, _check_data_compatible, jvm_extra_options
 from casstrace.sandbox.settings import Layout, Settings
 from casstrace.sandbox.versions import JAVA11_MODULE_FLAGS, JAVA17_MODULE_FLAGS, parse_version
 
@@ -156,3 +157,20 @@ def test_upgrades_and_patch_changes_are_allowed(tmp_path):
 )
 def test_status_says_which_disk_access_mode_a_stopped_sandbox_uses(tmp_path, settings, shown):
     assert Status(False, tmp_path, None, settings, tmp_path / "system.log").disk_access == shown
+
+
+def test_jvm_extra_opts_come_last_before_the_main_class_as_bin_cassandra_takes_them(tmp_path, monkeypatch):
+    monkeypatch.setenv(JVM_EXTRA_OPTS, "-XX:TieredStopAtLevel=1  '-Dcasstrace.note=two words'")
+    extra = jvm_extra_options()
+    assert extra == ["-XX:TieredStopAtLevel=1", "-Dcasstrace.note=two words"]
+    command = config.daemon_command("java", [], Layout(tmp_path), Settings(version="5.0.9"), extra)
+    assert command[-3:] == [*extra, DAEMON_CLASS]  # after the sandbox's own flags: the user's win
+    monkeypatch.delenv(JVM_EXTRA_OPTS)
+    assert jvm_extra_options() == []
+
+
+def test_jvm_extra_opts_a_shell_cannot_split_is_refused_before_the_node_starts(monkeypatch):
+    monkeypatch.setenv(JVM_EXTRA_OPTS, "-Dx='unclosed")
+    with pytest.raises(CasstraceError) as error:
+        jvm_extra_options()
+    assert JVM_EXTRA_OPTS in error.value.message and "quote" in (error.value.fix or "")
