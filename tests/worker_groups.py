@@ -151,18 +151,24 @@ class WorkerGroups(LoadScopeScheduling):
         self._assign_next(node)
 
     def _reschedule(self, node) -> None:
-        if node.shutting_down:
-            return
-        if not self.workqueue:
-            node.shutdown()
-            return
-        if self._pending_of(self.assigned_work[node]) > 2:
-            return
-        if not self._assign_next(node) and node is not self._keeper():
-            # Nothing left it may take: it runs what it holds (a worker keeps its last test until told
-            # more comes, or that none does), then its session ends and stops its node, before the
-            # modules that run alone. (The keeper waits for them.)
-            node.shutdown()
+        """Give `node` a unit when it has two tests or fewer left, and more while it has fewer than two: a
+        worker keeps its last test until told more comes, or that none does (a lone one-test unit would
+        wait forever)."""
+        assigned = False
+        while not node.shutting_down:
+            if not self.workqueue:
+                node.shutdown()
+                return
+            pending = self._pending_of(self.assigned_work[node])
+            if pending > 2 or (assigned and pending >= 2):
+                return
+            if not self._assign_next(node):
+                if node is not self._keeper():
+                    # Nothing left it may take: it runs what it holds, then its session ends and stops
+                    # its node, before the modules that run alone. (The keeper waits for them.)
+                    node.shutdown()
+                return
+            assigned = True
 
     def remove_node(self, node):
         crashed_item = super().remove_node(node)

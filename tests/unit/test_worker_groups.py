@@ -128,6 +128,19 @@ def test_a_worker_done_first_waits_without_taking_an_alone_unit(scheduler):
     assert names(gw0)[-1] == "test_busy.py::test_a"
 
 
+def test_only_one_test_modules_that_run_alone_are_all_sent_and_end(tables):
+    """As `-k` leaves them: the first worker is sent each one-test unit, and told no more comes, so
+    it runs its last test instead of holding it back forever."""
+    collection = ["tests/integration/test_busy.py::test_a", "tests/integration/test_quiet.py::test_a"]
+    sched, (gw0, gw1) = scheduled(collection)
+    assert gw1.shutting_down and not gw0.sent
+    sched.remove_node(gw1)
+    assert names(gw0, collection) == ["test_busy.py::test_a", "test_quiet.py::test_a"]
+    assert gw0.shutting_down
+    finish(sched, gw0)
+    assert sched.tests_finished
+
+
 def test_the_keeper_alone_takes_the_held_group_and_then_those_that_run_alone(scheduler):
     sched, (gw0, gw1) = scheduler
     sched.remove_node(gw1)  # the other worker gone early (crashed): its units come back
