@@ -43,6 +43,9 @@ WIDE_RATE, WIDE_IN_FLIGHT, WIDE_MIN_RATE = 100, 8, 10
 KEY = 4242
 REPEAT = 9  # executions of a point read per run (the median of 9 keeps a neighbour's chunk charged to one or two out)
 WITHIN = 1.2  # bytes per execution, busy against idle
+# Of the other client's requests over the measured windows (its rate times their length), the least the
+# node's count around them may hold (the count spans more than the windows; the rate is the load's mean).
+COUNTED_SHARE = 0.5
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +95,18 @@ def window_totals(analysis: Analysis) -> int:
         )[0][0]
 
 
+def measured_seconds(analysis: Analysis) -> float:
+    """The measured executions' windows, in seconds, added up."""
+    with Trace(analysis.trace_path) as trace:
+        return (
+            trace.rows(
+                "SELECT coalesce(sum(end_ns - start_ns), 0) FROM windows WHERE window_id IN"
+                " (SELECT window_id FROM executions WHERE kind = 'measured')"
+            )[0][0]
+            / 1e9
+        )
+
+
 def test_a_point_read_is_charged_its_own_reads_under_load(sandbox, point_table, tmp_path, kept_capture):
     idle = traced(sandbox, point_table.point_query(KEY), tmp_path / "idle.trace", kept_capture, repeat=REPEAT)
     with other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as load:
@@ -102,9 +117,11 @@ def test_a_point_read_is_charged_its_own_reads_under_load(sandbox, point_table, 
     assert idle.overall.busy.attributed_share is not None and idle.overall.busy.attributed_share >= 0.9
     # Busy: the other client's reads were in the windows, and none of them is the query's.
     assert busy.overall.busy is not None and busy.overall.busy.busy_executions == busy.overall.busy.executions
-    # (the node's count over the measured executions' span, about half a second: 227 at 490 requests/s;
-    # the rate itself is reached()'s to check)
-    assert busy.overall.busy.other_requests and busy.overall.busy.other_requests >= MIN_RATE / 6
+    # The node's count of them, read either side of each measured execution, holds at least what the
+    # other client's own rate gives over the executions' windows, and no more than the client was answered
+    # (how many depends on the machine's speed; the rate itself is reached()'s to check).
+    counted = busy.overall.busy.other_requests
+    assert counted and COUNTED_SHARE * load.achieved_rate * measured_seconds(busy) <= counted <= load.completed
     # The other client read the table in the query's own windows, and none of it was charged to the query.
     # (How much it read there scales with the windows' length: about a 16 KiB chunk per 2 ms at 500/s,
     # against the query's two chunks, so from 0.6x the query's own bytes on a quiet machine to over 2x on
