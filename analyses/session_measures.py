@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from casstrace.analyses.attribution import Span, served_cpu_ns
 from casstrace.traces.measures import measure
 from casstrace.traces.queries import StatementSession, ThreadCpu
+from casstrace.traces.spans import covered_ns, union
 from casstrace.traces.thread_roles import SESSION_ROLES, role_of
 
 Figures = dict[int, dict[str, float]]  # session -> {measure name: its figure}
@@ -74,8 +75,8 @@ def pauses_overlapped(inputs: SessionInputs) -> Figures:
         if session.duration_ns is not None:
             end = session.started_ns + session.duration_ns
             found[session.session] = {
-                "gc_pause_ns": float(overlap(session.started_ns, end, gc_pauses)),
-                "safepoint_ns": float(overlap(session.started_ns, end, pauses)),
+                "gc_pause_ns": float(covered_ns(session.started_ns, end, gc_pauses)),
+                "safepoint_ns": float(covered_ns(session.started_ns, end, pauses)),
             }
     return found
 
@@ -123,19 +124,3 @@ def per_execution(figures: Figures, executions: dict[int, int], names: tuple[str
         }
         for execution, sessions in listed.items()
     }
-
-
-def union(pauses: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
-    """The pauses as disjoint spans."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(pauses or ()):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def overlap(start: int, end: int, pauses: list[tuple[int, int]]) -> int:
-    """ns of [start, end) inside the (disjoint) pauses."""
-    return sum(max(0, min(end, stop) - max(start, begin)) for begin, stop in pauses)

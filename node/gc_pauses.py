@@ -34,6 +34,7 @@ from casstrace.node.jvm import jcmd_command, jcmd_value_problem, run_tool
 from casstrace.probes.proc.proc_fds import root_prefix
 from casstrace.traces.meta import JvmPause
 from casstrace.traces.rows import WindowMeasureRow
+from casstrace.traces.spans import covered_ns, union
 from casstrace.traces.writer import TraceWriter
 
 JCMD_TIMEOUT_S = 30.0
@@ -47,6 +48,9 @@ GC_PAUSE = re.compile(
 )
 # '[1672368670265ns] Safepoint "G1CollectFull", Time since last: ..., Total: 1115043100 ns'
 SAFEPOINT = re.compile(r'^\[(?P<end>\d+)ns\] Safepoint "(?P<operation>[^"]+)".*\bTotal: (?P<total>\d+) ns')
+
+
+KINDS = {"gc": "gc_pause_ns", "safepoint": "safepoint_ns"}  # a pause's kind -> the window measure of it
 
 
 @dataclass(frozen=True)
@@ -223,15 +227,12 @@ class GcPauses:
         pauses = parse_log(self._text)
         rows: list[WindowMeasureRow] = []
         overlapping = []
+        spans = {kind: union([(p.start_ns, p.end_ns) for p in pauses if p.kind == kind]) for kind in KINDS}
         for start, end, window_id in writer.window_spans(self._windows):
-            for kind, name in (("gc", "gc_pause_ns"), ("safepoint", "safepoint_ns")):
-                rows.append(
-                    {
-                        "window_id": window_id,
-                        "measure": name,
-                        "value": sum(overlap(p, start, end) for p in pauses if p.kind == kind),
-                    }
-                )
+            rows += [
+                {"window_id": window_id, "measure": name, "value": covered_ns(start, end, spans[kind])}
+                for kind, name in KINDS.items()
+            ]
             overlapping += [
                 {
                     "window_id": window_id,

@@ -2,6 +2,7 @@
 (lines as a Java 17 G1 JVM writes them with `VM.log ... decorators=timenanos`)."""
 
 from casstrace.node.gc_pauses import Pause, overlap, parse_log
+from casstrace.traces.spans import covered_ns, union
 
 LOG = """\
 [1664669319993ns] Safepoint "Cleanup", Time since last: 3004621515 ns, Reaching safepoint: 19196 ns, \
@@ -49,3 +50,12 @@ def test_a_pause_counts_in_a_window_only_as_far_as_it_overlaps_it():
     assert overlap(pause, 150, 1000) == 50
     assert overlap(pause, 120, 130) == 10
     assert overlap(pause, 0, 1000) == 100
+
+
+def test_pauses_the_log_gives_overlapping_count_once_in_a_window():
+    """Two logged pauses can overlap (each line's time is when it was logged): a window holds their
+    union, never more than its own length (a 26.5 ms window once held 33.5 ms so: a trace refused)."""
+    spans = union([(150, 260), (100, 200), (400, 410)])
+    assert spans == [(100, 260), (400, 410)]
+    assert covered_ns(120, 250, spans) == 130  # not 80 + 100
+    assert covered_ns(0, 1000, spans) == 170
