@@ -353,38 +353,41 @@ def read_sessions(
 
 
 def _read_events(session: Any, by_id: dict[str, SampledSession]) -> None:
-    """Each session's events from system_traces.events (EVENTS_PER_QUERY sessions a read). A node writes
-    a session's duration without waiting for its events (cassandra.wait_for_tracing_events_timeout_secs
-    is 0 by default), so a finished session's last events may still be on their way: a batch is read
-    again, EVENTS_SETTLE_S apart, until a read finds no more (at most EVENTS_READS reads)."""
-    for batch in _batches(list(by_id), EVENTS_PER_QUERY):
-        events = _batch_events(session, batch)
-        for _ in range(EVENTS_READS - 1):
-            time.sleep(EVENTS_SETTLE_S)
-            again = _batch_events(session, batch)
-            if sum(map(len, again.values())) <= sum(map(len, events.values())):
-                break
-            events = again
-        for key, session_events in events.items():
-            add_events(by_id[key], session_events)
+    """Each session's events from system_traces.events. A node writes a session's duration without
+    waiting for its events (cassandra.wait_for_tracing_events_timeout_secs is 0 by default), so a
+    finished session's last events may still be on their way: they are read again, EVENTS_SETTLE_S
+    apart, until a read finds no more (at most EVENTS_READS reads)."""
+    if not by_id:
+        return
+    events = _events_of(session, list(by_id))
+    for _ in range(EVENTS_READS - 1):
+        time.sleep(EVENTS_SETTLE_S)
+        again = _events_of(session, list(by_id))
+        if sum(map(len, again.values())) <= sum(map(len, events.values())):
+            break
+        events = again
+    for key, session_events in events.items():
+        add_events(by_id[key], session_events)
 
 
-def _batch_events(session: Any, batch: list[str]) -> dict[str, list[TraceEvent]]:
-    events: dict[str, list[TraceEvent]] = {key: [] for key in batch}
-    rows = session.execute(
-        "SELECT session_id, event_id, source_elapsed, thread, activity, source FROM system_traces.events"
-        f" WHERE session_id IN ({', '.join(batch)})"
-    )
-    for row in rows:
-        events[str(row.session_id)].append(
-            TraceEvent(
-                _uuid_unix_ns(row.event_id),
-                (row.source_elapsed or 0) * 1000,
-                row.thread or "",
-                row.activity or "",
-                normalize_ip(str(row.source)) if row.source is not None else None,
-            )
+def _events_of(session: Any, keys: list[str]) -> dict[str, list[TraceEvent]]:
+    """The sessions' events as they are now (EVENTS_PER_QUERY sessions a read)."""
+    events: dict[str, list[TraceEvent]] = {key: [] for key in keys}
+    for batch in _batches(keys, EVENTS_PER_QUERY):
+        rows = session.execute(
+            "SELECT session_id, event_id, source_elapsed, thread, activity, source FROM system_traces.events"
+            f" WHERE session_id IN ({', '.join(batch)})"
         )
+        for row in rows:
+            events[str(row.session_id)].append(
+                TraceEvent(
+                    _uuid_unix_ns(row.event_id),
+                    (row.source_elapsed or 0) * 1000,
+                    row.thread or "",
+                    row.activity or "",
+                    normalize_ip(str(row.source)) if row.source is not None else None,
+                )
+            )
     return events
 
 

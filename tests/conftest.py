@@ -173,25 +173,17 @@ def pytest_terminal_summary(terminalreporter) -> None:
 def scratch_data_home(tmp_path_factory):
     """Traces the tests write by default (and `casstrace traces` lists) go to a scratch data
     directory, not the user's. The test node lives at TEST_DATA_DIR, chosen apart from this."""
-    previous = os.environ.get("XDG_DATA_HOME")
-    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data-home"))
-    yield
-    if previous is None:
-        os.environ.pop("XDG_DATA_HOME")
-    else:
-        os.environ["XDG_DATA_HOME"] = previous
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
 def quick_jit_nodes() -> Iterator[None]:
     """The nodes this worker starts run C1 only (node_jit), unless started inside full_jit()."""
-    previous = os.environ.get(JVM_EXTRA_OPTS)
-    os.environ[JVM_EXTRA_OPTS] = QUICK_JIT
-    yield
-    if previous is None:
-        os.environ.pop(JVM_EXTRA_OPTS, None)
-    else:
-        os.environ[JVM_EXTRA_OPTS] = previous
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(JVM_EXTRA_OPTS, QUICK_JIT)
+        yield
 
 
 @pytest.fixture(scope="session")
