@@ -29,6 +29,7 @@ from cassandra.query import BatchStatement, BatchType
 
 from casstrace.analyses.attribution import served_cpu_ns, slot_spans
 from casstrace.analyses.watch import DRIVER_BATCH_UNNAMED
+from casstrace.node.thread_pools import trace_writes_done
 from casstrace.traces import Trace, queries
 from casstrace.traces.activities import DRIVER_BATCH_STATEMENT
 from casstrace_cli import casstrace
@@ -51,6 +52,12 @@ INSERTS, VALUE_BYTES, IN_FLIGHT, INSERT_RATE = 1000, 1000, 8, 500
 # client's completions, which come when the node is idle), meet at least one.
 GC_BATCH_ROWS, GC_BATCH_VALUE, GC_IN_FLIGHT, GC_FORCED, GC_EVERY_S = 10, 1000, 8, 12, 0.15
 LARGE_BATCHES, LARGE_ROWS, LARGE_VALUE = 10, 30, 1000  # 30 partitions, ~31 KB: past 5 KiB, under the 50 KiB refusal
+# The node's tracing stage queues at most 1,000 writes and drops the rest (counted as dropped _TRACE
+# messages, which casstrace cannot read without JMX). A large batch traces ~100 events: ten of them
+# back to back, behind the inserts' backlog, filled it, and the node dropped a batch's session (its
+# wire bytes then split by 9), three of its events (29.7 partitions) or all the small batches after
+# them (seen in 3 of 9 runs on a loaded machine). Each workload waits until the stage caught up.
+TRACING_CAUGHT_UP_S = 30
 SMALL_BATCHES, SMALL_ROWS, SMALL_VALUE = 10, 3, 20  # one partition, ~0.3 KB
 # The last GC begins WATCH_MARGIN_S before the watch ends at the latest; the watch lasts long enough for
 # its metrics page to be refreshed once every insert was sampled (a refresh every few s, the first
@@ -161,6 +168,7 @@ def watched(sandbox, nodetool, tmp_path_factory):
         _client(sandbox, "127.0.0.3") as (large, large_connection),
         _client(sandbox, "127.0.0.4") as (small, small_connection),
         _client(sandbox, "127.0.0.5") as (paused, _),
+        sandbox.connect() as pacing,
     ):
         insert = inserting.prepare(INSERT)
         metrics, watch_over = free_port(), threading.Event()
@@ -187,8 +195,10 @@ def watched(sandbox, nodetool, tmp_path_factory):
         for future in pending:
             future.result()
         pushed.append(insert_connection.pushed)
+        assert trace_writes_done(pacing, TRACING_CAUGHT_UP_S)
         for key in range(LARGE_BATCHES):
             large.execute(_batch(LARGE_ROWS, LARGE_VALUE, key, one_partition=False))
+            assert trace_writes_done(pacing, TRACING_CAUGHT_UP_S)
         pushed.append(large_connection.pushed)
         for key in range(SMALL_BATCHES):
             small.execute(_batch(SMALL_ROWS, SMALL_VALUE, key, one_partition=True))
