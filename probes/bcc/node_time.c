@@ -30,9 +30,13 @@
 // time, go to userspace (the transitions ring) in the order they happened, where request_states.py
 // folds them into the time the request threads ran, waited for a CPU or for the disk while a request
 // was open. A thread switched in is known as the process's by its tid (jvm_threads: each thread of the
-// process that left a CPU): sched_switch names only the current task's process. A thread switched
-// in under a pool's name that leaves under another (a shared-pool worker renames itself as it moves)
-// is sent as having left the pools: it no longer serves a request.
+// process that left a CPU): sched_switch names only the current task's process. A shared-pool worker
+// moves from pool to pool without leaving its CPU, renaming itself as it goes: a rename into a request
+// pool's name is sent as a switch in (it serves from then on), one out of it as having left the pools
+// (it serves no request). A worker that took a request's task between two of another pool's, in one
+// slice, is so seen serving it. Each request thread's condition since when is kept outside the windows
+// too (request_threads: a map update per switch of the process's request threads, and per wake-up of
+// one), for the window to open with it.
 //
 // The window is the one userspace set last (window[0]): a slice or a write counts in the window it
 // ended in. Nothing is lost but what the full maps and the ring refuse (overflows[0], counted).
@@ -74,7 +78,16 @@ BPF_HASH(answering_ns, u32, u64, WINDOWS);
 BPF_HASH(answered, u32, u64, WINDOWS);
 BPF_HASH(request_oncpu, u32, u64, WINDOWS);
 BPF_HASH(jvm_threads, u32, u8, JVM_THREADS);
-BPF_HASH(serving, u32, u8, JVM_THREADS); // request threads on a CPU now, switched in under a pool's name
+// The request threads' conditions, kept outside the measured windows too, so that each window starts
+// from its threads' conditions as it opens (userspace reads them then): a thread on a CPU (switched in or
+// renamed under a request pool's name), waiting for one, on the disk or asleep, since when. A thread
+// renamed out of the pools leaves it.
+struct thread_state {
+    u64 since;
+    u32 state; // STATE_*
+    u32 unused;
+};
+BPF_HASH(request_threads, u32, struct thread_state, JVM_THREADS);
 BPF_RINGBUF_OUTPUT(transitions, TRANSITION_PAGES);
 BPF_HASH(transitions_lost, u32, u64, WINDOWS);
 
@@ -115,14 +128,37 @@ static inline void send(u64 ts_ns, u64 from_ns, u32 tid, u32 window_id, u32 kind
 #define UNINTERRUPTIBLE 0x2
 
 TRACEPOINT_PROBE(sched, sched_wakeup) {
-    if (!per_thread_window())
-        return 0;
     u32 tid = args->pid;
     char comm[sizeof(args->comm)];
     __builtin_memcpy(comm, args->comm, sizeof(comm));
-    if (SERVES_REQUESTS(comm) && jvm_threads.lookup(&tid))
-        send(bpf_ktime_get_ns(), 0, tid, current_window(), KIND_WOKEN, 0);
+    if (!SERVES_REQUESTS(comm) || !jvm_threads.lookup(&tid))
+        return 0;
+    u64 now = bpf_ktime_get_ns();
+    struct thread_state *known = request_threads.lookup(&tid);
+    if (!known || known->state == STATE_SLEEPING || known->state == STATE_IO) { // not on a CPU, nor waiting for one
+        struct thread_state woken = {.since = now, .state = STATE_RUNNABLE};
+        if (request_threads.update(&tid, &woken) != 0)
+            count_overflow();
+    }
+    if (per_thread_window())
+        send(now, 0, tid, current_window(), KIND_WOKEN, 0);
     return 0;
+}
+
+// The current task (one of the process's) leaves its CPU, in the state the scheduler reports.
+static inline void leave_cpu(u64 now, u64 started, u32 tid, char *comm, long reported, u32 slotted, u32 window_id) {
+    if (!SERVES_REQUESTS(comm))
+        return; // not a request pool's: a rename out of one took it out of request_threads
+    u32 state = reported == 0 ? STATE_RUNNABLE : (reported & UNINTERRUPTIBLE) ? STATE_IO : STATE_SLEEPING;
+    if (slotted) {
+        struct thread_state *known = request_threads.lookup(&tid);
+        // it served from its slice's start, or from its rename into a pool within the slice
+        u64 from = known && known->state == STATE_RUNNING && known->since > started ? known->since : started;
+        send(now, from, tid, window_id, KIND_SWITCHED_OUT, state);
+    }
+    struct thread_state left = {.since = now, .state = state};
+    if (request_threads.update(&tid, &left) != 0)
+        count_overflow();
 }
 
 TRACEPOINT_PROBE(sched, sched_switch) {
@@ -131,31 +167,21 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     u64 pid_tgid = bpf_get_current_pid_tgid();
     u32 ours = (pid_tgid >> 32) == TGID;
     u32 slotted = per_thread_window();
-    if (!ours && !slotted) // every other process's switch, outside the measured windows: nothing to do
-        return 0;
     u32 window_id = current_window();
     u32 tid = pid_tgid;
     char comm[sizeof(args->prev_comm)];
     __builtin_memcpy(comm, args->prev_comm, sizeof(comm));
-    if (slotted) {
-        if (ours) {
-            long state = args->prev_state & REPORTED_STATES;
-            if (SERVES_REQUESTS(comm))
-                send(now, started, tid, window_id, KIND_SWITCHED_OUT,
-                     state == 0 ? STATE_RUNNABLE : (state & UNINTERRUPTIBLE) ? STATE_IO : STATE_SLEEPING);
-            else if (serving.lookup(&tid)) // renamed as it ran (a shared-pool worker moved to another pool)
-                send(now, 0, tid, window_id, KIND_SWITCHED_OUT, STATE_LEFT);
-            serving.delete(&tid);
-        }
-        u32 next = args->next_pid;
-        char next_comm[sizeof(args->next_comm)];
-        __builtin_memcpy(next_comm, args->next_comm, sizeof(next_comm));
-        if (SERVES_REQUESTS(next_comm) && jvm_threads.lookup(&next)) {
-            u8 yes = 1;
-            if (serving.update(&next, &yes) != 0)
-                count_overflow();
+    if (ours)
+        leave_cpu(now, started, tid, comm, args->prev_state & REPORTED_STATES, slotted, window_id);
+    u32 next = args->next_pid;
+    char next_comm[sizeof(args->next_comm)];
+    __builtin_memcpy(next_comm, args->next_comm, sizeof(next_comm));
+    if (SERVES_REQUESTS(next_comm) && jvm_threads.lookup(&next)) {
+        struct thread_state running = {.since = now, .state = STATE_RUNNING};
+        if (request_threads.update(&next, &running) != 0)
+            count_overflow();
+        if (slotted)
             send(now, 0, next, window_id, KIND_SWITCHED_IN, 0);
-        }
     }
     if (!ours)
         return 0;
@@ -181,6 +207,32 @@ TRACEPOINT_PROBE(sched, sched_switch) {
         __sync_fetch_and_add(requests_total, ran);
     else
         count_overflow();
+    return 0;
+}
+
+TRACEPOINT_PROBE(task, task_rename) {
+    u64 pid_tgid = bpf_get_current_pid_tgid();
+    u32 tid = pid_tgid;
+    if ((pid_tgid >> 32) != TGID || args->pid != tid) // the JVM names only the calling thread
+        return 0;
+    char before[sizeof(args->oldcomm)], after[sizeof(args->newcomm)];
+    __builtin_memcpy(before, args->oldcomm, sizeof(before));
+    __builtin_memcpy(after, args->newcomm, sizeof(after));
+    u64 now = bpf_ktime_get_ns();
+    // each name tested in its own branch: their two results compared made the verifier's paths explode
+    if (SERVES_REQUESTS(after)) {
+        if (SERVES_REQUESTS(before))
+            return 0;
+        struct thread_state running = {.since = now, .state = STATE_RUNNING};
+        if (request_threads.update(&tid, &running) != 0)
+            count_overflow();
+        if (per_thread_window())
+            send(now, 0, tid, current_window(), KIND_SWITCHED_IN, 0);
+    } else if (SERVES_REQUESTS(before)) {
+        request_threads.delete(&tid);
+        if (per_thread_window())
+            send(now, 0, tid, current_window(), KIND_SWITCHED_OUT, STATE_LEFT);
+    }
     return 0;
 }
 

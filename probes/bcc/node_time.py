@@ -22,7 +22,7 @@ import ctypes
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from importlib import resources
 from typing import Any
 
@@ -105,6 +105,23 @@ class _Sent(ctypes.Structure):
     ]
 
 
+def opening_conditions(window_id: int, threads: Iterable[tuple[Any, Any]]) -> list[Transition]:
+    """The request threads' conditions as window `window_id` opens (node_time.c's request_threads: tid ->
+    condition since when), as the transitions that began them: a thread on a CPU since before the window,
+    or waiting for one, or on the disk, is so from then, not asleep until its first transition in it."""
+    began = {
+        State.RUNNING: (Kind.SWITCHED_IN, 0),
+        State.RUNNABLE: (Kind.WOKEN, 0),
+        State.IO: (Kind.SWITCHED_OUT, State.IO),
+    }
+    opening = []
+    for tid, condition in threads:
+        if (transition := began.get(condition.state)) is not None:
+            kind, state = transition
+            opening.append(Transition(condition.since, 0, tid.value, window_id, kind, state))
+    return opening
+
+
 class NodeTime:
     """The node's time and CPU per window, for the process `pid` serving CQL on `native_port`. Made before
     the capture: the program is compiled and attached then (a second or two of one core), idle until
@@ -177,7 +194,10 @@ class NodeTime:
             # CLOCK_MONOTONIC: bpf_ktime_get_ns()'s clock
             self._bpf[b"window_start_ns"][ctypes.c_int(0)] = ctypes.c_uint64(time.monotonic_ns())
             self._bpf[b"window"][ctypes.c_int(0)] = ctypes.c_uint32(window_id)
-            self._bpf[b"per_thread"][ctypes.c_int(0)] = ctypes.c_uint32(label in self._per_thread_labels)
+            per_thread = label in self._per_thread_labels
+            self._bpf[b"per_thread"][ctypes.c_int(0)] = ctypes.c_uint32(per_thread)
+            if per_thread:  # read after the switch: a change meanwhile is sent too, and sorts after
+                self._transitions += opening_conditions(window_id, self._bpf[b"request_threads"].items())
 
     def on_window_end(self, window_id: int) -> None:
         if self._bpf is not None:

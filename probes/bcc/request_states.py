@@ -21,12 +21,14 @@ request's read to its answer's first write, then write to write) folded against 
 of the threads' states. On a node that serves other clients the threads' states are theirs too: the
 split is then of the node's request threads while casstrace's request was open.
 
-Only the measured windows' transitions are sent (a busy node's switches outside them cost nothing
-more), so each window's timeline starts unknown. A switch out carries the moment the thread was
-switched in (its slice's start, from the scheduler's switch on that CPU), so a thread that ran across
-the window's start, or was switched in under another pool's name and renamed itself as it ran, runs
-from there. Before its first transition a thread counts as asleep: what is not known is left in the
-rest, never given to a part.
+Only the measured windows' transitions are sent; each window opens with the transitions that began
+its request threads' conditions then (node_time.py opening_conditions: on a CPU, waiting for one or on
+the disk since before the window), so a thread that runs through the whole window, or waits for a CPU
+from before it, is not taken for asleep. A switch out carries the moment the thread began to serve
+(its slice's start, or its rename into a request pool within the slice). A shared-pool worker's
+renames as it runs are transitions too (node_time.c): into a request pool's name, a switch in; out
+of it, having left the pools. A thread with no condition known counts as asleep: what is not known is
+left in the rest, never given to a part.
 """
 
 from bisect import bisect_right
@@ -39,8 +41,8 @@ from typing import NamedTuple
 class Kind(IntEnum):
     """A transition's kind (node_time.c's KIND_* defines)."""
 
-    SWITCHED_OUT = 1  # the thread left its CPU, in `state`; `from_ns`: when it was switched in (0: unknown)
-    SWITCHED_IN = 2
+    SWITCHED_OUT = 1  # the thread left its CPU or its pool, in `state`; `from_ns`: when it began to serve (0: unknown)
+    SWITCHED_IN = 2  # on a CPU under a request pool's name, or renamed into one as it ran
     WOKEN = 3
     ANSWERED = 4  # an answering write's exit: the request's time from `from_ns` to `ts_ns` is the node's
 
@@ -52,7 +54,7 @@ class State(IntEnum):
     SLEEPING = 1
     IO = 2  # uninterruptible sleep: the disk, or a fault on a mapped page
     RUNNING = 3
-    LEFT = 4  # switched out under another pool's name (a shared-pool worker renamed as it ran): serves none
+    LEFT = 4  # renamed into another pool's name (a shared-pool worker moving as it runs): serves none
 
 
 class Transition(NamedTuple):

@@ -1,7 +1,11 @@
 """node_time.c's per-thread CPU slots, on this kernel, against a program's own clock and the kernel's
 schedstat: a thread that spins 50 ms without leaving the CPU has the last SLICE_SLOTS milliseconds
 of its slice counted slot by slot where its own clock says it ran, the earlier rest in the earliest
-slot, and the slots add up to the CPU the kernel counted for it.
+slot, and the slots add up to the CPU the kernel counted for it. And its request threads' states: a
+thread that, in one slice, renames itself into a request pool, spins, and renames itself out of it (a
+shared-pool worker taking one request's task between two of another pool's) is seen serving exactly
+while its own clock says it bore the pool's name; and one that runs from before a window opens until
+after it closes is seen running throughout it.
 
 The spinner runs at a real-time priority so that it spins in one slice, and reads CLOCK_MONOTONIC
 (time.monotonic_ns), the clock bpf_ktime_get_ns() reads too.
@@ -14,6 +18,7 @@ import time
 
 import pytest
 
+from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
 from casstrace.probes.protocol import MEASURED_WINDOW
 from casstrace.traces.schema import THREAD_SLOT_NS
 
@@ -105,3 +110,112 @@ def test_a_slice_longer_than_the_slots_cut_puts_its_earlier_rest_in_the_earliest
     assert len(lumped) <= slices, (slices, slots)
     if slices == 1:  # the spin in one slice, as it is but where something preempted it (once in 25 runs)
         assert lumped == [min(slots)] and slots[min(slots)] > (end - start - SLICE_SLOTS * THREAD_SLOT_NS) * 0.8
+
+
+# In one FIFO slice: under another pool's name, then a request pool's for SPIN_NS, then the other's again;
+# each rename between two readings of its own clock.
+RENAMER = f"""
+import os, sys, time
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+def rename(name):
+    before = time.monotonic_ns()
+    with open("/proc/self/comm", "w") as comm:
+        comm.write(name)
+    return before, time.monotonic_ns()
+rename("MutationStage-1")
+print("ready", flush=True)
+sys.stdin.readline()
+into = rename("ReadStage-1")
+start = time.monotonic_ns()
+while time.monotonic_ns() - start < {SPIN_NS}:
+    pass
+out = rename("MutationStage-1")
+print(*into, *out, flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_thread_renamed_into_a_request_pool_and_out_in_one_slice_serves_while_it_bears_the_name():
+    renamer = subprocess.Popen(
+        [sys.executable, "-c", RENAMER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert renamer.stdout.readline().strip() == "ready"
+        warnings: list[str] = []
+        node_time = NodeTime(renamer.pid, native_port=0, warn=warnings.append)
+        assert not warnings, warnings
+        try:
+            node_time.on_window_start(1, MEASURED_WINDOW, 0)
+            renamer.stdin.write("go\n")
+            renamer.stdin.flush()
+            into_before, into_after, out_before, out_after = map(int, renamer.stdout.readline().split())
+            time.sleep(0.05)  # blocked on its stdin again: the slice has ended
+            node_time.on_window_end(1)
+        finally:
+            node_time.stop()
+        own = [t for t in node_time.transitions() if t.tid == renamer.pid]
+    finally:
+        renamer.stdin.write("end\n")
+        renamer.stdin.close()
+        renamer.wait(timeout=10)
+    # the rename in, then the rename out (the thread left the pools; its switch out after is another
+    # pool's): each stamped between its clock's readings either side of the write
+    assert [(t.kind, t.state) for t in own] == [(Kind.SWITCHED_IN, 0), (Kind.SWITCHED_OUT, State.LEFT)], own
+    assert into_before <= own[0].ts_ns <= into_after and out_before <= own[1].ts_ns <= out_after, own
+    # a request open over the whole slice: the thread ran for it exactly while it bore the pool's name
+    request = Transition(out_after + 1_000_000, into_before - 1_000_000, 0, 1, Kind.ANSWERED, 0)
+    running = split_request_time([*own, request])[1]["running_ns"]
+    assert SPIN_NS <= out_before - into_after <= running <= out_after - into_before, (running, own)
+
+
+# A request pool's thread that runs from before a window until after it: one FIFO slice of SPIN_NS,
+# begun after a short sleep (the sleep's switch out makes it known as the process's thread).
+RUNNER = f"""
+import os, sys, time
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+with open("/proc/self/comm", "w") as comm:
+    comm.write("ReadStage-1")
+print("ready", flush=True)
+sys.stdin.readline()
+time.sleep(0.01)
+start = time.monotonic_ns()
+while time.monotonic_ns() - start < {SPIN_NS}:
+    pass
+print(start, time.monotonic_ns(), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_request_thread_running_across_a_whole_window_is_seen_running_in_it():
+    runner = subprocess.Popen([sys.executable, "-c", RUNNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert runner.stdout.readline().strip() == "ready"
+        warnings: list[str] = []
+        node_time = NodeTime(runner.pid, native_port=0, warn=warnings.append)
+        assert not warnings, warnings
+        try:
+            node_time.on_window_start(1, "gap", None)
+            runner.stdin.write("go\n")
+            runner.stdin.flush()
+            time.sleep(0.02)  # 10 ms of sleep, then the spin: the window opens during the spin
+            opened = time.monotonic_ns()
+            node_time.on_window_start(2, MEASURED_WINDOW, 0)
+            time.sleep(0.01)
+            node_time.on_window_start(3, "gap", None)
+            closed = time.monotonic_ns()
+            node_time.on_window_end(2)
+            start, end = map(int, runner.stdout.readline().split())
+        finally:
+            node_time.stop()
+        own = [t for t in node_time.transitions() if t.tid == runner.pid and t.window_id == 2]
+    finally:
+        runner.stdin.write("end\n")
+        runner.stdin.close()
+        runner.wait(timeout=10)
+    assert start < opened and closed < end, (start, opened, closed, end)  # the window inside the spin
+    # the window opens with the thread on its CPU since its switch in, before its clock's first reading
+    assert [(t.kind, t.state) for t in own] == [(Kind.SWITCHED_IN, 0)], own
+    assert start - 20_000_000 < own[0].ts_ns <= start, (own, start)
+    # a request open through the window: the thread ran for all of it
+    request = Transition(closed, opened, 0, 2, Kind.ANSWERED, 0)
+    assert split_request_time([*own, request])[2] == {"running_ns": closed - opened, "cpu_wait_ns": 0, "io_wait_ns": 0}
