@@ -21,7 +21,7 @@ import shutil
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, NamedTuple
@@ -297,6 +297,9 @@ class SampledSession:
     spans: list[ThreadSpan] = field(default_factory=list)
     mutations: int | None = None  # 'Appending to commitlog' events: partitions written, on every node traced
     commitlog_ns: int | None = None  # from each of them to its thread's next event: in the commit log
+    # Unix ns: the client's send of the request and its receipt of the answer, when casstrace was the
+    # client (a run's execution): every node's events of the session lie between them
+    client_span_ns: tuple[int, int] | None = None
 
 
 def read_sessions(
@@ -392,11 +395,16 @@ def _events_of(session: Any, keys: list[str]) -> dict[str, list[TraceEvent]]:
 
 
 def traced_sessions(
-    session: Any, session_ids: list[str], statement: str, wait_s: float = TRACE_WAIT_S
+    session: Any,
+    session_ids: list[str],
+    statement: str,
+    client_spans: Mapping[str, tuple[int, int]] | None = None,
+    wait_s: float = TRACE_WAIT_S,
 ) -> list[SampledSession]:
     """The sessions of requests casstrace itself traced (its run's executions), by id, with their
-    events: `statement` is what casstrace ran (normalized). The node writes a session's records after
-    answering: a session not finished yet is waited for up to `wait_s`, then left out."""
+    events: `statement` is what casstrace ran (normalized); `client_spans`: each session's
+    client_span_ns, where known. The node writes a session's records after answering: a session not
+    finished yet is waited for up to `wait_s`, then left out."""
     found: dict[str, SampledSession] = {}
     deadline = time.monotonic() + wait_s
     while True:
@@ -418,6 +426,7 @@ def traced_sessions(
                     live_rows=None,
                     tombstone_cells=None,
                     sstables_merged=None,
+                    client_span_ns=(client_spans or {}).get(str(row.session_id)),
                 )
         if len(found) == len(session_ids) or time.monotonic() >= deadline:
             break
@@ -437,7 +446,10 @@ def add_events(sampled: SampledSession, events: list[TraceEvent]) -> None:
     by_source: dict[str | None, list[TraceEvent]] = {}
     for event in events:
         by_source.setdefault(event.source, []).append(event)
-    starts = {source: session_start_ns(own, sampled.started_ns) for source, own in by_source.items()}
+    starts = {
+        source: session_start_ns(own, sampled.started_ns, _start_bounds(sampled.client_span_ns, own))
+        for source, own in by_source.items()
+    }
     sampled.started_ns = min(starts.values())
     spans: dict[tuple[str | None, str], ThreadSpan] = {}
     for _, elapsed_ns, thread, activity, source in events:
@@ -474,11 +486,22 @@ def _add_commitlog(sampled: SampledSession, events: list[TraceEvent]) -> None:
                 sampled.commitlog_ns += thread_events[at + 1].elapsed_ns - event.elapsed_ns
 
 
-def session_start_ns(events: Iterable[TraceEvent], fallback_ns: int) -> int:
-    """When the session started (Unix ns), to well under a millisecond: each event's id carries its
+def _start_bounds(client_span_ns: tuple[int, int] | None, events: list[TraceEvent]) -> tuple[int, int] | None:
+    """The earliest and latest start a node's events allow within the client's span: after the send,
+    and early enough for its last event to come before the answer arrived."""
+    if client_span_ns is None or not events:
+        return None
+    return client_span_ns[0], client_span_ns[1] - max(event.elapsed_ns for event in events)
+
+
+def session_start_ns(events: Iterable[TraceEvent], fallback_ns: int, bounds: tuple[int, int] | None = None) -> int:
+    """When the session started (Unix ns), well under a millisecond: each event's id carries its
     time to the millisecond (then a counter) and its source_elapsed the µs since the start, so each
-    bounds the start to a 1 ms interval; their intersection is far narrower. Its middle, or the median
-    estimate when clocks disagree (then the session's own ms start when there is nothing)."""
+    bounds the start to a 1 ms interval; their intersection is narrower, but events within one
+    millisecond leave it up to 1 ms wide. `bounds` (the client's send and answer, _start_bounds)
+    narrow it further where they overlap it; they are left out where they contradict it (another
+    machine's clock). Its middle, or the median estimate when clocks disagree (then the session's own
+    ms start when there is nothing)."""
     lows, highs = [], []
     for event in events:
         low = event.event_ns // MS_NS * MS_NS - event.elapsed_ns
@@ -487,9 +510,11 @@ def session_start_ns(events: Iterable[TraceEvent], fallback_ns: int) -> int:
     if not lows:
         return fallback_ns
     low, high = max(lows), min(highs)
-    if low <= high:
-        return (low + high) // 2
-    return int(statistics.median(lows)) + MS_NS // 2
+    if low > high:
+        return int(statistics.median(lows)) + MS_NS // 2
+    if bounds is not None and max(low, bounds[0]) <= min(high, bounds[1]):
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return (low + high) // 2
 
 
 def _unix_ns(timestamp: Any) -> int:

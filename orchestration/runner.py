@@ -31,6 +31,7 @@ import itertools
 import json
 import re
 import sys
+import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -138,6 +139,8 @@ class ClientExecution:
     error: str | None = None
     # requests of the node's other clients around its window (measured executions; None: not measured)
     other_requests: int | None = None
+    # monotonic ns just before the driver sent it and just after its answer was in (None: it failed)
+    client_span_ns: tuple[int, int] | None = None
 
 
 def default_trace_path(query: str, now: datetime | None = None) -> Path:
@@ -688,6 +691,7 @@ def _execute_all(
             execution = ClientExecution(number, kind, window_id)
             executions.append(execution)
             try:
+                sent = time.monotonic_ns()
                 # Traced: its session's events say which threads served it (a tracing window's, the node's story).
                 execution.result = execute(
                     node.session,
@@ -698,6 +702,7 @@ def _execute_all(
                     shape=leaf_shape if kind == "tracing" else None,
                     values=generated.values(number) if generated is not None else None,
                 )
+                execution.client_span_ns = (sent, time.monotonic_ns())
             except Exception as error:
                 execution.error = execution_failure(error)
             finally:
@@ -763,11 +768,19 @@ def _serving_sessions(
 ) -> list[tuple[int, SampledSession]]:
     """Each measured execution's traced sessions (one a page), with the threads that served it."""
     ids: list[tuple[int, str]] = []
+    client_spans: dict[str, tuple[int, int]] = {}
+    offset = clock_offset_ns()  # the sessions' clock is the node's Unix time
     for execution in executions:
         if execution.kind == "measured" and execution.result is not None and execution.result.result_set is not None:
             future = execution.result.result_set.response_future
-            ids += [(execution.execution, str(trace_id)) for trace_id in future.get_query_trace_ids()]
-    found = {s.session_id: s for s in traced_sessions(node.session, [key for _, key in ids], normalize(query))}
+            keys = [str(trace_id) for trace_id in future.get_query_trace_ids()]
+            ids += [(execution.execution, key) for key in keys]
+            if execution.client_span_ns is not None:
+                sent, answered = execution.client_span_ns
+                client_spans.update(dict.fromkeys(keys, (sent + offset, answered + offset)))
+    found = {
+        s.session_id: s for s in traced_sessions(node.session, [key for _, key in ids], normalize(query), client_spans)
+    }
     return [(execution, found[key]) for execution, key in ids if key in found]
 
 

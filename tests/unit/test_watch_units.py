@@ -175,6 +175,40 @@ def test_session_start_is_found_well_under_a_millisecond():
     assert abs(session_start_ns(events, start // MS_NS * MS_NS) - start) < 400_000
 
 
+def test_events_within_one_millisecond_are_placed_by_the_clients_span():
+    """Five events within 200 µs of one millisecond leave the start 800 µs wide: the client's send and
+    answer (the events end 100 µs before it) pin it to where they overlap."""
+    start = 1_795_436_348_416_740_123
+    events = [_event(start + offset, start) for offset in (20_000, 60_000, 100_000, 150_000, 220_000)]
+    alone = session_start_ns(events, start // MS_NS * MS_NS)
+    client = (start - 30_000, start + 220_000 + 100_000)
+    bounds = (client[0], client[1] - max(event.elapsed_ns for event in events))
+    assert abs(alone - start) > 150_000  # the middle of the millisecond the events allow
+    assert abs(session_start_ns(events, start // MS_NS * MS_NS, bounds) - start) <= 70_000
+    # a span that contradicts the events (another machine's clock, say) is left out
+    assert session_start_ns(events, start // MS_NS * MS_NS, (start + 5 * MS_NS, start + 6 * MS_NS)) == alone
+
+
+def test_a_runs_session_is_placed_inside_its_clients_span():
+    start = 1_795_436_348_416_740_123
+    sampled = SampledSession(
+        "id",
+        "SELECT a FROM t WHERE k = ?",
+        "ONE",
+        None,
+        start // MS_NS * MS_NS,
+        300_000,
+        None,
+        None,
+        None,
+        client_span_ns=(start - 30_000, start + 320_000),
+    )
+    add_events(sampled, [_event(start + offset, start) for offset in (20_000, 220_000)])
+    (span,) = sampled.spans
+    assert start - 30_000 <= sampled.started_ns and span.last_ns <= start + 320_000
+    assert abs(span.first_ns - (start + 20_000)) <= 70_000
+
+
 def test_sessions_keep_numbers_and_spans_never_activity_texts():
     start = 1_795_436_348_000_000_000
     sampled = SampledSession("id", "SELECT a FROM t WHERE k = ?", "ONE", None, start, 5_000_000, None, None, None)
