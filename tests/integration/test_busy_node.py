@@ -40,6 +40,10 @@ LEAD_S = 1.0  # the other client runs this long before the measured run starts
 # the queried table), another client's point reads of another table make the node serve >= MIN_RATE
 # requests/s.
 WIDE_RATE, WIDE_IN_FLIGHT, WIDE_MIN_RATE = 100, 8, 10
+# The wide query's executions under that load: each window is ~15 ms, and the other client's reads of the
+# wide table came about one per three of them (r26: 1.1 MB of it in 3 windows; none in 2 of 8 runs), so
+# 15 make the other client's reads in them near certain (~5 expected).
+WIDE_BUSY_REPEAT = 15
 KEY = 4242
 REPEAT = 9  # executions of a point read per run (the median of 9 keeps a neighbour's chunk charged to one or two out)
 WITHIN = 1.2  # bytes per execution, busy against idle
@@ -149,7 +153,7 @@ def test_the_wide_query_stays_flagged_for_its_own_full_row_reads_under_load(
         other_client(sandbox, others, rows, rate=WIDE_RATE, in_flight=WIDE_IN_FLIGHT) as wide,
         other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as points,
     ):
-        busy = traced(sandbox, spec.wide_query, tmp_path / "busy.trace", kept_capture, repeat=3)
+        busy = traced(sandbox, spec.wide_query, tmp_path / "busy.trace", kept_capture, repeat=WIDE_BUSY_REPEAT)
 
     assert busy.overall.busy is not None and busy.overall.busy.busy_executions > 0
     assert busy.overall.busy.table_bytes_by_others > 0 and busy.overall.busy.other_tables_bytes > 0
