@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -51,34 +53,52 @@ def schedstat(pid: int) -> tuple[int, int]:
     return runtime, slices
 
 
+@contextmanager
+def measured(program: str) -> Iterator[tuple[subprocess.Popen, NodeTime]]:
+    """`program` (Python that prints 'ready', then waits for a line at each step) started, with a NodeTime
+    on it; on the way out the NodeTime stopped (its figures kept), then the program told to end."""
+    child = subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        warnings: list[str] = []
+        node_time = NodeTime(child.pid, native_port=0, warn=warnings.append)
+        assert not warnings, warnings
+        try:
+            yield child, node_time
+        finally:
+            node_time.stop()
+    finally:
+        child.stdin.write("end\n")
+        child.stdin.close()
+        child.wait(timeout=10)
+
+
+def go(child: subprocess.Popen) -> None:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+
+
+def told(child: subprocess.Popen) -> list[int]:
+    """The clock readings the program prints when its step is done."""
+    assert child.stdout is not None
+    return [int(number) for number in child.stdout.readline().split()]
+
+
 @pytest.fixture(scope="module")
 def spun():
     """(the spinner's own start and end of its spin, its CPU by schedstat over the window, its slots, the
     slices it ran in)"""
-    spinner = subprocess.Popen(
-        [sys.executable, "-c", SPINNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert spinner.stdout.readline().strip() == "ready"
-        warnings: list[str] = []
-        node_time = NodeTime(spinner.pid, native_port=0, warn=warnings.append)
-        assert not warnings, warnings
-        try:
-            node_time.on_window_start(1, MEASURED_WINDOW, 0)
-            before = schedstat(spinner.pid)
-            spinner.stdin.write("go\n")
-            spinner.stdin.flush()
-            start, end = map(int, spinner.stdout.readline().split())
-            time.sleep(0.05)  # blocked on its stdin again: the slice has ended
-            after = schedstat(spinner.pid)
-        finally:
-            node_time.stop()
-        slots = {slot: ns for (tid, slot), ns in node_time.thread_slots().items() if tid == spinner.pid}
-        return start, end, after[0] - before[0], slots, after[1] - before[1]
-    finally:
-        spinner.stdin.write("end\n")
-        spinner.stdin.close()
-        spinner.wait(timeout=10)
+    with measured(SPINNER) as (spinner, node_time):
+        node_time.on_window_start(1, MEASURED_WINDOW, 0)
+        before = schedstat(spinner.pid)
+        go(spinner)
+        start, end = told(spinner)
+        time.sleep(0.05)  # blocked on its stdin again: the slice has ended
+        after = schedstat(spinner.pid)
+    slots = {slot: ns for (tid, slot), ns in node_time.thread_slots().items() if tid == spinner.pid}
+    return start, end, after[0] - before[0], slots, after[1] - before[1]
 
 
 def test_the_slots_add_up_to_the_kernels_count_of_the_threads_cpu(spun):
@@ -136,28 +156,13 @@ sys.stdin.readline()
 
 
 def test_a_thread_renamed_into_a_request_pool_and_out_in_one_slice_serves_while_it_bears_the_name():
-    renamer = subprocess.Popen(
-        [sys.executable, "-c", RENAMER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert renamer.stdout.readline().strip() == "ready"
-        warnings: list[str] = []
-        node_time = NodeTime(renamer.pid, native_port=0, warn=warnings.append)
-        assert not warnings, warnings
-        try:
-            node_time.on_window_start(1, MEASURED_WINDOW, 0)
-            renamer.stdin.write("go\n")
-            renamer.stdin.flush()
-            into_before, into_after, out_before, out_after = map(int, renamer.stdout.readline().split())
-            time.sleep(0.05)  # blocked on its stdin again: the slice has ended
-            node_time.on_window_end(1)
-        finally:
-            node_time.stop()
-        own = [t for t in node_time.transitions() if t.tid == renamer.pid]
-    finally:
-        renamer.stdin.write("end\n")
-        renamer.stdin.close()
-        renamer.wait(timeout=10)
+    with measured(RENAMER) as (renamer, node_time):
+        node_time.on_window_start(1, MEASURED_WINDOW, 0)
+        go(renamer)
+        into_before, into_after, out_before, out_after = told(renamer)
+        time.sleep(0.05)  # blocked on its stdin again: the slice has ended
+        node_time.on_window_end(1)
+    own = [t for t in node_time.transitions() if t.tid == renamer.pid]
     # the rename in, then the rename out (the thread left the pools; its switch out after is another
     # pool's): each stamped between its clock's readings either side of the write
     assert [(t.kind, t.state) for t in own] == [(Kind.SWITCHED_IN, 0), (Kind.SWITCHED_OUT, State.LEFT)], own
@@ -187,31 +192,18 @@ sys.stdin.readline()
 
 
 def test_a_request_thread_running_across_a_whole_window_is_seen_running_in_it():
-    runner = subprocess.Popen([sys.executable, "-c", RUNNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert runner.stdout.readline().strip() == "ready"
-        warnings: list[str] = []
-        node_time = NodeTime(runner.pid, native_port=0, warn=warnings.append)
-        assert not warnings, warnings
-        try:
-            node_time.on_window_start(1, "gap", None)
-            runner.stdin.write("go\n")
-            runner.stdin.flush()
-            time.sleep(0.02)  # 10 ms of sleep, then the spin: the window opens during the spin
-            opened = time.monotonic_ns()
-            node_time.on_window_start(2, MEASURED_WINDOW, 0)
-            time.sleep(0.01)
-            node_time.on_window_start(3, "gap", None)
-            closed = time.monotonic_ns()
-            node_time.on_window_end(2)
-            start, end = map(int, runner.stdout.readline().split())
-        finally:
-            node_time.stop()
-        own = [t for t in node_time.transitions() if t.tid == runner.pid and t.window_id == 2]
-    finally:
-        runner.stdin.write("end\n")
-        runner.stdin.close()
-        runner.wait(timeout=10)
+    with measured(RUNNER) as (runner, node_time):
+        node_time.on_window_start(1, "gap", None)
+        go(runner)
+        time.sleep(0.02)  # 10 ms of sleep, then the spin: the window opens during the spin
+        opened = time.monotonic_ns()
+        node_time.on_window_start(2, MEASURED_WINDOW, 0)
+        time.sleep(0.01)
+        node_time.on_window_start(3, "gap", None)
+        closed = time.monotonic_ns()
+        node_time.on_window_end(2)
+        start, end = told(runner)
+    own = [t for t in node_time.transitions() if t.tid == runner.pid and t.window_id == 2]
     assert start < opened and closed < end, (start, opened, closed, end)  # the window inside the spin
     # the window opens with the thread on its CPU since its switch in, before its clock's first reading
     assert [(t.kind, t.state) for t in own] == [(Kind.SWITCHED_IN, 0)], own
