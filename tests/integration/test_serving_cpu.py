@@ -15,6 +15,7 @@ import pytest
 
 from casstrace.analyses.model import Analysis
 from casstrace.analyses.units import ns_to_s
+from casstrace.sandbox.workload import BackgroundRequests
 from casstrace.traces import Trace
 from casstrace.traces.schema import THREAD_SLOT_NS
 from test_busy_node import KEY, other_client, point_table, reached  # noqa: F401 (point_table: a fixture)
@@ -23,6 +24,10 @@ from verdict_tables import traced
 pytestmark = pytest.mark.integration
 
 REPEAT = 15
+# A point read's windows are ~0.7-1 ms on the faster 2-core machine, and the other client's 500 requests/s
+# come in bursts: once in 10 suite runs its requests were out in only 6 of 15 windows (none in the first
+# five). The busy run is taken again, at most this many times in all, until they were out in two in three.
+BUSY_RUNS = 3
 # A busy node's serving threads' CPU against the idle node's, median over the executions: a serving
 # thread may run another client's request in the same 1 ms slot as its own (the slots are what it is
 # charged by), so some growth is allowed; the pools' CPU grows with every request in the window.
@@ -49,6 +54,16 @@ def measured_windows_s(analysis: Analysis) -> list[tuple[float, float]]:
     return [(ns_to_s(start), ns_to_s(end)) for start, end in rows]
 
 
+def out_during_windows(load: BackgroundRequests, analysis: Analysis) -> list[int]:
+    """How many of the other client's answered requests were out during each measured window."""
+    return [load.answered_during(start_s, end_s) for start_s, end_s in measured_windows_s(analysis)]
+
+
+def loaded(overlapped: list[int]) -> bool:
+    """The other client had a request out during at least two windows in three."""
+    return sum(count > 0 for count in overlapped) >= len(overlapped) * 2 / 3
+
+
 def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, kept_capture, tmp_path):
     # The idle baseline is measured before and after the busy run and pooled: one idle run alone, first
     # on a node that has just served other tests, may stand well above the node's usual (CI saw it at
@@ -56,7 +71,10 @@ def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, k
     query = point_table.point_query(KEY)
     idle_before = traced(sandbox, query, tmp_path / "idle-before.trace", kept_capture, repeat=REPEAT)
     with other_client(sandbox, point_table.by_key, point_table.keys_except(KEY)) as load:
-        busy = traced(sandbox, query, tmp_path / "busy.trace", kept_capture, repeat=REPEAT)
+        for attempt in range(BUSY_RUNS):
+            busy = traced(sandbox, query, tmp_path / f"busy-{attempt}.trace", kept_capture, repeat=REPEAT)
+            if loaded(out_during_windows(load, busy)):
+                break
     reached(load)
     idle_after = traced(sandbox, query, tmp_path / "idle-after.trace", kept_capture, repeat=REPEAT)
 
@@ -81,6 +99,6 @@ def test_a_point_reads_serving_cpu_is_its_own_under_load(sandbox, point_table, k
     # CPU that stayed put would show nothing. (The pools' CPU beyond the serving threads cannot show it:
     # the shared pool's idle workers spin for work, about 1 ms a window on an idle node, and a busy node
     # answers faster, in shorter windows.)
-    overlapped = [load.answered_during(start_s, end_s) for start_s, end_s in measured_windows_s(busy)]
+    overlapped = out_during_windows(load, busy)
     print(f"the other client's requests out during each measured window: {overlapped}")
-    assert sum(count > 0 for count in overlapped) >= len(overlapped) * 2 / 3, overlapped
+    assert loaded(overlapped), overlapped
