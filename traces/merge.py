@@ -18,6 +18,7 @@ from typing import Any
 
 from casstrace.errors import CasstraceError
 from casstrace.traces.capabilities import capabilities_of, recorded
+from casstrace.traces.measures import MEASURES
 from casstrace.traces.schema import FORMAT_VERSION, SLOT_NS, THREAD_SLOT_NS
 from casstrace.traces.tables import TABLE, TABLES, Merge
 from casstrace.traces.writer import TraceWriter
@@ -84,10 +85,25 @@ def merge_node(
         }
         for table in _COPIED:
             _copy(db, table, offsets)
+        _fit_to_windows(db, node_id)
     finally:
         db.commit()
         db.execute("DETACH DATABASE part")
     return meta
+
+
+def _fit_to_windows(db: sqlite3.Connection, node_id: int) -> None:
+    """A node's measures bounded by its window's length, cut to the trace's window: the node opened and
+    closed its windows at the run's commands, a little later than the run (a loaded machine, an ssh
+    hop), so a pause that held its whole window could pass the trace's by milliseconds."""
+    bounded = [name for name, entry in MEASURES.items() if entry.at_most == "window"]
+    db.execute(
+        f"""UPDATE main.window_measures
+            SET value = min(value, (SELECT end_ns - start_ns FROM main.windows w
+                                    WHERE w.window_id = window_measures.window_id))
+            WHERE node_id = ? AND measure IN ({", ".join("?" * len(bounded))})""",
+        [node_id, *bounded],
+    )
 
 
 def _next_id(db: sqlite3.Connection, table: str, column: str) -> int:

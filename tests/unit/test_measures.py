@@ -212,3 +212,17 @@ def test_a_nodes_time_within_the_round_trip_is_the_executions(tmp_path):
     assert measured.undetermined == {} and measured.measures["node_ns"] == 9e6
     assert analysis.undetermined_measures == [] and analysis.time_split is not None
     assert analysis.time_split.node_ns == 9e6
+
+
+def test_a_nodes_pause_over_its_later_window_is_cut_to_the_traces_window(tmp_path):
+    """A node opens and closes its windows at the run's commands, a little after the run: a GC pause that
+    held its whole (longer) window is cut to the trace's window, and the merged trace opens."""
+    window_ns = 1_000_000_000  # _run_windows' measured window
+    part = partial(tmp_path / "node.trace", {"gc_pause_ns": window_ns + 1_900_000, "node_ns": 900_000_000})
+    writer = TraceWriter(tmp_path / "merged.trace")
+    synthetic._base_meta(writer, query="SELECT c0 FROM demo.wide WHERE id = 1", keyspace="demo")
+    synthetic._run_windows(writer, {"latency_s": 0.01, "rows": 20, "payload_bytes": 2000})
+    trace_merge.merge_node(writer, part, 1, 0, synthetic.START_NS)
+    with Trace(writer.finish()) as trace:
+        values = {row.measure: row.value for row in queries.window_measures(trace) if row.window_id == MEASURED_WINDOW}
+    assert values == {"gc_pause_ns": window_ns, "node_ns": 900_000_000}
