@@ -39,6 +39,10 @@ RATE = 450
 MIN_RATE = 300
 MAX_ERRORS = 0.05  # of the other clients' requests: timeouts of an overloaded machine, not the test's subject
 REPEAT = 9  # the median of 9 keeps a neighbour's chunk charged to some executions out (3 of 5 once)
+# The other clients' reads must reach every node's windows (~2 ms each): once in 10 suite runs node 3 read
+# nothing in all nine at 150 requests/s of its client. The busy run is taken again, at most this many
+# times in all, until each node read the table in its windows.
+BUSY_RUNS = 3
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +112,11 @@ def replica_reads(found: dict[int, dict[int, int]]) -> list[int]:
     return [size for per_node in found.values() for size in per_node.values() if size]
 
 
+def read_by_each_node(reads: dict[int, dict[int, int]]) -> dict[int, int]:
+    """node_id -> what it read of the table over the measured windows (window_reads')."""
+    return {node: sum(per_node.get(node, 0) for per_node in reads.values()) for node in (1, 2, 3)}
+
+
 def test_a_quorum_read_charges_each_replica_only_its_own_part_under_load(cluster, cluster_points, tmp_path):
     query = cluster_points.point_query(KEY)
     idle = quorum_run(cluster, query, tmp_path / "idle.trace")
@@ -126,7 +135,10 @@ def test_a_quorum_read_charges_each_replica_only_its_own_part_under_load(cluster
             for member in cluster.nodes
         ]
         time.sleep(LEAD_S)
-        busy = quorum_run(cluster, query, tmp_path / "busy.trace")
+        for attempt in range(BUSY_RUNS):
+            busy = quorum_run(cluster, query, tmp_path / f"busy-{attempt}.trace")
+            if all(read_by_each_node(window_reads(busy)).values()):
+                break
         achieved = sum(load.achieved_rate for load in loads)
 
     print(f"the other clients: {achieved:.0f} requests/s, {sum(load.errors for load in loads)} errors")
@@ -137,8 +149,7 @@ def test_a_quorum_read_charges_each_replica_only_its_own_part_under_load(cluster
     assert all(sum(1 for size in per_node.values() if size) >= 2 for per_node in idle_reads.values()), idle_reads
     assert idle.overall.busy is not None and (idle.overall.busy.attributed_share or 0) >= 0.9
     # Busy: the other client's reads were in every node's windows, far more than the query's part.
-    busy_reads = window_reads(busy)
-    totals = {node: sum(per_node.get(node, 0) for per_node in busy_reads.values()) for node in (1, 2, 3)}
+    totals = read_by_each_node(window_reads(busy))
     assert all(totals.values()), totals  # each node coordinated its client's reads, and read them itself
     assert sum(totals.values()) > 2 * sum(replica_reads(busy_charged)), (totals, busy_charged)
     # Each replica that read is charged its own read, as much as it read on the idle cluster; and each
