@@ -146,10 +146,15 @@ def role_of(thread: str, series: str | None = None) -> Role:
     return next((pool.role for pool in pools if _names(pool, thread)), Role.OTHER)
 
 
-def kernel_prefixes(roles: Collection[Role]) -> tuple[str, ...]:
-    """The names, as the kernel cuts them, that a thread of one of `roles` starts with: for a test in
-    the kernel (a BPF program), in the registry's order."""
-    return tuple(dict.fromkeys(pool.kernel_prefix for pool in ALL_POOLS if pool.role in roles))
+def kernel_prefixes(roles: Collection[Role], shared_only: bool = False) -> tuple[str, ...]:
+    """The names, as the kernel cuts them, that a thread of one of `roles` starts with (with
+    `shared_only`: of the shared worker pool's stages only): for a test in the kernel (a BPF program),
+    in the registry's order."""
+    return tuple(
+        dict.fromkeys(
+            pool.kernel_prefix for pool in ALL_POOLS if pool.role in roles and (pool.shared or not shared_only)
+        )
+    )
 
 
 # The threads a traced request's events run on (the native transport's requests, the local read and

@@ -29,14 +29,18 @@
 // thread of the process with a request pool's name, and each answering write's segment of a request's
 // time, go to userspace (the transitions ring) in the order they happened, where request_states.py
 // folds them into the time the request threads ran, waited for a CPU or for the disk while a request
-// was open. A thread switched in is known as the process's by its tid (jvm_threads: each thread of the
-// process that left a CPU): sched_switch names only the current task's process. A shared-pool worker
-// moves from pool to pool without leaving its CPU, renaming itself as it goes: a rename into a request
-// pool's name is sent as a switch in (it serves from then on), one out of it as having left the pools
-// (it serves no request). A worker that took a request's task between two of another pool's, in one
+// was open. A thread switched in is known as the process's by its tid (jvm_threads: the process's threads
+// as the capture began, from userspace, and each that left a CPU since): sched_switch names only the
+// current task's process. A shared-pool worker moves from pool to pool without leaving its CPU,
+// renaming itself as it goes: a rename into a request pool's name is sent as a switch in (it serves
+// from then on), one out of it as having left the pools (it serves no request). A worker that took a request's task between two of another pool's, in one
 // slice, is so seen serving it. Each request thread's condition since when is kept outside the windows
 // too (request_threads: a map update per switch of the process's request threads, and per wake-up of
-// one), for the window to open with it.
+// one), for the window to open with it. A worker that waits for a CPU under another stage's name (woken
+// or preempted: pool_waits) and takes a request's task in the slice it then gets waited for the request:
+// at its rename into the pool, its wait is sent as a wake-up, and its slice until the rename as serving
+// none. (Each traced request's own trace writes leave workers under the local writes' name; on a CPU the
+// JIT compilers hold, a read's task waited 0.9-3 ms so, unseen before.)
 //
 // The window is the one userspace set last (window[0]): a slice or a write counts in the window it
 // ended in. Nothing is lost but what the full maps and the ring refuse (overflows[0], counted).
@@ -88,6 +92,8 @@ struct thread_state {
     u32 unused;
 };
 BPF_HASH(request_threads, u32, struct thread_state, JVM_THREADS);
+// Shared-pool workers under another stage's name (OTHER_STAGE), runnable: since when they wait for a CPU.
+BPF_HASH(pool_waits, u32, u64, JVM_THREADS);
 BPF_RINGBUF_OUTPUT(transitions, TRANSITION_PAGES);
 BPF_HASH(transitions_lost, u32, u64, WINDOWS);
 
@@ -127,12 +133,20 @@ static inline void send(u64 ts_ns, u64 from_ns, u32 tid, u32 window_id, u32 kind
 #define REPORTED_STATES 0xff
 #define UNINTERRUPTIBLE 0x2
 
-TRACEPOINT_PROBE(sched, sched_wakeup) {
-    u32 tid = args->pid;
-    char comm[sizeof(args->comm)];
-    __builtin_memcpy(comm, args->comm, sizeof(comm));
-    if (!SERVES_REQUESTS(comm) || !jvm_threads.lookup(&tid))
-        return 0;
+// A thread of the process made runnable: woken (`created` 0: known as the process's by its tid), or
+// new (1: a thread the process created, which bears its creator's name until it names itself; a
+// request thread that starts one waits for it to run).
+static inline void made_runnable(u32 tid, char *comm, u32 created) {
+    if (OTHER_STAGE(comm)) {
+        if ((created || jvm_threads.lookup(&tid)) && !pool_waits.lookup(&tid)) {
+            u64 woken = bpf_ktime_get_ns();
+            if (pool_waits.insert(&tid, &woken) != 0)
+                count_overflow();
+        }
+        return;
+    }
+    if (!SERVES_REQUESTS(comm) || !(created || jvm_threads.lookup(&tid)))
+        return;
     u64 now = bpf_ktime_get_ns();
     struct thread_state *known = request_threads.lookup(&tid);
     if (!known || known->state == STATE_SLEEPING || known->state == STATE_IO) { // not on a CPU, nor waiting for one
@@ -142,13 +156,39 @@ TRACEPOINT_PROBE(sched, sched_wakeup) {
     }
     if (per_thread_window())
         send(now, 0, tid, current_window(), KIND_WOKEN, 0);
+}
+
+TRACEPOINT_PROBE(sched, sched_wakeup) {
+    char comm[sizeof(args->comm)];
+    __builtin_memcpy(comm, args->comm, sizeof(comm));
+    made_runnable(args->pid, comm, 0);
+    return 0;
+}
+
+TRACEPOINT_PROBE(sched, sched_wakeup_new) {
+    if ((bpf_get_current_pid_tgid() >> 32) != TGID) // run by the creator: the process's own new thread
+        return 0;
+    u32 tid = args->pid;
+    u8 known = 1;
+    if (jvm_threads.update(&tid, &known) != 0)
+        count_overflow();
+    char comm[sizeof(args->comm)];
+    __builtin_memcpy(comm, args->comm, sizeof(comm));
+    made_runnable(tid, comm, 1);
     return 0;
 }
 
 // The current task (one of the process's) leaves its CPU, in the state the scheduler reports.
 static inline void leave_cpu(u64 now, u64 started, u32 tid, char *comm, long reported, u32 slotted, u32 window_id) {
-    if (!SERVES_REQUESTS(comm))
-        return; // not a request pool's: a rename out of one took it out of request_threads
+    if (!SERVES_REQUESTS(comm)) { // not a request pool's: a rename out of one took it out of request_threads
+        if (!OTHER_STAGE(comm))
+            return;
+        if (reported != 0)
+            pool_waits.delete(&tid);
+        else if (pool_waits.update(&tid, &now) != 0) // preempted: it waits for a CPU from now
+            count_overflow();
+        return;
+    }
     u32 state = reported == 0 ? STATE_RUNNABLE : (reported & UNINTERRUPTIBLE) ? STATE_IO : STATE_SLEEPING;
     if (slotted) {
         struct thread_state *known = request_threads.lookup(&tid);
@@ -226,8 +266,19 @@ TRACEPOINT_PROBE(task, task_rename) {
         struct thread_state running = {.since = now, .state = STATE_RUNNING};
         if (request_threads.update(&tid, &running) != 0)
             count_overflow();
-        if (per_thread_window())
-            send(now, 0, tid, current_window(), KIND_SWITCHED_IN, 0);
+        u64 *waited = pool_waits.lookup(&tid);
+        if (per_thread_window()) {
+            u32 window_id = current_window();
+            int zero = 0;
+            u64 *slice = switched_in.lookup(&zero);
+            if (waited && slice && *waited < *slice) { // it waited for this slice under the other stage's name
+                send(*waited, 0, tid, window_id, KIND_WOKEN, 0);
+                send(*slice, 0, tid, window_id, KIND_SWITCHED_OUT, STATE_LEFT);
+            }
+            send(now, 0, tid, window_id, KIND_SWITCHED_IN, 0);
+        }
+        if (waited)
+            pool_waits.delete(&tid);
     } else if (SERVES_REQUESTS(before)) {
         request_threads.delete(&tid);
         if (per_thread_window())

@@ -55,11 +55,14 @@ TRANSITION_PAGES = 1 << 12
 # names as the kernel has them (comm: 15 characters), of every series 4.0-5.0 (they name them alike).
 REQUEST_ROLES = frozenset({Role.CLIENT_CONNECTIONS, Role.CLIENT_REQUESTS, Role.LOCAL_READ})
 REQUEST_THREAD_PREFIXES = kernel_prefixes(REQUEST_ROLES)
+# The shared pool's other stages (the local writes, the replicas' answers): a worker under one of their
+# names may take a read's task next, renaming itself as it runs (node_time.c OTHER_STAGE).
+OTHER_STAGE_PREFIXES = kernel_prefixes(frozenset(Role) - REQUEST_ROLES, shared_only=True)
 
 
-def serves_requests_c(prefixes: tuple[str, ...] = REQUEST_THREAD_PREFIXES) -> str:
-    """node_time.c's SERVES_REQUESTS(comm): whether a thread's name (a char array) starts with one of the
-    prefixes, unrolled (a BPF program has no string functions)."""
+def starts_with_c(prefixes: tuple[str, ...]) -> str:
+    """A C expression of a thread's name `c` (a char array): whether it starts with one of the prefixes,
+    unrolled (a BPF program has no string functions)."""
     tests = (" && ".join(f"(c)[{i}] == {ord(letter)}" for i, letter in enumerate(prefix)) for prefix in prefixes)
     return "(" + " || ".join(f"({test})" for test in tests) + ")"
 
@@ -152,9 +155,15 @@ class NodeTime:
             wait_for_compile()  # the backend's first
             source = program_text("node_time.c")
             cflags = [f"-D{name}={value}" for name, value in self._defines().items()]
-            cflags.append(f"-DSERVES_REQUESTS(c)={serves_requests_c()}")
+            cflags.append(f"-DSERVES_REQUESTS(c)={starts_with_c(REQUEST_THREAD_PREFIXES)}")
+            cflags.append(f"-DOTHER_STAGE(c)={starts_with_c(OTHER_STAGE_PREFIXES)}")
             self._bpf = BPF(text=source, cflags=cflags)
             self._bpf[b"transitions"].open_ring_buffer(self._on_transition)
+            # The threads there are now: one asleep since before the capture is woken, and waits for a
+            # CPU, before it first leaves one (the pools' idle workers)
+            known = self._bpf[b"jvm_threads"]
+            for tid in proc_fds.thread_names(pid):
+                known[ctypes.c_uint32(tid)] = ctypes.c_uint8(1)
             fds = self._bpf[b"client_fds"]
             own = client_fds(pid, native_port, clients)
             if clients is not None and not own:  # a NAT between them: the node knows the client by other addresses

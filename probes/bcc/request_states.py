@@ -27,8 +27,11 @@ the disk since before the window), so a thread that runs through the whole windo
 from before it, is not taken for asleep. A switch out carries the moment the thread began to serve
 (its slice's start, or its rename into a request pool within the slice). A shared-pool worker's
 renames as it runs are transitions too (node_time.c): into a request pool's name, a switch in; out
-of it, having left the pools. A thread with no condition known counts as asleep: what is not known is
-left in the rest, never given to a part.
+of it, having left the pools. A worker that waited for its CPU under another stage's name before such a
+rename comes with its wake-up, and its slice's start as having left the pools (it waited for the
+request, then served none until the rename); a thread a request thread starts, with its start as its
+wake-up. A thread with no condition known counts as asleep: what is not known is left in the rest,
+never given to a part.
 """
 
 from bisect import bisect_right

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from casstrace.probes.bcc.bcc_capture import delete_keys, detach_all, read_hash, wait_for_compile
-from casstrace.probes.bcc.node_time import SLICE_SLOTS, THREAD_SLOTS, program_text, serves_requests_c
+from casstrace.probes.bcc.node_time import SLICE_SLOTS, THREAD_SLOTS, program_text, starts_with_c
 from casstrace.traces.schema import THREAD_SLOT_NS
 from casstrace.traces.thread_roles import SESSION_ROLES, kernel_prefixes
 from casstrace.traces.writer import TraceWriter
@@ -54,7 +54,7 @@ class ServingCpu:
                 f"-DTHREAD_SLOTS={THREAD_SLOTS}",
                 f"-DTHREAD_SLOT_NS={THREAD_SLOT_NS}",
                 f"-DSLICE_SLOTS={SLICE_SLOTS}",
-                f"-DSERVES_SESSIONS(c)={serves_requests_c(kernel_prefixes(SESSION_ROLES))}",
+                f"-DSERVES_SESSIONS(c)={starts_with_c(kernel_prefixes(SESSION_ROLES))}",
             ]
             self._bpf = BPF(text=program_text("serving_cpu.c"), cflags=cflags)
             self.measured = True

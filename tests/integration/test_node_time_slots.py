@@ -4,8 +4,10 @@ of its slice counted slot by slot where its own clock says it ran, the earlier r
 slot, and the slots add up to the CPU the kernel counted for it. And its request threads' states: a
 thread that, in one slice, renames itself into a request pool, spins, and renames itself out of it (a
 shared-pool worker taking one request's task between two of another pool's) is seen serving exactly
-while its own clock says it bore the pool's name; and one that runs from before a window opens until
-after it closes is seen running throughout it.
+while its own clock says it bore the pool's name; one woken under another stage's name that waits for
+its CPU, then takes a request's task, waited for a CPU for the request from its wake-up; a thread a
+request thread starts waits for a CPU from its start; and one that runs from before a window opens
+until after it closes is seen running throughout it.
 
 The spinner runs at a real-time priority so that it spins in one slice, and reads CLOCK_MONOTONIC
 (time.monotonic_ns), the clock bpf_ktime_get_ns() reads too.
@@ -162,18 +164,153 @@ def test_a_thread_renamed_into_a_request_pool_and_out_in_one_slice_serves_while_
         into_before, into_after, out_before, out_after = told(renamer)
         time.sleep(0.05)  # blocked on its stdin again: the slice has ended
         node_time.on_window_end(1)
-    own = [t for t in node_time.transitions() if t.tid == renamer.pid]
-    # the rename in, then the rename out (the thread left the pools; its switch out after is another
-    # pool's): each stamped between its clock's readings either side of the write
+    transitions = [t for t in node_time.transitions() if t.tid == renamer.pid]
+    # woken from its stdin under the other pool's name, it waited for its CPU until its slice (the next
+    # test), then the rename in, then the rename out (the thread left the pools; its switch out after is
+    # another pool's): each rename stamped between its clock's readings either side of the write
+    woken, slice_start, *own = transitions
+    assert [(t.kind, t.state) for t in (woken, slice_start)] == [(Kind.WOKEN, 0), (Kind.SWITCHED_OUT, State.LEFT)]
     assert (own[0].kind, own[-1].kind, own[-1].state) == (Kind.SWITCHED_IN, Kind.SWITCHED_OUT, State.LEFT), own
     assert into_before <= own[0].ts_ns <= into_after and out_before <= own[-1].ts_ns <= out_after, own
     assert_only_preempted(own[1:-1])
-    # a request open over the whole slice: the thread ran (or, preempted, waited for its CPU) for it
-    # exactly while it bore the pool's name
-    request = Transition(out_after + 1_000_000, into_before - 1_000_000, 0, 1, Kind.ANSWERED, 0)
+    # a request open from the slice's start on: the thread ran (or, preempted, waited for its CPU) for
+    # it exactly while it bore the pool's name
+    request = Transition(out_after + 1_000_000, slice_start.ts_ns, 0, 1, Kind.ANSWERED, 0)
     split = split_request_time([*own, request])[1]
     served = split["running_ns"] + split["cpu_wait_ns"]
     assert SPIN_NS <= out_before - into_after <= served <= out_after - into_before, (split, own)
+
+
+# A shared-pool worker under another stage's name, asleep on its stdin (after a first sleep the program
+# sees); woken while a real-time hog holds its CPU (both pinned to CPU 0), it waits for it, then takes a
+# request's task: renames itself into a request pool, spins, and renames itself out. It says when it
+# resumed, and its renames.
+WAITING_WORKER = f"""
+import os, sys, time
+os.sched_setaffinity(0, {{0}})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+def rename(name):
+    before = time.monotonic_ns()
+    with open("/proc/self/comm", "w") as comm:
+        comm.write(name)
+    return before, time.monotonic_ns()
+rename("MutationStage-1")
+print("ready", flush=True)
+sys.stdin.readline()
+time.sleep(0.01)  # a switch out: known as the process's thread
+print("known", flush=True)
+sys.stdin.readline()
+resumed = time.monotonic_ns()
+into = rename("ReadStage-1")
+start = time.monotonic_ns()
+while time.monotonic_ns() - start < {SPIN_NS // 5}:
+    pass
+out = rename("MutationStage-1")
+print(resumed, *into, *out, flush=True)
+sys.stdin.readline()
+"""
+HOG_NS = 30_000_000
+HOG = f"""
+import os, sys, time
+os.sched_setaffinity(0, {{0}})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(2))
+print("ready", flush=True)
+sys.stdin.readline()
+start = time.monotonic_ns()
+print("hogging", flush=True)
+while time.monotonic_ns() - start < {HOG_NS}:
+    pass
+print(start, time.monotonic_ns(), flush=True)
+"""
+
+
+def test_a_worker_woken_under_another_stage_waits_for_a_cpu_for_the_request_it_then_takes():
+    hog = subprocess.Popen([sys.executable, "-c", HOG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert hog.stdin is not None and hog.stdout is not None
+    try:
+        assert hog.stdout.readline().strip() == "ready"
+        with measured(WAITING_WORKER) as (worker, node_time):
+            node_time.on_window_start(1, MEASURED_WINDOW, 0)
+            go(worker)
+            assert worker.stdout is not None and worker.stdout.readline().strip() == "known"
+            go(hog)
+            assert hog.stdout.readline().strip() == "hogging"
+            woken_before = time.monotonic_ns()
+            go(worker)
+            woken_after = time.monotonic_ns()
+            resumed, into_before, into_after, out_before, out_after = told(worker)
+            time.sleep(0.05)  # blocked on its stdin again: the slice has ended
+            node_time.on_window_end(1)
+        _, hog_end = told(hog)
+    finally:
+        hog.kill()
+        hog.wait()
+    own = [t for t in node_time.transitions() if t.tid == worker.pid]
+    # its wake-up, the start of its slice (under the other stage's name: serving none), its rename in
+    assert [(t.kind, t.state) for t in own[:3]] == [
+        (Kind.WOKEN, 0),
+        (Kind.SWITCHED_OUT, State.LEFT),
+        (Kind.SWITCHED_IN, 0),
+    ], own
+    woken, slice_start, renamed = own[0].ts_ns, own[1].ts_ns, own[2].ts_ns
+    assert woken_before <= woken <= woken_after, own
+    assert hog_end <= slice_start <= resumed and into_before <= renamed <= into_after, (hog_end, resumed, own)
+    # a request open over it all: the worker waited for its CPU from its wake-up to its slice, which the
+    # hog held for most of its 30 ms, then served while it bore the pool's name
+    request = Transition(out_after + 1_000_000, woken_before - 1_000_000, 0, 1, Kind.ANSWERED, 0)
+    split = split_request_time([*own, request])[1]
+    assert split["cpu_wait_ns"] == slice_start - woken and hog_end - woken_after <= split["cpu_wait_ns"], split
+    assert out_before - into_after <= split["running_ns"] + split["cpu_wait_ns"] - (slice_start - woken), split
+
+
+# A request thread that starts a thread (which bears its name until it names itself), renames itself out
+# of the pools and spins on: the new thread, of the same real-time priority on the same CPU, waits for
+# it. Each says when, by its own clock.
+CREATOR = f"""
+import _thread, os, sys, time
+os.sched_setaffinity(0, {{0}})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+with open("/proc/self/comm", "w") as comm:
+    comm.write("ReadStage-1")
+print("ready", flush=True)
+sys.stdin.readline()
+ran = []
+done = _thread.allocate_lock()
+done.acquire()
+def first_run():
+    ran.append(time.monotonic_ns())
+    done.release()
+before = time.monotonic_ns()
+_thread.start_new_thread(first_run, ())
+after = time.monotonic_ns()
+with open(f"/proc/self/task/{{_thread.get_native_id()}}/comm", "w") as comm:
+    comm.write("CompactionExecutor:1")
+renamed = time.monotonic_ns()
+while time.monotonic_ns() - after < {SPIN_NS // 5}:
+    pass
+spun = time.monotonic_ns()
+done.acquire()
+print(before, after, renamed, spun, *ran, flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_thread_a_request_thread_starts_waits_for_a_cpu_under_its_name_until_it_first_runs():
+    with measured(CREATOR) as (creator, node_time):
+        node_time.on_window_start(1, MEASURED_WINDOW, 0)
+        go(creator)
+        started_before, started_after, renamed, spun, ran = told(creator)
+        time.sleep(0.05)
+        node_time.on_window_end(1)
+    new = [t for t in node_time.transitions() if t.tid not in (0, creator.pid)]
+    # made runnable as it was started, then on its CPU once its creator left it
+    assert [t.kind for t in new[:2]] == [Kind.WOKEN, Kind.SWITCHED_IN], new
+    runnable, first_slice = new[0].ts_ns, new[1].ts_ns
+    assert started_before <= runnable <= started_after and spun <= first_slice <= ran, (new, spun, ran)
+    # a request open from the creator's rename out of the pools: the new thread waited for its CPU for it
+    request = Transition(ran, renamed, 0, 1, Kind.ANSWERED, 0)
+    split = split_request_time([*node_time.transitions(), request])[1]
+    assert split["cpu_wait_ns"] == first_slice - renamed and split["cpu_wait_ns"] >= spun - renamed, split
 
 
 def assert_only_preempted(transitions: list[Transition]) -> None:
