@@ -25,22 +25,22 @@
 // the analyses can take, of the threads that served an execution, only the time they ran while they
 // served it.
 //
-// The request threads' states: in the same windows, each switch out, switch in and wake-up of a
-// thread of the process with a request pool's name, and each answering write's segment of a request's
-// time, go to userspace (the transitions ring) in the order they happened, where request_states.py
-// folds them into the time the request threads ran, waited for a CPU or for the disk while a request
-// was open. A thread switched in is known as the process's by its tid (jvm_threads: the process's threads
-// as the capture began, from userspace, and each that left a CPU since): sched_switch names only the
-// current task's process. A shared-pool worker moves from pool to pool without leaving its CPU,
-// renaming itself as it goes: a rename into a request pool's name is sent as a switch in (it serves
-// from then on), one out of it as having left the pools (it serves no request). A worker that took a request's task between two of another pool's, in one
-// slice, is so seen serving it. Each request thread's condition since when is kept outside the windows
-// too (request_threads: a map update per switch of the process's request threads, and per wake-up of
-// one), for the window to open with it. A worker that waits for a CPU under another stage's name (woken
-// or preempted: pool_waits) and takes a request's task in the slice it then gets waited for the request:
-// at its rename into the pool, its wait is sent as a wake-up, and its slice until the rename as serving
-// none. (Each traced request's own trace writes leave workers under the local writes' name; on a CPU the
-// JIT compilers hold, a read's task waited 0.9-3 ms so, unseen before.)
+// The request threads' states: in the same windows, each switch out, switch in and wake-up of a thread
+// of the process with a request pool's name, and each answering write's segment of a request's time, go
+// to userspace (the transitions ring) in the order they happened, where request_states.py folds them
+// into the time the request threads ran, waited for a CPU or for the disk while a request was open. A
+// thread switched in is known as the process's by its tid (jvm_threads: the process's threads as the
+// capture began, from userspace, and each that left a CPU since): sched_switch names only the current
+// task's process. A shared-pool worker moves from pool to pool without leaving its CPU, renaming itself
+// as it goes: a rename into a request pool's name is sent as a switch in (it serves from then on), one
+// out of it as having left the pools (it serves no request). A worker that took a request's task
+// between two of another pool's, in one slice, is so seen serving it. Each request thread's condition
+// since when is kept outside the windows too (request_threads: a map update per switch of the process's
+// request threads, and per wake-up of one), for the window to open with it. A worker that waits for a
+// CPU under another stage's name (woken or preempted: pool_waits) and takes a request's task in the
+// slice it then gets waited for the request: at its rename into the pool, its wait is sent as a
+// wake-up, and its slice until the rename as serving none (each traced request's own trace writes leave
+// the pool's workers under the local writes' name).
 //
 // The window is the one userspace set last (window[0]): a slice or a write counts in the window it
 // ended in. Nothing is lost but what the full maps and the ring refuse (overflows[0], counted).
