@@ -32,7 +32,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -79,6 +79,7 @@ from casstrace.probes.protocol import (
     Capture,
     CaptureFactory,
     CaptureOptions,
+    RequestSpans,
     Windows,
     WindowSource,
 )
@@ -531,7 +532,11 @@ class _Recording:
     def _read_served(self) -> None:
         """The threads that served each measured execution, from its traced sessions."""
         setup = self.setup
-        self.served.extend(_serving_sessions(self.node, self.executions, self.query))
+        node_spans: dict[int, tuple[int, int]] = {}
+        for source in setup.sources:
+            if isinstance(source, RequestSpans):
+                node_spans.update(source.request_spans())
+        self.served.extend(_serving_sessions(self.node, self.executions, self.query, node_spans))
         if setup.agents is None and setup.process is not None:  # each agent lists its own JVM's
             self.thread_ids.add(java_thread_ids(setup.process.pid))
         if setup.profiled is not None and self.served:  # the profile keeps the serving threads' only
@@ -764,9 +769,14 @@ def _write_executions(writer: TraceWriter, executions: list[ClientExecution], wr
 
 
 def _serving_sessions(
-    node: NodeSession, executions: list[ClientExecution], query: str
+    node: NodeSession,
+    executions: list[ClientExecution],
+    query: str,
+    node_spans: Mapping[int, tuple[int, int]],
 ) -> list[tuple[int, SampledSession]]:
-    """Each measured execution's traced sessions (one a page), with the threads that served it."""
+    """Each measured execution's traced sessions (one a page), with the threads that served it, placed
+    within the client's send and answer, or the node's own take and answer of it where this machine's
+    node saw them (node_spans, by window: RequestSpans)."""
     ids: list[tuple[int, str]] = []
     client_spans: dict[str, tuple[int, int]] = {}
     offset = clock_offset_ns()  # the sessions' clock is the node's Unix time
@@ -776,12 +786,22 @@ def _serving_sessions(
             keys = [str(trace_id) for trace_id in future.get_query_trace_ids()]
             ids += [(execution.execution, key) for key in keys]
             if execution.client_span_ns is not None:
-                sent, answered = execution.client_span_ns
+                sent, answered = narrowed(execution.client_span_ns, node_spans.get(execution.window_id))
                 client_spans.update(dict.fromkeys(keys, (sent + offset, answered + offset)))
     found = {
         s.session_id: s for s in traced_sessions(node.session, [key for _, key in ids], normalize(query), client_spans)
     }
     return [(execution, found[key]) for execution, key in ids if key in found]
+
+
+def narrowed(client_span: tuple[int, int], node_span: tuple[int, int] | None) -> tuple[int, int]:
+    """The span an execution's sessions lie in: the node's, from its read of the request to its last
+    answering write, where it lies within the client's send and answer (the same clock: this
+    machine's node); else the client's, which holds the loopback and the driver's own time either
+    side (each a few hundred µs: a point read's session was placed up to 250 µs off within it)."""
+    if node_span is not None and client_span[0] <= node_span[0] <= node_span[1] <= client_span[1]:
+        return node_span
+    return client_span
 
 
 def _agents_threads(writer: TraceWriter, plan: Sequence[PlannedNode]) -> list[ThreadIds]:

@@ -17,7 +17,7 @@ Nothing here raises on a signal: casstrace.interrupts decides when one may cut i
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from casstrace.traces.capabilities import Capability
 from casstrace.traces.writer import TraceWriter
@@ -227,6 +227,17 @@ class WindowSource(Protocol):
     def write(self, writer: TraceWriter) -> None: ...
 
     def stop(self) -> None: ...
+
+
+@runtime_checkable
+class RequestSpans(Protocol):
+    """A window source that sees the node take and answer the measured client's requests (the node's
+    time, casstrace.probes.bcc.node_time): for `run` to place each traced session within them."""
+
+    def request_spans(self) -> dict[int, tuple[int, int]]:
+        """window_id -> (the read that took the window's first request, the exit of its last answering
+        write), CLOCK_MONOTONIC ns, for the measured windows with an answered request."""
+        ...
 
 
 # What a caller's body returns: why the capture ended before its plan was done (None: it was not).

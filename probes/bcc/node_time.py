@@ -27,7 +27,7 @@ from importlib import resources
 from typing import Any
 
 from casstrace.probes.bcc.bcc_capture import detach_all, wait_for_compile
-from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
+from casstrace.probes.bcc.request_states import Kind, State, Transition, request_spans, split_request_time
 from casstrace.probes.proc import proc_fds
 from casstrace.probes.protocol import MEASURED_WINDOW
 from casstrace.traces.addresses import ClientSockets, parse_address
@@ -229,6 +229,10 @@ class NodeTime:
     def transitions(self) -> list[Transition]:
         """The request threads' transitions read so far (node_time.c), in the order they were read."""
         return self._transitions
+
+    def request_spans(self) -> dict[int, tuple[int, int]]:
+        """RequestSpans: each measured window's span of the client's requests on the node."""
+        return request_spans(self._transitions)
 
     def write(self, writer: TraceWriter) -> None:
         totals: dict[str, dict[int, int]] = {

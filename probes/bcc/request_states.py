@@ -144,6 +144,18 @@ class _Timeline:
         }
 
 
+def request_spans(transitions: Iterable[Transition]) -> dict[int, tuple[int, int]]:
+    """window_id -> (the entry of the read that took its first request, the exit of its last answering
+    write), CLOCK_MONOTONIC, for each window with an answered request: where the node held the measured
+    client's requests, to the microsecond."""
+    spans: dict[int, tuple[int, int]] = {}
+    for t in transitions:
+        if t.kind == Kind.ANSWERED:
+            start, end = spans.get(t.window_id, (t.from_ns, t.ts_ns))
+            spans[t.window_id] = (min(start, t.from_ns), max(end, t.ts_ns))
+    return spans
+
+
 def split_request_time(transitions: Iterable[Transition]) -> dict[int, dict[str, int]]:
     """window_id -> {measure: ns} for each window with an answered request: its requests' time on the node
     split by the request threads' condition (the module's docstring). The rest (all asleep) is not

@@ -134,11 +134,15 @@ def test_a_slice_longer_than_the_slots_cut_puts_its_earlier_rest_in_the_earliest
         assert lumped == [min(slots)] and slots[min(slots)] > (end - start - SLICE_SLOTS * THREAD_SLOT_NS) * 0.8
 
 
-# In one FIFO slice: under another pool's name, then a request pool's for SPIN_NS, then the other's again;
-# each rename between two readings of its own clock.
-RENAMER = f"""
+def under_another_pool(then: str, pinned: bool = False) -> str:
+    """A real-time program (`pinned` to CPU 0) under another pool's name, which renames itself between
+    two readings of its clock: it says it is ready, waits for a line, then runs `then`."""
+    return UNDER_ANOTHER_POOL.format(pin="os.sched_setaffinity(0, {0})\n" if pinned else "") + then
+
+
+UNDER_ANOTHER_POOL = """
 import os, sys, time
-os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+{pin}os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
 def rename(name):
     before = time.monotonic_ns()
     with open("/proc/self/comm", "w") as comm:
@@ -147,6 +151,10 @@ def rename(name):
 rename("MutationStage-1")
 print("ready", flush=True)
 sys.stdin.readline()
+"""
+
+# In one FIFO slice: under another pool's name, then a request pool's for SPIN_NS, then the other's again.
+RENAMER = under_another_pool(f"""
 into = rename("ReadStage-1")
 start = time.monotonic_ns()
 while time.monotonic_ns() - start < {SPIN_NS}:
@@ -154,7 +162,7 @@ while time.monotonic_ns() - start < {SPIN_NS}:
 out = rename("MutationStage-1")
 print(*into, *out, flush=True)
 sys.stdin.readline()
-"""
+""")
 
 
 def test_a_thread_renamed_into_a_request_pool_and_out_in_one_slice_serves_while_it_bears_the_name():
@@ -185,18 +193,8 @@ def test_a_thread_renamed_into_a_request_pool_and_out_in_one_slice_serves_while_
 # sees); woken while a real-time hog holds its CPU (both pinned to CPU 0), it waits for it, then takes a
 # request's task: renames itself into a request pool, spins, and renames itself out. It says when it
 # resumed, and its renames.
-WAITING_WORKER = f"""
-import os, sys, time
-os.sched_setaffinity(0, {{0}})
-os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-def rename(name):
-    before = time.monotonic_ns()
-    with open("/proc/self/comm", "w") as comm:
-        comm.write(name)
-    return before, time.monotonic_ns()
-rename("MutationStage-1")
-print("ready", flush=True)
-sys.stdin.readline()
+WAITING_WORKER = under_another_pool(
+    f"""
 time.sleep(0.01)  # a switch out: known as the process's thread
 print("known", flush=True)
 sys.stdin.readline()
@@ -208,7 +206,9 @@ while time.monotonic_ns() - start < {SPIN_NS // 5}:
 out = rename("MutationStage-1")
 print(resumed, *into, *out, flush=True)
 sys.stdin.readline()
-"""
+""",
+    pinned=True,
+)
 HOG_NS = 30_000_000
 HOG = f"""
 import os, sys, time

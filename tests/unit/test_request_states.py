@@ -2,7 +2,7 @@
 on transitions written by hand: each part is the time of the request's segments in that condition, and
 the parts never pass the segments' sum; what is not known counts in no part."""
 
-from casstrace.probes.bcc.request_states import Kind, State, Transition, split_request_time
+from casstrace.probes.bcc.request_states import Kind, State, Transition, request_spans, split_request_time
 
 WINDOW = 7
 
@@ -84,3 +84,12 @@ def test_a_thread_that_left_the_pools_serves_no_more():
         answered(10, 50),
     ]
     assert split_request_time(transitions) == {WINDOW: {"running_ns": 10, "cpu_wait_ns": 0, "io_wait_ns": 0}}
+
+
+def test_a_windows_request_span_runs_from_its_first_read_to_its_last_answering_write():
+    """Two pages in window 7 (read at 100, answered by writes ending 150 and 170; read at 300, answered at
+    360), one request in window 8: each window's span, and none for a window with no answer."""
+    other = Transition(520, 500, 0, 8, Kind.ANSWERED, 0)
+    transitions = [answered(100, 150), answered(150, 170), switched_in(200, 1), answered(300, 360), other]
+    assert request_spans(transitions) == {WINDOW: (100, 360), 8: (500, 520)}
+    assert request_spans([switched_in(200, 1)]) == {}

@@ -18,6 +18,7 @@ from casstrace.orchestration.runner import (
     check_backend,
     check_options,
     default_trace_path,
+    narrowed,
     stored_statement,
 )
 from casstrace.orchestration.targets import PlannedNode
@@ -115,3 +116,12 @@ def test_the_trace_stores_the_statement_with_its_literals_as_placeholders(query,
 def test_a_default_trace_name_holds_no_literal():
     name = default_trace_path("SELECT * FROM ks.t WHERE k = 12345 AND c = 'x'", datetime(2026, 1, 22, 16, 55, 30)).name
     assert name == "20260122-165530-select-from-ks-t-where-k.trace"
+
+
+def test_a_session_is_placed_within_the_nodes_take_and_answer_when_they_lie_within_the_clients():
+    client = (1_000_000, 2_000_000)
+    assert narrowed(client, (1_200_000, 1_700_000)) == (1_200_000, 1_700_000)
+    assert narrowed(client, None) == client
+    # a span the client's does not hold (another clock, or not this execution's): the client's
+    assert narrowed(client, (900_000, 1_700_000)) == client
+    assert narrowed(client, (1_200_000, 2_100_000)) == client
