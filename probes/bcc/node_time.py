@@ -162,7 +162,7 @@ class NodeTime:
             # The threads there are now: one asleep since before the capture is woken, and waits for a
             # CPU, before it first leaves one (the pools' idle workers)
             known = self._bpf[b"jvm_threads"]
-            for tid in proc_fds.thread_names(pid):
+            for tid in proc_fds.thread_ids(pid):
                 known[ctypes.c_uint32(tid)] = ctypes.c_uint8(1)
             fds = self._bpf[b"client_fds"]
             own = client_fds(pid, native_port, clients)

@@ -227,15 +227,19 @@ def user_dev(kernel_dev: int) -> int:
     return os.makedev(kernel_dev >> 20, kernel_dev & ((1 << 20) - 1))
 
 
+def thread_ids(pid: int) -> list[int]:
+    """The process's threads now ([] when it is gone)."""
+    try:
+        return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
 def thread_names(pid: int) -> dict[int, str]:
     names: dict[int, str] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return names
-    for tid in tids:
+    for tid in thread_ids(pid):
         try:
-            names[int(tid)] = Path(f"/proc/{pid}/task/{tid}/comm").read_text().rstrip("\n")
+            names[tid] = Path(f"/proc/{pid}/task/{tid}/comm").read_text().rstrip("\n")
         except OSError:
             continue
     return names
